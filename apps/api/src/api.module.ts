@@ -1,0 +1,28 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { Logger } from 'pino';
+import { ConfigModule, LoggingModule, TapyardConfig } from '@tapyard/core';
+import { DatabaseModule } from '@tapyard/database';
+import { HealthModule } from '@tapyard/health';
+import { QueueModule } from '@tapyard/queue';
+import { SecretsModule } from '@tapyard/secrets';
+import { PlatformController } from './platform/platform.controller';
+import { SecretsController } from './secrets/secrets.controller';
+
+/** The HTTP application: controllers only; domain logic comes from libs/*. */
+@Module({})
+export class ApiModule {
+  static forRoot(config: TapyardConfig, logger: Logger): DynamicModule {
+    return {
+      module: ApiModule,
+      imports: [
+        ConfigModule.forRoot(config),
+        LoggingModule.forRoot(logger),
+        DatabaseModule,
+        QueueModule,
+        SecretsModule,
+        HealthModule,
+      ],
+      controllers: [PlatformController, SecretsController],
+    };
+  }
+}

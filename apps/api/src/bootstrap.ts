@@ -1,0 +1,29 @@
+import { ValidationPipe } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { NestExpressApplication } from '@nestjs/platform-express';
+import { Logger } from 'pino';
+import { PinoNestLogger, TapyardConfig } from '@tapyard/core';
+import { ApiModule } from './api.module';
+import { ErrorFilter } from './http/error.filter';
+import { requestContextMiddleware } from './http/request-context';
+import { API_PREFIX, setupSwagger } from './swagger';
+
+/** Builds the API application without listening, so tests run exactly what production runs. */
+export async function createApiApp(config: TapyardConfig, logger: Logger): Promise<NestExpressApplication> {
+  const app = await NestFactory.create<NestExpressApplication>(ApiModule.forRoot(config, logger), {
+    logger: new PinoNestLogger(logger),
+    bodyParser: false,
+    abortOnError: false,
+  });
+  app.disable('x-powered-by');
+  app.use(requestContextMiddleware(logger, config.environment));
+  app.useBodyParser('json', { limit: config.bodyLimitBytes });
+  app.setGlobalPrefix(API_PREFIX, { exclude: ['metrics'] });
+  app.useGlobalFilters(new ErrorFilter(logger));
+  app.useGlobalPipes(
+    new ValidationPipe({ whitelist: true, forbidNonWhitelisted: true, transform: true, stopAtFirstError: false }),
+  );
+  setupSwagger(app, config);
+  app.enableShutdownHooks();
+  return app;
+}

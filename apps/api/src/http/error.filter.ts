@@ -1,0 +1,88 @@
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException } from '@nestjs/common';
+import { STATUS_CODES } from 'node:http';
+import type { Request, Response } from 'express';
+import { Logger } from 'pino';
+import { ErrorDetail, RateLimitedError, TapyardError, errorMessage, requestContext } from '@tapyard/core';
+
+/** The contract's error body (contract addendum, "Errors"). */
+export interface ErrorBody {
+  statusCode: number;
+  error: string;
+  message: string;
+  details?: ErrorDetail[];
+}
+
+/**
+ * The one place where errors become HTTP. Domain errors carry their status; framework errors
+ * (routing, body parsing, DTO validation) are reworded to name the problem; anything else is a 500
+ * whose body says only where to look, never a stack, a connection string or a secret.
+ */
+@Catch()
+export class ErrorFilter implements ExceptionFilter {
+  constructor(private readonly logger: Logger) {}
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const ctx = host.switchToHttp();
+    const req = ctx.getRequest<Request>();
+    const res = ctx.getResponse<Response>();
+    const body = this.toBody(exception, req);
+    if (exception instanceof RateLimitedError) res.setHeader('Retry-After', String(exception.retryAfterSeconds));
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
+    res.status(body.statusCode).json(body);
+  }
+
+  private toBody(exception: unknown, req: Request): ErrorBody {
+    if (exception instanceof TapyardError && exception.status < 500) {
+      return body(exception.status, exception.message, exception.details);
+    }
+    if (exception instanceof TapyardError && exception.status !== 500) {
+      this.logger.warn({ err: errorMessage(exception), code: exception.code }, 'request failed');
+      return body(exception.status, exception.message);
+    }
+    if (exception instanceof HttpException && exception.getStatus() < 500) {
+      return this.fromHttpException(exception, req);
+    }
+    const requestId = requestContext.getStore()?.requestId ?? 'unknown';
+    this.logger.error(
+      { err: errorMessage(exception), stack: exception instanceof Error ? exception.stack : undefined },
+      'unexpected error',
+    );
+    return body(500, `internal error: the server log has the details under request id ${requestId}`);
+  }
+
+  private fromHttpException(e: HttpException, req: Request): ErrorBody {
+    const status = e.getStatus();
+    const response = e.getResponse();
+    const raw = typeof response === 'object' && response !== null ? (response as Record<string, unknown>).message : response;
+    if (status === 404 && typeof raw === 'string' && raw.startsWith('Cannot ')) {
+      return body(404, `no route ${req.method} ${req.originalUrl.split('?')[0]}`);
+    }
+    if (status === 413) return body(413, 'request body is larger than the configured limit (BODY_LIMIT)');
+    if (status === 400 && e.constructor.name === 'BadRequestException' && isJsonSyntax(raw)) {
+      return body(400, `request body is not valid JSON: ${String(raw)}`);
+    }
+    if (Array.isArray(raw)) {
+      // class-validator messages: "<property> <problem>".
+      const details = raw.map((m) => {
+        const text = String(m);
+        const sp = text.indexOf(' ');
+        return { field: sp > 0 ? text.slice(0, sp) : text, problem: sp > 0 ? text.slice(sp + 1) : 'is invalid' };
+      });
+      return body(status, raw.length > 0 ? `invalid request: ${String(raw[0])}` : 'invalid request', details);
+    }
+    return body(status, typeof raw === 'string' && raw ? raw : (STATUS_CODES[status] ?? 'request failed'));
+  }
+}
+
+function isJsonSyntax(raw: unknown): boolean {
+  return typeof raw === 'string' && /JSON|Unexpected token|Unexpected end|Expected/.test(raw);
+}
+
+function body(statusCode: number, message: string, details?: ErrorDetail[]): ErrorBody {
+  const b: ErrorBody = { statusCode, error: STATUS_CODES[statusCode] ?? 'Error', message };
+  if (details && details.length > 0) b.details = details;
+  return b;
+}

@@ -1,0 +1,68 @@
+import { Controller, Get, Inject } from '@nestjs/common';
+import { ApiExtraModels, ApiOkResponse, ApiOperation, ApiTags, getSchemaPath } from '@nestjs/swagger';
+import { CONFIG, TapyardConfig } from '@tapyard/core';
+import { AvailabilityService, HealthService, ServiceStatus } from '@tapyard/health';
+import { RequestEnvironment } from '../http/environment.decorator';
+import { HEALTH_EXAMPLE, ServiceStatusDto, VersionInfoDto } from './platform.dto';
+
+@ApiTags('platform')
+@ApiExtraModels(ServiceStatusDto)
+@Controller()
+export class PlatformController {
+  constructor(
+    @Inject(CONFIG) private readonly config: TapyardConfig,
+    private readonly health: HealthService,
+    private readonly availability: AvailabilityService,
+  ) {}
+
+  @Get('version')
+  @ApiOperation({ summary: 'Server version, environment and authentication flags' })
+  @ApiOkResponse({ type: VersionInfoDto })
+  version(@RequestEnvironment() environment: string): VersionInfoDto {
+    const c = this.config;
+    return {
+      version: c.version,
+      environment,
+      multiTenant: String(c.auth.multiTenant),
+      hosted: String(c.hosted),
+      useUserAuth: String(c.auth.useUserAuth),
+      useApiKeys: String(c.auth.useApiKeys),
+      postgresDatabase: c.database.name,
+      mongodbDatabase: c.auth.multiTenant ? environment : c.mongodb.database,
+    };
+  }
+
+  @Get('health/services')
+  @ApiOperation({
+    summary: 'Live status of every backing service',
+    description:
+      'Probes run in parallel, each bounded by HEALTH_TIMEOUT_MS (default 2 s), so the answer comes in about 2.5 s ' +
+      'even when every peer is down. `postgres`, `redis`, `mongodb`, `minio`, `activemq`, `kafka` are always listed; ' +
+      'vector stores are probed when a secret named after them exists, otherwise `not_configured`.',
+  })
+  @ApiOkResponse({
+    schema: { type: 'object', additionalProperties: { $ref: getSchemaPath(ServiceStatusDto) }, example: HEALTH_EXAMPLE },
+  })
+  services(@RequestEnvironment() environment: string): Promise<Record<string, ServiceStatus>> {
+    return this.health.all(environment);
+  }
+
+  @Get('destinations/available')
+  @ApiOperation({
+    summary: 'Destinations usable now',
+    description:
+      '`postgres`, `mongodb`, `objectstore`, `kafka`, `activemq` when live-probed reachable; `snowflake`, `databricks` ' +
+      'when a secret of this environment holds a complete credential set (see README).',
+  })
+  @ApiOkResponse({ schema: { type: 'array', items: { type: 'string' }, example: ['postgres', 'objectstore'] } })
+  destinations(@RequestEnvironment() environment: string): Promise<string[]> {
+    return this.availability.destinations(environment);
+  }
+
+  @Get('vector-stores/available')
+  @ApiOperation({ summary: 'Vector stores that are configured and answering (2 s probe each)' })
+  @ApiOkResponse({ schema: { type: 'array', items: { type: 'string' }, example: ['chroma', 'pgvector'] } })
+  vectorStores(@RequestEnvironment() environment: string): Promise<string[]> {
+    return this.availability.vectorStores(environment);
+  }
+}

@@ -1,0 +1,76 @@
+import { Body, Controller, Delete, Get, Param, Put } from '@nestjs/common';
+import {
+  ApiBadRequestResponse,
+  ApiBody,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiParam,
+  ApiTags,
+} from '@nestjs/swagger';
+import { SecretsService } from '@tapyard/secrets';
+import { ErrorBodyDto } from '../http/error-body.dto';
+import { RequestEnvironment } from '../http/environment.decorator';
+import { SecretDto, StatusOkDto } from './secrets.dto';
+
+const NAME_PARAM = {
+  name: 'name',
+  description: "Secret name (A-Z a-z 0-9 . _ - /, URL-encode '/'), scoped to the current environment",
+  example: 'warehouse',
+};
+
+@ApiTags('secrets')
+@Controller('secrets')
+export class SecretsController {
+  constructor(private readonly secrets: SecretsService) {}
+
+  @Get()
+  @ApiOperation({ summary: 'Names of the secrets of the current environment' })
+  @ApiOkResponse({ schema: { type: 'array', items: { type: 'string' }, example: ['qdrant', 'warehouse'] } })
+  list(@RequestEnvironment() env: string): Promise<string[]> {
+    return this.secrets.list(env);
+  }
+
+  @Get(':name')
+  @ApiOperation({ summary: 'One secret, sensitive fields masked' })
+  @ApiParam(NAME_PARAM)
+  @ApiOkResponse({ type: SecretDto })
+  @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'No secret of that name in this environment' })
+  get(@RequestEnvironment() env: string, @Param('name') name: string): Promise<SecretDto> {
+    return this.secrets.get(env, name);
+  }
+
+  @Put(':name')
+  @ApiOperation({
+    summary: 'Create or replace a secret',
+    description: 'Body: a JSON object of field names to string values. Stored encrypted (AES-256-GCM).',
+  })
+  @ApiParam(NAME_PARAM)
+  @ApiBody({
+    schema: {
+      type: 'object',
+      additionalProperties: { type: 'string' },
+      example: { username: 'loader', password: 's3cr3t', host: 'db.internal' },
+    },
+  })
+  @ApiOkResponse({ type: StatusOkDto })
+  @ApiBadRequestResponse({ type: ErrorBodyDto, description: 'Not an object of strings, or a bad name' })
+  async put(
+    @RequestEnvironment() env: string,
+    @Param('name') name: string,
+    @Body() fields: unknown,
+  ): Promise<StatusOkDto> {
+    await this.secrets.put(env, name, fields);
+    return { status: 'ok' };
+  }
+
+  @Delete(':name')
+  @ApiOperation({ summary: 'Delete a secret' })
+  @ApiParam(NAME_PARAM)
+  @ApiOkResponse({ type: StatusOkDto })
+  @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'No secret of that name in this environment' })
+  async remove(@RequestEnvironment() env: string, @Param('name') name: string): Promise<StatusOkDto> {
+    await this.secrets.delete(env, name);
+    return { status: 'ok' };
+  }
+}

@@ -1,0 +1,248 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+
+export type CapabilityEnforcement = 'enforce' | 'log-only';
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+
+/** The one validated configuration object, built at boot from the environment. */
+export interface TapyardConfig {
+  readonly version: string;
+  readonly port: number;
+  readonly host: string;
+  readonly environment: string;
+  readonly hosted: boolean;
+  readonly dataDir: string;
+  readonly logLevel: LogLevel;
+  readonly bodyLimitBytes: number;
+  readonly uploadLimitBytes: number;
+  readonly shutdownTimeoutMs: number;
+  readonly healthTimeoutMs: number;
+  readonly database: { readonly url: string; readonly name: string; readonly poolSize: number };
+  readonly redis: { readonly url: string };
+  readonly mongodb: { readonly uri: string | null; readonly database: string };
+  readonly objectStore: {
+    readonly endpoint: string | null;
+    readonly accessKey: string;
+    readonly secretKey: string;
+    readonly region: string;
+  };
+  readonly kafka: { readonly brokers: readonly string[] };
+  readonly activemq: { readonly url: string | null; readonly user: string; readonly password: string };
+  readonly auth: {
+    readonly useUserAuth: boolean;
+    readonly useApiKeys: boolean;
+    readonly multiTenant: boolean;
+    readonly capabilityEnforcement: CapabilityEnforcement;
+  };
+  /** 32-byte AES-256 key; never logged, never returned. */
+  readonly masterKey: Buffer;
+  readonly worker: { readonly concurrency: number };
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+const SIZE_UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 };
+const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/** Collects every problem so one boot attempt reports all bad variables at once. */
+class EnvReader {
+  readonly problems: string[] = [];
+  constructor(private readonly env: Env) {}
+
+  raw(name: string): string | undefined {
+    const v = this.env[name];
+    return v === undefined || v.trim() === '' ? undefined : v.trim();
+  }
+
+  string(name: string, fallback: string): string {
+    return this.raw(name) ?? fallback;
+  }
+
+  optional(name: string): string | null {
+    return this.raw(name) ?? null;
+  }
+
+  int(name: string, fallback: number, min: number, max: number): number {
+    const v = this.raw(name);
+    if (v === undefined) return fallback;
+    if (!/^-?\d+$/.test(v) || Number(v) < min || Number(v) > max) {
+      this.problems.push(`${name} must be an integer between ${min} and ${max} (got "${v}")`);
+      return fallback;
+    }
+    return Number(v);
+  }
+
+  bool(name: string, fallback: boolean): boolean {
+    const v = this.raw(name)?.toLowerCase();
+    if (v === undefined) return fallback;
+    if (['true', '1', 'yes'].includes(v)) return true;
+    if (['false', '0', 'no'].includes(v)) return false;
+    this.problems.push(`${name} must be true or false (got "${v}")`);
+    return fallback;
+  }
+
+  oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): T {
+    const v = this.raw(name);
+    if (v === undefined) return fallback;
+    if (!(allowed as readonly string[]).includes(v)) {
+      this.problems.push(`${name} must be one of ${allowed.join(', ')} (got "${v}")`);
+      return fallback;
+    }
+    return v as T;
+  }
+
+  size(name: string, fallback: string): number {
+    const v = (this.raw(name) ?? fallback).toLowerCase();
+    const m = /^(\d+)\s*(b|kb|mb|gb)?$/.exec(v);
+    if (!m) {
+      this.problems.push(`${name} must be a size such as 512kb, 10mb or 2gb (got "${v}")`);
+      return parseSize(fallback);
+    }
+    return Number(m[1]) * SIZE_UNITS[m[2] ?? 'b'];
+  }
+
+  url(name: string, fallback: string | null, protocols: readonly string[]): string | null {
+    const v = this.raw(name) ?? fallback;
+    if (v === null) return null;
+    try {
+      const u = new URL(v);
+      if (!protocols.includes(u.protocol.replace(/:$/, ''))) throw new Error('protocol');
+      return v;
+    } catch {
+      // Never echo the value: URLs carry credentials.
+      this.problems.push(`${name} must be a URL with scheme ${protocols.join(' or ')}`);
+      return fallback;
+    }
+  }
+}
+
+function parseSize(s: string): number {
+  const m = /^(\d+)\s*(b|kb|mb|gb)?$/.exec(s.toLowerCase());
+  return m ? Number(m[1]) * SIZE_UNITS[m[2] ?? 'b'] : 0;
+}
+
+export function parseMasterKey(text: string): Buffer | null {
+  const t = text.trim();
+  if (/^[0-9a-fA-F]{64}$/.test(t)) return Buffer.from(t, 'hex');
+  if (/^[A-Za-z0-9+/_-]{43}=?$/.test(t)) {
+    const b = Buffer.from(t.replace(/-/g, '+').replace(/_/g, '/'), 'base64');
+    if (b.length === 32) return b;
+  }
+  return null;
+}
+
+function readMasterKey(r: EnvReader, dataDir: string): Buffer {
+  const inline = r.raw('TAPYARD_MASTER_KEY');
+  if (inline !== undefined) {
+    const key = parseMasterKey(inline);
+    if (!key) r.problems.push('TAPYARD_MASTER_KEY must be 32 bytes as 64 hex characters or base64');
+    return key ?? Buffer.alloc(32);
+  }
+  const file = r.string('TAPYARD_MASTER_KEY_FILE', join(dataDir, 'master.key'));
+  if (!existsSync(file)) {
+    r.problems.push(
+      `TAPYARD_MASTER_KEY is not set and TAPYARD_MASTER_KEY_FILE (${file}) does not exist: ` +
+        'set one of them, or run `npm run up`, which generates a key file',
+    );
+    return Buffer.alloc(32);
+  }
+  const key = parseMasterKey(readFileSync(file, 'utf8'));
+  if (!key) r.problems.push(`TAPYARD_MASTER_KEY_FILE (${file}) must hold 32 bytes as 64 hex characters or base64`);
+  return key ?? Buffer.alloc(32);
+}
+
+function databaseName(url: string | null): string {
+  if (!url) return 'tapyard';
+  try {
+    return decodeURIComponent(new URL(url).pathname.replace(/^\//, '')) || 'postgres';
+  } catch {
+    return 'tapyard';
+  }
+}
+
+/** Builds the config or throws a ConfigError naming every offending variable. */
+export function loadConfig(env: Env = process.env): TapyardConfig {
+  const r = new EnvReader(env);
+  const environment = r.string('TAPYARD_ENV', 'dev');
+  if (!/^[a-z][a-z0-9_-]{0,39}$/.test(environment)) {
+    r.problems.push(
+      `TAPYARD_ENV must start with a lowercase letter and hold only a-z, 0-9, _ and - (max 40; got "${environment}")`,
+    );
+  }
+  const dataDir = r.string('TAPYARD_DATA_DIR', join(homedir(), '.local', 'share', 'tapyard'));
+  const databaseUrl = r.url('DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/tapyard', [
+    'postgres',
+    'postgresql',
+  ]);
+  const brokers = (r.optional('KAFKA_BROKERS') ?? '')
+    .split(',')
+    .map((b) => b.trim())
+    .filter(Boolean);
+  for (const b of brokers) {
+    if (!/^[A-Za-z0-9.\-[\]:]+:\d{1,5}$/.test(b)) r.problems.push(`KAFKA_BROKERS entries must be host:port (got "${b}")`);
+  }
+  const mongoUri = r.url('MONGODB_URI', null, ['mongodb', 'mongodb+srv']);
+
+  const config: TapyardConfig = {
+    version: r.string('TAPYARD_VERSION', readPackageVersion()),
+    port: r.int('PORT', 8080, 1, 65535),
+    host: r.string('HOST', '127.0.0.1'),
+    environment,
+    hosted: r.bool('HOSTED', false),
+    dataDir,
+    logLevel: r.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
+    bodyLimitBytes: r.size('BODY_LIMIT', '1mb'),
+    uploadLimitBytes: r.size('UPLOAD_LIMIT', '5gb'),
+    shutdownTimeoutMs: r.int('SHUTDOWN_TIMEOUT_MS', 30000, 0, 600000),
+    healthTimeoutMs: r.int('HEALTH_TIMEOUT_MS', 2000, 100, 30000),
+    database: {
+      url: databaseUrl ?? '',
+      name: r.string('POSTGRES_DATABASE', databaseName(databaseUrl)),
+      poolSize: r.int('DATABASE_POOL_SIZE', 10, 1, 200),
+    },
+    redis: { url: r.url('REDIS_URL', 'redis://127.0.0.1:6379', ['redis', 'rediss']) ?? '' },
+    mongodb: { uri: mongoUri, database: r.string('MONGODB_DATABASE', environment) },
+    objectStore: {
+      endpoint: r.url('OBJECT_STORE_ENDPOINT', null, ['http', 'https']),
+      accessKey: r.string('OBJECT_STORE_ACCESS_KEY', ''),
+      secretKey: r.string('OBJECT_STORE_SECRET_KEY', ''),
+      region: r.string('OBJECT_STORE_REGION', 'us-east-1'),
+    },
+    kafka: { brokers },
+    activemq: {
+      url: r.url('ACTIVEMQ_URL', null, ['stomp', 'tcp']),
+      user: r.string('ACTIVEMQ_USER', ''),
+      password: r.string('ACTIVEMQ_PASSWORD', ''),
+    },
+    auth: {
+      useUserAuth: r.bool('USE_USER_AUTH', false),
+      useApiKeys: r.bool('USE_API_KEYS', false),
+      multiTenant: r.bool('MULTI_TENANT', false),
+      capabilityEnforcement: r.oneOf('CAPABILITY_ENFORCEMENT', ['enforce', 'log-only'] as const, 'enforce'),
+    },
+    masterKey: readMasterKey(r, dataDir),
+    worker: { concurrency: r.int('WORKER_CONCURRENCY', 4, 1, 256) },
+  };
+  if (r.problems.length > 0) throw new ConfigError(r.problems);
+  return Object.freeze(config);
+}
+
+function readPackageVersion(): string {
+  // dist/libs/core/src/config -> repository root, or libs/core/src/config under ts-jest.
+  for (const rel of ['../../../../../package.json', '../../../../package.json']) {
+    const p = join(__dirname, rel);
+    if (existsSync(p)) {
+      const v = (JSON.parse(readFileSync(p, 'utf8')) as { version?: string }).version;
+      if (v) return v;
+    }
+  }
+  return '0.0.0';
+}

@@ -1,0 +1,62 @@
+import { DataSource, DataSourceOptions } from 'typeorm';
+import { Logger } from 'pino';
+import { TapyardConfig, errorMessage } from '@tapyard/core';
+import { SecretEntity } from '@tapyard/secrets';
+import { CreateSecrets1763788800000 } from './migrations/1763788800000-create-secrets';
+
+/** Postgres schema holding Tapyard's own metadata; loaded user data never goes here. */
+export const METADATA_SCHEMA = 'tapyard';
+
+/** Every entity and migration is listed here: no globbing, so the build output is what runs. */
+export const ENTITIES = [SecretEntity];
+export const MIGRATIONS = [CreateSecrets1763788800000];
+
+// Any constant works as long as every Tapyard process uses the same one.
+const MIGRATION_LOCK_ID = 7_421_001;
+
+export function dataSourceOptions(config: TapyardConfig): DataSourceOptions {
+  return {
+    type: 'postgres',
+    url: config.database.url,
+    schema: METADATA_SCHEMA,
+    entities: ENTITIES,
+    migrations: MIGRATIONS,
+    migrationsTableName: 'migrations',
+    migrationsRun: false,
+    synchronize: false,
+    logging: false,
+    extra: { max: config.database.poolSize, connectionTimeoutMillis: 5000, application_name: 'tapyard' },
+  };
+}
+
+/**
+ * Applies pending migrations under a Postgres advisory lock, so API and worker processes that boot
+ * together never race on the same migration.
+ */
+export async function runMigrations(dataSource: DataSource, logger?: Logger): Promise<string[]> {
+  const runner = dataSource.createQueryRunner();
+  await runner.connect();
+  try {
+    await runner.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_ID]);
+    await runner.query(`CREATE SCHEMA IF NOT EXISTS "${METADATA_SCHEMA}"`);
+    const applied = await dataSource.runMigrations({ transaction: 'each' });
+    for (const m of applied) logger?.info({ migration: m.name }, 'migration applied');
+    return applied.map((m) => m.name);
+  } catch (err) {
+    throw new Error(`database migration failed: ${errorMessage(err)}`);
+  } finally {
+    await runner.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_ID]).catch(() => undefined);
+    await runner.release();
+  }
+}
+
+export async function openDataSource(options: DataSourceOptions, logger?: Logger): Promise<DataSource> {
+  const ds = new DataSource(options);
+  try {
+    await ds.initialize();
+  } catch (err) {
+    throw new Error(`cannot connect to PostgreSQL (DATABASE_URL): ${errorMessage(err)}`);
+  }
+  await runMigrations(ds, logger);
+  return ds;
+}

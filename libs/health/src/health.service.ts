@@ -1,0 +1,115 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { CONFIG, TapyardConfig, errorMessage } from '@tapyard/core';
+import { Secret, SecretsService } from '@tapyard/secrets';
+import { probeMongo, probeObjectStore, probePostgres, probeRedis } from './probes/data-stores.probe';
+import { probeKafka } from './probes/kafka.probe';
+import { probeStomp } from './probes/stomp.probe';
+import { VECTOR_STORES, VectorStoreKey, probeVectorStore } from './probes/vector-stores.probe';
+
+export type ServiceStatus =
+  | { status: 'up'; message?: string }
+  | { status: 'down'; message: string }
+  | { status: 'not_configured' };
+
+export const CORE_SERVICES = ['postgres', 'redis', 'mongodb', 'minio', 'activemq', 'kafka'] as const;
+export type CoreService = (typeof CORE_SERVICES)[number];
+
+type Probe = ((signal: AbortSignal) => Promise<void>) | null;
+
+/**
+ * Live probes of every peer, run in parallel, each bounded by HEALTH_TIMEOUT_MS (2 s by default),
+ * so the answer comes in about that time even when every peer is down or hangs.
+ */
+@Injectable()
+export class HealthService {
+  constructor(
+    @Inject(CONFIG) private readonly config: TapyardConfig,
+    private readonly secrets: SecretsService,
+  ) {}
+
+  async all(environment: string): Promise<Record<string, ServiceStatus>> {
+    const [core, vector] = await Promise.all([this.core(), this.vectorStores(environment)]);
+    return { ...core, ...vector };
+  }
+
+  async core(): Promise<Record<CoreService, ServiceStatus>> {
+    const results = await Promise.all(CORE_SERVICES.map((name) => this.run(this.coreProbe(name))));
+    return Object.fromEntries(CORE_SERVICES.map((name, i) => [name, results[i]])) as Record<CoreService, ServiceStatus>;
+  }
+
+  async vectorStores(environment: string): Promise<Record<VectorStoreKey, ServiceStatus>> {
+    const timeout = this.config.healthTimeoutMs;
+    let secrets: Secret[];
+    try {
+      secrets = await this.readSecrets(environment);
+    } catch (err) {
+      const down: ServiceStatus = { status: 'down', message: `cannot read the secret store: ${errorMessage(err)}` };
+      return Object.fromEntries(VECTOR_STORES.map((s) => [s, down])) as Record<VectorStoreKey, ServiceStatus>;
+    }
+    const results = await Promise.all(
+      VECTOR_STORES.map((store) => {
+        const secret = secrets.find((s) => s.name === store);
+        return this.run(secret ? (signal) => probeVectorStore(store, secret.fields, timeout, signal) : null);
+      }),
+    );
+    return Object.fromEntries(VECTOR_STORES.map((s, i) => [s, results[i]])) as Record<VectorStoreKey, ServiceStatus>;
+  }
+
+  /** Every secret of the environment, bounded to a quarter of the probe budget. */
+  readSecrets(environment: string): Promise<Secret[]> {
+    return withDeadline(this.secrets.revealAll(environment), Math.ceil(this.config.healthTimeoutMs / 4));
+  }
+
+  private coreProbe(name: CoreService): Probe {
+    const c = this.config;
+    const t = c.healthTimeoutMs;
+    switch (name) {
+      case 'postgres':
+        return async (signal) => void (await probePostgres({ connectionString: c.database.url }, t, signal));
+      case 'redis':
+        return (signal) => probeRedis(c.redis.url, t, signal);
+      case 'mongodb':
+        return c.mongodb.uri ? (signal) => probeMongo(c.mongodb.uri as string, t, signal) : null;
+      case 'minio':
+        return c.objectStore.endpoint
+          ? (signal) => probeObjectStore({ ...c.objectStore, endpoint: c.objectStore.endpoint as string }, signal)
+          : null;
+      case 'activemq':
+        return c.activemq.url
+          ? (signal) => probeStomp(c.activemq.url as string, c.activemq.user, c.activemq.password, signal)
+          : null;
+      case 'kafka':
+        return c.kafka.brokers.length > 0 ? (signal) => probeKafka(c.kafka.brokers, signal) : null;
+    }
+  }
+
+  private async run(probe: Probe): Promise<ServiceStatus> {
+    if (!probe) return { status: 'not_configured' };
+    const timeoutMs = this.config.healthTimeoutMs;
+    const ac = new AbortController();
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<ServiceStatus>((resolve) => {
+      timer = setTimeout(() => {
+        ac.abort();
+        resolve({ status: 'down', message: `no answer within ${timeoutMs} ms` });
+      }, timeoutMs);
+    });
+    const probed = probe(ac.signal).then(
+      (): ServiceStatus => ({ status: 'up' }),
+      (err: unknown): ServiceStatus => ({ status: 'down', message: errorMessage(err) || 'unreachable' }),
+    );
+    try {
+      return await Promise.race([probed, timedOut]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+function withDeadline<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([p, deadline]).finally(() => clearTimeout(timer));
+}

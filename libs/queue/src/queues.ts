@@ -1,0 +1,35 @@
+/**
+ * Every queue and job of Tapyard, with its payload type, in one place. Queue names are the same in
+ * every environment; the environment is carried by the BullMQ key prefix (`tapyard:<env>`), so the
+ * Redis keys of a queue are `tapyard:<env>:<queue>:*` and environments sharing one Redis never see
+ * each other's jobs.
+ */
+export const QUEUES = {
+  maintenance: 'maintenance',
+} as const;
+
+export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
+
+/** Jobs of the maintenance queue. */
+export const MaintenanceJob = {
+  /** Round trip through a worker: proves a worker of this environment is consuming. */
+  ping: 'ping',
+} as const;
+
+export interface PingPayload {
+  requestedAt: number;
+  /** Lets tests hold a job in flight to exercise graceful shutdown. */
+  holdMs?: number;
+}
+
+export interface PingResult {
+  environment: string;
+  workerPid: number;
+  requestedAt: number;
+  handledAt: number;
+}
+
+/** Name → payload and result types, so producers and processors cannot disagree. */
+export interface JobTypes {
+  [MaintenanceJob.ping]: { payload: PingPayload; result: PingResult };
+}

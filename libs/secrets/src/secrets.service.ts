@@ -1,0 +1,116 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { CONFIG, TapyardConfig, ValidationError } from '@tapyard/core';
+import { maskFields } from './masking';
+import { SecretCipher } from './secret-cipher';
+import { SecretNotFoundError, SecretUnreadableError } from './secrets.errors';
+import { SecretsRepository } from './secrets.repository';
+import { SecretEntity } from './secret.entity';
+
+export type SecretFields = Record<string, string>;
+
+export interface Secret {
+  name: string;
+  fields: SecretFields;
+}
+
+const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._\-/]{0,199}$/;
+const FIELD_RE = /^[A-Za-z_][A-Za-z0-9_.-]{0,127}$/;
+const MAX_FIELDS = 100;
+const MAX_VALUE_CHARS = 64 * 1024;
+
+/**
+ * Secrets of an environment, encrypted at rest. `get` masks sensitive fields for API callers;
+ * `reveal` returns plaintext for platform code (loaders, probes, tap runs) and never for HTTP.
+ */
+@Injectable()
+export class SecretsService {
+  private readonly cipher: SecretCipher;
+
+  constructor(
+    private readonly repo: SecretsRepository,
+    @Inject(CONFIG) config: TapyardConfig,
+  ) {
+    this.cipher = new SecretCipher(config.masterKey);
+  }
+
+  list(environment: string): Promise<string[]> {
+    return this.repo.listNames(environment);
+  }
+
+  async get(environment: string, name: string): Promise<Secret> {
+    return { name, fields: maskFields(await this.reveal(environment, name)) };
+  }
+
+  async reveal(environment: string, name: string): Promise<SecretFields> {
+    validateName(name);
+    const row = await this.repo.find(environment, name);
+    if (!row) throw new SecretNotFoundError(name);
+    return this.open(row);
+  }
+
+  /** Every secret of the environment, opened; unreadable rows are skipped, not fatal. */
+  async revealAll(environment: string): Promise<Secret[]> {
+    const rows = await this.repo.findAll(environment);
+    const out: Secret[] = [];
+    for (const row of rows) {
+      try {
+        out.push({ name: row.name, fields: this.open(row) });
+      } catch {
+        // An unreadable row (other master key) must not hide the others.
+      }
+    }
+    return out;
+  }
+
+  async put(environment: string, name: string, fields: unknown): Promise<void> {
+    validateName(name);
+    const valid = validateFields(fields);
+    await this.repo.upsert(environment, name, this.cipher.seal(JSON.stringify(valid), environment, name));
+  }
+
+  async delete(environment: string, name: string): Promise<void> {
+    validateName(name);
+    if (!(await this.repo.delete(environment, name))) throw new SecretNotFoundError(name);
+  }
+
+  private open(row: SecretEntity): SecretFields {
+    try {
+      return JSON.parse(this.cipher.open(row, row.environment, row.name)) as SecretFields;
+    } catch {
+      throw new SecretUnreadableError(row.name);
+    }
+  }
+}
+
+function validateName(name: string): void {
+  if (!NAME_RE.test(name) || name.includes('..')) {
+    throw new ValidationError(
+      `secret name '${name.slice(0, 80)}' is invalid: use 1-200 characters of A-Z, a-z, 0-9, '.', '_', '-' and '/', starting with a letter or digit`,
+    );
+  }
+}
+
+function validateFields(fields: unknown): SecretFields {
+  if (typeof fields !== 'object' || fields === null || Array.isArray(fields)) {
+    throw new ValidationError('secret body must be a JSON object of field names to string values');
+  }
+  const entries = Object.entries(fields as Record<string, unknown>);
+  if (entries.length > MAX_FIELDS) {
+    throw new ValidationError(`secret has ${entries.length} fields; at most ${MAX_FIELDS} are allowed`);
+  }
+  const details: { field: string; problem: string }[] = [];
+  for (const [k, v] of entries) {
+    if (!FIELD_RE.test(k)) details.push({ field: k, problem: 'field names use letters, digits, _ . - (max 128)' });
+    else if (typeof v !== 'string') details.push({ field: k, problem: `must be a string, got ${typeOf(v)}` });
+    else if (v.length > MAX_VALUE_CHARS) details.push({ field: k, problem: `longer than ${MAX_VALUE_CHARS} characters` });
+  }
+  if (details.length > 0) {
+    // Names only: the offending values may be secret.
+    throw new ValidationError(`secret field '${details[0].field}' ${details[0].problem}`, details);
+  }
+  return Object.fromEntries(entries) as SecretFields;
+}
+
+function typeOf(v: unknown): string {
+  return v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v;
+}
