@@ -21,9 +21,13 @@ export async function createApiApp(config: TapyardConfig, logger: Logger): Promi
   app.setGlobalPrefix(API_PREFIX, { exclude: ['metrics'] });
   app.useGlobalFilters(new ErrorFilter(logger));
   app.useGlobalPipes(
-    new ValidationPipe({ whitelist: true, forbidNonWhitelisted: true, transform: true, stopAtFirstError: false }),
+    new ValidationPipe({
+      whitelist: true,
+      forbidNonWhitelisted: true,
+      transform: true,
+      stopAtFirstError: false,
+    }),
   );
   setupSwagger(app, config);
-  app.enableShutdownHooks();
   return app;
 }

@@ -5,12 +5,13 @@ import { PinoNestLogger, TapyardConfig } from '@tapyard/core';
 import { WorkerModule } from './worker.module';
 
 /** An HTTP-less application context running the queue processors. */
-export async function createWorkerApp(config: TapyardConfig, logger: Logger): Promise<INestApplicationContext> {
+export async function createWorkerApp(
+  config: TapyardConfig,
+  logger: Logger,
+): Promise<INestApplicationContext> {
   const app = await NestFactory.createApplicationContext(WorkerModule.forRoot(config, logger), {
     logger: new PinoNestLogger(logger),
     abortOnError: false,
   });
-  // On SIGTERM/SIGINT BullMQ workers stop taking jobs and wait for active ones to finish.
-  app.enableShutdownHooks();
   return app;
 }

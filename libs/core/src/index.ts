@@ -5,3 +5,4 @@ export * from './logging/logger';
 export * from './logging/logging.module';
 export * from './logging/sanitize';
 export * from './environment';
+export * from './shutdown';

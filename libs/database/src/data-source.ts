@@ -43,7 +43,7 @@ export async function runMigrations(dataSource: DataSource, logger?: Logger): Pr
     for (const m of applied) logger?.info({ migration: m.name }, 'migration applied');
     return applied.map((m) => m.name);
   } catch (err) {
-    throw new Error(`database migration failed: ${errorMessage(err)}`);
+    throw new Error(`database migration failed: ${errorMessage(err)}`, { cause: err });
   } finally {
     await runner.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_ID]).catch(() => undefined);
     await runner.release();
@@ -55,7 +55,7 @@ export async function openDataSource(options: DataSourceOptions, logger?: Logger
   try {
     await ds.initialize();
   } catch (err) {
-    throw new Error(`cannot connect to PostgreSQL (DATABASE_URL): ${errorMessage(err)}`);
+    throw new Error(`cannot connect to PostgreSQL (DATABASE_URL): ${errorMessage(err)}`, { cause: err });
   }
   await runMigrations(ds, logger);
   return ds;

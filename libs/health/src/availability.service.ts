@@ -16,7 +16,9 @@ const WAREHOUSE_CREDENTIALS: Record<'snowflake' | 'databricks', string[][]> = {
 };
 
 export function hasCompleteCredentials(kind: keyof typeof WAREHOUSE_CREDENTIALS, secrets: Secret[]): boolean {
-  return secrets.some((s) => WAREHOUSE_CREDENTIALS[kind].some((set) => set.every((f) => !!s.fields[f]?.trim())));
+  return secrets.some((s) =>
+    WAREHOUSE_CREDENTIALS[kind].some((set) => set.every((f) => !!s.fields[f]?.trim())),
+  );
 }
 
 @Injectable()

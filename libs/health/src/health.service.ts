@@ -7,9 +7,7 @@ import { probeStomp } from './probes/stomp.probe';
 import { VECTOR_STORES, VectorStoreKey, probeVectorStore } from './probes/vector-stores.probe';
 
 export type ServiceStatus =
-  | { status: 'up'; message?: string }
-  | { status: 'down'; message: string }
-  | { status: 'not_configured' };
+  { status: 'up'; message?: string } | { status: 'down'; message: string } | { status: 'not_configured' };
 
 export const CORE_SERVICES = ['postgres', 'redis', 'mongodb', 'minio', 'activemq', 'kafka'] as const;
 export type CoreService = (typeof CORE_SERVICES)[number];
@@ -34,7 +32,10 @@ export class HealthService {
 
   async core(): Promise<Record<CoreService, ServiceStatus>> {
     const results = await Promise.all(CORE_SERVICES.map((name) => this.run(this.coreProbe(name))));
-    return Object.fromEntries(CORE_SERVICES.map((name, i) => [name, results[i]])) as Record<CoreService, ServiceStatus>;
+    return Object.fromEntries(CORE_SERVICES.map((name, i) => [name, results[i]])) as Record<
+      CoreService,
+      ServiceStatus
+    >;
   }
 
   async vectorStores(environment: string): Promise<Record<VectorStoreKey, ServiceStatus>> {
@@ -43,7 +44,10 @@ export class HealthService {
     try {
       secrets = await this.readSecrets(environment);
     } catch (err) {
-      const down: ServiceStatus = { status: 'down', message: `cannot read the secret store: ${errorMessage(err)}` };
+      const down: ServiceStatus = {
+        status: 'down',
+        message: `cannot read the secret store: ${errorMessage(err)}`,
+      };
       return Object.fromEntries(VECTOR_STORES.map((s) => [s, down])) as Record<VectorStoreKey, ServiceStatus>;
     }
     const results = await Promise.all(
@@ -52,7 +56,10 @@ export class HealthService {
         return this.run(secret ? (signal) => probeVectorStore(store, secret.fields, timeout, signal) : null);
       }),
     );
-    return Object.fromEntries(VECTOR_STORES.map((s, i) => [s, results[i]])) as Record<VectorStoreKey, ServiceStatus>;
+    return Object.fromEntries(VECTOR_STORES.map((s, i) => [s, results[i]])) as Record<
+      VectorStoreKey,
+      ServiceStatus
+    >;
   }
 
   /** Every secret of the environment, bounded to a quarter of the probe budget. */
@@ -72,7 +79,8 @@ export class HealthService {
         return c.mongodb.uri ? (signal) => probeMongo(c.mongodb.uri as string, t, signal) : null;
       case 'minio':
         return c.objectStore.endpoint
-          ? (signal) => probeObjectStore({ ...c.objectStore, endpoint: c.objectStore.endpoint as string }, signal)
+          ? (signal) =>
+              probeObjectStore({ ...c.objectStore, endpoint: c.objectStore.endpoint as string }, signal)
           : null;
       case 'activemq':
         return c.activemq.url

@@ -1,5 +1,11 @@
 /** Field names whose values the Secrets API never returns (spec: Secret). */
-export const MASKED_FIELDS: ReadonlySet<string> = new Set(['password', 'apikey', 'secretkey', 'token', 'secret']);
+export const MASKED_FIELDS: ReadonlySet<string> = new Set([
+  'password',
+  'apikey',
+  'secretkey',
+  'token',
+  'secret',
+]);
 
 /** Eight U+2022 bullets. */
 export const MASK = '\u2022'.repeat(8);

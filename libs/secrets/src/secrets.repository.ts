@@ -9,7 +9,11 @@ export class SecretsRepository {
   constructor(@InjectRepository(SecretEntity) private readonly rows: Repository<SecretEntity>) {}
 
   async listNames(environment: string): Promise<string[]> {
-    const rows = await this.rows.find({ where: { environment }, select: { name: true }, order: { name: 'ASC' } });
+    const rows = await this.rows.find({
+      where: { environment },
+      select: { name: true },
+      order: { name: 'ASC' },
+    });
     return rows.map((r) => r.name);
   }
 

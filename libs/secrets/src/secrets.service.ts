@@ -95,14 +95,17 @@ function validateFields(fields: unknown): SecretFields {
     throw new ValidationError('secret body must be a JSON object of field names to string values');
   }
   const entries = Object.entries(fields as Record<string, unknown>);
+  if (entries.length === 0) throw new ValidationError('secret body must hold at least one field');
   if (entries.length > MAX_FIELDS) {
     throw new ValidationError(`secret has ${entries.length} fields; at most ${MAX_FIELDS} are allowed`);
   }
   const details: { field: string; problem: string }[] = [];
   for (const [k, v] of entries) {
-    if (!FIELD_RE.test(k)) details.push({ field: k, problem: 'field names use letters, digits, _ . - (max 128)' });
+    if (!FIELD_RE.test(k))
+      details.push({ field: k, problem: 'field names use letters, digits, _ . - (max 128)' });
     else if (typeof v !== 'string') details.push({ field: k, problem: `must be a string, got ${typeOf(v)}` });
-    else if (v.length > MAX_VALUE_CHARS) details.push({ field: k, problem: `longer than ${MAX_VALUE_CHARS} characters` });
+    else if (v.length > MAX_VALUE_CHARS)
+      details.push({ field: k, problem: `longer than ${MAX_VALUE_CHARS} characters` });
   }
   if (details.length > 0) {
     // Names only: the offending values may be secret.

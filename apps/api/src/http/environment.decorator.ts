@@ -3,5 +3,6 @@ import { TapyardRequest } from './request-context';
 
 /** The environment the request acts in (TAPYARD_ENV; per tenant in multi-tenant mode). */
 export const RequestEnvironment = createParamDecorator(
-  (_data: unknown, ctx: ExecutionContext): string => ctx.switchToHttp().getRequest<TapyardRequest>().environment,
+  (_data: unknown, ctx: ExecutionContext): string =>
+    ctx.switchToHttp().getRequest<TapyardRequest>().environment,
 );

@@ -26,7 +26,8 @@ export class ErrorFilter implements ExceptionFilter {
     const req = ctx.getRequest<Request>();
     const res = ctx.getResponse<Response>();
     const body = this.toBody(exception, req);
-    if (exception instanceof RateLimitedError) res.setHeader('Retry-After', String(exception.retryAfterSeconds));
+    if (exception instanceof RateLimitedError)
+      res.setHeader('Retry-After', String(exception.retryAfterSeconds));
     if (res.headersSent) {
       res.end();
       return;
@@ -45,6 +46,8 @@ export class ErrorFilter implements ExceptionFilter {
     if (exception instanceof HttpException && exception.getStatus() < 500) {
       return this.fromHttpException(exception, req);
     }
+    const parserError = fromBodyParserError(exception);
+    if (parserError) return parserError;
     const requestId = requestContext.getStore()?.requestId ?? 'unknown';
     this.logger.error(
       { err: errorMessage(exception), stack: exception instanceof Error ? exception.stack : undefined },
@@ -56,24 +59,52 @@ export class ErrorFilter implements ExceptionFilter {
   private fromHttpException(e: HttpException, req: Request): ErrorBody {
     const status = e.getStatus();
     const response = e.getResponse();
-    const raw = typeof response === 'object' && response !== null ? (response as Record<string, unknown>).message : response;
+    const raw =
+      typeof response === 'object' && response !== null
+        ? (response as Record<string, unknown>).message
+        : response;
     if (status === 404 && typeof raw === 'string' && raw.startsWith('Cannot ')) {
       return body(404, `no route ${req.method} ${req.originalUrl.split('?')[0]}`);
     }
     if (status === 413) return body(413, 'request body is larger than the configured limit (BODY_LIMIT)');
     if (status === 400 && e.constructor.name === 'BadRequestException' && isJsonSyntax(raw)) {
-      return body(400, `request body is not valid JSON: ${String(raw)}`);
+      // The parser's own message quotes the input, which may hold a secret: keep only the position.
+      const at = /position (\d+)/.exec(String(raw));
+      return body(400, `request body is not valid JSON${at ? ` (error at position ${at[1]})` : ''}`);
     }
     if (Array.isArray(raw)) {
       // class-validator messages: "<property> <problem>".
       const details = raw.map((m) => {
         const text = String(m);
         const sp = text.indexOf(' ');
-        return { field: sp > 0 ? text.slice(0, sp) : text, problem: sp > 0 ? text.slice(sp + 1) : 'is invalid' };
+        return {
+          field: sp > 0 ? text.slice(0, sp) : text,
+          problem: sp > 0 ? text.slice(sp + 1) : 'is invalid',
+        };
       });
       return body(status, raw.length > 0 ? `invalid request: ${String(raw[0])}` : 'invalid request', details);
     }
     return body(status, typeof raw === 'string' && raw ? raw : (STATUS_CODES[status] ?? 'request failed'));
+  }
+}
+
+/** body-parser / raw-body errors (http-errors with a `type`) that reach us before any route. */
+function fromBodyParserError(e: unknown): ErrorBody | null {
+  if (typeof e !== 'object' || e === null) return null;
+  const { type, status } = e as { type?: unknown; status?: unknown };
+  if (typeof type !== 'string' || typeof status !== 'number' || status >= 500) return null;
+  switch (type) {
+    case 'entity.too.large':
+      return body(413, 'request body is larger than the configured limit (BODY_LIMIT)');
+    case 'entity.parse.failed':
+      return body(400, 'request body is not valid JSON');
+    case 'encoding.unsupported':
+    case 'charset.unsupported':
+      return body(415, 'request body uses an unsupported content encoding or charset');
+    case 'request.aborted':
+      return body(400, 'the client aborted the request before the body was complete');
+    default:
+      return body(status, 'request body could not be read');
   }
 }
 

@@ -41,7 +41,11 @@ export class PlatformController {
       'vector stores are probed when a secret named after them exists, otherwise `not_configured`.',
   })
   @ApiOkResponse({
-    schema: { type: 'object', additionalProperties: { $ref: getSchemaPath(ServiceStatusDto) }, example: HEALTH_EXAMPLE },
+    schema: {
+      type: 'object',
+      additionalProperties: { $ref: getSchemaPath(ServiceStatusDto) },
+      example: HEALTH_EXAMPLE,
+    },
   })
   services(@RequestEnvironment() environment: string): Promise<Record<string, ServiceStatus>> {
     return this.health.all(environment);
@@ -54,7 +58,9 @@ export class PlatformController {
       '`postgres`, `mongodb`, `objectstore`, `kafka`, `activemq` when live-probed reachable; `snowflake`, `databricks` ' +
       'when a secret of this environment holds a complete credential set (see README).',
   })
-  @ApiOkResponse({ schema: { type: 'array', items: { type: 'string' }, example: ['postgres', 'objectstore'] } })
+  @ApiOkResponse({
+    schema: { type: 'array', items: { type: 'string' }, example: ['postgres', 'objectstore'] },
+  })
   destinations(@RequestEnvironment() environment: string): Promise<string[]> {
     return this.availability.destinations(environment);
   }

@@ -155,7 +155,8 @@ function readMasterKey(r: EnvReader, dataDir: string): Buffer {
     return Buffer.alloc(32);
   }
   const key = parseMasterKey(readFileSync(file, 'utf8'));
-  if (!key) r.problems.push(`TAPYARD_MASTER_KEY_FILE (${file}) must hold 32 bytes as 64 hex characters or base64`);
+  if (!key)
+    r.problems.push(`TAPYARD_MASTER_KEY_FILE (${file}) must hold 32 bytes as 64 hex characters or base64`);
   return key ?? Buffer.alloc(32);
 }
 
@@ -187,7 +188,8 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
     .map((b) => b.trim())
     .filter(Boolean);
   for (const b of brokers) {
-    if (!/^[A-Za-z0-9.\-[\]:]+:\d{1,5}$/.test(b)) r.problems.push(`KAFKA_BROKERS entries must be host:port (got "${b}")`);
+    if (!/^[A-Za-z0-9.\-[\]:]+:\d{1,5}$/.test(b))
+      r.problems.push(`KAFKA_BROKERS entries must be host:port (got "${b}")`);
   }
   const mongoUri = r.url('MONGODB_URI', null, ['mongodb', 'mongodb+srv']);
 

@@ -7,7 +7,10 @@ export function sanitize(text: string): string {
   return text
     .replace(/([a-z][a-z0-9+.-]*:\/\/)[^/\s:@]*:[^/\s@]*@/gi, '$1***:***@')
     .replace(/([a-z][a-z0-9+.-]*:\/\/)[^/\s:@]+@/gi, '$1***@')
-    .replace(/\b(password|passwd|pwd|secret|token|api[_-]?key|secret[_-]?key)\s*[=:]\s*[^\s,;&]+/gi, '$1=***');
+    .replace(
+      /\b(password|passwd|pwd|secret|token|api[_-]?key|secret[_-]?key)\s*[=:]\s*[^\s,;&]+/gi,
+      '$1=***',
+    );
 }
 
 export function errorMessage(err: unknown): string {

@@ -4,11 +4,22 @@ import { mongo } from 'mongoose';
 import { Client as MinioClient } from 'minio';
 
 function onAbort(signal: AbortSignal, close: () => unknown): void {
-  signal.addEventListener('abort', () => void Promise.resolve(close()).catch(() => undefined), { once: true });
+  signal.addEventListener('abort', () => void Promise.resolve(close()).catch(() => undefined), {
+    once: true,
+  });
 }
 
-export async function probePostgres(config: ClientConfig, timeoutMs: number, signal: AbortSignal, sql = 'SELECT 1'): Promise<unknown[]> {
-  const client = new PgClient({ ...config, connectionTimeoutMillis: timeoutMs, statement_timeout: timeoutMs });
+export async function probePostgres(
+  config: ClientConfig,
+  timeoutMs: number,
+  signal: AbortSignal,
+  sql = 'SELECT 1',
+): Promise<unknown[]> {
+  const client = new PgClient({
+    ...config,
+    connectionTimeoutMillis: timeoutMs,
+    statement_timeout: timeoutMs,
+  });
   onAbort(signal, () => client.end());
   try {
     await client.connect();
@@ -26,10 +37,14 @@ export async function probeRedis(url: string, timeoutMs: number, signal: AbortSi
     enableOfflineQueue: false,
     retryStrategy: () => null,
   });
-  redis.on('error', () => undefined);
+  // ioredis reports the cause (e.g. ECONNREFUSED) on 'error' and rejects with a generic message.
+  let cause: Error | null = null;
+  redis.on('error', (err: Error) => (cause ??= err));
   onAbort(signal, () => redis.disconnect());
   try {
-    await redis.connect();
+    await redis.connect().catch((err: unknown) => {
+      throw cause ?? err;
+    });
     const pong = await redis.ping();
     if (pong !== 'PONG') throw new Error(`unexpected PING answer ${pong}`);
   } finally {
@@ -38,13 +53,19 @@ export async function probeRedis(url: string, timeoutMs: number, signal: AbortSi
 }
 
 export async function probeMongo(uri: string, timeoutMs: number, signal: AbortSignal): Promise<void> {
-  const client = new mongo.MongoClient(uri, { serverSelectionTimeoutMS: timeoutMs, connectTimeoutMS: timeoutMs });
+  // Under our own deadline, so the driver's reason (e.g. ECONNREFUSED) wins over "no answer".
+  const driverTimeout = Math.max(100, Math.floor(timeoutMs * 0.75));
+  const client = new mongo.MongoClient(uri, {
+    serverSelectionTimeoutMS: driverTimeout,
+    connectTimeoutMS: driverTimeout,
+  });
   onAbort(signal, () => client.close(true));
   try {
     await client.connect();
     await client.db('admin').command({ ping: 1 });
   } finally {
-    await client.close(true).catch(() => undefined);
+    // Closing waits for the driver's monitors; the answer must not.
+    void client.close(true).catch(() => undefined);
   }
 }
 

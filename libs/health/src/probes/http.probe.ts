@@ -4,7 +4,12 @@ export async function probeHttp(
   signal: AbortSignal,
   init: { method?: 'GET' | 'POST'; headers?: Record<string, string>; body?: string } = {},
 ): Promise<void> {
-  const res = await fetch(url, { method: init.method ?? 'GET', headers: init.headers, body: init.body, signal });
+  const res = await fetch(url, {
+    method: init.method ?? 'GET',
+    headers: init.headers,
+    body: init.body,
+    signal,
+  });
   await res.arrayBuffer().catch(() => undefined);
   if (!res.ok) throw new Error(`${new URL(url).pathname} answered HTTP ${res.status}`);
 }

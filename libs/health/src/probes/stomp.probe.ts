@@ -18,9 +18,20 @@ export function parseStompAnswer(frame: Buffer): void {
   throw new Error('answer is not STOMP: is the URL the broker STOMP port?');
 }
 
-export async function probeStomp(url: string, user: string, password: string, signal: AbortSignal): Promise<void> {
+export async function probeStomp(
+  url: string,
+  user: string,
+  password: string,
+  signal: AbortSignal,
+): Promise<void> {
   const u = new URL(url);
   const { host, port } = splitHostPort(u.host, 61613);
-  const frame = await tcpExchange(host, port, stompConnectFrame(user, password, host), (b) => b.includes(0), signal);
+  const frame = await tcpExchange(
+    host,
+    port,
+    stompConnectFrame(user, password, host),
+    (b) => b.includes(0),
+    signal,
+  );
   parseStompAnswer(frame);
 }

@@ -54,7 +54,12 @@ export async function probeVectorStore(
             password: fields.password,
             database: fields.database ?? fields.dbName,
           };
-      const rows = await probePostgres(config, timeoutMs, signal, "SELECT 1 FROM pg_extension WHERE extname = 'vector'");
+      const rows = await probePostgres(
+        config,
+        timeoutMs,
+        signal,
+        "SELECT 1 FROM pg_extension WHERE extname = 'vector'",
+      );
       if (rows.length === 0) throw new Error('the vector extension is not installed in that database');
       return;
     }

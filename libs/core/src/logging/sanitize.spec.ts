@@ -1,0 +1,20 @@
+import { errorMessage, sanitize } from './sanitize';
+
+describe('sanitize', () => {
+  it('removes credentials from URLs and secret-looking pairs', () => {
+    expect(sanitize('connect to postgres://loader:pw123@db:5432/x failed')).toBe(
+      'connect to postgres://***:***@db:5432/x failed',
+    );
+    expect(sanitize('mongodb://user@h/x')).toBe('mongodb://***@h/x');
+    expect(sanitize('bad password=hunter2; token: abc apiKey=k1')).toBe(
+      'bad password=***; token=*** apiKey=***',
+    );
+    expect(sanitize('connect ECONNREFUSED 127.0.0.1:5432')).toBe('connect ECONNREFUSED 127.0.0.1:5432');
+  });
+
+  it('flattens aggregate errors', () => {
+    const e = new AggregateError([new Error('a failed'), new Error('b failed')]);
+    expect(errorMessage(e)).toBe('a failed; b failed');
+    expect(errorMessage('plain')).toBe('plain');
+  });
+});

@@ -1,0 +1,45 @@
+import { TestApi, startApi } from './support/apps';
+
+describe('OpenAPI and Swagger UI', () => {
+  let api: TestApi;
+  beforeAll(async () => {
+    api = await startApi();
+  });
+  afterAll(() => api.close());
+
+  it('documents every foundation endpoint with responses', async () => {
+    const doc = (await api.http.get('/api/docs-json').expect(200)).body;
+    expect(doc.openapi).toMatch(/^3\./);
+    const expected: [string, string][] = [
+      ['get', '/api/v1/version'],
+      ['get', '/api/v1/health/services'],
+      ['get', '/api/v1/destinations/available'],
+      ['get', '/api/v1/vector-stores/available'],
+      ['get', '/api/v1/secrets'],
+      ['get', '/api/v1/secrets/{name}'],
+      ['put', '/api/v1/secrets/{name}'],
+      ['delete', '/api/v1/secrets/{name}'],
+    ];
+    for (const [method, path] of expected) {
+      const op = doc.paths[path]?.[method];
+      expect(op).toBeDefined();
+      expect(op.summary).toEqual(expect.any(String));
+      expect(op.responses['200']).toBeDefined();
+    }
+    expect(doc.components.schemas.VersionInfoDto.required).toEqual(
+      expect.arrayContaining([
+        'version',
+        'environment',
+        'multiTenant',
+        'postgresDatabase',
+        'mongodbDatabase',
+      ]),
+    );
+    expect(doc.components.schemas.ErrorBodyDto).toBeDefined();
+  });
+
+  it('serves Swagger UI', async () => {
+    const res = await api.http.get('/api/docs').redirects(1).expect(200);
+    expect(res.text).toContain('swagger-ui');
+  });
+});

@@ -1,0 +1,150 @@
+import { createServer, Server } from 'node:http';
+import { TestApi, startApi } from './support/apps';
+import { blackhole, closedPort } from './support/net';
+
+const CORE = ['postgres', 'redis', 'mongodb', 'minio', 'activemq', 'kafka'];
+const VECTOR = ['qdrant', 'weaviate', 'milvus', 'chroma', 'pgvector'];
+
+describe('platform endpoints (real Postgres and Redis)', () => {
+  describe('with only the required peers configured', () => {
+    let api: TestApi;
+    beforeAll(async () => {
+      api = await startApi({
+        POSTGRES_DATABASE: 'warehouse_db',
+        MONGODB_DATABASE: 'docs_db',
+        HOSTED: 'true',
+      });
+    });
+    afterAll(() => api.close());
+
+    it('GET /version reports the version info object', async () => {
+      const res = await api.http.get('/api/v1/version').expect(200);
+      expect(res.body).toEqual({
+        version: expect.stringMatching(/^\d+\.\d+\.\d+/),
+        environment: api.config.environment,
+        multiTenant: 'false',
+        hosted: 'true',
+        useUserAuth: 'false',
+        useApiKeys: 'false',
+        postgresDatabase: 'warehouse_db',
+        mongodbDatabase: 'docs_db',
+      });
+    });
+
+    it('GET /health/services lists every service; unconfigured ones carry no message', async () => {
+      const res = await api.http.get('/api/v1/health/services').expect(200);
+      expect(Object.keys(res.body).sort()).toEqual([...CORE, ...VECTOR].sort());
+      expect(res.body.postgres).toEqual({ status: 'up' });
+      expect(res.body.redis).toEqual({ status: 'up' });
+      for (const name of ['mongodb', 'minio', 'activemq', 'kafka', ...VECTOR]) {
+        expect(res.body[name]).toEqual({ status: 'not_configured' });
+      }
+    });
+
+    it('GET /destinations/available lists postgres when it answers, warehouses with complete credentials', async () => {
+      expect((await api.http.get('/api/v1/destinations/available').expect(200)).body).toEqual(['postgres']);
+
+      await api.http
+        .put('/api/v1/secrets/sf-partial')
+        .send({ account: 'acme', username: 'loader' })
+        .expect(200);
+      expect((await api.http.get('/api/v1/destinations/available').expect(200)).body).toEqual(['postgres']);
+
+      await api.http
+        .put('/api/v1/secrets/sf')
+        .send({ account: 'acme', username: 'loader', password: 'pw' })
+        .expect(200);
+      await api.http
+        .put('/api/v1/secrets/dbx')
+        .send({ host: 'dbc.example', token: 'dapi', warehouseId: 'w1' })
+        .expect(200);
+      expect((await api.http.get('/api/v1/destinations/available').expect(200)).body).toEqual([
+        'postgres',
+        'snowflake',
+        'databricks',
+      ]);
+    });
+
+    it('GET /vector-stores/available is empty when none is configured', async () => {
+      expect((await api.http.get('/api/v1/vector-stores/available').expect(200)).body).toEqual([]);
+    });
+  });
+
+  describe('with peers that are down', () => {
+    let api: TestApi;
+    let hang: { port: number; close(): Promise<void> };
+    let readyz: Server;
+    let readyzPort: number;
+
+    beforeAll(async () => {
+      const closed = await closedPort();
+      hang = await blackhole();
+      // A loopback double of one vector store's readiness route, only to exercise the "up" path.
+      readyz = createServer((req, res) => {
+        res.statusCode = req.url === '/api/v2/heartbeat' ? 200 : 404;
+        res.end('{"nanosecond heartbeat": 1}');
+      });
+      await new Promise<void>((r) => readyz.listen(0, '127.0.0.1', r));
+      readyzPort = (readyz.address() as { port: number }).port;
+      api = await startApi({
+        MONGODB_URI: `mongodb://127.0.0.1:${closed}/x`,
+        OBJECT_STORE_ENDPOINT: `http://127.0.0.1:${closed}`,
+        OBJECT_STORE_ACCESS_KEY: 'minio-access',
+        OBJECT_STORE_SECRET_KEY: 'minio-secret-value',
+        KAFKA_BROKERS: `127.0.0.1:${hang.port}`,
+        ACTIVEMQ_URL: `stomp://127.0.0.1:${hang.port}`,
+        ACTIVEMQ_PASSWORD: 'amq-secret-value',
+      });
+      await api.http
+        .put('/api/v1/secrets/qdrant')
+        .send({ url: `http://127.0.0.1:${closed}`, apiKey: 'qk' })
+        .expect(200);
+      await api.http
+        .put('/api/v1/secrets/weaviate')
+        .send({ url: `http://127.0.0.1:${hang.port}` })
+        .expect(200);
+      await api.http
+        .put('/api/v1/secrets/chroma')
+        .send({ url: `http://127.0.0.1:${readyzPort}` })
+        .expect(200);
+      await api.http
+        .put('/api/v1/secrets/pgvector')
+        .send({ connectionString: `postgres://u:pgv-secret-pw@127.0.0.1:${closed}/db` })
+        .expect(200);
+    });
+
+    afterAll(async () => {
+      await api.close();
+      await hang.close();
+      await new Promise((r) => readyz.close(r));
+    });
+
+    it('answers within ~2.5 s, each down peer with its error and no credentials', async () => {
+      // Warm-up: the first probe loads driver modules lazily, which is slow under Jest's module registry.
+      await api.http.get('/api/v1/health/services').expect(200);
+      const started = Date.now();
+      const res = await api.http.get('/api/v1/health/services').expect(200);
+      const elapsed = Date.now() - started;
+      expect(elapsed).toBeLessThan(2600);
+
+      expect(res.body.postgres).toEqual({ status: 'up' });
+      expect(res.body.mongodb.status).toBe('down');
+      expect(res.body.mongodb.message).toMatch(/ECONNREFUSED|connect/i);
+      expect(res.body.minio.status).toBe('down');
+      expect(res.body.minio.message).toMatch(/ECONNREFUSED|connect/i);
+      expect(res.body.kafka).toEqual({ status: 'down', message: 'no answer within 2000 ms' });
+      expect(res.body.activemq).toEqual({ status: 'down', message: 'no answer within 2000 ms' });
+      expect(res.body.qdrant.status).toBe('down');
+      expect(res.body.weaviate).toEqual({ status: 'down', message: 'no answer within 2000 ms' });
+      expect(res.body.chroma).toEqual({ status: 'up' });
+      expect(res.body.pgvector.status).toBe('down');
+      expect(res.body.milvus).toEqual({ status: 'not_configured' });
+      expect(JSON.stringify(res.body)).not.toMatch(/pgv-secret-pw|minio-secret-value|amq-secret-value/);
+    });
+
+    it('leaves unreachable destinations and vector stores out of the available lists', async () => {
+      expect((await api.http.get('/api/v1/destinations/available').expect(200)).body).toEqual(['postgres']);
+      expect((await api.http.get('/api/v1/vector-stores/available').expect(200)).body).toEqual(['chroma']);
+    });
+  });
+});

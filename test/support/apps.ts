@@ -1,0 +1,41 @@
+import { INestApplicationContext } from '@nestjs/common';
+import { NestExpressApplication } from '@nestjs/platform-express';
+import request from 'supertest';
+import type TestAgent from 'supertest/lib/agent';
+import { TapyardConfig, createLogger, loadConfig } from '@tapyard/core';
+import { createApiApp } from '../../apps/api/src/bootstrap';
+import { createWorkerApp } from '../../apps/worker/src/bootstrap';
+import { testEnv } from './env';
+import { LogCapture } from './log-capture';
+
+export interface TestApi {
+  app: NestExpressApplication;
+  http: TestAgent;
+  config: TapyardConfig;
+  logs: LogCapture;
+  close(): Promise<void>;
+}
+
+/** The real API application, in process, on an ephemeral port, against the real peers. */
+export async function startApi(overrides: Record<string, string | undefined> = {}): Promise<TestApi> {
+  const config = loadConfig(testEnv(overrides));
+  const logs = new LogCapture();
+  const app = await createApiApp(config, createLogger(config.logLevel, 'api', logs));
+  await app.init();
+  return { app, http: request(app.getHttpServer()), config, logs, close: () => app.close() };
+}
+
+export interface TestWorker {
+  app: INestApplicationContext;
+  config: TapyardConfig;
+  logs: LogCapture;
+  close(): Promise<void>;
+}
+
+export async function startWorker(overrides: Record<string, string | undefined> = {}): Promise<TestWorker> {
+  const config = loadConfig(testEnv(overrides));
+  const logs = new LogCapture();
+  const app = await createWorkerApp(config, createLogger(config.logLevel, 'worker', logs));
+  await app.init();
+  return { app, config, logs, close: () => app.close() };
+}

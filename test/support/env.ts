@@ -1,0 +1,26 @@
+import { randomBytes } from 'node:crypto';
+
+export const TEST_DATABASE_URL =
+  process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/tapyard_test';
+export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+export const TEST_MASTER_KEY = 'a1'.repeat(32);
+
+/** A fresh environment name per suite: suites isolate themselves and run in any order. */
+export function uniqueEnvironment(label: string): string {
+  return `t-${label}-${randomBytes(4).toString('hex')}`.toLowerCase().slice(0, 40);
+}
+
+/** The environment variables of a test instance; nothing is read from the developer's shell. */
+export function testEnv(
+  overrides: Record<string, string | undefined> = {},
+): Record<string, string | undefined> {
+  return {
+    TAPYARD_ENV: uniqueEnvironment('x'),
+    DATABASE_URL: TEST_DATABASE_URL,
+    REDIS_URL: TEST_REDIS_URL,
+    TAPYARD_MASTER_KEY: TEST_MASTER_KEY,
+    TAPYARD_DATA_DIR: '/nonexistent-tapyard-test-dir',
+    LOG_LEVEL: 'debug',
+    ...overrides,
+  };
+}

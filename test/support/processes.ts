@@ -1,0 +1,37 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { join } from 'node:path';
+
+const ROOT = join(__dirname, '..', '..');
+
+export interface Spawned {
+  child: ChildProcess;
+  output(): string;
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<void>;
+  exited: Promise<number | null>;
+}
+
+/** Runs a built app (`npm run build` first; `npm test` does) as its own process. */
+export function spawnApp(app: 'api' | 'worker', env: Record<string, string | undefined>): Spawned {
+  const child = spawn(process.execPath, [join(ROOT, 'dist', 'apps', app, 'src', 'main.js')], {
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env } as NodeJS.ProcessEnv,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return {
+    child,
+    output: () => out,
+    exited,
+    waitFor: async (pattern, timeoutMs = 20000) => {
+      const start = Date.now();
+      while (!pattern.test(out)) {
+        if (child.exitCode !== null)
+          throw new Error(`${app} exited (${child.exitCode}) before ${pattern}:\n${out}`);
+        if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${pattern}:\n${out}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    },
+  };
+}
