@@ -38,6 +38,17 @@ describe('OpenAPI and Swagger UI', () => {
     expect(doc.components.schemas.ErrorBodyDto).toBeDefined();
   });
 
+  it('GET /metrics serves Prometheus text with route templates, never raw paths', async () => {
+    await api.http.put('/api/v1/secrets/metrics-canary-name').send({ a: 'b' }).expect(200);
+    const res = await api.http.get('/metrics').expect(200);
+    expect(res.headers['content-type']).toMatch(/^text\/plain/);
+    expect(res.text).toContain('tapyard_process_cpu_user_seconds_total');
+    expect(res.text).toMatch(
+      /tapyard_http_request_duration_seconds_count\{environment="[^"]+",method="PUT",route="\/api\/v1\/secrets\/:name",status="200"\} 1/,
+    );
+    expect(res.text).not.toContain('metrics-canary-name');
+  });
+
   it('serves Swagger UI', async () => {
     const res = await api.http.get('/api/docs').redirects(1).expect(200);
     expect(res.text).toContain('swagger-ui');

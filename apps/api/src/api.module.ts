@@ -7,11 +7,13 @@ import { QueueModule } from '@tapyard/queue';
 import { SecretsModule } from '@tapyard/secrets';
 import { PlatformController } from './platform/platform.controller';
 import { SecretsController } from './secrets/secrets.controller';
+import { ApiMetrics } from './metrics/metrics';
+import { METRICS, MetricsController } from './metrics/metrics.controller';
 
 /** The HTTP application: controllers only; domain logic comes from libs/*. */
 @Module({})
 export class ApiModule {
-  static forRoot(config: TapyardConfig, logger: Logger): DynamicModule {
+  static forRoot(config: TapyardConfig, logger: Logger, metrics: ApiMetrics): DynamicModule {
     return {
       module: ApiModule,
       imports: [
@@ -22,7 +24,8 @@ export class ApiModule {
         SecretsModule,
         HealthModule,
       ],
-      controllers: [PlatformController, SecretsController],
+      controllers: [PlatformController, SecretsController, MetricsController],
+      providers: [{ provide: METRICS, useValue: metrics }],
     };
   }
 }

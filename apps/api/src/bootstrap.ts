@@ -4,19 +4,21 @@ import { NestExpressApplication } from '@nestjs/platform-express';
 import { Logger } from 'pino';
 import { PinoNestLogger, TapyardConfig } from '@tapyard/core';
 import { ApiModule } from './api.module';
+import { ApiMetrics } from './metrics/metrics';
 import { ErrorFilter } from './http/error.filter';
 import { requestContextMiddleware } from './http/request-context';
 import { API_PREFIX, setupSwagger } from './swagger';
 
 /** Builds the API application without listening, so tests run exactly what production runs. */
 export async function createApiApp(config: TapyardConfig, logger: Logger): Promise<NestExpressApplication> {
-  const app = await NestFactory.create<NestExpressApplication>(ApiModule.forRoot(config, logger), {
+  const metrics = new ApiMetrics(config.environment);
+  const app = await NestFactory.create<NestExpressApplication>(ApiModule.forRoot(config, logger, metrics), {
     logger: new PinoNestLogger(logger),
     bodyParser: false,
     abortOnError: false,
   });
   app.disable('x-powered-by');
-  app.use(requestContextMiddleware(logger, config.environment));
+  app.use(requestContextMiddleware(logger, config.environment, metrics));
   app.useBodyParser('json', { limit: config.bodyLimitBytes });
   app.setGlobalPrefix(API_PREFIX, { exclude: ['metrics'] });
   app.useGlobalFilters(new ErrorFilter(logger));

@@ -1,0 +1,19 @@
+import { Controller, Get, Header, Inject } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiMetrics } from './metrics';
+
+export const METRICS = Symbol('ApiMetrics');
+
+@ApiTags('operations')
+@Controller('metrics')
+export class MetricsController {
+  constructor(@Inject(METRICS) private readonly metrics: ApiMetrics) {}
+
+  @Get()
+  @Header('content-type', 'text/plain; version=0.0.4; charset=utf-8')
+  @ApiOperation({ summary: 'Prometheus metrics (outside /api/v1)' })
+  @ApiOkResponse({ description: 'Prometheus text exposition format', schema: { type: 'string' } })
+  scrape(): Promise<string> {
+    return this.metrics.registry.metrics();
+  }
+}
