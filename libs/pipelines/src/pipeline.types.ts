@@ -1,0 +1,54 @@
+/**
+ * The pipeline configuration, as plain types shared by every domain (the validated DTO classes in
+ * dto/ mirror them for the HTTP layer and OpenAPI).
+ */
+export const FIELD_TYPES = ['boolean', 'int', 'bigint', 'float', 'double', 'string', 'date', 'timestamp'] as const;
+export type FieldType = (typeof FIELD_TYPES)[number];
+
+export interface SchemaField {
+  name: string;
+  type: FieldType;
+}
+
+export type SourceFormat = 'csv' | 'json' | 'xml' | 'unstructured';
+
+export interface CsvAttributes {
+  /** One character; `\t` for TSV. Default `,`. */
+  delimiter: string;
+  /** Whether the first row names the columns. Default true. */
+  header: boolean;
+  /** Quote character, default `"`; null disables quoting. */
+  quote: string | null;
+  /** Escape character inside quotes, default the quote itself (RFC 4180 doubled quotes). */
+  escape: string | null;
+  /** `utf-8` (default) or `latin1`. */
+  encoding: 'utf-8' | 'latin1';
+}
+
+export interface JsonAttributes {
+  /** Dot path to the array of records inside a JSON document, e.g. `data.items`; empty = top level. */
+  recordPath: string | null;
+}
+
+export interface XmlAttributes {
+  /** Name of the element that holds one record, e.g. `row`. */
+  rowElement: string;
+}
+
+/** Declarative data-quality rules, checked per row after type coercion. */
+export type DataQualityRule =
+  | { type: 'not_null'; column: string }
+  | { type: 'unique'; column: string }
+  | { type: 'range'; column: string; min?: number | string; max?: number | string }
+  | { type: 'regex'; column: string; pattern: string }
+  | { type: 'allowed_values'; column: string; values: string[] }
+  /** Values must coerce to the column's schema type (always on for typed columns; listed for clarity). */
+  | { type: 'type_conformance'; column: string };
+
+/** Declarative mapping steps, applied in order after data quality. */
+export type TransformationStep =
+  | { op: 'rename'; from: string; to: string }
+  | { op: 'cast'; column: string; type: FieldType }
+  | { op: 'drop'; column: string }
+  /** `expression`: a column name, a literal, or a simple expression (see README "Transformations"). */
+  | { op: 'derive'; column: string; type: FieldType; expression: string };
