@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 export const TEST_DATABASE_URL =
   process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/tapyard_test';
@@ -21,6 +23,7 @@ export function testEnv(
     TAPYARD_MASTER_KEY: TEST_MASTER_KEY,
     TAPYARD_DATA_DIR: '/nonexistent-tapyard-test-dir',
     LOG_LEVEL: 'debug',
+    TAPYARD_SPOOL_DIR: join(tmpdir(), 'tapyard-test-spool'),
     ...overrides,
   };
 }

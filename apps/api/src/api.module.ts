@@ -5,6 +5,9 @@ import { DatabaseModule } from '@tapyard/database';
 import { HealthModule } from '@tapyard/health';
 import { QueueModule } from '@tapyard/queue';
 import { SecretsModule } from '@tapyard/secrets';
+import { IngestionModule } from '@tapyard/ingestion';
+import { PipelinesController } from './pipelines/pipelines.controller';
+import { StatusController } from './pipelines/status.controller';
 import { PlatformController } from './platform/platform.controller';
 import { SecretsController } from './secrets/secrets.controller';
 import { ApiMetrics } from './metrics/metrics';
@@ -23,8 +26,15 @@ export class ApiModule {
         QueueModule,
         SecretsModule,
         HealthModule,
+        IngestionModule,
       ],
-      controllers: [PlatformController, SecretsController, MetricsController],
+      controllers: [
+        PlatformController,
+        SecretsController,
+        PipelinesController,
+        StatusController,
+        MetricsController,
+      ],
       providers: [{ provide: METRICS, useValue: metrics }],
     };
   }

@@ -1,24 +1,20 @@
-import { Processor, WorkerHost } from '@nestjs/bullmq';
-import { Inject, OnApplicationBootstrap } from '@nestjs/common';
+import { Processor } from '@nestjs/bullmq';
+import { Inject } from '@nestjs/common';
 import { Job } from 'bullmq';
 import { Logger } from 'pino';
 import { CONFIG, LOGGER, TapyardConfig } from '@tapyard/core';
-import { JobTypes, MaintenanceJob, PingPayload, PingResult, QUEUES } from '@tapyard/queue';
+import { ConfiguredWorkerHost, MaintenanceJob, PingPayload, PingResult, QUEUES } from '@tapyard/queue';
 
-@Processor(QUEUES.maintenance)
-export class MaintenanceProcessor extends WorkerHost implements OnApplicationBootstrap {
+@Processor(QUEUES.maintenance, { autorun: false })
+export class MaintenanceProcessor extends ConfiguredWorkerHost {
   constructor(
-    @Inject(CONFIG) private readonly config: TapyardConfig,
+    @Inject(CONFIG) protected readonly config: TapyardConfig,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {
     super();
   }
 
-  onApplicationBootstrap(): void {
-    this.worker.concurrency = this.config.worker.concurrency;
-  }
-
-  async process(job: Job<PingPayload, PingResult>): Promise<JobTypes[typeof MaintenanceJob.ping]['result']> {
+  async process(job: Job<PingPayload, PingResult>): Promise<PingResult> {
     switch (job.name) {
       case MaintenanceJob.ping: {
         if (job.data.holdMs) await new Promise((r) => setTimeout(r, job.data.holdMs));

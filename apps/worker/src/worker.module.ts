@@ -3,6 +3,8 @@ import { Logger } from 'pino';
 import { ConfigModule, LoggingModule, TapyardConfig } from '@tapyard/core';
 import { DatabaseModule } from '@tapyard/database';
 import { QueueModule } from '@tapyard/queue';
+import { IngestionModule } from '@tapyard/ingestion';
+import { IngestProcessor } from './ingest.processor';
 import { MaintenanceProcessor } from './maintenance.processor';
 
 /** The worker: queue processors only, no HTTP. Start as many as you like. */
@@ -11,8 +13,14 @@ export class WorkerModule {
   static forRoot(config: TapyardConfig, logger: Logger): DynamicModule {
     return {
       module: WorkerModule,
-      imports: [ConfigModule.forRoot(config), LoggingModule.forRoot(logger), DatabaseModule, QueueModule],
-      providers: [MaintenanceProcessor],
+      imports: [
+        ConfigModule.forRoot(config),
+        LoggingModule.forRoot(logger),
+        DatabaseModule,
+        QueueModule,
+        IngestionModule,
+      ],
+      providers: [MaintenanceProcessor, IngestProcessor],
     };
   }
 }

@@ -2,7 +2,16 @@
  * The pipeline configuration, as plain types shared by every domain (the validated DTO classes in
  * dto/ mirror them for the HTTP layer and OpenAPI).
  */
-export const FIELD_TYPES = ['boolean', 'int', 'bigint', 'float', 'double', 'string', 'date', 'timestamp'] as const;
+export const FIELD_TYPES = [
+  'boolean',
+  'int',
+  'bigint',
+  'float',
+  'double',
+  'string',
+  'date',
+  'timestamp',
+] as const;
 export type FieldType = (typeof FIELD_TYPES)[number];
 
 export interface SchemaField {
@@ -52,3 +61,36 @@ export type TransformationStep =
   | { op: 'drop'; column: string }
   /** `expression`: a column name, a literal, or a simple expression (see README "Transformations"). */
   | { op: 'derive'; column: string; type: FieldType; expression: string };
+
+export interface DatabaseDestination {
+  dbName: string;
+  schema: string;
+  table: string;
+  usePostgres: boolean;
+}
+
+/** A stored pipeline: the validated configuration with every default filled in. */
+export interface PipelineDefinition {
+  name: string;
+  catalog: string | null;
+  description?: string;
+  source: {
+    fileAttributes: {
+      format: SourceFormat;
+      csvAttributes: CsvAttributes;
+      jsonAttributes?: JsonAttributes;
+      xmlAttributes?: XmlAttributes;
+      unstructuredAttributes: Record<string, unknown> | null;
+    };
+    schemaProperties: { fields: SchemaField[] };
+  };
+  dataQuality: { rules: DataQualityRule[]; aiInstruction: string | null };
+  transformation: { mappings: TransformationStep[]; aiInstruction: string | null };
+  destination: { database?: DatabaseDestination } & Record<string, unknown>;
+}
+
+export interface StoredPipeline {
+  definition: PipelineDefinition;
+  version: number;
+  updatedAt: Date;
+}

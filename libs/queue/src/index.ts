@@ -1,2 +1,3 @@
 export * from './queues';
 export * from './queue.module';
+export * from './configured-worker-host';

@@ -6,6 +6,7 @@
  */
 export const QUEUES = {
   maintenance: 'maintenance',
+  ingest: 'ingest',
 } as const;
 
 export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
@@ -29,7 +30,23 @@ export interface PingResult {
   handledAt: number;
 }
 
+/** Jobs of the ingest queue: one per uploaded file (the stages run inside it, streaming). */
+export const IngestJob = {
+  load: 'load',
+} as const;
+
+export interface IngestPayload {
+  environment: string;
+  pipeline: string;
+  pipelineToken: string;
+  publisherToken: string | null;
+  filename: string;
+  /** File in the spool directory; removed once the job reached a terminal state. */
+  spoolPath: string;
+}
+
 /** Name → payload and result types, so producers and processors cannot disagree. */
 export interface JobTypes {
   [MaintenanceJob.ping]: { payload: PingPayload; result: PingResult };
+  [IngestJob.load]: { payload: IngestPayload; result: void };
 }

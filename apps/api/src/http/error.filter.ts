@@ -32,7 +32,8 @@ export class ErrorFilter implements ExceptionFilter {
       res.end();
       return;
     }
-    res.status(body.statusCode).json(body);
+    // A route may have set another content type (e.g. text/plain for upload tokens) before failing.
+    res.status(body.statusCode).type('application/json').json(body);
   }
 
   private toBody(exception: unknown, req: Request): ErrorBody {

@@ -37,7 +37,9 @@ export interface TapyardConfig {
   };
   /** 32-byte AES-256 key; never logged, never returned. */
   readonly masterKey: Buffer;
-  readonly worker: { readonly concurrency: number };
+  readonly worker: { readonly concurrency: number; readonly lockMs: number };
+  /** Where uploads wait for a worker (shared by API and workers on one host). */
+  readonly spoolDir: string;
 }
 
 export class ConfigError extends Error {
@@ -231,7 +233,11 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
       capabilityEnforcement: r.oneOf('CAPABILITY_ENFORCEMENT', ['enforce', 'log-only'] as const, 'enforce'),
     },
     masterKey: readMasterKey(r, dataDir),
-    worker: { concurrency: r.int('WORKER_CONCURRENCY', 4, 1, 256) },
+    worker: {
+      concurrency: r.int('WORKER_CONCURRENCY', 4, 1, 256),
+      lockMs: r.int('WORKER_LOCK_MS', 30000, 1000, 600000),
+    },
+    spoolDir: r.string('TAPYARD_SPOOL_DIR', join(dataDir, 'spool')),
   };
   if (r.problems.length > 0) throw new ConfigError(r.problems);
   return Object.freeze(config);

@@ -1,0 +1,158 @@
+import { Body, Controller, Delete, Get, Header, HttpCode, Inject, Post, Query, Req } from '@nestjs/common';
+import {
+  ApiBadRequestResponse,
+  ApiBody,
+  ApiConsumes,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiPayloadTooLargeResponse,
+  ApiProduces,
+  ApiTags,
+  ApiUnsupportedMediaTypeResponse,
+} from '@nestjs/swagger';
+import type { Request } from 'express';
+import { DESTINATIONS, DestinationRegistry } from '@tapyard/destinations';
+import { SchemaDiscoveryService, UploadService } from '@tapyard/ingestion';
+import { PipelineConfigDto, PipelineDefinition, PipelinesService, destinationsOf } from '@tapyard/pipelines';
+import { ErrorBodyDto } from '../http/error-body.dto';
+import { RequestEnvironment } from '../http/environment.decorator';
+import {
+  DeletePipelineQueryDto,
+  DeletePipelineResultDto,
+  GenerateFormDto,
+  PipelineListItemDto,
+  PipelineQueryDto,
+  ProfileFormDto,
+  SavePipelineResultDto,
+  UploadFormDto,
+} from './pipelines.dto';
+
+@ApiTags('pipelines')
+@Controller()
+export class PipelinesController {
+  constructor(
+    private readonly pipelines: PipelinesService,
+    private readonly uploads: UploadService,
+    private readonly discovery: SchemaDiscoveryService,
+    @Inject(DESTINATIONS) private readonly destinations: DestinationRegistry,
+  ) {}
+
+  @Post('pipeline')
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'Create or update a pipeline',
+    description: 'The version starts at 1 and increases by one with every change that alters the definition.',
+  })
+  @ApiOkResponse({ type: SavePipelineResultDto })
+  @ApiBadRequestResponse({
+    type: ErrorBodyDto,
+    description: 'Invalid configuration; `details` names each field',
+  })
+  async save(
+    @RequestEnvironment() env: string,
+    @Body() body: PipelineConfigDto,
+  ): Promise<SavePipelineResultDto> {
+    const saved = await this.pipelines.save(env, body);
+    return { status: 'ok', ...saved };
+  }
+
+  @Get('pipeline')
+  @ApiOperation({ summary: 'The full configuration of a pipeline, with its definition version' })
+  @ApiOkResponse({ type: PipelineConfigDto })
+  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  async get(
+    @RequestEnvironment() env: string,
+    @Query() q: PipelineQueryDto,
+  ): Promise<PipelineDefinition & { version: number; updatedAt: string }> {
+    const p = await this.pipelines.get(env, q.pipeline);
+    return { ...p.definition, version: p.version, updatedAt: new Date(p.updatedAt).toISOString() };
+  }
+
+  @Get('pipelines')
+  @ApiOperation({ summary: 'Every pipeline of the environment' })
+  @ApiOkResponse({ type: [PipelineListItemDto] })
+  list(@RequestEnvironment() env: string): Promise<PipelineListItemDto[]> {
+    return this.pipelines.list(env);
+  }
+
+  @Delete('pipeline')
+  @ApiOperation({
+    summary: 'Delete a pipeline',
+    description: 'With deleteData=true also drops the loaded data (the table and its _rejects table).',
+  })
+  @ApiOkResponse({ type: DeletePipelineResultDto })
+  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  async remove(
+    @RequestEnvironment() env: string,
+    @Query() q: DeletePipelineQueryDto,
+  ): Promise<DeletePipelineResultDto> {
+    const { definition } = await this.pipelines.get(env, q.pipeline);
+    if (q.deleteData) {
+      for (const name of destinationsOf(definition)) {
+        const db = definition.destination.database;
+        const destination = this.destinations.get(name);
+        if (destination && db) await destination.drop(db);
+      }
+    }
+    await this.pipelines.delete(env, q.pipeline);
+    return { status: 'ok', pipeline: q.pipeline, dataDeleted: q.deleteData === true };
+  }
+
+  @Post('pipeline/upload')
+  @HttpCode(200)
+  @Header('content-type', 'text/plain; charset=utf-8')
+  @ApiOperation({
+    summary: 'Upload a file into a pipeline',
+    description:
+      'Streams the file to the spool (never into memory) and queues a job. Answers the pipeline token as text/plain; ' +
+      'follow it with GET /pipeline/status?pipelinetoken=…&withrollup=true. Compressed files are not supported yet (415).',
+  })
+  @ApiConsumes('multipart/form-data')
+  @ApiBody({ type: UploadFormDto })
+  @ApiProduces('text/plain')
+  @ApiOkResponse({
+    description: 'The pipeline token',
+    schema: { type: 'string', example: '6f1c2d9e-0c7a-4c59-9e55-2f7f1b7e0a11' },
+  })
+  @ApiBadRequestResponse({ type: ErrorBodyDto, description: 'Missing file or pipeline field, empty file' })
+  @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'Unknown pipeline' })
+  @ApiPayloadTooLargeResponse({ type: ErrorBodyDto, description: 'File over UPLOAD_LIMIT' })
+  @ApiUnsupportedMediaTypeResponse({ type: ErrorBodyDto, description: 'Not multipart, or a compressed file' })
+  upload(@RequestEnvironment() env: string, @Req() req: Request): Promise<string> {
+    return this.uploads.upload(env, req);
+  }
+
+  @Post('pipeline/generate')
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'Propose a pipeline configuration from a sample file',
+    description:
+      'CSV/TSV: deterministic type inference over the first 1,000 rows (boolean, int, bigint, float, double, string, date, ' +
+      'timestamp; values with leading zeros stay strings), header detection when `header` is absent, normalised column names. ' +
+      'JSON and XML: a single `_json` / `_xml` string field.',
+  })
+  @ApiConsumes('multipart/form-data')
+  @ApiBody({ type: GenerateFormDto })
+  @ApiOkResponse({ description: 'A partial pipeline configuration, ready for POST /pipeline' })
+  @ApiBadRequestResponse({ type: ErrorBodyDto })
+  generate(@Req() req: Request): Promise<unknown> {
+    return this.discovery.generate(req);
+  }
+
+  @Post('pipeline/profile')
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'Profile a sample of a CSV file',
+    description:
+      'Per-column statistics (null rate, distinct count, min/max, quantiles, top values, inferred type), quality issues, ' +
+      'recommendations and suggested data-quality rules, computed by code over the first `sampleSize` rows (default 200).',
+  })
+  @ApiConsumes('multipart/form-data')
+  @ApiBody({ type: ProfileFormDto })
+  @ApiOkResponse({ description: 'The profile' })
+  @ApiBadRequestResponse({ type: ErrorBodyDto })
+  profile(@Req() req: Request): Promise<unknown> {
+    return this.discovery.profile(req);
+  }
+}

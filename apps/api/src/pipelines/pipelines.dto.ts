@@ -1,0 +1,149 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Transform } from 'class-transformer';
+import { IsBoolean, IsInt, IsOptional, IsString, Max, Min } from 'class-validator';
+
+export class SavePipelineResultDto {
+  @ApiProperty({ example: 'ok' }) status!: string;
+  @ApiProperty({ example: 'sales' }) name!: string;
+  @ApiProperty({ example: 3, description: 'Definition version: 1 at creation, +1 per change' })
+  version!: number;
+}
+
+export class PipelineListItemDto {
+  @ApiProperty({ example: 'sales' }) name!: string;
+  @ApiProperty({ example: 'finance', nullable: true, type: String }) catalog!: string | null;
+  @ApiProperty({ example: 'csv' }) sourceType!: string;
+  @ApiProperty({ example: ['postgres'], type: [String] }) destinations!: string[];
+  @ApiProperty({ example: 2 }) version!: number;
+  @ApiProperty({ example: '2026-11-22T05:03:48.143Z' }) updatedAt!: string;
+}
+
+export class DeletePipelineResultDto {
+  @ApiProperty({ example: 'ok' }) status!: string;
+  @ApiProperty({ example: 'sales' }) pipeline!: string;
+  @ApiProperty({ example: true }) dataDeleted!: boolean;
+}
+
+const toBool = ({ value }: { value: unknown }) =>
+  value === 'true' ? true : value === 'false' ? false : value;
+
+export class PipelineQueryDto {
+  @ApiProperty({ example: 'sales' })
+  @IsString()
+  pipeline!: string;
+}
+
+export class DeletePipelineQueryDto extends PipelineQueryDto {
+  @ApiPropertyOptional({ example: false, default: false })
+  @IsOptional()
+  @Transform(toBool)
+  @IsBoolean({ message: 'deleteData must be true or false' })
+  deleteData?: boolean;
+}
+
+export class StatusQueryDto {
+  @ApiPropertyOptional({ description: 'All jobs of a publisher token (first in precedence)' })
+  @IsOptional()
+  @IsString()
+  publishertoken?: string;
+
+  @ApiPropertyOptional({ description: 'One job (second in precedence)' })
+  @IsOptional()
+  @IsString()
+  pipelinetoken?: string;
+
+  @ApiPropertyOptional({ description: 'Job summaries of a pipeline, newest first, 50 per page' })
+  @IsOptional()
+  @IsString()
+  pipelinename?: string;
+
+  @ApiPropertyOptional({ default: 1 })
+  @IsOptional()
+  @Transform(({ value }) => (typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value))
+  @IsInt({ message: 'page must be a positive integer' })
+  @Min(1, { message: 'page must be a positive integer' })
+  @Max(1000000)
+  page?: number;
+
+  @ApiPropertyOptional({ default: false, description: 'Wrap token queries as {rollup, events}' })
+  @IsOptional()
+  @Transform(toBool)
+  @IsBoolean({ message: 'withrollup must be true or false' })
+  withrollup?: boolean;
+}
+
+export class StatusDeletedDto {
+  @ApiProperty({ example: 12 }) deleted!: number;
+}
+
+export class UploadFormDto {
+  @ApiProperty({ type: 'string', format: 'binary' }) file!: unknown;
+  @ApiProperty({ example: 'sales' }) pipeline!: string;
+  @ApiPropertyOptional({ example: 'nightly-2026-11-22', description: 'Groups jobs for one status query' })
+  publishertoken?: string;
+}
+
+export class GenerateFormDto {
+  @ApiProperty({ type: 'string', format: 'binary', description: 'CSV, TSV, JSON or XML' }) file!: unknown;
+  @ApiPropertyOptional({ example: 'sales', description: 'Default: derived from the filename' })
+  pipeline?: string;
+  @ApiPropertyOptional({ example: ',', default: ',' }) delimiter?: string;
+  @ApiPropertyOptional({ example: true, description: 'Default: detected' }) header?: boolean;
+  @ApiPropertyOptional({ example: false, default: false }) allStrings?: boolean;
+  @ApiPropertyOptional({ example: 'row', description: 'XML: the record element (default: guessed)' })
+  rowElement?: string;
+}
+
+export class ProfileFormDto {
+  @ApiProperty({ type: 'string', format: 'binary' }) file!: unknown;
+  @ApiPropertyOptional({ example: ',', default: ',' }) delimiter?: string;
+  @ApiPropertyOptional({ example: true, default: true }) header?: boolean;
+  @ApiPropertyOptional({ example: 200, default: 200 }) sampleSize?: number;
+}
+
+export const STATUS_ENTRY_EXAMPLE = {
+  id: 1,
+  dateTime: '2026-11-22 05:03:48.143',
+  pipeline: 'sales',
+  processName: 'StreamNotifier',
+  publisherToken: null,
+  pipelineToken: '6f1c2d9e-0c7a-4c59-9e55-2f7f1b7e0a11',
+  filename: 'sales.csv',
+  state: 'begin',
+  code: 'begin',
+  description: 'receiving sales.csv',
+  epoch: 1763787828143,
+};
+
+export const ROLLUP_EXAMPLE = {
+  rollup: {
+    allDone: true,
+    status: 'warning',
+    jobs: [
+      {
+        pipelineToken: '6f1c2d9e-0c7a-4c59-9e55-2f7f1b7e0a11',
+        pipeline: 'sales',
+        filename: 'sales.csv',
+        status: 'warning',
+        startedAt: '2026-11-22T05:03:48.143Z',
+        lastEventAt: '2026-11-22T05:03:51.020Z',
+        elapsed: '2.877s',
+        lastError: null,
+      },
+    ],
+  },
+  events: [STATUS_ENTRY_EXAMPLE],
+};
+
+export const SUMMARY_EXAMPLE = {
+  createdAtTimestamp: '2026-11-22T05:03:48.143Z',
+  createdAt: 1763787828143,
+  updatedAt: 1763787831020,
+  pipeline: 'sales',
+  pipelineToken: '6f1c2d9e-0c7a-4c59-9e55-2f7f1b7e0a11',
+  process: 'JobRunner',
+  startTime: '2026-11-22 05:03:48.143',
+  endTime: '2026-11-22 05:03:51.020',
+  totalTime: '2.877s',
+  status: 'end',
+};

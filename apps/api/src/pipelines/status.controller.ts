@@ -1,0 +1,73 @@
+import { Controller, Delete, Get, Query } from '@nestjs/common';
+import {
+  ApiBadRequestResponse,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+} from '@nestjs/swagger';
+import { ValidationError } from '@tapyard/core';
+import { JobSummary, Rollup, StatusEntry, StatusService } from '@tapyard/status';
+import { ErrorBodyDto } from '../http/error-body.dto';
+import { RequestEnvironment } from '../http/environment.decorator';
+import {
+  ROLLUP_EXAMPLE,
+  STATUS_ENTRY_EXAMPLE,
+  SUMMARY_EXAMPLE,
+  StatusDeletedDto,
+  StatusQueryDto,
+} from './pipelines.dto';
+
+type StatusAnswer = StatusEntry[] | JobSummary[] | { rollup: Rollup; events: StatusEntry[] };
+
+@ApiTags('pipeline status')
+@Controller('pipeline/status')
+export class StatusController {
+  constructor(private readonly status: StatusService) {}
+
+  @Get()
+  @ApiOperation({
+    summary: 'Status of ingestion jobs',
+    description:
+      'Exactly one query is used, by precedence: `publishertoken` (events of every job with that token, oldest first), ' +
+      '`pipelinetoken` (events of one job), `pipelinename` (job summaries, newest first, 50 per `page`). With ' +
+      '`withrollup=true` a token query answers `{rollup, events}`: poll until `rollup.allDone`, then read `rollup.status` ' +
+      'and `rollup.jobs[].lastError`. A job with no terminal event 8 hours after its first is `timed_out`.',
+  })
+  @ApiOkResponse({
+    description: 'Status entries, job summaries, or {rollup, events}',
+    schema: {
+      oneOf: [
+        { type: 'array', items: { type: 'object' }, example: [STATUS_ENTRY_EXAMPLE] },
+        { type: 'array', items: { type: 'object' }, example: [SUMMARY_EXAMPLE] },
+        { type: 'object', example: ROLLUP_EXAMPLE },
+      ],
+    },
+  })
+  @ApiBadRequestResponse({ type: ErrorBodyDto, description: 'No token or pipeline name given' })
+  @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'No job has that token' })
+  query(@RequestEnvironment() env: string, @Query() q: StatusQueryDto): Promise<StatusAnswer> {
+    if (q.publishertoken) {
+      return q.withrollup
+        ? this.status.rollupOfPublisher(env, q.publishertoken)
+        : this.status.eventsOfPublisher(env, q.publishertoken);
+    }
+    if (q.pipelinetoken) {
+      return q.withrollup
+        ? this.status.rollupOfJob(env, q.pipelinetoken)
+        : this.status.eventsOfJob(env, q.pipelinetoken);
+    }
+    if (q.pipelinename) return this.status.summariesOfPipeline(env, q.pipelinename, q.page ?? 1);
+    throw new ValidationError('give one of publishertoken, pipelinetoken or pipelinename');
+  }
+
+  @Delete()
+  @ApiOperation({
+    summary: 'Remove all status and job history of the environment',
+    description: 'Pipeline configurations and loaded data are untouched.',
+  })
+  @ApiOkResponse({ type: StatusDeletedDto })
+  async deleteAll(@RequestEnvironment() env: string): Promise<StatusDeletedDto> {
+    return { deleted: await this.status.deleteAll(env) };
+  }
+}

@@ -1,0 +1,233 @@
+/**
+ * `npm run bench:ingest` — HTTP upload → Postgres, end to end, against `psql \copy` of the same file
+ * in the same run. Starts its own API and worker (built apps) on loopback in a fresh environment,
+ * prints figures; asserts nothing. Options (environment): BENCH_ROWS (default 1,000,000),
+ * BENCH_SCALE_CHECK (default 4: a second load of a file that many times larger, for the RSS curve;
+ * 0 skips it), BENCH_POLL_SECONDS (default 5).
+ */
+import { ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { createWriteStream, readFileSync, statSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from 'pg';
+
+// Compiled to dist/bench/bench/: the repository root is three levels up.
+const ROOT = join(__dirname, '..', '..', '..');
+const DB_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/tapyard_test';
+const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
+const SCALE = Number(process.env.BENCH_SCALE_CHECK ?? 4);
+const POLL_SECONDS = Number(process.env.BENCH_POLL_SECONDS ?? 5);
+const PORT = 18000 + Math.floor(Math.random() * 1000);
+const BASE = `http://127.0.0.1:${PORT}/api/v1`;
+const ENV = `bench-${Date.now().toString(36)}`;
+const COLUMNS: [string, string, string][] = [
+  ['id', 'bigint', 'bigint'],
+  ['customer', 'string', 'text'],
+  ['zip', 'string', 'text'],
+  ['amount', 'double', 'double precision'],
+  ['qty', 'int', 'integer'],
+  ['sold_on', 'date', 'date'],
+  ['sold_at', 'timestamp', 'timestamptz'],
+  ['paid', 'boolean', 'boolean'],
+  ['note', 'string', 'text'],
+];
+
+async function writeCsv(path: string, rows: number): Promise<number> {
+  const out = createWriteStream(path);
+  out.write(COLUMNS.map((c) => c[0]).join(',') + '\n');
+  let buf = '';
+  for (let i = 1; i <= rows; i++) {
+    const d = 1 + (i % 28);
+    buf +=
+      `${i},customer-${i % 50000},${String(i % 99999).padStart(5, '0')},${(i * 1.37).toFixed(2)},${i % 1000},` +
+      `2026-03-${String(d).padStart(2, '0')},2026-03-${String(d).padStart(2, '0')}T12:${String(i % 60).padStart(2, '0')}:00Z,` +
+      `${i % 2 === 0},"note ${i}, with a comma"\n`;
+    if (buf.length > 1 << 20) {
+      if (!out.write(buf)) await new Promise<void>((r) => out.once('drain', () => r()));
+      buf = '';
+    }
+  }
+  out.end(buf);
+  await new Promise<void>((r) => out.once('finish', () => r()));
+  return statSync(path).size;
+}
+
+function startApp(app: 'api' | 'worker', env: Record<string, string>): ChildProcess {
+  return spawn(process.execPath, [join(ROOT, 'dist', 'apps', app, 'src', 'main.js')], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+}
+
+async function waitHttp(url: string): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {
+      /* not yet */
+    }
+    await sleep(100);
+  }
+  throw new Error(`${url} did not answer`);
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+/** Peak resident set of a process (VmHWM), in MB. */
+function peakRssMb(pid: number): number {
+  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
+}
+
+async function ingest(file: string, pipeline: string): Promise<{ seconds: number; token: string }> {
+  const started = process.hrtime.bigint();
+  const token = execFileSync(
+    'curl',
+    ['-sf', '-F', `pipeline=${pipeline}`, '-F', `file=@${file}`, `${BASE}/pipeline/upload`],
+    {
+      encoding: 'utf8',
+      maxBuffer: 1 << 20,
+    },
+  ).trim();
+  for (;;) {
+    const res = (await (
+      await fetch(`${BASE}/pipeline/status?pipelinetoken=${token}&withrollup=true`)
+    ).json()) as {
+      rollup: { allDone: boolean; status: string; jobs: { lastError: unknown }[] };
+    };
+    if (res.rollup.allDone) {
+      if (res.rollup.status !== 'success')
+        throw new Error(`bench load ended ${res.rollup.status}: ${JSON.stringify(res.rollup.jobs)}`);
+      break;
+    }
+    await sleep(50);
+  }
+  return { seconds: Number(process.hrtime.bigint() - started) / 1e9, token };
+}
+
+async function pipelineFor(name: string, table: string): Promise<void> {
+  const body = {
+    name,
+    source: { schemaProperties: { fields: COLUMNS.map(([n, type]) => ({ name: n, type })) } },
+    destination: { database: { dbName: new URL(DB_URL).pathname.slice(1), schema: 'bench', table } },
+  };
+  const res = await fetch(`${BASE}/pipeline`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  if (!res.ok) throw new Error(`pipeline: ${res.status} ${await res.text()}`);
+}
+
+/** Requests per second of a GET, from `concurrency` loops for `seconds`. */
+async function rps(url: string, seconds: number, concurrency = 16): Promise<number> {
+  const end = Date.now() + seconds * 1000;
+  let n = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (Date.now() < end) {
+        const r = await fetch(url);
+        await r.arrayBuffer();
+        n++;
+      }
+    }),
+  );
+  return n / seconds;
+}
+
+async function main(): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'tapyard-bench-'));
+  const pg = new Client({ connectionString: DB_URL });
+  await pg.connect();
+  const env = {
+    TAPYARD_ENV: ENV,
+    PORT: String(PORT),
+    DATABASE_URL: DB_URL,
+    TAPYARD_MASTER_KEY: 'b'.repeat(64),
+    TAPYARD_SPOOL_DIR: join(dir, 'spool'),
+    UPLOAD_LIMIT: '20gb',
+    LOG_LEVEL: 'warn',
+  };
+  const api = startApp('api', env);
+  const worker = startApp('worker', env);
+  try {
+    await waitHttp(`${BASE}/version`);
+    await sleep(1000);
+    const file = join(dir, 'bench.csv');
+    const bytes = await writeCsv(file, ROWS);
+    console.log(`file: ${ROWS} rows, ${(bytes / 1e6).toFixed(1)} MB`);
+
+    // Baseline: psql \copy of the same file into an identical table.
+    await pg.query('CREATE SCHEMA IF NOT EXISTS bench');
+    await pg.query('DROP TABLE IF EXISTS bench.baseline');
+    await pg.query(`CREATE TABLE bench.baseline (${COLUMNS.map(([n, , t]) => `${n} ${t}`).join(', ')})`);
+    const t0 = process.hrtime.bigint();
+    execFileSync('psql', [
+      DB_URL,
+      '-q',
+      '-c',
+      `\\copy bench.baseline FROM '${file}' WITH (FORMAT csv, HEADER true)`,
+    ]);
+    const psqlSeconds = Number(process.hrtime.bigint() - t0) / 1e9;
+
+    await pipelineFor('bench', `t_${ENV.replace(/-/g, '_')}`);
+    const quiet = await ingest(file, 'bench');
+    const tapyardRps = ROWS / quiet.seconds;
+    const psqlRps = ROWS / psqlSeconds;
+    console.log(`psql \\copy:            ${psqlRps.toFixed(0)} rows/s (${psqlSeconds.toFixed(2)} s)`);
+    console.log(`Tapyard upload→table:   ${tapyardRps.toFixed(0)} rows/s (${quiet.seconds.toFixed(2)} s)`);
+    console.log(`ratio (goal ≥ 0.8):     ${(tapyardRps / psqlRps).toFixed(2)}`);
+    console.log(`worker peak RSS:        ${peakRssMb(worker.pid as number).toFixed(0)} MB (goal < 300)`);
+
+    // Rollup polling against a bare JSON route of the same app.
+    const bare = await rps(`${BASE}/version`, POLL_SECONDS);
+    const poll = await rps(
+      `${BASE}/pipeline/status?pipelinetoken=${quiet.token}&withrollup=true`,
+      POLL_SECONDS,
+    );
+    console.log(`bare JSON route:        ${bare.toFixed(0)} req/s`);
+    console.log(
+      `rollup poll:            ${poll.toFixed(0)} req/s (ratio ${(poll / bare).toFixed(2)}, goal ≥ 0.5)`,
+    );
+
+    // The same ingest while 8 clients poll the rollup: how much does polling slow it?
+    let polling = true;
+    const pollers = Array.from({ length: 8 }, async () => {
+      while (polling) {
+        await (
+          await fetch(`${BASE}/pipeline/status?pipelinetoken=${quiet.token}&withrollup=true`)
+        ).arrayBuffer();
+      }
+    });
+    const busy = await ingest(file, 'bench');
+    polling = false;
+    await Promise.all(pollers);
+    console.log(
+      `ingest while polled:    ${(ROWS / busy.seconds).toFixed(0)} rows/s (slowdown ${(((busy.seconds - quiet.seconds) / quiet.seconds) * 100).toFixed(1)}%, goal ≤ 10%)`,
+    );
+
+    if (SCALE > 1) {
+      const bigFile = join(dir, 'bench-big.csv');
+      const bigBytes = await writeCsv(bigFile, ROWS * SCALE);
+      const big = await ingest(bigFile, 'bench');
+      console.log(
+        `${SCALE}× file (${(bigBytes / 1e6).toFixed(0)} MB): ${((ROWS * SCALE) / big.seconds).toFixed(0)} rows/s; ` +
+          `worker peak RSS now ${peakRssMb(worker.pid as number).toFixed(0)} MB`,
+      );
+    }
+  } finally {
+    api.kill('SIGTERM');
+    worker.kill('SIGTERM');
+    await pg.query('DROP SCHEMA IF EXISTS bench CASCADE').catch(() => undefined);
+    await pg.end();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,188 @@
+import { coercer, Coerced, COPY_NULL, escapeCopyText } from './copy-text';
+
+const ok = (text: string): Coerced => ({ ok: true, text });
+const reasonOf = (c: Coerced): string => (c.ok ? `ok: ${c.text}` : c.reason);
+
+describe('escapeCopyText', () => {
+  it('escapes backslash, tab, newlines and the other COPY control escapes', () => {
+    expect(escapeCopyText('plain text, "quotes"; ünïcode')).toBe('plain text, "quotes"; ünïcode');
+    expect(escapeCopyText('a\\b\tc\nd\re\bf\fg\vh')).toBe('a\\\\b\\tc\\nd\\re\\bf\\fg\\vh');
+    expect(escapeCopyText('\\N')).toBe('\\\\N');
+    expect(escapeCopyText('\x01\x1f')).toBe('\x01\x1f');
+    expect(escapeCopyText('')).toBe('');
+  });
+
+  it('returns the same string when nothing needs escaping', () => {
+    const s = 'x'.repeat(100);
+    expect(escapeCopyText(s)).toBe(s);
+  });
+});
+
+describe('coercer', () => {
+  it('string: keeps text exactly (escaped), only the empty string is NULL', () => {
+    const c = coercer('string');
+    expect(c('')).toEqual(ok(COPY_NULL));
+    expect(c('  padded  ')).toEqual(ok('  padded  '));
+    expect(c('NULL')).toEqual(ok('NULL'));
+    expect(c('\\N')).toEqual(ok('\\\\N'));
+    expect(c('a\tb\nc')).toEqual(ok('a\\tb\\nc'));
+    expect(reasonOf(c('a\0b'))).toBe("'a\\0b' contains a NUL character, which a string cannot hold");
+  });
+
+  it('non-string types: trim, and map empty and null tokens to NULL', () => {
+    for (const type of ['boolean', 'int', 'bigint', 'float', 'double', 'date', 'timestamp'] as const) {
+      const c = coercer(type);
+      for (const token of ['', '  ', 'NULL', 'null', '\\N', 'NA', 'N/A', ' NULL ']) {
+        expect(c(token)).toEqual(ok(COPY_NULL));
+      }
+    }
+    expect(coercer('int')(' 42 ')).toEqual(ok('42'));
+    expect(coercer('date')('\t2024-01-31\r\n')).toEqual(ok('2024-01-31'));
+  });
+
+  it('boolean', () => {
+    const c = coercer('boolean');
+    for (const t of ['true', 'TRUE', 'True', 't', 'T', 'yes', 'YES', 'Yes', 'y', 'Y', '1', 'tRuE', 'yEs']) {
+      expect(c(t)).toEqual(ok('t'));
+    }
+    for (const f of ['false', 'FALSE', 'f', 'F', 'no', 'No', 'n', 'N', '0', 'fAlSe'])
+      expect(c(f)).toEqual(ok('f'));
+    expect(reasonOf(c('maybe'))).toBe("'maybe' is not a boolean");
+    expect(reasonOf(c('2'))).toBe("'2' is not a boolean");
+    expect(reasonOf(c('truthy'))).toBe("'truthy' is not a boolean");
+  });
+
+  it('int: exact int32 range, digits only', () => {
+    const c = coercer('int');
+    expect(c('2147483647')).toEqual(ok('2147483647'));
+    expect(c('-2147483648')).toEqual(ok('-2147483648'));
+    expect(c('+7')).toEqual(ok('+7'));
+    expect(c('0000000000002147483647')).toEqual(ok('0000000000002147483647'));
+    expect(c('-0')).toEqual(ok('-0'));
+    expect(reasonOf(c('2147483648'))).toBe("'2147483648' is out of range for an int");
+    expect(reasonOf(c('-2147483649'))).toBe("'-2147483649' is out of range for an int");
+    expect(reasonOf(c('99999999999'))).toBe("'99999999999' is out of range for an int");
+    for (const bad of ['abc', '1.0', '1e3', '1_000', '0x1F', '-', '+', '1 2', '١٢']) {
+      expect(reasonOf(c(bad))).toBe(`'${bad}' is not an int`);
+    }
+  });
+
+  it('bigint: exact int64 range', () => {
+    const c = coercer('bigint');
+    expect(c('9223372036854775807')).toEqual(ok('9223372036854775807'));
+    expect(c('-9223372036854775808')).toEqual(ok('-9223372036854775808'));
+    expect(c('123456789012345')).toEqual(ok('123456789012345'));
+    expect(reasonOf(c('9223372036854775808'))).toBe("'9223372036854775808' is out of range for a bigint");
+    expect(reasonOf(c('-9223372036854775809'))).toBe("'-9223372036854775809' is out of range for a bigint");
+    expect(reasonOf(c('12345678901234567890'))).toBe("'12345678901234567890' is out of range for a bigint");
+    expect(reasonOf(c('1.5'))).toBe("'1.5' is not a bigint");
+  });
+
+  it('float and double: finite decimal numbers only', () => {
+    const d = coercer('double');
+    for (const v of [
+      '1',
+      '-1.5',
+      '1e5',
+      '-.5',
+      '5.',
+      '+3.25E-3',
+      '0.0',
+      '1e-310',
+      '1.7976931348623157e308',
+    ]) {
+      expect(d(v)).toEqual(ok(v));
+    }
+    for (const bad of [
+      'NaN',
+      'Infinity',
+      '-Infinity',
+      'inf',
+      '1,5',
+      '.',
+      'e5',
+      '1e',
+      '1e+',
+      '0x10',
+      '1.2.3',
+      '--1',
+    ]) {
+      expect(reasonOf(d(bad))).toBe(`'${bad}' is not a double`);
+    }
+    expect(reasonOf(d('1e400'))).toBe("'1e400' is out of range for a double");
+    expect(reasonOf(d('1e-400'))).toBe("'1e-400' is out of range for a double");
+    expect(d('0e-400')).toEqual(ok('0e-400'));
+    const f = coercer('float');
+    expect(f('3.4e38')).toEqual(ok('3.4e38'));
+    expect(f('1e-40')).toEqual(ok('1e-40'));
+    expect(reasonOf(f('3.5e38'))).toBe("'3.5e38' is out of range for a float");
+    expect(reasonOf(f('1e-50'))).toBe("'1e-50' is out of range for a float");
+    expect(reasonOf(f('1,5'))).toBe("'1,5' is not a float");
+  });
+
+  it('date: YYYY-MM-DD, a real calendar date', () => {
+    const c = coercer('date');
+    expect(c('2024-02-29')).toEqual(ok('2024-02-29'));
+    expect(c('2000-02-29')).toEqual(ok('2000-02-29'));
+    expect(c('0001-01-01')).toEqual(ok('0001-01-01'));
+    expect(c('9999-12-31')).toEqual(ok('9999-12-31'));
+    for (const bad of [
+      '2023-02-29',
+      '1900-02-29',
+      '2023-02-30',
+      '2024-04-31',
+      '2024-13-01',
+      '2024-00-10',
+      '2024-01-00',
+      '0000-01-01',
+    ]) {
+      expect(reasonOf(c(bad))).toBe(`'${bad}' is not a valid date`);
+    }
+    for (const bad of ['2024-1-01', '24-01-01', '2024/01/01', '01.02.2024', '2024-01-01T00:00:00', 'today']) {
+      expect(reasonOf(c(bad))).toBe(`'${bad}' is not a date (expected YYYY-MM-DD)`);
+    }
+  });
+
+  it('timestamp: ISO 8601 date-time with optional fraction and zone', () => {
+    const c = coercer('timestamp');
+    for (const v of [
+      '2024-02-29T12:34:56',
+      '2024-02-29 12:34',
+      '2024-02-29t00:00:00z',
+      '2024-02-29T12:34:56.123456Z',
+      '2024-02-29T12:34:56.5+02:00',
+      '2024-02-29T12:34:56-0530',
+      '2024-02-29T12:34:56+14',
+      '2024-02-29T24:00:00',
+      '2016-12-31T23:59:60Z',
+      '2024-02-29',
+    ]) {
+      expect(c(v)).toEqual(ok(v));
+    }
+    for (const bad of [
+      '2023-02-29T10:00:00',
+      '2024-01-01T25:00:00',
+      '2024-01-01T12:60',
+      '2024-01-01T24:00:01',
+      '2024-01-01T10:00+16:00',
+    ]) {
+      expect(reasonOf(c(bad))).toBe(`'${bad}' is not a valid timestamp`);
+    }
+    for (const bad of [
+      '2024-01-01T10',
+      '2024-01-01X10:00',
+      '2024-01-01T10:00:00.',
+      '2024-01-01T10:00:00 +02:00',
+      'now',
+    ]) {
+      expect(reasonOf(c(bad))).toMatch(
+        new RegExp(`^'${bad.replace(/[.+]/g, '\\$&')}' is not a timestamp \\(expected ISO 8601`),
+      );
+    }
+  });
+
+  it('cuts long values in reasons to 100 characters', () => {
+    const long = 'x'.repeat(500);
+    expect(reasonOf(coercer('int')(long))).toBe(`'${'x'.repeat(100)}…' is not an int`);
+  });
+});

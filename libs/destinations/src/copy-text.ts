@@ -1,0 +1,384 @@
+/**
+ * Value coercion for PostgreSQL COPY in text format (`FORMAT text`: tab delimiter, `\N` for
+ * NULL, backslash escapes). `coercer(type)` returns a specialised function that checks one raw
+ * value and returns its COPY text, or a one-sentence reason.
+ *
+ * Rules (documented choices):
+ * - non-string types: surrounding whitespace is trimmed; empty and the null tokens `NULL`,
+ *   `null`, `\N`, `NA`, `N/A` are NULL (`\N`);
+ * - string: the text is kept exactly (only COPY-escaped); only the empty string is NULL (so
+ *   `NULL` in a string column is the four letters). A NUL character is an error (PostgreSQL
+ *   text cannot hold it);
+ * - boolean: true/false/t/f/yes/no/y/n/1/0, any case, become `t`/`f`;
+ * - int, bigint: optional sign and decimal digits only (`1.0`, `1e3`, `1_000`, `0x1F` are
+ *   errors, as PostgreSQL's int input rejects them), range-checked exactly by comparing digits
+ *   (no float or BigInt conversion);
+ * - float (PostgreSQL real) and double: `[+-]digits[.digits][e[+-]digits]` (`-.5`, `5.`, `1e5`);
+ *   NaN, Infinity, `1,5` and values PostgreSQL reports as out of range (overflow, or a non-zero
+ *   value that underflows to zero) are errors;
+ * - date: `YYYY-MM-DD`, a real calendar date (year 0001-9999);
+ * - timestamp: `YYYY-MM-DD`, optionally followed by `T` or a space, `HH:MM[:SS[.fraction]]` and
+ *   a zone (`Z`, `+HH`, `+HH:MM`, `+HHMM`), every field range-checked (24:00:00 and leap second
+ *   :60 are accepted, as PostgreSQL does); a date alone is midnight.
+ * Valid values keep their (trimmed) text: PostgreSQL parses it.
+ */
+import type { FieldType } from '@tapyard/pipelines';
+
+export type Coerced =
+  { ok: true; text: string /* COPY-text-escaped value or \N */ } | { ok: false; reason: string };
+
+/** COPY text for NULL. */
+export const COPY_NULL = '\\N';
+
+const NULL_RESULT: Coerced = Object.freeze({ ok: true, text: COPY_NULL });
+const TRUE_RESULT: Coerced = Object.freeze({ ok: true, text: 't' });
+const FALSE_RESULT: Coerced = Object.freeze({ ok: true, text: 'f' });
+
+const BACKSLASH = 0x5c;
+
+/**
+ * Escapes a value for COPY text format: backslash, tab, line feed, carriage return, backspace,
+ * form feed and vertical tab become `\\`, `\t`, `\n`, `\r`, `\b`, `\f`, `\v`. Other characters
+ * are data as they are. (A NUL character cannot be stored; the string coercer rejects it.)
+ */
+export function escapeCopyText(value: string): string {
+  const n = value.length;
+  let i = 0;
+  for (; i < n; i++) {
+    const c = value.charCodeAt(i);
+    if (c < 0x0e || c === BACKSLASH) break;
+  }
+  if (i === n) return value;
+  let out = value.slice(0, i);
+  let run = i;
+  for (; i < n; i++) {
+    const c = value.charCodeAt(i);
+    let esc: string;
+    switch (c) {
+      case BACKSLASH:
+        esc = '\\\\';
+        break;
+      case 0x09:
+        esc = '\\t';
+        break;
+      case 0x0a:
+        esc = '\\n';
+        break;
+      case 0x0d:
+        esc = '\\r';
+        break;
+      case 0x08:
+        esc = '\\b';
+        break;
+      case 0x0c:
+        esc = '\\f';
+        break;
+      case 0x0b:
+        esc = '\\v';
+        break;
+      default:
+        continue;
+    }
+    out += value.slice(run, i) + esc;
+    run = i + 1;
+  }
+  return out + value.slice(run);
+}
+
+/** A fast specialised coercion function for `type`. */
+export function coercer(type: FieldType): (raw: string) => Coerced {
+  switch (type) {
+    case 'string':
+      return coerceString;
+    case 'boolean':
+      return coerceBoolean;
+    case 'int':
+      return (raw) => coerceInteger(raw, 'an int', INT4_POS, INT4_NEG);
+    case 'bigint':
+      return (raw) => coerceInteger(raw, 'a bigint', INT8_POS, INT8_NEG);
+    case 'float':
+      return (raw) => coerceFloat(raw, true);
+    case 'double':
+      return (raw) => coerceFloat(raw, false);
+    case 'date':
+      return coerceDate;
+    case 'timestamp':
+      return coerceTimestamp;
+    default: {
+      const unknown: never = type;
+      throw new Error(`unknown field type ${String(unknown)}`);
+    }
+  }
+}
+
+/** `'value'` for a reason, cut to 100 characters. */
+function quoted(value: string): string {
+  return `'${value.length > 100 ? `${value.slice(0, 100)}…` : value}'`;
+}
+
+function fail(reason: string): Coerced {
+  return { ok: false, reason };
+}
+
+function trimmed(raw: string): string {
+  const n = raw.length;
+  if (n === 0) return raw;
+  const a = raw.charCodeAt(0);
+  const b = raw.charCodeAt(n - 1);
+  return a > 0x20 && a < 0x7f && b > 0x20 && b < 0x7f ? raw : raw.trim();
+}
+
+function isNullToken(s: string): boolean {
+  switch (s.length) {
+    case 0:
+      return true;
+    case 2:
+      return s === '\\N' || s === 'NA';
+    case 3:
+      return s === 'N/A';
+    case 4:
+      return s === 'NULL' || s === 'null';
+    default:
+      return false;
+  }
+}
+
+function coerceString(raw: string): Coerced {
+  if (raw.length === 0) return NULL_RESULT;
+  if (raw.includes('\0'))
+    return fail(
+      `${quoted(raw.replaceAll('\0', '\\0'))} contains a NUL character, which a string cannot hold`,
+    );
+  return { ok: true, text: escapeCopyText(raw) };
+}
+
+function coerceBoolean(raw: string): Coerced {
+  const s = trimmed(raw);
+  switch (s.length) {
+    case 1:
+      switch (s) {
+        case 't':
+        case 'T':
+        case 'y':
+        case 'Y':
+        case '1':
+          return TRUE_RESULT;
+        case 'f':
+        case 'F':
+        case 'n':
+        case 'N':
+        case '0':
+          return FALSE_RESULT;
+      }
+      break;
+    case 0:
+      return NULL_RESULT;
+    default:
+      switch (s) {
+        case 'true':
+        case 'TRUE':
+        case 'True':
+        case 'yes':
+        case 'YES':
+        case 'Yes':
+          return TRUE_RESULT;
+        case 'false':
+        case 'FALSE':
+        case 'False':
+        case 'no':
+        case 'NO':
+        case 'No':
+          return FALSE_RESULT;
+      }
+      if (s.length <= 5) {
+        const lower = s.toLowerCase();
+        if (lower === 'true' || lower === 'yes') return TRUE_RESULT;
+        if (lower === 'false' || lower === 'no') return FALSE_RESULT;
+      }
+      if (isNullToken(s)) return NULL_RESULT;
+  }
+  return fail(`${quoted(s)} is not a boolean`);
+}
+
+const INT4_POS = '2147483647';
+const INT4_NEG = '2147483648';
+const INT8_POS = '9223372036854775807';
+const INT8_NEG = '9223372036854775808';
+
+function isDigit(c: number): boolean {
+  return c >= 0x30 && c <= 0x39;
+}
+
+function coerceInteger(raw: string, what: string, maxPos: string, maxNeg: string): Coerced {
+  const s = trimmed(raw);
+  const n = s.length;
+  let i = 0;
+  let neg = false;
+  const c0 = s.charCodeAt(0);
+  if (c0 === 0x2d) {
+    neg = true;
+    i = 1;
+  } else if (c0 === 0x2b) i = 1;
+  if (i === n) return isNullToken(s) ? NULL_RESULT : fail(`${quoted(s)} is not ${what}`);
+  for (let k = i; k < n; k++) {
+    if (!isDigit(s.charCodeAt(k))) return isNullToken(s) ? NULL_RESULT : fail(`${quoted(s)} is not ${what}`);
+  }
+  while (i < n - 1 && s.charCodeAt(i) === 0x30) i++;
+  const limit = neg ? maxNeg : maxPos;
+  const digits = n - i;
+  if (digits < limit.length) return { ok: true, text: s };
+  if (digits === limit.length) {
+    for (let k = 0; k < digits; k++) {
+      const a = s.charCodeAt(i + k);
+      const b = limit.charCodeAt(k);
+      if (a !== b) {
+        if (a < b) break;
+        return fail(`${quoted(s)} is out of range for ${what}`);
+      }
+    }
+    return { ok: true, text: s };
+  }
+  return fail(`${quoted(s)} is out of range for ${what}`);
+}
+
+const FLOAT_MAX = 3.4028234663852886e38;
+// Bound once: global lookups per value are slow inside a vm context (as under Jest).
+const toNumber = Number;
+const fround = Math.fround;
+const isFiniteNumber = Number.isFinite;
+
+function coerceFloat(raw: string, single: boolean): Coerced {
+  const s = trimmed(raw);
+  const n = s.length;
+  const what = single ? 'a float' : 'a double';
+  let i = 0;
+  let c = s.charCodeAt(0);
+  if (c === 0x2b || c === 0x2d) c = s.charCodeAt(++i);
+  let mantissaDigits = 0;
+  let nonZero = false;
+  while (i < n && isDigit(c)) {
+    mantissaDigits++;
+    if (c !== 0x30) nonZero = true;
+    c = s.charCodeAt(++i);
+  }
+  if (c === 0x2e) {
+    c = s.charCodeAt(++i);
+    while (i < n && isDigit(c)) {
+      mantissaDigits++;
+      if (c !== 0x30) nonZero = true;
+      c = s.charCodeAt(++i);
+    }
+  }
+  let valid = mantissaDigits > 0;
+  if (valid && (c === 0x65 || c === 0x45)) {
+    c = s.charCodeAt(++i);
+    if (c === 0x2b || c === 0x2d) c = s.charCodeAt(++i);
+    let expDigits = 0;
+    while (i < n && isDigit(c)) {
+      expDigits++;
+      c = s.charCodeAt(++i);
+    }
+    valid = expDigits > 0;
+  }
+  if (!valid || i !== n) return isNullToken(s) ? NULL_RESULT : fail(`${quoted(s)} is not ${what}`);
+  const v = toNumber(s);
+  const stored = single ? (v > FLOAT_MAX || v < -FLOAT_MAX ? Infinity : fround(v)) : v;
+  if (!isFiniteNumber(stored) || (stored === 0 && nonZero))
+    return fail(`${quoted(s)} is out of range for ${what}`);
+  return { ok: true, text: s };
+}
+
+function digits2(s: string, i: number): number {
+  const a = s.charCodeAt(i) - 0x30;
+  const b = s.charCodeAt(i + 1) - 0x30;
+  return a >= 0 && a <= 9 && b >= 0 && b <= 9 ? a * 10 + b : -1;
+}
+
+/** 1 for a valid YYYY-MM-DD at the start of `s`, 0 for a bad shape, -1 for a non-existent date. */
+function checkDate(s: string): number {
+  if (s.length < 10 || s.charCodeAt(4) !== 0x2d || s.charCodeAt(7) !== 0x2d) return 0;
+  const hi = digits2(s, 0);
+  const lo = digits2(s, 2);
+  const month = digits2(s, 5);
+  const day = digits2(s, 8);
+  if (hi < 0 || lo < 0 || month < 0 || day < 0) return 0;
+  const year = hi * 100 + lo;
+  if (year === 0 || month < 1 || month > 12 || day < 1) return -1;
+  let dim = DAYS_IN_MONTH[month];
+  if (month === 2 && year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0)) dim = 29;
+  return day <= dim ? 1 : -1;
+}
+
+const DAYS_IN_MONTH = [0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
+function coerceDate(raw: string): Coerced {
+  const s = trimmed(raw);
+  if (s.length === 10) {
+    const d = checkDate(s);
+    if (d === 1) return { ok: true, text: s };
+    if (d === -1) return fail(`${quoted(s)} is not a valid date`);
+  }
+  return isNullToken(s) ? NULL_RESULT : fail(`${quoted(s)} is not a date (expected YYYY-MM-DD)`);
+}
+
+function coerceTimestamp(raw: string): Coerced {
+  const s = trimmed(raw);
+  const r = checkTimestamp(s);
+  if (r === 1) return { ok: true, text: s };
+  if (isNullToken(s)) return NULL_RESULT;
+  if (r === -1) return fail(`${quoted(s)} is not a valid timestamp`);
+  return fail(`${quoted(s)} is not a timestamp (expected ISO 8601, e.g. 2024-01-31T12:00:00Z)`);
+}
+
+/** 1 valid, 0 bad shape, -1 a field out of range. */
+function checkTimestamp(s: string): number {
+  const n = s.length;
+  const d = checkDate(s);
+  if (d !== 1) return d;
+  if (n === 10) return 1;
+  const sep = s.charCodeAt(10);
+  if ((sep !== 0x54 && sep !== 0x74 && sep !== 0x20) || n < 16 || s.charCodeAt(13) !== 0x3a) return 0;
+  const hour = digits2(s, 11);
+  const minute = digits2(s, 14);
+  if (hour < 0 || minute < 0) return 0;
+  let second = 0;
+  let fractionNonZero = false;
+  let i = 16;
+  if (i < n && s.charCodeAt(i) === 0x3a) {
+    if (i + 3 > n) return 0;
+    second = digits2(s, i + 1);
+    if (second < 0) return 0;
+    i += 3;
+    if (i < n && s.charCodeAt(i) === 0x2e) {
+      const start = ++i;
+      while (i < n && isDigit(s.charCodeAt(i))) {
+        if (s.charCodeAt(i) !== 0x30) fractionNonZero = true;
+        i++;
+      }
+      if (i === start) return 0;
+    }
+  }
+  if (i < n) {
+    const z = s.charCodeAt(i);
+    if (z === 0x5a || z === 0x7a) i++;
+    else if (z === 0x2b || z === 0x2d) {
+      if (i + 3 > n) return 0;
+      const zh = digits2(s, i + 1);
+      if (zh < 0) return 0;
+      i += 3;
+      let zm = 0;
+      if (i < n) {
+        if (s.charCodeAt(i) === 0x3a) i++;
+        if (i + 2 !== n) return 0;
+        zm = digits2(s, i);
+        if (zm < 0) return 0;
+        i += 2;
+      }
+      if (zh > 15 || zm > 59) return -1;
+    } else return 0;
+  }
+  if (i !== n) return 0;
+  if (minute > 59 || second > 60) return -1;
+  if (hour > 24 || (hour === 24 && (minute !== 0 || second !== 0 || fractionNonZero))) return -1;
+  return 1;
+}

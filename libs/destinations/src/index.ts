@@ -1,0 +1,4 @@
+export * from './destination';
+export * from './destinations.module';
+export * from './postgres/postgres.destination';
+export * from './copy-text';

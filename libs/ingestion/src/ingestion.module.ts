@@ -1,0 +1,23 @@
+import { Module } from '@nestjs/common';
+import { DestinationsModule } from '@tapyard/destinations';
+import { PipelinesModule } from '@tapyard/pipelines';
+import { QueueModule } from '@tapyard/queue';
+import { StatusModule } from '@tapyard/status';
+import { IngestionRunner } from './ingestion.runner';
+import { Spool } from './spool';
+import { SchemaDiscoveryService } from './schema-discovery.service';
+import { UploadService } from './upload.service';
+
+@Module({
+  imports: [QueueModule, PipelinesModule, StatusModule, DestinationsModule],
+  providers: [Spool, UploadService, IngestionRunner, SchemaDiscoveryService],
+  exports: [
+    UploadService,
+    IngestionRunner,
+    SchemaDiscoveryService,
+    PipelinesModule,
+    StatusModule,
+    DestinationsModule,
+  ],
+})
+export class IngestionModule {}

@@ -1,0 +1,306 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { createReadStream, createWriteStream, WriteStream } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { createInterface } from 'node:readline';
+import { Readable } from 'node:stream';
+import { Logger } from 'pino';
+import { LOGGER, TapyardConfig, CONFIG, errorMessage } from '@tapyard/core';
+import {
+  DESTINATIONS,
+  Destination,
+  DestinationRegistry,
+  LoadTarget,
+  RejectedRow,
+} from '@tapyard/destinations';
+import { PipelineDefinition, PipelinesService } from '@tapyard/pipelines';
+import { uniqueNames } from '@tapyard/profiling';
+import { IngestPayload } from '@tapyard/queue';
+import { JobRef, ProcessName, StatusService } from '@tapyard/status';
+import { FatalReadError, RecordBatch } from './readers/record-batch';
+import { readCsv } from './readers/csv-reader';
+import { readJson } from './readers/json-reader';
+import { readXml } from './readers/xml-reader';
+import { RowPlan } from './row-plan';
+import { Spool } from './spool';
+
+const PROGRESS_EVERY_MS = 2000;
+
+/** A failure attributed to the stage where it happened, for the job's `lastError`. */
+class StageError extends Error {
+  constructor(
+    readonly processName: ProcessName,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * Runs one ingestion job in a worker: read → DataQuality → Transformation (when configured) →
+ * JobRunner → destination loader, streaming batch by batch so memory is bounded by the batch size.
+ * Every stage writes its own status events. Redelivery after a crash is safe: the loader's
+ * exactly-once ledger makes a second delivery of a committed job write nothing.
+ */
+@Injectable()
+export class IngestionRunner {
+  constructor(
+    @Inject(CONFIG) private readonly config: TapyardConfig,
+    @Inject(LOGGER) private readonly logger: Logger,
+    @Inject(DESTINATIONS) private readonly destinations: DestinationRegistry,
+    private readonly pipelines: PipelinesService,
+    private readonly status: StatusService,
+    private readonly spool: Spool,
+  ) {}
+
+  async run(p: IngestPayload): Promise<void> {
+    const job: JobRef = {
+      environment: p.environment,
+      pipeline: p.pipeline,
+      pipelineToken: p.pipelineToken,
+      publisherToken: p.publisherToken,
+      filename: p.filename,
+    };
+    let stage: ProcessName = 'JobRunner';
+    try {
+      const def = (
+        await this.pipelines.get(p.environment, p.pipeline).catch(() => {
+          throw new StageError('JobRunner', `pipeline '${p.pipeline}' no longer exists`);
+        })
+      ).definition;
+      const destination = this.destinationFor(def);
+      const db = def.destination.database;
+      const location = `${db?.dbName}.${db?.schema}.${db?.table}`;
+      await this.status.record(
+        job,
+        'JobRunner',
+        'begin',
+        `loading ${p.filename} into ${destination.name} ${location}`,
+      );
+
+      stage = 'DataQuality';
+      const batches = this.read(def, this.spool.open(p.spoolPath));
+      const first = await batches.next();
+      const firstBatch: RecordBatch = first.done ? { rows: [], lines: [], errors: [] } : first.value;
+      const { plan, definition } = await this.plan(p, def, firstBatch);
+
+      const ruleCount = definition.dataQuality.rules.length;
+      await this.status.record(
+        job,
+        'DataQuality',
+        'begin',
+        `checking types of ${definition.source.schemaProperties.fields.length} columns and ${ruleCount} rule(s)`,
+      );
+      if (plan.transforms) {
+        await this.status.record(
+          job,
+          'Transformation',
+          'begin',
+          `${definition.transformation.mappings.length} mapping step(s)`,
+        );
+      }
+
+      stage = destination.processName;
+      const target: LoadTarget = {
+        database: definition.destination.database!,
+        columns: plan.outColumns,
+        pipelineToken: p.pipelineToken,
+      };
+      await destination.prepare(target).catch((err: unknown) => {
+        throw new StageError(destination.processName, errorMessage(err));
+      });
+      await this.status.record(job, destination.processName, 'begin', `COPY into ${location}`);
+
+      const rejectsPath = `${p.spoolPath}.rejects`;
+      const rejects = createWriteStream(rejectsPath);
+      const counts = { rows: 0, rejected: 0, dq: 0, tf: 0 };
+      let lastProgress = Date.now();
+      const progress = (loaded: number) => {
+        if (Date.now() - lastProgress < PROGRESS_EVERY_MS) return;
+        lastProgress = Date.now();
+        void this.status
+          .record(
+            job,
+            destination.processName,
+            'processing',
+            `${loaded} rows loaded so far; ${counts.rejected} rejected`,
+          )
+          .catch(() => undefined);
+      };
+      let readFailure: StageError | null = null;
+      const chunks = async function* (this: IngestionRunner): AsyncGenerator<string> {
+        try {
+          yield convert(firstBatch, plan, counts, rejects);
+          for await (const batch of { [Symbol.asyncIterator]: () => batches })
+            yield convert(batch, plan, counts, rejects);
+        } catch (err) {
+          // Read errors end the load; the transaction rolls back and the job reports the reason.
+          readFailure = new StageError(
+            'DataQuality',
+            err instanceof FatalReadError ? err.message : errorMessage(err),
+          );
+          throw readFailure;
+        } finally {
+          await closeStream(rejects);
+        }
+      }.call(this);
+
+      let result;
+      try {
+        result = await destination.load(target, chunks, () => readRejects(rejectsPath), progress);
+      } catch (err) {
+        throw readFailure ?? new StageError(destination.processName, errorMessage(err));
+      } finally {
+        await rm(rejectsPath, { force: true });
+      }
+
+      const dqNote = result.alreadyLoaded
+        ? 'an earlier delivery of this job already loaded it'
+        : `${counts.rows} rows checked, ${counts.dq} rejected`;
+      await this.status.record(job, 'DataQuality', 'end', dqNote);
+      if (plan.transforms)
+        await this.status.record(
+          job,
+          'Transformation',
+          'end',
+          `${counts.tf} row(s) rejected by the output types`,
+        );
+      const loadNote = result.alreadyLoaded
+        ? `already loaded by an earlier delivery: ${result.loaded} rows in ${result.location}`
+        : `loaded ${result.loaded} rows into ${result.location}` +
+          (result.rejected > 0
+            ? `; ${result.rejected} rejected rows kept in ${result.location}_rejects`
+            : '');
+      if (result.loaded === 0 && result.rejected === 0) {
+        throw new StageError(
+          'DataQuality',
+          firstBatch.header ? 'the file has a header row but no data rows' : 'the file holds no records',
+        );
+      }
+      await this.status.record(job, destination.processName, 'end', loadNote);
+      const outcome = result.rejected > 0 ? 'warning' : 'success';
+      await this.status.record(
+        job,
+        'JobRunner',
+        'end',
+        `${outcome}: ${result.loaded} loaded, ${result.rejected} rejected`,
+        outcome,
+      );
+      await this.spool.remove(p.spoolPath);
+    } catch (err) {
+      const processName = err instanceof StageError ? err.processName : stage;
+      const message = errorMessage(err);
+      this.logger.warn({ pipelineToken: p.pipelineToken, processName, err: message }, 'ingestion job failed');
+      await this.status.record(job, processName, 'error', message, 'error');
+      await this.spool.remove(p.spoolPath).catch(() => undefined);
+    }
+  }
+
+  private destinationFor(def: PipelineDefinition): Destination {
+    const db = def.destination.database;
+    const name = db?.usePostgres === false ? 'mongodb' : 'postgres';
+    const d = this.destinations.get(name);
+    if (!d) throw new StageError('JobRunner', `destination '${name}' is not available in this release`);
+    return d;
+  }
+
+  private read(def: PipelineDefinition, input: Readable): AsyncGenerator<RecordBatch> {
+    const fa = def.source.fileAttributes;
+    switch (fa.format) {
+      case 'json':
+        return readJson(input, { recordPath: fa.jsonAttributes?.recordPath ?? null });
+      case 'xml':
+        return readXml(input, { rowElement: fa.xmlAttributes?.rowElement ?? 'row' });
+      case 'csv':
+        return readCsv(input, { ...fa.csvAttributes });
+      default:
+        throw new StageError('JobRunner', `format '${fa.format}' cannot be loaded into PostgreSQL`);
+    }
+  }
+
+  /**
+   * Maps the file's columns onto the schema. CSV columns missing from the schema are added to the
+   * pipeline as `string` (spec rule); a file sharing no column with a multi-column schema is refused,
+   * since that is nearly always a wrong delimiter or header setting.
+   */
+  private async plan(
+    p: IngestPayload,
+    def: PipelineDefinition,
+    first: RecordBatch,
+  ): Promise<{ plan: RowPlan; definition: PipelineDefinition }> {
+    const fields = def.source.schemaProperties.fields;
+    const fa = def.source.fileAttributes;
+    if (fa.format !== 'csv') return { plan: new RowPlan(def, [fields[0]?.name ?? '_json']), definition: def };
+
+    const width = first.header?.length ?? first.rows[0]?.length ?? fields.length;
+    const fileColumns = first.header
+      ? uniqueNames(first.header)
+      : Array.from({ length: width }, (_, i) => fields[i]?.name ?? `column_${i + 1}`);
+    const known = new Set(fields.map((f) => f.name));
+    if (first.header && fields.length > 1 && !fileColumns.some((c) => known.has(c))) {
+      throw new StageError(
+        'DataQuality',
+        `none of the file's columns (${fileColumns.slice(0, 5).join(', ')}) is in the pipeline schema ` +
+          `(${fields
+            .slice(0, 5)
+            .map((f) => f.name)
+            .join(', ')}): check the delimiter ('${fa.csvAttributes.delimiter}') and header settings`,
+      );
+    }
+    const missing = fileColumns.filter((c) => !known.has(c));
+    let definition = def;
+    if (missing.length > 0) {
+      definition = (await this.pipelines.addColumns(p.environment, p.pipeline, missing)).definition;
+      this.logger.info(
+        { pipeline: p.pipeline, added: missing.length },
+        'added file columns to the pipeline schema',
+      );
+    }
+    return { plan: new RowPlan(definition, fileColumns), definition };
+  }
+}
+
+function convert(
+  batch: RecordBatch,
+  plan: RowPlan,
+  counts: { rows: number; rejected: number; dq: number; tf: number },
+  rejects: WriteStream,
+): string {
+  let out = '';
+  for (const e of batch.errors) {
+    counts.rejected++;
+    counts.dq++;
+    rejects.write(
+      JSON.stringify({ line: e.line, stage: 'DataQuality', reason: e.reason, raw: e.raw }) + '\n',
+    );
+  }
+  for (let i = 0; i < batch.rows.length; i++) {
+    counts.rows++;
+    const r = plan.process(batch.rows[i]);
+    if (r.ok) out += r.line;
+    else {
+      counts.rejected++;
+      if (r.stage === 'DataQuality') counts.dq++;
+      else counts.tf++;
+      const raw = batch.rows[i].join(',');
+      rejects.write(
+        JSON.stringify({
+          line: batch.lines[i],
+          stage: r.stage,
+          reason: r.reason,
+          raw: raw.length > 1000 ? raw.slice(0, 1000) : raw,
+        }) + '\n',
+      );
+    }
+  }
+  counts.rows += batch.errors.length;
+  return out;
+}
+
+async function* readRejects(path: string): AsyncGenerator<RejectedRow> {
+  const lines = createInterface({ input: createReadStream(path), crlfDelay: Infinity });
+  for await (const line of lines) if (line) yield JSON.parse(line) as RejectedRow;
+}
+
+function closeStream(s: WriteStream): Promise<void> {
+  return new Promise((resolve) => (s.closed ? resolve() : s.end(() => resolve())));
+}

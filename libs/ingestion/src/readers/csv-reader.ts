@@ -1,0 +1,517 @@
+/**
+ * Streaming CSV reader: RFC 4180 plus a configurable delimiter, quote and escape, and \n, \r\n
+ * and \r line endings. Memory is bounded by the batch size and the field limit, never by the
+ * file size.
+ *
+ * How it is fast: each input chunk (64 KiB..1 MiB) is validated once natively (isAscii/isUtf8,
+ * see ChunkDecoder) and decoded once as latin1; the tokenizer walks the chunk's bytes with a small
+ * state machine (table-driven inner loops) and cuts each ASCII field out of that text with one
+ * `substring`; only a field with multi-byte characters is decoded on its own as UTF-8. Fields
+ * that straddle a chunk boundary or hold an escaped quote are assembled from parts. NUL bytes
+ * and invalid UTF-8 are found with one native search per chunk, then attributed to fields by
+ * position (one comparison per field).
+ *
+ * Choices (documented):
+ * - text after a closing quote joins the field (`"ab"cd` is `abcd`), and a quote character inside
+ *   an unquoted field is literal (`5" screen`), as Python's csv module reads them;
+ * - with an escape other than the quote (e.g. `\`), the escape only escapes the quote or itself
+ *   (`\"` is `"`, `\\` is `\`, `\n` stays two characters), and a doubled quote still means one
+ *   literal quote;
+ * - lines holding nothing but spaces and tabs count as blank and are skipped;
+ * - a UTF-8 BOM is dropped in `utf-8` mode only; delimiter, quote and escape must be single ASCII
+ *   characters (latin1 characters in `latin1` mode);
+ * - a row has at most one error: the first problem found (an unterminated quote wins, being the
+ *   cause of everything after it); invalid UTF-8 offsets are file byte offsets;
+ * - cells are substrings of their chunk's text: a batch keeps its chunks' text alive until it is
+ *   released (header names and RowError.raw are copied).
+ */
+import type { CsvAttributes } from '../../../pipelines/src/pipeline.types';
+import { ByteInput, ChunkDecoder, DecodedChunk, DEFAULT_MIN_CHUNK, rechunk } from './chunks';
+import {
+  BatchSink,
+  DEFAULT_BATCH_ROWS,
+  DEFAULT_MAX_BYTES,
+  detach,
+  formatBytes,
+  positiveOption,
+  RAW_LIMIT,
+} from './batch-sink';
+import { FatalReadError, RecordBatch } from './record-batch';
+
+export interface CsvReadOptions extends CsvAttributes {
+  header: boolean;
+  /** Records (rows plus row errors) per yielded batch; default 5,000. */
+  batchRows?: number;
+  /** Longest field; default 16 MiB. A longer field makes its row an error. */
+  maxFieldBytes?: number;
+  /** Most fields in the header or the first record; default 10,000 (more is fatal). */
+  maxColumns?: number;
+  /** Required number of fields per record; default the header's width, else the first record's. */
+  expectedColumns?: number;
+  /** Input chunks smaller than this are coalesced first; default 64 KiB (tests use 1). */
+  minChunkBytes?: number;
+}
+
+const LF = 10;
+const CR = 13;
+const SPACE = 32;
+const TAB = 9;
+const NONE = 0x7fffffff;
+const STOP = 1;
+const HIGH = 2;
+/** Bytes kept for RowError.raw (RAW_LIMIT characters of up to 4 bytes). */
+const RAW_BYTES = 4 * RAW_LIMIT;
+const EMPTY_CHUNK = new DecodedChunk(Buffer.alloc(0), 'ascii');
+/** `Array`, bound once: a global lookup per row is slow inside a vm context (as under Jest). */
+const RowArray = Array;
+
+// Tokenizer states.
+const REC_START = 0; // between records (blank lines are skipped here)
+const FIELD_START = 1; // after a delimiter
+const UNQUOTED = 2;
+const QUOTED = 3;
+const QUOTE_SEEN = 4; // a quote inside a quoted field: closing, or the first of a doubled quote
+const ESC_SEEN = 5; // an escape (other than the quote) inside a quoted field
+
+/** Reads CSV records from `input` and yields them in batches of up to `batchRows` records. */
+export async function* readCsv(input: ByteInput, opts: CsvReadOptions): AsyncGenerator<RecordBatch> {
+  const tokenizer = new CsvTokenizer(opts);
+  const decoder = new ChunkDecoder(opts.encoding === 'latin1' ? 'latin1' : 'utf-8');
+  const sink = tokenizer.sink;
+  for await (const chunk of rechunk(
+    input,
+    positiveOption('minChunkBytes', opts.minChunkBytes, DEFAULT_MIN_CHUNK),
+  )) {
+    tokenizer.feed(decoder.decode(chunk));
+    for (let b = sink.take(); b !== undefined; b = sink.take()) yield b;
+  }
+  const tail = decoder.end();
+  if (tail.length > 0) tokenizer.feed(tail);
+  tokenizer.finish();
+  for (let b = sink.take(); b !== undefined; b = sink.take()) yield b;
+}
+
+function singleChar(name: string, value: string, latin1: boolean): number {
+  const code = value.length === 1 ? value.charCodeAt(0) : -1;
+  if (code < 0 || code >= (latin1 ? 0x100 : 0x80) || code === LF || code === CR) {
+    throw new FatalReadError(
+      `the CSV ${name} must be a single ${latin1 ? 'latin1' : 'ASCII'} character other than a line break (got ${JSON.stringify(value)})`,
+    );
+  }
+  return code;
+}
+
+function isBlank(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c !== SPACE && c !== TAB) return false;
+  }
+  return true;
+}
+
+class CsvTokenizer {
+  readonly sink: BatchSink;
+  private readonly delim: number;
+  private readonly quote: number;
+  /** -1 when there is no separate escape (doubled quotes only). */
+  private readonly esc: number;
+  private readonly maxField: number;
+  private readonly maxColumns: number;
+  private readonly expectedColumns: number | undefined;
+  private readonly limitText: string;
+  private readonly unquotedStops: Uint8Array;
+  private readonly quotedStops: Uint8Array;
+
+  private state = REC_START;
+  /** Current physical line (1-based). */
+  private line = 1;
+  /** Whether the previous chunk ended with \r (for a \r\n split across chunks). */
+  private prevCR = false;
+  private recLine = 1;
+  private quoteLine = 1;
+  private cells: string[] = [];
+  private fieldCount = 0;
+  private fieldQuoted = false;
+  private rowError: string | null = null;
+  /** Pieces of the current field when it straddles chunks or holds escapes. */
+  private parts: string[] = [];
+  private partsLen = 0;
+  private carrying = false;
+  private oversize = false;
+  private closeQ = -1;
+  private escPos = -1;
+  /** The start of the current record, from earlier chunks, for RowError.raw. */
+  private rawHead = '';
+  private headerPending: boolean;
+  /** Expected fields per record; -1 until known. */
+  private width = -1;
+  /** Fields of a record that are decoded and kept (more only count). */
+  private cellLimit: number;
+  private records = 0;
+
+  // The chunk being scanned.
+  private chunk = EMPTY_CHUNK;
+  private nextNul = NONE;
+  private badPos: number[] = [];
+  private badOffsets: number[] = [];
+  private badIdx = 0;
+  private nextBad = NONE;
+
+  constructor(opts: CsvReadOptions) {
+    const latin1 = opts.encoding === 'latin1';
+    this.delim = singleChar('delimiter', opts.delimiter ?? ',', latin1);
+    this.quote = opts.quote === null ? -1 : singleChar('quote', opts.quote ?? '"', latin1);
+    const esc =
+      opts.escape === null || opts.escape === undefined ? -1 : singleChar('escape', opts.escape, latin1);
+    this.esc = esc === this.quote || this.quote < 0 ? -1 : esc;
+    if (this.delim === this.quote || this.delim === this.esc) {
+      throw new FatalReadError('the CSV delimiter must differ from the quote and the escape character');
+    }
+    this.maxField = positiveOption('maxFieldBytes', opts.maxFieldBytes, DEFAULT_MAX_BYTES);
+    this.maxColumns = positiveOption('maxColumns', opts.maxColumns, 10_000);
+    this.expectedColumns =
+      opts.expectedColumns === undefined
+        ? undefined
+        : positiveOption('expectedColumns', opts.expectedColumns, 1);
+    this.limitText = formatBytes(this.maxField);
+    this.sink = new BatchSink(positiveOption('batchRows', opts.batchRows, DEFAULT_BATCH_ROWS));
+    this.headerPending = opts.header;
+    if (this.expectedColumns !== undefined) this.width = this.expectedColumns;
+    this.cellLimit = opts.header || this.width < 0 ? this.maxColumns : this.width;
+    // Scan-loop stop tables: STOP ends the run; HIGH is a byte of a UTF-8 multi-byte character.
+    this.unquotedStops = new Uint8Array(256);
+    this.quotedStops = new Uint8Array(256);
+    if (!latin1) {
+      this.unquotedStops.fill(HIGH, 0x80);
+      this.quotedStops.fill(HIGH, 0x80);
+    }
+    for (const c of [this.delim, LF, CR]) this.unquotedStops[c] = STOP;
+    for (const c of [this.quote, this.esc, LF, CR]) if (c >= 0) this.quotedStops[c] = STOP;
+  }
+
+  feed(chunk: DecodedChunk): void {
+    const s = chunk.bytes;
+    const n = s.length;
+    this.chunk = chunk;
+    const nul = s.indexOf(0);
+    this.nextNul = nul < 0 ? NONE : nul;
+    this.badPos = chunk.badPos;
+    this.badOffsets = chunk.badOffsets;
+    this.badIdx = 0;
+    this.nextBad = chunk.badPos.length > 0 ? chunk.badPos[0] : NONE;
+
+    const delim = this.delim;
+    const quote = this.quote;
+    const esc = this.esc;
+    const unquotedStops = this.unquotedStops;
+    const quotedStops = this.quotedStops;
+    let state = this.state;
+    let i = 0;
+    let segStart = 0;
+    let recStart = 0;
+    // Count of UTF-8 bytes >= 0x80 before position i, and before segStart: a field without any
+    // is ASCII and is cut out of the chunk's latin1 text; one with some is decoded as UTF-8.
+    let high = 0;
+    let segHigh = 0;
+
+    while (i < n) {
+      switch (state) {
+        case REC_START: {
+          const c = s[i];
+          if (c === LF) {
+            if (i > 0 ? s[i - 1] !== CR : !this.prevCR) this.line++;
+            i++;
+            continue;
+          }
+          if (c === CR) {
+            this.line++;
+            i++;
+            continue;
+          }
+          this.recLine = this.line;
+          recStart = i;
+          this.rawHead = '';
+          state = FIELD_START;
+          continue;
+        }
+        case FIELD_START: {
+          if (s[i] === quote) {
+            state = QUOTED;
+            this.fieldQuoted = true;
+            this.quoteLine = this.line;
+            i++;
+            segStart = i;
+            segHigh = high;
+            continue;
+          }
+          this.fieldQuoted = false;
+          segStart = i;
+          segHigh = high;
+          state = UNQUOTED;
+          continue;
+        }
+        case UNQUOTED: {
+          // Runs of unquoted fields stay in this loop (the common case).
+          for (;;) {
+            let c = 0;
+            while (i < n) {
+              c = s[i];
+              const stop = unquotedStops[c];
+              if (stop !== 0) {
+                if (stop === STOP) break;
+                high++;
+              }
+              i++;
+            }
+            if (i === n) break;
+            this.endField(segStart, i, segHigh, high);
+            if (c !== delim) {
+              this.endRecord(recStart, i);
+              state = REC_START;
+              break;
+            }
+            i++;
+            if (i === n || s[i] === quote) {
+              state = FIELD_START;
+              break;
+            }
+            segStart = i;
+            segHigh = high;
+          }
+          continue;
+        }
+        case QUOTED: {
+          let c = 0;
+          while (i < n) {
+            c = s[i];
+            const stop = quotedStops[c];
+            if (stop !== 0) {
+              if (stop === STOP) break;
+              high++;
+            }
+            i++;
+          }
+          if (i === n) continue;
+          if (c === quote) {
+            state = QUOTE_SEEN;
+            this.closeQ = i;
+          } else if (c === esc) {
+            state = ESC_SEEN;
+            this.escPos = i;
+          } else if (c === CR) {
+            this.line++;
+          } else if (i > 0 ? s[i - 1] !== CR : !this.prevCR) {
+            this.line++;
+          }
+          i++;
+          continue;
+        }
+        case QUOTE_SEEN: {
+          const c = s[i];
+          if (c === quote) {
+            // A doubled quote: one literal quote (the second one starts the next piece).
+            this.pushPart(segStart, this.closeQ, segHigh, high);
+            segStart = i;
+            segHigh = high;
+            state = QUOTED;
+            i++;
+          } else if (c === delim) {
+            this.endField(segStart, this.closeQ, segHigh, high);
+            state = FIELD_START;
+            i++;
+          } else if (c === LF || c === CR) {
+            this.endField(segStart, this.closeQ, segHigh, high);
+            this.endRecord(recStart, i);
+            state = REC_START;
+          } else {
+            // Text after the closing quote joins the field.
+            this.pushPart(segStart, this.closeQ, segHigh, high);
+            segStart = i;
+            segHigh = high;
+            state = UNQUOTED;
+          }
+          continue;
+        }
+        case ESC_SEEN: {
+          const c = s[i];
+          if (c === quote || c === esc) {
+            if (this.escPos >= 0) this.pushPart(segStart, this.escPos, segHigh, high);
+            else this.dropLastChar();
+            segStart = i;
+            segHigh = high;
+            i++;
+          }
+          state = QUOTED;
+          continue;
+        }
+      }
+    }
+
+    // End of the chunk: keep the field in progress, attribute leftover NUL/invalid UTF-8 to it.
+    if (state === UNQUOTED || state === QUOTED || state === ESC_SEEN) {
+      this.pushPart(segStart, n, segHigh, high);
+      this.escPos = -1;
+    } else if (state === QUOTE_SEEN) {
+      this.pushPart(segStart, this.closeQ, segHigh, high);
+      this.closeQ = -1;
+    }
+    if (state !== REC_START) {
+      if (this.nextNul < n || this.nextBad < n) this.markBytes(this.fieldCount, n);
+      if (this.rawHead.length < RAW_LIMIT)
+        this.rawHead += chunk.slice(recStart, Math.min(n, recStart + RAW_BYTES));
+    }
+    if (n > 0) this.prevCR = s[n - 1] === CR;
+    this.state = state;
+  }
+
+  finish(): void {
+    this.chunk = EMPTY_CHUNK;
+    this.nextNul = NONE;
+    this.nextBad = NONE;
+    switch (this.state) {
+      case FIELD_START:
+      case UNQUOTED:
+      case QUOTE_SEEN:
+        this.endField(0, 0, 0, 0);
+        this.endRecord(0, 0);
+        break;
+      case QUOTED:
+      case ESC_SEEN: {
+        const reason = `unterminated quoted field starting at line ${this.quoteLine}`;
+        this.records++;
+        if (this.headerPending)
+          throw new FatalReadError(`the header row is unusable: ${reason}`, this.recLine);
+        this.sink.addError(this.recLine, reason, this.rawHead);
+        break;
+      }
+    }
+    this.state = REC_START;
+    if (this.records === 0) throw new FatalReadError('the file is empty');
+    this.sink.finish(true);
+  }
+
+  private markRow(reason: string): void {
+    if (this.rowError === null) this.rowError = reason;
+  }
+
+  /** A NUL byte or invalid UTF-8 before `e` in field `idx` (0-based): the first one by position. */
+  private markBytes(idx: number, e: number): void {
+    if (this.nextNul < e && this.nextNul <= this.nextBad) this.markRow(`NUL byte in field ${idx + 1}`);
+    else this.markRow(`invalid UTF-8 at byte offset ${this.badOffsets[this.badIdx]}`);
+  }
+
+  /** Keeps bytes [s, e) as a piece of the field in progress (bounded by maxFieldBytes). */
+  /** `hs`/`he`: counts of bytes >= 0x80 in the chunk before s and before e. */
+  private pushPart(s: number, e: number, hs: number, he: number): void {
+    this.carrying = true;
+    if (this.rowError === null && this.fieldCount < this.cellLimit) this.appendPart(s, e, hs, he);
+  }
+
+  private appendPart(s: number, e: number, hs: number, he: number): void {
+    if (e <= s || this.oversize) return;
+    const len = e - s;
+    if (this.partsLen + len > this.maxField) {
+      this.oversize = true;
+      this.parts = [];
+      this.partsLen = 0;
+      return;
+    }
+    this.parts.push(this.chunk.field(s, e, hs === he));
+    this.partsLen += len;
+  }
+
+  /** Removes the escape character kept at the end of the previous chunk. */
+  private dropLastChar(): void {
+    const last = this.parts.pop();
+    if (last !== undefined) {
+      this.parts.push(last.slice(0, -1));
+      this.partsLen--;
+    }
+  }
+
+  /** The field ends at `e`; `hs`/`he`: counts of bytes >= 0x80 in the chunk before s and before e. */
+  private endField(s: number, e: number, hs: number, he: number): void {
+    if (e < s) e = s;
+    const idx = this.fieldCount++;
+    if (this.nextNul < e || this.nextBad < e) {
+      this.markBytes(idx, e);
+      if (this.nextNul < e) {
+        const next = this.chunk.bytes.indexOf(0, e);
+        this.nextNul = next < 0 ? NONE : next;
+      }
+      if (this.nextBad < e) {
+        const bad = this.badPos;
+        let k = this.badIdx;
+        while (k < bad.length && bad[k] < e) k++;
+        this.badIdx = k;
+        this.nextBad = k < bad.length ? bad[k] : NONE;
+      }
+    }
+    if (!this.carrying) {
+      if (this.rowError !== null || idx >= this.cellLimit) return;
+      if (e - s > this.maxField) {
+        this.markRow(`field ${idx + 1} exceeds ${this.limitText}`);
+        return;
+      }
+      this.cells[idx] = this.chunk.field(s, e, hs === he);
+      return;
+    }
+    if (this.rowError === null && idx < this.cellLimit) {
+      this.appendPart(s, e, hs, he);
+      if (this.oversize) this.markRow(`field ${idx + 1} exceeds ${this.limitText}`);
+      else this.cells[idx] = this.parts.length === 1 ? this.parts[0] : this.parts.join('');
+    }
+    this.parts = [];
+    this.partsLen = 0;
+    this.carrying = false;
+    this.oversize = false;
+  }
+
+  /** The record ends at `pos` (its terminator) in the current chunk. */
+  private endRecord(recStart: number, pos: number): void {
+    const count = this.fieldCount;
+    const error = this.rowError;
+    const cells = this.cells;
+    this.cells = this.width > 0 ? new RowArray<string>(this.width) : [];
+    this.fieldCount = 0;
+    this.rowError = null;
+    if (count === 1 && error === null && !this.fieldQuoted && isBlank(cells[0])) return;
+    this.records++;
+    if (this.headerPending) {
+      this.headerPending = false;
+      if (count > this.maxColumns) {
+        throw new FatalReadError(
+          `the header has ${count} columns, more than the limit of ${this.maxColumns}`,
+          this.recLine,
+        );
+      }
+      if (error !== null) throw new FatalReadError(`the header row is unusable: ${error}`, this.recLine);
+      if (cells.length > count) cells.length = count;
+      this.sink.setHeader(cells.map(detach));
+      if (this.width < 0) this.width = count;
+      this.cellLimit = this.width;
+      return;
+    }
+    if (this.width < 0) {
+      if (count > this.maxColumns) {
+        throw new FatalReadError(
+          `the first record has ${count} fields, more than the limit of ${this.maxColumns}`,
+          this.recLine,
+        );
+      }
+      this.width = count;
+      this.cellLimit = count;
+    }
+    if (error === null && count === this.width) {
+      this.sink.addRow(cells, this.recLine);
+      return;
+    }
+    const reason = error ?? `row has ${count} fields, expected ${this.width}`;
+    const head = this.rawHead;
+    const raw =
+      head.length >= RAW_LIMIT
+        ? head
+        : head + this.chunk.slice(recStart, Math.min(pos, recStart + RAW_BYTES));
+    this.sink.addError(this.recLine, reason, raw);
+  }
+}

@@ -1,0 +1,255 @@
+/**
+ * Streaming XML reader on the `sax` parser (strict mode). Every `<rowElement>` (at any depth)
+ * is one record; its cell holds the element converted to a JSON object (the same shape of cell
+ * as the JSON reader), with this convention:
+ * - attributes become `"@name": "value"`;
+ * - a child element without attributes and without children becomes `"name": "text"` (its text
+ *   exactly, `""` when empty); any other child becomes a nested object;
+ * - repeated children with the same name become an array, in document order;
+ * - an element's own text becomes `"#text"` (kept exactly, omitted when only whitespace), so
+ *   `<price cur="EUR">9.50</price>` is `{"@cur":"EUR","#text":"9.50"}`;
+ * - the record itself is always an object (`<row>x</row>` is `{"#text":"x"}`);
+ * - names are used as written, prefixes included; CDATA is text; comments and processing
+ *   instructions are dropped. A `rowElement` without a prefix also matches `anyprefix:rowElement`.
+ *
+ * Safety: a DOCTYPE anywhere is refused before any of it is used (so no DTD, no entity
+ * definitions, no external resources); only the five predefined entities and numeric character
+ * references are decoded. Input must be UTF-8. Any well-formedness error is fatal
+ * (FatalReadError with sax's message and the line); the records completed before the error are
+ * yielded first. sax's own limit applies: one attribute value, comment or tag name longer than
+ * 64 Ki characters is an error.
+ */
+import * as sax from 'sax';
+import { ByteInput, ChunkDecoder, DEFAULT_MIN_CHUNK, rechunk } from './chunks';
+import { BatchSink, DEFAULT_BATCH_ROWS, DEFAULT_MAX_BYTES, formatBytes, positiveOption } from './batch-sink';
+import { FatalReadError, RecordBatch } from './record-batch';
+
+export interface XmlReadOptions {
+  /** Name of the element that holds one record, e.g. `row`. */
+  rowElement: string;
+  /** Records (rows plus row errors) per yielded batch; default 5,000. */
+  batchRows?: number;
+  /** Largest record (characters of names, attribute values and text); default 16 MiB. Larger is a row error. */
+  maxRecordBytes?: number;
+  /** Input chunks smaller than this are coalesced first; default 64 KiB (tests use 1). */
+  minChunkBytes?: number;
+}
+
+export const XML_DOCTYPE_ERROR = 'XML with a DOCTYPE is refused (no DTDs, no entity expansion)';
+
+type Obj = Record<string, unknown>;
+
+interface Frame {
+  obj: Obj | null;
+  text: string;
+}
+
+/** The parts of sax's parser state that the typings leave out. */
+interface SaxInternals {
+  doctype: unknown;
+  c: string;
+}
+
+/** Reads XML records from `input` and yields them in batches of up to `batchRows` records. */
+export async function* readXml(input: ByteInput, opts: XmlReadOptions): AsyncGenerator<RecordBatch> {
+  const rowElement = (opts.rowElement ?? '').trim();
+  if (rowElement === '') throw new FatalReadError('the XML rowElement option is required');
+  const builder = new RecordBuilder(
+    rowElement,
+    positiveOption('maxRecordBytes', opts.maxRecordBytes, DEFAULT_MAX_BYTES),
+    new BatchSink(positiveOption('batchRows', opts.batchRows, DEFAULT_BATCH_ROWS)),
+  );
+  const sink = builder.sink;
+  const saxOptions: sax.SAXOptions & { strictEntities: boolean } = { position: true, strictEntities: true };
+  const parser = sax.parser(true, saxOptions);
+  const internals = parser as unknown as SaxInternals;
+  let fatal: FatalReadError | null = null;
+  let sawContent = false;
+  let sawRoot = false;
+
+  const fail = (err: FatalReadError): void => {
+    if (fatal === null) fatal = err;
+  };
+  const doctypeSeen = (): boolean =>
+    internals.doctype === true || (typeof internals.doctype === 'string' && internals.doctype.length > 0);
+
+  /** Refuses a DOCTYPE, reporting the line where it starts (`text`: what sax has read of it). */
+  const refuseDoctype = (text: unknown): void => {
+    const newlines = typeof text === 'string' ? text.split('\n').length - 1 : 0;
+    fail(new FatalReadError(XML_DOCTYPE_ERROR, parser.line + 1 - newlines));
+  };
+  parser.onerror = (err: Error) => {
+    const message = err.message.split('\n')[0].replace(/\.$/, '');
+    if (doctypeSeen() || /doctype/i.test(message)) return refuseDoctype(internals.doctype);
+    fail(
+      new FatalReadError(
+        `invalid XML at line ${parser.line + 1}, column ${parser.column}: ${message}`,
+        parser.line + 1,
+      ),
+    );
+  };
+  parser.ondoctype = (doctype) => refuseDoctype(doctype);
+  parser.onopentagstart = () => {
+    // The line of `<name`: the character that ended the name may be a line break.
+    builder.tagLine = parser.line + (internals.c === '\n' ? 0 : 1);
+  };
+  parser.onopentag = (tag) => {
+    sawRoot = true;
+    if (fatal === null) builder.open(tag as sax.Tag);
+  };
+  parser.onclosetag = (name) => {
+    if (fatal === null) builder.close(name);
+  };
+  parser.ontext = (text) => {
+    if (fatal === null) builder.text(text);
+  };
+  parser.oncdata = (text) => {
+    if (fatal === null) builder.text(text);
+  };
+
+  const decoder = new ChunkDecoder('utf-8');
+  const write = (text: string | null, badOffset: number | undefined): void => {
+    if (fatal !== null) return;
+    if (text === null) {
+      fail(new FatalReadError(`invalid UTF-8 at byte offset ${badOffset} (XML input must be UTF-8)`));
+      return;
+    }
+    if (!sawContent && text.trim() !== '') sawContent = true;
+    try {
+      parser.write(text);
+    } catch (err) {
+      parser.onerror(err as Error);
+    }
+    if (fatal === null && doctypeSeen()) refuseDoctype(internals.doctype);
+  };
+
+  for await (const chunk of rechunk(
+    input,
+    positiveOption('minChunkBytes', opts.minChunkBytes, DEFAULT_MIN_CHUNK),
+  )) {
+    const decoded = decoder.decode(chunk);
+    write(decoded.wholeText(), decoded.badOffsets[0]);
+    for (let b = sink.take(); b !== undefined; b = sink.take()) yield b;
+    if (fatal !== null) break;
+  }
+  if (fatal === null) {
+    const tail = decoder.end();
+    if (tail.length > 0) write(tail.wholeText(), tail.badOffsets[0]);
+  }
+  if (fatal === null) {
+    try {
+      parser.close();
+    } catch (err) {
+      parser.onerror(err as Error);
+    }
+  }
+  if (fatal === null && !sawRoot) {
+    fail(new FatalReadError(sawContent ? 'the XML document has no root element' : 'the file is empty'));
+  }
+  sink.finish(false);
+  for (let b = sink.take(); b !== undefined; b = sink.take()) yield b;
+  if (fatal !== null) throw fatal;
+}
+
+class RecordBuilder {
+  /** Line of the start tag being opened (set by onopentagstart). */
+  tagLine = 1;
+  private readonly suffix: string | null;
+  private readonly limitText: string;
+  /** Open elements of the record in progress (empty: not in a record). */
+  private stack: Frame[] = [];
+  /** Depth inside the record when it is being skipped (too large). */
+  private skipDepth = 0;
+  private size = 0;
+  private recordLine = 0;
+  private startTag = '';
+
+  constructor(
+    private readonly rowElement: string,
+    private readonly maxBytes: number,
+    readonly sink: BatchSink,
+  ) {
+    this.suffix = rowElement.includes(':') ? null : `:${rowElement}`;
+    this.limitText = formatBytes(maxBytes);
+  }
+
+  private isRow(name: string): boolean {
+    return name === this.rowElement || (this.suffix !== null && name.endsWith(this.suffix));
+  }
+
+  open(tag: sax.Tag): void {
+    if (this.skipDepth > 0) {
+      this.skipDepth++;
+      return;
+    }
+    if (this.stack.length === 0) {
+      if (!this.isRow(tag.name)) return;
+      this.recordLine = this.tagLine;
+      this.size = 0;
+      this.startTag = startTagText(tag);
+    }
+    let obj: Obj | null = null;
+    let size = tag.name.length;
+    for (const name of Object.keys(tag.attributes)) {
+      const value = tag.attributes[name];
+      obj ??= Object.create(null) as Obj;
+      obj[`@${name}`] = value;
+      size += name.length + value.length + 1;
+    }
+    this.stack.push({ obj, text: '' });
+    this.grow(size);
+  }
+
+  text(text: string): void {
+    if (this.skipDepth > 0 || this.stack.length === 0) return;
+    this.stack[this.stack.length - 1].text += text;
+    this.grow(text.length);
+  }
+
+  close(name: string): void {
+    if (this.skipDepth > 0) {
+      if (--this.skipDepth === 0) {
+        this.sink.addError(this.recordLine, `record exceeds ${this.limitText}`, this.startTag);
+      }
+      return;
+    }
+    const frame = this.stack.pop();
+    if (frame === undefined) return;
+    if (this.stack.length === 0) {
+      const obj = frame.obj ?? (Object.create(null) as Obj);
+      if (frame.text.trim() !== '') obj['#text'] = frame.text;
+      this.sink.addRow([JSON.stringify(obj)], this.recordLine);
+      return;
+    }
+    let value: unknown;
+    if (frame.obj === null) value = frame.text;
+    else {
+      if (frame.text.trim() !== '') frame.obj['#text'] = frame.text;
+      value = frame.obj;
+    }
+    const parent = this.stack[this.stack.length - 1];
+    parent.obj ??= Object.create(null) as Obj;
+    const existing = parent.obj[name];
+    if (existing === undefined) parent.obj[name] = value;
+    else if (Array.isArray(existing)) existing.push(value);
+    else parent.obj[name] = [existing, value];
+  }
+
+  private grow(n: number): void {
+    this.size += n;
+    if (this.size > this.maxBytes) {
+      // Too large: drop what was built and skip to the end of the record.
+      this.skipDepth = this.stack.length;
+      this.stack = [];
+    }
+  }
+}
+
+function startTagText(tag: sax.Tag): string {
+  let s = `<${tag.name}`;
+  for (const name of Object.keys(tag.attributes)) {
+    s += ` ${name}="${tag.attributes[name].replaceAll('&', '&amp;').replaceAll('"', '&quot;').replaceAll('<', '&lt;')}"`;
+    if (s.length > 1000) break;
+  }
+  return `${s}>`;
+}

@@ -1,0 +1,168 @@
+import {
+  DataQualityRule,
+  Expr,
+  FieldType,
+  PipelineDefinition,
+  SchemaField,
+  evaluate,
+  outputFields,
+  parseExpression,
+} from '@tapyard/pipelines';
+import { Coerced, coercer } from '@tapyard/destinations';
+
+/** Outcome of one row: a COPY-text line, or the stage and reason it was rejected. */
+export type RowOutcome =
+  { ok: true; line: string } | { ok: false; stage: 'DataQuality' | 'Transformation'; reason: string };
+
+type Check = (value: string | null) => string | null;
+
+/**
+ * Everything needed to turn a file row into a COPY line, compiled once per job: where each schema
+ * column sits in the file, its coercer, its data-quality checks, and the transformation steps.
+ */
+export class RowPlan {
+  readonly outColumns: SchemaField[];
+  private readonly fields: SchemaField[];
+  private readonly sourceIndex: number[];
+  private readonly inCoercers: ((raw: string) => Coerced)[];
+  private readonly checks: Check[][];
+  private readonly steps: CompiledStep[];
+  private readonly outCoercers: ((raw: string) => Coerced)[];
+
+  constructor(def: PipelineDefinition, fileColumns: string[]) {
+    this.fields = def.source.schemaProperties.fields;
+    this.sourceIndex = this.fields.map((f) => fileColumns.indexOf(f.name));
+    this.inCoercers = this.fields.map((f) => coercer(f.type));
+    this.checks = this.fields.map((f) =>
+      def.dataQuality.rules.filter((r) => r.column === f.name).map((r) => compileRule(r, f.type)),
+    );
+    this.steps = def.transformation.mappings.map(compileStep);
+    this.outColumns = outputFields(this.fields, def.transformation.mappings);
+    this.outCoercers = this.outColumns.map((c) => coercer(c.type));
+  }
+
+  get transforms(): boolean {
+    return this.steps.length > 0;
+  }
+
+  process(row: string[]): RowOutcome {
+    const n = this.fields.length;
+    const texts = new Array<string>(n);
+    for (let i = 0; i < n; i++) {
+      const idx = this.sourceIndex[i];
+      const raw = idx >= 0 && idx < row.length ? row[idx] : '';
+      const c = this.inCoercers[i](raw);
+      if (!c.ok)
+        return { ok: false, stage: 'DataQuality', reason: `column '${this.fields[i].name}': ${c.reason}` };
+      const checks = this.checks[i];
+      if (checks.length > 0) {
+        const value = c.text === '\\N' ? null : raw.trim();
+        for (const check of checks) {
+          const problem = check(value);
+          if (problem)
+            return { ok: false, stage: 'DataQuality', reason: `column '${this.fields[i].name}': ${problem}` };
+        }
+      }
+      texts[i] = c.text;
+    }
+    if (this.steps.length === 0) return { ok: true, line: texts.join('\t') + '\n' };
+    return this.transform(row);
+  }
+
+  /** Transformation works on plain values by name; the output is coerced to the output types. */
+  private transform(row: string[]): RowOutcome {
+    const values = new Map<string, string | null>();
+    this.fields.forEach((f, i) => {
+      const idx = this.sourceIndex[i];
+      const raw = idx >= 0 && idx < row.length ? row[idx] : '';
+      values.set(f.name, raw === '' ? null : f.type === 'string' ? raw : raw.trim());
+    });
+    for (const step of this.steps) step(values);
+    const out = new Array<string>(this.outColumns.length);
+    for (let i = 0; i < this.outColumns.length; i++) {
+      const v = values.get(this.outColumns[i].name) ?? null;
+      const c = this.outCoercers[i](v ?? '');
+      if (!c.ok)
+        return {
+          ok: false,
+          stage: 'Transformation',
+          reason: `column '${this.outColumns[i].name}': ${c.reason}`,
+        };
+      out[i] = c.text;
+    }
+    return { ok: true, line: out.join('\t') + '\n' };
+  }
+}
+
+type CompiledStep = (values: Map<string, string | null>) => void;
+
+function compileStep(step: PipelineDefinition['transformation']['mappings'][number]): CompiledStep {
+  switch (step.op) {
+    case 'rename':
+      return (v) => {
+        v.set(step.to, v.get(step.from) ?? null);
+        v.delete(step.from);
+      };
+    case 'drop':
+      return (v) => void v.delete(step.column);
+    case 'cast':
+      // The value is kept; the output coercion to the new type decides whether it fits.
+      return () => undefined;
+    case 'derive': {
+      const expr: Expr = parseExpression(step.expression);
+      return (v) =>
+        void v.set(
+          step.column,
+          evaluate(expr, (c) => v.get(c) ?? null),
+        );
+    }
+  }
+}
+
+function compileRule(rule: DataQualityRule, type: FieldType): Check {
+  switch (rule.type) {
+    case 'not_null':
+      return (v) => (v === null ? 'is null (rule not_null)' : null);
+    case 'unique': {
+      const seen = new Set<string>();
+      return (v) => {
+        if (v === null) return null;
+        if (seen.has(v)) return `value '${short(v)}' is a duplicate (rule unique)`;
+        seen.add(v);
+        return null;
+      };
+    }
+    case 'range': {
+      const numeric = type !== 'date' && type !== 'timestamp';
+      const key = (x: number | string): number => (numeric ? Number(x) : Date.parse(String(x)));
+      const min = rule.min === undefined ? null : key(rule.min);
+      const max = rule.max === undefined ? null : key(rule.max);
+      return (v) => {
+        if (v === null) return null;
+        const k = key(v);
+        if (min !== null && k < min) return `value '${short(v)}' is below ${rule.min} (rule range)`;
+        if (max !== null && k > max) return `value '${short(v)}' is above ${rule.max} (rule range)`;
+        return null;
+      };
+    }
+    case 'regex': {
+      const re = new RegExp(rule.pattern);
+      return (v) =>
+        v === null || re.test(v) ? null : `value '${short(v)}' does not match /${rule.pattern}/ (rule regex)`;
+    }
+    case 'allowed_values': {
+      const allowed = new Set(rule.values);
+      return (v) =>
+        v === null || allowed.has(v)
+          ? null
+          : `value '${short(v)}' is not one of the allowed values (rule allowed_values)`;
+    }
+    case 'type_conformance':
+      // Coercion to the schema type already enforces it for every column.
+      return () => null;
+  }
+}
+
+function short(v: string): string {
+  return v.length > 100 ? `${v.slice(0, 100)}…` : v;
+}

@@ -1,0 +1,83 @@
+import busboy from 'busboy';
+import { Readable } from 'node:stream';
+import type { Request } from 'express';
+import { UnsupportedMediaTypeError, ValidationError } from '@tapyard/core';
+
+export interface UploadedSample {
+  filename: string;
+  fields: Map<string, string>;
+  /** The first `maxBytes` of the file: enough for inference, bounded whatever the file size. */
+  head: Buffer;
+  truncated: boolean;
+}
+
+/** Reads the multipart fields and the head of the `file` part; the rest of the file is discarded. */
+export async function readUploadedSample(req: Request, maxBytes: number): Promise<UploadedSample> {
+  if (!(req.headers['content-type'] ?? '').toLowerCase().startsWith('multipart/form-data')) {
+    throw new UnsupportedMediaTypeError("send multipart/form-data with a 'file' part");
+  }
+  let bb: busboy.Busboy;
+  try {
+    bb = busboy({ headers: req.headers, limits: { files: 1, fields: 20, fieldSize: 64 * 1024 } });
+  } catch {
+    throw new ValidationError('malformed multipart request: missing boundary');
+  }
+  const fields = new Map<string, string>();
+  let filename: string | null = null;
+  const chunks: Buffer[] = [];
+  let kept = 0;
+  let truncated = false;
+  bb.on('field', (name, value) => fields.set(name, value));
+  bb.on('file', (name, file, info) => {
+    if (name !== 'file' || filename !== null) return void file.resume();
+    filename = info.filename || 'upload';
+    file.on('data', (d: Buffer) => {
+      if (kept >= maxBytes) {
+        truncated = true;
+        return;
+      }
+      const part = d.subarray(0, maxBytes - kept);
+      chunks.push(part);
+      kept += part.length;
+      if (part.length < d.length) truncated = true;
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    bb.once('close', resolve);
+    bb.once('error', (err: Error) =>
+      reject(new ValidationError(`malformed multipart request: ${err.message}`)),
+    );
+    req.pipe(bb);
+  });
+  if (filename === null) throw new ValidationError("multipart field 'file' is required");
+  if (kept === 0) throw new ValidationError(`the uploaded file '${filename}' is empty`);
+  return { filename, fields, head: Buffer.concat(chunks), truncated };
+}
+
+export function bufferStream(b: Buffer): Readable {
+  return Readable.from([b]);
+}
+
+/** Parses an optional boolean form field ("true"/"false"), naming it when invalid. */
+export function boolField(fields: Map<string, string>, name: string): boolean | undefined {
+  const v = fields.get(name)?.trim().toLowerCase();
+  if (v === undefined || v === '') return undefined;
+  if (v === 'true' || v === '1') return true;
+  if (v === 'false' || v === '0') return false;
+  throw new ValidationError(`field '${name}' must be true or false`);
+}
+
+export function intField(
+  fields: Map<string, string>,
+  name: string,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
+  const v = fields.get(name)?.trim();
+  if (v === undefined || v === '') return fallback;
+  if (!/^\d+$/.test(v) || Number(v) < min || Number(v) > max) {
+    throw new ValidationError(`field '${name}' must be an integer between ${min} and ${max}`);
+  }
+  return Number(v);
+}

@@ -1,0 +1,178 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { Request } from 'express';
+import { CONFIG, TapyardConfig, ValidationError } from '@tapyard/core';
+import { CsvAttributes, SchemaField } from '@tapyard/pipelines';
+import {
+  DataProfile,
+  detectHeader,
+  inferSchema,
+  normalizeColumnName,
+  profileColumns,
+} from '@tapyard/profiling';
+import { readCsv } from './readers/csv-reader';
+import { readJson } from './readers/json-reader';
+import { readXml } from './readers/xml-reader';
+import { FatalReadError, RecordBatch } from './readers/record-batch';
+import { UploadedSample, boolField, bufferStream, intField, readUploadedSample } from './sample';
+
+/** Generate and profile look at the head of the file only: inference is bounded whatever its size. */
+const SAMPLE_BYTES = 8 * 1024 * 1024;
+const GENERATE_ROWS = 1000;
+
+export interface GeneratedPipeline {
+  name: string;
+  source: {
+    fileAttributes: {
+      format: 'csv' | 'json' | 'xml';
+      csvAttributes?: CsvAttributes;
+      xmlAttributes?: { rowElement: string };
+    };
+    schemaProperties: { fields: SchemaField[] };
+  };
+  destination: { database: { dbName: string; schema: string; table: string; usePostgres: boolean } };
+}
+
+/** `POST /pipeline/generate` and `POST /pipeline/profile`: everything computed by code, deterministically. */
+@Injectable()
+export class SchemaDiscoveryService {
+  constructor(@Inject(CONFIG) private readonly config: TapyardConfig) {}
+
+  async generate(req: Request): Promise<GeneratedPipeline> {
+    const sample = await readUploadedSample(req, SAMPLE_BYTES);
+    const name = pipelineName(sample.fields.get('pipeline')?.trim() || sample.filename);
+    const format = detectFormat(sample);
+    const destination = {
+      database: {
+        dbName: this.config.database.name,
+        schema: 'public',
+        table: tableName(name),
+        usePostgres: true,
+      },
+    };
+    if (format === 'json') {
+      await firstBatch(readJson(bufferStream(sample.head), {}), sample.truncated);
+      return {
+        name,
+        source: {
+          fileAttributes: { format },
+          schemaProperties: { fields: [{ name: '_json', type: 'string' }] },
+        },
+        destination,
+      };
+    }
+    if (format === 'xml') {
+      const rowElement =
+        sample.fields.get('rowElement')?.trim() || guessRowElement(sample.head.toString('utf8'));
+      await firstBatch(readXml(bufferStream(sample.head), { rowElement }), sample.truncated);
+      return {
+        name,
+        source: {
+          fileAttributes: { format, xmlAttributes: { rowElement } },
+          schemaProperties: { fields: [{ name: '_xml', type: 'string' }] },
+        },
+        destination,
+      };
+    }
+    const delimiter = delimiterOf(sample);
+    const rows = await csvRows(sample, delimiter, GENERATE_ROWS + 1);
+    const header = boolField(sample.fields, 'header') ?? detectHeader(rows.slice(0, 50));
+    const headerRow = header ? (rows[0] ?? []) : [];
+    const dataRows = header ? rows.slice(1) : rows;
+    const allStrings = boolField(sample.fields, 'allStrings') ?? false;
+    const fields = inferSchema(headerRow, dataRows, { allStrings });
+    return {
+      name,
+      source: {
+        fileAttributes: {
+          format: 'csv',
+          csvAttributes: { delimiter, header, quote: '"', escape: '"', encoding: 'utf-8' },
+        },
+        schemaProperties: { fields },
+      },
+      destination,
+    };
+  }
+
+  async profile(req: Request): Promise<DataProfile & { sampleSize: number; filename: string }> {
+    const sample = await readUploadedSample(req, SAMPLE_BYTES * 4);
+    const sampleSize = intField(sample.fields, 'sampleSize', 200, 1, 100000);
+    const delimiter = delimiterOf(sample);
+    const header = boolField(sample.fields, 'header') ?? true;
+    const rows = await csvRows(sample, delimiter, sampleSize + (header ? 1 : 0));
+    const headerRow = header ? (rows[0] ?? []) : (rows[0]?.map((_, i) => `column_${i + 1}`) ?? []);
+    const dataRows = header ? rows.slice(1) : rows;
+    return { filename: sample.filename, sampleSize, ...profileColumns(headerRow, dataRows) };
+  }
+}
+
+function detectFormat(sample: UploadedSample): 'csv' | 'json' | 'xml' {
+  const ext = /\.([a-z0-9]+)$/i.exec(sample.filename)?.[1]?.toLowerCase();
+  if (ext === 'json' || ext === 'ndjson' || ext === 'jsonl') return 'json';
+  if (ext === 'xml') return 'xml';
+  if (ext === 'csv' || ext === 'tsv' || ext === 'txt') return 'csv';
+  const first = sample.head
+    .toString('utf8', 0, 256)
+    .replace(/^\uFEFF/, '')
+    .trimStart()[0];
+  return first === '[' || first === '{' ? 'json' : first === '<' ? 'xml' : 'csv';
+}
+
+function delimiterOf(sample: UploadedSample): string {
+  const d = sample.fields.get('delimiter');
+  if (d === undefined || d === '') return /\.tsv$/i.test(sample.filename) ? '\t' : ',';
+  const v = d === '\\t' || d.toLowerCase() === 'tab' ? '\t' : d;
+  if (v.length !== 1) throw new ValidationError(`delimiter must be one character (got '${d.slice(0, 10)}')`);
+  return v;
+}
+
+/** Rows of the CSV head, read without a header so the caller decides; a cut-off last line is dropped. */
+async function csvRows(sample: UploadedSample, delimiter: string, limit: number): Promise<string[][]> {
+  const rows: string[][] = [];
+  try {
+    for await (const batch of readCsv(bufferStream(sample.head), {
+      delimiter,
+      header: false,
+      quote: '"',
+      escape: '"',
+      encoding: 'utf-8',
+    })) {
+      rows.push(...batch.rows);
+      if (rows.length >= limit + 1) break;
+    }
+  } catch (err) {
+    if (err instanceof FatalReadError)
+      throw new ValidationError(`cannot read the file as CSV: ${err.message}`);
+    throw err;
+  }
+  if (sample.truncated && rows.length > 1) rows.pop();
+  return rows.slice(0, limit);
+}
+
+async function firstBatch(gen: AsyncGenerator<RecordBatch>, truncated: boolean): Promise<void> {
+  try {
+    const first = await gen.next();
+    if (!first.done && first.value.rows.length === 0 && first.value.errors.length > 0 && !truncated) {
+      throw new ValidationError(`the file has no valid record: ${first.value.errors[0].reason}`);
+    }
+    await gen.return(undefined);
+  } catch (err) {
+    if (err instanceof FatalReadError) throw new ValidationError(err.message);
+    throw err;
+  }
+}
+
+function guessRowElement(head: string): string {
+  // The first element inside the root element: <root><row>…</row><row>…
+  const tags = [...head.matchAll(/<([A-Za-z_][\w.-]*)[\s>/]/g)].map((m) => m[1]);
+  return tags[1] ?? tags[0] ?? 'row';
+}
+
+export function pipelineName(raw: string): string {
+  const base = raw.replace(/^.*[\\/]/, '').replace(/\.(csv|tsv|txt|json|ndjson|jsonl|xml)$/i, '');
+  return normalizeColumnName(base).slice(0, 128) || 'pipeline';
+}
+
+function tableName(name: string): string {
+  const t = name.replace(/[^a-z0-9_]/g, '_').slice(0, 63);
+  return /^[a-z_]/.test(t) ? t : `t_${t}`.slice(0, 63);
+}

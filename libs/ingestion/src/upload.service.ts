@@ -1,0 +1,157 @@
+import { InjectQueue } from '@nestjs/bullmq';
+import { Inject, Injectable } from '@nestjs/common';
+import busboy from 'busboy';
+import { Queue } from 'bullmq';
+import { randomUUID } from 'node:crypto';
+import { finished } from 'node:stream/promises';
+import type { Request } from 'express';
+import {
+  CONFIG,
+  PayloadTooLargeError,
+  TapyardConfig,
+  UnsupportedMediaTypeError,
+  ValidationError,
+} from '@tapyard/core';
+import { PipelinesService } from '@tapyard/pipelines';
+import { IngestJob, IngestPayload, QUEUES } from '@tapyard/queue';
+import { JobRef, StatusService } from '@tapyard/status';
+import { Spool } from './spool';
+
+const COMPRESSED = /\.(zip|gz|tgz|tar|jar|bz2|xz|7z)$/i;
+
+interface Received {
+  fields: Map<string, string>;
+  filename: string | null;
+  bytes: number;
+  tooLarge: boolean;
+  compressed: boolean;
+  spoolPath: string | null;
+}
+
+/**
+ * StreamNotifier: streams a multipart upload straight to the spool (never into memory), then
+ * records the intake events and enqueues the job. Nothing is enqueued for a rejected upload.
+ */
+@Injectable()
+export class UploadService {
+  constructor(
+    @Inject(CONFIG) private readonly config: TapyardConfig,
+    private readonly spool: Spool,
+    private readonly pipelines: PipelinesService,
+    private readonly status: StatusService,
+    @InjectQueue(QUEUES.ingest) private readonly queue: Queue<IngestPayload>,
+  ) {}
+
+  async upload(environment: string, req: Request): Promise<string> {
+    const pipelineToken = randomUUID();
+    const got = await this.receive(environment, req, pipelineToken);
+    try {
+      const pipeline = got.fields.get('pipeline')?.trim();
+      if (got.tooLarge)
+        throw new PayloadTooLargeError(
+          `the file is larger than the upload limit (UPLOAD_LIMIT, ${this.config.uploadLimitBytes} bytes)`,
+        );
+      if (!got.filename) throw new ValidationError("multipart field 'file' is required");
+      if (got.compressed) {
+        throw new UnsupportedMediaTypeError(
+          `compressed uploads ('${got.filename}') are not supported yet: upload the uncompressed CSV, JSON or XML file`,
+        );
+      }
+      if (!pipeline) throw new ValidationError("multipart field 'pipeline' is required");
+      await this.pipelines.get(environment, pipeline);
+      if (got.bytes === 0) throw new ValidationError(`the uploaded file '${got.filename}' is empty`);
+      const publisherToken = got.fields.get('publishertoken')?.trim() || null;
+      if (publisherToken && publisherToken.length > 200)
+        throw new ValidationError('publishertoken is longer than 200 characters');
+
+      const job: JobRef = { environment, pipeline, pipelineToken, publisherToken, filename: got.filename };
+      await this.status.record(job, 'StreamNotifier', 'begin', `receiving ${got.filename}`);
+      await this.queue.add(
+        IngestJob.load,
+        { ...job, spoolPath: got.spoolPath as string },
+        { jobId: `${environment}.${pipelineToken}`, removeOnComplete: 1000, removeOnFail: 5000 },
+      );
+      await this.status.record(
+        job,
+        'StreamNotifier',
+        'end',
+        `received ${got.bytes} bytes; queued for processing`,
+      );
+      return pipelineToken;
+    } catch (err) {
+      if (got.spoolPath) await this.spool.remove(got.spoolPath).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  private async receive(environment: string, req: Request, token: string): Promise<Received> {
+    const type = req.headers['content-type'] ?? '';
+    if (!type.toLowerCase().startsWith('multipart/form-data')) {
+      throw new UnsupportedMediaTypeError("upload with Content-Type multipart/form-data and a 'file' part");
+    }
+    const got: Received = {
+      fields: new Map(),
+      filename: null,
+      bytes: 0,
+      tooLarge: false,
+      compressed: false,
+      spoolPath: null,
+    };
+    let bb: busboy.Busboy;
+    try {
+      bb = busboy({
+        headers: req.headers,
+        limits: { files: 1, fields: 20, fieldSize: 64 * 1024, fileSize: this.config.uploadLimitBytes },
+      });
+    } catch {
+      throw new ValidationError('malformed multipart request: missing boundary');
+    }
+    const writes: Promise<void>[] = [];
+    // Created up front so the file part is piped the moment it starts: no data may flow unobserved.
+    const spool = await this.spool.create(environment, token);
+    bb.on('field', (name, value) => got.fields.set(name, value));
+    bb.on('file', (name, file, info) => {
+      if (name !== 'file' || got.filename !== null) {
+        file.resume();
+        return;
+      }
+      got.filename = (info.filename || 'upload').replace(/[\r\n\t]/g, ' ').slice(0, 255);
+      if (COMPRESSED.test(got.filename)) {
+        got.compressed = true;
+        file.resume();
+        return;
+      }
+      file.on('limit', () => (got.tooLarge = true));
+      const { path, stream } = spool;
+      got.spoolPath = path;
+      file.pipe(stream);
+      writes.push(
+        finished(stream).then(() => {
+          got.bytes = stream.bytesWritten;
+        }),
+      );
+    });
+    const done = new Promise<void>((resolve, reject) => {
+      bb.once('close', resolve);
+      bb.once('error', (err: Error) =>
+        reject(new ValidationError(`malformed multipart request: ${err.message}`)),
+      );
+    });
+    req.pipe(bb);
+    try {
+      await done;
+      await Promise.all(writes);
+    } catch (err) {
+      // A broken or aborted upload leaves nothing behind.
+      await Promise.allSettled(writes);
+      spool.stream.destroy();
+      await this.spool.remove(spool.path).catch(() => undefined);
+      throw err;
+    }
+    if (got.spoolPath === null) {
+      spool.stream.destroy();
+      await this.spool.remove(spool.path).catch(() => undefined);
+    }
+    return got;
+  }
+}

@@ -1,0 +1,323 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import {
+  ArrayMaxSize,
+  IsArray,
+  IsBoolean,
+  IsIn,
+  IsNotEmpty,
+  IsObject,
+  IsOptional,
+  IsString,
+  Length,
+  Matches,
+  MaxLength,
+  ValidateNested,
+} from 'class-validator';
+import { FIELD_TYPES, FieldType } from '../pipeline.types';
+
+export const PIPELINE_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+
+export class SchemaFieldDto {
+  @ApiProperty({ example: 'order_id' })
+  @IsString()
+  @Matches(IDENTIFIER, {
+    message: 'name must be a column name: letters, digits and _, not starting with a digit',
+  })
+  name!: string;
+
+  @ApiProperty({ enum: FIELD_TYPES, example: 'bigint' })
+  @IsIn(FIELD_TYPES as unknown as string[])
+  type!: FieldType;
+}
+
+export class SchemaPropertiesDto {
+  @ApiProperty({ type: [SchemaFieldDto] })
+  @IsArray()
+  @ArrayMaxSize(10000)
+  @ValidateNested({ each: true })
+  @Type(() => SchemaFieldDto)
+  fields!: SchemaFieldDto[];
+}
+
+export class CsvAttributesDto {
+  @ApiPropertyOptional({ example: ',', default: ',', description: 'One character; use "\\t" for TSV.' })
+  @IsOptional()
+  @IsString()
+  @Length(1, 1)
+  delimiter?: string;
+
+  @ApiPropertyOptional({ example: true, default: true })
+  @IsOptional()
+  @IsBoolean()
+  header?: boolean;
+
+  @ApiPropertyOptional({ example: '"', default: '"', nullable: true, description: 'null disables quoting' })
+  @IsOptional()
+  @IsString()
+  @Length(1, 1)
+  quote?: string | null;
+
+  @ApiPropertyOptional({
+    example: '"',
+    default: '"',
+    nullable: true,
+    description: 'default: the quote (doubled quotes)',
+  })
+  @IsOptional()
+  @IsString()
+  @Length(1, 1)
+  escape?: string | null;
+
+  @ApiPropertyOptional({ enum: ['utf-8', 'latin1'], default: 'utf-8' })
+  @IsOptional()
+  @IsIn(['utf-8', 'latin1'])
+  encoding?: 'utf-8' | 'latin1';
+}
+
+export class JsonAttributesDto {
+  @ApiPropertyOptional({
+    example: 'data.items',
+    nullable: true,
+    description: 'Dot path to the records array',
+  })
+  @IsOptional()
+  @IsString()
+  @MaxLength(200)
+  recordPath?: string | null;
+}
+
+export class XmlAttributesDto {
+  @ApiProperty({ example: 'row', description: 'Element holding one record' })
+  @IsString()
+  @Matches(/^[A-Za-z_][\w.-]{0,99}$/, { message: 'rowElement must be an XML element name' })
+  rowElement!: string;
+}
+
+export class FileAttributesDto {
+  @ApiPropertyOptional({
+    enum: ['csv', 'json', 'xml', 'unstructured'],
+    description: 'Defaults to csv, or json/xml when the schema is the single `_json` / `_xml` field.',
+  })
+  @IsOptional()
+  @IsIn(['csv', 'json', 'xml', 'unstructured'])
+  format?: 'csv' | 'json' | 'xml' | 'unstructured';
+
+  @ApiPropertyOptional({ type: CsvAttributesDto })
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => CsvAttributesDto)
+  csvAttributes?: CsvAttributesDto;
+
+  @ApiPropertyOptional({ type: JsonAttributesDto })
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => JsonAttributesDto)
+  jsonAttributes?: JsonAttributesDto;
+
+  @ApiPropertyOptional({ type: XmlAttributesDto })
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => XmlAttributesDto)
+  xmlAttributes?: XmlAttributesDto;
+
+  @ApiPropertyOptional({
+    type: 'object',
+    nullable: true,
+    additionalProperties: true,
+    description: 'Non-null for document pipelines (required for document taps).',
+  })
+  @IsOptional()
+  @IsObject()
+  unstructuredAttributes?: Record<string, unknown> | null;
+}
+
+export class SourceDto {
+  @ApiPropertyOptional({ type: FileAttributesDto })
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => FileAttributesDto)
+  fileAttributes?: FileAttributesDto;
+
+  @ApiProperty({ type: SchemaPropertiesDto })
+  @ValidateNested()
+  @Type(() => SchemaPropertiesDto)
+  schemaProperties!: SchemaPropertiesDto;
+}
+
+export class DataQualityRuleDto {
+  @ApiProperty({ enum: ['not_null', 'unique', 'range', 'regex', 'allowed_values', 'type_conformance'] })
+  @IsIn(['not_null', 'unique', 'range', 'regex', 'allowed_values', 'type_conformance'])
+  type!: 'not_null' | 'unique' | 'range' | 'regex' | 'allowed_values' | 'type_conformance';
+
+  @ApiProperty({ example: 'amount' })
+  @IsString()
+  @IsNotEmpty()
+  column!: string;
+
+  @ApiPropertyOptional({ example: 0, description: 'range: lower bound (number, or ISO date/timestamp)' })
+  @IsOptional()
+  min?: number | string;
+
+  @ApiPropertyOptional({ example: 10000, description: 'range: upper bound' })
+  @IsOptional()
+  max?: number | string;
+
+  @ApiPropertyOptional({
+    example: '^[A-Z]{2}\\d{4}$',
+    description: 'regex: JavaScript pattern the value must match',
+  })
+  @IsOptional()
+  @IsString()
+  @MaxLength(1000)
+  pattern?: string;
+
+  @ApiPropertyOptional({ example: ['EU', 'US'], type: [String] })
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(10000)
+  @IsString({ each: true })
+  values?: string[];
+}
+
+export class DataQualityDto {
+  @ApiPropertyOptional({ type: [DataQualityRuleDto] })
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(1000)
+  @ValidateNested({ each: true })
+  @Type(() => DataQualityRuleDto)
+  rules?: DataQualityRuleDto[];
+
+  @ApiPropertyOptional({
+    nullable: true,
+    description: 'AI instruction (a later release writes a script from it)',
+  })
+  @IsOptional()
+  @IsString()
+  @MaxLength(10000)
+  aiInstruction?: string | null;
+}
+
+export class TransformationStepDto {
+  @ApiProperty({ enum: ['rename', 'cast', 'drop', 'derive'] })
+  @IsIn(['rename', 'cast', 'drop', 'derive'])
+  op!: 'rename' | 'cast' | 'drop' | 'derive';
+
+  @ApiPropertyOptional({ example: 'amt', description: 'rename: current name' })
+  @IsOptional()
+  @IsString()
+  from?: string;
+
+  @ApiPropertyOptional({ example: 'amount', description: 'rename: new name' })
+  @IsOptional()
+  @Matches(IDENTIFIER, { message: 'to must be a column name' })
+  to?: string;
+
+  @ApiPropertyOptional({ example: 'amount', description: 'cast, drop, derive: the column' })
+  @IsOptional()
+  @Matches(IDENTIFIER, { message: 'column must be a column name' })
+  column?: string;
+
+  @ApiPropertyOptional({ enum: FIELD_TYPES, description: 'cast, derive: the resulting type' })
+  @IsOptional()
+  @IsIn(FIELD_TYPES as unknown as string[])
+  type?: FieldType;
+
+  @ApiPropertyOptional({ example: "upper(country) || '-' || city", description: 'derive: expression' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(2000)
+  expression?: string;
+}
+
+export class TransformationDto {
+  @ApiPropertyOptional({ type: [TransformationStepDto] })
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(1000)
+  @ValidateNested({ each: true })
+  @Type(() => TransformationStepDto)
+  mappings?: TransformationStepDto[];
+
+  @ApiPropertyOptional({
+    nullable: true,
+    description: 'AI instruction (a later release writes a script from it)',
+  })
+  @IsOptional()
+  @IsString()
+  @MaxLength(10000)
+  aiInstruction?: string | null;
+}
+
+export class DatabaseDestinationDto {
+  @ApiPropertyOptional({ example: 'tapyard', description: 'Database name (default: the platform database)' })
+  @IsOptional()
+  @Matches(/^[A-Za-z_][A-Za-z0-9_-]{0,62}$/, { message: 'dbName must be a database name' })
+  dbName?: string;
+
+  @ApiPropertyOptional({ example: 'public', default: 'public' })
+  @IsOptional()
+  @Matches(IDENTIFIER, { message: 'schema must be a schema name: letters, digits and _' })
+  schema?: string;
+
+  @ApiProperty({ example: 'sales' })
+  @Matches(IDENTIFIER, { message: 'table must be a table name: letters, digits and _' })
+  table!: string;
+
+  @ApiPropertyOptional({ example: true, default: true, description: 'false selects the document database' })
+  @IsOptional()
+  @IsBoolean()
+  usePostgres?: boolean;
+}
+
+export class DestinationDto {
+  @ApiPropertyOptional({ type: DatabaseDestinationDto })
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => DatabaseDestinationDto)
+  database?: DatabaseDestinationDto;
+}
+
+export class PipelineConfigDto {
+  @ApiProperty({ example: 'sales' })
+  @Matches(PIPELINE_NAME_PATTERN, {
+    message: 'name must be 1-128 characters of letters, digits, _, . and -, starting with a letter or digit',
+  })
+  name!: string;
+
+  @ApiPropertyOptional({ example: 'finance', nullable: true })
+  @IsOptional()
+  @IsString()
+  @MaxLength(200)
+  catalog?: string | null;
+
+  @ApiPropertyOptional({ example: 'Daily sales export' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(2000)
+  description?: string;
+
+  @ApiProperty({ type: SourceDto })
+  @ValidateNested()
+  @Type(() => SourceDto)
+  source!: SourceDto;
+
+  @ApiPropertyOptional({ type: DataQualityDto })
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => DataQualityDto)
+  dataQuality?: DataQualityDto;
+
+  @ApiPropertyOptional({ type: TransformationDto })
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => TransformationDto)
+  transformation?: TransformationDto;
+
+  @ApiProperty({ type: DestinationDto })
+  @ValidateNested()
+  @Type(() => DestinationDto)
+  destination!: DestinationDto;
+}

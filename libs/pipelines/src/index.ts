@@ -1,0 +1,6 @@
+export * from './dto/pipeline-config.dto';
+export * from './expression';
+export * from './pipeline-definition';
+export * from './pipeline.types';
+export * from './pipelines.module';
+export * from './pipelines.service';

@@ -1,0 +1,219 @@
+import { ErrorDetail, ValidationError } from '@tapyard/core';
+import { PipelineConfigDto } from './dto/pipeline-config.dto';
+import { columnsOf, parseExpression } from './expression';
+import {
+  DataQualityRule,
+  FieldType,
+  PipelineDefinition,
+  SchemaField,
+  SourceFormat,
+  TransformationStep,
+} from './pipeline.types';
+
+const NUMERIC: ReadonlySet<FieldType> = new Set(['int', 'bigint', 'float', 'double']);
+
+/**
+ * Turns a syntactically valid configuration (the DTO) into a stored definition: defaults filled in,
+ * and the cross-field rules checked (unique field names, rules and mappings that refer to columns
+ * that exist, compilable regexes and expressions). Every problem is reported at once.
+ */
+export function toDefinition(dto: PipelineConfigDto, defaultDbName: string): PipelineDefinition {
+  const problems: ErrorDetail[] = [];
+  const fields: SchemaField[] = dto.source.schemaProperties.fields.map((f) => ({
+    name: f.name,
+    type: f.type,
+  }));
+  const seen = new Set<string>();
+  fields.forEach((f, i) => {
+    if (seen.has(f.name))
+      problems.push({
+        field: `source.schemaProperties.fields[${i}].name`,
+        problem: `duplicate name '${f.name}'`,
+      });
+    seen.add(f.name);
+  });
+  const fa = dto.source.fileAttributes ?? {};
+  const format: SourceFormat = fa.format ?? inferFormat(fields);
+  if (format === 'xml' && !fa.xmlAttributes?.rowElement) {
+    problems.push({
+      field: 'source.fileAttributes.xmlAttributes.rowElement',
+      problem: 'is required for XML pipelines',
+    });
+  }
+  const csv = fa.csvAttributes ?? {};
+  const rules = (dto.dataQuality?.rules ?? []).map((r) => toRule(r, seen, fields, problems));
+  const mappings = (dto.transformation?.mappings ?? []).map((m, i) => toStep(m, i, problems));
+  checkMappings(fields, mappings, problems);
+
+  const db = dto.destination.database;
+  if (!db)
+    problems.push({ field: 'destination.database', problem: 'is required (the only destination so far)' });
+
+  if (problems.length > 0) {
+    throw new ValidationError(
+      `pipeline '${dto.name}' is invalid: ${problems[0].field} ${problems[0].problem}`,
+      problems,
+    );
+  }
+  return {
+    name: dto.name,
+    catalog: dto.catalog?.trim() ? dto.catalog.trim() : null,
+    ...(dto.description ? { description: dto.description } : {}),
+    source: {
+      fileAttributes: {
+        format,
+        csvAttributes: {
+          delimiter: csv.delimiter ?? ',',
+          header: csv.header ?? true,
+          quote: csv.quote === undefined ? '"' : csv.quote,
+          escape: csv.escape === undefined ? (csv.quote === undefined ? '"' : csv.quote) : csv.escape,
+          encoding: csv.encoding ?? 'utf-8',
+        },
+        ...(fa.jsonAttributes
+          ? { jsonAttributes: { recordPath: fa.jsonAttributes.recordPath ?? null } }
+          : {}),
+        ...(fa.xmlAttributes ? { xmlAttributes: { rowElement: fa.xmlAttributes.rowElement } } : {}),
+        unstructuredAttributes: fa.unstructuredAttributes ?? null,
+      },
+      schemaProperties: { fields },
+    },
+    dataQuality: { rules, aiInstruction: dto.dataQuality?.aiInstruction ?? null },
+    transformation: { mappings, aiInstruction: dto.transformation?.aiInstruction ?? null },
+    destination: {
+      database: {
+        dbName: db?.dbName ?? defaultDbName,
+        schema: db?.schema ?? 'public',
+        table: db?.table ?? '',
+        usePostgres: db?.usePostgres ?? true,
+      },
+    },
+  };
+}
+
+function inferFormat(fields: SchemaField[]): SourceFormat {
+  if (fields.length === 1 && fields[0].name === '_json') return 'json';
+  if (fields.length === 1 && fields[0].name === '_xml') return 'xml';
+  return 'csv';
+}
+
+function toRule(
+  r: NonNullable<PipelineConfigDto['dataQuality']>['rules'] extends (infer R)[] | undefined ? R : never,
+  names: Set<string>,
+  fields: SchemaField[],
+  problems: ErrorDetail[],
+): DataQualityRule {
+  const where = `dataQuality.rules[${r.column}]`;
+  if (!names.has(r.column))
+    problems.push({ field: where, problem: `column '${r.column}' is not in the schema` });
+  switch (r.type) {
+    case 'range': {
+      const type = fields.find((f) => f.name === r.column)?.type;
+      if (r.min === undefined && r.max === undefined)
+        problems.push({ field: where, problem: 'range needs min or max' });
+      if (type && !NUMERIC.has(type) && type !== 'date' && type !== 'timestamp') {
+        problems.push({
+          field: where,
+          problem: `range applies to numbers, dates and timestamps, not ${type}`,
+        });
+      }
+      return {
+        type: 'range',
+        column: r.column,
+        ...(r.min !== undefined ? { min: r.min } : {}),
+        ...(r.max !== undefined ? { max: r.max } : {}),
+      };
+    }
+    case 'regex':
+      try {
+        new RegExp(r.pattern ?? '');
+      } catch {
+        problems.push({ field: where, problem: `pattern '${r.pattern}' is not a valid regular expression` });
+      }
+      if (!r.pattern) problems.push({ field: where, problem: 'regex needs a pattern' });
+      return { type: 'regex', column: r.column, pattern: r.pattern ?? '' };
+    case 'allowed_values':
+      if (!r.values?.length) problems.push({ field: where, problem: 'allowed_values needs values' });
+      return { type: 'allowed_values', column: r.column, values: r.values ?? [] };
+    default:
+      return { type: r.type, column: r.column };
+  }
+}
+
+function toStep(
+  m: NonNullable<NonNullable<PipelineConfigDto['transformation']>['mappings']>[number],
+  i: number,
+  problems: ErrorDetail[],
+): TransformationStep {
+  const where = `transformation.mappings[${i}]`;
+  const need = (value: string | undefined, what: string): string => {
+    if (!value) problems.push({ field: where, problem: `${m.op} needs ${what}` });
+    return value ?? '';
+  };
+  switch (m.op) {
+    case 'rename':
+      return { op: 'rename', from: need(m.from, 'from'), to: need(m.to, 'to') };
+    case 'cast':
+      return {
+        op: 'cast',
+        column: need(m.column, 'column'),
+        type: (need(m.type, 'type') || 'string') as FieldType,
+      };
+    case 'drop':
+      return { op: 'drop', column: need(m.column, 'column') };
+    case 'derive':
+      return {
+        op: 'derive',
+        column: need(m.column, 'column'),
+        type: (m.type ?? 'string') as FieldType,
+        expression: need(m.expression, 'expression'),
+      };
+  }
+}
+
+/** Applies the mappings to the schema, step by step, so every reference is checked in order. */
+function checkMappings(fields: SchemaField[], steps: TransformationStep[], problems: ErrorDetail[]): void {
+  try {
+    outputFields(fields, steps);
+  } catch (err) {
+    if (err instanceof ValidationError)
+      problems.push(...(err.details ?? [{ field: 'transformation', problem: err.message }]));
+    else throw err;
+  }
+}
+
+/** The columns a pipeline writes: its schema after the transformation steps. */
+export function outputFields(fields: SchemaField[], steps: TransformationStep[]): SchemaField[] {
+  let cols = fields.map((f) => ({ ...f }));
+  steps.forEach((s, i) => {
+    const where = `transformation.mappings[${i}]`;
+    const has = (name: string) => cols.some((c) => c.name === name);
+    const fail = (problem: string): never => {
+      throw new ValidationError(`${where} ${problem}`, [{ field: where, problem }]);
+    };
+    switch (s.op) {
+      case 'rename':
+        if (!has(s.from)) fail(`renames '${s.from}', which does not exist at that step`);
+        if (has(s.to)) fail(`renames to '${s.to}', which already exists`);
+        cols = cols.map((c) => (c.name === s.from ? { ...c, name: s.to } : c));
+        break;
+      case 'cast':
+        if (!has(s.column)) fail(`casts '${s.column}', which does not exist at that step`);
+        cols = cols.map((c) => (c.name === s.column ? { ...c, type: s.type } : c));
+        break;
+      case 'drop':
+        if (!has(s.column)) fail(`drops '${s.column}', which does not exist at that step`);
+        cols = cols.filter((c) => c.name !== s.column);
+        break;
+      case 'derive': {
+        const expr = parseExpression(s.expression);
+        for (const ref of columnsOf(expr))
+          if (!has(ref)) fail(`derive reads '${ref}', which does not exist at that step`);
+        cols = has(s.column)
+          ? cols.map((c) => (c.name === s.column ? { name: s.column, type: s.type } : c))
+          : [...cols, { name: s.column, type: s.type }];
+        break;
+      }
+    }
+  });
+  return cols;
+}

@@ -1,0 +1,99 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { isDeepStrictEqual } from 'node:util';
+import { CONFIG, NotFoundError, TapyardConfig } from '@tapyard/core';
+import { PipelineConfigDto } from './dto/pipeline-config.dto';
+import { toDefinition } from './pipeline-definition';
+import { PipelineDefinition, SchemaField, StoredPipeline } from './pipeline.types';
+import { PipelineRow, PipelinesRepository } from './pipelines.repository';
+
+export interface PipelineListItem {
+  name: string;
+  catalog: string | null;
+  sourceType: string;
+  destinations: string[];
+  version: number;
+  updatedAt: string;
+}
+
+export class PipelineNotFoundError extends NotFoundError {
+  constructor(name: string) {
+    super(`pipeline '${name}' does not exist`);
+  }
+}
+
+/** Pipeline definitions of an environment, versioned: every change that alters one bumps its version. */
+@Injectable()
+export class PipelinesService {
+  constructor(
+    private readonly repo: PipelinesRepository,
+    @Inject(CONFIG) private readonly config: TapyardConfig,
+  ) {}
+
+  async save(environment: string, dto: PipelineConfigDto): Promise<{ name: string; version: number }> {
+    const def = toDefinition(dto, this.config.database.name);
+    return this.repo.transaction(async (m) => {
+      if (await this.repo.insert(environment, def, m)) return { name: def.name, version: 1 };
+      const current = (await this.repo.find(environment, def.name, m, true)) as PipelineRow;
+      if (isDeepStrictEqual(normalise(current.definition), normalise(def))) {
+        return { name: def.name, version: current.version };
+      }
+      await this.repo.update(environment, def, current.version + 1, m);
+      return { name: def.name, version: current.version + 1 };
+    });
+  }
+
+  async get(environment: string, name: string): Promise<StoredPipeline> {
+    const row = await this.repo.find(environment, name);
+    if (!row) throw new PipelineNotFoundError(name);
+    return { definition: row.definition, version: row.version, updatedAt: row.updated_at };
+  }
+
+  async list(environment: string): Promise<PipelineListItem[]> {
+    return (await this.repo.list(environment)).map((r) => ({
+      name: r.name,
+      catalog: r.catalog,
+      sourceType: r.definition.source.fileAttributes.format,
+      destinations: destinationsOf(r.definition),
+      version: r.version,
+      updatedAt: new Date(r.updated_at).toISOString(),
+    }));
+  }
+
+  async delete(environment: string, name: string): Promise<void> {
+    if (!(await this.repo.delete(environment, name))) throw new PipelineNotFoundError(name);
+  }
+
+  /**
+   * Appends columns found in a file but missing from the schema (as `string`, spec rule) and bumps
+   * the version; concurrent jobs adding the same column add it once.
+   */
+  async addColumns(environment: string, name: string, columns: string[]): Promise<StoredPipeline> {
+    return this.repo.transaction(async (m) => {
+      const row = await this.repo.find(environment, name, m, true);
+      if (!row) throw new PipelineNotFoundError(name);
+      const fields = row.definition.source.schemaProperties.fields;
+      const missing = columns.filter((c) => !fields.some((f) => f.name === c));
+      if (missing.length === 0)
+        return { definition: row.definition, version: row.version, updatedAt: row.updated_at };
+      const added: SchemaField[] = missing.map((c) => ({ name: c, type: 'string' }));
+      const def: PipelineDefinition = {
+        ...row.definition,
+        source: { ...row.definition.source, schemaProperties: { fields: [...fields, ...added] } },
+      };
+      await this.repo.update(environment, def, row.version + 1, m);
+      return { definition: def, version: row.version + 1, updatedAt: new Date() };
+    });
+  }
+}
+
+export function destinationsOf(def: PipelineDefinition): string[] {
+  const out: string[] = [];
+  const db = def.destination.database;
+  if (db) out.push(db.usePostgres ? 'postgres' : 'mongodb');
+  return out;
+}
+
+/** JSON round trip: drops undefined keys so stored and fresh definitions compare equal. */
+function normalise(def: PipelineDefinition): unknown {
+  return JSON.parse(JSON.stringify(def));
+}

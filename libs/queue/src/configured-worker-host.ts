@@ -1,0 +1,26 @@
+import { WorkerHost } from '@nestjs/bullmq';
+import { OnApplicationBootstrap } from '@nestjs/common';
+import { TapyardConfig } from '@tapyard/core';
+
+/**
+ * A WorkerHost whose BullMQ worker takes its settings from the validated config rather than from
+ * decorator literals. Processors declare `@Processor(queue, { autorun: false })`; the worker starts
+ * here, once configured. `lockMs` bounds how long a crashed worker's job waits before another
+ * worker takes it over (stalled-job recovery).
+ */
+export abstract class ConfiguredWorkerHost extends WorkerHost implements OnApplicationBootstrap {
+  protected abstract readonly config: TapyardConfig;
+
+  onApplicationBootstrap(): void {
+    const opts = this.worker.opts as {
+      lockDuration?: number;
+      stalledInterval?: number;
+      maxStalledCount?: number;
+    };
+    opts.lockDuration = this.config.worker.lockMs;
+    opts.stalledInterval = this.config.worker.lockMs;
+    opts.maxStalledCount = 3;
+    this.worker.concurrency = this.config.worker.concurrency;
+    void this.worker.run();
+  }
+}

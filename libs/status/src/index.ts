@@ -1,0 +1,4 @@
+export * from './status.module';
+export * from './status.service';
+export * from './status.types';
+export * from './status.repository';

@@ -1,0 +1,117 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { JobOutcome, JobRef, JobRow, ProcessName, StageState } from './status.types';
+
+export interface EventRow {
+  id: string;
+  pipeline: string;
+  pipeline_token: string;
+  publisher_token: string | null;
+  filename: string;
+  process_name: string;
+  state: StageState;
+  description: string;
+  epoch: string;
+}
+
+const JOB_COLUMNS = `pipeline_token, pipeline, publisher_token, filename, status, last_process, last_state,
+  started_at, last_event_at, ended_at, last_error_process, last_error_description`;
+
+@Injectable()
+export class StatusRepository {
+  constructor(@InjectDataSource() private readonly db: DataSource) {}
+
+  /**
+   * Appends the event and folds it into the job's summary row in one statement. The latest event
+   * decides the job status: an explicit outcome, `error` for an error event, otherwise `processing`.
+   */
+  async record(
+    job: JobRef,
+    processName: ProcessName,
+    state: StageState,
+    description: string,
+    epoch: number,
+    outcome: JobOutcome | null,
+  ): Promise<void> {
+    const status = outcome ?? (state === 'error' ? 'error' : 'processing');
+    const terminal = status !== 'processing';
+    await this.db.query(
+      `WITH ev AS (
+         INSERT INTO tapyard.status_events
+           (environment, pipeline, pipeline_token, publisher_token, filename, process_name, state, description, epoch)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+       )
+       INSERT INTO tapyard.jobs AS j (environment, pipeline_token, pipeline, publisher_token, filename, status,
+         last_process, last_state, started_at, last_event_at, ended_at, last_error_process, last_error_description)
+       VALUES ($1, $3, $2, $4, $5, $10, $6, $7, $9, $9, CASE WHEN $11 THEN $9::bigint END,
+         CASE WHEN $7 = 'error' THEN $6 END, CASE WHEN $7 = 'error' THEN $8 END)
+       ON CONFLICT (environment, pipeline_token) DO UPDATE SET
+         status = EXCLUDED.status,
+         last_process = EXCLUDED.last_process,
+         last_state = EXCLUDED.last_state,
+         last_event_at = GREATEST(j.last_event_at, EXCLUDED.last_event_at),
+         ended_at = CASE WHEN $11 THEN EXCLUDED.last_event_at END,
+         last_error_process = COALESCE(EXCLUDED.last_error_process, j.last_error_process),
+         last_error_description = COALESCE(EXCLUDED.last_error_description, j.last_error_description)`,
+      [
+        job.environment,
+        job.pipeline,
+        job.pipelineToken,
+        job.publisherToken,
+        job.filename,
+        processName,
+        state,
+        description,
+        epoch,
+        status,
+        terminal,
+      ],
+    );
+  }
+
+  eventsOfJob(environment: string, pipelineToken: string): Promise<EventRow[]> {
+    return this.db.query(
+      `SELECT * FROM tapyard.status_events WHERE environment = $1 AND pipeline_token = $2 ORDER BY id`,
+      [environment, pipelineToken],
+    );
+  }
+
+  eventsOfPublisher(environment: string, publisherToken: string): Promise<EventRow[]> {
+    return this.db.query(
+      `SELECT * FROM tapyard.status_events WHERE environment = $1 AND publisher_token = $2 ORDER BY id`,
+      [environment, publisherToken],
+    );
+  }
+
+  jobsOfPublisher(environment: string, publisherToken: string): Promise<JobRow[]> {
+    return this.db.query(
+      `SELECT ${JOB_COLUMNS} FROM tapyard.jobs WHERE environment = $1 AND publisher_token = $2 ORDER BY started_at`,
+      [environment, publisherToken],
+    );
+  }
+
+  jobByToken(environment: string, pipelineToken: string): Promise<JobRow[]> {
+    return this.db.query(
+      `SELECT ${JOB_COLUMNS} FROM tapyard.jobs WHERE environment = $1 AND pipeline_token = $2`,
+      [environment, pipelineToken],
+    );
+  }
+
+  jobsOfPipeline(environment: string, pipeline: string, limit: number, offset: number): Promise<JobRow[]> {
+    return this.db.query(
+      `SELECT ${JOB_COLUMNS} FROM tapyard.jobs WHERE environment = $1 AND pipeline = $2
+       ORDER BY started_at DESC, pipeline_token LIMIT $3 OFFSET $4`,
+      [environment, pipeline, limit, offset],
+    );
+  }
+
+  /** Removes every event and summary of the environment; returns how many rows went. */
+  async deleteAll(environment: string): Promise<number> {
+    return this.db.transaction(async (m) => {
+      const events = await m.query(`DELETE FROM tapyard.status_events WHERE environment = $1`, [environment]);
+      const jobs = await m.query(`DELETE FROM tapyard.jobs WHERE environment = $1`, [environment]);
+      return Number(events[1] ?? 0) + Number(jobs[1] ?? 0);
+    });
+  }
+}

@@ -1,0 +1,177 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { NotFoundError } from '@tapyard/core';
+import { EventRow, StatusRepository } from './status.repository';
+import {
+  CLOCK,
+  Clock,
+  JOB_TIMEOUT_MS,
+  JobOutcome,
+  JobRef,
+  JobRow,
+  JobStatus,
+  JobSummary,
+  ProcessName,
+  Rollup,
+  RollupJob,
+  RollupJobStatus,
+  SUMMARY_PAGE_SIZE,
+  StageState,
+  StatusEntry,
+} from './status.types';
+
+/** Per-stage status events of ingestion jobs, job summaries, and the rollup clients poll. */
+@Injectable()
+export class StatusService {
+  constructor(
+    private readonly repo: StatusRepository,
+    @Inject(CLOCK) private readonly clock: Clock,
+  ) {}
+
+  /** Records one stage event; `outcome` marks the job's terminal event. */
+  record(
+    job: JobRef,
+    processName: ProcessName,
+    state: StageState,
+    description: string,
+    outcome: JobOutcome | null = null,
+  ): Promise<void> {
+    return this.repo.record(job, processName, state, description, this.clock.now(), outcome);
+  }
+
+  async eventsOfJob(environment: string, pipelineToken: string): Promise<StatusEntry[]> {
+    const rows = await this.repo.eventsOfJob(environment, pipelineToken);
+    if (rows.length === 0) throw new NotFoundError(`no job has pipeline token '${pipelineToken}'`);
+    return rows.map(toEntry);
+  }
+
+  async eventsOfPublisher(environment: string, publisherToken: string): Promise<StatusEntry[]> {
+    const rows = await this.repo.eventsOfPublisher(environment, publisherToken);
+    if (rows.length === 0) throw new NotFoundError(`no job has publisher token '${publisherToken}'`);
+    return rows.map(toEntry);
+  }
+
+  async rollupOfJob(
+    environment: string,
+    pipelineToken: string,
+  ): Promise<{ rollup: Rollup; events: StatusEntry[] }> {
+    const [jobs, events] = await Promise.all([
+      this.repo.jobByToken(environment, pipelineToken),
+      this.eventsOfJob(environment, pipelineToken),
+    ]);
+    return { rollup: this.rollup(jobs), events };
+  }
+
+  async rollupOfPublisher(
+    environment: string,
+    publisherToken: string,
+  ): Promise<{ rollup: Rollup; events: StatusEntry[] }> {
+    const [jobs, events] = await Promise.all([
+      this.repo.jobsOfPublisher(environment, publisherToken),
+      this.eventsOfPublisher(environment, publisherToken),
+    ]);
+    return { rollup: this.rollup(jobs), events };
+  }
+
+  async summariesOfPipeline(environment: string, pipeline: string, page: number): Promise<JobSummary[]> {
+    const rows = await this.repo.jobsOfPipeline(
+      environment,
+      pipeline,
+      SUMMARY_PAGE_SIZE,
+      (page - 1) * SUMMARY_PAGE_SIZE,
+    );
+    return rows.map(toSummary);
+  }
+
+  deleteAll(environment: string): Promise<number> {
+    return this.repo.deleteAll(environment);
+  }
+
+  private rollup(rows: JobRow[]): Rollup {
+    const now = this.clock.now();
+    const jobs = rows.map((r) => this.rollupJob(r, now));
+    const statuses = new Set<RollupJobStatus>(jobs.map((j) => j.status));
+    const status: JobStatus = statuses.has('processing')
+      ? 'processing'
+      : statuses.has('error') || statuses.has('timed_out')
+        ? 'error'
+        : statuses.has('warning')
+          ? 'warning'
+          : 'success';
+    return { allDone: !statuses.has('processing'), status, jobs };
+  }
+
+  private rollupJob(r: JobRow, now: number): RollupJob {
+    const started = Number(r.started_at);
+    const last = Number(r.last_event_at);
+    const timedOut = r.status === 'processing' && now - started >= JOB_TIMEOUT_MS;
+    const status: RollupJobStatus = timedOut ? 'timed_out' : r.status;
+    const end = r.status === 'processing' ? (timedOut ? started + JOB_TIMEOUT_MS : now) : last;
+    return {
+      pipelineToken: r.pipeline_token,
+      pipeline: r.pipeline,
+      filename: r.filename,
+      status,
+      startedAt: isoMillis(started),
+      lastEventAt: isoMillis(last),
+      elapsed: seconds(end - started),
+      lastError:
+        r.status === 'error' || timedOut
+          ? {
+              processName: r.last_error_process ?? r.last_process,
+              description:
+                r.last_error_description ??
+                (timedOut ? 'no terminal event within 8 hours of the first event' : 'job failed'),
+            }
+          : null,
+    };
+  }
+}
+
+function toEntry(r: EventRow): StatusEntry {
+  const epoch = Number(r.epoch);
+  return {
+    id: Number(r.id),
+    dateTime: humanTime(epoch),
+    pipeline: r.pipeline,
+    processName: r.process_name,
+    publisherToken: r.publisher_token,
+    pipelineToken: r.pipeline_token,
+    filename: r.filename,
+    state: r.state,
+    code: r.state,
+    description: r.description,
+    epoch,
+  };
+}
+
+function toSummary(r: JobRow): JobSummary {
+  const started = Number(r.started_at);
+  const last = Number(r.last_event_at);
+  const ended = r.ended_at === null ? null : Number(r.ended_at);
+  return {
+    createdAtTimestamp: new Date(started).toISOString(),
+    createdAt: started,
+    updatedAt: last,
+    pipeline: r.pipeline,
+    pipelineToken: r.pipeline_token,
+    process: r.last_process,
+    startTime: humanTime(started),
+    endTime: ended === null ? '' : humanTime(ended),
+    totalTime: seconds((ended ?? last) - started),
+    status: r.last_state,
+  };
+}
+
+/** `2026-11-22 05:03:48.143` (UTC). */
+export function humanTime(epoch: number): string {
+  return new Date(epoch).toISOString().replace('T', ' ').replace('Z', '');
+}
+
+function isoMillis(epoch: number): string {
+  return new Date(epoch).toISOString();
+}
+
+/** Seconds with a unit, e.g. `12.345s`. */
+export function seconds(ms: number): string {
+  return `${(Math.max(0, ms) / 1000).toFixed(3)}s`;
+}

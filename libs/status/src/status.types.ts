@@ -1,0 +1,100 @@
+export const PROCESS_NAMES = [
+  'FileNotifier',
+  'StreamNotifier',
+  'DataQuality',
+  'Transformation',
+  'JobRunner',
+  'PostgresLoader',
+  'MongoDBLoader',
+  'SparkObjectStoreLoader',
+  'KafkaLoader',
+  'ActiveMQLoader',
+  'RestEndpointRunner',
+] as const;
+export type ProcessName = (typeof PROCESS_NAMES)[number];
+
+export type StageState = 'begin' | 'processing' | 'end' | 'error';
+export type JobOutcome = 'success' | 'warning' | 'error';
+export type JobStatus = JobOutcome | 'processing';
+export type RollupJobStatus = JobStatus | 'timed_out';
+
+/** What every event of one job shares. */
+export interface JobRef {
+  environment: string;
+  pipeline: string;
+  pipelineToken: string;
+  publisherToken: string | null;
+  filename: string;
+}
+
+/** Pipeline status entry (spec: "Pipeline status entry"). */
+export interface StatusEntry {
+  id: number;
+  dateTime: string;
+  pipeline: string;
+  processName: string;
+  publisherToken: string | null;
+  pipelineToken: string;
+  filename: string;
+  state: StageState;
+  code: StageState;
+  description: string;
+  epoch: number;
+}
+
+/** Job summary (spec: "Job summary"). */
+export interface JobSummary {
+  createdAtTimestamp: string;
+  createdAt: number;
+  updatedAt: number;
+  pipeline: string;
+  pipelineToken: string;
+  process: string;
+  startTime: string;
+  endTime: string;
+  totalTime: string;
+  status: string;
+}
+
+export interface RollupJob {
+  pipelineToken: string;
+  pipeline: string;
+  filename: string;
+  status: RollupJobStatus;
+  startedAt: string;
+  lastEventAt: string;
+  elapsed: string;
+  lastError: { processName: string; description: string } | null;
+}
+
+export interface Rollup {
+  allDone: boolean;
+  status: JobStatus;
+  jobs: RollupJob[];
+}
+
+/** A row of the jobs table. */
+export interface JobRow {
+  pipeline_token: string;
+  pipeline: string;
+  publisher_token: string | null;
+  filename: string;
+  status: JobStatus;
+  last_process: string;
+  last_state: StageState;
+  started_at: string;
+  last_event_at: string;
+  ended_at: string | null;
+  last_error_process: string | null;
+  last_error_description: string | null;
+}
+
+/** Injectable time source, so the 8-hour timeout can be tested. */
+export interface Clock {
+  now(): number;
+}
+export const CLOCK = Symbol('Clock');
+export const systemClock: Clock = { now: () => Date.now() };
+
+export const JOB_TIMEOUT_MS = 8 * 60 * 60 * 1000;
+export const SUMMARY_PAGE_SIZE = 50;

@@ -1,0 +1,81 @@
+import type TestAgent from 'supertest/lib/agent';
+
+export interface RollupAnswer {
+  rollup: {
+    allDone: boolean;
+    status: string;
+    jobs: {
+      pipelineToken: string;
+      status: string;
+      lastError: { processName: string; description: string } | null;
+      elapsed: string;
+      startedAt: string;
+      lastEventAt: string;
+      filename: string;
+      pipeline: string;
+    }[];
+  };
+  events: {
+    processName: string;
+    state: string;
+    description: string;
+    code: string;
+    id: number;
+    epoch: number;
+  }[];
+}
+
+/** Uploads a file through the real HTTP route; returns the pipeline token. */
+export async function upload(
+  http: TestAgent,
+  pipeline: string,
+  content: string | Buffer,
+  filename = 'data.csv',
+  publisherToken?: string,
+): Promise<string> {
+  let req = http.post('/api/v1/pipeline/upload').field('pipeline', pipeline);
+  if (publisherToken) req = req.field('publishertoken', publisherToken);
+  const res = await req
+    .attach('file', Buffer.isBuffer(content) ? content : Buffer.from(content), filename)
+    .expect(200);
+  expect(res.headers['content-type']).toMatch(/^text\/plain/);
+  return res.text;
+}
+
+/** Polls the rollup as a client would, until every job is done. */
+export async function waitForJob(http: TestAgent, token: string, timeoutMs = 30000): Promise<RollupAnswer> {
+  const start = Date.now();
+  for (;;) {
+    const res = await http
+      .get('/api/v1/pipeline/status')
+      .query({ pipelinetoken: token, withrollup: 'true' })
+      .expect(200);
+    const body = res.body as RollupAnswer;
+    if (body.rollup.allDone) {
+      // Surfaces the reason in a failing test's output.
+      if (body.rollup.status === 'error')
+        console.log('job error:', JSON.stringify(body.rollup.jobs.map((j) => j.lastError)));
+      return body;
+    }
+    if (Date.now() - start > timeoutMs)
+      throw new Error(`job ${token} not done: ${JSON.stringify(body.rollup)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+export function csvPipeline(
+  name: string,
+  table: string,
+  fields: [string, string][],
+  extra: Record<string, unknown> = {},
+) {
+  return {
+    name,
+    source: {
+      fileAttributes: { csvAttributes: { delimiter: ',', header: true } },
+      schemaProperties: { fields: fields.map(([n, type]) => ({ name: n, type })) },
+    },
+    destination: { database: { dbName: 'tapyard_test', schema: 'ingest_test', table, usePostgres: true } },
+    ...extra,
+  };
+}
