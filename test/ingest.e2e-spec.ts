@@ -248,6 +248,18 @@ describe('ingestion into PostgreSQL (real Postgres and Redis)', () => {
     expect([...ids].sort((x: number, y: number) => x - y)).toEqual(ids);
   });
 
+  it('answers 404 for unknown tokens and 400 without a query', async () => {
+    const unknown = await api.http
+      .get('/api/v1/pipeline/status')
+      .query({ pipelinetoken: 'nope', withrollup: 'true' })
+      .expect(404);
+    expect(unknown.body.message).toBe("no job has pipeline token 'nope'");
+    await api.http.get('/api/v1/pipeline/status').query({ publishertoken: 'nope' }).expect(404);
+    const none = await api.http.get('/api/v1/pipeline/status').expect(400);
+    expect(none.body.message).toBe('give one of publishertoken, pipelinetoken or pipelinename');
+    await api.http.get('/api/v1/pipeline/status').query({ pipelinename: 'sales', page: '0' }).expect(400);
+  });
+
   it('reports a job with no terminal event for 8 hours as timed_out', async () => {
     const status = worker.app.get(StatusService);
     const job = {

@@ -19,6 +19,15 @@ describe('OpenAPI and Swagger UI', () => {
       ['get', '/api/v1/secrets/{name}'],
       ['put', '/api/v1/secrets/{name}'],
       ['delete', '/api/v1/secrets/{name}'],
+      ['post', '/api/v1/pipeline'],
+      ['get', '/api/v1/pipeline'],
+      ['delete', '/api/v1/pipeline'],
+      ['get', '/api/v1/pipelines'],
+      ['post', '/api/v1/pipeline/generate'],
+      ['post', '/api/v1/pipeline/profile'],
+      ['post', '/api/v1/pipeline/upload'],
+      ['get', '/api/v1/pipeline/status'],
+      ['delete', '/api/v1/pipeline/status'],
     ];
     for (const [method, path] of expected) {
       const op = doc.paths[path]?.[method];
@@ -36,6 +45,20 @@ describe('OpenAPI and Swagger UI', () => {
       ]),
     );
     expect(doc.components.schemas.ErrorBodyDto).toBeDefined();
+    // The pipeline configuration is documented down to its nested sections.
+    for (const schema of [
+      'PipelineConfigDto',
+      'SourceDto',
+      'CsvAttributesDto',
+      'DataQualityRuleDto',
+      'TransformationStepDto',
+      'DatabaseDestinationDto',
+    ]) {
+      expect(doc.components.schemas[schema]).toBeDefined();
+    }
+    expect(
+      doc.paths['/api/v1/pipeline/upload'].post.requestBody.content['multipart/form-data'],
+    ).toBeDefined();
   });
 
   it('GET /metrics serves Prometheus text with route templates, never raw paths', async () => {

@@ -276,7 +276,7 @@ function convert(
   for (let i = 0; i < batch.rows.length; i++) {
     counts.rows++;
     const r = plan.process(batch.rows[i]);
-    if (r.ok) out += r.line;
+    if (typeof r === 'string') out += r;
     else {
       counts.rejected++;
       if (r.stage === 'DataQuality') counts.dq++;

@@ -38,8 +38,9 @@ describe('detectHeader', () => {
     expect(detectHeader(table('Ada,yes\nBob,no\nCy,yes'))).toBe(false);
   });
 
-  it('requires distinct, non-empty first-row cells', () => {
-    expect(detectHeader(table('name,name\n1,2'))).toBe(false);
+  it('requires non-empty first-row cells, and distinct ones unless the columns below are typed', () => {
+    expect(detectHeader(table('name,name\nfoo,bar\nbaz,qux'))).toBe(false);
+    expect(detectHeader(table('name,name\n1,2'))).toBe(true);
     expect(detectHeader(table('name,\n1,2'))).toBe(false);
     expect(detectHeader(table('name,NULL\n1,2'))).toBe(false);
   });

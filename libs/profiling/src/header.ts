@@ -9,10 +9,11 @@ import { classifyValue, isNullValue, looksNumeric } from './values';
  * 1. No rows → false (nothing to name).
  * 2. The first row must look like names: every cell non-empty, not a number (leading zeros, huge
  *    integers and digit-and-punctuation strings such as `1,234` or `01/02/2024` count as numbers),
- *    not an ISO date/timestamp, and no two cells equal (case-insensitive). Otherwise → false.
+ *    not an ISO date/timestamp. Otherwise → false.
  * 3. A single row that passes 2 → true.
  * 4. Typed evidence: some column whose other rows infer to a non-string type while its first cell
  *    does not fit that type (`amount` above numbers) → true.
+ *    Past this point, two equal first-row cells (case-insensitive) → false.
  * 5. Data evidence: a first cell that fits its column's non-string type (`yes` above booleans) or
  *    reappears below it (`Paris` above `Paris`) → false.
  * 6. Otherwise a vote per text column whose other values all share one length (codes like `FR`,
@@ -28,6 +29,8 @@ export function detectHeader(rows: string[][]): boolean {
   const columns = first.map((cell, i) => ({ cell, values: body.map((row) => row[i] ?? '') }));
   const typed = columns.map((column) => ({ ...column, type: inferFieldType(column.values) }));
   if (typed.some(({ cell, type }) => type !== 'string' && !fitsType(cell, type))) return true;
+  // Without typed evidence, repeated names argue for data (real headers may repeat a name, data rows often do).
+  if (!distinct(first)) return false;
   // Past the line above, a typed column's first cell fits its type: it reads as data.
   if (typed.some(({ cell, type, values }) => type !== 'string' || reappears(cell, values))) return false;
   return lengthVote(typed) >= 0;
@@ -43,7 +46,10 @@ function isNameLike(cell: string): boolean {
 }
 
 function looksLikeNames(cells: string[]): boolean {
-  if (cells.length === 0 || !cells.every(isNameLike)) return false;
+  return cells.length > 0 && cells.every(isNameLike);
+}
+
+function distinct(cells: string[]): boolean {
   return new Set(cells.map((cell) => cell.trim().toLowerCase())).size === cells.length;
 }
 

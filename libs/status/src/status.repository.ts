@@ -70,6 +70,26 @@ export class StatusRepository {
     );
   }
 
+  /**
+   * The summary rows and the events of a job or of a publisher token in one round trip: this is
+   * what every rollup poll reads, so it stays a single indexed query.
+   */
+  async jobsAndEvents(
+    environment: string,
+    by: 'pipeline_token' | 'publisher_token',
+    token: string,
+  ): Promise<{ jobs: JobRow[]; events: EventRow[] }> {
+    const rows: { jobs: JobRow[]; events: EventRow[] }[] = await this.db.query(
+      `SELECT
+         (SELECT coalesce(json_agg(j ORDER BY j.started_at), '[]') FROM
+           (SELECT ${JOB_COLUMNS} FROM tapyard.jobs WHERE environment = $1 AND ${by} = $2) j) AS jobs,
+         (SELECT coalesce(json_agg(e ORDER BY e.id), '[]') FROM
+           (SELECT * FROM tapyard.status_events WHERE environment = $1 AND ${by} = $2) e) AS events`,
+      [environment, token],
+    );
+    return rows[0];
+  }
+
   eventsOfJob(environment: string, pipelineToken: string): Promise<EventRow[]> {
     return this.db.query(
       `SELECT * FROM tapyard.status_events WHERE environment = $1 AND pipeline_token = $2 ORDER BY id`,

@@ -50,26 +50,32 @@ export class StatusService {
     return rows.map(toEntry);
   }
 
-  async rollupOfJob(
+  rollupOfJob(
     environment: string,
     pipelineToken: string,
   ): Promise<{ rollup: Rollup; events: StatusEntry[] }> {
-    const [jobs, events] = await Promise.all([
-      this.repo.jobByToken(environment, pipelineToken),
-      this.eventsOfJob(environment, pipelineToken),
-    ]);
-    return { rollup: this.rollup(jobs), events };
+    return this.rollupBy(environment, 'pipeline_token', pipelineToken);
   }
 
-  async rollupOfPublisher(
+  rollupOfPublisher(
     environment: string,
     publisherToken: string,
   ): Promise<{ rollup: Rollup; events: StatusEntry[] }> {
-    const [jobs, events] = await Promise.all([
-      this.repo.jobsOfPublisher(environment, publisherToken),
-      this.eventsOfPublisher(environment, publisherToken),
-    ]);
-    return { rollup: this.rollup(jobs), events };
+    return this.rollupBy(environment, 'publisher_token', publisherToken);
+  }
+
+  private async rollupBy(
+    environment: string,
+    by: 'pipeline_token' | 'publisher_token',
+    token: string,
+  ): Promise<{ rollup: Rollup; events: StatusEntry[] }> {
+    const { jobs, events } = await this.repo.jobsAndEvents(environment, by, token);
+    if (jobs.length === 0) {
+      throw new NotFoundError(
+        `no job has ${by === 'pipeline_token' ? 'pipeline' : 'publisher'} token '${token}'`,
+      );
+    }
+    return { rollup: this.rollup(jobs), events: events.map(toEntry) };
   }
 
   async summariesOfPipeline(environment: string, pipeline: string, page: number): Promise<JobSummary[]> {
