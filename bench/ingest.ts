@@ -6,7 +6,8 @@
  * 0 skips it), BENCH_POLL_SECONDS (default 5).
  */
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { createWriteStream, readFileSync, statSync } from 'node:fs';
+import { createReadStream, createWriteStream, readFileSync, statSync } from 'node:fs';
+import { request } from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -84,14 +85,7 @@ function peakRssMb(pid: number): number {
 
 async function ingest(file: string, pipeline: string): Promise<{ seconds: number; token: string }> {
   const started = process.hrtime.bigint();
-  const token = execFileSync(
-    'curl',
-    ['-sf', '-F', `pipeline=${pipeline}`, '-F', `file=@${file}`, `${BASE}/pipeline/upload`],
-    {
-      encoding: 'utf8',
-      maxBuffer: 1 << 20,
-    },
-  ).trim();
+  const token = await uploadFile(file, pipeline);
   for (;;) {
     const res = (await (
       await fetch(`${BASE}/pipeline/status?pipelinetoken=${token}&withrollup=true`)
@@ -106,6 +100,44 @@ async function ingest(file: string, pipeline: string): Promise<{ seconds: number
     await sleep(50);
   }
   return { seconds: Number(process.hrtime.bigint() - started) / 1e9, token };
+}
+
+/** Streams a multipart upload from disk (the file never sits in this process's memory). */
+function uploadFile(file: string, pipeline: string): Promise<string> {
+  const boundary = `----tapyard${Date.now()}`;
+  const head = Buffer.from(
+    `--${boundary}\r\nContent-Disposition: form-data; name="pipeline"\r\n\r\n${pipeline}\r\n` +
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="bench.csv"\r\n` +
+      'Content-Type: text/csv\r\n\r\n',
+  );
+  const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      `${BASE}/pipeline/upload`,
+      {
+        method: 'POST',
+        headers: {
+          'content-type': `multipart/form-data; boundary=${boundary}`,
+          'content-length': head.length + statSync(file).size + tail.length,
+        },
+      },
+      (res) => {
+        let body = '';
+        res.on('data', (d: Buffer) => (body += d.toString()));
+        res.on('end', () =>
+          res.statusCode === 200
+            ? resolve(body.trim())
+            : reject(new Error(`upload: ${res.statusCode} ${body}`)),
+        );
+      },
+    );
+    req.on('error', reject);
+    req.write(head);
+    const input = createReadStream(file);
+    input.on('error', reject);
+    input.on('end', () => req.end(tail));
+    input.pipe(req, { end: false });
+  });
 }
 
 async function pipelineFor(name: string, table: string): Promise<void> {
