@@ -24,7 +24,7 @@ describe('health when every peer is down', () => {
     try {
       const started = Date.now();
       const status = await health.all(config.environment);
-      expect(Date.now() - started).toBeLessThan(2600);
+      expect(Date.now() - started).toBeLessThan(3000); // 2 s probes + slack for a loaded 2-core CI machine
       expect(status.postgres).toEqual({ status: 'down', message: 'no answer within 2000 ms' });
       expect(status.redis.status).toBe('down');
       expect((status.redis as { message: string }).message).toMatch(/ECONNREFUSED|connect/);

@@ -125,7 +125,7 @@ describe('platform endpoints (real Postgres and Redis)', () => {
       const started = Date.now();
       const res = await api.http.get('/api/v1/health/services').expect(200);
       const elapsed = Date.now() - started;
-      expect(elapsed).toBeLessThan(2600);
+      expect(elapsed).toBeLessThan(3000); // 2 s probes + slack for a loaded 2-core CI machine
 
       expect(res.body.postgres).toEqual({ status: 'up' });
       expect(res.body.mongodb.status).toBe('down');
