@@ -4,7 +4,7 @@ import { rm } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import { Logger } from 'pino';
-import { LOGGER, TapyardConfig, CONFIG, errorMessage } from '@tapyard/core';
+import { LOGGER, errorMessage } from '@tapyard/core';
 import {
   DESTINATIONS,
   Destination,
@@ -44,7 +44,6 @@ class StageError extends Error {
 @Injectable()
 export class IngestionRunner {
   constructor(
-    @Inject(CONFIG) private readonly config: TapyardConfig,
     @Inject(LOGGER) private readonly logger: Logger,
     @Inject(DESTINATIONS) private readonly destinations: DestinationRegistry,
     private readonly pipelines: PipelinesService,
