@@ -1,5 +1,8 @@
 import { Client } from 'pg';
+import { Job } from 'bullmq';
+import { IngestPayload } from '@tapyard/queue';
 import { StatusRepository, StatusService } from '@tapyard/status';
+import { IngestProcessor } from '../apps/worker/src/ingest.processor';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { TEST_DATABASE_URL, uniqueEnvironment } from './support/env';
 import { csvPipeline, upload, waitForJob } from './support/ingest';
@@ -279,6 +282,30 @@ describe('ingestion into PostgreSQL (real Postgres and Redis)', () => {
     expect(rollup.jobs[0].elapsed).toBe('28800.000s');
     const now = await status.rollupOfJob(env, job.pipelineToken);
     expect(now.rollup).toMatchObject({ allDone: false, status: 'processing' });
+  });
+
+  it('a job BullMQ abandons (workers kept dying on it) ends as error, not processing', async () => {
+    const job = {
+      environment: env,
+      pipeline: 'ghost',
+      pipelineToken: `abandoned-${env}`,
+      publisherToken: null,
+      filename: 'x.csv',
+    };
+    await worker.app.get(StatusService).record(job, 'StreamNotifier', 'begin', 'receiving x.csv');
+    const failed = { data: { ...job, spoolPath: '/nonexistent' } } as Job<IngestPayload>;
+    await worker.app
+      .get(IngestProcessor)
+      .onFailed(failed, new Error('job stalled more than allowable limit'));
+    const { rollup } = await waitForJob(api.http, job.pipelineToken);
+    expect(rollup.jobs[0]).toMatchObject({
+      status: 'error',
+      lastError: {
+        processName: 'JobRunner',
+        description:
+          'the job was abandoned after repeated worker failures: job stalled more than allowable limit',
+      },
+    });
   });
 
   it('deletes a pipeline with its data, and all status history', async () => {
