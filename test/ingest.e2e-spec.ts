@@ -251,6 +251,19 @@ describe('ingestion into PostgreSQL (real Postgres and Redis)', () => {
     expect([...ids].sort((x: number, y: number) => x - y)).toEqual(ids);
   });
 
+  it('loads concurrent uploads into a new table, each once', async () => {
+    await pipeline('parallel', [['id', 'int']]);
+    const files = [1, 2, 3, 4, 5, 6].map((n) => `id,extra_${n % 2}\n${n}0,x\n${n}1,y\n`);
+    const tokens = await Promise.all(files.map((f, i) => upload(api.http, 'parallel', f, `p${i}.csv`)));
+    const results = await Promise.all(tokens.map((t) => waitForJob(api.http, t)));
+    expect(results.map((r) => r.rollup.status)).toEqual(Array(6).fill('success'));
+    const loaded = await rows('parallel');
+    expect(loaded.map((r) => r.id).sort((a, b) => Number(a) - Number(b))).toEqual([
+      10, 11, 20, 21, 30, 31, 40, 41, 50, 51, 60, 61,
+    ]);
+    expect(Object.keys(loaded[0]).sort()).toEqual(['extra_0', 'extra_1', 'id']);
+  });
+
   it('answers 404 for unknown tokens and 400 without a query', async () => {
     const unknown = await api.http
       .get('/api/v1/pipeline/status')

@@ -19,6 +19,9 @@ const PG_TYPES: Record<FieldType, string> = {
   timestamp: 'timestamptz',
 };
 
+// Any constant works as long as every Tapyard process uses the same one.
+const DDL_LOCK_ID = 7_421_002;
+
 /** PostgreSQL's limit on columns per table. */
 export const PG_MAX_COLUMNS = 1600;
 
@@ -55,23 +58,39 @@ export class PostgresDestination implements Destination {
     const t = `${s}.${quoteIdent(table)}`;
     const cols = target.columns.map((c) => `${quoteIdent(c.name)} ${PG_TYPES[c.type]}`).join(', ');
     await this.withClient(target.database, async (client) => {
-      // DDL is idempotent and outside the load transaction, so concurrent jobs can prepare together.
-      await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
-      await client.query(`CREATE SCHEMA IF NOT EXISTS tapyard_meta`);
-      await client.query(
-        `CREATE TABLE IF NOT EXISTS tapyard_meta.loads (pipeline_token text PRIMARY KEY, target text NOT NULL,
-         rows_loaded bigint, rows_rejected bigint, loaded_at timestamptz NOT NULL DEFAULT now())`,
-      );
-      await client.query(`CREATE TABLE IF NOT EXISTS ${t} (${cols})`);
-      for (const c of target.columns) {
+      // Outside the load transaction, but serialised: concurrent `CREATE … IF NOT EXISTS` can still
+      // collide in the catalogs, and ALTER TABLE would wait on running loads, so only missing columns
+      // are added.
+      await client.query('BEGIN');
+      try {
+        await client.query('SELECT pg_advisory_xact_lock($1)', [DDL_LOCK_ID]);
+        await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
+        await client.query(`CREATE SCHEMA IF NOT EXISTS tapyard_meta`);
         await client.query(
-          `ALTER TABLE ${t} ADD COLUMN IF NOT EXISTS ${quoteIdent(c.name)} ${PG_TYPES[c.type]}`,
+          `CREATE TABLE IF NOT EXISTS tapyard_meta.loads (pipeline_token text PRIMARY KEY, target text NOT NULL,
+           rows_loaded bigint, rows_rejected bigint, loaded_at timestamptz NOT NULL DEFAULT now())`,
         );
+        await client.query(`CREATE TABLE IF NOT EXISTS ${t} (${cols})`);
+        const existing = await client.query(
+          `SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2`,
+          [schema, table],
+        );
+        const have = new Set(existing.rows.map((r: { column_name: string }) => r.column_name));
+        const missing = target.columns.filter((c) => !have.has(c.name));
+        if (missing.length > 0) {
+          await client.query(
+            `ALTER TABLE ${t} ${missing.map((c) => `ADD COLUMN IF NOT EXISTS ${quoteIdent(c.name)} ${PG_TYPES[c.type]}`).join(', ')}`,
+          );
+        }
+        await client.query(
+          `CREATE TABLE IF NOT EXISTS ${s}.${quoteIdent(rejectsTable(table))} (pipeline_token text NOT NULL,
+           line bigint, stage text, reason text, raw text, rejected_at timestamptz NOT NULL DEFAULT now())`,
+        );
+        await client.query('COMMIT');
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw err;
       }
-      await client.query(
-        `CREATE TABLE IF NOT EXISTS ${s}.${quoteIdent(rejectsTable(table))} (pipeline_token text NOT NULL,
-         line bigint, stage text, reason text, raw text, rejected_at timestamptz NOT NULL DEFAULT now())`,
-      );
     });
   }
 
