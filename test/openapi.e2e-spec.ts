@@ -56,6 +56,8 @@ describe('OpenAPI and Swagger UI', () => {
     ]) {
       expect(doc.components.schemas[schema]).toBeDefined();
     }
+    expect(doc.components.schemas.DataQualityDto.properties.aiInstruction).toBeDefined();
+    expect(doc.components.schemas.TransformationDto.properties.aiInstruction).toBeDefined();
     expect(
       doc.paths['/api/v1/pipeline/upload'].post.requestBody.content['multipart/form-data'],
     ).toBeDefined();

@@ -106,6 +106,10 @@ describe('pipelines API (real Postgres)', () => {
     const r4 = await api.http.post('/api/v1/pipeline').send(badMapping).expect(400);
     expect(r4.body.message).toMatch(/derive reads 'missing'/);
 
+    const badInstruction = csvPipeline('bad', 'bad', [['id', 'int']], { dataQuality: { aiInstruction: 42 } });
+    const r5 = await api.http.post('/api/v1/pipeline').send(badInstruction).expect(400);
+    expect(JSON.stringify(r5.body.details)).toContain('aiInstruction');
+
     const badName = { ...csvPipeline('x', 'x', [['id', 'int']]), name: '../etc' };
     await api.http.post('/api/v1/pipeline').send(badName).expect(400);
     await api.http.get('/api/v1/pipeline').expect(400);

@@ -181,15 +181,8 @@ export class DataQualityRuleDto {
   values?: string[];
 }
 
-export class DataQualityDto {
-  @ApiPropertyOptional({ type: [DataQualityRuleDto] })
-  @IsOptional()
-  @IsArray()
-  @ArrayMaxSize(1000)
-  @ValidateNested({ each: true })
-  @Type(() => DataQualityRuleDto)
-  rules?: DataQualityRuleDto[];
-
+/** The AI instruction a stage may carry; a later release writes the stage's script from it. */
+class AiInstructionDto {
   @ApiPropertyOptional({
     nullable: true,
     description: 'AI instruction (a later release writes a script from it)',
@@ -198,6 +191,16 @@ export class DataQualityDto {
   @IsString()
   @MaxLength(10000)
   aiInstruction?: string | null;
+}
+
+export class DataQualityDto extends AiInstructionDto {
+  @ApiPropertyOptional({ type: [DataQualityRuleDto] })
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(1000)
+  @ValidateNested({ each: true })
+  @Type(() => DataQualityRuleDto)
+  rules?: DataQualityRuleDto[];
 }
 
 export class TransformationStepDto {
@@ -232,7 +235,7 @@ export class TransformationStepDto {
   expression?: string;
 }
 
-export class TransformationDto {
+export class TransformationDto extends AiInstructionDto {
   @ApiPropertyOptional({ type: [TransformationStepDto] })
   @IsOptional()
   @IsArray()
@@ -240,15 +243,6 @@ export class TransformationDto {
   @ValidateNested({ each: true })
   @Type(() => TransformationStepDto)
   mappings?: TransformationStepDto[];
-
-  @ApiPropertyOptional({
-    nullable: true,
-    description: 'AI instruction (a later release writes a script from it)',
-  })
-  @IsOptional()
-  @IsString()
-  @MaxLength(10000)
-  aiInstruction?: string | null;
 }
 
 export class DatabaseDestinationDto {
