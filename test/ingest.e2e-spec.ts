@@ -28,7 +28,7 @@ describe('ingestion into PostgreSQL (real Postgres and Redis)', () => {
 
   beforeAll(async () => {
     api = await startApi({ TAPYARD_ENV: env, UPLOAD_LIMIT: '2mb' });
-    worker = await startWorker({ TAPYARD_ENV: env });
+    worker = await startWorker({ TAPYARD_ENV: env, STATUS_PROGRESS_MS: '10' });
     pg = new Client({ connectionString: TEST_DATABASE_URL });
     await pg.connect();
   });
@@ -262,6 +262,28 @@ describe('ingestion into PostgreSQL (real Postgres and Redis)', () => {
       10, 11, 20, 21, 30, 31, 40, 41, 50, 51, 60, 61,
     ]);
     expect(Object.keys(loaded[0]).sort()).toEqual(['extra_0', 'extra_1', 'id']);
+  });
+
+  it('reports progress of a long load as processing entries with the rows so far', async () => {
+    await pipeline('progress', [
+      ['id', 'int'],
+      ['label', 'string'],
+    ]);
+    let csv = 'id,label\n';
+    for (let i = 0; i < 100_000; i++) csv += `${i},r${i}\n`;
+    const { rollup, events } = await waitForJob(api.http, await upload(api.http, 'progress', csv));
+    expect(rollup.status).toBe('success');
+    const progress = events.filter((e) => e.state === 'processing');
+    expect(progress.length).toBeGreaterThan(0);
+    const counts = progress.map((e) => {
+      expect(e.processName).toBe('PostgresLoader');
+      expect(e.description).toMatch(/^\d+ rows loaded so far; 0 rejected$/);
+      return Number(e.description.split(' ')[0]);
+    });
+    expect([...counts].sort((a, b) => a - b)).toEqual(counts);
+    expect(counts[counts.length - 1]).toBeLessThanOrEqual(100_000);
+    const order = events.map((e) => `${e.processName}:${e.state}`);
+    expect(order.lastIndexOf('PostgresLoader:processing')).toBeLessThan(order.indexOf('PostgresLoader:end'));
   });
 
   it('answers 404 for unknown tokens and 400 without a query', async () => {

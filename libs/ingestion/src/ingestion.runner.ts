@@ -4,7 +4,7 @@ import { rm } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import { Logger } from 'pino';
-import { LOGGER, errorMessage } from '@tapyard/core';
+import { CONFIG, LOGGER, TapyardConfig, errorMessage } from '@tapyard/core';
 import {
   DESTINATIONS,
   Destination,
@@ -22,8 +22,6 @@ import { readJson } from './readers/json-reader';
 import { readXml } from './readers/xml-reader';
 import { RowPlan } from './row-plan';
 import { Spool } from './spool';
-
-const PROGRESS_EVERY_MS = 2000;
 
 /** A failure attributed to the stage where it happened, for the job's `lastError`. */
 class StageError extends Error {
@@ -44,6 +42,7 @@ class StageError extends Error {
 @Injectable()
 export class IngestionRunner {
   constructor(
+    @Inject(CONFIG) private readonly config: TapyardConfig,
     @Inject(LOGGER) private readonly logger: Logger,
     @Inject(DESTINATIONS) private readonly destinations: DestinationRegistry,
     private readonly pipelines: PipelinesService,
@@ -113,17 +112,16 @@ export class IngestionRunner {
       const rejects = createWriteStream(rejectsPath);
       const counts = { rows: 0, rejected: 0, dq: 0, tf: 0 };
       let lastProgress = Date.now();
+      // Progress entries are written without holding up the load, but in order, and all of them
+      // before the stage's `end` entry.
+      let progressWritten: Promise<void> = Promise.resolve();
       const progress = (loaded: number) => {
-        if (Date.now() - lastProgress < PROGRESS_EVERY_MS) return;
+        if (Date.now() - lastProgress < this.config.progressEveryMs) return;
         lastProgress = Date.now();
-        void this.status
-          .record(
-            job,
-            destination.processName,
-            'processing',
-            `${loaded} rows loaded so far; ${counts.rejected} rejected`,
-          )
-          .catch(() => undefined);
+        const note = `${loaded} rows loaded so far; ${counts.rejected} rejected`;
+        progressWritten = progressWritten.then(() =>
+          this.status.record(job, destination.processName, 'processing', note).catch(() => undefined),
+        );
       };
       let readFailure: StageError | null = null;
       const chunks = async function* (this: IngestionRunner): AsyncGenerator<string> {
@@ -152,6 +150,7 @@ export class IngestionRunner {
         await rm(rejectsPath, { force: true });
       }
 
+      await progressWritten;
       const dqNote = result.alreadyLoaded
         ? 'an earlier delivery of this job already loaded it'
         : `${counts.rows} rows checked, ${counts.dq} rejected`;

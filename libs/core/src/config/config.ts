@@ -40,6 +40,8 @@ export interface TapyardConfig {
   readonly worker: { readonly concurrency: number; readonly lockMs: number };
   /** Where uploads wait for a worker (shared by API and workers on one host). */
   readonly spoolDir: string;
+  /** How often a running load reports its progress as a `processing` status entry. */
+  readonly progressEveryMs: number;
 }
 
 export class ConfigError extends Error {
@@ -238,6 +240,7 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
       lockMs: r.int('WORKER_LOCK_MS', 30000, 1000, 600000),
     },
     spoolDir: r.string('TAPYARD_SPOOL_DIR', join(dataDir, 'spool')),
+    progressEveryMs: r.int('STATUS_PROGRESS_MS', 2000, 10, 3600000),
   };
   if (r.problems.length > 0) throw new ConfigError(r.problems);
   return Object.freeze(config);
