@@ -140,10 +140,19 @@ function uploadFile(file: string, pipeline: string): Promise<string> {
   });
 }
 
-async function pipelineFor(name: string, table: string): Promise<void> {
+/** Rules of the data-quality overhead run: one of each kind that costs per row. */
+const BENCH_RULES = [
+  { type: 'not_null', column: 'id' },
+  { type: 'range', column: 'qty', min: 0, max: 1000 },
+  { type: 'regex', column: 'zip', pattern: '^\\d{5}$' },
+  { type: 'allowed_values', column: 'paid', values: ['true', 'false'] },
+];
+
+async function pipelineFor(name: string, table: string, rules: object[] = []): Promise<void> {
   const body = {
     name,
     source: { schemaProperties: { fields: COLUMNS.map(([n, type]) => ({ name: n, type })) } },
+    dataQuality: { rules },
     destination: { database: { dbName: new URL(DB_URL).pathname.slice(1), schema: 'bench', table } },
   };
   const res = await fetch(`${BASE}/pipeline`, {
@@ -248,6 +257,15 @@ async function main(): Promise<void> {
     console.log(
       `ingest while polled:    ${(ROWS / busy.seconds).toFixed(0)} rows/s with ${(polls / busy.seconds).toFixed(0)} polls/s ` +
         `(slowdown ${(((busy.seconds - quiet.seconds) / quiet.seconds) * 100).toFixed(1)}%, goal ≤ 10%)`,
+    );
+
+    // The same load through four data-quality rules: what do the checks cost?
+    await pipelineFor('bench_dq', `dq_${ENV.replace(/-/g, '_')}`, BENCH_RULES);
+    const plain = await ingest(file, 'bench');
+    const checked = await ingest(file, 'bench_dq');
+    console.log(
+      `with ${BENCH_RULES.length} DQ rules:       ${(ROWS / checked.seconds).toFixed(0)} rows/s vs ${(ROWS / plain.seconds).toFixed(0)} ` +
+        `without (overhead ${(((checked.seconds - plain.seconds) / plain.seconds) * 100).toFixed(1)}%, goal ≤ 10%)`,
     );
 
     if (SCALE > 1) {
