@@ -44,9 +44,3 @@ export interface IngestPayload {
   /** File in the spool directory; removed once the job reached a terminal state. */
   spoolPath: string;
 }
-
-/** Name → payload and result types, so producers and processors cannot disagree. */
-export interface JobTypes {
-  [MaintenanceJob.ping]: { payload: PingPayload; result: PingResult };
-  [IngestJob.load]: { payload: IngestPayload; result: void };
-}

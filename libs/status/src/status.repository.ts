@@ -104,20 +104,6 @@ export class StatusRepository {
     );
   }
 
-  jobsOfPublisher(environment: string, publisherToken: string): Promise<JobRow[]> {
-    return this.db.query(
-      `SELECT ${JOB_COLUMNS} FROM tapyard.jobs WHERE environment = $1 AND publisher_token = $2 ORDER BY started_at`,
-      [environment, publisherToken],
-    );
-  }
-
-  jobByToken(environment: string, pipelineToken: string): Promise<JobRow[]> {
-    return this.db.query(
-      `SELECT ${JOB_COLUMNS} FROM tapyard.jobs WHERE environment = $1 AND pipeline_token = $2`,
-      [environment, pipelineToken],
-    );
-  }
-
   jobsOfPipeline(environment: string, pipeline: string, limit: number, offset: number): Promise<JobRow[]> {
     return this.db.query(
       `SELECT ${JOB_COLUMNS} FROM tapyard.jobs WHERE environment = $1 AND pipeline = $2

@@ -6,6 +6,8 @@ export const DEFAULT_BATCH_ROWS = 5_000;
 export const DEFAULT_MAX_BYTES = 16 * 1024 * 1024;
 /** Length limit of `RowError.raw`. */
 export const RAW_LIMIT = 1_000;
+/** Bytes to keep for a RowError.raw: RAW_LIMIT characters of up to 4 bytes each. */
+export const RAW_BYTES = 4 * RAW_LIMIT;
 
 /** `16 MiB` for whole mebibytes, else `1234 bytes`; used in error reasons. */
 export function formatBytes(n: number): string {

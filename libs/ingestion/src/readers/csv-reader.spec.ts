@@ -1,15 +1,8 @@
-import { Readable } from 'node:stream';
+import { chunked, thrown } from '../../../../test/support/byte-streams';
 import { readCsv, CsvReadOptions } from './csv-reader';
 import { FatalReadError, RecordBatch, RowError } from './record-batch';
 
 const BASE: CsvReadOptions = { delimiter: ',', quote: '"', escape: null, encoding: 'utf-8', header: false };
-
-function chunked(data: string | Buffer, size: number): Readable {
-  const buf = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
-  const chunks: Buffer[] = [];
-  for (let i = 0; i < buf.length; i += size) chunks.push(buf.subarray(i, i + size));
-  return Readable.from(chunks);
-}
 
 async function batchesOf(data: string | Buffer, opts: Partial<CsvReadOptions> = {}, size = 1) {
   const out: RecordBatch[] = [];
@@ -41,14 +34,8 @@ async function read(data: string | Buffer, opts: Partial<CsvReadOptions> = {}): 
   return whole;
 }
 
-async function fatal(data: string | Buffer, opts: Partial<CsvReadOptions> = {}): Promise<FatalReadError> {
-  try {
-    await batchesOf(data, opts);
-  } catch (err) {
-    expect(err).toBeInstanceOf(FatalReadError);
-    return err as FatalReadError;
-  }
-  throw new Error('expected a FatalReadError');
+function fatal(data: string | Buffer, opts: Partial<CsvReadOptions> = {}): Promise<FatalReadError> {
+  return thrown(() => batchesOf(data, opts), FatalReadError);
 }
 
 describe('readCsv', () => {

@@ -31,10 +31,11 @@ import {
   BatchSink,
   DEFAULT_BATCH_ROWS,
   DEFAULT_MAX_BYTES,
+  RAW_BYTES,
+  RAW_LIMIT,
   detach,
   formatBytes,
   positiveOption,
-  RAW_LIMIT,
 } from './batch-sink';
 import { FatalReadError, RecordBatch } from './record-batch';
 
@@ -59,8 +60,6 @@ const TAB = 9;
 const NONE = 0x7fffffff;
 const STOP = 1;
 const HIGH = 2;
-/** Bytes kept for RowError.raw (RAW_LIMIT characters of up to 4 bytes). */
-const RAW_BYTES = 4 * RAW_LIMIT;
 const EMPTY_CHUNK = new DecodedChunk(Buffer.alloc(0), 'ascii');
 /** `Array`, bound once: a global lookup per row is slow inside a vm context (as under Jest). */
 const RowArray = Array;

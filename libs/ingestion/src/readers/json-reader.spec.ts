@@ -1,13 +1,6 @@
-import { Readable } from 'node:stream';
+import { chunked, thrown } from '../../../../test/support/byte-streams';
 import { JSON_SHAPE_ERROR, JsonReadOptions, readJson } from './json-reader';
 import { FatalReadError, RecordBatch, RowError } from './record-batch';
-
-function chunked(data: string | Buffer, size: number): Readable {
-  const buf = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
-  const chunks: Buffer[] = [];
-  for (let i = 0; i < buf.length; i += size) chunks.push(buf.subarray(i, i + size));
-  return Readable.from(chunks);
-}
 
 async function batchesOf(data: string | Buffer, opts: JsonReadOptions = {}, size = 1) {
   const out: RecordBatch[] = [];
@@ -37,14 +30,8 @@ async function read(data: string | Buffer, opts: JsonReadOptions = {}): Promise<
   return whole;
 }
 
-async function fatal(data: string | Buffer, opts: JsonReadOptions = {}): Promise<FatalReadError> {
-  try {
-    await batchesOf(data, opts);
-  } catch (err) {
-    expect(err).toBeInstanceOf(FatalReadError);
-    return err as FatalReadError;
-  }
-  throw new Error('expected a FatalReadError');
+function fatal(data: string | Buffer, opts: JsonReadOptions = {}): Promise<FatalReadError> {
+  return thrown(() => batchesOf(data, opts), FatalReadError);
 }
 
 describe('readJson', () => {

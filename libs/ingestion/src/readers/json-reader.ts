@@ -20,9 +20,10 @@ import {
   BatchSink,
   DEFAULT_BATCH_ROWS,
   DEFAULT_MAX_BYTES,
+  RAW_BYTES,
+  RAW_LIMIT,
   formatBytes,
   positiveOption,
-  RAW_LIMIT,
 } from './batch-sink';
 import { FatalReadError, RecordBatch } from './record-batch';
 
@@ -76,7 +77,6 @@ const RBRACKET = 93;
 const LBRACE = 123;
 const RBRACE = 125;
 const NONE = 0x7fffffff;
-const RAW_BYTES = 4 * RAW_LIMIT;
 const MAX_KEY_CHARS = 64 * 1024;
 const EMPTY_CHUNK = new DecodedChunk(Buffer.alloc(0), 'ascii');
 // Bound once: a global lookup per record is slow inside a vm context (as under Jest).

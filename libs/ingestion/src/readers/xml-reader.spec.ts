@@ -1,13 +1,6 @@
-import { Readable } from 'node:stream';
+import { chunked } from '../../../../test/support/byte-streams';
 import { FatalReadError, RecordBatch, RowError } from './record-batch';
 import { readXml, XML_DOCTYPE_ERROR, XmlReadOptions } from './xml-reader';
-
-function chunked(data: string | Buffer, size: number): Readable {
-  const buf = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
-  const chunks: Buffer[] = [];
-  for (let i = 0; i < buf.length; i += size) chunks.push(buf.subarray(i, i + size));
-  return Readable.from(chunks);
-}
 
 interface Read {
   rows: unknown[];
