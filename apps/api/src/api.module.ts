@@ -1,4 +1,6 @@
 import { DynamicModule, Module } from '@nestjs/common';
+import { APP_GUARD } from '@nestjs/core';
+import { AuthModule } from '@tapyard/auth';
 import { Logger } from 'pino';
 import { ConfigModule, LoggingModule, TapyardConfig } from '@tapyard/core';
 import { DatabaseModule } from '@tapyard/database';
@@ -12,6 +14,10 @@ import { PlatformController } from './platform/platform.controller';
 import { SecretsController } from './secrets/secrets.controller';
 import { ApiMetrics } from './metrics/metrics';
 import { METRICS, MetricsController } from './metrics/metrics.controller';
+import { AccessGuard } from './auth/access.guard';
+import { AuthController } from './auth/auth.controller';
+import { KeysController } from './auth/keys.controller';
+import { UsersController } from './auth/users.controller';
 
 /** The HTTP application: controllers only; domain logic comes from libs/*. */
 @Module({})
@@ -27,6 +33,7 @@ export class ApiModule {
         SecretsModule,
         HealthModule,
         IngestionModule,
+        AuthModule,
       ],
       controllers: [
         PlatformController,
@@ -34,8 +41,14 @@ export class ApiModule {
         PipelinesController,
         StatusController,
         MetricsController,
+        AuthController,
+        KeysController,
+        UsersController,
       ],
-      providers: [{ provide: METRICS, useValue: metrics }],
+      providers: [
+        { provide: METRICS, useValue: metrics },
+        { provide: APP_GUARD, useClass: AccessGuard },
+      ],
     };
   }
 }

@@ -8,6 +8,7 @@ import { ApiMetrics } from './metrics/metrics';
 import { ErrorFilter } from './http/error.filter';
 import { requestContextMiddleware } from './http/request-context';
 import { API_PREFIX, setupSwagger } from './swagger';
+import { assertEveryRouteDeclared } from './auth/route-audit';
 
 /** Builds the API application without listening, so tests run exactly what production runs. */
 export async function createApiApp(config: TapyardConfig, logger: Logger): Promise<NestExpressApplication> {
@@ -30,6 +31,7 @@ export async function createApiApp(config: TapyardConfig, logger: Logger): Promi
       stopAtFirstError: false,
     }),
   );
+  assertEveryRouteDeclared(app);
   setupSwagger(app, config);
   return app;
 }

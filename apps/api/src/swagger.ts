@@ -1,5 +1,6 @@
 import { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { SESSION_COOKIE } from '@tapyard/auth';
 import { TapyardConfig } from '@tapyard/core';
 import { ErrorBodyDto } from './http/error-body.dto';
 
@@ -11,11 +12,13 @@ export function setupSwagger(app: INestApplication, config: TapyardConfig): void
     .setTitle('Tapyard')
     .setDescription(
       'Tapyard data platform API. All endpoints are under /api/v1. Errors share one JSON body: ' +
-        '`{statusCode, error, message, details?}` (see the ErrorBody schema). When API keys are enabled every ' +
-        'call carries the `x-api-key` header.',
+        '`{statusCode, error, message, details?}` (see the ErrorBody schema). Authentication follows USE_USER_AUTH and ' +
+        'USE_API_KEYS: API clients send `x-api-key`; the UI logs in (cookie `tapyard_session`, and `x-csrf-token` on writes). ' +
+        'Each operation names the capability it needs in `x-required-capability` (`none` = public).',
     )
     .setVersion(config.version)
     .addApiKey({ type: 'apiKey', name: 'x-api-key', in: 'header' }, 'x-api-key')
+    .addCookieAuth(SESSION_COOKIE, { type: 'apiKey', in: 'cookie', name: SESSION_COOKIE }, 'session')
     .build();
   const document = SwaggerModule.createDocument(app, doc, { extraModels: [ErrorBodyDto] });
   SwaggerModule.setup('api/docs', app, document, { jsonDocumentUrl: 'api/docs-json' });

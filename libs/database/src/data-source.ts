@@ -4,13 +4,18 @@ import { TapyardConfig, errorMessage } from '@tapyard/core';
 import { SecretEntity } from '@tapyard/secrets';
 import { CreateSecrets1763788800000 } from './migrations/1763788800000-create-secrets';
 import { PipelinesAndStatus1763875200000 } from './migrations/1763875200000-pipelines-and-status';
+import { UsersAndKeyUsage1763961600000 } from './migrations/1763961600000-users-and-key-usage';
 
 /** Postgres schema holding Tapyard's own metadata; loaded user data never goes here. */
 export const METADATA_SCHEMA = 'tapyard';
 
 /** Every entity and migration is listed here: no globbing, so the build output is what runs. */
 export const ENTITIES = [SecretEntity];
-export const MIGRATIONS = [CreateSecrets1763788800000, PipelinesAndStatus1763875200000];
+export const MIGRATIONS = [
+  CreateSecrets1763788800000,
+  PipelinesAndStatus1763875200000,
+  UsersAndKeyUsage1763961600000,
+];
 
 // Any constant works as long as every Tapyard process uses the same one.
 const MIGRATION_LOCK_ID = 7_421_001;

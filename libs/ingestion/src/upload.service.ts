@@ -12,7 +12,7 @@ import {
   UnsupportedMediaTypeError,
   ValidationError,
 } from '@tapyard/core';
-import { PipelinesService } from '@tapyard/pipelines';
+import { PipelineDefinition, PipelinesService } from '@tapyard/pipelines';
 import { IngestJob, IngestPayload, QUEUES } from '@tapyard/queue';
 import { JobRef, StatusService } from '@tapyard/status';
 import { Spool } from './spool';
@@ -42,7 +42,12 @@ export class UploadService {
     @InjectQueue(QUEUES.ingest) private readonly queue: Queue<IngestPayload>,
   ) {}
 
-  async upload(environment: string, req: Request): Promise<string> {
+  /** `authorize` sees the pipeline before anything is queued and may refuse it by throwing. */
+  async upload(
+    environment: string,
+    req: Request,
+    authorize: (name: string, definition: PipelineDefinition) => void = () => undefined,
+  ): Promise<string> {
     const pipelineToken = randomUUID();
     const got = await this.receive(environment, req, pipelineToken);
     try {
@@ -58,7 +63,7 @@ export class UploadService {
         );
       }
       if (!pipeline) throw new ValidationError("multipart field 'pipeline' is required");
-      await this.pipelines.get(environment, pipeline);
+      authorize(pipeline, (await this.pipelines.get(environment, pipeline)).definition);
       if (got.bytes === 0) throw new ValidationError(`the uploaded file '${got.filename}' is empty`);
       const publisherToken = got.fields.get('publishertoken')?.trim() || null;
       if (publisherToken && publisherToken.length > 200)

@@ -48,14 +48,20 @@ export class PipelinesService {
     return { definition: row.definition, version: row.version, updatedAt: row.updated_at };
   }
 
-  async list(environment: string): Promise<PipelineListItem[]> {
+  /** The listing, each item with its full definition so callers can filter by scope. */
+  async listWithDefinitions(
+    environment: string,
+  ): Promise<{ item: PipelineListItem; definition: PipelineDefinition }[]> {
     return (await this.repo.list(environment)).map((r) => ({
-      name: r.name,
-      catalog: r.catalog,
-      sourceType: r.definition.source.fileAttributes.format,
-      destinations: destinationsOf(r.definition),
-      version: r.version,
-      updatedAt: new Date(r.updated_at).toISOString(),
+      definition: r.definition,
+      item: {
+        name: r.name,
+        catalog: r.catalog,
+        sourceType: r.definition.source.fileAttributes.format,
+        destinations: destinationsOf(r.definition),
+        version: r.version,
+        updatedAt: new Date(r.updated_at).toISOString(),
+      },
     }));
   }
 

@@ -8,6 +8,8 @@ import { SecretEntity } from './secret.entity';
 
 export type SecretFields = Record<string, string>;
 
+export type SecretChangeListener = (environment: string, name: string) => Promise<void>;
+
 export interface Secret {
   name: string;
   fields: SecretFields;
@@ -25,6 +27,7 @@ const MAX_VALUE_CHARS = 64 * 1024;
 @Injectable()
 export class SecretsService {
   private readonly cipher: SecretCipher;
+  private readonly listeners: SecretChangeListener[] = [];
 
   constructor(
     private readonly repo: SecretsRepository,
@@ -64,13 +67,38 @@ export class SecretsService {
 
   async put(environment: string, name: string, fields: unknown): Promise<void> {
     validateName(name);
+    refuseManaged(environment, name);
     const valid = validateFields(fields);
     await this.repo.upsert(environment, name, this.cipher.seal(JSON.stringify(valid), environment, name));
+    await this.changed(environment, name);
   }
 
   async delete(environment: string, name: string): Promise<void> {
     validateName(name);
+    refuseManaged(environment, name);
     if (!(await this.repo.delete(environment, name))) throw new SecretNotFoundError(name);
+    await this.changed(environment, name);
+  }
+
+  /** For platform code keeping its own state in a secret (the API-key map): null when absent. */
+  async readSystem(environment: string, name: string): Promise<SecretFields | null> {
+    const row = await this.repo.find(environment, name);
+    return row ? this.open(row) : null;
+  }
+
+  /** Writes platform-managed state; field names and sizes are the platform's own, not user input. */
+  async writeSystem(environment: string, name: string, fields: SecretFields): Promise<void> {
+    await this.repo.upsert(environment, name, this.cipher.seal(JSON.stringify(fields), environment, name));
+    await this.changed(environment, name);
+  }
+
+  /** Called after any write or delete, e.g. to invalidate caches on every API instance. */
+  onChange(listener: SecretChangeListener): void {
+    this.listeners.push(listener);
+  }
+
+  private async changed(environment: string, name: string): Promise<void> {
+    for (const l of this.listeners) await l(environment, name);
   }
 
   private open(row: SecretEntity): SecretFields {
@@ -79,6 +107,17 @@ export class SecretsService {
     } catch {
       throw new SecretUnreadableError(row.name);
     }
+  }
+}
+
+/** The API-key map of an environment: written only through the keys API, never through /secrets. */
+export function apiKeysSecretName(environment: string): string {
+  return `${environment}/api-keys`;
+}
+
+function refuseManaged(environment: string, name: string): void {
+  if (name === apiKeysSecretName(environment)) {
+    throw new ValidationError(`secret '${name}' is managed by the keys API (/keys) and cannot be written here`);
   }
 }
 

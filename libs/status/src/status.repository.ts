@@ -113,6 +113,18 @@ export class StatusRepository {
   }
 
   /** Removes every event and summary of the environment; returns how many rows went. */
+  async pipelinesOfToken(
+    environment: string,
+    by: 'pipeline_token' | 'publisher_token',
+    token: string,
+  ): Promise<string[]> {
+    const rows: { pipeline: string }[] = await this.db.query(
+      `SELECT DISTINCT pipeline FROM tapyard.jobs WHERE environment = $1 AND ${by} = $2`,
+      [environment, token],
+    );
+    return rows.map((r) => r.pipeline);
+  }
+
   async deleteAll(environment: string): Promise<number> {
     return this.db.transaction(async (m) => {
       const events = await m.query(`DELETE FROM tapyard.status_events WHERE environment = $1`, [environment]);

@@ -64,6 +64,11 @@ export class StatusService {
     return this.rollupBy(environment, 'publisher_token', publisherToken);
   }
 
+  /** Names of the pipelines whose jobs carry the token (for scope checks). */
+  pipelinesOfToken(environment: string, by: 'pipeline' | 'publisher', token: string): Promise<string[]> {
+    return this.repo.pipelinesOfToken(environment, by === 'pipeline' ? 'pipeline_token' : 'publisher_token', token);
+  }
+
   private async rollupBy(
     environment: string,
     by: 'pipeline_token' | 'publisher_token',

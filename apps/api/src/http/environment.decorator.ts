@@ -1,8 +1,14 @@
 import { ExecutionContext, createParamDecorator } from '@nestjs/common';
+import type { Access } from '../auth/access';
 import { TapyardRequest } from './request-context';
 
 /** The environment the request acts in (TAPYARD_ENV; per tenant in multi-tenant mode). */
 export const RequestEnvironment = createParamDecorator(
   (_data: unknown, ctx: ExecutionContext): string =>
     ctx.switchToHttp().getRequest<TapyardRequest>().environment,
+);
+
+/** What the caller may see and do, for per-item checks in handlers (see Access). */
+export const RequestAccess = createParamDecorator(
+  (_data: unknown, ctx: ExecutionContext): Access => ctx.switchToHttp().getRequest<TapyardRequest>().access,
 );

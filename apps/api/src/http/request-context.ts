@@ -3,11 +3,14 @@ import type { NextFunction, Request, Response } from 'express';
 import { Logger } from 'pino';
 import { requestContext } from '@tapyard/core';
 import { ApiMetrics } from '../metrics/metrics';
+import type { Access } from '../auth/access';
 
 /** A request as Tapyard middleware leaves it: with its id and the environment it acts in. */
 export interface TapyardRequest extends Request {
   requestId: string;
   environment: string;
+  /** Set by the access guard before any handler runs. */
+  access: Access;
 }
 
 const INCOMING_ID = /^[A-Za-z0-9._-]{1,64}$/;

@@ -1,5 +1,6 @@
 import { Controller, Get, Header, Inject } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { Requires } from '../auth/access-rule';
 import { ApiMetrics } from './metrics';
 
 export const METRICS = Symbol('ApiMetrics');
@@ -10,6 +11,7 @@ export class MetricsController {
   constructor(@Inject(METRICS) private readonly metrics: ApiMetrics) {}
 
   @Get()
+  @Requires('platform:read')
   @Header('content-type', 'text/plain; version=0.0.4; charset=utf-8')
   @ApiOperation({ summary: 'Prometheus metrics (outside /api/v1)' })
   @ApiOkResponse({ description: 'Prometheus text exposition format', schema: { type: 'string' } })

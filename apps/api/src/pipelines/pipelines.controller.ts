@@ -16,7 +16,10 @@ import { DESTINATIONS, DestinationRegistry } from '@tapyard/destinations';
 import { SchemaDiscoveryService, UploadService } from '@tapyard/ingestion';
 import { PipelineConfigDto, PipelineDefinition, PipelinesService, destinationsOf } from '@tapyard/pipelines';
 import { ErrorBodyDto } from '../http/error-body.dto';
-import { RequestEnvironment } from '../http/environment.decorator';
+import { RequestAccess, RequestEnvironment } from '../http/environment.decorator';
+import { Access } from '../auth/access';
+import { Requires } from '../auth/access-rule';
+import { pipelineFields, pipelineInBody, pipelineInQuery } from '../auth/scopes';
 import {
   DeletePipelineQueryDto,
   DeletePipelineResultDto,
@@ -40,6 +43,7 @@ export class PipelinesController {
 
   @Post('pipeline')
   @HttpCode(200)
+  @Requires('pipeline:update', pipelineInBody)
   @ApiOperation({
     summary: 'Create or update a pipeline',
     description: 'The version starts at 1 and increases by one with every change that alters the definition.',
@@ -58,6 +62,7 @@ export class PipelinesController {
   }
 
   @Get('pipeline')
+  @Requires('pipeline:read', pipelineInQuery('pipeline'))
   @ApiOperation({ summary: 'The full configuration of a pipeline, with its definition version' })
   @ApiOkResponse({ type: PipelineConfigDto })
   @ApiNotFoundResponse({ type: ErrorBodyDto })
@@ -70,13 +75,19 @@ export class PipelinesController {
   }
 
   @Get('pipelines')
+  @Requires('pipeline:read', 'filtered')
   @ApiOperation({ summary: 'Every pipeline of the environment' })
   @ApiOkResponse({ type: [PipelineListItemDto] })
-  list(@RequestEnvironment() env: string): Promise<PipelineListItemDto[]> {
-    return this.pipelines.list(env);
+  async list(
+    @RequestEnvironment() env: string,
+    @RequestAccess() access: Access,
+  ): Promise<PipelineListItemDto[]> {
+    const all = await this.pipelines.listWithDefinitions(env);
+    return access.filter(all, 'read', 'pipeline', (p) => pipelineFields(p.definition)).map((p) => p.item);
   }
 
   @Delete('pipeline')
+  @Requires('pipeline:delete', pipelineInQuery('pipeline'))
   @ApiOperation({
     summary: 'Delete a pipeline',
     description: 'With deleteData=true also drops the loaded data (the table and its _rejects table).',
@@ -101,6 +112,7 @@ export class PipelinesController {
 
   @Post('pipeline/upload')
   @HttpCode(200)
+  @Requires('pipeline:upload', 'in-handler')
   @Header('content-type', 'text/plain; charset=utf-8')
   @ApiOperation({
     summary: 'Upload a file into a pipeline',
@@ -119,12 +131,19 @@ export class PipelinesController {
   @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'Unknown pipeline' })
   @ApiPayloadTooLargeResponse({ type: ErrorBodyDto, description: 'File over UPLOAD_LIMIT' })
   @ApiUnsupportedMediaTypeResponse({ type: ErrorBodyDto, description: 'Not multipart, or a compressed file' })
-  upload(@RequestEnvironment() env: string, @Req() req: Request): Promise<string> {
-    return this.uploads.upload(env, req);
+  upload(
+    @RequestEnvironment() env: string,
+    @RequestAccess() access: Access,
+    @Req() req: Request,
+  ): Promise<string> {
+    return this.uploads.upload(env, req, (name, def) =>
+      access.assertVisible('upload', 'pipeline', pipelineFields(def), `pipeline '${name}' does not exist`),
+    );
   }
 
   @Post('pipeline/generate')
   @HttpCode(200)
+  @Requires('pipeline:create')
   @ApiOperation({
     summary: 'Propose a pipeline configuration from a sample file',
     description:
@@ -142,6 +161,7 @@ export class PipelinesController {
 
   @Post('pipeline/profile')
   @HttpCode(200)
+  @Requires('pipeline:create')
   @ApiOperation({
     summary: 'Profile a sample of a CSV file',
     description:

@@ -10,6 +10,8 @@ import { ValidationError } from '@tapyard/core';
 import { JobSummary, Rollup, StatusEntry, StatusService } from '@tapyard/status';
 import { ErrorBodyDto } from '../http/error-body.dto';
 import { RequestEnvironment } from '../http/environment.decorator';
+import { Requires } from '../auth/access-rule';
+import { statusQuery } from '../auth/scopes';
 import {
   ROLLUP_EXAMPLE,
   STATUS_ENTRY_EXAMPLE,
@@ -26,6 +28,7 @@ export class StatusController {
   constructor(private readonly status: StatusService) {}
 
   @Get()
+  @Requires('job:read', statusQuery)
   @ApiOperation({
     summary: 'Status of ingestion jobs',
     description:
@@ -62,6 +65,7 @@ export class StatusController {
   }
 
   @Delete()
+  @Requires('job:delete')
   @ApiOperation({
     summary: 'Remove all status and job history of the environment',
     description: 'Pipeline configurations and loaded data are untouched.',

@@ -3,6 +3,7 @@ import { ApiExtraModels, ApiOkResponse, ApiOperation, ApiTags, getSchemaPath } f
 import { CONFIG, TapyardConfig } from '@tapyard/core';
 import { AvailabilityService, HealthService, ServiceStatus } from '@tapyard/health';
 import { RequestEnvironment } from '../http/environment.decorator';
+import { Public, Requires } from '../auth/access-rule';
 import { HEALTH_EXAMPLE, ServiceStatusDto, VersionInfoDto } from './platform.dto';
 
 @ApiTags('platform')
@@ -16,6 +17,7 @@ export class PlatformController {
   ) {}
 
   @Get('version')
+  @Public()
   @ApiOperation({ summary: 'Server version, environment and authentication flags' })
   @ApiOkResponse({ type: VersionInfoDto })
   version(@RequestEnvironment() environment: string): VersionInfoDto {
@@ -33,6 +35,7 @@ export class PlatformController {
   }
 
   @Get('health/services')
+  @Requires('platform:read')
   @ApiOperation({
     summary: 'Live status of every backing service',
     description:
@@ -52,6 +55,7 @@ export class PlatformController {
   }
 
   @Get('destinations/available')
+  @Requires('platform:read')
   @ApiOperation({
     summary: 'Destinations usable now',
     description:
@@ -66,6 +70,7 @@ export class PlatformController {
   }
 
   @Get('vector-stores/available')
+  @Requires('platform:read')
   @ApiOperation({ summary: 'Vector stores that are configured and answering (2 s probe each)' })
   @ApiOkResponse({ schema: { type: 'array', items: { type: 'string' }, example: ['chroma', 'pgvector'] } })
   vectorStores(@RequestEnvironment() environment: string): Promise<string[]> {

@@ -11,6 +11,7 @@ import {
 import { SecretsService } from '@tapyard/secrets';
 import { ErrorBodyDto } from '../http/error-body.dto';
 import { RequestEnvironment } from '../http/environment.decorator';
+import { Requires } from '../auth/access-rule';
 import { SecretDto, StatusOkDto } from './secrets.dto';
 
 const NAME_PARAM = {
@@ -25,6 +26,7 @@ export class SecretsController {
   constructor(private readonly secrets: SecretsService) {}
 
   @Get()
+  @Requires('secret:read')
   @ApiOperation({ summary: 'Names of the secrets of the current environment' })
   @ApiOkResponse({ schema: { type: 'array', items: { type: 'string' }, example: ['qdrant', 'warehouse'] } })
   list(@RequestEnvironment() env: string): Promise<string[]> {
@@ -32,6 +34,7 @@ export class SecretsController {
   }
 
   @Get(':name')
+  @Requires('secret:read')
   @ApiOperation({ summary: 'One secret, sensitive fields masked' })
   @ApiParam(NAME_PARAM)
   @ApiOkResponse({ type: SecretDto })
@@ -41,6 +44,7 @@ export class SecretsController {
   }
 
   @Put(':name')
+  @Requires('secret:update')
   @ApiOperation({
     summary: 'Create or replace a secret',
     description: 'Body: a JSON object of field names to string values. Stored encrypted (AES-256-GCM).',
@@ -65,6 +69,7 @@ export class SecretsController {
   }
 
   @Delete(':name')
+  @Requires('secret:delete')
   @ApiOperation({ summary: 'Delete a secret' })
   @ApiParam(NAME_PARAM)
   @ApiOkResponse({ type: StatusOkDto })

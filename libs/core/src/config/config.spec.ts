@@ -25,7 +25,7 @@ describe('loadConfig', () => {
     expect(c.redis.url).toBe('redis://127.0.0.1:6379');
     expect(c.mongodb).toEqual({ uri: null, database: 'dev' });
     expect(c.objectStore.endpoint).toBeNull();
-    expect(c.auth).toEqual({
+    expect(c.auth).toMatchObject({
       useUserAuth: false,
       useApiKeys: false,
       multiTenant: false,
@@ -54,7 +54,7 @@ describe('loadConfig', () => {
     expect(c.port).toBe(9000);
     expect(c.environment).toBe('staging-2');
     expect(c.database.name).toBe('meta');
-    expect(c.auth).toEqual({
+    expect(c.auth).toMatchObject({
       useUserAuth: true,
       useApiKeys: true,
       multiTenant: true,

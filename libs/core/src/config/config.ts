@@ -34,6 +34,16 @@ export interface TapyardConfig {
     readonly useApiKeys: boolean;
     readonly multiTenant: boolean;
     readonly capabilityEnforcement: CapabilityEnforcement;
+    /** Accepted as the full-access key `bootstrap` when API keys are on; stored hashed. */
+    readonly bootstrapApiKey: string | null;
+    /** Password of the `admin` user created when user auth is on and no admin exists. */
+    readonly adminPassword: string | null;
+    readonly sessionTtlSeconds: number;
+    readonly loginWindowSeconds: number;
+    readonly loginMaxFailuresPerUser: number;
+    readonly loginMaxFailuresPerAddress: number;
+    /** How often key `lastUsedAt` marks are written (batched, not one write per request). */
+    readonly keyUsageFlushMs: number;
   };
   /** 32-byte AES-256 key; never logged, never returned. */
   readonly masterKey: Buffer;
@@ -233,6 +243,13 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
       useApiKeys: r.bool('USE_API_KEYS', false),
       multiTenant: r.bool('MULTI_TENANT', false),
       capabilityEnforcement: r.oneOf('CAPABILITY_ENFORCEMENT', ['enforce', 'log-only'] as const, 'enforce'),
+      bootstrapApiKey: r.optional('TAPYARD_BOOTSTRAP_API_KEY'),
+      adminPassword: r.optional('TAPYARD_ADMIN_PASSWORD'),
+      sessionTtlSeconds: r.int('SESSION_TTL_SECONDS', 8 * 3600, 60, 30 * 86400),
+      loginWindowSeconds: r.int('LOGIN_WINDOW_SECONDS', 900, 1, 86400),
+      loginMaxFailuresPerUser: r.int('LOGIN_MAX_FAILURES_PER_USER', 5, 1, 1000),
+      loginMaxFailuresPerAddress: r.int('LOGIN_MAX_FAILURES_PER_ADDRESS', 20, 1, 100000),
+      keyUsageFlushMs: r.int('KEY_USAGE_FLUSH_MS', 15000, 100, 3600000),
     },
     masterKey: readMasterKey(r, dataDir),
     worker: {
@@ -242,8 +259,22 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
     spoolDir: r.string('TAPYARD_SPOOL_DIR', join(dataDir, 'spool')),
     progressEveryMs: r.int('STATUS_PROGRESS_MS', 2000, 10, 3600000),
   };
+  checkAuth(r, config.auth);
   if (r.problems.length > 0) throw new ConfigError(r.problems);
   return Object.freeze(config);
+}
+
+/** Combinations that cannot work; values are never echoed (they are secrets). */
+function checkAuth(r: EnvReader, auth: TapyardConfig['auth']): void {
+  if (auth.multiTenant && !auth.useApiKeys) {
+    r.problems.push('MULTI_TENANT=true needs USE_API_KEYS=true: the tenant of a request is found from its API key');
+  }
+  if (auth.bootstrapApiKey !== null && auth.bootstrapApiKey.length < 24) {
+    r.problems.push('TAPYARD_BOOTSTRAP_API_KEY must be at least 24 characters (use `openssl rand -hex 24`)');
+  }
+  if (auth.adminPassword !== null && auth.adminPassword.length < 12) {
+    r.problems.push('TAPYARD_ADMIN_PASSWORD must be at least 12 characters');
+  }
 }
 
 function readPackageVersion(): string {

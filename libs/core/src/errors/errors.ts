@@ -25,6 +25,18 @@ export class ValidationError extends TapyardError {
   readonly code = 'validation_failed';
 }
 
+/** Missing, unknown, rotated-out or revoked credentials (when authentication is on). */
+export class UnauthorizedError extends TapyardError {
+  readonly status = 401;
+  readonly code = 'unauthorized';
+}
+
+/** The caller is known but lacks the capability (enforcing mode), or failed the CSRF check. */
+export class ForbiddenError extends TapyardError {
+  readonly status = 403;
+  readonly code = 'forbidden';
+}
+
 export class NotFoundError extends TapyardError {
   readonly status = 404;
   readonly code = 'not_found';

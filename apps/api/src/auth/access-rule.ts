@@ -1,0 +1,75 @@
+import { SetMetadata, applyDecorators } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
+import { ApiExtension, ApiForbiddenResponse, ApiSecurity, ApiUnauthorizedResponse } from '@nestjs/swagger';
+import { Action, Resource, ScopeFields } from '@tapyard/auth';
+import { ErrorBodyDto } from '../http/error-body.dto';
+import { TapyardRequest } from '../http/request-context';
+
+/** One concrete resource a request touches, and what to answer when the caller may not see it. */
+export interface ScopeTarget {
+  fields: ScopeFields;
+  /** The 404 message: a resource outside the caller's scope is answered as absent, not forbidden. */
+  hiddenMessage: string;
+}
+
+/** Finds the resources a request touches (e.g. the pipeline named in the query) before the handler runs. */
+export type ScopeResolver = (req: TapyardRequest, refs: ModuleRef) => Promise<ScopeTarget[]>;
+
+/**
+ * How a capability's scope is checked:
+ * - `environment`: the route acts on the whole environment, so only an unscoped capability passes;
+ * - `filtered`: a listing; any scope passes the guard and the handler returns only what is visible;
+ * - `in-handler`: the resource is known only while handling (a multipart field); the handler checks;
+ * - a resolver: the guard loads the resources and checks each.
+ */
+export type ScopeCheck = 'environment' | 'filtered' | 'in-handler' | ScopeResolver;
+
+export type AccessRule =
+  | { kind: 'public' }
+  | { kind: 'signed-in' }
+  | { kind: 'capability'; capability: string; action: Action; resource: Resource; scope: ScopeCheck };
+
+export const ACCESS_RULE = 'tapyard:access-rule';
+
+const AUTH_RESPONSES = [
+  ApiSecurity('x-api-key'),
+  ApiSecurity('session'),
+  ApiUnauthorizedResponse({
+    type: ErrorBodyDto,
+    description: 'Missing, unknown, rotated-out or revoked key',
+  }),
+];
+
+/** The capability a route needs, declared next to its handler. */
+export function Requires(capability: `${Resource}:${Action}`, scope: ScopeCheck = 'environment') {
+  const [resource, action] = capability.split(':') as [Resource, Action];
+  return applyDecorators(
+    SetMetadata(ACCESS_RULE, {
+      kind: 'capability',
+      capability,
+      action,
+      resource,
+      scope,
+    } satisfies AccessRule),
+    ApiExtension('x-required-capability', capability),
+    ...AUTH_RESPONSES,
+    ApiForbiddenResponse({ type: ErrorBodyDto, description: `Caller lacks ${capability}` }),
+  );
+}
+
+/** Open to everyone; credentials, when sent and valid, still select the identity and tenant. */
+export function Public() {
+  return applyDecorators(
+    SetMetadata(ACCESS_RULE, { kind: 'public' } satisfies AccessRule),
+    ApiExtension('x-required-capability', 'none'),
+  );
+}
+
+/** Any authenticated identity (e.g. "who am I"). */
+export function SignedIn() {
+  return applyDecorators(
+    SetMetadata(ACCESS_RULE, { kind: 'signed-in' } satisfies AccessRule),
+    ApiExtension('x-required-capability', 'signed-in'),
+    ...AUTH_RESPONSES,
+  );
+}

@@ -1,0 +1,56 @@
+import { Logger } from 'pino';
+import { Action, Identity, Resource, ScopeFields, canOn } from '@tapyard/auth';
+import { NotFoundError } from '@tapyard/core';
+
+export type Outcome = 'grant' | 'would-deny' | 'deny' | 'unmapped';
+
+export interface AuditFields {
+  route: string;
+  required: string;
+  scope?: ScopeFields;
+}
+
+/** Writes the spec's one line per authenticated request (route, required, key, legacy, outcome). */
+export class AuditLog {
+  constructor(private readonly logger: Logger) {}
+
+  write(identity: Identity, f: AuditFields, outcome: Outcome): void {
+    const line = { ...f, key: identity.name, legacy: identity.legacy, outcome };
+    if (outcome === 'grant') this.logger.info(line, 'access');
+    else this.logger.warn(line, 'access');
+  }
+}
+
+/**
+ * What the current caller may see and do, for handlers that check per item (listings) or learn the
+ * resource only while handling (an upload's pipeline field). Anonymous callers may do everything.
+ */
+export class Access {
+  constructor(
+    readonly identity: Identity,
+    private readonly enforce: boolean,
+    private readonly audit: AuditLog,
+    private readonly route: string,
+  ) {}
+
+  private get checked(): boolean {
+    return this.identity.kind !== 'anonymous';
+  }
+
+  /** The items the caller may see; in log-only mode all of them, with one `would-deny` line if any was hidden. */
+  filter<T>(items: T[], action: Action, resource: Resource, fieldsOf: (item: T) => ScopeFields): T[] {
+    if (!this.checked) return items;
+    const visible = items.filter((i) => canOn(this.identity.ability, action, resource, fieldsOf(i)));
+    if (visible.length === items.length || this.enforce) return visible;
+    this.audit.write(this.identity, { route: this.route, required: `${resource}:${action}` }, 'would-deny');
+    return items;
+  }
+
+  /** Throws a 404 (not a 403: existence is not revealed) when the caller may not act on this resource. */
+  assertVisible(action: Action, resource: Resource, fields: ScopeFields, hiddenMessage: string): void {
+    if (!this.checked || canOn(this.identity.ability, action, resource, fields)) return;
+    const f = { route: this.route, required: `${resource}:${action}`, scope: fields };
+    this.audit.write(this.identity, f, this.enforce ? 'deny' : 'would-deny');
+    if (this.enforce) throw new NotFoundError(hiddenMessage);
+  }
+}

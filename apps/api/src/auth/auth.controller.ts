@@ -1,0 +1,104 @@
+import { Body, Controller, Get, HttpCode, Inject, Post, Req, Res } from '@nestjs/common';
+import {
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+  ApiTooManyRequestsResponse,
+  ApiUnauthorizedResponse,
+} from '@nestjs/swagger';
+import type { Response } from 'express';
+import { Logger } from 'pino';
+import { CSRF_COOKIE, LoginLimiter, SESSION_COOKIE, SessionStore, UsersService } from '@tapyard/auth';
+import { CONFIG, LOGGER, NotFoundError, TapyardConfig, UnauthorizedError } from '@tapyard/core';
+import { ErrorBodyDto } from '../http/error-body.dto';
+import { RequestAccess } from '../http/environment.decorator';
+import { TapyardRequest } from '../http/request-context';
+import { StatusOkDto } from '../secrets/secrets.dto';
+import { Access } from './access';
+import { Public, SignedIn } from './access-rule';
+import { LoginDto, LoginResultDto, MeDto } from './auth.dto';
+import { cookies } from './credentials';
+
+@ApiTags('auth')
+@Controller('auth')
+export class AuthController {
+  constructor(
+    private readonly users: UsersService,
+    private readonly sessions: SessionStore,
+    private readonly limiter: LoginLimiter,
+    @Inject(CONFIG) private readonly config: TapyardConfig,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {}
+
+  @Post('login')
+  @HttpCode(200)
+  @Public()
+  @ApiOperation({
+    summary: 'Log in (USE_USER_AUTH=true)',
+    description:
+      'Sets the HttpOnly cookie `tapyard_session` (SameSite=Lax; Secure over TLS) and the readable cookie `tapyard_csrf`. ' +
+      'Writes made with the cookie must send that token as `x-csrf-token`. Failed logins are limited per username and per ' +
+      'address (LOGIN_MAX_FAILURES_PER_USER / _PER_ADDRESS per LOGIN_WINDOW_SECONDS): then 429 with Retry-After.',
+  })
+  @ApiOkResponse({ type: LoginResultDto })
+  @ApiUnauthorizedResponse({ type: ErrorBodyDto, description: 'Wrong username or password' })
+  @ApiTooManyRequestsResponse({ type: ErrorBodyDto })
+  async login(
+    @Req() req: TapyardRequest,
+    @Res({ passthrough: true }) res: Response,
+    @Body() body: LoginDto,
+  ): Promise<LoginResultDto> {
+    if (!this.config.auth.useUserAuth)
+      throw new NotFoundError('user login is disabled (USE_USER_AUTH=false)');
+    const env = this.config.environment;
+    const address = req.ip ?? req.socket.remoteAddress ?? 'unknown';
+    await this.limiter.check(env, body.username, address);
+    const user = await this.users.verify(env, body.username, body.password);
+    if (!user) {
+      await this.limiter.failed(env, body.username, address);
+      this.logger.warn({ username: body.username.slice(0, 128), address }, 'login failed');
+      throw new UnauthorizedError('wrong username or password');
+    }
+    await this.limiter.succeeded(env, user.username);
+    const { id, session } = await this.sessions.create(env, user.username);
+    const base = {
+      sameSite: 'lax' as const,
+      secure: req.secure,
+      path: '/',
+      maxAge: this.config.auth.sessionTtlSeconds * 1000,
+    };
+    res.cookie(SESSION_COOKIE, id, { ...base, httpOnly: true });
+    res.cookie(CSRF_COOKIE, session.csrf, { ...base, httpOnly: false });
+    this.logger.info({ key: `session:${user.username}`, address }, 'login');
+    return { username: user.username, role: user.role, csrfToken: session.csrf };
+  }
+
+  @Post('logout')
+  @HttpCode(200)
+  @Public()
+  @ApiOperation({ summary: 'End the login session (on every API instance) and clear its cookies' })
+  @ApiOkResponse({ type: StatusOkDto })
+  async logout(@Req() req: TapyardRequest, @Res({ passthrough: true }) res: Response): Promise<StatusOkDto> {
+    const id = cookies(req).get(SESSION_COOKIE);
+    if (id && this.config.auth.useUserAuth) await this.sessions.destroy(this.config.environment, id);
+    res.clearCookie(SESSION_COOKIE, { path: '/' });
+    res.clearCookie(CSRF_COOKIE, { path: '/' });
+    return { status: 'ok' };
+  }
+
+  @Get('me')
+  @SignedIn()
+  @ApiOperation({ summary: 'Who the caller is: key label or session user, role, capabilities, environment' })
+  @ApiOkResponse({ type: MeDto })
+  me(@RequestAccess() access: Access): MeDto {
+    const i = access.identity;
+    return {
+      identity: i.name,
+      kind: i.kind,
+      ...(i.session ? { username: i.session.username, role: i.session.role } : {}),
+      capabilities: [...i.capabilities],
+      legacy: i.legacy,
+      environment: i.environment,
+    };
+  }
+}

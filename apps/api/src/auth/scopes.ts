@@ -1,0 +1,73 @@
+import { ModuleRef } from '@nestjs/core';
+import { ScopeFields } from '@tapyard/auth';
+import { PipelineDefinition, PipelinesService } from '@tapyard/pipelines';
+import { StatusService } from '@tapyard/status';
+import { TapyardRequest } from '../http/request-context';
+import { ScopeResolver, ScopeTarget } from './access-rule';
+
+/** The fields scopes check on a pipeline and on everything under it (its jobs and their status). */
+export function pipelineFields(
+  def: Pick<PipelineDefinition, 'catalog' | 'destination' | 'source'>,
+): ScopeFields {
+  return {
+    catalog: def.catalog ?? null,
+    database: def.destination?.database?.dbName ?? null,
+    type: def.source?.fileAttributes?.format ?? null,
+  };
+}
+
+const text = (v: unknown): string | null => (typeof v === 'string' && v.trim() !== '' ? v.trim() : null);
+
+async function existing(refs: ModuleRef, environment: string, name: string): Promise<ScopeTarget[]> {
+  const pipelines = refs.get(PipelinesService, { strict: false });
+  const found = await pipelines.get(environment, name).catch(() => null);
+  // An absent pipeline has nothing to hide: the handler answers its own 404.
+  return found
+    ? [{ fields: pipelineFields(found.definition), hiddenMessage: `pipeline '${name}' does not exist` }]
+    : [];
+}
+
+/** The pipeline named by a query parameter (GET/DELETE /pipeline?pipeline=). */
+export function pipelineInQuery(param: string): ScopeResolver {
+  return async (req: TapyardRequest, refs: ModuleRef) => {
+    const name = text(req.query[param]);
+    return name ? existing(refs, req.environment, name) : [];
+  };
+}
+
+/**
+ * POST /pipeline: the catalog the body puts the pipeline in, and, when it exists, the catalog it is
+ * in now; moving a pipeline between catalogs needs the capability in both.
+ */
+export const pipelineInBody: ScopeResolver = async (req, refs) => {
+  const body = (req.body ?? {}) as Record<string, unknown>;
+  const name = text(body.name);
+  const incoming: ScopeTarget = {
+    fields: pipelineFields({
+      catalog: text(body.catalog),
+      destination: (body.destination ?? {}) as PipelineDefinition['destination'],
+      source: (body.source ?? {}) as PipelineDefinition['source'],
+    }),
+    hiddenMessage: `pipeline '${name ?? ''}' cannot be saved in that catalog`,
+  };
+  return [...(name ? await existing(refs, req.environment, name) : []), incoming];
+};
+
+/** GET /pipeline/status: the pipelines of the jobs a token or name selects. */
+export const statusQuery: ScopeResolver = async (req, refs) => {
+  const q = req.query;
+  const token = text(q.publishertoken) ?? text(q.pipelinetoken);
+  if (!token) {
+    const name = text(q.pipelinename);
+    return name ? existing(refs, req.environment, name) : [];
+  }
+  const by = text(q.publishertoken) ? 'publisher' : 'pipeline';
+  const names = await refs.get(StatusService, { strict: false }).pipelinesOfToken(req.environment, by, token);
+  const targets: ScopeTarget[] = [];
+  for (const name of names) {
+    const found = await existing(refs, req.environment, name);
+    // Jobs of a deleted pipeline are visible to unscoped callers only.
+    targets.push(...(found.length > 0 ? found : [{ fields: {}, hiddenMessage: '' }]));
+  }
+  return targets.map((t) => ({ ...t, hiddenMessage: `no job has ${by} token '${token}'` }));
+};

@@ -1,0 +1,204 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { CONFIG, ConflictError, NotFoundError, TapyardConfig, ValidationError } from '@tapyard/core';
+import { SecretFields, apiKeysSecretName } from '@tapyard/secrets';
+import { FULL_ACCESS, validateCapabilities } from './capability';
+import { hashKey, newKeyValue, sameDigest } from './key-values';
+import { KeyUsage } from './key-usage';
+import { SecretState } from './secret-state';
+import { TEMPLATES, TEMPLATE_NAMES, TemplateName } from './templates';
+
+/** One key of the map kept in the secret `<environment>/api-keys`: hashes only, never a value. */
+export interface KeyRecord {
+  label: string;
+  hash: string;
+  capabilities: string[];
+  template: TemplateName | null;
+  createdAt: string;
+  revokedAt: string | null;
+  /** Hashes of values replaced by rotation (newest first), so their use logs as `rotated key`. */
+  retired: string[];
+}
+
+export interface KeyView {
+  label: string;
+  capabilities: string[];
+  template: TemplateName | null;
+  createdAt: string;
+  lastUsedAt: string | null;
+  revoked: boolean;
+}
+
+export type KeyMatch =
+  | { status: 'active'; record: KeyRecord }
+  | { status: 'revoked' | 'rotated'; label: string }
+  | { status: 'unknown' };
+
+export type IssueRequest = { template: string } | { capabilities: string[] };
+
+const LABEL = /^[a-z][a-z0-9_-]{0,62}$/;
+const RESERVED_LABELS = new Set(['ui']);
+export const BOOTSTRAP_LABEL = 'bootstrap';
+const RETIRED_KEPT = 10;
+
+@Injectable()
+export class ApiKeysService {
+  constructor(
+    private readonly state: SecretState,
+    private readonly usage: KeyUsage,
+    @Inject(CONFIG) private readonly config: TapyardConfig,
+  ) {}
+
+  /**
+   * Finds the key a presented value belongs to. Every stored digest is compared in constant time and
+   * the loop never exits early, so timing reveals neither a match nor its position.
+   */
+  async match(environment: string, value: string): Promise<KeyMatch> {
+    const digest = hashKey(value);
+    let found: KeyMatch = { status: 'unknown' };
+    for (const record of await this.records(environment)) {
+      const current = sameDigest(digest, record.hash);
+      let retired = false;
+      for (const old of record.retired) retired = sameDigest(digest, old) || retired;
+      if (current && record.revokedAt === null) found = { status: 'active', record };
+      else if (current) found = { status: 'revoked', label: record.label };
+      else if (retired) found = { status: record.revokedAt ? 'revoked' : 'rotated', label: record.label };
+    }
+    if (found.status === 'active') this.usage.touch(environment, found.record.label);
+    return found;
+  }
+
+  async list(environment: string): Promise<KeyView[]> {
+    const [records, used] = await Promise.all([this.records(environment), this.usage.lastUsed(environment)]);
+    return records
+      .map((r) => ({
+        label: r.label,
+        capabilities: r.capabilities,
+        template: r.template,
+        createdAt: r.createdAt,
+        lastUsedAt: used.get(r.label)?.toISOString() ?? null,
+        revoked: r.revokedAt !== null,
+      }))
+      .sort((a, b) => a.label.localeCompare(b.label));
+  }
+
+  async issue(
+    environment: string,
+    label: string,
+    request: IssueRequest,
+  ): Promise<{ label: string; key: string; capabilities: string[]; hash: string }> {
+    validateLabel(label);
+    const { capabilities, template } = grantOf(request);
+    const key = newKeyValue();
+    const record: KeyRecord = {
+      label,
+      hash: hashKey(key),
+      capabilities,
+      template,
+      createdAt: new Date().toISOString(),
+      revokedAt: null,
+      retired: [],
+    };
+    await this.state.mutate(environment, apiKeysSecretName(environment), (fields) => {
+      if (fields[label] !== undefined)
+        throw new ConflictError(`an API key labelled '${label}' already exists`);
+      fields[label] = JSON.stringify(record);
+    });
+    return { label, key, capabilities, hash: record.hash };
+  }
+
+  /** New value server-side; the old one fails from the moment this returns. */
+  async rotate(environment: string, label: string): Promise<{ label: string; key: string; hash: string }> {
+    const key = newKeyValue();
+    const hash = hashKey(key);
+    await this.state.mutate(environment, apiKeysSecretName(environment), (fields) => {
+      const record = parseRecord(fields[label]);
+      if (!record) throw new NotFoundError(`API key '${label}' does not exist`);
+      if (record.revokedAt) throw new ConflictError(`API key '${label}' is revoked and cannot be rotated`);
+      record.retired = [record.hash, ...record.retired].slice(0, RETIRED_KEPT);
+      record.hash = hash;
+      fields[label] = JSON.stringify(record);
+    });
+    return { label, key, hash };
+  }
+
+  /** Permanent: the record (and its digest) stays so later attempts log as `revoked key`. */
+  async revoke(environment: string, label: string): Promise<void> {
+    await this.state.mutate(environment, apiKeysSecretName(environment), (fields) => {
+      const record = parseRecord(fields[label]);
+      if (!record) throw new NotFoundError(`API key '${label}' does not exist`);
+      record.revokedAt ??= new Date().toISOString();
+      fields[label] = JSON.stringify(record);
+    });
+  }
+
+  /**
+   * TAPYARD_BOOTSTRAP_API_KEY as the full-access key `bootstrap`. A value that was revoked stays revoked
+   * across restarts; a new value replaces the old one.
+   */
+  async ensureBootstrap(environment: string): Promise<void> {
+    const value = this.config.auth.bootstrapApiKey;
+    if (!this.config.auth.useApiKeys || value === null) return;
+    const hash = hashKey(value);
+    const current = parseRecord(
+      (await this.state.read(environment, apiKeysSecretName(environment)))[BOOTSTRAP_LABEL],
+    );
+    if (current && (sameDigest(current.hash, hash) || current.retired.includes(hash))) return;
+    await this.state.mutate(environment, apiKeysSecretName(environment), (fields) => {
+      const existing = parseRecord(fields[BOOTSTRAP_LABEL]);
+      if (existing && sameDigest(existing.hash, hash)) return;
+      const record: KeyRecord = {
+        label: BOOTSTRAP_LABEL,
+        hash,
+        capabilities: [FULL_ACCESS],
+        template: 'full-access',
+        createdAt: new Date().toISOString(),
+        revokedAt: null,
+        retired: existing ? [existing.hash, ...existing.retired].slice(0, RETIRED_KEPT) : [],
+      };
+      fields[BOOTSTRAP_LABEL] = JSON.stringify(record);
+    });
+  }
+
+  private async records(environment: string): Promise<KeyRecord[]> {
+    return recordsOf(await this.state.read(environment, apiKeysSecretName(environment)));
+  }
+}
+
+function recordsOf(fields: SecretFields): KeyRecord[] {
+  return Object.values(fields)
+    .map(parseRecord)
+    .filter((r): r is KeyRecord => r !== null);
+}
+
+function parseRecord(text: string | undefined): KeyRecord | null {
+  if (text === undefined) return null;
+  try {
+    return JSON.parse(text) as KeyRecord;
+  } catch {
+    return null;
+  }
+}
+
+function validateLabel(label: string): void {
+  if (RESERVED_LABELS.has(label) || label === BOOTSTRAP_LABEL) {
+    throw new ValidationError(`label '${label}' is reserved`);
+  }
+  if (!LABEL.test(label)) {
+    throw new ValidationError(
+      `label '${label.slice(0, 64)}' is invalid: use lowercase letters, digits, '-' and '_', starting with a letter (max 63)`,
+    );
+  }
+}
+
+function grantOf(request: IssueRequest): { capabilities: string[]; template: TemplateName | null } {
+  if ('template' in request) {
+    if (!(TEMPLATE_NAMES as string[]).includes(request.template)) {
+      throw new ValidationError(
+        `template '${request.template}' is unknown (one of ${TEMPLATE_NAMES.join(', ')})`,
+      );
+    }
+    const template = request.template as TemplateName;
+    return { capabilities: [...TEMPLATES[template]], template };
+  }
+  return { capabilities: validateCapabilities(request.capabilities), template: null };
+}

@@ -1,0 +1,37 @@
+import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
+import Redis from 'ioredis';
+import { CONFIG, ServiceUnavailableError, TapyardConfig, errorMessage } from '@tapyard/core';
+
+/**
+ * The Redis connection auth state lives on (sessions, login counters, key-map versions), so every API
+ * instance sees the same state. Commands fail fast with a 503 naming Redis when it is down.
+ */
+@Injectable()
+export class AuthRedis implements OnModuleDestroy {
+  private readonly client: Redis;
+
+  constructor(@Inject(CONFIG) config: TapyardConfig) {
+    this.client = new Redis(config.redis.url, {
+      maxRetriesPerRequest: 1,
+      connectTimeout: 2000,
+      lazyConnect: true,
+    });
+    this.client.on('error', () => undefined); // surfaced per command below
+  }
+
+  async run<T>(command: (redis: Redis) => Promise<T>): Promise<T> {
+    try {
+      if (this.client.status === 'wait') await this.client.connect();
+      return await command(this.client);
+    } catch (err) {
+      throw new ServiceUnavailableError(
+        'redis',
+        `redis is unavailable for authentication state: ${errorMessage(err)}`,
+      );
+    }
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await this.client.quit().catch(() => this.client.disconnect());
+  }
+}

@@ -1,0 +1,123 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { CONFIG, TapyardConfig } from '@tapyard/core';
+import { AppAbility, buildAbility, isLegacy } from './ability';
+import { ApiKeysService, KeyMatch } from './api-keys.service';
+import { FULL_ACCESS } from './capability';
+import { SessionStore } from './sessions';
+import { ROLE_CAPABILITIES, Role } from './templates';
+import { TenantsService } from './tenants.service';
+import { UsersService } from './users.service';
+
+export interface Identity {
+  kind: 'anonymous' | 'key' | 'session';
+  /** Key label, `session:<username>`, or `anonymous`: what audit lines call `key`. */
+  name: string;
+  capabilities: readonly string[];
+  /** Holds the legacy full-access capability `*:*`. */
+  legacy: boolean;
+  /** The environment the request acts in: the tenant's in multi-tenant mode. */
+  environment: string;
+  ability: AppAbility;
+  session?: { id: string; username: string; role: Role; csrf: string };
+}
+
+export type AuthFailure =
+  'missing credentials' | 'unknown key' | 'revoked key' | 'rotated key' | 'unknown session';
+
+export type AuthResult =
+  { ok: true; identity: Identity } | { ok: false; reason: AuthFailure; label?: string };
+
+export interface Credentials {
+  apiKey: string | null;
+  sessionId: string | null;
+}
+
+/** Label given to a key that `api-key-mappings` maps to a tenant without a key record there. */
+export const TENANT_MAPPING_LABEL = 'tenant-mapping';
+
+/**
+ * Turns a request's credentials into an identity, following the spec's USE_USER_AUTH × USE_API_KEYS
+ * table: both off is anonymous; a key (when keys are on) wins over a session cookie; with only user
+ * auth on, requests without a cookie are anonymous programmatic clients.
+ */
+@Injectable()
+export class Authenticator {
+  constructor(
+    @Inject(CONFIG) private readonly config: TapyardConfig,
+    private readonly keys: ApiKeysService,
+    private readonly tenants: TenantsService,
+    private readonly sessions: SessionStore,
+    private readonly users: UsersService,
+  ) {}
+
+  get enabled(): boolean {
+    return this.config.auth.useApiKeys || this.config.auth.useUserAuth;
+  }
+
+  anonymous(): Identity {
+    return identity('anonymous', 'anonymous', [FULL_ACCESS], this.config.environment);
+  }
+
+  async authenticate(c: Credentials): Promise<AuthResult> {
+    const { useApiKeys, useUserAuth } = this.config.auth;
+    if (!useApiKeys && !useUserAuth) return { ok: true, identity: this.anonymous() };
+    if (useApiKeys && c.apiKey !== null) return this.byKey(c.apiKey);
+    if (useUserAuth && c.sessionId !== null) return this.bySession(c.sessionId);
+    if (useApiKeys) return { ok: false, reason: 'missing credentials' };
+    return { ok: true, identity: this.anonymous() };
+  }
+
+  private async byKey(value: string): Promise<AuthResult> {
+    const operator = this.config.environment;
+    const own = await this.keys.match(operator, value);
+    if (own.status !== 'unknown' || !this.config.auth.multiTenant) return fromMatch(own, operator);
+    const tenant = await this.tenants.tenantOf(value);
+    if (tenant === null) return { ok: false, reason: 'unknown key' };
+    const inTenant = await this.keys.match(tenant, value);
+    if (inTenant.status === 'unknown') {
+      // Mapped by hand by the operator without a key record: full access inside that tenant only.
+      return { ok: true, identity: identity('key', TENANT_MAPPING_LABEL, [FULL_ACCESS], tenant) };
+    }
+    return fromMatch(inTenant, tenant);
+  }
+
+  private async bySession(id: string): Promise<AuthResult> {
+    const environment = this.config.environment;
+    const session = await this.sessions.get(environment, id);
+    // Re-read the user: a deleted user or a changed role takes effect on the next request.
+    const user = session ? await this.users.find(environment, session.username) : null;
+    if (!session || !user) return { ok: false, reason: 'unknown session' };
+    const id_ = identity('session', `session:${user.username}`, ROLE_CAPABILITIES[user.role], environment);
+    id_.session = { id, username: user.username, role: user.role, csrf: session.csrf };
+    return { ok: true, identity: id_ };
+  }
+}
+
+function fromMatch(m: KeyMatch, environment: string): AuthResult {
+  switch (m.status) {
+    case 'active':
+      return { ok: true, identity: identity('key', m.record.label, m.record.capabilities, environment) };
+    case 'unknown':
+      return { ok: false, reason: 'unknown key' };
+    case 'revoked':
+      return { ok: false, reason: 'revoked key', label: m.label };
+    case 'rotated':
+      return { ok: false, reason: 'rotated key', label: m.label };
+  }
+}
+
+function identity(
+  kind: Identity['kind'],
+  name: string,
+  capabilities: readonly string[],
+  environment: string,
+): Identity {
+  return {
+    kind,
+    name,
+    capabilities,
+    legacy: isLegacy(capabilities),
+    environment,
+    ability: buildAbility(capabilities, name),
+  };
+}

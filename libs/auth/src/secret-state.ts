@@ -1,0 +1,63 @@
+import { Injectable, OnModuleInit } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { SecretFields, SecretsService } from '@tapyard/secrets';
+import { AuthRedis } from './auth.redis';
+
+interface Cached {
+  version: string;
+  fields: SecretFields;
+}
+
+/**
+ * Auth state kept in secrets (the key map, the tenant mappings), read on every authenticated request.
+ * Each instance caches a secret's fields under a version counter in Redis that every write bumps, so a
+ * rotation or revocation is seen by all API instances on their next request, at the cost of one
+ * Redis GET instead of a Postgres read and a decryption.
+ */
+@Injectable()
+export class SecretState implements OnModuleInit {
+  private readonly cache = new Map<string, Cached>();
+
+  constructor(
+    private readonly secrets: SecretsService,
+    private readonly redis: AuthRedis,
+    @InjectDataSource() private readonly db: DataSource,
+  ) {}
+
+  onModuleInit(): void {
+    this.secrets.onChange((environment, name) => this.bump(environment, name));
+  }
+
+  async read(environment: string, name: string): Promise<SecretFields> {
+    const key = versionKey(environment, name);
+    // Version first, then data: a version that moved implies its write is committed.
+    const version = (await this.redis.run((r) => r.get(key))) ?? '0';
+    const hit = this.cache.get(key);
+    if (hit && hit.version === version) return hit.fields;
+    const fields = (await this.secrets.readSystem(environment, name)) ?? {};
+    this.cache.set(key, { version, fields });
+    return fields;
+  }
+
+  /** Read-modify-write under a Postgres advisory lock, so concurrent writers on any instance serialise. */
+  async mutate<T>(environment: string, name: string, change: (fields: SecretFields) => T): Promise<T> {
+    return this.db.transaction(async (m) => {
+      await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [
+        `tapyard-secret-state:${environment}:${name}`,
+      ]);
+      const fields = (await this.secrets.readSystem(environment, name)) ?? {};
+      const result = change(fields);
+      await this.secrets.writeSystem(environment, name, fields);
+      return result;
+    });
+  }
+
+  private async bump(environment: string, name: string): Promise<void> {
+    await this.redis.run((r) => r.incr(versionKey(environment, name)));
+  }
+}
+
+function versionKey(environment: string, name: string): string {
+  return `tapyard:${environment}:auth:version:${name}`;
+}

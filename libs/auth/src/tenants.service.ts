@@ -1,0 +1,57 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { CONFIG, TapyardConfig, ValidationError } from '@tapyard/core';
+import { hashKey, sameDigest } from './key-values';
+import { SecretState } from './secret-state';
+
+/** The secret of the operator environment (TAPYARD_ENV) that maps API keys to tenant environments. */
+export const TENANT_MAPPINGS_SECRET = 'api-key-mappings';
+const TENANT = /^[a-z][a-z0-9_-]{0,39}$/;
+const DIGEST = /^[0-9a-f]{64}$/;
+
+/**
+ * Multi-tenant mode: which tenant environment an API key acts in. Field names of `api-key-mappings`
+ * are SHA-256 digests of key values (what Tapyard writes); a field holding a plain key value, as an
+ * operator may write it by hand, is digested on read.
+ */
+@Injectable()
+export class TenantsService {
+  constructor(
+    private readonly state: SecretState,
+    @Inject(CONFIG) private readonly config: TapyardConfig,
+  ) {}
+
+  get operatorEnvironment(): string {
+    return this.config.environment;
+  }
+
+  async tenantOf(keyValue: string): Promise<string | null> {
+    const digest = hashKey(keyValue);
+    const fields = await this.state.read(this.operatorEnvironment, TENANT_MAPPINGS_SECRET);
+    let tenant: string | null = null;
+    for (const [name, env] of Object.entries(fields)) {
+      const stored = DIGEST.test(name) ? name : hashKey(name);
+      if (sameDigest(digest, stored) && TENANT.test(env)) tenant = env;
+    }
+    return tenant;
+  }
+
+  async tenants(): Promise<string[]> {
+    const fields = await this.state.read(this.operatorEnvironment, TENANT_MAPPINGS_SECRET);
+    return [...new Set(Object.values(fields).filter((t) => TENANT.test(t)))].sort();
+  }
+
+  async map(keyDigest: string, tenant: string): Promise<void> {
+    validateTenant(tenant);
+    await this.state.mutate(this.operatorEnvironment, TENANT_MAPPINGS_SECRET, (fields) => {
+      fields[keyDigest] = tenant;
+    });
+  }
+}
+
+export function validateTenant(tenant: string): void {
+  if (!TENANT.test(tenant)) {
+    throw new ValidationError(
+      `tenant '${tenant.slice(0, 60)}' is invalid: an environment name starts with a lowercase letter and holds a-z, 0-9, _ and - (max 40)`,
+    );
+  }
+}

@@ -1,0 +1,136 @@
+import { Inject, Injectable } from '@nestjs/common';
+import {
+  CONFIG,
+  ConflictError,
+  ErrorDetail,
+  NotFoundError,
+  TapyardConfig,
+  ValidationError,
+} from '@tapyard/core';
+import { DUMMY_HASH, hashPassword, verifyPassword } from './passwords';
+import { ROLES, Role } from './templates';
+import { UserRow, UsersRepository } from './users.repository';
+
+export interface UserView {
+  username: string;
+  role: Role;
+  createdAt: string;
+  updatedAt: string;
+}
+
+const USERNAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
+const MIN_PASSWORD = 12;
+const MAX_PASSWORD = 1024;
+
+const view = (u: UserRow): UserView => ({
+  username: u.username,
+  role: u.role,
+  createdAt: u.createdAt.toISOString(),
+  updatedAt: u.updatedAt.toISOString(),
+});
+
+@Injectable()
+export class UsersService {
+  constructor(
+    private readonly repo: UsersRepository,
+    @Inject(CONFIG) private readonly config: TapyardConfig,
+  ) {}
+
+  async list(environment: string): Promise<UserView[]> {
+    return (await this.repo.list(environment)).map(view);
+  }
+
+  find(environment: string, username: string): Promise<UserRow | null> {
+    return this.repo.find(environment, username);
+  }
+
+  async create(environment: string, username: string, password: string, role: string): Promise<UserView> {
+    check([usernameProblem(username), passwordProblem(password), roleProblem(role)]);
+    if (!(await this.repo.insert(environment, username, role as Role, await hashPassword(password)))) {
+      throw new ConflictError(`user '${username}' already exists`);
+    }
+    return view((await this.repo.find(environment, username)) as UserRow);
+  }
+
+  async update(
+    environment: string,
+    username: string,
+    change: { password?: string; role?: string },
+  ): Promise<UserView> {
+    check([
+      change.password === undefined ? null : passwordProblem(change.password),
+      change.role === undefined ? null : roleProblem(change.role),
+    ]);
+    if (change.password === undefined && change.role === undefined) {
+      throw new ValidationError('give password or role to change');
+    }
+    const passwordHash = change.password === undefined ? undefined : await hashPassword(change.password);
+    this.outcome(
+      await this.repo.change(environment, username, { role: change.role as Role | undefined, passwordHash }),
+      username,
+    );
+    return view((await this.repo.find(environment, username)) as UserRow);
+  }
+
+  async delete(environment: string, username: string): Promise<void> {
+    this.outcome(await this.repo.change(environment, username, 'delete'), username);
+  }
+
+  /** The user when the password matches; the same work is done for unknown users (no timing oracle). */
+  async verify(environment: string, username: string, password: string): Promise<UserRow | null> {
+    const user = USERNAME.test(username) ? await this.repo.find(environment, username) : null;
+    const ok = await verifyPassword(password.slice(0, MAX_PASSWORD), user?.passwordHash ?? DUMMY_HASH);
+    return ok && user ? user : null;
+  }
+
+  /** Bootstrap: with user auth on and no admin, create `admin` from TAPYARD_ADMIN_PASSWORD or refuse to start. */
+  async ensureAdmin(environment: string): Promise<'created' | 'present'> {
+    if (await this.repo.hasAdmin(environment)) return 'present';
+    const password = this.config.auth.adminPassword;
+    if (password === null) {
+      throw new Error(
+        'USE_USER_AUTH=true and no admin user exists: set TAPYARD_ADMIN_PASSWORD to create the user `admin`',
+      );
+    }
+    await this.repo.insert(environment, 'admin', 'admin', await hashPassword(password));
+    if (!(await this.repo.hasAdmin(environment))) {
+      throw new Error(
+        "a user 'admin' exists without the admin role: give some user the admin role, then restart",
+      );
+    }
+    return 'created';
+  }
+
+  private outcome(result: 'done' | 'missing' | 'last-admin', username: string): void {
+    if (result === 'missing') throw new NotFoundError(`user '${username}' does not exist`);
+    if (result === 'last-admin') {
+      throw new ConflictError(`user '${username}' is the last admin: make another user admin first`);
+    }
+  }
+}
+
+function check(problems: (ErrorDetail | null)[]): void {
+  const details = problems.filter((p): p is ErrorDetail => p !== null);
+  if (details.length > 0) throw new ValidationError(`${details[0].field} ${details[0].problem}`, details);
+}
+
+function usernameProblem(u: unknown): ErrorDetail | null {
+  return typeof u === 'string' && USERNAME.test(u)
+    ? null
+    : {
+        field: 'username',
+        problem: 'must be 1-64 lowercase letters, digits, ., _ or -, starting with a letter or digit',
+      };
+}
+
+function passwordProblem(p: unknown): ErrorDetail | null {
+  return typeof p === 'string' && p.length >= MIN_PASSWORD && p.length <= MAX_PASSWORD
+    ? null
+    : { field: 'password', problem: `must be ${MIN_PASSWORD} to ${MAX_PASSWORD} characters` };
+}
+
+function roleProblem(r: unknown): ErrorDetail | null {
+  return typeof r === 'string' && (ROLES as readonly string[]).includes(r)
+    ? null
+    : { field: 'role', problem: `must be one of ${ROLES.join(', ')}` };
+}
