@@ -21,7 +21,13 @@ export async function startApi(overrides: Record<string, string | undefined> = {
   const config = loadConfig(testEnv(overrides));
   const logs = new LogCapture();
   const app = await createApiApp(config, createLogger(config.logLevel, 'api', logs));
-  await app.init();
+  try {
+    await app.init();
+  } catch (err) {
+    // A refused boot must not leave pools open behind it.
+    await app.close().catch(() => undefined);
+    throw err;
+  }
   return { app, http: request(app.getHttpServer()), config, logs, close: () => app.close() };
 }
 

@@ -19,6 +19,8 @@ export async function createApiApp(config: TapyardConfig, logger: Logger): Promi
     abortOnError: false,
   });
   app.disable('x-powered-by');
+  // Behind a TLS-terminating proxy: real client addresses (login limits) and Secure cookies.
+  if (config.trustProxy !== null) app.set('trust proxy', trustProxySetting(config.trustProxy));
   app.use(requestContextMiddleware(logger, config.environment, metrics));
   app.useBodyParser('json', { limit: config.bodyLimitBytes });
   app.setGlobalPrefix(API_PREFIX, { exclude: ['metrics'] });
@@ -34,4 +36,11 @@ export async function createApiApp(config: TapyardConfig, logger: Logger): Promi
   assertEveryRouteDeclared(app);
   setupSwagger(app, config);
   return app;
+}
+
+/** `true`, a hop count, or a list of addresses/subnets/`loopback` as Express reads them. */
+function trustProxySetting(value: string): boolean | number | string {
+  if (value === 'true') return true;
+  if (/^\d+$/.test(value)) return Number(value);
+  return value;
 }

@@ -28,7 +28,10 @@ export function routeDeclarations(app: INestApplication): RouteDeclaration[] {
           controller: type.name,
           handler: name,
           method: RequestMethod[method],
-          path: `/${[base, String(Reflect.getMetadata(PATH_METADATA, handler) ?? '')].filter(Boolean).join('/')}`,
+          path: `/${`${base}/${String(Reflect.getMetadata(PATH_METADATA, handler) ?? '')}`
+            .split('/')
+            .filter(Boolean)
+            .join('/')}`,
           rule: Reflect.getMetadata(ACCESS_RULE, handler) ?? Reflect.getMetadata(ACCESS_RULE, type),
         });
       }

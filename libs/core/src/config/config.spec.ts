@@ -87,6 +87,15 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('refuses auth settings that cannot work, without echoing secret values', () => {
+    expect(problems({ MULTI_TENANT: 'true' })).toEqual([
+      'MULTI_TENANT=true needs USE_API_KEYS=true: the tenant of a request is found from its API key',
+    ]);
+    const p = problems({ TAPYARD_BOOTSTRAP_API_KEY: 'short-key', TAPYARD_ADMIN_PASSWORD: 'pw-short' });
+    expect(p).toHaveLength(2);
+    expect(p.join(' ')).not.toMatch(/short-key|pw-short/);
+  });
+
   it('rejects out-of-range ports, sizes and broker lists', () => {
     expect(problems({ PORT: '70000' })[0]).toMatch(/^PORT/);
     expect(problems({ BODY_LIMIT: 'lots' })[0]).toMatch(/^BODY_LIMIT must be a size/);

@@ -10,6 +10,8 @@ export interface TapyardConfig {
   readonly version: string;
   readonly port: number;
   readonly host: string;
+  /** Express `trust proxy`: which proxies may set X-Forwarded-For/-Proto (client address, TLS). */
+  readonly trustProxy: string | null;
   readonly environment: string;
   readonly hosted: boolean;
   readonly dataDir: string;
@@ -211,6 +213,7 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
     version: r.string('TAPYARD_VERSION', readPackageVersion()),
     port: r.int('PORT', 8080, 1, 65535),
     host: r.string('HOST', '127.0.0.1'),
+    trustProxy: r.optional('TRUST_PROXY'),
     environment,
     hosted: r.bool('HOSTED', false),
     dataDir,
