@@ -117,7 +117,9 @@ export function apiKeysSecretName(environment: string): string {
 
 function refuseManaged(environment: string, name: string): void {
   if (name === apiKeysSecretName(environment)) {
-    throw new ValidationError(`secret '${name}' is managed by the keys API (/keys) and cannot be written here`);
+    throw new ValidationError(
+      `secret '${name}' is managed by the keys API (/keys) and cannot be written here`,
+    );
   }
 }
 

@@ -66,7 +66,11 @@ export class StatusService {
 
   /** Names of the pipelines whose jobs carry the token (for scope checks). */
   pipelinesOfToken(environment: string, by: 'pipeline' | 'publisher', token: string): Promise<string[]> {
-    return this.repo.pipelinesOfToken(environment, by === 'pipeline' ? 'pipeline_token' : 'publisher_token', token);
+    return this.repo.pipelinesOfToken(
+      environment,
+      by === 'pipeline' ? 'pipeline_token' : 'publisher_token',
+      token,
+    );
   }
 
   private async rollupBy(

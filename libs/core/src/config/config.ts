@@ -270,7 +270,9 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
 /** Combinations that cannot work; values are never echoed (they are secrets). */
 function checkAuth(r: EnvReader, auth: TapyardConfig['auth']): void {
   if (auth.multiTenant && !auth.useApiKeys) {
-    r.problems.push('MULTI_TENANT=true needs USE_API_KEYS=true: the tenant of a request is found from its API key');
+    r.problems.push(
+      'MULTI_TENANT=true needs USE_API_KEYS=true: the tenant of a request is found from its API key',
+    );
   }
   if (auth.bootstrapApiKey !== null && auth.bootstrapApiKey.length < 24) {
     r.problems.push('TAPYARD_BOOTSTRAP_API_KEY must be at least 24 characters (use `openssl rand -hex 24`)');
