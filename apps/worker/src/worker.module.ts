@@ -4,8 +4,10 @@ import { ConfigModule, LoggingModule, TapyardConfig } from '@tapyard/core';
 import { DatabaseModule } from '@tapyard/database';
 import { QueueModule } from '@tapyard/queue';
 import { IngestionModule } from '@tapyard/ingestion';
+import { SecretsModule } from '@tapyard/secrets';
 import { IngestProcessor } from './ingest.processor';
 import { MaintenanceProcessor } from './maintenance.processor';
+import { TenantWorkers } from './tenant-workers';
 
 /** The worker: queue processors only, no HTTP. Start as many as you like. */
 @Module({})
@@ -19,8 +21,9 @@ export class WorkerModule {
         DatabaseModule,
         QueueModule,
         IngestionModule,
+        SecretsModule,
       ],
-      providers: [MaintenanceProcessor, IngestProcessor],
+      providers: [MaintenanceProcessor, IngestProcessor, TenantWorkers],
     };
   }
 }

@@ -35,17 +35,17 @@ export class TenantsService {
     return tenant;
   }
 
-  async tenants(): Promise<string[]> {
-    const fields = await this.state.read(this.operatorEnvironment, TENANT_MAPPINGS_SECRET);
-    return [...new Set(Object.values(fields).filter((t) => TENANT.test(t)))].sort();
-  }
-
   async map(keyDigest: string, tenant: string): Promise<void> {
     validateTenant(tenant);
     await this.state.mutate(this.operatorEnvironment, TENANT_MAPPINGS_SECRET, (fields) => {
       fields[keyDigest] = tenant;
     });
   }
+}
+
+/** The tenant environments named in the fields of `api-key-mappings`. */
+export function tenantEnvironments(mappings: Record<string, string>): string[] {
+  return [...new Set(Object.values(mappings).filter((t) => TENANT.test(t)))].sort();
 }
 
 export function validateTenant(tenant: string): void {

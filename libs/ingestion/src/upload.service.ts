@@ -1,7 +1,5 @@
-import { InjectQueue } from '@nestjs/bullmq';
 import { Inject, Injectable } from '@nestjs/common';
 import busboy from 'busboy';
-import { Queue } from 'bullmq';
 import { randomUUID } from 'node:crypto';
 import { finished } from 'node:stream/promises';
 import type { Request } from 'express';
@@ -13,7 +11,7 @@ import {
   ValidationError,
 } from '@tapyard/core';
 import { PipelineDefinition, PipelinesService } from '@tapyard/pipelines';
-import { IngestJob, IngestPayload, QUEUES } from '@tapyard/queue';
+import { EnvironmentQueues, IngestJob } from '@tapyard/queue';
 import { JobRef, StatusService } from '@tapyard/status';
 import { Spool } from './spool';
 
@@ -39,7 +37,7 @@ export class UploadService {
     private readonly spool: Spool,
     private readonly pipelines: PipelinesService,
     private readonly status: StatusService,
-    @InjectQueue(QUEUES.ingest) private readonly queue: Queue<IngestPayload>,
+    private readonly queues: EnvironmentQueues,
   ) {}
 
   /** `authorize` sees the pipeline before anything is queued and may refuse it by throwing. */
@@ -71,11 +69,13 @@ export class UploadService {
 
       const job: JobRef = { environment, pipeline, pipelineToken, publisherToken, filename: got.filename };
       await this.status.record(job, 'StreamNotifier', 'begin', `receiving ${got.filename}`);
-      await this.queue.add(
-        IngestJob.load,
-        { ...job, spoolPath: got.spoolPath as string },
-        { jobId: `${environment}.${pipelineToken}`, removeOnComplete: 1000, removeOnFail: 5000 },
-      );
+      await this.queues
+        .ingest(environment)
+        .add(
+          IngestJob.load,
+          { ...job, spoolPath: got.spoolPath as string },
+          { jobId: `${environment}.${pipelineToken}`, removeOnComplete: 1000, removeOnFail: 5000 },
+        );
       await this.status.record(
         job,
         'StreamNotifier',

@@ -1,3 +1,4 @@
 export * from './queues';
 export * from './queue.module';
 export * from './configured-worker-host';
+export * from './environment-queues';

@@ -1,6 +1,7 @@
 import { BullModule } from '@nestjs/bullmq';
 import { Module } from '@nestjs/common';
 import { CONFIG, TapyardConfig, queuePrefix } from '@tapyard/core';
+import { EnvironmentQueues } from './environment-queues';
 import { QUEUES } from './queues';
 
 const queues = Object.values(QUEUES).map((name) => ({ name }));
@@ -18,6 +19,7 @@ const queues = Object.values(QUEUES).map((name) => ({ name }));
     }),
     BullModule.registerQueue(...queues),
   ],
-  exports: [BullModule],
+  providers: [EnvironmentQueues],
+  exports: [BullModule, EnvironmentQueues],
 })
 export class QueueModule {}
