@@ -7,7 +7,11 @@ import { AuthRedis } from './auth.redis';
 interface Cached {
   version: string;
   fields: SecretFields;
+  at: number;
 }
+
+/** Safety net should a version bump be lost (Redis failing between a write and its bump). */
+const MAX_CACHE_AGE_MS = 30000;
 
 /**
  * Auth state kept in secrets (the key map, the tenant mappings), read on every authenticated request.
@@ -32,11 +36,15 @@ export class SecretState implements OnModuleInit {
   async read(environment: string, name: string): Promise<SecretFields> {
     const key = versionKey(environment, name);
     // Version first, then data: a version that moved implies its write is committed.
-    const version = (await this.redis.run((r) => r.get(key))) ?? '0';
+    const version = await this.redis.run((r) => r.get(key)).catch(() => null);
     const hit = this.cache.get(key);
-    if (hit && hit.version === version) return hit.fields;
+    if (version !== null && hit && hit.version === version && Date.now() - hit.at < MAX_CACHE_AGE_MS) {
+      return hit.fields;
+    }
     const fields = (await this.secrets.readSystem(environment, name)) ?? {};
-    this.cache.set(key, { version, fields });
+    // Without a version (Redis down, or never written) every read goes to Postgres: slower, never stale.
+    if (version === null) this.cache.delete(key);
+    else this.cache.set(key, { version, fields, at: Date.now() });
     return fields;
   }
 
@@ -46,6 +54,8 @@ export class SecretState implements OnModuleInit {
       await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [
         `tapyard-secret-state:${environment}:${name}`,
       ]);
+      // Bump before writing too: with Redis down the change is refused (503) before anything is written.
+      await this.bump(environment, name);
       const fields = (await this.secrets.readSystem(environment, name)) ?? {};
       const result = change(fields);
       await this.secrets.writeSystem(environment, name, fields);
