@@ -1,5 +1,5 @@
 import { TestApi, startApi } from './support/apps';
-import { auditLines, issueKey, newBootstrapKey } from './support/auth';
+import { auditLines, issueKey, login, newBootstrapKey } from './support/auth';
 import { uniqueEnvironment } from './support/env';
 import { csvPipeline } from './support/ingest';
 import { closedPort } from './support/net';
@@ -77,12 +77,7 @@ describe.each(MODES)('auth matrix: $name', (mode) => {
         )
       : boot;
     if (mode.users) {
-      const res = await api.http
-        .post('/api/v1/auth/login')
-        .send({ username: 'admin', password: ADMIN_PASSWORD })
-        .expect(200);
-      cookie = (res.headers['set-cookie'] as unknown as string[])[0].split(';')[0];
-      csrf = res.body.csrfToken;
+      ({ cookie, csrf } = await login(api.http, 'admin', ADMIN_PASSWORD));
     }
     const asAdmin = (r: ReturnType<typeof api.http.post>) =>
       mode.keys ? r.set('x-api-key', admin) : r.set('cookie', cookie).set('x-csrf-token', csrf);
@@ -143,16 +138,7 @@ describe.each(MODES)('auth matrix: $name', (mode) => {
   usersIt(
     'a viewer session on an editor route, an editor on an admin route: 403 (or would-deny)',
     async () => {
-      const session = async (username: string) => {
-        const res = await api.http
-          .post('/api/v1/auth/login')
-          .send({ username, password: `${username}-matrix-password` })
-          .expect(200);
-        return {
-          cookie: (res.headers['set-cookie'] as unknown as string[])[0].split(';')[0],
-          csrf: res.body.csrfToken as string,
-        };
-      };
+      const session = (username: string) => login(api.http, username, `${username}-matrix-password`);
       const vi = await session('vi');
       const ed = await session('ed');
       const viewerWrite = await api.http

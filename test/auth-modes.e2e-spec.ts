@@ -1,7 +1,7 @@
 import { Controller, Get, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { TestApi, startApi } from './support/apps';
-import { auditLines, issueKey, newBootstrapKey } from './support/auth';
+import { auditLines, issueKey, login, newBootstrapKey } from './support/auth';
 import { uniqueEnvironment } from './support/env';
 import { csvPipeline } from './support/ingest';
 import { assertEveryRouteDeclared, routeDeclarations } from '../apps/api/src/auth/route-audit';
@@ -93,8 +93,7 @@ describe('USE_USER_AUTH=true, USE_API_KEYS=true: UI by login, programs by key', 
     await api.http.get('/api/v1/pipelines').expect(401);
     const ro = await issueKey(api.http, boot, 'ro', { template: 'read-only' });
     await api.http.get('/api/v1/pipelines').set('x-api-key', ro).expect(200);
-    const res = await api.http.post('/api/v1/auth/login').send({ username: 'admin', password }).expect(200);
-    const cookie = (res.headers['set-cookie'] as unknown as string[])[0].split(';')[0];
+    const { cookie } = await login(api.http, 'admin', password);
     await api.http.get('/api/v1/keys').set('cookie', cookie).expect(200);
     const me = await api.http.get('/api/v1/auth/me').set('cookie', cookie).set('x-api-key', ro).expect(200);
     expect(me.body).toMatchObject({ identity: 'ro', kind: 'key', legacy: false });

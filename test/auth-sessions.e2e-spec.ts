@@ -1,28 +1,15 @@
 import { Client } from 'pg';
 import request from 'supertest';
 import { TestApi, startApi } from './support/apps';
-import { auditLines, authFailures } from './support/auth';
+import { Login, auditLines, authFailures, login as loginAs } from './support/auth';
 import { TEST_DATABASE_URL, uniqueEnvironment } from './support/env';
 import { csvPipeline } from './support/ingest';
 
 const ADMIN_PASSWORD = 'admin-password-for-tests-1';
 
-interface Login {
-  cookie: string;
-  csrf: string;
-}
-
-/** Logs in through the real route, from a given client address (X-Forwarded-For, TRUST_PROXY=loopback). */
-async function login(api: TestApi, username: string, password: string, from = '10.0.0.1'): Promise<Login> {
-  const res = await api.http
-    .post('/api/v1/auth/login')
-    .set('x-forwarded-for', from)
-    .send({ username, password })
-    .expect(200);
-  const cookies = res.headers['set-cookie'] as unknown as string[];
-  const session = cookies.find((c) => c.startsWith('tapyard_session=')) as string;
-  return { cookie: session.split(';')[0], csrf: res.body.csrfToken as string };
-}
+/** Logs in from a given client address (X-Forwarded-For, TRUST_PROXY=loopback). */
+const login = (api: TestApi, username: string, password: string, from = '10.0.0.1'): Promise<Login> =>
+  loginAs(api.http, username, password, from);
 
 describe('Login sessions and roles (USE_USER_AUTH=true, USE_API_KEYS=false)', () => {
   const env = uniqueEnvironment('sess');

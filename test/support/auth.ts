@@ -40,3 +40,24 @@ export function authFailures(logs: LogCapture): { route: string; reason: string;
     label?: string;
   }[];
 }
+
+export interface Login {
+  /** `tapyard_session=<id>`, ready for a Cookie header. */
+  cookie: string;
+  csrf: string;
+}
+
+/** Logs in through the real route (optionally from a client address: X-Forwarded-For with TRUST_PROXY). */
+export async function login(
+  http: TestAgent,
+  username: string,
+  password: string,
+  from?: string,
+): Promise<Login> {
+  let req = http.post('/api/v1/auth/login');
+  if (from) req = req.set('x-forwarded-for', from);
+  const res = await req.send({ username, password }).expect(200);
+  const cookies = res.headers['set-cookie'] as unknown as string[];
+  const session = cookies.find((c) => c.startsWith('tapyard_session=')) as string;
+  return { cookie: session.split(';')[0], csrf: res.body.csrfToken as string };
+}
