@@ -6,6 +6,8 @@ export const TEST_DATABASE_URL =
   process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/tapyard_test';
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 export const TEST_MASTER_KEY = 'a1'.repeat(32);
+/** FerretDB from scripts/services (or any MongoDB-wire server). */
+export const TEST_MONGODB_URI = process.env.TEST_MONGODB_URI ?? 'mongodb://127.0.0.1:27017';
 
 /** A fresh environment name per suite: suites isolate themselves and run in any order. */
 export function uniqueEnvironment(label: string): string {

@@ -1,6 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { AuthModule } from '@tapyard/auth';
+import { MetadataModule } from '@tapyard/metadata';
 import { Logger } from 'pino';
 import { ConfigModule, LoggingModule, TapyardConfig } from '@tapyard/core';
 import { DatabaseModule } from '@tapyard/database';
@@ -18,6 +19,7 @@ import { AccessGuard } from './auth/access.guard';
 import { AuthController } from './auth/auth.controller';
 import { KeysController } from './auth/keys.controller';
 import { UsersController } from './auth/users.controller';
+import { MetadataController } from './metadata/metadata.controller';
 
 /** The HTTP application: controllers only; domain logic comes from libs/*. */
 @Module({})
@@ -34,6 +36,7 @@ export class ApiModule {
         HealthModule,
         IngestionModule,
         AuthModule,
+        MetadataModule,
       ],
       controllers: [
         PlatformController,
@@ -44,6 +47,7 @@ export class ApiModule {
         AuthController,
         KeysController,
         UsersController,
+        MetadataController,
       ],
       providers: [
         { provide: METRICS, useValue: metrics },

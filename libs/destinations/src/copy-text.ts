@@ -382,3 +382,16 @@ function checkTimestamp(s: string): number {
   if (hour > 24 || (hour === 24 && (minute !== 0 || second !== 0 || fractionNonZero))) return -1;
   return 1;
 }
+
+const UNESCAPE: Record<string, string> = { '\\': '\\', t: '\t', n: '\n', r: '\r', b: '\b', f: '\f', v: '\v' };
+
+/**
+ * Splits one COPY-text line (without its `\n`) into values: the inverse of escapeCopyText, with
+ * `\N` as null. For destinations that are not PostgreSQL but share the loader interface.
+ */
+export function parseCopyLine(line: string): (string | null)[] {
+  return line.split('\t').map((field) => {
+    if (field === COPY_NULL) return null;
+    return field.indexOf('\\') < 0 ? field : field.replace(/\\(.)/g, (m, c: string) => UNESCAPE[c] ?? c);
+  });
+}

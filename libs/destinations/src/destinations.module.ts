@@ -1,5 +1,7 @@
 import { Module } from '@nestjs/common';
 import { DESTINATIONS, Destination } from './destination';
+import { MongoClients } from './mongodb/mongo-clients';
+import { MongoDbDestination } from './mongodb/mongodb.destination';
 import { PgPools } from './postgres/pg-pools';
 import { PostgresDestination } from './postgres/postgres.destination';
 
@@ -8,12 +10,14 @@ import { PostgresDestination } from './postgres/postgres.destination';
   providers: [
     PgPools,
     PostgresDestination,
+    MongoClients,
+    MongoDbDestination,
     {
       provide: DESTINATIONS,
-      inject: [PostgresDestination],
+      inject: [PostgresDestination, MongoDbDestination],
       useFactory: (...all: Destination[]) => new Map(all.map((d) => [d.name, d])),
     },
   ],
-  exports: [DESTINATIONS],
+  exports: [DESTINATIONS, PgPools, MongoClients],
 })
 export class DestinationsModule {}

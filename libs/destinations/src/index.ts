@@ -2,3 +2,6 @@ export * from './destination';
 export * from './destinations.module';
 export * from './postgres/postgres.destination';
 export * from './copy-text';
+export * from './postgres/pg-pools';
+export * from './mongodb/mongo-clients';
+export * from './mongodb/mongodb.destination';

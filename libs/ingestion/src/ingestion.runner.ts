@@ -67,7 +67,10 @@ export class IngestionRunner {
       ).definition;
       const destination = this.destinationFor(def);
       const db = def.destination.database;
-      const location = `${db?.dbName}.${db?.schema}.${db?.table}`;
+      const location =
+        destination.name === 'mongodb'
+          ? `${db?.dbName}.${db?.table}`
+          : `${db?.dbName}.${db?.schema}.${db?.table}`;
       await this.status.record(
         job,
         'JobRunner',
@@ -106,7 +109,7 @@ export class IngestionRunner {
       await destination.prepare(target).catch((err: unknown) => {
         throw new StageError(destination.processName, errorMessage(err));
       });
-      await this.status.record(job, destination.processName, 'begin', `COPY into ${location}`);
+      await this.status.record(job, destination.processName, 'begin', `writing into ${location}`);
 
       const rejectsPath = `${p.spoolPath}.rejects`;
       const rejects = createWriteStream(rejectsPath);
@@ -211,7 +214,7 @@ export class IngestionRunner {
       case 'csv':
         return readCsv(input, { ...fa.csvAttributes });
       default:
-        throw new StageError('JobRunner', `format '${fa.format}' cannot be loaded into PostgreSQL`);
+        throw new StageError('JobRunner', `format '${fa.format}' cannot be loaded by an ingestion job`);
     }
   }
 

@@ -14,12 +14,18 @@ export abstract class ConfiguredWorkerHost extends WorkerHost implements OnAppli
   onApplicationBootstrap(): void {
     const opts = this.worker.opts as {
       lockDuration?: number;
+      lockRenewTime?: number;
       stalledInterval?: number;
       maxStalledCount?: number;
     };
     opts.lockDuration = this.config.worker.lockMs;
+    opts.lockRenewTime = this.config.worker.lockMs / 2;
     opts.stalledInterval = this.config.worker.lockMs;
     opts.maxStalledCount = 3;
+    // The lock manager copies its timings when the Worker is constructed (with the decorator's
+    // defaults): rebuild it, or locks would expire before their first renewal whenever lockMs is
+    // below BullMQ's 30 s default.
+    (this.worker as unknown as { createLockManager(): void }).createLockManager();
     this.worker.concurrency = this.config.worker.concurrency;
     void this.worker.run();
   }

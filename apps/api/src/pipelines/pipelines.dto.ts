@@ -1,6 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsBoolean, IsInt, IsOptional, IsString, Max, Min } from 'class-validator';
+import { toBool } from '../http/query-transforms';
 
 export class SavePipelineResultDto {
   @ApiProperty({ example: 'ok' }) status!: string;
@@ -23,9 +24,6 @@ export class DeletePipelineResultDto {
   @ApiProperty({ example: 'sales' }) pipeline!: string;
   @ApiProperty({ example: true }) dataDeleted!: boolean;
 }
-
-const toBool = ({ value }: { value: unknown }) =>
-  value === 'true' ? true : value === 'false' ? false : value;
 
 export class PipelineQueryDto {
   @ApiProperty({ example: 'sales' })

@@ -73,6 +73,12 @@ export class RateLimitedError extends TapyardError {
   }
 }
 
+/** A documented capability this release does not have yet (the message says which issue brings it). */
+export class NotImplementedError extends TapyardError {
+  readonly status = 501;
+  readonly code = 'not_implemented';
+}
+
 export class UpstreamError extends TapyardError {
   readonly status = 502;
   readonly code = 'upstream_failed';

@@ -1,0 +1,137 @@
+import { Controller, Get, Query } from '@nestjs/common';
+import { ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { CONFIG, TapyardConfig } from '@tapyard/core';
+import { MetadataService } from '@tapyard/metadata';
+import { Requires, ScopeResolver } from '../auth/access-rule';
+import { RequestAccess, RequestEnvironment } from '../http/environment.decorator';
+import { ErrorBodyDto } from '../http/error-body.dto';
+import { Access } from '../auth/access';
+import {
+  ColumnDto,
+  ColumnsQueryDto,
+  DatabaseQueryDto,
+  MongoCollectionsQueryDto,
+  TablesQueryDto,
+} from './metadata.dto';
+
+const NAMES = { schema: { type: 'array', items: { type: 'string' } } };
+
+/** `metadata:read:database=<db>` scopes discovery to databases; without `database` it is the platform's. */
+const postgresDatabase: ScopeResolver = async (req, refs) => {
+  const db =
+    typeof req.query.database === 'string'
+      ? req.query.database
+      : refs.get<TapyardConfig>(CONFIG, { strict: false }).database.name;
+  return [{ fields: { database: db }, hiddenMessage: `PostgreSQL database '${db}' does not exist` }];
+};
+
+@ApiTags('metadata')
+@Controller('metadata')
+export class MetadataController {
+  constructor(private readonly metadata: MetadataService) {}
+
+  @Get('postgres/databases')
+  @Requires('metadata:read', 'filtered')
+  @ApiOperation({ summary: 'PostgreSQL databases (templates and databases refusing connections left out)' })
+  @ApiOkResponse(NAMES)
+  async pgDatabases(@RequestAccess() access: Access): Promise<string[]> {
+    return access.filter(await this.metadata.postgresDatabases(), 'read', 'metadata', (database) => ({
+      database,
+    }));
+  }
+
+  @Get('postgres/schemas')
+  @Requires('metadata:read', postgresDatabase)
+  @ApiOperation({
+    summary: 'Schemas of a database, without information_schema, pg_catalog, pg_toast and Tapyard’s own',
+  })
+  @ApiOkResponse(NAMES)
+  @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'No such database' })
+  pgSchemas(@Query() q: DatabaseQueryDto): Promise<string[]> {
+    return this.metadata.postgresSchemas(q.database);
+  }
+
+  @Get('postgres/tables')
+  @Requires('metadata:read', postgresDatabase)
+  @ApiOperation({ summary: 'Tables of a schema; vectorOnly=true: only those with an `embedding` column' })
+  @ApiOkResponse(NAMES)
+  pgTables(@Query() q: TablesQueryDto): Promise<string[]> {
+    return this.metadata.postgresTables(q.database, q.schema, q.vectorOnly ?? false);
+  }
+
+  @Get('postgres/columns')
+  @Requires('metadata:read', postgresDatabase)
+  @ApiOperation({ summary: 'Columns of a table with their PostgreSQL types' })
+  @ApiOkResponse({ type: [ColumnDto] })
+  @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'No such database or table' })
+  pgColumns(@Query() q: ColumnsQueryDto): Promise<ColumnDto[]> {
+    return this.metadata.postgresColumns(q.database, q.schema, q.table);
+  }
+
+  @Get('mongodb/databases')
+  @Requires('metadata:read', 'filtered')
+  @ApiOperation({
+    summary:
+      'MongoDB databases, without admin, config, local and Tapyard’s internal one (503 when not configured)',
+  })
+  @ApiOkResponse(NAMES)
+  async mongoDatabases(@RequestAccess() access: Access): Promise<string[]> {
+    return access.filter(await this.metadata.mongoDatabases(), 'read', 'metadata', (database) => ({
+      database,
+    }));
+  }
+
+  @Get('mongodb/collections')
+  @Requires('metadata:read', 'filtered')
+  @ApiOperation({ summary: 'Collections of a database, or of all as `<database>.<collection>`' })
+  @ApiOkResponse(NAMES)
+  async mongoCollections(
+    @RequestAccess() access: Access,
+    @Query() q: MongoCollectionsQueryDto,
+  ): Promise<string[]> {
+    if (q.database !== undefined) {
+      access.assertVisible(
+        'read',
+        'metadata',
+        { database: q.database },
+        `MongoDB database '${q.database}' does not exist`,
+      );
+      return this.metadata.mongoCollections(q.database);
+    }
+    return access.filter(await this.metadata.mongoCollections(), 'read', 'metadata', (name) => ({
+      database: name.slice(0, name.indexOf('.')),
+    }));
+  }
+
+  @Get('qdrant/collections')
+  @Requires('metadata:read')
+  @ApiOperation({ summary: 'Qdrant collections; [] when Qdrant is not configured' })
+  @ApiOkResponse(NAMES)
+  qdrant(@RequestEnvironment() env: string): Promise<string[]> {
+    return this.metadata.vectorContainers(env, 'qdrant');
+  }
+
+  @Get('weaviate/classes')
+  @Requires('metadata:read')
+  @ApiOperation({ summary: 'Weaviate classes; [] when Weaviate is not configured' })
+  @ApiOkResponse(NAMES)
+  weaviate(@RequestEnvironment() env: string): Promise<string[]> {
+    return this.metadata.vectorContainers(env, 'weaviate');
+  }
+
+  @Get('milvus/collections')
+  @Requires('metadata:read')
+  @ApiOperation({ summary: 'Milvus collections; [] when Milvus is not configured' })
+  @ApiOkResponse(NAMES)
+  milvus(@RequestEnvironment() env: string): Promise<string[]> {
+    return this.metadata.vectorContainers(env, 'milvus');
+  }
+
+  @Get('chroma/collections')
+  @Requires('metadata:read')
+  @ApiOperation({ summary: 'Chroma collections; [] when Chroma is not configured' })
+  @ApiOkResponse(NAMES)
+  chroma(@RequestEnvironment() env: string): Promise<string[]> {
+    return this.metadata.vectorContainers(env, 'chroma');
+  }
+}

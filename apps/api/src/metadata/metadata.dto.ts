@@ -1,0 +1,61 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Transform } from 'class-transformer';
+import { IsBoolean, IsOptional, IsString, MaxLength } from 'class-validator';
+import { toBool } from '../http/query-transforms';
+
+export class DatabaseQueryDto {
+  @ApiPropertyOptional({
+    description: 'Default: the platform database (POSTGRES_DATABASE)',
+    example: 'tapyard',
+  })
+  @IsOptional()
+  @IsString()
+  @MaxLength(63)
+  database?: string;
+}
+
+export class TablesQueryDto extends DatabaseQueryDto {
+  @ApiPropertyOptional({ default: 'public' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(63)
+  schema?: string;
+
+  @ApiPropertyOptional({
+    default: false,
+    description: 'true: only tables with an `embedding` column; false: those tables are left out',
+  })
+  @IsOptional()
+  @Transform(toBool)
+  @IsBoolean({ message: 'vectorOnly must be true or false' })
+  vectorOnly?: boolean;
+}
+
+export class ColumnsQueryDto extends DatabaseQueryDto {
+  @ApiPropertyOptional({ default: 'public' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(63)
+  schema?: string;
+
+  @ApiProperty({ example: 'orders' })
+  @IsString()
+  @MaxLength(63)
+  table!: string;
+}
+
+export class MongoCollectionsQueryDto {
+  @ApiPropertyOptional({ description: 'Without it: every collection as `<database>.<collection>`' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(63)
+  database?: string;
+}
+
+export class ColumnDto {
+  @ApiProperty({ example: 'amount' })
+  name!: string;
+
+  @ApiProperty({ example: 'numeric(10,2)' })
+  type!: string;
+}

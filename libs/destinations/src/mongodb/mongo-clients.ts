@@ -1,0 +1,37 @@
+import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
+import { mongo } from 'mongoose';
+import { CONFIG, ServiceUnavailableError, TapyardConfig, errorMessage } from '@tapyard/core';
+
+/**
+ * The MongoDB-wire connection (MongoDB, or FerretDB in development), through the driver mongoose
+ * ships. Documents are loaded as they come (not normalised), so there are no mongoose models.
+ * Only the command subset FerretDB v1 implements is used: bulk upserts, find, listDatabases,
+ * listCollections, drop.
+ */
+@Injectable()
+export class MongoClients implements OnModuleDestroy {
+  private client: Promise<mongo.MongoClient> | null = null;
+
+  constructor(@Inject(CONFIG) private readonly config: TapyardConfig) {}
+
+  get configured(): boolean {
+    return this.config.mongodb.uri !== null;
+  }
+
+  async get(): Promise<mongo.MongoClient> {
+    const uri = this.config.mongodb.uri;
+    if (uri === null) throw new ServiceUnavailableError('mongodb', 'MongoDB is not configured (MONGODB_URI)');
+    this.client ??= new mongo.MongoClient(uri, { serverSelectionTimeoutMS: 5000, connectTimeoutMS: 5000 })
+      .connect()
+      .catch((err: unknown) => {
+        this.client = null;
+        throw new ServiceUnavailableError('mongodb', `mongodb is unreachable: ${errorMessage(err)}`);
+      });
+    return this.client;
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    const c = await this.client?.catch(() => null);
+    await c?.close();
+  }
+}

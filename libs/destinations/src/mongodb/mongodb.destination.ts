@@ -1,0 +1,216 @@
+import { Injectable } from '@nestjs/common';
+import { mongo } from 'mongoose';
+import { ServiceUnavailableError, ValidationError, errorMessage } from '@tapyard/core';
+import { DatabaseDestination, FieldType, SchemaField } from '@tapyard/pipelines';
+import { parseCopyLine } from '../copy-text';
+import { Destination, LoadResult, LoadTarget, RejectedRow } from '../destination';
+import { MongoClients } from './mongo-clients';
+
+/** Collection (in the target database) recording committed loads, keyed by pipeline token. */
+export const LOADS_COLLECTION = '_tapyard_loads';
+const BATCH = 1000;
+const DUPLICATE_KEY = 11000;
+
+type Doc = Record<string, unknown> & { _id: string };
+interface LedgerEntry {
+  _id: string;
+  loaded: number;
+  rejected: number;
+  collection: string;
+  at: Date;
+}
+
+/**
+ * Loads records into the collection `destination.database.table` of database `dbName`, as they
+ * are: a `_json` / `_xml` pipeline stores each record's object, other pipelines one field per
+ * column with its type. Exactly-once effect without transactions (FerretDB v1 has none): every
+ * record's `_id` is `<pipelineToken>:<n>`, so a redelivered job finds the documents an earlier
+ * delivery wrote (duplicate key) instead of adding copies; a ledger entry written after the last batch makes a
+ * later redelivery write nothing. Rejected records go to `<collection>_rejects`.
+ */
+@Injectable()
+export class MongoDbDestination implements Destination {
+  readonly name = 'mongodb';
+  readonly processName = 'MongoDBLoader' as const;
+  readonly capabilities = { exactlyOnce: true, schemaEvolution: true };
+
+  constructor(private readonly clients: MongoClients) {}
+
+  async prepare(target: LoadTarget): Promise<void> {
+    validateNames(target.database);
+    await this.db(target.database);
+  }
+
+  async load(
+    target: LoadTarget,
+    chunks: AsyncIterable<string>,
+    rejects: () => AsyncIterable<RejectedRow>,
+    progress: (rowsSoFar: number) => void,
+  ): Promise<LoadResult> {
+    const { table } = target.database;
+    const db = await this.db(target.database);
+    const location = `${target.database.dbName}.${table}`;
+    const ledger = db.collection<LedgerEntry>(LOADS_COLLECTION);
+    const done = await this.run(() => ledger.findOne({ _id: target.pipelineToken }));
+    if (done) {
+      for await (const _ of chunks); // drain the reader so its temporary files are closed
+      return { loaded: done.loaded, rejected: done.rejected, alreadyLoaded: true, location };
+    }
+    const toDoc = documentBuilder(target.columns);
+    const collection = db.collection<Doc>(table);
+    const failed: RejectedRow[] = [];
+    let seq = 0;
+    let loaded = 0;
+    let pending: { doc: Doc; line: string }[] = [];
+    const flush = async () => {
+      if (pending.length === 0) return;
+      const batch = pending;
+      pending = [];
+      const bad = await this.insert(
+        collection,
+        batch.map((b) => b.doc),
+      );
+      for (const [i, reason] of bad) {
+        failed.push({ line: 0, stage: 'MongoDBLoader', reason, raw: batch[i].line.slice(0, 1000) });
+      }
+      loaded += batch.length - bad.size;
+      progress(loaded);
+    };
+    for await (const chunk of chunks) {
+      for (const line of chunk.split('\n')) {
+        if (line === '') continue;
+        const id = `${target.pipelineToken}:${seq++}`;
+        const doc = toDoc(parseCopyLine(line), id);
+        if (typeof doc === 'string')
+          failed.push({ line: 0, stage: 'MongoDBLoader', reason: doc, raw: line.slice(0, 1000) });
+        else pending.push({ doc, line });
+        if (pending.length >= BATCH) await flush();
+      }
+    }
+    await flush();
+    let rejected = 0;
+    const rejectDocs: Doc[] = [];
+    for await (const r of rejects()) rejectDocs.push({ _id: `${target.pipelineToken}:r${rejected++}`, ...r });
+    for (const r of failed) rejectDocs.push({ _id: `${target.pipelineToken}:r${rejected++}`, ...r });
+    for (let i = 0; i < rejectDocs.length; i += BATCH) {
+      await this.insert(db.collection<Doc>(`${table}_rejects`), rejectDocs.slice(i, i + BATCH));
+    }
+    await this.run(() =>
+      ledger.replaceOne(
+        { _id: target.pipelineToken },
+        { loaded, rejected, collection: table, at: new Date() },
+        { upsert: true },
+      ),
+    );
+    return { loaded, rejected, alreadyLoaded: false, location };
+  }
+
+  async drop(database: DatabaseDestination): Promise<void> {
+    validateNames(database);
+    const db = await this.db(database);
+    for (const name of [database.table, `${database.table}_rejects`]) {
+      await this.run(() => db.collection(name).drop()).catch((err: unknown) => {
+        if (!/ns not found|does not exist|NamespaceNotFound/i.test(errorMessage(err))) throw err;
+      });
+    }
+  }
+
+  /**
+   * Inserts a batch, unordered. A duplicate `_id` means an earlier delivery of this job already wrote
+   * that very document (ids are deterministic), so it counts as loaded. Inserts rather than upserts:
+   * FerretDB v1 makes a replace-upsert scan the collection, which turns a large retry quadratic.
+   * Returns the positions the server refused for another reason, with its message.
+   */
+  private async insert(collection: mongo.Collection<Doc>, docs: Doc[]): Promise<Map<number, string>> {
+    try {
+      await collection.insertMany(docs, { ordered: false });
+      return new Map();
+    } catch (err) {
+      if (err instanceof mongo.MongoBulkWriteError) {
+        const errors = Array.isArray(err.writeErrors) ? err.writeErrors : [err.writeErrors];
+        if (errors.length > 0) {
+          return new Map(
+            errors
+              .filter((e) => e.code !== DUPLICATE_KEY)
+              .map((e) => [e.index, e.errmsg ?? 'rejected by the server']),
+          );
+        }
+      }
+      throw unavailable(err);
+    }
+  }
+
+  private async db(database: DatabaseDestination): Promise<mongo.Db> {
+    return (await this.clients.get()).db(database.dbName);
+  }
+
+  private async run<T>(op: () => Promise<T>): Promise<T> {
+    try {
+      return await op();
+    } catch (err) {
+      throw unavailable(err);
+    }
+  }
+}
+
+function unavailable(err: unknown): Error {
+  if (err instanceof ServiceUnavailableError) return err;
+  if (err instanceof mongo.MongoNetworkError || err instanceof mongo.MongoServerSelectionError) {
+    return new ServiceUnavailableError('mongodb', `mongodb became unreachable: ${errorMessage(err)}`);
+  }
+  return new Error(`mongodb: ${errorMessage(err)}`);
+}
+
+const NAME = /^[A-Za-z0-9_][A-Za-z0-9_-]{0,62}$/;
+
+function validateNames(d: DatabaseDestination): void {
+  if (!NAME.test(d.dbName)) throw new ValidationError(`MongoDB database name '${d.dbName}' is invalid`);
+  if (!/^[A-Za-z_][A-Za-z0-9_.-]{0,119}$/.test(d.table) || d.table.startsWith('system.')) {
+    throw new ValidationError(`MongoDB collection name '${d.table}' is invalid`);
+  }
+}
+
+/** Builds a document from one row's values, or returns why it cannot. */
+function documentBuilder(columns: SchemaField[]): (values: (string | null)[], id: string) => Doc | string {
+  if (columns.length === 1 && (columns[0].name === '_json' || columns[0].name === '_xml')) {
+    return (values, id) => {
+      try {
+        const v = JSON.parse(values[0] ?? 'null') as unknown;
+        if (typeof v !== 'object' || v === null || Array.isArray(v)) return { value: v, _id: id };
+        // The driver refuses the whole batch for one such name; refuse just the record.
+        const bad = Object.keys(v).find((k) => k.startsWith('$'));
+        if (bad !== undefined)
+          return `field name '${bad.slice(0, 60)}' starts with '$', which MongoDB reserves`;
+        return { ...(v as Record<string, unknown>), _id: id };
+      } catch (err) {
+        return `record is not valid JSON: ${errorMessage(err)}`;
+      }
+    };
+  }
+  const typed = columns.map((c) => ({ name: c.name, parse: typedValue(c.type) }));
+  return (values, id) => {
+    const doc: Doc = { _id: id };
+    typed.forEach(
+      (c, i) => (doc[c.name] = values[i] === null || values[i] === undefined ? null : c.parse(values[i])),
+    );
+    return doc;
+  };
+}
+
+function typedValue(type: FieldType): (text: string) => unknown {
+  switch (type) {
+    case 'boolean':
+      return (t) => t === 't';
+    case 'int':
+    case 'float':
+    case 'double':
+      return Number;
+    case 'bigint':
+      return (t) => (Number.isSafeInteger(Number(t)) ? Number(t) : mongo.Long.fromString(t));
+    case 'date':
+    case 'timestamp':
+      return (t) => new Date(/^\d{4}-\d{2}-\d{2}$/.test(t) ? `${t}T00:00:00Z` : t);
+    default:
+      return (t) => t;
+  }
+}

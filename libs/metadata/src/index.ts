@@ -1,0 +1,2 @@
+export * from './metadata.module';
+export * from './metadata.service';
