@@ -7,6 +7,12 @@ export const TEST_DATABASE_URL =
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 export const TEST_MASTER_KEY = 'a1'.repeat(32);
 /** FerretDB from scripts/services (or any MongoDB-wire server). */
+/** MinIO from scripts/services. */
+export const TEST_OBJECT_STORE = {
+  OBJECT_STORE_ENDPOINT: process.env.TEST_OBJECT_STORE_ENDPOINT ?? 'http://127.0.0.1:9000',
+  OBJECT_STORE_ACCESS_KEY: process.env.TEST_OBJECT_STORE_ACCESS_KEY ?? 'tapyard',
+  OBJECT_STORE_SECRET_KEY: process.env.TEST_OBJECT_STORE_SECRET_KEY ?? 'tapyard-dev-secret',
+};
 export const TEST_MONGODB_URI = process.env.TEST_MONGODB_URI ?? 'mongodb://127.0.0.1:27017';
 
 /** A fresh environment name per suite: suites isolate themselves and run in any order. */

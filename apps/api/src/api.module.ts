@@ -2,6 +2,8 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { AuthModule } from '@tapyard/auth';
 import { MetadataModule } from '@tapyard/metadata';
+import { ConfigFilesModule } from '@tapyard/configfiles';
+import { ObjectStoreModule } from '@tapyard/objectstore';
 import { Logger } from 'pino';
 import { ConfigModule, LoggingModule, TapyardConfig } from '@tapyard/core';
 import { DatabaseModule } from '@tapyard/database';
@@ -20,6 +22,7 @@ import { AuthController } from './auth/auth.controller';
 import { KeysController } from './auth/keys.controller';
 import { UsersController } from './auth/users.controller';
 import { MetadataController } from './metadata/metadata.controller';
+import { ConfigController } from './configfiles/config.controller';
 
 /** The HTTP application: controllers only; domain logic comes from libs/*. */
 @Module({})
@@ -37,6 +40,8 @@ export class ApiModule {
         IngestionModule,
         AuthModule,
         MetadataModule,
+        ObjectStoreModule,
+        ConfigFilesModule,
       ],
       controllers: [
         PlatformController,
@@ -48,6 +53,7 @@ export class ApiModule {
         KeysController,
         UsersController,
         MetadataController,
+        ConfigController,
       ],
       providers: [
         { provide: METRICS, useValue: metrics },

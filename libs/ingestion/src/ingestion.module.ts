@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { ConfigFilesModule } from '@tapyard/configfiles';
 import { DestinationsModule } from '@tapyard/destinations';
 import { PipelinesModule } from '@tapyard/pipelines';
 import { QueueModule } from '@tapyard/queue';
@@ -9,7 +10,7 @@ import { SchemaDiscoveryService } from './schema-discovery.service';
 import { UploadService } from './upload.service';
 
 @Module({
-  imports: [QueueModule, PipelinesModule, StatusModule, DestinationsModule],
+  imports: [QueueModule, PipelinesModule, StatusModule, DestinationsModule, ConfigFilesModule],
   providers: [Spool, UploadService, IngestionRunner, SchemaDiscoveryService],
   exports: [
     UploadService,

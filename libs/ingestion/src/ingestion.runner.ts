@@ -12,6 +12,7 @@ import {
   LoadTarget,
   RejectedRow,
 } from '@tapyard/destinations';
+import { ConfigFilesService, compileJsonSchema } from '@tapyard/configfiles';
 import { PipelineDefinition, PipelinesService } from '@tapyard/pipelines';
 import { uniqueNames } from '@tapyard/profiling';
 import { IngestPayload } from '@tapyard/queue';
@@ -48,7 +49,33 @@ export class IngestionRunner {
     private readonly pipelines: PipelinesService,
     private readonly status: StatusService,
     private readonly spool: Spool,
+    private readonly configFiles: ConfigFilesService,
   ) {}
+
+  /** The pipeline's JSON Schema as a record check, or null; a missing or broken schema fails the job. */
+  private async recordValidator(
+    environment: string,
+    def: PipelineDefinition,
+  ): Promise<RecordValidator | null> {
+    const file = def.dataQuality.validationSchema;
+    if (!file) return null;
+    try {
+      const check = compileJsonSchema(await this.configFiles.readValidationSchema(environment, file), file);
+      return (text) => {
+        let record: unknown;
+        try {
+          record = JSON.parse(text);
+        } catch {
+          return 'record is not valid JSON';
+        }
+        if (check(record)) return null;
+        const e = check.errors?.[0];
+        return `record does not match validation schema '${file}': ${e ? `${e.instancePath || '/'} ${e.message ?? 'is invalid'}` : 'invalid'}`;
+      };
+    } catch (err) {
+      throw new StageError('DataQuality', errorMessage(err));
+    }
+  }
 
   async run(p: IngestPayload): Promise<void> {
     const job: JobRef = {
@@ -84,6 +111,7 @@ export class IngestionRunner {
       const firstBatch: RecordBatch = first.done ? { rows: [], lines: [], errors: [] } : first.value;
       const { plan, definition } = await this.plan(p, def, firstBatch);
 
+      const validate = await this.recordValidator(p.environment, definition);
       const ruleCount = definition.dataQuality.rules.length;
       await this.status.record(
         job,
@@ -129,9 +157,9 @@ export class IngestionRunner {
       let readFailure: StageError | null = null;
       const chunks = async function* (this: IngestionRunner): AsyncGenerator<string> {
         try {
-          yield convert(firstBatch, plan, counts, rejects);
+          yield convert(firstBatch, plan, counts, rejects, validate);
           for await (const batch of { [Symbol.asyncIterator]: () => batches })
-            yield convert(batch, plan, counts, rejects);
+            yield convert(batch, plan, counts, rejects, validate);
         } catch (err) {
           // Read errors end the load; the transaction rolls back and the job reports the reason.
           readFailure = new StageError(
@@ -260,11 +288,15 @@ export class IngestionRunner {
   }
 }
 
+/** Checks one record's JSON text; returns the reason it fails, or null. */
+type RecordValidator = (recordJson: string) => string | null;
+
 function convert(
   batch: RecordBatch,
   plan: RowPlan,
   counts: { rows: number; rejected: number; dq: number; tf: number },
   rejects: WriteStream,
+  validate: RecordValidator | null,
 ): string {
   let out = '';
   for (const e of batch.errors) {
@@ -276,7 +308,9 @@ function convert(
   }
   for (let i = 0; i < batch.rows.length; i++) {
     counts.rows++;
-    const r = plan.process(batch.rows[i]);
+    const invalid = validate ? validate(batch.rows[i][0] ?? '') : null;
+    const r =
+      invalid === null ? plan.process(batch.rows[i]) : { stage: 'DataQuality' as const, reason: invalid };
     if (typeof r === 'string') out += r;
     else {
       counts.rejected++;

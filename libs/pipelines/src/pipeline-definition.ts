@@ -45,6 +45,20 @@ export function toDefinition(dto: PipelineConfigDto, defaultDbName: string): Pip
   const mappings = (dto.transformation?.mappings ?? []).map((m, i) => toStep(m, i, problems));
   checkMappings(fields, mappings, problems);
 
+  const schemaFile = dto.dataQuality?.validationSchema;
+  if (schemaFile !== undefined && format !== 'json' && format !== 'xml') {
+    problems.push({
+      field: 'dataQuality.validationSchema',
+      problem: 'applies to JSON and XML pipelines only',
+    });
+  } else if (schemaFile !== undefined && !schemaFile.endsWith('.json')) {
+    problems.push({
+      field: 'dataQuality.validationSchema',
+      problem:
+        'must be a JSON Schema (.json): records are checked as JSON objects (XSD checks are not supported yet)',
+    });
+  }
+
   const db = dto.destination.database;
   if (!db)
     problems.push({ field: 'destination.database', problem: 'is required (the only destination so far)' });
@@ -77,7 +91,11 @@ export function toDefinition(dto: PipelineConfigDto, defaultDbName: string): Pip
       },
       schemaProperties: { fields },
     },
-    dataQuality: { rules, aiInstruction: dto.dataQuality?.aiInstruction ?? null },
+    dataQuality: {
+      rules,
+      aiInstruction: dto.dataQuality?.aiInstruction ?? null,
+      ...(dto.dataQuality?.validationSchema ? { validationSchema: dto.dataQuality.validationSchema } : {}),
+    },
     transformation: { mappings, aiInstruction: dto.transformation?.aiInstruction ?? null },
     destination: {
       database: {

@@ -84,7 +84,8 @@ export interface PipelineDefinition {
     };
     schemaProperties: { fields: SchemaField[] };
   };
-  dataQuality: { rules: DataQualityRule[]; aiInstruction: string | null };
+  /** `validationSchema`: a JSON Schema file in the environment's validation-schema location. */
+  dataQuality: { rules: DataQualityRule[]; aiInstruction: string | null; validationSchema?: string };
   transformation: { mappings: TransformationStep[]; aiInstruction: string | null };
   destination: { database?: DatabaseDestination } & Record<string, unknown>;
 }

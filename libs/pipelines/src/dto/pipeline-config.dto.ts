@@ -201,6 +201,16 @@ export class DataQualityDto extends AiInstructionDto {
   @ValidateNested({ each: true })
   @Type(() => DataQualityRuleDto)
   rules?: DataQualityRuleDto[];
+
+  @ApiPropertyOptional({
+    example: 'orders.json',
+    description:
+      'JSON/XML pipelines: a JSON Schema in the validation-schema location (POST /config/upload or ' +
+      '/config/generate-schema); records that fail it are rejected with the validation message',
+  })
+  @IsOptional()
+  @Matches(/^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/, { message: 'validationSchema must be a file name' })
+  validationSchema?: string;
 }
 
 export class TransformationStepDto {

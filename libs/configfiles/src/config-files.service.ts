@@ -1,0 +1,204 @@
+import { Injectable } from '@nestjs/common';
+import busboy from 'busboy';
+import type { Request } from 'express';
+import Ajv2020 from 'ajv/dist/2020';
+import {
+  PayloadTooLargeError,
+  UnsupportedMediaTypeError,
+  ValidationError,
+  errorMessage,
+} from '@tapyard/core';
+import { ObjectNotFoundError, ObjectStore, objectUri } from '@tapyard/objectstore';
+import { SchemaSampleError, generateJsonSchema, generateXsd } from '@tapyard/schemas';
+
+export const CONFIG_TYPES = ['validation-schema', 'javascript'] as const;
+export type ConfigType = (typeof CONFIG_TYPES)[number];
+export const SCHEMA_TYPES = ['json-schema', 'xsd'] as const;
+export type SchemaType = (typeof SCHEMA_TYPES)[number];
+
+/** Config files are small documents, so they are held in memory up to this size (413 beyond). */
+export const CONFIG_FILE_LIMIT = 5 * 1024 * 1024;
+
+const FILENAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
+const EXTENSIONS: Record<ConfigType, RegExp> = {
+  'validation-schema': /\.(json|xsd)$/,
+  javascript: /\.(js|mjs|cjs)$/,
+};
+
+export interface StoredConfigFile {
+  filename: string;
+  /** `s3://<env>-config/<type>/<filename>` */
+  path: string;
+}
+
+/**
+ * Configuration files of an environment (validation schemas, transformation scripts), kept at
+ * `<env>-config/<type>/<filename>` in the object store, and JSON Schema / XSD generated from samples.
+ */
+@Injectable()
+export class ConfigFilesService {
+  constructor(private readonly store: ObjectStore) {}
+
+  async upload(environment: string, req: Request): Promise<StoredConfigFile> {
+    const { fields, file } = await readForm(req);
+    const type = fields.get('type');
+    if (!type)
+      throw new ValidationError("multipart field 'type' is required (validation-schema or javascript)");
+    if (!(CONFIG_TYPES as readonly string[]).includes(type)) {
+      throw new ValidationError(`type '${type.slice(0, 40)}' is unknown (one of ${CONFIG_TYPES.join(', ')})`);
+    }
+    if (!file) throw new ValidationError("multipart field 'file' is required");
+    const configType = type as ConfigType;
+    checkFilename(file.name, configType);
+    if (file.data.length === 0) throw new ValidationError(`the uploaded file '${file.name}' is empty`);
+    if (configType === 'validation-schema') checkSchemaFile(file.name, file.data);
+    return this.save(environment, configType, file.name, file.data);
+  }
+
+  async generateSchema(
+    environment: string,
+    type: SchemaType,
+    name: string,
+    sampleData: string,
+  ): Promise<StoredConfigFile & { schema: string }> {
+    if (!FILENAME.test(name) || name.length > 100) {
+      throw new ValidationError(
+        `name '${name.slice(0, 60)}' is invalid: use letters, digits, '.', '_' and '-' (max 100)`,
+      );
+    }
+    let schema: string;
+    try {
+      schema = type === 'json-schema' ? generateJsonSchema(name, sampleData) : generateXsd(name, sampleData);
+    } catch (err) {
+      if (err instanceof SchemaSampleError) throw new ValidationError(`sampleData: ${err.message}`);
+      throw err;
+    }
+    const filename = `${name}${type === 'json-schema' ? '.json' : '.xsd'}`;
+    const stored = await this.save(environment, 'validation-schema', filename, Buffer.from(schema, 'utf8'));
+    return { ...stored, schema };
+  }
+
+  /** A stored validation schema's text (for the data-quality stage). */
+  async readValidationSchema(environment: string, filename: string): Promise<string> {
+    const bucket = await this.store.bucket(environment, 'config');
+    const stream = await this.store.get(bucket, `validation-schema/${filename}`).catch((err: unknown) => {
+      if (err instanceof ObjectNotFoundError) {
+        throw new ValidationError(`validation schema '${filename}' does not exist in this environment`);
+      }
+      throw err;
+    });
+    const parts: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > CONFIG_FILE_LIMIT) throw new ValidationError(`validation schema '${filename}' is too large`);
+      parts.push(chunk);
+    }
+    return Buffer.concat(parts).toString('utf8');
+  }
+
+  private async save(
+    environment: string,
+    type: ConfigType,
+    filename: string,
+    data: Buffer,
+  ): Promise<StoredConfigFile> {
+    const bucket = await this.store.bucket(environment, 'config');
+    const key = `${type}/${filename}`;
+    await this.store.put(bucket, key, data, contentType(filename));
+    return { filename, path: objectUri(bucket, key) };
+  }
+}
+
+/** Compiles a JSON Schema (draft 2020-12 unless it says otherwise); the message names the problem. */
+export function compileJsonSchema(text: string, filename: string) {
+  let schema: unknown;
+  try {
+    schema = JSON.parse(text);
+  } catch (err) {
+    throw new ValidationError(`'${filename}' is not valid JSON: ${errorMessage(err)}`);
+  }
+  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) {
+    throw new ValidationError(`'${filename}' is not a JSON Schema (expected an object)`);
+  }
+  try {
+    return new Ajv2020({ allErrors: false, strict: false, validateFormats: false }).compile(schema);
+  } catch (err) {
+    throw new ValidationError(`'${filename}' is not a valid JSON Schema: ${errorMessage(err)}`);
+  }
+}
+
+function checkSchemaFile(filename: string, data: Buffer): void {
+  const text = data.toString('utf8');
+  if (filename.endsWith('.json')) compileJsonSchema(text, filename);
+  else if (!/<(\w+:)?schema[\s>]/.test(text.slice(0, 4096))) {
+    throw new ValidationError(
+      `'${filename}' does not look like an XSD (no <xs:schema> element at the start)`,
+    );
+  }
+}
+
+function checkFilename(name: string, type: ConfigType): void {
+  if (!FILENAME.test(name) || name.includes('..')) {
+    throw new ValidationError(
+      `file name '${name.slice(0, 80)}' is invalid: use letters, digits, '.', '_' and '-' (no paths)`,
+    );
+  }
+  if (!EXTENSIONS[type].test(name)) {
+    throw new UnsupportedMediaTypeError(
+      `'${name}' is not a ${type} file (${type === 'javascript' ? '.js, .mjs or .cjs' : '.json or .xsd'})`,
+    );
+  }
+}
+
+function contentType(filename: string): string {
+  if (filename.endsWith('.json')) return 'application/schema+json';
+  if (filename.endsWith('.xsd')) return 'application/xml';
+  return 'text/javascript';
+}
+
+interface Form {
+  fields: Map<string, string>;
+  file: { name: string; data: Buffer } | null;
+}
+
+async function readForm(req: Request): Promise<Form> {
+  const type = req.headers['content-type'] ?? '';
+  if (!type.toLowerCase().startsWith('multipart/form-data')) {
+    throw new UnsupportedMediaTypeError("upload with Content-Type multipart/form-data and a 'file' part");
+  }
+  let bb: busboy.Busboy;
+  try {
+    bb = busboy({
+      headers: req.headers,
+      limits: { files: 1, fields: 10, fieldSize: 1024, fileSize: CONFIG_FILE_LIMIT },
+    });
+  } catch {
+    throw new ValidationError('malformed multipart request: missing boundary');
+  }
+  return new Promise<Form>((resolve, reject) => {
+    const form: Form = { fields: new Map(), file: null };
+    let tooLarge = false;
+    bb.on('field', (name, value) => form.fields.set(name, value.trim()));
+    bb.on('file', (name, stream, info) => {
+      if (name !== 'file' || form.file) {
+        stream.resume();
+        return;
+      }
+      const parts: Buffer[] = [];
+      stream.on('data', (c: Buffer) => parts.push(c));
+      stream.on('limit', () => (tooLarge = true));
+      stream.on(
+        'end',
+        () => (form.file = { name: (info.filename || '').trim(), data: Buffer.concat(parts) }),
+      );
+    });
+    bb.on('error', (err) => reject(new ValidationError(`malformed multipart request: ${errorMessage(err)}`)));
+    bb.on('close', () =>
+      tooLarge
+        ? reject(new PayloadTooLargeError(`config files are limited to ${CONFIG_FILE_LIMIT} bytes`))
+        : resolve(form),
+    );
+    req.pipe(bb);
+  });
+}

@@ -1,0 +1,2 @@
+export * from './config-files.service';
+export * from './configfiles.module';

@@ -1,0 +1,2 @@
+export * from './object-store';
+export * from './objectstore.module';

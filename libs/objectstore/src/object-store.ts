@@ -1,0 +1,155 @@
+import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
+import { Client } from 'minio';
+import { Readable } from 'node:stream';
+import { Logger } from 'pino';
+import {
+  CONFIG,
+  LOGGER,
+  NotFoundError,
+  ServiceUnavailableError,
+  TapyardConfig,
+  errorMessage,
+} from '@tapyard/core';
+
+/** What each environment keeps in the object store, one bucket per purpose. */
+export const BUCKET_PURPOSES = ['raw', 'config', 'taps', 'staged', 'output'] as const;
+export type BucketPurpose = (typeof BUCKET_PURPOSES)[number];
+
+/**
+ * `<env>-<purpose>`. Bucket names allow lowercase letters, digits, '-' and '.', so '_' in an
+ * environment name becomes '-' (environments `a_b` and `a-b` would share buckets: avoid the pair).
+ */
+export function bucketName(environment: string, purpose: BucketPurpose): string {
+  return `${environment.replace(/_/g, '-')}-${purpose}`;
+}
+
+export class ObjectNotFoundError extends NotFoundError {
+  constructor(bucket: string, key: string) {
+    super(`object '${key}' does not exist in bucket '${bucket}'`);
+  }
+}
+
+/** `s3://bucket/key`, the form `path` fields use. */
+export function objectUri(bucket: string, key: string): string {
+  return `s3://${bucket}/${key}`;
+}
+
+/**
+ * S3-compatible object store (MinIO here; AWS S3, Ceph and others by configuration) behind our own
+ * small interface, through the `minio` client. Buckets of an environment are created the first time
+ * it is used (at boot for TAPYARD_ENV, on first use for tenants).
+ */
+@Injectable()
+export class ObjectStore implements OnModuleInit {
+  private readonly client: Client | null;
+  private readonly ready = new Map<string, Promise<void>>();
+
+  constructor(
+    @Inject(CONFIG) private readonly config: TapyardConfig,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {
+    const endpoint = config.objectStore.endpoint;
+    if (endpoint === null) {
+      this.client = null;
+      return;
+    }
+    const u = new URL(endpoint);
+    const useSSL = u.protocol === 'https:';
+    this.client = new Client({
+      endPoint: u.hostname,
+      port: u.port ? Number(u.port) : useSSL ? 443 : 80,
+      useSSL,
+      accessKey: config.objectStore.accessKey,
+      secretKey: config.objectStore.secretKey,
+      region: config.objectStore.region,
+    });
+  }
+
+  get configured(): boolean {
+    return this.client !== null;
+  }
+
+  /** Creates the environment's buckets at boot; an unreachable store is logged, not fatal. */
+  async onModuleInit(): Promise<void> {
+    if (!this.client) {
+      this.logger.info(
+        'object store not configured (OBJECT_STORE_ENDPOINT): uploads of archives and config files are off',
+      );
+      return;
+    }
+    await this.ensureBuckets(this.config.environment).catch((err: unknown) =>
+      this.logger.warn(
+        { err: errorMessage(err) },
+        'object store unreachable at boot; buckets are created on first use',
+      ),
+    );
+  }
+
+  /** The bucket of an environment for a purpose, created when missing. */
+  async bucket(environment: string, purpose: BucketPurpose): Promise<string> {
+    await this.ensureBuckets(environment);
+    return bucketName(environment, purpose);
+  }
+
+  async put(bucket: string, key: string, body: Readable | Buffer, contentType: string): Promise<void> {
+    await this.call(() =>
+      this.requireClient().putObject(bucket, key, body, undefined, { 'Content-Type': contentType }),
+    );
+  }
+
+  /** Throws ObjectNotFoundError when there is no such object. */
+  async get(bucket: string, key: string): Promise<Readable> {
+    return this.call(() =>
+      this.requireClient()
+        .getObject(bucket, key)
+        .catch((err: unknown) => {
+          if ((err as { code?: string }).code === 'NoSuchKey') throw new ObjectNotFoundError(bucket, key);
+          throw err;
+        }),
+    );
+  }
+
+  async remove(bucket: string, key: string): Promise<void> {
+    await this.call(() => this.requireClient().removeObject(bucket, key));
+  }
+
+  private ensureBuckets(environment: string): Promise<void> {
+    let p = this.ready.get(environment);
+    if (!p) {
+      p = this.call(async () => {
+        const client = this.requireClient();
+        for (const purpose of BUCKET_PURPOSES) {
+          const name = bucketName(environment, purpose);
+          if (!(await client.bucketExists(name))) {
+            await client.makeBucket(name, this.config.objectStore.region).catch(async (err: unknown) => {
+              // Another instance may have created it in between.
+              if (!(await client.bucketExists(name))) throw err;
+            });
+          }
+        }
+      });
+      p.catch(() => this.ready.delete(environment));
+      this.ready.set(environment, p);
+    }
+    return p;
+  }
+
+  private requireClient(): Client {
+    if (!this.client) {
+      throw new ServiceUnavailableError(
+        'objectstore',
+        'the object store is not configured (OBJECT_STORE_ENDPOINT)',
+      );
+    }
+    return this.client;
+  }
+
+  private async call<T>(op: () => Promise<T>): Promise<T> {
+    try {
+      return await op();
+    } catch (err) {
+      if (err instanceof ServiceUnavailableError || err instanceof ObjectNotFoundError) throw err;
+      throw new ServiceUnavailableError('objectstore', `the object store failed: ${errorMessage(err)}`);
+    }
+  }
+}

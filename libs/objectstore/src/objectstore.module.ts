@@ -1,0 +1,5 @@
+import { Module } from '@nestjs/common';
+import { ObjectStore } from './object-store';
+
+@Module({ providers: [ObjectStore], exports: [ObjectStore] })
+export class ObjectStoreModule {}

@@ -1,0 +1,3 @@
+export { SchemaSampleError } from './sample-error';
+export { generateJsonSchema } from './json-schema';
+export { generateXsd } from './xsd';
