@@ -2,8 +2,15 @@ import { OnWorkerEvent, Processor } from '@nestjs/bullmq';
 import { Inject } from '@nestjs/common';
 import { Job } from 'bullmq';
 import { CONFIG, TapyardConfig, errorMessage } from '@tapyard/core';
-import { IngestionRunner } from '@tapyard/ingestion';
-import { ConfiguredWorkerHost, IngestJob, IngestPayload, QUEUES } from '@tapyard/queue';
+import { FileNotifier, IngestionRunner } from '@tapyard/ingestion';
+import {
+  ConfiguredWorkerHost,
+  IngestJob,
+  IngestPayload,
+  IngestQueueData,
+  IntakePayload,
+  QUEUES,
+} from '@tapyard/queue';
 import { StatusService } from '@tapyard/status';
 
 @Processor(QUEUES.ingest, { autorun: false })
@@ -11,14 +18,16 @@ export class IngestProcessor extends ConfiguredWorkerHost {
   constructor(
     @Inject(CONFIG) protected readonly config: TapyardConfig,
     private readonly runner: IngestionRunner,
+    private readonly notifier: FileNotifier,
     private readonly status: StatusService,
   ) {
     super();
   }
 
-  async process(job: Job<IngestPayload>): Promise<void> {
-    if (job.name !== IngestJob.load) throw new Error(`unknown ingest job '${job.name}'`);
-    await this.runner.run(job.data);
+  async process(job: Job<IngestQueueData>): Promise<void> {
+    if (job.name === IngestJob.load) return this.runner.run(job.data as IngestPayload);
+    if (job.name === IngestJob.intake) return this.notifier.intake(job.data as IntakePayload);
+    throw new Error(`unknown ingest job '${job.name}'`);
   }
 
   /**
@@ -27,9 +36,10 @@ export class IngestProcessor extends ConfiguredWorkerHost {
    * 8-hour timeout.
    */
   @OnWorkerEvent('failed')
-  async onFailed(job: Job<IngestPayload> | undefined, err: Error): Promise<void> {
+  async onFailed(job: Job<IngestQueueData> | undefined, err: Error): Promise<void> {
     if (!job) return;
-    const { spoolPath: _spool, ...ref } = job.data;
+    const { environment, pipeline, pipelineToken, publisherToken, filename } = job.data;
+    const ref = { environment, pipeline, pipelineToken, publisherToken, filename };
     await this.status
       .record(
         ref,

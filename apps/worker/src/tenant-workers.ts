@@ -3,7 +3,7 @@ import { Job, Worker } from 'bullmq';
 import { Logger } from 'pino';
 import { TENANT_MAPPINGS_SECRET, tenantEnvironments } from '@tapyard/auth';
 import { CONFIG, LOGGER, TapyardConfig, errorMessage, queuePrefix } from '@tapyard/core';
-import { IngestPayload, QUEUES } from '@tapyard/queue';
+import { IngestQueueData, QUEUES } from '@tapyard/queue';
 import { SecretsService } from '@tapyard/secrets';
 import { IngestProcessor } from './ingest.processor';
 
@@ -17,7 +17,7 @@ export const TENANT_SCAN_MS = 5000;
  */
 @Injectable()
 export class TenantWorkers implements OnApplicationBootstrap, OnApplicationShutdown {
-  private readonly workers = new Map<string, Worker<IngestPayload>>();
+  private readonly workers = new Map<string, Worker<IngestQueueData>>();
   private timer: NodeJS.Timeout | null = null;
 
   constructor(
@@ -26,6 +26,11 @@ export class TenantWorkers implements OnApplicationBootstrap, OnApplicationShutd
     private readonly secrets: SecretsService,
     private readonly processor: IngestProcessor,
   ) {}
+
+  /** Tenant environments this worker consumes. */
+  get tenants(): string[] {
+    return [...this.workers.keys()];
+  }
 
   async onApplicationBootstrap(): Promise<void> {
     if (!this.config.auth.multiTenant) return;
@@ -53,9 +58,9 @@ export class TenantWorkers implements OnApplicationBootstrap, OnApplicationShutd
 
   private start(tenant: string): void {
     const { concurrency, lockMs } = this.config.worker;
-    const worker = new Worker<IngestPayload>(
+    const worker = new Worker<IngestQueueData>(
       QUEUES.ingest,
-      (job: Job<IngestPayload>) => this.processor.process(job),
+      (job: Job<IngestQueueData>) => this.processor.process(job),
       {
         connection: { url: this.config.redis.url, maxRetriesPerRequest: null },
         prefix: queuePrefix(tenant),

@@ -8,6 +8,7 @@ import { SecretsModule } from '@tapyard/secrets';
 import { IngestProcessor } from './ingest.processor';
 import { MaintenanceProcessor } from './maintenance.processor';
 import { TenantWorkers } from './tenant-workers';
+import { RawBucketPoller } from './raw-bucket-poller';
 
 /** The worker: queue processors only, no HTTP. Start as many as you like. */
 @Module({})
@@ -23,7 +24,7 @@ export class WorkerModule {
         IngestionModule,
         SecretsModule,
       ],
-      providers: [MaintenanceProcessor, IngestProcessor, TenantWorkers],
+      providers: [MaintenanceProcessor, IngestProcessor, TenantWorkers, RawBucketPoller],
     };
   }
 }

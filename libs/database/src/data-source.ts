@@ -5,6 +5,7 @@ import { SecretEntity } from '@tapyard/secrets';
 import { CreateSecrets1763788800000 } from './migrations/1763788800000-create-secrets';
 import { PipelinesAndStatus1763875200000 } from './migrations/1763875200000-pipelines-and-status';
 import { UsersAndKeyUsage1763961600000 } from './migrations/1763961600000-users-and-key-usage';
+import { RawObjects1764048000000 } from './migrations/1764048000000-raw-objects';
 
 /** Postgres schema holding Tapyard's own metadata; loaded user data never goes here. */
 export const METADATA_SCHEMA = 'tapyard';
@@ -15,6 +16,7 @@ export const MIGRATIONS = [
   CreateSecrets1763788800000,
   PipelinesAndStatus1763875200000,
   UsersAndKeyUsage1763961600000,
+  RawObjects1764048000000,
 ];
 
 // Any constant works as long as every Tapyard process uses the same one.

@@ -6,3 +6,4 @@ export * from './readers/csv-reader';
 export * from './readers/json-reader';
 export * from './readers/xml-reader';
 export * from './schema-discovery.service';
+export * from './file-notifier';

@@ -1,5 +1,7 @@
 import { Module } from '@nestjs/common';
 import { ConfigFilesModule } from '@tapyard/configfiles';
+import { ObjectStoreModule } from '@tapyard/objectstore';
+import { FileNotifier } from './file-notifier';
 import { DestinationsModule } from '@tapyard/destinations';
 import { PipelinesModule } from '@tapyard/pipelines';
 import { QueueModule } from '@tapyard/queue';
@@ -10,11 +12,20 @@ import { SchemaDiscoveryService } from './schema-discovery.service';
 import { UploadService } from './upload.service';
 
 @Module({
-  imports: [QueueModule, PipelinesModule, StatusModule, DestinationsModule, ConfigFilesModule],
-  providers: [Spool, UploadService, IngestionRunner, SchemaDiscoveryService],
+  imports: [
+    QueueModule,
+    PipelinesModule,
+    StatusModule,
+    DestinationsModule,
+    ConfigFilesModule,
+    ObjectStoreModule,
+  ],
+  providers: [Spool, UploadService, IngestionRunner, SchemaDiscoveryService, FileNotifier],
   exports: [
     UploadService,
     IngestionRunner,
+    FileNotifier,
+    ObjectStoreModule,
     SchemaDiscoveryService,
     PipelinesModule,
     StatusModule,

@@ -24,6 +24,11 @@ export class Spool {
     return { path, stream: createWriteStream(path, { mode: 0o600 }) };
   }
 
+  /** A path in the environment's spool directory, for files that arrive by rename. */
+  pathFor(environment: string, name: string): string {
+    return join(this.root, environment, name);
+  }
+
   open(path: string): ReadStream {
     return createReadStream(this.checked(path), { highWaterMark: 1 << 20 });
   }

@@ -11,9 +11,12 @@ import {
   ValidationError,
 } from '@tapyard/core';
 import { PipelineDefinition, PipelinesService } from '@tapyard/pipelines';
-import { EnvironmentQueues, IngestJob } from '@tapyard/queue';
+import { EnvironmentQueues, IngestJob, IntakePayload } from '@tapyard/queue';
+import { archiveKind } from '@tapyard/archives';
+import { ObjectStore } from '@tapyard/objectstore';
 import { JobRef, StatusService } from '@tapyard/status';
 import { Spool } from './spool';
+import { STAGED_PREFIX, jobOptions } from './file-notifier';
 
 const COMPRESSED = /\.(zip|gz|tgz|tar|jar|bz2|xz|7z)$/i;
 
@@ -38,6 +41,7 @@ export class UploadService {
     private readonly pipelines: PipelinesService,
     private readonly status: StatusService,
     private readonly queues: EnvironmentQueues,
+    private readonly store: ObjectStore,
   ) {}
 
   /** `authorize` sees the pipeline before anything is queued and may refuse it by throwing. */
@@ -57,7 +61,7 @@ export class UploadService {
       if (!got.filename) throw new ValidationError("multipart field 'file' is required");
       if (got.compressed) {
         throw new UnsupportedMediaTypeError(
-          `compressed uploads ('${got.filename}') are not supported yet: upload the uncompressed CSV, JSON or XML file`,
+          `'${got.filename}' uses a compression Tapyard does not read: use .zip, .jar, .tar, .tar.gz, .tgz or .gz`,
         );
       }
       if (!pipeline) throw new ValidationError("multipart field 'pipeline' is required");
@@ -66,6 +70,10 @@ export class UploadService {
       const publisherToken = got.fields.get('publishertoken')?.trim() || null;
       if (publisherToken && publisherToken.length > 200)
         throw new ValidationError('publishertoken is longer than 200 characters');
+      if (archiveKind(got.filename) !== null) {
+        await this.stageArchive(environment, pipeline, pipelineToken, publisherToken, got);
+        return '';
+      }
 
       const job: JobRef = { environment, pipeline, pipelineToken, publisherToken, filename: got.filename };
       await this.status.record(job, 'StreamNotifier', 'begin', `receiving ${got.filename}`);
@@ -87,6 +95,44 @@ export class UploadService {
       if (got.spoolPath) await this.spool.remove(got.spoolPath).catch(() => undefined);
       throw err;
     }
+  }
+
+  /**
+   * Compressed uploads (spec): staged to the raw bucket, then FileNotifier extracts them in a worker;
+   * the caller gets 200 with an empty body. Its jobs share the publisher token (the caller's, or the
+   * archive's own token when none was given).
+   */
+  private async stageArchive(
+    environment: string,
+    pipeline: string,
+    token: string,
+    publisherToken: string | null,
+    got: Received,
+  ): Promise<void> {
+    const filename = got.filename as string;
+    const bucket = await this.store.bucket(environment, 'raw');
+    const key = `${STAGED_PREFIX}${pipeline}/${token}/${filename.replace(/[/\\]/g, '_')}`;
+    const payload: IntakePayload = {
+      environment,
+      pipeline,
+      pipelineToken: token,
+      publisherToken,
+      filename,
+      bucket,
+      key,
+      staged: true,
+    };
+    const job: JobRef = { environment, pipeline, pipelineToken: token, publisherToken, filename };
+    await this.status.record(job, 'StreamNotifier', 'begin', `receiving ${filename}`);
+    await this.store.putFile(bucket, key, got.spoolPath as string);
+    await this.queues.ingest(environment).add(IngestJob.intake, payload, jobOptions(payload));
+    await this.status.record(
+      job,
+      'StreamNotifier',
+      'end',
+      `staged ${got.bytes} bytes as ${key} in ${bucket}; extraction queued`,
+    );
+    await this.spool.remove(got.spoolPath as string);
   }
 
   private async receive(environment: string, req: Request, token: string): Promise<Received> {
@@ -121,7 +167,7 @@ export class UploadService {
         return;
       }
       got.filename = (info.filename || 'upload').replace(/[\r\n\t]/g, ' ').slice(0, 255);
-      if (COMPRESSED.test(got.filename)) {
+      if (COMPRESSED.test(got.filename) && archiveKind(got.filename) === null) {
         got.compressed = true;
         file.resume();
         return;

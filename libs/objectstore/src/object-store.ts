@@ -1,6 +1,8 @@
 import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 import { Client } from 'minio';
+import { createWriteStream } from 'node:fs';
 import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { Logger } from 'pino';
 import {
   CONFIG,
@@ -105,6 +107,33 @@ export class ObjectStore implements OnModuleInit {
         .catch((err: unknown) => {
           if ((err as { code?: string }).code === 'NoSuchKey') throw new ObjectNotFoundError(bucket, key);
           throw err;
+        }),
+    );
+  }
+
+  /** Uploads a local file (multipart for large ones, so memory stays bounded). */
+  async putFile(bucket: string, key: string, path: string): Promise<void> {
+    await this.call(() => this.requireClient().fPutObject(bucket, key, path));
+  }
+
+  /** Streams an object into a local file (the client's fGetObject names its temp file after the ETag). */
+  async download(bucket: string, key: string, path: string): Promise<void> {
+    const body = await this.get(bucket, key);
+    await this.call(() => pipeline(body, createWriteStream(path, { mode: 0o600 })));
+  }
+
+  /** Every object of a bucket (recursively), with its ETag, so a changed object counts as new. */
+  async list(bucket: string): Promise<{ key: string; etag: string; size: number }[]> {
+    return this.call(
+      () =>
+        new Promise((resolve, reject) => {
+          const out: { key: string; etag: string; size: number }[] = [];
+          const stream = this.requireClient().listObjectsV2(bucket, '', true);
+          stream.on('data', (o) => {
+            if (o.name) out.push({ key: o.name, etag: o.etag ?? '', size: o.size ?? 0 });
+          });
+          stream.on('error', reject);
+          stream.on('end', () => resolve(out));
         }),
     );
   }

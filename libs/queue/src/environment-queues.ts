@@ -2,7 +2,7 @@ import { InjectQueue } from '@nestjs/bullmq';
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { Queue } from 'bullmq';
 import { CONFIG, TapyardConfig, queuePrefix } from '@tapyard/core';
-import { IngestPayload, QUEUES } from './queues';
+import { IngestQueueData, QUEUES } from './queues';
 
 /**
  * The ingest queue of any environment. The instance's own environment uses the queue registered in
@@ -11,18 +11,18 @@ import { IngestPayload, QUEUES } from './queues';
  */
 @Injectable()
 export class EnvironmentQueues implements OnApplicationShutdown {
-  private readonly tenants = new Map<string, Queue<IngestPayload>>();
+  private readonly tenants = new Map<string, Queue<IngestQueueData>>();
 
   constructor(
-    @InjectQueue(QUEUES.ingest) private readonly own: Queue<IngestPayload>,
+    @InjectQueue(QUEUES.ingest) private readonly own: Queue<IngestQueueData>,
     @Inject(CONFIG) private readonly config: TapyardConfig,
   ) {}
 
-  ingest(environment: string): Queue<IngestPayload> {
+  ingest(environment: string): Queue<IngestQueueData> {
     if (environment === this.config.environment) return this.own;
     let q = this.tenants.get(environment);
     if (!q) {
-      q = new Queue<IngestPayload>(QUEUES.ingest, {
+      q = new Queue<IngestQueueData>(QUEUES.ingest, {
         connection: { url: this.config.redis.url, maxRetriesPerRequest: null },
         prefix: queuePrefix(environment),
       });

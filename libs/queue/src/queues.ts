@@ -33,6 +33,8 @@ export interface PingResult {
 /** Jobs of the ingest queue: one per uploaded file (the stages run inside it, streaming). */
 export const IngestJob = {
   load: 'load',
+  /** FileNotifier: extract a staged archive (or fetch a dropped object) and queue a load per file. */
+  intake: 'intake',
 } as const;
 
 export interface IngestPayload {
@@ -44,3 +46,22 @@ export interface IngestPayload {
   /** File in the spool directory; removed once the job reached a terminal state. */
   spoolPath: string;
 }
+
+/**
+ * An object in the environment's raw bucket waiting for FileNotifier: an archive staged by an upload,
+ * or a file dropped straight into the bucket under `<pipeline>/`. `pipelineToken` is the intake job's.
+ */
+export interface IntakePayload {
+  environment: string;
+  pipeline: string;
+  pipelineToken: string;
+  publisherToken: string | null;
+  filename: string;
+  bucket: string;
+  key: string;
+  /** Staged by an upload: removed from the bucket once extracted. Dropped objects stay. */
+  staged: boolean;
+}
+
+/** What the ingest queue carries, told apart by job name (IngestJob). */
+export type IngestQueueData = IngestPayload | IntakePayload;

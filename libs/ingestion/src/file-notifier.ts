@@ -1,0 +1,187 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { randomUUID } from 'node:crypto';
+import { mkdir, readdir, rename, rm } from 'node:fs/promises';
+import { Logger } from 'pino';
+import { DataSource } from 'typeorm';
+import { ArchiveRefusedError, archiveKind, extractArchive } from '@tapyard/archives';
+import { CONFIG, LOGGER, TapyardConfig, errorMessage } from '@tapyard/core';
+import { ObjectStore } from '@tapyard/objectstore';
+import { PipelineDefinition, PipelinesService } from '@tapyard/pipelines';
+import { EnvironmentQueues, IngestJob, IntakePayload } from '@tapyard/queue';
+import { JobRef, StatusService } from '@tapyard/status';
+import { Spool } from './spool';
+
+/** Key prefix of archives staged by uploads; the raw-bucket poller leaves it alone. */
+export const STAGED_PREFIX = '_uploads/';
+
+const READABLE: Record<string, RegExp> = {
+  csv: /\.(csv|tsv|txt)$/i,
+  json: /\.(json|ndjson|jsonl)$/i,
+  xml: /\.xml$/i,
+};
+
+/**
+ * FileNotifier: turns objects of an environment's raw bucket into ingestion jobs. An archive (staged
+ * by an upload, or dropped) is extracted safely and each file it holds becomes its own job; a plain
+ * file dropped under `<pipeline>/` becomes one job. Every object is taken exactly once, however many
+ * workers poll: a row in `tapyard.raw_objects` is claimed first.
+ */
+@Injectable()
+export class FileNotifier {
+  constructor(
+    @Inject(CONFIG) private readonly config: TapyardConfig,
+    @Inject(LOGGER) private readonly logger: Logger,
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly store: ObjectStore,
+    private readonly spool: Spool,
+    private readonly status: StatusService,
+    private readonly pipelines: PipelinesService,
+    private readonly queues: EnvironmentQueues,
+  ) {}
+
+  /** Queues an intake job for each new object dropped under `<pipeline>/` in the raw bucket. */
+  async poll(environment: string): Promise<number> {
+    const bucket = await this.store.bucket(environment, 'raw');
+    let queued = 0;
+    for (const o of await this.store.list(bucket)) {
+      const slash = o.key.indexOf('/');
+      if (o.key.startsWith(STAGED_PREFIX) || slash <= 0 || o.key.endsWith('/')) continue;
+      const token = randomUUID();
+      if (!(await this.claim(environment, o.key, o.etag, token))) continue;
+      const payload: IntakePayload = {
+        environment,
+        pipeline: o.key.slice(0, slash),
+        pipelineToken: token,
+        publisherToken: null,
+        filename: o.key.slice(o.key.lastIndexOf('/') + 1),
+        bucket,
+        key: o.key,
+        staged: false,
+      };
+      await this.status.record(ref(payload), 'FileNotifier', 'begin', `found ${o.key} in ${bucket}`);
+      await this.queues.ingest(environment).add(IngestJob.intake, payload, jobOptions(payload));
+      queued++;
+    }
+    return queued;
+  }
+
+  /** Worker: fetches the object and queues its load job(s). Failures end the intake job as `error`. */
+  async intake(p: IntakePayload): Promise<void> {
+    const job = ref(p);
+    const work = this.spool.pathFor(p.environment, `${p.pipelineToken}.intake`);
+    try {
+      const def = (
+        await this.pipelines.get(p.environment, p.pipeline).catch(() => {
+          throw new Error(`pipeline '${p.pipeline}' does not exist`);
+        })
+      ).definition;
+      await mkdir(work, { recursive: true, mode: 0o700 });
+      const local = `${work}/object`;
+      await this.store.download(p.bucket, p.key, local);
+      const kind = archiveKind(p.filename);
+      if (kind === null) {
+        // A plain dropped file: this intake job becomes its load job (same token).
+        const target = this.spool.pathFor(p.environment, p.pipelineToken);
+        await rename(local, target);
+        await this.status.record(job, 'FileNotifier', 'end', `fetched ${p.key}; queued for processing`);
+        await this.queueLoad({ ...job }, target);
+        return;
+      }
+      const reads = READABLE[def.source.fileAttributes.format];
+      const { files, skipped } = await extractArchive(local, kind, await this.freshDir(`${work}/x`), {
+        archiveName: p.filename,
+        accept: (name) => reads?.test(name) ?? false,
+      });
+      await rm(local, { force: true });
+      if (files.length === 0) {
+        throw new ArchiveRefusedError(
+          `archive '${p.filename}' holds no file this ${def.source.fileAttributes.format} pipeline reads` +
+            (skipped.length > 0 ? ` (skipped: ${summary(skipped.map((s) => s.name))})` : ''),
+        );
+      }
+      for (const f of files) await this.queueContained(p, def, f.name, f.path);
+      if (p.staged) await this.store.remove(p.bucket, p.key).catch(() => undefined);
+      const note =
+        `extracted ${files.length} file(s) from ${p.filename} as ${files.length} job(s)` +
+        (skipped.length > 0
+          ? `; skipped ${skipped.length}: ${summary(skipped.map((s) => `${s.name} (${s.reason})`))}`
+          : '');
+      await this.status.record(job, 'FileNotifier', 'end', note, skipped.length > 0 ? 'warning' : 'success');
+    } catch (err) {
+      const message = errorMessage(err);
+      this.logger.warn({ pipelineToken: p.pipelineToken, key: p.key, err: message }, 'intake failed');
+      await this.status.record(job, 'FileNotifier', 'error', message, 'error');
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
+  }
+
+  private async queueContained(
+    p: IntakePayload,
+    def: PipelineDefinition,
+    name: string,
+    path: string,
+  ): Promise<void> {
+    const token = randomUUID();
+    const child: JobRef = {
+      environment: p.environment,
+      pipeline: def.name,
+      pipelineToken: token,
+      // Jobs of one archive share a publisher token: the caller's, or the archive's own.
+      publisherToken: p.publisherToken ?? p.pipelineToken,
+      filename: name.slice(0, 255),
+    };
+    const target = this.spool.pathFor(p.environment, token);
+    await rename(path, target);
+    await this.status.record(child, 'FileNotifier', 'begin', `extracted ${name} from ${p.filename}`);
+    await this.status.record(child, 'FileNotifier', 'end', 'queued for processing');
+    await this.queueLoad(child, target);
+  }
+
+  private async queueLoad(job: JobRef, spoolPath: string): Promise<void> {
+    await this.queues
+      .ingest(job.environment)
+      .add(
+        IngestJob.load,
+        { ...job, spoolPath },
+        { jobId: `${job.environment}.${job.pipelineToken}`, removeOnComplete: 1000, removeOnFail: 5000 },
+      );
+  }
+
+  private async claim(environment: string, key: string, etag: string, token: string): Promise<boolean> {
+    const rows: unknown[] = await this.db.query(
+      `INSERT INTO tapyard.raw_objects (environment, object_key, etag, pipeline_token) VALUES ($1, $2, $3, $4)
+       ON CONFLICT DO NOTHING RETURNING 1`,
+      [environment, key, etag, token],
+    );
+    return rows.length > 0;
+  }
+
+  private async freshDir(path: string): Promise<string> {
+    await mkdir(path, { recursive: true, mode: 0o700 });
+    if ((await readdir(path)).length > 0) throw new Error(`work directory ${path} is not empty`);
+    return path;
+  }
+}
+
+function ref(p: IntakePayload): JobRef {
+  return {
+    environment: p.environment,
+    pipeline: p.pipeline,
+    pipelineToken: p.pipelineToken,
+    publisherToken: p.publisherToken,
+    filename: p.filename,
+  };
+}
+
+export function jobOptions(p: IntakePayload) {
+  // Not the load's id: a dropped file's load job reuses the intake token, and BullMQ ignores a duplicate id.
+  return { jobId: `${p.environment}.${p.pipelineToken}.intake`, removeOnComplete: 1000, removeOnFail: 5000 };
+}
+
+function summary(items: string[]): string {
+  return items.length <= 5
+    ? items.join(', ')
+    : `${items.slice(0, 5).join(', ')} and ${items.length - 5} more`;
+}

@@ -1,0 +1,202 @@
+import { Client as MinioClient } from 'minio';
+import { Client } from 'pg';
+import { gzipSync } from 'node:zlib';
+import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
+import { tar, zip } from './support/archives';
+import { TEST_DATABASE_URL, TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
+import { RollupAnswer, csvPipeline } from './support/ingest';
+
+/** Compressed uploads and files dropped into the raw bucket, through FileNotifier (real MinIO). */
+describe('archive intake and raw-bucket drops (FileNotifier)', () => {
+  const env = uniqueEnvironment('arch');
+  const table = `arch_${env.replace(/[^a-z0-9]/g, '_')}`;
+  const flags = { TAPYARD_ENV: env, ...TEST_OBJECT_STORE, RAW_POLL_MS: '200' };
+  let api: TestApi;
+  let workers: TestWorker[] = [];
+  let pg: Client;
+  let minio: MinioClient;
+
+  const uploadArchive = async (name: string, data: Buffer, publisher: string) => {
+    const res = await api.http
+      .post('/api/v1/pipeline/upload')
+      .field('pipeline', 'orders')
+      .field('publishertoken', publisher)
+      .attach('file', data, name)
+      .expect(200);
+    expect(res.text).toBe('');
+  };
+  /** Polls the publisher rollup until every job of the intake is done. */
+  const settle = async (publisher: string, jobs: number): Promise<RollupAnswer> => {
+    const deadline = Date.now() + 20000;
+    for (;;) {
+      const res = await api.http
+        .get('/api/v1/pipeline/status')
+        .query({ publishertoken: publisher, withrollup: 'true' });
+      if (res.status === 200) {
+        const body = res.body as RollupAnswer;
+        if (body.rollup.allDone && (body.rollup.jobs.length >= jobs || body.rollup.status === 'error'))
+          return body;
+      }
+      if (Date.now() > deadline)
+        throw new Error(`intake ${publisher} did not settle: ${JSON.stringify(res.body)}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
+  const count = async (): Promise<number> =>
+    Number(
+      (await pg.query(`SELECT count(*) FROM ingest_test."${table}"`).catch(() => ({ rows: [{ count: 0 }] })))
+        .rows[0].count,
+    );
+
+  beforeAll(async () => {
+    api = await startApi(flags);
+    workers = [await startWorker(flags), await startWorker(flags)];
+    pg = new Client({ connectionString: TEST_DATABASE_URL });
+    await pg.connect();
+    const u = new URL(TEST_OBJECT_STORE.OBJECT_STORE_ENDPOINT);
+    minio = new MinioClient({
+      endPoint: u.hostname,
+      port: Number(u.port),
+      useSSL: false,
+      accessKey: TEST_OBJECT_STORE.OBJECT_STORE_ACCESS_KEY,
+      secretKey: TEST_OBJECT_STORE.OBJECT_STORE_SECRET_KEY,
+    });
+    await api.http
+      .post('/api/v1/pipeline')
+      .send(
+        csvPipeline('orders', table, [
+          ['id', 'int'],
+          ['item', 'string'],
+        ]),
+      )
+      .expect(200);
+  });
+  afterAll(async () => {
+    await pg.end();
+    for (const w of workers) await w.close();
+    await api.close();
+  });
+
+  it('a zip upload answers 200 with an empty body; each CSV inside becomes its own job under the publisher token', async () => {
+    const before = await count();
+    await uploadArchive(
+      'orders.zip',
+      zip([
+        { name: 'jan/a.csv', data: 'id,item\n1,pen\n2,ink\n' },
+        { name: 'feb/b.csv', data: 'id,item\n3,pad\n' },
+        { name: 'readme.md', data: '# notes' },
+        { name: '__MACOSX/jan/._a.csv', data: 'x' },
+      ]),
+      'pub-zip',
+    );
+    const { rollup, events } = await settle('pub-zip', 3);
+    const byFile = Object.fromEntries(rollup.jobs.map((j) => [j.filename, j.status]));
+    expect(byFile).toEqual({ 'orders.zip': 'warning', 'jan/a.csv': 'success', 'feb/b.csv': 'success' });
+    expect(events.some((e) => e.processName === 'FileNotifier' && /skipped 2/.test(e.description))).toBe(
+      true,
+    );
+    expect((await count()) - before).toBe(3);
+    // The staged archive is gone from the raw bucket once extracted.
+    const staged: string[] = [];
+    for await (const o of minio.listObjectsV2(`${env}-raw`, '_uploads/', true))
+      staged.push((o as { name: string }).name);
+    expect(staged).toEqual([]);
+  });
+
+  it('reads .tar.gz, .tar, .jar and .gz uploads', async () => {
+    const before = await count();
+    await uploadArchive('a.tar.gz', await tar([{ name: 'x.csv', data: 'id,item\n10,a\n' }], true), 'pub-tgz');
+    await uploadArchive('b.tar', await tar([{ name: 'y.csv', data: 'id,item\n11,b\n' }]), 'pub-tar');
+    await uploadArchive('c.jar', zip([{ name: 'z.csv', data: 'id,item\n12,c\n' }]), 'pub-jar');
+    await uploadArchive('d.csv.gz', gzipSync('id,item\n13,d\n'), 'pub-gz');
+    for (const p of ['pub-tgz', 'pub-tar', 'pub-jar', 'pub-gz'])
+      expect((await settle(p, 2)).rollup.status).toBe('success');
+    expect((await count()) - before).toBe(4);
+  });
+
+  it('refuses dangerous or broken archives with a clear error, and loads nothing from them', async () => {
+    const before = await count();
+    const cases: [string, Buffer, RegExp][] = [
+      [
+        'traversal.tar',
+        await tar([
+          { name: 'ok.csv', data: 'id,item\n1,a\n' },
+          { name: '../evil.csv', data: 'id,item\n2,b\n' },
+        ]),
+        /escapes|\.\./,
+      ],
+      ['abs.zip', zip([{ name: '/etc/evil.csv', data: 'id,item\n1,a\n' }]), /absolute|escapes/],
+      ['link.tar', await tar([{ name: 'l.csv', symlink: '/etc/passwd' }]), /link/],
+      [
+        'nested.zip',
+        zip([{ name: 'inner.zip', data: zip([{ name: 'a.csv', data: 'id\n1\n' }]) }]),
+        /inside archives/,
+      ],
+      ['bomb.csv.gz', gzipSync(Buffer.alloc(64 * 1024 * 1024)), /expands more than/],
+      ['corrupt.zip', Buffer.from('PK\u0003\u0004 this is not a zip file at all'), /corrupt/i],
+      ['nothing.zip', zip([{ name: 'photo.png', data: 'png' }]), /holds no file/],
+    ];
+    for (const [name, data, reason] of cases) {
+      await uploadArchive(name, data, `pub-bad-${name}`);
+      const { rollup } = await settle(`pub-bad-${name}`, 1);
+      expect(rollup.jobs).toHaveLength(1);
+      expect(rollup.status).toBe('error');
+      expect(rollup.jobs[0].lastError?.processName).toBe('FileNotifier');
+      expect(rollup.jobs[0].lastError?.description).toMatch(reason);
+    }
+    expect(await count()).toBe(before);
+    // The service keeps serving.
+    await api.http.get('/api/v1/pipelines').expect(200);
+  });
+
+  it('a .bz2 upload is 415 naming the formats it reads', async () => {
+    const res = await api.http
+      .post('/api/v1/pipeline/upload')
+      .field('pipeline', 'orders')
+      .attach('file', Buffer.from('BZh91AY&SY'), 'x.csv.bz2')
+      .expect(415);
+    expect(res.body.message).toMatch(/\.zip, \.jar, \.tar, \.tar\.gz, \.tgz or \.gz/);
+  });
+
+  it('a file dropped into the raw bucket under <pipeline>/ is loaded exactly once, with two workers polling', async () => {
+    const before = await count();
+    const key = 'orders/drops/März 2026 ü.csv';
+    await minio.putObject(`${env}-raw`, key, Buffer.from('id,item\n20,dropped\n21,dropped\n'));
+    const deadline = Date.now() + 20000;
+    while ((await count()) - before < 2 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 100));
+    // Several more poll rounds: nothing is taken twice.
+    await new Promise((r) => setTimeout(r, 1500));
+    expect((await count()) - before).toBe(2);
+    const claims = await pg.query(
+      'SELECT count(*) FROM tapyard.raw_objects WHERE environment = $1 AND object_key = $2',
+      [env, key],
+    );
+    expect(Number(claims.rows[0].count)).toBe(1);
+    const { rows } = await pg.query(
+      'SELECT pipeline_token FROM tapyard.raw_objects WHERE environment = $1 AND object_key = $2',
+      [env, key],
+    );
+    const job = await api.http
+      .get('/api/v1/pipeline/status')
+      .query({ pipelinetoken: rows[0].pipeline_token, withrollup: 'true' })
+      .expect(200);
+    expect(job.body.rollup.jobs).toEqual([
+      expect.objectContaining({ filename: 'März 2026 ü.csv', status: 'success', pipeline: 'orders' }),
+    ]);
+  });
+
+  it('a compressed upload without an object store is 503 naming it', async () => {
+    const bare = await startApi({ TAPYARD_ENV: env });
+    try {
+      const res = await bare.http
+        .post('/api/v1/pipeline/upload')
+        .field('pipeline', 'orders')
+        .attach('file', zip([{ name: 'a.csv', data: 'id\n1\n' }]), 'a.zip')
+        .expect(503);
+      expect(res.body.message).toMatch(/object store is not configured/);
+    } finally {
+      await bare.close();
+    }
+  });
+});
