@@ -3,7 +3,9 @@
  * in the same run. Starts its own API and worker (built apps) on loopback in a fresh environment,
  * prints figures; asserts nothing. Options (environment): BENCH_ROWS (default 1,000,000),
  * BENCH_SCALE_CHECK (default 4: a second load of a file that many times larger, for the RSS curve;
- * 0 skips it), BENCH_POLL_SECONDS (default 5).
+ * 0 skips it), BENCH_POLL_SECONDS (default 5), BENCH_MONGO_RECORDS (default 1,000,000: NDJSON into
+ * MongoDB vs a bulk insert with the same driver), BENCH_MONGODB_URI, BENCH_OBJECT_STORE_* (for the gzipped
+ * CSV through FileNotifier vs the uncompressed upload).
  */
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { createReadStream, createWriteStream, readFileSync, statSync } from 'node:fs';
@@ -12,12 +14,19 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
+import { mongo } from 'mongoose';
+import { randomUUID } from 'node:crypto';
+import { createInterface } from 'node:readline';
+import { pipeline } from 'node:stream/promises';
+import { createGzip } from 'node:zlib';
 
 // Compiled to dist/bench/bench/: the repository root is three levels up.
 const ROOT = join(__dirname, '..', '..', '..');
 const DB_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/tapyard_test';
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
 const SCALE = Number(process.env.BENCH_SCALE_CHECK ?? 4);
+const MONGO_RECORDS = Number(process.env.BENCH_MONGO_RECORDS ?? 1_000_000);
+const MONGO_URI = process.env.BENCH_MONGODB_URI ?? 'mongodb://127.0.0.1:27017';
 const POLL_SECONDS = Number(process.env.BENCH_POLL_SECONDS ?? 5);
 const PORT = 18000 + Math.floor(Math.random() * 1000);
 const BASE = `http://127.0.0.1:${PORT}/api/v1`;
@@ -83,16 +92,28 @@ function peakRssMb(pid: number): number {
   return m ? Number(m[1]) / 1024 : NaN;
 }
 
-async function ingest(file: string, pipeline: string): Promise<{ seconds: number; token: string }> {
+async function ingest(
+  file: string,
+  pipeline: string,
+  filename = 'bench.csv',
+  jobs = 1,
+): Promise<{ seconds: number; token: string }> {
   const started = process.hrtime.bigint();
-  const token = await uploadFile(file, pipeline);
+  // Archives answer with an empty body: follow them by publisher token instead.
+  const publisher = `bench-${randomUUID()}`;
+  const answer = await uploadFile(file, pipeline, filename, publisher);
+  const token = answer || publisher;
+  const query = answer ? `pipelinetoken=${answer}` : `publishertoken=${publisher}`;
   for (;;) {
-    const res = (await (
-      await fetch(`${BASE}/pipeline/status?pipelinetoken=${token}&withrollup=true`)
-    ).json()) as {
+    const reply = await fetch(`${BASE}/pipeline/status?${query}&withrollup=true`);
+    if (reply.status === 404) {
+      await sleep(50);
+      continue;
+    }
+    const res = (await reply.json()) as {
       rollup: { allDone: boolean; status: string; jobs: { lastError: unknown }[] };
     };
-    if (res.rollup.allDone) {
+    if (res.rollup.allDone && res.rollup.jobs.length >= jobs) {
       if (res.rollup.status !== 'success')
         throw new Error(`bench load ended ${res.rollup.status}: ${JSON.stringify(res.rollup.jobs)}`);
       break;
@@ -103,12 +124,20 @@ async function ingest(file: string, pipeline: string): Promise<{ seconds: number
 }
 
 /** Streams a multipart upload from disk (the file never sits in this process's memory). */
-function uploadFile(file: string, pipeline: string): Promise<string> {
+function uploadFile(
+  file: string,
+  pipeline: string,
+  filename = 'bench.csv',
+  publisher?: string,
+): Promise<string> {
   const boundary = `----tapyard${Date.now()}`;
   const head = Buffer.from(
     `--${boundary}\r\nContent-Disposition: form-data; name="pipeline"\r\n\r\n${pipeline}\r\n` +
-      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="bench.csv"\r\n` +
-      'Content-Type: text/csv\r\n\r\n',
+      (publisher
+        ? `--${boundary}\r\nContent-Disposition: form-data; name="publishertoken"\r\n\r\n${publisher}\r\n`
+        : '') +
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${filename}"\r\n` +
+      'Content-Type: application/octet-stream\r\n\r\n',
   );
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
   return new Promise((resolve, reject) => {
@@ -191,6 +220,10 @@ async function main(): Promise<void> {
     TAPYARD_SPOOL_DIR: join(dir, 'spool'),
     UPLOAD_LIMIT: '20gb',
     LOG_LEVEL: 'warn',
+    MONGODB_URI: MONGO_URI,
+    OBJECT_STORE_ENDPOINT: process.env.BENCH_OBJECT_STORE_ENDPOINT ?? 'http://127.0.0.1:9000',
+    OBJECT_STORE_ACCESS_KEY: process.env.BENCH_OBJECT_STORE_ACCESS_KEY ?? 'tapyard',
+    OBJECT_STORE_SECRET_KEY: process.env.BENCH_OBJECT_STORE_SECRET_KEY ?? 'tapyard-dev-secret',
   };
   const api = startApp('api', env);
   const worker = startApp('worker', env);
@@ -268,6 +301,8 @@ async function main(): Promise<void> {
         `without (overhead ${(((checked.seconds - plain.seconds) / plain.seconds) * 100).toFixed(1)}%, goal ≤ 10%)`,
     );
 
+    await documentsAndArchives(dir, file, quiet.seconds);
+
     if (SCALE > 1) {
       const bigFile = join(dir, 'bench-big.csv');
       const bigBytes = await writeCsv(bigFile, ROWS * SCALE);
@@ -284,6 +319,72 @@ async function main(): Promise<void> {
     await pg.end();
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * NDJSON into MongoDB vs a plain bulk insert with the same driver (mongoimport-style: parse, insertMany
+ * in batches of 1,000, unordered), and a gzipped CSV through FileNotifier vs the uncompressed upload.
+ */
+async function documentsAndArchives(dir: string, csv: string, uncompressedSeconds: number): Promise<void> {
+  const ndjson = join(dir, 'bench.ndjson');
+  const out = createWriteStream(ndjson);
+  for (let i = 0; i < MONGO_RECORDS; i++) {
+    const line = `{"id":${i},"customer":{"name":"customer ${i % 977}","tier":${i % 3}},"items":[${i % 7},${i % 11}],"note":"record ${i}"}\n`;
+    if (!out.write(line)) await new Promise<void>((r) => out.once('drain', () => r()));
+  }
+  out.end();
+  await new Promise<void>((r) => out.once('finish', () => r()));
+
+  const client = await new mongo.MongoClient(MONGO_URI).connect();
+  const db = client.db(`bench_${ENV.replace(/-/g, '_')}`);
+  try {
+    const t0 = process.hrtime.bigint();
+    let batch: Record<string, unknown>[] = [];
+    const lines = createInterface({ input: createReadStream(ndjson), crlfDelay: Infinity });
+    for await (const line of lines) {
+      if (!line) continue;
+      batch.push(JSON.parse(line) as Record<string, unknown>);
+      if (batch.length === 1000) {
+        await db.collection('baseline').insertMany(batch, { ordered: false });
+        batch = [];
+      }
+    }
+    if (batch.length > 0) await db.collection('baseline').insertMany(batch, { ordered: false });
+    const baseline = MONGO_RECORDS / (Number(process.hrtime.bigint() - t0) / 1e9);
+
+    const docsPipeline = {
+      name: 'bench_docs',
+      source: {
+        fileAttributes: { format: 'json' },
+        schemaProperties: { fields: [{ name: '_json', type: 'string' }] },
+      },
+      destination: {
+        database: { dbName: db.databaseName, schema: 'x', table: 'loaded', usePostgres: false },
+      },
+    };
+    const saved = await fetch(`${BASE}/pipeline`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(docsPipeline),
+    });
+    if (!saved.ok) throw new Error(`pipeline: ${saved.status} ${await saved.text()}`);
+    const loaded = await ingest(ndjson, 'bench_docs', 'bench.ndjson');
+    const tapyard = MONGO_RECORDS / loaded.seconds;
+    console.log(
+      `NDJSON → MongoDB (${MONGO_RECORDS} records): ${tapyard.toFixed(0)} records/s vs bulk insert ${baseline.toFixed(0)} records/s (ratio ${(tapyard / baseline).toFixed(2)})`,
+    );
+  } finally {
+    await db.dropDatabase().catch(() => undefined);
+    await client.close();
+  }
+
+  const gz = join(dir, 'bench.csv.gz');
+  await pipeline(createReadStream(csv), createGzip(), createWriteStream(gz));
+  const archived = await ingest(gz, 'bench', 'bench.csv.gz', 2);
+  console.log(
+    `gzipped CSV via FileNotifier: ${(ROWS / archived.seconds).toFixed(0)} rows/s vs uncompressed upload ` +
+      `${(ROWS / uncompressedSeconds).toFixed(0)} rows/s (ratio ${(uncompressedSeconds / archived.seconds).toFixed(2)})`,
+  );
 }
 
 main().catch((err: unknown) => {
