@@ -84,7 +84,8 @@ describe('exactly-once loads', () => {
   it('a second delivery of a committed job writes nothing', async () => {
     const dest = api.app.get(PostgresDestination);
     const target = {
-      database: { dbName: 'tapyard_test', schema: 'ingest_test', table, usePostgres: true },
+      environment: env,
+      destination: { database: { dbName: 'tapyard_test', schema: 'ingest_test', table, usePostgres: true } },
       columns: [
         { name: 'id', type: 'int' as const },
         { name: 'label', type: 'string' as const },

@@ -57,10 +57,11 @@ describe('loads into MongoDB (real FerretDB)', () => {
     );
     const { rollup, events } = await waitForJob(api.http, arrayToken);
     expect(rollup.status).toBe('success');
-    expect(events.filter((e) => e.processName === 'MongoDBLoader').map((e) => e.state)).toEqual([
-      'begin',
-      'end',
-    ]);
+    // Progress entries may come in between on a slow machine (STATUS_PROGRESS_MS is short here).
+    const states = events.filter((e) => e.processName === 'MongoDBLoader').map((e) => e.state);
+    expect(states[0]).toBe('begin');
+    expect(states[states.length - 1]).toBe('end');
+    expect(new Set(states.slice(1, -1))).toEqual(new Set(states.length > 2 ? ['processing'] : []));
     const ndjsonToken = await upload(
       api.http,
       'orders',
@@ -108,7 +109,8 @@ describe('loads into MongoDB (real FerretDB)', () => {
   it('a second delivery of a committed job writes nothing', async () => {
     const dest = api.app.get(MongoDbDestination);
     const target = {
-      database: { dbName, schema: 'x', table: 'again', usePostgres: false },
+      environment: env,
+      destination: { database: { dbName, schema: 'x', table: 'again', usePostgres: false } },
       columns: [{ name: '_json', type: 'string' as const }],
       pipelineToken: `redelivered-${env}`,
     };

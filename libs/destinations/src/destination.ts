@@ -1,11 +1,19 @@
-import { DatabaseDestination, SchemaField } from '@tapyard/pipelines';
+import { DatabaseDestination, PipelineDefinition, SchemaField } from '@tapyard/pipelines';
+import { ValidationError } from '@tapyard/core';
 import { ProcessName } from '@tapyard/status';
 
 /** Where one job's rows go, and the columns they carry (the pipeline's output schema). */
 export interface LoadTarget {
-  database: DatabaseDestination;
+  environment: string;
+  destination: PipelineDefinition['destination'];
   columns: SchemaField[];
   pipelineToken: string;
+}
+
+/** The database section a database destination needs. */
+export function databaseOf(destination: PipelineDefinition['destination']): DatabaseDestination {
+  if (!destination.database) throw new ValidationError('the pipeline has no destination.database');
+  return destination.database;
 }
 
 /** A row that could not be loaded, kept with its reason (never silently dropped). */
@@ -40,7 +48,8 @@ export interface Destination {
     rejects: () => AsyncIterable<RejectedRow>,
     progress: (rowsSoFar: number) => void,
   ): Promise<LoadResult>;
-  drop(database: DatabaseDestination): Promise<void>;
+  /** Removes the loaded data (deleteData=true). */
+  drop(destination: PipelineDefinition['destination'], environment: string): Promise<void>;
 }
 
 /** Injection token of the name → destination registry. */

@@ -5,3 +5,4 @@ export * from './copy-text';
 export * from './postgres/pg-pools';
 export * from './mongodb/mongo-clients';
 export * from './mongodb/mongodb.destination';
+export * from './objectstore/objectstore.destination';

@@ -93,11 +93,7 @@ export class IngestionRunner {
         })
       ).definition;
       const destination = this.destinationFor(def);
-      const db = def.destination.database;
-      const location =
-        destination.name === 'mongodb'
-          ? `${db?.dbName}.${db?.table}`
-          : `${db?.dbName}.${db?.schema}.${db?.table}`;
+      const location = describeDestination(def);
       await this.status.record(
         job,
         'JobRunner',
@@ -130,7 +126,8 @@ export class IngestionRunner {
 
       stage = destination.processName;
       const target: LoadTarget = {
-        database: definition.destination.database!,
+        environment: p.environment,
+        destination: definition.destination,
         columns: plan.outColumns,
         pipelineToken: p.pipelineToken,
       };
@@ -226,7 +223,11 @@ export class IngestionRunner {
 
   private destinationFor(def: PipelineDefinition): Destination {
     const db = def.destination.database;
-    const name = db?.usePostgres === false ? 'mongodb' : 'postgres';
+    const name = def.destination.objectStore
+      ? 'objectstore'
+      : db?.usePostgres === false
+        ? 'mongodb'
+        : 'postgres';
     const d = this.destinations.get(name);
     if (!d) throw new StageError('JobRunner', `destination '${name}' is not available in this release`);
     return d;
@@ -286,6 +287,12 @@ export class IngestionRunner {
     }
     return { plan: new RowPlan(definition, fileColumns), definition };
   }
+}
+
+function describeDestination(def: PipelineDefinition): string {
+  const { database: db, objectStore: os } = def.destination;
+  if (os) return `${os.bucket ?? 'the output bucket'}/${os.prefix} (${os.format})`;
+  return db?.usePostgres === false ? `${db.dbName}.${db.table}` : `${db?.dbName}.${db?.schema}.${db?.table}`;
 }
 
 /** Checks one record's JSON text; returns the reason it fails, or null. */

@@ -60,8 +60,15 @@ export function toDefinition(dto: PipelineConfigDto, defaultDbName: string): Pip
   }
 
   const db = dto.destination.database;
-  if (!db)
-    problems.push({ field: 'destination.database', problem: 'is required (the only destination so far)' });
+  const os = dto.destination.objectStore;
+  if (!db && !os) {
+    problems.push({ field: 'destination', problem: 'needs database or objectStore' });
+  } else if (db && os) {
+    problems.push({
+      field: 'destination',
+      problem: 'holds one destination per pipeline: database or objectStore',
+    });
+  }
 
   if (problems.length > 0) {
     throw new ValidationError(
@@ -97,14 +104,22 @@ export function toDefinition(dto: PipelineConfigDto, defaultDbName: string): Pip
       ...(dto.dataQuality?.validationSchema ? { validationSchema: dto.dataQuality.validationSchema } : {}),
     },
     transformation: { mappings, aiInstruction: dto.transformation?.aiInstruction ?? null },
-    destination: {
-      database: {
-        dbName: db?.dbName ?? defaultDbName,
-        schema: db?.schema ?? 'public',
-        table: db?.table ?? '',
-        usePostgres: db?.usePostgres ?? true,
-      },
-    },
+    destination: db
+      ? {
+          database: {
+            dbName: db.dbName ?? defaultDbName,
+            schema: db.schema ?? 'public',
+            table: db.table,
+            usePostgres: db.usePostgres ?? true,
+          },
+        }
+      : {
+          objectStore: {
+            bucket: os?.bucket ?? null,
+            prefix: (os?.prefix ?? '').replace(/\/+$/, ''),
+            format: os?.format ?? 'parquet',
+          },
+        },
   };
 }
 

@@ -62,6 +62,17 @@ export type TransformationStep =
   /** `expression`: a column name, a literal, or a simple expression (see README "Transformations"). */
   | { op: 'derive'; column: string; type: FieldType; expression: string };
 
+export const OBJECT_FORMATS = ['parquet', 'csv', 'jsonl'] as const;
+export type ObjectFormat = (typeof OBJECT_FORMATS)[number];
+
+/** Loaded rows as files: `<bucket>/<prefix>/job=<pipelineToken>/part-00000.<format>`. */
+export interface ObjectStoreDestination {
+  /** null: the environment's `<env>-output` bucket. */
+  bucket: string | null;
+  prefix: string;
+  format: ObjectFormat;
+}
+
 export interface DatabaseDestination {
   dbName: string;
   schema: string;
@@ -87,7 +98,10 @@ export interface PipelineDefinition {
   /** `validationSchema`: a JSON Schema file in the environment's validation-schema location. */
   dataQuality: { rules: DataQualityRule[]; aiInstruction: string | null; validationSchema?: string };
   transformation: { mappings: TransformationStep[]; aiInstruction: string | null };
-  destination: { database?: DatabaseDestination } & Record<string, unknown>;
+  destination: { database?: DatabaseDestination; objectStore?: ObjectStoreDestination } & Record<
+    string,
+    unknown
+  >;
 }
 
 export interface StoredPipeline {

@@ -96,6 +96,7 @@ export function destinationsOf(def: PipelineDefinition): string[] {
   const out: string[] = [];
   const db = def.destination.database;
   if (db) out.push(db.usePostgres ? 'postgres' : 'mongodb');
+  if (def.destination.objectStore) out.push('objectstore');
   return out;
 }
 

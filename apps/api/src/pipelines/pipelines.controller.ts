@@ -101,9 +101,7 @@ export class PipelinesController {
     const { definition } = await this.pipelines.get(env, q.pipeline);
     if (q.deleteData) {
       for (const name of destinationsOf(definition)) {
-        const db = definition.destination.database;
-        const destination = this.destinations.get(name);
-        if (destination && db) await destination.drop(db);
+        await this.destinations.get(name)?.drop(definition.destination, env);
       }
     }
     await this.pipelines.delete(env, q.pipeline);

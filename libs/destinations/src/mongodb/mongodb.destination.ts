@@ -1,9 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { mongo } from 'mongoose';
 import { ServiceUnavailableError, ValidationError, errorMessage } from '@tapyard/core';
-import { DatabaseDestination, FieldType, SchemaField } from '@tapyard/pipelines';
+import { DatabaseDestination, PipelineDefinition, SchemaField } from '@tapyard/pipelines';
 import { parseCopyLine } from '../copy-text';
-import { Destination, LoadResult, LoadTarget, RejectedRow } from '../destination';
+import { typedValue } from '../typed-values';
+import { Destination, LoadResult, LoadTarget, RejectedRow, databaseOf } from '../destination';
 import { MongoClients } from './mongo-clients';
 
 /** Collection (in the target database) recording committed loads, keyed by pipeline token. */
@@ -37,8 +38,8 @@ export class MongoDbDestination implements Destination {
   constructor(private readonly clients: MongoClients) {}
 
   async prepare(target: LoadTarget): Promise<void> {
-    validateNames(target.database);
-    await this.db(target.database);
+    validateNames(databaseOf(target.destination));
+    await this.db(databaseOf(target.destination));
   }
 
   async load(
@@ -47,9 +48,9 @@ export class MongoDbDestination implements Destination {
     rejects: () => AsyncIterable<RejectedRow>,
     progress: (rowsSoFar: number) => void,
   ): Promise<LoadResult> {
-    const { table } = target.database;
-    const db = await this.db(target.database);
-    const location = `${target.database.dbName}.${table}`;
+    const { table } = databaseOf(target.destination);
+    const db = await this.db(databaseOf(target.destination));
+    const location = `${databaseOf(target.destination).dbName}.${table}`;
     const ledger = db.collection<LedgerEntry>(LOADS_COLLECTION);
     const done = await this.run(() => ledger.findOne({ _id: target.pipelineToken }));
     if (done) {
@@ -105,7 +106,8 @@ export class MongoDbDestination implements Destination {
     return { loaded, rejected, alreadyLoaded: false, location };
   }
 
-  async drop(database: DatabaseDestination): Promise<void> {
+  async drop(destination: PipelineDefinition['destination']): Promise<void> {
+    const database = databaseOf(destination);
     validateNames(database);
     const db = await this.db(database);
     for (const name of [database.table, `${database.table}_rejects`]) {
@@ -187,7 +189,7 @@ function documentBuilder(columns: SchemaField[]): (values: (string | null)[], id
       }
     };
   }
-  const typed = columns.map((c) => ({ name: c.name, parse: typedValue(c.type) }));
+  const typed = columns.map((c) => ({ name: c.name, parse: mongoValue(typedValue(c.type)) }));
   return (values, id) => {
     const doc: Doc = { _id: id };
     typed.forEach(
@@ -197,20 +199,10 @@ function documentBuilder(columns: SchemaField[]): (values: (string | null)[], id
   };
 }
 
-function typedValue(type: FieldType): (text: string) => unknown {
-  switch (type) {
-    case 'boolean':
-      return (t) => t === 't';
-    case 'int':
-    case 'float':
-    case 'double':
-      return Number;
-    case 'bigint':
-      return (t) => (Number.isSafeInteger(Number(t)) ? Number(t) : mongo.Long.fromString(t));
-    case 'date':
-    case 'timestamp':
-      return (t) => new Date(/^\d{4}-\d{2}-\d{2}$/.test(t) ? `${t}T00:00:00Z` : t);
-    default:
-      return (t) => t;
-  }
+/** BSON has no BigInt: integers beyond 2^53 become Int64 (Long). */
+function mongoValue(parse: (text: string) => unknown): (text: string) => unknown {
+  return (text) => {
+    const v = parse(text);
+    return typeof v === 'bigint' ? mongo.Long.fromBigInt(v) : v;
+  };
 }

@@ -3,9 +3,9 @@ import { once } from 'node:events';
 import { PoolClient } from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { ServiceUnavailableError, ValidationError, errorMessage } from '@tapyard/core';
-import { DatabaseDestination, FieldType } from '@tapyard/pipelines';
+import { DatabaseDestination, FieldType, PipelineDefinition } from '@tapyard/pipelines';
 import { escapeCopyText } from '../copy-text';
-import { Destination, LoadResult, LoadTarget, RejectedRow } from '../destination';
+import { Destination, LoadResult, LoadTarget, RejectedRow, databaseOf } from '../destination';
 import { PgPools } from './pg-pools';
 
 const PG_TYPES: Record<FieldType, string> = {
@@ -53,11 +53,11 @@ export class PostgresDestination implements Destination {
         `PostgreSQL tables hold at most ${PG_MAX_COLUMNS} columns; this load has ${target.columns.length}`,
       );
     }
-    const { schema, table } = target.database;
+    const { schema, table } = databaseOf(target.destination);
     const s = quoteIdent(schema);
     const t = `${s}.${quoteIdent(table)}`;
     const cols = target.columns.map((c) => `${quoteIdent(c.name)} ${PG_TYPES[c.type]}`).join(', ');
-    await this.withClient(target.database, async (client) => {
+    await this.withClient(databaseOf(target.destination), async (client) => {
       // Outside the load transaction, but serialised: concurrent `CREATE … IF NOT EXISTS` can still
       // collide in the catalogs, and ALTER TABLE would wait on running loads, so only missing columns
       // are added.
@@ -100,9 +100,9 @@ export class PostgresDestination implements Destination {
     rejects: () => AsyncIterable<RejectedRow>,
     progress: (rowsSoFar: number) => void,
   ): Promise<LoadResult> {
-    const { schema, table } = target.database;
-    const location = `${target.database.dbName}.${schema}.${table}`;
-    return this.withClient(target.database, async (client) => {
+    const { schema, table } = databaseOf(target.destination);
+    const location = `${databaseOf(target.destination).dbName}.${schema}.${table}`;
+    return this.withClient(databaseOf(target.destination), async (client) => {
       await client.query('BEGIN');
       try {
         await client.query(`SET LOCAL TimeZone = 'UTC'`);
@@ -151,7 +151,8 @@ export class PostgresDestination implements Destination {
     });
   }
 
-  async drop(database: DatabaseDestination): Promise<void> {
+  async drop(destination: PipelineDefinition['destination']): Promise<void> {
+    const database = databaseOf(destination);
     await this.withClient(database, async (client) => {
       const s = quoteIdent(database.schema);
       await client.query(`DROP TABLE IF EXISTS ${s}.${quoteIdent(database.table)}`);

@@ -276,12 +276,42 @@ export class DatabaseDestinationDto {
   usePostgres?: boolean;
 }
 
+export class ObjectStoreDestinationDto {
+  @ApiPropertyOptional({
+    example: 'analytics',
+    description: "Bucket (default: the environment's <env>-output)",
+  })
+  @IsOptional()
+  @Matches(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, { message: 'bucket must be an S3 bucket name' })
+  bucket?: string;
+
+  @ApiProperty({
+    example: 'sales/daily',
+    description: 'Key prefix; files land under <prefix>/job=<pipelineToken>/',
+  })
+  @Matches(/^(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9._=/-]{0,199}$/, {
+    message: 'prefix must be a key prefix without ..',
+  })
+  prefix!: string;
+
+  @ApiPropertyOptional({ enum: ['parquet', 'csv', 'jsonl'], default: 'parquet' })
+  @IsOptional()
+  @IsIn(['parquet', 'csv', 'jsonl'])
+  format?: 'parquet' | 'csv' | 'jsonl';
+}
+
 export class DestinationDto {
   @ApiPropertyOptional({ type: DatabaseDestinationDto })
   @IsOptional()
   @ValidateNested()
   @Type(() => DatabaseDestinationDto)
   database?: DatabaseDestinationDto;
+
+  @ApiPropertyOptional({ type: ObjectStoreDestinationDto, description: 'Instead of database: write files' })
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => ObjectStoreDestinationDto)
+  objectStore?: ObjectStoreDestinationDto;
 }
 
 export class PipelineConfigDto {

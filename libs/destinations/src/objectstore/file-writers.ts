@@ -1,0 +1,78 @@
+import { createWriteStream, WriteStream } from 'node:fs';
+import { once } from 'node:events';
+import { ParquetSchema, ParquetType, ParquetWriter } from 'parquetjs-lite';
+import { FieldType, ObjectFormat, SchemaField } from '@tapyard/pipelines';
+
+/** Writes rows (typed values, null for missing) to one local file in a format. */
+export interface RowFileWriter {
+  write(row: unknown[]): Promise<void>;
+  close(): Promise<void>;
+}
+
+const PARQUET_TYPES: Record<FieldType, ParquetType> = {
+  boolean: 'BOOLEAN',
+  int: 'INT32',
+  bigint: 'INT64',
+  float: 'FLOAT',
+  double: 'DOUBLE',
+  string: 'UTF8',
+  date: 'DATE',
+  timestamp: 'TIMESTAMP_MILLIS',
+};
+
+/** Rows per Parquet row group: the writer holds one group in memory, whatever the file size. */
+const ROW_GROUP = 10_000;
+
+export async function openRowWriter(
+  format: ObjectFormat,
+  path: string,
+  columns: SchemaField[],
+): Promise<RowFileWriter> {
+  if (format === 'parquet') {
+    const schema = new ParquetSchema(
+      Object.fromEntries(columns.map((c) => [c.name, { type: PARQUET_TYPES[c.type], optional: true }])),
+    );
+    const writer = await ParquetWriter.openFile(schema, path);
+    writer.setRowGroupSize(ROW_GROUP);
+    return {
+      write: (row) => {
+        const record: Record<string, unknown> = {};
+        columns.forEach((c, i) => {
+          if (row[i] !== null) record[c.name] = row[i];
+        });
+        return writer.appendRow(record);
+      },
+      close: () => writer.close(),
+    };
+  }
+  const out = createWriteStream(path, { mode: 0o600 });
+  const line =
+    format === 'csv'
+      ? (row: unknown[]) => row.map(csvCell).join(',') + '\n'
+      : (row: unknown[]) =>
+          JSON.stringify(Object.fromEntries(columns.map((c, i) => [c.name, jsonValue(row[i])]))) + '\n';
+  if (format === 'csv') await write(out, columns.map((c) => csvCell(c.name)).join(',') + '\n');
+  return {
+    write: (row) => write(out, line(row)),
+    close: async () => {
+      out.end();
+      await once(out, 'finish');
+    },
+  };
+}
+
+async function write(out: WriteStream, text: string): Promise<void> {
+  if (!out.write(text)) await once(out, 'drain');
+}
+
+/** RFC 4180: quoted when it holds a comma, quote or line break; null is an empty cell. */
+function csvCell(v: unknown): string {
+  if (v === null || v === undefined) return '';
+  const s = v instanceof Date ? v.toISOString() : String(v);
+  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+}
+
+function jsonValue(v: unknown): unknown {
+  // JSON has no BigInt; a string keeps every digit.
+  return typeof v === 'bigint' ? v.toString() : v;
+}

@@ -1,0 +1,174 @@
+import { Client as MinioClient } from 'minio';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ParquetReader } from 'parquetjs-lite';
+import { ObjectStoreDestination } from '@tapyard/destinations';
+import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
+import { TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
+import { upload, waitForJob } from './support/ingest';
+
+/** Loads written as files into the object store (real MinIO): Parquet, CSV, JSON Lines. */
+describe('object-store destination (SparkObjectStoreLoader)', () => {
+  const env = uniqueEnvironment('osd');
+  let api: TestApi;
+  let worker: TestWorker;
+  let minio: MinioClient;
+
+  const fields = [
+    { name: 'id', type: 'int' },
+    { name: 'big', type: 'bigint' },
+    { name: 'name', type: 'string' },
+    { name: 'price', type: 'double' },
+    { name: 'ok', type: 'boolean' },
+    { name: 'day', type: 'date' },
+  ];
+  const CSV =
+    'id,big,name,price,ok,day\n1,9007199254740993,"Pen, blue",1.5,true,2026-11-01\n2,,Ink,,no,\nx,1,bad,1,true,2026-11-02\n';
+  const pipeline = (name: string, format?: string, extra: Record<string, unknown> = {}) => ({
+    name,
+    source: {
+      fileAttributes: { csvAttributes: { delimiter: ',', header: true } },
+      schemaProperties: { fields },
+    },
+    destination: { objectStore: { prefix: `exports/${name}`, ...(format ? { format } : {}), ...extra } },
+  });
+  const read = async (bucket: string, key: string): Promise<Buffer> => {
+    const parts: Buffer[] = [];
+    for await (const c of await minio.getObject(bucket, key)) parts.push(c as Buffer);
+    return Buffer.concat(parts);
+  };
+  const keys = async (bucket: string, prefix: string): Promise<string[]> => {
+    const out: string[] = [];
+    for await (const o of minio.listObjectsV2(bucket, prefix, true)) out.push((o as { name: string }).name);
+    return out.sort();
+  };
+
+  beforeAll(async () => {
+    api = await startApi({ TAPYARD_ENV: env, ...TEST_OBJECT_STORE });
+    worker = await startWorker({ TAPYARD_ENV: env, ...TEST_OBJECT_STORE });
+    const u = new URL(TEST_OBJECT_STORE.OBJECT_STORE_ENDPOINT);
+    minio = new MinioClient({
+      endPoint: u.hostname,
+      port: Number(u.port),
+      useSSL: false,
+      accessKey: TEST_OBJECT_STORE.OBJECT_STORE_ACCESS_KEY,
+      secretKey: TEST_OBJECT_STORE.OBJECT_STORE_SECRET_KEY,
+    });
+  });
+  afterAll(async () => {
+    await worker.close();
+    await api.close();
+  });
+
+  it('writes Parquet (the default) under <prefix>/job=<token>/, with rejects and a _SUCCESS marker', async () => {
+    await api.http.post('/api/v1/pipeline').send(pipeline('parq')).expect(200);
+    const token = await upload(api.http, 'parq', `${CSV}5,42,Pad,2.25,yes,2026-11-03\n`, 'sales.csv');
+    const { rollup, events } = await waitForJob(api.http, token);
+    expect(rollup.status).toBe('warning');
+    expect(events.some((e) => e.processName === 'SparkObjectStoreLoader' && e.state === 'end')).toBe(true);
+    const bucket = `${env}-output`;
+    const dir = `exports/parq/job=${token}`;
+    expect(await keys(bucket, 'exports/parq/')).toEqual([
+      `${dir}/_SUCCESS`,
+      `${dir}/_rejects.jsonl`,
+      `${dir}/part-00000.parquet`,
+    ]);
+    expect(JSON.parse((await read(bucket, `${dir}/_SUCCESS`)).toString())).toEqual({
+      loaded: 2,
+      rejected: 2,
+    });
+    const rejects = (await read(bucket, `${dir}/_rejects.jsonl`)).toString();
+    expect(rejects).toMatch(/"line":4/);
+    // Never rounded: a bigint the Parquet writer cannot hold exactly is rejected, not stored wrong.
+    expect(rejects).toMatch(/big: 9007199254740993 is beyond ±2\^53/);
+
+    const local = join(mkdtempSync(join(tmpdir(), 'osd-')), 'part.parquet');
+    writeFileSync(local, await read(bucket, `${dir}/part-00000.parquet`));
+    const reader = await ParquetReader.openFile(local);
+    const cursor = reader.getCursor();
+    const rows: Record<string, unknown>[] = [];
+    for (let r = await cursor.next(); r; r = await cursor.next()) rows.push(r);
+    await reader.close();
+    expect(rows).toHaveLength(2);
+    expect(rows[0]).toMatchObject({ id: 2, name: 'Ink', ok: false });
+    expect(rows[0].price ?? null).toBeNull();
+    expect(rows[0].big ?? null).toBeNull();
+    expect(rows[1]).toMatchObject({ id: 5, name: 'Pad', price: 2.25, ok: true });
+    expect(Number(rows[1].big)).toBe(42);
+    expect(rows[1].day).toEqual(new Date('2026-11-03T00:00:00Z'));
+  });
+
+  it('writes CSV and JSON Lines on request, exact to the digit', async () => {
+    await api.http.post('/api/v1/pipeline').send(pipeline('as_csv', 'csv')).expect(200);
+    await api.http.post('/api/v1/pipeline').send(pipeline('as_jsonl', 'jsonl')).expect(200);
+    const t1 = await upload(api.http, 'as_csv', CSV, 'a.csv');
+    const t2 = await upload(api.http, 'as_jsonl', CSV, 'a.csv');
+    await waitForJob(api.http, t1);
+    await waitForJob(api.http, t2);
+    const bucket = `${env}-output`;
+    expect((await read(bucket, `exports/as_csv/job=${t1}/part-00000.csv`)).toString()).toBe(
+      'id,big,name,price,ok,day\n1,9007199254740993,"Pen, blue",1.5,true,2026-11-01T00:00:00.000Z\n2,,Ink,,false,\n',
+    );
+    const lines = (await read(bucket, `exports/as_jsonl/job=${t2}/part-00000.jsonl`))
+      .toString()
+      .trim()
+      .split('\n');
+    expect(lines.map((l) => JSON.parse(l))).toEqual([
+      {
+        id: 1,
+        big: '9007199254740993',
+        name: 'Pen, blue',
+        price: 1.5,
+        ok: true,
+        day: '2026-11-01T00:00:00.000Z',
+      },
+      { id: 2, big: null, name: 'Ink', price: null, ok: false, day: null },
+    ]);
+  });
+
+  it('a second delivery of a committed job writes nothing; deleteData removes the prefix', async () => {
+    const dest = api.app.get(ObjectStoreDestination);
+    const target = {
+      environment: env,
+      destination: { objectStore: { bucket: null, prefix: 'exports/again', format: 'jsonl' as const } },
+      columns: [{ name: 'n', type: 'int' as const }],
+      pipelineToken: `redelivered-${env}`,
+    };
+    const chunks = async function* () {
+      yield '1\n2\n';
+    };
+    const none = async function* () {};
+    await dest.prepare(target);
+    expect(await dest.load(target, chunks(), none, () => undefined)).toMatchObject({
+      loaded: 2,
+      alreadyLoaded: false,
+    });
+    expect(await dest.load(target, chunks(), none, () => undefined)).toMatchObject({
+      loaded: 2,
+      alreadyLoaded: true,
+    });
+
+    await api.http.delete('/api/v1/pipeline').query({ pipeline: 'as_csv', deleteData: 'true' }).expect(200);
+    expect(await keys(`${env}-output`, 'exports/as_csv/')).toEqual([]);
+    expect((await keys(`${env}-output`, 'exports/as_jsonl/')).length).toBeGreaterThan(0);
+  });
+
+  it('validates the destination section', async () => {
+    const both = await api.http
+      .post('/api/v1/pipeline')
+      .send({ ...pipeline('both'), destination: { objectStore: { prefix: 'x' }, database: { table: 't' } } })
+      .expect(400);
+    expect(both.body.message).toMatch(/one destination per pipeline/);
+    await api.http
+      .post('/api/v1/pipeline')
+      .send(pipeline('bad_prefix', 'parquet', { prefix: '../up' }))
+      .expect(400);
+    await api.http.post('/api/v1/pipeline').send(pipeline('bad_format', 'orc')).expect(400);
+    const none = await api.http
+      .post('/api/v1/pipeline')
+      .send({ ...pipeline('none'), destination: {} })
+      .expect(400);
+    expect(none.body.message).toMatch(/needs database or objectStore/);
+  });
+});
