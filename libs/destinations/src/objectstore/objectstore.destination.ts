@@ -135,7 +135,7 @@ export class ObjectStoreDestination implements Destination {
       return JSON.parse(Buffer.concat(parts).toString('utf8')) as { loaded: number; rejected: number };
     } catch (err) {
       if (err instanceof ObjectNotFoundError) return null;
-      throw new Error(`cannot read ${key}: ${errorMessage(err)}`);
+      throw new Error(`cannot read ${key}: ${errorMessage(err)}`, { cause: err });
     }
   }
 }
