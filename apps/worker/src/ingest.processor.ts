@@ -25,7 +25,12 @@ export class IngestProcessor extends ConfiguredWorkerHost {
   }
 
   async process(job: Job<IngestQueueData>): Promise<void> {
-    if (job.name === IngestJob.load) return this.runner.run(job.data as IngestPayload);
+    if (job.name === IngestJob.load) {
+      return this.runner.run(job.data as IngestPayload, {
+        made: job.attemptsMade,
+        max: job.opts.attempts ?? 1,
+      });
+    }
     if (job.name === IngestJob.intake) return this.notifier.intake(job.data as IntakePayload);
     throw new Error(`unknown ingest job '${job.name}'`);
   }
@@ -37,7 +42,8 @@ export class IngestProcessor extends ConfiguredWorkerHost {
    */
   @OnWorkerEvent('failed')
   async onFailed(job: Job<IngestQueueData> | undefined, err: Error): Promise<void> {
-    if (!job) return;
+    // A retry the runner asked for has its own status note; BullMQ runs the job again.
+    if (!job || err.name === 'RetryLaterError') return;
     const { environment, pipeline, pipelineToken, publisherToken, filename } = job.data;
     const ref = { environment, pipeline, pipelineToken, publisherToken, filename };
     await this.status

@@ -8,7 +8,7 @@ import { ArchiveRefusedError, archiveKind, extractArchive } from '@tapyard/archi
 import { CONFIG, LOGGER, TapyardConfig, errorMessage } from '@tapyard/core';
 import { ObjectStore } from '@tapyard/objectstore';
 import { PipelineDefinition, PipelinesService } from '@tapyard/pipelines';
-import { EnvironmentQueues, IngestJob, IntakePayload } from '@tapyard/queue';
+import { EnvironmentQueues, IngestJob, IntakePayload, loadJobOptions } from '@tapyard/queue';
 import { JobRef, StatusService } from '@tapyard/status';
 import { Spool } from './spool';
 
@@ -145,7 +145,7 @@ export class FileNotifier {
       .add(
         IngestJob.load,
         { ...job, spoolPath },
-        { jobId: `${job.environment}.${job.pipelineToken}`, removeOnComplete: 1000, removeOnFail: 5000 },
+        loadJobOptions(job.environment, job.pipelineToken, this.config.loadRetry),
       );
   }
 

@@ -4,7 +4,7 @@ import { rm } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import { Logger } from 'pino';
-import { CONFIG, LOGGER, TapyardConfig, errorMessage } from '@tapyard/core';
+import { CONFIG, LOGGER, ServiceUnavailableError, TapyardConfig, errorMessage } from '@tapyard/core';
 import {
   DESTINATIONS,
   Destination,
@@ -15,7 +15,7 @@ import {
 import { ConfigFilesService, compileJsonSchema } from '@tapyard/configfiles';
 import { PipelineDefinition, PipelinesService } from '@tapyard/pipelines';
 import { uniqueNames } from '@tapyard/profiling';
-import { IngestPayload } from '@tapyard/queue';
+import { IngestPayload, RetryLaterError } from '@tapyard/queue';
 import { JobRef, ProcessName, StatusService } from '@tapyard/status';
 import { FatalReadError, RecordBatch } from './readers/record-batch';
 import { readCsv } from './readers/csv-reader';
@@ -29,9 +29,15 @@ class StageError extends Error {
   constructor(
     readonly processName: ProcessName,
     message: string,
+    /** The destination was unreachable: worth running again later. */
+    readonly retryable = false,
   ) {
     super(message);
   }
+}
+
+function destinationError(processName: ProcessName, err: unknown): StageError {
+  return new StageError(processName, errorMessage(err), err instanceof ServiceUnavailableError);
 }
 
 /**
@@ -77,7 +83,12 @@ export class IngestionRunner {
     }
   }
 
-  async run(p: IngestPayload): Promise<void> {
+  /**
+   * `attempt`: which delivery this is. An unreachable destination on a delivery that is not the last
+   * throws RetryLaterError (BullMQ runs the job again after a back-off, exactly-once loaders make that
+   * safe); on the last one the job ends `error` naming the service.
+   */
+  async run(p: IngestPayload, attempt: { made: number; max: number } = { made: 0, max: 1 }): Promise<void> {
     const job: JobRef = {
       environment: p.environment,
       pipeline: p.pipeline,
@@ -132,7 +143,7 @@ export class IngestionRunner {
         pipelineToken: p.pipelineToken,
       };
       await destination.prepare(target).catch((err: unknown) => {
-        throw new StageError(destination.processName, errorMessage(err));
+        throw destinationError(destination.processName, err);
       });
       await this.status.record(job, destination.processName, 'begin', `writing into ${location}`);
 
@@ -173,7 +184,7 @@ export class IngestionRunner {
       try {
         result = await destination.load(target, chunks, () => readRejects(rejectsPath), progress);
       } catch (err) {
-        throw readFailure ?? new StageError(destination.processName, errorMessage(err));
+        throw readFailure ?? destinationError(destination.processName, err);
       } finally {
         await rm(rejectsPath, { force: true });
       }
@@ -215,6 +226,15 @@ export class IngestionRunner {
     } catch (err) {
       const processName = err instanceof StageError ? err.processName : stage;
       const message = errorMessage(err);
+      if (err instanceof StageError && err.retryable && attempt.made + 1 < attempt.max) {
+        await this.status.record(
+          job,
+          processName,
+          'processing',
+          `${message}; will retry (delivery ${attempt.made + 1} of ${attempt.max})`,
+        );
+        throw new RetryLaterError(message);
+      }
       this.logger.warn({ pipelineToken: p.pipelineToken, processName, err: message }, 'ingestion job failed');
       await this.status.record(job, processName, 'error', message, 'error');
       await this.spool.remove(p.spoolPath).catch(() => undefined);

@@ -11,7 +11,7 @@ import {
   ValidationError,
 } from '@tapyard/core';
 import { PipelineDefinition, PipelinesService } from '@tapyard/pipelines';
-import { EnvironmentQueues, IngestJob, IntakePayload } from '@tapyard/queue';
+import { EnvironmentQueues, IngestJob, IntakePayload, loadJobOptions } from '@tapyard/queue';
 import { archiveKind } from '@tapyard/archives';
 import { ObjectStore } from '@tapyard/objectstore';
 import { JobRef, StatusService } from '@tapyard/status';
@@ -82,7 +82,7 @@ export class UploadService {
         .add(
           IngestJob.load,
           { ...job, spoolPath: got.spoolPath as string },
-          { jobId: `${environment}.${pipelineToken}`, removeOnComplete: 1000, removeOnFail: 5000 },
+          loadJobOptions(environment, pipelineToken, this.config.loadRetry),
         );
       await this.status.record(
         job,

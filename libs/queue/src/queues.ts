@@ -63,5 +63,28 @@ export interface IntakePayload {
   staged: boolean;
 }
 
+/**
+ * Options of a load job: its id is its pipeline token (a second add is ignored), and a load whose
+ * destination is unreachable is retried with exponential back-off (the loaders are exactly-once).
+ */
+export function loadJobOptions(
+  environment: string,
+  pipelineToken: string,
+  retry: { attempts: number; delayMs: number },
+) {
+  return {
+    jobId: `${environment}.${pipelineToken}`,
+    attempts: retry.attempts,
+    backoff: { type: 'exponential', delay: retry.delayMs },
+    removeOnComplete: 1000,
+    removeOnFail: 5000,
+  };
+}
+
+/** Thrown by a load that should run again later (its destination is unreachable); BullMQ retries it. */
+export class RetryLaterError extends Error {
+  override readonly name = 'RetryLaterError';
+}
+
 /** What the ingest queue carries, told apart by job name (IngestJob). */
 export type IngestQueueData = IngestPayload | IntakePayload;

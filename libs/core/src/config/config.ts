@@ -54,6 +54,8 @@ export interface TapyardConfig {
   readonly spoolDir: string;
   /** How often a running load reports its progress as a `processing` status entry. */
   readonly progressEveryMs: number;
+  /** A load whose destination is unreachable is retried this many times in all, backing off from `delayMs`. */
+  readonly loadRetry: { readonly attempts: number; readonly delayMs: number };
   /** How often workers look for objects dropped into the raw bucket; 0 turns polling off. */
   readonly rawPollMs: number;
 }
@@ -264,6 +266,10 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
     spoolDir: r.string('TAPYARD_SPOOL_DIR', join(dataDir, 'spool')),
     progressEveryMs: r.int('STATUS_PROGRESS_MS', 2000, 10, 3600000),
     rawPollMs: r.int('RAW_POLL_MS', 5000, 0, 3600000),
+    loadRetry: {
+      attempts: r.int('LOAD_RETRY_ATTEMPTS', 5, 1, 100),
+      delayMs: r.int('LOAD_RETRY_DELAY_MS', 2000, 10, 3600000),
+    },
   };
   checkAuth(r, config.auth);
   if (r.problems.length > 0) throw new ConfigError(r.problems);

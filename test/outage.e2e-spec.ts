@@ -1,0 +1,98 @@
+import { mongo } from 'mongoose';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
+import { uniqueEnvironment } from './support/env';
+import { PrivateFerretDb } from './support/ferretdb';
+import { closedPort } from './support/net';
+import { upload, waitForJob } from './support/ingest';
+
+/** A MongoDB that goes away mid-job: retried loads once it is back, or an error naming it. */
+describe('destination outage during a load (private FerretDB)', () => {
+  const env = uniqueEnvironment('outage');
+  const dir = mkdtempSync(join(tmpdir(), 'tapyard-outage-'));
+  const dbName = `outage_${env.replace(/[^a-z0-9]/g, '_')}`.slice(0, 60);
+  let ferret: PrivateFerretDb;
+  let api: TestApi;
+  let worker: TestWorker;
+
+  const count = async (collection: string): Promise<{ n: number; distinct: number }> => {
+    const client = await new mongo.MongoClient(ferret.uri).connect();
+    try {
+      const docs = await client
+        .db(dbName)
+        .collection(collection)
+        .find({}, { projection: { i: 1 } })
+        .toArray();
+      return { n: docs.length, distinct: new Set(docs.map((d) => d.i)).size };
+    } finally {
+      await client.close();
+    }
+  };
+
+  beforeAll(async () => {
+    ferret = new PrivateFerretDb(await closedPort(), dir);
+    await ferret.start();
+    const flags = {
+      TAPYARD_ENV: env,
+      MONGODB_URI: ferret.uri,
+      LOAD_RETRY_ATTEMPTS: '6',
+      LOAD_RETRY_DELAY_MS: '500',
+      STATUS_PROGRESS_MS: '10',
+    };
+    api = await startApi(flags);
+    worker = await startWorker(flags);
+    for (const name of ['docs', 'late']) {
+      await api.http
+        .post('/api/v1/pipeline')
+        .send({
+          name,
+          source: {
+            fileAttributes: { format: 'json' },
+            schemaProperties: { fields: [{ name: '_json', type: 'string' }] },
+          },
+          destination: { database: { dbName, schema: 'x', table: name, usePostgres: false } },
+        })
+        .expect(200);
+    }
+  });
+  afterAll(async () => {
+    await worker.close();
+    await api.close();
+    await ferret.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('a load retries while MongoDB is down and, once it is back, leaves every record exactly once', async () => {
+    const records = 50_000;
+    let ndjson = '';
+    for (let i = 0; i < records; i++) ndjson += `{"i":${i}}\n`;
+    const token = await upload(api.http, 'docs', ndjson, 'docs.ndjson');
+    // Stopped while the job is queued or loading: its first delivery cannot reach MongoDB.
+    await ferret.stop();
+    // Longer than the driver's 5 s server selection: the load itself fails and is retried.
+    await new Promise((r) => setTimeout(r, 6500));
+    await ferret.start();
+    const { rollup, events } = await waitForJob(api.http, token, 90000);
+    expect(rollup.status).toBe('success');
+    expect(events.some((e) => /mongodb.*will retry \(delivery \d of 6\)/.test(e.description))).toBe(true);
+    expect(await count('docs')).toEqual({ n: records, distinct: records });
+  }, 120000);
+
+  it('when MongoDB stays down the job ends error naming it; after it is back a new upload loads once', async () => {
+    await ferret.stop();
+    const token = await upload(api.http, 'late', '{"i":1}\n{"i":2}\n', 'late.ndjson');
+    const { rollup } = await waitForJob(api.http, token, 90000);
+    expect(rollup.status).toBe('error');
+    expect(rollup.jobs[0].lastError).toMatchObject({
+      processName: 'MongoDBLoader',
+      description: expect.stringMatching(/mongodb/),
+    });
+    await ferret.start();
+    const again = await upload(api.http, 'late', '{"i":1}\n{"i":2}\n', 'late.ndjson');
+    expect((await waitForJob(api.http, again, 60000)).rollup.status).toBe('success');
+    expect(await count('late')).toEqual({ n: 2, distinct: 2 });
+    await api.http.get('/api/v1/version').expect(200);
+  }, 120000);
+});
