@@ -5,6 +5,7 @@ import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { tar, zip } from './support/archives';
 import { TEST_DATABASE_URL, TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
 import { RollupAnswer, csvPipeline } from './support/ingest';
+import { closedPort } from './support/net';
 
 /** Compressed uploads and files dropped into the raw bucket, through FileNotifier (real MinIO). */
 describe('archive intake and raw-bucket drops (FileNotifier)', () => {
@@ -135,6 +136,14 @@ describe('archive intake and raw-bucket drops (FileNotifier)', () => {
       ['bomb.csv.gz', gzipSync(Buffer.alloc(64 * 1024 * 1024)), /expands more than/],
       ['corrupt.zip', Buffer.from('PK\u0003\u0004 this is not a zip file at all'), /corrupt/i],
       ['nothing.zip', zip([{ name: 'photo.png', data: 'png' }]), /holds no file/],
+      [
+        'many.tar.gz',
+        await tar(
+          Array.from({ length: 100_000 }, (_, i) => ({ name: `f${i}.csv`, data: '' })),
+          true,
+        ),
+        /more than 10000 entries/,
+      ],
     ];
     for (const [name, data, reason] of cases) {
       await uploadArchive(name, data, `pub-bad-${name}`);
@@ -197,6 +206,50 @@ describe('archive intake and raw-bucket drops (FileNotifier)', () => {
       expect(res.body.message).toMatch(/object store is not configured/);
     } finally {
       await bare.close();
+    }
+  });
+});
+
+describe('archive intake while the object store is down', () => {
+  it('the intake job ends error naming the object store; the service keeps serving', async () => {
+    const env = uniqueEnvironment('arch-down');
+    const api = await startApi({ TAPYARD_ENV: env, ...TEST_OBJECT_STORE });
+    // The worker sees a store that refuses connections: as if MinIO went down after the upload.
+    const worker = await startWorker({
+      TAPYARD_ENV: env,
+      ...TEST_OBJECT_STORE,
+      OBJECT_STORE_ENDPOINT: `http://127.0.0.1:${await closedPort()}`,
+      RAW_POLL_MS: '0',
+    });
+    try {
+      await api.http
+        .post('/api/v1/pipeline')
+        .send(csvPipeline('orders', `down_${env.replace(/[^a-z0-9]/g, '_')}`, [['id', 'int']]))
+        .expect(200);
+      await api.http
+        .post('/api/v1/pipeline/upload')
+        .field('pipeline', 'orders')
+        .field('publishertoken', 'pub-down')
+        .attach('file', zip([{ name: 'a.csv', data: 'id\n1\n' }]), 'a.zip')
+        .expect(200);
+      const deadline = Date.now() + 30000;
+      for (;;) {
+        const res = await api.http
+          .get('/api/v1/pipeline/status')
+          .query({ publishertoken: 'pub-down', withrollup: 'true' });
+        const rollup = (res.body as RollupAnswer).rollup;
+        if (res.status === 200 && rollup.allDone) {
+          expect(rollup.status).toBe('error');
+          expect(rollup.jobs[0].lastError?.description).toMatch(/object store failed/);
+          break;
+        }
+        if (Date.now() > deadline) throw new Error(`no terminal status: ${JSON.stringify(res.body)}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      await api.http.get('/api/v1/version').expect(200);
+    } finally {
+      await worker.close();
+      await api.close();
     }
   });
 });
