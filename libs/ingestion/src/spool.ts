@@ -7,7 +7,8 @@ import { CONFIG, TapyardConfig } from '@tapyard/core';
 /**
  * Uploaded files wait here for a worker. Files are named by pipeline token, under the environment,
  * so nothing a client sends becomes part of a path. The spool is a local directory: API and
- * workers must share it (one host, or a shared volume) until the object-store intake lands.
+ * workers must share it (one host, or a shared volume) for uncompressed uploads; archives travel
+ * through the object store's raw bucket instead.
  */
 @Injectable()
 export class Spool {

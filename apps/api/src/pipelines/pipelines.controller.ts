@@ -116,7 +116,9 @@ export class PipelinesController {
     summary: 'Upload a file into a pipeline',
     description:
       'Streams the file to the spool (never into memory) and queues a job. Answers the pipeline token as text/plain; ' +
-      'follow it with GET /pipeline/status?pipelinetoken=…&withrollup=true. Compressed files are not supported yet (415).',
+      'follow it with GET /pipeline/status?pipelinetoken=…&withrollup=true. Archives (.zip, .jar, .tar, .tar.gz, .tgz, .gz) ' +
+      'are staged to the raw bucket and answered 200 with an empty body; FileNotifier makes each file inside its own job ' +
+      '(follow them by publishertoken). Other compressions are 415; archives without an object store are 503.',
   })
   @ApiConsumes('multipart/form-data')
   @ApiBody({ type: UploadFormDto })
