@@ -3,7 +3,7 @@ import Redis from 'ioredis';
 import { Client } from 'pg';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { issueKey, newBootstrapKey } from './support/auth';
-import { TEST_DATABASE_URL, TEST_REDIS_URL, uniqueEnvironment } from './support/env';
+import { TEST_DATABASE_URL, TEST_OBJECT_STORE, TEST_REDIS_URL, uniqueEnvironment } from './support/env';
 import { RollupAnswer, csvPipeline } from './support/ingest';
 
 describe('MULTI_TENANT=true: keys map to tenant environments that cannot see each other', () => {
@@ -16,6 +16,7 @@ describe('MULTI_TENANT=true: keys map to tenant environments that cannot see eac
     MULTI_TENANT: 'true',
     USE_API_KEYS: 'true',
     TAPYARD_BOOTSTRAP_API_KEY: boot,
+    ...TEST_OBJECT_STORE,
   };
   let api: TestApi;
   let worker: TestWorker;
@@ -120,6 +121,16 @@ describe('MULTI_TENANT=true: keys map to tenant environments that cannot see eac
     } finally {
       redis.disconnect();
     }
+  });
+
+  it("a tenant's files go to the tenant's own buckets", async () => {
+    const res = await api.http
+      .post('/api/v1/config/upload')
+      .set('x-api-key', keyA)
+      .field('type', 'javascript')
+      .attach('file', Buffer.from('export default (r) => r;\n'), 'clean.js')
+      .expect(200);
+    expect(res.body.path).toBe(`s3://${tenantA}-config/javascript/clean.js`);
   });
 
   it('a tenant admin issues keys inside its tenant only', async () => {
