@@ -196,6 +196,39 @@ describe('object store buckets and configuration files (real MinIO)', () => {
     expect(xsd.body.details[0]).toMatchObject({ field: 'dataQuality.validationSchema' });
   });
 
+  it('an XML pipeline referencing an XSD rejects failing records with libxml2’s message', async () => {
+    const table = `xsd_${env.replace(/[^a-z0-9]/g, '_')}`;
+    await api.http
+      .post('/api/v1/pipeline')
+      .send({
+        name: 'xsd_checked',
+        source: {
+          fileAttributes: { format: 'xml', xmlAttributes: { rowElement: 'item' } },
+          schemaProperties: { fields: [{ name: '_xml', type: 'string' }] },
+        },
+        dataQuality: { validationSchema: 'feed.xsd' },
+        destination: {
+          database: { dbName: 'tapyard_test', schema: 'ingest_test', table, usePostgres: true },
+        },
+      })
+      .expect(200);
+    const xml =
+      '<feed>\n<item sku="C"><qty>5</qty></item>\n<item><qty>1</qty></item>\n<item sku="D"><qty>x</qty></item>\n' +
+      '<item sku="E &amp; F"/>\n</feed>\n';
+    const token = await upload(api.http, 'xsd_checked', xml, 'feed.xml');
+    const { rollup } = await waitForJob(api.http, token);
+    expect(rollup.status).toBe('warning');
+    const loaded = await pg.query(`SELECT _xml FROM ingest_test."${table}"`);
+    expect(loaded.rows.map((r) => JSON.parse(r._xml)['@sku']).sort()).toEqual(['C', 'E & F']);
+    const rejects = await pg.query(`SELECT reason FROM ingest_test."${table}_rejects" ORDER BY line`);
+    expect(rejects.rows.map((r) => r.reason)).toEqual([
+      expect.stringMatching(
+        /^record does not match validation schema 'feed.xsd': .*attribute 'sku' is required/,
+      ),
+      expect.stringMatching(/'x' is not a valid value of the atomic type 'xs:integer'/),
+    ]);
+  });
+
   it('answers 503 naming the object store when it is not configured', async () => {
     const bare = await startApi({ TAPYARD_ENV: uniqueEnvironment('cfg-nostore') });
     try {

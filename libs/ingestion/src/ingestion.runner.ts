@@ -13,6 +13,7 @@ import {
   RejectedRow,
 } from '@tapyard/destinations';
 import { ConfigFilesService, compileJsonSchema } from '@tapyard/configfiles';
+import { XsdRecordValidator } from '@tapyard/schemas';
 import { PipelineDefinition, PipelinesService } from '@tapyard/pipelines';
 import { uniqueNames } from '@tapyard/profiling';
 import { IngestPayload, RetryLaterError } from '@tapyard/queue';
@@ -58,28 +59,47 @@ export class IngestionRunner {
     private readonly configFiles: ConfigFilesService,
   ) {}
 
-  /** The pipeline's JSON Schema as a record check, or null; a missing or broken schema fails the job. */
+  /**
+   * The pipeline's validation schema as a batch check, or null: a JSON Schema (`.json`) for JSON and XML
+   * records, an XSD (`.xsd`) for XML records. A missing or unusable schema fails the job.
+   */
   private async recordValidator(
     environment: string,
     def: PipelineDefinition,
   ): Promise<RecordValidator | null> {
     const file = def.dataQuality.validationSchema;
     if (!file) return null;
+    const prefix = `record does not match validation schema '${file}'`;
     try {
-      const check = compileJsonSchema(await this.configFiles.readValidationSchema(environment, file), file);
-      return (text) => {
-        let record: unknown;
-        try {
-          record = JSON.parse(text);
-        } catch {
-          return 'record is not valid JSON';
-        }
-        if (check(record)) return null;
-        const e = check.errors?.[0];
-        return `record does not match validation schema '${file}': ${e ? `${e.instancePath || '/'} ${e.message ?? 'is invalid'}` : 'invalid'}`;
-      };
+      const text = await this.configFiles.readValidationSchema(environment, file);
+      if (file.endsWith('.xsd')) {
+        const xsd = XsdRecordValidator.create(
+          text,
+          def.source.fileAttributes.xmlAttributes?.rowElement ?? 'row',
+        );
+        return async (records) => {
+          const parsed = records.map(parseRecord);
+          const objects = parsed.filter((r): r is Record<string, unknown> => typeof r !== 'string');
+          const reasons = await xsd.check(objects).catch((err: unknown) => {
+            throw new StageError('DataQuality', errorMessage(err));
+          });
+          let k = 0;
+          return parsed.map((r) =>
+            typeof r === 'string' ? r : reasons[k++] && `${prefix}: ${reasons[k - 1]}`,
+          );
+        };
+      }
+      const check = compileJsonSchema(text, file);
+      return async (records) =>
+        records.map((json) => {
+          const record = parseRecord(json);
+          if (typeof record === 'string') return record;
+          if (check(record)) return null;
+          const e = check.errors?.[0];
+          return `${prefix}: ${e ? `${e.instancePath || '/'} ${e.message ?? 'is invalid'}` : 'invalid'}`;
+        });
     } catch (err) {
-      throw new StageError('DataQuality', errorMessage(err));
+      throw err instanceof StageError ? err : new StageError('DataQuality', errorMessage(err));
     }
   }
 
@@ -165,9 +185,9 @@ export class IngestionRunner {
       let readFailure: StageError | null = null;
       const chunks = async function* (this: IngestionRunner): AsyncGenerator<string> {
         try {
-          yield convert(firstBatch, plan, counts, rejects, validate);
+          yield convert(firstBatch, plan, counts, rejects, await checked(firstBatch, validate));
           for await (const batch of { [Symbol.asyncIterator]: () => batches })
-            yield convert(batch, plan, counts, rejects, validate);
+            yield convert(batch, plan, counts, rejects, await checked(batch, validate));
         } catch (err) {
           // Read errors end the load; the transaction rolls back and the job reports the reason.
           readFailure = new StageError(
@@ -316,14 +336,34 @@ function describeDestination(def: PipelineDefinition): string {
 }
 
 /** Checks one record's JSON text; returns the reason it fails, or null. */
-type RecordValidator = (recordJson: string) => string | null;
+type RecordValidator = (recordJsons: string[]) => Promise<(string | null)[]>;
+
+/** A batch's validation reasons (one per row, null: valid), or null when there is no schema. */
+async function checked(
+  batch: RecordBatch,
+  validate: RecordValidator | null,
+): Promise<(string | null)[] | null> {
+  return validate ? validate(batch.rows.map((r) => r[0] ?? '')) : null;
+}
+
+/** A record's object, or why it is not one. */
+function parseRecord(json: string): Record<string, unknown> | string {
+  try {
+    const v = JSON.parse(json) as unknown;
+    return typeof v === 'object' && v !== null && !Array.isArray(v)
+      ? (v as Record<string, unknown>)
+      : 'record is not a JSON object';
+  } catch {
+    return 'record is not valid JSON';
+  }
+}
 
 function convert(
   batch: RecordBatch,
   plan: RowPlan,
   counts: { rows: number; rejected: number; dq: number; tf: number },
   rejects: WriteStream,
-  validate: RecordValidator | null,
+  reasons: (string | null)[] | null,
 ): string {
   let out = '';
   for (const e of batch.errors) {
@@ -335,7 +375,7 @@ function convert(
   }
   for (let i = 0; i < batch.rows.length; i++) {
     counts.rows++;
-    const invalid = validate ? validate(batch.rows[i][0] ?? '') : null;
+    const invalid = reasons ? reasons[i] : null;
     const r =
       invalid === null ? plan.process(batch.rows[i]) : { stage: 'DataQuality' as const, reason: invalid };
     if (typeof r === 'string') out += r;

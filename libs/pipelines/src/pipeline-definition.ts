@@ -51,12 +51,13 @@ export function toDefinition(dto: PipelineConfigDto, defaultDbName: string): Pip
       field: 'dataQuality.validationSchema',
       problem: 'applies to JSON and XML pipelines only',
     });
-  } else if (schemaFile !== undefined && !schemaFile.endsWith('.json')) {
+  } else if (schemaFile !== undefined && !schemaFile.endsWith('.json') && !schemaFile.endsWith('.xsd')) {
     problems.push({
       field: 'dataQuality.validationSchema',
-      problem:
-        'must be a JSON Schema (.json): records are checked as JSON objects (XSD checks are not supported yet)',
+      problem: 'must be a JSON Schema (.json) or an XSD (.xsd)',
     });
+  } else if (schemaFile !== undefined && schemaFile.endsWith('.xsd') && format !== 'xml') {
+    problems.push({ field: 'dataQuality.validationSchema', problem: 'an XSD checks XML pipelines only' });
   }
 
   const db = dto.destination.database;
