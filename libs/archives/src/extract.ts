@@ -535,7 +535,13 @@ function checkZipEntry(x: Extraction, name: string, entry: yauzl.Entry): void {
 
 function openZipStream(zip: yauzl.ZipFile, entry: yauzl.Entry): Promise<Readable> {
   return new Promise((resolve, reject) => {
-    zip.openReadStream(entry, (err, stream) => (err ? reject(err) : resolve(stream)));
+    zip.openReadStream(entry, (err, stream) => {
+      if (err) return reject(err);
+      // yauzl's size check can fire after the pipeline has torn the stream down (our own limit stopped it
+      // first); the pipeline reports the errors that matter, this keeps a late one from going unhandled.
+      stream.on('error', () => undefined);
+      resolve(stream);
+    });
   });
 }
 
