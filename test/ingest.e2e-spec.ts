@@ -69,7 +69,8 @@ describe('ingestion into PostgreSQL (real Postgres and Redis)', () => {
         lastError: null,
       },
     ]);
-    const steps = events.map((e) => `${e.processName}:${e.state}`);
+    // Progress entries (STATUS_PROGRESS_MS is 10 ms here) may appear on a slow machine; their own test covers them.
+    const steps = events.filter((e) => e.state !== 'processing').map((e) => `${e.processName}:${e.state}`);
     expect(steps).toEqual([
       'StreamNotifier:begin',
       'StreamNotifier:end',
