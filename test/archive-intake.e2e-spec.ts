@@ -1,4 +1,3 @@
-import { Client as MinioClient } from 'minio';
 import { Client } from 'pg';
 import { gzipSync } from 'node:zlib';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
@@ -6,6 +5,7 @@ import { tar, zip } from './support/archives';
 import { TEST_DATABASE_URL, TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
 import { RollupAnswer, csvPipeline } from './support/ingest';
 import { closedPort } from './support/net';
+import { TestMinio } from './support/minio';
 
 /** Compressed uploads and files dropped into the raw bucket, through FileNotifier (real MinIO). */
 describe('archive intake and raw-bucket drops (FileNotifier)', () => {
@@ -15,7 +15,7 @@ describe('archive intake and raw-bucket drops (FileNotifier)', () => {
   let api: TestApi;
   let workers: TestWorker[] = [];
   let pg: Client;
-  let minio: MinioClient;
+  let minio: TestMinio;
 
   const uploadArchive = async (name: string, data: Buffer, publisher: string) => {
     const res = await api.http
@@ -54,14 +54,7 @@ describe('archive intake and raw-bucket drops (FileNotifier)', () => {
     workers = [await startWorker(flags), await startWorker(flags)];
     pg = new Client({ connectionString: TEST_DATABASE_URL });
     await pg.connect();
-    const u = new URL(TEST_OBJECT_STORE.OBJECT_STORE_ENDPOINT);
-    minio = new MinioClient({
-      endPoint: u.hostname,
-      port: Number(u.port),
-      useSSL: false,
-      accessKey: TEST_OBJECT_STORE.OBJECT_STORE_ACCESS_KEY,
-      secretKey: TEST_OBJECT_STORE.OBJECT_STORE_SECRET_KEY,
-    });
+    minio = new TestMinio();
     await api.http
       .post('/api/v1/pipeline')
       .send(
@@ -98,10 +91,7 @@ describe('archive intake and raw-bucket drops (FileNotifier)', () => {
     );
     expect((await count()) - before).toBe(3);
     // The staged archive is gone from the raw bucket once extracted.
-    const staged: string[] = [];
-    for await (const o of minio.listObjectsV2(`${env}-raw`, '_uploads/', true))
-      staged.push((o as { name: string }).name);
-    expect(staged).toEqual([]);
+    expect(await minio.keys(`${env}-raw`, '_uploads/')).toEqual([]);
   });
 
   it('reads .tar.gz, .tar, .jar and .gz uploads', async () => {
@@ -170,7 +160,7 @@ describe('archive intake and raw-bucket drops (FileNotifier)', () => {
   it('a file dropped into the raw bucket under <pipeline>/ is loaded exactly once, with two workers polling', async () => {
     const before = await count();
     const key = 'orders/drops/März 2026 ü.csv';
-    await minio.putObject(`${env}-raw`, key, Buffer.from('id,item\n20,dropped\n21,dropped\n'));
+    await minio.client.putObject(`${env}-raw`, key, Buffer.from('id,item\n20,dropped\n21,dropped\n'));
     const deadline = Date.now() + 20000;
     while ((await count()) - before < 2 && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 100));

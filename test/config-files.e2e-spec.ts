@@ -1,8 +1,8 @@
-import { Client as MinioClient } from 'minio';
 import { Client } from 'pg';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { TEST_DATABASE_URL, TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
 import { upload, waitForJob } from './support/ingest';
+import { TestMinio } from './support/minio';
 
 const ORDER_SCHEMA = {
   $schema: 'https://json-schema.org/draft/2020-12/schema',
@@ -15,14 +15,11 @@ describe('object store buckets and configuration files (real MinIO)', () => {
   const env = uniqueEnvironment('cfg');
   let api: TestApi;
   let worker: TestWorker;
-  let minio: MinioClient;
+  let minio: TestMinio;
   let pg: Client;
 
-  const readObject = async (bucket: string, key: string): Promise<string> => {
-    const parts: Buffer[] = [];
-    for await (const c of await minio.getObject(bucket, key)) parts.push(c as Buffer);
-    return Buffer.concat(parts).toString('utf8');
-  };
+  const readObject = async (bucket: string, key: string): Promise<string> =>
+    (await minio.read(bucket, key)).toString('utf8');
   const uploadConfig = (type: string | null, name: string, content: string | Buffer) => {
     let req = api.http.post('/api/v1/config/upload');
     if (type !== null) req = req.field('type', type);
@@ -32,14 +29,7 @@ describe('object store buckets and configuration files (real MinIO)', () => {
   beforeAll(async () => {
     api = await startApi({ TAPYARD_ENV: env, ...TEST_OBJECT_STORE });
     worker = await startWorker({ TAPYARD_ENV: env, ...TEST_OBJECT_STORE });
-    const u = new URL(TEST_OBJECT_STORE.OBJECT_STORE_ENDPOINT);
-    minio = new MinioClient({
-      endPoint: u.hostname,
-      port: Number(u.port),
-      useSSL: false,
-      accessKey: TEST_OBJECT_STORE.OBJECT_STORE_ACCESS_KEY,
-      secretKey: TEST_OBJECT_STORE.OBJECT_STORE_SECRET_KEY,
-    });
+    minio = new TestMinio();
     pg = new Client({ connectionString: TEST_DATABASE_URL });
     await pg.connect();
   });
@@ -51,7 +41,7 @@ describe('object store buckets and configuration files (real MinIO)', () => {
 
   it('creates the environment’s buckets at boot and reports the store up', async () => {
     for (const purpose of ['raw', 'config', 'taps', 'staged', 'output']) {
-      expect(await minio.bucketExists(`${env}-${purpose}`)).toBe(true);
+      expect(await minio.client.bucketExists(`${env}-${purpose}`)).toBe(true);
     }
     const health = await api.http.get('/api/v1/health/services').expect(200);
     expect(health.body.minio).toEqual({ status: 'up' });

@@ -1,4 +1,3 @@
-import { Client as MinioClient } from 'minio';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,13 +6,14 @@ import { ObjectStoreDestination } from '@tapyard/destinations';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
 import { upload, waitForJob } from './support/ingest';
+import { TestMinio } from './support/minio';
 
 /** Loads written as files into the object store (real MinIO): Parquet, CSV, JSON Lines. */
 describe('object-store destination (SparkObjectStoreLoader)', () => {
   const env = uniqueEnvironment('osd');
   let api: TestApi;
   let worker: TestWorker;
-  let minio: MinioClient;
+  let minio: TestMinio;
 
   const fields = [
     { name: 'id', type: 'int' },
@@ -33,28 +33,13 @@ describe('object-store destination (SparkObjectStoreLoader)', () => {
     },
     destination: { objectStore: { prefix: `exports/${name}`, ...(format ? { format } : {}), ...extra } },
   });
-  const read = async (bucket: string, key: string): Promise<Buffer> => {
-    const parts: Buffer[] = [];
-    for await (const c of await minio.getObject(bucket, key)) parts.push(c as Buffer);
-    return Buffer.concat(parts);
-  };
-  const keys = async (bucket: string, prefix: string): Promise<string[]> => {
-    const out: string[] = [];
-    for await (const o of minio.listObjectsV2(bucket, prefix, true)) out.push((o as { name: string }).name);
-    return out.sort();
-  };
+  const read = (bucket: string, key: string) => minio.read(bucket, key);
+  const keys = (bucket: string, prefix: string) => minio.keys(bucket, prefix);
 
   beforeAll(async () => {
     api = await startApi({ TAPYARD_ENV: env, ...TEST_OBJECT_STORE });
     worker = await startWorker({ TAPYARD_ENV: env, ...TEST_OBJECT_STORE });
-    const u = new URL(TEST_OBJECT_STORE.OBJECT_STORE_ENDPOINT);
-    minio = new MinioClient({
-      endPoint: u.hostname,
-      port: Number(u.port),
-      useSSL: false,
-      accessKey: TEST_OBJECT_STORE.OBJECT_STORE_ACCESS_KEY,
-      secretKey: TEST_OBJECT_STORE.OBJECT_STORE_SECRET_KEY,
-    });
+    minio = new TestMinio();
   });
   afterAll(async () => {
     await worker.close();

@@ -81,20 +81,14 @@ export class ConfigFilesService {
   /** A stored validation schema's text (for the data-quality stage). */
   async readValidationSchema(environment: string, filename: string): Promise<string> {
     const bucket = await this.store.bucket(environment, 'config');
-    const stream = await this.store.get(bucket, `validation-schema/${filename}`).catch((err: unknown) => {
-      if (err instanceof ObjectNotFoundError) {
-        throw new ValidationError(`validation schema '${filename}' does not exist in this environment`);
-      }
-      throw err;
-    });
-    const parts: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of stream as AsyncIterable<Buffer>) {
-      size += chunk.length;
-      if (size > CONFIG_FILE_LIMIT) throw new ValidationError(`validation schema '${filename}' is too large`);
-      parts.push(chunk);
-    }
-    return Buffer.concat(parts).toString('utf8');
+    return this.store
+      .readText(bucket, `validation-schema/${filename}`, CONFIG_FILE_LIMIT)
+      .catch((err: unknown) => {
+        if (err instanceof ObjectNotFoundError) {
+          throw new ValidationError(`validation schema '${filename}' does not exist in this environment`);
+        }
+        throw err;
+      });
   }
 
   private async save(

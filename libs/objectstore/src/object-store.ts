@@ -10,6 +10,7 @@ import {
   NotFoundError,
   ServiceUnavailableError,
   TapyardConfig,
+  ValidationError,
   errorMessage,
 } from '@tapyard/core';
 
@@ -122,13 +123,25 @@ export class ObjectStore implements OnModuleInit {
     await this.call(() => pipeline(body, createWriteStream(path, { mode: 0o600 })));
   }
 
-  /** Every object of a bucket (recursively), with its ETag, so a changed object counts as new. */
-  async list(bucket: string): Promise<{ key: string; etag: string; size: number }[]> {
+  /** A small object as text; larger than `maxBytes` is an error (config files, markers). */
+  async readText(bucket: string, key: string, maxBytes: number): Promise<string> {
+    const parts: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of (await this.get(bucket, key)) as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > maxBytes) throw new ValidationError(`object '${key}' is larger than ${maxBytes} bytes`);
+      parts.push(chunk);
+    }
+    return Buffer.concat(parts).toString('utf8');
+  }
+
+  /** Objects of a bucket under a prefix (recursively), with their ETag, so a changed object counts as new. */
+  async list(bucket: string, prefix = ''): Promise<{ key: string; etag: string; size: number }[]> {
     return this.call(
       () =>
         new Promise((resolve, reject) => {
           const out: { key: string; etag: string; size: number }[] = [];
-          const stream = this.requireClient().listObjectsV2(bucket, '', true);
+          const stream = this.requireClient().listObjectsV2(bucket, prefix, true);
           stream.on('data', (o) => {
             if (o.name) out.push({ key: o.name, etag: o.etag ?? '', size: o.size ?? 0 });
           });

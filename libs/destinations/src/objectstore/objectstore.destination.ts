@@ -111,9 +111,8 @@ export class ObjectStoreDestination implements Destination {
   /** Removes every object under the prefix. */
   async drop(destination: PipelineDefinition['destination'], environment: string): Promise<void> {
     const bucket = await this.bucketOf(destination, environment);
-    const prefix = `${targetOf(destination).prefix}/`;
-    for (const o of await this.store.list(bucket)) {
-      if (o.key.startsWith(prefix)) await this.store.remove(bucket, o.key);
+    for (const o of await this.store.list(bucket, `${targetOf(destination).prefix}/`)) {
+      await this.store.remove(bucket, o.key);
     }
   }
 
@@ -130,9 +129,7 @@ export class ObjectStoreDestination implements Destination {
     key: string,
   ): Promise<{ loaded: number; rejected: number } | null> {
     try {
-      const parts: Buffer[] = [];
-      for await (const c of await this.store.get(bucket, key)) parts.push(c as Buffer);
-      return JSON.parse(Buffer.concat(parts).toString('utf8')) as { loaded: number; rejected: number };
+      return JSON.parse(await this.store.readText(bucket, key, 4096)) as { loaded: number; rejected: number };
     } catch (err) {
       if (err instanceof ObjectNotFoundError) return null;
       throw new Error(`cannot read ${key}: ${errorMessage(err)}`, { cause: err });
