@@ -32,6 +32,8 @@ export function testEnv(
     TAPYARD_DATA_DIR: '/nonexistent-tapyard-test-dir',
     LOG_LEVEL: 'debug',
     TAPYARD_SPOOL_DIR: join(tmpdir(), 'tapyard-test-spool'),
+    // Shared by every suite: a package set's virtual environment is built once per machine.
+    TAP_VENV_DIR: join(tmpdir(), 'tapyard-test-venvs'),
     ...overrides,
   };
 }

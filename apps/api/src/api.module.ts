@@ -23,6 +23,8 @@ import { KeysController } from './auth/keys.controller';
 import { UsersController } from './auth/users.controller';
 import { MetadataController } from './metadata/metadata.controller';
 import { ConfigController } from './configfiles/config.controller';
+import { TapsModule } from '@tapyard/taps';
+import { TapsController } from './taps/taps.controller';
 
 /** The HTTP application: controllers only; domain logic comes from libs/*. */
 @Module({})
@@ -42,6 +44,7 @@ export class ApiModule {
         MetadataModule,
         ObjectStoreModule,
         ConfigFilesModule,
+        TapsModule,
       ],
       controllers: [
         PlatformController,
@@ -54,6 +57,7 @@ export class ApiModule {
         UsersController,
         MetadataController,
         ConfigController,
+        TapsController,
       ],
       providers: [
         { provide: METRICS, useValue: metrics },

@@ -5,6 +5,7 @@ import { CONFIG, TapyardConfig, errorMessage } from '@tapyard/core';
 import { FileNotifier, IngestionRunner } from '@tapyard/ingestion';
 import {
   ConfiguredWorkerHost,
+  DocumentPayload,
   IngestJob,
   IngestPayload,
   IngestQueueData,
@@ -32,6 +33,7 @@ export class IngestProcessor extends ConfiguredWorkerHost {
       });
     }
     if (job.name === IngestJob.intake) return this.notifier.intake(job.data as IntakePayload);
+    if (job.name === IngestJob.document) return this.runner.runDocument(job.data as DocumentPayload);
     throw new Error(`unknown ingest job '${job.name}'`);
   }
 

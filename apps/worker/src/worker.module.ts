@@ -9,6 +9,8 @@ import { IngestProcessor } from './ingest.processor';
 import { MaintenanceProcessor } from './maintenance.processor';
 import { TenantWorkers } from './tenant-workers';
 import { RawBucketPoller } from './raw-bucket-poller';
+import { TapsModule } from '@tapyard/taps';
+import { TapScheduler } from './tap-scheduler';
 
 /** The worker: queue processors only, no HTTP. Start as many as you like. */
 @Module({})
@@ -23,8 +25,9 @@ export class WorkerModule {
         QueueModule,
         IngestionModule,
         SecretsModule,
+        TapsModule,
       ],
-      providers: [MaintenanceProcessor, IngestProcessor, TenantWorkers, RawBucketPoller],
+      providers: [MaintenanceProcessor, IngestProcessor, TenantWorkers, RawBucketPoller, TapScheduler],
     };
   }
 }

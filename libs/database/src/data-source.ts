@@ -6,6 +6,7 @@ import { CreateSecrets1763788800000 } from './migrations/1763788800000-create-se
 import { PipelinesAndStatus1763875200000 } from './migrations/1763875200000-pipelines-and-status';
 import { UsersAndKeyUsage1763961600000 } from './migrations/1763961600000-users-and-key-usage';
 import { RawObjects1764048000000 } from './migrations/1764048000000-raw-objects';
+import { Taps1764134400000 } from './migrations/1764134400000-taps';
 
 /** Postgres schema holding Tapyard's own metadata; loaded user data never goes here. */
 export const METADATA_SCHEMA = 'tapyard';
@@ -17,6 +18,7 @@ export const MIGRATIONS = [
   PipelinesAndStatus1763875200000,
   UsersAndKeyUsage1763961600000,
   RawObjects1764048000000,
+  Taps1764134400000,
 ];
 
 // Any constant works as long as every Tapyard process uses the same one.

@@ -7,3 +7,4 @@ export * from './readers/json-reader';
 export * from './readers/xml-reader';
 export * from './schema-discovery.service';
 export * from './file-notifier';
+export * from './spool';

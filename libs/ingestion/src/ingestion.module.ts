@@ -22,6 +22,7 @@ import { UploadService } from './upload.service';
   ],
   providers: [Spool, UploadService, IngestionRunner, SchemaDiscoveryService, FileNotifier],
   exports: [
+    Spool,
     UploadService,
     IngestionRunner,
     FileNotifier,

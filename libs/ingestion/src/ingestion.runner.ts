@@ -16,12 +16,13 @@ import { ConfigFilesService, compileJsonSchema } from '@tapyard/configfiles';
 import { XsdRecordValidator } from '@tapyard/schemas';
 import { PipelineDefinition, PipelinesService } from '@tapyard/pipelines';
 import { uniqueNames } from '@tapyard/profiling';
-import { IngestPayload, RetryLaterError } from '@tapyard/queue';
+import { DocumentPayload, IngestPayload, RetryLaterError } from '@tapyard/queue';
 import { JobRef, ProcessName, StatusService } from '@tapyard/status';
 import { FatalReadError, RecordBatch } from './readers/record-batch';
 import { readCsv } from './readers/csv-reader';
 import { readJson } from './readers/json-reader';
 import { readXml } from './readers/xml-reader';
+import { readTapRecords } from './readers/tap-records';
 import { RowPlan } from './row-plan';
 import { Spool } from './spool';
 
@@ -133,7 +134,7 @@ export class IngestionRunner {
       );
 
       stage = 'DataQuality';
-      const batches = this.read(def, this.spool.open(p.spoolPath));
+      const batches = this.read(def, this.spool.open(p.spoolPath), p.records);
       const first = await batches.next();
       const firstBatch: RecordBatch = first.done ? { rows: [], lines: [], errors: [] } : first.value;
       const { plan, definition } = await this.plan(p, def, firstBatch);
@@ -261,20 +262,63 @@ export class IngestionRunner {
     }
   }
 
+  /**
+   * A staged document of a document tap, for the pipeline's vector store. Until a vector store is
+   * registered as a destination the job ends `error` naming the store; the document stays staged and
+   * in the tap's ledger, so clearing the ledger entry re-processes it later.
+   */
+  async runDocument(p: DocumentPayload): Promise<void> {
+    const job: JobRef = {
+      environment: p.environment,
+      pipeline: p.pipeline,
+      pipelineToken: p.pipelineToken,
+      publisherToken: p.publisherToken,
+      filename: p.filename,
+    };
+    try {
+      const def = (
+        await this.pipelines.get(p.environment, p.pipeline).catch(() => {
+          throw new StageError('JobRunner', `pipeline '${p.pipeline}' no longer exists`);
+        })
+      ).definition;
+      await this.status.record(
+        job,
+        'JobRunner',
+        'begin',
+        `loading document ${p.uri} from ${p.bucket}/${p.key}`,
+      );
+      this.destinationFor(def);
+      throw new StageError('JobRunner', `no loader takes documents into ${describeDestination(def)} yet`);
+    } catch (err) {
+      const e = err instanceof StageError ? err : new StageError('JobRunner', errorMessage(err));
+      await this.status.record(job, e.processName, 'error', e.message, 'error');
+    }
+  }
+
   private destinationFor(def: PipelineDefinition): Destination {
     const db = def.destination.database;
-    const name = def.destination.objectStore
-      ? 'objectstore'
-      : db?.usePostgres === false
-        ? 'mongodb'
-        : 'postgres';
+    const name = def.destination.vectorStore
+      ? def.destination.vectorStore.store
+      : def.destination.objectStore
+        ? 'objectstore'
+        : db?.usePostgres === false
+          ? 'mongodb'
+          : 'postgres';
     const d = this.destinations.get(name);
     if (!d) throw new StageError('JobRunner', `destination '${name}' is not available in this release`);
     return d;
   }
 
-  private read(def: PipelineDefinition, input: Readable): AsyncGenerator<RecordBatch> {
+  private read(
+    def: PipelineDefinition,
+    input: Readable,
+    records: IngestPayload['records'],
+  ): AsyncGenerator<RecordBatch> {
     const fa = def.source.fileAttributes;
+    if (records) {
+      // Tap output: JSON lines whatever the pipeline's file format (XML pipelines load JSON text too).
+      return fa.format === 'csv' ? readTapRecords(input, records) : readJson(input);
+    }
     switch (fa.format) {
       case 'json':
         return readJson(input, { recordPath: fa.jsonAttributes?.recordPath ?? null });
@@ -330,7 +374,8 @@ export class IngestionRunner {
 }
 
 function describeDestination(def: PipelineDefinition): string {
-  const { database: db, objectStore: os } = def.destination;
+  const { database: db, objectStore: os, vectorStore: vs } = def.destination;
+  if (vs) return `${vs.store} collection '${vs.collection}'`;
   if (os) return `${os.bucket ?? 'the output bucket'}/${os.prefix} (${os.format})`;
   return db?.usePostgres === false ? `${db.dbName}.${db.table}` : `${db?.dbName}.${db?.schema}.${db?.table}`;
 }

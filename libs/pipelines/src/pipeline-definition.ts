@@ -62,12 +62,14 @@ export function toDefinition(dto: PipelineConfigDto, defaultDbName: string): Pip
 
   const db = dto.destination.database;
   const os = dto.destination.objectStore;
-  if (!db && !os) {
-    problems.push({ field: 'destination', problem: 'needs database or objectStore' });
-  } else if (db && os) {
+  const vs = dto.destination.vectorStore;
+  const count = [db, os, vs].filter(Boolean).length;
+  if (count === 0) {
+    problems.push({ field: 'destination', problem: 'needs database, objectStore or vectorStore' });
+  } else if (count > 1) {
     problems.push({
       field: 'destination',
-      problem: 'holds one destination per pipeline: database or objectStore',
+      problem: 'holds one destination per pipeline: database, objectStore or vectorStore',
     });
   }
 
@@ -105,22 +107,24 @@ export function toDefinition(dto: PipelineConfigDto, defaultDbName: string): Pip
       ...(dto.dataQuality?.validationSchema ? { validationSchema: dto.dataQuality.validationSchema } : {}),
     },
     transformation: { mappings, aiInstruction: dto.transformation?.aiInstruction ?? null },
-    destination: db
-      ? {
-          database: {
-            dbName: db.dbName ?? defaultDbName,
-            schema: db.schema ?? 'public',
-            table: db.table,
-            usePostgres: db.usePostgres ?? true,
+    destination: vs
+      ? { vectorStore: { store: vs.store, collection: vs.collection } }
+      : db
+        ? {
+            database: {
+              dbName: db.dbName ?? defaultDbName,
+              schema: db.schema ?? 'public',
+              table: db.table,
+              usePostgres: db.usePostgres ?? true,
+            },
+          }
+        : {
+            objectStore: {
+              bucket: os?.bucket ?? null,
+              prefix: (os?.prefix ?? '').replace(/\/+$/, ''),
+              format: os?.format ?? 'parquet',
+            },
           },
-        }
-      : {
-          objectStore: {
-            bucket: os?.bucket ?? null,
-            prefix: (os?.prefix ?? '').replace(/\/+$/, ''),
-            format: os?.format ?? 'parquet',
-          },
-        },
   };
 }
 

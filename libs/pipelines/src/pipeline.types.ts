@@ -73,6 +73,16 @@ export interface ObjectStoreDestination {
   format: ObjectFormat;
 }
 
+/** Vector stores a pipeline can load documents into (spec: document taps need one). */
+export const VECTOR_STORES = ['qdrant', 'pgvector', 'weaviate', 'milvus', 'chroma'] as const;
+export type VectorStoreName = (typeof VECTOR_STORES)[number];
+
+export interface VectorStoreDestination {
+  store: VectorStoreName;
+  /** Collection, class or table of the store that receives the chunks. */
+  collection: string;
+}
+
 export interface DatabaseDestination {
   dbName: string;
   schema: string;
@@ -98,10 +108,11 @@ export interface PipelineDefinition {
   /** `validationSchema`: a JSON Schema file in the environment's validation-schema location. */
   dataQuality: { rules: DataQualityRule[]; aiInstruction: string | null; validationSchema?: string };
   transformation: { mappings: TransformationStep[]; aiInstruction: string | null };
-  destination: { database?: DatabaseDestination; objectStore?: ObjectStoreDestination } & Record<
-    string,
-    unknown
-  >;
+  destination: {
+    database?: DatabaseDestination;
+    objectStore?: ObjectStoreDestination;
+    vectorStore?: VectorStoreDestination;
+  } & Record<string, unknown>;
 }
 
 export interface StoredPipeline {

@@ -97,6 +97,7 @@ export function destinationsOf(def: PipelineDefinition): string[] {
   const db = def.destination.database;
   if (db) out.push(db.usePostgres ? 'postgres' : 'mongodb');
   if (def.destination.objectStore) out.push('objectstore');
+  if (def.destination.vectorStore) out.push(def.destination.vectorStore.store);
   return out;
 }
 

@@ -35,7 +35,23 @@ export const IngestJob = {
   load: 'load',
   /** FileNotifier: extract a staged archive (or fetch a dropped object) and queue a load per file. */
   intake: 'intake',
+  /** A document from a document tap, staged in the staged bucket, for the pipeline's vector store. */
+  document: 'document',
 } as const;
+
+/** One document of a document-tap run (spec: one job per new or changed document). */
+export interface DocumentPayload {
+  environment: string;
+  pipeline: string;
+  pipelineToken: string;
+  publisherToken: string | null;
+  filename: string;
+  /** Where the document is staged. */
+  bucket: string;
+  key: string;
+  /** The document's identity in its source, as the tap reported it. */
+  uri: string;
+}
 
 export interface IngestPayload {
   environment: string;
@@ -45,6 +61,11 @@ export interface IngestPayload {
   filename: string;
   /** File in the spool directory; removed once the job reached a terminal state. */
   spoolPath: string;
+  /**
+   * Set by tap runs: the spool holds JSON lines, one object per record. CSV pipelines read record key
+   * `keys[i]` as column `columns[i]` (its normalised name); other pipelines load the objects as they are.
+   */
+  records?: { keys: string[]; columns: string[] };
 }
 
 /**
@@ -87,4 +108,4 @@ export class RetryLaterError extends Error {
 }
 
 /** What the ingest queue carries, told apart by job name (IngestJob). */
-export type IngestQueueData = IngestPayload | IntakePayload;
+export type IngestQueueData = IngestPayload | IntakePayload | DocumentPayload;

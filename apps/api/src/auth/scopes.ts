@@ -2,6 +2,7 @@ import { ModuleRef } from '@nestjs/core';
 import { ScopeFields } from '@tapyard/auth';
 import { PipelineDefinition, PipelinesService } from '@tapyard/pipelines';
 import { StatusService } from '@tapyard/status';
+import { TapsRepository } from '@tapyard/taps';
 import { TapyardRequest } from '../http/request-context';
 import { ScopeResolver, ScopeTarget } from './access-rule';
 
@@ -70,4 +71,38 @@ export const statusQuery: ScopeResolver = async (req, refs) => {
     targets.push(...(found.length > 0 ? found : [{ fields: {}, hiddenMessage: '' }]));
   }
   return targets.map((t) => ({ ...t, hiddenMessage: `no job has ${by} token '${token}'` }));
+};
+
+/** The fields scopes check on a tap: its catalog and its type. */
+export function tapFields(tap: { catalog?: string | null; tapType?: string | null }): ScopeFields {
+  return { catalog: tap.catalog ?? null, type: tap.tapType ?? 'structured' };
+}
+
+async function existingTap(refs: ModuleRef, environment: string, name: string): Promise<ScopeTarget[]> {
+  const found = await refs.get(TapsRepository, { strict: false }).find(environment, name);
+  return found ? [{ fields: tapFields(found), hiddenMessage: `tap '${name}' does not exist` }] : [];
+}
+
+/** The tap named by a query parameter (GET/DELETE /tap?name=, /tap/runs, /tap/ledger). */
+export function tapInQuery(param: string): ScopeResolver {
+  return async (req: TapyardRequest, refs: ModuleRef) => {
+    const name = text(req.query[param]);
+    return name ? existingTap(refs, req.environment, name) : [];
+  };
+}
+
+/**
+ * POST /tap, /tap/test, /tap/run: the stored tap named in the body and, for a configuration body,
+ * the catalog it puts the tap in (moving a tap between catalogs needs both).
+ */
+export const tapInBody: ScopeResolver = async (req, refs) => {
+  const body = (req.body ?? {}) as Record<string, unknown>;
+  const name = text(body.name);
+  const stored = name ? await existingTap(refs, req.environment, name) : [];
+  if (!('catalog' in body) && !('tapType' in body) && stored.length > 0) return stored;
+  const incoming: ScopeTarget = {
+    fields: tapFields({ catalog: text(body.catalog), tapType: text(body.tapType) }),
+    hiddenMessage: `tap '${name ?? ''}' cannot be saved in that catalog`,
+  };
+  return [...stored, incoming];
 };

@@ -15,6 +15,7 @@ import type { Request } from 'express';
 import { DESTINATIONS, DestinationRegistry } from '@tapyard/destinations';
 import { SchemaDiscoveryService, UploadService } from '@tapyard/ingestion';
 import { PipelineConfigDto, PipelineDefinition, PipelinesService, destinationsOf } from '@tapyard/pipelines';
+import { LedgerService } from '@tapyard/taps';
 import { ErrorBodyDto } from '../http/error-body.dto';
 import { RequestAccess, RequestEnvironment } from '../http/environment.decorator';
 import { Access } from '../auth/access';
@@ -39,6 +40,7 @@ export class PipelinesController {
     private readonly uploads: UploadService,
     private readonly discovery: SchemaDiscoveryService,
     @Inject(DESTINATIONS) private readonly destinations: DestinationRegistry,
+    private readonly ledger: LedgerService,
   ) {}
 
   @Post('pipeline')
@@ -90,7 +92,9 @@ export class PipelinesController {
   @Requires('pipeline:delete', pipelineInQuery('pipeline'))
   @ApiOperation({
     summary: 'Delete a pipeline',
-    description: 'With deleteData=true also drops the loaded data (the table and its _rejects table).',
+    description:
+      'With deleteData=true also drops the loaded data (the table and its _rejects table, the collection, or the ' +
+      'object prefix) and clears the document ledgers (with their staged objects) of the taps that target it.',
   })
   @ApiOkResponse({ type: DeletePipelineResultDto })
   @ApiNotFoundResponse({ type: ErrorBodyDto })
@@ -103,6 +107,7 @@ export class PipelinesController {
       for (const name of destinationsOf(definition)) {
         await this.destinations.get(name)?.drop(definition.destination, env);
       }
+      await this.ledger.clearForPipeline(env, q.pipeline);
     }
     await this.pipelines.delete(env, q.pipeline);
     return { status: 'ok', pipeline: q.pipeline, dataDeleted: q.deleteData === true };

@@ -58,6 +58,27 @@ export interface TapyardConfig {
   readonly loadRetry: { readonly attempts: number; readonly delayMs: number };
   /** How often workers look for objects dropped into the raw bucket; 0 turns polling off. */
   readonly rawPollMs: number;
+  readonly taps: TapsConfig;
+}
+
+/** How tap scripts run (see README "Taps"). */
+export interface TapsConfig {
+  /** Base interpreter; per-tap virtual environments are made from it. */
+  readonly python: string;
+  /** Per-package-set virtual environments, created once and reused. */
+  readonly venvDir: string;
+  /** `auto`: bubblewrap when present; `require`: refuse to run without it; `off`: limits only. */
+  readonly sandbox: 'auto' | 'require' | 'off';
+  readonly timeoutMs: number;
+  readonly cpuSeconds: number;
+  readonly memoryBytes: number;
+  readonly maxProcesses: number;
+  readonly maxLogBytes: number;
+  readonly maxOutputBytes: number;
+  /** How often a worker looks for due schedules; 0 turns scheduling off in that worker. */
+  readonly schedulerTickMs: number;
+  /** Scheduled runs one worker executes at once. */
+  readonly concurrency: number;
 }
 
 export class ConfigError extends Error {
@@ -269,6 +290,19 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
     loadRetry: {
       attempts: r.int('LOAD_RETRY_ATTEMPTS', 5, 1, 100),
       delayMs: r.int('LOAD_RETRY_DELAY_MS', 2000, 10, 3600000),
+    },
+    taps: {
+      python: r.string('TAP_PYTHON', 'python3'),
+      venvDir: r.string('TAP_VENV_DIR', join(dataDir, 'venvs')),
+      sandbox: r.oneOf('TAP_SANDBOX', ['auto', 'require', 'off'] as const, 'auto'),
+      timeoutMs: r.int('TAP_TIMEOUT_MS', 15 * 60000, 1000, 24 * 3600000),
+      cpuSeconds: r.int('TAP_CPU_SECONDS', 600, 1, 86400),
+      memoryBytes: r.size('TAP_MEMORY_LIMIT', '1gb'),
+      maxProcesses: r.int('TAP_MAX_PROCESSES', 64, 4, 4096),
+      maxLogBytes: r.size('TAP_LOG_LIMIT', '256kb'),
+      maxOutputBytes: r.size('TAP_OUTPUT_LIMIT', '4gb'),
+      schedulerTickMs: r.int('TAP_SCHEDULER_MS', 1000, 0, 3600000),
+      concurrency: r.int('TAP_CONCURRENCY', 2, 1, 64),
     },
   };
   checkAuth(r, config.auth);

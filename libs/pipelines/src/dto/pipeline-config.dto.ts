@@ -14,7 +14,7 @@ import {
   MaxLength,
   ValidateNested,
 } from 'class-validator';
-import { FIELD_TYPES, FieldType } from '../pipeline.types';
+import { FIELD_TYPES, FieldType, VECTOR_STORES, VectorStoreName } from '../pipeline.types';
 
 export const PIPELINE_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
@@ -300,6 +300,18 @@ export class ObjectStoreDestinationDto {
   format?: 'parquet' | 'csv' | 'jsonl';
 }
 
+export class VectorStoreDestinationDto {
+  @ApiProperty({ enum: VECTOR_STORES, example: 'qdrant' })
+  @IsIn(VECTOR_STORES as unknown as string[])
+  store!: VectorStoreName;
+
+  @ApiProperty({ example: 'handbook', description: 'Collection (class, table) that receives the chunks' })
+  @Matches(/^[A-Za-z][A-Za-z0-9_-]{0,127}$/, {
+    message: 'collection must be 1-128 letters, digits, _ and -, starting with a letter',
+  })
+  collection!: string;
+}
+
 export class DestinationDto {
   @ApiPropertyOptional({ type: DatabaseDestinationDto })
   @IsOptional()
@@ -312,6 +324,15 @@ export class DestinationDto {
   @ValidateNested()
   @Type(() => ObjectStoreDestinationDto)
   objectStore?: ObjectStoreDestinationDto;
+
+  @ApiPropertyOptional({
+    type: VectorStoreDestinationDto,
+    description: 'Instead of database or objectStore: documents into a vector store (document taps)',
+  })
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => VectorStoreDestinationDto)
+  vectorStore?: VectorStoreDestinationDto;
 }
 
 export class PipelineConfigDto {

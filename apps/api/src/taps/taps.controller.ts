@@ -1,0 +1,232 @@
+import { Body, Controller, Delete, Get, HttpCode, Post, Query } from '@nestjs/common';
+import {
+  ApiBadRequestResponse,
+  ApiConflictResponse,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+  ApiUnprocessableEntityResponse,
+} from '@nestjs/swagger';
+import { UnprocessableError } from '@tapyard/core';
+import { cronFromEnglish } from '@tapyard/schedules';
+import {
+  LedgerEntry,
+  LedgerService,
+  RunLogEntry,
+  RunResult,
+  TapConfig,
+  TapConfigDto,
+  TapRunner,
+  TapsRepository,
+  TapsService,
+  TapWithScript,
+  TestResult,
+  TestTapDto,
+} from '@tapyard/taps';
+import { ErrorBodyDto } from '../http/error-body.dto';
+import { RequestAccess, RequestEnvironment } from '../http/environment.decorator';
+import { Access } from '../auth/access';
+import { Requires } from '../auth/access-rule';
+import { tapFields, tapInBody, tapInQuery } from '../auth/scopes';
+import {
+  CronRequestDto,
+  CronResultDto,
+  DeleteTapResultDto,
+  LedgerClearResultDto,
+  LedgerEntryDto,
+  LedgerEntryQueryDto,
+  RunLogEntryDto,
+  RunResultDto,
+  RunTapDto,
+  TapDto,
+  TapQueryDto,
+  TapWithScriptDto,
+  TestQueryDto,
+  TestResultDto,
+} from './taps.dto';
+
+@ApiTags('taps')
+@Controller()
+export class TapsController {
+  constructor(
+    private readonly taps: TapsService,
+    private readonly runner: TapRunner,
+    private readonly ledger: LedgerService,
+    private readonly repo: TapsRepository,
+  ) {}
+
+  @Get('taps')
+  @Requires('tap:read', 'filtered')
+  @ApiOperation({ summary: 'Every tap of the environment' })
+  @ApiOkResponse({ type: [TapDto] })
+  async list(@RequestEnvironment() env: string, @RequestAccess() access: Access): Promise<TapConfig[]> {
+    return access.filter(await this.taps.list(env), 'read', 'tap', tapFields);
+  }
+
+  @Get('tap')
+  @Requires('tap:read', tapInQuery('name'))
+  @ApiOperation({
+    summary: 'One tap with its script',
+    description:
+      '`script` is the body of the object at `scriptPath`. `scriptMissing: true` (and `script: null`) only when ' +
+      '`scriptPath` is set but the object is gone; a tap never given a script has `script: null` and no `scriptMissing`.',
+  })
+  @ApiOkResponse({ type: TapWithScriptDto })
+  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  get(@RequestEnvironment() env: string, @Query() q: TapQueryDto): Promise<TapWithScript> {
+    return this.taps.getWithScript(env, q.name);
+  }
+
+  @Post('tap')
+  @HttpCode(200)
+  @Requires('tap:update', tapInBody)
+  @ApiOperation({
+    summary: 'Create or update a tap',
+    description:
+      'Fields left out keep their stored values. `script` stores a new version at tap-scripts/<name>_<suffix>.py and ' +
+      'points `scriptPath` at it (earlier versions stay for rollback; `scriptPath` may name one of them). ' +
+      '`cronExpression` is Quartz (seconds first) and is validated; `tapType` cannot change once set. A document tap ' +
+      'must target a pipeline with source.fileAttributes.unstructuredAttributes and a vector-store destination.',
+  })
+  @ApiOkResponse({ type: TapDto })
+  @ApiBadRequestResponse({
+    type: ErrorBodyDto,
+    description:
+      'Invalid name, cron expression or package; tapType change; document-tap compatibility violation',
+  })
+  save(@RequestEnvironment() env: string, @Body() body: TapConfigDto): Promise<TapConfig> {
+    return this.taps.save(env, body);
+  }
+
+  @Delete('tap')
+  @Requires('tap:delete', tapInQuery('name'))
+  @ApiOperation({
+    summary: 'Delete a tap',
+    description:
+      'Deletes the configuration, its run history and every script version; document taps also lose ' +
+      'their ledger and staged documents.',
+  })
+  @ApiOkResponse({ type: DeleteTapResultDto })
+  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  async remove(@RequestEnvironment() env: string, @Query() q: TapQueryDto): Promise<DeleteTapResultDto> {
+    await this.taps.get(env, q.name);
+    const ledgerEntriesDeleted = await this.ledger.clear(env, q.name);
+    await this.taps.delete(env, q.name);
+    return { status: 'ok', tap: q.name, ledgerEntriesDeleted };
+  }
+
+  @Post('tap/test')
+  @HttpCode(200)
+  @Requires('tap:run', tapInBody)
+  @ApiOperation({
+    summary: 'Test a tap configuration without saving anything',
+    description:
+      'Runs the script (an inline `script` wins over `scriptPath`) in the sandbox and returns at most 20 records, the ' +
+      'count, the columns (normalised for csv) and the logs. Failures of the script are in `error`.',
+  })
+  @ApiOkResponse({ type: TestResultDto })
+  @ApiBadRequestResponse({ type: ErrorBodyDto })
+  @ApiConflictResponse({ type: ErrorBodyDto, description: 'No script given and none stored' })
+  async test(
+    @RequestEnvironment() env: string,
+    @Query() q: TestQueryDto,
+    @Body() body: TestTapDto,
+  ): Promise<TestResult> {
+    const stored = body.name ? await this.repo.find(env, body.name) : null;
+    const tap = this.taps.merge(stored, body);
+    return this.runner.test(env, tap, body.script, q.testLimit ?? 0);
+  }
+
+  @Post('tap/run')
+  @HttpCode(200)
+  @Requires('tap:run', tapInBody)
+  @ApiOperation({
+    summary: 'Run a saved tap',
+    description:
+      '`run`: records go to `targetPipeline` through the ingestion path under one publisher token (follow with ' +
+      'GET /pipeline/status?publishertoken=…&withrollup=true); a second run within 5 s is `skipped` (debounced). ' +
+      '`test`: read-only, at most 20 records, never debounced.',
+  })
+  @ApiOkResponse({ type: RunResultDto })
+  @ApiBadRequestResponse({ type: ErrorBodyDto })
+  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  @ApiConflictResponse({
+    type: ErrorBodyDto,
+    description: 'The tap has no script, or its script object is missing',
+  })
+  run(@RequestEnvironment() env: string, @Body() body: RunTapDto): Promise<RunResult> {
+    return this.runner.run(env, body.name, { mode: body.mode, trigger: 'manual' });
+  }
+
+  @Get('tap/runs')
+  @Requires('tap:read', tapInQuery('name'))
+  @ApiOperation({
+    summary: 'Run history of a tap: the last 50 runs, most recent first (manual and scheduled)',
+  })
+  @ApiOkResponse({ type: [RunLogEntryDto] })
+  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  async runs(@RequestEnvironment() env: string, @Query() q: TapQueryDto): Promise<RunLogEntry[]> {
+    await this.taps.get(env, q.name);
+    return this.repo.runs(env, q.name);
+  }
+
+  @Post('tap/cron')
+  @HttpCode(200)
+  @Requires('tap:read')
+  @ApiOperation({
+    summary: 'Plain English to a Quartz cron expression',
+    description:
+      'Deterministic for common phrasings (every N seconds/minutes/hours, daily at, weekdays, weekly on, monthly on ' +
+      'day N, last day of month, ...). Returns the expression, an explanation and the next 5 fire times.',
+  })
+  @ApiOkResponse({ type: CronResultDto })
+  @ApiBadRequestResponse({ type: ErrorBodyDto, description: 'Unknown time zone' })
+  @ApiUnprocessableEntityResponse({ type: ErrorBodyDto, description: 'Phrasing not understood' })
+  cron(@Body() body: CronRequestDto): CronResultDto {
+    const result = cronFromEnglish(body.description, body.timezone ?? 'UTC');
+    if (!result) {
+      throw new UnprocessableError(
+        `'${body.description.slice(0, 100)}' is not a schedule Tapyard understands yet; try e.g. "every 15 minutes", ` +
+          '"every weekday at 7am", "monthly on day 1 at 06:00" or "last day of the month at 23:00"',
+      );
+    }
+    return result;
+  }
+
+  @Get('tap/ledger')
+  @Requires('tap:read', tapInQuery('name'))
+  @ApiOperation({ summary: 'Document ledger of a tap: one entry per processed document' })
+  @ApiOkResponse({ type: [LedgerEntryDto] })
+  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  async ledgerList(@RequestEnvironment() env: string, @Query() q: TapQueryDto): Promise<LedgerEntry[]> {
+    await this.taps.get(env, q.name);
+    return this.ledger.list(env, q.name);
+  }
+
+  @Delete('tap/ledger/entry')
+  @Requires('tap:update', tapInQuery('name'))
+  @ApiOperation({ summary: 'Forget one document (and its staged object): the next run processes it again' })
+  @ApiOkResponse({ type: LedgerEntryDto })
+  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  async ledgerRemove(
+    @RequestEnvironment() env: string,
+    @Query() q: LedgerEntryQueryDto,
+  ): Promise<LedgerEntry> {
+    await this.taps.get(env, q.name);
+    return this.ledger.removeEntry(env, q.name, q.uri);
+  }
+
+  @Delete('tap/ledger')
+  @Requires('tap:update', tapInQuery('name'))
+  @ApiOperation({ summary: 'Clear the ledger and staged objects: the next run re-scans every document' })
+  @ApiOkResponse({ type: LedgerClearResultDto })
+  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  async ledgerClear(
+    @RequestEnvironment() env: string,
+    @Query() q: TapQueryDto,
+  ): Promise<LedgerClearResultDto> {
+    await this.taps.get(env, q.name);
+    return { status: 'ok', deleted: await this.ledger.clear(env, q.name) };
+  }
+}

@@ -1,0 +1,173 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import { IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+import { TAP_NAME_PATTERN } from '@tapyard/taps';
+
+const NAME_MESSAGE = 'name must be a tap name (letters, digits, _ and -)';
+
+export class TapQueryDto {
+  @ApiProperty({ example: 'github_issues' })
+  @IsString()
+  @Matches(TAP_NAME_PATTERN, { message: NAME_MESSAGE })
+  name!: string;
+}
+
+export class LedgerEntryQueryDto extends TapQueryDto {
+  @ApiProperty({ example: 'https://wiki.example.com/page/42' })
+  @IsString()
+  @MaxLength(4000)
+  uri!: string;
+}
+
+export class TestQueryDto {
+  @ApiPropertyOptional({ example: 100, description: '> 0 sets SERVICE_TAP_TEST_LIMIT in the script process' })
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt({ message: 'testLimit must be an integer' })
+  @Min(0)
+  @Max(1_000_000_000)
+  testLimit?: number;
+}
+
+export class RunTapDto {
+  @ApiProperty({ example: 'github_issues' })
+  @IsString()
+  @Matches(TAP_NAME_PATTERN, { message: NAME_MESSAGE })
+  name!: string;
+
+  @ApiProperty({ enum: ['run', 'test'], example: 'run' })
+  @IsIn(['run', 'test'], { message: 'mode must be run or test' })
+  mode!: 'run' | 'test';
+}
+
+export class CronRequestDto {
+  @ApiProperty({ example: 'every weekday at 7am' })
+  @IsString()
+  @MaxLength(500)
+  description!: string;
+
+  @ApiPropertyOptional({
+    example: 'UTC',
+    default: 'UTC',
+    description: 'IANA time zone of the times in the text',
+  })
+  @IsOptional()
+  @IsString()
+  @MaxLength(64)
+  timezone?: string;
+}
+
+export class CronResultDto {
+  @ApiProperty({ example: '0 0 7 ? * MON-FRI' }) cronExpression!: string;
+  @ApiProperty({ example: 'At 07:00:00, Monday through Friday' }) explanation!: string;
+  @ApiProperty({ type: [String], example: ['2026-11-23T07:00:00.000Z'] }) nextRuns!: string[];
+}
+
+export class TapDto {
+  @ApiProperty({ example: 'github_issues' }) name!: string;
+  @ApiProperty({ example: 'Open issues' }) description!: string;
+  @ApiProperty({
+    nullable: true,
+    type: String,
+    example: 'tap-scripts/github_issues_20261122T101530123-3f9a1c.py',
+  })
+  scriptPath!: string | null;
+  @ApiProperty({ example: 'issues' }) targetPipeline!: string;
+  @ApiProperty({ type: [String] }) packages!: string[];
+  @ApiProperty({ nullable: true, type: String }) secretName!: string | null;
+  @ApiProperty({ nullable: true, type: String, example: '0 0/15 * * * ?' }) cronExpression!: string | null;
+  @ApiProperty() enabled!: boolean;
+  @ApiProperty({ enum: ['structured', 'document'] }) tapType!: string;
+  @ApiProperty({ nullable: true, type: String }) catalog!: string | null;
+}
+
+export class TapWithScriptDto extends TapDto {
+  @ApiProperty({
+    nullable: true,
+    type: String,
+    description: 'The script body; null when never generated or missing',
+  })
+  script!: string | null;
+  @ApiPropertyOptional({
+    description: 'Present (true) only when scriptPath is set but the object is absent from the object store',
+  })
+  scriptMissing?: boolean;
+}
+
+export class DeleteTapResultDto {
+  @ApiProperty({ example: 'ok' }) status!: string;
+  @ApiProperty({ example: 'github_issues' }) tap!: string;
+  @ApiProperty({ example: 0, description: 'Ledger entries removed (document taps)' })
+  ledgerEntriesDeleted!: number;
+}
+
+export class TestResultDto {
+  @ApiProperty({ type: 'array', items: { type: 'object' }, description: 'At most 20 records' })
+  records!: unknown[];
+  @ApiProperty() recordCount!: number;
+  @ApiProperty() recordsTruncated!: boolean;
+  @ApiProperty({ example: 'csv', description: '`csv`, `json` (JSON/XML pipelines) or `document`' })
+  dataType!: string;
+  @ApiProperty({ type: [String], nullable: true }) columns!: string[] | null;
+  @ApiProperty() logs!: string;
+  @ApiProperty({ nullable: true, type: String }) error!: string | null;
+  @ApiProperty({ nullable: true, type: String, description: 'Null until AI diagnosis is configured' })
+  aiExplanation!: string | null;
+  @ApiProperty() durationMs!: number;
+}
+
+export class RunResultDto {
+  @ApiProperty() tap!: string;
+  @ApiProperty() description!: string;
+  @ApiProperty({ enum: ['success', 'error', 'skipped'] }) status!: string;
+  @ApiProperty({ enum: ['run', 'test'] }) mode!: string;
+  @ApiProperty() targetPipeline!: string;
+  @ApiProperty() persisted!: boolean;
+  @ApiPropertyOptional({ enum: ['test_mode', 'run_error', 'no_records', 'no_target_pipeline', 'debounced'] })
+  persistedReason?: string;
+  @ApiPropertyOptional({
+    description: 'Groups every ingestion job of the run (follow with /pipeline/status)',
+  })
+  publisherToken?: string;
+  @ApiProperty({ type: [String] }) pipelineTokens!: string[];
+  @ApiProperty() recordCount!: number;
+  @ApiProperty() dataType!: string;
+  @ApiProperty({ type: [String], nullable: true }) columns!: string[] | null;
+  @ApiProperty() logs!: string;
+  @ApiProperty({ nullable: true, type: String }) error!: string | null;
+  @ApiPropertyOptional({ type: 'array', items: { type: 'object' }, description: 'Test mode only' })
+  records?: unknown[];
+  @ApiPropertyOptional() recordsTruncated?: boolean;
+  @ApiPropertyOptional({ description: 'Run history id' }) runId?: string;
+  @ApiPropertyOptional() durationMs?: number;
+}
+
+export class RunLogEntryDto {
+  @ApiProperty() runId!: string;
+  @ApiProperty() tap!: string;
+  @ApiProperty({ enum: ['run', 'test'] }) mode!: string;
+  @ApiProperty({ enum: ['manual', 'schedule'] }) trigger!: string;
+  @ApiProperty({ enum: ['running', 'success', 'error', 'skipped'] }) status!: string;
+  @ApiProperty() startedAt!: string;
+  @ApiProperty({ nullable: true, type: String }) finishedAt!: string | null;
+  @ApiProperty({ nullable: true, type: Number }) durationMs!: number | null;
+  @ApiProperty() recordCount!: number;
+  @ApiProperty() persisted!: boolean;
+  @ApiProperty({ nullable: true, type: String }) persistedReason!: string | null;
+  @ApiProperty({ nullable: true, type: String }) publisherToken!: string | null;
+  @ApiProperty({ nullable: true, type: String }) error!: string | null;
+}
+
+export class LedgerEntryDto {
+  @ApiProperty() uri!: string;
+  @ApiProperty() filename!: string;
+  @ApiProperty({ description: 'SHA-256 of the content' }) contentHash!: string;
+  @ApiProperty({ example: 'dev-staged/taps/wiki/6f1c…/page.html' }) stagedPath!: string;
+  @ApiProperty() pipelineToken!: string;
+  @ApiProperty() processedAt!: string;
+}
+
+export class LedgerClearResultDto {
+  @ApiProperty({ example: 'ok' }) status!: string;
+  @ApiProperty({ example: 12 }) deleted!: number;
+}

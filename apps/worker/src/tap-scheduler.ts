@@ -1,0 +1,94 @@
+import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { Logger } from 'pino';
+import { CONFIG, LOGGER, TapyardConfig, errorMessage } from '@tapyard/core';
+import { DueTap, TapRunner, TapsRepository, nextFire } from '@tapyard/taps';
+import { TenantWorkers } from './tenant-workers';
+
+/**
+ * Fires enabled tap schedules. Every worker polls; a fire time becomes a run only in the worker whose
+ * conditional update moves the tap's `next_fire_at` forward (TapsRepository.claimFire), so each fire
+ * time runs once however many workers there are.
+ *
+ * Misfire policy (after downtime, or when every slot was busy): the overdue fire runs once, as soon
+ * as a worker sees it, and the next fire time is computed from now, so missed fire times are not
+ * replayed as a burst. Schedules are read from the database on every tick: changes need no restart.
+ */
+@Injectable()
+export class TapScheduler implements OnApplicationBootstrap, OnApplicationShutdown {
+  private timer: NodeJS.Timeout | null = null;
+  private ticking: Promise<void> | null = null;
+  private readonly running = new Set<Promise<unknown>>();
+
+  constructor(
+    @Inject(CONFIG) private readonly config: TapyardConfig,
+    @Inject(LOGGER) private readonly logger: Logger,
+    private readonly repo: TapsRepository,
+    private readonly runner: TapRunner,
+    private readonly tenants: TenantWorkers,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    if (this.config.taps.schedulerTickMs === 0) return;
+    this.timer = setInterval(() => {
+      this.ticking ??= this.tick()
+        .catch((err: unknown) => this.logger.warn({ err: errorMessage(err) }, 'tap schedule poll failed'))
+        .finally(() => (this.ticking = null));
+    }, this.config.taps.schedulerTickMs);
+    this.timer.unref();
+  }
+
+  /** Stops firing; runs in progress finish (bounded by the shutdown timeout of the process). */
+  async onApplicationShutdown(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    await this.ticking;
+    await Promise.allSettled([...this.running]);
+  }
+
+  private async tick(): Promise<void> {
+    if (this.running.size >= this.config.taps.concurrency) return;
+    const now = new Date();
+    const due = await this.repo.due([this.config.environment, ...this.tenants.tenants], now);
+    for (const d of due) {
+      if (this.running.size >= this.config.taps.concurrency) return;
+      await this.fire(d, now);
+    }
+  }
+
+  private async fire(d: DueTap, now: Date): Promise<void> {
+    const { environment, config: tap } = d;
+    let next: Date | null = null;
+    if (tap.enabled && tap.cronExpression) {
+      try {
+        next = nextFire(tap.cronExpression, now);
+      } catch {
+        next = null;
+      }
+    }
+    if (!(await this.repo.claimFire(environment, tap.name, d.nextFireAt, next))) return;
+    if (!tap.enabled || !tap.cronExpression) return;
+    const lateMs = now.getTime() - d.nextFireAt.getTime();
+    this.logger.info(
+      {
+        environment,
+        tap: tap.name,
+        fireAt: d.nextFireAt.toISOString(),
+        lateMs,
+        next: next?.toISOString() ?? null,
+      },
+      'tap schedule fired',
+    );
+    const run = this.runner
+      .run(environment, tap.name, { mode: 'run', trigger: 'schedule' })
+      .then((r) =>
+        this.logger.info(
+          { environment, tap: tap.name, status: r.status, records: r.recordCount },
+          'scheduled tap run finished',
+        ),
+      )
+      .catch((err: unknown) =>
+        this.logger.warn({ environment, tap: tap.name, err: errorMessage(err) }, 'scheduled tap run failed'),
+      )
+      .finally(() => this.running.delete(run));
+    this.running.add(run);
+  }
+}

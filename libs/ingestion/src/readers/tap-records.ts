@@ -1,0 +1,60 @@
+/**
+ * Reader for the records of a tap run: the spool holds one JSON object per line, exactly as the
+ * harness wrote them (json.dumps never writes a raw newline inside a record). For CSV pipelines each
+ * object becomes a row of cells in `keys` order, so the rest of the job treats it like a CSV file
+ * whose header is `columns` (the normalised names of `keys`).
+ */
+import { StringDecoder } from 'node:string_decoder';
+import { ByteInput, rechunk } from './chunks';
+import { DEFAULT_BATCH_ROWS, rawText } from './batch-sink';
+import { RecordBatch } from './record-batch';
+
+/** A value as a CSV cell would carry it: null and absent are empty, objects are JSON text. */
+function cell(v: unknown): string {
+  if (v === null || v === undefined) return '';
+  if (typeof v === 'string') return v;
+  if (typeof v === 'object') return JSON.stringify(v);
+  return String(v);
+}
+
+export async function* readTapRecords(
+  input: ByteInput,
+  mapping: { keys: string[]; columns: string[] },
+  batchRows = DEFAULT_BATCH_ROWS,
+): AsyncGenerator<RecordBatch> {
+  const { keys, columns } = mapping;
+  let batch: RecordBatch = { rows: [], lines: [], errors: [], header: columns };
+  let line = 0;
+  let rest = '';
+  const take = (text: string): void => {
+    line++;
+    if (text.length === 0) return;
+    try {
+      const o = JSON.parse(text) as Record<string, unknown>;
+      const row = new Array<string>(keys.length);
+      for (let i = 0; i < keys.length; i++) row[i] = cell(o[keys[i]]);
+      batch.rows.push(row);
+      batch.lines.push(line);
+    } catch {
+      batch.errors.push({ line, reason: 'record is not valid JSON', raw: rawText(text) });
+    }
+  };
+  // A chunk may end inside a multi-byte character: the decoder holds it back for the next one.
+  const decoder = new StringDecoder('utf8');
+  for await (const chunk of rechunk(input)) {
+    const text = rest + decoder.write(chunk);
+    let start = 0;
+    for (let nl = text.indexOf('\n'); nl >= 0; nl = text.indexOf('\n', start)) {
+      take(text.slice(start, nl));
+      start = nl + 1;
+    }
+    rest = text.slice(start);
+    if (batch.rows.length + batch.errors.length >= batchRows) {
+      yield batch;
+      batch = { rows: [], lines: [], errors: [] };
+    }
+  }
+  rest += decoder.end();
+  if (rest.length > 0) take(rest);
+  yield batch;
+}

@@ -1,0 +1,359 @@
+"""Tapyard tap harness: imports a user's tap script, calls fetch() and streams its records.
+
+Usage:
+    python -E -S -u -B harness.py [--uid N --gid N] [--memory BYTES] [--cpu SECONDS]
+                                   [--nproc N] [--fsize BYTES] [--] <script_path>
+
+-S matters: site-packages (and their .pth files, which run code) are only loaded by this file,
+after privileges are dropped and the limits are set.
+
+Protocol on file descriptor 3 (ASCII, one item per line, each ending in "\\n"):
+  * a record: its JSON text. json.dumps escapes newlines and never starts a text with "!".
+  * a control line: "!" followed by one JSON object. Exactly one is written, always last:
+        !{"type":"done","records":N}
+        !{"type":"error","kind":K,"message":M, ...details}
+    K is one of no_fetch, syntax, import, fetch_raised, not_iterable, not_json, memory, internal.
+stdout and stderr belong to the script (its logs); the harness never writes there.
+Messages name the script by its file name only, never by a platform path.
+"""
+
+import os
+import sys
+
+OUT_FD = 3
+PID = os.getpid()
+# Records are sent in batches: one write per FLUSH_RECORDS records, or sooner when a slow
+# generator has kept a record waiting for FLUSH_SECONDS, so streaming stays live.
+FLUSH_RECORDS = 2048
+FLUSH_SECONDS = 0.05
+BIG_LINE = 1 << 16
+MAX_TRACEBACK_FRAMES = 10
+CONTROL = b"!"
+LIMITS = {}
+PREFIXES = {"import": "importing the script failed: ", "fetch_raised": "fetch() raised "}
+
+
+class Failure(Exception):
+    """A structured error for the control line."""
+
+    def __init__(self, kind, message, **details):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.details = details
+
+
+def parse_args(argv):
+    opts = {}
+    i = 0
+    while i < len(argv) and argv[i].startswith("--"):
+        if argv[i] == "--":
+            i += 1
+            break
+        opts[argv[i][2:]] = int(argv[i + 1])
+        i += 2
+    rest = argv[i:]
+    if len(rest) != 1:
+        sys.stderr.write("usage: harness.py [--option N ...] <script_path>\n")
+        os._exit(2)
+    return opts, rest[0]
+
+
+def drop_privileges(uid, gid):
+    """Run as uid/gid from here on; the kernel then clears every capability."""
+    if os.getuid() == uid and os.geteuid() == uid:
+        return
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+    if os.getresuid() != (uid, uid, uid) or os.getresgid() != (gid, gid, gid):
+        raise Failure("internal", "could not drop privileges")
+
+
+def set_limits(opts):
+    import resource
+
+    def limit(res, soft, hard):
+        _, cur_hard = resource.getrlimit(res)
+        if cur_hard != resource.RLIM_INFINITY:
+            soft, hard = min(soft, cur_hard), min(hard, cur_hard)
+        resource.setrlimit(res, (soft, hard))
+
+    limit(resource.RLIMIT_CORE, 0, 0)
+    if "memory" in opts:
+        limit(resource.RLIMIT_AS, opts["memory"], opts["memory"])
+    if "cpu" in opts:
+        # SIGXCPU at the soft limit; SIGKILL a second later if the script ignores it.
+        limit(resource.RLIMIT_CPU, opts["cpu"], opts["cpu"] + 1)
+    if "nproc" in opts:
+        limit(resource.RLIMIT_NPROC, opts["nproc"], opts["nproc"])
+    if "fsize" in opts:
+        limit(resource.RLIMIT_FSIZE, opts["fsize"], opts["fsize"])
+
+
+def close_other_fds():
+    """Nothing but stdio and the record channel reaches the script (e.g. bwrap's args pipe)."""
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    top = soft if 0 < soft < 1 << 20 else 1 << 16
+    os.closerange(OUT_FD + 1, top)
+    # Subprocesses of the script must not write into the record channel.
+    os.set_inheritable(OUT_FD, False)
+
+
+def type_name(exc_type):
+    if exc_type.__module__ == "builtins":
+        return exc_type.__qualname__
+    return exc_type.__module__ + "." + exc_type.__qualname__
+
+
+def describe(exc):
+    text = str(exc)
+    name = type_name(type(exc))
+    return name + ": " + text if text else name
+
+
+def script_traceback(exc, script_path):
+    """Only the script's own frames, named by file name: no harness or library paths leak."""
+    import traceback
+
+    shown = os.path.basename(script_path)
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == script_path]
+    lines = []
+    for f in frames[-MAX_TRACEBACK_FRAMES:]:
+        lines.append('  File "%s", line %s, in %s' % (shown, f.lineno, f.name))
+        if f.line:
+            lines.append("    " + f.line.strip())
+    return "\n".join(lines)
+
+
+def raised(exc, script_path, kind):
+    if isinstance(exc, MemoryError):
+        return Failure("memory", "MemoryError: the script ran out of memory")
+    message = PREFIXES[kind] + describe(exc)
+    if isinstance(exc, BlockingIOError) and LIMITS.get("nproc"):
+        message += " (the script may have hit its limit of %d processes)" % LIMITS["nproc"]
+    return Failure(
+        kind,
+        message,
+        exception=type_name(type(exc)),
+        traceback=script_traceback(exc, script_path),
+    )
+
+
+def load_script(script_path):
+    import importlib.util
+
+    name = "_tapyard_tap_%d" % PID
+    try:
+        spec = importlib.util.spec_from_file_location(name, script_path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        if exc.filename != script_path:
+            raise Failure("import", "importing the script failed: " + describe(exc)) from None
+        message = "syntax error on line %s: %s" % (exc.lineno, exc.msg)
+        details = {"line": exc.lineno}
+        if exc.text:
+            details["text"] = exc.text.rstrip("\n")
+        raise Failure("syntax", message, **details) from None
+    except ModuleNotFoundError as exc:
+        failure = raised(exc, script_path, "import")
+        failure.details["module"] = exc.name
+        raise failure from None
+    except BaseException as exc:
+        raise raised(exc, script_path, "import") from None
+    return module
+
+
+def article(word):
+    return "an" if word[:1].lower() in "aeiou" else "a"
+
+
+def iterate(result):
+    if result is None:
+        raise Failure("not_iterable", "fetch() returned None; return a list or an iterable of records")
+    kind = type(result).__name__
+    if isinstance(result, dict):
+        raise Failure("not_iterable", "fetch() returned a dict; return a list or an iterable of records")
+    if isinstance(result, (str, bytes, bytearray, memoryview)):
+        raise Failure(
+            "not_iterable",
+            "fetch() returned %s %s; return a list or an iterable of records" % (article(kind), kind),
+        )
+    try:
+        return iter(result)
+    except TypeError:
+        raise Failure(
+            "not_iterable",
+            "fetch() returned %s %s; return a list or an iterable of records" % (article(kind), kind),
+        ) from None
+
+
+class ChannelClosed(Exception):
+    """The platform stopped reading the records (it stopped the run)."""
+
+
+class NotJson(Exception):
+    def __init__(self, index, cause):
+        super().__init__()
+        self.index = index
+        self.cause = cause
+
+
+def make_encoder(json):
+    """JSONEncoder.encode builds a fresh C encoder per call; reusing one is twice as fast.
+
+    No circular-reference markers: a cycle ends in RecursionError, reported as not_json.
+    """
+    from json.encoder import c_make_encoder, encode_basestring_ascii
+
+    default = json.JSONEncoder().default
+    if c_make_encoder is None:
+        return json.JSONEncoder(allow_nan=False, separators=(",", ":")).encode
+    encoder = c_make_encoder(None, default, encode_basestring_ascii, None, ":", ",", False, False, False)
+    join = "".join
+    return lambda value: join(encoder(value, 0))
+
+
+def stream(records, out):
+    """The hot path: encode with one reused encoder, write in large batches."""
+    import json
+    from time import monotonic
+
+    encode = make_encoder(json)
+    write = out.write
+    batch = []
+    append = batch.append
+    count = 0
+    last = monotonic()
+
+    def flush():
+        batch.append("")
+        try:
+            write("\n".join(batch).encode())
+        except OSError:
+            # Only the channel's own failures; a BrokenPipeError the script raises is its error.
+            raise ChannelClosed() from None
+        batch.clear()
+
+    try:
+        for record in records:
+            try:
+                line = encode(record)
+            except (TypeError, ValueError, RecursionError) as exc:
+                raise NotJson(count, exc) from None
+            append(line)
+            count += 1
+            now = monotonic()
+            if len(batch) >= FLUSH_RECORDS or now - last >= FLUSH_SECONDS or len(line) >= BIG_LINE:
+                flush()
+                last = now
+    except ChannelClosed:
+        raise
+    except Exception:
+        # The records before the failure are delivered, then the error.
+        flush()
+        raise
+    flush()
+    return count
+
+
+def control(out, payload):
+    import json
+
+    out.write(CONTROL + json.dumps(payload).encode() + b"\n")
+    out.flush()
+
+
+def finish(out, payload, code):
+    """Flush everything and leave without running the script's atexit hooks or thread joins."""
+    if os.getpid() != PID:
+        # A process the script forked got back into the harness: it must not report.
+        os._exit(0)
+    try:
+        control(out, payload)
+    except (BrokenPipeError, OSError):
+        code = 1
+    for s in (sys.stdout, sys.stderr):
+        try:
+            s.flush()
+        except Exception:
+            pass
+    os._exit(code)
+
+
+def run(script_path, out):
+    try:
+        import site
+
+        site.main()
+    except BaseException as exc:
+        raise raised(exc, script_path, "import") from None
+    sys.argv = [script_path]
+    sys.path[0] = os.path.dirname(script_path)
+    module = load_script(script_path)
+    fetch = getattr(module, "fetch", None)
+    if fetch is None:
+        raise Failure("no_fetch", "the script does not define a fetch() function")
+    if not callable(fetch):
+        kind = type(fetch).__name__
+        raise Failure("no_fetch", "fetch is %s %s, not a function" % (article(kind), kind))
+    try:
+        records = iterate(fetch())
+    except Failure:
+        raise
+    except BaseException as exc:
+        raise raised(exc, script_path, "fetch_raised") from None
+    if os.getpid() != PID:
+        # fetch() forked and this is the child: only the original process streams.
+        os._exit(0)
+    try:
+        return stream(records, out)
+    except NotJson as exc:
+        if isinstance(exc.cause, RecursionError):
+            detail = "it is nested too deeply"
+        else:
+            detail = str(exc.cause)
+        raise Failure(
+            "not_json", "record %d is not JSON: %s" % (exc.index, detail), record=exc.index
+        ) from None
+    except ChannelClosed:
+        raise
+    except BaseException as exc:
+        raise raised(exc, script_path, "fetch_raised") from None
+
+
+def main():
+    opts, script_path = parse_args(sys.argv[1:])
+    LIMITS.update(opts)
+    try:
+        out = open(OUT_FD, "wb", buffering=1 << 16)
+    except OSError:
+        sys.stderr.write("harness: file descriptor 3 is not open\n")
+        os._exit(2)
+    try:
+        if "uid" in opts:
+            drop_privileges(opts["uid"], opts.get("gid", opts["uid"]))
+        set_limits(opts)
+        close_other_fds()
+    except Failure as failure:
+        finish(out, dict(failure.details, type="error", kind=failure.kind, message=failure.message), 1)
+    except BaseException as exc:
+        finish(out, {"type": "error", "kind": "internal", "message": describe(exc)}, 1)
+    try:
+        count = run(os.path.abspath(script_path), out)
+    except Failure as failure:
+        finish(out, dict(failure.details, type="error", kind=failure.kind, message=failure.message), 1)
+    except ChannelClosed:
+        # The platform stopped reading (it killed the run or the consumer went away).
+        os._exit(1)
+    except MemoryError:
+        finish(out, {"type": "error", "kind": "memory", "message": "MemoryError"}, 1)
+    finish(out, {"type": "done", "records": count}, 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,15 @@
+export { SandboxError, PackageInstallError, PackageSpecError } from './errors';
+export type { SandboxErrorKind, SandboxErrorDetails } from './errors';
+export { DEFAULT_LIMITS, LOG_HARD_CAP_FACTOR } from './limits';
+export type { RunLimits } from './limits';
+export { maskSecrets, SECRET_MASK } from './masking';
+export { normalizePackageSpec, normalizePackageSpecs } from './package-specs';
+export { PythonSandbox } from './sandbox';
+export type { BwrapMode, PythonSandboxOptions, RunRequest } from './sandbox';
+export type { IsolationMode, RecordsCallback, RunHandle, RunOutcome } from './run-handle';
+export { writeScript } from './script-file';
+export type { ScriptFile, WriteScriptOptions } from './script-file';
+export { VenvCache } from './venvs';
+export type { Venv, VenvCacheOptions } from './venvs';
+export { DEFAULT_HARNESS_PATH } from './harness-path';
+export { resolveInterpreter } from './interpreter';

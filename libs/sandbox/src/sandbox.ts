@@ -1,0 +1,179 @@
+import { spawn, SpawnOptions } from 'node:child_process';
+import { isAbsolute, join, posix, relative } from 'node:path';
+import { Readable, Writable } from 'node:stream';
+import { bwrapArgs, SANDBOX_HARNESS, SANDBOX_SCRIPT_DIR, SANDBOX_VENV } from './bwrap';
+import { probeBwrap } from './bwrap-probe';
+import { sandboxEnv } from './environment';
+import { SandboxError } from './errors';
+import { DEFAULT_HARNESS_PATH } from './harness-path';
+import { DEFAULT_LIMITS, resolveLimits, RunLimits } from './limits';
+import { pythonLayout } from './python-layout';
+import { IsolationMode, Launch, RecordsCallback, RunHandle } from './run-handle';
+import { userNamespaceFilter } from './seccomp';
+
+/** auto: bwrap when it exists and a probe run succeeds; require: fail runs without it. */
+export type BwrapMode = 'auto' | 'off' | 'require';
+
+export interface PythonSandboxOptions {
+  harnessPath?: string;
+  bwrap?: BwrapMode;
+  bwrapPath?: string;
+  /** Defaults for every run; each request may override single limits. */
+  limits?: Partial<RunLimits>;
+  /** Who runs scripts when the platform is root (RLIMIT_NPROC does not apply to root). */
+  sandboxUid?: number;
+  sandboxGid?: number;
+}
+
+export interface RunRequest {
+  /** The tap script; see writeScript() for a file the sandbox user can read. */
+  scriptPath: string;
+  /** The venv's interpreter, e.g. from VenvCache.ensure(); must live inside venvDir. */
+  python: string;
+  venvDir: string;
+  /** The script's whole environment, besides PATH, HOME, LANG and a few Python switches. */
+  env?: Readonly<Record<string, string>>;
+  limits?: Partial<RunLimits>;
+  /** Values masked as *** in logs and error messages (values shorter than 3 are ignored). */
+  secrets?: readonly string[];
+  /** Consume records through this callback instead of iterating the handle. */
+  onRecords?: RecordsCallback;
+}
+
+const NOBODY = 65534;
+/** Python flags: ignore PYTHON* variables, no site (the harness loads it after dropping), unbuffered logs. */
+const PYTHON_FLAGS = ['-E', '-S', '-u', '-B'];
+
+export class PythonSandbox {
+  private readonly harnessPath: string;
+  private readonly bwrapMode: BwrapMode;
+  private readonly bwrapPath: string;
+  private readonly limits: RunLimits;
+  private readonly uid: number;
+  private readonly gid: number;
+  private readonly isRoot = process.getuid?.() === 0;
+
+  constructor(options: PythonSandboxOptions = {}) {
+    this.harnessPath = options.harnessPath ?? DEFAULT_HARNESS_PATH;
+    this.bwrapMode = options.bwrap ?? 'auto';
+    this.bwrapPath = options.bwrapPath ?? '/usr/bin/bwrap';
+    this.limits = resolveLimits(DEFAULT_LIMITS, options.limits);
+    this.uid = options.sandboxUid ?? NOBODY;
+    this.gid = options.sandboxGid ?? NOBODY;
+  }
+
+  /** The isolation runs get; the bwrap probe runs once per process and binary. */
+  async isolation(): Promise<IsolationMode> {
+    if (this.bwrapMode === 'off') return 'none';
+    const problem = await probeBwrap(this.bwrapPath, this.isRoot);
+    if (!problem) return 'bwrap';
+    if (this.bwrapMode === 'require') {
+      throw new SandboxError(
+        'spawn_failed',
+        `the sandbox requires bwrap, which is not usable here: ${problem}`,
+      );
+    }
+    return 'none';
+  }
+
+  /** Starts a run at once; problems with the request surface as the outcome's error. */
+  run(request: RunRequest): RunHandle {
+    let limits: RunLimits;
+    try {
+      limits = resolveLimits(this.limits, request.limits);
+    } catch (err) {
+      limits = this.limits;
+      return new RunHandle(limits, [], Promise.reject(startError(err)));
+    }
+    const secrets = request.secrets ?? [];
+    return new RunHandle(limits, secrets, this.launch(request, limits), request.onRecords);
+  }
+
+  private async launch(request: RunRequest, limits: RunLimits): Promise<Launch> {
+    for (const path of [request.scriptPath, request.python, request.venvDir]) {
+      if (!isAbsolute(path))
+        throw new SandboxError('spawn_failed', `the sandbox needs absolute paths (got "${path}")`);
+    }
+    const isolation = await this.isolation();
+    if (isolation === 'none') return this.launchDirect(request, harnessLimits(limits));
+    return this.launchBwrap(request, limits, harnessLimits(limits));
+  }
+
+  /**
+   * No namespaces: the interpreter runs as the sandbox user (when we are root), so the
+   * interpreter, venv, harness and script must be readable by that user.
+   */
+  private launchDirect(request: RunRequest, harnessArgs: string[]): Launch {
+    const env = sandboxEnv(request.env ?? {}, join(request.venvDir, 'bin'));
+    const args = [...PYTHON_FLAGS, this.harnessPath, ...harnessArgs, '--', request.scriptPath];
+    const options: SpawnOptions = {
+      env,
+      cwd: '/tmp',
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
+    };
+    if (this.isRoot) Object.assign(options, { uid: this.uid, gid: this.gid });
+    return { child: spawn(request.python, args, options), isolation: 'none' };
+  }
+
+  private async launchBwrap(request: RunRequest, limits: RunLimits, harnessArgs: string[]): Promise<Launch> {
+    const inVenv = relative(request.venvDir, request.python);
+    if (inVenv.startsWith('..') || isAbsolute(inVenv)) {
+      throw new SandboxError('spawn_failed', 'the sandbox needs the interpreter to live inside venvDir');
+    }
+    const layout = await pythonLayout(request.python);
+    const scriptName = posix.basename(request.scriptPath);
+    const options = bwrapArgs({
+      privileged: this.isRoot,
+      layout,
+      venvDir: request.venvDir,
+      scriptPath: request.scriptPath,
+      harnessPath: this.harnessPath,
+      tmpBytes: limits.maxFileBytes,
+      env: sandboxEnv(request.env ?? {}, posix.join(SANDBOX_VENV, 'bin')),
+    });
+    // As root the harness drops to the sandbox user itself, before any venv or script code runs.
+    const drop = this.isRoot ? ['--uid', String(this.uid), '--gid', String(this.gid)] : [];
+    const command = [
+      posix.join(SANDBOX_VENV, inVenv),
+      ...PYTHON_FLAGS,
+      SANDBOX_HARNESS,
+      ...drop,
+      ...harnessArgs,
+      '--',
+      posix.join(SANDBOX_SCRIPT_DIR, scriptName),
+    ];
+    const filter = userNamespaceFilter();
+    const extra = filter ? ['--seccomp', '5'] : [];
+    // Options travel through fd 4 and the filter through fd 5: pipes, not the command line.
+    const child = spawn(this.bwrapPath, ['--args', '4', ...extra, '--', ...command], {
+      env: {},
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe', 'pipe'],
+    });
+    const pipes: readonly (Readable | Writable | null | undefined)[] = child.stdio;
+    feed(pipes[4], Buffer.from(options.map((o) => `${o}\0`).join('')));
+    feed(pipes[5], filter ?? Buffer.alloc(0));
+    return { child, isolation: 'bwrap' };
+  }
+}
+
+/** The kernel limits the harness sets on itself before it loads anything of the script. */
+function harnessLimits(limits: RunLimits): string[] {
+  const { memoryBytes, cpuSeconds, maxProcesses, maxFileBytes } = limits;
+  return ['--memory', memoryBytes, '--cpu', cpuSeconds, '--nproc', maxProcesses, '--fsize', maxFileBytes].map(
+    String,
+  );
+}
+
+function feed(pipe: Readable | Writable | null | undefined, data: Buffer): void {
+  if (!(pipe instanceof Writable)) return;
+  pipe.on('error', () => undefined); // bwrap died early: its exit tells the story.
+  pipe.end(data);
+}
+
+function startError(err: unknown): SandboxError {
+  return err instanceof SandboxError
+    ? err
+    : new SandboxError('spawn_failed', `the sandbox could not start: ${(err as Error).message}`);
+}

@@ -1,0 +1,4 @@
+export { describeQuartz, InvalidCronError, parseQuartz, validateQuartz } from './quartz';
+export type { QuartzSchedule } from './quartz';
+export { cronFromEnglish } from './english';
+export type { EnglishSchedule } from './english';

@@ -1,0 +1,104 @@
+import { ApiProperty, ApiPropertyOptional, PartialType } from '@nestjs/swagger';
+import {
+  ArrayMaxSize,
+  IsArray,
+  IsBoolean,
+  IsIn,
+  IsOptional,
+  IsString,
+  Matches,
+  MaxLength,
+} from 'class-validator';
+import { TAP_TYPES, TapType } from '../tap.types';
+
+/** No path characters: the name becomes part of object keys and ledger keys. */
+export const TAP_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
+const TAP_NAME_MESSAGE =
+  'name must be 1-128 letters, digits, _ and -, starting with a letter or digit (no path characters)';
+/** Scripts are small programs; anything larger is almost certainly data pasted by mistake. */
+export const MAX_SCRIPT_BYTES = 512 * 1024;
+
+export class TapConfigDto {
+  @ApiProperty({ example: 'github_issues' })
+  @IsString()
+  @Matches(TAP_NAME_PATTERN, { message: TAP_NAME_MESSAGE })
+  name!: string;
+
+  @ApiPropertyOptional({ example: 'Open issues of our repositories', default: '' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(4000)
+  description?: string;
+
+  @ApiPropertyOptional({
+    example: 'tap-scripts/github_issues_20261122T101530-3f9a.py',
+    nullable: true,
+    description: 'An existing script version of this tap (e.g. to roll back); `script` writes a new one',
+  })
+  @IsOptional()
+  @IsString()
+  @MaxLength(400)
+  scriptPath?: string | null;
+
+  @ApiPropertyOptional({
+    description:
+      'Python 3 source with a fetch() function; stored as a new version and `scriptPath` points to it',
+  })
+  @IsOptional()
+  @IsString()
+  @MaxLength(MAX_SCRIPT_BYTES)
+  script?: string;
+
+  @ApiPropertyOptional({ example: 'issues', default: '', description: 'Pipeline fed by run mode' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(128)
+  targetPipeline?: string | null;
+
+  @ApiPropertyOptional({ example: ['requests==2.32.3'], default: [] })
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(50)
+  @IsString({ each: true })
+  @MaxLength(200, { each: true })
+  packages?: string[];
+
+  @ApiPropertyOptional({
+    example: 'github',
+    nullable: true,
+    description: 'Its fields become environment variables',
+  })
+  @IsOptional()
+  @IsString()
+  @MaxLength(128)
+  secretName?: string | null;
+
+  @ApiPropertyOptional({
+    example: '0 0 7 ? * MON-FRI',
+    nullable: true,
+    description: 'Quartz cron, seconds first',
+  })
+  @IsOptional()
+  @IsString()
+  @MaxLength(200)
+  cronExpression?: string | null;
+
+  @ApiPropertyOptional({ default: false, description: 'Whether the schedule fires' })
+  @IsOptional()
+  @IsBoolean()
+  enabled?: boolean;
+
+  @ApiPropertyOptional({ enum: TAP_TYPES, default: 'structured' })
+  @IsOptional()
+  @IsIn(TAP_TYPES as unknown as string[])
+  tapType?: TapType;
+
+  @ApiPropertyOptional({ example: 'engineering', nullable: true })
+  @IsOptional()
+  @IsString()
+  @MaxLength(200)
+  catalog?: string | null;
+}
+
+/** POST /tap/test: a configuration that need not be saved (an inline `script` wins over `scriptPath`). */
+export class TestTapDto extends PartialType(TapConfigDto) {}

@@ -1,0 +1,469 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { Logger } from 'pino';
+import { CONFIG, ConflictError, LOGGER, TapyardConfig, ValidationError, errorMessage } from '@tapyard/core';
+import { ObjectStore } from '@tapyard/objectstore';
+import { PipelineDefinition, PipelinesService } from '@tapyard/pipelines';
+import { EnvironmentQueues, IngestJob, loadJobOptions } from '@tapyard/queue';
+import { SecretsService } from '@tapyard/secrets';
+import { JobRef, StatusService } from '@tapyard/status';
+import { Spool } from '@tapyard/ingestion';
+import { RecordShapeError, RecordSink, SampleSink, SpoolSink, asDocument } from './record-sinks';
+import {
+  DEBOUNCE_MS,
+  PersistedReason,
+  RunLogEntry,
+  RunMode,
+  RunResult,
+  RunTrigger,
+  TapConfig,
+  TestResult,
+} from './tap.types';
+import { TapProcesses, ScriptOutcome } from './tap-processes';
+import { TapsRepository } from './taps.repository';
+import { TapsService } from './taps.service';
+import { LedgerService } from './ledger.service';
+
+type DataType = 'csv' | 'json' | 'document';
+
+/** The script's environment variables, and which values are secret (masked in logs). */
+interface ScriptEnv {
+  env: Record<string, string>;
+  secrets: string[];
+}
+
+interface Execution {
+  outcome: ScriptOutcome;
+  /** The first record the platform refused, which stopped the run. */
+  shapeError: string | null;
+}
+
+export interface RunOptions {
+  mode: RunMode;
+  trigger: RunTrigger;
+  /** Test mode: sets SERVICE_TAP_TEST_LIMIT when > 0 (spec rule 4). */
+  testLimit?: number;
+}
+
+/**
+ * Runs taps: resolves script, secret and target pipeline, runs the script in the sandbox, and either
+ * samples the records (test mode, nothing persisted) or hands them to the ingestion path under one
+ * publisher token (run mode). Every run and test through /tap/run or a schedule lands in run history.
+ */
+@Injectable()
+export class TapRunner {
+  constructor(
+    @Inject(CONFIG) private readonly config: TapyardConfig,
+    @Inject(LOGGER) private readonly logger: Logger,
+    private readonly taps: TapsService,
+    private readonly repo: TapsRepository,
+    private readonly pipelines: PipelinesService,
+    private readonly secrets: SecretsService,
+    private readonly store: ObjectStore,
+    private readonly spool: Spool,
+    private readonly status: StatusService,
+    private readonly queues: EnvironmentQueues,
+    private readonly processes: TapProcesses,
+    private readonly ledger: LedgerService,
+  ) {}
+
+  /** POST /tap/test: an unsaved configuration may be tested; an inline script wins over scriptPath. */
+  async test(
+    environment: string,
+    tap: TapConfig,
+    inlineScript: string | undefined,
+    testLimit: number,
+  ): Promise<TestResult> {
+    const script = inlineScript ?? (await this.script(environment, tap));
+    const target = await this.targetOf(environment, tap, 'test');
+    const dataType = dataTypeOf(tap, target);
+    const started = Date.now();
+    const sink = new SampleSink(dataType);
+    const env = await this.scriptEnvironment(environment, tap, testLimit);
+    const { outcome, shapeError } = await this.execute(tap, script, env, sink);
+    return {
+      records: sink.records,
+      recordCount: sink.count,
+      recordsTruncated: sink.count > sink.records.length,
+      dataType,
+      columns: sink.columns,
+      logs: outcome.logs,
+      error: shapeError ?? outcome.error,
+      aiExplanation: null,
+      durationMs: Date.now() - started,
+    };
+  }
+
+  /** POST /tap/run and scheduled fires. */
+  async run(environment: string, name: string, opts: RunOptions): Promise<RunResult> {
+    const tap = await this.taps.get(environment, name);
+    const entry: RunLogEntry = {
+      runId: randomUUID(),
+      tap: name,
+      mode: opts.mode,
+      trigger: opts.trigger,
+      status: 'running',
+      startedAt: new Date().toISOString(),
+      finishedAt: null,
+      durationMs: null,
+      recordCount: 0,
+      persisted: false,
+      persistedReason: null,
+      publisherToken: null,
+      error: null,
+    };
+    if (opts.mode === 'run') {
+      const claim = await this.repo.claimRun(
+        environment,
+        name,
+        opts.trigger === 'schedule' ? 0 : DEBOUNCE_MS,
+      );
+      if (!claim.claimed) return this.skipped(environment, tap, entry, claim.previous);
+    }
+    await this.repo.startRun(environment, entry);
+    try {
+      // A run that cannot start (no script, bad target) answers 4xx and is still in the history.
+      const script = await this.script(environment, tap);
+      const target = await this.targetOf(environment, tap, opts.mode);
+      const result =
+        opts.mode === 'test'
+          ? await this.testRun(environment, tap, script, target, opts.testLimit ?? 0)
+          : await this.persistRun(environment, tap, script, target);
+      await this.finish(environment, entry, result);
+      return { ...result, runId: entry.runId };
+    } catch (err) {
+      const message = errorMessage(err);
+      this.logger.error({ tap: name, err: message }, 'tap run failed');
+      await this.finish(environment, entry, {
+        ...base(tap, opts.mode, 'csv'),
+        status: 'error',
+        persistedReason: 'run_error',
+        error: message,
+      });
+      throw err;
+    }
+  }
+
+  private async testRun(
+    environment: string,
+    tap: TapConfig,
+    script: string,
+    target: PipelineDefinition | null,
+    testLimit: number,
+  ): Promise<RunResult> {
+    const dataType = dataTypeOf(tap, target);
+    const sink = new SampleSink(dataType);
+    const env = await this.scriptEnvironment(environment, tap, testLimit);
+    const { outcome, shapeError } = await this.execute(tap, script, env, sink);
+    const error = shapeError ?? outcome.error;
+    return {
+      ...base(tap, 'test', dataType),
+      status: error ? 'error' : 'success',
+      persistedReason: 'test_mode',
+      recordCount: sink.count,
+      columns: sink.columns,
+      logs: outcome.logs,
+      error,
+      records: sink.records,
+      recordsTruncated: sink.count > sink.records.length,
+    };
+  }
+
+  private async persistRun(
+    environment: string,
+    tap: TapConfig,
+    script: string,
+    target: PipelineDefinition | null,
+  ): Promise<RunResult> {
+    const dataType = dataTypeOf(tap, target);
+    const env = await this.scriptEnvironment(environment, tap, 0);
+    if (tap.tapType === 'document') return this.documentRun(environment, tap, script, target, env);
+
+    const publisherToken = randomUUID();
+    const pipelineToken = randomUUID();
+    const file = await this.spool.create(environment, pipelineToken);
+    const sink = new SpoolSink(file.stream);
+    let keep = false;
+    try {
+      const { outcome, shapeError } = await this.execute(tap, script, env, sink);
+      await sink.close();
+      const error = shapeError ?? outcome.error;
+      const result: RunResult = {
+        ...base(tap, 'run', dataType),
+        status: error ? 'error' : 'success',
+        recordCount: sink.count,
+        columns: sink.count > 0 ? (dataType === 'csv' ? sink.namer.columns : sink.namer.keys) : null,
+        logs: outcome.logs,
+        error,
+      };
+      // A failed script loads nothing: half of a source is worse than none, and the next run has it all.
+      if (error) return { ...result, persistedReason: 'run_error' };
+      if (!target) return { ...result, persistedReason: 'no_target_pipeline' };
+      if (sink.count === 0) return { ...result, persistedReason: 'no_records' };
+
+      const job: JobRef = {
+        environment,
+        pipeline: tap.targetPipeline,
+        pipelineToken,
+        publisherToken,
+        filename: `tap:${tap.name}`,
+      };
+      await this.status.record(job, 'StreamNotifier', 'begin', `receiving records from tap '${tap.name}'`);
+      await this.queues.ingest(environment).add(
+        IngestJob.load,
+        {
+          ...job,
+          spoolPath: file.path,
+          records:
+            dataType === 'csv'
+              ? { keys: sink.namer.keys, columns: sink.namer.columns }
+              : { keys: [], columns: [] },
+        },
+        loadJobOptions(environment, pipelineToken, this.config.loadRetry),
+      );
+      keep = true;
+      await this.status.record(
+        job,
+        'StreamNotifier',
+        'end',
+        `received ${sink.count} records from tap '${tap.name}'; queued for processing`,
+      );
+      return { ...result, persisted: true, publisherToken, pipelineTokens: [pipelineToken] };
+    } finally {
+      if (!keep) {
+        file.stream.destroy();
+        await this.spool.remove(file.path).catch(() => undefined);
+      }
+    }
+  }
+
+  /**
+   * Document taps: one job per new or changed document (same content hash as the ledger: skipped),
+   * each staged in the environment's staged bucket, all under the run's publisher token.
+   */
+  private async documentRun(
+    environment: string,
+    tap: TapConfig,
+    script: string,
+    target: PipelineDefinition | null,
+    env: ScriptEnv,
+  ): Promise<RunResult> {
+    const publisherToken = randomUUID();
+    const pipelineTokens: string[] = [];
+    let unchanged = 0;
+    const bucket = await this.store.bucket(environment, 'staged');
+    const sink: RecordSink = {
+      add: async (record, index) => {
+        const doc = asDocument(record, index);
+        if (!target) return;
+        const previous = await this.repo.ledgerEntry(environment, tap.name, doc.uri);
+        if (previous?.contentHash === doc.content_hash) {
+          unchanged++;
+          return;
+        }
+        const pipelineToken = randomUUID();
+        const key = `taps/${tap.name}/${pipelineToken}/${doc.filename.replace(/[/\\]/g, '_')}`;
+        await this.store.put(bucket, key, Buffer.from(doc.content, 'utf8'), 'application/octet-stream');
+        const job: JobRef = {
+          environment,
+          pipeline: tap.targetPipeline,
+          pipelineToken,
+          publisherToken,
+          filename: doc.filename,
+        };
+        await this.status.record(
+          job,
+          'FileNotifier',
+          'begin',
+          `staged ${doc.uri} from tap '${tap.name}' as ${key}`,
+        );
+        await this.queues
+          .ingest(environment)
+          .add(
+            IngestJob.document,
+            { ...job, bucket, key, uri: doc.uri },
+            loadJobOptions(environment, pipelineToken, this.config.loadRetry),
+          );
+        await this.repo.recordDocument(environment, tap.name, tap.targetPipeline, {
+          uri: doc.uri,
+          filename: doc.filename,
+          contentHash: doc.content_hash,
+          stagedPath: `${bucket}/${key}`,
+          pipelineToken,
+          processedAt: new Date().toISOString(),
+        });
+        if (previous) await this.ledger.removeStaged([previous]);
+        await this.status.record(job, 'FileNotifier', 'end', 'queued for loading');
+        pipelineTokens.push(pipelineToken);
+      },
+    };
+    const { outcome, shapeError } = await this.execute(tap, script, env, sink);
+    const error = shapeError ?? outcome.error;
+    const persisted = pipelineTokens.length > 0;
+    const reason: PersistedReason | undefined = persisted
+      ? undefined
+      : error
+        ? 'run_error'
+        : !target
+          ? 'no_target_pipeline'
+          : 'no_records';
+    const logs =
+      unchanged > 0 ? `${outcome.logs}[tapyard] ${unchanged} unchanged document(s) skipped\n` : outcome.logs;
+    return {
+      ...base(tap, 'run', 'document'),
+      status: error ? 'error' : 'success',
+      persisted,
+      ...(reason ? { persistedReason: reason } : {}),
+      ...(persisted ? { publisherToken } : {}),
+      pipelineTokens,
+      recordCount: pipelineTokens.length,
+      logs,
+      error,
+    };
+  }
+
+  /** Runs the script and feeds every record to the sink; a refused record stops the script. */
+  private async execute(
+    tap: TapConfig,
+    script: string,
+    env: ScriptEnv,
+    sink: RecordSink,
+  ): Promise<Execution> {
+    const proc = await this.processes.start(tap, script, env.env, env.secrets);
+    let shapeError: string | null = null;
+    let index = 0;
+    try {
+      for await (const record of proc.records) {
+        await sink.add(record, index++);
+      }
+    } catch (err) {
+      if (!(err instanceof RecordShapeError)) {
+        proc.kill();
+        await proc.done.catch(() => undefined);
+        throw err;
+      }
+      shapeError = err.message;
+      proc.kill();
+    }
+    return { outcome: await proc.done, shapeError };
+  }
+
+  private async script(environment: string, tap: TapConfig): Promise<string> {
+    if (tap.scriptPath === null) {
+      throw new ConflictError(`tap '${tap.name}' has no script yet: save one with POST /tap {script}`);
+    }
+    const script = await this.taps.readScript(environment, tap.scriptPath);
+    if (script === null) {
+      throw new ConflictError(
+        `tap '${tap.name}' cannot run: its script ${tap.scriptPath} is missing from the object store`,
+      );
+    }
+    return script;
+  }
+
+  /** The target pipeline, checked (spec rule 1 again at run time); null when the tap feeds nothing. */
+  private async targetOf(
+    environment: string,
+    tap: TapConfig,
+    mode: RunMode,
+  ): Promise<PipelineDefinition | null> {
+    if (!tap.targetPipeline) return null;
+    await this.taps.assertCompatible(environment, tap);
+    const found = await this.pipelines.get(environment, tap.targetPipeline).catch(() => null);
+    if (!found && mode === 'run') {
+      throw new ValidationError(
+        `tap '${tap.name}' targets pipeline '${tap.targetPipeline}', which does not exist`,
+      );
+    }
+    return found?.definition ?? null;
+  }
+
+  /**
+   * What the script sees: its secret's fields, the SERVICE_* variables, and in test mode the test
+   * limit. Nothing of the platform's own environment.
+   */
+  private async scriptEnvironment(
+    environment: string,
+    tap: TapConfig,
+    testLimit: number,
+  ): Promise<ScriptEnv> {
+    const env: Record<string, string> = {};
+    const secrets: string[] = [];
+    if (tap.secretName) {
+      const fields = await this.secrets.reveal(environment, tap.secretName).catch(() => {
+        throw new ValidationError(`tap '${tap.name}' uses secret '${tap.secretName}', which does not exist`);
+      });
+      for (const [k, v] of Object.entries(fields)) {
+        if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) {
+          throw new ValidationError(
+            `secret '${tap.secretName}' has field '${k}', which cannot be an environment variable name`,
+          );
+        }
+        env[k] = v;
+        secrets.push(v);
+      }
+    }
+    env.SERVICE_POSTGRES_DATABASE = this.config.database.name;
+    env.SERVICE_MONGODB_DATABASE = this.config.auth.multiTenant ? environment : this.config.mongodb.database;
+    env.SERVICE_PLATFORM_HOST = this.config.host === '0.0.0.0' ? '127.0.0.1' : this.config.host;
+    env.SERVICE_PLATFORM_PORT = String(this.config.port);
+    if (testLimit > 0) env.SERVICE_TAP_TEST_LIMIT = String(testLimit);
+    return { env, secrets };
+  }
+
+  private async skipped(
+    environment: string,
+    tap: TapConfig,
+    entry: RunLogEntry,
+    previous: Date,
+  ): Promise<RunResult> {
+    const ago = ((Date.now() - previous.getTime()) / 1000).toFixed(1);
+    const result: RunResult = {
+      ...base(tap, 'run', tap.tapType === 'document' ? 'document' : 'csv'),
+      status: 'skipped',
+      persistedReason: 'debounced',
+      error: `debounced: the previous run of tap '${tap.name}' started ${ago} s ago (window ${DEBOUNCE_MS / 1000} s)`,
+    };
+    await this.repo.startRun(environment, entry);
+    await this.finish(environment, entry, result);
+    return result;
+  }
+
+  private async finish(environment: string, entry: RunLogEntry, r: RunResult): Promise<void> {
+    const finished = new Date();
+    entry.status = r.status;
+    entry.finishedAt = finished.toISOString();
+    entry.durationMs = finished.getTime() - Date.parse(entry.startedAt);
+    entry.recordCount = r.recordCount;
+    entry.persisted = r.persisted;
+    entry.persistedReason = r.persistedReason ?? null;
+    entry.publisherToken = r.publisherToken ?? null;
+    entry.error = r.error;
+    r.durationMs = entry.durationMs;
+    await this.repo.finishRun(environment, entry);
+  }
+}
+
+function dataTypeOf(tap: TapConfig, target: PipelineDefinition | null): DataType {
+  if (tap.tapType === 'document') return 'document';
+  const format = target?.source.fileAttributes.format;
+  // JSON and XML pipelines load into the document database, which keeps records as they are.
+  return format === 'json' || format === 'xml' ? 'json' : 'csv';
+}
+
+function base(tap: TapConfig, mode: RunMode, dataType: string): RunResult {
+  return {
+    tap: tap.name,
+    description: tap.description,
+    status: 'success',
+    mode,
+    targetPipeline: tap.targetPipeline,
+    persisted: false,
+    pipelineTokens: [],
+    recordCount: 0,
+    dataType,
+    columns: null,
+    logs: '',
+    error: null,
+  };
+}

@@ -1,0 +1,103 @@
+/** Tap configuration as stored (spec "Tap configuration"), every default filled in. */
+export const TAP_TYPES = ['structured', 'document'] as const;
+export type TapType = (typeof TAP_TYPES)[number];
+
+export interface TapConfig {
+  name: string;
+  description: string;
+  /** `tap-scripts/<name>_<suffix>.py` in the environment's taps bucket; null: never generated. */
+  scriptPath: string | null;
+  /** Empty: the tap feeds nothing (runs report `no_target_pipeline`). */
+  targetPipeline: string;
+  packages: string[];
+  secretName: string | null;
+  cronExpression: string | null;
+  enabled: boolean;
+  tapType: TapType;
+  catalog: string | null;
+}
+
+/** GET /tap: the configuration plus the script body (spec rules for `script` / `scriptMissing`). */
+export type TapWithScript = TapConfig & { script: string | null; scriptMissing?: true };
+
+export type RunMode = 'run' | 'test';
+export type RunTrigger = 'manual' | 'schedule';
+export type PersistedReason = 'test_mode' | 'run_error' | 'no_records' | 'no_target_pipeline' | 'debounced';
+
+/** A document record as scripts return it, with what Tapyard adds in test output. */
+export interface DocumentRecord {
+  uri: string;
+  filename: string;
+  content: string;
+  content_hash: string;
+  metadata: Record<string, unknown>;
+}
+
+/** Spec "Test result". */
+export interface TestResult {
+  records: unknown[];
+  recordCount: number;
+  recordsTruncated: boolean;
+  dataType: string;
+  columns: string[] | null;
+  logs: string;
+  error: string | null;
+  aiExplanation: string | null;
+  durationMs: number;
+}
+
+/** Spec "Run result". */
+export interface RunResult {
+  tap: string;
+  description: string;
+  status: 'success' | 'error' | 'skipped';
+  mode: RunMode;
+  targetPipeline: string;
+  persisted: boolean;
+  persistedReason?: PersistedReason;
+  publisherToken?: string;
+  pipelineTokens: string[];
+  recordCount: number;
+  dataType: string;
+  columns: string[] | null;
+  logs: string;
+  error: string | null;
+  records?: unknown[];
+  recordsTruncated?: boolean;
+  runId?: string;
+  durationMs?: number;
+}
+
+/** Addendum: run history entry. */
+export interface RunLogEntry {
+  runId: string;
+  tap: string;
+  mode: RunMode;
+  trigger: RunTrigger;
+  status: 'running' | 'success' | 'error' | 'skipped';
+  startedAt: string;
+  finishedAt: string | null;
+  durationMs: number | null;
+  recordCount: number;
+  persisted: boolean;
+  persistedReason: PersistedReason | null;
+  publisherToken: string | null;
+  error: string | null;
+}
+
+/** Addendum: document ledger entry. */
+export interface LedgerEntry {
+  uri: string;
+  filename: string;
+  contentHash: string;
+  stagedPath: string;
+  pipelineToken: string;
+  processedAt: string;
+}
+
+/** Runs kept per tap (spec Limits). */
+export const RUN_HISTORY_LIMIT = 50;
+/** Rows returned by a test-mode run (spec Limits). */
+export const SAMPLE_ROWS = 20;
+/** A second `run` of a tap within this window is skipped (spec Limits). */
+export const DEBOUNCE_MS = 5000;

@@ -1,0 +1,16 @@
+import { Module } from '@nestjs/common';
+import { IngestionModule } from '@tapyard/ingestion';
+import { QueueModule } from '@tapyard/queue';
+import { SecretsModule } from '@tapyard/secrets';
+import { TapProcesses } from './tap-processes';
+import { TapRunner } from './tap-runner.service';
+import { TapsRepository } from './taps.repository';
+import { TapsService } from './taps.service';
+import { LedgerService } from './ledger.service';
+
+@Module({
+  imports: [IngestionModule, QueueModule, SecretsModule],
+  providers: [TapsRepository, TapsService, TapRunner, TapProcesses, LedgerService],
+  exports: [TapsService, TapRunner, TapsRepository, LedgerService],
+})
+export class TapsModule {}

@@ -1,0 +1,178 @@
+import { Injectable } from '@nestjs/common';
+import { randomBytes } from 'node:crypto';
+import { NotFoundError, ValidationError } from '@tapyard/core';
+import { ObjectNotFoundError, ObjectStore } from '@tapyard/objectstore';
+import { PipelineDefinition, PipelinesService } from '@tapyard/pipelines';
+import { parseQuartz } from '@tapyard/schedules';
+import { MAX_SCRIPT_BYTES, TapConfigDto } from './dto/tap-config.dto';
+import { TapConfig, TapWithScript } from './tap.types';
+import { TapsRepository } from './taps.repository';
+import { TapProcesses } from './tap-processes';
+
+export class TapNotFoundError extends NotFoundError {
+  constructor(name: string) {
+    super(`tap '${name}' does not exist`);
+  }
+}
+
+export const SCRIPT_PREFIX = 'tap-scripts/';
+
+/** Object key of a new script version: `tap-scripts/<name>_<suffix>.py`, the suffix free of `_`. */
+function newScriptKey(name: string): string {
+  const stamp = new Date().toISOString().replace(/[-:.]/g, '').replace('Z', '');
+  return `${SCRIPT_PREFIX}${name}_${stamp}-${randomBytes(3).toString('hex')}.py`;
+}
+
+/** Whether a key is one of this tap's script versions (tap `a` must not match tap `a_b`'s keys). */
+export function isScriptOf(name: string, key: string): boolean {
+  if (!key.startsWith(`${SCRIPT_PREFIX}${name}_`)) return false;
+  return /^[A-Za-z0-9-]+\.py$/.test(key.slice(SCRIPT_PREFIX.length + name.length + 1));
+}
+
+/**
+ * Spec rule 1: a document tap may only feed a pipeline that accepts documents. Returns the violation,
+ * or null.
+ */
+export function documentViolation(pipeline: string, def: PipelineDefinition | null): string | null {
+  if (!def) return `document tap's target pipeline '${pipeline}' does not exist`;
+  const problems: string[] = [];
+  if (!def.source.fileAttributes.unstructuredAttributes)
+    problems.push('source.fileAttributes.unstructuredAttributes is null');
+  if (!def.destination.vectorStore)
+    problems.push('it has no vector-store destination (qdrant, pgvector, weaviate, milvus or chroma)');
+  return problems.length === 0
+    ? null
+    : `pipeline '${pipeline}' cannot take a document tap: ${problems.join(' and ')}`;
+}
+
+/** The next fire time (UTC) after `after`; throws InvalidCronError (400) naming what is wrong. */
+export function nextFire(expression: string, after: Date): Date | null {
+  return parseQuartz(expression, 'UTC').next(after);
+}
+
+/** Tap configurations and their script versions in the environment's taps bucket. */
+@Injectable()
+export class TapsService {
+  constructor(
+    private readonly repo: TapsRepository,
+    private readonly store: ObjectStore,
+    private readonly pipelines: PipelinesService,
+    private readonly processes: TapProcesses,
+  ) {}
+
+  list(environment: string): Promise<TapConfig[]> {
+    return this.repo.list(environment);
+  }
+
+  async get(environment: string, name: string): Promise<TapConfig> {
+    const tap = await this.repo.find(environment, name);
+    if (!tap) throw new TapNotFoundError(name);
+    return tap;
+  }
+
+  async getWithScript(environment: string, name: string): Promise<TapWithScript> {
+    const tap = await this.get(environment, name);
+    if (tap.scriptPath === null) return { ...tap, script: null };
+    const script = await this.readScript(environment, tap.scriptPath);
+    return script === null ? { ...tap, script: null, scriptMissing: true } : { ...tap, script };
+  }
+
+  /** The script body, or null when the object is absent. */
+  async readScript(environment: string, scriptPath: string): Promise<string | null> {
+    const bucket = await this.store.bucket(environment, 'taps');
+    try {
+      return await this.store.readText(bucket, scriptPath, MAX_SCRIPT_BYTES * 4);
+    } catch (err) {
+      if (err instanceof ObjectNotFoundError) return null;
+      throw err;
+    }
+  }
+
+  /** Create or update. Fields the body leaves out keep their stored values. */
+  async save(environment: string, dto: TapConfigDto): Promise<TapConfig> {
+    const current = await this.repo.find(environment, dto.name);
+    const tap = this.merge(current, dto);
+    if (current && current.tapType !== tap.tapType) {
+      throw new ValidationError(
+        `tapType cannot change once set: tap '${tap.name}' is ${current.tapType}, not ${tap.tapType}`,
+        [{ field: 'tapType', problem: `is ${current.tapType} and cannot change` }],
+      );
+    }
+    if (tap.scriptPath !== null && dto.script === undefined && !isScriptOf(tap.name, tap.scriptPath)) {
+      throw new ValidationError(
+        `scriptPath must be one of this tap's scripts, shaped ${SCRIPT_PREFIX}${tap.name}_<suffix>.py`,
+        [{ field: 'scriptPath', problem: 'is not a script of this tap' }],
+      );
+    }
+    this.processes.checkPackages(tap.packages);
+    let next: Date | null = null;
+    if (tap.cronExpression !== null) {
+      next = nextFire(tap.cronExpression, new Date());
+      if (next === null) {
+        throw new ValidationError(
+          `cron expression '${tap.cronExpression}' never fires again (its years are past)`,
+          [{ field: 'cronExpression', problem: 'has no future fire time' }],
+        );
+      }
+    }
+    await this.assertCompatible(environment, tap);
+
+    if (dto.script !== undefined) {
+      const key = newScriptKey(tap.name);
+      await this.store.put(
+        await this.store.bucket(environment, 'taps'),
+        key,
+        Buffer.from(dto.script, 'utf8'),
+        'text/x-python; charset=utf-8',
+      );
+      tap.scriptPath = key;
+    }
+    const scheduleChanged =
+      !current || current.cronExpression !== tap.cronExpression || current.enabled !== tap.enabled;
+    await this.repo.upsert(environment, tap, scheduleChanged ? (tap.enabled ? next : null) : undefined);
+    return tap;
+  }
+
+  /** Spec rule 1, applied on save and again when the tap runs. */
+  async assertCompatible(
+    environment: string,
+    tap: Pick<TapConfig, 'tapType' | 'targetPipeline'>,
+  ): Promise<void> {
+    if (tap.tapType !== 'document' || !tap.targetPipeline) return;
+    const found = await this.pipelines.get(environment, tap.targetPipeline).catch(() => null);
+    const violation = documentViolation(tap.targetPipeline, found?.definition ?? null);
+    if (violation) throw new ValidationError(violation, [{ field: 'targetPipeline', problem: violation }]);
+  }
+
+  /** Deletes the configuration, its run history and every script version; returns the config. */
+  async delete(environment: string, name: string): Promise<TapConfig> {
+    const tap = await this.get(environment, name);
+    const bucket = await this.store.bucket(environment, 'taps');
+    for (const o of await this.store.list(bucket, `${SCRIPT_PREFIX}${name}_`)) {
+      if (isScriptOf(name, o.key)) await this.store.remove(bucket, o.key);
+    }
+    await this.repo.delete(environment, name);
+    return tap;
+  }
+
+  /** A configuration with defaults, for saving (over the stored one) or for a one-off test. */
+  merge(current: TapConfig | null, dto: Partial<TapConfigDto>): TapConfig {
+    const pick = <K extends keyof TapConfig>(k: K, fallback: TapConfig[K]): TapConfig[K] => {
+      const v = (dto as Partial<Record<keyof TapConfig, unknown>>)[k];
+      return v === undefined ? (current?.[k] ?? fallback) : (v as TapConfig[K]);
+    };
+    const text = (v: string | null): string | null => (v && v.trim() ? v.trim() : null);
+    return {
+      name: dto.name ?? current?.name ?? 'unsaved',
+      description: pick('description', ''),
+      scriptPath: text(pick('scriptPath', null)),
+      targetPipeline: (pick('targetPipeline', '') ?? '').trim(),
+      packages: pick('packages', []).map((p) => p.trim()),
+      secretName: text(pick('secretName', null)),
+      cronExpression: text(pick('cronExpression', null)),
+      enabled: pick('enabled', false),
+      tapType: pick('tapType', 'structured'),
+      catalog: text(pick('catalog', null)),
+    };
+  }
+}

@@ -1,0 +1,134 @@
+import { Pool } from 'pg';
+import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
+import { TEST_DATABASE_URL, TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
+
+interface Run {
+  trigger: string;
+  startedAt: string;
+  status: string;
+  publisherToken: string | null;
+  persisted: boolean;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Quartz schedules fired by workers: one run per fire time, misfires, changes without restart. */
+describe('tap schedules (two workers, real Postgres)', () => {
+  const env = uniqueEnvironment('tapcron');
+  let api: TestApi;
+  let workers: TestWorker[] = [];
+  let pg: Pool;
+  const flags = { TAPYARD_ENV: env, ...TEST_OBJECT_STORE, TAP_SCHEDULER_MS: '100', TAP_CONCURRENCY: '4' };
+
+  const runs = async (name: string): Promise<Run[]> =>
+    (await api.http.get('/api/v1/tap/runs').query({ name }).expect(200)).body as Run[];
+  const nextFireAt = async (name: string): Promise<Date | null> =>
+    (
+      await pg.query(`SELECT next_fire_at FROM tapyard.taps WHERE environment = $1 AND name = $2`, [
+        env,
+        name,
+      ])
+    ).rows[0]?.next_fire_at ?? null;
+
+  beforeAll(async () => {
+    api = await startApi(flags);
+    pg = new Pool({ connectionString: TEST_DATABASE_URL, max: 2 });
+    await api.http
+      .post('/api/v1/pipeline')
+      .send({
+        name: 'ticks',
+        source: {
+          fileAttributes: { format: 'csv' },
+          schemaProperties: { fields: [{ name: 'n', type: 'int' }] },
+        },
+        destination: { database: { schema: 'public', table: `ticks_${env.replace(/[^a-z0-9]/g, '_')}` } },
+      })
+      .expect(200);
+  }, 60000);
+  afterAll(async () => {
+    await Promise.all(workers.map((w) => w.close()));
+    await pg.query(`DROP TABLE IF EXISTS public."ticks_${env.replace(/[^a-z0-9]/g, '_')}"`);
+    await pg.end();
+    await api.close();
+  });
+
+  it('fires each fire time exactly once with two workers, as trigger schedule with a publisher token', async () => {
+    workers = [await startWorker(flags), await startWorker(flags)];
+    await api.http
+      .post('/api/v1/tap')
+      .send({
+        name: 'every2s',
+        script: 'def fetch():\n    return [{"n": 1}]\n',
+        targetPipeline: 'ticks',
+        cronExpression: '0/2 * * * * ?',
+        enabled: true,
+      })
+      .expect(200);
+    await sleep(9000);
+    await api.http.post('/api/v1/tap').send({ name: 'every2s', enabled: false }).expect(200);
+    expect(await nextFireAt('every2s')).toBeNull();
+    await sleep(1500); // a run claimed just before disabling may still be finishing
+    const fired = (await runs('every2s')).filter((r) => r.trigger === 'schedule');
+    // 9 s at one fire per 2 s: 4 or 5 fire times, each run once (a duplicate would double the count).
+    expect(fired.length).toBeGreaterThanOrEqual(3);
+    expect(fired.length).toBeLessThanOrEqual(5);
+    const starts = fired.map((r) => Date.parse(r.startedAt)).sort((a, b) => a - b);
+    for (let i = 1; i < starts.length; i++) expect(starts[i] - starts[i - 1]).toBeGreaterThan(1000);
+    for (const r of fired) {
+      expect(r.status).toBe('success');
+      expect(r.persisted).toBe(true);
+      expect(r.publisherToken).toMatch(/^[0-9a-f-]{36}$/);
+    }
+    // Disabled: nothing more fires.
+    const count = (await runs('every2s')).length;
+    await sleep(3000);
+    expect((await runs('every2s')).length).toBe(count);
+  }, 60000);
+
+  it('takes a schedule change without restart', async () => {
+    await api.http
+      .post('/api/v1/tap')
+      .send({
+        name: 'changing',
+        script: 'def fetch():\n    return []\n',
+        cronExpression: '0 0 0 1 1 ? 2099',
+        enabled: true,
+      })
+      .expect(200);
+    expect((await nextFireAt('changing'))?.toISOString()).toBe('2099-01-01T00:00:00.000Z');
+    await sleep(2500);
+    expect(await runs('changing')).toEqual([]);
+    await api.http.post('/api/v1/tap').send({ name: 'changing', cronExpression: '* * * * * ?' }).expect(200);
+    await sleep(3500);
+    await api.http.post('/api/v1/tap').send({ name: 'changing', enabled: false }).expect(200);
+    expect((await runs('changing')).length).toBeGreaterThanOrEqual(2);
+  }, 30000);
+
+  it('after downtime runs one catch-up, not a burst, then resumes the schedule', async () => {
+    await Promise.all(workers.map((w) => w.close()));
+    workers = [];
+    await api.http
+      .post('/api/v1/tap')
+      .send({
+        name: 'minutely',
+        script: 'def fetch():\n    return []\n',
+        cronExpression: '0 * * * * ?',
+        enabled: true,
+      })
+      .expect(200);
+    // Five fire times were missed while no worker ran.
+    await pg.query(
+      `UPDATE tapyard.taps SET next_fire_at = now() - interval '5 minutes' WHERE environment = $1 AND name = $2`,
+      [env, 'minutely'],
+    );
+    workers = [await startWorker(flags), await startWorker(flags)];
+    await sleep(3000);
+    const fired = await runs('minutely');
+    expect(fired).toHaveLength(1);
+    expect(fired[0].trigger).toBe('schedule');
+    const next = await nextFireAt('minutely');
+    expect(next!.getTime()).toBeGreaterThan(Date.now());
+    expect(next!.getUTCSeconds()).toBe(0);
+    await api.http.post('/api/v1/tap').send({ name: 'minutely', enabled: false }).expect(200);
+  }, 30000);
+});
