@@ -7,9 +7,8 @@
  * MongoDB vs a bulk insert with the same driver), BENCH_MONGODB_URI, BENCH_OBJECT_STORE_* (for the zipped
  * CSV through FileNotifier vs the uncompressed upload).
  */
-import { ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { createReadStream, createWriteStream, readFileSync, statSync } from 'node:fs';
-import { request } from 'node:http';
+import { execFileSync } from 'node:child_process';
+import { createReadStream, createWriteStream, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,9 +16,8 @@ import { Client } from 'pg';
 import { mongo } from 'mongoose';
 import { randomUUID } from 'node:crypto';
 import { createInterface } from 'node:readline';
+import { COLUMNS, sleep, startApp, uploadFile, waitForRollup, waitHttp, writeCsv } from './support';
 
-// Compiled to dist/bench/bench/: the repository root is three levels up.
-const ROOT = join(__dirname, '..', '..', '..');
 const DB_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/tapyard_test';
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
 const SCALE = Number(process.env.BENCH_SCALE_CHECK ?? 4);
@@ -29,61 +27,6 @@ const POLL_SECONDS = Number(process.env.BENCH_POLL_SECONDS ?? 5);
 const PORT = 18000 + Math.floor(Math.random() * 1000);
 const BASE = `http://127.0.0.1:${PORT}/api/v1`;
 const ENV = `bench-${Date.now().toString(36)}`;
-const COLUMNS: [string, string, string][] = [
-  ['id', 'bigint', 'bigint'],
-  ['customer', 'string', 'text'],
-  ['zip', 'string', 'text'],
-  ['amount', 'double', 'double precision'],
-  ['qty', 'int', 'integer'],
-  ['sold_on', 'date', 'date'],
-  ['sold_at', 'timestamp', 'timestamptz'],
-  ['paid', 'boolean', 'boolean'],
-  ['note', 'string', 'text'],
-];
-
-async function writeCsv(path: string, rows: number): Promise<number> {
-  const out = createWriteStream(path);
-  out.write(COLUMNS.map((c) => c[0]).join(',') + '\n');
-  let buf = '';
-  for (let i = 1; i <= rows; i++) {
-    const d = 1 + (i % 28);
-    buf +=
-      `${i},customer-${i % 50000},${String(i % 99999).padStart(5, '0')},${(i * 1.37).toFixed(2)},${i % 1000},` +
-      `2026-03-${String(d).padStart(2, '0')},2026-03-${String(d).padStart(2, '0')}T12:${String(i % 60).padStart(2, '0')}:00Z,` +
-      `${i % 2 === 0},"note ${i}, with a comma"\n`;
-    if (buf.length > 1 << 20) {
-      if (!out.write(buf)) await new Promise<void>((r) => out.once('drain', () => r()));
-      buf = '';
-    }
-  }
-  out.end(buf);
-  await new Promise<void>((r) => out.once('finish', () => r()));
-  return statSync(path).size;
-}
-
-function startApp(app: 'api' | 'worker', env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, [join(ROOT, 'dist', 'apps', app, 'src', 'main.js')], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-}
-
-async function waitHttp(url: string): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    try {
-      if ((await fetch(url)).ok) return;
-    } catch {
-      /* not yet */
-    }
-    await sleep(100);
-  }
-  throw new Error(`${url} did not answer`);
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
-
 /** Peak resident set of a process (VmHWM), in MB. */
 function peakRssMb(pid: number): number {
   const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -99,72 +42,11 @@ async function ingest(
   const started = process.hrtime.bigint();
   // Archives answer with an empty body: follow them by publisher token instead.
   const publisher = `bench-${randomUUID()}`;
-  const answer = await uploadFile(file, pipeline, filename, publisher);
+  const answer = await uploadFile(BASE, file, pipeline, filename, publisher);
   const token = answer || publisher;
   const query = answer ? `pipelinetoken=${answer}` : `publishertoken=${publisher}`;
-  for (;;) {
-    const reply = await fetch(`${BASE}/pipeline/status?${query}&withrollup=true`);
-    if (reply.status === 404) {
-      await sleep(50);
-      continue;
-    }
-    const res = (await reply.json()) as {
-      rollup: { allDone: boolean; status: string; jobs: { lastError: unknown }[] };
-    };
-    if (res.rollup.allDone && res.rollup.jobs.length >= jobs) {
-      if (res.rollup.status !== 'success')
-        throw new Error(`bench load ended ${res.rollup.status}: ${JSON.stringify(res.rollup.jobs)}`);
-      break;
-    }
-    await sleep(50);
-  }
+  await waitForRollup(BASE, query, jobs);
   return { seconds: Number(process.hrtime.bigint() - started) / 1e9, token };
-}
-
-/** Streams a multipart upload from disk (the file never sits in this process's memory). */
-function uploadFile(
-  file: string,
-  pipeline: string,
-  filename = 'bench.csv',
-  publisher?: string,
-): Promise<string> {
-  const boundary = `----tapyard${Date.now()}`;
-  const head = Buffer.from(
-    `--${boundary}\r\nContent-Disposition: form-data; name="pipeline"\r\n\r\n${pipeline}\r\n` +
-      (publisher
-        ? `--${boundary}\r\nContent-Disposition: form-data; name="publishertoken"\r\n\r\n${publisher}\r\n`
-        : '') +
-      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${filename}"\r\n` +
-      'Content-Type: application/octet-stream\r\n\r\n',
-  );
-  const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
-  return new Promise((resolve, reject) => {
-    const req = request(
-      `${BASE}/pipeline/upload`,
-      {
-        method: 'POST',
-        headers: {
-          'content-type': `multipart/form-data; boundary=${boundary}`,
-          'content-length': head.length + statSync(file).size + tail.length,
-        },
-      },
-      (res) => {
-        let body = '';
-        res.on('data', (d: Buffer) => (body += d.toString()));
-        res.on('end', () =>
-          res.statusCode === 200
-            ? resolve(body.trim())
-            : reject(new Error(`upload: ${res.statusCode} ${body}`)),
-        );
-      },
-    );
-    req.on('error', reject);
-    req.write(head);
-    const input = createReadStream(file);
-    input.on('error', reject);
-    input.on('end', () => req.end(tail));
-    input.pipe(req, { end: false });
-  });
 }
 
 /** Rules of the data-quality overhead run: one of each kind that costs per row. */

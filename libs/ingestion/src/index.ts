@@ -8,3 +8,4 @@ export * from './readers/xml-reader';
 export * from './schema-discovery.service';
 export * from './file-notifier';
 export * from './spool';
+export * from './readers/tail-file';

@@ -23,6 +23,7 @@ import { readCsv } from './readers/csv-reader';
 import { readJson } from './readers/json-reader';
 import { readXml } from './readers/xml-reader';
 import { readTapRecords } from './readers/tap-records';
+import { StreamEndedError, tailFile } from './readers/tail-file';
 import { RowPlan } from './row-plan';
 import { Spool } from './spool';
 
@@ -134,7 +135,10 @@ export class IngestionRunner {
       );
 
       stage = 'DataQuality';
-      const batches = this.read(def, this.spool.open(p.spoolPath), p.records);
+      const input = p.records?.stream
+        ? Readable.from(tailFile(p.spoolPath, p.records.stream.staleMs))
+        : this.spool.open(p.spoolPath);
+      const batches = this.read(def, input, p.records);
       const first = await batches.next();
       const firstBatch: RecordBatch = first.done ? { rows: [], lines: [], errors: [] } : first.value;
       const { plan, definition } = await this.plan(p, def, firstBatch);
@@ -184,12 +188,18 @@ export class IngestionRunner {
         );
       };
       let readFailure: StageError | null = null;
+      // Set inside the reader below; a holder, since TypeScript does not track closures' writes.
+      const ended: { superseded: StreamEndedError | null } = { superseded: null };
       const chunks = async function* (this: IngestionRunner): AsyncGenerator<string> {
         try {
           yield convert(firstBatch, plan, counts, rejects, await checked(firstBatch, validate));
           for await (const batch of { [Symbol.asyncIterator]: () => batches })
             yield convert(batch, plan, counts, rejects, await checked(batch, validate));
         } catch (err) {
+          if (err instanceof StreamEndedError && err.superseded) {
+            ended.superseded = err;
+            throw err;
+          }
           // Read errors end the load; the transaction rolls back and the job reports the reason.
           readFailure = new StageError(
             'DataQuality',
@@ -205,6 +215,7 @@ export class IngestionRunner {
       try {
         result = await destination.load(target, chunks, () => readRejects(rejectsPath), progress);
       } catch (err) {
+        if (ended.superseded) throw ended.superseded;
         throw readFailure ?? destinationError(destination.processName, err);
       } finally {
         await rm(rejectsPath, { force: true });
@@ -245,6 +256,12 @@ export class IngestionRunner {
       );
       await this.spool.remove(p.spoolPath);
     } catch (err) {
+      if (err instanceof StreamEndedError && err.superseded) {
+        // Not a failure: the tap run moved its records to another job before this one committed.
+        await this.status.record(job, 'JobRunner', 'end', `nothing loaded here: ${err.message}`, 'success');
+        await this.spool.remove(p.spoolPath).catch(() => undefined);
+        return;
+      }
       const processName = err instanceof StageError ? err.processName : stage;
       const message = errorMessage(err);
       if (err instanceof StageError && err.retryable && attempt.made + 1 < attempt.max) {

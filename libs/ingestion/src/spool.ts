@@ -34,8 +34,10 @@ export class Spool {
     return createReadStream(this.checked(path), { highWaterMark: 1 << 20 });
   }
 
+  /** Removes a spool file and the stream state a tap run may have left beside it. */
   async remove(path: string): Promise<void> {
     await rm(this.checked(path), { force: true });
+    await rm(`${this.checked(path)}.state`, { force: true });
   }
 
   private checked(path: string): string {

@@ -65,7 +65,15 @@ export interface IngestPayload {
    * Set by tap runs: the spool holds JSON lines, one object per record. CSV pipelines read record key
    * `keys[i]` as column `columns[i]` (its normalised name); other pipelines load the objects as they are.
    */
-  records?: { keys: string[]; columns: string[] };
+  records?: {
+    keys: string[];
+    columns: string[];
+    /**
+     * The run is still writing the spool: the job reads it as it grows, until the run leaves a
+     * state file (see tailFile). `staleMs`: how long without growth means the run is gone.
+     */
+    stream?: { staleMs: number };
+  };
 }
 
 /**

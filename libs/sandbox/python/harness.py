@@ -9,10 +9,14 @@ after privileges are dropped and the limits are set.
 
 Protocol on file descriptor 3 (ASCII, one item per line, each ending in "\\n"):
   * a record: its JSON text. json.dumps escapes newlines and never starts a text with "!".
+  * with --rows 1 (structured taps), a keys line: "#" followed by a JSON array of the record keys
+    seen for the first time, written before the first record that has them. JSON text never
+    starts with "#" either. Every record must then be a dict (else error kind not_row).
   * a control line: "!" followed by one JSON object. Exactly one is written, always last:
         !{"type":"done","records":N}
         !{"type":"error","kind":K,"message":M, ...details}
-    K is one of no_fetch, syntax, import, fetch_raised, not_iterable, not_json, memory, internal.
+    K is one of no_fetch, syntax, import, fetch_raised, not_iterable, not_json, not_row, memory,
+    internal.
 stdout and stderr belong to the script (its logs); the harness never writes there.
 Messages name the script by its file name only, never by a platform path.
 """
@@ -203,6 +207,13 @@ class NotJson(Exception):
         self.cause = cause
 
 
+class NotRow(Exception):
+    def __init__(self, index, record):
+        super().__init__()
+        self.index = index
+        self.record = record
+
+
 def make_encoder(json):
     """JSONEncoder.encode builds a fresh C encoder per call; reusing one is twice as fast.
 
@@ -218,13 +229,17 @@ def make_encoder(json):
     return lambda value: join(encoder(value, 0))
 
 
-def stream(records, out):
+def stream(records, out, rows=False):
     """The hot path: encode with one reused encoder, write in large batches."""
     import json
     from time import monotonic
 
     encode = make_encoder(json)
+    seen = set()
+    last_keys = None
     write = out.write
+    # Each batch goes out at once: the platform may be loading records while the script runs.
+    push = out.flush
     batch = []
     append = batch.append
     count = 0
@@ -234,13 +249,33 @@ def stream(records, out):
         batch.append("")
         try:
             write("\n".join(batch).encode())
+            push()
         except OSError:
             # Only the channel's own failures; a BrokenPipeError the script raises is its error.
             raise ChannelClosed() from None
         batch.clear()
 
+    def announce(keys):
+        # Rare (a key's first appearance), so it may be slow: the key as JSON writes it ("1" for 1).
+        fresh = [k for k in keys if k not in seen]
+        if not fresh:
+            return
+        seen.update(fresh)
+        names = [next(iter(json.loads(encode({k: None})))) for k in fresh]
+        flush()
+        batch.append("#" + json.dumps(names, separators=(",", ":")))
+
     try:
         for record in records:
+            if rows:
+                if type(record) is not dict:
+                    if not isinstance(record, dict):
+                        raise NotRow(count, record)
+                keys = record.keys()
+                # Comparing key views is set equality in C: cheap when rows share their keys.
+                if keys != last_keys:
+                    announce(keys)
+                    last_keys = keys
             try:
                 line = encode(record)
             except (TypeError, ValueError, RecursionError) as exc:
@@ -311,7 +346,15 @@ def run(script_path, out):
         # fetch() forked and this is the child: only the original process streams.
         os._exit(0)
     try:
-        return stream(records, out)
+        return stream(records, out, rows=LIMITS.get("rows") == 1)
+    except NotRow as exc:
+        kind = "null" if exc.record is None else type(exc.record).__name__
+        raise Failure(
+            "not_row",
+            "record %d is %s; a structured tap yields objects (dicts), one per row"
+            % (exc.index, kind if kind == "null" else article(kind) + " " + kind),
+            record=exc.index,
+        ) from None
     except NotJson as exc:
         if isinstance(exc.cause, RecursionError):
             detail = "it is nested too deeply"
@@ -329,6 +372,14 @@ def run(script_path, out):
 def main():
     opts, script_path = parse_args(sys.argv[1:])
     LIMITS.update(opts)
+    try:
+        # A larger pipe lets the script run ahead while the platform handles the previous batch,
+        # instead of waiting for every 64 KiB to be read (1 MiB is the default unprivileged maximum).
+        import fcntl
+
+        fcntl.fcntl(OUT_FD, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
+    except OSError:
+        pass
     try:
         out = open(OUT_FD, "wb", buffering=1 << 16)
     except OSError:

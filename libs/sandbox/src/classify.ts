@@ -13,6 +13,7 @@ const PASSTHROUGH: ReadonlySet<string> = new Set<SandboxErrorKind>([
   'fetch_raised',
   'not_iterable',
   'not_json',
+  'not_row',
 ]);
 
 /** The harness's own report, with secrets masked in everything the script could influence. */

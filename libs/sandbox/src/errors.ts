@@ -9,6 +9,7 @@ export type SandboxErrorKind =
   | 'fetch_raised'
   | 'not_iterable'
   | 'not_json'
+  | 'not_row'
   | 'memory_limit'
   | 'timeout'
   | 'cpu_limit'

@@ -6,7 +6,7 @@ export { maskSecrets, SECRET_MASK } from './masking';
 export { normalizePackageSpec, normalizePackageSpecs } from './package-specs';
 export { PythonSandbox } from './sandbox';
 export type { BwrapMode, PythonSandboxOptions, RunRequest } from './sandbox';
-export type { IsolationMode, RecordsCallback, RunHandle, RunOutcome } from './run-handle';
+export type { IsolationMode, RecordChunk, RecordsCallback, RunHandle, RunOutcome } from './run-handle';
 export { writeScript } from './script-file';
 export type { ScriptFile, WriteScriptOptions } from './script-file';
 export { VenvCache } from './venvs';

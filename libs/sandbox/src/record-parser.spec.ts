@@ -12,6 +12,16 @@ describe('RecordParser', () => {
     expect(parser.control).toBeNull();
   });
 
+  it('keeps the text of the records of each push, without the control line', () => {
+    const parser = new RecordParser(1024);
+    expect(parser.push(Buffer.from('{"a":1}\n{"b'))).toEqual([{ a: 1 }]);
+    expect(parser.lastText).toBe('{"a":1}');
+    expect(parser.push(Buffer.from('":2}\n[3]\n!{"type":"done","records":3}\n'))).toEqual([{ b: 2 }, [3]]);
+    expect(parser.lastText).toBe('{"b":2}\n[3]');
+    expect(parser.push(Buffer.from('4\n'))).toEqual([]);
+    expect(parser.lastText).toBe('');
+  });
+
   it('stops at the control line and ignores anything after it', () => {
     const parser = new RecordParser(1024);
     const records = feed(parser, '1\n2\n!{"type":"done","records":2}\n3\n', '4\n');

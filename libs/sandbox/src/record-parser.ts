@@ -1,6 +1,7 @@
 /**
  * Parses the harness's record channel (file descriptor 3). Framing, one item per line:
- *  - a record: JSON text (the harness escapes newlines; JSON text never starts with "!");
+ *  - a record: JSON text (the harness escapes newlines; JSON text never starts with "!" or "#");
+ *  - rows mode: "#" + JSON array of keys seen for the first time, before the record that has them;
  *  - a control line: "!" + JSON object, exactly one and last:
  *      {"type":"done","records":N} or {"type":"error","kind":K,"message":M,...details}.
  */
@@ -26,11 +27,31 @@ export class RecordParser {
   private pendingBytes = 0;
   private parsed = 0;
   private controlMessage: ControlMessage | null = null;
+  private text = '';
+  private lines = 0;
+  private fresh: string[] = [];
+  /** false: records are counted and passed on as text, never parsed (the caller stores them). */
+  parse = true;
 
   constructor(private readonly maxRecordBytes: number) {}
 
   get count(): number {
     return this.parsed;
+  }
+
+  /** The records of the last push() as the harness wrote them: JSON lines joined by "\n". */
+  get lastText(): string {
+    return this.text;
+  }
+
+  /** How many records the last push() brought (also when not parsing). */
+  get lastCount(): number {
+    return this.lines;
+  }
+
+  /** Keys lines (rows mode) of the last push(): keys seen for the first time, in order. */
+  get lastKeys(): string[] {
+    return this.fresh;
   }
 
   /** Set once the control line has arrived; nothing after it is read. */
@@ -40,6 +61,9 @@ export class RecordParser {
 
   /** Parses every complete line in `chunk`; a trailing partial line waits for the next chunk. */
   push(chunk: Buffer): unknown[] {
+    this.text = '';
+    this.lines = 0;
+    this.fresh = [];
     if (this.controlMessage) return [];
     const last = chunk.lastIndexOf(NEWLINE);
     if (last < 0) {
@@ -76,11 +100,42 @@ export class RecordParser {
       this.controlMessage = parseControl(text.slice(controlAt + 1, end < 0 ? undefined : end));
       body = controlAt === 0 ? '' : text.slice(0, controlAt - 1);
     }
+    // Keys lines are rare (a key's first appearance): take them out before anything else.
+    if (body.startsWith('#') || body.includes('\n#')) body = this.takeKeys(body);
     if (!body) return [];
     if (body.length > this.maxRecordBytes) this.checkLineLengths(body);
+    this.text = body;
+    if (!this.parse) {
+      let n = 1;
+      for (let i = body.indexOf('\n'); i >= 0; i = body.indexOf('\n', i + 1)) n++;
+      this.lines = n;
+      this.parsed += n;
+      return [];
+    }
     const records = parseBatch(body);
     this.parsed += records.length;
+    this.lines = records.length;
     return records;
+  }
+
+  private takeKeys(body: string): string {
+    const kept: string[] = [];
+    for (const line of body.split('\n')) {
+      if (!line.startsWith('#')) {
+        kept.push(line);
+        continue;
+      }
+      let keys: unknown;
+      try {
+        keys = JSON.parse(line.slice(1));
+      } catch {
+        keys = null;
+      }
+      if (!Array.isArray(keys) || !keys.every((k) => typeof k === 'string'))
+        throw new RecordStreamError('malformed', 'the record channel carried a malformed keys line');
+      this.fresh.push(...(keys as string[]));
+    }
+    return kept.join('\n');
   }
 
   /** Only reached when a batch is larger than one record may be: find an oversized line. */

@@ -34,6 +34,17 @@ export interface RunOutcome {
 
 export type RecordsCallback = (batch: unknown[]) => void | Promise<void>;
 
+/** Records from one read of the channel. */
+export interface RecordChunk {
+  /** Parsed records; empty when the consumer asked for text only. */
+  records: unknown[];
+  /** Their JSON text as the harness wrote it: one record per line, joined by "\n". */
+  text: string;
+  count: number;
+  /** Rows mode: record keys seen for the first time in this chunk, in order of appearance. */
+  keys: string[];
+}
+
 /** After the script exits, how long its descendants may keep stdout/stderr open. */
 const LOG_DRAIN_GRACE_MS = 1000;
 
@@ -91,6 +102,15 @@ export class RunHandle implements AsyncIterable<unknown> {
 
   /** Records in the batches they arrived in: the cheapest way to consume many records. */
   async *batches(): AsyncGenerator<unknown[], void, undefined> {
+    for await (const chunk of this.chunks()) yield chunk.records;
+  }
+
+  /**
+   * Batches with their JSON text as the harness wrote it (one record per line, joined by "\n"),
+   * for consumers that store records: they can write the text instead of serialising again.
+   */
+  async *chunks(options: { parse?: boolean } = {}): AsyncGenerator<RecordChunk, void, undefined> {
+    this.parser.parse = options.parse ?? true;
     if (this.claimed) throw new Error('the records of a run can only be consumed once');
     this.claimed = true;
     await this.started;
@@ -100,8 +120,10 @@ export class RunHandle implements AsyncIterable<unknown> {
     let reachedEnd = false;
     try {
       for await (const chunk of stream as AsyncIterable<Buffer>) {
-        const batch = this.take(chunk);
-        if (batch.length) yield batch;
+        const records = this.take(chunk);
+        const p = this.parser;
+        if (p.lastCount > 0 || p.lastKeys.length > 0)
+          yield { records, text: p.lastText, count: p.lastCount, keys: p.lastKeys };
         if (this.parser.control || this.error) break;
       }
       reachedEnd = true;

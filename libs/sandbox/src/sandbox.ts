@@ -38,6 +38,11 @@ export interface RunRequest {
   secrets?: readonly string[];
   /** Consume records through this callback instead of iterating the handle. */
   onRecords?: RecordsCallback;
+  /**
+   * Structured rows: every record must be an object (else error kind not_row), and the harness
+   * reports each record key when it first appears (RecordChunk.keys).
+   */
+  rows?: boolean;
 }
 
 const NOBODY = 65534;
@@ -95,8 +100,9 @@ export class PythonSandbox {
         throw new SandboxError('spawn_failed', `the sandbox needs absolute paths (got "${path}")`);
     }
     const isolation = await this.isolation();
-    if (isolation === 'none') return this.launchDirect(request, harnessLimits(limits));
-    return this.launchBwrap(request, limits, harnessLimits(limits));
+    const args = [...harnessLimits(limits), ...(request.rows ? ['--rows', '1'] : [])];
+    if (isolation === 'none') return this.launchDirect(request, args);
+    return this.launchBwrap(request, limits, args);
   }
 
   /**

@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
-import { once } from 'node:events';
-import type { WriteStream } from 'node:fs';
 import { baseColumnName } from '@tapyard/profiling';
+import type { RecordChunk } from '@tapyard/sandbox';
 import { DocumentRecord, SAMPLE_ROWS } from './tap.types';
 
 /** A record the platform cannot take; the run stops and reports this message. */
@@ -80,8 +79,8 @@ export function asDocument(record: unknown, index: number): DocumentRecord {
 }
 
 export interface RecordSink {
-  /** Called once per record, in order; a rejection stops the run with its message. */
-  add(record: unknown, index: number): void | Promise<void>;
+  /** One batch as the script produced it, and the index of its first record. A rejection stops the run. */
+  add(chunk: RecordChunk, first: number): void | Promise<void>;
 }
 
 /** Test mode: the first SAMPLE_ROWS records (normalised for `csv`), the count and the columns. */
@@ -92,7 +91,11 @@ export class SampleSink implements RecordSink {
 
   constructor(private readonly dataType: 'csv' | 'json' | 'document') {}
 
-  add(record: unknown, index: number): void {
+  add(chunk: RecordChunk, first: number): void {
+    chunk.records.forEach((r, i) => this.one(r, first + i));
+  }
+
+  private one(record: unknown, index: number): void {
     this.count++;
     if (this.dataType === 'document') {
       const doc = asDocument(record, index);
@@ -112,36 +115,5 @@ export class SampleSink implements RecordSink {
   get columns(): string[] | null {
     if (this.dataType === 'document' || this.count === 0) return null;
     return this.dataType === 'csv' ? this.namer.columns : this.namer.keys;
-  }
-}
-
-/** Run mode, structured: every record as a JSON line in the spool, for one ingestion job. */
-export class SpoolSink implements RecordSink {
-  count = 0;
-  readonly namer = new ColumnNamer();
-  private pending = '';
-
-  constructor(private readonly out: WriteStream) {}
-
-  async add(record: unknown, index: number): Promise<void> {
-    const row = asRow(record, index);
-    this.namer.observe(row);
-    this.count++;
-    // Lines are gathered into ~256 KiB writes: one write per record would dominate the run.
-    this.pending += JSON.stringify(row) + '\n';
-    if (this.pending.length >= 1 << 18) await this.flush();
-  }
-
-  async flush(): Promise<void> {
-    if (this.pending.length === 0) return;
-    const ok = this.out.write(this.pending);
-    this.pending = '';
-    if (!ok) await once(this.out, 'drain');
-  }
-
-  async close(): Promise<void> {
-    await this.flush();
-    this.out.end();
-    await once(this.out, 'finish');
   }
 }

@@ -5,6 +5,7 @@ import {
   PackageInstallError,
   PackageSpecError,
   PythonSandbox,
+  RecordChunk,
   Venv,
   VenvCache,
   maskSecrets,
@@ -23,7 +24,7 @@ export interface ScriptOutcome {
 
 /** A started script: records to consume (the script waits while nobody reads), then the outcome. */
 export interface ScriptRun {
-  records: AsyncIterable<unknown>;
+  chunks: AsyncIterable<RecordChunk>;
   done: Promise<ScriptOutcome>;
   kill(): void;
 }
@@ -63,11 +64,13 @@ export class TapProcesses {
     }
   }
 
+  /** `rows`: structured records checked and keyed by the harness, passed on as text only. */
   async start(
     tap: TapConfig,
     script: string,
     env: Record<string, string>,
     secrets: string[],
+    rows = false,
   ): Promise<ScriptRun> {
     const started = Date.now();
     let venv: Venv;
@@ -92,15 +95,14 @@ export class TapProcesses {
       venvDir: venv.dir,
       env,
       secrets,
+      rows,
     });
     const done = handle.outcome.then(async (o) => {
       await file.remove().catch(() => undefined);
       return { logs: o.logs, error: o.error?.message ?? null, durationMs: Date.now() - started };
     });
     return {
-      records: (async function* () {
-        for await (const batch of handle.batches()) yield* batch;
-      })(),
+      chunks: handle.chunks({ parse: !rows }),
       done,
       kill: () => handle.kill(),
     };
@@ -119,7 +121,7 @@ export class TapProcesses {
 
 function finished(outcome: ScriptOutcome): ScriptRun {
   return {
-    records: (async function* () {})(),
+    chunks: (async function* (): AsyncGenerator<RecordChunk> {})(),
     done: Promise.resolve(outcome),
     kill: () => undefined,
   };

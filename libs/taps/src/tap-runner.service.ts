@@ -8,7 +8,8 @@ import { EnvironmentQueues, IngestJob, loadJobOptions } from '@tapyard/queue';
 import { SecretsService } from '@tapyard/secrets';
 import { JobRef, StatusService } from '@tapyard/status';
 import { Spool } from '@tapyard/ingestion';
-import { RecordShapeError, RecordSink, SampleSink, SpoolSink, asDocument } from './record-sinks';
+import { RecordShapeError, RecordSink, SampleSink, asDocument } from './record-sinks';
+import { RecordsLoad } from './records-load';
 import {
   DEBOUNCE_MS,
   PersistedReason,
@@ -172,69 +173,63 @@ export class TapRunner {
   private async persistRun(
     environment: string,
     tap: TapConfig,
-    script: string,
+    script_: string,
     target: PipelineDefinition | null,
   ): Promise<RunResult> {
     const dataType = dataTypeOf(tap, target);
     const env = await this.scriptEnvironment(environment, tap, 0);
-    if (tap.tapType === 'document') return this.documentRun(environment, tap, script, target, env);
+    if (tap.tapType === 'document') return this.documentRun(environment, tap, script_, target, env);
 
-    const publisherToken = randomUUID();
-    const pipelineToken = randomUUID();
-    const file = await this.spool.create(environment, pipelineToken);
-    const sink = new SpoolSink(file.stream);
-    let keep = false;
-    try {
-      const { outcome, shapeError } = await this.execute(tap, script, env, sink);
-      await sink.close();
+    if (!target) {
+      // The records go nowhere: count them, keep nothing.
+      const counted = new SampleSink(dataType);
+      const { outcome, shapeError } = await this.execute(tap, script_, env, counted);
       const error = shapeError ?? outcome.error;
-      const result: RunResult = {
+      return {
         ...base(tap, 'run', dataType),
         status: error ? 'error' : 'success',
-        recordCount: sink.count,
-        columns: sink.count > 0 ? (dataType === 'csv' ? sink.namer.columns : sink.namer.keys) : null,
+        persistedReason: error ? 'run_error' : 'no_target_pipeline',
+        recordCount: counted.count,
+        columns: counted.columns,
         logs: outcome.logs,
         error,
       };
-      // A failed script loads nothing: half of a source is worse than none, and the next run has it all.
-      if (error) return { ...result, persistedReason: 'run_error' };
-      if (!target) return { ...result, persistedReason: 'no_target_pipeline' };
-      if (sink.count === 0) return { ...result, persistedReason: 'no_records' };
-
-      const job: JobRef = {
-        environment,
-        pipeline: tap.targetPipeline,
-        pipelineToken,
-        publisherToken,
-        filename: `tap:${tap.name}`,
-      };
-      await this.status.record(job, 'StreamNotifier', 'begin', `receiving records from tap '${tap.name}'`);
-      await this.queues.ingest(environment).add(
-        IngestJob.load,
-        {
-          ...job,
-          spoolPath: file.path,
-          records:
-            dataType === 'csv'
-              ? { keys: sink.namer.keys, columns: sink.namer.columns }
-              : { keys: [], columns: [] },
-        },
-        loadJobOptions(environment, pipelineToken, this.config.loadRetry),
-      );
-      keep = true;
-      await this.status.record(
-        job,
-        'StreamNotifier',
-        'end',
-        `received ${sink.count} records from tap '${tap.name}'; queued for processing`,
-      );
-      return { ...result, persisted: true, publisherToken, pipelineTokens: [pipelineToken] };
-    } finally {
-      if (!keep) {
-        file.stream.destroy();
-        await this.spool.remove(file.path).catch(() => undefined);
-      }
     }
+    const publisherToken = randomUUID();
+    const load = new RecordsLoad(
+      {
+        environment,
+        tap: tap.name,
+        pipeline: tap.targetPipeline,
+        publisherToken,
+        mapKeys: dataType === 'csv',
+        streamAfter: this.config.taps.streamAfter,
+        staleMs: this.config.taps.timeoutMs + 60_000,
+      },
+      { config: this.config, spool: this.spool, status: this.status, queues: this.queues },
+    );
+    let run: Execution;
+    try {
+      run = await this.execute(tap, script_, env, load);
+    } catch (err) {
+      await load.finish(errorMessage(err)).catch(() => undefined);
+      throw err;
+    }
+    const error = run.shapeError ?? run.outcome.error;
+    // A failed script loads nothing: half of a source is worse than none, and the next run has it all.
+    const loaded = await load.finish(error);
+    const result: RunResult = {
+      ...base(tap, 'run', dataType),
+      status: error ? 'error' : 'success',
+      recordCount: load.count,
+      columns: load.count > 0 ? (dataType === 'csv' ? load.namer.columns : load.namer.keys) : null,
+      logs: run.outcome.logs,
+      error,
+      ...(loaded.pipelineTokens.length > 0 ? { publisherToken, pipelineTokens: loaded.pipelineTokens } : {}),
+    };
+    if (error) return { ...result, persistedReason: 'run_error' };
+    if (!loaded.persisted) return { ...result, persistedReason: 'no_records' };
+    return { ...result, persisted: true };
   }
 
   /**
@@ -252,49 +247,52 @@ export class TapRunner {
     const pipelineTokens: string[] = [];
     let unchanged = 0;
     const bucket = await this.store.bucket(environment, 'staged');
-    const sink: RecordSink = {
-      add: async (record, index) => {
-        const doc = asDocument(record, index);
-        if (!target) return;
-        const previous = await this.repo.ledgerEntry(environment, tap.name, doc.uri);
-        if (previous?.contentHash === doc.content_hash) {
-          unchanged++;
-          return;
-        }
-        const pipelineToken = randomUUID();
-        const key = `taps/${tap.name}/${pipelineToken}/${doc.filename.replace(/[/\\]/g, '_')}`;
-        await this.store.put(bucket, key, Buffer.from(doc.content, 'utf8'), 'application/octet-stream');
-        const job: JobRef = {
-          environment,
-          pipeline: tap.targetPipeline,
-          pipelineToken,
-          publisherToken,
-          filename: doc.filename,
-        };
-        await this.status.record(
-          job,
-          'FileNotifier',
-          'begin',
-          `staged ${doc.uri} from tap '${tap.name}' as ${key}`,
+    const one = async (record: unknown, index: number): Promise<void> => {
+      const doc = asDocument(record, index);
+      if (!target) return;
+      const previous = await this.repo.ledgerEntry(environment, tap.name, doc.uri);
+      if (previous?.contentHash === doc.content_hash) {
+        unchanged++;
+        return;
+      }
+      const pipelineToken = randomUUID();
+      const key = `taps/${tap.name}/${pipelineToken}/${doc.filename.replace(/[/\\]/g, '_')}`;
+      await this.store.put(bucket, key, Buffer.from(doc.content, 'utf8'), 'application/octet-stream');
+      const job: JobRef = {
+        environment,
+        pipeline: tap.targetPipeline,
+        pipelineToken,
+        publisherToken,
+        filename: doc.filename,
+      };
+      await this.status.record(
+        job,
+        'FileNotifier',
+        'begin',
+        `staged ${doc.uri} from tap '${tap.name}' as ${key}`,
+      );
+      await this.queues
+        .ingest(environment)
+        .add(
+          IngestJob.document,
+          { ...job, bucket, key, uri: doc.uri },
+          loadJobOptions(environment, pipelineToken, this.config.loadRetry),
         );
-        await this.queues
-          .ingest(environment)
-          .add(
-            IngestJob.document,
-            { ...job, bucket, key, uri: doc.uri },
-            loadJobOptions(environment, pipelineToken, this.config.loadRetry),
-          );
-        await this.repo.recordDocument(environment, tap.name, tap.targetPipeline, {
-          uri: doc.uri,
-          filename: doc.filename,
-          contentHash: doc.content_hash,
-          stagedPath: `${bucket}/${key}`,
-          pipelineToken,
-          processedAt: new Date().toISOString(),
-        });
-        if (previous) await this.ledger.removeStaged([previous]);
-        await this.status.record(job, 'FileNotifier', 'end', 'queued for loading');
-        pipelineTokens.push(pipelineToken);
+      await this.repo.recordDocument(environment, tap.name, tap.targetPipeline, {
+        uri: doc.uri,
+        filename: doc.filename,
+        contentHash: doc.content_hash,
+        stagedPath: `${bucket}/${key}`,
+        pipelineToken,
+        processedAt: new Date().toISOString(),
+      });
+      if (previous) await this.ledger.removeStaged([previous]);
+      await this.status.record(job, 'FileNotifier', 'end', 'queued for loading');
+      pipelineTokens.push(pipelineToken);
+    };
+    const sink: RecordSink = {
+      add: async (chunk, first) => {
+        for (let i = 0; i < chunk.records.length; i++) await one(chunk.records[i], first + i);
       },
     };
     const { outcome, shapeError } = await this.execute(tap, script, env, sink);
@@ -329,12 +327,15 @@ export class TapRunner {
     env: ScriptEnv,
     sink: RecordSink,
   ): Promise<Execution> {
-    const proc = await this.processes.start(tap, script, env.env, env.secrets);
+    // Loads store the records' text as it came and let the harness check the rows: no parsing here.
+    const textOnly = sink instanceof RecordsLoad;
+    const proc = await this.processes.start(tap, script, env.env, env.secrets, textOnly);
     let shapeError: string | null = null;
     let index = 0;
     try {
-      for await (const record of proc.records) {
-        await sink.add(record, index++);
+      for await (const chunk of proc.chunks) {
+        await sink.add(chunk, index);
+        index += chunk.count;
       }
     } catch (err) {
       if (!(err instanceof RecordShapeError)) {

@@ -34,7 +34,10 @@ describe('record shapes', () => {
 
   it('samples 20 records and counts the rest', () => {
     const s = new SampleSink('csv');
-    for (let i = 0; i < 25; i++) s.add({ 'A B': i, ...(i === 22 ? { late: true } : {}) }, i);
+    const rows = Array.from({ length: 25 }, (_, i) => ({ 'A B': i, ...(i === 22 ? { late: true } : {}) }));
+    const chunk = (records: unknown[]) => ({ records, text: '', count: records.length, keys: [] });
+    s.add(chunk(rows.slice(0, 10)), 0);
+    s.add(chunk(rows.slice(10)), 10);
     expect(s.records).toHaveLength(20);
     expect(s.count).toBe(25);
     expect(s.columns).toEqual(['a_b', 'late']);

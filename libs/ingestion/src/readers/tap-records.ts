@@ -26,35 +26,59 @@ export async function* readTapRecords(
   let batch: RecordBatch = { rows: [], lines: [], errors: [], header: columns };
   let line = 0;
   let rest = '';
-  const take = (text: string): void => {
+  const row = (o: Record<string, unknown>): void => {
+    const cells = new Array<string>(keys.length);
+    for (let i = 0; i < keys.length; i++) cells[i] = cell(o[keys[i]]);
+    batch.rows.push(cells);
+    batch.lines.push(line);
+  };
+  const one = (text: string): void => {
     line++;
     if (text.length === 0) return;
     try {
-      const o = JSON.parse(text) as Record<string, unknown>;
-      const row = new Array<string>(keys.length);
-      for (let i = 0; i < keys.length; i++) row[i] = cell(o[keys[i]]);
-      batch.rows.push(row);
-      batch.lines.push(line);
+      row(JSON.parse(text) as Record<string, unknown>);
     } catch {
       batch.errors.push({ line, reason: 'record is not valid JSON', raw: rawText(text) });
+    }
+  };
+  /** Complete lines of one chunk: one JSON.parse for all of them (a line never holds a raw newline). */
+  const many = (text: string): void => {
+    if (text.length === 0) return;
+    let parsed: unknown[] | null = null;
+    if (!text.includes('\n\n') && !text.startsWith('\n')) {
+      try {
+        parsed = JSON.parse(`[${text.replaceAll('\n', ',')}]`) as unknown[];
+      } catch {
+        parsed = null;
+      }
+    }
+    if (parsed === null || parsed.some((o) => o === null || typeof o !== 'object')) {
+      // Something in the chunk is off: find it line by line.
+      for (const t of text.split('\n')) one(t);
+      return;
+    }
+    for (const o of parsed) {
+      line++;
+      row(o as Record<string, unknown>);
     }
   };
   // A chunk may end inside a multi-byte character: the decoder holds it back for the next one.
   const decoder = new StringDecoder('utf8');
   for await (const chunk of rechunk(input)) {
     const text = rest + decoder.write(chunk);
-    let start = 0;
-    for (let nl = text.indexOf('\n'); nl >= 0; nl = text.indexOf('\n', start)) {
-      take(text.slice(start, nl));
-      start = nl + 1;
+    const last = text.lastIndexOf('\n');
+    if (last < 0) {
+      rest = text;
+      continue;
     }
-    rest = text.slice(start);
+    many(text.slice(0, last));
+    rest = text.slice(last + 1);
     if (batch.rows.length + batch.errors.length >= batchRows) {
       yield batch;
       batch = { rows: [], lines: [], errors: [] };
     }
   }
   rest += decoder.end();
-  if (rest.length > 0) take(rest);
+  if (rest.length > 0) one(rest);
   yield batch;
 }

@@ -1,0 +1,143 @@
+/** Shared by the benchmarks: the built apps as processes, uploads streamed from disk, rollup polling. */
+import { ChildProcess, spawn } from 'node:child_process';
+import { createReadStream, createWriteStream, statSync } from 'node:fs';
+import { request } from 'node:http';
+import { join } from 'node:path';
+
+// Compiled to dist/bench/bench/: the repository root is three levels up.
+export const ROOT = join(__dirname, '..', '..', '..');
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+export function startApp(app: 'api' | 'worker', env: Record<string, string>): ChildProcess {
+  return spawn(process.execPath, [join(ROOT, 'dist', 'apps', app, 'src', 'main.js')], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+}
+
+export async function waitHttp(url: string): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {
+      /* not yet */
+    }
+    await sleep(100);
+  }
+  throw new Error(`${url} did not answer`);
+}
+
+/** Polls the rollup of a token query until `jobs` jobs are done; throws unless all succeeded. */
+export async function waitForRollup(base: string, query: string, jobs = 1): Promise<void> {
+  for (;;) {
+    const reply = await fetch(`${base}/pipeline/status?${query}&withrollup=true`);
+    if (reply.status === 404) {
+      await sleep(50);
+      continue;
+    }
+    const res = (await reply.json()) as {
+      rollup: { allDone: boolean; status: string; jobs: { lastError: unknown }[] };
+    };
+    if (res.rollup.allDone && res.rollup.jobs.length >= jobs) {
+      if (res.rollup.status !== 'success')
+        throw new Error(`bench load ended ${res.rollup.status}: ${JSON.stringify(res.rollup.jobs)}`);
+      return;
+    }
+    await sleep(50);
+  }
+}
+
+/** Streams a multipart upload from disk (the file never sits in this process's memory). */
+export function uploadFile(
+  base: string,
+  file: string,
+  pipeline: string,
+  filename = 'bench.csv',
+  publisher?: string,
+): Promise<string> {
+  const boundary = `----tapyard${Date.now()}`;
+  const head = Buffer.from(
+    `--${boundary}\r\nContent-Disposition: form-data; name="pipeline"\r\n\r\n${pipeline}\r\n` +
+      (publisher
+        ? `--${boundary}\r\nContent-Disposition: form-data; name="publishertoken"\r\n\r\n${publisher}\r\n`
+        : '') +
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${filename}"\r\n` +
+      'Content-Type: application/octet-stream\r\n\r\n',
+  );
+  const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      `${base}/pipeline/upload`,
+      {
+        method: 'POST',
+        headers: {
+          'content-type': `multipart/form-data; boundary=${boundary}`,
+          'content-length': head.length + statSync(file).size + tail.length,
+        },
+      },
+      (res) => {
+        let body = '';
+        res.on('data', (d: Buffer) => (body += d.toString()));
+        res.on('end', () =>
+          res.statusCode === 200
+            ? resolve(body.trim())
+            : reject(new Error(`upload: ${res.statusCode} ${body}`)),
+        );
+      },
+    );
+    req.on('error', reject);
+    req.write(head);
+    const input = createReadStream(file);
+    input.on('error', reject);
+    input.on('end', () => req.end(tail));
+    input.pipe(req, { end: false });
+  });
+}
+
+/** POST JSON; throws with the body on a non-2xx answer. */
+export async function postJson<T>(url: string, body: unknown): Promise<T> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  if (!res.ok) throw new Error(`${url}: ${res.status} ${await res.text()}`);
+  return (await res.json()) as T;
+}
+
+/** The benchmark table: name, Tapyard type, Postgres type. */
+export const COLUMNS: [string, string, string][] = [
+  ['id', 'bigint', 'bigint'],
+  ['customer', 'string', 'text'],
+  ['zip', 'string', 'text'],
+  ['amount', 'double', 'double precision'],
+  ['qty', 'int', 'integer'],
+  ['sold_on', 'date', 'date'],
+  ['sold_at', 'timestamp', 'timestamptz'],
+  ['paid', 'boolean', 'boolean'],
+  ['note', 'string', 'text'],
+];
+
+/** A CSV of `rows` rows of mixed types; row i is the same in every benchmark. */
+export async function writeCsv(path: string, rows: number): Promise<number> {
+  const out = createWriteStream(path);
+  out.write(COLUMNS.map((c) => c[0]).join(',') + '\n');
+  let buf = '';
+  for (let i = 1; i <= rows; i++) {
+    const d = 1 + (i % 28);
+    buf +=
+      `${i},customer-${i % 50000},${String(i % 99999).padStart(5, '0')},${(i * 1.37).toFixed(2)},${i % 1000},` +
+      `2026-03-${String(d).padStart(2, '0')},2026-03-${String(d).padStart(2, '0')}T12:${String(i % 60).padStart(2, '0')}:00Z,` +
+      `${i % 2 === 0},"note ${i}, with a comma"\n`;
+    if (buf.length > 1 << 20) {
+      if (!out.write(buf)) await new Promise<void>((r) => out.once('drain', () => r()));
+      buf = '';
+    }
+  }
+  out.end(buf);
+  await new Promise<void>((r) => out.once('finish', () => r()));
+  return statSync(path).size;
+}

@@ -1,0 +1,185 @@
+import { once } from 'node:events';
+import { link } from 'node:fs/promises';
+import { randomUUID } from 'node:crypto';
+import type { WriteStream } from 'node:fs';
+import { TapyardConfig } from '@tapyard/core';
+import { Spool, writeStreamState } from '@tapyard/ingestion';
+import { EnvironmentQueues, IngestJob, IngestPayload, loadJobOptions } from '@tapyard/queue';
+import { JobRef, StatusService } from '@tapyard/status';
+import type { RecordChunk } from '@tapyard/sandbox';
+import { ColumnNamer, RecordSink } from './record-sinks';
+
+export interface RecordsLoadContext {
+  environment: string;
+  tap: string;
+  pipeline: string;
+  publisherToken: string;
+  /** CSV pipelines map record keys to columns; JSON/XML pipelines take records as they are. */
+  mapKeys: boolean;
+  /** Records after which the job starts while the script still runs (0: never stream). */
+  streamAfter: number;
+  /** How long a streaming job waits for a silent run before giving up. */
+  staleMs: number;
+}
+
+export interface LoadOutcome {
+  persisted: boolean;
+  pipelineTokens: string[];
+}
+
+/**
+ * Run mode, structured taps: the records go into the spool as the harness wrote them (JSON lines),
+ * and become one ingestion job under the run's publisher token. A short run is loaded when the
+ * script ends; a long one starts its job after `streamAfter` records, and the job loads the spool
+ * while it grows. A run that fails loads nothing: a streaming job is told to abort before it commits.
+ *
+ * Columns of a streaming job are the keys of the records seen before it started. A key first met
+ * later cannot join that load, so the streaming job is superseded (it commits nothing) and the whole
+ * spool loads as a second job once the script ends: correct, only slower.
+ */
+export class RecordsLoad implements RecordSink {
+  count = 0;
+  readonly namer = new ColumnNamer();
+  private readonly pipelineToken = randomUUID();
+  private path: string | null = null;
+  private out: WriteStream | null = null;
+  private streaming: string | null = null;
+  private supersededBy: { token: string; path: string } | null = null;
+  private readonly tokens: string[] = [];
+  private pending = '';
+  /** The keys each job was started with. */
+  private readonly started = new Map<string, string[]>();
+
+  constructor(
+    private readonly ctx: RecordsLoadContext,
+    private readonly deps: {
+      config: TapyardConfig;
+      spool: Spool;
+      status: StatusService;
+      queues: EnvironmentQueues;
+    },
+  ) {}
+
+  /** Chunks come as text with their new keys: the harness checks rows (run with `rows`, no parsing). */
+  async add(chunk: RecordChunk, first: number): Promise<void> {
+    const known = this.namer.keys.length;
+    for (const key of chunk.keys) this.namer.name(key);
+    this.count += chunk.count;
+    if (chunk.count === 0) return;
+    if (this.ctx.mapKeys && this.streaming && !this.supersededBy && this.namer.keys.length > known) {
+      await this.supersede(first);
+    }
+    if (!this.out) {
+      const file = await this.deps.spool.create(this.ctx.environment, this.pipelineToken);
+      this.path = file.path;
+      this.out = file.stream;
+    }
+    // Lines are gathered into ~256 KiB writes: small writes would dominate a long run.
+    this.pending += chunk.text + '\n';
+    if (this.pending.length >= 1 << 18) await this.flush();
+    if (!this.streaming && this.ctx.streamAfter > 0 && this.count >= this.ctx.streamAfter) {
+      await this.flush();
+      this.streaming = this.pipelineToken;
+      await this.enqueue(this.pipelineToken, this.path as string, true);
+    }
+  }
+
+  /** After the script: `error` null means it succeeded. */
+  async finish(error: string | null): Promise<LoadOutcome> {
+    await this.flush();
+    if (this.out) {
+      this.out.end();
+      await once(this.out, 'finish');
+    }
+    const path = this.path;
+    if (error !== null) {
+      if (this.streaming && path) await writeStreamState(path, `abort the tap run failed: ${error}`);
+      else if (path) await this.deps.spool.remove(path);
+      if (this.supersededBy) await this.deps.spool.remove(this.supersededBy.path);
+      return { persisted: false, pipelineTokens: this.tokens };
+    }
+    if (!path || this.count === 0) return { persisted: false, pipelineTokens: [] };
+    if (this.supersededBy) {
+      await this.enqueue(this.supersededBy.token, this.supersededBy.path, false);
+    } else if (this.streaming) {
+      await this.received(this.pipelineToken);
+      await writeStreamState(path, 'done');
+    } else {
+      await this.enqueue(this.pipelineToken, path, false);
+    }
+    return { persisted: true, pipelineTokens: this.tokens };
+  }
+
+  private async supersede(first: number): Promise<void> {
+    const token = randomUUID();
+    const path = this.deps.spool.pathFor(this.ctx.environment, token);
+    await this.flush();
+    // A second name for the same file: the superseded job removes its own name when it stops.
+    await link(this.path as string, path);
+    this.supersededBy = { token, path };
+    const before = this.started.get(this.streaming as string) ?? [];
+    const added = this.namer.keys.filter((k) => !before.includes(k));
+    await writeStreamState(
+      this.path as string,
+      `superseded record ${first} or later brought new key(s) ${added.map((k) => `'${k}'`).join(', ')}; ` +
+        `the run's records load in job ${token}`,
+    );
+  }
+
+  private async enqueue(pipelineToken: string, spoolPath: string, stream: boolean): Promise<void> {
+    const job: JobRef = {
+      environment: this.ctx.environment,
+      pipeline: this.ctx.pipeline,
+      pipelineToken,
+      publisherToken: this.ctx.publisherToken,
+      filename: `tap:${this.ctx.tap}`,
+    };
+    const keys = this.ctx.mapKeys ? [...this.namer.keys] : [];
+    const columns = this.ctx.mapKeys ? [...this.namer.columns] : [];
+    this.started.set(pipelineToken, keys);
+    await this.deps.status.record(
+      job,
+      'StreamNotifier',
+      'begin',
+      `receiving records from tap '${this.ctx.tap}'`,
+    );
+    const payload: IngestPayload = {
+      ...job,
+      spoolPath,
+      records: { keys, columns, ...(stream ? { stream: { staleMs: this.ctx.staleMs } } : {}) },
+    };
+    await this.deps.queues
+      .ingest(this.ctx.environment)
+      .add(
+        IngestJob.load,
+        payload,
+        loadJobOptions(this.ctx.environment, pipelineToken, this.deps.config.loadRetry),
+      );
+    this.tokens.push(pipelineToken);
+    if (!stream) await this.received(pipelineToken);
+  }
+
+  private async received(pipelineToken: string): Promise<void> {
+    const job: JobRef = {
+      environment: this.ctx.environment,
+      pipeline: this.ctx.pipeline,
+      pipelineToken,
+      publisherToken: this.ctx.publisherToken,
+      filename: `tap:${this.ctx.tap}`,
+    };
+    await this.deps.status.record(
+      job,
+      'StreamNotifier',
+      'end',
+      `received ${this.count} records from tap '${this.ctx.tap}'; ` +
+        (this.streaming === pipelineToken ? 'the job loaded them as they came' : 'queued for processing'),
+    );
+  }
+
+  private async flush(): Promise<void> {
+    if (this.pending.length === 0 || !this.out) return;
+    const ok = this.out.write(this.pending);
+    this.pending = '';
+    if (!ok) await once(this.out, 'drain');
+  }
+}

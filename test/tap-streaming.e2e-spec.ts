@@ -1,0 +1,115 @@
+import { Pool } from 'pg';
+import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
+import { TEST_DATABASE_URL, TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
+import { RollupAnswer } from './support/ingest';
+
+/** Long runs stream into their job while the script still runs (TAP_STREAM_AFTER is 100 here). */
+describe('tap runs streaming into their load (real Postgres)', () => {
+  const env = uniqueEnvironment('tapstream');
+  const schema = `ts_${env.replace(/[^a-z0-9]/g, '_')}`.slice(0, 60);
+  let api: TestApi;
+  let worker: TestWorker;
+  let pg: Pool;
+
+  const rollup = async (token: string): Promise<RollupAnswer> => {
+    for (let i = 0; i < 600; i++) {
+      const res = await api.http
+        .get('/api/v1/pipeline/status')
+        .query({ publishertoken: token, withrollup: 'true' })
+        .expect(200);
+      if (res.body.rollup.allDone) return res.body as RollupAnswer;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error('not done');
+  };
+  const rows = async (table: string) =>
+    (await pg.query(`SELECT * FROM "${schema}"."${table}" ORDER BY n`)).rows;
+  const target = async (name: string) =>
+    api.http
+      .post('/api/v1/pipeline')
+      .send({
+        name,
+        source: {
+          fileAttributes: { format: 'csv' },
+          schemaProperties: { fields: [{ name: 'n', type: 'int' }] },
+        },
+        destination: { database: { schema, table: name } },
+      })
+      .expect(200);
+
+  beforeAll(async () => {
+    const flags = { TAPYARD_ENV: env, ...TEST_OBJECT_STORE, TAP_STREAM_AFTER: '100' };
+    api = await startApi(flags);
+    worker = await startWorker(flags);
+    pg = new Pool({ connectionString: TEST_DATABASE_URL, max: 2 });
+    await pg.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+  }, 60000);
+  afterAll(async () => {
+    await pg.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await pg.end();
+    await worker.close();
+    await api.close();
+  });
+
+  it('loads a long run in one job that starts while the script runs', async () => {
+    await target('streamed');
+    // The harness sends a batch when a record comes 50 ms after the last one: pauses split the stream.
+    const script =
+      'import time\ndef fetch():\n    for i in range(5000):\n        if i % 1000 == 0:\n            time.sleep(0.2)\n        yield {"n": i, "Label": f"row {i}"}\n';
+    await api.http.post('/api/v1/tap').send({ name: 'long', script, targetPipeline: 'streamed' }).expect(200);
+    const run = await api.http.post('/api/v1/tap/run').send({ name: 'long', mode: 'run' }).expect(200);
+    expect(run.body).toMatchObject({ status: 'success', persisted: true, recordCount: 5000 });
+    expect(run.body.pipelineTokens).toHaveLength(1);
+    const { rollup: r, events } = await rollup(run.body.publisherToken);
+    expect(r.status).toBe('success');
+    const notifier = events.filter((e) => e.processName === 'StreamNotifier').map((e) => e.description);
+    expect(notifier[notifier.length - 1]).toMatch(/received 5000 records .* loaded them as they came/);
+    // The job began before the script had finished.
+    const jobBegin = events.find((e) => e.processName === 'JobRunner' && e.state === 'begin')!;
+    const received = events.find((e) => e.processName === 'StreamNotifier' && e.state === 'end')!;
+    expect(jobBegin.epoch).toBeLessThan(received.epoch);
+    const loaded = await rows('streamed');
+    expect(loaded).toHaveLength(5000);
+    expect(loaded[4999]).toEqual({ n: 4999, label: 'row 4999' });
+  }, 60000);
+
+  it('loads nothing when the script fails after the job started', async () => {
+    await target('failing');
+    const script =
+      'import time\ndef fetch():\n    for i in range(3000):\n        if i == 1000:\n            time.sleep(0.5)\n        yield {"n": i}\n    raise ConnectionError("source went away")\n';
+    await api.http
+      .post('/api/v1/tap')
+      .send({ name: 'breaks', script, targetPipeline: 'failing' })
+      .expect(200);
+    const run = await api.http.post('/api/v1/tap/run').send({ name: 'breaks', mode: 'run' }).expect(200);
+    expect(run.body).toMatchObject({ status: 'error', persisted: false, persistedReason: 'run_error' });
+    expect(run.body.error).toMatch(/ConnectionError: source went away/);
+    const { rollup: r } = await rollup(run.body.publisherToken);
+    expect(r.status).toBe('error');
+    expect(r.jobs[0].lastError!.description).toMatch(/the tap run failed: .*source went away/);
+    const exists = await pg.query(`SELECT to_regclass('"${schema}".failing') AS t`);
+    if (exists.rows[0].t) expect(await rows('failing')).toEqual([]);
+  }, 60000);
+
+  it('restarts the load when a key first appears after the job started, losing nothing', async () => {
+    await target('late');
+    const script =
+      'import time\ndef fetch():\n    for i in range(2000):\n        if i in (500, 501):\n            time.sleep(0.3)\n        row = {"n": i}\n        if i >= 1500:\n            row["Closed At"] = f"day {i}"\n        yield row\n';
+    await api.http.post('/api/v1/tap').send({ name: 'sparse', script, targetPipeline: 'late' }).expect(200);
+    const run = await api.http.post('/api/v1/tap/run').send({ name: 'sparse', mode: 'run' }).expect(200);
+    expect(run.body).toMatchObject({
+      status: 'success',
+      persisted: true,
+      recordCount: 2000,
+      columns: ['n', 'closed_at'],
+    });
+    expect(run.body.pipelineTokens).toHaveLength(2);
+    const { rollup: r, events } = await rollup(run.body.publisherToken);
+    expect(r.status).toBe('success');
+    expect(events.some((e) => /nothing loaded here: .*'Closed At'/.test(e.description))).toBe(true);
+    const loaded = await rows('late');
+    expect(loaded).toHaveLength(2000);
+    expect(loaded[1499]).toEqual({ n: 1499, closed_at: null });
+    expect(loaded[1500]).toEqual({ n: 1500, closed_at: 'day 1500' });
+  }, 60000);
+});
