@@ -16,7 +16,16 @@ import { Client } from 'pg';
 import { mongo } from 'mongoose';
 import { randomUUID } from 'node:crypto';
 import { createInterface } from 'node:readline';
-import { COLUMNS, sleep, startApp, uploadFile, waitForRollup, waitHttp, writeCsv } from './support';
+import {
+  COLUMNS,
+  platformEnv,
+  sleep,
+  startApp,
+  uploadFile,
+  waitForRollup,
+  waitHttp,
+  writeCsv,
+} from './support';
 
 const DB_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/tapyard_test';
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
@@ -92,19 +101,7 @@ async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'tapyard-bench-'));
   const pg = new Client({ connectionString: DB_URL });
   await pg.connect();
-  const env = {
-    TAPYARD_ENV: ENV,
-    PORT: String(PORT),
-    DATABASE_URL: DB_URL,
-    TAPYARD_MASTER_KEY: 'b'.repeat(64),
-    TAPYARD_SPOOL_DIR: join(dir, 'spool'),
-    UPLOAD_LIMIT: '20gb',
-    LOG_LEVEL: 'warn',
-    MONGODB_URI: MONGO_URI,
-    OBJECT_STORE_ENDPOINT: process.env.BENCH_OBJECT_STORE_ENDPOINT ?? 'http://127.0.0.1:9000',
-    OBJECT_STORE_ACCESS_KEY: process.env.BENCH_OBJECT_STORE_ACCESS_KEY ?? 'tapyard',
-    OBJECT_STORE_SECRET_KEY: process.env.BENCH_OBJECT_STORE_SECRET_KEY ?? 'tapyard-dev-secret',
-  };
+  const env = platformEnv(ENV, PORT, DB_URL, dir, { MONGODB_URI: MONGO_URI });
   const api = startApp('api', env);
   const worker = startApp('worker', env);
   try {

@@ -18,6 +18,29 @@ export function startApp(app: 'api' | 'worker', env: Record<string, string>): Ch
   });
 }
 
+/** The environment of the benchmark's own API and worker: a fresh environment on loopback peers. */
+export function platformEnv(
+  environment: string,
+  port: number,
+  databaseUrl: string,
+  dir: string,
+  extra: Record<string, string> = {},
+): Record<string, string> {
+  return {
+    TAPYARD_ENV: environment,
+    PORT: String(port),
+    DATABASE_URL: databaseUrl,
+    TAPYARD_MASTER_KEY: 'b'.repeat(64),
+    TAPYARD_SPOOL_DIR: join(dir, 'spool'),
+    UPLOAD_LIMIT: '20gb',
+    LOG_LEVEL: 'warn',
+    OBJECT_STORE_ENDPOINT: process.env.BENCH_OBJECT_STORE_ENDPOINT ?? 'http://127.0.0.1:9000',
+    OBJECT_STORE_ACCESS_KEY: process.env.BENCH_OBJECT_STORE_ACCESS_KEY ?? 'tapyard',
+    OBJECT_STORE_SECRET_KEY: process.env.BENCH_OBJECT_STORE_SECRET_KEY ?? 'tapyard-dev-secret',
+    ...extra,
+  };
+}
+
 export async function waitHttp(url: string): Promise<void> {
   for (let i = 0; i < 200; i++) {
     try {

@@ -14,7 +14,17 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { COLUMNS, postJson, sleep, startApp, uploadFile, waitForRollup, waitHttp, writeCsv } from './support';
+import {
+  COLUMNS,
+  platformEnv,
+  postJson,
+  sleep,
+  startApp,
+  uploadFile,
+  waitForRollup,
+  waitHttp,
+  writeCsv,
+} from './support';
 
 const DB_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/tapyard_test';
 const RUNS = Number(process.env.BENCH_TAP_RUNS ?? 20);
@@ -72,19 +82,7 @@ async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'tapyard-bench-taps-'));
   const pg = new Client({ connectionString: DB_URL });
   await pg.connect();
-  const env = {
-    TAPYARD_ENV: ENV,
-    PORT: String(PORT),
-    DATABASE_URL: DB_URL,
-    TAPYARD_MASTER_KEY: 'b'.repeat(64),
-    TAPYARD_SPOOL_DIR: join(dir, 'spool'),
-    TAP_VENV_DIR: join(dir, 'venvs'),
-    UPLOAD_LIMIT: '20gb',
-    LOG_LEVEL: 'warn',
-    OBJECT_STORE_ENDPOINT: process.env.BENCH_OBJECT_STORE_ENDPOINT ?? 'http://127.0.0.1:9000',
-    OBJECT_STORE_ACCESS_KEY: process.env.BENCH_OBJECT_STORE_ACCESS_KEY ?? 'tapyard',
-    OBJECT_STORE_SECRET_KEY: process.env.BENCH_OBJECT_STORE_SECRET_KEY ?? 'tapyard-dev-secret',
-  };
+  const env = platformEnv(ENV, PORT, DB_URL, dir, { TAP_VENV_DIR: join(dir, 'venvs') });
   const api = startApp('api', env);
   const worker = startApp('worker', env);
   try {

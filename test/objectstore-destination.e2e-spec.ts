@@ -154,6 +154,6 @@ describe('object-store destination (SparkObjectStoreLoader)', () => {
       .post('/api/v1/pipeline')
       .send({ ...pipeline('none'), destination: {} })
       .expect(400);
-    expect(none.body.message).toMatch(/needs database or objectStore/);
+    expect(none.body.message).toMatch(/needs database, objectStore or vectorStore/);
   });
 });

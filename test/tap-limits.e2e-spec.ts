@@ -1,6 +1,7 @@
 import { mongo } from 'mongoose';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { TEST_MONGODB_URI, TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
+import { waitForPublisher } from './support/ingest';
 
 /**
  * Hostile and broken scripts through the API, with small limits: each ends with a clear error and
@@ -130,16 +131,8 @@ describe('tap limits, English cron and document-database targets', () => {
     expect(t.body.records[1]).toEqual({ 'Event ID': 1, payload: { 'Nested Key': [1, 2] } });
     const run = await api.http.post('/api/v1/tap/run').send({ name: 'events_tap', mode: 'run' }).expect(200);
     expect(run.body).toMatchObject({ persisted: true, recordCount: 3 });
-    for (let i = 0; i < 300; i++) {
-      const s = await api.http
-        .get('/api/v1/pipeline/status')
-        .query({ publishertoken: run.body.publisherToken, withrollup: 'true' });
-      if (s.body.rollup?.allDone) {
-        expect(s.body.rollup.status).toBe('success');
-        break;
-      }
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    const { rollup } = await waitForPublisher(api.http, run.body.publisherToken);
+    expect(rollup.status).toBe('success');
     const docs = await client.db(dbName).collection('events').find({}).sort({ _id: 1 }).toArray();
     expect(docs.map((d) => ({ id: d['Event ID'], payload: d.payload }))).toEqual([
       { id: 0, payload: { 'Nested Key': [0, 1] } },

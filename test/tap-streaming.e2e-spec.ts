@@ -1,7 +1,7 @@
 import { Pool } from 'pg';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { TEST_DATABASE_URL, TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
-import { RollupAnswer } from './support/ingest';
+import { waitForPublisher } from './support/ingest';
 
 /** Long runs stream into their job while the script still runs (TAP_STREAM_AFTER is 100 here). */
 describe('tap runs streaming into their load (real Postgres)', () => {
@@ -11,17 +11,7 @@ describe('tap runs streaming into their load (real Postgres)', () => {
   let worker: TestWorker;
   let pg: Pool;
 
-  const rollup = async (token: string): Promise<RollupAnswer> => {
-    for (let i = 0; i < 600; i++) {
-      const res = await api.http
-        .get('/api/v1/pipeline/status')
-        .query({ publishertoken: token, withrollup: 'true' })
-        .expect(200);
-      if (res.body.rollup.allDone) return res.body as RollupAnswer;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    throw new Error('not done');
-  };
+  const rollup = (token: string) => waitForPublisher(api.http, token);
   const rows = async (table: string) =>
     (await pg.query(`SELECT * FROM "${schema}"."${table}" ORDER BY n`)).rows;
   const target = async (name: string) =>

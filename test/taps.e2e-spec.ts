@@ -1,24 +1,8 @@
 import { Pool } from 'pg';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { TEST_DATABASE_URL, TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
-import { RollupAnswer } from './support/ingest';
+import { waitForPublisher } from './support/ingest';
 import { TestMinio } from './support/minio';
-
-/** Waits for every job of a publisher token, as a client following a tap run would. */
-async function waitForPublisher(api: TestApi, token: string, timeoutMs = 60000): Promise<RollupAnswer> {
-  const start = Date.now();
-  for (;;) {
-    const res = await api.http
-      .get('/api/v1/pipeline/status')
-      .query({ publishertoken: token, withrollup: 'true' })
-      .expect(200);
-    const body = res.body as RollupAnswer;
-    if (body.rollup.allDone && body.rollup.jobs.length > 0) return body;
-    if (Date.now() - start > timeoutMs)
-      throw new Error(`jobs of ${token} not done: ${JSON.stringify(body.rollup)}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 const ROWS_SCRIPT = `
 import os
@@ -269,7 +253,7 @@ def fetch():
     });
     expect(res.body).not.toHaveProperty('records');
     expect(res.body.pipelineTokens).toHaveLength(1);
-    const { rollup } = await waitForPublisher(api, res.body.publisherToken);
+    const { rollup } = await waitForPublisher(api.http, res.body.publisherToken);
     expect(rollup.status).toBe('success');
     expect(rollup.jobs.map((j) => j.pipelineToken)).toEqual(res.body.pipelineTokens);
     const rows = await pg.query(
@@ -309,7 +293,7 @@ def fetch():
     expect(test.body.records).toHaveLength(20);
     expect(test.body.recordsTruncated).toBe(true);
     const done = a.body.status === 'success' ? a.body : b.body;
-    await waitForPublisher(api, done.publisherToken);
+    await waitForPublisher(api.http, done.publisherToken);
   });
 
   it('reports no_target_pipeline, no_records and run_error, loading nothing from a failed script', async () => {

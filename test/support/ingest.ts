@@ -79,3 +79,23 @@ export function csvPipeline(
     ...extra,
   };
 }
+
+/** Polls the rollup of a publisher token until every job is done (tap runs, archives). */
+export async function waitForPublisher(
+  http: TestAgent,
+  token: string,
+  timeoutMs = 60000,
+): Promise<RollupAnswer> {
+  const start = Date.now();
+  for (;;) {
+    const res = await http
+      .get('/api/v1/pipeline/status')
+      .query({ publishertoken: token, withrollup: 'true' })
+      .expect(200);
+    const body = res.body as RollupAnswer;
+    if (body.rollup.allDone && body.rollup.jobs.length > 0) return body;
+    if (Date.now() - start > timeoutMs)
+      throw new Error(`jobs of ${token} not done after ${timeoutMs} ms: ${JSON.stringify(body.rollup)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

@@ -126,14 +126,18 @@ export class RecordsLoad implements RecordSink {
     );
   }
 
-  private async enqueue(pipelineToken: string, spoolPath: string, stream: boolean): Promise<void> {
-    const job: JobRef = {
+  private jobRef(pipelineToken: string): JobRef {
+    return {
       environment: this.ctx.environment,
       pipeline: this.ctx.pipeline,
       pipelineToken,
       publisherToken: this.ctx.publisherToken,
       filename: `tap:${this.ctx.tap}`,
     };
+  }
+
+  private async enqueue(pipelineToken: string, spoolPath: string, stream: boolean): Promise<void> {
+    const job = this.jobRef(pipelineToken);
     const keys = this.ctx.mapKeys ? [...this.namer.keys] : [];
     const columns = this.ctx.mapKeys ? [...this.namer.columns] : [];
     this.started.set(pipelineToken, keys);
@@ -160,15 +164,8 @@ export class RecordsLoad implements RecordSink {
   }
 
   private async received(pipelineToken: string): Promise<void> {
-    const job: JobRef = {
-      environment: this.ctx.environment,
-      pipeline: this.ctx.pipeline,
-      pipelineToken,
-      publisherToken: this.ctx.publisherToken,
-      filename: `tap:${this.ctx.tap}`,
-    };
     await this.deps.status.record(
-      job,
+      this.jobRef(pipelineToken),
       'StreamNotifier',
       'end',
       `received ${this.count} records from tap '${this.ctx.tap}'; ` +
