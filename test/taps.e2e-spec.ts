@@ -77,6 +77,12 @@ describe('taps: configuration, test and run modes, history (real Python, Postgre
     expect((await api.http.get('/api/v1/tap').query({ name: 'orders_tap' })).body.script).toBe(ROWS_SCRIPT);
     const list = await api.http.get('/api/v1/taps').expect(200);
     expect(list.body.map((t: { name: string }) => t.name)).toContain('orders_tap');
+    await api.http.post('/api/v1/tap').send({ name: 'finance_tap', catalog: 'finance' }).expect(200);
+    const finance = await api.http.get('/api/v1/taps').query({ catalog: 'finance' }).expect(200);
+    expect(finance.body.map((t: { name: string }) => t.name)).toEqual(['finance_tap']);
+    const uncataloged = await api.http.get('/api/v1/taps').query({ catalog: '' }).expect(200);
+    expect(uncataloged.body.map((t: { name: string }) => t.name)).toContain('orders_tap');
+    expect(uncataloged.body.map((t: { name: string }) => t.name)).not.toContain('finance_tap');
   });
 
   it('follows the spec for script: null and scriptMissing', async () => {
@@ -199,6 +205,14 @@ def fetch():
     }
     expect(res.body.logs).toContain('token is ***');
     expect(res.body.logs).not.toContain('sk-very-secret-value-42');
+    for (const name of [`${env}/api-keys`, 'api-key-mappings']) {
+      const refused = await api.http
+        .post('/api/v1/tap')
+        .send({ name: 'thief', secretName: name })
+        .expect(400);
+      expect(refused.body.message).toMatch(/access state/);
+      await api.http.post('/api/v1/tap/test').send({ name: 'thief', script, secretName: name }).expect(400);
+    }
     const missing = await api.http
       .post('/api/v1/tap/test')
       .send({ name: 'env_probe', script, secretName: 'no_such_secret' })

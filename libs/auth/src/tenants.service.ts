@@ -1,10 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { CONFIG, TapyardConfig, ValidationError } from '@tapyard/core';
 import { hashKey, sameDigest } from './key-values';
+import { TENANT_MAPPINGS_SECRET } from '@tapyard/secrets';
 import { SecretState } from './secret-state';
 
-/** The secret of the operator environment (TAPYARD_ENV) that maps API keys to tenant environments. */
-export const TENANT_MAPPINGS_SECRET = 'api-key-mappings';
+export { TENANT_MAPPINGS_SECRET };
 const TENANT = /^[a-z][a-z0-9_-]{0,39}$/;
 const DIGEST = /^[0-9a-f]{64}$/;
 

@@ -110,6 +110,14 @@ export class SecretsService {
   }
 }
 
+/** The secret of the operator environment (TAPYARD_ENV) that maps API keys to tenant environments. */
+export const TENANT_MAPPINGS_SECRET = 'api-key-mappings';
+
+/** Secrets holding the platform's own access state: never handed to user code such as tap scripts. */
+export function isAccessSecret(environment: string, name: string): boolean {
+  return name === apiKeysSecretName(environment) || name === TENANT_MAPPINGS_SECRET;
+}
+
 /** The API-key map of an environment: written only through the keys API, never through /secrets. */
 export function apiKeysSecretName(environment: string): string {
   return `${environment}/api-keys`;

@@ -6,6 +6,7 @@ import { ObjectStore } from '@tapyard/objectstore';
 import { PipelineDefinition, PipelinesService } from '@tapyard/pipelines';
 import { EnvironmentQueues, IngestJob, loadJobOptions } from '@tapyard/queue';
 import { SecretsService } from '@tapyard/secrets';
+import { assertTapSecret } from './taps.service';
 import { JobRef, StatusService } from '@tapyard/status';
 import { Spool } from '@tapyard/ingestion';
 import { RecordShapeError, RecordSink, SampleSink, asDocument } from './record-sinks';
@@ -391,6 +392,7 @@ export class TapRunner {
     const env: Record<string, string> = {};
     const secrets: string[] = [];
     if (tap.secretName) {
+      assertTapSecret(environment, tap.secretName);
       const fields = await this.secrets.reveal(environment, tap.secretName).catch(() => {
         throw new ValidationError(`tap '${tap.name}' uses secret '${tap.secretName}', which does not exist`);
       });

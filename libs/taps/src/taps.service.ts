@@ -4,6 +4,7 @@ import { NotFoundError, ValidationError } from '@tapyard/core';
 import { ObjectNotFoundError, ObjectStore } from '@tapyard/objectstore';
 import { PipelineDefinition, PipelinesService } from '@tapyard/pipelines';
 import { parseQuartz } from '@tapyard/schedules';
+import { isAccessSecret } from '@tapyard/secrets';
 import { MAX_SCRIPT_BYTES, TapConfigDto } from './dto/tap-config.dto';
 import { TapConfig, TapWithScript } from './tap.types';
 import { TapsRepository } from './taps.repository';
@@ -43,6 +44,16 @@ export function documentViolation(pipeline: string, def: PipelineDefinition | nu
   return problems.length === 0
     ? null
     : `pipeline '${pipeline}' cannot take a document tap: ${problems.join(' and ')}`;
+}
+
+/** Tap scripts get their secret's values: the platform's access state is never one of them. */
+export function assertTapSecret(environment: string, secretName: string): void {
+  if (isAccessSecret(environment, secretName)) {
+    throw new ValidationError(
+      `secret '${secretName}' holds the platform's access state and cannot be given to a tap`,
+      [{ field: 'secretName', problem: 'is managed by the platform' }],
+    );
+  }
 }
 
 /** The next fire time (UTC) after `after`; throws InvalidCronError (400) naming what is wrong. */
@@ -105,6 +116,7 @@ export class TapsService {
       );
     }
     this.processes.checkPackages(tap.packages);
+    if (tap.secretName) assertTapSecret(environment, tap.secretName);
     let next: Date | null = null;
     if (tap.cronExpression !== null) {
       next = nextFire(tap.cronExpression, new Date());

@@ -40,6 +40,7 @@ import {
   RunResultDto,
   RunTapDto,
   TapDto,
+  TapListQueryDto,
   TapQueryDto,
   TapWithScriptDto,
   TestQueryDto,
@@ -58,10 +59,16 @@ export class TapsController {
 
   @Get('taps')
   @Requires('tap:read', 'filtered')
-  @ApiOperation({ summary: 'Every tap of the environment' })
+  @ApiOperation({ summary: 'Every tap of the environment, or of one catalog' })
   @ApiOkResponse({ type: [TapDto] })
-  async list(@RequestEnvironment() env: string, @RequestAccess() access: Access): Promise<TapConfig[]> {
-    return access.filter(await this.taps.list(env), 'read', 'tap', tapFields);
+  async list(
+    @RequestEnvironment() env: string,
+    @RequestAccess() access: Access,
+    @Query() q: TapListQueryDto,
+  ): Promise<TapConfig[]> {
+    const catalog = q.catalog === undefined ? undefined : q.catalog.trim() || null;
+    const taps = (await this.taps.list(env)).filter((t) => catalog === undefined || t.catalog === catalog);
+    return access.filter(taps, 'read', 'tap', tapFields);
   }
 
   @Get('tap')

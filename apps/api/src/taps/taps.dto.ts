@@ -12,6 +12,17 @@ export class TapQueryDto {
   name!: string;
 }
 
+export class TapListQueryDto {
+  @ApiPropertyOptional({
+    example: 'engineering',
+    description: 'Only taps of this catalog; empty: uncataloged ones',
+  })
+  @IsOptional()
+  @IsString()
+  @MaxLength(200)
+  catalog?: string;
+}
+
 export class LedgerEntryQueryDto extends TapQueryDto {
   @ApiProperty({ example: 'https://wiki.example.com/page/42' })
   @IsString()
