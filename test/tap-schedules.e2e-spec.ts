@@ -4,6 +4,7 @@ import { TEST_DATABASE_URL, TEST_OBJECT_STORE, uniqueEnvironment } from './suppo
 
 interface Run {
   trigger: string;
+  error: string | null;
   startedAt: string;
   status: string;
   publisherToken: string | null;
@@ -103,6 +104,28 @@ describe('tap schedules (two workers, real Postgres)', () => {
     await api.http.post('/api/v1/tap').send({ name: 'changing', enabled: false }).expect(200);
     expect((await runs('changing')).length).toBeGreaterThanOrEqual(2);
   }, 30000);
+
+  it('closes the history entry of a run whose process stopped', async () => {
+    await pg.query(
+      `INSERT INTO tapyard.tap_runs (run_id, environment, tap, mode, trigger, status, started_at)
+       VALUES (gen_random_uuid(), $1, 'changing', 'run', 'schedule', 'running', now() - interval '2 hours')`,
+      [env],
+    );
+    const worker = await startWorker({ ...flags, TAP_TIMEOUT_MS: '60000' });
+    try {
+      for (let i = 0; i < 50; i++) {
+        if (!(await runs('changing')).some((r) => r.status === 'running')) break;
+        await sleep(100);
+      }
+    } finally {
+      await worker.close();
+    }
+    const stale = (await runs('changing')).find((r) => Date.parse(r.startedAt) < Date.now() - 3600_000);
+    expect(stale).toMatchObject({
+      status: 'error',
+      error: expect.stringMatching(/process running this tap stopped/),
+    });
+  });
 
   it('after downtime runs one catch-up, not a burst, then resumes the schedule', async () => {
     await Promise.all(workers.map((w) => w.close()));

@@ -12,12 +12,17 @@ import { TenantWorkers } from './tenant-workers';
  * Misfire policy (after downtime, or when every slot was busy): the overdue fire runs once, as soon
  * as a worker sees it, and the next fire time is computed from now, so missed fire times are not
  * replayed as a burst. Schedules are read from the database on every tick: changes need no restart.
+ * Once a minute it also closes history entries of runs whose process stopped mid-run.
  */
+/** How often a worker closes runs abandoned by a stopped process. */
+const SWEEP_EVERY_MS = 60_000;
+
 @Injectable()
 export class TapScheduler implements OnApplicationBootstrap, OnApplicationShutdown {
   private timer: NodeJS.Timeout | null = null;
   private ticking: Promise<void> | null = null;
   private readonly running = new Set<Promise<unknown>>();
+  private swept = 0;
 
   constructor(
     @Inject(CONFIG) private readonly config: TapyardConfig,
@@ -45,9 +50,19 @@ export class TapScheduler implements OnApplicationBootstrap, OnApplicationShutdo
   }
 
   private async tick(): Promise<void> {
+    const environments = [this.config.environment, ...this.tenants.tenants];
+    if (Date.now() - this.swept > SWEEP_EVERY_MS) {
+      this.swept = Date.now();
+      // A run can last TAP_TIMEOUT_MS at most; one still `running` well after that lost its process.
+      const closed = await this.repo.closeAbandonedRuns(
+        environments,
+        this.config.taps.timeoutMs + SWEEP_EVERY_MS,
+      );
+      if (closed > 0) this.logger.warn({ closed }, 'tap runs whose process stopped are marked error');
+    }
     if (this.running.size >= this.config.taps.concurrency) return;
     const now = new Date();
-    const due = await this.repo.due([this.config.environment, ...this.tenants.tenants], now);
+    const due = await this.repo.due(environments, now);
     for (const d of due) {
       if (this.running.size >= this.config.taps.concurrency) return;
       await this.fire(d, now);

@@ -180,6 +180,24 @@ export class TapsRepository {
     );
   }
 
+  /**
+   * Runs still `running` long after any run could have ended: the process running them stopped
+   * (a restart, a crash). They become `error` saying so. Returns how many.
+   */
+  async closeAbandonedRuns(environments: string[], olderThanMs: number): Promise<number> {
+    const res = returned<unknown>(
+      await this.db.query(
+        `UPDATE tapyard.tap_runs SET status = 'error', finished_at = now(),
+           error = 'the process running this tap stopped before the run finished'
+         WHERE environment = ANY($1) AND status = 'running'
+           AND started_at < now() - make_interval(secs => $2::double precision / 1000)
+         RETURNING run_id`,
+        [environments, olderThanMs],
+      ),
+    );
+    return res.length;
+  }
+
   async runs(environment: string, tap: string): Promise<RunLogEntry[]> {
     const rows: RunRow[] = await this.db.query(
       `SELECT * FROM tapyard.tap_runs WHERE environment = $1 AND tap = $2
