@@ -4,12 +4,12 @@ import { Logger } from 'pino';
 import { CONFIG, ConflictError, LOGGER, TapyardConfig, ValidationError, errorMessage } from '@tapyard/core';
 import { ObjectStore } from '@tapyard/objectstore';
 import { PipelineDefinition, PipelinesService } from '@tapyard/pipelines';
-import { EnvironmentQueues, IngestJob, loadJobOptions } from '@tapyard/queue';
+import { EnvironmentQueues } from '@tapyard/queue';
 import { SecretsService } from '@tapyard/secrets';
-import { assertTapSecret } from './taps.service';
-import { JobRef, StatusService } from '@tapyard/status';
+import { StatusService } from '@tapyard/status';
 import { Spool } from '@tapyard/ingestion';
-import { RecordShapeError, RecordSink, SampleSink, asDocument } from './record-sinks';
+import { DocumentsLoad } from './documents-load';
+import { RecordShapeError, RecordSink, SampleSink } from './record-sinks';
 import { RecordsLoad } from './records-load';
 import {
   DEBOUNCE_MS,
@@ -23,7 +23,7 @@ import {
 } from './tap.types';
 import { TapProcesses, ScriptOutcome } from './tap-processes';
 import { TapsRepository } from './taps.repository';
-import { TapsService } from './taps.service';
+import { TapsService, assertTapSecret } from './taps.service';
 import { LedgerService } from './ledger.service';
 
 type DataType = 'csv' | 'json' | 'document';
@@ -76,21 +76,18 @@ export class TapRunner {
     inlineScript: string | undefined,
     testLimit: number,
   ): Promise<TestResult> {
+    const started = Date.now();
     const script = inlineScript ?? (await this.script(environment, tap));
     const target = await this.targetOf(environment, tap, 'test');
-    const dataType = dataTypeOf(tap, target);
-    const started = Date.now();
-    const sink = new SampleSink(dataType);
-    const env = await this.scriptEnvironment(environment, tap, testLimit);
-    const { outcome, shapeError } = await this.execute(tap, script, env, sink);
+    const r = await this.testRun(environment, tap, script, target, testLimit);
     return {
-      records: sink.records,
-      recordCount: sink.count,
-      recordsTruncated: sink.count > sink.records.length,
-      dataType,
-      columns: sink.columns,
-      logs: outcome.logs,
-      error: shapeError ?? outcome.error,
+      records: r.records ?? [],
+      recordCount: r.recordCount,
+      recordsTruncated: r.recordsTruncated ?? false,
+      dataType: r.dataType,
+      columns: r.columns,
+      logs: r.logs,
+      error: r.error,
       aiExplanation: null,
       durationMs: Date.now() - started,
     };
@@ -245,59 +242,20 @@ export class TapRunner {
     env: ScriptEnv,
   ): Promise<RunResult> {
     const publisherToken = randomUUID();
-    const pipelineTokens: string[] = [];
-    let unchanged = 0;
-    const bucket = await this.store.bucket(environment, 'staged');
-    const one = async (record: unknown, index: number): Promise<void> => {
-      const doc = asDocument(record, index);
-      if (!target) return;
-      const previous = await this.repo.ledgerEntry(environment, tap.name, doc.uri);
-      if (previous?.contentHash === doc.content_hash) {
-        unchanged++;
-        return;
-      }
-      const pipelineToken = randomUUID();
-      const key = `taps/${tap.name}/${pipelineToken}/${doc.filename.replace(/[/\\]/g, '_')}`;
-      await this.store.put(bucket, key, Buffer.from(doc.content, 'utf8'), 'application/octet-stream');
-      const job: JobRef = {
-        environment,
-        pipeline: tap.targetPipeline,
-        pipelineToken,
-        publisherToken,
-        filename: doc.filename,
-      };
-      await this.status.record(
-        job,
-        'FileNotifier',
-        'begin',
-        `staged ${doc.uri} from tap '${tap.name}' as ${key}`,
-      );
-      await this.queues
-        .ingest(environment)
-        .add(
-          IngestJob.document,
-          { ...job, bucket, key, uri: doc.uri },
-          loadJobOptions(environment, pipelineToken, this.config.loadRetry),
-        );
-      await this.repo.recordDocument(environment, tap.name, tap.targetPipeline, {
-        uri: doc.uri,
-        filename: doc.filename,
-        contentHash: doc.content_hash,
-        stagedPath: `${bucket}/${key}`,
-        pipelineToken,
-        processedAt: new Date().toISOString(),
-      });
-      if (previous) await this.ledger.removeStaged([previous]);
-      await this.status.record(job, 'FileNotifier', 'end', 'queued for loading');
-      pipelineTokens.push(pipelineToken);
-    };
-    const sink: RecordSink = {
-      add: async (chunk, first) => {
-        for (let i = 0; i < chunk.records.length; i++) await one(chunk.records[i], first + i);
+    const sink = new DocumentsLoad(
+      { environment, tap: tap.name, pipeline: target ? tap.targetPipeline : null, publisherToken },
+      {
+        config: this.config,
+        store: this.store,
+        status: this.status,
+        queues: this.queues,
+        repo: this.repo,
+        ledger: this.ledger,
       },
-    };
+    );
     const { outcome, shapeError } = await this.execute(tap, script, env, sink);
     const error = shapeError ?? outcome.error;
+    const { pipelineTokens, unchanged } = sink;
     const persisted = pipelineTokens.length > 0;
     const reason: PersistedReason | undefined = persisted
       ? undefined
