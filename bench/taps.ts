@@ -9,7 +9,7 @@
  * Asserts nothing.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -52,6 +52,12 @@ def fetch():
             "note": f"note {i}, with a comma",
         }
 `;
+
+/** User + system CPU seconds a process has used so far (Linux). */
+function cpuSeconds(pid: number | undefined): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
 
 function quantile(sorted: number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
@@ -119,10 +125,12 @@ async function main(): Promise<void> {
 
     const file = join(dir, 'rows.csv');
     await writeCsv(file, ROWS);
+    const cpu0 = { api: cpuSeconds(api.pid), worker: cpuSeconds(worker.pid) };
     const up = await timed(async () => {
       const token = await uploadFile(BASE, file, 'bench_upload');
       await waitForRollup(BASE, `pipelinetoken=${token}`);
     });
+    const cpu1 = { api: cpuSeconds(api.pid), worker: cpuSeconds(worker.pid) };
     await postJson(`${BASE}/tap`, { name: 'rows', script: ROWS_SCRIPT, targetPipeline: 'bench_tap' });
     const tap = await timed(async () => {
       const run = await timed(() => postJson<Run>(`${BASE}/tap/run`, { name: 'rows', mode: 'run' }));
@@ -131,6 +139,12 @@ async function main(): Promise<void> {
       const rest = await timed(() => waitForRollup(BASE, `publishertoken=${run.value.publisherToken}`));
       return { scriptMs: run.ms, drainMs: rest.ms };
     });
+    const cpu2 = { api: cpuSeconds(api.pid), worker: cpuSeconds(worker.pid) };
+    const cpu = (a: number, b: number) => (b - a).toFixed(2);
+    console.log(
+      `  CPU seconds, upload: API ${cpu(cpu0.api, cpu1.api)}, worker ${cpu(cpu0.worker, cpu1.worker)}; ` +
+        `tap: API ${cpu(cpu1.api, cpu2.api)}, worker ${cpu(cpu1.worker, cpu2.worker)} (the script's own CPU not included)`,
+    );
     const count = async (t: string) =>
       (await pg.query(`SELECT count(*)::int AS n FROM bench_taps.${t}_${ENV.replace(/-/g, '_')}`)).rows[0]
         .n as number;
