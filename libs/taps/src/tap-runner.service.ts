@@ -1,7 +1,15 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { Logger } from 'pino';
-import { CONFIG, ConflictError, LOGGER, TapyardConfig, ValidationError, errorMessage } from '@tapyard/core';
+import {
+  CONFIG,
+  ConflictError,
+  LOGGER,
+  TapyardConfig,
+  TapyardError,
+  ValidationError,
+  errorMessage,
+} from '@tapyard/core';
 import { ObjectStore } from '@tapyard/objectstore';
 import { PipelineDefinition, PipelinesService } from '@tapyard/pipelines';
 import { EnvironmentQueues } from '@tapyard/queue';
@@ -132,7 +140,9 @@ export class TapRunner {
       return { ...result, runId: entry.runId };
     } catch (err) {
       const message = errorMessage(err);
-      this.logger.error({ tap: name, err: message }, 'tap run failed');
+      // A refused run (4xx) is the caller's to fix; anything else is ours.
+      const level = err instanceof TapyardError && err.status < 500 ? 'warn' : 'error';
+      this.logger[level]({ tap: name, err: message }, 'tap run could not run');
       await this.finish(environment, entry, {
         ...base(tap, opts.mode, 'csv'),
         status: 'error',
