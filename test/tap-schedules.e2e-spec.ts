@@ -145,11 +145,17 @@ describe('tap schedules (two workers, real Postgres)', () => {
       `UPDATE tapyard.taps SET next_fire_at = now() - interval '5 minutes' WHERE environment = $1 AND name = $2`,
       [env, 'minutely'],
     );
+    const t0 = Date.now();
     workers = [await startWorker(flags), await startWorker(flags)];
     await sleep(3000);
     const fired = await runs('minutely');
-    expect(fired).toHaveLength(1);
-    expect(fired[0].trigger).toBe('schedule');
+    // One catch-up for the five missed fire times; a minute boundary inside the window may add its own run.
+    const boundaries = Math.floor(Date.now() / 60000) - Math.floor(t0 / 60000);
+    expect(fired.length).toBeGreaterThanOrEqual(1);
+    expect(fired.length).toBeLessThanOrEqual(1 + boundaries);
+    expect(fired.every((r) => r.trigger === 'schedule')).toBe(true);
+    const starts = fired.map((r) => Date.parse(r.startedAt)).sort((a, b) => a - b);
+    for (let i = 1; i < starts.length; i++) expect(starts[i] - starts[i - 1]).toBeGreaterThan(500);
     const next = await nextFireAt('minutely');
     expect(next!.getTime()).toBeGreaterThan(Date.now());
     expect(next!.getUTCSeconds()).toBe(0);
