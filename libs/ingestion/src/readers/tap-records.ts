@@ -41,27 +41,6 @@ export async function* readTapRecords(
       batch.errors.push({ line, reason: 'record is not valid JSON', raw: rawText(text) });
     }
   };
-  /** Complete lines of one chunk: one JSON.parse for all of them (a line never holds a raw newline). */
-  const many = (text: string): void => {
-    if (text.length === 0) return;
-    let parsed: unknown[] | null = null;
-    if (!text.includes('\n\n') && !text.startsWith('\n')) {
-      try {
-        parsed = JSON.parse(`[${text.replaceAll('\n', ',')}]`) as unknown[];
-      } catch {
-        parsed = null;
-      }
-    }
-    if (parsed === null || parsed.some((o) => o === null || typeof o !== 'object')) {
-      // Something in the chunk is off: find it line by line.
-      for (const t of text.split('\n')) one(t);
-      return;
-    }
-    for (const o of parsed) {
-      line++;
-      row(o as Record<string, unknown>);
-    }
-  };
   // A chunk may end inside a multi-byte character: the decoder holds it back for the next one.
   const decoder = new StringDecoder('utf8');
   for await (const chunk of rechunk(input)) {
@@ -71,7 +50,12 @@ export async function* readTapRecords(
       rest = text;
       continue;
     }
-    many(text.slice(0, last));
+    // One JSON.parse per line: V8 parses many small texts faster than one joined array.
+    let start = 0;
+    for (let nl = text.indexOf('\n'); nl >= 0 && nl <= last; nl = text.indexOf('\n', start)) {
+      one(text.slice(start, nl));
+      start = nl + 1;
+    }
     rest = text.slice(last + 1);
     if (batch.rows.length + batch.errors.length >= batchRows) {
       yield batch;
