@@ -18,6 +18,8 @@ import { randomUUID } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import {
   COLUMNS,
+  DB_URL,
+  benchPipeline,
   platformEnv,
   sleep,
   startApp,
@@ -27,7 +29,6 @@ import {
   writeCsv,
 } from './support';
 
-const DB_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/tapyard_test';
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
 const SCALE = Number(process.env.BENCH_SCALE_CHECK ?? 4);
 const MONGO_RECORDS = Number(process.env.BENCH_MONGO_RECORDS ?? 1_000_000);
@@ -65,21 +66,6 @@ const BENCH_RULES = [
   { type: 'regex', column: 'zip', pattern: '^\\d{5}$' },
   { type: 'allowed_values', column: 'paid', values: ['true', 'false'] },
 ];
-
-async function pipelineFor(name: string, table: string, rules: object[] = []): Promise<void> {
-  const body = {
-    name,
-    source: { schemaProperties: { fields: COLUMNS.map(([n, type]) => ({ name: n, type })) } },
-    dataQuality: { rules },
-    destination: { database: { dbName: new URL(DB_URL).pathname.slice(1), schema: 'bench', table } },
-  };
-  const res = await fetch(`${BASE}/pipeline`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  if (!res.ok) throw new Error(`pipeline: ${res.status} ${await res.text()}`);
-}
 
 /** Requests per second of a GET, from `concurrency` loops for `seconds`. */
 async function rps(url: string, seconds: number, concurrency = 16): Promise<number> {
@@ -124,7 +110,7 @@ async function main(): Promise<void> {
     ]);
     const psqlSeconds = Number(process.hrtime.bigint() - t0) / 1e9;
 
-    await pipelineFor('bench', `t_${ENV.replace(/-/g, '_')}`);
+    await benchPipeline(BASE, { name: 'bench', schema: 'bench', table: `t_${ENV.replace(/-/g, '_')}` });
     // Warm-up (JIT, pools, table creation) so the measured load is the steady state.
     const warm = join(dir, 'warm.csv');
     await writeCsv(warm, 10_000);
@@ -170,7 +156,12 @@ async function main(): Promise<void> {
     );
 
     // The same load through four data-quality rules: what do the checks cost?
-    await pipelineFor('bench_dq', `dq_${ENV.replace(/-/g, '_')}`, BENCH_RULES);
+    await benchPipeline(BASE, {
+      name: 'bench_dq',
+      schema: 'bench',
+      table: `dq_${ENV.replace(/-/g, '_')}`,
+      rules: BENCH_RULES,
+    });
     const plain = await ingest(file, 'bench');
     const checked = await ingest(file, 'bench_dq');
     console.log(

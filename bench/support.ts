@@ -7,6 +7,9 @@ import { join } from 'node:path';
 // Compiled to dist/bench/bench/: the repository root is three levels up.
 export const ROOT = join(__dirname, '..', '..', '..');
 
+/** Postgres the benchmarks load into (and start their apps against). */
+export const DB_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/tapyard_test';
+
 export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
@@ -163,4 +166,19 @@ export async function writeCsv(path: string, rows: number): Promise<number> {
   out.end(buf);
   await new Promise<void>((r) => out.once('finish', () => r()));
   return statSync(path).size;
+}
+
+/** Registers a pipeline of the benchmark columns loading into `<schema>.<table>` of DB_URL. */
+export async function benchPipeline(
+  base: string,
+  p: { name: string; schema: string; table: string; rules?: object[] },
+): Promise<void> {
+  await postJson(`${base}/pipeline`, {
+    name: p.name,
+    source: { schemaProperties: { fields: COLUMNS.map(([n, type]) => ({ name: n, type })) } },
+    dataQuality: { rules: p.rules ?? [] },
+    destination: {
+      database: { dbName: new URL(DB_URL).pathname.slice(1), schema: p.schema, table: p.table },
+    },
+  });
 }

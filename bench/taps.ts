@@ -15,7 +15,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import {
-  COLUMNS,
+  DB_URL,
+  benchPipeline,
   platformEnv,
   postJson,
   sleep,
@@ -26,7 +27,6 @@ import {
   writeCsv,
 } from './support';
 
-const DB_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/tapyard_test';
 const RUNS = Number(process.env.BENCH_TAP_RUNS ?? 20);
 const ROWS = Number(process.env.BENCH_TAP_ROWS ?? 1_000_000);
 const PORT = 19000 + Math.floor(Math.random() * 1000);
@@ -69,14 +69,6 @@ async function timed<T>(work: () => Promise<T>): Promise<{ ms: number; value: T 
   return { ms: Number(process.hrtime.bigint() - t0) / 1e6, value };
 }
 
-async function pipeline(name: string, table: string): Promise<void> {
-  await postJson(`${BASE}/pipeline`, {
-    name,
-    source: { schemaProperties: { fields: COLUMNS.map(([n, type]) => ({ name: n, type })) } },
-    destination: { database: { dbName: new URL(DB_URL).pathname.slice(1), schema: 'bench_taps', table } },
-  });
-}
-
 interface Run {
   status: string;
   error: string | null;
@@ -117,8 +109,16 @@ async function main(): Promise<void> {
     );
 
     // The same rows through the upload path and through a tap.
-    await pipeline('bench_upload', `up_${ENV.replace(/-/g, '_')}`);
-    await pipeline('bench_tap', `tap_${ENV.replace(/-/g, '_')}`);
+    await benchPipeline(BASE, {
+      name: 'bench_upload',
+      schema: 'bench_taps',
+      table: `up_${ENV.replace(/-/g, '_')}`,
+    });
+    await benchPipeline(BASE, {
+      name: 'bench_tap',
+      schema: 'bench_taps',
+      table: `tap_${ENV.replace(/-/g, '_')}`,
+    });
     const warm = join(dir, 'warm.csv');
     await writeCsv(warm, 10_000);
     await waitForRollup(BASE, `pipelinetoken=${await uploadFile(BASE, warm, 'bench_upload')}`);

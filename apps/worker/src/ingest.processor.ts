@@ -12,7 +12,7 @@ import {
   IntakePayload,
   QUEUES,
 } from '@tapyard/queue';
-import { StatusService } from '@tapyard/status';
+import { StatusService, jobRef } from '@tapyard/status';
 
 @Processor(QUEUES.ingest, { autorun: false })
 export class IngestProcessor extends ConfiguredWorkerHost {
@@ -46,11 +46,9 @@ export class IngestProcessor extends ConfiguredWorkerHost {
   async onFailed(job: Job<IngestQueueData> | undefined, err: Error): Promise<void> {
     // A retry the runner asked for has its own status note; BullMQ runs the job again.
     if (!job || err.name === 'RetryLaterError') return;
-    const { environment, pipeline, pipelineToken, publisherToken, filename } = job.data;
-    const ref = { environment, pipeline, pipelineToken, publisherToken, filename };
     await this.status
       .record(
-        ref,
+        jobRef(job.data),
         'JobRunner',
         'error',
         `the job was abandoned after repeated worker failures: ${errorMessage(err)}`,

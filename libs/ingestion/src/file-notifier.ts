@@ -9,7 +9,7 @@ import { CONFIG, LOGGER, TapyardConfig, errorMessage } from '@tapyard/core';
 import { ObjectStore } from '@tapyard/objectstore';
 import { PipelineDefinition, PipelinesService } from '@tapyard/pipelines';
 import { EnvironmentQueues, IngestJob, IntakePayload, loadJobOptions } from '@tapyard/queue';
-import { JobRef, StatusService } from '@tapyard/status';
+import { JobRef, StatusService, jobRef } from '@tapyard/status';
 import { Spool } from './spool';
 
 /** Key prefix of archives staged by uploads; the raw-bucket poller leaves it alone. */
@@ -59,7 +59,7 @@ export class FileNotifier {
         key: o.key,
         staged: false,
       };
-      await this.status.record(ref(payload), 'FileNotifier', 'begin', `found ${o.key} in ${bucket}`);
+      await this.status.record(jobRef(payload), 'FileNotifier', 'begin', `found ${o.key} in ${bucket}`);
       await this.queues.ingest(environment).add(IngestJob.intake, payload, jobOptions(payload));
       queued++;
     }
@@ -68,7 +68,7 @@ export class FileNotifier {
 
   /** Worker: fetches the object and queues its load job(s). Failures end the intake job as `error`. */
   async intake(p: IntakePayload): Promise<void> {
-    const job = ref(p);
+    const job = jobRef(p);
     const work = this.spool.pathFor(p.environment, `${p.pipelineToken}.intake`);
     try {
       const def = (
@@ -163,16 +163,6 @@ export class FileNotifier {
     if ((await readdir(path)).length > 0) throw new Error(`work directory ${path} is not empty`);
     return path;
   }
-}
-
-function ref(p: IntakePayload): JobRef {
-  return {
-    environment: p.environment,
-    pipeline: p.pipeline,
-    pipelineToken: p.pipelineToken,
-    publisherToken: p.publisherToken,
-    filename: p.filename,
-  };
 }
 
 export function jobOptions(p: IntakePayload) {

@@ -17,7 +17,7 @@ import { XsdRecordValidator } from '@tapyard/schemas';
 import { PipelineDefinition, PipelinesService } from '@tapyard/pipelines';
 import { uniqueNames } from '@tapyard/profiling';
 import { DocumentPayload, IngestPayload, RetryLaterError } from '@tapyard/queue';
-import { JobRef, ProcessName, StatusService } from '@tapyard/status';
+import { ProcessName, StatusService, jobRef } from '@tapyard/status';
 import { FatalReadError, RecordBatch } from './readers/record-batch';
 import { readCsv } from './readers/csv-reader';
 import { readJson } from './readers/json-reader';
@@ -111,13 +111,7 @@ export class IngestionRunner {
    * safe); on the last one the job ends `error` naming the service.
    */
   async run(p: IngestPayload, attempt: { made: number; max: number } = { made: 0, max: 1 }): Promise<void> {
-    const job: JobRef = {
-      environment: p.environment,
-      pipeline: p.pipeline,
-      pipelineToken: p.pipelineToken,
-      publisherToken: p.publisherToken,
-      filename: p.filename,
-    };
+    const job = jobRef(p);
     let stage: ProcessName = 'JobRunner';
     try {
       const def = (
@@ -285,13 +279,7 @@ export class IngestionRunner {
    * in the tap's ledger, so clearing the ledger entry re-processes it later.
    */
   async runDocument(p: DocumentPayload): Promise<void> {
-    const job: JobRef = {
-      environment: p.environment,
-      pipeline: p.pipeline,
-      pipelineToken: p.pipelineToken,
-      publisherToken: p.publisherToken,
-      filename: p.filename,
-    };
+    const job = jobRef(p);
     try {
       const def = (
         await this.pipelines.get(p.environment, p.pipeline).catch(() => {

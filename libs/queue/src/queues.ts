@@ -39,13 +39,17 @@ export const IngestJob = {
   document: 'document',
 } as const;
 
-/** One document of a document-tap run (spec: one job per new or changed document). */
-export interface DocumentPayload {
+/** What every ingest job carries: its pipeline, tokens and source name (a status JobRef). */
+export interface JobFields {
   environment: string;
   pipeline: string;
   pipelineToken: string;
   publisherToken: string | null;
   filename: string;
+}
+
+/** One document of a document-tap run (spec: one job per new or changed document). */
+export interface DocumentPayload extends JobFields {
   /** Where the document is staged. */
   bucket: string;
   key: string;
@@ -53,12 +57,7 @@ export interface DocumentPayload {
   uri: string;
 }
 
-export interface IngestPayload {
-  environment: string;
-  pipeline: string;
-  pipelineToken: string;
-  publisherToken: string | null;
-  filename: string;
+export interface IngestPayload extends JobFields {
   /** File in the spool directory; removed once the job reached a terminal state. */
   spoolPath: string;
   /**
@@ -80,12 +79,7 @@ export interface IngestPayload {
  * An object in the environment's raw bucket waiting for FileNotifier: an archive staged by an upload,
  * or a file dropped straight into the bucket under `<pipeline>/`. `pipelineToken` is the intake job's.
  */
-export interface IntakePayload {
-  environment: string;
-  pipeline: string;
-  pipelineToken: string;
-  publisherToken: string | null;
-  filename: string;
+export interface IntakePayload extends JobFields {
   bucket: string;
   key: string;
   /** Staged by an upload: removed from the bucket once extracted. Dropped objects stay. */

@@ -27,6 +27,17 @@ export interface JobRef {
   filename: string;
 }
 
+/** The JobRef of a job payload: only its five fields, whatever else the payload carries. */
+export function jobRef(p: JobRef): JobRef {
+  return {
+    environment: p.environment,
+    pipeline: p.pipeline,
+    pipelineToken: p.pipelineToken,
+    publisherToken: p.publisherToken,
+    filename: p.filename,
+  };
+}
+
 /** Pipeline status entry (spec: "Pipeline status entry"). */
 export interface StatusEntry {
   id: number;
