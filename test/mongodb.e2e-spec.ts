@@ -2,6 +2,7 @@ import { mongo } from 'mongoose';
 import { MongoDbDestination } from '@tapyard/destinations';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { TEST_MONGODB_URI, testEnv, uniqueEnvironment } from './support/env';
+import { expectSecondDeliveryWritesNothing } from './support/destinations';
 import { upload, waitForJob } from './support/ingest';
 import { spawnApp } from './support/processes';
 
@@ -114,19 +115,7 @@ describe('loads into MongoDB (real FerretDB)', () => {
       columns: [{ name: '_json', type: 'string' as const }],
       pipelineToken: `redelivered-${env}`,
     };
-    const chunks = async function* () {
-      yield '{"n":1}\n{"n":2}\n';
-    };
-    const none = async function* () {};
-    await dest.prepare(target);
-    expect(await dest.load(target, chunks(), none, () => undefined)).toMatchObject({
-      loaded: 2,
-      alreadyLoaded: false,
-    });
-    expect(await dest.load(target, chunks(), none, () => undefined)).toMatchObject({
-      loaded: 2,
-      alreadyLoaded: true,
-    });
+    await expectSecondDeliveryWritesNothing(dest, target, '{"n":1}\n{"n":2}\n', 2);
     expect(await docs('again')).toHaveLength(2);
   });
 

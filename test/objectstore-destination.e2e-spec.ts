@@ -5,6 +5,7 @@ import { ParquetReader } from 'parquetjs-lite';
 import { ObjectStoreDestination } from '@tapyard/destinations';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
+import { expectSecondDeliveryWritesNothing } from './support/destinations';
 import { upload, waitForJob } from './support/ingest';
 import { TestMinio } from './support/minio';
 
@@ -120,19 +121,7 @@ describe('object-store destination (SparkObjectStoreLoader)', () => {
       columns: [{ name: 'n', type: 'int' as const }],
       pipelineToken: `redelivered-${env}`,
     };
-    const chunks = async function* () {
-      yield '1\n2\n';
-    };
-    const none = async function* () {};
-    await dest.prepare(target);
-    expect(await dest.load(target, chunks(), none, () => undefined)).toMatchObject({
-      loaded: 2,
-      alreadyLoaded: false,
-    });
-    expect(await dest.load(target, chunks(), none, () => undefined)).toMatchObject({
-      loaded: 2,
-      alreadyLoaded: true,
-    });
+    await expectSecondDeliveryWritesNothing(dest, target, '1\n2\n', 2);
 
     await api.http.delete('/api/v1/pipeline').query({ pipeline: 'as_csv', deleteData: 'true' }).expect(200);
     expect(await keys(`${env}-output`, 'exports/as_csv/')).toEqual([]);
