@@ -33,7 +33,11 @@ describe('platform endpoints (real Postgres and Redis)', () => {
 
     it('GET /health/services lists every service; unconfigured ones carry no message', async () => {
       const res = await api.http.get('/api/v1/health/services').expect(200);
-      expect(Object.keys(res.body).sort()).toEqual([...CORE, ...VECTOR].sort());
+      expect(Object.keys(res.body).sort()).toEqual([...CORE, ...VECTOR, 'sandbox'].sort());
+      expect(res.body.sandbox).toEqual({
+        status: 'up',
+        message: expect.stringMatching(/^bwrap: own namespaces and a private network/),
+      });
       expect(res.body.postgres).toEqual({ status: 'up' });
       expect(res.body.redis).toEqual({ status: 'up' });
       for (const name of ['mongodb', 'minio', 'activemq', 'kafka', ...VECTOR]) {
@@ -94,6 +98,8 @@ describe('platform endpoints (real Postgres and Redis)', () => {
         KAFKA_BROKERS: `127.0.0.1:${hang.port}`,
         ACTIVEMQ_URL: `stomp://127.0.0.1:${hang.port}`,
         ACTIVEMQ_PASSWORD: 'amq-secret-value',
+        // Loopback stand-ins are private addresses: the operator's allow-list lets the probes reach them.
+        TAP_EGRESS_ALLOW: [closed, hang.port, readyzPort].map((p) => `127.0.0.1:${p}`).join(','),
       });
       await api.http
         .put('/api/v1/secrets/qdrant')
@@ -145,6 +151,74 @@ describe('platform endpoints (real Postgres and Redis)', () => {
     it('leaves unreachable destinations and vector stores out of the available lists', async () => {
       expect((await api.http.get('/api/v1/destinations/available').expect(200)).body).toEqual(['postgres']);
       expect((await api.http.get('/api/v1/vector-stores/available').expect(200)).body).toEqual(['chroma']);
+    });
+  });
+
+  describe('vector-store addresses from secrets pass the egress policy', () => {
+    let api: TestApi;
+    let redirecting: Server;
+    let target: Server;
+    let targetHits = 0;
+
+    beforeAll(async () => {
+      target = createServer((_req, res) => {
+        targetHits += 1;
+        res.end('ok');
+      });
+      await new Promise<void>((r) => target.listen(0, '127.0.0.1', r));
+      const targetPort = (target.address() as { port: number }).port;
+      redirecting = createServer((_req, res) => {
+        res.writeHead(302, { location: `http://127.0.0.1:${targetPort}/api/v2/heartbeat` });
+        res.end();
+      });
+      await new Promise<void>((r) => redirecting.listen(0, '127.0.0.1', r));
+      const redirectPort = (redirecting.address() as { port: number }).port;
+      // Both are allowed: a redirect is never followed, wherever it points.
+      api = await startApi({ TAP_EGRESS_ALLOW: `127.0.0.1:${redirectPort},127.0.0.1:${targetPort}` });
+      await api.http
+        .put('/api/v1/secrets/chroma')
+        .send({ url: `http://127.0.0.1:${redirectPort}` })
+        .expect(200);
+      // The platform's own Redis and Postgres: a health check must not probe them for a caller.
+      await api.http.put('/api/v1/secrets/qdrant').send({ url: 'http://127.0.0.1:6379' }).expect(200);
+      await api.http.put('/api/v1/secrets/weaviate').send({ url: 'file:///etc/passwd' }).expect(200);
+      await api.http
+        .put('/api/v1/secrets/pgvector')
+        .send({ connectionString: 'postgres://postgres@localhost:5432/postgres' })
+        .expect(200);
+      await api.http.put('/api/v1/secrets/milvus').send({ url: 'http://169.254.169.254' }).expect(200);
+    });
+    afterAll(async () => {
+      await api.close();
+      await new Promise((r) => redirecting.close(r));
+      await new Promise((r) => target.close(r));
+    });
+
+    it('refuses private addresses, other schemes and redirects, naming why', async () => {
+      const res = await api.http.get('/api/v1/health/services').expect(200);
+      expect(res.body.qdrant).toEqual({
+        status: 'down',
+        message: expect.stringContaining('connection to 127.0.0.1:6379 refused by the egress policy'),
+      });
+      expect(res.body.pgvector).toEqual({
+        status: 'down',
+        message: expect.stringMatching(
+          /connection to localhost:5432 refused by the egress policy: it resolves to/,
+        ),
+      });
+      expect(res.body.milvus.message).toContain(
+        'connection to 169.254.169.254:80 refused by the egress policy',
+      );
+      expect(res.body.weaviate).toEqual({
+        status: 'down',
+        message: 'only http and https URLs are allowed (got file)',
+      });
+      expect(res.body.chroma).toEqual({
+        status: 'down',
+        message: '/api/v2/heartbeat answered HTTP 302 (a redirect, which is not followed)',
+      });
+      expect(targetHits).toBe(0);
+      expect((await api.http.get('/api/v1/vector-stores/available').expect(200)).body).toEqual([]);
     });
   });
 });

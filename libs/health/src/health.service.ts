@@ -1,5 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { CONFIG, TapyardConfig, errorMessage } from '@tapyard/core';
+import { EgressPolicy } from '@tapyard/egress';
+import { PythonSandbox } from '@tapyard/sandbox';
 import { Secret, SecretsService } from '@tapyard/secrets';
 import { probeMongo, probeObjectStore, probePostgres, probeRedis } from './probes/data-stores.probe';
 import { probeKafka } from './probes/kafka.probe';
@@ -20,14 +22,45 @@ type Probe = ((signal: AbortSignal) => Promise<void>) | null;
  */
 @Injectable()
 export class HealthService {
+  /** Vector-store addresses come from secrets, a caller's choice: they pass the egress policy. */
+  private readonly egress: EgressPolicy;
+
   constructor(
     @Inject(CONFIG) private readonly config: TapyardConfig,
     private readonly secrets: SecretsService,
-  ) {}
+  ) {
+    this.egress = new EgressPolicy(config.egressAllow);
+  }
 
   async all(environment: string): Promise<Record<string, ServiceStatus>> {
-    const [core, vector] = await Promise.all([this.core(), this.vectorStores(environment)]);
-    return { ...core, ...vector };
+    const [core, vector, sandbox] = await Promise.all([
+      this.core(),
+      this.vectorStores(environment),
+      this.sandbox(),
+    ]);
+    return { ...core, ...vector, sandbox };
+  }
+
+  /** The isolation tap scripts get on this instance (TAP_SANDBOX), beyond the spec's keys like `redis`. */
+  async sandbox(): Promise<ServiceStatus> {
+    if (this.config.taps.sandbox === 'off') {
+      return {
+        status: 'up',
+        message: 'TAP_SANDBOX=off: scripts run with limits only, on the host filesystem and network',
+      };
+    }
+    try {
+      await new PythonSandbox({ bwrap: 'require' }).isolation();
+    } catch (err) {
+      return { status: 'down', message: `${errorMessage(err)}; tap runs are refused` };
+    }
+    const allowed = this.config.egressAllow.length;
+    return {
+      status: 'up',
+      message:
+        'bwrap: own namespaces and a private network; scripts reach public addresses through the ' +
+        `platform's egress proxy (${allowed} allow-listed private endpoint${allowed === 1 ? '' : 's'})`,
+    };
   }
 
   async core(): Promise<Record<CoreService, ServiceStatus>> {
@@ -53,7 +86,9 @@ export class HealthService {
     const results = await Promise.all(
       VECTOR_STORES.map((store) => {
         const secret = secrets.find((s) => s.name === store);
-        return this.run(secret ? (signal) => probeVectorStore(store, secret.fields, timeout, signal) : null);
+        return this.run(
+          secret ? (signal) => probeVectorStore(store, secret.fields, this.egress, timeout, signal) : null,
+        );
       }),
     );
     return Object.fromEntries(VECTOR_STORES.map((s, i) => [s, results[i]])) as Record<

@@ -6,6 +6,9 @@ import { PythonLayout } from './python-layout';
 export const SANDBOX_VENV = '/venv';
 export const SANDBOX_SCRIPT_DIR = '/tap';
 export const SANDBOX_HARNESS = '/sandbox/harness.py';
+/** Where the platform's egress proxy socket appears; the harness relays 127.0.0.1:EGRESS_PORT to it. */
+export const SANDBOX_EGRESS_SOCKET = '/run/tapyard/egress.sock';
+export const SANDBOX_EGRESS_PORT = 3128;
 
 const SYSTEM_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/etc'];
 
@@ -13,7 +16,9 @@ const SYSTEM_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx
  * How bwrap gets its privileges. As root it runs without a user namespace (inside one, the
  * sandbox user would map to host root, which RLIMIT_NPROC never limits and which owns every
  * root file), keeps only CAP_SETUID/CAP_SETGID, and the harness drops to the sandbox user.
- * As any other user it runs unprivileged inside a new user namespace.
+ * As any other user it runs unprivileged inside a new user namespace. Either way the script gets a
+ * network namespace of its own with nothing but loopback: the host's services are out of reach, and
+ * the only way out is the egress proxy socket (see EgressProxy).
  */
 export function namespaceArgs(privileged: boolean): string[] {
   const common = ['--die-with-parent', '--new-session', '--hostname', 'tapyard-sandbox'];
@@ -23,6 +28,7 @@ export function namespaceArgs(privileged: boolean): string[] {
       '--unshare-ipc',
       '--unshare-pid',
       '--unshare-uts',
+      '--unshare-net',
       '--unshare-cgroup-try',
       '--cap-drop',
       'ALL',
@@ -32,7 +38,7 @@ export function namespaceArgs(privileged: boolean): string[] {
       'CAP_SETGID',
     ];
   }
-  return [...common, '--unshare-all', '--share-net', '--unshare-user', '--disable-userns'];
+  return [...common, '--unshare-all', '--unshare-user', '--disable-userns'];
 }
 
 export interface BwrapPlan {
@@ -43,6 +49,8 @@ export interface BwrapPlan {
   harnessPath: string;
   tmpBytes: number;
   env: Readonly<Record<string, string>>;
+  /** The egress proxy's Unix socket on the host; without it the script has no way out at all. */
+  egressSocket?: string;
 }
 
 /** Options for `bwrap --args FD`: kept off the command line, where /proc/1/cmdline would show them. */
@@ -53,6 +61,7 @@ export function bwrapArgs(plan: BwrapPlan): string[] {
   mounts.bindReadOnly(plan.venvDir, SANDBOX_VENV);
   mounts.bindReadOnly(plan.scriptPath, posix.join(SANDBOX_SCRIPT_DIR, basename(plan.scriptPath)));
   mounts.bindReadOnly(plan.harnessPath, SANDBOX_HARNESS);
+  if (plan.egressSocket) mounts.bind(plan.egressSocket, SANDBOX_EGRESS_SOCKET);
   const env = Object.entries(plan.env).flatMap(([k, v]) => ['--setenv', k, v]);
   return [
     ...namespaceArgs(plan.privileged),
@@ -107,9 +116,18 @@ export class MountPlan {
   }
 
   bindReadOnly(source: string, dest: string): void {
+    this.mount('--ro-bind', source, dest);
+  }
+
+  /** Writable: connecting to a Unix socket needs write permission on it. */
+  bind(source: string, dest: string): void {
+    this.mount('--bind', source, dest);
+  }
+
+  private mount(option: string, source: string, dest: string): void {
     if (this.covered(dest)) return;
     this.parents(dest);
-    this.args.push('--ro-bind', source, dest);
+    this.args.push(option, source, dest);
     this.mounted.push(dest);
   }
 

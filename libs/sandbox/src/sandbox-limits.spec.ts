@@ -268,16 +268,18 @@ describe.each(modes)('sandbox limits (bwrap: %s)', (mode) => {
 });
 
 describe('sandbox start failures', () => {
-  it('falls back without bwrap in auto mode and refuses to run in require mode', async () => {
-    const auto = new PythonSandbox({ bwrap: 'auto', bwrapPath: '/nonexistent/bwrap' });
-    expect(await auto.isolation()).toBe('none');
+  it('fails closed without bwrap unless the operator turned the sandbox off', async () => {
+    const off = new PythonSandbox({ bwrap: 'off', bwrapPath: '/nonexistent/bwrap' });
+    expect(await off.isolation()).toBe('none');
     const fx = await sandboxFixture('off');
     try {
-      const sandbox = new PythonSandbox({ bwrap: 'require', bwrapPath: '/nonexistent/bwrap' });
+      const sandbox = new PythonSandbox({ bwrapPath: '/nonexistent/bwrap' });
       const { outcome } = await runScript({ sandbox, venv: fx.venv }, py('def fetch():', '    return []'));
       expect(outcome.error).toMatchObject({
         kind: 'spawn_failed',
-        message: 'the sandbox requires bwrap, which is not usable here: /nonexistent/bwrap does not exist',
+        message:
+          'the sandbox requires bwrap, which is not usable here: /nonexistent/bwrap does not exist ' +
+          '(install bubblewrap, or set TAP_SANDBOX=off to run scripts without isolation)',
       });
     } finally {
       await fx.close();

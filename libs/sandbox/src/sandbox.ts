@@ -1,7 +1,7 @@
 import { spawn, SpawnOptions } from 'node:child_process';
 import { isAbsolute, join, posix, relative } from 'node:path';
 import { Readable, Writable } from 'node:stream';
-import { bwrapArgs, SANDBOX_HARNESS, SANDBOX_SCRIPT_DIR, SANDBOX_VENV } from './bwrap';
+import { bwrapArgs, SANDBOX_EGRESS_PORT, SANDBOX_HARNESS, SANDBOX_SCRIPT_DIR, SANDBOX_VENV } from './bwrap';
 import { probeBwrap } from './bwrap-probe';
 import { sandboxEnv } from './environment';
 import { SandboxError } from './errors';
@@ -11,8 +11,11 @@ import { pythonLayout } from './python-layout';
 import { IsolationMode, Launch, RecordsCallback, RunHandle } from './run-handle';
 import { userNamespaceFilter } from './seccomp';
 
-/** auto: bwrap when it exists and a probe run succeeds; require: fail runs without it. */
-export type BwrapMode = 'auto' | 'off' | 'require';
+/**
+ * require: runs need bwrap (namespaces, private network) and fail closed, saying why, without it;
+ * off: the operator chose to run scripts with limits only, on the host's filesystem and network.
+ */
+export type BwrapMode = 'off' | 'require';
 
 export interface PythonSandboxOptions {
   harnessPath?: string;
@@ -43,6 +46,12 @@ export interface RunRequest {
    * reports each record key when it first appears (RecordChunk.keys).
    */
   rows?: boolean;
+  /**
+   * The egress proxy's Unix socket (EgressProxy.socketPath). Sandboxed scripts have a network of their
+   * own with nothing in it; with this socket HTTP(S)_PROXY points at a relay to it, without it the
+   * script has no network at all. Ignored with bwrap off (the operator chose the host's network).
+   */
+  egressSocket?: string;
 }
 
 const NOBODY = 65534;
@@ -60,7 +69,7 @@ export class PythonSandbox {
 
   constructor(options: PythonSandboxOptions = {}) {
     this.harnessPath = options.harnessPath ?? DEFAULT_HARNESS_PATH;
-    this.bwrapMode = options.bwrap ?? 'auto';
+    this.bwrapMode = options.bwrap ?? 'require';
     this.bwrapPath = options.bwrapPath ?? '/usr/bin/bwrap';
     this.limits = resolveLimits(DEFAULT_LIMITS, options.limits);
     this.uid = options.sandboxUid ?? NOBODY;
@@ -72,13 +81,11 @@ export class PythonSandbox {
     if (this.bwrapMode === 'off') return 'none';
     const problem = await probeBwrap(this.bwrapPath, this.isRoot);
     if (!problem) return 'bwrap';
-    if (this.bwrapMode === 'require') {
-      throw new SandboxError(
-        'spawn_failed',
-        `the sandbox requires bwrap, which is not usable here: ${problem}`,
-      );
-    }
-    return 'none';
+    throw new SandboxError(
+      'spawn_failed',
+      `the sandbox requires bwrap, which is not usable here: ${problem} ` +
+        '(install bubblewrap, or set TAP_SANDBOX=off to run scripts without isolation)',
+    );
   }
 
   /** Starts a run at once; problems with the request surface as the outcome's error. */
@@ -136,7 +143,8 @@ export class PythonSandbox {
       scriptPath: request.scriptPath,
       harnessPath: this.harnessPath,
       tmpBytes: limits.maxFileBytes,
-      env: sandboxEnv(request.env ?? {}, posix.join(SANDBOX_VENV, 'bin')),
+      env: { ...sandboxEnv(request.env ?? {}, posix.join(SANDBOX_VENV, 'bin')), ...proxyEnv(request) },
+      egressSocket: request.egressSocket,
     });
     // As root the harness drops to the sandbox user itself, before any venv or script code runs.
     const drop = this.isRoot ? ['--uid', String(this.uid), '--gid', String(this.gid)] : [];
@@ -146,6 +154,7 @@ export class PythonSandbox {
       SANDBOX_HARNESS,
       ...drop,
       ...harnessArgs,
+      ...(request.egressSocket ? ['--egress-port', String(SANDBOX_EGRESS_PORT)] : []),
       '--',
       posix.join(SANDBOX_SCRIPT_DIR, scriptName),
     ];
@@ -170,6 +179,13 @@ function harnessLimits(limits: RunLimits): string[] {
   return ['--memory', memoryBytes, '--cpu', cpuSeconds, '--nproc', maxProcesses, '--fsize', maxFileBytes].map(
     String,
   );
+}
+
+/** Python's requests, httpx and urllib read these; the relay answers on loopback inside the sandbox. */
+function proxyEnv(request: RunRequest): Record<string, string> {
+  if (!request.egressSocket) return {};
+  const url = `http://127.0.0.1:${SANDBOX_EGRESS_PORT}`;
+  return { HTTP_PROXY: url, HTTPS_PROXY: url, http_proxy: url, https_proxy: url };
 }
 
 function feed(pipe: Readable | Writable | null | undefined, data: Buffer): void {

@@ -1,7 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { mkdir } from 'node:fs/promises';
 import { CONFIG, TapyardConfig, ValidationError } from '@tapyard/core';
+import { EgressPolicy, EgressProxy } from '@tapyard/egress';
 import {
+  IsolationMode,
   PackageInstallError,
   PackageSpecError,
   PythonSandbox,
@@ -20,6 +22,16 @@ export interface ScriptOutcome {
   logs: string;
   error: string | null;
   durationMs: number;
+  /** The isolation the script ran under; null when it never started (e.g. pip failed). */
+  isolation: IsolationMode | null;
+}
+
+/** Refusals of the egress proxy noted in a run's logs; more only add noise. */
+const EGRESS_NOTES = 20;
+
+/** Where scripts reach the platform (SERVICE_PLATFORM_HOST/PORT): the one private endpoint always allowed. */
+export function platformEndpoint(config: TapyardConfig): { host: string; port: number } {
+  return { host: config.host === '0.0.0.0' ? '127.0.0.1' : config.host, port: config.port };
 }
 
 /** A started script: records to consume (the script waits while nobody reads), then the outcome. */
@@ -36,12 +48,13 @@ export interface ScriptRun {
 @Injectable()
 export class TapProcesses {
   private readonly sandbox: PythonSandbox;
+  private readonly egress: EgressPolicy;
   private venvs: Promise<VenvCache> | null = null;
 
   constructor(@Inject(CONFIG) private readonly config: TapyardConfig) {
     const t = config.taps;
     this.sandbox = new PythonSandbox({
-      bwrap: t.sandbox === 'off' ? 'off' : t.sandbox,
+      bwrap: t.sandbox,
       limits: {
         timeoutMs: t.timeoutMs,
         cpuSeconds: t.cpuSeconds,
@@ -51,6 +64,12 @@ export class TapProcesses {
         maxOutputBytes: t.maxOutputBytes,
       },
     });
+    this.egress = new EgressPolicy([...config.egressAllow, platformEndpoint(config)]);
+  }
+
+  /** The isolation runs get now; throws, saying why, when the sandbox is required but unusable. */
+  isolation(): Promise<IsolationMode> {
+    return this.sandbox.isolation();
   }
 
   /** Refuses package specs pip must never see (URLs, paths, options), naming the offending one. */
@@ -83,12 +102,22 @@ export class TapProcesses {
         logs: maskSecrets(output, secrets),
         error: err.message,
         durationMs: Date.now() - started,
+        isolation: null,
       });
     }
     // The file name shows in tracebacks, so it is the tap's (as a valid module name).
     const file = await writeScript(script, {
       fileName: `${tap.name.replace(/[^A-Za-z0-9_]/g, '_').replace(/^(\d)/, '_$1')}.py`,
     });
+    const refusals: string[] = [];
+    // With the sandbox off the operator chose the host's network: there is nothing to proxy.
+    const proxy =
+      this.config.taps.sandbox === 'off'
+        ? null
+        : await EgressProxy.open({
+            policy: this.egress,
+            onRefused: (m) => refusals.length < EGRESS_NOTES && refusals.push(m),
+          });
     const handle = this.sandbox.run({
       scriptPath: file.path,
       python: venv.python,
@@ -96,10 +125,18 @@ export class TapProcesses {
       env,
       secrets,
       rows,
+      egressSocket: proxy?.socketPath,
     });
     const done = handle.outcome.then(async (o) => {
-      await file.remove().catch(() => undefined);
-      return { logs: o.logs, error: o.error?.message ?? null, durationMs: Date.now() - started };
+      await Promise.all([file.remove().catch(() => undefined), proxy?.close().catch(() => undefined)]);
+      // A host name can carry a secret the script put there: the notes are masked like the logs.
+      const notes = refusals.map((m) => `[tapyard] egress: ${m}\n`).join('');
+      return {
+        logs: o.logs + maskSecrets(notes, secrets),
+        error: o.error?.message ?? null,
+        durationMs: Date.now() - started,
+        isolation: o.isolation,
+      };
     });
     return {
       chunks: handle.chunks({ parse: !rows }),

@@ -98,6 +98,7 @@ export class TapRunner {
       error: r.error,
       aiExplanation: null,
       durationMs: Date.now() - started,
+      isolation: r.isolation,
     };
   }
 
@@ -172,6 +173,7 @@ export class TapRunner {
       recordCount: sink.count,
       columns: sink.columns,
       logs: outcome.logs,
+      isolation: outcome.isolation,
       error,
       records: sink.records,
       recordsTruncated: sink.count > sink.records.length,
@@ -200,6 +202,7 @@ export class TapRunner {
         recordCount: counted.count,
         columns: counted.columns,
         logs: outcome.logs,
+        isolation: outcome.isolation,
         error,
       };
     }
@@ -232,6 +235,7 @@ export class TapRunner {
       recordCount: load.count,
       columns: load.count > 0 ? (dataType === 'csv' ? load.namer.columns : load.namer.keys) : null,
       logs: run.outcome.logs,
+      isolation: run.outcome.isolation,
       error,
       ...(loaded.pipelineTokens.length > 0 ? { publisherToken, pipelineTokens: loaded.pipelineTokens } : {}),
     };
@@ -285,6 +289,7 @@ export class TapRunner {
       pipelineTokens,
       recordCount: pipelineTokens.length,
       logs,
+      isolation: outcome.isolation,
       error,
     };
   }
@@ -435,6 +440,7 @@ function base(tap: TapConfig, mode: RunMode, dataType: string): RunResult {
     dataType,
     columns: null,
     logs: '',
+    isolation: null,
     error: null,
   };
 }

@@ -44,7 +44,15 @@ export interface TestResult {
   error: string | null;
   aiExplanation: string | null;
   durationMs: number;
+  isolation: Isolation;
 }
+
+/**
+ * The isolation a script ran under: `bwrap` (namespaces, read-only system, private network whose only
+ * way out is the platform's egress proxy), `none` (TAP_SANDBOX=off: limits only, host network), or null
+ * when the script never started.
+ */
+export type Isolation = 'bwrap' | 'none' | null;
 
 /** Spec "Run result". */
 export interface RunResult {
@@ -61,6 +69,7 @@ export interface RunResult {
   dataType: string;
   columns: string[] | null;
   logs: string;
+  isolation: Isolation;
   error: string | null;
   records?: unknown[];
   recordsTruncated?: boolean;

@@ -41,7 +41,9 @@ export class PlatformController {
     description:
       'Probes run in parallel, each bounded by HEALTH_TIMEOUT_MS (default 2 s), so the answer comes in about 2.5 s ' +
       'even when every peer is down. `postgres`, `redis`, `mongodb`, `minio`, `activemq`, `kafka` are always listed; ' +
-      'vector stores are probed when a secret named after them exists, otherwise `not_configured`.',
+      'vector stores are probed when a secret named after them exists, otherwise `not_configured`; their addresses ' +
+      'pass the egress policy (http/https, no private address unless in TAP_EGRESS_ALLOW, no redirects). ' +
+      '`sandbox` reports the isolation tap scripts run under (`down`: runs are refused, with the reason).',
   })
   @ApiOkResponse({
     schema: {

@@ -52,4 +52,10 @@ export const HEALTH_EXAMPLE = {
   milvus: { status: 'not_configured' },
   chroma: { status: 'up' },
   pgvector: { status: 'not_configured' },
+  sandbox: {
+    status: 'up',
+    message:
+      "bwrap: own namespaces and a private network; scripts reach public addresses through the platform's egress " +
+      'proxy (0 allow-listed private endpoints)',
+  },
 };

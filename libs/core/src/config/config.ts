@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { Endpoint, parseEndpoints } from '@tapyard/egress';
 
 export type CapabilityEnforcement = 'enforce' | 'log-only';
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -59,6 +60,11 @@ export interface TapyardConfig {
   /** How often workers look for objects dropped into the raw bucket; 0 turns polling off. */
   readonly rawPollMs: number;
   readonly taps: TapsConfig;
+  /**
+   * Private endpoints (`TAP_EGRESS_ALLOW`) that connections made on a caller's behalf may reach: tap
+   * scripts through the egress proxy, and services whose address a caller configures (vector stores).
+   */
+  readonly egressAllow: readonly Endpoint[];
 }
 
 /** How tap scripts run (see README "Taps"). */
@@ -67,8 +73,9 @@ export interface TapsConfig {
   readonly python: string;
   /** Per-package-set virtual environments, created once and reused. */
   readonly venvDir: string;
-  /** `auto`: bubblewrap when present; `require`: refuse to run without it; `off`: limits only. */
-  readonly sandbox: 'auto' | 'require' | 'off';
+  /** `require`: bubblewrap, or runs are refused saying why; `off` (explicit): limits only, host network. */
+  readonly sandbox: 'require' | 'off';
+
   readonly timeoutMs: number;
   readonly cpuSeconds: number;
   readonly memoryBytes: number;
@@ -150,6 +157,15 @@ class EnvReader {
       return parseSize(fallback);
     }
     return Number(m[1]) * SIZE_UNITS[m[2] ?? 'b'];
+  }
+
+  endpoints(name: string): Endpoint[] {
+    const parsed = parseEndpoints(this.raw(name) ?? '');
+    if (typeof parsed === 'string') {
+      this.problems.push(`${name} must be a comma-separated list of host:port (${parsed})`);
+      return [];
+    }
+    return parsed;
   }
 
   url(name: string, fallback: string | null, protocols: readonly string[]): string | null {
@@ -293,12 +309,14 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
       attempts: r.int('LOAD_RETRY_ATTEMPTS', 5, 1, 100),
       delayMs: r.int('LOAD_RETRY_DELAY_MS', 2000, 10, 3600000),
     },
+    egressAllow: r.endpoints('TAP_EGRESS_ALLOW'),
     taps: {
       // Debian's interpreter when present: built with optimisations (pyenv builds often are not, at
       // half the speed) and readable by the sandbox user.
       python: r.string('TAP_PYTHON', existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3'),
       venvDir: r.string('TAP_VENV_DIR', join(dataDir, 'venvs')),
-      sandbox: r.oneOf('TAP_SANDBOX', ['auto', 'require', 'off'] as const, 'auto'),
+      sandbox: r.oneOf('TAP_SANDBOX', ['require', 'off'] as const, 'require'),
+
       timeoutMs: r.int('TAP_TIMEOUT_MS', 15 * 60000, 1000, 24 * 3600000),
       cpuSeconds: r.int('TAP_CPU_SECONDS', 600, 1, 86400),
       memoryBytes: r.size('TAP_MEMORY_LIMIT', '1gb'),

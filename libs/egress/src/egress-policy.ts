@@ -1,0 +1,125 @@
+import { LookupAddress } from 'node:dns';
+import { lookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
+import { isPublicAddress, normalizeHost } from './addresses';
+
+/** An endpoint the operator lets callers reach although it is on a private network. */
+export interface Endpoint {
+  host: string;
+  port: number;
+}
+
+export type Resolver = (host: string) => Promise<LookupAddress[]>;
+
+/** Where a permitted connection goes: the vetted address, never a second lookup of the name. */
+export interface Permit {
+  address: string;
+  family: 4 | 6;
+  /** Why it was allowed although private: the operator's allow-list. */
+  allowListed: boolean;
+}
+
+/** A refusal, with a sentence for the caller that names the host and says how an operator allows it. */
+export class EgressRefused extends Error {
+  constructor(
+    readonly host: string,
+    readonly port: number,
+    reason: string,
+  ) {
+    super(`connection to ${host}:${port} refused by the egress policy: ${reason}`);
+    this.name = 'EgressRefused';
+  }
+}
+
+const LOOKUP_TIMEOUT_MS = 5000;
+
+const systemResolver: Resolver = (host) => lookup(host, { all: true, verbatim: true });
+
+/**
+ * Decides where caller-controlled connections may go (tap scripts, vector-store probes): public
+ * addresses only, judged after DNS resolution, so a name that resolves (or re-resolves: DNS rebinding)
+ * to a private address is refused; the permit carries the address the check saw and the connection
+ * must use it. Endpoints on the operator's allow-list (`host:port`, matched as written) may be private.
+ */
+export class EgressPolicy {
+  private readonly allowed: Set<string>;
+
+  constructor(
+    allow: readonly Endpoint[] = [],
+    private readonly resolve: Resolver = systemResolver,
+  ) {
+    this.allowed = new Set(allow.map((e) => key(e.host, e.port)));
+  }
+
+  isAllowListed(host: string, port: number): boolean {
+    return this.allowed.has(key(host, port));
+  }
+
+  async check(rawHost: string, port: number): Promise<Permit> {
+    const host = normalizeHost(rawHost);
+    if (!Number.isInteger(port) || port < 1 || port > 65535) {
+      throw new EgressRefused(host, port, 'the port is not valid');
+    }
+    const allowListed = this.isAllowListed(host, port);
+    const addresses = await this.lookup(host, port);
+    if (!allowListed) {
+      const inner = addresses.find((a) => !isPublicAddress(a.address));
+      if (inner) {
+        const what = isIP(host) ? 'it is' : `it resolves to ${inner.address}, which is`;
+        throw new EgressRefused(
+          host,
+          port,
+          `${what} a loopback, private, link-local or reserved address (an operator may allow it with TAP_EGRESS_ALLOW=${formatHost(host)}:${port})`,
+        );
+      }
+    }
+    const first = addresses[0];
+    return { address: first.address, family: first.family === 6 ? 6 : 4, allowListed };
+  }
+
+  private async lookup(host: string, port: number): Promise<LookupAddress[]> {
+    const family = isIP(host);
+    if (family !== 0) return [{ address: host, family }];
+    if (host === '' || host.length > 253) throw new EgressRefused(host, port, 'the host name is not valid');
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const found = await Promise.race([
+        this.resolve(host),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error('the lookup timed out')), LOOKUP_TIMEOUT_MS);
+        }),
+      ]);
+      if (found.length === 0) throw new Error('no address');
+      return found;
+    } catch (err) {
+      throw new EgressRefused(host, port, `the name does not resolve (${(err as Error).message})`);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+/**
+ * Parses `host:port,host:port` (IPv6 hosts in brackets: `[fd00::5]:443`); returns the entries or the
+ * first problem, naming the entry.
+ */
+export function parseEndpoints(text: string): Endpoint[] | string {
+  const out: Endpoint[] = [];
+  for (const raw of text.split(',')) {
+    const entry = raw.trim();
+    if (entry === '') continue;
+    const m = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(entry);
+    const port = m ? Number(m[2]) : 0;
+    if (!m || port < 1 || port > 65535) return `'${entry.slice(0, 80)}' is not host:port`;
+    out.push({ host: normalizeHost(m[1]), port });
+  }
+  return out;
+}
+
+function key(host: string, port: number): string {
+  return `${normalizeHost(host)}|${port}`;
+}
+
+function formatHost(host: string): string {
+  return isIP(host) === 6 ? `[${host}]` : host;
+}

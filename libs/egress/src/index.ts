@@ -1,0 +1,7 @@
+export { isPublicAddress, normalizeHost } from './addresses';
+export { EgressPolicy, EgressRefused, parseEndpoints } from './egress-policy';
+export type { Endpoint, Permit, Resolver } from './egress-policy';
+export { EgressProxy } from './egress-proxy';
+export type { EgressProxyOptions } from './egress-proxy';
+export { egressRequest } from './egress-http';
+export type { EgressRequestInit, EgressResponse } from './egress-http';
