@@ -2,10 +2,10 @@ import { Inject, Module, OnModuleInit } from '@nestjs/common';
 import { CONFIG, TapyardConfig } from '@tapyard/core';
 import { SecretsModule } from '@tapyard/secrets';
 import { ApiKeysService } from './api-keys.service';
-import { AuthRedis } from './auth.redis';
 import { Authenticator } from './authenticator';
 import { KeyUsage } from './key-usage';
 import { LoginLimiter } from './login-limiter';
+import { RunKeysModule } from './run-keys';
 import { SecretState } from './secret-state';
 import { SessionStore } from './sessions';
 import { TenantsService } from './tenants.service';
@@ -14,9 +14,8 @@ import { UsersService } from './users.service';
 
 /** Identities (API keys, login sessions), their capabilities, and tenants. Imported by the API only. */
 @Module({
-  imports: [SecretsModule],
+  imports: [SecretsModule, RunKeysModule],
   providers: [
-    AuthRedis,
     SecretState,
     KeyUsage,
     ApiKeysService,

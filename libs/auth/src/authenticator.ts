@@ -3,6 +3,7 @@ import { CONFIG, TapyardConfig } from '@tapyard/core';
 import { AppAbility, buildAbility, isLegacy } from './ability';
 import { ApiKeysService, KeyMatch } from './api-keys.service';
 import { FULL_ACCESS } from './capability';
+import { RUN_KEY_PREFIX, RunKeys } from './run-keys';
 import { SessionStore } from './sessions';
 import { ROLE_CAPABILITIES, Role } from './templates';
 import { TenantsService } from './tenants.service';
@@ -48,6 +49,7 @@ export class Authenticator {
     private readonly tenants: TenantsService,
     private readonly sessions: SessionStore,
     private readonly users: UsersService,
+    private readonly runKeys: RunKeys,
   ) {}
 
   get enabled(): boolean {
@@ -68,6 +70,7 @@ export class Authenticator {
   }
 
   private async byKey(value: string): Promise<AuthResult> {
+    if (value.startsWith(RUN_KEY_PREFIX)) return this.byRunKey(value);
     const operator = this.config.environment;
     const own = await this.keys.match(operator, value);
     if (own.status !== 'unknown' || !this.config.auth.multiTenant) return fromMatch(own, operator);
@@ -79,6 +82,13 @@ export class Authenticator {
       return { ok: true, identity: identity('key', TENANT_MAPPING_LABEL, [FULL_ACCESS], tenant) };
     }
     return fromMatch(inTenant, tenant);
+  }
+
+  /** A tap run's own key: its grant names the environment, so no tenant mapping is consulted. */
+  private async byRunKey(value: string): Promise<AuthResult> {
+    const grant = await this.runKeys.find(value);
+    if (!grant) return { ok: false, reason: 'unknown key' };
+    return { ok: true, identity: identity('key', grant.label, grant.capabilities, grant.environment) };
   }
 
   private async bySession(id: string): Promise<AuthResult> {

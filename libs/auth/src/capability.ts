@@ -23,7 +23,18 @@ export const RESOURCES = [
 ] as const;
 export type Resource = (typeof RESOURCES)[number];
 
-export const ACTIONS = ['read', 'create', 'update', 'delete', 'upload', 'run', 'vector', 'query'] as const;
+/** `use`: hand a resource to code that runs (a secret named in a tap); as strong as reading it. */
+export const ACTIONS = [
+  'read',
+  'create',
+  'update',
+  'delete',
+  'upload',
+  'run',
+  'vector',
+  'query',
+  'use',
+] as const;
 export type Action = (typeof ACTIONS)[number];
 
 export const SCOPE_KEYS = ['catalog', 'database', 'collection', 'type', 'owner'] as const;

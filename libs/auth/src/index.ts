@@ -5,6 +5,7 @@ export * from './authenticator';
 export * from './capability';
 export * from './key-values';
 export * from './login-limiter';
+export * from './run-keys';
 export * from './sessions';
 export * from './templates';
 export * from './tenants.service';

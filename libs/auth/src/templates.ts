@@ -68,6 +68,7 @@ export const ROLE_CAPABILITIES: Record<Role, readonly string[]> = {
     'search:*',
     'assistant:*',
     'secret:read',
+    'secret:use',
   ],
   viewer: [...READABLE.map((r) => `${r}:read`), 'search:vector', 'search:query'],
 };

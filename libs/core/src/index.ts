@@ -1,6 +1,7 @@
 export * from './config/config';
 export * from './config/config.module';
 export * from './errors/errors';
+export * from './errors/outages';
 export * from './logging/logger';
 export * from './logging/logging.module';
 export * from './logging/sanitize';

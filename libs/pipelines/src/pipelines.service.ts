@@ -43,9 +43,15 @@ export class PipelinesService {
   }
 
   async get(environment: string, name: string): Promise<StoredPipeline> {
+    const found = await this.find(environment, name);
+    if (!found) throw new PipelineNotFoundError(name);
+    return found;
+  }
+
+  /** Null only when absent: a database outage throws, it is never "no such pipeline". */
+  async find(environment: string, name: string): Promise<StoredPipeline | null> {
     const row = await this.repo.find(environment, name);
-    if (!row) throw new PipelineNotFoundError(name);
-    return { definition: row.definition, version: row.version, updatedAt: row.updated_at };
+    return row && { definition: row.definition, version: row.version, updatedAt: row.updated_at };
   }
 
   /** The listing, each item with its full definition so callers can filter by scope. */

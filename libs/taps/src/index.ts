@@ -6,3 +6,4 @@ export * from './taps.repository';
 export * from './tap-runner.service';
 export * from './ledger.service';
 export * from './record-sinks';
+export * from './tap-grants';

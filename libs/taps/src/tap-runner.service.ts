@@ -10,8 +10,9 @@ import {
   ValidationError,
   errorMessage,
 } from '@tapyard/core';
+import { RunKeys, buildAbility, canOn, heldOf, runKeyCapabilities, tapGrant } from '@tapyard/auth';
 import { ObjectStore } from '@tapyard/objectstore';
-import { PipelineDefinition, PipelinesService } from '@tapyard/pipelines';
+import { PipelineDefinition, PipelinesService, pipelineScope } from '@tapyard/pipelines';
 import { EnvironmentQueues } from '@tapyard/queue';
 import { SecretsService } from '@tapyard/secrets';
 import { StatusService } from '@tapyard/status';
@@ -29,17 +30,20 @@ import {
   TapConfig,
   TestResult,
 } from './tap.types';
-import { TapProcesses, ScriptOutcome } from './tap-processes';
+import { TapProcesses, ScriptOutcome, platformEndpoint } from './tap-processes';
+import { TapCaller, UNLIMITED } from './tap-grants';
 import { TapsRepository } from './taps.repository';
 import { TapsService, assertTapSecret } from './taps.service';
 import { LedgerService } from './ledger.service';
 
 type DataType = 'csv' | 'json' | 'document';
 
-/** The script's environment variables, and which values are secret (masked in logs). */
+/** The script's environment variables, which values are secret (masked in logs), and its run key. */
 interface ScriptEnv {
   env: Record<string, string>;
   secrets: string[];
+  /** Revoked when the run ends (it also expires by itself). */
+  runKey: string | null;
 }
 
 interface Execution {
@@ -53,6 +57,8 @@ export interface RunOptions {
   trigger: RunTrigger;
   /** Test mode: sets SERVICE_TAP_TEST_LIMIT when > 0 (spec rule 4). */
   testLimit?: number;
+  /** Who started a manual run; null when authentication is off. Scheduled runs have none. */
+  caller?: TapCaller | null;
 }
 
 /**
@@ -75,6 +81,7 @@ export class TapRunner {
     private readonly queues: EnvironmentQueues,
     private readonly processes: TapProcesses,
     private readonly ledger: LedgerService,
+    private readonly runKeys: RunKeys,
   ) {}
 
   /** POST /tap/test: an unsaved configuration may be tested; an inline script wins over scriptPath. */
@@ -83,11 +90,14 @@ export class TapRunner {
     tap: TapConfig,
     inlineScript: string | undefined,
     testLimit: number,
+    caller: TapCaller | null,
   ): Promise<TestResult> {
     const started = Date.now();
     const script = inlineScript ?? (await this.script(environment, tap));
     const target = await this.targetOf(environment, tap, 'test');
-    const r = await this.testRun(environment, tap, script, target, testLimit);
+    // An unsaved configuration acts with its caller's own rights.
+    const grant = caller ? tapGrant(caller.capabilities) : UNLIMITED;
+    const r = await this.testRun(environment, tap, script, target, testLimit, grant);
     return {
       records: r.records ?? [],
       recordCount: r.recordCount,
@@ -133,10 +143,12 @@ export class TapRunner {
       // A run that cannot start (no script, bad target) answers 4xx and is still in the history.
       const script = await this.script(environment, tap);
       const target = await this.targetOf(environment, tap, opts.mode);
+      const grant = await this.runGrant(environment, tap, opts);
+      if (opts.mode === 'run' && target) this.assertMayLoad(tap, target, grant);
       const result =
         opts.mode === 'test'
-          ? await this.testRun(environment, tap, script, target, opts.testLimit ?? 0)
-          : await this.persistRun(environment, tap, script, target);
+          ? await this.testRun(environment, tap, script, target, opts.testLimit ?? 0, grant)
+          : await this.persistRun(environment, tap, script, target, grant);
       await this.finish(environment, entry, result);
       return { ...result, runId: entry.runId };
     } catch (err) {
@@ -154,16 +166,36 @@ export class TapRunner {
     }
   }
 
+  /**
+   * What a run may do: the tap's grant (from whoever last changed its code), and for a manual run no
+   * more than its caller holds either.
+   */
+  private async runGrant(environment: string, tap: TapConfig, opts: RunOptions): Promise<string[]> {
+    const stored = (await this.repo.grant(environment, tap.name)) ?? UNLIMITED;
+    return opts.caller ? heldOf(stored, opts.caller.ability) : stored;
+  }
+
+  /** A tap loads only into a pipeline its grant may upload to (a catalog's tap cannot feed another's). */
+  private assertMayLoad(tap: TapConfig, target: PipelineDefinition, grant: string[]): void {
+    if (canOn(buildAbility(grant, `tap:${tap.name}`), 'upload', 'pipeline', pipelineScope(target))) return;
+    throw new ValidationError(
+      `tap '${tap.name}' may not load into pipeline '${tap.targetPipeline}': whoever last changed the tap's ` +
+        'code (or started this run) lacks pipeline:upload on it',
+      [{ field: 'targetPipeline', problem: 'is outside the tap grant' }],
+    );
+  }
+
   private async testRun(
     environment: string,
     tap: TapConfig,
     script: string,
     target: PipelineDefinition | null,
     testLimit: number,
+    grant: string[],
   ): Promise<RunResult> {
     const dataType = dataTypeOf(tap, target);
     const sink = new SampleSink(dataType);
-    const env = await this.scriptEnvironment(environment, tap, testLimit);
+    const env = await this.scriptEnvironment(environment, tap, testLimit, grant);
     const { outcome, shapeError } = await this.execute(tap, script, env, sink);
     const error = shapeError ?? outcome.error;
     return {
@@ -185,9 +217,10 @@ export class TapRunner {
     tap: TapConfig,
     script_: string,
     target: PipelineDefinition | null,
+    grant: string[],
   ): Promise<RunResult> {
     const dataType = dataTypeOf(tap, target);
-    const env = await this.scriptEnvironment(environment, tap, 0);
+    const env = await this.scriptEnvironment(environment, tap, 0, grant);
     if (tap.tapType === 'document') return this.documentRun(environment, tap, script_, target, env);
 
     if (!target) {
@@ -303,24 +336,29 @@ export class TapRunner {
   ): Promise<Execution> {
     // Loads store the records' text as it came and let the harness check the rows: no parsing here.
     const textOnly = sink instanceof RecordsLoad;
-    const proc = await this.processes.start(tap, script, env.env, env.secrets, textOnly);
-    let shapeError: string | null = null;
-    let index = 0;
     try {
-      for await (const chunk of proc.chunks) {
-        await sink.add(chunk, index);
-        index += chunk.count;
-      }
-    } catch (err) {
-      if (!(err instanceof RecordShapeError)) {
+      const proc = await this.processes.start(tap, script, env.env, env.secrets, textOnly);
+      let shapeError: string | null = null;
+      let index = 0;
+      try {
+        for await (const chunk of proc.chunks) {
+          await sink.add(chunk, index);
+          index += chunk.count;
+        }
+      } catch (err) {
+        if (!(err instanceof RecordShapeError)) {
+          proc.kill();
+          await proc.done.catch(() => undefined);
+          throw err;
+        }
+        shapeError = err.message;
         proc.kill();
-        await proc.done.catch(() => undefined);
-        throw err;
       }
-      shapeError = err.message;
-      proc.kill();
+      return { outcome: await proc.done, shapeError };
+    } finally {
+      // The key dies with the run; its time to live covers a process that never gets here.
+      if (env.runKey) await this.runKeys.revoke(env.runKey).catch(() => undefined);
     }
-    return { outcome: await proc.done, shapeError };
   }
 
   private async script(environment: string, tap: TapConfig): Promise<string> {
@@ -361,6 +399,7 @@ export class TapRunner {
     environment: string,
     tap: TapConfig,
     testLimit: number,
+    grant: string[],
   ): Promise<ScriptEnv> {
     const env: Record<string, string> = {};
     const secrets: string[] = [];
@@ -381,10 +420,21 @@ export class TapRunner {
     }
     env.SERVICE_POSTGRES_DATABASE = this.config.database.name;
     env.SERVICE_MONGODB_DATABASE = this.config.auth.multiTenant ? environment : this.config.mongodb.database;
-    env.SERVICE_PLATFORM_HOST = this.config.host === '0.0.0.0' ? '127.0.0.1' : this.config.host;
-    env.SERVICE_PLATFORM_PORT = String(this.config.port);
+    const platform = platformEndpoint(this.config);
+    env.SERVICE_PLATFORM_HOST = platform.host;
+    env.SERVICE_PLATFORM_PORT = String(platform.port);
     if (testLimit > 0) env.SERVICE_TAP_TEST_LIMIT = String(testLimit);
-    return { env, secrets };
+    let runKey: string | null = null;
+    if (this.config.auth.useApiKeys) {
+      // Never the platform's own credentials: a key for this run only, read-only, within the grant.
+      runKey = await this.runKeys.issue(
+        { environment, label: `tap-run:${tap.name}`, capabilities: runKeyCapabilities(grant) },
+        this.config.taps.timeoutMs + 60_000,
+      );
+      env.SERVICE_PLATFORM_API_KEY = runKey;
+      secrets.push(runKey);
+    }
+    return { env, secrets, runKey };
   }
 
   private async skipped(

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { RunKeysModule } from '@tapyard/auth';
 import { IngestionModule } from '@tapyard/ingestion';
 import { QueueModule } from '@tapyard/queue';
 import { SecretsModule } from '@tapyard/secrets';
@@ -9,7 +10,7 @@ import { TapsService } from './taps.service';
 import { LedgerService } from './ledger.service';
 
 @Module({
-  imports: [IngestionModule, QueueModule, SecretsModule],
+  imports: [IngestionModule, QueueModule, SecretsModule, RunKeysModule],
   providers: [TapsRepository, TapsService, TapRunner, TapProcesses, LedgerService],
   exports: [TapsService, TapRunner, TapsRepository, LedgerService],
 })

@@ -54,6 +54,15 @@ export class TapsRepository {
     return rows[0]?.config ?? null;
   }
 
+  /** The tap's grant (see tap-grants.ts); null when saved before grants existed. */
+  async grant(environment: string, name: string): Promise<string[] | null> {
+    const rows: { grant: string[] | null }[] = await this.db.query(
+      `SELECT "grant" FROM tapyard.taps WHERE environment = $1 AND name = $2`,
+      [environment, name],
+    );
+    return rows[0]?.grant ?? null;
+  }
+
   async list(environment: string): Promise<TapConfig[]> {
     const rows: { config: TapConfig }[] = await this.db.query(
       `SELECT config FROM tapyard.taps WHERE environment = $1 ORDER BY name`,
@@ -75,12 +84,25 @@ export class TapsRepository {
    * Inserts or replaces. `nextFireAt` undefined keeps the schedule claim as it is (the schedule did
    * not change); a value (or null) resets it, so a changed schedule takes effect at its next tick.
    */
-  async upsert(environment: string, config: TapConfig, nextFireAt: Date | null | undefined): Promise<void> {
+  async upsert(
+    environment: string,
+    config: TapConfig,
+    nextFireAt: Date | null | undefined,
+    grant: string[],
+  ): Promise<void> {
     await this.db.query(
-      `INSERT INTO tapyard.taps (environment, name, config, next_fire_at) VALUES ($1, $2, $3, $4)
+      `INSERT INTO tapyard.taps (environment, name, config, next_fire_at, "grant") VALUES ($1, $2, $3, $4, $6)
        ON CONFLICT (environment, name) DO UPDATE SET config = EXCLUDED.config, updated_at = now(),
+         "grant" = EXCLUDED."grant",
          next_fire_at = CASE WHEN $5 THEN EXCLUDED.next_fire_at ELSE tapyard.taps.next_fire_at END`,
-      [environment, config.name, JSON.stringify(config), nextFireAt ?? null, nextFireAt !== undefined],
+      [
+        environment,
+        config.name,
+        JSON.stringify(config),
+        nextFireAt ?? null,
+        nextFireAt !== undefined,
+        JSON.stringify(grant),
+      ],
     );
   }
 

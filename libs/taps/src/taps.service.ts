@@ -9,6 +9,7 @@ import { MAX_SCRIPT_BYTES, TapConfigDto } from './dto/tap-config.dto';
 import { TapConfig, TapWithScript } from './tap.types';
 import { TapsRepository } from './taps.repository';
 import { TapProcesses } from './tap-processes';
+import { TapCaller, changesCode, nextGrant } from './tap-grants';
 
 export class TapNotFoundError extends NotFoundError {
   constructor(name: string) {
@@ -99,8 +100,11 @@ export class TapsService {
     }
   }
 
-  /** Create or update. Fields the body leaves out keep their stored values. */
-  async save(environment: string, dto: TapConfigDto): Promise<TapConfig> {
+  /**
+   * Create or update. Fields the body leaves out keep their stored values. `caller` (null when
+   * authentication is off) vouches for the tap's code: see nextGrant().
+   */
+  async save(environment: string, dto: TapConfigDto, caller: TapCaller | null): Promise<TapConfig> {
     const current = await this.repo.find(environment, dto.name);
     const tap = this.merge(current, dto);
     if (current && current.tapType !== tap.tapType) {
@@ -141,7 +145,17 @@ export class TapsService {
     }
     const scheduleChanged =
       !current || current.cronExpression !== tap.cronExpression || current.enabled !== tap.enabled;
-    await this.repo.upsert(environment, tap, scheduleChanged ? (tap.enabled ? next : null) : undefined);
+    const grant = nextGrant(
+      current && { grant: await this.repo.grant(environment, tap.name) },
+      changesCode(current, tap, dto.script !== undefined),
+      caller,
+    );
+    await this.repo.upsert(
+      environment,
+      tap,
+      scheduleChanged ? (tap.enabled ? next : null) : undefined,
+      grant,
+    );
     return tap;
   }
 

@@ -20,9 +20,11 @@ export type ScopeResolver = (req: TapyardRequest, refs: ModuleRef) => Promise<Sc
  * - `environment`: the route acts on the whole environment, so only an unscoped capability passes;
  * - `filtered`: a listing; any scope passes the guard and the handler returns only what is visible;
  * - `in-handler`: the resource is known only while handling (a multipart field); the handler checks;
- * - a resolver: the guard loads the resources and checks each.
+ * - `none`: the route touches no stored resource (e.g. English to cron), so a capability in any scope passes;
+ * - a resolver: the guard loads the resources and checks each. A resolver that fails denies: its error
+ *   (e.g. 503 for a database outage) is the answer.
  */
-export type ScopeCheck = 'environment' | 'filtered' | 'in-handler' | ScopeResolver;
+export type ScopeCheck = 'environment' | 'filtered' | 'in-handler' | 'none' | ScopeResolver;
 
 export type AccessRule =
   | { kind: 'public' }

@@ -86,7 +86,7 @@ export class AccessGuard implements CanActivate {
   ): Promise<Decision> {
     const { action, resource, scope } = rule;
     if (!canSome(identity.ability, action, resource)) return { grant: false };
-    if (scope === 'filtered' || scope === 'in-handler') return { grant: true };
+    if (scope === 'filtered' || scope === 'in-handler' || scope === 'none') return { grant: true };
     if (scope === 'environment') return { grant: canOn(identity.ability, action, resource, {}) };
     for (const target of await scope(req, this.refs)) {
       if (!canOn(identity.ability, action, resource, target.fields)) {

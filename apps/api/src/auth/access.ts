@@ -1,6 +1,6 @@
 import { Logger } from 'pino';
 import { Action, Identity, Resource, ScopeFields, canOn } from '@tapyard/auth';
-import { NotFoundError } from '@tapyard/core';
+import { ForbiddenError, NotFoundError } from '@tapyard/core';
 
 export type Outcome = 'grant' | 'would-deny' | 'deny' | 'unmapped';
 
@@ -48,9 +48,26 @@ export class Access {
 
   /** Throws a 404 (not a 403: existence is not revealed) when the caller may not act on this resource. */
   assertVisible(action: Action, resource: Resource, fields: ScopeFields, hiddenMessage: string): void {
-    if (!this.checked || canOn(this.identity.ability, action, resource, fields)) return;
+    if (!this.permits(action, resource, fields)) throw new NotFoundError(hiddenMessage);
+  }
+
+  /** Throws a 403 naming the capability when the caller lacks it (for this scope, when fields are given). */
+  require(action: Action, resource: Resource, fields: ScopeFields = {}, why = 'for this request'): void {
+    if (!this.permits(action, resource, fields)) {
+      throw new ForbiddenError(`'${this.identity.name}' lacks the capability ${resource}:${action} ${why}`);
+    }
+  }
+
+  /** Whether the caller may act; a refusal is audited, and in log-only mode lets the call through. */
+  permits(action: Action, resource: Resource, fields: ScopeFields): boolean {
+    if (!this.checked || canOn(this.identity.ability, action, resource, fields)) return true;
     const f = { route: this.route, required: `${resource}:${action}`, scope: fields };
     this.audit.write(this.identity, f, this.enforce ? 'deny' : 'would-deny');
-    if (this.enforce) throw new NotFoundError(hiddenMessage);
+    return !this.enforce;
+  }
+
+  /** The caller for checks made past the guard (taps' grants); null for anonymous callers. */
+  get caller(): { name: string; capabilities: readonly string[]; ability: Identity['ability'] } | null {
+    return this.checked ? this.identity : null;
   }
 }

@@ -1,6 +1,6 @@
 import { ModuleRef } from '@nestjs/core';
 import { ScopeFields } from '@tapyard/auth';
-import { PipelineDefinition, PipelinesService } from '@tapyard/pipelines';
+import { PipelineDefinition, PipelinesService, pipelineScope } from '@tapyard/pipelines';
 import { StatusService } from '@tapyard/status';
 import { TapsRepository } from '@tapyard/taps';
 import { TapyardRequest } from '../http/request-context';
@@ -10,19 +10,14 @@ import { ScopeResolver, ScopeTarget } from './access-rule';
 export function pipelineFields(
   def: Pick<PipelineDefinition, 'catalog' | 'destination' | 'source'>,
 ): ScopeFields {
-  return {
-    catalog: def.catalog ?? null,
-    database: def.destination?.database?.dbName ?? null,
-    type: def.source?.fileAttributes?.format ?? null,
-  };
+  return pipelineScope(def);
 }
 
 const text = (v: unknown): string | null => (typeof v === 'string' && v.trim() !== '' ? v.trim() : null);
 
 async function existing(refs: ModuleRef, environment: string, name: string): Promise<ScopeTarget[]> {
-  const pipelines = refs.get(PipelinesService, { strict: false });
-  const found = await pipelines.get(environment, name).catch(() => null);
-  // An absent pipeline has nothing to hide: the handler answers its own 404.
+  // An absent pipeline has nothing to hide: the handler answers its own 404. An outage throws (deny).
+  const found = await refs.get(PipelinesService, { strict: false }).find(environment, name);
   return found
     ? [{ fields: pipelineFields(found.definition), hiddenMessage: `pipeline '${name}' does not exist` }]
     : [];

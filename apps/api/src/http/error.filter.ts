@@ -2,7 +2,14 @@ import { ArgumentsHost, Catch, ExceptionFilter, HttpException } from '@nestjs/co
 import { STATUS_CODES } from 'node:http';
 import type { Request, Response } from 'express';
 import { Logger } from 'pino';
-import { ErrorDetail, RateLimitedError, TapyardError, errorMessage, requestContext } from '@tapyard/core';
+import {
+  ErrorDetail,
+  RateLimitedError,
+  TapyardError,
+  errorMessage,
+  isConnectionFailure,
+  requestContext,
+} from '@tapyard/core';
 
 /** The contract's error body (contract addendum, "Errors"). */
 export interface ErrorBody {
@@ -49,6 +56,11 @@ export class ErrorFilter implements ExceptionFilter {
     }
     const parserError = fromBodyParserError(exception);
     if (parserError) return parserError;
+    if (isConnectionFailure(exception)) {
+      // Repositories reach only the metadata database directly; other services raise typed errors.
+      this.logger.warn({ err: errorMessage(exception) }, 'metadata database unavailable');
+      return body(503, 'postgres (the metadata database) is unavailable; try again shortly');
+    }
     const requestId = requestContext.getStore()?.requestId ?? 'unknown';
     this.logger.error(
       { err: errorMessage(exception), stack: exception instanceof Error ? exception.stack : undefined },

@@ -8,7 +8,8 @@ import {
   ApiTags,
   ApiUnprocessableEntityResponse,
 } from '@nestjs/swagger';
-import { UnprocessableError } from '@tapyard/core';
+import { UnprocessableError, ValidationError } from '@tapyard/core';
+import { PipelinesService, pipelineScope } from '@tapyard/pipelines';
 import { cronFromEnglish } from '@tapyard/schedules';
 import {
   LedgerEntry,
@@ -23,6 +24,8 @@ import {
   TapWithScript,
   TestResult,
   TestTapDto,
+  changesCode,
+  isScriptOf,
 } from '@tapyard/taps';
 import { ErrorBodyDto } from '../http/error-body.dto';
 import { RequestAccess, RequestEnvironment } from '../http/environment.decorator';
@@ -55,6 +58,7 @@ export class TapsController {
     private readonly runner: TapRunner,
     private readonly ledger: LedgerService,
     private readonly repo: TapsRepository,
+    private readonly pipelines: PipelinesService,
   ) {}
 
   @Get('taps')
@@ -102,8 +106,16 @@ export class TapsController {
     description:
       'Invalid name, cron expression or package; tapType change; document-tap compatibility violation',
   })
-  save(@RequestEnvironment() env: string, @Body() body: TapConfigDto): Promise<TapConfig> {
-    return this.taps.save(env, body);
+  async save(
+    @RequestEnvironment() env: string,
+    @RequestAccess() access: Access,
+    @Body() body: TapConfigDto,
+  ): Promise<TapConfig> {
+    const current = await this.repo.find(env, body.name);
+    const next = this.taps.merge(current, body);
+    if (next.secretName && changesCode(current, next, body.script !== undefined)) requireSecretUse(access);
+    await this.assertMayFeed(env, access, next.targetPipeline);
+    return this.taps.save(env, body, access.caller);
   }
 
   @Delete('tap')
@@ -137,12 +149,20 @@ export class TapsController {
   @ApiConflictResponse({ type: ErrorBodyDto, description: 'No script given and none stored' })
   async test(
     @RequestEnvironment() env: string,
+    @RequestAccess() access: Access,
     @Query() q: TestQueryDto,
     @Body() body: TestTapDto,
   ): Promise<TestResult> {
     const stored = body.name ? await this.repo.find(env, body.name) : null;
     const tap = this.taps.merge(stored, body);
-    return this.runner.test(env, tap, body.script, q.testLimit ?? 0);
+    if (body.scriptPath && !isScriptOf(tap.name, body.scriptPath.trim())) {
+      throw new ValidationError(`scriptPath must be one of the scripts of tap '${tap.name}'`, [
+        { field: 'scriptPath', problem: 'is not a script of this tap' },
+      ]);
+    }
+    // Testing a stored tap as it is needs tap:run only; other code with a secret needs secret:use.
+    if (tap.secretName && changesCode(stored, tap, body.script !== undefined)) requireSecretUse(access);
+    return this.runner.test(env, tap, body.script, q.testLimit ?? 0, access.caller);
   }
 
   @Post('tap/run')
@@ -162,8 +182,16 @@ export class TapsController {
     type: ErrorBodyDto,
     description: 'The tap has no script, or its script object is missing',
   })
-  run(@RequestEnvironment() env: string, @Body() body: RunTapDto): Promise<RunResult> {
-    return this.runner.run(env, body.name, { mode: body.mode, trigger: 'manual' });
+  async run(
+    @RequestEnvironment() env: string,
+    @RequestAccess() access: Access,
+    @Body() body: RunTapDto,
+  ): Promise<RunResult> {
+    if (body.mode === 'run') {
+      const tap = await this.taps.get(env, body.name);
+      await this.assertMayFeed(env, access, tap.targetPipeline);
+    }
+    return this.runner.run(env, body.name, { mode: body.mode, trigger: 'manual', caller: access.caller });
   }
 
   @Get('tap/runs')
@@ -180,7 +208,7 @@ export class TapsController {
 
   @Post('tap/cron')
   @HttpCode(200)
-  @Requires('tap:read')
+  @Requires('tap:read', 'none')
   @ApiOperation({
     summary: 'Plain English to a Quartz cron expression',
     description:
@@ -236,4 +264,24 @@ export class TapsController {
     await this.taps.get(env, q.name);
     return { status: 'ok', deleted: await this.ledger.clear(env, q.name) };
   }
+
+  /**
+   * A tap feeds its target pipeline, so saving one and running one need
+   * pipeline:upload on that pipeline. A pipeline outside the caller's scope is answered as absent.
+   */
+  private async assertMayFeed(env: string, access: Access, pipeline: string): Promise<void> {
+    if (!pipeline) return;
+    const found = await this.pipelines.find(env, pipeline);
+    if (!found) return; // a structured tap may be saved before its pipeline; a run answers its own 400
+    access.assertVisible(
+      'upload',
+      'pipeline',
+      pipelineScope(found.definition),
+      `pipeline '${pipeline}' does not exist`,
+    );
+  }
+}
+
+function requireSecretUse(access: Access): void {
+  access.require('use', 'secret', {}, 'to give a secret to code it changes or runs');
 }

@@ -1,0 +1,37 @@
+/**
+ * Whether an error from a database driver means the server could not be reached or dropped the
+ * connection (as opposed to a bad query): an outage is answered 503 and retried, never mistaken for
+ * "not found" or for the caller's mistake.
+ */
+export function isConnectionFailure(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; depth += 1) {
+    const code = (e as { code?: unknown }).code;
+    if (
+      typeof code === 'string' &&
+      (NETWORK_CODES.has(code) || PG_CONNECTION_CLASSES.some((c) => code.startsWith(c)))
+    ) {
+      return true;
+    }
+    if (CONNECTION_MESSAGES.some((m) => e instanceof Error && e.message.includes(m))) return true;
+    e = (e as { driverError?: unknown; cause?: unknown }).driverError ?? (e as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
+  'ENOTFOUND',
+]);
+// SQLSTATE classes 08 (connection exception) and 57P (operator intervention: shutdown, cannot connect now).
+const PG_CONNECTION_CLASSES = ['08', '57P'];
+const CONNECTION_MESSAGES = [
+  'Connection terminated',
+  'timeout exceeded when trying to connect',
+  'Client has encountered a connection error',
+  'Connection terminated unexpectedly',
+];
