@@ -98,7 +98,7 @@ describe('ingestion into PostgreSQL (real Postgres and Redis)', () => {
 
     const raw = (await api.http.get('/api/v1/pipeline/status').query({ pipelinetoken: token }).expect(200))
       .body;
-    expect(raw).toHaveLength(8);
+    expect(raw.filter((e: { state: string }) => e.state !== 'processing')).toHaveLength(8);
     expect(raw[0]).toEqual({
       id: expect.any(Number),
       dateTime: expect.stringMatching(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}$/),

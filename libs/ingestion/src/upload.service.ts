@@ -65,11 +65,13 @@ export class UploadService {
         );
       }
       if (!pipeline) throw new ValidationError("multipart field 'pipeline' is required");
-      authorize(pipeline, (await this.pipelines.get(environment, pipeline)).definition);
+      const { definition } = await this.pipelines.get(environment, pipeline);
+      authorize(pipeline, definition);
       if (got.bytes === 0) throw new ValidationError(`the uploaded file '${got.filename}' is empty`);
       const publisherToken = got.fields.get('publishertoken')?.trim() || null;
       if (publisherToken && publisherToken.length > 200)
         throw new ValidationError('publishertoken is longer than 200 characters');
+      if (publisherToken) await this.status.claimPublisherToken(environment, publisherToken, definition.catalog);
       if (archiveKind(got.filename) !== null) {
         await this.stageArchive(environment, pipeline, pipelineToken, publisherToken, got);
         return '';

@@ -16,7 +16,16 @@ export interface EventRow {
 }
 
 const JOB_COLUMNS = `pipeline_token, pipeline, publisher_token, filename, status, last_process, last_state,
-  started_at, last_event_at, ended_at, last_error_process, last_error_description`;
+  started_at, last_event_at, ended_at, last_error_process, last_error_description, scope`;
+
+/**
+ * The scope fields of the job's pipeline as it is when the job begins (see pipelineScope()): the job
+ * keeps them, so its status stays with that catalog whatever later happens to the pipeline's name.
+ */
+const PIPELINE_SCOPE = `(SELECT jsonb_build_object('catalog', p.catalog,
+    'database', p.definition->'destination'->'database'->>'dbName',
+    'type', p.definition->'source'->'fileAttributes'->>'format')
+  FROM tapyard.pipelines p WHERE p.environment = $1 AND p.name = $2)`;
 
 @Injectable()
 export class StatusRepository {
@@ -43,9 +52,10 @@ export class StatusRepository {
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
        )
        INSERT INTO tapyard.jobs AS j (environment, pipeline_token, pipeline, publisher_token, filename, status,
-         last_process, last_state, started_at, last_event_at, ended_at, last_error_process, last_error_description)
+         last_process, last_state, started_at, last_event_at, ended_at, last_error_process, last_error_description,
+         scope)
        VALUES ($1, $3, $2, $4, $5, $10, $6, $7, $9, $9, CASE WHEN $11 THEN $9::bigint END,
-         CASE WHEN $7 = 'error' THEN $6 END, CASE WHEN $7 = 'error' THEN $8 END)
+         CASE WHEN $7 = 'error' THEN $6 END, CASE WHEN $7 = 'error' THEN $8 END, ${PIPELINE_SCOPE})
        ON CONFLICT (environment, pipeline_token) DO UPDATE SET
          status = EXCLUDED.status,
          last_process = EXCLUDED.last_process,
@@ -90,18 +100,40 @@ export class StatusRepository {
     return rows[0];
   }
 
-  eventsOfJob(environment: string, pipelineToken: string): Promise<EventRow[]> {
+  events(environment: string, by: 'pipeline_token' | 'publisher_token', token: string): Promise<EventRow[]> {
     return this.db.query(
-      `SELECT * FROM tapyard.status_events WHERE environment = $1 AND pipeline_token = $2 ORDER BY id`,
-      [environment, pipelineToken],
+      `SELECT * FROM tapyard.status_events WHERE environment = $1 AND ${by} = $2 ORDER BY id`,
+      [environment, token],
     );
   }
 
-  eventsOfPublisher(environment: string, publisherToken: string): Promise<EventRow[]> {
+  /** The jobs a token selects, with their scope (for filtering what a caller may see). */
+  jobScopes(
+    environment: string,
+    by: 'pipeline_token' | 'publisher_token',
+    token: string,
+  ): Promise<Pick<JobRow, 'pipeline_token' | 'scope'>[]> {
     return this.db.query(
-      `SELECT * FROM tapyard.status_events WHERE environment = $1 AND publisher_token = $2 ORDER BY id`,
-      [environment, publisherToken],
+      `SELECT pipeline_token, scope FROM tapyard.jobs WHERE environment = $1 AND ${by} = $2`,
+      [environment, token],
     );
+  }
+
+  /**
+   * Claims a caller-chosen publisher token for a catalog ('' for uncataloged) on its first use; answers
+   * the catalog that holds it, which differs from `catalog` when another catalog claimed it first.
+   */
+  async claimPublisherToken(environment: string, token: string, catalog: string): Promise<string> {
+    const rows: { catalog: string }[] = await this.db.query(
+      `WITH claim AS (
+         INSERT INTO tapyard.publisher_tokens (environment, token, catalog) VALUES ($1, $2, $3)
+         ON CONFLICT (environment, token) DO NOTHING RETURNING catalog)
+       SELECT catalog FROM claim
+       UNION ALL SELECT catalog FROM tapyard.publisher_tokens WHERE environment = $1 AND token = $2
+       LIMIT 1`,
+      [environment, token, catalog],
+    );
+    return rows[0]?.catalog ?? catalog;
   }
 
   jobsOfPipeline(environment: string, pipeline: string, limit: number, offset: number): Promise<JobRow[]> {
@@ -113,22 +145,11 @@ export class StatusRepository {
   }
 
   /** Removes every event and summary of the environment; returns how many rows went. */
-  async pipelinesOfToken(
-    environment: string,
-    by: 'pipeline_token' | 'publisher_token',
-    token: string,
-  ): Promise<string[]> {
-    const rows: { pipeline: string }[] = await this.db.query(
-      `SELECT DISTINCT pipeline FROM tapyard.jobs WHERE environment = $1 AND ${by} = $2`,
-      [environment, token],
-    );
-    return rows.map((r) => r.pipeline);
-  }
-
   async deleteAll(environment: string): Promise<number> {
     return this.db.transaction(async (m) => {
       const events = await m.query(`DELETE FROM tapyard.status_events WHERE environment = $1`, [environment]);
       const jobs = await m.query(`DELETE FROM tapyard.jobs WHERE environment = $1`, [environment]);
+      await m.query(`DELETE FROM tapyard.publisher_tokens WHERE environment = $1`, [environment]);
       return Number(events[1] ?? 0) + Number(jobs[1] ?? 0);
     });
   }

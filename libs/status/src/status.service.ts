@@ -1,7 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { NotFoundError } from '@tapyard/core';
+import { ConflictError, NotFoundError } from '@tapyard/core';
 import { EventRow, StatusRepository } from './status.repository';
 import {
+  ALL_JOBS,
   CLOCK,
   Clock,
   JOB_TIMEOUT_MS,
@@ -10,6 +11,7 @@ import {
   JobRow,
   JobStatus,
   JobSummary,
+  JobsFilter,
   ProcessName,
   Rollup,
   RollupJob,
@@ -38,63 +40,85 @@ export class StatusService {
     return this.repo.record(job, processName, state, description, this.clock.now(), outcome);
   }
 
-  async eventsOfJob(environment: string, pipelineToken: string): Promise<StatusEntry[]> {
-    const rows = await this.repo.eventsOfJob(environment, pipelineToken);
-    if (rows.length === 0) throw new NotFoundError(`no job has pipeline token '${pipelineToken}'`);
-    return rows.map(toEntry);
+  /**
+   * The query methods take `visible`, which keeps the jobs the caller may see (by their recorded scope);
+   * a token none of whose jobs is visible is answered as unknown.
+   */
+  eventsOfJob(environment: string, pipelineToken: string, visible = ALL_JOBS): Promise<StatusEntry[]> {
+    return this.eventsBy(environment, 'pipeline_token', pipelineToken, visible);
   }
 
-  async eventsOfPublisher(environment: string, publisherToken: string): Promise<StatusEntry[]> {
-    const rows = await this.repo.eventsOfPublisher(environment, publisherToken);
-    if (rows.length === 0) throw new NotFoundError(`no job has publisher token '${publisherToken}'`);
-    return rows.map(toEntry);
+  eventsOfPublisher(environment: string, publisherToken: string, visible = ALL_JOBS): Promise<StatusEntry[]> {
+    return this.eventsBy(environment, 'publisher_token', publisherToken, visible);
   }
 
   rollupOfJob(
     environment: string,
     pipelineToken: string,
+    visible = ALL_JOBS,
   ): Promise<{ rollup: Rollup; events: StatusEntry[] }> {
-    return this.rollupBy(environment, 'pipeline_token', pipelineToken);
+    return this.rollupBy(environment, 'pipeline_token', pipelineToken, visible);
   }
 
   rollupOfPublisher(
     environment: string,
     publisherToken: string,
+    visible = ALL_JOBS,
   ): Promise<{ rollup: Rollup; events: StatusEntry[] }> {
-    return this.rollupBy(environment, 'publisher_token', publisherToken);
+    return this.rollupBy(environment, 'publisher_token', publisherToken, visible);
   }
 
-  /** Names of the pipelines whose jobs carry the token (for scope checks). */
-  pipelinesOfToken(environment: string, by: 'pipeline' | 'publisher', token: string): Promise<string[]> {
-    return this.repo.pipelinesOfToken(
-      environment,
-      by === 'pipeline' ? 'pipeline_token' : 'publisher_token',
-      token,
-    );
+  /**
+   * A caller-chosen publisher token belongs to the catalog that used it first: another catalog's
+   * uploads under it are refused, so one catalog cannot write into (or turn the rollup of) another's.
+   */
+  async claimPublisherToken(environment: string, token: string, catalog: string | null): Promise<void> {
+    const holder = await this.repo.claimPublisherToken(environment, token, catalog ?? '');
+    if (holder !== (catalog ?? '')) {
+      throw new ConflictError(`publisher token '${token}' is in use by another catalog: choose another token`);
+    }
+  }
+
+  private async eventsBy(
+    environment: string,
+    by: 'pipeline_token' | 'publisher_token',
+    token: string,
+    visible: JobsFilter,
+  ): Promise<StatusEntry[]> {
+    const jobs = visible(await this.repo.jobScopes(environment, by, token));
+    if (jobs.length === 0) throw unknownToken(by, token);
+    const shown = new Set(jobs.map((j) => j.pipeline_token));
+    const rows = await this.repo.events(environment, by, token);
+    return rows.filter((e) => shown.has(e.pipeline_token)).map(toEntry);
   }
 
   private async rollupBy(
     environment: string,
     by: 'pipeline_token' | 'publisher_token',
     token: string,
+    visible: JobsFilter,
   ): Promise<{ rollup: Rollup; events: StatusEntry[] }> {
-    const { jobs, events } = await this.repo.jobsAndEvents(environment, by, token);
-    if (jobs.length === 0) {
-      throw new NotFoundError(
-        `no job has ${by === 'pipeline_token' ? 'pipeline' : 'publisher'} token '${token}'`,
-      );
-    }
+    const all = await this.repo.jobsAndEvents(environment, by, token);
+    const jobs = visible(all.jobs);
+    if (jobs.length === 0) throw unknownToken(by, token);
+    const shown = new Set(jobs.map((j) => j.pipeline_token));
+    const events = all.events.filter((e) => shown.has(e.pipeline_token));
     return { rollup: this.rollup(jobs), events: events.map(toEntry) };
   }
 
-  async summariesOfPipeline(environment: string, pipeline: string, page: number): Promise<JobSummary[]> {
+  async summariesOfPipeline(
+    environment: string,
+    pipeline: string,
+    page: number,
+    visible = ALL_JOBS,
+  ): Promise<JobSummary[]> {
     const rows = await this.repo.jobsOfPipeline(
       environment,
       pipeline,
       SUMMARY_PAGE_SIZE,
       (page - 1) * SUMMARY_PAGE_SIZE,
     );
-    return rows.map(toSummary);
+    return visible(rows).map(toSummary);
   }
 
   deleteAll(environment: string): Promise<number> {
@@ -189,4 +213,8 @@ function isoMillis(epoch: number): string {
 /** Seconds with a unit, e.g. `12.345s`. */
 export function seconds(ms: number): string {
   return `${(Math.max(0, ms) / 1000).toFixed(3)}s`;
+}
+
+function unknownToken(by: 'pipeline_token' | 'publisher_token', token: string): NotFoundError {
+  return new NotFoundError(`no job has ${by === 'pipeline_token' ? 'pipeline' : 'publisher'} token '${token}'`);
 }

@@ -98,7 +98,16 @@ export interface JobRow {
   ended_at: string | null;
   last_error_process: string | null;
   last_error_description: string | null;
+  /** The pipeline's scope fields when the job began; null for jobs recorded before scopes were kept. */
+  scope: JobScope | null;
 }
+
+/** `catalog`, `database`, `type`: what capability scopes are checked against. */
+export type JobScope = Record<string, string | null>;
+
+/** Keeps the jobs a caller may see (Access.filter in the API); every job when nobody is checked. */
+export type JobsFilter = <T extends Pick<JobRow, 'scope'>>(jobs: T[]) => T[];
+export const ALL_JOBS: JobsFilter = (jobs) => jobs;
 
 /** Injectable time source, so the 8-hour timeout can be tested. */
 export interface Clock {

@@ -1,7 +1,6 @@
 import { ModuleRef } from '@nestjs/core';
 import { ScopeFields } from '@tapyard/auth';
 import { PipelineDefinition, PipelinesService, pipelineScope } from '@tapyard/pipelines';
-import { StatusService } from '@tapyard/status';
 import { TapsRepository } from '@tapyard/taps';
 import { TapyardRequest } from '../http/request-context';
 import { ScopeResolver, ScopeTarget } from './access-rule';
@@ -47,25 +46,6 @@ export const pipelineInBody: ScopeResolver = async (req, refs) => {
     hiddenMessage: `pipeline '${name ?? ''}' cannot be saved in that catalog`,
   };
   return [...(name ? await existing(refs, req.environment, name) : []), incoming];
-};
-
-/** GET /pipeline/status: the pipelines of the jobs a token or name selects. */
-export const statusQuery: ScopeResolver = async (req, refs) => {
-  const q = req.query;
-  const token = text(q.publishertoken) ?? text(q.pipelinetoken);
-  if (!token) {
-    const name = text(q.pipelinename);
-    return name ? existing(refs, req.environment, name) : [];
-  }
-  const by = text(q.publishertoken) ? 'publisher' : 'pipeline';
-  const names = await refs.get(StatusService, { strict: false }).pipelinesOfToken(req.environment, by, token);
-  const targets: ScopeTarget[] = [];
-  for (const name of names) {
-    const found = await existing(refs, req.environment, name);
-    // Jobs of a deleted pipeline are visible to unscoped callers only.
-    targets.push(...(found.length > 0 ? found : [{ fields: {}, hiddenMessage: '' }]));
-  }
-  return targets.map((t) => ({ ...t, hiddenMessage: `no job has ${by} token '${token}'` }));
 };
 
 /** The fields scopes check on a tap: its catalog and its type. */

@@ -7,11 +7,11 @@ import {
   ApiTags,
 } from '@nestjs/swagger';
 import { ValidationError } from '@tapyard/core';
-import { JobSummary, Rollup, StatusEntry, StatusService } from '@tapyard/status';
+import { JobSummary, JobsFilter, Rollup, StatusEntry, StatusService } from '@tapyard/status';
 import { ErrorBodyDto } from '../http/error-body.dto';
-import { RequestEnvironment } from '../http/environment.decorator';
+import { RequestAccess, RequestEnvironment } from '../http/environment.decorator';
+import { Access } from '../auth/access';
 import { Requires } from '../auth/access-rule';
-import { statusQuery } from '../auth/scopes';
 import {
   ROLLUP_EXAMPLE,
   STATUS_ENTRY_EXAMPLE,
@@ -28,14 +28,15 @@ export class StatusController {
   constructor(private readonly status: StatusService) {}
 
   @Get()
-  @Requires('job:read', statusQuery)
+  @Requires('job:read', 'filtered')
   @ApiOperation({
     summary: 'Status of ingestion jobs',
     description:
       'Exactly one query is used, by precedence: `publishertoken` (events of every job with that token, oldest first), ' +
       '`pipelinetoken` (events of one job), `pipelinename` (job summaries, newest first, 50 per `page`). With ' +
       '`withrollup=true` a token query answers `{rollup, events}`: poll until `rollup.allDone`, then read `rollup.status` ' +
-      'and `rollup.jobs[].lastError`. A job with no terminal event 8 hours after its first is `timed_out`.',
+      'and `rollup.jobs[].lastError`. A job with no terminal event 8 hours after its first is `timed_out`. Scoped ' +
+      'callers see only jobs whose pipeline was in their scope when the job began; a token with none of those is 404.',
   })
   @ApiOkResponse({
     description: 'Status entries, job summaries, or {rollup, events}',
@@ -49,18 +50,24 @@ export class StatusController {
   })
   @ApiBadRequestResponse({ type: ErrorBodyDto, description: 'No token or pipeline name given' })
   @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'No job has that token' })
-  query(@RequestEnvironment() env: string, @Query() q: StatusQueryDto): Promise<StatusAnswer> {
+  query(
+    @RequestEnvironment() env: string,
+    @RequestAccess() access: Access,
+    @Query() q: StatusQueryDto,
+  ): Promise<StatusAnswer> {
+    // Jobs carry the scope of their pipeline as it was when they began, not as a same-named one is now.
+    const visible: JobsFilter = (jobs) => access.filter(jobs, 'read', 'job', (j) => j.scope ?? {});
     if (q.publishertoken) {
       return q.withrollup
-        ? this.status.rollupOfPublisher(env, q.publishertoken)
-        : this.status.eventsOfPublisher(env, q.publishertoken);
+        ? this.status.rollupOfPublisher(env, q.publishertoken, visible)
+        : this.status.eventsOfPublisher(env, q.publishertoken, visible);
     }
     if (q.pipelinetoken) {
       return q.withrollup
-        ? this.status.rollupOfJob(env, q.pipelinetoken)
-        : this.status.eventsOfJob(env, q.pipelinetoken);
+        ? this.status.rollupOfJob(env, q.pipelinetoken, visible)
+        : this.status.eventsOfJob(env, q.pipelinetoken, visible);
     }
-    if (q.pipelinename) return this.status.summariesOfPipeline(env, q.pipelinename, q.page ?? 1);
+    if (q.pipelinename) return this.status.summariesOfPipeline(env, q.pipelinename, q.page ?? 1, visible);
     throw new ValidationError('give one of publishertoken, pipelinetoken or pipelinename');
   }
 
