@@ -3,12 +3,13 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { createReadStream, createWriteStream, statSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
+import { LOCAL_OBJECT_STORE, LOCAL_REDIS_URL, localDatabaseUrl } from '../test/support/local-peers';
 
 // Compiled to dist/bench/bench/: the repository root is three levels up.
 export const ROOT = join(__dirname, '..', '..', '..');
 
 /** Postgres the benchmarks load into (and start their apps against). */
-export const DB_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/tapyard_test';
+export const DB_URL = process.env.BENCH_DATABASE_URL ?? localDatabaseUrl('tapyard_test');
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
@@ -37,9 +38,8 @@ export function platformEnv(
     TAPYARD_SPOOL_DIR: join(dir, 'spool'),
     UPLOAD_LIMIT: '20gb',
     LOG_LEVEL: 'warn',
-    OBJECT_STORE_ENDPOINT: process.env.BENCH_OBJECT_STORE_ENDPOINT ?? 'http://127.0.0.1:9000',
-    OBJECT_STORE_ACCESS_KEY: process.env.BENCH_OBJECT_STORE_ACCESS_KEY ?? 'tapyard',
-    OBJECT_STORE_SECRET_KEY: process.env.BENCH_OBJECT_STORE_SECRET_KEY ?? 'tapyard-dev-secret',
+    REDIS_URL: process.env.BENCH_REDIS_URL ?? LOCAL_REDIS_URL,
+    ...LOCAL_OBJECT_STORE,
     ...extra,
   };
 }

@@ -1,19 +1,22 @@
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { LOCAL_MONGODB_URI, LOCAL_OBJECT_STORE, LOCAL_REDIS_URL, localDatabaseUrl } from './local-peers';
 
-export const TEST_DATABASE_URL =
-  process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/tapyard_test';
-export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+/** The local peers of scripts/services, with the credentials it generated (or TEST_* overrides). */
+export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? localDatabaseUrl('tapyard_test');
+export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? LOCAL_REDIS_URL;
 export const TEST_MASTER_KEY = 'a1'.repeat(32);
-/** FerretDB from scripts/services (or any MongoDB-wire server). */
 /** MinIO from scripts/services. */
 export const TEST_OBJECT_STORE = {
-  OBJECT_STORE_ENDPOINT: process.env.TEST_OBJECT_STORE_ENDPOINT ?? 'http://127.0.0.1:9000',
-  OBJECT_STORE_ACCESS_KEY: process.env.TEST_OBJECT_STORE_ACCESS_KEY ?? 'tapyard',
-  OBJECT_STORE_SECRET_KEY: process.env.TEST_OBJECT_STORE_SECRET_KEY ?? 'tapyard-dev-secret',
+  OBJECT_STORE_ENDPOINT: process.env.TEST_OBJECT_STORE_ENDPOINT ?? LOCAL_OBJECT_STORE.OBJECT_STORE_ENDPOINT,
+  OBJECT_STORE_ACCESS_KEY:
+    process.env.TEST_OBJECT_STORE_ACCESS_KEY ?? LOCAL_OBJECT_STORE.OBJECT_STORE_ACCESS_KEY,
+  OBJECT_STORE_SECRET_KEY:
+    process.env.TEST_OBJECT_STORE_SECRET_KEY ?? LOCAL_OBJECT_STORE.OBJECT_STORE_SECRET_KEY,
 };
-export const TEST_MONGODB_URI = process.env.TEST_MONGODB_URI ?? 'mongodb://127.0.0.1:27017';
+/** FerretDB from scripts/services (or any MongoDB-wire server). */
+export const TEST_MONGODB_URI = process.env.TEST_MONGODB_URI ?? LOCAL_MONGODB_URI;
 
 /** A fresh environment name per suite: suites isolate themselves and run in any order. */
 export function uniqueEnvironment(label: string): string {

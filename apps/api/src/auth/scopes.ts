@@ -48,6 +48,17 @@ export const pipelineInBody: ScopeResolver = async (req, refs) => {
   return [...(name ? await existing(refs, req.environment, name) : []), incoming];
 };
 
+/**
+ * GET /pipeline/status: a pipeline name query is about that pipeline, which must be visible; token
+ * queries have no target here, the handler keeps only the jobs the caller may see.
+ */
+export const statusQuery: ScopeResolver = async (req, refs) => {
+  const q = req.query;
+  if (text(q.publishertoken) || text(q.pipelinetoken)) return [];
+  const name = text(q.pipelinename);
+  return name ? existing(refs, req.environment, name) : [];
+};
+
 /** The fields scopes check on a tap: its catalog and its type. */
 export function tapFields(tap: { catalog?: string | null; tapType?: string | null }): ScopeFields {
   return { catalog: tap.catalog ?? null, type: tap.tapType ?? 'structured' };

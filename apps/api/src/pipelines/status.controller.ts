@@ -12,6 +12,7 @@ import { ErrorBodyDto } from '../http/error-body.dto';
 import { RequestAccess, RequestEnvironment } from '../http/environment.decorator';
 import { Access } from '../auth/access';
 import { Requires } from '../auth/access-rule';
+import { statusQuery } from '../auth/scopes';
 import {
   ROLLUP_EXAMPLE,
   STATUS_ENTRY_EXAMPLE,
@@ -28,7 +29,7 @@ export class StatusController {
   constructor(private readonly status: StatusService) {}
 
   @Get()
-  @Requires('job:read', 'filtered')
+  @Requires('job:read', statusQuery)
   @ApiOperation({
     summary: 'Status of ingestion jobs',
     description:
