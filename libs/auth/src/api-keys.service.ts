@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { CONFIG, ConflictError, NotFoundError, TapyardConfig, ValidationError } from '@tapyard/core';
 import { SecretFields, apiKeysSecretName } from '@tapyard/secrets';
+import { Grantor, assertMayGrant } from './ability';
 import { FULL_ACCESS, validateCapabilities } from './capability';
 import { hashKey, newKeyValue, sameDigest } from './key-values';
 import { KeyUsage } from './key-usage';
@@ -81,13 +82,16 @@ export class ApiKeysService {
       .sort((a, b) => a.label.localeCompare(b.label));
   }
 
+  /** The caller must hold every capability it gives the new key. */
   async issue(
     environment: string,
     label: string,
     request: IssueRequest,
+    grantor: Grantor,
   ): Promise<{ label: string; key: string; capabilities: string[]; hash: string }> {
     validateLabel(label);
     const { capabilities, template } = grantOf(request);
+    assertMayGrant(grantor, capabilities, `issue key '${label}'`);
     const key = newKeyValue();
     const record: KeyRecord = {
       label,
@@ -106,13 +110,22 @@ export class ApiKeysService {
     return { label, key, capabilities, hash: record.hash };
   }
 
-  /** New value server-side; the old one fails from the moment this returns. */
-  async rotate(environment: string, label: string): Promise<{ label: string; key: string; hash: string }> {
+  /**
+   * New value server-side; the old one fails from the moment this returns. The caller receives a
+   * working value, so it must hold everything the key holds (`key:update` alone cannot take over
+   * `bootstrap`).
+   */
+  async rotate(
+    environment: string,
+    label: string,
+    grantor: Grantor,
+  ): Promise<{ label: string; key: string; hash: string }> {
     const key = newKeyValue();
     const hash = hashKey(key);
     await this.state.mutate(environment, apiKeysSecretName(environment), (fields) => {
       const record = parseRecord(fields[label]);
       if (!record) throw new NotFoundError(`API key '${label}' does not exist`);
+      assertMayGrant(grantor, record.capabilities, `rotate key '${label}'`);
       if (record.revokedAt) throw new ConflictError(`API key '${label}' is revoked and cannot be rotated`);
       record.retired = [record.hash, ...record.retired].slice(0, RETIRED_KEPT);
       record.hash = hash;
@@ -121,11 +134,15 @@ export class ApiKeysService {
     return { label, key, hash };
   }
 
-  /** Permanent: the record (and its digest) stays so later attempts log as `revoked key`. */
-  async revoke(environment: string, label: string): Promise<void> {
+  /**
+   * Permanent: the record (and its digest) stays so later attempts log as `revoked key`. Like
+   * rotation it needs everything the key holds, so a `key:delete` key cannot cut off `bootstrap`.
+   */
+  async revoke(environment: string, label: string, grantor: Grantor): Promise<void> {
     await this.state.mutate(environment, apiKeysSecretName(environment), (fields) => {
       const record = parseRecord(fields[label]);
       if (!record) throw new NotFoundError(`API key '${label}' does not exist`);
+      assertMayGrant(grantor, record.capabilities, `revoke key '${label}'`);
       record.revokedAt ??= new Date().toISOString();
       fields[label] = JSON.stringify(record);
     });

@@ -59,12 +59,14 @@ export class UsersRepository {
 
   /**
    * Applies a change unless it would leave the environment without an admin; the check and the write
-   * run under one lock so two concurrent demotions cannot both pass.
+   * run under one lock so two concurrent demotions cannot both pass. `allow` sees the user as it is
+   * under that lock and throws to refuse (the caller may not touch a user of that role).
    */
   async change(
     environment: string,
     username: string,
     change: { role?: Role; passwordHash?: string } | 'delete',
+    allow: (current: UserRow) => void,
   ): Promise<'done' | 'missing' | 'last-admin'> {
     return this.db.transaction(async (m) => {
       await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`tapyard-users:${environment}`]);
@@ -73,6 +75,7 @@ export class UsersRepository {
         [environment, username],
       );
       if (!user) return 'missing';
+      allow(toRow(user));
       const losesAdmin =
         user.role === 'admin' && (change === 'delete' || (change.role && change.role !== 'admin'));
       if (losesAdmin) {

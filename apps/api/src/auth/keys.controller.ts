@@ -8,10 +8,19 @@ import {
   ApiOperation,
   ApiTags,
 } from '@nestjs/swagger';
-import { ApiKeysService, IssueRequest, TenantsService, validateTenant } from '@tapyard/auth';
+import {
+  ApiKeysService,
+  FULL_ACCESS,
+  Grantor,
+  IssueRequest,
+  TenantsService,
+  assertMayGrant,
+  validateTenant,
+} from '@tapyard/auth';
 import { CONFIG, TapyardConfig, ValidationError } from '@tapyard/core';
 import { ErrorBodyDto } from '../http/error-body.dto';
-import { RequestEnvironment } from '../http/environment.decorator';
+import { RequestAccess, RequestEnvironment } from '../http/environment.decorator';
+import { Access } from './access';
 import { Requires } from './access-rule';
 import { IssueKeyDto, IssuedKeyDto, KeyViewDto, RevokedKeyDto, RotatedKeyDto } from './auth.dto';
 
@@ -48,9 +57,13 @@ export class KeysController {
     description: 'Bad or reserved label, unknown template, bad capability',
   })
   @ApiConflictResponse({ type: ErrorBodyDto, description: 'The label exists (revoked labels stay taken)' })
-  async issue(@RequestEnvironment() env: string, @Body() body: IssueKeyDto): Promise<IssuedKeyDto> {
-    const target = this.targetEnvironment(env, body.tenant);
-    const issued = await this.keys.issue(target, body.label, grantOf(body));
+  async issue(
+    @RequestEnvironment() env: string,
+    @RequestAccess() access: Access,
+    @Body() body: IssueKeyDto,
+  ): Promise<IssuedKeyDto> {
+    const target = this.targetEnvironment(env, body.tenant, access.identity);
+    const issued = await this.keys.issue(target, body.label, grantOf(body), access.identity);
     await this.mapToTenant(target, issued.hash);
     return { label: issued.label, key: issued.key, capabilities: issued.capabilities };
   }
@@ -62,8 +75,12 @@ export class KeysController {
   @ApiOkResponse({ type: RotatedKeyDto })
   @ApiNotFoundResponse({ type: ErrorBodyDto })
   @ApiConflictResponse({ type: ErrorBodyDto, description: 'The key is revoked' })
-  async rotate(@RequestEnvironment() env: string, @Param(LABEL_PARAM) label: string): Promise<RotatedKeyDto> {
-    const rotated = await this.keys.rotate(env, label);
+  async rotate(
+    @RequestEnvironment() env: string,
+    @RequestAccess() access: Access,
+    @Param(LABEL_PARAM) label: string,
+  ): Promise<RotatedKeyDto> {
+    const rotated = await this.keys.rotate(env, label, access.identity);
     await this.mapToTenant(env, rotated.hash);
     return { label: rotated.label, key: rotated.key };
   }
@@ -73,13 +90,20 @@ export class KeysController {
   @ApiOperation({ summary: 'Revoke a key (admin), permanently' })
   @ApiOkResponse({ type: RevokedKeyDto })
   @ApiNotFoundResponse({ type: ErrorBodyDto })
-  async revoke(@RequestEnvironment() env: string, @Param(LABEL_PARAM) label: string): Promise<RevokedKeyDto> {
-    await this.keys.revoke(env, label);
+  async revoke(
+    @RequestEnvironment() env: string,
+    @RequestAccess() access: Access,
+    @Param(LABEL_PARAM) label: string,
+  ): Promise<RevokedKeyDto> {
+    await this.keys.revoke(env, label, access.identity);
     return { status: 'revoked', label };
   }
 
-  /** `tenant` lets the operator environment issue a tenant's first key; tenants issue only their own. */
-  private targetEnvironment(env: string, tenant: string | undefined): string {
+  /**
+   * `tenant` lets the operator environment issue a tenant's first key; tenants issue only their own.
+   * What a caller holds applies in its own environment, so reaching into a tenant takes full access.
+   */
+  private targetEnvironment(env: string, tenant: string | undefined, grantor: Grantor): string {
     if (tenant === undefined) return env;
     if (!this.config.auth.multiTenant)
       throw new ValidationError('tenant is only accepted with MULTI_TENANT=true');
@@ -87,6 +111,12 @@ export class KeysController {
       throw new ValidationError('tenant may only be given by callers of the operator environment');
     }
     validateTenant(tenant);
+    if (tenant === this.config.environment) {
+      throw new ValidationError(
+        'tenant names the operator environment: issue keys of the operator environment without tenant',
+      );
+    }
+    assertMayGrant(grantor, [FULL_ACCESS], `issue keys into tenant '${tenant}'`);
     return tenant;
   }
 

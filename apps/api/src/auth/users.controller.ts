@@ -10,8 +10,9 @@ import {
 } from '@nestjs/swagger';
 import { UsersService } from '@tapyard/auth';
 import { ErrorBodyDto } from '../http/error-body.dto';
-import { RequestEnvironment } from '../http/environment.decorator';
+import { RequestAccess, RequestEnvironment } from '../http/environment.decorator';
 import { StatusOkDto } from '../secrets/secrets.dto';
+import { Access } from './access';
 import { Requires } from './access-rule';
 import { CreateUserDto, UpdateUserDto, UserDto } from './auth.dto';
 
@@ -34,8 +35,12 @@ export class UsersController {
   @ApiCreatedResponse({ type: UserDto })
   @ApiBadRequestResponse({ type: ErrorBodyDto })
   @ApiConflictResponse({ type: ErrorBodyDto, description: 'The username exists' })
-  create(@RequestEnvironment() env: string, @Body() body: CreateUserDto): Promise<UserDto> {
-    return this.users.create(env, body.username, body.password, body.role);
+  create(
+    @RequestEnvironment() env: string,
+    @RequestAccess() access: Access,
+    @Body() body: CreateUserDto,
+  ): Promise<UserDto> {
+    return this.users.create(env, body.username, body.password, body.role, access.identity);
   }
 
   @Put(':username')
@@ -46,10 +51,11 @@ export class UsersController {
   @ApiConflictResponse({ type: ErrorBodyDto, description: 'Would leave no admin' })
   update(
     @RequestEnvironment() env: string,
+    @RequestAccess() access: Access,
     @Param('username') username: string,
     @Body() body: UpdateUserDto,
   ): Promise<UserDto> {
-    return this.users.update(env, username, body);
+    return this.users.update(env, username, body, access.identity);
   }
 
   @Delete(':username')
@@ -58,8 +64,12 @@ export class UsersController {
   @ApiOkResponse({ type: StatusOkDto })
   @ApiNotFoundResponse({ type: ErrorBodyDto })
   @ApiConflictResponse({ type: ErrorBodyDto, description: 'The last admin' })
-  async remove(@RequestEnvironment() env: string, @Param('username') username: string): Promise<StatusOkDto> {
-    await this.users.delete(env, username);
+  async remove(
+    @RequestEnvironment() env: string,
+    @RequestAccess() access: Access,
+    @Param('username') username: string,
+  ): Promise<StatusOkDto> {
+    await this.users.delete(env, username, access.identity);
     return { status: 'ok' };
   }
 }
