@@ -5,6 +5,7 @@ import { ApiKeysService } from './api-keys.service';
 import { AuthRedis } from './auth.redis';
 import { Authenticator } from './authenticator';
 import { KeyUsage } from './key-usage';
+import { KeyDigests } from './key-values';
 import { LoginLimiter } from './login-limiter';
 import { SecretState } from './secret-state';
 import { SessionStore } from './sessions';
@@ -19,6 +20,7 @@ import { UsersService } from './users.service';
     AuthRedis,
     SecretState,
     KeyUsage,
+    KeyDigests,
     ApiKeysService,
     TenantsService,
     UsersRepository,

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { CONFIG, TapyardConfig } from '@tapyard/core';
 import { AuthRedis } from './auth.redis';
-import { hashKey, randomToken } from './key-values';
+import { randomToken, tokenDigest } from './key-values';
 
 export interface Session {
   username: string;
@@ -45,5 +45,5 @@ export class SessionStore {
 }
 
 function key(environment: string, id: string): string {
-  return `tapyard:${environment}:session:${hashKey(id)}`;
+  return `tapyard:${environment}:session:${tokenDigest(id)}`;
 }

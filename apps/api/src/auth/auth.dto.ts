@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ArrayMaxSize, IsArray, IsIn, IsOptional, IsString, MaxLength } from 'class-validator';
+import { ArrayMaxSize, IsArray, IsIn, IsOptional, IsString, MaxLength, MinLength } from 'class-validator';
 import { ROLES, TEMPLATE_NAMES } from '@tapyard/auth';
 
 export class IssueKeyDto {
@@ -90,6 +90,38 @@ export class RevokedKeyDto {
 
   @ApiProperty({ example: 'reporting-bot' })
   label!: string;
+}
+
+export class TenantMappingDto {
+  @ApiProperty({
+    example: 'tpy_made-elsewhere-0123456789abcdef',
+    description:
+      'A key value made outside Tapyard (24 to 1024 characters). Only its HMAC digest is stored; it is never returned',
+  })
+  @IsString()
+  @MinLength(24)
+  @MaxLength(1024)
+  key!: string;
+
+  @ApiProperty({ example: 'acme', description: 'Tenant environment; never the operator environment' })
+  @IsString()
+  @MaxLength(40)
+  tenant!: string;
+}
+
+export class TenantUnmappingDto {
+  @ApiProperty({ example: 'tpy_made-elsewhere-0123456789abcdef', description: 'The mapped key value' })
+  @IsString()
+  @MaxLength(1024)
+  key!: string;
+}
+
+export class TenantMappedDto {
+  @ApiProperty({ example: 'ok' })
+  status!: 'ok';
+
+  @ApiProperty({ example: 'acme' })
+  tenant!: string;
 }
 
 export class LoginDto {

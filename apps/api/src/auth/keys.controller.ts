@@ -3,6 +3,7 @@ import {
   ApiBadRequestResponse,
   ApiConflictResponse,
   ApiCreatedResponse,
+  ApiForbiddenResponse,
   ApiNotFoundResponse,
   ApiOkResponse,
   ApiOperation,
@@ -15,14 +16,28 @@ import {
   IssueRequest,
   TenantsService,
   assertMayGrant,
-  validateTenant,
 } from '@tapyard/auth';
 import { CONFIG, TapyardConfig, ValidationError } from '@tapyard/core';
 import { ErrorBodyDto } from '../http/error-body.dto';
 import { RequestAccess, RequestEnvironment } from '../http/environment.decorator';
 import { Access } from './access';
 import { Requires } from './access-rule';
-import { IssueKeyDto, IssuedKeyDto, KeyViewDto, RevokedKeyDto, RotatedKeyDto } from './auth.dto';
+import {
+  IssueKeyDto,
+  IssuedKeyDto,
+  KeyViewDto,
+  RevokedKeyDto,
+  RotatedKeyDto,
+  TenantMappedDto,
+  TenantMappingDto,
+  TenantUnmappingDto,
+} from './auth.dto';
+import { StatusOkDto } from '../secrets/secrets.dto';
+
+const GRANT_REFUSED = {
+  type: ErrorBodyDto,
+  description: 'The caller does not hold every capability involved (the message names the first ones)',
+};
 
 const LABEL_PARAM = 'label';
 
@@ -49,13 +64,16 @@ export class KeysController {
     summary: 'Issue an API key (admin)',
     description:
       'Body `{label, template}` or `{label, capabilities}`. The value (`tpy_…`, 256 random bits) is in this response ' +
-      'only; Tapyard keeps a SHA-256 digest in the secret `<environment>/api-keys`. Templates: see the README.',
+      'only; Tapyard keeps an HMAC-SHA-256 digest (keyed from the master key) in its key map. Templates: see the README. ' +
+      'The caller must hold every capability it grants: the same resource:action (or a wildcard), unscoped or with the ' +
+      'same scope; `*:*` only from `*:*`. `tenant` (multi-tenant mode, operator environment) needs `*:*`.',
   })
   @ApiCreatedResponse({ type: IssuedKeyDto })
   @ApiBadRequestResponse({
     type: ErrorBodyDto,
-    description: 'Bad or reserved label, unknown template, bad capability',
+    description: 'Bad or reserved label, unknown template, bad capability, tenant not allowed',
   })
+  @ApiForbiddenResponse(GRANT_REFUSED)
   @ApiConflictResponse({ type: ErrorBodyDto, description: 'The label exists (revoked labels stay taken)' })
   async issue(
     @RequestEnvironment() env: string,
@@ -71,8 +89,12 @@ export class KeysController {
   @Post(`:${LABEL_PARAM}/rotate`)
   @HttpCode(200)
   @Requires('key:update')
-  @ApiOperation({ summary: 'Rotate a key (admin): new value shown once; the old value fails from now on' })
+  @ApiOperation({
+    summary: 'Rotate a key (admin): new value shown once; the old value fails from now on',
+    description: 'The caller receives a working value, so it must hold every capability of the key.',
+  })
   @ApiOkResponse({ type: RotatedKeyDto })
+  @ApiForbiddenResponse(GRANT_REFUSED)
   @ApiNotFoundResponse({ type: ErrorBodyDto })
   @ApiConflictResponse({ type: ErrorBodyDto, description: 'The key is revoked' })
   async rotate(
@@ -87,8 +109,13 @@ export class KeysController {
 
   @Delete(`:${LABEL_PARAM}`)
   @Requires('key:delete')
-  @ApiOperation({ summary: 'Revoke a key (admin), permanently' })
+  @ApiOperation({
+    summary: 'Revoke a key (admin), permanently',
+    description:
+      'The caller must hold every capability of the key (a key:delete key cannot cut off bootstrap).',
+  })
   @ApiOkResponse({ type: RevokedKeyDto })
+  @ApiForbiddenResponse(GRANT_REFUSED)
   @ApiNotFoundResponse({ type: ErrorBodyDto })
   async revoke(
     @RequestEnvironment() env: string,
@@ -99,25 +126,73 @@ export class KeysController {
     return { status: 'revoked', label };
   }
 
+  @Post('tenant-mappings')
+  @HttpCode(200)
+  @Requires('key:create')
+  @ApiOperation({
+    summary: 'Map a key value made elsewhere to a tenant (multi-tenant mode, operator, full access)',
+    description:
+      'Adds `HMAC(key) → tenant` to `api-key-mappings`: the key then acts with full access inside that tenant only ' +
+      '(identity `tenant-mapping`), unless the tenant holds a key record for it. This replaces writing the mapping ' +
+      'secret through /secrets, which is refused.',
+  })
+  @ApiOkResponse({ type: TenantMappedDto })
+  @ApiBadRequestResponse({
+    type: ErrorBodyDto,
+    description: 'Not multi-tenant, not the operator, short key, bad or operator tenant',
+  })
+  @ApiForbiddenResponse(GRANT_REFUSED)
+  async mapKey(
+    @RequestEnvironment() env: string,
+    @RequestAccess() access: Access,
+    @Body() body: TenantMappingDto,
+  ): Promise<TenantMappedDto> {
+    this.operatorOnly(env, access.identity, `map keys to tenant '${body.tenant}'`);
+    this.tenants.validateTarget(body.tenant);
+    await this.tenants.map(this.keys.digest(body.key), body.tenant);
+    return { status: 'ok', tenant: body.tenant };
+  }
+
+  @Post('tenant-mappings/remove')
+  @HttpCode(200)
+  @Requires('key:delete')
+  @ApiOperation({
+    summary: 'Remove every tenant mapping of a key value (multi-tenant mode, operator, full access)',
+    description: 'Keys issued into a tenant are revoked with DELETE /keys/{label} by the tenant instead.',
+  })
+  @ApiOkResponse({ type: StatusOkDto })
+  @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'The value is not mapped' })
+  @ApiForbiddenResponse(GRANT_REFUSED)
+  async unmapKey(
+    @RequestEnvironment() env: string,
+    @RequestAccess() access: Access,
+    @Body() body: TenantUnmappingDto,
+  ): Promise<StatusOkDto> {
+    this.operatorOnly(env, access.identity, 'remove tenant mappings');
+    await this.tenants.unmap(body.key);
+    return { status: 'ok' };
+  }
+
   /**
    * `tenant` lets the operator environment issue a tenant's first key; tenants issue only their own.
    * What a caller holds applies in its own environment, so reaching into a tenant takes full access.
    */
   private targetEnvironment(env: string, tenant: string | undefined, grantor: Grantor): string {
     if (tenant === undefined) return env;
-    if (!this.config.auth.multiTenant)
-      throw new ValidationError('tenant is only accepted with MULTI_TENANT=true');
-    if (env !== this.config.environment) {
-      throw new ValidationError('tenant may only be given by callers of the operator environment');
-    }
-    validateTenant(tenant);
-    if (tenant === this.config.environment) {
-      throw new ValidationError(
-        'tenant names the operator environment: issue keys of the operator environment without tenant',
-      );
-    }
-    assertMayGrant(grantor, [FULL_ACCESS], `issue keys into tenant '${tenant}'`);
+    this.tenants.validateTarget(tenant);
+    this.operatorOnly(env, grantor, `issue keys into tenant '${tenant}'`);
     return tenant;
+  }
+
+  /** Acts on tenants from outside them: multi-tenant mode, the operator environment, full access. */
+  private operatorOnly(env: string, grantor: Grantor, act: string): void {
+    if (!this.config.auth.multiTenant) {
+      throw new ValidationError('tenants exist only with MULTI_TENANT=true');
+    }
+    if (env !== this.config.environment) {
+      throw new ValidationError('tenants are managed only by callers of the operator environment');
+    }
+    assertMayGrant(grantor, [FULL_ACCESS], act);
   }
 
   private async mapToTenant(environment: string, digest: string): Promise<void> {
