@@ -7,6 +7,8 @@ export interface UserRow {
   username: string;
   role: Role;
   passwordHash: string;
+  /** Copied into each login session; a session with another epoch has ended (see sessions.ts). */
+  sessionEpoch: string;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -15,6 +17,7 @@ interface RawUser {
   username: string;
   role: Role;
   password_hash: string;
+  session_epoch: string;
   created_at: Date;
   updated_at: Date;
 }
@@ -23,6 +26,7 @@ const toRow = (r: RawUser): UserRow => ({
   username: r.username,
   role: r.role,
   passwordHash: r.password_hash,
+  sessionEpoch: r.session_epoch,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
 });
@@ -91,10 +95,14 @@ export class UsersRepository {
           username,
         ]);
       } else {
+        // A new password or another role ends every session of the user: a new epoch.
+        const endsSessions =
+          change.passwordHash !== undefined || (change.role !== undefined && change.role !== user.role);
         await m.query(
           `UPDATE tapyard.users SET role = coalesce($3, role), password_hash = coalesce($4, password_hash),
+             session_epoch = CASE WHEN $5 THEN gen_random_uuid() ELSE session_epoch END,
              updated_at = now() WHERE environment = $1 AND username = $2`,
-          [environment, username, change.role ?? null, change.passwordHash ?? null],
+          [environment, username, change.role ?? null, change.passwordHash ?? null, endsSessions],
         );
       }
       return 'done';

@@ -7,6 +7,7 @@ import { PipelinesAndStatus1763875200000 } from './migrations/1763875200000-pipe
 import { UsersAndKeyUsage1763961600000 } from './migrations/1763961600000-users-and-key-usage';
 import { RawObjects1764048000000 } from './migrations/1764048000000-raw-objects';
 import { Taps1764134400000 } from './migrations/1764134400000-taps';
+import { UserSessionEpochs1764220800000 } from './migrations/1764220800000-user-session-epochs';
 
 /** Postgres schema holding Tapyard's own metadata; loaded user data never goes here. */
 export const METADATA_SCHEMA = 'tapyard';
@@ -19,6 +20,7 @@ export const MIGRATIONS = [
   UsersAndKeyUsage1763961600000,
   RawObjects1764048000000,
   Taps1764134400000,
+  UserSessionEpochs1764220800000,
 ];
 
 // Any constant works as long as every Tapyard process uses the same one.

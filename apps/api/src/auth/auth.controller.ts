@@ -60,7 +60,7 @@ export class AuthController {
       throw new UnauthorizedError('wrong username or password');
     }
     await this.limiter.succeeded(env, user.username);
-    const { id, session } = await this.sessions.create(env, user.username);
+    const { id, session } = await this.sessions.create(env, user);
     const base = {
       sameSite: 'lax' as const,
       secure: req.secure,
