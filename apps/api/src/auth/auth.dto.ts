@@ -5,7 +5,8 @@ import { ROLES, TEMPLATE_NAMES } from '@tapyard/auth';
 export class IssueKeyDto {
   @ApiProperty({
     example: 'reporting-bot',
-    description: "Lowercase letters, digits, '-' and '_'; 'ui' is reserved",
+    description:
+      "Lowercase letters, digits, '-' and '_', starting with a letter; 'ui' and 'bootstrap' are reserved",
   })
   @IsString()
   @MaxLength(63)
@@ -19,7 +20,9 @@ export class IssueKeyDto {
   @ApiPropertyOptional({
     type: [String],
     example: ['pipeline:read:catalog=sales', 'job:read'],
-    description: 'Manual capability list `resource:action[:scope]`, instead of a template',
+    description:
+      'Manual capability list `resource:action[:scope]`, instead of a template. Each must be held by the caller: ' +
+      'the same resource:action or a wildcard, unscoped or with the same scope',
   })
   @IsOptional()
   @IsArray()
@@ -29,7 +32,9 @@ export class IssueKeyDto {
 
   @ApiPropertyOptional({
     example: 'acme',
-    description: 'Multi-tenant mode, operator callers only: issue the key in this tenant environment',
+    description:
+      'Multi-tenant mode, operator callers with full access (`*:*`) only: issue the key in this tenant environment ' +
+      '(never the operator environment itself)',
   })
   @IsOptional()
   @IsString()
