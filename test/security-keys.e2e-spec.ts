@@ -15,6 +15,16 @@ const sha256 = (v: string): string => createHash('sha256').update(v, 'utf8').dig
 /** The platform's own view of a secret (what a Postgres dump plus the master key would show). */
 const stored = (api: TestApi, env: string, name: string) => api.app.get(SecretsService).readSystem(env, name);
 
+/** An API with login sessions, client addresses taken from X-Forwarded-For. */
+const loginApi = (label: string, extra: Record<string, string> = {}): Promise<TestApi> =>
+  startApi({
+    TAPYARD_ENV: uniqueEnvironment(label),
+    USE_USER_AUTH: 'true',
+    TAPYARD_ADMIN_PASSWORD: ADMIN_PASSWORD,
+    TRUST_PROXY: 'loopback',
+    ...extra,
+  });
+
 describe('grant only what you hold: keys and users', () => {
   const env = uniqueEnvironment('grant');
   const boot = newBootstrapKey();
@@ -370,17 +380,11 @@ describe('access state: the key map and the tenant mappings (multi-tenant)', () 
 });
 
 describe('login sessions end on password change, role change and deletion', () => {
-  const env = uniqueEnvironment('ssess');
   let api: TestApi;
   let admin: Login;
 
   beforeAll(async () => {
-    api = await startApi({
-      TAPYARD_ENV: env,
-      USE_USER_AUTH: 'true',
-      TAPYARD_ADMIN_PASSWORD: ADMIN_PASSWORD,
-      TRUST_PROXY: 'loopback',
-    });
+    api = await loginApi('ssess');
     admin = await login(api.http, 'admin', ADMIN_PASSWORD, '10.3.0.1');
   });
   afterAll(() => api.close());
@@ -427,15 +431,10 @@ describe('login sessions end on password change, role change and deletion', () =
 });
 
 describe('failed logins slow brute force without locking anyone out', () => {
-  const env = uniqueEnvironment('slock');
   let api: TestApi;
 
   beforeAll(async () => {
-    api = await startApi({
-      TAPYARD_ENV: env,
-      USE_USER_AUTH: 'true',
-      TAPYARD_ADMIN_PASSWORD: ADMIN_PASSWORD,
-      TRUST_PROXY: 'loopback',
+    api = await loginApi('slock', {
       LOGIN_BACKOFF_AFTER: '3',
       LOGIN_BACKOFF_SECONDS: '1',
       LOGIN_MAX_FAILURES_PER_ADDRESS: '12',
