@@ -305,6 +305,26 @@ describe('access state: the key map and the tenant mappings (multi-tenant)', () 
     expect(after).not.toContain(plain);
   });
 
+  it("the bootstrap key's SHA-256 digest is upgraded at boot, before anyone uses it", async () => {
+    const secrets = api.app.get(SecretsService);
+    const name = `${operator}/api-keys`;
+    const fields = (await secrets.readSystem(operator, name)) ?? {};
+    const record = JSON.parse(fields.bootstrap) as { hash: string };
+    await secrets.writeSystem(operator, name, {
+      ...fields,
+      bootstrap: JSON.stringify({ ...record, hash: sha256(boot) }),
+    });
+    const again = await startApi(flags);
+    await again.close();
+    const after = JSON.parse(((await secrets.readSystem(operator, name)) ?? {}).bootstrap) as {
+      hash: string;
+      retired: string[];
+    };
+    expect(after.hash).not.toBe(sha256(boot));
+    expect(after.retired).toEqual([]); // upgraded in place, not rotated out
+    await api.http.get('/api/v1/keys').set('x-api-key', boot).expect(200);
+  });
+
   it('mappings that name the operator environment are ignored, with a warning', async () => {
     const secrets = api.app.get(SecretsService);
     const sneaky = `tpy_${randomBytes(32).toString('base64url')}`;
