@@ -18,7 +18,7 @@ describe('Login sessions and roles (USE_USER_AUTH=true, USE_API_KEYS=false)', ()
     USE_USER_AUTH: 'true',
     TAPYARD_ADMIN_PASSWORD: ADMIN_PASSWORD,
     TRUST_PROXY: 'loopback',
-    LOGIN_MAX_FAILURES_PER_USER: '3',
+    LOGIN_BACKOFF_AFTER: '3',
     LOGIN_MAX_FAILURES_PER_ADDRESS: '5',
   };
   let a: TestApi;
@@ -181,21 +181,27 @@ describe('Login sessions and roles (USE_USER_AUTH=true, USE_API_KEYS=false)', ()
     expect(JSON.stringify(users.body)).not.toMatch(/scrypt|password/);
   });
 
-  it('limits failed logins per user (429 + Retry-After, even with the right password)', async () => {
+  it('slows failed logins per username and address (429 + Retry-After, even with the right password)', async () => {
     for (let i = 0; i < 3; i++) {
       await a.http
         .post('/api/v1/auth/login')
-        .set('x-forwarded-for', `10.1.0.${i}`)
+        .set('x-forwarded-for', '10.1.0.1')
         .send({ username: 'ed', password: `wrong-${i}` })
         .expect(401);
     }
     const res = await b.http
       .post('/api/v1/auth/login')
-      .set('x-forwarded-for', '10.1.0.99')
+      .set('x-forwarded-for', '10.1.0.1')
       .send({ username: 'ed', password: 'ed-password-123' })
       .expect(429);
     expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
     expect(res.body.message).toMatch(/too many failed logins/);
+    // The account is not locked: from another address its owner logs in.
+    await b.http
+      .post('/api/v1/auth/login')
+      .set('x-forwarded-for', '10.1.0.99')
+      .send({ username: 'ed', password: 'ed-password-123' })
+      .expect(200);
   });
 
   it('limits failed logins per address across usernames', async () => {

@@ -1,5 +1,6 @@
 import { AbilityBuilder, MongoAbility, createMongoAbility, subject as asSubject } from '@casl/ability';
-import { Action, FULL_ACCESS, Resource, parseCapability } from './capability';
+import { ForbiddenError } from '@tapyard/core';
+import { Action, FULL_ACCESS, Resource, parseCapability, uncovered } from './capability';
 
 /** Fields of a concrete resource that scopes are checked against (catalog, database, type, owner...). */
 export type ScopeFields = Record<string, string | null | undefined>;
@@ -35,4 +36,27 @@ export function canSome(ability: AppAbility, action: Action, resource: Resource)
 /** May the identity do `action` on this concrete resource? An unscoped check passes `{}`. */
 export function canOn(ability: AppAbility, action: Action, resource: Resource, fields: ScopeFields): boolean {
   return ability.can(action, asSubject(resource, { ...fields }));
+}
+
+/** Who hands out access: an identity's name (for the message) and what it holds. */
+export interface Grantor {
+  name: string;
+  capabilities: readonly string[];
+}
+
+const NAMED_MISSING = 5;
+
+/**
+ * "Grant only what you hold": issuing a key, rotating one (its holder gets a fresh value), revoking
+ * one, or giving a user a role hands out (or takes away) access, so the caller must hold all of it
+ * itself (see `covers`). Refused with a 403 naming what the caller lacks. Enforced in log-only mode
+ * too: that mode relaxes route checks, never escalation.
+ */
+export function assertMayGrant(grantor: Grantor, wanted: readonly string[], act: string): void {
+  const missing = uncovered(grantor.capabilities, wanted);
+  if (missing.length === 0) return;
+  const more = missing.length > NAMED_MISSING ? ` and ${missing.length - NAMED_MISSING} more` : '';
+  throw new ForbiddenError(
+    `'${grantor.name}' cannot ${act}: it lacks ${missing.slice(0, NAMED_MISSING).join(', ')}${more}`,
+  );
 }

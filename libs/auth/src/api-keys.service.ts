@@ -1,15 +1,26 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { CONFIG, ConflictError, NotFoundError, TapyardConfig, ValidationError } from '@tapyard/core';
+import { Logger } from 'pino';
+import {
+  CONFIG,
+  ConflictError,
+  LOGGER,
+  NotFoundError,
+  TapyardConfig,
+  ValidationError,
+  errorMessage,
+} from '@tapyard/core';
 import { SecretFields, apiKeysSecretName } from '@tapyard/secrets';
+import { Grantor, assertMayGrant } from './ability';
 import { FULL_ACCESS, validateCapabilities } from './capability';
-import { hashKey, newKeyValue, sameDigest } from './key-values';
+import { KeyDigests, PresentedKey, isLegacyDigest, matchesDigest, newKeyValue } from './key-values';
 import { KeyUsage } from './key-usage';
 import { SecretState } from './secret-state';
 import { TEMPLATES, TEMPLATE_NAMES, TemplateName } from './templates';
 
-/** One key of the map kept in the secret `<environment>/api-keys`: hashes only, never a value. */
+/** One key of the map kept in the secret `<environment>/api-keys`: digests only, never a value. */
 export interface KeyRecord {
   label: string;
+  /** `hmac:<hex>` (KeyDigests); a bare SHA-256 hex from before is upgraded on first use. */
   hash: string;
   capabilities: string[];
   template: TemplateName | null;
@@ -45,26 +56,37 @@ export class ApiKeysService {
   constructor(
     private readonly state: SecretState,
     private readonly usage: KeyUsage,
+    private readonly digests: KeyDigests,
     @Inject(CONFIG) private readonly config: TapyardConfig,
+    @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
   /**
    * Finds the key a presented value belongs to. Every stored digest is compared in constant time and
-   * the loop never exits early, so timing reveals neither a match nor its position.
+   * the loop never exits early, so timing reveals neither a match nor its position. A key still
+   * stored under a SHA-256 digest from before is upgraded to HMAC the first time it authenticates.
    */
   async match(environment: string, value: string): Promise<KeyMatch> {
-    const digest = hashKey(value);
+    const presented = this.digests.presented(value);
     let found: KeyMatch = { status: 'unknown' };
     for (const record of await this.records(environment)) {
-      const current = sameDigest(digest, record.hash);
+      const current = matchesDigest(record.hash, presented);
       let retired = false;
-      for (const old of record.retired) retired = sameDigest(digest, old) || retired;
+      for (const old of record.retired) retired = matchesDigest(old, presented) || retired;
       if (current && record.revokedAt === null) found = { status: 'active', record };
       else if (current) found = { status: 'revoked', label: record.label };
       else if (retired) found = { status: record.revokedAt ? 'revoked' : 'rotated', label: record.label };
     }
-    if (found.status === 'active') this.usage.touch(environment, found.record.label);
+    if (found.status === 'active') {
+      this.usage.touch(environment, found.record.label);
+      if (isLegacyDigest(found.record.hash)) await this.upgrade(environment, found.record.label, presented);
+    }
     return found;
+  }
+
+  /** The value digest Tapyard stores (and maps to tenants). */
+  digest(value: string): string {
+    return this.digests.digest(value);
   }
 
   async list(environment: string): Promise<KeyView[]> {
@@ -81,17 +103,20 @@ export class ApiKeysService {
       .sort((a, b) => a.label.localeCompare(b.label));
   }
 
+  /** The caller must hold every capability it gives the new key. */
   async issue(
     environment: string,
     label: string,
     request: IssueRequest,
+    grantor: Grantor,
   ): Promise<{ label: string; key: string; capabilities: string[]; hash: string }> {
     validateLabel(label);
     const { capabilities, template } = grantOf(request);
+    assertMayGrant(grantor, capabilities, `issue key '${label}'`);
     const key = newKeyValue();
     const record: KeyRecord = {
       label,
-      hash: hashKey(key),
+      hash: this.digests.digest(key),
       capabilities,
       template,
       createdAt: new Date().toISOString(),
@@ -106,13 +131,22 @@ export class ApiKeysService {
     return { label, key, capabilities, hash: record.hash };
   }
 
-  /** New value server-side; the old one fails from the moment this returns. */
-  async rotate(environment: string, label: string): Promise<{ label: string; key: string; hash: string }> {
+  /**
+   * New value server-side; the old one fails from the moment this returns. The caller receives a
+   * working value, so it must hold everything the key holds (`key:update` alone cannot take over
+   * `bootstrap`).
+   */
+  async rotate(
+    environment: string,
+    label: string,
+    grantor: Grantor,
+  ): Promise<{ label: string; key: string; hash: string }> {
     const key = newKeyValue();
-    const hash = hashKey(key);
+    const hash = this.digests.digest(key);
     await this.state.mutate(environment, apiKeysSecretName(environment), (fields) => {
       const record = parseRecord(fields[label]);
       if (!record) throw new NotFoundError(`API key '${label}' does not exist`);
+      assertMayGrant(grantor, record.capabilities, `rotate key '${label}'`);
       if (record.revokedAt) throw new ConflictError(`API key '${label}' is revoked and cannot be rotated`);
       record.retired = [record.hash, ...record.retired].slice(0, RETIRED_KEPT);
       record.hash = hash;
@@ -121,34 +155,42 @@ export class ApiKeysService {
     return { label, key, hash };
   }
 
-  /** Permanent: the record (and its digest) stays so later attempts log as `revoked key`. */
-  async revoke(environment: string, label: string): Promise<void> {
+  /**
+   * Permanent: the record (and its digest) stays so later attempts log as `revoked key`. Like
+   * rotation it needs everything the key holds, so a `key:delete` key cannot cut off `bootstrap`.
+   */
+  async revoke(environment: string, label: string, grantor: Grantor): Promise<void> {
     await this.state.mutate(environment, apiKeysSecretName(environment), (fields) => {
       const record = parseRecord(fields[label]);
       if (!record) throw new NotFoundError(`API key '${label}' does not exist`);
+      assertMayGrant(grantor, record.capabilities, `revoke key '${label}'`);
       record.revokedAt ??= new Date().toISOString();
       fields[label] = JSON.stringify(record);
     });
   }
 
   /**
-   * TAPYARD_BOOTSTRAP_API_KEY as the full-access key `bootstrap`. A value that was revoked stays revoked
-   * across restarts; a new value replaces the old one.
+   * TAPYARD_BOOTSTRAP_API_KEY as the full-access key `bootstrap`. A value that was revoked or rotated
+   * out stays so across restarts; a new value replaces the old one. Its digests are upgraded from
+   * SHA-256 here, at boot, since a hand-picked value is the one a leaked map would give away.
    */
   async ensureBootstrap(environment: string): Promise<void> {
     const value = this.config.auth.bootstrapApiKey;
     if (!this.config.auth.useApiKeys || value === null) return;
-    const hash = hashKey(value);
-    const current = parseRecord(
-      (await this.state.read(environment, apiKeysSecretName(environment)))[BOOTSTRAP_LABEL],
-    );
-    if (current && (sameDigest(current.hash, hash) || current.retired.includes(hash))) return;
-    await this.state.mutate(environment, apiKeysSecretName(environment), (fields) => {
+    const presented = this.digests.presented(value);
+    const name = apiKeysSecretName(environment);
+    const current = parseRecord((await this.state.read(environment, name))[BOOTSTRAP_LABEL]);
+    if (current && bootstrapSettled(current, presented)) return;
+    await this.state.mutate(environment, name, (fields) => {
       const existing = parseRecord(fields[BOOTSTRAP_LABEL]);
-      if (existing && sameDigest(existing.hash, hash)) return;
+      if (existing && bootstrapSettled(existing, presented)) return;
+      if (existing && knows(existing, presented)) {
+        fields[BOOTSTRAP_LABEL] = JSON.stringify(upgraded(existing, presented));
+        return;
+      }
       const record: KeyRecord = {
         label: BOOTSTRAP_LABEL,
-        hash,
+        hash: presented.hmac,
         capabilities: [FULL_ACCESS],
         template: 'full-access',
         createdAt: new Date().toISOString(),
@@ -159,9 +201,39 @@ export class ApiKeysService {
     });
   }
 
+  /** Rewrites a record's SHA-256 digest of the presented value as its HMAC; best effort, retried on next use. */
+  private async upgrade(environment: string, label: string, presented: PresentedKey): Promise<void> {
+    try {
+      await this.state.mutate(environment, apiKeysSecretName(environment), (fields) => {
+        const record = parseRecord(fields[label]);
+        if (record && knows(record, presented)) fields[label] = JSON.stringify(upgraded(record, presented));
+      });
+      this.logger.info({ label }, 'API key digest upgraded to HMAC');
+    } catch (err) {
+      this.logger.warn({ label, err: errorMessage(err) }, 'API key digest not upgraded; retried on next use');
+    }
+  }
+
   private async records(environment: string): Promise<KeyRecord[]> {
     return recordsOf(await this.state.read(environment, apiKeysSecretName(environment)));
   }
+}
+
+/** Does the record hold the presented value, as its current or a retired digest, in either format? */
+function knows(record: KeyRecord, presented: PresentedKey): boolean {
+  return [record.hash, ...record.retired].some((d) => d === presented.hmac || d === presented.legacy);
+}
+
+/** The configured bootstrap value is the record's (active, revoked or rotated out), and stored as HMAC. */
+function bootstrapSettled(record: KeyRecord, presented: PresentedKey): boolean {
+  const digests = [record.hash, ...record.retired];
+  return digests.includes(presented.hmac) && !digests.includes(presented.legacy);
+}
+
+/** The record with every SHA-256 digest of the presented value replaced by its HMAC. */
+function upgraded(record: KeyRecord, presented: PresentedKey): KeyRecord {
+  const swap = (d: string) => (d === presented.legacy ? presented.hmac : d);
+  return { ...record, hash: swap(record.hash), retired: record.retired.map(swap) };
 }
 
 function recordsOf(fields: SecretFields): KeyRecord[] {

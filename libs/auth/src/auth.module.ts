@@ -4,6 +4,7 @@ import { SecretsModule } from '@tapyard/secrets';
 import { ApiKeysService } from './api-keys.service';
 import { Authenticator } from './authenticator';
 import { KeyUsage } from './key-usage';
+import { KeyDigests } from './key-values';
 import { LoginLimiter } from './login-limiter';
 import { RunKeysModule } from './run-keys';
 import { SecretState } from './secret-state';
@@ -18,6 +19,7 @@ import { UsersService } from './users.service';
   providers: [
     SecretState,
     KeyUsage,
+    KeyDigests,
     ApiKeysService,
     TenantsService,
     UsersRepository,

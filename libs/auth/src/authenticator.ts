@@ -94,9 +94,10 @@ export class Authenticator {
   private async bySession(id: string): Promise<AuthResult> {
     const environment = this.config.environment;
     const session = await this.sessions.get(environment, id);
-    // Re-read the user: a deleted user or a changed role takes effect on the next request.
+    // Re-read the user: deletion, a new password or a new role (a new epoch) ends the session now.
     const user = session ? await this.users.find(environment, session.username) : null;
-    if (!session || !user) return { ok: false, reason: 'unknown session' };
+    if (!session || !user || session.epoch !== user.sessionEpoch)
+      return { ok: false, reason: 'unknown session' };
     const id_ = identity('session', `session:${user.username}`, ROLE_CAPABILITIES[user.role], environment);
     id_.session = { id, username: user.username, role: user.role, csrf: session.csrf };
     return { ok: true, identity: id_ };

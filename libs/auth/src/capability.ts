@@ -95,3 +95,33 @@ export function validateCapabilities(list: readonly string[], field = 'capabilit
   if (list.length === 0) throw new ValidationError(`${field} must hold at least one capability`);
   return [...new Set(list)];
 }
+
+/**
+ * Does holding `held` include everything `wanted` allows? Same resource (or `*`), same action (or
+ * `*`), and no scope or exactly the same one: a scoped holder cannot pass on an unscoped or
+ * differently scoped capability, and `*` is covered by `*` only, so `*:*` comes from `*:*` alone.
+ * Deliberately no union reasoning (eight explicit actions do not make `*`): `*` also covers actions
+ * added later.
+ */
+export function covers(held: Capability, wanted: Capability): boolean {
+  return (
+    (held.resource === 'all' || held.resource === wanted.resource) &&
+    (held.action === 'manage' || held.action === wanted.action) &&
+    (held.scope === null ||
+      (wanted.scope !== null &&
+        held.scope.key === wanted.scope.key &&
+        held.scope.value === wanted.scope.value))
+  );
+}
+
+/**
+ * The capabilities of `wanted` that no capability of `held` covers, in their given order. Entries
+ * that do not parse are never covered (a stored list is validated on write; a bad one never widens).
+ */
+export function uncovered(held: readonly string[], wanted: readonly string[]): string[] {
+  const holder = held.map(parseCapability).filter((c): c is Capability => typeof c !== 'string');
+  return wanted.filter((text) => {
+    const c = parseCapability(text);
+    return typeof c === 'string' || !holder.some((h) => covers(h, c));
+  });
+}

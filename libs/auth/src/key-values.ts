@@ -1,4 +1,6 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { Inject, Injectable } from '@nestjs/common';
+import { createHash, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
+import { CONFIG, TapyardConfig } from '@tapyard/core';
 
 /** 32 random bytes (256 bits) in base64url after a recognisable prefix, so leaked keys are greppable. */
 export function newKeyValue(): string {
@@ -6,18 +8,67 @@ export function newKeyValue(): string {
 }
 
 /**
- * Key values carry ≥128 bits of entropy, so a fast hash is enough (a slow KDF protects guessable
- * passwords, not random tokens) and keeps per-request checks cheap.
+ * SHA-256 of a random token (session ids): enough for values of 256 random bits, which no one can
+ * guess from their digest. Key digests written before HMAC were this too ("legacy" below).
  */
-export function hashKey(value: string): string {
+export function tokenDigest(value: string): string {
   return createHash('sha256').update(value, 'utf8').digest('hex');
 }
 
-/** Constant-time equality of two hex digests of the same length. */
-export function sameDigest(a: string, b: string): boolean {
-  const x = Buffer.from(a, 'hex');
-  const y = Buffer.from(b, 'hex');
-  return x.length === y.length && x.length > 0 && timingSafeEqual(x, y);
+const HMAC_PREFIX = 'hmac:';
+const LEGACY_DIGEST = /^[0-9a-f]{64}$/;
+const HMAC_DIGEST = /^hmac:[0-9a-f]{64}$/;
+
+/** A presented key value, digested both ways so it can be compared with stored digests of either format. */
+export interface PresentedKey {
+  hmac: string;
+  legacy: string;
+}
+
+/** A stored digest from before HMAC: plain SHA-256 of the value, which a guessable value falls to. */
+export function isLegacyDigest(stored: string): boolean {
+  return LEGACY_DIGEST.test(stored);
+}
+
+export function isHmacDigest(stored: string): boolean {
+  return HMAC_DIGEST.test(stored);
+}
+
+/**
+ * Compares one stored digest with a presented key in constant time: exactly one `timingSafeEqual`
+ * per call whatever the digests hold, so a loop over every stored digest reveals nothing by timing.
+ */
+export function matchesDigest(stored: string, presented: PresentedKey): boolean {
+  const expected = isLegacyDigest(stored) ? presented.legacy : presented.hmac;
+  const x = Buffer.from(expected, 'utf8');
+  const y = Buffer.from(stored, 'utf8');
+  // Equal lengths for timingSafeEqual; a stored value of another length compares against itself.
+  return timingSafeEqual(x.length === y.length ? x : y, y) && x.length === y.length;
+}
+
+/**
+ * Digests of API-key values: HMAC-SHA-256 under a key derived from the master key, stored as
+ * `hmac:<hex>`. A leaked key map (or tenant mapping) then yields nothing to a dictionary attack on
+ * short or guessable values such as a hand-picked bootstrap key, unless the master key leaks too.
+ */
+@Injectable()
+export class KeyDigests {
+  private readonly key: Buffer;
+
+  constructor(@Inject(CONFIG) config: Pick<TapyardConfig, 'masterKey'>) {
+    // A key of its own (HKDF): the AES key of the secrets is never used for anything else.
+    this.key = Buffer.from(
+      hkdfSync('sha256', config.masterKey, Buffer.alloc(0), 'tapyard api-key digest', 32),
+    );
+  }
+
+  digest(value: string): string {
+    return HMAC_PREFIX + createHmac('sha256', this.key).update(value, 'utf8').digest('hex');
+  }
+
+  presented(value: string): PresentedKey {
+    return { hmac: this.digest(value), legacy: tokenDigest(value) };
+  }
 }
 
 /** An opaque random token (session ids, CSRF tokens). */

@@ -41,7 +41,7 @@ export class SecretState implements OnModuleInit {
     if (version !== null && hit && hit.version === version && Date.now() - hit.at < MAX_CACHE_AGE_MS) {
       return hit.fields;
     }
-    const fields = (await this.secrets.readSystem(environment, name)) ?? {};
+    const fields = ownFields(await this.secrets.readSystem(environment, name));
     // Without a version (Redis down, or never written) every read goes to Postgres: slower, never stale.
     if (version === null) this.cache.delete(key);
     else this.cache.set(key, { version, fields, at: Date.now() });
@@ -56,7 +56,7 @@ export class SecretState implements OnModuleInit {
       ]);
       // Bump before writing too: with Redis down the change is refused (503) before anything is written.
       await this.bump(environment, name);
-      const fields = (await this.secrets.readSystem(environment, name)) ?? {};
+      const fields = ownFields(await this.secrets.readSystem(environment, name));
       const result = change(fields);
       await this.secrets.writeSystem(environment, name, fields);
       return result;
@@ -66,6 +66,14 @@ export class SecretState implements OnModuleInit {
   private async bump(environment: string, name: string): Promise<void> {
     await this.redis.run((r) => r.incr(versionKey(environment, name)));
   }
+}
+
+/**
+ * Field names here are key labels and digests: a label such as `constructor` must find nothing (and
+ * `__proto__` must set nothing) but its own field, so the fields live in an object without a prototype.
+ */
+function ownFields(fields: SecretFields | null): SecretFields {
+  return Object.assign(Object.create(null) as SecretFields, fields ?? {});
 }
 
 function versionKey(environment: string, name: string): string {

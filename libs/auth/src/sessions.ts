@@ -1,10 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { CONFIG, TapyardConfig } from '@tapyard/core';
 import { AuthRedis } from './auth.redis';
-import { hashKey, randomToken } from './key-values';
+import { randomToken, tokenDigest } from './key-values';
 
 export interface Session {
   username: string;
+  /** The user's session epoch at login; the session ends when the user's epoch moves on. */
+  epoch: string;
   /** Must come back in `x-csrf-token` on cookie-authenticated writes. */
   csrf: string;
   createdAt: string;
@@ -25,9 +27,17 @@ export class SessionStore {
     @Inject(CONFIG) private readonly config: TapyardConfig,
   ) {}
 
-  async create(environment: string, username: string): Promise<{ id: string; session: Session }> {
+  async create(
+    environment: string,
+    user: { username: string; sessionEpoch: string },
+  ): Promise<{ id: string; session: Session }> {
     const id = randomToken();
-    const session: Session = { username, csrf: randomToken(), createdAt: new Date().toISOString() };
+    const session: Session = {
+      username: user.username,
+      epoch: user.sessionEpoch,
+      csrf: randomToken(),
+      createdAt: new Date().toISOString(),
+    };
     await this.redis.run((r) =>
       r.set(key(environment, id), JSON.stringify(session), 'EX', this.config.auth.sessionTtlSeconds),
     );
@@ -45,5 +55,5 @@ export class SessionStore {
 }
 
 function key(environment: string, id: string): string {
-  return `tapyard:${environment}:session:${hashKey(id)}`;
+  return `tapyard:${environment}:session:${tokenDigest(id)}`;
 }

@@ -1,23 +1,27 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { CONFIG, TapyardConfig, ValidationError } from '@tapyard/core';
-import { hashKey, sameDigest } from './key-values';
+import { Logger } from 'pino';
+import { CONFIG, LOGGER, NotFoundError, TapyardConfig, ValidationError, errorMessage } from '@tapyard/core';
 import { TENANT_MAPPINGS_SECRET } from '@tapyard/secrets';
+import { KeyDigests, PresentedKey, isHmacDigest, isLegacyDigest, matchesDigest } from './key-values';
 import { SecretState } from './secret-state';
 
 export { TENANT_MAPPINGS_SECRET };
 const TENANT = /^[a-z][a-z0-9_-]{0,39}$/;
-const DIGEST = /^[0-9a-f]{64}$/;
 
 /**
  * Multi-tenant mode: which tenant environment an API key acts in. Field names of `api-key-mappings`
- * are SHA-256 digests of key values (what Tapyard writes); a field holding a plain key value, as an
- * operator may write it by hand, is digested on read.
+ * are HMAC digests of key values (`hmac:<hex>`, what Tapyard writes), SHA-256 digests from before,
+ * or plain key values an operator wrote by hand, digested on read; the latter two are rewritten as
+ * HMAC the first time their key is used. A mapping to the operator environment is never honoured:
+ * the operator's keys live in its own key map, and a hand-made entry must not become operator access.
  */
 @Injectable()
 export class TenantsService {
   constructor(
     private readonly state: SecretState,
+    private readonly digests: KeyDigests,
     @Inject(CONFIG) private readonly config: TapyardConfig,
+    @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
   get operatorEnvironment(): string {
@@ -25,21 +29,73 @@ export class TenantsService {
   }
 
   async tenantOf(keyValue: string): Promise<string | null> {
-    const digest = hashKey(keyValue);
+    const presented = this.digests.presented(keyValue);
     const fields = await this.state.read(this.operatorEnvironment, TENANT_MAPPINGS_SECRET);
-    let tenant: string | null = null;
-    for (const [name, env] of Object.entries(fields)) {
-      const stored = DIGEST.test(name) ? name : hashKey(name);
-      if (sameDigest(digest, stored) && TENANT.test(env)) tenant = env;
+    let found: { tenant: string; field: string } | null = null;
+    let operator = false;
+    // Every field is compared, without stopping at a match (no timing signal of where it is).
+    for (const [field, env] of Object.entries(fields)) {
+      if (!matchesDigest(this.storedDigest(field), presented)) continue;
+      if (env === this.operatorEnvironment) operator = true;
+      else if (TENANT.test(env)) found = { tenant: env, field };
     }
-    return tenant;
+    if (operator) {
+      this.logger.warn(
+        { secret: TENANT_MAPPINGS_SECRET },
+        'a tenant mapping names the operator environment; it is ignored',
+      );
+    }
+    if (found && !isHmacDigest(found.field)) await this.upgrade(found.field, found.tenant, presented);
+    return found?.tenant ?? null;
   }
 
+  /** Maps a key digest (as Tapyard stores it) to a tenant environment. */
   async map(keyDigest: string, tenant: string): Promise<void> {
-    validateTenant(tenant);
+    this.validateTarget(tenant);
     await this.state.mutate(this.operatorEnvironment, TENANT_MAPPINGS_SECRET, (fields) => {
       fields[keyDigest] = tenant;
     });
+  }
+
+  /** Removes every mapping of a key value, whatever form it was stored in; 404 when there is none. */
+  async unmap(keyValue: string): Promise<void> {
+    const presented = this.digests.presented(keyValue);
+    await this.state.mutate(this.operatorEnvironment, TENANT_MAPPINGS_SECRET, (fields) => {
+      const mapped = Object.keys(fields).filter((f) => matchesDigest(this.storedDigest(f), presented));
+      if (mapped.length === 0) throw new NotFoundError('that key is not mapped to a tenant');
+      for (const f of mapped) delete fields[f];
+    });
+  }
+
+  /** A tenant environment a key may be mapped to: a valid name, and never the operator's own. */
+  validateTarget(tenant: string): void {
+    validateTenant(tenant);
+    if (tenant === this.operatorEnvironment) {
+      throw new ValidationError(
+        'tenant names the operator environment: keys of the operator environment are not mapped',
+      );
+    }
+  }
+
+  private storedDigest(field: string): string {
+    return isHmacDigest(field) || isLegacyDigest(field) ? field : this.digests.digest(field);
+  }
+
+  /** Rewrites a SHA-256 or plain field name as the HMAC digest; best effort, retried on next use. */
+  private async upgrade(field: string, tenant: string, presented: PresentedKey): Promise<void> {
+    try {
+      await this.state.mutate(this.operatorEnvironment, TENANT_MAPPINGS_SECRET, (fields) => {
+        if (fields[field] !== tenant) return;
+        delete fields[field];
+        fields[presented.hmac] = tenant;
+      });
+      this.logger.info({ tenant }, 'tenant mapping digest upgraded to HMAC');
+    } catch (err) {
+      this.logger.warn(
+        { tenant, err: errorMessage(err) },
+        'tenant mapping not upgraded; retried on next use',
+      );
+    }
   }
 }
 

@@ -7,6 +7,8 @@ export interface UserRow {
   username: string;
   role: Role;
   passwordHash: string;
+  /** Copied into each login session; a session with another epoch has ended (see sessions.ts). */
+  sessionEpoch: string;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -15,6 +17,7 @@ interface RawUser {
   username: string;
   role: Role;
   password_hash: string;
+  session_epoch: string;
   created_at: Date;
   updated_at: Date;
 }
@@ -23,6 +26,7 @@ const toRow = (r: RawUser): UserRow => ({
   username: r.username,
   role: r.role,
   passwordHash: r.password_hash,
+  sessionEpoch: r.session_epoch,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
 });
@@ -59,12 +63,14 @@ export class UsersRepository {
 
   /**
    * Applies a change unless it would leave the environment without an admin; the check and the write
-   * run under one lock so two concurrent demotions cannot both pass.
+   * run under one lock so two concurrent demotions cannot both pass. `allow` sees the user as it is
+   * under that lock and throws to refuse (the caller may not touch a user of that role).
    */
   async change(
     environment: string,
     username: string,
     change: { role?: Role; passwordHash?: string } | 'delete',
+    allow: (current: UserRow) => void,
   ): Promise<'done' | 'missing' | 'last-admin'> {
     return this.db.transaction(async (m) => {
       await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`tapyard-users:${environment}`]);
@@ -73,6 +79,7 @@ export class UsersRepository {
         [environment, username],
       );
       if (!user) return 'missing';
+      allow(toRow(user));
       const losesAdmin =
         user.role === 'admin' && (change === 'delete' || (change.role && change.role !== 'admin'));
       if (losesAdmin) {
@@ -88,10 +95,14 @@ export class UsersRepository {
           username,
         ]);
       } else {
+        // A new password or another role ends every session of the user: a new epoch.
+        const endsSessions =
+          change.passwordHash !== undefined || (change.role !== undefined && change.role !== user.role);
         await m.query(
           `UPDATE tapyard.users SET role = coalesce($3, role), password_hash = coalesce($4, password_hash),
+             session_epoch = CASE WHEN $5 THEN gen_random_uuid() ELSE session_epoch END,
              updated_at = now() WHERE environment = $1 AND username = $2`,
-          [environment, username, change.role ?? null, change.passwordHash ?? null],
+          [environment, username, change.role ?? null, change.passwordHash ?? null, endsSessions],
         );
       }
       return 'done';

@@ -7,8 +7,9 @@ import {
   TapyardConfig,
   ValidationError,
 } from '@tapyard/core';
+import { Grantor, assertMayGrant } from './ability';
 import { DUMMY_HASH, hashPassword, verifyPassword } from './passwords';
-import { ROLES, Role } from './templates';
+import { ROLES, ROLE_CAPABILITIES, Role } from './templates';
 import { UserRow, UsersRepository } from './users.repository';
 
 export interface UserView {
@@ -44,18 +45,31 @@ export class UsersService {
     return this.repo.find(environment, username);
   }
 
-  async create(environment: string, username: string, password: string, role: string): Promise<UserView> {
+  /** The caller must hold everything the role grants (admin: `*:*`). */
+  async create(
+    environment: string,
+    username: string,
+    password: string,
+    role: string,
+    grantor: Grantor,
+  ): Promise<UserView> {
     check([usernameProblem(username), passwordProblem(password), roleProblem(role)]);
+    mayGiveRole(grantor, role as Role);
     if (!(await this.repo.insert(environment, username, role as Role, await hashPassword(password)))) {
       throw new ConflictError(`user '${username}' already exists`);
     }
     return view((await this.repo.find(environment, username)) as UserRow);
   }
 
+  /**
+   * Changing a user's password or role is taking over or reshaping what that user holds, so the
+   * caller must hold the user's current role and the new one.
+   */
   async update(
     environment: string,
     username: string,
     change: { password?: string; role?: string },
+    grantor: Grantor,
   ): Promise<UserView> {
     check([
       change.password === undefined ? null : passwordProblem(change.password),
@@ -64,16 +78,26 @@ export class UsersService {
     if (change.password === undefined && change.role === undefined) {
       throw new ValidationError('give password or role to change');
     }
+    const role = change.role as Role | undefined;
+    if (role !== undefined) mayGiveRole(grantor, role);
     const passwordHash = change.password === undefined ? undefined : await hashPassword(change.password);
     this.outcome(
-      await this.repo.change(environment, username, { role: change.role as Role | undefined, passwordHash }),
+      await this.repo.change(environment, username, { role, passwordHash }, (current) =>
+        mayTouchUser(grantor, current, 'change'),
+      ),
       username,
     );
     return view((await this.repo.find(environment, username)) as UserRow);
   }
 
-  async delete(environment: string, username: string): Promise<void> {
-    this.outcome(await this.repo.change(environment, username, 'delete'), username);
+  /** Like a change: only a caller holding the user's role may delete that user. */
+  async delete(environment: string, username: string, grantor: Grantor): Promise<void> {
+    this.outcome(
+      await this.repo.change(environment, username, 'delete', (current) =>
+        mayTouchUser(grantor, current, 'delete'),
+      ),
+      username,
+    );
   }
 
   /** The user when the password matches; the same work is done for unknown users (no timing oracle). */
@@ -107,6 +131,14 @@ export class UsersService {
       throw new ConflictError(`user '${username}' is the last admin: make another user admin first`);
     }
   }
+}
+
+function mayGiveRole(grantor: Grantor, role: Role): void {
+  assertMayGrant(grantor, ROLE_CAPABILITIES[role], `give role '${role}'`);
+}
+
+function mayTouchUser(grantor: Grantor, user: UserRow, act: 'change' | 'delete'): void {
+  assertMayGrant(grantor, ROLE_CAPABILITIES[user.role], `${act} user '${user.username}' (role ${user.role})`);
 }
 
 function check(problems: (ErrorDetail | null)[]): void {

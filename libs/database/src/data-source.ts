@@ -8,6 +8,7 @@ import { UsersAndKeyUsage1763961600000 } from './migrations/1763961600000-users-
 import { RawObjects1764048000000 } from './migrations/1764048000000-raw-objects';
 import { Taps1764134400000 } from './migrations/1764134400000-taps';
 import { TapGrantsAndJobScopes1764220800000 } from './migrations/1764220800000-tap-grants-and-job-scopes';
+import { UserSessionEpochs1764220800000 } from './migrations/1764220800000-user-session-epochs';
 
 /** Postgres schema holding Tapyard's own metadata; loaded user data never goes here. */
 export const METADATA_SCHEMA = 'tapyard';
@@ -21,6 +22,7 @@ export const MIGRATIONS = [
   RawObjects1764048000000,
   Taps1764134400000,
   TapGrantsAndJobScopes1764220800000,
+  UserSessionEpochs1764220800000,
 ];
 
 // Any constant works as long as every Tapyard process uses the same one.

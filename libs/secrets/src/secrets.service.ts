@@ -36,26 +36,32 @@ export class SecretsService {
     this.cipher = new SecretCipher(config.masterKey);
   }
 
-  list(environment: string): Promise<string[]> {
-    return this.repo.listNames(environment);
+  /** Names of the environment's secrets; the platform's access state is not among them. */
+  async list(environment: string): Promise<string[]> {
+    return (await this.repo.listNames(environment)).filter((n) => !isAccessSecret(n));
   }
 
   async get(environment: string, name: string): Promise<Secret> {
     return { name, fields: maskFields(await this.reveal(environment, name)) };
   }
 
+  /**
+   * Plaintext of a secret named by a user (the API, a tap's or a destination's `secretName`). The
+   * access state answers as absent: no user-named path leads to it (platform code uses readSystem).
+   */
   async reveal(environment: string, name: string): Promise<SecretFields> {
     validateName(name);
-    const row = await this.repo.find(environment, name);
+    const row = isAccessSecret(name) ? null : await this.repo.find(environment, name);
     if (!row) throw new SecretNotFoundError(name);
     return this.open(row);
   }
 
-  /** Every secret of the environment, opened; unreadable rows are skipped, not fatal. */
+  /** Every user secret of the environment, opened; unreadable rows are skipped, not fatal. */
   async revealAll(environment: string): Promise<Secret[]> {
     const rows = await this.repo.findAll(environment);
     const out: Secret[] = [];
     for (const row of rows) {
+      if (isAccessSecret(row.name)) continue;
       try {
         out.push({ name: row.name, fields: this.open(row) });
       } catch {
@@ -67,7 +73,7 @@ export class SecretsService {
 
   async put(environment: string, name: string, fields: unknown): Promise<void> {
     validateName(name);
-    refuseManaged(environment, name);
+    refuseAccessState(name);
     const valid = validateFields(fields);
     await this.repo.upsert(environment, name, this.cipher.seal(JSON.stringify(valid), environment, name));
     await this.changed(environment, name);
@@ -75,8 +81,9 @@ export class SecretsService {
 
   async delete(environment: string, name: string): Promise<void> {
     validateName(name);
-    refuseManaged(environment, name);
-    if (!(await this.repo.delete(environment, name))) throw new SecretNotFoundError(name);
+    if (isAccessSecret(name) || !(await this.repo.delete(environment, name))) {
+      throw new SecretNotFoundError(name);
+    }
     await this.changed(environment, name);
   }
 
@@ -113,20 +120,27 @@ export class SecretsService {
 /** The secret of the operator environment (TAPYARD_ENV) that maps API keys to tenant environments. */
 export const TENANT_MAPPINGS_SECRET = 'api-key-mappings';
 
-/** Secrets holding the platform's own access state: never handed to user code such as tap scripts. */
-export function isAccessSecret(environment: string, name: string): boolean {
-  return name === apiKeysSecretName(environment) || name === TENANT_MAPPINGS_SECRET;
-}
+const API_KEYS_SUFFIX = '/api-keys';
 
 /** The API-key map of an environment: written only through the keys API, never through /secrets. */
 export function apiKeysSecretName(environment: string): string {
-  return `${environment}/api-keys`;
+  return `${environment}${API_KEYS_SUFFIX}`;
 }
 
-function refuseManaged(environment: string, name: string): void {
-  if (name === apiKeysSecretName(environment)) {
+/**
+ * Names of the platform's access state (the key maps, the tenant mappings), reserved in every
+ * environment: a tenant naming the operator's key map is refused like the operator itself. They are
+ * never listed, read, written or deleted through the Secrets API, nor handed to user code such as
+ * tap scripts.
+ */
+export function isAccessSecret(name: string): boolean {
+  return name === TENANT_MAPPINGS_SECRET || name.endsWith(API_KEYS_SUFFIX);
+}
+
+function refuseAccessState(name: string): void {
+  if (isAccessSecret(name)) {
     throw new ValidationError(
-      `secret '${name}' is managed by the keys API (/keys) and cannot be written here`,
+      `secret '${name}' is reserved for the platform's access state (API keys, tenant mappings), managed by the keys API (/keys)`,
     );
   }
 }

@@ -404,7 +404,7 @@ export class TapRunner {
     const env: Record<string, string> = {};
     const secrets: string[] = [];
     if (tap.secretName) {
-      assertTapSecret(environment, tap.secretName);
+      assertTapSecret(tap.secretName);
       const fields = await this.secrets.reveal(environment, tap.secretName).catch(() => {
         throw new ValidationError(`tap '${tap.name}' uses secret '${tap.secretName}', which does not exist`);
       });

@@ -48,8 +48,8 @@ export function documentViolation(pipeline: string, def: PipelineDefinition | nu
 }
 
 /** Tap scripts get their secret's values: the platform's access state is never one of them. */
-export function assertTapSecret(environment: string, secretName: string): void {
-  if (isAccessSecret(environment, secretName)) {
+export function assertTapSecret(secretName: string): void {
+  if (isAccessSecret(secretName)) {
     throw new ValidationError(
       `secret '${secretName}' holds the platform's access state and cannot be given to a tap`,
       [{ field: 'secretName', problem: 'is managed by the platform' }],
@@ -120,7 +120,7 @@ export class TapsService {
       );
     }
     this.processes.checkPackages(tap.packages);
-    if (tap.secretName) assertTapSecret(environment, tap.secretName);
+    if (tap.secretName) assertTapSecret(tap.secretName);
     let next: Date | null = null;
     if (tap.cronExpression !== null) {
       next = nextFire(tap.cronExpression, new Date());

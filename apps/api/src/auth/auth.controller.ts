@@ -37,8 +37,11 @@ export class AuthController {
     summary: 'Log in (USE_USER_AUTH=true)',
     description:
       'Sets the HttpOnly cookie `tapyard_session` (SameSite=Lax; Secure over TLS) and the readable cookie `tapyard_csrf`. ' +
-      'Writes made with the cookie must send that token as `x-csrf-token`. Failed logins are limited per username and per ' +
-      'address (LOGIN_MAX_FAILURES_PER_USER / _PER_ADDRESS per LOGIN_WINDOW_SECONDS): then 429 with Retry-After.',
+      'Writes made with the cookie must send that token as `x-csrf-token`. Failed logins slow down, never lock an ' +
+      'account: after LOGIN_BACKOFF_AFTER failures of one username from one client address that pair waits ' +
+      'LOGIN_BACKOFF_SECONDS, doubling per further failure (up to LOGIN_BACKOFF_MAX_SECONDS), and an address with ' +
+      'LOGIN_MAX_FAILURES_PER_ADDRESS failures (any usernames) waits LOGIN_WINDOW_SECONDS; meanwhile 429 with ' +
+      'Retry-After, even for the right password. The same account from another address is not affected.',
   })
   @ApiOkResponse({ type: LoginResultDto })
   @ApiUnauthorizedResponse({ type: ErrorBodyDto, description: 'Wrong username or password' })
@@ -59,8 +62,8 @@ export class AuthController {
       this.logger.warn({ username: body.username.slice(0, 128), address }, 'login failed');
       throw new UnauthorizedError('wrong username or password');
     }
-    await this.limiter.succeeded(env, user.username);
-    const { id, session } = await this.sessions.create(env, user.username);
+    await this.limiter.succeeded(env, body.username, address);
+    const { id, session } = await this.sessions.create(env, user);
     const base = {
       sameSite: 'lax' as const,
       secure: req.secure,

@@ -1,11 +1,12 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ArrayMaxSize, IsArray, IsIn, IsOptional, IsString, MaxLength } from 'class-validator';
+import { ArrayMaxSize, IsArray, IsIn, IsOptional, IsString, MaxLength, MinLength } from 'class-validator';
 import { ROLES, TEMPLATE_NAMES } from '@tapyard/auth';
 
 export class IssueKeyDto {
   @ApiProperty({
     example: 'reporting-bot',
-    description: "Lowercase letters, digits, '-' and '_'; 'ui' is reserved",
+    description:
+      "Lowercase letters, digits, '-' and '_', starting with a letter; 'ui' and 'bootstrap' are reserved",
   })
   @IsString()
   @MaxLength(63)
@@ -19,7 +20,9 @@ export class IssueKeyDto {
   @ApiPropertyOptional({
     type: [String],
     example: ['pipeline:read:catalog=sales', 'job:read'],
-    description: 'Manual capability list `resource:action[:scope]`, instead of a template',
+    description:
+      'Manual capability list `resource:action[:scope]`, instead of a template. Each must be held by the caller: ' +
+      'the same resource:action or a wildcard, unscoped or with the same scope',
   })
   @IsOptional()
   @IsArray()
@@ -29,7 +32,9 @@ export class IssueKeyDto {
 
   @ApiPropertyOptional({
     example: 'acme',
-    description: 'Multi-tenant mode, operator callers only: issue the key in this tenant environment',
+    description:
+      'Multi-tenant mode, operator callers with full access (`*:*`) only: issue the key in this tenant environment ' +
+      '(never the operator environment itself)',
   })
   @IsOptional()
   @IsString()
@@ -90,6 +95,38 @@ export class RevokedKeyDto {
 
   @ApiProperty({ example: 'reporting-bot' })
   label!: string;
+}
+
+export class TenantMappingDto {
+  @ApiProperty({
+    example: 'tpy_made-elsewhere-0123456789abcdef',
+    description:
+      'A key value made outside Tapyard (24 to 1024 characters). Only its HMAC digest is stored; it is never returned',
+  })
+  @IsString()
+  @MinLength(24)
+  @MaxLength(1024)
+  key!: string;
+
+  @ApiProperty({ example: 'acme', description: 'Tenant environment; never the operator environment' })
+  @IsString()
+  @MaxLength(40)
+  tenant!: string;
+}
+
+export class TenantUnmappingDto {
+  @ApiProperty({ example: 'tpy_made-elsewhere-0123456789abcdef', description: 'The mapped key value' })
+  @IsString()
+  @MaxLength(1024)
+  key!: string;
+}
+
+export class TenantMappedDto {
+  @ApiProperty({ example: 'ok' })
+  status!: 'ok';
+
+  @ApiProperty({ example: 'acme' })
+  tenant!: string;
 }
 
 export class LoginDto {

@@ -3,17 +3,41 @@ import {
   ApiBadRequestResponse,
   ApiConflictResponse,
   ApiCreatedResponse,
+  ApiForbiddenResponse,
   ApiNotFoundResponse,
   ApiOkResponse,
   ApiOperation,
   ApiTags,
 } from '@nestjs/swagger';
-import { ApiKeysService, IssueRequest, TenantsService, validateTenant } from '@tapyard/auth';
+import {
+  ApiKeysService,
+  FULL_ACCESS,
+  Grantor,
+  IssueRequest,
+  TenantsService,
+  assertMayGrant,
+} from '@tapyard/auth';
 import { CONFIG, TapyardConfig, ValidationError } from '@tapyard/core';
 import { ErrorBodyDto } from '../http/error-body.dto';
-import { RequestEnvironment } from '../http/environment.decorator';
+import { RequestAccess, RequestEnvironment } from '../http/environment.decorator';
+import { Access } from './access';
 import { Requires } from './access-rule';
-import { IssueKeyDto, IssuedKeyDto, KeyViewDto, RevokedKeyDto, RotatedKeyDto } from './auth.dto';
+import {
+  IssueKeyDto,
+  IssuedKeyDto,
+  KeyViewDto,
+  RevokedKeyDto,
+  RotatedKeyDto,
+  TenantMappedDto,
+  TenantMappingDto,
+  TenantUnmappingDto,
+} from './auth.dto';
+import { StatusOkDto } from '../secrets/secrets.dto';
+
+const GRANT_REFUSED = {
+  type: ErrorBodyDto,
+  description: 'The caller does not hold every capability involved (the message names the first ones)',
+};
 
 const LABEL_PARAM = 'label';
 
@@ -40,17 +64,24 @@ export class KeysController {
     summary: 'Issue an API key (admin)',
     description:
       'Body `{label, template}` or `{label, capabilities}`. The value (`tpy_…`, 256 random bits) is in this response ' +
-      'only; Tapyard keeps a SHA-256 digest in the secret `<environment>/api-keys`. Templates: see the README.',
+      'only; Tapyard keeps an HMAC-SHA-256 digest (keyed from the master key) in its key map. Templates: see the README. ' +
+      'The caller must hold every capability it grants: the same resource:action (or a wildcard), unscoped or with the ' +
+      'same scope; `*:*` only from `*:*`. `tenant` (multi-tenant mode, operator environment) needs `*:*`.',
   })
   @ApiCreatedResponse({ type: IssuedKeyDto })
   @ApiBadRequestResponse({
     type: ErrorBodyDto,
-    description: 'Bad or reserved label, unknown template, bad capability',
+    description: 'Bad or reserved label, unknown template, bad capability, tenant not allowed',
   })
+  @ApiForbiddenResponse(GRANT_REFUSED)
   @ApiConflictResponse({ type: ErrorBodyDto, description: 'The label exists (revoked labels stay taken)' })
-  async issue(@RequestEnvironment() env: string, @Body() body: IssueKeyDto): Promise<IssuedKeyDto> {
-    const target = this.targetEnvironment(env, body.tenant);
-    const issued = await this.keys.issue(target, body.label, grantOf(body));
+  async issue(
+    @RequestEnvironment() env: string,
+    @RequestAccess() access: Access,
+    @Body() body: IssueKeyDto,
+  ): Promise<IssuedKeyDto> {
+    const target = this.targetEnvironment(env, body.tenant, access.identity);
+    const issued = await this.keys.issue(target, body.label, grantOf(body), access.identity);
     await this.mapToTenant(target, issued.hash);
     return { label: issued.label, key: issued.key, capabilities: issued.capabilities };
   }
@@ -58,36 +89,110 @@ export class KeysController {
   @Post(`:${LABEL_PARAM}/rotate`)
   @HttpCode(200)
   @Requires('key:update')
-  @ApiOperation({ summary: 'Rotate a key (admin): new value shown once; the old value fails from now on' })
+  @ApiOperation({
+    summary: 'Rotate a key (admin): new value shown once; the old value fails from now on',
+    description: 'The caller receives a working value, so it must hold every capability of the key.',
+  })
   @ApiOkResponse({ type: RotatedKeyDto })
+  @ApiForbiddenResponse(GRANT_REFUSED)
   @ApiNotFoundResponse({ type: ErrorBodyDto })
   @ApiConflictResponse({ type: ErrorBodyDto, description: 'The key is revoked' })
-  async rotate(@RequestEnvironment() env: string, @Param(LABEL_PARAM) label: string): Promise<RotatedKeyDto> {
-    const rotated = await this.keys.rotate(env, label);
+  async rotate(
+    @RequestEnvironment() env: string,
+    @RequestAccess() access: Access,
+    @Param(LABEL_PARAM) label: string,
+  ): Promise<RotatedKeyDto> {
+    const rotated = await this.keys.rotate(env, label, access.identity);
     await this.mapToTenant(env, rotated.hash);
     return { label: rotated.label, key: rotated.key };
   }
 
   @Delete(`:${LABEL_PARAM}`)
   @Requires('key:delete')
-  @ApiOperation({ summary: 'Revoke a key (admin), permanently' })
+  @ApiOperation({
+    summary: 'Revoke a key (admin), permanently',
+    description:
+      'The caller must hold every capability of the key (a key:delete key cannot cut off bootstrap).',
+  })
   @ApiOkResponse({ type: RevokedKeyDto })
+  @ApiForbiddenResponse(GRANT_REFUSED)
   @ApiNotFoundResponse({ type: ErrorBodyDto })
-  async revoke(@RequestEnvironment() env: string, @Param(LABEL_PARAM) label: string): Promise<RevokedKeyDto> {
-    await this.keys.revoke(env, label);
+  async revoke(
+    @RequestEnvironment() env: string,
+    @RequestAccess() access: Access,
+    @Param(LABEL_PARAM) label: string,
+  ): Promise<RevokedKeyDto> {
+    await this.keys.revoke(env, label, access.identity);
     return { status: 'revoked', label };
   }
 
-  /** `tenant` lets the operator environment issue a tenant's first key; tenants issue only their own. */
-  private targetEnvironment(env: string, tenant: string | undefined): string {
+  @Post('tenant-mappings')
+  @HttpCode(200)
+  @Requires('key:create')
+  @ApiOperation({
+    summary: 'Map a key value made elsewhere to a tenant (multi-tenant mode, operator, full access)',
+    description:
+      'Adds `HMAC(key) → tenant` to `api-key-mappings`: the key then acts with full access inside that tenant only ' +
+      '(identity `tenant-mapping`), unless the tenant holds a key record for it. This replaces writing the mapping ' +
+      'secret through /secrets, which is refused.',
+  })
+  @ApiOkResponse({ type: TenantMappedDto })
+  @ApiBadRequestResponse({
+    type: ErrorBodyDto,
+    description: 'Not multi-tenant, not the operator, short key, bad or operator tenant',
+  })
+  @ApiForbiddenResponse(GRANT_REFUSED)
+  async mapKey(
+    @RequestEnvironment() env: string,
+    @RequestAccess() access: Access,
+    @Body() body: TenantMappingDto,
+  ): Promise<TenantMappedDto> {
+    this.operatorOnly(env, access.identity, `map keys to tenant '${body.tenant}'`);
+    this.tenants.validateTarget(body.tenant);
+    await this.tenants.map(this.keys.digest(body.key), body.tenant);
+    return { status: 'ok', tenant: body.tenant };
+  }
+
+  @Post('tenant-mappings/remove')
+  @HttpCode(200)
+  @Requires('key:delete')
+  @ApiOperation({
+    summary: 'Remove every tenant mapping of a key value (multi-tenant mode, operator, full access)',
+    description: 'Keys issued into a tenant are revoked with DELETE /keys/{label} by the tenant instead.',
+  })
+  @ApiOkResponse({ type: StatusOkDto })
+  @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'The value is not mapped' })
+  @ApiForbiddenResponse(GRANT_REFUSED)
+  async unmapKey(
+    @RequestEnvironment() env: string,
+    @RequestAccess() access: Access,
+    @Body() body: TenantUnmappingDto,
+  ): Promise<StatusOkDto> {
+    this.operatorOnly(env, access.identity, 'remove tenant mappings');
+    await this.tenants.unmap(body.key);
+    return { status: 'ok' };
+  }
+
+  /**
+   * `tenant` lets the operator environment issue a tenant's first key; tenants issue only their own.
+   * What a caller holds applies in its own environment, so reaching into a tenant takes full access.
+   */
+  private targetEnvironment(env: string, tenant: string | undefined, grantor: Grantor): string {
     if (tenant === undefined) return env;
-    if (!this.config.auth.multiTenant)
-      throw new ValidationError('tenant is only accepted with MULTI_TENANT=true');
-    if (env !== this.config.environment) {
-      throw new ValidationError('tenant may only be given by callers of the operator environment');
-    }
-    validateTenant(tenant);
+    this.tenants.validateTarget(tenant);
+    this.operatorOnly(env, grantor, `issue keys into tenant '${tenant}'`);
     return tenant;
+  }
+
+  /** Acts on tenants from outside them: multi-tenant mode, the operator environment, full access. */
+  private operatorOnly(env: string, grantor: Grantor, act: string): void {
+    if (!this.config.auth.multiTenant) {
+      throw new ValidationError('tenants exist only with MULTI_TENANT=true');
+    }
+    if (env !== this.config.environment) {
+      throw new ValidationError('tenants are managed only by callers of the operator environment');
+    }
+    assertMayGrant(grantor, [FULL_ACCESS], act);
   }
 
   private async mapToTenant(environment: string, digest: string): Promise<void> {

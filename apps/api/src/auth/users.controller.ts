@@ -3,6 +3,7 @@ import {
   ApiBadRequestResponse,
   ApiConflictResponse,
   ApiCreatedResponse,
+  ApiForbiddenResponse,
   ApiNotFoundResponse,
   ApiOkResponse,
   ApiOperation,
@@ -10,10 +11,17 @@ import {
 } from '@nestjs/swagger';
 import { UsersService } from '@tapyard/auth';
 import { ErrorBodyDto } from '../http/error-body.dto';
-import { RequestEnvironment } from '../http/environment.decorator';
+import { RequestAccess, RequestEnvironment } from '../http/environment.decorator';
 import { StatusOkDto } from '../secrets/secrets.dto';
+import { Access } from './access';
 import { Requires } from './access-rule';
 import { CreateUserDto, UpdateUserDto, UserDto } from './auth.dto';
+
+const ROLE_REFUSED = {
+  type: ErrorBodyDto,
+  description:
+    'The caller does not hold every capability of the role involved (admin: *:*); the message names them',
+};
 
 @ApiTags('users')
 @Controller('users')
@@ -30,36 +38,61 @@ export class UsersController {
 
   @Post()
   @Requires('user:create')
-  @ApiOperation({ summary: 'Create a user (admin); roles admin, editor, viewer' })
+  @ApiOperation({
+    summary: 'Create a user (admin); roles admin, editor, viewer',
+    description: 'The caller must hold every capability of the role it gives (admin = `*:*`).',
+  })
   @ApiCreatedResponse({ type: UserDto })
+  @ApiForbiddenResponse(ROLE_REFUSED)
   @ApiBadRequestResponse({ type: ErrorBodyDto })
   @ApiConflictResponse({ type: ErrorBodyDto, description: 'The username exists' })
-  create(@RequestEnvironment() env: string, @Body() body: CreateUserDto): Promise<UserDto> {
-    return this.users.create(env, body.username, body.password, body.role);
+  create(
+    @RequestEnvironment() env: string,
+    @RequestAccess() access: Access,
+    @Body() body: CreateUserDto,
+  ): Promise<UserDto> {
+    return this.users.create(env, body.username, body.password, body.role, access.identity);
   }
 
   @Put(':username')
   @Requires('user:update')
-  @ApiOperation({ summary: 'Change a user’s password and/or role (admin)' })
+  @ApiOperation({
+    summary: 'Change a user’s password and/or role (admin)',
+    description:
+      'The caller must hold every capability of the user’s current role and of the new one. A new password or ' +
+      'another role ends every login session of that user (the caller’s own too, when it changes itself).',
+  })
   @ApiOkResponse({ type: UserDto })
+  @ApiForbiddenResponse(ROLE_REFUSED)
   @ApiNotFoundResponse({ type: ErrorBodyDto })
   @ApiConflictResponse({ type: ErrorBodyDto, description: 'Would leave no admin' })
   update(
     @RequestEnvironment() env: string,
+    @RequestAccess() access: Access,
     @Param('username') username: string,
     @Body() body: UpdateUserDto,
   ): Promise<UserDto> {
-    return this.users.update(env, username, body);
+    return this.users.update(env, username, body, access.identity);
   }
 
   @Delete(':username')
   @Requires('user:delete')
-  @ApiOperation({ summary: 'Delete a user (admin); their sessions stop working' })
+  @ApiOperation({
+    summary: 'Delete a user (admin); their sessions stop working',
+    description:
+      'The caller must hold every capability of the user’s role. A user created later under the same name does not ' +
+      'inherit the old sessions.',
+  })
   @ApiOkResponse({ type: StatusOkDto })
+  @ApiForbiddenResponse(ROLE_REFUSED)
   @ApiNotFoundResponse({ type: ErrorBodyDto })
   @ApiConflictResponse({ type: ErrorBodyDto, description: 'The last admin' })
-  async remove(@RequestEnvironment() env: string, @Param('username') username: string): Promise<StatusOkDto> {
-    await this.users.delete(env, username);
+  async remove(
+    @RequestEnvironment() env: string,
+    @RequestAccess() access: Access,
+    @Param('username') username: string,
+  ): Promise<StatusOkDto> {
+    await this.users.delete(env, username, access.identity);
     return { status: 'ok' };
   }
 }

@@ -27,7 +27,12 @@ export class SecretsController {
 
   @Get()
   @Requires('secret:read')
-  @ApiOperation({ summary: 'Names of the secrets of the current environment' })
+  @ApiOperation({
+    summary: 'Names of the secrets of the current environment',
+    description:
+      'The platform’s access state (`<environment>/api-keys`, `api-key-mappings`) is never listed, read, written ' +
+      'or deleted here; keys and tenant mappings are managed through /keys.',
+  })
   @ApiOkResponse({ schema: { type: 'array', items: { type: 'string' }, example: ['qdrant', 'warehouse'] } })
   list(@RequestEnvironment() env: string): Promise<string[]> {
     return this.secrets.list(env);
@@ -38,7 +43,10 @@ export class SecretsController {
   @ApiOperation({ summary: 'One secret, sensitive fields masked' })
   @ApiParam(NAME_PARAM)
   @ApiOkResponse({ type: SecretDto })
-  @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'No secret of that name in this environment' })
+  @ApiNotFoundResponse({
+    type: ErrorBodyDto,
+    description: 'No secret of that name in this environment (always for the access state)',
+  })
   get(@RequestEnvironment() env: string, @Param('name') name: string): Promise<SecretDto> {
     return this.secrets.get(env, name);
   }
@@ -58,7 +66,11 @@ export class SecretsController {
     },
   })
   @ApiOkResponse({ type: StatusOkDto })
-  @ApiBadRequestResponse({ type: ErrorBodyDto, description: 'Not an object of strings, or a bad name' })
+  @ApiBadRequestResponse({
+    type: ErrorBodyDto,
+    description:
+      'Not an object of strings, a bad name, or a name of the access state (`*/api-keys`, `api-key-mappings`)',
+  })
   async put(
     @RequestEnvironment() env: string,
     @Param('name') name: string,
@@ -73,7 +85,10 @@ export class SecretsController {
   @ApiOperation({ summary: 'Delete a secret' })
   @ApiParam(NAME_PARAM)
   @ApiOkResponse({ type: StatusOkDto })
-  @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'No secret of that name in this environment' })
+  @ApiNotFoundResponse({
+    type: ErrorBodyDto,
+    description: 'No secret of that name in this environment (always for the access state)',
+  })
   async remove(@RequestEnvironment() env: string, @Param('name') name: string): Promise<StatusOkDto> {
     await this.secrets.delete(env, name);
     return { status: 'ok' };

@@ -87,6 +87,31 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('reads the login back-off: per account and address, doubling, capped; per address', () => {
+    expect(loadConfig({ TAPYARD_MASTER_KEY: KEY }).auth).toMatchObject({
+      loginWindowSeconds: 900,
+      loginBackoffAfter: 3,
+      loginBackoffSeconds: 1,
+      loginBackoffMaxSeconds: 900,
+      loginMaxFailuresPerAddress: 20,
+    });
+    const c = loadConfig({
+      TAPYARD_MASTER_KEY: KEY,
+      LOGIN_BACKOFF_AFTER: '5',
+      LOGIN_BACKOFF_SECONDS: '2',
+      LOGIN_BACKOFF_MAX_SECONDS: '60',
+    });
+    expect(c.auth).toMatchObject({
+      loginBackoffAfter: 5,
+      loginBackoffSeconds: 2,
+      loginBackoffMaxSeconds: 60,
+    });
+    expect(problems({ LOGIN_BACKOFF_AFTER: '0', LOGIN_BACKOFF_SECONDS: 'x' })).toEqual([
+      expect.stringMatching(/^LOGIN_BACKOFF_AFTER must be an integer/),
+      expect.stringMatching(/^LOGIN_BACKOFF_SECONDS must be an integer/),
+    ]);
+  });
+
   it('refuses auth settings that cannot work, without echoing secret values', () => {
     expect(problems({ MULTI_TENANT: 'true' })).toEqual([
       'MULTI_TENANT=true needs USE_API_KEYS=true: the tenant of a request is found from its API key',

@@ -42,8 +42,14 @@ export interface TapyardConfig {
     /** Password of the `admin` user created when user auth is on and no admin exists. */
     readonly adminPassword: string | null;
     readonly sessionTtlSeconds: number;
+    /** Failure counts are forgotten this long after the last failure. */
     readonly loginWindowSeconds: number;
-    readonly loginMaxFailuresPerUser: number;
+    /** Failures of one account from one address before that pair must wait. */
+    readonly loginBackoffAfter: number;
+    /** The first wait; it doubles with each further failure of the pair. */
+    readonly loginBackoffSeconds: number;
+    readonly loginBackoffMaxSeconds: number;
+    /** Failures from one address, any accounts, before that address waits out the window. */
     readonly loginMaxFailuresPerAddress: number;
     /** How often key `lastUsedAt` marks are written (batched, not one write per request). */
     readonly keyUsageFlushMs: number;
@@ -293,7 +299,9 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
       adminPassword: r.optional('TAPYARD_ADMIN_PASSWORD'),
       sessionTtlSeconds: r.int('SESSION_TTL_SECONDS', 8 * 3600, 60, 30 * 86400),
       loginWindowSeconds: r.int('LOGIN_WINDOW_SECONDS', 900, 1, 86400),
-      loginMaxFailuresPerUser: r.int('LOGIN_MAX_FAILURES_PER_USER', 5, 1, 1000),
+      loginBackoffAfter: r.int('LOGIN_BACKOFF_AFTER', 3, 1, 1000),
+      loginBackoffSeconds: r.int('LOGIN_BACKOFF_SECONDS', 1, 1, 3600),
+      loginBackoffMaxSeconds: r.int('LOGIN_BACKOFF_MAX_SECONDS', 900, 1, 86400),
       loginMaxFailuresPerAddress: r.int('LOGIN_MAX_FAILURES_PER_ADDRESS', 20, 1, 100000),
       keyUsageFlushMs: r.int('KEY_USAGE_FLUSH_MS', 15000, 100, 3600000),
     },
