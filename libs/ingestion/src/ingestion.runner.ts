@@ -14,7 +14,7 @@ import {
 } from '@tapyard/destinations';
 import { ConfigFilesService, compileJsonSchema } from '@tapyard/configfiles';
 import { XsdRecordValidator } from '@tapyard/schemas';
-import { PipelineDefinition, PipelinesService } from '@tapyard/pipelines';
+import { PipelineDefinition, PipelineNotFoundError, PipelinesService } from '@tapyard/pipelines';
 import { uniqueNames } from '@tapyard/profiling';
 import { DocumentPayload, IngestPayload, RetryLaterError } from '@tapyard/queue';
 import { ProcessName, StatusService, jobRef } from '@tapyard/status';
@@ -115,8 +115,14 @@ export class IngestionRunner {
     let stage: ProcessName = 'JobRunner';
     try {
       const def = (
-        await this.pipelines.get(p.environment, p.pipeline).catch(() => {
-          throw new StageError('JobRunner', `pipeline '${p.pipeline}' no longer exists`);
+        await this.pipelines.getForLoading(p.environment, p.pipeline).catch((err: unknown) => {
+          // Also one whose stored destination is outside its confinement.
+          throw new StageError(
+            'JobRunner',
+            err instanceof PipelineNotFoundError
+              ? `pipeline '${p.pipeline}' no longer exists`
+              : errorMessage(err),
+          );
         })
       ).definition;
       const destination = this.destinationFor(def);

@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { isDeepStrictEqual } from 'node:util';
 import { CONFIG, NotFoundError, TapyardConfig } from '@tapyard/core';
 import { PipelineConfigDto } from './dto/pipeline-config.dto';
+import { assertDestinationAllowed, destinationDefaults } from './destination-confinement';
 import { toDefinition } from './pipeline-definition';
 import { PipelineDefinition, SchemaField, StoredPipeline } from './pipeline.types';
 import { PipelineRow, PipelinesRepository } from './pipelines.repository';
@@ -30,7 +31,8 @@ export class PipelinesService {
   ) {}
 
   async save(environment: string, dto: PipelineConfigDto): Promise<{ name: string; version: number }> {
-    const def = toDefinition(dto, this.config.database.name);
+    const def = toDefinition(dto, destinationDefaults(this.config, environment));
+    assertDestinationAllowed(this.config, environment, def.destination);
     return this.repo.transaction(async (m) => {
       if (await this.repo.insert(environment, def, m)) return { name: def.name, version: 1 };
       const current = (await this.repo.find(environment, def.name, m, true)) as PipelineRow;
@@ -46,6 +48,16 @@ export class PipelinesService {
     const row = await this.repo.find(environment, name);
     if (!row) throw new PipelineNotFoundError(name);
     return { definition: row.definition, version: row.version, updatedAt: row.updated_at };
+  }
+
+  /**
+   * The pipeline a job is about to load for, checked again at load time: one stored before a
+   * confinement rule existed cannot load outside it.
+   */
+  async getForLoading(environment: string, name: string): Promise<StoredPipeline> {
+    const found = await this.get(environment, name);
+    assertDestinationAllowed(this.config, environment, found.definition.destination);
+    return found;
   }
 
   /** The listing, each item with its full definition so callers can filter by scope. */

@@ -48,12 +48,18 @@ export class PipelinesController {
   @Requires('pipeline:update', pipelineInBody)
   @ApiOperation({
     summary: 'Create or update a pipeline',
-    description: 'The version starts at 1 and increases by one with every change that alters the definition.',
+    description:
+      'The version starts at 1 and increases by one with every change that alters the definition. Destinations ' +
+      'are confined (README "Destination confinement"): never the platform\'s schemas tapyard and tapyard_meta ' +
+      '(nor pg_*, information_schema), MongoDB admin, config, local or tapyard_internal, or a bucket of another ' +
+      'environment; a tenant (multi-tenant mode) only its own schema t_<tenant>, MongoDB database <tenant> and ' +
+      'bucket <tenant>-output, which are also its defaults. A destination outside that is 400 naming it.',
   })
   @ApiOkResponse({ type: SavePipelineResultDto })
   @ApiBadRequestResponse({
     type: ErrorBodyDto,
-    description: 'Invalid configuration; `details` names each field',
+    description:
+      'Invalid configuration, or a destination outside the caller’s confinement; `details` names each field',
   })
   async save(
     @RequestEnvironment() env: string,
@@ -160,8 +166,8 @@ export class PipelinesController {
   @ApiBody({ type: GenerateFormDto })
   @ApiOkResponse({ description: 'A partial pipeline configuration, ready for POST /pipeline' })
   @ApiBadRequestResponse({ type: ErrorBodyDto })
-  generate(@Req() req: Request): Promise<unknown> {
-    return this.discovery.generate(req);
+  generate(@RequestEnvironment() env: string, @Req() req: Request): Promise<unknown> {
+    return this.discovery.generate(env, req);
   }
 
   @Post('pipeline/profile')
