@@ -30,6 +30,8 @@ export interface LoadResult {
   /** True when an earlier delivery of the same job had already committed: nothing was written now. */
   alreadyLoaded: boolean;
   location: string;
+  /** Where rejected rows went, when not `<location>_rejects`. */
+  rejectsLocation?: string;
 }
 
 /**

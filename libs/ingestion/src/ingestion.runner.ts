@@ -237,7 +237,7 @@ export class IngestionRunner {
         ? `already loaded by an earlier delivery: ${result.loaded} rows in ${result.location}`
         : `loaded ${result.loaded} rows into ${result.location}` +
           (result.rejected > 0
-            ? `; ${result.rejected} rejected rows kept in ${result.location}_rejects`
+            ? `; ${result.rejected} rejected rows kept in ${result.rejectsLocation ?? `${result.location}_rejects`}`
             : '');
       if (result.loaded === 0 && result.rejected === 0) {
         throw new StageError(

@@ -6,6 +6,7 @@ import { ServiceUnavailableError, ValidationError, errorMessage } from '@tapyard
 import { DatabaseDestination, FieldType, PipelineDefinition } from '@tapyard/pipelines';
 import { escapeCopyText } from '../copy-text';
 import { Destination, LoadResult, LoadTarget, RejectedRow, databaseOf } from '../destination';
+import { quoteIdent, rejectsTable } from './created-tables';
 import { PgPools } from './pg-pools';
 
 const PG_TYPES: Record<FieldType, string> = {
@@ -24,14 +25,6 @@ const DDL_LOCK_ID = 7_421_002;
 
 /** PostgreSQL's limit on columns per table. */
 export const PG_MAX_COLUMNS = 1600;
-
-export function quoteIdent(name: string): string {
-  return `"${name.replace(/"/g, '""')}"`;
-}
-
-export function rejectsTable(table: string): string {
-  return `${table}_rejects`.slice(0, 63);
-}
 
 /**
  * Loads with COPY FROM STDIN inside one transaction per job, together with a ledger row keyed by
@@ -100,8 +93,9 @@ export class PostgresDestination implements Destination {
     rejects: () => AsyncIterable<RejectedRow>,
     progress: (rowsSoFar: number) => void,
   ): Promise<LoadResult> {
-    const { schema, table } = databaseOf(target.destination);
-    const location = `${databaseOf(target.destination).dbName}.${schema}.${table}`;
+    const { dbName, schema, table } = databaseOf(target.destination);
+    const location = `${dbName}.${schema}.${table}`;
+    const rejectsLocation = `${dbName}.${schema}.${rejectsTable(table)}`;
     return this.withClient(databaseOf(target.destination), async (client) => {
       await client.query('BEGIN');
       try {
@@ -123,6 +117,7 @@ export class PostgresDestination implements Destination {
             rejected: Number(row?.rows_rejected ?? 0),
             alreadyLoaded: true,
             location,
+            rejectsLocation,
           };
         }
         const columns = target.columns.map((c) => quoteIdent(c.name)).join(', ');
@@ -143,7 +138,7 @@ export class PostgresDestination implements Destination {
           [target.pipelineToken, loaded, rejected],
         );
         await client.query('COMMIT');
-        return { loaded, rejected, alreadyLoaded: false, location };
+        return { loaded, rejected, alreadyLoaded: false, location, rejectsLocation };
       } catch (err) {
         await client.query('ROLLBACK').catch(() => undefined);
         throw err;
