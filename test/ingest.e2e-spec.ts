@@ -351,7 +351,16 @@ describe('ingestion into PostgreSQL (real Postgres and Redis)', () => {
       .delete('/api/v1/pipeline')
       .query({ pipeline: 'doomed', deleteData: 'true' })
       .expect(200);
-    expect(res.body).toEqual({ status: 'ok', pipeline: 'doomed', dataDeleted: true });
+    expect(res.body).toEqual({
+      status: 'ok',
+      pipeline: 'doomed',
+      dataDeleted: true,
+      dropped: [
+        `PostgreSQL table tapyard_test.${schema}.${table('doomed')}`,
+        `PostgreSQL table tapyard_test.${schema}.${table('doomed')}_rejects`,
+      ],
+      skipped: [],
+    });
     const exists = await pg.query(`SELECT to_regclass($1) AS t`, [`${schema}.${table('doomed')}`]);
     expect(exists.rows[0].t).toBeNull();
 

@@ -7,8 +7,9 @@ import { PipelinesAndStatus1763875200000 } from './migrations/1763875200000-pipe
 import { UsersAndKeyUsage1763961600000 } from './migrations/1763961600000-users-and-key-usage';
 import { RawObjects1764048000000 } from './migrations/1764048000000-raw-objects';
 import { Taps1764134400000 } from './migrations/1764134400000-taps';
+import { CreatedObjects1764220800000 } from './migrations/1764220800000-created-objects';
 
-/** Postgres schema holding Tapyard's own metadata; loaded user data never goes here. */
+/** Postgres schema holding Tapyard's own metadata; never a destination (see @tapyard/pipelines PLATFORM_SCHEMAS). */
 export const METADATA_SCHEMA = 'tapyard';
 
 /** Every entity and migration is listed here: no globbing, so the build output is what runs. */
@@ -19,6 +20,7 @@ export const MIGRATIONS = [
   UsersAndKeyUsage1763961600000,
   RawObjects1764048000000,
   Taps1764134400000,
+  CreatedObjects1764220800000,
 ];
 
 // Any constant works as long as every Tapyard process uses the same one.

@@ -7,3 +7,4 @@ export * from './postgres/pg-pools';
 export * from './mongodb/mongo-clients';
 export * from './mongodb/mongodb.destination';
 export * from './objectstore/objectstore.destination';
+export * from './ownership/created-objects';

@@ -116,7 +116,7 @@ export class IngestionRunner {
     try {
       const def = (
         await this.pipelines.getForLoading(p.environment, p.pipeline).catch((err: unknown) => {
-          // Also one whose stored destination is outside its confinement.
+          // Also a pipeline being deleted, or one whose stored destination is outside its confinement.
           throw new StageError(
             'JobRunner',
             err instanceof PipelineNotFoundError
@@ -163,6 +163,7 @@ export class IngestionRunner {
       stage = destination.processName;
       const target: LoadTarget = {
         environment: p.environment,
+        pipeline: p.pipeline,
         destination: definition.destination,
         columns: plan.outColumns,
         pipelineToken: p.pipelineToken,
