@@ -96,8 +96,11 @@ describe('ingestion into PostgreSQL (real Postgres and Redis)', () => {
     expect(loaded[1]).toMatchObject({ id: 2, zip: '02134', amount: -3, paid: false, big: null });
     expect(loaded[2]).toMatchObject({ id: 3, zip: 'line\nbreak, and "quotes"', amount: null, sold_on: null });
 
-    const raw = (await api.http.get('/api/v1/pipeline/status').query({ pipelinetoken: token }).expect(200))
-      .body;
+    const raw = (
+      (await api.http.get('/api/v1/pipeline/status').query({ pipelinetoken: token }).expect(200)).body as {
+        state: string;
+      }[]
+    ).filter((e) => e.state !== 'processing'); // progress entries: see the stage-order check above
     expect(raw).toHaveLength(8);
     expect(raw[0]).toEqual({
       id: expect.any(Number),
