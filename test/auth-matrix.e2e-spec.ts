@@ -85,8 +85,11 @@ describe.each(MODES)('auth matrix: $name', (mode) => {
       ['cat_a', 'a'],
       ['cat_b', 'b'],
     ]) {
+      // The environment's default place: a tenant may load only into its own schema.
       await asAdmin(api.http.post('/api/v1/pipeline'))
-        .send(csvPipeline(name, name, [['id', 'int']], { catalog }))
+        .send(
+          csvPipeline(name, name, [['id', 'int']], { catalog, destination: { database: { table: name } } }),
+        )
         .expect(200);
     }
     if (mode.users) {

@@ -25,6 +25,11 @@ describe('MULTI_TENANT=true: keys map to tenant environments that cannot see eac
   let keyB: string;
 
   const table = (tenant: string) => `orders_${tenant.replace(/[^a-z0-9]/g, '_')}`;
+  // A tenant's pipelines load into its own schema by default (and may name no other).
+  const tenantPipeline = (name: string, tenant: string) =>
+    csvPipeline(name, table(tenant), [['id', 'int']], {
+      destination: { database: { table: table(tenant) } },
+    });
 
   beforeAll(async () => {
     api = await startApi(flags);
@@ -41,18 +46,19 @@ describe('MULTI_TENANT=true: keys map to tenant environments that cannot see eac
       await api.http
         .post('/api/v1/pipeline')
         .set('x-api-key', key)
-        .send(csvPipeline('orders', table(tenant), [['id', 'int']]))
+        .send(tenantPipeline('orders', tenant))
         .expect(200);
       await api.http.put('/api/v1/secrets/creds').set('x-api-key', key).send({ owner: tenant }).expect(200);
     }
     await api.http
       .post('/api/v1/pipeline')
       .set('x-api-key', keyA)
-      .send(csvPipeline('a_only', table(tenantA), [['id', 'int']]))
+      .send(tenantPipeline('a_only', tenantA))
       .expect(200);
   });
 
   afterAll(async () => {
+    await pg.query(`DROP SCHEMA IF EXISTS "t_${tenantA}" CASCADE`);
     await pg.end();
     await worker.close();
     await api.close();
@@ -105,7 +111,7 @@ describe('MULTI_TENANT=true: keys map to tenant environments that cannot see eac
       await new Promise((done) => setTimeout(done, 100));
     }
     expect(answer.rollup.status).toBe('success');
-    const rows = await pg.query(`SELECT id FROM ingest_test."${table(tenantA)}" ORDER BY id`);
+    const rows = await pg.query(`SELECT id FROM "t_${tenantA}"."${table(tenantA)}" ORDER BY id`);
     expect(rows.rows.map((r) => r.id)).toEqual([1, 2, 3]);
     await api.http
       .get('/api/v1/pipeline/status')

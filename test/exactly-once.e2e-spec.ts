@@ -85,6 +85,7 @@ describe('exactly-once loads', () => {
     const dest = api.app.get(PostgresDestination);
     const target = {
       environment: env,
+      pipeline: 'once',
       destination: { database: { dbName: 'tapyard_test', schema: 'ingest_test', table, usePostgres: true } },
       columns: [
         { name: 'id', type: 'int' as const },

@@ -111,6 +111,7 @@ describe('loads into MongoDB (real FerretDB)', () => {
     const dest = api.app.get(MongoDbDestination);
     const target = {
       environment: env,
+      pipeline: 'orders',
       destination: { database: { dbName, schema: 'x', table: 'again', usePostgres: false } },
       columns: [{ name: '_json', type: 'string' as const }],
       pipelineToken: `redelivered-${env}`,

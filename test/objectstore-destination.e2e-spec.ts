@@ -117,6 +117,7 @@ describe('object-store destination (SparkObjectStoreLoader)', () => {
     const dest = api.app.get(ObjectStoreDestination);
     const target = {
       environment: env,
+      pipeline: 'as_jsonl',
       destination: { objectStore: { bucket: null, prefix: 'exports/again', format: 'jsonl' as const } },
       columns: [{ name: 'n', type: 'int' as const }],
       pipelineToken: `redelivered-${env}`,

@@ -65,6 +65,8 @@ describe('pipelines API (real Postgres)', () => {
       status: 'ok',
       pipeline: 'orders',
       dataDeleted: false,
+      dropped: [],
+      skipped: [],
     });
     const gone = await api.http.get('/api/v1/pipeline').query({ pipeline: 'orders' }).expect(404);
     expect(gone.body.message).toBe("pipeline 'orders' does not exist");

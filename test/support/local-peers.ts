@@ -8,7 +8,7 @@ import { join } from 'node:path';
  */
 export function localCredentials(): Record<string, string> {
   const home = process.env.TAPYARD_HOME ?? join(homedir(), '.cache', 'tapyard');
-  let text = '';
+  let text: string;
   try {
     text = readFileSync(join(home, 'credentials.env'), 'utf8');
   } catch {

@@ -24,6 +24,7 @@ import { UsersController } from './auth/users.controller';
 import { MetadataController } from './metadata/metadata.controller';
 import { ConfigController } from './configfiles/config.controller';
 import { TapsModule } from '@tapyard/taps';
+import { PipelineDeletionModule } from '@tapyard/pipeline-deletion';
 import { TapsController } from './taps/taps.controller';
 
 /** The HTTP application: controllers only; domain logic comes from libs/*. */
@@ -45,6 +46,7 @@ export class ApiModule {
         ObjectStoreModule,
         ConfigFilesModule,
         TapsModule,
+        PipelineDeletionModule,
       ],
       controllers: [
         PlatformController,

@@ -9,8 +9,9 @@ import { RawObjects1764048000000 } from './migrations/1764048000000-raw-objects'
 import { Taps1764134400000 } from './migrations/1764134400000-taps';
 import { TapGrantsAndJobScopes1764220800000 } from './migrations/1764220800000-tap-grants-and-job-scopes';
 import { UserSessionEpochs1764220800000 } from './migrations/1764220800000-user-session-epochs';
+import { CreatedObjects1764220800000 } from './migrations/1764220800000-created-objects';
 
-/** Postgres schema holding Tapyard's own metadata; loaded user data never goes here. */
+/** Postgres schema holding Tapyard's own metadata; never a destination (see @tapyard/pipelines PLATFORM_SCHEMAS). */
 export const METADATA_SCHEMA = 'tapyard';
 
 /** Every entity and migration is listed here: no globbing, so the build output is what runs. */
@@ -23,6 +24,7 @@ export const MIGRATIONS = [
   Taps1764134400000,
   TapGrantsAndJobScopes1764220800000,
   UserSessionEpochs1764220800000,
+  CreatedObjects1764220800000,
 ];
 
 // Any constant works as long as every Tapyard process uses the same one.

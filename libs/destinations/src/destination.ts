@@ -1,10 +1,13 @@
-import { DatabaseDestination, PipelineDefinition, SchemaField } from '@tapyard/pipelines';
+import { DataLocation, DatabaseDestination, PipelineDefinition, SchemaField } from '@tapyard/pipelines';
 import { ValidationError } from '@tapyard/core';
 import { ProcessName } from '@tapyard/status';
+import { CreatedObject } from './ownership/created-objects';
 
 /** Where one job's rows go, and the columns they carry (the pipeline's output schema). */
 export interface LoadTarget {
   environment: string;
+  /** The pipeline loading: what it creates is recorded as its own (see CreatedObjects). */
+  pipeline: string;
   destination: PipelineDefinition['destination'];
   columns: SchemaField[];
   pipelineToken: string;
@@ -30,6 +33,8 @@ export interface LoadResult {
   /** True when an earlier delivery of the same job had already committed: nothing was written now. */
   alreadyLoaded: boolean;
   location: string;
+  /** Where rejected rows went, when not `<location>_rejects`. */
+  rejectsLocation?: string;
 }
 
 /**
@@ -48,8 +53,24 @@ export interface Destination {
     rejects: () => AsyncIterable<RejectedRow>,
     progress: (rowsSoFar: number) => void,
   ): Promise<LoadResult>;
-  /** Removes the loaded data (deleteData=true). */
-  drop(destination: PipelineDefinition['destination'], environment: string): Promise<void>;
+  /**
+   * The tables or collections loads into `destination` create (none for files, whose job folders are
+   * always new): what a delete reports as left in place when this pipeline did not create them.
+   */
+  locations(destination: PipelineDefinition['destination'], environment: string): DataLocation[];
+  /**
+   * Drops objects the pipeline recorded as created (deleteData=true), each only while it is still the
+   * very object that was created. Throws a typed error naming the object that could not be dropped;
+   * what was dropped before it is reported by the next attempt as gone.
+   */
+  dropCreated(objects: CreatedObject[]): Promise<DropOutcome[]>;
+}
+
+/** What became of one recorded object; `dropped` false with the reason it was left alone. */
+export interface DropOutcome {
+  object: CreatedObject;
+  dropped: boolean;
+  reason?: string;
 }
 
 /** Injection token of the name → destination registry. */

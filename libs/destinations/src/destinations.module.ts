@@ -4,6 +4,7 @@ import { ObjectStoreModule } from '@tapyard/objectstore';
 import { MongoClients } from './mongodb/mongo-clients';
 import { ObjectStoreDestination } from './objectstore/objectstore.destination';
 import { MongoDbDestination } from './mongodb/mongodb.destination';
+import { CreatedObjects } from './ownership/created-objects';
 import { PgPools } from './postgres/pg-pools';
 import { PostgresDestination } from './postgres/postgres.destination';
 
@@ -11,6 +12,7 @@ import { PostgresDestination } from './postgres/postgres.destination';
 @Module({
   imports: [ObjectStoreModule],
   providers: [
+    CreatedObjects,
     PgPools,
     PostgresDestination,
     MongoClients,
@@ -22,6 +24,6 @@ import { PostgresDestination } from './postgres/postgres.destination';
       useFactory: (...all: Destination[]) => new Map(all.map((d) => [d.name, d])),
     },
   ],
-  exports: [DESTINATIONS, PgPools, MongoClients],
+  exports: [DESTINATIONS, PgPools, MongoClients, CreatedObjects],
 })
 export class DestinationsModule {}

@@ -14,7 +14,7 @@ import {
 } from '@tapyard/destinations';
 import { ConfigFilesService, compileJsonSchema } from '@tapyard/configfiles';
 import { XsdRecordValidator } from '@tapyard/schemas';
-import { PipelineDefinition, PipelinesService } from '@tapyard/pipelines';
+import { PipelineDefinition, PipelineNotFoundError, PipelinesService } from '@tapyard/pipelines';
 import { uniqueNames } from '@tapyard/profiling';
 import { DocumentPayload, IngestPayload, RetryLaterError } from '@tapyard/queue';
 import { ProcessName, StatusService, jobRef } from '@tapyard/status';
@@ -115,8 +115,14 @@ export class IngestionRunner {
     let stage: ProcessName = 'JobRunner';
     try {
       const def = (
-        await this.pipelines.get(p.environment, p.pipeline).catch(() => {
-          throw new StageError('JobRunner', `pipeline '${p.pipeline}' no longer exists`);
+        await this.pipelines.getForLoading(p.environment, p.pipeline).catch((err: unknown) => {
+          // Also a pipeline being deleted, or one whose stored destination is outside its confinement.
+          throw new StageError(
+            'JobRunner',
+            err instanceof PipelineNotFoundError
+              ? `pipeline '${p.pipeline}' no longer exists`
+              : errorMessage(err),
+          );
         })
       ).definition;
       const destination = this.destinationFor(def);
@@ -157,6 +163,7 @@ export class IngestionRunner {
       stage = destination.processName;
       const target: LoadTarget = {
         environment: p.environment,
+        pipeline: p.pipeline,
         destination: definition.destination,
         columns: plan.outColumns,
         pipelineToken: p.pipelineToken,
@@ -231,7 +238,7 @@ export class IngestionRunner {
         ? `already loaded by an earlier delivery: ${result.loaded} rows in ${result.location}`
         : `loaded ${result.loaded} rows into ${result.location}` +
           (result.rejected > 0
-            ? `; ${result.rejected} rejected rows kept in ${result.location}_rejects`
+            ? `; ${result.rejected} rejected rows kept in ${result.rejectsLocation ?? `${result.location}_rejects`}`
             : '');
       if (result.loaded === 0 && result.rejected === 0) {
         throw new StageError(

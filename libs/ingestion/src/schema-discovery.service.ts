@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Request } from 'express';
 import { CONFIG, TapyardConfig, ValidationError } from '@tapyard/core';
-import { CsvAttributes, SchemaField } from '@tapyard/pipelines';
+import { CsvAttributes, SchemaField, destinationDefaults } from '@tapyard/pipelines';
 import {
   DataProfile,
   detectHeader,
@@ -37,14 +37,16 @@ export interface GeneratedPipeline {
 export class SchemaDiscoveryService {
   constructor(@Inject(CONFIG) private readonly config: TapyardConfig) {}
 
-  async generate(req: Request): Promise<GeneratedPipeline> {
+  /** The proposal's destination is the environment's default place (a tenant's own schema). */
+  async generate(environment: string, req: Request): Promise<GeneratedPipeline> {
     const sample = await readUploadedSample(req, SAMPLE_BYTES);
     const name = pipelineName(sample.fields.get('pipeline')?.trim() || sample.filename);
     const format = detectFormat(sample);
+    const defaults = destinationDefaults(this.config, environment);
     const destination = {
       database: {
-        dbName: this.config.database.name,
-        schema: 'public',
+        dbName: defaults.postgresDatabase,
+        schema: defaults.schema,
         table: tableName(name),
         usePostgres: true,
       },

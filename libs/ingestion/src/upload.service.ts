@@ -10,7 +10,7 @@ import {
   UnsupportedMediaTypeError,
   ValidationError,
 } from '@tapyard/core';
-import { PipelineDefinition, PipelinesService } from '@tapyard/pipelines';
+import { PipelineDefinition, PipelineDeletingError, PipelinesService } from '@tapyard/pipelines';
 import { EnvironmentQueues, IngestJob, IntakePayload, loadJobOptions } from '@tapyard/queue';
 import { archiveKind } from '@tapyard/archives';
 import { ObjectStore } from '@tapyard/objectstore';
@@ -65,13 +65,15 @@ export class UploadService {
         );
       }
       if (!pipeline) throw new ValidationError("multipart field 'pipeline' is required");
-      const { definition } = await this.pipelines.get(environment, pipeline);
-      authorize(pipeline, definition);
+      const stored = await this.pipelines.get(environment, pipeline);
+      authorize(pipeline, stored.definition);
+      if (stored.deletingSince) throw new PipelineDeletingError(pipeline);
       if (got.bytes === 0) throw new ValidationError(`the uploaded file '${got.filename}' is empty`);
       const publisherToken = got.fields.get('publishertoken')?.trim() || null;
       if (publisherToken && publisherToken.length > 200)
         throw new ValidationError('publishertoken is longer than 200 characters');
-      if (publisherToken) await this.status.claimPublisherToken(environment, publisherToken, definition.catalog);
+      if (publisherToken)
+        await this.status.claimPublisherToken(environment, publisherToken, stored.definition.catalog);
       if (archiveKind(got.filename) !== null) {
         await this.stageArchive(environment, pipeline, pipelineToken, publisherToken, got);
         return '';

@@ -1,13 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { CONFIG, NotFoundError, NotImplementedError, TapyardConfig } from '@tapyard/core';
 import { LOADS_COLLECTION, MongoClients, PgPools } from '@tapyard/destinations';
+import { Confinement, confinementOf, isPlatformSchema, isReservedMongoDatabase } from '@tapyard/pipelines';
 import { SecretsService } from '@tapyard/secrets';
-
-/** Postgres schemas of the platform itself (metadata and load ledgers), not user data. */
-const INTERNAL_SCHEMAS = ['tapyard', 'tapyard_meta'];
-const SYSTEM_SCHEMAS = ['information_schema', 'pg_catalog', 'pg_toast'];
-/** MongoDB databases that are never user data; the platform keeps no internal document database yet. */
-export const INTERNAL_MONGO_DATABASES = ['admin', 'config', 'local', 'tapyard_internal'];
 
 export interface Column {
   name: string;
@@ -16,7 +11,10 @@ export interface Column {
 
 /**
  * What exists in the data stores Tapyard loads into, for pickers in the UI and for AI prompts:
- * PostgreSQL databases, schemas, tables and columns; MongoDB databases and collections.
+ * PostgreSQL databases, schemas, tables and columns; MongoDB databases and collections. The
+ * platform's own schemas and databases are never shown. A tenant (multi-tenant mode) sees only its
+ * confinement: the platform database with its schema `t_<tenant>`, and its MongoDB database; anything
+ * else answers as missing (404), like other tenants' resources.
  */
 @Injectable()
 export class MetadataService {
@@ -27,81 +25,86 @@ export class MetadataService {
     private readonly secrets: SecretsService,
   ) {}
 
-  async postgresDatabases(): Promise<string[]> {
+  async postgresDatabases(environment: string): Promise<string[]> {
     const { rows } = await this.pools
       .get(this.config.database.name)
       .query<{ datname: string }>(
         'SELECT datname FROM pg_database WHERE NOT datistemplate AND datallowconn ORDER BY datname',
       );
-    return rows.map((r) => r.datname);
+    const own = this.confinement(environment).postgres;
+    return rows.map((r) => r.datname).filter((d) => !own || d === own.database);
   }
 
-  async postgresSchemas(database?: string): Promise<string[]> {
+  async postgresSchemas(environment: string, database?: string): Promise<string[]> {
     const { rows } = await (
-      await this.pool(database)
-    ).query<{ nspname: string }>(
-      `SELECT nspname FROM pg_namespace
-        WHERE NOT (nspname = ANY($1)) AND nspname NOT LIKE 'pg\\_temp\\_%' AND nspname NOT LIKE 'pg\\_toast\\_temp\\_%'
-        ORDER BY nspname`,
-      [[...SYSTEM_SCHEMAS, ...INTERNAL_SCHEMAS]],
-    );
-    return rows.map((r) => r.nspname);
+      await this.pool(environment, database)
+    ).query<{ nspname: string }>(`SELECT nspname FROM pg_namespace ORDER BY nspname`);
+    const own = this.confinement(environment).postgres;
+    return rows.map((r) => r.nspname).filter((s) => !isPlatformSchema(s) && (!own || s === own.schema));
   }
 
   /** Tables (and views) of a schema; `vectorOnly` selects those with an `embedding` column, else excludes them. */
   async postgresTables(
+    environment: string,
     database: string | undefined,
-    schema = 'public',
+    schema: string | undefined,
     vectorOnly = false,
   ): Promise<string[]> {
-    this.refuseInternal(schema);
+    const s = this.visibleSchema(environment, schema);
     const { rows } = await (
-      await this.pool(database)
+      await this.pool(environment, database)
     ).query<{ relname: string }>(
       `SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
         WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
           AND EXISTS (SELECT 1 FROM pg_attribute a
                        WHERE a.attrelid = c.oid AND a.attname = 'embedding' AND a.attnum > 0 AND NOT a.attisdropped) = $2
         ORDER BY c.relname`,
-      [schema, vectorOnly],
+      [s, vectorOnly],
     );
     return rows.map((r) => r.relname);
   }
 
-  async postgresColumns(database: string | undefined, schema = 'public', table: string): Promise<Column[]> {
-    this.refuseInternal(schema);
+  async postgresColumns(
+    environment: string,
+    database: string | undefined,
+    schema: string | undefined,
+    table: string,
+  ): Promise<Column[]> {
+    const s = this.visibleSchema(environment, schema);
     const { rows } = await (
-      await this.pool(database)
+      await this.pool(environment, database)
     ).query<Column>(
       `SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type
          FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
         WHERE n.nspname = $1 AND c.relname = $2 AND a.attnum > 0 AND NOT a.attisdropped
         ORDER BY a.attnum`,
-      [schema, table],
+      [s, table],
     );
-    if (rows.length === 0) throw new NotFoundError(`table '${schema}.${table}' does not exist`);
+    if (rows.length === 0) throw new NotFoundError(`table '${s}.${table}' does not exist`);
     return rows;
   }
 
-  async mongoDatabases(): Promise<string[]> {
+  async mongoDatabases(environment: string): Promise<string[]> {
     const client = await this.mongo.get();
     const { databases } = await client.db('admin').admin().listDatabases({ nameOnly: true });
+    const own = this.confinement(environment).mongoDatabase;
     return databases
       .map((d) => d.name)
-      .filter((n) => !INTERNAL_MONGO_DATABASES.includes(n))
+      .filter((n) => !isReservedMongoDatabase(n) && (own === null || n === own))
       .sort();
   }
 
   /** Collections of one database, or of all of them as `<database>.<collection>`. */
-  async mongoCollections(database?: string): Promise<string[]> {
+  async mongoCollections(environment: string, database?: string): Promise<string[]> {
+    const visible = await this.mongoDatabases(environment);
     if (database !== undefined) {
-      if (!(await this.mongoDatabases()).includes(database)) {
+      if (!visible.includes(database)) {
         throw new NotFoundError(`MongoDB database '${database}' does not exist`);
       }
       return this.collectionsOf(database);
     }
     const out: string[] = [];
-    for (const db of await this.mongoDatabases()) {
+    for (const db of visible) {
       for (const c of await this.collectionsOf(db)) out.push(`${db}.${c}`);
     }
     return out;
@@ -127,18 +130,29 @@ export class MetadataService {
       .sort();
   }
 
-  /** Only databases that exist get a connection pool: a name from a request is checked first. */
-  private async pool(database?: string) {
+  /**
+   * Only databases that exist (and the caller may see) get a connection pool: a name from a request
+   * is checked first.
+   */
+  private async pool(environment: string, database?: string) {
     const name = database ?? this.config.database.name;
-    if (database !== undefined && !(await this.postgresDatabases()).includes(name)) {
+    if (database !== undefined && !(await this.postgresDatabases(environment)).includes(name)) {
       throw new NotFoundError(`PostgreSQL database '${name}' does not exist`);
     }
     return this.pools.get(name);
   }
 
-  private refuseInternal(schema: string): void {
-    if (INTERNAL_SCHEMAS.includes(schema) || SYSTEM_SCHEMAS.includes(schema)) {
-      throw new NotFoundError(`schema '${schema}' does not exist`);
+  /** The schema asked for (default: `public`, a tenant's own), or 404 when the caller may not see it. */
+  private visibleSchema(environment: string, schema: string | undefined): string {
+    const own = this.confinement(environment).postgres;
+    const s = schema ?? own?.schema ?? 'public';
+    if (isPlatformSchema(s) || (own && s !== own.schema)) {
+      throw new NotFoundError(`schema '${s}' does not exist`);
     }
+    return s;
+  }
+
+  private confinement(environment: string): Confinement {
+    return confinementOf(this.config, environment);
   }
 }

@@ -1,3 +1,4 @@
+export * from './destination-confinement';
 export * from './dto/pipeline-config.dto';
 export * from './expression';
 export * from './pipeline-definition';

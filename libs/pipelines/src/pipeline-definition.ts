@@ -1,4 +1,5 @@
 import { ErrorDetail, ValidationError } from '@tapyard/core';
+import { DestinationDefaults } from './destination-confinement';
 import { PipelineConfigDto } from './dto/pipeline-config.dto';
 import { columnsOf, parseExpression } from './expression';
 import {
@@ -17,7 +18,7 @@ const NUMERIC: ReadonlySet<FieldType> = new Set(['int', 'bigint', 'float', 'doub
  * and the cross-field rules checked (unique field names, rules and mappings that refer to columns
  * that exist, compilable regexes and expressions). Every problem is reported at once.
  */
-export function toDefinition(dto: PipelineConfigDto, defaultDbName: string): PipelineDefinition {
+export function toDefinition(dto: PipelineConfigDto, defaults: DestinationDefaults): PipelineDefinition {
   const problems: ErrorDetail[] = [];
   const fields: SchemaField[] = dto.source.schemaProperties.fields.map((f) => ({
     name: f.name,
@@ -112,8 +113,9 @@ export function toDefinition(dto: PipelineConfigDto, defaultDbName: string): Pip
       : db
         ? {
             database: {
-              dbName: db.dbName ?? defaultDbName,
-              schema: db.schema ?? 'public',
+              dbName:
+                db.dbName ?? (db.usePostgres === false ? defaults.mongoDatabase : defaults.postgresDatabase),
+              schema: db.schema ?? defaults.schema,
               table: db.table,
               usePostgres: db.usePostgres ?? true,
             },

@@ -119,4 +119,6 @@ export interface StoredPipeline {
   definition: PipelineDefinition;
   version: number;
   updatedAt: Date;
+  /** Set when a delete with data began and has not finished (see PipelinesService.markDeleting). */
+  deletingSince: Date | null;
 }

@@ -4,12 +4,17 @@ import { DataSource, EntityManager } from 'typeorm';
 import { PipelineDefinition } from './pipeline.types';
 
 export interface PipelineRow {
+  id: string;
   name: string;
   catalog: string | null;
   definition: PipelineDefinition;
   version: number;
   updated_at: Date;
+  deleting_since: Date | null;
 }
+
+/** PostgreSQL's lock_not_available: a lock_timeout ran out. */
+export const LOCK_NOT_AVAILABLE = '55P03';
 
 @Injectable()
 export class PipelinesRepository {
@@ -19,6 +24,10 @@ export class PipelinesRepository {
     return this.db.transaction(work);
   }
 
+  /**
+   * `lock`: FOR NO KEY UPDATE, which serialises changes of the row but, unlike FOR UPDATE, does not
+   * wait for loads that hold it FOR KEY SHARE while they create destination objects (see markDeleting).
+   */
   async find(
     environment: string,
     name: string,
@@ -26,8 +35,8 @@ export class PipelinesRepository {
     lock = false,
   ): Promise<PipelineRow | null> {
     const rows: PipelineRow[] = await m.query(
-      `SELECT name, catalog, definition, version, updated_at FROM tapyard.pipelines
-       WHERE environment = $1 AND name = $2 ${lock ? 'FOR UPDATE' : ''}`,
+      `SELECT id, name, catalog, definition, version, updated_at, deleting_since FROM tapyard.pipelines
+       WHERE environment = $1 AND name = $2 ${lock ? 'FOR NO KEY UPDATE' : ''}`,
       [environment, name],
     );
     return rows[0] ?? null;
@@ -35,7 +44,8 @@ export class PipelinesRepository {
 
   list(environment: string): Promise<PipelineRow[]> {
     return this.db.query(
-      `SELECT name, catalog, definition, version, updated_at FROM tapyard.pipelines WHERE environment = $1 ORDER BY name`,
+      `SELECT id, name, catalog, definition, version, updated_at, deleting_since FROM tapyard.pipelines
+       WHERE environment = $1 ORDER BY name`,
       [environment],
     );
   }
@@ -63,11 +73,38 @@ export class PipelinesRepository {
     );
   }
 
-  async delete(environment: string, name: string): Promise<boolean> {
-    const res: [unknown[], number] = await this.db.query(
-      `DELETE FROM tapyard.pipelines WHERE environment = $1 AND name = $2`,
-      [environment, name],
-    );
-    return res[1] > 0;
+  /**
+   * Marks the pipeline as being deleted (kept when already set). FOR UPDATE waits for the loads that
+   * hold the row FOR KEY SHARE while they create tables, collections or files, so once this returns
+   * every such creation is committed and recorded, and no new one can start. Throws the driver's
+   * lock_not_available error after `lockTimeoutMs`. Returns false when there is no such pipeline.
+   */
+  async markDeleting(environment: string, name: string, lockTimeoutMs: number): Promise<boolean> {
+    return this.db.transaction(async (m) => {
+      await m.query(`SELECT set_config('lock_timeout', $1, true)`, [`${lockTimeoutMs}ms`]);
+      const rows: unknown[] = await m.query(
+        `SELECT id FROM tapyard.pipelines WHERE environment = $1 AND name = $2 FOR UPDATE`,
+        [environment, name],
+      );
+      if (rows.length === 0) return false;
+      await m.query(
+        `UPDATE tapyard.pipelines SET deleting_since = coalesce(deleting_since, now())
+         WHERE environment = $1 AND name = $2`,
+        [environment, name],
+      );
+      return true;
+    });
+  }
+
+  /** Deletes the row (its created-object records go with it, ON DELETE CASCADE). */
+  async delete(environment: string, name: string, lockTimeoutMs: number): Promise<boolean> {
+    return this.db.transaction(async (m) => {
+      await m.query(`SELECT set_config('lock_timeout', $1, true)`, [`${lockTimeoutMs}ms`]);
+      const res: [unknown[], number] = await m.query(
+        `DELETE FROM tapyard.pipelines WHERE environment = $1 AND name = $2`,
+        [environment, name],
+      );
+      return res[1] > 0;
+    });
   }
 }

@@ -1,10 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { isDeepStrictEqual } from 'node:util';
-import { CONFIG, NotFoundError, TapyardConfig } from '@tapyard/core';
+import { CONFIG, ConflictError, NotFoundError, TapyardConfig } from '@tapyard/core';
+import { assertDestinationAllowed, destinationDefaults } from './destination-confinement';
 import { PipelineConfigDto } from './dto/pipeline-config.dto';
 import { toDefinition } from './pipeline-definition';
 import { PipelineDefinition, SchemaField, StoredPipeline } from './pipeline.types';
-import { PipelineRow, PipelinesRepository } from './pipelines.repository';
+import { LOCK_NOT_AVAILABLE, PipelineRow, PipelinesRepository } from './pipelines.repository';
 
 export interface PipelineListItem {
   name: string;
@@ -21,6 +22,18 @@ export class PipelineNotFoundError extends NotFoundError {
   }
 }
 
+/** A delete of the pipeline began and did not finish: nothing may load into it or change it. */
+export class PipelineDeletingError extends ConflictError {
+  constructor(name: string) {
+    super(
+      `pipeline '${name}' is being deleted (an earlier DELETE did not finish): repeat the DELETE to complete it`,
+    );
+  }
+}
+
+/** How long a delete waits for a load that is creating the pipeline's tables or writing its files. */
+const ROW_LOCK_TIMEOUT_MS = 5000;
+
 /** Pipeline definitions of an environment, versioned: every change that alters one bumps its version. */
 @Injectable()
 export class PipelinesService {
@@ -30,10 +43,12 @@ export class PipelinesService {
   ) {}
 
   async save(environment: string, dto: PipelineConfigDto): Promise<{ name: string; version: number }> {
-    const def = toDefinition(dto, this.config.database.name);
+    const def = toDefinition(dto, destinationDefaults(this.config, environment));
+    assertDestinationAllowed(this.config, environment, def.destination);
     return this.repo.transaction(async (m) => {
       if (await this.repo.insert(environment, def, m)) return { name: def.name, version: 1 };
       const current = (await this.repo.find(environment, def.name, m, true)) as PipelineRow;
+      if (current.deleting_since) throw new PipelineDeletingError(def.name);
       if (isDeepStrictEqual(normalise(current.definition), normalise(def))) {
         return { name: def.name, version: current.version };
       }
@@ -51,7 +66,18 @@ export class PipelinesService {
   /** Null only when absent: a database outage throws, it is never "no such pipeline". */
   async find(environment: string, name: string): Promise<StoredPipeline | null> {
     const row = await this.repo.find(environment, name);
-    return row && { definition: row.definition, version: row.version, updatedAt: row.updated_at };
+    return row && stored(row);
+  }
+
+  /**
+   * The pipeline a job is about to load for, checked again at load time: a pipeline being deleted
+   * takes no loads, and one stored before a confinement rule existed cannot load outside it.
+   */
+  async getForLoading(environment: string, name: string): Promise<StoredPipeline> {
+    const found = await this.get(environment, name);
+    if (found.deletingSince) throw new PipelineDeletingError(name);
+    assertDestinationAllowed(this.config, environment, found.definition.destination);
+    return found;
   }
 
   /** The listing, each item with its full definition so callers can filter by scope. */
@@ -71,8 +97,18 @@ export class PipelinesService {
     }));
   }
 
+  /** First step of a delete with data: from here on the pipeline takes no loads and no changes. */
+  async markDeleting(environment: string, name: string): Promise<void> {
+    const marked = await this.busy(name, () =>
+      this.repo.markDeleting(environment, name, ROW_LOCK_TIMEOUT_MS),
+    );
+    if (!marked) throw new PipelineNotFoundError(name);
+  }
+
+  /** Removes the configuration, and with it the records of what it created (not the objects). */
   async delete(environment: string, name: string): Promise<void> {
-    if (!(await this.repo.delete(environment, name))) throw new PipelineNotFoundError(name);
+    const deleted = await this.busy(name, () => this.repo.delete(environment, name, ROW_LOCK_TIMEOUT_MS));
+    if (!deleted) throw new PipelineNotFoundError(name);
   }
 
   /**
@@ -85,17 +121,38 @@ export class PipelinesService {
       if (!row) throw new PipelineNotFoundError(name);
       const fields = row.definition.source.schemaProperties.fields;
       const missing = columns.filter((c) => !fields.some((f) => f.name === c));
-      if (missing.length === 0)
-        return { definition: row.definition, version: row.version, updatedAt: row.updated_at };
+      if (missing.length === 0) return stored(row);
       const added: SchemaField[] = missing.map((c) => ({ name: c, type: 'string' }));
       const def: PipelineDefinition = {
         ...row.definition,
         source: { ...row.definition.source, schemaProperties: { fields: [...fields, ...added] } },
       };
       await this.repo.update(environment, def, row.version + 1, m);
-      return { definition: def, version: row.version + 1, updatedAt: new Date() };
+      return { ...stored(row), definition: def, version: row.version + 1, updatedAt: new Date() };
     });
   }
+
+  private async busy<T>(name: string, work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (err) {
+      if ((err as { code?: string }).code === LOCK_NOT_AVAILABLE) {
+        throw new ConflictError(
+          `pipeline '${name}' has a load creating its destination objects or writing its files; repeat the DELETE when it ends`,
+        );
+      }
+      throw err;
+    }
+  }
+}
+
+function stored(row: PipelineRow): StoredPipeline {
+  return {
+    definition: row.definition,
+    version: row.version,
+    updatedAt: row.updated_at,
+    deletingSince: row.deleting_since,
+  };
 }
 
 export function destinationsOf(def: PipelineDefinition): string[] {

@@ -75,7 +75,9 @@ export class StatusService {
   async claimPublisherToken(environment: string, token: string, catalog: string | null): Promise<void> {
     const holder = await this.repo.claimPublisherToken(environment, token, catalog ?? '');
     if (holder !== (catalog ?? '')) {
-      throw new ConflictError(`publisher token '${token}' is in use by another catalog: choose another token`);
+      throw new ConflictError(
+        `publisher token '${token}' is in use by another catalog: choose another token`,
+      );
     }
   }
 
@@ -216,5 +218,7 @@ export function seconds(ms: number): string {
 }
 
 function unknownToken(by: 'pipeline_token' | 'publisher_token', token: string): NotFoundError {
-  return new NotFoundError(`no job has ${by === 'pipeline_token' ? 'pipeline' : 'publisher'} token '${token}'`);
+  return new NotFoundError(
+    `no job has ${by === 'pipeline_token' ? 'pipeline' : 'publisher'} token '${token}'`,
+  );
 }

@@ -25,6 +25,10 @@ const postgresDatabase: ScopeResolver = async (req, refs) => {
   return [{ fields: { database: db }, hiddenMessage: `PostgreSQL database '${db}' does not exist` }];
 };
 
+/**
+ * Discovery of the data stores. A tenant (multi-tenant mode) sees only its own confinement, the
+ * places its pipelines may load into; everything else answers 404 as if missing.
+ */
 @ApiTags('metadata')
 @Controller('metadata')
 export class MetadataController {
@@ -32,10 +36,13 @@ export class MetadataController {
 
   @Get('postgres/databases')
   @Requires('metadata:read', 'filtered')
-  @ApiOperation({ summary: 'PostgreSQL databases (templates and databases refusing connections left out)' })
+  @ApiOperation({
+    summary: 'PostgreSQL databases (templates and databases refusing connections left out)',
+    description: 'A tenant sees only the platform database, where its schema t_<tenant> lives.',
+  })
   @ApiOkResponse(NAMES)
-  async pgDatabases(@RequestAccess() access: Access): Promise<string[]> {
-    return access.filter(await this.metadata.postgresDatabases(), 'read', 'metadata', (database) => ({
+  async pgDatabases(@RequestEnvironment() env: string, @RequestAccess() access: Access): Promise<string[]> {
+    return access.filter(await this.metadata.postgresDatabases(env), 'read', 'metadata', (database) => ({
       database,
     }));
   }
@@ -43,20 +50,26 @@ export class MetadataController {
   @Get('postgres/schemas')
   @Requires('metadata:read', postgresDatabase)
   @ApiOperation({
-    summary: 'Schemas of a database, without information_schema, pg_catalog, pg_toast and Tapyard’s own',
+    summary:
+      'Schemas of a database, without information_schema, pg_* and Tapyard’s own (tapyard, tapyard_meta)',
+    description: 'A tenant sees only its own schema t_<tenant> (once a load created it).',
   })
   @ApiOkResponse(NAMES)
   @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'No such database' })
-  pgSchemas(@Query() q: DatabaseQueryDto): Promise<string[]> {
-    return this.metadata.postgresSchemas(q.database);
+  pgSchemas(@RequestEnvironment() env: string, @Query() q: DatabaseQueryDto): Promise<string[]> {
+    return this.metadata.postgresSchemas(env, q.database);
   }
 
   @Get('postgres/tables')
   @Requires('metadata:read', postgresDatabase)
-  @ApiOperation({ summary: 'Tables of a schema; vectorOnly=true: only those with an `embedding` column' })
+  @ApiOperation({
+    summary: 'Tables of a schema; vectorOnly=true: only those with an `embedding` column',
+    description: 'A schema the caller may not see (Tapyard’s own, another tenant’s) is 404.',
+  })
   @ApiOkResponse(NAMES)
-  pgTables(@Query() q: TablesQueryDto): Promise<string[]> {
-    return this.metadata.postgresTables(q.database, q.schema, q.vectorOnly ?? false);
+  @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'No such database or schema' })
+  pgTables(@RequestEnvironment() env: string, @Query() q: TablesQueryDto): Promise<string[]> {
+    return this.metadata.postgresTables(env, q.database, q.schema, q.vectorOnly ?? false);
   }
 
   @Get('postgres/columns')
@@ -64,8 +77,8 @@ export class MetadataController {
   @ApiOperation({ summary: 'Columns of a table with their PostgreSQL types' })
   @ApiOkResponse({ type: [ColumnDto] })
   @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'No such database or table' })
-  pgColumns(@Query() q: ColumnsQueryDto): Promise<ColumnDto[]> {
-    return this.metadata.postgresColumns(q.database, q.schema, q.table);
+  pgColumns(@RequestEnvironment() env: string, @Query() q: ColumnsQueryDto): Promise<ColumnDto[]> {
+    return this.metadata.postgresColumns(env, q.database, q.schema, q.table);
   }
 
   @Get('mongodb/databases')
@@ -73,10 +86,14 @@ export class MetadataController {
   @ApiOperation({
     summary:
       'MongoDB databases, without admin, config, local and Tapyard’s internal one (503 when not configured)',
+    description: 'A tenant sees only its own database, named like the tenant.',
   })
   @ApiOkResponse(NAMES)
-  async mongoDatabases(@RequestAccess() access: Access): Promise<string[]> {
-    return access.filter(await this.metadata.mongoDatabases(), 'read', 'metadata', (database) => ({
+  async mongoDatabases(
+    @RequestEnvironment() env: string,
+    @RequestAccess() access: Access,
+  ): Promise<string[]> {
+    return access.filter(await this.metadata.mongoDatabases(env), 'read', 'metadata', (database) => ({
       database,
     }));
   }
@@ -86,6 +103,7 @@ export class MetadataController {
   @ApiOperation({ summary: 'Collections of a database, or of all as `<database>.<collection>`' })
   @ApiOkResponse(NAMES)
   async mongoCollections(
+    @RequestEnvironment() env: string,
     @RequestAccess() access: Access,
     @Query() q: MongoCollectionsQueryDto,
   ): Promise<string[]> {
@@ -96,9 +114,9 @@ export class MetadataController {
         { database: q.database },
         `MongoDB database '${q.database}' does not exist`,
       );
-      return this.metadata.mongoCollections(q.database);
+      return this.metadata.mongoCollections(env, q.database);
     }
-    return access.filter(await this.metadata.mongoCollections(), 'read', 'metadata', (name) => ({
+    return access.filter(await this.metadata.mongoCollections(env), 'read', 'metadata', (name) => ({
       database: name.slice(0, name.indexOf('.')),
     }));
   }

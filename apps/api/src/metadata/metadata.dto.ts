@@ -5,7 +5,7 @@ import { toBool } from '../http/query-transforms';
 
 export class DatabaseQueryDto {
   @ApiPropertyOptional({
-    description: 'Default: the platform database (POSTGRES_DATABASE)',
+    description: 'Default: the platform database (POSTGRES_DATABASE), the only one a tenant may name',
     example: 'tapyard',
   })
   @IsOptional()
@@ -14,8 +14,11 @@ export class DatabaseQueryDto {
   database?: string;
 }
 
+const SCHEMA_DESCRIPTION =
+  'Default: public; for a tenant its own schema t_<tenant>, the only one it may name';
+
 export class TablesQueryDto extends DatabaseQueryDto {
-  @ApiPropertyOptional({ default: 'public' })
+  @ApiPropertyOptional({ default: 'public', description: SCHEMA_DESCRIPTION })
   @IsOptional()
   @IsString()
   @MaxLength(63)
@@ -32,7 +35,7 @@ export class TablesQueryDto extends DatabaseQueryDto {
 }
 
 export class ColumnsQueryDto extends DatabaseQueryDto {
-  @ApiPropertyOptional({ default: 'public' })
+  @ApiPropertyOptional({ default: 'public', description: SCHEMA_DESCRIPTION })
   @IsOptional()
   @IsString()
   @MaxLength(63)

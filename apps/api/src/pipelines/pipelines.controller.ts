@@ -1,7 +1,8 @@
-import { Body, Controller, Delete, Get, Header, HttpCode, Inject, Post, Query, Req } from '@nestjs/common';
+import { Body, Controller, Delete, Get, Header, HttpCode, Post, Query, Req } from '@nestjs/common';
 import {
   ApiBadRequestResponse,
   ApiBody,
+  ApiConflictResponse,
   ApiConsumes,
   ApiNotFoundResponse,
   ApiOkResponse,
@@ -12,10 +13,9 @@ import {
   ApiUnsupportedMediaTypeResponse,
 } from '@nestjs/swagger';
 import type { Request } from 'express';
-import { DESTINATIONS, DestinationRegistry } from '@tapyard/destinations';
 import { SchemaDiscoveryService, UploadService } from '@tapyard/ingestion';
-import { PipelineConfigDto, PipelineDefinition, PipelinesService, destinationsOf } from '@tapyard/pipelines';
-import { LedgerService } from '@tapyard/taps';
+import { PipelineDeletionService } from '@tapyard/pipeline-deletion';
+import { PipelineConfigDto, PipelineDefinition, PipelinesService } from '@tapyard/pipelines';
 import { ErrorBodyDto } from '../http/error-body.dto';
 import { RequestAccess, RequestEnvironment } from '../http/environment.decorator';
 import { Access } from '../auth/access';
@@ -39,8 +39,7 @@ export class PipelinesController {
     private readonly pipelines: PipelinesService,
     private readonly uploads: UploadService,
     private readonly discovery: SchemaDiscoveryService,
-    @Inject(DESTINATIONS) private readonly destinations: DestinationRegistry,
-    private readonly ledger: LedgerService,
+    private readonly deletion: PipelineDeletionService,
   ) {}
 
   @Post('pipeline')
@@ -48,12 +47,22 @@ export class PipelinesController {
   @Requires('pipeline:update', pipelineInBody)
   @ApiOperation({
     summary: 'Create or update a pipeline',
-    description: 'The version starts at 1 and increases by one with every change that alters the definition.',
+    description:
+      'The version starts at 1 and increases by one with every change that alters the definition. Destinations ' +
+      'are confined (README "Destination confinement"): never the platform\'s schemas tapyard and tapyard_meta ' +
+      '(nor pg_*, information_schema), MongoDB admin, config, local or tapyard_internal, or a bucket of another ' +
+      'environment; a tenant (multi-tenant mode) only its own schema t_<tenant>, MongoDB database <tenant> and ' +
+      'bucket <tenant>-output, which are also its defaults. A destination outside that is 400 naming it.',
   })
   @ApiOkResponse({ type: SavePipelineResultDto })
   @ApiBadRequestResponse({
     type: ErrorBodyDto,
-    description: 'Invalid configuration; `details` names each field',
+    description:
+      'Invalid configuration, or a destination outside the caller’s confinement; `details` names each field',
+  })
+  @ApiConflictResponse({
+    type: ErrorBodyDto,
+    description: 'The pipeline is being deleted (repeat the DELETE)',
   })
   async save(
     @RequestEnvironment() env: string,
@@ -93,24 +102,27 @@ export class PipelinesController {
   @ApiOperation({
     summary: 'Delete a pipeline',
     description:
-      'With deleteData=true also drops the loaded data (the table and its _rejects table, the collection, or the ' +
-      'object prefix) and clears the document ledgers (with their staged objects) of the taps that target it.',
+      'With deleteData=true also drops the data this pipeline created (recorded when it created it: its table and ' +
+      '_rejects table, its collection and _rejects collection, the job folders of its files) and clears the ' +
+      'document ledgers (with their staged objects) of the taps that target it. A table or collection that ' +
+      'existed before the pipeline first loaded into it is left in place and listed in `skipped`. Steps: mark the ' +
+      'pipeline as being deleted (no loads, no changes), drop, clear ledgers, delete the configuration. A step ' +
+      'that fails (409 for a table another session holds for more than 5 s) leaves the pipeline marked; repeat ' +
+      'the DELETE to finish.',
   })
   @ApiOkResponse({ type: DeletePipelineResultDto })
   @ApiNotFoundResponse({ type: ErrorBodyDto })
+  @ApiConflictResponse({
+    type: ErrorBodyDto,
+    description: 'A table in use, or a load creating objects: nothing more was dropped; repeat the DELETE',
+  })
   async remove(
     @RequestEnvironment() env: string,
     @Query() q: DeletePipelineQueryDto,
   ): Promise<DeletePipelineResultDto> {
-    const { definition } = await this.pipelines.get(env, q.pipeline);
-    if (q.deleteData) {
-      for (const name of destinationsOf(definition)) {
-        await this.destinations.get(name)?.drop(definition.destination, env);
-      }
-      await this.ledger.clearForPipeline(env, q.pipeline);
-    }
-    await this.pipelines.delete(env, q.pipeline);
-    return { status: 'ok', pipeline: q.pipeline, dataDeleted: q.deleteData === true };
+    const deleteData = q.deleteData === true;
+    const report = await this.deletion.delete(env, q.pipeline, deleteData);
+    return { status: 'ok', pipeline: q.pipeline, dataDeleted: deleteData, ...report };
   }
 
   @Post('pipeline/upload')
@@ -160,8 +172,8 @@ export class PipelinesController {
   @ApiBody({ type: GenerateFormDto })
   @ApiOkResponse({ description: 'A partial pipeline configuration, ready for POST /pipeline' })
   @ApiBadRequestResponse({ type: ErrorBodyDto })
-  generate(@Req() req: Request): Promise<unknown> {
-    return this.discovery.generate(req);
+  generate(@RequestEnvironment() env: string, @Req() req: Request): Promise<unknown> {
+    return this.discovery.generate(env, req);
   }
 
   @Post('pipeline/profile')

@@ -19,10 +19,26 @@ export class PipelineListItemDto {
   @ApiProperty({ example: '2026-11-22T05:03:48.143Z' }) updatedAt!: string;
 }
 
+export class SkippedObjectDto {
+  @ApiProperty({ example: 'PostgreSQL table tapyard.public.sales' }) object!: string;
+  @ApiProperty({ example: 'this pipeline did not create it: left in place' }) reason!: string;
+}
+
 export class DeletePipelineResultDto {
   @ApiProperty({ example: 'ok' }) status!: string;
   @ApiProperty({ example: 'sales' }) pipeline!: string;
   @ApiProperty({ example: true }) dataDeleted!: boolean;
+  @ApiProperty({
+    example: ['PostgreSQL table tapyard.public.sales', 'PostgreSQL table tapyard.public.sales_rejects'],
+    type: [String],
+    description: 'What deleteData=true dropped: only objects this pipeline created',
+  })
+  dropped!: string[];
+  @ApiProperty({
+    type: [SkippedObjectDto],
+    description: 'Objects left in place (not created by this pipeline, already gone, or replaced since)',
+  })
+  skipped!: SkippedObjectDto[];
 }
 
 export class PipelineQueryDto {

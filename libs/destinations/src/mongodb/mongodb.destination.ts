@@ -1,16 +1,40 @@
 import { Injectable } from '@nestjs/common';
 import { mongo } from 'mongoose';
 import { ServiceUnavailableError, ValidationError, errorMessage } from '@tapyard/core';
-import { DatabaseDestination, PipelineDefinition, SchemaField } from '@tapyard/pipelines';
+import {
+  DatabaseDestination,
+  PipelineDefinition,
+  REJECTS_SUFFIX,
+  SchemaField,
+  describeLocation,
+} from '@tapyard/pipelines';
 import { parseCopyLine } from '../copy-text';
 import { typedValue } from '../typed-values';
-import { Destination, LoadResult, LoadTarget, RejectedRow, databaseOf } from '../destination';
+import { Destination, DropOutcome, LoadResult, LoadTarget, RejectedRow, databaseOf } from '../destination';
+import { CreatedObject, CreatedObjects } from '../ownership/created-objects';
 import { MongoClients } from './mongo-clients';
 
 /** Collection (in the target database) recording committed loads, keyed by pipeline token. */
 export const LOADS_COLLECTION = '_tapyard_loads';
 const BATCH = 1000;
 const DUPLICATE_KEY = 11000;
+const NAMESPACE_EXISTS = 48;
+
+type CollectionLocation = Extract<CreatedObject, { store: 'mongodb' }>;
+type MongoLocation = Omit<CollectionLocation, 'creationId' | 'environment' | 'pipeline'>;
+
+/**
+ * Marker in the database's ledger collection naming the creation that made a collection: a delete
+ * drops a collection only while its marker is the one the record predicts.
+ */
+interface CreationMarker {
+  _id: string;
+  creationId: string;
+  environment: string;
+  pipeline: string;
+  at: Date;
+}
+const markerId = (collection: string): string => `created:${collection}`;
 
 type Doc = Record<string, unknown> & { _id: string };
 interface LedgerEntry {
@@ -35,11 +59,56 @@ export class MongoDbDestination implements Destination {
   readonly processName = 'MongoDBLoader' as const;
   readonly capabilities = { exactlyOnce: true, schemaEvolution: true };
 
-  constructor(private readonly clients: MongoClients) {}
+  constructor(
+    private readonly clients: MongoClients,
+    private readonly ownership: CreatedObjects,
+  ) {}
 
+  locations(destination: PipelineDefinition['destination']): MongoLocation[] {
+    const { dbName, table } = databaseOf(destination);
+    return [table, `${table}${REJECTS_SUFFIX}`].map((name) => ({ store: 'mongodb', database: dbName, name }));
+  }
+
+  /**
+   * Creates the collection and its rejects collection when missing, recording them as this
+   * pipeline's: createCollection fails when the name exists, so "created" is never a guess, even
+   * against another pipeline creating the same collection at the same moment.
+   */
   async prepare(target: LoadTarget): Promise<void> {
     validateNames(databaseOf(target.destination));
-    await this.db(databaseOf(target.destination));
+    const db = await this.db(databaseOf(target.destination).dbName);
+    const wanted = this.locations(target.destination);
+    const present = new Set(
+      (
+        await this.run(() =>
+          db.listCollections({ name: { $in: wanted.map((l) => l.name) } }, { nameOnly: true }).toArray(),
+        )
+      ).map((c) => c.name),
+    );
+    const missing = wanted.filter((l) => !present.has(l.name));
+    if (missing.length === 0) return;
+    await this.ownership.claim(target.environment, target.pipeline, async (record) => {
+      for (const l of missing) {
+        const created = await db.createCollection(l.name).then(
+          () => true,
+          (err: unknown) => {
+            if (err instanceof mongo.MongoServerError && err.code === NAMESPACE_EXISTS) return false;
+            throw unavailable(err);
+          },
+        );
+        if (!created) continue;
+        const creationId = await record(l);
+        await this.run(() =>
+          db
+            .collection<CreationMarker>(LOADS_COLLECTION)
+            .replaceOne(
+              { _id: markerId(l.name) },
+              { creationId, environment: target.environment, pipeline: target.pipeline, at: new Date() },
+              { upsert: true },
+            ),
+        );
+      }
+    });
   }
 
   async load(
@@ -49,7 +118,7 @@ export class MongoDbDestination implements Destination {
     progress: (rowsSoFar: number) => void,
   ): Promise<LoadResult> {
     const { table } = databaseOf(target.destination);
-    const db = await this.db(databaseOf(target.destination));
+    const db = await this.db(databaseOf(target.destination).dbName);
     const location = `${databaseOf(target.destination).dbName}.${table}`;
     const ledger = db.collection<LedgerEntry>(LOADS_COLLECTION);
     const done = await this.run(() => ledger.findOne({ _id: target.pipelineToken }));
@@ -94,7 +163,7 @@ export class MongoDbDestination implements Destination {
     for await (const r of rejects()) rejectDocs.push({ _id: `${target.pipelineToken}:r${rejected++}`, ...r });
     for (const r of failed) rejectDocs.push({ _id: `${target.pipelineToken}:r${rejected++}`, ...r });
     for (let i = 0; i < rejectDocs.length; i += BATCH) {
-      await this.insert(db.collection<Doc>(`${table}_rejects`), rejectDocs.slice(i, i + BATCH));
+      await this.insert(db.collection<Doc>(`${table}${REJECTS_SUFFIX}`), rejectDocs.slice(i, i + BATCH));
     }
     await this.run(() =>
       ledger.replaceOne(
@@ -106,15 +175,40 @@ export class MongoDbDestination implements Destination {
     return { loaded, rejected, alreadyLoaded: false, location };
   }
 
-  async drop(destination: PipelineDefinition['destination']): Promise<void> {
-    const database = databaseOf(destination);
-    validateNames(database);
-    const db = await this.db(database);
-    for (const name of [database.table, `${database.table}_rejects`]) {
-      await this.run(() => db.collection(name).drop()).catch((err: unknown) => {
-        if (!/ns not found|does not exist|NamespaceNotFound/i.test(errorMessage(err))) throw err;
-      });
+  /**
+   * Collection by collection (no transactions here): a failure stops the delete, which can be
+   * repeated; collections dropped before it are then found gone.
+   */
+  async dropCreated(objects: CreatedObject[]): Promise<DropOutcome[]> {
+    const outcomes: DropOutcome[] = [];
+    for (const o of objects) {
+      if (o.store !== 'mongodb') continue;
+      const db = await this.db(o.database);
+      const markers = db.collection<CreationMarker>(LOADS_COLLECTION);
+      const marker = await this.run(() => markers.findOne({ _id: markerId(o.name) }));
+      const present =
+        (await this.run(() => db.listCollections({ name: o.name }, { nameOnly: true }).toArray())).length > 0;
+      if (!present) {
+        outcomes.push({ object: o, dropped: false, reason: 'no longer exists' });
+      } else if (marker?.creationId !== o.creationId) {
+        outcomes.push({
+          object: o,
+          dropped: false,
+          reason: 'is no longer the collection this pipeline created (its creation marker differs)',
+        });
+        continue;
+      } else {
+        await this.run(() => db.collection(o.name).drop()).catch((err: unknown) => {
+          if (err instanceof ServiceUnavailableError) throw err;
+          throw new Error(`cannot drop ${describeLocation(o)}: ${errorMessage(err)}`, { cause: err });
+        });
+        outcomes.push({ object: o, dropped: true });
+      }
+      if (marker?.creationId === o.creationId) {
+        await this.run(() => markers.deleteOne({ _id: markerId(o.name), creationId: o.creationId }));
+      }
     }
+    return outcomes;
   }
 
   /**
@@ -142,8 +236,8 @@ export class MongoDbDestination implements Destination {
     }
   }
 
-  private async db(database: DatabaseDestination): Promise<mongo.Db> {
-    return (await this.clients.get()).db(database.dbName);
+  private async db(database: string): Promise<mongo.Db> {
+    return (await this.clients.get()).db(database);
   }
 
   private async run<T>(op: () => Promise<T>): Promise<T> {

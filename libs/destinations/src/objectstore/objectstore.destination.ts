@@ -6,7 +6,8 @@ import { ValidationError, errorMessage } from '@tapyard/core';
 import { ObjectNotFoundError, ObjectStore } from '@tapyard/objectstore';
 import { ObjectStoreDestination as Target, PipelineDefinition } from '@tapyard/pipelines';
 import { parseCopyLine } from '../copy-text';
-import { Destination, LoadResult, LoadTarget, RejectedRow } from '../destination';
+import { Destination, DropOutcome, LoadResult, LoadTarget, RejectedRow } from '../destination';
+import { CreatedObject, CreatedObjects } from '../ownership/created-objects';
 import { typedValue } from '../typed-values';
 import { openRowWriter } from './file-writers';
 
@@ -24,7 +25,15 @@ export class ObjectStoreDestination implements Destination {
   readonly processName = 'SparkObjectStoreLoader' as const;
   readonly capabilities = { exactlyOnce: true, schemaEvolution: true };
 
-  constructor(private readonly store: ObjectStore) {}
+  constructor(
+    private readonly store: ObjectStore,
+    private readonly ownership: CreatedObjects,
+  ) {}
+
+  /** Nothing pre-exists here: every job writes into a folder named after its own token. */
+  locations(): [] {
+    return [];
+  }
 
   async prepare(target: LoadTarget): Promise<void> {
     await this.bucketOf(target.destination, target.environment);
@@ -45,6 +54,30 @@ export class ObjectStoreDestination implements Destination {
       for await (const _ of chunks); // drain the reader so its temporary files are closed
       return { ...done, alreadyLoaded: true, location };
     }
+    // The job folder is recorded as this pipeline's before anything is written, in a claim held for
+    // the whole write (a delete waits for it); the record is kept even when writing fails midway,
+    // since some files may exist.
+    let failure: unknown = null;
+    const result = await this.ownership.claim(target.environment, target.pipeline, async (record) => {
+      await record({ store: 'objectstore', bucket, prefix: `${dir}/` }, `job:${target.pipelineToken}`);
+      return this.write(bucket, dir, os, target, chunks, rejects, progress).catch((err: unknown) => {
+        failure = err;
+        return null;
+      });
+    });
+    if (result === null) throw failure;
+    return { ...result, alreadyLoaded: false, location };
+  }
+
+  private async write(
+    bucket: string,
+    dir: string,
+    os: Target,
+    target: LoadTarget,
+    chunks: AsyncIterable<string>,
+    rejects: () => AsyncIterable<RejectedRow>,
+    progress: (rowsSoFar: number) => void,
+  ): Promise<{ loaded: number; rejected: number }> {
     const work = await mkdtemp(join(tmpdir(), 'tapyard-objectstore-'));
     try {
       const part = join(work, `part.${EXTENSIONS[os.format]}`);
@@ -102,18 +135,26 @@ export class ObjectStoreDestination implements Destination {
         Buffer.from(JSON.stringify(result)),
         'application/json',
       );
-      return { ...result, alreadyLoaded: false, location };
+      return result;
     } finally {
       await rm(work, { recursive: true, force: true });
     }
   }
 
-  /** Removes every object under the prefix. */
-  async drop(destination: PipelineDefinition['destination'], environment: string): Promise<void> {
-    const bucket = await this.bucketOf(destination, environment);
-    for (const o of await this.store.list(bucket, `${targetOf(destination).prefix}/`)) {
-      await this.store.remove(bucket, o.key);
+  /** Removes the files of each job folder the pipeline recorded. */
+  async dropCreated(objects: CreatedObject[]): Promise<DropOutcome[]> {
+    const outcomes: DropOutcome[] = [];
+    for (const o of objects) {
+      if (o.store !== 'objectstore') continue;
+      const found = await this.store.list(o.bucket, o.prefix);
+      for (const f of found) await this.store.remove(o.bucket, f.key);
+      outcomes.push(
+        found.length > 0
+          ? { object: o, dropped: true }
+          : { object: o, dropped: false, reason: 'holds no files' },
+      );
     }
+    return outcomes;
   }
 
   private async bucketOf(

@@ -3,9 +3,20 @@ import { once } from 'node:events';
 import { PoolClient } from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { ServiceUnavailableError, ValidationError, errorMessage } from '@tapyard/core';
-import { DatabaseDestination, FieldType, PipelineDefinition } from '@tapyard/pipelines';
+import { FieldType, PipelineDefinition } from '@tapyard/pipelines';
 import { escapeCopyText } from '../copy-text';
-import { Destination, LoadResult, LoadTarget, RejectedRow, databaseOf } from '../destination';
+import { Destination, DropOutcome, LoadResult, LoadTarget, RejectedRow, databaseOf } from '../destination';
+import { CreatedObject, CreatedObjects } from '../ownership/created-objects';
+import {
+  CreatedTable,
+  TableLocation,
+  creationComment,
+  dropTables,
+  qualified,
+  quoteIdent,
+  rejectsTable,
+  tableExists,
+} from './created-tables';
 import { PgPools } from './pg-pools';
 
 const PG_TYPES: Record<FieldType, string> = {
@@ -25,14 +36,6 @@ const DDL_LOCK_ID = 7_421_002;
 /** PostgreSQL's limit on columns per table. */
 export const PG_MAX_COLUMNS = 1600;
 
-export function quoteIdent(name: string): string {
-  return `"${name.replace(/"/g, '""')}"`;
-}
-
-export function rejectsTable(table: string): string {
-  return `${table}_rejects`.slice(0, 63);
-}
-
 /**
  * Loads with COPY FROM STDIN inside one transaction per job, together with a ledger row keyed by
  * the pipeline token (schema `tapyard_meta` of the target database). A worker that dies mid-load
@@ -45,7 +48,19 @@ export class PostgresDestination implements Destination {
   readonly processName = 'PostgresLoader' as const;
   readonly capabilities = { exactlyOnce: true, schemaEvolution: true };
 
-  constructor(private readonly pools: PgPools) {}
+  constructor(
+    private readonly pools: PgPools,
+    private readonly ownership: CreatedObjects,
+  ) {}
+
+  locations(destination: PipelineDefinition['destination']): TableLocation[] {
+    const { dbName, schema, table } = databaseOf(destination);
+    const at = { store: 'postgres' as const, database: dbName, schema };
+    return [
+      { ...at, name: table },
+      { ...at, name: rejectsTable(table) },
+    ];
+  }
 
   async prepare(target: LoadTarget): Promise<void> {
     if (target.columns.length > PG_MAX_COLUMNS) {
@@ -53,14 +68,14 @@ export class PostgresDestination implements Destination {
         `PostgreSQL tables hold at most ${PG_MAX_COLUMNS} columns; this load has ${target.columns.length}`,
       );
     }
-    const { schema, table } = databaseOf(target.destination);
-    const s = quoteIdent(schema);
-    const t = `${s}.${quoteIdent(table)}`;
+    const [data, rejects] = this.locations(target.destination);
+    const s = quoteIdent(data.schema);
+    const t = qualified(data);
     const cols = target.columns.map((c) => `${quoteIdent(c.name)} ${PG_TYPES[c.type]}`).join(', ');
-    await this.withClient(databaseOf(target.destination), async (client) => {
+    await this.withClient(data.database, async (client) => {
       // Outside the load transaction, but serialised: concurrent `CREATE … IF NOT EXISTS` can still
       // collide in the catalogs, and ALTER TABLE would wait on running loads, so only missing columns
-      // are added.
+      // are added. The lock also makes "missing, so this pipeline creates it" true until COMMIT.
       await client.query('BEGIN');
       try {
         await client.query('SELECT pg_advisory_xact_lock($1)', [DDL_LOCK_ID]);
@@ -70,23 +85,41 @@ export class PostgresDestination implements Destination {
           `CREATE TABLE IF NOT EXISTS tapyard_meta.loads (pipeline_token text PRIMARY KEY, target text NOT NULL,
            rows_loaded bigint, rows_rejected bigint, loaded_at timestamptz NOT NULL DEFAULT now())`,
         );
-        await client.query(`CREATE TABLE IF NOT EXISTS ${t} (${cols})`);
-        const existing = await client.query(
-          `SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2`,
-          [schema, table],
-        );
-        const have = new Set(existing.rows.map((r: { column_name: string }) => r.column_name));
-        const missing = target.columns.filter((c) => !have.has(c.name));
-        if (missing.length > 0) {
-          await client.query(
-            `ALTER TABLE ${t} ${missing.map((c) => `ADD COLUMN IF NOT EXISTS ${quoteIdent(c.name)} ${PG_TYPES[c.type]}`).join(', ')}`,
+        const missing: TableLocation[] = [];
+        for (const l of [data, rejects]) if (!(await tableExists(client, l))) missing.push(l);
+        const build = async (created: Map<TableLocation, string>) => {
+          await client.query(`CREATE TABLE IF NOT EXISTS ${t} (${cols})`);
+          const existing = await client.query(
+            `SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2`,
+            [data.schema, data.name],
           );
+          const have = new Set(existing.rows.map((r: { column_name: string }) => r.column_name));
+          const missingCols = target.columns.filter((c) => !have.has(c.name));
+          if (missingCols.length > 0) {
+            await client.query(
+              `ALTER TABLE ${t} ${missingCols.map((c) => `ADD COLUMN IF NOT EXISTS ${quoteIdent(c.name)} ${PG_TYPES[c.type]}`).join(', ')}`,
+            );
+          }
+          await client.query(
+            `CREATE TABLE IF NOT EXISTS ${qualified(rejects)} (pipeline_token text NOT NULL,
+             line bigint, stage text, reason text, raw text, rejected_at timestamptz NOT NULL DEFAULT now())`,
+          );
+          for (const [l, creationId] of created) {
+            const comment = creationComment({ ...target, creationId });
+            await client.query(`COMMENT ON TABLE ${qualified(l)} IS ${client.escapeLiteral(comment)}`);
+          }
+          await client.query('COMMIT');
+        };
+        if (missing.length === 0) await build(new Map());
+        else {
+          // Recorded before the tables exist, committed only after they do: a crash in between
+          // leaves a table without a record (never dropped), never a record of someone else's table.
+          await this.ownership.claim(target.environment, target.pipeline, async (record) => {
+            const created = new Map<TableLocation, string>();
+            for (const l of missing) created.set(l, await record(l));
+            await build(created);
+          });
         }
-        await client.query(
-          `CREATE TABLE IF NOT EXISTS ${s}.${quoteIdent(rejectsTable(table))} (pipeline_token text NOT NULL,
-           line bigint, stage text, reason text, raw text, rejected_at timestamptz NOT NULL DEFAULT now())`,
-        );
-        await client.query('COMMIT');
       } catch (err) {
         await client.query('ROLLBACK').catch(() => undefined);
         throw err;
@@ -100,9 +133,10 @@ export class PostgresDestination implements Destination {
     rejects: () => AsyncIterable<RejectedRow>,
     progress: (rowsSoFar: number) => void,
   ): Promise<LoadResult> {
-    const { schema, table } = databaseOf(target.destination);
-    const location = `${databaseOf(target.destination).dbName}.${schema}.${table}`;
-    return this.withClient(databaseOf(target.destination), async (client) => {
+    const { dbName, schema, table } = databaseOf(target.destination);
+    const location = `${dbName}.${schema}.${table}`;
+    const rejectsLocation = `${dbName}.${schema}.${rejectsTable(table)}`;
+    return this.withClient(dbName, async (client) => {
       await client.query('BEGIN');
       try {
         await client.query(`SET LOCAL TimeZone = 'UTC'`);
@@ -123,6 +157,7 @@ export class PostgresDestination implements Destination {
             rejected: Number(row?.rows_rejected ?? 0),
             alreadyLoaded: true,
             location,
+            rejectsLocation,
           };
         }
         const columns = target.columns.map((c) => quoteIdent(c.name)).join(', ');
@@ -143,7 +178,7 @@ export class PostgresDestination implements Destination {
           [target.pipelineToken, loaded, rejected],
         );
         await client.query('COMMIT');
-        return { loaded, rejected, alreadyLoaded: false, location };
+        return { loaded, rejected, alreadyLoaded: false, location, rejectsLocation };
       } catch (err) {
         await client.query('ROLLBACK').catch(() => undefined);
         throw err;
@@ -151,23 +186,28 @@ export class PostgresDestination implements Destination {
     });
   }
 
-  async drop(destination: PipelineDefinition['destination']): Promise<void> {
-    const database = databaseOf(destination);
-    await this.withClient(database, async (client) => {
-      const s = quoteIdent(database.schema);
-      await client.query(`DROP TABLE IF EXISTS ${s}.${quoteIdent(database.table)}`);
-      await client.query(`DROP TABLE IF EXISTS ${s}.${quoteIdent(rejectsTable(database.table))}`);
-    });
+  /**
+   * One transaction per database, so a pipeline's data and rejects tables go together or not at all
+   * (see dropTables).
+   */
+  async dropCreated(objects: CreatedObject[]): Promise<DropOutcome[]> {
+    const tables = objects.filter((o): o is CreatedTable => o.store === 'postgres');
+    const outcomes: DropOutcome[] = [];
+    for (const database of new Set(tables.map((o) => o.database))) {
+      const group = tables.filter((o) => o.database === database);
+      outcomes.push(...(await this.withClient(database, (client) => dropTables(client, group))));
+    }
+    return outcomes;
   }
 
-  private async withClient<T>(db: DatabaseDestination, work: (c: PoolClient) => Promise<T>): Promise<T> {
+  private async withClient<T>(database: string, work: (c: PoolClient) => Promise<T>): Promise<T> {
     let client: PoolClient;
     try {
-      client = await this.pools.get(db.dbName).connect();
+      client = await this.pools.get(database).connect();
     } catch (err) {
       throw new ServiceUnavailableError(
         'postgres',
-        `cannot connect to PostgreSQL database '${db.dbName}': ${errorMessage(err)}`,
+        `cannot connect to PostgreSQL database '${database}': ${errorMessage(err)}`,
       );
     }
     try {

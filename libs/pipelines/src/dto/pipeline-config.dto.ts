@@ -18,6 +18,7 @@ import { FIELD_TYPES, FieldType, VECTOR_STORES, VectorStoreName } from '../pipel
 
 export const PIPELINE_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_-]{0,62}$/;
 
 export class SchemaFieldDto {
   @ApiProperty({ example: 'order_id' })
@@ -256,17 +257,34 @@ export class TransformationDto extends AiInstructionDto {
 }
 
 export class DatabaseDestinationDto {
-  @ApiPropertyOptional({ example: 'tapyard', description: 'Database name (default: the platform database)' })
+  @ApiPropertyOptional({
+    example: 'tapyard',
+    description:
+      'PostgreSQL or MongoDB database. Default: the platform database (PostgreSQL and MongoDB alike); for a ' +
+      "tenant (multi-tenant mode) the tenant's own: the platform database for PostgreSQL, the database named " +
+      'like the tenant for MongoDB, the only ones it may name. MongoDB admin, config, local and tapyard_internal ' +
+      'are refused.',
+  })
   @IsOptional()
   @Matches(/^[A-Za-z_][A-Za-z0-9_-]{0,62}$/, { message: 'dbName must be a database name' })
   dbName?: string;
 
-  @ApiPropertyOptional({ example: 'public', default: 'public' })
+  @ApiPropertyOptional({
+    example: 'public',
+    description:
+      "PostgreSQL schema (ignored for MongoDB). Default: public; for a tenant its own schema t_<tenant>, the only one it may name. The platform's schemas tapyard and tapyard_meta and the server's (pg_*, information_schema) are refused with 400.",
+  })
   @IsOptional()
-  @Matches(IDENTIFIER, { message: 'schema must be a schema name: letters, digits and _' })
+  // '-' is allowed because tenant schemas carry the tenant name (t_acme-eu); names are always quoted.
+  @Matches(SCHEMA_NAME, { message: 'schema must be a schema name: letters, digits, _ and -' })
   schema?: string;
 
-  @ApiProperty({ example: 'sales' })
+  @ApiProperty({
+    example: 'sales',
+    description:
+      'Table or collection (at most 63 bytes). Rejected rows go to a companion <table>_rejects (shortened with a ' +
+      'hash when that would pass 63 bytes), so names ending in _rejects are refused.',
+  })
   @Matches(IDENTIFIER, { message: 'table must be a table name: letters, digits and _' })
   table!: string;
 
@@ -279,7 +297,9 @@ export class DatabaseDestinationDto {
 export class ObjectStoreDestinationDto {
   @ApiPropertyOptional({
     example: 'analytics',
-    description: "Bucket (default: the environment's <env>-output)",
+    description:
+      "Bucket. Default: the environment's <env>-output, the only bucket a tenant may name. Names ending in -raw, " +
+      "-config, -taps, -staged or -output (environments' own buckets) other than that one are refused with 400.",
   })
   @IsOptional()
   @Matches(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, { message: 'bucket must be an S3 bucket name' })

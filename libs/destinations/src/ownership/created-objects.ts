@@ -1,0 +1,116 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { randomUUID } from 'node:crypto';
+import { DataSource, QueryRunner } from 'typeorm';
+import { DataLocation, PipelineDeletingError, PipelineNotFoundError } from '@tapyard/pipelines';
+
+/** A table, collection or job folder a pipeline created, as recorded when it created it. */
+export type CreatedObject = DataLocation & { creationId: string; environment: string; pipeline: string };
+
+/** Records one object as created by the claiming pipeline; returns its creation id. */
+export type RecordCreation = (location: DataLocation, creationId?: string) => Promise<string>;
+
+interface Row {
+  creation_id: string;
+  environment: string;
+  pipeline: string;
+  store: DataLocation['store'];
+  database: string | null;
+  container: string;
+  name: string;
+}
+
+/**
+ * `tapyard.created_objects`: what each pipeline created at its destination, the only things
+ * `DELETE /pipeline?deleteData=true` drops. Rows belong to the pipeline row (ON DELETE CASCADE).
+ */
+@Injectable()
+export class CreatedObjects {
+  constructor(@InjectDataSource() private readonly db: DataSource) {}
+
+  /**
+   * Runs `work` while holding the pipeline row FOR KEY SHARE, in a transaction that also holds the
+   * records `work` makes: they commit when `work` returns and vanish when it throws. A pipeline being
+   * deleted (or gone) refuses the claim, and the delete's FOR UPDATE waits for running claims, so a
+   * delete never misses an object created while it runs.
+   */
+  async claim<T>(
+    environment: string,
+    pipeline: string,
+    work: (record: RecordCreation) => Promise<T>,
+  ): Promise<T> {
+    const runner = this.db.createQueryRunner();
+    await runner.connect();
+    try {
+      await runner.startTransaction();
+      const id = await lockPipeline(runner, environment, pipeline);
+      const record: RecordCreation = async (location, creationId = randomUUID()) => {
+        const { database, container, name } = columnsOf(location);
+        await runner.query(
+          `INSERT INTO tapyard.created_objects
+             (creation_id, pipeline_id, environment, pipeline, store, database, container, name)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (creation_id) DO NOTHING`,
+          [creationId, id, environment, pipeline, location.store, database, container, name],
+        );
+        return creationId;
+      };
+      const result = await work(record);
+      await runner.commitTransaction();
+      return result;
+    } catch (err) {
+      if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
+      throw err;
+    } finally {
+      await runner.release();
+    }
+  }
+
+  async list(environment: string, pipeline: string): Promise<CreatedObject[]> {
+    const rows: Row[] = await this.db.query(
+      `SELECT creation_id, environment, pipeline, store, database, container, name
+         FROM tapyard.created_objects WHERE environment = $1 AND pipeline = $2 ORDER BY created_at, creation_id`,
+      [environment, pipeline],
+    );
+    return rows.map(fromRow);
+  }
+
+  /** Forgets objects once dropped (or found gone, or no longer this pipeline's). */
+  async forget(creationIds: string[]): Promise<void> {
+    if (creationIds.length === 0) return;
+    await this.db.query(`DELETE FROM tapyard.created_objects WHERE creation_id = ANY($1)`, [creationIds]);
+  }
+}
+
+async function lockPipeline(runner: QueryRunner, environment: string, pipeline: string): Promise<string> {
+  const rows: { id: string; deleting: boolean }[] = await runner.query(
+    `SELECT id, deleting_since IS NOT NULL AS deleting FROM tapyard.pipelines
+      WHERE environment = $1 AND name = $2 FOR KEY SHARE`,
+    [environment, pipeline],
+  );
+  if (rows.length === 0) throw new PipelineNotFoundError(pipeline);
+  if (rows[0].deleting) throw new PipelineDeletingError(pipeline);
+  return rows[0].id;
+}
+
+function columnsOf(l: DataLocation): { database: string | null; container: string; name: string } {
+  switch (l.store) {
+    case 'postgres':
+      return { database: l.database, container: l.schema, name: l.name };
+    case 'mongodb':
+      return { database: l.database, container: '', name: l.name };
+    case 'objectstore':
+      return { database: null, container: l.bucket, name: l.prefix };
+  }
+}
+
+function fromRow(r: Row): CreatedObject {
+  const owner = { creationId: r.creation_id, environment: r.environment, pipeline: r.pipeline };
+  switch (r.store) {
+    case 'postgres':
+      return { ...owner, store: 'postgres', database: r.database ?? '', schema: r.container, name: r.name };
+    case 'mongodb':
+      return { ...owner, store: 'mongodb', database: r.database ?? '', name: r.name };
+    case 'objectstore':
+      return { ...owner, store: 'objectstore', bucket: r.container, prefix: r.name };
+  }
+}

@@ -1,0 +1,3 @@
+export type { DeletionReport } from './pipeline-deletion.service';
+export { PipelineDeletionService } from './pipeline-deletion.service';
+export { PipelineDeletionModule } from './pipeline-deletion.module';
