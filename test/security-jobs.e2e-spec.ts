@@ -1,7 +1,8 @@
 import { Pool } from 'pg';
-import { TestApi, startApi } from './support/apps';
+import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { issueKey, newBootstrapKey } from './support/auth';
 import { TEST_DATABASE_URL, uniqueEnvironment } from './support/env';
+import { waitForJob } from './support/ingest';
 import { cuttableProxy } from './support/net';
 
 /**
@@ -135,4 +136,61 @@ describe('security: an outage of the metadata database is not "not found"', () =
     proxy.restore();
     await api.http.get('/api/v1/pipeline').set('x-api-key', admin).query({ pipeline: 'sales' }).expect(404);
   });
+});
+
+describe('security: a job whose worker loses the metadata database retries, it does not fail as "no longer exists"', () => {
+  const env = uniqueEnvironment('sec-outage');
+  const schema = `sec_${env.replace(/[^a-z0-9]/g, '_')}`.slice(0, 60);
+  let api: TestApi;
+  let worker: TestWorker;
+  let proxy: Awaited<ReturnType<typeof cuttableProxy>>;
+  let pg: Pool;
+
+  beforeAll(async () => {
+    const url = new URL(TEST_DATABASE_URL);
+    proxy = await cuttableProxy(Number(url.port || 5432));
+    url.host = `127.0.0.1:${proxy.port}`;
+    const flags = { TAPYARD_ENV: env, LOAD_RETRY_ATTEMPTS: '6', LOAD_RETRY_DELAY_MS: '300' };
+    api = await startApi(flags);
+    worker = await startWorker({ ...flags, DATABASE_URL: url.toString() });
+    pg = new Pool({ connectionString: TEST_DATABASE_URL, max: 1 });
+    await pg.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+    await api.http
+      .post('/api/v1/pipeline')
+      .send({
+        name: 'sales',
+        source: {
+          fileAttributes: { format: 'csv' },
+          schemaProperties: { fields: [{ name: 'n', type: 'int' }] },
+        },
+        destination: { database: { schema, table: 'sales' } },
+      })
+      .expect(200);
+  }, 60_000);
+
+  afterAll(async () => {
+    proxy.restore();
+    await worker.close();
+    await api.close();
+    await proxy.close();
+    await pg.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await pg.end();
+  });
+
+  it('loads the file once the database is back', async () => {
+    proxy.cut();
+    const token = (
+      await api.http
+        .post('/api/v1/pipeline/upload')
+        .field('pipeline', 'sales')
+        .attach('file', Buffer.from('n\n1\n2\n'), 'n.csv')
+        .expect(200)
+    ).text;
+    await new Promise((r) => setTimeout(r, 1500));
+    proxy.restore();
+    const done = await waitForJob(api.http, token, 60_000);
+    expect(done.rollup.status).toBe('success');
+    expect(done.events.map((e) => e.description).join('\n')).not.toContain('no longer exists');
+    expect((await pg.query(`SELECT count(*)::int AS n FROM "${schema}".sales`)).rows[0].n).toBe(2);
+  }, 90_000);
 });

@@ -5,7 +5,7 @@ import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { Logger } from 'pino';
 import { DataSource } from 'typeorm';
 import { ArchiveRefusedError, archiveKind, extractArchive } from '@tapyard/archives';
-import { CONFIG, LOGGER, TapyardConfig, errorMessage } from '@tapyard/core';
+import { CONFIG, LOGGER, TapyardConfig, errorMessage, isConnectionFailure } from '@tapyard/core';
 import { ObjectStore } from '@tapyard/objectstore';
 import { PipelineDefinition, PipelinesService } from '@tapyard/pipelines';
 import { EnvironmentQueues, IngestJob, IntakePayload, loadJobOptions } from '@tapyard/queue';
@@ -72,8 +72,11 @@ export class FileNotifier {
     const work = this.spool.pathFor(p.environment, `${p.pipelineToken}.intake`);
     try {
       const def = (
-        await this.pipelines.get(p.environment, p.pipeline).catch(() => {
-          throw new Error(`pipeline '${p.pipeline}' does not exist`);
+        await this.pipelines.get(p.environment, p.pipeline).catch((err: unknown) => {
+          // An outage is reported as one, never as a missing pipeline.
+          throw isConnectionFailure(err)
+            ? new Error(`postgres (the metadata database) is unavailable: ${errorMessage(err)}`)
+            : err;
         })
       ).definition;
       await mkdir(work, { recursive: true, mode: 0o700 });

@@ -4,7 +4,7 @@ import { rm } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import { Logger } from 'pino';
-import { CONFIG, LOGGER, ServiceUnavailableError, TapyardConfig, errorMessage } from '@tapyard/core';
+import { CONFIG, LOGGER, TapyardConfig, errorMessage } from '@tapyard/core';
 import {
   DESTINATIONS,
   Destination,
@@ -14,7 +14,7 @@ import {
 } from '@tapyard/destinations';
 import { ConfigFilesService, compileJsonSchema } from '@tapyard/configfiles';
 import { XsdRecordValidator } from '@tapyard/schemas';
-import { PipelineDefinition, PipelineNotFoundError, PipelinesService } from '@tapyard/pipelines';
+import { PipelineDefinition, PipelinesService } from '@tapyard/pipelines';
 import { uniqueNames } from '@tapyard/profiling';
 import { DocumentPayload, IngestPayload, RetryLaterError } from '@tapyard/queue';
 import { ProcessName, StatusService, jobRef } from '@tapyard/status';
@@ -26,22 +26,7 @@ import { readTapRecords } from './readers/tap-records';
 import { StreamEndedError, tailFile } from './readers/tail-file';
 import { RowPlan } from './row-plan';
 import { Spool } from './spool';
-
-/** A failure attributed to the stage where it happened, for the job's `lastError`. */
-class StageError extends Error {
-  constructor(
-    readonly processName: ProcessName,
-    message: string,
-    /** The destination was unreachable: worth running again later. */
-    readonly retryable = false,
-  ) {
-    super(message);
-  }
-}
-
-function destinationError(processName: ProcessName, err: unknown): StageError {
-  return new StageError(processName, errorMessage(err), err instanceof ServiceUnavailableError);
-}
+import { StageError, destinationError, pipelineError } from './stage-error';
 
 /**
  * Runs one ingestion job in a worker: read → DataQuality → Transformation (when configured) →
@@ -116,13 +101,7 @@ export class IngestionRunner {
     try {
       const def = (
         await this.pipelines.getForLoading(p.environment, p.pipeline).catch((err: unknown) => {
-          // Also a pipeline being deleted, or one whose stored destination is outside its confinement.
-          throw new StageError(
-            'JobRunner',
-            err instanceof PipelineNotFoundError
-              ? `pipeline '${p.pipeline}' no longer exists`
-              : errorMessage(err),
-          );
+          throw pipelineError(p.pipeline, err);
         })
       ).definition;
       const destination = this.destinationFor(def);
@@ -289,8 +268,8 @@ export class IngestionRunner {
     const job = jobRef(p);
     try {
       const def = (
-        await this.pipelines.get(p.environment, p.pipeline).catch(() => {
-          throw new StageError('JobRunner', `pipeline '${p.pipeline}' no longer exists`);
+        await this.pipelines.get(p.environment, p.pipeline).catch((err: unknown) => {
+          throw pipelineError(p.pipeline, err);
         })
       ).definition;
       await this.status.record(

@@ -382,7 +382,7 @@ export class TapRunner {
   ): Promise<PipelineDefinition | null> {
     if (!tap.targetPipeline) return null;
     await this.taps.assertCompatible(environment, tap);
-    const found = await this.pipelines.get(environment, tap.targetPipeline).catch(() => null);
+    const found = await this.pipelines.find(environment, tap.targetPipeline);
     if (!found && mode === 'run') {
       throw new ValidationError(
         `tap '${tap.name}' targets pipeline '${tap.targetPipeline}', which does not exist`,

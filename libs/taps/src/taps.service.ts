@@ -165,7 +165,7 @@ export class TapsService {
     tap: Pick<TapConfig, 'tapType' | 'targetPipeline'>,
   ): Promise<void> {
     if (tap.tapType !== 'document' || !tap.targetPipeline) return;
-    const found = await this.pipelines.get(environment, tap.targetPipeline).catch(() => null);
+    const found = await this.pipelines.find(environment, tap.targetPipeline);
     const violation = documentViolation(tap.targetPipeline, found?.definition ?? null);
     if (violation) throw new ValidationError(violation, [{ field: 'targetPipeline', problem: violation }]);
   }

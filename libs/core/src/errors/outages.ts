@@ -4,18 +4,27 @@
  * "not found" or for the caller's mistake.
  */
 export function isConnectionFailure(err: unknown): boolean {
-  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; depth += 1) {
-    const code = (e as { code?: unknown }).code;
+  // Not `instanceof Error`: errors made by Node's own socket code may come from another realm.
+  let e = err as DriverError | undefined;
+  for (let depth = 0; typeof e === 'object' && e !== null && depth < 5; depth += 1) {
+    const { code, message } = e;
     if (
       typeof code === 'string' &&
       (NETWORK_CODES.has(code) || PG_CONNECTION_CLASSES.some((c) => code.startsWith(c)))
     ) {
       return true;
     }
-    if (CONNECTION_MESSAGES.some((m) => e instanceof Error && e.message.includes(m))) return true;
-    e = (e as { driverError?: unknown; cause?: unknown }).driverError ?? (e as { cause?: unknown }).cause;
+    if (typeof message === 'string' && CONNECTION_MESSAGES.some((m) => message.includes(m))) return true;
+    e = (e.driverError ?? e.cause) as DriverError | undefined;
   }
   return false;
+}
+
+interface DriverError {
+  code?: unknown;
+  message?: unknown;
+  driverError?: unknown;
+  cause?: unknown;
 }
 
 const NETWORK_CODES = new Set([
