@@ -66,6 +66,21 @@ describe('Secrets API (real Postgres)', () => {
     await a.http.delete('/api/v1/secrets/warehouse').expect(404);
   });
 
+  it('keeps fields named like Object.prototype members', async () => {
+    const body = '{"__proto__":"p-value","constructor":"c-value","password":"hidden-pw"}';
+    await a.http
+      .put('/api/v1/secrets/odd-fields')
+      .set('content-type', 'application/json')
+      .send(body)
+      .expect(200);
+    const got = await a.http.get('/api/v1/secrets/odd-fields').expect(200);
+    expect(Object.entries(got.body.fields).sort()).toEqual([
+      ['__proto__', 'p-value'],
+      ['constructor', 'c-value'],
+      ['password', MASK],
+    ]);
+  });
+
   it('accepts names with slashes when URL-encoded', async () => {
     await a.http.put('/api/v1/secrets/team%2Fwarehouse').send({ user: 'u' }).expect(200);
     expect((await a.http.get('/api/v1/secrets/team%2Fwarehouse').expect(200)).body.name).toBe(

@@ -341,6 +341,13 @@ describe('access state: the key map and the tenant mappings (multi-tenant)', () 
       .send({ label: 'into-op', template: 'read-only', tenant: operator })
       .expect(400);
     expect(res.body.message).toMatch(/operator environment/);
+    // Names that would share another environment's buckets (`_` becomes `-` there) are refused too.
+    const lookalike = await api.http
+      .post('/api/v1/keys')
+      .set('x-api-key', boot)
+      .send({ label: 'into-lookalike', template: 'read-only', tenant: operator.replace(/-/g, '_') })
+      .expect(400);
+    expect(lookalike.body.message).toContain(`would share the buckets of '${operator}'`);
   });
 
   it('tenants and non-full-access operator keys cannot issue into other environments', async () => {

@@ -21,6 +21,13 @@ export async function createApiApp(config: TapyardConfig, logger: Logger): Promi
   app.disable('x-powered-by');
   // Behind a TLS-terminating proxy: real client addresses (login limits) and Secure cookies.
   if (config.trustProxy !== null) app.set('trust proxy', trustProxySetting(config.trustProxy));
+  if (config.trustProxy === 'true') {
+    // Every X-Forwarded-For is believed: a client reaching the port directly picks its own address,
+    // and the login back-off (per address) then limits nothing.
+    logger.warn(
+      'TRUST_PROXY=true believes any X-Forwarded-For: name the proxy instead (its address, a hop count or loopback)',
+    );
+  }
   app.use(requestContextMiddleware(logger, config.environment, metrics));
   app.useBodyParser('json', { limit: config.bodyLimitBytes });
   app.setGlobalPrefix(API_PREFIX, { exclude: ['metrics'] });

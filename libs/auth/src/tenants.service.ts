@@ -67,13 +67,25 @@ export class TenantsService {
     });
   }
 
-  /** A tenant environment a key may be mapped to: a valid name, and never the operator's own. */
+  /**
+   * A tenant environment a key may be mapped to: a valid name, never the operator's own, and no `_`:
+   * bucket names turn `_` into `-`, so `a_b` would share the buckets of `a-b` (or of the operator).
+   */
   validateTarget(tenant: string): void {
     validateTenant(tenant);
     if (tenant === this.operatorEnvironment) {
       throw new ValidationError(
         'tenant names the operator environment: keys of the operator environment are not mapped',
       );
+    }
+    if (tenant.includes('_')) {
+      throw new ValidationError(
+        `tenant '${tenant}' holds '_': tenant names use a-z, 0-9 and - (bucket names turn _ into -, so ` +
+          `'${tenant}' would share the buckets of '${tenant.replace(/_/g, '-')}')`,
+      );
+    }
+    if (tenant === this.operatorEnvironment.replace(/_/g, '-')) {
+      throw new ValidationError(`tenant '${tenant}' would share the buckets of the operator environment`);
     }
   }
 

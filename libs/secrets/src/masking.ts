@@ -15,7 +15,6 @@ export function isMaskedField(field: string): boolean {
 }
 
 export function maskFields(fields: Record<string, string>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(fields)) out[k] = isMaskedField(k) ? MASK : v;
-  return out;
+  // fromEntries defines own properties: a field named __proto__ stays a field, not a prototype.
+  return Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, isMaskedField(k) ? MASK : v]));
 }
