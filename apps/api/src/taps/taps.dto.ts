@@ -112,10 +112,16 @@ export class DeleteTapResultDto {
   ledgerEntriesDeleted!: number;
 }
 
-const ISOLATION =
-  'The isolation the script ran under: `bwrap` (own namespaces, read-only system, a private network whose only ' +
-  "way out is the platform's egress proxy) or `none` (the operator set TAP_SANDBOX=off: limits only, host " +
-  'network); null when the script never started (e.g. a package failed to install).';
+const IsolationProperty = (): PropertyDecorator =>
+  ApiProperty({
+    enum: ['bwrap', 'none'],
+    nullable: true,
+    type: String,
+    description:
+      'The isolation the script ran under: `bwrap` (own namespaces, read-only system, a private network whose ' +
+      "only way out is the platform's egress proxy) or `none` (the operator set TAP_SANDBOX=off: limits only, host " +
+      'network); null when the script never started (e.g. a package failed to install).',
+  });
 
 export class TestResultDto {
   @ApiProperty({ type: 'array', items: { type: 'object' }, description: 'At most 20 records' })
@@ -130,12 +136,7 @@ export class TestResultDto {
   @ApiProperty({ nullable: true, type: String, description: 'Null until AI diagnosis is configured' })
   aiExplanation!: string | null;
   @ApiProperty() durationMs!: number;
-  @ApiProperty({
-    enum: ['bwrap', 'none'],
-    nullable: true,
-    type: String,
-    description: ISOLATION,
-  })
+  @IsolationProperty()
   isolation!: string | null;
 }
 
@@ -157,12 +158,7 @@ export class RunResultDto {
   @ApiProperty() dataType!: string;
   @ApiProperty({ type: [String], nullable: true }) columns!: string[] | null;
   @ApiProperty() logs!: string;
-  @ApiProperty({
-    enum: ['bwrap', 'none'],
-    nullable: true,
-    type: String,
-    description: ISOLATION,
-  })
+  @IsolationProperty()
   isolation!: string | null;
   @ApiProperty({ nullable: true, type: String }) error!: string | null;
   @ApiPropertyOptional({ type: 'array', items: { type: 'object' }, description: 'Test mode only' })
