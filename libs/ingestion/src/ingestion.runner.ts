@@ -132,7 +132,7 @@ export class IngestionRunner {
       const input = p.records?.stream
         ? Readable.from(tailFile(p.spoolPath, p.records.stream.staleMs))
         : this.spool.open(p.spoolPath);
-      const batches = this.read(def, input, p.records);
+      const batches = this.read(def, input, p.records, p.filename);
       const first = await batches.next();
       const firstBatch: RecordBatch = first.done ? { rows: [], lines: [], errors: [] } : first.value;
       const { plan, definition } = await this.plan(p, def, firstBatch);
@@ -168,7 +168,7 @@ export class IngestionRunner {
 
       const rejectsPath = `${p.spoolPath}.rejects`;
       const rejects = createWriteStream(rejectsPath);
-      const counts = { rows: 0, rejected: 0, dq: 0, tf: 0 };
+      const counts: Counts = { rows: 0, rejected: 0, dq: 0, tf: 0, firstReject: null };
       let lastProgress = Date.now();
       // Progress entries are written without holding up the load, but in order, and all of them
       // before the stage's `end` entry.
@@ -240,6 +240,15 @@ export class IngestionRunner {
         );
       }
       await this.status.record(job, destination.processName, 'end', loadNote);
+      if (result.loaded === 0) {
+        // Nothing usable at all is a failed job, not a warning: the rejects say why.
+        throw new StageError(
+          'DataQuality',
+          `nothing was loaded: all ${result.rejected} record(s) were rejected` +
+            (counts.firstReject ? ` (the first: ${counts.firstReject})` : '') +
+            (result.alreadyLoaded ? '' : `; they are kept in ${result.location}_rejects`),
+        );
+      }
       const outcome = result.rejected > 0 ? 'warning' : 'success';
       await this.status.record(
         job,
@@ -318,15 +327,20 @@ export class IngestionRunner {
     def: PipelineDefinition,
     input: Readable,
     records: IngestPayload['records'],
+    filename: string,
   ): AsyncGenerator<RecordBatch> {
     const fa = def.source.fileAttributes;
     if (records) {
       // Tap output: JSON lines whatever the pipeline's file format (XML pipelines load JSON text too).
-      return fa.format === 'csv' ? readTapRecords(input, records) : readJson(input);
+      return fa.format === 'csv' ? readTapRecords(input, records) : readJson(input, { lines: true });
     }
     switch (fa.format) {
-      case 'json':
-        return readJson(input, { recordPath: fa.jsonAttributes?.recordPath ?? null });
+      case 'json': {
+        const recordPath = fa.jsonAttributes?.recordPath ?? null;
+        // A JSON Lines file says so by its name; then a bad first line is a reject, not a failed file.
+        const lines = !recordPath && JSON_LINES_FILE.test(filename);
+        return readJson(input, { recordPath, lines });
+      }
       case 'xml':
         return readXml(input, { rowElement: fa.xmlAttributes?.rowElement ?? 'row' });
       case 'csv':
@@ -408,15 +422,27 @@ function parseRecord(json: string): Record<string, unknown> | string {
   }
 }
 
+interface Counts {
+  rows: number;
+  rejected: number;
+  dq: number;
+  tf: number;
+  /** `line N: reason` of the first rejected row, for the job's error when nothing loads. */
+  firstReject: string | null;
+}
+
+const JSON_LINES_FILE = /\.(jsonl|ndjson)$/i;
+
 function convert(
   batch: RecordBatch,
   plan: RowPlan,
-  counts: { rows: number; rejected: number; dq: number; tf: number },
+  counts: Counts,
   rejects: WriteStream,
   reasons: (string | null)[] | null,
 ): string {
   let out = '';
   for (const e of batch.errors) {
+    counts.firstReject ??= `line ${e.line}: ${e.reason}`;
     counts.rejected++;
     counts.dq++;
     rejects.write(
@@ -430,6 +456,7 @@ function convert(
       invalid === null ? plan.process(batch.rows[i]) : { stage: 'DataQuality' as const, reason: invalid };
     if (typeof r === 'string') out += r;
     else {
+      counts.firstReject ??= `line ${batch.lines[i]}: ${r.reason}`;
       counts.rejected++;
       if (r.stage === 'DataQuality') counts.dq++;
       else counts.tf++;

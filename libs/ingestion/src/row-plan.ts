@@ -8,7 +8,7 @@ import {
   outputFields,
   parseExpression,
 } from '@tapyard/pipelines';
-import { Coerced, coercer } from '@tapyard/destinations';
+import { Coerced, NULL_VALUE, coercer } from '@tapyard/destinations';
 
 /** Why a row was not loaded. */
 export interface Rejection {
@@ -37,7 +37,9 @@ export class RowPlan {
   constructor(def: PipelineDefinition, fileColumns: string[]) {
     this.fields = def.source.schemaProperties.fields;
     this.sourceIndex = this.fields.map((f) => fileColumns.indexOf(f.name));
-    this.inCoercers = this.fields.map((f) => coercer(f.type));
+    // A pipeline's own nullValues replace the built-in null tokens of non-string columns.
+    const nullTokens = def.source.fileAttributes.csvAttributes?.nullValues === undefined;
+    this.inCoercers = this.fields.map((f) => coercer(f.type, nullTokens));
     this.checks = this.fields.map((f) =>
       def.dataQuality.rules.filter((r) => r.column === f.name).map((r) => compileRule(r, f.type)),
     );
@@ -50,18 +52,19 @@ export class RowPlan {
     return this.steps.length > 0;
   }
 
-  process(row: string[]): RowOutcome {
+  /** `row`: the file's cells; null is NULL (an unquoted null marker, a missing value). */
+  process(row: (string | null)[]): RowOutcome {
     const n = this.fields.length;
     // Built by concatenation: no per-row array, and V8 ropes make this cheap (hot path).
     let line = '';
     for (let i = 0; i < n; i++) {
       const idx = this.sourceIndex[i];
-      const raw = idx >= 0 && idx < row.length ? row[idx] : '';
-      const c = this.inCoercers[i](raw);
+      const raw = idx >= 0 && idx < row.length ? row[idx] : null;
+      const c = raw === null ? NULL_VALUE : this.inCoercers[i](raw);
       if (!c.ok) return { stage: 'DataQuality', reason: `column '${this.fields[i].name}': ${c.reason}` };
       const checks = this.checks[i];
       if (checks.length > 0) {
-        const value = c.text === '\\N' ? null : raw.trim();
+        const value = raw === null || c.text === '\\N' ? null : raw.trim();
         for (const check of checks) {
           const problem = check(value);
           if (problem) return { stage: 'DataQuality', reason: `column '${this.fields[i].name}': ${problem}` };
@@ -74,18 +77,18 @@ export class RowPlan {
   }
 
   /** Transformation works on plain values by name; the output is coerced to the output types. */
-  private transform(row: string[]): RowOutcome {
+  private transform(row: (string | null)[]): RowOutcome {
     const values = new Map<string, string | null>();
     this.fields.forEach((f, i) => {
       const idx = this.sourceIndex[i];
-      const raw = idx >= 0 && idx < row.length ? row[idx] : '';
-      values.set(f.name, raw === '' ? null : f.type === 'string' ? raw : raw.trim());
+      const raw = idx >= 0 && idx < row.length ? row[idx] : null;
+      values.set(f.name, raw === null ? null : f.type === 'string' ? raw : raw.trim());
     });
     for (const step of this.steps) step(values);
     const out = new Array<string>(this.outColumns.length);
     for (let i = 0; i < this.outColumns.length; i++) {
       const v = values.get(this.outColumns[i].name) ?? null;
-      const c = this.outCoercers[i](v ?? '');
+      const c = v === null ? NULL_VALUE : this.outCoercers[i](v);
       if (!c.ok)
         return {
           stage: 'Transformation',

@@ -92,6 +92,7 @@ export function toDefinition(dto: PipelineConfigDto, defaultDbName: string): Pip
           quote: csv.quote === undefined ? '"' : csv.quote,
           escape: csv.escape === undefined ? (csv.quote === undefined ? '"' : csv.quote) : csv.escape,
           encoding: csv.encoding ?? 'utf-8',
+          ...(csv.nullValues ? { nullValues: [...new Set(csv.nullValues)] } : {}),
         },
         ...(fa.jsonAttributes
           ? { jsonAttributes: { recordPath: fa.jsonAttributes.recordPath ?? null } }

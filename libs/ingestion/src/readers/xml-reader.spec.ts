@@ -21,7 +21,7 @@ async function readWith(data: string | Buffer, opts: Partial<XmlReadOptions>, si
     fatal = err as FatalReadError;
   }
   return {
-    rows: batches.flatMap((b) => b.rows.map((r) => JSON.parse(r[0]) as unknown)),
+    rows: batches.flatMap((b) => b.rows.map((r) => JSON.parse(r[0] ?? '') as unknown)),
     lines: batches.flatMap((b) => b.lines),
     errors: batches.flatMap((b) => b.errors),
     ...(fatal ? { fatal } : {}),

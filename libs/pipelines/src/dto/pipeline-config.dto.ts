@@ -74,6 +74,21 @@ export class CsvAttributesDto {
   @IsOptional()
   @IsIn(['utf-8', 'latin1'])
   encoding?: 'utf-8' | 'latin1';
+
+  @ApiPropertyOptional({
+    type: [String],
+    example: ['', 'NA'],
+    description:
+      'Unquoted field texts read as NULL, in every column; a quoted field is never NULL (`""` is an empty ' +
+      'string), as in PostgreSQL CSV import. Absent: an unquoted empty field is NULL, and non-string ' +
+      'columns also read NULL, null, \\N, NA and N/A as NULL.',
+  })
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(100)
+  @IsString({ each: true })
+  @MaxLength(100, { each: true })
+  nullValues?: string[];
 }
 
 export class JsonAttributesDto {
