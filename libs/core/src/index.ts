@@ -6,3 +6,4 @@ export * from './logging/logging.module';
 export * from './logging/sanitize';
 export * from './environment';
 export * from './shutdown';
+export * from './text/safe-text';

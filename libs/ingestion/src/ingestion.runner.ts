@@ -4,7 +4,14 @@ import { rm } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import { Logger } from 'pino';
-import { CONFIG, LOGGER, ServiceUnavailableError, TapyardConfig, errorMessage } from '@tapyard/core';
+import {
+  CONFIG,
+  LOGGER,
+  ServiceUnavailableError,
+  TapyardConfig,
+  errorMessage,
+  safeText,
+} from '@tapyard/core';
 import {
   DESTINATIONS,
   Destination,
@@ -446,7 +453,12 @@ function convert(
     counts.rejected++;
     counts.dq++;
     rejects.write(
-      JSON.stringify({ line: e.line, stage: 'DataQuality', reason: e.reason, raw: e.raw }) + '\n',
+      JSON.stringify({
+        line: e.line,
+        stage: 'DataQuality',
+        reason: safeText(e.reason),
+        raw: safeText(e.raw),
+      }) + '\n',
     );
   }
   for (let i = 0; i < batch.rows.length; i++) {
@@ -465,8 +477,8 @@ function convert(
         JSON.stringify({
           line: batch.lines[i],
           stage: r.stage,
-          reason: r.reason,
-          raw: raw.length > 1000 ? raw.slice(0, 1000) : raw,
+          reason: safeText(r.reason),
+          raw: safeText(raw.length > 1000 ? raw.slice(0, 1000) : raw),
         }) + '\n',
       );
     }

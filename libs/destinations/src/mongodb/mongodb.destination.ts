@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { mongo } from 'mongoose';
-import { ServiceUnavailableError, ValidationError, errorMessage } from '@tapyard/core';
+import { ServiceUnavailableError, ValidationError, errorMessage, safeText } from '@tapyard/core';
 import { DatabaseDestination, PipelineDefinition, SchemaField } from '@tapyard/pipelines';
 import { parseCopyLine } from '../copy-text';
 import { typedValue } from '../typed-values';
@@ -72,7 +72,12 @@ export class MongoDbDestination implements Destination {
         batch.map((b) => b.doc),
       );
       for (const [i, reason] of bad) {
-        failed.push({ line: 0, stage: 'MongoDBLoader', reason, raw: batch[i].line.slice(0, 1000) });
+        failed.push({
+          line: 0,
+          stage: 'MongoDBLoader',
+          reason: safeText(reason),
+          raw: safeText(batch[i].line.slice(0, 1000)),
+        });
       }
       loaded += batch.length - bad.size;
       progress(loaded);
@@ -197,7 +202,7 @@ function documentBuilder(columns: SchemaField[]): (values: (string | null)[], id
         // BSON keys are C strings: the driver refuses the whole batch for one NUL in a key, at any depth.
         const nul = values[0]?.includes('\\u0000') ? keyWithNul(v) : null;
         if (nul !== null)
-          return `field name '${JSON.stringify(nul).slice(1, 61)}' holds a NUL character, which BSON cannot store`;
+          return `field name '${JSON.stringify(nul).slice(1, -1).slice(0, 60)}' holds a NUL character, which BSON cannot store`;
         return { ...(v as Record<string, unknown>), _id: id };
       } catch (err) {
         return `record is not valid JSON: ${errorMessage(err)}`;
