@@ -7,3 +7,4 @@ export * from './logging/sanitize';
 export * from './environment';
 export * from './shutdown';
 export * from './text/safe-text';
+export * from './validation/optional';

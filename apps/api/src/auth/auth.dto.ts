@@ -1,5 +1,6 @@
+import { OptionalNotNull } from '@tapyard/core';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ArrayMaxSize, IsArray, IsIn, IsOptional, IsString, MaxLength } from 'class-validator';
+import { ArrayMaxSize, IsArray, IsIn, IsString, MaxLength } from 'class-validator';
 import { ROLES, TEMPLATE_NAMES } from '@tapyard/auth';
 
 export class IssueKeyDto {
@@ -12,7 +13,7 @@ export class IssueKeyDto {
   label!: string;
 
   @ApiPropertyOptional({ enum: TEMPLATE_NAMES, example: 'read-only' })
-  @IsOptional()
+  @OptionalNotNull()
   @IsString()
   template?: string;
 
@@ -21,7 +22,7 @@ export class IssueKeyDto {
     example: ['pipeline:read:catalog=sales', 'job:read'],
     description: 'Manual capability list `resource:action[:scope]`, instead of a template',
   })
-  @IsOptional()
+  @OptionalNotNull()
   @IsArray()
   @ArrayMaxSize(200)
   @IsString({ each: true })
@@ -31,7 +32,7 @@ export class IssueKeyDto {
     example: 'acme',
     description: 'Multi-tenant mode, operator callers only: issue the key in this tenant environment',
   })
-  @IsOptional()
+  @OptionalNotNull()
   @IsString()
   @MaxLength(40)
   tenant?: string;
@@ -162,12 +163,12 @@ export class CreateUserDto {
 
 export class UpdateUserDto {
   @ApiPropertyOptional({ example: 'a new long passphrase' })
-  @IsOptional()
+  @OptionalNotNull()
   @IsString()
   password?: string;
 
   @ApiPropertyOptional({ enum: ROLES, example: 'viewer' })
-  @IsOptional()
+  @OptionalNotNull()
   @IsString()
   @IsIn(ROLES as unknown as string[])
   role?: string;

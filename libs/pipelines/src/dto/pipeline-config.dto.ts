@@ -1,3 +1,4 @@
+import { OptionalNotNull } from '@tapyard/core';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import {
@@ -43,13 +44,13 @@ export class SchemaPropertiesDto {
 
 export class CsvAttributesDto {
   @ApiPropertyOptional({ example: ',', default: ',', description: 'One character; use "\\t" for TSV.' })
-  @IsOptional()
+  @OptionalNotNull()
   @IsString()
   @Length(1, 1)
   delimiter?: string;
 
   @ApiPropertyOptional({ example: true, default: true })
-  @IsOptional()
+  @OptionalNotNull()
   @IsBoolean()
   header?: boolean;
 
@@ -71,7 +72,7 @@ export class CsvAttributesDto {
   escape?: string | null;
 
   @ApiPropertyOptional({ enum: ['utf-8', 'latin1'], default: 'utf-8' })
-  @IsOptional()
+  @OptionalNotNull()
   @IsIn(['utf-8', 'latin1'])
   encoding?: 'utf-8' | 'latin1';
 
@@ -115,24 +116,24 @@ export class FileAttributesDto {
     enum: ['csv', 'json', 'xml', 'unstructured'],
     description: 'Defaults to csv, or json/xml when the schema is the single `_json` / `_xml` field.',
   })
-  @IsOptional()
+  @OptionalNotNull()
   @IsIn(['csv', 'json', 'xml', 'unstructured'])
   format?: 'csv' | 'json' | 'xml' | 'unstructured';
 
   @ApiPropertyOptional({ type: CsvAttributesDto })
-  @IsOptional()
+  @OptionalNotNull()
   @ValidateNested()
   @Type(() => CsvAttributesDto)
   csvAttributes?: CsvAttributesDto;
 
   @ApiPropertyOptional({ type: JsonAttributesDto })
-  @IsOptional()
+  @OptionalNotNull()
   @ValidateNested()
   @Type(() => JsonAttributesDto)
   jsonAttributes?: JsonAttributesDto;
 
   @ApiPropertyOptional({ type: XmlAttributesDto })
-  @IsOptional()
+  @OptionalNotNull()
   @ValidateNested()
   @Type(() => XmlAttributesDto)
   xmlAttributes?: XmlAttributesDto;
@@ -150,7 +151,7 @@ export class FileAttributesDto {
 
 export class SourceDto {
   @ApiPropertyOptional({ type: FileAttributesDto })
-  @IsOptional()
+  @OptionalNotNull()
   @ValidateNested()
   @Type(() => FileAttributesDto)
   fileAttributes?: FileAttributesDto;
@@ -172,24 +173,24 @@ export class DataQualityRuleDto {
   column!: string;
 
   @ApiPropertyOptional({ example: 0, description: 'range: lower bound (number, or ISO date/timestamp)' })
-  @IsOptional()
+  @OptionalNotNull()
   min?: number | string;
 
   @ApiPropertyOptional({ example: 10000, description: 'range: upper bound' })
-  @IsOptional()
+  @OptionalNotNull()
   max?: number | string;
 
   @ApiPropertyOptional({
     example: '^[A-Z]{2}\\d{4}$',
     description: 'regex: JavaScript pattern the value must match',
   })
-  @IsOptional()
+  @OptionalNotNull()
   @IsString()
   @MaxLength(1000)
   pattern?: string;
 
   @ApiPropertyOptional({ example: ['EU', 'US'], type: [String] })
-  @IsOptional()
+  @OptionalNotNull()
   @IsArray()
   @ArrayMaxSize(10000)
   @IsString({ each: true })
@@ -210,7 +211,7 @@ class AiInstructionDto {
 
 export class DataQualityDto extends AiInstructionDto {
   @ApiPropertyOptional({ type: [DataQualityRuleDto] })
-  @IsOptional()
+  @OptionalNotNull()
   @IsArray()
   @ArrayMaxSize(1000)
   @ValidateNested({ each: true })
@@ -223,7 +224,7 @@ export class DataQualityDto extends AiInstructionDto {
       'JSON/XML pipelines: a JSON Schema in the validation-schema location (POST /config/upload or ' +
       '/config/generate-schema); records that fail it are rejected with the validation message',
   })
-  @IsOptional()
+  @OptionalNotNull()
   @Matches(/^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/, { message: 'validationSchema must be a file name' })
   validationSchema?: string;
 }
@@ -234,27 +235,27 @@ export class TransformationStepDto {
   op!: 'rename' | 'cast' | 'drop' | 'derive';
 
   @ApiPropertyOptional({ example: 'amt', description: 'rename: current name' })
-  @IsOptional()
+  @OptionalNotNull()
   @IsString()
   from?: string;
 
   @ApiPropertyOptional({ example: 'amount', description: 'rename: new name' })
-  @IsOptional()
+  @OptionalNotNull()
   @Matches(IDENTIFIER, { message: 'to must be a column name' })
   to?: string;
 
   @ApiPropertyOptional({ example: 'amount', description: 'cast, drop, derive: the column' })
-  @IsOptional()
+  @OptionalNotNull()
   @Matches(IDENTIFIER, { message: 'column must be a column name' })
   column?: string;
 
   @ApiPropertyOptional({ enum: FIELD_TYPES, description: 'cast, derive: the resulting type' })
-  @IsOptional()
+  @OptionalNotNull()
   @IsIn(FIELD_TYPES as unknown as string[])
   type?: FieldType;
 
   @ApiPropertyOptional({ example: "upper(country) || '-' || city", description: 'derive: expression' })
-  @IsOptional()
+  @OptionalNotNull()
   @IsString()
   @MaxLength(2000)
   expression?: string;
@@ -262,7 +263,7 @@ export class TransformationStepDto {
 
 export class TransformationDto extends AiInstructionDto {
   @ApiPropertyOptional({ type: [TransformationStepDto] })
-  @IsOptional()
+  @OptionalNotNull()
   @IsArray()
   @ArrayMaxSize(1000)
   @ValidateNested({ each: true })
@@ -272,12 +273,12 @@ export class TransformationDto extends AiInstructionDto {
 
 export class DatabaseDestinationDto {
   @ApiPropertyOptional({ example: 'tapyard', description: 'Database name (default: the platform database)' })
-  @IsOptional()
+  @OptionalNotNull()
   @Matches(/^[A-Za-z_][A-Za-z0-9_-]{0,62}$/, { message: 'dbName must be a database name' })
   dbName?: string;
 
   @ApiPropertyOptional({ example: 'public', default: 'public' })
-  @IsOptional()
+  @OptionalNotNull()
   @Matches(IDENTIFIER, { message: 'schema must be a schema name: letters, digits and _' })
   schema?: string;
 
@@ -286,7 +287,7 @@ export class DatabaseDestinationDto {
   table!: string;
 
   @ApiPropertyOptional({ example: true, default: true, description: 'false selects the document database' })
-  @IsOptional()
+  @OptionalNotNull()
   @IsBoolean()
   usePostgres?: boolean;
 }
@@ -296,7 +297,7 @@ export class ObjectStoreDestinationDto {
     example: 'analytics',
     description: "Bucket (default: the environment's <env>-output)",
   })
-  @IsOptional()
+  @OptionalNotNull()
   @Matches(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, { message: 'bucket must be an S3 bucket name' })
   bucket?: string;
 
@@ -310,7 +311,7 @@ export class ObjectStoreDestinationDto {
   prefix!: string;
 
   @ApiPropertyOptional({ enum: ['parquet', 'csv', 'jsonl'], default: 'parquet' })
-  @IsOptional()
+  @OptionalNotNull()
   @IsIn(['parquet', 'csv', 'jsonl'])
   format?: 'parquet' | 'csv' | 'jsonl';
 }
@@ -329,13 +330,13 @@ export class VectorStoreDestinationDto {
 
 export class DestinationDto {
   @ApiPropertyOptional({ type: DatabaseDestinationDto })
-  @IsOptional()
+  @OptionalNotNull()
   @ValidateNested()
   @Type(() => DatabaseDestinationDto)
   database?: DatabaseDestinationDto;
 
   @ApiPropertyOptional({ type: ObjectStoreDestinationDto, description: 'Instead of database: write files' })
-  @IsOptional()
+  @OptionalNotNull()
   @ValidateNested()
   @Type(() => ObjectStoreDestinationDto)
   objectStore?: ObjectStoreDestinationDto;
@@ -344,7 +345,7 @@ export class DestinationDto {
     type: VectorStoreDestinationDto,
     description: 'Instead of database or objectStore: documents into a vector store (document taps)',
   })
-  @IsOptional()
+  @OptionalNotNull()
   @ValidateNested()
   @Type(() => VectorStoreDestinationDto)
   vectorStore?: VectorStoreDestinationDto;
@@ -364,7 +365,7 @@ export class PipelineConfigDto {
   catalog?: string | null;
 
   @ApiPropertyOptional({ example: 'Daily sales export' })
-  @IsOptional()
+  @OptionalNotNull()
   @IsString()
   @MaxLength(2000)
   description?: string;
@@ -375,13 +376,13 @@ export class PipelineConfigDto {
   source!: SourceDto;
 
   @ApiPropertyOptional({ type: DataQualityDto })
-  @IsOptional()
+  @OptionalNotNull()
   @ValidateNested()
   @Type(() => DataQualityDto)
   dataQuality?: DataQualityDto;
 
   @ApiPropertyOptional({ type: TransformationDto })
-  @IsOptional()
+  @OptionalNotNull()
   @ValidateNested()
   @Type(() => TransformationDto)
   transformation?: TransformationDto;
