@@ -103,6 +103,31 @@ describe('ingestion of hostile and unusual input', () => {
     );
   });
 
+  it('regex rules run in linear time; a pattern RE2 cannot run is refused when the pipeline is saved', async () => {
+    const withRule = (pattern: string) =>
+      csvPipeline('r', table('r'), [['v', 'string']], {
+        dataQuality: { rules: [{ type: 'regex', column: 'v', pattern }] },
+      });
+    const refused = await api.http.post('/api/v1/pipeline').send(withRule('^(a)\\1$')).expect(400);
+    expect(refused.body.details).toEqual([
+      {
+        field: 'dataQuality.rules[v].pattern',
+        problem: expect.stringMatching(
+          /^pattern '\^\(a\)\\1\$' is not a valid regular expression: .*no backreferences or lookaround/,
+        ),
+      },
+    ]);
+    await api.http.post('/api/v1/pipeline').send(withRule('^(a+)+$')).expect(200);
+    const started = Date.now();
+    const { rollup } = await run('r', `v\naaa\n${'a'.repeat(5000)}!\n`, 'r.csv');
+    expect(rollup.status).toBe('warning');
+    expect(Date.now() - started).toBeLessThan(20_000);
+    const rejects = await pg.query(`SELECT reason FROM ${schema}."${table('r')}_rejects"`);
+    expect(rejects.rows.map((r: { reason: string }) => r.reason)).toEqual([
+      expect.stringMatching(/does not match \/\^\(a\+\)\+\$\/ \(rule regex\)$/),
+    ]);
+  });
+
   it('CSV: a quoted empty field is an empty string, an unquoted one is NULL; nullValues name more', async () => {
     expect((await run('c', 'id,a,b\n1,"",""\n2,,\n', 'e.csv')).rollup.status).toBe('success');
     const got = await pg.query(`SELECT id, a, b FROM ${schema}."${table('c')}" ORDER BY id`);

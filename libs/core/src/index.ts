@@ -7,4 +7,5 @@ export * from './logging/sanitize';
 export * from './environment';
 export * from './shutdown';
 export * from './text/safe-text';
+export * from './text/linear-regex';
 export * from './validation/optional';

@@ -9,6 +9,7 @@ import {
   parseExpression,
 } from '@tapyard/pipelines';
 import { Coerced, NULL_VALUE, coercer } from '@tapyard/destinations';
+import { compileLinearRegex } from '@tapyard/core';
 
 /** Why a row was not loaded. */
 export interface Rejection {
@@ -152,7 +153,8 @@ function compileRule(rule: DataQualityRule, type: FieldType): Check {
       };
     }
     case 'regex': {
-      const re = new RegExp(rule.pattern);
+      // Compiled once per job; linear time whatever the pattern and the value (RE2 semantics).
+      const re = compileLinearRegex(rule.pattern);
       return (v) =>
         v === null || re.test(v) ? null : `value '${short(v)}' does not match /${rule.pattern}/ (rule regex)`;
     }

@@ -1,4 +1,4 @@
-import { ErrorDetail, ValidationError } from '@tapyard/core';
+import { ErrorDetail, ValidationError, compileLinearRegex, errorMessage } from '@tapyard/core';
 import { PipelineConfigDto } from './dto/pipeline-config.dto';
 import { columnsOf, parseExpression } from './expression';
 import {
@@ -164,9 +164,12 @@ function toRule(
     }
     case 'regex':
       try {
-        new RegExp(r.pattern ?? '');
-      } catch {
-        problems.push({ field: where, problem: `pattern '${r.pattern}' is not a valid regular expression` });
+        compileLinearRegex(r.pattern ?? '');
+      } catch (err) {
+        problems.push({
+          field: `${where}.pattern`,
+          problem: `pattern '${r.pattern}' is not a valid regular expression: ${errorMessage(err)}`,
+        });
       }
       if (!r.pattern) problems.push({ field: where, problem: 'regex needs a pattern' });
       return { type: 'regex', column: r.column, pattern: r.pattern ?? '' };
