@@ -1,15 +1,15 @@
-import {
+// The stage thread loads this file: deep imports keep its module graph small (no Nest modules,
+// DTOs or database drivers), which is what a thread per job costs to start.
+import type {
   DataQualityRule,
-  Expr,
   FieldType,
   PipelineDefinition,
   SchemaField,
-  evaluate,
-  outputFields,
-  parseExpression,
-} from '@tapyard/pipelines';
-import { Coerced, NULL_VALUE, coercer } from '@tapyard/destinations';
-import { compileLinearRegex } from '@tapyard/core';
+} from '../../pipelines/src/pipeline.types';
+import { Expr, evaluate, parseExpression } from '../../pipelines/src/expression';
+import { outputFields } from '../../pipelines/src/output-fields';
+import { Coerced, NULL_VALUE, coercer } from '../../destinations/src/copy-text';
+import { compileLinearRegex } from '../../core/src/text/linear-regex';
 
 /** Why a row was not loaded. */
 export interface Rejection {
@@ -35,7 +35,15 @@ export class RowPlan {
   private readonly steps: CompiledStep[];
   private readonly outCoercers: ((raw: string) => Coerced)[];
 
-  constructor(def: PipelineDefinition, fileColumns: string[]) {
+  /**
+   * `stage`: where the row in progress is, for a watchdog in another thread: 0 DataQuality,
+   * 1 Transformation.
+   */
+  constructor(
+    def: PipelineDefinition,
+    fileColumns: string[],
+    private readonly stage: Int32Array | null = null,
+  ) {
     this.fields = def.source.schemaProperties.fields;
     this.sourceIndex = this.fields.map((f) => fileColumns.indexOf(f.name));
     // A pipeline's own nullValues replace the built-in null tokens of non-string columns.
@@ -74,7 +82,10 @@ export class RowPlan {
       line = i === 0 ? c.text : line + '\t' + c.text;
     }
     if (this.steps.length === 0) return line + '\n';
-    return this.transform(row);
+    if (this.stage !== null) this.stage[0] = 1;
+    const out = this.transform(row);
+    if (this.stage !== null) this.stage[0] = 0;
+    return out;
   }
 
   /** Transformation works on plain values by name; the output is coerced to the output types. */
