@@ -3,13 +3,7 @@ import { createReadStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { Logger } from 'pino';
-import {
-  CONFIG,
-  LOGGER,
-  ServiceUnavailableError,
-  TapyardConfig,
-  errorMessage,
-} from '@tapyard/core';
+import { CONFIG, LOGGER, ServiceUnavailableError, TapyardConfig, errorMessage } from '@tapyard/core';
 import {
   DESTINATIONS,
   Destination,

@@ -224,4 +224,3 @@ function checkMappings(fields: SchemaField[], steps: TransformationStep[], probl
     else throw err;
   }
 }
-
