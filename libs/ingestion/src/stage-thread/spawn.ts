@@ -8,9 +8,12 @@ import { extname, join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 
 export function spawnStageThread(): Worker {
-  const ext = extname(__filename);
-  const entry = join(__dirname, `thread-main${ext}`);
-  if (ext !== '.ts') return new Worker(entry);
+  return spawnWorker(join(__dirname, `thread-main${extname(__filename)}`));
+}
+
+/** A worker thread running `entry`, a built `.js` file or a `.ts` source (tests use it too). */
+export function spawnWorker(entry: string): Worker {
+  if (extname(entry) !== '.ts') return new Worker(entry);
   return new Worker(TS_BOOTSTRAP, {
     eval: true,
     workerData: { entry, root: resolve(__dirname, '../../../..') },

@@ -81,7 +81,8 @@ export class JsonRecordScanner extends JsonGrammar {
     this.endOffset = chunk.offset + chunk.length;
     this.scan(chunk.bytes, 0, chunk.length);
     this.capture.chunkEnd();
-    if (this.lines || this.mode === FIRST) this.keepLineHead(chunk);
+    // Any shape but an array or a document may turn out to be JSON Lines.
+    if (this.mode !== ARRAY && this.mode !== PATH && this.mode !== DOC) this.keepLineHead(chunk);
     if (this.keyFrom >= 0) {
       if (this.keyRaw.length < MAX_KEY_CHARS) this.keyRaw += chunk.slice(this.keyFrom, chunk.length);
       this.keyFrom = 0;
