@@ -79,7 +79,7 @@ describe('JSON reader fuzz (differential against JSON.parse)', () => {
         expect(rowAt.has(line) || errAt.has(line)).toBe(false);
         return;
       }
-      let ref: string | null = null;
+      let ref: string | null;
       try {
         ref = JSON.stringify(JSON.parse(text));
       } catch {
@@ -191,7 +191,7 @@ describe('JSON reader fuzz (differential against JSON.parse)', () => {
         else if (/^[ \t\n\r]*\[/.test(decode(data))) checkArray(data, r);
         else expect(r.fatal?.name ?? 'none').toMatch(/FatalReadError|none/);
       } catch (err) {
-        throw new Error(`corpus file ${kind}/${name}: ${(err as Error).message}`);
+        throw new Error(`corpus file ${kind}/${name}: ${(err as Error).message}`, { cause: err });
       }
     }
   }, 120_000);
