@@ -82,6 +82,13 @@ describe('readCsv', () => {
     expect((await read('a,"",\n', { header: true, expectedColumns: 3 })).header).toEqual(['a', '', '']);
   });
 
+  it('reads an empty field after a quoted-then-continued field as null at any chunk size (found by fuzzing)', async () => {
+    expect((await read('""aa,,\nx,"y"z,\n')).rows).toEqual([
+      ['aa', null, null],
+      ['x', 'yz', null],
+    ]);
+  });
+
   it('reads the unquoted nullValues of the pipeline as null, and no others', async () => {
     const r = await read('NA,"NA",,""\n\\N,x,-,\n', { nullValues: ['NA', '-'] });
     expect(r.rows).toEqual([

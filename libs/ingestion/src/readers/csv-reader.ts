@@ -287,6 +287,8 @@ class CsvTokenizer {
               state = FIELD_START;
               break;
             }
+            // The next field starts unquoted (this one may have been quoted, then continued).
+            this.fieldQuoted = false;
             segStart = i;
             segHigh = high;
           }
