@@ -35,11 +35,16 @@ export async function* readTapRecords(
   const one = (text: string): void => {
     line++;
     if (text.length === 0) return;
+    let value: unknown;
     try {
-      row(JSON.parse(text) as Record<string, unknown>);
+      value = JSON.parse(text);
     } catch {
       batch.errors.push({ line, reason: 'record is not valid JSON', raw: rawText(text) });
+      return;
     }
+    if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
+      row(value as Record<string, unknown>);
+    } else batch.errors.push({ line, reason: 'record is not a JSON object', raw: rawText(text) });
   };
   // A chunk may end inside a multi-byte character: the decoder holds it back for the next one.
   const decoder = new StringDecoder('utf8');

@@ -84,6 +84,21 @@ describe('readXml', () => {
     expect(r.rows).toEqual([JSON.parse('{"__proto__":"x","constructor":"y"}')]);
   });
 
+  it('fails at the first byte XML cannot hold, after the records before it, at any chunk size', async () => {
+    const nul = await read(Buffer.from('<rows><row>a</row><row>x\u0000y</row></rows>'));
+    expect(nul.rows).toEqual([{ '#text': 'a' }]);
+    expect(nul.fatal?.message).toBe('invalid XML at byte offset 24: byte 0x00 is not allowed in XML');
+    const utf8 = await read(
+      Buffer.concat([
+        Buffer.from('<rows><row>a</row><row>'),
+        Buffer.from([0xff]),
+        Buffer.from('</row></rows>'),
+      ]),
+    );
+    expect(utf8.rows).toEqual([{ '#text': 'a' }]);
+    expect(utf8.fatal?.message).toBe('invalid UTF-8 at byte offset 23 (XML input must be UTF-8)');
+  });
+
   it('refuses a DOCTYPE, with or without entity definitions, anywhere', async () => {
     const xxe =
       '<?xml version="1.0"?>\n<!DOCTYPE r [<!ENTITY xxe SYSTEM "file:///etc/passwd">]>\n<r><row>&xxe;</row></r>';
