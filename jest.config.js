@@ -10,6 +10,8 @@ module.exports = {
   },
   moduleNameMapper: { '^@tapyard/(.*)$': '<rootDir>/libs/$1/src' },
   globalSetup: '<rootDir>/test/global-setup.ts',
-  testTimeout: 30000,
+  // A bound, not a schedule: tests wait on conditions and end as soon as they hold; a loaded
+  // machine (CI on two shared cores) must not turn a slow run into a failure.
+  testTimeout: 120000,
   maxWorkers: 2,
 };

@@ -28,7 +28,7 @@ describe('archive intake and raw-bucket drops (FileNotifier)', () => {
   };
   /** Polls the publisher rollup until every job of the intake is done. */
   const settle = async (publisher: string, jobs: number): Promise<RollupAnswer> => {
-    const deadline = Date.now() + 20000;
+    const deadline = Date.now() + 120_000;
     for (;;) {
       const res = await api.http
         .get('/api/v1/pipeline/status')
@@ -161,7 +161,7 @@ describe('archive intake and raw-bucket drops (FileNotifier)', () => {
     const before = await count();
     const key = 'orders/drops/März 2026 ü.csv';
     await minio.client.putObject(`${env}-raw`, key, Buffer.from('id,item\n20,dropped\n21,dropped\n'));
-    const deadline = Date.now() + 20000;
+    const deadline = Date.now() + 120_000;
     while ((await count()) - before < 2 && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 100));
     // Several more poll rounds: nothing is taken twice.
@@ -222,7 +222,7 @@ describe('archive intake while the object store is down', () => {
         .field('publishertoken', 'pub-down')
         .attach('file', zip([{ name: 'a.csv', data: 'id\n1\n' }]), 'a.zip')
         .expect(200);
-      const deadline = Date.now() + 30000;
+      const deadline = Date.now() + 120_000;
       for (;;) {
         const res = await api.http
           .get('/api/v1/pipeline/status')

@@ -107,6 +107,35 @@ describe('loads into MongoDB (real FerretDB)', () => {
     expect(rollup.status).toBe(rejects.length > 0 ? 'warning' : 'success');
   });
 
+  it('rejects a record whose key holds a NUL with a readable reason; the job ends instead of retrying', async () => {
+    await api.http.post('/api/v1/pipeline').send(docPipeline('nul', 'json')).expect(200);
+    const token = await upload(
+      api.http,
+      'nul',
+      '{"ok":1}\n{"foo\\u0000bar":42}\n{"deep":{"x\\u0000":1}}\n',
+      'nul.ndjson',
+    );
+    const { rollup, events } = await waitForJob(api.http, token, 60_000);
+    expect(rollup.status).toBe('warning');
+    expect((await docs('nul')).map((d) => d.ok)).toEqual([1]);
+    const rejects = await docs('nul_rejects');
+    expect(rejects.map((r) => r.reason)).toEqual([
+      "field name 'foo\\u0000bar' holds a NUL character, which BSON cannot store",
+      "field name 'x\\u0000' holds a NUL character, which BSON cannot store",
+    ]);
+    expect(events.every((e) => !e.description.includes('\u0000'))).toBe(true);
+  });
+
+  it('a malformed file takes back the documents its job already wrote', async () => {
+    await api.http.post('/api/v1/pipeline').send(docPipeline('partial', 'json')).expect(200);
+    const records = Array.from({ length: 12_000 }, (_, i) => JSON.stringify({ i })).join(',');
+    const token = await upload(api.http, 'partial', `[${records},]`, 'partial.json');
+    const { rollup } = await waitForJob(api.http, token, 60_000);
+    expect(rollup.status).toBe('error');
+    expect(rollup.jobs[0].lastError?.description).toMatch(/not well-formed at byte offset/);
+    expect(await docs('partial')).toEqual([]);
+  });
+
   it('a second delivery of a committed job writes nothing', async () => {
     const dest = api.app.get(MongoDbDestination);
     const target = {

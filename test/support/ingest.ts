@@ -43,7 +43,7 @@ export async function upload(
 }
 
 /** Polls the rollup as a client would, until every job is done. */
-export async function waitForJob(http: TestAgent, token: string, timeoutMs = 30000): Promise<RollupAnswer> {
+export async function waitForJob(http: TestAgent, token: string, timeoutMs = 120_000): Promise<RollupAnswer> {
   const start = Date.now();
   for (;;) {
     const res = await http
@@ -84,7 +84,7 @@ export function csvPipeline(
 export async function waitForPublisher(
   http: TestAgent,
   token: string,
-  timeoutMs = 60000,
+  timeoutMs = 120_000,
 ): Promise<RollupAnswer> {
   const start = Date.now();
   for (;;) {

@@ -24,7 +24,7 @@ export function spawnApp(app: 'api' | 'worker', env: Record<string, string | und
     child,
     output: () => out,
     exited,
-    waitFor: async (pattern, timeoutMs = 20000) => {
+    waitFor: async (pattern, timeoutMs = 120_000) => {
       const start = Date.now();
       while (!pattern.test(out)) {
         if (child.exitCode !== null)

@@ -7,6 +7,7 @@ import { ApiModule } from './api.module';
 import { ApiMetrics } from './metrics/metrics';
 import { ErrorFilter } from './http/error.filter';
 import { requestContextMiddleware } from './http/request-context';
+import { checkJsonDepth, rejectNulCharacters } from './http/request-hygiene';
 import { API_PREFIX, setupSwagger } from './swagger';
 import { assertEveryRouteDeclared } from './auth/route-audit';
 
@@ -29,7 +30,8 @@ export async function createApiApp(config: TapyardConfig, logger: Logger): Promi
     );
   }
   app.use(requestContextMiddleware(logger, config.environment, metrics));
-  app.useBodyParser('json', { limit: config.bodyLimitBytes });
+  app.use(rejectNulCharacters);
+  app.useBodyParser('json', { limit: config.bodyLimitBytes, verify: checkJsonDepth });
   app.setGlobalPrefix(API_PREFIX, { exclude: ['metrics'] });
   app.useGlobalFilters(new ErrorFilter(logger));
   app.useGlobalPipes(

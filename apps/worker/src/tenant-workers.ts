@@ -57,7 +57,7 @@ export class TenantWorkers implements OnApplicationBootstrap, OnApplicationShutd
   }
 
   private start(tenant: string): void {
-    const { concurrency, lockMs } = this.config.worker;
+    const { concurrency, lockMs, maxStalls } = this.config.worker;
     const worker = new Worker<IngestQueueData>(
       QUEUES.ingest,
       (job: Job<IngestQueueData>) => this.processor.process(job),
@@ -67,7 +67,7 @@ export class TenantWorkers implements OnApplicationBootstrap, OnApplicationShutd
         concurrency,
         lockDuration: lockMs,
         stalledInterval: lockMs,
-        maxStalledCount: 3,
+        maxStalledCount: maxStalls,
       },
     );
     worker.on('failed', (job, err) => void this.processor.onFailed(job, err));

@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import busboy from 'busboy';
 import type { Request } from 'express';
-import Ajv2020 from 'ajv/dist/2020';
 import {
   PayloadTooLargeError,
   UnsupportedMediaTypeError,
@@ -10,6 +9,9 @@ import {
 } from '@tapyard/core';
 import { ObjectNotFoundError, ObjectStore, objectUri } from '@tapyard/objectstore';
 import { SchemaSampleError, generateJsonSchema, generateXsd } from '@tapyard/schemas';
+import { compileJsonSchema } from './json-schema-compile';
+
+export { compileJsonSchema } from './json-schema-compile';
 
 export const CONFIG_TYPES = ['validation-schema', 'javascript'] as const;
 export type ConfigType = (typeof CONFIG_TYPES)[number];
@@ -101,24 +103,6 @@ export class ConfigFilesService {
     const key = `${type}/${filename}`;
     await this.store.put(bucket, key, data, contentType(filename));
     return { filename, path: objectUri(bucket, key) };
-  }
-}
-
-/** Compiles a JSON Schema (draft 2020-12 unless it says otherwise); the message names the problem. */
-export function compileJsonSchema(text: string, filename: string) {
-  let schema: unknown;
-  try {
-    schema = JSON.parse(text);
-  } catch (err) {
-    throw new ValidationError(`'${filename}' is not valid JSON: ${errorMessage(err)}`);
-  }
-  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) {
-    throw new ValidationError(`'${filename}' is not a JSON Schema (expected an object)`);
-  }
-  try {
-    return new Ajv2020({ allErrors: false, strict: false, validateFormats: false }).compile(schema);
-  } catch (err) {
-    throw new ValidationError(`'${filename}' is not a valid JSON Schema: ${errorMessage(err)}`);
   }
 }
 

@@ -7,3 +7,6 @@ export * from './logging/logging.module';
 export * from './logging/sanitize';
 export * from './environment';
 export * from './shutdown';
+export * from './text/safe-text';
+export * from './text/linear-regex';
+export * from './validation/optional';

@@ -19,9 +19,9 @@ describe('escapeCopyText', () => {
 });
 
 describe('coercer', () => {
-  it('string: keeps text exactly (escaped), only the empty string is NULL', () => {
+  it('string: keeps text exactly (escaped), the empty string included (NULL is decided by the caller)', () => {
     const c = coercer('string');
-    expect(c('')).toEqual(ok(COPY_NULL));
+    expect(c('')).toEqual(ok(''));
     expect(c('  padded  ')).toEqual(ok('  padded  '));
     expect(c('NULL')).toEqual(ok('NULL'));
     expect(c('\\N')).toEqual(ok('\\\\N'));
@@ -38,6 +38,13 @@ describe('coercer', () => {
     }
     expect(coercer('int')(' 42 ')).toEqual(ok('42'));
     expect(coercer('date')('\t2024-01-31\r\n')).toEqual(ok('2024-01-31'));
+  });
+
+  it('without null tokens (a pipeline with its own nullValues) such text is not a value', () => {
+    expect(reasonOf(coercer('int', false)(''))).toBe("'' is not an int");
+    expect(reasonOf(coercer('date', false)(' NA '))).toBe("'NA' is not a date");
+    expect(coercer('int', false)('7')).toEqual(ok('7'));
+    expect(coercer('string', false)('NA')).toEqual(ok('NA'));
   });
 
   it('boolean', () => {

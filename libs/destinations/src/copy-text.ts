@@ -4,11 +4,12 @@
  * value and returns its COPY text, or a one-sentence reason.
  *
  * Rules (documented choices):
- * - non-string types: surrounding whitespace is trimmed; empty and the null tokens `NULL`,
- *   `null`, `\N`, `NA`, `N/A` are NULL (`\N`);
- * - string: the text is kept exactly (only COPY-escaped); only the empty string is NULL (so
- *   `NULL` in a string column is the four letters). A NUL character is an error (PostgreSQL
- *   text cannot hold it);
+ * - NULL is decided before coercion (the caller passes no value); a value is never NULL because of
+ *   its text, except that non-string types by default (`nullTokens`) also read empty text and the
+ *   tokens `NULL`, `null`, `\N`, `NA`, `N/A` as NULL (`\N`); without `nullTokens` those are errors;
+ * - string: the text is kept exactly (only COPY-escaped), the empty string included (so `NULL` in
+ *   a string column is the four letters). A NUL character is an error (PostgreSQL text cannot
+ *   hold it);
  * - boolean: true/false/t/f/yes/no/y/n/1/0, any case, become `t`/`f`;
  * - int, bigint: optional sign and decimal digits only (`1.0`, `1e3`, `1_000`, `0x1F` are
  *   errors, as PostgreSQL's int input rejects them), range-checked exactly by comparing digits
@@ -85,8 +86,35 @@ export function escapeCopyText(value: string): string {
   return out + value.slice(run);
 }
 
-/** A fast specialised coercion function for `type`. */
-export function coercer(type: FieldType): (raw: string) => Coerced {
+/** COPY text of SQL NULL, for values the caller already knows are NULL. */
+export const NULL_VALUE: Coerced = NULL_RESULT;
+
+const TYPE_NAMES: Record<FieldType, string> = {
+  string: 'a string',
+  boolean: 'a boolean',
+  int: 'an int',
+  bigint: 'a bigint',
+  float: 'a float',
+  double: 'a double',
+  date: 'a date',
+  timestamp: 'a timestamp',
+};
+
+/**
+ * A fast specialised coercion function for `type`. `nullTokens` (default): non-string types read
+ * empty text and the null tokens as NULL; without it only the caller's NULL is NULL (a pipeline
+ * with its own `nullValues` decides that itself), and such text is not a value of the type.
+ */
+export function coercer(type: FieldType, nullTokens = true): (raw: string) => Coerced {
+  const base = typeCoercer(type);
+  if (nullTokens || type === 'string') return base;
+  return (raw) => {
+    const s = trimmed(raw);
+    return isNullToken(s) ? fail(`${quoted(s)} is not ${TYPE_NAMES[type]}`) : base(raw);
+  };
+}
+
+function typeCoercer(type: FieldType): (raw: string) => Coerced {
   switch (type) {
     case 'string':
       return coerceString;
@@ -144,7 +172,6 @@ function isNullToken(s: string): boolean {
 }
 
 function coerceString(raw: string): Coerced {
-  if (raw.length === 0) return NULL_RESULT;
   if (raw.includes('\0'))
     return fail(
       `${quoted(raw.replaceAll('\0', '\\0'))} contains a NUL character, which a string cannot hold`,

@@ -8,6 +8,7 @@ import { QueueModule } from '@tapyard/queue';
 import { StatusModule } from '@tapyard/status';
 import { IngestionRunner } from './ingestion.runner';
 import { Spool } from './spool';
+import { StageThreadPool } from './stage-thread/stage-thread';
 import { SchemaDiscoveryService } from './schema-discovery.service';
 import { UploadService } from './upload.service';
 
@@ -20,7 +21,7 @@ import { UploadService } from './upload.service';
     ConfigFilesModule,
     ObjectStoreModule,
   ],
-  providers: [Spool, UploadService, IngestionRunner, SchemaDiscoveryService, FileNotifier],
+  providers: [Spool, UploadService, IngestionRunner, SchemaDiscoveryService, FileNotifier, StageThreadPool],
   exports: [
     Spool,
     UploadService,

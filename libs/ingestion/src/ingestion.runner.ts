@@ -1,8 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { createReadStream, createWriteStream, WriteStream } from 'node:fs';
+import { createReadStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
-import { Readable } from 'node:stream';
 import { Logger } from 'pino';
 import { CONFIG, LOGGER, TapyardConfig, errorMessage } from '@tapyard/core';
 import {
@@ -12,21 +11,34 @@ import {
   LoadTarget,
   RejectedRow,
 } from '@tapyard/destinations';
-import { ConfigFilesService, compileJsonSchema } from '@tapyard/configfiles';
-import { XsdRecordValidator } from '@tapyard/schemas';
-import { PipelineDefinition, PipelinesService } from '@tapyard/pipelines';
+import { ConfigFilesService } from '@tapyard/configfiles';
+import { PipelineDefinition, PipelinesService, outputFields } from '@tapyard/pipelines';
 import { uniqueNames } from '@tapyard/profiling';
 import { DocumentPayload, IngestPayload, RetryLaterError } from '@tapyard/queue';
 import { ProcessName, StatusService, jobRef } from '@tapyard/status';
-import { FatalReadError, RecordBatch } from './readers/record-batch';
-import { readCsv } from './readers/csv-reader';
-import { readJson } from './readers/json-reader';
-import { readXml } from './readers/xml-reader';
-import { readTapRecords } from './readers/tap-records';
-import { StreamEndedError, tailFile } from './readers/tail-file';
-import { RowPlan } from './row-plan';
 import { Spool } from './spool';
 import { StageError, destinationError, pipelineError } from './stage-error';
+import { Counts } from './stage-thread/protocol';
+import {
+  StageSession,
+  StageStalledError,
+  StageThreadError,
+  StageThreadPool,
+} from './stage-thread/stage-thread';
+
+/** A failure of the stage thread (the input, the tap stream, the schema, the watchdog), by stage. */
+function stageError(err: unknown): StageError {
+  if (err instanceof StageError) return err;
+  if (err instanceof StageStalledError) return new StageError(err.stage, err.message);
+  if (err instanceof StageThreadError) {
+    return new StageError('DataQuality', err.message, false, err.failure === 'superseded');
+  }
+  return new StageError('DataQuality', errorMessage(err));
+}
+
+function stageFailure(err: unknown): never {
+  throw stageError(err);
+}
 
 /**
  * Runs one ingestion job in a worker: read → DataQuality → Transformation (when configured) →
@@ -44,49 +56,20 @@ export class IngestionRunner {
     private readonly status: StatusService,
     private readonly spool: Spool,
     private readonly configFiles: ConfigFilesService,
+    private readonly threads: StageThreadPool,
   ) {}
 
-  /**
-   * The pipeline's validation schema as a batch check, or null: a JSON Schema (`.json`) for JSON and XML
-   * records, an XSD (`.xsd`) for XML records. A missing or unusable schema fails the job.
-   */
-  private async recordValidator(
+  /** The text of the pipeline's validation schema, for the stage thread to compile; a missing one fails the job. */
+  private async validationSchema(
     environment: string,
     def: PipelineDefinition,
-  ): Promise<RecordValidator | null> {
+  ): Promise<{ file: string; text: string } | null> {
     const file = def.dataQuality.validationSchema;
     if (!file) return null;
-    const prefix = `record does not match validation schema '${file}'`;
     try {
-      const text = await this.configFiles.readValidationSchema(environment, file);
-      if (file.endsWith('.xsd')) {
-        const xsd = XsdRecordValidator.create(
-          text,
-          def.source.fileAttributes.xmlAttributes?.rowElement ?? 'row',
-        );
-        return async (records) => {
-          const parsed = records.map(parseRecord);
-          const objects = parsed.filter((r): r is Record<string, unknown> => typeof r !== 'string');
-          const reasons = await xsd.check(objects).catch((err: unknown) => {
-            throw new StageError('DataQuality', errorMessage(err));
-          });
-          let k = 0;
-          return parsed.map((r) =>
-            typeof r === 'string' ? r : reasons[k++] && `${prefix}: ${reasons[k - 1]}`,
-          );
-        };
-      }
-      const check = compileJsonSchema(text, file);
-      return async (records) =>
-        records.map((json) => {
-          const record = parseRecord(json);
-          if (typeof record === 'string') return record;
-          if (check(record)) return null;
-          const e = check.errors?.[0];
-          return `${prefix}: ${e ? `${e.instancePath || '/'} ${e.message ?? 'is invalid'}` : 'invalid'}`;
-        });
+      return { file, text: await this.configFiles.readValidationSchema(environment, file) };
     } catch (err) {
-      throw err instanceof StageError ? err : new StageError('DataQuality', errorMessage(err));
+      throw new StageError('DataQuality', errorMessage(err));
     }
   }
 
@@ -114,99 +97,107 @@ export class IngestionRunner {
       );
 
       stage = 'DataQuality';
-      const input = p.records?.stream
-        ? Readable.from(tailFile(p.spoolPath, p.records.stream.staleMs))
-        : this.spool.open(p.spoolPath);
-      const batches = this.read(def, input, p.records);
-      const first = await batches.next();
-      const firstBatch: RecordBatch = first.done ? { rows: [], lines: [], errors: [] } : first.value;
-      const { plan, definition } = await this.plan(p, def, firstBatch);
-
-      const validate = await this.recordValidator(p.environment, definition);
-      const ruleCount = definition.dataQuality.rules.length;
-      await this.status.record(
-        job,
-        'DataQuality',
-        'begin',
-        `checking types of ${definition.source.schemaProperties.fields.length} columns and ${ruleCount} rule(s)`,
+      const rejectsPath = `${p.spoolPath}.rejects`;
+      // Reading, DataQuality and Transformation run in a stage thread under a watchdog.
+      const session = await this.threads.start(
+        {
+          spoolPath: p.spoolPath,
+          stream: p.records?.stream ?? null,
+          records: p.records ? { keys: p.records.keys, columns: p.records.columns } : null,
+          definition: def,
+          filename: p.filename,
+          rejectsPath,
+          spinOn: this.config.worker.testSpinOn,
+        },
+        { stallMs: this.config.worker.stageStallMs, maxIdle: this.config.worker.concurrency },
       );
-      if (plan.transforms) {
+      let counts: Counts = { rows: 0, rejected: 0, dq: 0, tf: 0, firstReject: null };
+      let result;
+      let first: { header: string[] | null; width: number | null };
+      let transforms: boolean;
+      try {
+        first = await session.first().catch(stageFailure);
+        const { fileColumns, definition } = await this.plan(p, def, first);
+        const schema = await this.validationSchema(p.environment, definition);
+        await session.plan(definition, fileColumns, schema).catch(stageFailure);
+        const fields = definition.source.schemaProperties.fields;
+        transforms = definition.transformation.mappings.length > 0;
+        const ruleCount = definition.dataQuality.rules.length;
         await this.status.record(
           job,
-          'Transformation',
+          'DataQuality',
           'begin',
-          `${definition.transformation.mappings.length} mapping step(s)`,
+          `checking types of ${fields.length} columns and ${ruleCount} rule(s)`,
         );
-      }
-
-      stage = destination.processName;
-      const target: LoadTarget = {
-        environment: p.environment,
-        pipeline: p.pipeline,
-        destination: definition.destination,
-        columns: plan.outColumns,
-        pipelineToken: p.pipelineToken,
-      };
-      await destination.prepare(target).catch((err: unknown) => {
-        throw destinationError(destination.processName, err);
-      });
-      await this.status.record(job, destination.processName, 'begin', `writing into ${location}`);
-
-      const rejectsPath = `${p.spoolPath}.rejects`;
-      const rejects = createWriteStream(rejectsPath);
-      const counts = { rows: 0, rejected: 0, dq: 0, tf: 0 };
-      let lastProgress = Date.now();
-      // Progress entries are written without holding up the load, but in order, and all of them
-      // before the stage's `end` entry.
-      let progressWritten: Promise<void> = Promise.resolve();
-      const progress = (loaded: number) => {
-        if (Date.now() - lastProgress < this.config.progressEveryMs) return;
-        lastProgress = Date.now();
-        const note = `${loaded} rows loaded so far; ${counts.rejected} rejected`;
-        progressWritten = progressWritten.then(() =>
-          this.status.record(job, destination.processName, 'processing', note).catch(() => undefined),
-        );
-      };
-      let readFailure: StageError | null = null;
-      // Set inside the reader below; a holder, since TypeScript does not track closures' writes.
-      const ended: { superseded: StreamEndedError | null } = { superseded: null };
-      const chunks = async function* (this: IngestionRunner): AsyncGenerator<string> {
-        try {
-          yield convert(firstBatch, plan, counts, rejects, await checked(firstBatch, validate));
-          for await (const batch of { [Symbol.asyncIterator]: () => batches })
-            yield convert(batch, plan, counts, rejects, await checked(batch, validate));
-        } catch (err) {
-          if (err instanceof StreamEndedError && err.superseded) {
-            ended.superseded = err;
-            throw err;
-          }
-          // Read errors end the load; the transaction rolls back and the job reports the reason.
-          readFailure = new StageError(
-            'DataQuality',
-            err instanceof FatalReadError ? err.message : errorMessage(err),
+        if (transforms) {
+          await this.status.record(
+            job,
+            'Transformation',
+            'begin',
+            `${definition.transformation.mappings.length} mapping step(s)`,
           );
-          throw readFailure;
-        } finally {
-          await closeStream(rejects);
         }
-      }.call(this);
 
-      let result;
-      try {
-        result = await destination.load(target, chunks, () => readRejects(rejectsPath), progress);
-      } catch (err) {
-        if (ended.superseded) throw ended.superseded;
-        throw readFailure ?? destinationError(destination.processName, err);
+        stage = destination.processName;
+        const target: LoadTarget = {
+          environment: p.environment,
+          pipeline: p.pipeline,
+          destination: definition.destination,
+          columns: outputFields(fields, definition.transformation.mappings),
+          pipelineToken: p.pipelineToken,
+        };
+        await destination.prepare(target).catch((err: unknown) => {
+          throw destinationError(destination.processName, err);
+        });
+        await this.status.record(job, destination.processName, 'begin', `writing into ${location}`);
+
+        let lastProgress = Date.now();
+        // Progress entries are written without holding up the load, but in order, and all of them
+        // before the stage's `end` entry.
+        let progressWritten: Promise<void> = Promise.resolve();
+        const progress = (loaded: number) => {
+          if (Date.now() - lastProgress < this.config.progressEveryMs) return;
+          lastProgress = Date.now();
+          const note = `${loaded} rows loaded so far; ${counts.rejected} rejected`;
+          progressWritten = progressWritten.then(() =>
+            this.status.record(job, destination.processName, 'processing', note).catch(() => undefined),
+          );
+        };
+        let readFailure: Error | null = null;
+        const chunks = async function* (s: StageSession): AsyncGenerator<string> {
+          try {
+            for (;;) {
+              const next = await s.next();
+              if ('end' in next) {
+                counts = next.end;
+                return;
+              }
+              counts = next.counts;
+              yield next.text;
+            }
+          } catch (err) {
+            // Read errors end the load; the transaction rolls back and the job reports the reason.
+            readFailure = stageError(err);
+            throw readFailure;
+          }
+        };
+        try {
+          result = await destination.load(target, chunks(session), () => readRejects(rejectsPath), progress);
+        } catch (err) {
+          throw readFailure ?? destinationError(destination.processName, err);
+        } finally {
+          await rm(rejectsPath, { force: true });
+        }
+        await progressWritten;
       } finally {
-        await rm(rejectsPath, { force: true });
+        session.end();
       }
 
-      await progressWritten;
       const dqNote = result.alreadyLoaded
         ? 'an earlier delivery of this job already loaded it'
         : `${counts.rows} rows checked, ${counts.dq} rejected`;
       await this.status.record(job, 'DataQuality', 'end', dqNote);
-      if (plan.transforms)
+      if (transforms)
         await this.status.record(
           job,
           'Transformation',
@@ -222,10 +213,21 @@ export class IngestionRunner {
       if (result.loaded === 0 && result.rejected === 0) {
         throw new StageError(
           'DataQuality',
-          firstBatch.header ? 'the file has a header row but no data rows' : 'the file holds no records',
+          first.header ? 'the file has a header row but no data rows' : 'the file holds no records',
         );
       }
       await this.status.record(job, destination.processName, 'end', loadNote);
+      if (result.loaded === 0) {
+        // Nothing usable at all is a failed job, not a warning: the rejects say why.
+        throw new StageError(
+          'DataQuality',
+          `nothing was loaded: all ${result.rejected} record(s) were rejected` +
+            (counts.firstReject ? ` (the first: ${counts.firstReject})` : '') +
+            (result.alreadyLoaded
+              ? ''
+              : `; they are kept in ${result.rejectsLocation ?? `${result.location}_rejects`}`),
+        );
+      }
       const outcome = result.rejected > 0 ? 'warning' : 'success';
       await this.status.record(
         job,
@@ -236,7 +238,7 @@ export class IngestionRunner {
       );
       await this.spool.remove(p.spoolPath);
     } catch (err) {
-      if (err instanceof StreamEndedError && err.superseded) {
+      if (err instanceof StageError && err.superseded) {
         // Not a failure: the tap run moved its records to another job before this one committed.
         await this.status.record(job, 'JobRunner', 'end', `nothing loaded here: ${err.message}`, 'success');
         await this.spool.remove(p.spoolPath).catch(() => undefined);
@@ -300,28 +302,6 @@ export class IngestionRunner {
     return d;
   }
 
-  private read(
-    def: PipelineDefinition,
-    input: Readable,
-    records: IngestPayload['records'],
-  ): AsyncGenerator<RecordBatch> {
-    const fa = def.source.fileAttributes;
-    if (records) {
-      // Tap output: JSON lines whatever the pipeline's file format (XML pipelines load JSON text too).
-      return fa.format === 'csv' ? readTapRecords(input, records) : readJson(input);
-    }
-    switch (fa.format) {
-      case 'json':
-        return readJson(input, { recordPath: fa.jsonAttributes?.recordPath ?? null });
-      case 'xml':
-        return readXml(input, { rowElement: fa.xmlAttributes?.rowElement ?? 'row' });
-      case 'csv':
-        return readCsv(input, { ...fa.csvAttributes });
-      default:
-        throw new StageError('JobRunner', `format '${fa.format}' cannot be loaded by an ingestion job`);
-    }
-  }
-
   /**
    * Maps the file's columns onto the schema. CSV columns missing from the schema are added to the
    * pipeline as `string` (spec rule); a file sharing no column with a multi-column schema is refused,
@@ -330,13 +310,13 @@ export class IngestionRunner {
   private async plan(
     p: IngestPayload,
     def: PipelineDefinition,
-    first: RecordBatch,
-  ): Promise<{ plan: RowPlan; definition: PipelineDefinition }> {
+    first: { header: string[] | null; width: number | null },
+  ): Promise<{ fileColumns: string[]; definition: PipelineDefinition }> {
     const fields = def.source.schemaProperties.fields;
     const fa = def.source.fileAttributes;
-    if (fa.format !== 'csv') return { plan: new RowPlan(def, [fields[0]?.name ?? '_json']), definition: def };
+    if (fa.format !== 'csv') return { fileColumns: [fields[0]?.name ?? '_json'], definition: def };
 
-    const width = first.header?.length ?? first.rows[0]?.length ?? fields.length;
+    const width = first.header?.length ?? first.width ?? fields.length;
     const fileColumns = first.header
       ? uniqueNames(first.header)
       : Array.from({ length: width }, (_, i) => fields[i]?.name ?? `column_${i + 1}`);
@@ -360,7 +340,7 @@ export class IngestionRunner {
         'added file columns to the pipeline schema',
       );
     }
-    return { plan: new RowPlan(definition, fileColumns), definition };
+    return { fileColumns, definition };
   }
 }
 
@@ -371,74 +351,7 @@ function describeDestination(def: PipelineDefinition): string {
   return db?.usePostgres === false ? `${db.dbName}.${db.table}` : `${db?.dbName}.${db?.schema}.${db?.table}`;
 }
 
-/** Checks one record's JSON text; returns the reason it fails, or null. */
-type RecordValidator = (recordJsons: string[]) => Promise<(string | null)[]>;
-
-/** A batch's validation reasons (one per row, null: valid), or null when there is no schema. */
-async function checked(
-  batch: RecordBatch,
-  validate: RecordValidator | null,
-): Promise<(string | null)[] | null> {
-  return validate ? validate(batch.rows.map((r) => r[0] ?? '')) : null;
-}
-
-/** A record's object, or why it is not one. */
-function parseRecord(json: string): Record<string, unknown> | string {
-  try {
-    const v = JSON.parse(json) as unknown;
-    return typeof v === 'object' && v !== null && !Array.isArray(v)
-      ? (v as Record<string, unknown>)
-      : 'record is not a JSON object';
-  } catch {
-    return 'record is not valid JSON';
-  }
-}
-
-function convert(
-  batch: RecordBatch,
-  plan: RowPlan,
-  counts: { rows: number; rejected: number; dq: number; tf: number },
-  rejects: WriteStream,
-  reasons: (string | null)[] | null,
-): string {
-  let out = '';
-  for (const e of batch.errors) {
-    counts.rejected++;
-    counts.dq++;
-    rejects.write(
-      JSON.stringify({ line: e.line, stage: 'DataQuality', reason: e.reason, raw: e.raw }) + '\n',
-    );
-  }
-  for (let i = 0; i < batch.rows.length; i++) {
-    counts.rows++;
-    const invalid = reasons ? reasons[i] : null;
-    const r =
-      invalid === null ? plan.process(batch.rows[i]) : { stage: 'DataQuality' as const, reason: invalid };
-    if (typeof r === 'string') out += r;
-    else {
-      counts.rejected++;
-      if (r.stage === 'DataQuality') counts.dq++;
-      else counts.tf++;
-      const raw = batch.rows[i].join(',');
-      rejects.write(
-        JSON.stringify({
-          line: batch.lines[i],
-          stage: r.stage,
-          reason: r.reason,
-          raw: raw.length > 1000 ? raw.slice(0, 1000) : raw,
-        }) + '\n',
-      );
-    }
-  }
-  counts.rows += batch.errors.length;
-  return out;
-}
-
 async function* readRejects(path: string): AsyncGenerator<RejectedRow> {
   const lines = createInterface({ input: createReadStream(path), crlfDelay: Infinity });
   for await (const line of lines) if (line) yield JSON.parse(line) as RejectedRow;
-}
-
-function closeStream(s: WriteStream): Promise<void> {
-  return new Promise((resolve) => (s.closed ? resolve() : s.end(() => resolve())));
 }

@@ -1,14 +1,15 @@
-import {
+// The stage thread loads this file: deep imports keep its module graph small (no Nest modules,
+// DTOs or database drivers), which is what a thread per job costs to start.
+import type {
   DataQualityRule,
-  Expr,
   FieldType,
   PipelineDefinition,
   SchemaField,
-  evaluate,
-  outputFields,
-  parseExpression,
-} from '@tapyard/pipelines';
-import { Coerced, coercer } from '@tapyard/destinations';
+} from '../../pipelines/src/pipeline.types';
+import { Expr, evaluate, parseExpression } from '../../pipelines/src/expression';
+import { outputFields } from '../../pipelines/src/output-fields';
+import { Coerced, NULL_VALUE, coercer } from '../../destinations/src/copy-text';
+import { compileLinearRegex } from '../../core/src/text/linear-regex';
 
 /** Why a row was not loaded. */
 export interface Rejection {
@@ -34,10 +35,20 @@ export class RowPlan {
   private readonly steps: CompiledStep[];
   private readonly outCoercers: ((raw: string) => Coerced)[];
 
-  constructor(def: PipelineDefinition, fileColumns: string[]) {
+  /**
+   * `stage`: where the row in progress is, for a watchdog in another thread: 0 DataQuality,
+   * 1 Transformation.
+   */
+  constructor(
+    def: PipelineDefinition,
+    fileColumns: string[],
+    private readonly stage: Int32Array | null = null,
+  ) {
     this.fields = def.source.schemaProperties.fields;
     this.sourceIndex = this.fields.map((f) => fileColumns.indexOf(f.name));
-    this.inCoercers = this.fields.map((f) => coercer(f.type));
+    // A pipeline's own nullValues replace the built-in null tokens of non-string columns.
+    const nullTokens = def.source.fileAttributes.csvAttributes?.nullValues === undefined;
+    this.inCoercers = this.fields.map((f) => coercer(f.type, nullTokens));
     this.checks = this.fields.map((f) =>
       def.dataQuality.rules.filter((r) => r.column === f.name).map((r) => compileRule(r, f.type)),
     );
@@ -50,18 +61,19 @@ export class RowPlan {
     return this.steps.length > 0;
   }
 
-  process(row: string[]): RowOutcome {
+  /** `row`: the file's cells; null is NULL (an unquoted null marker, a missing value). */
+  process(row: (string | null)[]): RowOutcome {
     const n = this.fields.length;
     // Built by concatenation: no per-row array, and V8 ropes make this cheap (hot path).
     let line = '';
     for (let i = 0; i < n; i++) {
       const idx = this.sourceIndex[i];
-      const raw = idx >= 0 && idx < row.length ? row[idx] : '';
-      const c = this.inCoercers[i](raw);
+      const raw = idx >= 0 && idx < row.length ? row[idx] : null;
+      const c = raw === null ? NULL_VALUE : this.inCoercers[i](raw);
       if (!c.ok) return { stage: 'DataQuality', reason: `column '${this.fields[i].name}': ${c.reason}` };
       const checks = this.checks[i];
       if (checks.length > 0) {
-        const value = c.text === '\\N' ? null : raw.trim();
+        const value = raw === null || c.text === '\\N' ? null : raw.trim();
         for (const check of checks) {
           const problem = check(value);
           if (problem) return { stage: 'DataQuality', reason: `column '${this.fields[i].name}': ${problem}` };
@@ -70,22 +82,25 @@ export class RowPlan {
       line = i === 0 ? c.text : line + '\t' + c.text;
     }
     if (this.steps.length === 0) return line + '\n';
-    return this.transform(row);
+    if (this.stage !== null) this.stage[0] = 1;
+    const out = this.transform(row);
+    if (this.stage !== null) this.stage[0] = 0;
+    return out;
   }
 
   /** Transformation works on plain values by name; the output is coerced to the output types. */
-  private transform(row: string[]): RowOutcome {
+  private transform(row: (string | null)[]): RowOutcome {
     const values = new Map<string, string | null>();
     this.fields.forEach((f, i) => {
       const idx = this.sourceIndex[i];
-      const raw = idx >= 0 && idx < row.length ? row[idx] : '';
-      values.set(f.name, raw === '' ? null : f.type === 'string' ? raw : raw.trim());
+      const raw = idx >= 0 && idx < row.length ? row[idx] : null;
+      values.set(f.name, raw === null ? null : f.type === 'string' ? raw : raw.trim());
     });
     for (const step of this.steps) step(values);
     const out = new Array<string>(this.outColumns.length);
     for (let i = 0; i < this.outColumns.length; i++) {
       const v = values.get(this.outColumns[i].name) ?? null;
-      const c = this.outCoercers[i](v ?? '');
+      const c = v === null ? NULL_VALUE : this.outCoercers[i](v);
       if (!c.ok)
         return {
           stage: 'Transformation',
@@ -149,7 +164,8 @@ function compileRule(rule: DataQualityRule, type: FieldType): Check {
       };
     }
     case 'regex': {
-      const re = new RegExp(rule.pattern);
+      // Compiled once per job; linear time whatever the pattern and the value (RE2 semantics).
+      const re = compileLinearRegex(rule.pattern);
       return (v) =>
         v === null || re.test(v) ? null : `value '${short(v)}' does not match /${rule.pattern}/ (rule regex)`;
     }

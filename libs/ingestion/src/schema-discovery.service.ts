@@ -137,8 +137,9 @@ async function csvRows(sample: UploadedSample, delimiter: string, limit: number)
       quote: '"',
       escape: '"',
       encoding: 'utf-8',
+      nullValues: [],
     })) {
-      rows.push(...batch.rows);
+      for (const row of batch.rows) rows.push(row.map((c) => c ?? ''));
       if (rows.length >= limit + 1) break;
     }
   } catch (err) {

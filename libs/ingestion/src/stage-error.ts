@@ -9,6 +9,8 @@ export class StageError extends Error {
     message: string,
     /** A service was unreachable: worth running again later. */
     readonly retryable = false,
+    /** The tap run moved its records to another job before this one committed: not a failure. */
+    readonly superseded = false,
   ) {
     super(message);
   }

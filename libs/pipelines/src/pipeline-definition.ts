@@ -1,7 +1,9 @@
-import { ErrorDetail, ValidationError } from '@tapyard/core';
+import { ErrorDetail, ValidationError, compileLinearRegex, errorMessage } from '@tapyard/core';
 import { DestinationDefaults } from './destination-confinement';
 import { PipelineConfigDto } from './dto/pipeline-config.dto';
-import { columnsOf, parseExpression } from './expression';
+import { outputFields } from './output-fields';
+
+export { outputFields } from './output-fields';
 import {
   DataQualityRule,
   FieldType,
@@ -93,6 +95,7 @@ export function toDefinition(dto: PipelineConfigDto, defaults: DestinationDefaul
           quote: csv.quote === undefined ? '"' : csv.quote,
           escape: csv.escape === undefined ? (csv.quote === undefined ? '"' : csv.quote) : csv.escape,
           encoding: csv.encoding ?? 'utf-8',
+          ...(csv.nullValues ? { nullValues: [...new Set(csv.nullValues)] } : {}),
         },
         ...(fa.jsonAttributes
           ? { jsonAttributes: { recordPath: fa.jsonAttributes.recordPath ?? null } }
@@ -165,9 +168,12 @@ function toRule(
     }
     case 'regex':
       try {
-        new RegExp(r.pattern ?? '');
-      } catch {
-        problems.push({ field: where, problem: `pattern '${r.pattern}' is not a valid regular expression` });
+        compileLinearRegex(r.pattern ?? '');
+      } catch (err) {
+        problems.push({
+          field: `${where}.pattern`,
+          problem: `pattern '${r.pattern}' is not a valid regular expression: ${errorMessage(err)}`,
+        });
       }
       if (!r.pattern) problems.push({ field: where, problem: 'regex needs a pattern' });
       return { type: 'regex', column: r.column, pattern: r.pattern ?? '' };
@@ -219,41 +225,4 @@ function checkMappings(fields: SchemaField[], steps: TransformationStep[], probl
       problems.push(...(err.details ?? [{ field: 'transformation', problem: err.message }]));
     else throw err;
   }
-}
-
-/** The columns a pipeline writes: its schema after the transformation steps. */
-export function outputFields(fields: SchemaField[], steps: TransformationStep[]): SchemaField[] {
-  let cols = fields.map((f) => ({ ...f }));
-  steps.forEach((s, i) => {
-    const where = `transformation.mappings[${i}]`;
-    const has = (name: string) => cols.some((c) => c.name === name);
-    const fail = (problem: string): never => {
-      throw new ValidationError(`${where} ${problem}`, [{ field: where, problem }]);
-    };
-    switch (s.op) {
-      case 'rename':
-        if (!has(s.from)) fail(`renames '${s.from}', which does not exist at that step`);
-        if (has(s.to)) fail(`renames to '${s.to}', which already exists`);
-        cols = cols.map((c) => (c.name === s.from ? { ...c, name: s.to } : c));
-        break;
-      case 'cast':
-        if (!has(s.column)) fail(`casts '${s.column}', which does not exist at that step`);
-        cols = cols.map((c) => (c.name === s.column ? { ...c, type: s.type } : c));
-        break;
-      case 'drop':
-        if (!has(s.column)) fail(`drops '${s.column}', which does not exist at that step`);
-        cols = cols.filter((c) => c.name !== s.column);
-        break;
-      case 'derive': {
-        const expr = parseExpression(s.expression);
-        for (const ref of columnsOf(expr))
-          if (!has(ref)) fail(`derive reads '${ref}', which does not exist at that step`);
-        cols = has(s.column)
-          ? cols.map((c) => (c.name === s.column ? { name: s.column, type: s.type } : c))
-          : [...cols, { name: s.column, type: s.type }];
-        break;
-      }
-    }
-  });
-  return cols;
 }

@@ -32,6 +32,12 @@ export interface CsvAttributes {
   escape: string | null;
   /** `utf-8` (default) or `latin1`. */
   encoding: 'utf-8' | 'latin1';
+  /**
+   * Unquoted field texts read as NULL, in every column (a quoted field is never NULL, as in
+   * PostgreSQL's CSV import). Absent: an unquoted empty field is NULL, and non-string columns also
+   * read `NULL`, `null`, `\N`, `NA` and `N/A` (quoted or not) as NULL.
+   */
+  nullValues?: string[];
 }
 
 export interface JsonAttributes {

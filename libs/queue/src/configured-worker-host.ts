@@ -21,7 +21,7 @@ export abstract class ConfiguredWorkerHost extends WorkerHost implements OnAppli
     opts.lockDuration = this.config.worker.lockMs;
     opts.lockRenewTime = this.config.worker.lockMs / 2;
     opts.stalledInterval = this.config.worker.lockMs;
-    opts.maxStalledCount = 3;
+    opts.maxStalledCount = this.config.worker.maxStalls;
     // The lock manager copies its timings when the Worker is constructed (with the decorator's
     // defaults): rebuild it, or locks would expire before their first renewal whenever lockMs is
     // below BullMQ's 30 s default.

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { ConflictError, NotFoundError } from '@tapyard/core';
+import { ConflictError, NotFoundError, safeText } from '@tapyard/core';
 import { EventRow, StatusRepository } from './status.repository';
 import {
   ALL_JOBS,
@@ -29,7 +29,11 @@ export class StatusService {
     @Inject(CLOCK) private readonly clock: Clock,
   ) {}
 
-  /** Records one stage event; `outcome` marks the job's terminal event. */
+  /**
+   * Records one stage event; `outcome` marks the job's terminal event. Descriptions often quote
+   * the input (a key, a value, a server's message): control characters are escaped, since one NUL
+   * would make PostgreSQL refuse the entry and the job could never reach its terminal state.
+   */
   record(
     job: JobRef,
     processName: ProcessName,
@@ -37,7 +41,8 @@ export class StatusService {
     description: string,
     outcome: JobOutcome | null = null,
   ): Promise<void> {
-    return this.repo.record(job, processName, state, description, this.clock.now(), outcome);
+    const ref = { ...job, filename: safeText(job.filename) };
+    return this.repo.record(ref, processName, state, safeText(description), this.clock.now(), outcome);
   }
 
   /**

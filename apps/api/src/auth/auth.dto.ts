@@ -1,3 +1,4 @@
+import { OptionalNotNull } from '@tapyard/core';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, IsArray, IsIn, IsOptional, IsString, MaxLength, MinLength } from 'class-validator';
 import { ROLES, TEMPLATE_NAMES } from '@tapyard/auth';
@@ -13,7 +14,7 @@ export class IssueKeyDto {
   label!: string;
 
   @ApiPropertyOptional({ enum: TEMPLATE_NAMES, example: 'read-only' })
-  @IsOptional()
+  @OptionalNotNull()
   @IsString()
   template?: string;
 
@@ -24,7 +25,7 @@ export class IssueKeyDto {
       'Manual capability list `resource:action[:scope]`, instead of a template. Each must be held by the caller: ' +
       'the same resource:action or a wildcard, unscoped or with the same scope',
   })
-  @IsOptional()
+  @OptionalNotNull()
   @IsArray()
   @ArrayMaxSize(200)
   @IsString({ each: true })
@@ -36,7 +37,7 @@ export class IssueKeyDto {
       'Multi-tenant mode, operator callers with full access (`*:*`) only: issue the key in this tenant environment ' +
       '(never the operator environment itself)',
   })
-  @IsOptional()
+  @OptionalNotNull()
   @IsString()
   @MaxLength(40)
   tenant?: string;
@@ -199,12 +200,12 @@ export class CreateUserDto {
 
 export class UpdateUserDto {
   @ApiPropertyOptional({ example: 'a new long passphrase' })
-  @IsOptional()
+  @OptionalNotNull()
   @IsString()
   password?: string;
 
   @ApiPropertyOptional({ enum: ROLES, example: 'viewer' })
-  @IsOptional()
+  @OptionalNotNull()
   @IsString()
   @IsIn(ROLES as unknown as string[])
   role?: string;

@@ -54,7 +54,7 @@ export class ErrorFilter implements ExceptionFilter {
     if (exception instanceof HttpException && exception.getStatus() < 500) {
       return this.fromHttpException(exception, req);
     }
-    const parserError = fromBodyParserError(exception);
+    const parserError = fromBodyParserError(exception, req);
     if (parserError) return parserError;
     if (isConnectionFailure(exception)) {
       // Repositories reach only the metadata database directly; other services raise typed errors.
@@ -101,19 +101,41 @@ export class ErrorFilter implements ExceptionFilter {
   }
 }
 
-/** body-parser / raw-body errors (http-errors with a `type`) that reach us before any route. */
-function fromBodyParserError(e: unknown): ErrorBody | null {
+/** body-parser / raw-body errors (http-errors with a status, mostly a `type`) that reach us before any route. */
+function fromBodyParserError(e: unknown, req: Request): ErrorBody | null {
   if (typeof e !== 'object' || e === null) return null;
-  const { type, status } = e as { type?: unknown; status?: unknown };
-  if (typeof type !== 'string' || typeof status !== 'number' || status >= 500) return null;
+  const { type, status, code, message } = e as {
+    type?: unknown;
+    status?: unknown;
+    code?: unknown;
+    message?: unknown;
+  };
+  if (typeof status !== 'number' || status >= 500) return null;
+  const encoding = String(req.headers['content-encoding'] ?? '').slice(0, 40);
+  if (typeof type !== 'string') {
+    // zlib / brotli refused the body: its bytes are not what the header says.
+    if (typeof code === 'string' && /^(Z_|ERR_|ERR__)/.test(code)) {
+      return body(
+        400,
+        `request body could not be decoded: it does not match its content-encoding '${encoding}'`,
+      );
+    }
+    return null;
+  }
   switch (type) {
     case 'entity.too.large':
       return body(413, 'request body is larger than the configured limit (BODY_LIMIT)');
     case 'entity.parse.failed':
       return body(400, 'request body is not valid JSON');
+    case 'entity.too.deep':
+      return body(400, typeof message === 'string' ? message : 'request body is nested too deeply');
     case 'encoding.unsupported':
+      // A single token names a coding we do not speak (415); anything else is not a header value at all.
+      return /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(encoding)
+        ? body(415, `content-encoding '${encoding}' is not supported (use gzip, deflate, br or none)`)
+        : body(400, 'the content-encoding header is malformed');
     case 'charset.unsupported':
-      return body(415, 'request body uses an unsupported content encoding or charset');
+      return body(415, 'request body uses an unsupported charset');
     case 'request.aborted':
       return body(400, 'the client aborted the request before the body was complete');
     default:

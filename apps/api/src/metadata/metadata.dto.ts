@@ -1,6 +1,7 @@
+import { OptionalNotNull } from '@tapyard/core';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsBoolean, IsOptional, IsString, MaxLength } from 'class-validator';
+import { IsBoolean, IsString, MaxLength } from 'class-validator';
 import { toBool } from '../http/query-transforms';
 
 export class DatabaseQueryDto {
@@ -8,7 +9,7 @@ export class DatabaseQueryDto {
     description: 'Default: the platform database (POSTGRES_DATABASE), the only one a tenant may name',
     example: 'tapyard',
   })
-  @IsOptional()
+  @OptionalNotNull()
   @IsString()
   @MaxLength(63)
   database?: string;
@@ -19,7 +20,7 @@ const SCHEMA_DESCRIPTION =
 
 export class TablesQueryDto extends DatabaseQueryDto {
   @ApiPropertyOptional({ default: 'public', description: SCHEMA_DESCRIPTION })
-  @IsOptional()
+  @OptionalNotNull()
   @IsString()
   @MaxLength(63)
   schema?: string;
@@ -28,7 +29,7 @@ export class TablesQueryDto extends DatabaseQueryDto {
     default: false,
     description: 'true: only tables with an `embedding` column; false: those tables are left out',
   })
-  @IsOptional()
+  @OptionalNotNull()
   @Transform(toBool)
   @IsBoolean({ message: 'vectorOnly must be true or false' })
   vectorOnly?: boolean;
@@ -36,7 +37,7 @@ export class TablesQueryDto extends DatabaseQueryDto {
 
 export class ColumnsQueryDto extends DatabaseQueryDto {
   @ApiPropertyOptional({ default: 'public', description: SCHEMA_DESCRIPTION })
-  @IsOptional()
+  @OptionalNotNull()
   @IsString()
   @MaxLength(63)
   schema?: string;
@@ -49,7 +50,7 @@ export class ColumnsQueryDto extends DatabaseQueryDto {
 
 export class MongoCollectionsQueryDto {
   @ApiPropertyOptional({ description: 'Without it: every collection as `<database>.<collection>`' })
-  @IsOptional()
+  @OptionalNotNull()
   @IsString()
   @MaxLength(63)
   database?: string;

@@ -1,6 +1,7 @@
+import { OptionalNotNull } from '@tapyard/core';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsBoolean, IsInt, IsOptional, IsString, Max, Min } from 'class-validator';
+import { IsBoolean, IsInt, IsString, Max, Min } from 'class-validator';
 import { toBool } from '../http/query-transforms';
 
 export class SavePipelineResultDto {
@@ -49,7 +50,7 @@ export class PipelineQueryDto {
 
 export class DeletePipelineQueryDto extends PipelineQueryDto {
   @ApiPropertyOptional({ example: false, default: false })
-  @IsOptional()
+  @OptionalNotNull()
   @Transform(toBool)
   @IsBoolean({ message: 'deleteData must be true or false' })
   deleteData?: boolean;
@@ -57,22 +58,22 @@ export class DeletePipelineQueryDto extends PipelineQueryDto {
 
 export class StatusQueryDto {
   @ApiPropertyOptional({ description: 'All jobs of a publisher token (first in precedence)' })
-  @IsOptional()
+  @OptionalNotNull()
   @IsString()
   publishertoken?: string;
 
   @ApiPropertyOptional({ description: 'One job (second in precedence)' })
-  @IsOptional()
+  @OptionalNotNull()
   @IsString()
   pipelinetoken?: string;
 
   @ApiPropertyOptional({ description: 'Job summaries of a pipeline, newest first, 50 per page' })
-  @IsOptional()
+  @OptionalNotNull()
   @IsString()
   pipelinename?: string;
 
   @ApiPropertyOptional({ default: 1 })
-  @IsOptional()
+  @OptionalNotNull()
   @Transform(({ value }) => (typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value))
   @IsInt({ message: 'page must be a positive integer' })
   @Min(1, { message: 'page must be a positive integer' })
@@ -80,7 +81,7 @@ export class StatusQueryDto {
   page?: number;
 
   @ApiPropertyOptional({ default: false, description: 'Wrap token queries as {rollup, events}' })
-  @IsOptional()
+  @OptionalNotNull()
   @Transform(toBool)
   @IsBoolean({ message: 'withrollup must be true or false' })
   withrollup?: boolean;

@@ -1,6 +1,7 @@
+import { OptionalNotNull } from '@tapyard/core';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+import { IsIn, IsInt, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
 import { TAP_NAME_PATTERN } from '@tapyard/taps';
 
 const NAME_MESSAGE = 'name must be a tap name (letters, digits, _ and -)';
@@ -17,7 +18,7 @@ export class TapListQueryDto {
     example: 'engineering',
     description: 'Only taps of this catalog; empty: uncataloged ones',
   })
-  @IsOptional()
+  @OptionalNotNull()
   @IsString()
   @MaxLength(200)
   catalog?: string;
@@ -32,7 +33,7 @@ export class LedgerEntryQueryDto extends TapQueryDto {
 
 export class TestQueryDto {
   @ApiPropertyOptional({ example: 100, description: '> 0 sets SERVICE_TAP_TEST_LIMIT in the script process' })
-  @IsOptional()
+  @OptionalNotNull()
   @Type(() => Number)
   @IsInt({ message: 'testLimit must be an integer' })
   @Min(0)
@@ -62,7 +63,7 @@ export class CronRequestDto {
     default: 'UTC',
     description: 'IANA time zone of the times in the text',
   })
-  @IsOptional()
+  @OptionalNotNull()
   @IsString()
   @MaxLength(64)
   timezone?: string;

@@ -56,7 +56,19 @@ export interface TapyardConfig {
   };
   /** 32-byte AES-256 key; never logged, never returned. */
   readonly masterKey: Buffer;
-  readonly worker: { readonly concurrency: number; readonly lockMs: number };
+  readonly worker: {
+    readonly concurrency: number;
+    readonly lockMs: number;
+    /** Times a job may stall workers (its worker died) before it is failed instead of handed on. */
+    readonly maxStalls: number;
+    /** A stage's thread that makes no progress this long is stopped and the job ends `error`. */
+    readonly stageStallMs: number;
+    /**
+     * Tests only (TAPYARD_TEST_SPIN_ON): a value holding this text makes the DataQuality stage spin
+     * without end, standing in for a pathological input so the watchdog can be proven.
+     */
+    readonly testSpinOn: string | null;
+  };
   /** Where uploads wait for a worker (shared by API and workers on one host). */
   readonly spoolDir: string;
   /** How often a running load reports its progress as a `processing` status entry. */
@@ -309,6 +321,9 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
     worker: {
       concurrency: r.int('WORKER_CONCURRENCY', 4, 1, 256),
       lockMs: r.int('WORKER_LOCK_MS', 30000, 1000, 600000),
+      maxStalls: r.int('WORKER_MAX_STALLS', 2, 0, 100),
+      stageStallMs: r.int('STAGE_STALL_MS', 60000, 100, 24 * 3600000),
+      testSpinOn: r.optional('TAPYARD_TEST_SPIN_ON'),
     },
     spoolDir: r.string('TAPYARD_SPOOL_DIR', join(dataDir, 'spool')),
     progressEveryMs: r.int('STATUS_PROGRESS_MS', 2000, 10, 3600000),

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { mongo } from 'mongoose';
-import { ServiceUnavailableError, ValidationError, errorMessage } from '@tapyard/core';
+import { ServiceUnavailableError, ValidationError, errorMessage, safeText } from '@tapyard/core';
 import {
   DatabaseDestination,
   PipelineDefinition,
@@ -141,23 +141,39 @@ export class MongoDbDestination implements Destination {
         batch.map((b) => b.doc),
       );
       for (const [i, reason] of bad) {
-        failed.push({ line: 0, stage: 'MongoDBLoader', reason, raw: batch[i].line.slice(0, 1000) });
+        failed.push({
+          line: 0,
+          stage: 'MongoDBLoader',
+          reason: safeText(reason),
+          raw: safeText(batch[i].line.slice(0, 1000)),
+        });
       }
       loaded += batch.length - bad.size;
       progress(loaded);
     };
-    for await (const chunk of chunks) {
-      for (const line of chunk.split('\n')) {
-        if (line === '') continue;
-        const id = `${target.pipelineToken}:${seq++}`;
-        const doc = toDoc(parseCopyLine(line), id);
-        if (typeof doc === 'string')
-          failed.push({ line: 0, stage: 'MongoDBLoader', reason: doc, raw: line.slice(0, 1000) });
-        else pending.push({ doc, line });
-        if (pending.length >= BATCH) await flush();
+    try {
+      for await (const chunk of chunks) {
+        for (const line of chunk.split('\n')) {
+          if (line === '') continue;
+          const id = `${target.pipelineToken}:${seq++}`;
+          const doc = toDoc(parseCopyLine(line), id);
+          if (typeof doc === 'string')
+            failed.push({ line: 0, stage: 'MongoDBLoader', reason: doc, raw: line.slice(0, 1000) });
+          else pending.push({ doc, line });
+          if (pending.length >= BATCH) await flush();
+        }
       }
+      await flush();
+    } catch (err) {
+      // Without transactions, a job that fails (e.g. its file turns out malformed) takes back what it
+      // wrote; an unreachable server is retried instead, and the retry meets its own ids.
+      if (!(err instanceof ServiceUnavailableError) && seq > 0) {
+        await collection
+          .deleteMany({ _id: { $gte: `${target.pipelineToken}:`, $lt: `${target.pipelineToken};` } })
+          .catch(() => undefined);
+      }
+      throw err;
     }
-    await flush();
     let rejected = 0;
     const rejectDocs: Doc[] = [];
     for await (const r of rejects()) rejectDocs.push({ _id: `${target.pipelineToken}:r${rejected++}`, ...r });
@@ -277,6 +293,10 @@ function documentBuilder(columns: SchemaField[]): (values: (string | null)[], id
         const bad = Object.keys(v).find((k) => k.startsWith('$'));
         if (bad !== undefined)
           return `field name '${bad.slice(0, 60)}' starts with '$', which MongoDB reserves`;
+        // BSON keys are C strings: the driver refuses the whole batch for one NUL in a key, at any depth.
+        const nul = values[0]?.includes('\\u0000') ? keyWithNul(v) : null;
+        if (nul !== null)
+          return `field name '${JSON.stringify(nul).slice(1, -1).slice(0, 60)}' holds a NUL character, which BSON cannot store`;
         return { ...(v as Record<string, unknown>), _id: id };
       } catch (err) {
         return `record is not valid JSON: ${errorMessage(err)}`;
@@ -291,6 +311,24 @@ function documentBuilder(columns: SchemaField[]): (values: (string | null)[], id
     );
     return doc;
   };
+}
+
+/** The first key, at any depth, holding a NUL character (iterative: records may be deep). */
+function keyWithNul(root: unknown): string | null {
+  const stack: unknown[] = [root];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (typeof v !== 'object' || v === null) continue;
+    if (Array.isArray(v)) {
+      stack.push(...(v as unknown[]));
+      continue;
+    }
+    for (const [k, child] of Object.entries(v as Record<string, unknown>)) {
+      if (k.includes('\0')) return k;
+      stack.push(child);
+    }
+  }
+  return null;
 }
 
 /** BSON has no BigInt: integers beyond 2^53 become Int64 (Long). */

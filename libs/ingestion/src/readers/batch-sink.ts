@@ -35,7 +35,7 @@ export function detach(s: string): string {
 
 /** Collects rows and errors and cuts them into batches of at most `batchRows` entries. */
 export class BatchSink {
-  rows: string[][] = [];
+  rows: (string | null)[][] = [];
   lines: number[] = [];
   errors: RowError[] = [];
   /** Batches cut and not yet handed out. */
@@ -51,7 +51,7 @@ export class BatchSink {
     this.header = header;
   }
 
-  addRow(cells: string[], line: number): void {
+  addRow(cells: (string | null)[], line: number): void {
     this.rows.push(cells);
     this.lines.push(line);
     if (this.rows.length + this.errors.length >= this.batchRows) this.cut();

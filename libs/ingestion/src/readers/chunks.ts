@@ -69,6 +69,8 @@ export class DecodedChunk {
     readonly badPos: number[] = NONE,
     /** File byte offset of each invalid sequence, parallel to badPos. */
     readonly badOffsets: number[] = NONE,
+    /** File byte offset of `bytes[0]` (after a dropped BOM), for error messages. */
+    readonly offset = 0,
   ) {}
 
   get length(): number {
@@ -122,7 +124,7 @@ export class ChunkDecoder {
   decode(chunk: Buffer): DecodedChunk {
     if (this.encoding === 'latin1') {
       this.offset += chunk.length;
-      return new DecodedChunk(chunk, 'latin1');
+      return new DecodedChunk(chunk, 'latin1', NONE, NONE, this.offset - chunk.length);
     }
     let buf = chunk;
     if (this.pending !== null) {
@@ -133,7 +135,7 @@ export class ChunkDecoder {
       if (buf.length < 3 && buf[0] === 0xef && (buf.length < 2 || buf[1] === 0xbb)) {
         // Maybe a BOM still arriving: wait for more bytes.
         this.pending = Buffer.from(buf);
-        return new DecodedChunk(EMPTY, 'ascii');
+        return new DecodedChunk(EMPTY, 'ascii', NONE, NONE, this.offset);
       }
       this.atStart = false;
       if (buf.length >= 3 && buf[0] === 0xef && buf[1] === 0xbb && buf[2] === 0xbf) {
@@ -147,21 +149,21 @@ export class ChunkDecoder {
     const base = this.offset;
     this.offset += end;
     const body = tail > 0 ? buf.subarray(0, end) : buf;
-    if (isAscii(body)) return new DecodedChunk(body, 'ascii');
-    if (isUtf8(body)) return new DecodedChunk(body, 'utf8');
+    if (isAscii(body)) return new DecodedChunk(body, 'ascii', NONE, NONE, base);
+    if (isUtf8(body)) return new DecodedChunk(body, 'utf8', NONE, NONE, base);
     const badPos: number[] = [];
     const badOffsets: number[] = [];
     findInvalid(body, base, badPos, badOffsets);
-    return new DecodedChunk(body, 'invalid', badPos, badOffsets);
+    return new DecodedChunk(body, 'invalid', badPos, badOffsets, base);
   }
 
   /** At end of input: a character left incomplete is one invalid sequence. */
   end(): DecodedChunk {
     const pending = this.pending;
-    if (pending === null) return new DecodedChunk(EMPTY, 'ascii');
+    if (pending === null) return new DecodedChunk(EMPTY, 'ascii', NONE, NONE, this.offset);
     this.pending = null;
     this.atStart = false;
-    return new DecodedChunk(pending, 'invalid', [0], [this.offset]);
+    return new DecodedChunk(pending, 'invalid', [0], [this.offset], this.offset);
   }
 }
 

@@ -12,7 +12,7 @@ async function batchesOf(data: string | Buffer, opts: Partial<CsvReadOptions> = 
 
 interface Read {
   header?: string[];
-  rows: string[][];
+  rows: (string | null)[][];
   lines: number[];
   errors: RowError[];
 }
@@ -72,12 +72,32 @@ describe('readCsv', () => {
     expect((await read('x,y')).rows).toEqual([['x', 'y']]);
   });
 
-  it('keeps empty fields, quoted empty fields and a trailing delimiter', async () => {
-    const r = await read('a,,c\n"",x,\n');
+  it('reads an unquoted empty field as null and a quoted one as the empty string, as PostgreSQL does', async () => {
+    const r = await read('a,,c\n"",x,\n1,"",""\n');
     expect(r.rows).toEqual([
-      ['a', '', 'c'],
-      ['', 'x', ''],
+      ['a', null, 'c'],
+      ['', 'x', null],
+      ['1', '', ''],
     ]);
+    expect((await read('a,"",\n', { header: true, expectedColumns: 3 })).header).toEqual(['a', '', '']);
+  });
+
+  it('reads an empty field after a quoted-then-continued field as null at any chunk size (found by fuzzing)', async () => {
+    expect((await read('""aa,,\nx,"y"z,\n')).rows).toEqual([
+      ['aa', null, null],
+      ['x', 'yz', null],
+    ]);
+  });
+
+  it('reads the unquoted nullValues of the pipeline as null, and no others', async () => {
+    const r = await read('NA,"NA",,""\n\\N,x,-,\n', { nullValues: ['NA', '-'] });
+    expect(r.rows).toEqual([
+      [null, 'NA', '', ''],
+      ['\\N', 'x', null, ''],
+    ]);
+    expect((await read('a,,b\n', { nullValues: [] })).rows).toEqual([['a', '', 'b']]);
+    // A one-field line that is a null marker is a record, a blank one is skipped.
+    expect((await read('NA\n  \nx\n', { nullValues: ['NA'] })).rows).toEqual([[null], ['x']]);
   });
 
   it('is lenient with text after a closing quote and quotes inside unquoted fields', async () => {
@@ -194,7 +214,7 @@ describe('readCsv', () => {
     const r = merge(batches);
     expect(r.errors).toEqual([]);
     expect(r.rows).toHaveLength(2);
-    expect(r.rows[0][1].length).toBe(big.length);
+    expect(r.rows[0][1]?.length).toBe(big.length);
     expect(r.rows[0][1] === big).toBe(true);
   });
 

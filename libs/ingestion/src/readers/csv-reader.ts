@@ -18,6 +18,8 @@
  *   (`\"` is `"`, `\\` is `\`, `\n` stays two characters), and a doubled quote still means one
  *   literal quote;
  * - lines holding nothing but spaces and tabs count as blank and are skipped;
+ * - an unquoted field whose text is one of `nullValues` (default: the empty field) is null; a
+ *   quoted field never is (`""` is the empty string), as PostgreSQL's CSV import reads them;
  * - a UTF-8 BOM is dropped in `utf-8` mode only; delimiter, quote and escape must be single ASCII
  *   characters (latin1 characters in `latin1` mode);
  * - a row has at most one error: the first problem found (an unterminated quote wins, being the
@@ -52,6 +54,9 @@ export interface CsvReadOptions extends CsvAttributes {
   /** Input chunks smaller than this are coalesced first; default 64 KiB (tests use 1). */
   minChunkBytes?: number;
 }
+
+/** Unquoted texts read as null when a pipeline names none: the empty field. */
+export const DEFAULT_NULL_VALUES: readonly string[] = [''];
 
 const LF = 10;
 const CR = 13;
@@ -120,6 +125,9 @@ class CsvTokenizer {
   private readonly limitText: string;
   private readonly unquotedStops: Uint8Array;
   private readonly quotedStops: Uint8Array;
+  /** Unquoted texts that are null (none: every cell is text), and the longest of them. */
+  private readonly nulls: Set<string> | null;
+  private readonly nullMaxLen: number;
 
   private state = REC_START;
   /** Current physical line (1-based). */
@@ -128,7 +136,9 @@ class CsvTokenizer {
   private prevCR = false;
   private recLine = 1;
   private quoteLine = 1;
-  private cells: string[] = [];
+  private cells: (string | null)[] = [];
+  /** The text of field 1 when it was read as null (a null marker may still be a blank line). */
+  private firstNullText: string | null = null;
   private fieldCount = 0;
   private fieldQuoted = false;
   private rowError: string | null = null;
@@ -175,6 +185,9 @@ class CsvTokenizer {
     this.limitText = formatBytes(this.maxField);
     this.sink = new BatchSink(positiveOption('batchRows', opts.batchRows, DEFAULT_BATCH_ROWS));
     this.headerPending = opts.header;
+    const nullValues = opts.nullValues ?? DEFAULT_NULL_VALUES;
+    this.nulls = nullValues.length > 0 ? new Set(nullValues) : null;
+    this.nullMaxLen = Math.max(0, ...nullValues.map((v) => v.length));
     if (this.expectedColumns !== undefined) this.width = this.expectedColumns;
     this.cellLimit = opts.header || this.width < 0 ? this.maxColumns : this.width;
     // Scan-loop stop tables: STOP ends the run; HIGH is a byte of a UTF-8 multi-byte character.
@@ -274,6 +287,8 @@ class CsvTokenizer {
               state = FIELD_START;
               break;
             }
+            // The next field starts unquoted (this one may have been quoted, then continued).
+            this.fieldQuoted = false;
             segStart = i;
             segHigh = high;
           }
@@ -371,6 +386,8 @@ class CsvTokenizer {
       case FIELD_START:
       case UNQUOTED:
       case QUOTE_SEEN:
+        // A delimiter at the very end: the last field is empty and unquoted.
+        if (this.state === FIELD_START) this.fieldQuoted = false;
         this.endField(0, 0, 0, 0);
         this.endRecord(0, 0);
         break;
@@ -452,18 +469,32 @@ class CsvTokenizer {
         this.markRow(`field ${idx + 1} exceeds ${this.limitText}`);
         return;
       }
-      this.cells[idx] = this.chunk.field(s, e, hs === he);
+      this.setCell(idx, this.chunk.field(s, e, hs === he));
       return;
     }
     if (this.rowError === null && idx < this.cellLimit) {
       this.appendPart(s, e, hs, he);
       if (this.oversize) this.markRow(`field ${idx + 1} exceeds ${this.limitText}`);
-      else this.cells[idx] = this.parts.length === 1 ? this.parts[0] : this.parts.join('');
+      else this.setCell(idx, this.parts.length === 1 ? this.parts[0] : this.parts.join(''));
     }
     this.parts = [];
     this.partsLen = 0;
     this.carrying = false;
     this.oversize = false;
+  }
+
+  private setCell(idx: number, text: string): void {
+    const nulls = this.nulls;
+    if (
+      nulls !== null &&
+      !this.fieldQuoted &&
+      !this.headerPending &&
+      text.length <= this.nullMaxLen &&
+      nulls.has(text)
+    ) {
+      this.cells[idx] = null;
+      if (idx === 0) this.firstNullText = text;
+    } else this.cells[idx] = text;
   }
 
   /** The record ends at `pos` (its terminator) in the current chunk. */
@@ -474,7 +505,9 @@ class CsvTokenizer {
     this.cells = this.width > 0 ? new RowArray<string>(this.width) : [];
     this.fieldCount = 0;
     this.rowError = null;
-    if (count === 1 && error === null && !this.fieldQuoted && isBlank(cells[0])) return;
+    const first = cells[0] ?? this.firstNullText ?? '';
+    this.firstNullText = null;
+    if (count === 1 && error === null && !this.fieldQuoted && isBlank(first)) return;
     this.records++;
     if (this.headerPending) {
       this.headerPending = false;
@@ -486,7 +519,7 @@ class CsvTokenizer {
       }
       if (error !== null) throw new FatalReadError(`the header row is unusable: ${error}`, this.recLine);
       if (cells.length > count) cells.length = count;
-      this.sink.setHeader(cells.map(detach));
+      this.sink.setHeader(cells.map((c) => detach(c ?? '')));
       if (this.width < 0) this.width = count;
       this.cellLimit = this.width;
       return;

@@ -16,7 +16,7 @@ interface Read {
 
 function merge(batches: RecordBatch[]): Read {
   return {
-    rows: batches.flatMap((b) => b.rows.map((r) => r[0])),
+    rows: batches.flatMap((b) => b.rows.map((r) => r[0] ?? '')),
     lines: batches.flatMap((b) => b.lines),
     errors: batches.flatMap((b) => b.errors),
   };
@@ -64,31 +64,75 @@ describe('readJson', () => {
     expect((await read('\uFEFF[{"a":1}]')).rows).toEqual(['{"a":1}']);
   });
 
-  it('reports an invalid element precisely and continues', async () => {
-    const r = await read('[{"a":1},\n{"a": tru},\n{"a":3}]');
-    expect(r.rows).toEqual(['{"a":1}', '{"a":3}']);
-    expect(r.errors).toHaveLength(1);
-    expect(r.errors[0]).toMatchObject({ line: 2, raw: '{"a": tru}' });
-    expect(r.errors[0].reason).toMatch(/^array element 2 is not valid JSON: /);
+  it('fails a malformed array at its byte offset, loading nothing of it', async () => {
+    expect((await fatal('[{"a":1},\n{"a": tru},\n{"a":3}]')).message).toBe(
+      "the JSON array is not well-formed at byte offset 19 (line 2): '}' in 'true'",
+    );
+    expect((await fatal('[{"a":1},\n{"b":2},\n{"c": [1, 2')).message).toBe(
+      "the JSON array is not well-formed at byte offset 30 (line 3): the input ends before the JSON is complete (expected ',' or ']')",
+    );
+    expect((await fatal('[{"a":1},')).message).toMatch(
+      /ends before the JSON is complete \(expected a value\)/,
+    );
   });
 
-  it('reports a truncated array once and keeps the records before it', async () => {
-    const r = await read('[{"a":1},\n{"b":2},\n{"c": [1, 2');
-    expect(r.rows).toEqual(['{"a":1}', '{"b":2}']);
-    expect(r.errors).toEqual([
-      { line: 3, reason: 'unexpected end of input inside the array', raw: '{"c": [1, 2' },
-    ]);
-    expect((await read('[{"a":1},')).errors.map((e) => e.reason)).toEqual([
-      'unexpected end of input inside the array',
-    ]);
+  it('ends with an error on a control byte outside a string (it used to spin forever)', async () => {
+    for (const bad of ['[\u0000]', '[\f]', '[1,\u0000]', '{"a":\u0001}', '[\u000b1]']) {
+      expect((await fatal(bad)).message).toMatch(
+        /is not well-formed at byte offset \d+ \(line 1\): .*byte 0x0/,
+      );
+    }
+    expect((await read('\u0000\n{"a":1}\n', { lines: true })).errors[0].reason).toMatch(
+      /^line 1 is not valid JSON: /,
+    );
   });
 
-  it('reports data after the end of a top-level array', async () => {
-    const r = await read('[{"a":1}]\n[{"b":2}]');
-    expect(r.rows).toEqual(['{"a":1}']);
-    expect(r.errors).toEqual([
-      { line: 2, reason: 'unexpected data after the end of the array', raw: '[{"b":2}]' },
+  it('never loads values a malformed array or document does not hold', async () => {
+    const cases: [string, RegExp][] = [
+      ['["",]', /byte offset 4 \(line 1\): expected a value, found '\]'/],
+      ['[1,]', /byte offset 3 \(line 1\): expected a value, found '\]'/],
+      ['[1,,2]', /byte offset 3 \(line 1\): expected a value, found ','/],
+      ['[,1]', /byte offset 1 \(line 1\): expected a value or '\]', found ','/],
+      ['[1 2]', /byte offset 3 \(line 1\): expected ',' or '\]', found '2'/],
+      ['[{"a":1}', /byte offset 8 \(line 1\): the input ends before the JSON is complete/],
+      ['[1]]', /^unexpected data after the end of the JSON array at byte offset 3/],
+      ['{\n"a":"b"}#', /^unexpected data after the end of the JSON document at byte offset 10 \(line 2\)/],
+      ['{\n"a": true} "x"', /^unexpected data after the end of the JSON document at byte offset 13/],
+      ['[{"a":1}, {"a":2]]', /byte offset 16 \(line 1\): expected ',' or '}', found '\]'/],
+      ['["\\x"]', /'x' after a backslash/],
+      ['["\\u12G4"]', /'G' in a \\u escape/],
+      ['[01]', /a number with a leading zero/],
+      ['[1.]', /'\]' in a number/],
+      ['[-]', /'\]' after '-'/],
+      ['[tru]', /'\]' in 'true'/],
+    ];
+    for (const [text, pattern] of cases) expect((await fatal(text)).message).toMatch(pattern);
+  });
+
+  it('JSON Lines: a line holding two values, or none complete, is rejected; nothing else is invented', async () => {
+    const r = await read('{"a": true} "x"\n{"b":1}\n{"c":2}#\n');
+    expect(r.rows).toEqual(['{"b":1}']);
+    expect(r.errors.map((e) => [e.line, e.reason])).toEqual([
+      [1, "line 1 holds more than one JSON value ('\"' after the end of the JSON value)"],
+      [3, "line 3 holds more than one JSON value ('#' after the end of the JSON value)"],
     ]);
+    expect(r.errors.map((e) => e.raw)).toEqual(['{"a": true} "', '{"c":2}#']);
+  });
+
+  it('reads a .jsonl file as JSON Lines from its first line, scalars and arrays included', async () => {
+    const r = await read('[1,2]\n"x"\n{"a": tru}\n\n7\n', { lines: true });
+    expect(r.rows).toEqual(['[1,2]', '"x"', '7']);
+    expect(r.lines).toEqual([1, 2, 5]);
+    expect(r.errors.map((e) => [e.line, e.raw])).toEqual([[3, '{"a": tru}']]);
+    expect((await fatal('\n \n', { lines: true })).message).toBe('the file is empty');
+  });
+
+  it('fails on data after the end of a top-level array, hinting at JSON Lines', async () => {
+    const err = await fatal('[{"a":1}]\n[{"b":2}]');
+    expect(err.message).toMatch(
+      /^unexpected data after the end of the JSON array at byte offset 10 \(line 2\): '\[' after the end of the JSON value; .*\.jsonl or \.ndjson/,
+    );
+    expect(err.line).toBe(2);
   });
 
   it('reads NDJSON: a bad line is a row error and the rest continues', async () => {
@@ -128,9 +172,12 @@ describe('readJson', () => {
     expect(r.lines).toEqual([16, 19]);
   });
 
-  it('stops reading once the array at recordPath is complete', async () => {
-    const r = await read('{"items": [{"a":1}], "rest": [ this is never read', { recordPath: 'items' });
+  it('checks the rest of the document after the array at recordPath', async () => {
+    const r = await read('{"items": [{"a":1}], "rest": [1, {"x": null}]}', { recordPath: 'items' });
     expect(r).toEqual({ rows: ['{"a":1}'], lines: [1], errors: [] });
+    expect(
+      (await fatal('{"items": [{"a":1}], "rest": [ this is not JSON', { recordPath: 'items' })).message,
+    ).toMatch(/^the JSON document is not well-formed at byte offset 32 \(line 1\): 'h' in 'true'/);
   });
 
   it('refuses a recordPath that is missing or not an array', async () => {
@@ -143,8 +190,8 @@ describe('readJson', () => {
     expect((await fatal('{"data": {"other": []}}', { recordPath: 'data.items' })).message).toMatch(
       /^no array was found at recordPath 'data.items'/,
     );
-    expect((await fatal('{"data": {"items": ', { recordPath: 'data.items' })).message).toMatch(
-      /ends before an array was found/,
+    expect((await fatal('{"data": {"other": 1', { recordPath: 'data.items' })).message).toMatch(
+      /ends before the JSON is complete/,
     );
     expect((await fatal('[{"a":1}]', { recordPath: 'data' })).message).toMatch(
       /needs a JSON object at the top level/,
@@ -167,11 +214,14 @@ describe('readJson', () => {
     expect(r.errors).toHaveLength(1);
     expect(r.errors[0]).toMatchObject({ line: 2, reason: 'nesting deeper than 64 levels' });
     expect(r.errors[0].raw).toBe('['.repeat(1000));
-    const truncated = merge(await batchesOf(`[${'['.repeat(100_000)}`, {}, 64 * 1024));
-    expect(truncated.errors.map((e) => e.reason)).toEqual(['unexpected end of input inside the array']);
+    await expect(batchesOf(`[${'['.repeat(100_000)}`, {}, 64 * 1024)).rejects.toThrow(
+      /ends before the JSON is complete/,
+    );
     const ndjson = merge(await batchesOf(`{"a":1}\n${'{"a":'.repeat(100_000)}\n{"b":2}\n`, {}, 64 * 1024));
     expect(ndjson.rows).toEqual(['{"a":1}', '{"b":2}']);
-    expect(ndjson.errors.map((e) => e.reason)).toEqual(['nesting deeper than 64 levels']);
+    expect(ndjson.errors.map((e) => e.reason)).toEqual([
+      'line 2 is not valid JSON: a line break before the value is complete (a JSON Lines record must fit on one line)',
+    ]);
   });
 
   it('accepts exactly maxDepth levels', async () => {

@@ -14,8 +14,11 @@ export interface RowError {
 }
 
 export interface RecordBatch {
-  /** CSV: the cells of each record; JSON and XML: one cell holding the record as JSON text. */
-  rows: string[][];
+  /**
+   * CSV: the cells of each record, null for an unquoted null marker (`nullValues`); JSON and XML:
+   * one cell holding the record as JSON text.
+   */
+  rows: (string | null)[][];
   /** Start line of each row, parallel to `rows`. */
   lines: number[];
   errors: RowError[];

@@ -9,7 +9,8 @@ async function all(input: Readable, keys: string[], columns: string[], batchRows
 
 describe('readTapRecords', () => {
   it('maps each JSON line onto cells in key order, with the normalised header on the first batch', async () => {
-    const text = '{"Order ID":1,"n%":2.5,"x":null}\n{"n%":true,"Order ID":"a","extra":1}\n{"x":{"k":[1]}}\n';
+    const text =
+      '{"Order ID":1,"n%":2.5,"x":null}\n{"n%":true,"Order ID":"a","extra":1}\n{"x":{"k":[1]},"n%":""}\n';
     const [b] = await all(
       Readable.from([Buffer.from(text)]),
       ['Order ID', 'n%', 'x'],
@@ -17,9 +18,9 @@ describe('readTapRecords', () => {
     );
     expect(b.header).toEqual(['order_id', 'n_percent', 'x']);
     expect(b.rows).toEqual([
-      ['1', '2.5', ''],
-      ['a', 'true', ''],
-      ['', '', '{"k":[1]}'],
+      ['1', '2.5', null],
+      ['a', 'true', null],
+      [null, '', '{"k":[1]}'],
     ]);
     expect(b.lines).toEqual([1, 2, 3]);
   });

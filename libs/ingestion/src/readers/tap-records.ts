@@ -9,9 +9,9 @@ import { ByteInput, rechunk } from './chunks';
 import { DEFAULT_BATCH_ROWS, rawText } from './batch-sink';
 import { RecordBatch } from './record-batch';
 
-/** A value as a CSV cell would carry it: null and absent are empty, objects are JSON text. */
-function cell(v: unknown): string {
-  if (v === null || v === undefined) return '';
+/** A value as a CSV cell carries it: null and absent are NULL, objects are JSON text. */
+function cell(v: unknown): string | null {
+  if (v === null || v === undefined) return null;
   if (typeof v === 'string') return v;
   if (typeof v === 'object') return JSON.stringify(v);
   return String(v);
@@ -27,7 +27,7 @@ export async function* readTapRecords(
   let line = 0;
   let rest = '';
   const row = (o: Record<string, unknown>): void => {
-    const cells = new Array<string>(keys.length);
+    const cells = new Array<string | null>(keys.length);
     for (let i = 0; i < keys.length; i++) cells[i] = cell(o[keys[i]]);
     batch.rows.push(cells);
     batch.lines.push(line);
@@ -35,11 +35,16 @@ export async function* readTapRecords(
   const one = (text: string): void => {
     line++;
     if (text.length === 0) return;
+    let value: unknown;
     try {
-      row(JSON.parse(text) as Record<string, unknown>);
+      value = JSON.parse(text);
     } catch {
       batch.errors.push({ line, reason: 'record is not valid JSON', raw: rawText(text) });
+      return;
     }
+    if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
+      row(value as Record<string, unknown>);
+    } else batch.errors.push({ line, reason: 'record is not a JSON object', raw: rawText(text) });
   };
   // A chunk may end inside a multi-byte character: the decoder holds it back for the next one.
   const decoder = new StringDecoder('utf8');

@@ -21,7 +21,7 @@ async function readWith(data: string | Buffer, opts: Partial<XmlReadOptions>, si
     fatal = err as FatalReadError;
   }
   return {
-    rows: batches.flatMap((b) => b.rows.map((r) => JSON.parse(r[0]) as unknown)),
+    rows: batches.flatMap((b) => b.rows.map((r) => JSON.parse(r[0] ?? '') as unknown)),
     lines: batches.flatMap((b) => b.lines),
     errors: batches.flatMap((b) => b.errors),
     ...(fatal ? { fatal } : {}),
@@ -82,6 +82,21 @@ describe('readXml', () => {
   it('handles element names that are special in JavaScript', async () => {
     const r = await read('<r><row><__proto__>x</__proto__><constructor>y</constructor></row></r>');
     expect(r.rows).toEqual([JSON.parse('{"__proto__":"x","constructor":"y"}')]);
+  });
+
+  it('fails at the first byte XML cannot hold, after the records before it, at any chunk size', async () => {
+    const nul = await read(Buffer.from('<rows><row>a</row><row>x\u0000y</row></rows>'));
+    expect(nul.rows).toEqual([{ '#text': 'a' }]);
+    expect(nul.fatal?.message).toBe('invalid XML at byte offset 24: byte 0x00 is not allowed in XML');
+    const utf8 = await read(
+      Buffer.concat([
+        Buffer.from('<rows><row>a</row><row>'),
+        Buffer.from([0xff]),
+        Buffer.from('</row></rows>'),
+      ]),
+    );
+    expect(utf8.rows).toEqual([{ '#text': 'a' }]);
+    expect(utf8.fatal?.message).toBe('invalid UTF-8 at byte offset 23 (XML input must be UTF-8)');
   });
 
   it('refuses a DOCTYPE, with or without entity definitions, anywhere', async () => {

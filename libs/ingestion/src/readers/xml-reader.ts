@@ -14,13 +14,14 @@
  *
  * Safety: a DOCTYPE anywhere is refused before any of it is used (so no DTD, no entity
  * definitions, no external resources); only the five predefined entities and numeric character
- * references are decoded. Input must be UTF-8. Any well-formedness error is fatal
+ * references are decoded. Input must be UTF-8 without the control characters XML 1.0 forbids
+ * (reported at the first offending byte). Any well-formedness error is fatal
  * (FatalReadError with sax's message and the line); the records completed before the error are
  * yielded first. sax's own limit applies: one attribute value, comment or tag name longer than
  * 64 Ki characters is an error.
  */
 import * as sax from 'sax';
-import { ByteInput, ChunkDecoder, DEFAULT_MIN_CHUNK, rechunk } from './chunks';
+import { ByteInput, ChunkDecoder, DEFAULT_MIN_CHUNK, DecodedChunk, rechunk } from './chunks';
 import { BatchSink, DEFAULT_BATCH_ROWS, DEFAULT_MAX_BYTES, formatBytes, positiveOption } from './batch-sink';
 import { FatalReadError, RecordBatch } from './record-batch';
 
@@ -108,12 +109,8 @@ export async function* readXml(input: ByteInput, opts: XmlReadOptions): AsyncGen
   };
 
   const decoder = new ChunkDecoder('utf-8');
-  const write = (text: string | null, badOffset: number | undefined): void => {
-    if (fatal !== null) return;
-    if (text === null) {
-      fail(new FatalReadError(`invalid UTF-8 at byte offset ${badOffset} (XML input must be UTF-8)`));
-      return;
-    }
+  const feed = (text: string): void => {
+    if (fatal !== null || text === '') return;
     if (!sawContent && text.trim() !== '') sawContent = true;
     try {
       parser.write(text);
@@ -122,19 +119,48 @@ export async function* readXml(input: ByteInput, opts: XmlReadOptions): AsyncGen
     }
     if (fatal === null && doctypeSeen()) refuseDoctype(internals.doctype);
   };
+  /**
+   * Feeds a chunk to sax up to its first byte XML cannot hold (invalid UTF-8, or a control
+   * character XML 1.0 forbids), then fails there: the first problem by position is reported, so
+   * the outcome does not depend on where chunks end.
+   */
+  const write = (chunk: DecodedChunk): void => {
+    if (fatal !== null) return;
+    const bytes = chunk.bytes;
+    const control = firstForbiddenControl(bytes);
+    const bad = chunk.badPos.length > 0 ? chunk.badPos[0] : -1;
+    if (control < 0 && bad < 0) {
+      feed(chunk.wholeText() ?? '');
+      return;
+    }
+    const stop = bad < 0 || (control >= 0 && control < bad) ? control : bad;
+    feed(bytes.toString('utf8', 0, stop));
+    if (fatal !== null) return;
+    const offset = chunk.offset + stop;
+    fail(
+      stop === bad
+        ? new FatalReadError(
+            `invalid UTF-8 at byte offset ${offset} (XML input must be UTF-8)`,
+            parser.line + 1,
+          )
+        : new FatalReadError(
+            `invalid XML at byte offset ${offset}: byte 0x${bytes[stop].toString(16).padStart(2, '0')} is not allowed in XML`,
+            parser.line + 1,
+          ),
+    );
+  };
 
   for await (const chunk of rechunk(
     input,
     positiveOption('minChunkBytes', opts.minChunkBytes, DEFAULT_MIN_CHUNK),
   )) {
-    const decoded = decoder.decode(chunk);
-    write(decoded.wholeText(), decoded.badOffsets[0]);
+    write(decoder.decode(chunk));
     for (let b = sink.take(); b !== undefined; b = sink.take()) yield b;
     if (fatal !== null) break;
   }
   if (fatal === null) {
     const tail = decoder.end();
-    if (tail.length > 0) write(tail.wholeText(), tail.badOffsets[0]);
+    if (tail.length > 0) write(tail);
   }
   if (fatal === null) {
     try {
@@ -243,6 +269,15 @@ class RecordBuilder {
       this.stack = [];
     }
   }
+}
+
+/** Position of the first C0 control byte other than tab, line feed and carriage return, or -1. */
+function firstForbiddenControl(bytes: Buffer): number {
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i];
+    if (b < 0x20 && b !== 0x09 && b !== 0x0a && b !== 0x0d) return i;
+  }
+  return -1;
 }
 
 function startTagText(tag: sax.Tag): string {

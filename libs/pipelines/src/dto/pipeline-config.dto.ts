@@ -1,3 +1,4 @@
+import { OptionalNotNull } from '@tapyard/core';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import {
@@ -44,13 +45,13 @@ export class SchemaPropertiesDto {
 
 export class CsvAttributesDto {
   @ApiPropertyOptional({ example: ',', default: ',', description: 'One character; use "\\t" for TSV.' })
-  @IsOptional()
+  @OptionalNotNull()
   @IsString()
   @Length(1, 1)
   delimiter?: string;
 
   @ApiPropertyOptional({ example: true, default: true })
-  @IsOptional()
+  @OptionalNotNull()
   @IsBoolean()
   header?: boolean;
 
@@ -72,9 +73,24 @@ export class CsvAttributesDto {
   escape?: string | null;
 
   @ApiPropertyOptional({ enum: ['utf-8', 'latin1'], default: 'utf-8' })
-  @IsOptional()
+  @OptionalNotNull()
   @IsIn(['utf-8', 'latin1'])
   encoding?: 'utf-8' | 'latin1';
+
+  @ApiPropertyOptional({
+    type: [String],
+    example: ['', 'NA'],
+    description:
+      'Unquoted field texts read as NULL, in every column; a quoted field is never NULL (`""` is an empty ' +
+      'string), as in PostgreSQL CSV import. Absent: an unquoted empty field is NULL, and non-string ' +
+      'columns also read NULL, null, \\N, NA and N/A as NULL.',
+  })
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(100)
+  @IsString({ each: true })
+  @MaxLength(100, { each: true })
+  nullValues?: string[];
 }
 
 export class JsonAttributesDto {
@@ -101,24 +117,24 @@ export class FileAttributesDto {
     enum: ['csv', 'json', 'xml', 'unstructured'],
     description: 'Defaults to csv, or json/xml when the schema is the single `_json` / `_xml` field.',
   })
-  @IsOptional()
+  @OptionalNotNull()
   @IsIn(['csv', 'json', 'xml', 'unstructured'])
   format?: 'csv' | 'json' | 'xml' | 'unstructured';
 
   @ApiPropertyOptional({ type: CsvAttributesDto })
-  @IsOptional()
+  @OptionalNotNull()
   @ValidateNested()
   @Type(() => CsvAttributesDto)
   csvAttributes?: CsvAttributesDto;
 
   @ApiPropertyOptional({ type: JsonAttributesDto })
-  @IsOptional()
+  @OptionalNotNull()
   @ValidateNested()
   @Type(() => JsonAttributesDto)
   jsonAttributes?: JsonAttributesDto;
 
   @ApiPropertyOptional({ type: XmlAttributesDto })
-  @IsOptional()
+  @OptionalNotNull()
   @ValidateNested()
   @Type(() => XmlAttributesDto)
   xmlAttributes?: XmlAttributesDto;
@@ -136,7 +152,7 @@ export class FileAttributesDto {
 
 export class SourceDto {
   @ApiPropertyOptional({ type: FileAttributesDto })
-  @IsOptional()
+  @OptionalNotNull()
   @ValidateNested()
   @Type(() => FileAttributesDto)
   fileAttributes?: FileAttributesDto;
@@ -158,24 +174,24 @@ export class DataQualityRuleDto {
   column!: string;
 
   @ApiPropertyOptional({ example: 0, description: 'range: lower bound (number, or ISO date/timestamp)' })
-  @IsOptional()
+  @OptionalNotNull()
   min?: number | string;
 
   @ApiPropertyOptional({ example: 10000, description: 'range: upper bound' })
-  @IsOptional()
+  @OptionalNotNull()
   max?: number | string;
 
   @ApiPropertyOptional({
     example: '^[A-Z]{2}\\d{4}$',
     description: 'regex: JavaScript pattern the value must match',
   })
-  @IsOptional()
+  @OptionalNotNull()
   @IsString()
   @MaxLength(1000)
   pattern?: string;
 
   @ApiPropertyOptional({ example: ['EU', 'US'], type: [String] })
-  @IsOptional()
+  @OptionalNotNull()
   @IsArray()
   @ArrayMaxSize(10000)
   @IsString({ each: true })
@@ -196,7 +212,7 @@ class AiInstructionDto {
 
 export class DataQualityDto extends AiInstructionDto {
   @ApiPropertyOptional({ type: [DataQualityRuleDto] })
-  @IsOptional()
+  @OptionalNotNull()
   @IsArray()
   @ArrayMaxSize(1000)
   @ValidateNested({ each: true })
@@ -209,7 +225,7 @@ export class DataQualityDto extends AiInstructionDto {
       'JSON/XML pipelines: a JSON Schema in the validation-schema location (POST /config/upload or ' +
       '/config/generate-schema); records that fail it are rejected with the validation message',
   })
-  @IsOptional()
+  @OptionalNotNull()
   @Matches(/^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/, { message: 'validationSchema must be a file name' })
   validationSchema?: string;
 }
@@ -220,27 +236,27 @@ export class TransformationStepDto {
   op!: 'rename' | 'cast' | 'drop' | 'derive';
 
   @ApiPropertyOptional({ example: 'amt', description: 'rename: current name' })
-  @IsOptional()
+  @OptionalNotNull()
   @IsString()
   from?: string;
 
   @ApiPropertyOptional({ example: 'amount', description: 'rename: new name' })
-  @IsOptional()
+  @OptionalNotNull()
   @Matches(IDENTIFIER, { message: 'to must be a column name' })
   to?: string;
 
   @ApiPropertyOptional({ example: 'amount', description: 'cast, drop, derive: the column' })
-  @IsOptional()
+  @OptionalNotNull()
   @Matches(IDENTIFIER, { message: 'column must be a column name' })
   column?: string;
 
   @ApiPropertyOptional({ enum: FIELD_TYPES, description: 'cast, derive: the resulting type' })
-  @IsOptional()
+  @OptionalNotNull()
   @IsIn(FIELD_TYPES as unknown as string[])
   type?: FieldType;
 
   @ApiPropertyOptional({ example: "upper(country) || '-' || city", description: 'derive: expression' })
-  @IsOptional()
+  @OptionalNotNull()
   @IsString()
   @MaxLength(2000)
   expression?: string;
@@ -248,7 +264,7 @@ export class TransformationStepDto {
 
 export class TransformationDto extends AiInstructionDto {
   @ApiPropertyOptional({ type: [TransformationStepDto] })
-  @IsOptional()
+  @OptionalNotNull()
   @IsArray()
   @ArrayMaxSize(1000)
   @ValidateNested({ each: true })
@@ -265,7 +281,7 @@ export class DatabaseDestinationDto {
       'like the tenant for MongoDB, the only ones it may name. MongoDB admin, config, local and tapyard_internal ' +
       'are refused.',
   })
-  @IsOptional()
+  @OptionalNotNull()
   @Matches(/^[A-Za-z_][A-Za-z0-9_-]{0,62}$/, { message: 'dbName must be a database name' })
   dbName?: string;
 
@@ -274,7 +290,7 @@ export class DatabaseDestinationDto {
     description:
       "PostgreSQL schema (ignored for MongoDB). Default: public; for a tenant its own schema t_<tenant>, the only one it may name. The platform's schemas tapyard and tapyard_meta and the server's (pg_*, information_schema) are refused with 400.",
   })
-  @IsOptional()
+  @OptionalNotNull()
   // '-' is allowed because tenant schemas carry the tenant name (t_acme-eu); names are always quoted.
   @Matches(SCHEMA_NAME, { message: 'schema must be a schema name: letters, digits, _ and -' })
   schema?: string;
@@ -289,7 +305,7 @@ export class DatabaseDestinationDto {
   table!: string;
 
   @ApiPropertyOptional({ example: true, default: true, description: 'false selects the document database' })
-  @IsOptional()
+  @OptionalNotNull()
   @IsBoolean()
   usePostgres?: boolean;
 }
@@ -301,7 +317,7 @@ export class ObjectStoreDestinationDto {
       "Bucket. Default: the environment's <env>-output, the only bucket a tenant may name. Names ending in -raw, " +
       "-config, -taps, -staged or -output (environments' own buckets) other than that one are refused with 400.",
   })
-  @IsOptional()
+  @OptionalNotNull()
   @Matches(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, { message: 'bucket must be an S3 bucket name' })
   bucket?: string;
 
@@ -315,7 +331,7 @@ export class ObjectStoreDestinationDto {
   prefix!: string;
 
   @ApiPropertyOptional({ enum: ['parquet', 'csv', 'jsonl'], default: 'parquet' })
-  @IsOptional()
+  @OptionalNotNull()
   @IsIn(['parquet', 'csv', 'jsonl'])
   format?: 'parquet' | 'csv' | 'jsonl';
 }
@@ -334,13 +350,13 @@ export class VectorStoreDestinationDto {
 
 export class DestinationDto {
   @ApiPropertyOptional({ type: DatabaseDestinationDto })
-  @IsOptional()
+  @OptionalNotNull()
   @ValidateNested()
   @Type(() => DatabaseDestinationDto)
   database?: DatabaseDestinationDto;
 
   @ApiPropertyOptional({ type: ObjectStoreDestinationDto, description: 'Instead of database: write files' })
-  @IsOptional()
+  @OptionalNotNull()
   @ValidateNested()
   @Type(() => ObjectStoreDestinationDto)
   objectStore?: ObjectStoreDestinationDto;
@@ -349,7 +365,7 @@ export class DestinationDto {
     type: VectorStoreDestinationDto,
     description: 'Instead of database or objectStore: documents into a vector store (document taps)',
   })
-  @IsOptional()
+  @OptionalNotNull()
   @ValidateNested()
   @Type(() => VectorStoreDestinationDto)
   vectorStore?: VectorStoreDestinationDto;
@@ -369,7 +385,7 @@ export class PipelineConfigDto {
   catalog?: string | null;
 
   @ApiPropertyOptional({ example: 'Daily sales export' })
-  @IsOptional()
+  @OptionalNotNull()
   @IsString()
   @MaxLength(2000)
   description?: string;
@@ -380,13 +396,13 @@ export class PipelineConfigDto {
   source!: SourceDto;
 
   @ApiPropertyOptional({ type: DataQualityDto })
-  @IsOptional()
+  @OptionalNotNull()
   @ValidateNested()
   @Type(() => DataQualityDto)
   dataQuality?: DataQualityDto;
 
   @ApiPropertyOptional({ type: TransformationDto })
-  @IsOptional()
+  @OptionalNotNull()
   @ValidateNested()
   @Type(() => TransformationDto)
   transformation?: TransformationDto;

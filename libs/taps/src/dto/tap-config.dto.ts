@@ -1,3 +1,4 @@
+import { OptionalNotNull } from '@tapyard/core';
 import { ApiProperty, ApiPropertyOptional, PartialType } from '@nestjs/swagger';
 import {
   ArrayMaxSize,
@@ -25,7 +26,7 @@ export class TapConfigDto {
   name!: string;
 
   @ApiPropertyOptional({ example: 'Open issues of our repositories', default: '' })
-  @IsOptional()
+  @OptionalNotNull()
   @IsString()
   @MaxLength(4000)
   description?: string;
@@ -44,7 +45,7 @@ export class TapConfigDto {
     description:
       'Python 3 source with a fetch() function; stored as a new version and `scriptPath` points to it',
   })
-  @IsOptional()
+  @OptionalNotNull()
   @IsString()
   @MaxLength(MAX_SCRIPT_BYTES)
   script?: string;
@@ -56,7 +57,7 @@ export class TapConfigDto {
   targetPipeline?: string | null;
 
   @ApiPropertyOptional({ example: ['requests==2.32.3'], default: [] })
-  @IsOptional()
+  @OptionalNotNull()
   @IsArray()
   @ArrayMaxSize(50)
   @IsString({ each: true })
@@ -84,12 +85,12 @@ export class TapConfigDto {
   cronExpression?: string | null;
 
   @ApiPropertyOptional({ default: false, description: 'Whether the schedule fires' })
-  @IsOptional()
+  @OptionalNotNull()
   @IsBoolean()
   enabled?: boolean;
 
   @ApiPropertyOptional({ enum: TAP_TYPES, default: 'structured' })
-  @IsOptional()
+  @OptionalNotNull()
   @IsIn(TAP_TYPES as unknown as string[])
   tapType?: TapType;
 

@@ -1,0 +1,53 @@
+import type { NextFunction, Request, Response } from 'express';
+import { ValidationError } from '@tapyard/core';
+
+/** Deepest nesting of a JSON request body; no Tapyard body comes near it. */
+export const MAX_BODY_DEPTH = 64;
+
+/**
+ * Refuses a NUL character in the path or a query value (400): PostgreSQL text cannot hold one, so
+ * it would otherwise surface as a 500 from whatever query the value reaches.
+ */
+export function rejectNulCharacters(req: Request, _res: Response, next: NextFunction): void {
+  const path = req.originalUrl.split('?')[0];
+  if (/%00/.test(path)) return next(new ValidationError('the request path holds a NUL character'));
+  const key = nulKey(req.query, '');
+  next(key === null ? undefined : new ValidationError(`query parameter '${key}' holds a NUL character`));
+}
+
+function nulKey(value: unknown, name: string): string | null {
+  if (typeof value === 'string') return value.includes('\0') || name.includes('\0') ? name : null;
+  if (typeof value !== 'object' || value === null) return null;
+  for (const [k, v] of Object.entries(value)) {
+    if (k.includes('\0')) return k.replaceAll('\0', '\\u0000');
+    const found = nulKey(v, name === '' ? k : name);
+    if (found !== null) return found;
+  }
+  return null;
+}
+
+/**
+ * body-parser `verify` hook: refuses a JSON body nested deeper than MAX_BODY_DEPTH before it is
+ * parsed, since validation and transformation walk it recursively. One pass over the bytes,
+ * skipping strings.
+ */
+export function checkJsonDepth(_req: Request, _res: Response, buf: Buffer): void {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < buf.length; i++) {
+    const c = buf[i];
+    if (inString) {
+      if (c === 0x5c) i++;
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > MAX_BODY_DEPTH) {
+        throw Object.assign(new Error(`request body is nested deeper than ${MAX_BODY_DEPTH} levels`), {
+          status: 400,
+          type: 'entity.too.deep',
+          expose: true,
+        });
+      }
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+}

@@ -1,0 +1,31 @@
+/** JSON Schema compilation; apart so the stage thread loads it without the Nest service. */
+import Ajv2020 from 'ajv/dist/2020';
+import { ValidationError, compileLinearRegex, errorMessage } from '@tapyard/core';
+
+const LINEAR_REGEXP = Object.assign((pattern: string) => compileLinearRegex(pattern), {
+  code: 'compileLinearRegex',
+});
+
+/** Compiles a JSON Schema (draft 2020-12 unless it says otherwise); the message names the problem. */
+export function compileJsonSchema(text: string, filename: string) {
+  let schema: unknown;
+  try {
+    schema = JSON.parse(text);
+  } catch (err) {
+    throw new ValidationError(`'${filename}' is not valid JSON: ${errorMessage(err)}`);
+  }
+  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) {
+    throw new ValidationError(`'${filename}' is not a JSON Schema (expected an object)`);
+  }
+  try {
+    return new Ajv2020({
+      allErrors: false,
+      strict: false,
+      validateFormats: false,
+      // `pattern` keywords come from users: linear time, RE2 syntax (as data-quality regex rules).
+      code: { regExp: LINEAR_REGEXP },
+    }).compile(schema);
+  } catch (err) {
+    throw new ValidationError(`'${filename}' is not a valid JSON Schema: ${errorMessage(err)}`);
+  }
+}

@@ -1,0 +1,65 @@
+/**
+ * Messages between a job's main-thread runner and its stage thread, which reads the file and runs
+ * DataQuality and Transformation on it (see stage-thread.ts). Everything here is structured-clone
+ * data: plain objects, strings, numbers.
+ */
+import type { PipelineDefinition } from '../../../pipelines/src/pipeline.types';
+
+export interface StartMessage {
+  kind: 'start';
+  spoolPath: string;
+  /** Tap output still being written: read the spool as it grows. */
+  stream: { staleMs: number } | null;
+  /** Tap output: JSON lines of records, mapped onto these columns for CSV pipelines. */
+  records: { keys: string[]; columns: string[] } | null;
+  definition: PipelineDefinition;
+  filename: string;
+  /** Where the thread writes rejected rows, one JSON object per line. */
+  rejectsPath: string;
+  /** Tests only: a value holding this text makes DataQuality spin (config.worker.testSpinOn). */
+  spinOn: string | null;
+  /** [0] heartbeat, bumped by the thread while its event loop runs; [1] stage of the row in progress. */
+  shared: SharedArrayBuffer;
+}
+
+export interface PlanMessage {
+  kind: 'plan';
+  definition: PipelineDefinition;
+  fileColumns: string[];
+  /** The pipeline's validation schema, read by the main thread: a JSON Schema or an XSD. */
+  schema: { file: string; text: string } | null;
+}
+
+export interface NextMessage {
+  kind: 'next';
+}
+
+export type ToThread = StartMessage | PlanMessage | NextMessage;
+
+/** Counts of a job's rows, as the status entries report them. */
+export interface Counts {
+  rows: number;
+  rejected: number;
+  dq: number;
+  tf: number;
+  /** `line N: reason` of the first rejected row, for the job's error when nothing loads. */
+  firstReject: string | null;
+}
+
+export type FromThread =
+  | { kind: 'first'; header: string[] | null; width: number | null }
+  | { kind: 'planned' }
+  /** COPY text of one batch; `counts` so far. */
+  | { kind: 'batch'; text: string; counts: Counts }
+  /** Every row is read and the rejects file is closed. */
+  | { kind: 'end'; counts: Counts }
+  | {
+      kind: 'error';
+      message: string;
+      /** What failed: the input (a FatalReadError), the tap stream, or something else. */
+      cause: 'read' | 'superseded' | 'aborted' | 'schema' | 'other';
+    };
+
+export const HEARTBEAT = 0;
+export const STAGE = 1;
+export const STAGE_NAMES = ['DataQuality', 'Transformation'] as const;

@@ -1,0 +1,202 @@
+/**
+ * The watchdog of a job's CPU-bound stages. Reading the file, DataQuality and Transformation run in
+ * a stage thread (thread-main.ts), so the worker's own event loop stays free: it renews BullMQ locks,
+ * loads into the destination, takes other jobs and answers SIGTERM whatever the input does. While
+ * the runner waits on the thread, it watches the thread's heartbeat; a thread whose event loop makes
+ * no progress for STAGE_STALL_MS (a stage stuck in synchronous work on a pathological input) is
+ * terminated, and the job ends `error` naming the stage. Threads are pooled per worker process and
+ * reused after a clean job; a thread that was stopped or abandoned mid-job is never reused.
+ */
+import { Injectable, OnModuleDestroy } from '@nestjs/common';
+import type { Worker } from 'node:worker_threads';
+import type { PipelineDefinition } from '@tapyard/pipelines';
+import { Counts, FromThread, HEARTBEAT, STAGE, STAGE_NAMES, StartMessage, ToThread } from './protocol';
+import { spawnStageThread } from './spawn';
+
+/** The thread stopped making progress and was terminated. */
+export class StageStalledError extends Error {
+  constructor(
+    readonly stage: (typeof STAGE_NAMES)[number],
+    stallMs: number,
+  ) {
+    super(
+      `the ${stage} stage made no progress for ${formatMs(stallMs)} and was stopped (STAGE_STALL_MS); ` +
+        'the input is pathological for it',
+    );
+  }
+}
+
+/** The thread reported a failure of the job (the input, the tap stream, the validation schema). */
+export class StageThreadError extends Error {
+  constructor(
+    readonly failure: Extract<FromThread, { kind: 'error' }>['cause'],
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+interface PooledThread {
+  worker: Worker;
+  shared: SharedArrayBuffer;
+  /** Jobs started on it: the thread tags its replies with this number. */
+  jobs: number;
+}
+
+@Injectable()
+export class StageThreadPool implements OnModuleDestroy {
+  private idle: PooledThread[] = [];
+  private readonly busy = new Set<PooledThread>();
+  private closed = false;
+
+  /** Starts a job's stages on a thread; the session must be ended with `end()`. */
+  async start(
+    job: Omit<StartMessage, 'kind' | 'shared'>,
+    opts: { stallMs: number; maxIdle: number },
+  ): Promise<StageSession> {
+    if (this.closed) throw new Error('the worker is shutting down');
+    const thread = this.idle.pop() ?? {
+      worker: spawnStageThread(),
+      shared: new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT),
+      jobs: 0,
+    };
+    this.busy.add(thread);
+    const session = new StageSession(thread, opts.stallMs, (reusable) => {
+      this.busy.delete(thread);
+      if (reusable && !this.closed && this.idle.length < opts.maxIdle) this.idle.push(thread);
+      else void thread.worker.terminate();
+    });
+    session.begin(job);
+    return session;
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    this.closed = true;
+    const all = [...this.idle, ...this.busy];
+    this.idle = [];
+    await Promise.all(all.map((t) => t.worker.terminate()));
+  }
+}
+
+type Reply = FromThread;
+
+export class StageSession {
+  private readonly beat: Int32Array;
+  private waiters: { resolve: (r: Reply) => void; reject: (e: Error) => void }[] = [];
+  private failed: Error | null = null;
+  private finished = false;
+  private prefetched: Promise<Reply> | null = null;
+  private jobId = -1;
+  private lastBeat = -1;
+  private lastMove = Date.now();
+  private readonly timer: NodeJS.Timeout;
+  private readonly onMessage = (m: { id: number; reply: Reply }) => {
+    if (m.id !== this.jobId) return; // a reply to an earlier job of this thread
+    this.waiters.shift()?.resolve(m.reply);
+  };
+  private readonly onError = (err: Error) => this.fail(err);
+  private readonly onExit = (code: number) => this.fail(new Error(`the stage thread exited (${code})`));
+
+  constructor(
+    private readonly thread: PooledThread,
+    private readonly stallMs: number,
+    private readonly release: (reusable: boolean) => void,
+  ) {
+    this.beat = new Int32Array(thread.shared);
+    thread.worker.on('message', this.onMessage);
+    thread.worker.on('error', this.onError);
+    thread.worker.on('exit', this.onExit);
+    this.timer = setInterval(() => this.watch(), Math.max(20, Math.min(1000, stallMs / 4)));
+  }
+
+  begin(job: Omit<StartMessage, 'kind' | 'shared'>): void {
+    this.beat[STAGE] = 0;
+    // The thread numbers the jobs it is given; this one is the next.
+    this.jobId = ++this.thread.jobs;
+    this.firstReply = this.request({ ...job, kind: 'start', shared: this.thread.shared });
+    this.firstReply.catch(() => undefined); // seen when first() is awaited
+  }
+
+  private firstReply: Promise<Reply> | null = null;
+
+  /** The file's header and width, from its first batch. */
+  async first(): Promise<{ header: string[] | null; width: number | null }> {
+    const r = expect(await (this.firstReply as Promise<Reply>), 'first');
+    return { header: r.header, width: r.width };
+  }
+
+  async plan(
+    definition: PipelineDefinition,
+    fileColumns: string[],
+    schema: { file: string; text: string } | null,
+  ): Promise<void> {
+    expect(await this.request({ kind: 'plan', definition, fileColumns, schema }), 'planned');
+  }
+
+  /** The COPY text of the next batch, or the final counts. One batch is converted ahead. */
+  async next(): Promise<{ text: string; counts: Counts } | { end: Counts }> {
+    const pending = this.prefetched ?? this.request({ kind: 'next' });
+    this.prefetched = null;
+    const r = await pending;
+    if (r.kind === 'end') {
+      this.finished = true;
+      return { end: r.counts };
+    }
+    const batch = expect(r, 'batch');
+    this.prefetched = this.request({ kind: 'next' });
+    this.prefetched.catch(() => undefined); // seen when awaited; never unhandled
+    return { text: batch.text, counts: batch.counts };
+  }
+
+  /** Ends the session; the thread goes back to the pool only after a clean end. */
+  end(): void {
+    clearInterval(this.timer);
+    const w = this.thread.worker;
+    w.off('message', this.onMessage);
+    w.off('error', this.onError);
+    w.off('exit', this.onExit);
+    const clean = this.failed === null && this.waiters.length === 0 && this.finished;
+    this.release(clean);
+  }
+
+  private request(msg: ToThread): Promise<Reply> {
+    if (this.failed) return Promise.reject(this.failed);
+    return new Promise<Reply>((resolve, reject) => {
+      if (this.waiters.length === 0) this.lastMove = Date.now();
+      this.waiters.push({ resolve, reject });
+      this.thread.worker.postMessage(msg);
+    }).then((r) => {
+      if (r.kind === 'error') throw new StageThreadError(r.cause, r.message);
+      return r;
+    });
+  }
+
+  private watch(): void {
+    const beat = Atomics.load(this.beat, HEARTBEAT);
+    if (beat !== this.lastBeat || this.waiters.length === 0) {
+      this.lastBeat = beat;
+      this.lastMove = Date.now();
+      return;
+    }
+    if (Date.now() - this.lastMove < this.stallMs) return;
+    const stage = STAGE_NAMES[Atomics.load(this.beat, STAGE)] ?? 'DataQuality';
+    this.fail(new StageStalledError(stage, this.stallMs));
+    void this.thread.worker.terminate();
+  }
+
+  private fail(err: Error): void {
+    if (this.failed) return;
+    this.failed = err;
+    clearInterval(this.timer);
+    for (const w of this.waiters.splice(0)) w.reject(err);
+  }
+}
+
+function expect<K extends Reply['kind']>(r: Reply, kind: K): Extract<Reply, { kind: K }> {
+  if (r.kind !== kind) throw new Error(`stage thread answered '${r.kind}' where '${kind}' was due`);
+  return r as Extract<Reply, { kind: K }>;
+}
+
+function formatMs(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
+}

@@ -1,0 +1,135 @@
+/**
+ * Entry of a stage thread (worker_threads): reads one job's input at a time and runs DataQuality
+ * and Transformation on it, batch by batch, on request of the job's runner. Its event loop bumps a
+ * heartbeat every 100 ms; a stage stuck in synchronous work stops it, and the runner's watchdog then
+ * terminates the thread (stage-thread.ts). Only the one job in this thread is lost.
+ */
+import 'reflect-metadata';
+import { WriteStream, createReadStream, createWriteStream } from 'node:fs';
+import { Readable } from 'node:stream';
+import { parentPort } from 'node:worker_threads';
+import { FatalReadError, RecordBatch } from '../readers/record-batch';
+import { StreamEndedError, tailFile } from '../readers/tail-file';
+import { RowPlan } from '../row-plan';
+import { Counts, FromThread, HEARTBEAT, STAGE, StartMessage, ToThread } from './protocol';
+import { RecordValidator, convert, newCounts, recordValidator } from './convert';
+import { readInput } from './read-input';
+
+interface Job {
+  id: number;
+  start: StartMessage;
+  batches: AsyncGenerator<RecordBatch>;
+  first: RecordBatch | null;
+  plan: RowPlan | null;
+  validator: RecordValidator | null;
+  rejects: WriteStream | null;
+  counts: Counts;
+  spin: ((row: (string | null)[]) => void) | null;
+}
+
+const port = parentPort;
+if (port === null) throw new Error('thread-main runs only as a worker thread');
+let shared: Int32Array | null = null;
+let job: Job | null = null;
+let jobs = 0;
+
+port.on('message', (msg: ToThread) => {
+  const current = msg.kind === 'start' ? ++jobs : jobs;
+  handle(msg).catch((err: unknown) => post(current, failure(err)));
+});
+
+function post(id: number, reply: FromThread): void {
+  port?.postMessage({ id, reply });
+}
+
+async function handle(msg: ToThread): Promise<void> {
+  if (msg.kind === 'start') {
+    if (shared === null) {
+      shared = new Int32Array(msg.shared);
+      const beat = shared;
+      setInterval(() => Atomics.add(beat, HEARTBEAT, 1), 100);
+    }
+    const input = msg.stream
+      ? Readable.from(tailFile(msg.spoolPath, msg.stream.staleMs))
+      : createReadStream(msg.spoolPath, { highWaterMark: 1 << 20 });
+    const spinOn = msg.spinOn;
+    job = {
+      id: jobs,
+      start: msg,
+      batches: readInput(msg.definition, input, msg.records, msg.filename),
+      first: null,
+      plan: null,
+      validator: null,
+      rejects: null,
+      counts: newCounts(),
+      spin:
+        spinOn === null
+          ? null
+          : (row) => {
+              if (row.some((c) => c !== null && c.includes(spinOn))) {
+                // Test hook: a stage that never yields, as a pathological input would make it.
+                for (;;) Atomics.add(shared as Int32Array, STAGE, 0);
+              }
+            },
+    };
+    const first = await job.batches.next();
+    job.first = first.done ? { rows: [], lines: [], errors: [] } : first.value;
+    post(job.id, {
+      kind: 'first',
+      header: job.first.header ?? null,
+      width: job.first.rows[0]?.length ?? null,
+    });
+    return;
+  }
+  const j = job;
+  if (j === null) throw new Error(`'${msg.kind}' before 'start'`);
+  if (msg.kind === 'plan') {
+    j.plan = new RowPlan(msg.definition, msg.fileColumns, shared === null ? null : shared.subarray(STAGE));
+    if (msg.schema !== null) {
+      try {
+        j.validator = await recordValidator(
+          msg.schema,
+          msg.definition.source.fileAttributes.xmlAttributes?.rowElement ?? 'row',
+        );
+      } catch (err) {
+        post(j.id, { kind: 'error', cause: 'schema', message: message(err) });
+        return;
+      }
+    }
+    j.rejects = createWriteStream(j.start.rejectsPath);
+    post(j.id, { kind: 'planned' });
+    return;
+  }
+  // next
+  if (j.plan === null || j.rejects === null) throw new Error("'next' before 'plan'");
+  let batch = j.first;
+  j.first = null;
+  if (batch === null) {
+    const r = await j.batches.next();
+    if (r.done) {
+      await close(j.rejects);
+      post(j.id, { kind: 'end', counts: j.counts });
+      return;
+    }
+    batch = r.value;
+  }
+  const reasons = j.validator ? await j.validator(batch.rows.map((r) => r[0] ?? '')) : null;
+  if (shared !== null) shared[STAGE] = 0;
+  const text = convert(batch, j.plan, j.counts, j.rejects, reasons, j.spin);
+  post(j.id, { kind: 'batch', text, counts: j.counts });
+}
+
+function failure(err: unknown): FromThread {
+  if (err instanceof StreamEndedError) {
+    return { kind: 'error', cause: err.superseded ? 'superseded' : 'aborted', message: err.message };
+  }
+  return { kind: 'error', cause: err instanceof FatalReadError ? 'read' : 'other', message: message(err) };
+}
+
+function message(err: unknown): string {
+  return err instanceof Error ? err.message || err.name : String(err);
+}
+
+function close(s: WriteStream): Promise<void> {
+  return new Promise((resolve) => (s.closed ? resolve() : s.end(() => resolve())));
+}
