@@ -10,11 +10,10 @@ import {
   ValidationError,
   errorMessage,
 } from '@tapyard/core';
-import { RunKeys, buildAbility, canOn, heldOf, runKeyCapabilities, tapGrant } from '@tapyard/auth';
+import { buildAbility, canOn, heldOf, tapGrant } from '@tapyard/auth';
 import { ObjectStore } from '@tapyard/objectstore';
 import { PipelineDefinition, PipelinesService, pipelineScope } from '@tapyard/pipelines';
 import { EnvironmentQueues } from '@tapyard/queue';
-import { SecretsService } from '@tapyard/secrets';
 import { StatusService } from '@tapyard/status';
 import { Spool } from '@tapyard/ingestion';
 import { DocumentsLoad } from './documents-load';
@@ -30,21 +29,14 @@ import {
   TapConfig,
   TestResult,
 } from './tap.types';
-import { TapProcesses, ScriptOutcome, platformEndpoint } from './tap-processes';
+import { TapProcesses, ScriptOutcome } from './tap-processes';
+import { ScriptEnv, TapEnvironment } from './tap-environment';
 import { TapCaller, UNLIMITED } from './tap-grants';
 import { TapsRepository } from './taps.repository';
-import { TapsService, assertTapSecret } from './taps.service';
+import { TapsService } from './taps.service';
 import { LedgerService } from './ledger.service';
 
 type DataType = 'csv' | 'json' | 'document';
-
-/** The script's environment variables, which values are secret (masked in logs), and its run key. */
-interface ScriptEnv {
-  env: Record<string, string>;
-  secrets: string[];
-  /** Revoked when the run ends (it also expires by itself). */
-  runKey: string | null;
-}
 
 interface Execution {
   outcome: ScriptOutcome;
@@ -74,14 +66,13 @@ export class TapRunner {
     private readonly taps: TapsService,
     private readonly repo: TapsRepository,
     private readonly pipelines: PipelinesService,
-    private readonly secrets: SecretsService,
     private readonly store: ObjectStore,
     private readonly spool: Spool,
     private readonly status: StatusService,
     private readonly queues: EnvironmentQueues,
     private readonly processes: TapProcesses,
     private readonly ledger: LedgerService,
-    private readonly runKeys: RunKeys,
+    private readonly environment: TapEnvironment,
   ) {}
 
   /** POST /tap/test: an unsaved configuration may be tested; an inline script wins over scriptPath. */
@@ -195,7 +186,7 @@ export class TapRunner {
   ): Promise<RunResult> {
     const dataType = dataTypeOf(tap, target);
     const sink = new SampleSink(dataType);
-    const env = await this.scriptEnvironment(environment, tap, testLimit, grant);
+    const env = await this.environment.build(environment, tap, testLimit, grant);
     const { outcome, shapeError } = await this.execute(tap, script, env, sink);
     const error = shapeError ?? outcome.error;
     return {
@@ -220,7 +211,7 @@ export class TapRunner {
     grant: string[],
   ): Promise<RunResult> {
     const dataType = dataTypeOf(tap, target);
-    const env = await this.scriptEnvironment(environment, tap, 0, grant);
+    const env = await this.environment.build(environment, tap, 0, grant);
     if (tap.tapType === 'document') return this.documentRun(environment, tap, script_, target, env);
 
     if (!target) {
@@ -357,7 +348,7 @@ export class TapRunner {
       return { outcome: await proc.done, shapeError };
     } finally {
       // The key dies with the run; its time to live covers a process that never gets here.
-      if (env.runKey) await this.runKeys.revoke(env.runKey).catch(() => undefined);
+      await this.environment.release(env);
     }
   }
 
@@ -389,52 +380,6 @@ export class TapRunner {
       );
     }
     return found?.definition ?? null;
-  }
-
-  /**
-   * What the script sees: its secret's fields, the SERVICE_* variables, and in test mode the test
-   * limit. Nothing of the platform's own environment.
-   */
-  private async scriptEnvironment(
-    environment: string,
-    tap: TapConfig,
-    testLimit: number,
-    grant: string[],
-  ): Promise<ScriptEnv> {
-    const env: Record<string, string> = {};
-    const secrets: string[] = [];
-    if (tap.secretName) {
-      assertTapSecret(tap.secretName);
-      const fields = await this.secrets.reveal(environment, tap.secretName).catch(() => {
-        throw new ValidationError(`tap '${tap.name}' uses secret '${tap.secretName}', which does not exist`);
-      });
-      for (const [k, v] of Object.entries(fields)) {
-        if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) {
-          throw new ValidationError(
-            `secret '${tap.secretName}' has field '${k}', which cannot be an environment variable name`,
-          );
-        }
-        env[k] = v;
-        secrets.push(v);
-      }
-    }
-    env.SERVICE_POSTGRES_DATABASE = this.config.database.name;
-    env.SERVICE_MONGODB_DATABASE = this.config.auth.multiTenant ? environment : this.config.mongodb.database;
-    const platform = platformEndpoint(this.config);
-    env.SERVICE_PLATFORM_HOST = platform.host;
-    env.SERVICE_PLATFORM_PORT = String(platform.port);
-    if (testLimit > 0) env.SERVICE_TAP_TEST_LIMIT = String(testLimit);
-    let runKey: string | null = null;
-    if (this.config.auth.useApiKeys) {
-      // Never the platform's own credentials: a key for this run only, read-only, within the grant.
-      runKey = await this.runKeys.issue(
-        { environment, label: `tap-run:${tap.name}`, capabilities: runKeyCapabilities(grant) },
-        this.config.taps.timeoutMs + 60_000,
-      );
-      env.SERVICE_PLATFORM_API_KEY = runKey;
-      secrets.push(runKey);
-    }
-    return { env, secrets, runKey };
   }
 
   private async skipped(

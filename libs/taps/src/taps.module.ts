@@ -3,6 +3,7 @@ import { RunKeysModule } from '@tapyard/auth';
 import { IngestionModule } from '@tapyard/ingestion';
 import { QueueModule } from '@tapyard/queue';
 import { SecretsModule } from '@tapyard/secrets';
+import { TapEnvironment } from './tap-environment';
 import { TapProcesses } from './tap-processes';
 import { TapRunner } from './tap-runner.service';
 import { TapsRepository } from './taps.repository';
@@ -11,7 +12,7 @@ import { LedgerService } from './ledger.service';
 
 @Module({
   imports: [IngestionModule, QueueModule, SecretsModule, RunKeysModule],
-  providers: [TapsRepository, TapsService, TapRunner, TapProcesses, LedgerService],
+  providers: [TapsRepository, TapsService, TapRunner, TapProcesses, TapEnvironment, LedgerService],
   exports: [TapsService, TapRunner, TapsRepository, LedgerService],
 })
 export class TapsModule {}
