@@ -4,6 +4,7 @@ import { TestApi, startApi } from './support/apps';
 import { TEST_DATABASE_URL, testEnv, uniqueEnvironment } from './support/env';
 import { csvPipeline, upload, waitForJob } from './support/ingest';
 import { spawnApp } from './support/processes';
+import { expectSecondDeliveryWritesNothing } from './support/destinations';
 
 /** At-least-once delivery, exactly-once effect. */
 describe('exactly-once loads', () => {
@@ -94,16 +95,12 @@ describe('exactly-once loads', () => {
       ],
       pipelineToken: `redelivered-${env}`,
     };
-    const chunks = async function* () {
-      yield '1000001\tagain\t1.5\n1000002\tagain\t2.5\n';
-    };
-    const none = async function* () {};
     await dest.prepare(target);
     const before = Number((await pg.query(`SELECT count(*) FROM ingest_test."${table}"`)).rows[0].count);
-    const first = await dest.load(target, chunks(), none, () => undefined);
-    expect(first).toMatchObject({ loaded: 2, rejected: 0, alreadyLoaded: false });
-    const again = await dest.load(target, chunks(), none, () => undefined);
-    expect(again).toMatchObject({ loaded: 2, rejected: 0, alreadyLoaded: true });
+    await expectSecondDeliveryWritesNothing(dest, target, [
+      [1000001, 'again', 1.5],
+      [1000002, 'again', 2.5],
+    ]);
     expect(Number((await pg.query(`SELECT count(*) FROM ingest_test."${table}"`)).rows[0].count)).toBe(
       before + 2,
     );

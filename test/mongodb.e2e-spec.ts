@@ -145,7 +145,7 @@ describe('loads into MongoDB (real FerretDB)', () => {
       columns: [{ name: '_json', type: 'string' as const }],
       pipelineToken: `redelivered-${env}`,
     };
-    await expectSecondDeliveryWritesNothing(dest, target, '{"n":1}\n{"n":2}\n', 2);
+    await expectSecondDeliveryWritesNothing(dest, target, [['{"n":1}'], ['{"n":2}']]);
     expect(await docs('again')).toHaveLength(2);
   });
 

@@ -122,7 +122,7 @@ describe('object-store destination (SparkObjectStoreLoader)', () => {
       columns: [{ name: 'n', type: 'int' as const }],
       pipelineToken: `redelivered-${env}`,
     };
-    await expectSecondDeliveryWritesNothing(dest, target, '1\n2\n', 2);
+    await expectSecondDeliveryWritesNothing(dest, target, [[1], [2]]);
 
     await api.http.delete('/api/v1/pipeline').query({ pipeline: 'as_csv', deleteData: 'true' }).expect(200);
     expect(await keys(`${env}-output`, 'exports/as_csv/')).toEqual([]);
@@ -130,11 +130,14 @@ describe('object-store destination (SparkObjectStoreLoader)', () => {
   });
 
   it('validates the destination section', async () => {
-    const both = await api.http
+    const unknown = await api.http
       .post('/api/v1/pipeline')
-      .send({ ...pipeline('both'), destination: { objectStore: { prefix: 'x' }, database: { table: 't' } } })
+      .send({
+        ...pipeline('unknown'),
+        destination: { objectStore: { prefix: 'x' }, warehouse: { table: 't' } },
+      })
       .expect(400);
-    expect(both.body.message).toMatch(/one destination per pipeline/);
+    expect(JSON.stringify(unknown.body)).toMatch(/warehouse should not exist/);
     await api.http
       .post('/api/v1/pipeline')
       .send(pipeline('bad_prefix', 'parquet', { prefix: '../up' }))
@@ -144,6 +147,6 @@ describe('object-store destination (SparkObjectStoreLoader)', () => {
       .post('/api/v1/pipeline')
       .send({ ...pipeline('none'), destination: {} })
       .expect(400);
-    expect(none.body.message).toMatch(/needs database, objectStore or vectorStore/);
+    expect(none.body.message).toMatch(/needs at least one of: database, objectStore, vectorStore/);
   });
 });

@@ -1,4 +1,10 @@
-import { DataLocation, DatabaseDestination, PipelineDefinition, SchemaField } from '@tapyard/pipelines';
+import {
+  DataLocation,
+  DatabaseDestination,
+  PipelineDefinition,
+  SchemaField,
+  TypedBatch,
+} from '@tapyard/pipelines';
 import { ValidationError } from '@tapyard/core';
 import { ProcessName } from '@tapyard/status';
 import { CreatedObject } from './ownership/created-objects';
@@ -37,19 +43,62 @@ export interface LoadResult {
   rejectsLocation?: string;
 }
 
+/** What a destination's encoder makes of one batch, handed as is to its loader. */
+export type Payload = string | Uint8Array | TypedBatch;
+
 /**
- * A destination plug-in. `load` receives rows as COPY-text chunks (tab-separated, `\N` for null,
- * lines ending in `\n`) and the rejected rows, and must have an exactly-once effect per
- * pipelineToken: a second delivery of a committed job writes nothing.
+ * The module a destination names as its `encoder` exports this. It runs in the job's stage thread,
+ * beside the reader, so it must import nothing heavier than the value types (deep relative imports,
+ * no drivers): turning typed values into the target's format there keeps that work off the thread
+ * that talks to the destinations.
+ */
+export type EncoderFactory = (columns: SchemaField[]) => (batch: TypedBatch) => Payload;
+
+/** What the runner relies on a destination for. */
+export interface Capabilities {
+  /**
+   * A second delivery of a committed job writes nothing. The runner retries a failed load only for
+   * such destinations (a retry elsewhere could duplicate rows) and skips them on redelivery once
+   * `committed` says so.
+   */
+  readonly exactlyOnce: boolean;
+  /** New columns can be added to an existing target; without it a job that adds columns fails here. */
+  readonly schemaEvolution: boolean;
+  /** Rows arrive in file order (the runner never splits such a destination's stream). */
+  readonly ordered: boolean;
+  /** Most rows per payload; the runner cuts batches to this size. null: any size. */
+  readonly maxBatchRows: number | null;
+}
+
+/**
+ * A destination plug-in: one folder under libs/destinations/src and one line in registry.ts. It
+ * reads the sections of `destination` it `selects`, receives the job's rows as payloads of its own
+ * `encoder`, and must have an exactly-once effect per pipelineToken when it says so.
  */
 export interface Destination {
   readonly name: string;
   readonly processName: ProcessName;
-  readonly capabilities: { readonly exactlyOnce: boolean; readonly schemaEvolution: boolean };
+  readonly capabilities: Capabilities;
+  /** Absolute path of the module exporting `createEncoder: EncoderFactory`. */
+  readonly encoder: string;
+  /** Whether a pipeline with this destination configuration loads here. */
+  selects(destination: PipelineDefinition['destination']): boolean;
+  /** Where the rows go, for status messages: `tapyard.public.sales`, `s3://bucket/prefix/ (parquet)`. */
+  describe(destination: PipelineDefinition['destination']): string;
+  /** Throws ServiceUnavailableError naming the service when it cannot be reached now. */
+  probe(): Promise<void>;
+  /** Creates what the load needs (tables, collections, buckets), recording what it created. */
   prepare(target: LoadTarget): Promise<void>;
+  /** The result of an earlier delivery of this job that committed here, or null. */
+  committed(target: LoadTarget): Promise<LoadResult | null>;
+  /**
+   * Loads every payload, then the rejected rows (`rejects` may be called once, after the last
+   * payload), with an exactly-once effect when capabilities say so. Rejected rows go where the
+   * destination keeps them, streamed: nothing proportional to the input is held in memory.
+   */
   load(
     target: LoadTarget,
-    chunks: AsyncIterable<string>,
+    payloads: AsyncIterable<Payload>,
     rejects: () => AsyncIterable<RejectedRow>,
     progress: (rowsSoFar: number) => void,
   ): Promise<LoadResult>;
@@ -63,7 +112,7 @@ export interface Destination {
    * very object that was created. Throws a typed error naming the object that could not be dropped;
    * what was dropped before it is reported by the next attempt as gone.
    */
-  dropCreated(objects: CreatedObject[]): Promise<DropOutcome[]>;
+  drop(objects: CreatedObject[]): Promise<DropOutcome[]>;
 }
 
 /** What became of one recorded object; `dropped` false with the reason it was left alone. */
@@ -76,3 +125,11 @@ export interface DropOutcome {
 /** Injection token of the name → destination registry. */
 export const DESTINATIONS = Symbol('Destinations');
 export type DestinationRegistry = ReadonlyMap<string, Destination>;
+
+/** The plug-ins loading a pipeline's rows, in registry order. */
+export function destinationsFor(
+  registry: DestinationRegistry,
+  destination: PipelineDefinition['destination'],
+): Destination[] {
+  return [...registry.values()].filter((d) => d.selects(destination));
+}

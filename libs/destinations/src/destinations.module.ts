@@ -1,26 +1,24 @@
-import { Module } from '@nestjs/common';
-import { DESTINATIONS, Destination } from './destination';
+import { Module, Type } from '@nestjs/common';
 import { ObjectStoreModule } from '@tapyard/objectstore';
+import { DESTINATIONS, Destination } from './destination';
 import { MongoClients } from './mongodb/mongo-clients';
-import { ObjectStoreDestination } from './objectstore/objectstore.destination';
-import { MongoDbDestination } from './mongodb/mongodb.destination';
 import { CreatedObjects } from './ownership/created-objects';
 import { PgPools } from './postgres/pg-pools';
-import { PostgresDestination } from './postgres/postgres.destination';
+import { DESTINATION_PLUGINS } from './registry';
 
-/** Adding a destination: one folder, and one entry in the registry below. */
+const loaders = DESTINATION_PLUGINS.map((p) => p.loader).filter((l): l is Type<Destination> => l !== null);
+
+/** The registered destination plug-ins (registry.ts), by name. */
 @Module({
   imports: [ObjectStoreModule],
   providers: [
     CreatedObjects,
     PgPools,
-    PostgresDestination,
     MongoClients,
-    MongoDbDestination,
-    ObjectStoreDestination,
+    ...loaders,
     {
       provide: DESTINATIONS,
-      inject: [PostgresDestination, MongoDbDestination, ObjectStoreDestination],
+      inject: loaders,
       useFactory: (...all: Destination[]) => new Map(all.map((d) => [d.name, d])),
     },
   ],

@@ -1,10 +1,14 @@
 export * from './destination';
+export * from './registry';
 export * from './destinations.module';
 export * from './postgres/postgres.destination';
+export * from './postgres/section';
 export { quoteIdent, rejectsTable } from './postgres/created-tables';
-export * from './copy-text';
+export { escapeCopyText } from './postgres/copy-text';
 export * from './postgres/pg-pools';
 export * from './mongodb/mongo-clients';
 export * from './mongodb/mongodb.destination';
 export * from './objectstore/objectstore.destination';
+export * from './objectstore/section';
+export * from './vectorstore/section';
 export * from './ownership/created-objects';

@@ -8,23 +8,22 @@ import {
   DESTINATIONS,
   Destination,
   DestinationRegistry,
+  LoadResult,
   LoadTarget,
+  Payload,
   RejectedRow,
+  destinationsFor,
 } from '@tapyard/destinations';
 import { ConfigFilesService } from '@tapyard/configfiles';
-import { PipelineDefinition, PipelinesService, outputFields } from '@tapyard/pipelines';
+import { PipelineDefinition, PipelinesService, destinationsOf, outputFields } from '@tapyard/pipelines';
 import { uniqueNames } from '@tapyard/profiling';
 import { DocumentPayload, IngestPayload, RetryLaterError } from '@tapyard/queue';
-import { ProcessName, StatusService, jobRef } from '@tapyard/status';
+import { JobRef, ProcessName, StatusService, jobRef } from '@tapyard/status';
 import { Spool } from './spool';
 import { StageError, destinationError, pipelineError } from './stage-error';
 import { Counts } from './stage-thread/protocol';
-import {
-  StageSession,
-  StageStalledError,
-  StageThreadError,
-  StageThreadPool,
-} from './stage-thread/stage-thread';
+import { StageStalledError, StageThreadError, StageThreadPool } from './stage-thread/stage-thread';
+import { Fanout } from './fanout';
 
 /** A failure of the stage thread (the input, the tap stream, the schema, the watchdog), by stage. */
 function stageError(err: unknown): StageError {
@@ -40,11 +39,20 @@ function stageFailure(err: unknown): never {
   throw stageError(err);
 }
 
+/** One destination of a job, and how its load went. */
+interface Leg {
+  destination: Destination;
+  result: LoadResult | null;
+  error: StageError | null;
+}
+
 /**
  * Runs one ingestion job in a worker: read → DataQuality → Transformation (when configured) →
- * JobRunner → destination loader, streaming batch by batch so memory is bounded by the batch size.
- * Every stage writes its own status events. Redelivery after a crash is safe: the loader's
- * exactly-once ledger makes a second delivery of a committed job write nothing.
+ * JobRunner → every destination the pipeline configures, each with its own loader stage. Rows are
+ * read, checked and transformed once, batch by batch (memory is bounded by the batch size), and
+ * each batch is encoded for every destination; the loaders run side by side, each writing its own
+ * status events. Redelivery is safe: a destination whose exactly-once ledger says the job committed
+ * there is not loaded again, so a redelivered job loads only where it had not.
  */
 @Injectable()
 export class IngestionRunner {
@@ -74,9 +82,10 @@ export class IngestionRunner {
   }
 
   /**
-   * `attempt`: which delivery this is. An unreachable destination on a delivery that is not the last
-   * throws RetryLaterError (BullMQ runs the job again after a back-off, exactly-once loaders make that
-   * safe); on the last one the job ends `error` naming the service.
+   * `attempt`: which delivery this is. A destination that was unreachable, on a delivery that is not
+   * the last, makes the job run again after a back-off (RetryLaterError), where only the destinations
+   * that did not commit load; on the last one it ends `error` naming the service, and the job
+   * `warning` when another destination loaded.
    */
   async run(p: IngestPayload, attempt: { made: number; max: number } = { made: 0, max: 1 }): Promise<void> {
     const job = jobRef(p);
@@ -87,157 +96,84 @@ export class IngestionRunner {
           throw pipelineError(p.pipeline, err);
         })
       ).definition;
-      const destination = this.destinationFor(def);
-      const location = describeDestination(def);
+      const legs: Leg[] = destinationsFor(this.destinations, def.destination).map((destination) => ({
+        destination,
+        result: null,
+        error: null,
+      }));
+      if (legs.length === 0) {
+        throw new StageError(
+          'JobRunner',
+          `no destination loads rows for this pipeline (its destinations: ${destinationsOf(def).join(', ') || 'none'})`,
+        );
+      }
       await this.status.record(
         job,
         'JobRunner',
         'begin',
-        `loading ${p.filename} into ${destination.name} ${location}`,
+        `loading ${p.filename} into ${legs.map((l) => `${l.destination.name} ${l.destination.describe(def.destination)}`).join(', ')}`,
       );
+      const base: LoadTarget = {
+        environment: p.environment,
+        pipeline: p.pipeline,
+        destination: def.destination,
+        columns: [],
+        pipelineToken: p.pipelineToken,
+      };
+      // A redelivery: destinations where an earlier delivery committed are done already.
+      for (const leg of legs) {
+        if (!leg.destination.capabilities.exactlyOnce) continue;
+        leg.result = await leg.destination.committed(base).catch((err: unknown) => {
+          leg.error = destinationError(leg.destination.processName, err);
+          return null;
+        });
+      }
 
       stage = 'DataQuality';
-      const rejectsPath = `${p.spoolPath}.rejects`;
-      // Reading, DataQuality and Transformation run in a stage thread under a watchdog.
-      const session = await this.threads.start(
-        {
-          spoolPath: p.spoolPath,
-          stream: p.records?.stream ?? null,
-          records: p.records ? { keys: p.records.keys, columns: p.records.columns } : null,
-          definition: def,
-          filename: p.filename,
-          rejectsPath,
-          spinOn: this.config.worker.testSpinOn,
-        },
-        { stallMs: this.config.worker.stageStallMs, maxIdle: this.config.worker.concurrency },
-      );
-      let counts: Counts = { rows: 0, rejected: 0, dq: 0, tf: 0, firstReject: null };
-      let result;
-      let first: { header: string[] | null; width: number | null };
-      let transforms: boolean;
-      try {
-        first = await session.first().catch(stageFailure);
-        const { fileColumns, definition } = await this.plan(p, def, first);
-        const schema = await this.validationSchema(p.environment, definition);
-        await session.plan(definition, fileColumns, schema).catch(stageFailure);
-        const fields = definition.source.schemaProperties.fields;
-        transforms = definition.transformation.mappings.length > 0;
-        const ruleCount = definition.dataQuality.rules.length;
+      let counts: Counts | null = null;
+      let first: { header: string[] | null; width: number | null } = { header: null, width: null };
+      let transforms = false;
+      const pending = legs.filter((l) => l.result === null && l.error === null);
+      if (pending.length > 0) {
+        const read = await this.load(p, def, pending);
+        counts = read.counts;
+        first = read.first;
+        transforms = read.transforms;
+      }
+
+      if (counts !== null) {
         await this.status.record(
           job,
           'DataQuality',
-          'begin',
-          `checking types of ${fields.length} columns and ${ruleCount} rule(s)`,
+          'end',
+          `${counts.rows} rows checked, ${counts.dq} rejected`,
         );
         if (transforms) {
           await this.status.record(
             job,
             'Transformation',
-            'begin',
-            `${definition.transformation.mappings.length} mapping step(s)`,
+            'end',
+            `${counts.tf} row(s) rejected by the output types`,
           );
         }
-
-        stage = destination.processName;
-        const target: LoadTarget = {
-          environment: p.environment,
-          pipeline: p.pipeline,
-          destination: definition.destination,
-          columns: outputFields(fields, definition.transformation.mappings),
-          pipelineToken: p.pipelineToken,
-        };
-        await destination.prepare(target).catch((err: unknown) => {
-          throw destinationError(destination.processName, err);
-        });
-        await this.status.record(job, destination.processName, 'begin', `writing into ${location}`);
-
-        let lastProgress = Date.now();
-        // Progress entries are written without holding up the load, but in order, and all of them
-        // before the stage's `end` entry.
-        let progressWritten: Promise<void> = Promise.resolve();
-        const progress = (loaded: number) => {
-          if (Date.now() - lastProgress < this.config.progressEveryMs) return;
-          lastProgress = Date.now();
-          const note = `${loaded} rows loaded so far; ${counts.rejected} rejected`;
-          progressWritten = progressWritten.then(() =>
-            this.status.record(job, destination.processName, 'processing', note).catch(() => undefined),
+        if (counts.rows === 0) {
+          throw new StageError(
+            'DataQuality',
+            first.header ? 'the file has a header row but no data rows' : 'the file holds no records',
           );
-        };
-        let readFailure: Error | null = null;
-        const chunks = async function* (s: StageSession): AsyncGenerator<string> {
-          try {
-            for (;;) {
-              const next = await s.next();
-              if ('end' in next) {
-                counts = next.end;
-                return;
-              }
-              counts = next.counts;
-              yield next.text;
-            }
-          } catch (err) {
-            // Read errors end the load; the transaction rolls back and the job reports the reason.
-            readFailure = stageError(err);
-            throw readFailure;
-          }
-        };
-        try {
-          result = await destination.load(target, chunks(session), () => readRejects(rejectsPath), progress);
-        } catch (err) {
-          throw readFailure ?? destinationError(destination.processName, err);
-        } finally {
-          await rm(rejectsPath, { force: true });
         }
-        await progressWritten;
-      } finally {
-        session.end();
-      }
-
-      const dqNote = result.alreadyLoaded
-        ? 'an earlier delivery of this job already loaded it'
-        : `${counts.rows} rows checked, ${counts.dq} rejected`;
-      await this.status.record(job, 'DataQuality', 'end', dqNote);
-      if (transforms)
+      } else if (legs.every((l) => l.result !== null)) {
         await this.status.record(
           job,
-          'Transformation',
+          'DataQuality',
           'end',
-          `${counts.tf} row(s) rejected by the output types`,
-        );
-      const loadNote = result.alreadyLoaded
-        ? `already loaded by an earlier delivery: ${result.loaded} rows in ${result.location}`
-        : `loaded ${result.loaded} rows into ${result.location}` +
-          (result.rejected > 0
-            ? `; ${result.rejected} rejected rows kept in ${result.rejectsLocation ?? `${result.location}_rejects`}`
-            : '');
-      if (result.loaded === 0 && result.rejected === 0) {
-        throw new StageError(
-          'DataQuality',
-          first.header ? 'the file has a header row but no data rows' : 'the file holds no records',
+          'an earlier delivery of this job already loaded it',
         );
       }
-      await this.status.record(job, destination.processName, 'end', loadNote);
-      if (result.loaded === 0) {
-        // Nothing usable at all is a failed job, not a warning: the rejects say why.
-        throw new StageError(
-          'DataQuality',
-          `nothing was loaded: all ${result.rejected} record(s) were rejected` +
-            (counts.firstReject ? ` (the first: ${counts.firstReject})` : '') +
-            (result.alreadyLoaded
-              ? ''
-              : `; they are kept in ${result.rejectsLocation ?? `${result.location}_rejects`}`),
-        );
-      }
-      const outcome = result.rejected > 0 ? 'warning' : 'success';
-      await this.status.record(
-        job,
-        'JobRunner',
-        'end',
-        `${outcome}: ${result.loaded} loaded, ${result.rejected} rejected`,
-        outcome,
-      );
+      await this.finish(job, legs, counts, attempt);
       await this.spool.remove(p.spoolPath);
     } catch (err) {
+      if (err instanceof RetryLaterError) throw err;
       if (err instanceof StageError && err.superseded) {
         // Not a failure: the tap run moved its records to another job before this one committed.
         await this.status.record(job, 'JobRunner', 'end', `nothing loaded here: ${err.message}`, 'success');
@@ -262,6 +198,234 @@ export class IngestionRunner {
   }
 
   /**
+   * Reads the job's input once in a stage thread and loads it into every pending destination side
+   * by side. A failure of one destination is kept on its leg (the others go on); a failure of the
+   * input ends them all and is thrown.
+   */
+  private async load(
+    p: IngestPayload,
+    def: PipelineDefinition,
+    legs: Leg[],
+  ): Promise<{
+    counts: Counts;
+    first: { header: string[] | null; width: number | null };
+    transforms: boolean;
+  }> {
+    const job = jobRef(p);
+    const rejectsPath = `${p.spoolPath}.rejects`;
+    // Reading, DataQuality and Transformation run in a stage thread under a watchdog.
+    const session = await this.threads.start(
+      {
+        spoolPath: p.spoolPath,
+        stream: p.records?.stream ?? null,
+        records: p.records ? { keys: p.records.keys, columns: p.records.columns } : null,
+        definition: def,
+        filename: p.filename,
+        rejectsPath,
+        spinOn: this.config.worker.testSpinOn,
+      },
+      { stallMs: this.config.worker.stageStallMs, maxIdle: this.config.worker.concurrency },
+    );
+    let counts: Counts = { rows: 0, rejected: 0, dq: 0, tf: 0, firstReject: null };
+    try {
+      const first = await session.first().catch(stageFailure);
+      const { fileColumns, definition, added } = await this.plan(p, def, first);
+      const fields = definition.source.schemaProperties.fields;
+      const target: LoadTarget = {
+        environment: p.environment,
+        pipeline: p.pipeline,
+        destination: definition.destination,
+        columns: outputFields(fields, definition.transformation.mappings),
+        pipelineToken: p.pipelineToken,
+      };
+      const transforms = definition.transformation.mappings.length > 0;
+      // Each destination prepares its target; one that cannot is out of this delivery, the others load.
+      for (const leg of legs) {
+        const d = leg.destination;
+        if (added.length > 0 && !d.capabilities.schemaEvolution) {
+          leg.error = new StageError(
+            d.processName,
+            `${d.name} cannot take new columns (${added.slice(0, 5).join(', ')}): it does not evolve its schema`,
+          );
+          continue;
+        }
+        await d.prepare(target).catch((err: unknown) => {
+          leg.error = destinationError(d.processName, err);
+        });
+      }
+      const loading = legs.filter((l) => l.error === null);
+      const schema = await this.validationSchema(p.environment, definition);
+      await session
+        .plan(
+          definition,
+          fileColumns,
+          schema,
+          loading.map((l) => ({
+            module: l.destination.encoder,
+            maxBatchRows: l.destination.capabilities.maxBatchRows,
+          })),
+        )
+        .catch(stageFailure);
+      await this.status.record(
+        job,
+        'DataQuality',
+        'begin',
+        `checking types of ${fields.length} columns and ${definition.dataQuality.rules.length} rule(s)`,
+      );
+      if (transforms) {
+        await this.status.record(
+          job,
+          'Transformation',
+          'begin',
+          `${definition.transformation.mappings.length} mapping step(s)`,
+        );
+      }
+      for (const leg of loading) {
+        await this.status.record(
+          job,
+          leg.destination.processName,
+          'begin',
+          `writing into ${leg.destination.describe(definition.destination)}`,
+        );
+      }
+
+      const fan = new Fanout<Payload>(loading.length);
+      let readFailure: StageError | null = null;
+      const pump = fan
+        .pump(async () => {
+          const next = await session.next();
+          if ('end' in next) {
+            counts = next.end;
+            return null;
+          }
+          counts = next.counts;
+          return next.payloads;
+        })
+        .catch((err: unknown) => {
+          // Read errors end every load; each rolls back and the job reports the reason.
+          readFailure = stageError(err);
+        });
+      const loads = loading.map(async (leg, i) => {
+        const d = leg.destination;
+        const progress = this.progressReporter(job, d.processName, () => counts.rejected);
+        try {
+          leg.result = await d.load(target, fan.stream(i), () => readRejects(rejectsPath), progress.report);
+        } catch (err) {
+          leg.error = destinationError(d.processName, err);
+        } finally {
+          fan.detach(i);
+          await progress.written();
+        }
+      });
+      await Promise.all([pump, ...loads]);
+      if (readFailure !== null) throw readFailure;
+      return { counts, first, transforms };
+    } finally {
+      session.end();
+      await rm(rejectsPath, { force: true });
+    }
+  }
+
+  /**
+   * Writes each destination's outcome and the job's: `success` (or `warning` with rejects) when every
+   * destination loaded, `warning` when some did, `error` when none did. A destination that was
+   * unreachable and is exactly-once makes the job run again while deliveries remain.
+   */
+  private async finish(
+    job: JobRef,
+    legs: Leg[],
+    counts: Counts | null,
+    attempt: { made: number; max: number },
+  ): Promise<void> {
+    const failed = legs.filter((l) => l.error !== null);
+    const retry =
+      failed.length > 0 &&
+      attempt.made + 1 < attempt.max &&
+      failed.every((l) => l.error?.retryable && l.destination.capabilities.exactlyOnce);
+    for (const leg of legs) {
+      const d = leg.destination;
+      if (leg.result !== null) {
+        const r = leg.result;
+        await this.status.record(
+          job,
+          d.processName,
+          'end',
+          r.alreadyLoaded
+            ? `already loaded by an earlier delivery: ${r.loaded} rows in ${r.location}`
+            : `loaded ${r.loaded} rows into ${r.location}` +
+                (r.rejected > 0
+                  ? `; ${r.rejected} rejected rows kept in ${r.rejectsLocation ?? `${r.location}_rejects`}`
+                  : ''),
+        );
+      } else if (leg.error !== null && retry) {
+        await this.status.record(
+          job,
+          d.processName,
+          'processing',
+          `${leg.error.message}; will retry (delivery ${attempt.made + 1} of ${attempt.max})`,
+        );
+      }
+    }
+    if (retry) throw new RetryLaterError(failed.map((l) => l.error?.message).join('; '));
+    const loaded = legs.filter((l) => l.result !== null);
+    for (const [k, leg] of failed.entries()) {
+      const e = leg.error as StageError;
+      // When nothing loaded anywhere, the last failure is the job's terminal event (its lastError).
+      const last = loaded.length === 0 && k === failed.length - 1;
+      this.logger.warn(
+        { pipelineToken: job.pipelineToken, processName: e.processName, err: e.message },
+        'load failed',
+      );
+      await this.status.record(job, e.processName, 'error', e.message, last ? 'error' : 'processing');
+    }
+    if (loaded.length === 0) return;
+    const first = loaded[0].result as LoadResult;
+    if (first.loaded === 0 && first.rejected > 0) {
+      // Nothing usable at all is a failed job, not a warning: the rejects say why.
+      throw new StageError(
+        'DataQuality',
+        `nothing was loaded: all ${first.rejected} record(s) were rejected` +
+          (counts?.firstReject ? ` (the first: ${counts.firstReject})` : '') +
+          (first.alreadyLoaded
+            ? ''
+            : `; they are kept in ${first.rejectsLocation ?? `${first.location}_rejects`}`),
+      );
+    }
+    const rejected = Math.max(...loaded.map((l) => (l.result as LoadResult).rejected));
+    const outcome = failed.length > 0 || rejected > 0 ? 'warning' : 'success';
+    const summary = loaded.map((l) => `${(l.result as LoadResult).loaded} loaded into ${l.destination.name}`);
+    await this.status.record(
+      job,
+      'JobRunner',
+      'end',
+      `${outcome}: ${summary.join(', ')}; ${rejected} rejected` +
+        (failed.length > 0 ? `; not loaded into ${failed.map((l) => l.destination.name).join(', ')}` : ''),
+      outcome,
+    );
+  }
+
+  /** `processing` entries with the rows so far: at most every progressEveryMs, in order, all written before the stage ends. */
+  private progressReporter(
+    job: JobRef,
+    processName: ProcessName,
+    rejected: () => number,
+  ): { report: (loaded: number) => void; written: () => Promise<void> } {
+    let last = Date.now();
+    let chain: Promise<void> = Promise.resolve();
+    return {
+      report: (loaded) => {
+        if (Date.now() - last < this.config.progressEveryMs) return;
+        last = Date.now();
+        const note = `${loaded} rows loaded so far; ${rejected()} rejected`;
+        chain = chain.then(() =>
+          this.status.record(job, processName, 'processing', note).catch(() => undefined),
+        );
+      },
+      written: () => chain,
+    };
+  }
+
+  /**
    * A staged document of a document tap, for the pipeline's vector store. Until a vector store is
    * registered as a destination the job ends `error` naming the store; the document stays staged and
    * in the tap's ledger, so clearing the ledger entry re-processes it later.
@@ -280,26 +444,14 @@ export class IngestionRunner {
         'begin',
         `loading document ${p.uri} from ${p.bucket}/${p.key}`,
       );
-      this.destinationFor(def);
-      throw new StageError('JobRunner', `no loader takes documents into ${describeDestination(def)} yet`);
+      throw new StageError(
+        'JobRunner',
+        `no loader takes documents into ${destinationsOf(def).join(', ') || 'this pipeline'} yet`,
+      );
     } catch (err) {
       const e = err instanceof StageError ? err : new StageError('JobRunner', errorMessage(err));
       await this.status.record(job, e.processName, 'error', e.message, 'error');
     }
-  }
-
-  private destinationFor(def: PipelineDefinition): Destination {
-    const db = def.destination.database;
-    const name = def.destination.vectorStore
-      ? def.destination.vectorStore.store
-      : def.destination.objectStore
-        ? 'objectstore'
-        : db?.usePostgres === false
-          ? 'mongodb'
-          : 'postgres';
-    const d = this.destinations.get(name);
-    if (!d) throw new StageError('JobRunner', `destination '${name}' is not available in this release`);
-    return d;
   }
 
   /**
@@ -311,10 +463,10 @@ export class IngestionRunner {
     p: IngestPayload,
     def: PipelineDefinition,
     first: { header: string[] | null; width: number | null },
-  ): Promise<{ fileColumns: string[]; definition: PipelineDefinition }> {
+  ): Promise<{ fileColumns: string[]; definition: PipelineDefinition; added: string[] }> {
     const fields = def.source.schemaProperties.fields;
     const fa = def.source.fileAttributes;
-    if (fa.format !== 'csv') return { fileColumns: [fields[0]?.name ?? '_json'], definition: def };
+    if (fa.format !== 'csv') return { fileColumns: [fields[0]?.name ?? '_json'], definition: def, added: [] };
 
     const width = first.header?.length ?? first.width ?? fields.length;
     const fileColumns = first.header
@@ -340,15 +492,8 @@ export class IngestionRunner {
         'added file columns to the pipeline schema',
       );
     }
-    return { fileColumns, definition };
+    return { fileColumns, definition, added: missing };
   }
-}
-
-function describeDestination(def: PipelineDefinition): string {
-  const { database: db, objectStore: os, vectorStore: vs } = def.destination;
-  if (vs) return `${vs.store} collection '${vs.collection}'`;
-  if (os) return `${os.bucket ?? 'the output bucket'}/${os.prefix} (${os.format})`;
-  return db?.usePostgres === false ? `${db.dbName}.${db.table}` : `${db?.dbName}.${db?.schema}.${db?.table}`;
 }
 
 async function* readRejects(path: string): AsyncGenerator<RejectedRow> {

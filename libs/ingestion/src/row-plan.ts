@@ -8,7 +8,8 @@ import type {
 } from '../../pipelines/src/pipeline.types';
 import { Expr, evaluate, parseExpression } from '../../pipelines/src/expression';
 import { outputFields } from '../../pipelines/src/output-fields';
-import { Coerced, NULL_VALUE, coercer } from '../../destinations/src/copy-text';
+import { Coerced, Invalid, Value, coercer } from '../../pipelines/src/values/coerce';
+import type { TypedBatch } from '../../pipelines/src/values/typed-batch';
 import { compileLinearRegex } from '../../core/src/text/linear-regex';
 
 /** Why a row was not loaded. */
@@ -17,13 +18,37 @@ export interface Rejection {
   reason: string;
 }
 
-/** Outcome of one row: its COPY-text line (a plain string: the common case allocates nothing more), or a rejection. */
-export type RowOutcome = string | Rejection;
+/** Collects accepted rows by column, for one TypedBatch at a time. */
+export class BatchBuilder {
+  private values: Value[][];
+  private lines: number[] = [];
+
+  constructor(private readonly columns: SchemaField[]) {
+    this.values = columns.map(() => []);
+  }
+
+  get rows(): number {
+    return this.lines.length;
+  }
+
+  /** Appends a row whose values are in `row` (one per column). */
+  push(row: Value[], line: number): void {
+    for (let c = 0; c < row.length; c++) this.values[c].push(row[c]);
+    this.lines.push(line);
+  }
+
+  take(): TypedBatch {
+    const batch = { columns: this.columns, values: this.values, lines: this.lines };
+    this.values = this.columns.map(() => []);
+    this.lines = [];
+    return batch;
+  }
+}
 
 type Check = (value: string | null) => string | null;
 
 /**
- * Everything needed to turn a file row into a COPY line, compiled once per job: where each schema
+ * Everything needed to turn a file row into typed values, compiled once per job: where each schema
  * column sits in the file, its coercer, its data-quality checks, and the transformation steps.
  */
 export class RowPlan {
@@ -31,6 +56,8 @@ export class RowPlan {
   private readonly fields: SchemaField[];
   private readonly sourceIndex: number[];
   private readonly inCoercers: ((raw: string) => Coerced)[];
+  /** The row in progress (reused: the common case allocates nothing per row). */
+  private readonly scratch: Value[];
   private readonly checks: Check[][];
   private readonly steps: CompiledStep[];
   private readonly outCoercers: ((raw: string) => Coerced)[];
@@ -55,41 +82,48 @@ export class RowPlan {
     this.steps = def.transformation.mappings.map(compileStep);
     this.outColumns = outputFields(this.fields, def.transformation.mappings);
     this.outCoercers = this.outColumns.map((c) => coercer(c.type));
+    this.scratch = new Array<Value>(this.fields.length).fill(null);
   }
 
   get transforms(): boolean {
     return this.steps.length > 0;
   }
 
-  /** `row`: the file's cells; null is NULL (an unquoted null marker, a missing value). */
-  process(row: (string | null)[]): RowOutcome {
+  /**
+   * `row`: the file's cells; null is NULL (an unquoted null marker, a missing value). An accepted
+   * row is appended to `out` (whose columns are outColumns); a refused one returns why.
+   */
+  process(row: (string | null)[], line: number, out: BatchBuilder): Rejection | null {
     const n = this.fields.length;
-    // Built by concatenation: no per-row array, and V8 ropes make this cheap (hot path).
-    let line = '';
+    const values = this.scratch;
     for (let i = 0; i < n; i++) {
       const idx = this.sourceIndex[i];
       const raw = idx >= 0 && idx < row.length ? row[idx] : null;
-      const c = raw === null ? NULL_VALUE : this.inCoercers[i](raw);
-      if (!c.ok) return { stage: 'DataQuality', reason: `column '${this.fields[i].name}': ${c.reason}` };
+      const v = raw === null ? null : this.inCoercers[i](raw);
+      if (v instanceof Invalid)
+        return { stage: 'DataQuality', reason: `column '${this.fields[i].name}': ${v.reason}` };
       const checks = this.checks[i];
       if (checks.length > 0) {
-        const value = raw === null || c.text === '\\N' ? null : raw.trim();
+        const value = raw === null || v === null ? null : raw.trim();
         for (const check of checks) {
           const problem = check(value);
           if (problem) return { stage: 'DataQuality', reason: `column '${this.fields[i].name}': ${problem}` };
         }
       }
-      line = i === 0 ? c.text : line + '\t' + c.text;
+      values[i] = v;
     }
-    if (this.steps.length === 0) return line + '\n';
+    if (this.steps.length === 0) {
+      out.push(values, line);
+      return null;
+    }
     if (this.stage !== null) this.stage[0] = 1;
-    const out = this.transform(row);
+    const rejection = this.transform(row, line, out);
     if (this.stage !== null) this.stage[0] = 0;
-    return out;
+    return rejection;
   }
 
   /** Transformation works on plain values by name; the output is coerced to the output types. */
-  private transform(row: (string | null)[]): RowOutcome {
+  private transform(row: (string | null)[], line: number, out: BatchBuilder): Rejection | null {
     const values = new Map<string, string | null>();
     this.fields.forEach((f, i) => {
       const idx = this.sourceIndex[i];
@@ -97,18 +131,19 @@ export class RowPlan {
       values.set(f.name, raw === null ? null : f.type === 'string' ? raw : raw.trim());
     });
     for (const step of this.steps) step(values);
-    const out = new Array<string>(this.outColumns.length);
+    const result = new Array<Value>(this.outColumns.length);
     for (let i = 0; i < this.outColumns.length; i++) {
       const v = values.get(this.outColumns[i].name) ?? null;
-      const c = v === null ? NULL_VALUE : this.outCoercers[i](v);
-      if (!c.ok)
+      const c = v === null ? null : this.outCoercers[i](v);
+      if (c instanceof Invalid)
         return {
           stage: 'Transformation',
           reason: `column '${this.outColumns[i].name}': ${c.reason}`,
         };
-      out[i] = c.text;
+      result[i] = c;
     }
-    return out.join('\t') + '\n';
+    out.push(result, line);
+    return null;
   }
 }
 

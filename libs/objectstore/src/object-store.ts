@@ -112,6 +112,11 @@ export class ObjectStore implements OnModuleInit {
     );
   }
 
+  /** Throws ServiceUnavailableError when the store does not answer (or is not configured). */
+  async probe(): Promise<void> {
+    await this.call(() => this.requireClient().listBuckets());
+  }
+
   /** Uploads a local file (multipart for large ones, so memory stays bounded). */
   async putFile(bucket: string, key: string, path: string): Promise<void> {
     await this.call(() => this.requireClient().fPutObject(bucket, key, path));

@@ -73,7 +73,7 @@ export class PipelineDeletionService {
     for (const store of new Set(droppable.map((r) => r.store))) {
       const destination = this.destinations.get(store);
       if (!destination) continue;
-      const outcomes = await destination.dropCreated(droppable.filter((r) => r.store === store));
+      const outcomes = await destination.drop(droppable.filter((r) => r.store === store));
       await this.created.forget(outcomes.map((o) => o.object.creationId));
       for (const o of outcomes) {
         if (o.dropped) report.dropped.push(describeLocation(o.object));

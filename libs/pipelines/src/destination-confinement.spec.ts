@@ -1,3 +1,4 @@
+import '@tapyard/destinations'; // registers the destination sections the rules belong to
 import { TapyardConfig } from '@tapyard/core';
 import {
   DestinationNotAllowedError,

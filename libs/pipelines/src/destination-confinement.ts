@@ -1,5 +1,6 @@
 import { TapyardConfig, ValidationError } from '@tapyard/core';
 import { BUCKET_PURPOSES, bucketName } from '@tapyard/objectstore';
+import { configuredSections } from './destination-sections';
 import { PipelineDefinition } from './pipeline.types';
 
 /**
@@ -89,25 +90,15 @@ export function describeLocation(l: DataLocation): string {
  * Throws DestinationNotAllowedError when a pipeline of `environment` may not load into (or drop)
  * `destination`. Checked when a pipeline is saved, and again by the worker before it loads and by
  * the delete before it drops, so a pipeline stored before a rule existed cannot use a forbidden place.
+ * Each section's plug-in says what its section may name.
  */
 export function assertDestinationAllowed(
   config: TapyardConfig,
   environment: string,
   destination: PipelineDefinition['destination'],
 ): void {
-  const { database: db, objectStore: os } = destination;
-  if (db) {
-    const location: DataLocation =
-      db.usePostgres === false
-        ? { store: 'mongodb', database: db.dbName, name: db.table }
-        : { store: 'postgres', database: db.dbName, schema: db.schema, name: db.table };
-    assertLocationAllowed(config, environment, location);
-    checkTableName(describeLocation(location), db.table);
-  }
-  if (os) {
-    const bucket = os.bucket ?? confinementOf(config, environment).outputBucket;
-    assertLocationAllowed(config, environment, { store: 'objectstore', bucket, prefix: os.prefix });
-  }
+  for (const { section, value } of configuredSections(destination))
+    section.confine(config, environment, value);
 }
 
 /** The place rules alone (no naming rules): also applied to what a pipeline recorded as created. */
@@ -171,7 +162,7 @@ function isEnvironmentBucket(bucket: string): boolean {
  * A data table or collection name must leave room for its rejects companion: names ending in
  * `_rejects` are the companions' own, so no pipeline's data can land in another's rejects.
  */
-function checkTableName(where: string, table: string): void {
+export function checkTableName(where: string, table: string): void {
   if (table.endsWith(REJECTS_SUFFIX)) {
     throw new DestinationNotAllowedError(
       where,

@@ -1,4 +1,5 @@
 export * from './destination-confinement';
+export * from './destination-sections';
 export * from './dto/pipeline-config.dto';
 export * from './expression';
 export * from './pipeline-definition';
@@ -6,3 +7,4 @@ export * from './pipeline-scope';
 export * from './pipeline.types';
 export * from './pipelines.module';
 export * from './pipelines.service';
+export * from './values';

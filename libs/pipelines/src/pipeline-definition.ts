@@ -1,5 +1,6 @@
 import { ErrorDetail, ValidationError, compileLinearRegex, errorMessage } from '@tapyard/core';
 import { DestinationDefaults } from './destination-confinement';
+import { destinationSections } from './destination-sections';
 import { PipelineConfigDto } from './dto/pipeline-config.dto';
 import { outputFields } from './output-fields';
 
@@ -63,16 +64,17 @@ export function toDefinition(dto: PipelineConfigDto, defaults: DestinationDefaul
     problems.push({ field: 'dataQuality.validationSchema', problem: 'an XSD checks XML pipelines only' });
   }
 
-  const db = dto.destination.database;
-  const os = dto.destination.objectStore;
-  const vs = dto.destination.vectorStore;
-  const count = [db, os, vs].filter(Boolean).length;
-  if (count === 0) {
-    problems.push({ field: 'destination', problem: 'needs database, objectStore or vectorStore' });
-  } else if (count > 1) {
+  const destination: PipelineDefinition['destination'] = {};
+  const sections = destinationSections();
+  for (const section of sections) {
+    const value = dto.destination[section.key];
+    if (value !== undefined && value !== null)
+      destination[section.key] = section.complete(value as object, defaults);
+  }
+  if (Object.keys(destination).length === 0) {
     problems.push({
       field: 'destination',
-      problem: 'holds one destination per pipeline: database, objectStore or vectorStore',
+      problem: `needs at least one of: ${sections.map((s) => s.key).join(', ')}`,
     });
   }
 
@@ -111,25 +113,7 @@ export function toDefinition(dto: PipelineConfigDto, defaults: DestinationDefaul
       ...(dto.dataQuality?.validationSchema ? { validationSchema: dto.dataQuality.validationSchema } : {}),
     },
     transformation: { mappings, aiInstruction: dto.transformation?.aiInstruction ?? null },
-    destination: vs
-      ? { vectorStore: { store: vs.store, collection: vs.collection } }
-      : db
-        ? {
-            database: {
-              dbName:
-                db.dbName ?? (db.usePostgres === false ? defaults.mongoDatabase : defaults.postgresDatabase),
-              schema: db.schema ?? defaults.schema,
-              table: db.table,
-              usePostgres: db.usePostgres ?? true,
-            },
-          }
-        : {
-            objectStore: {
-              bucket: os?.bucket ?? null,
-              prefix: (os?.prefix ?? '').replace(/\/+$/, ''),
-              format: os?.format ?? 'parquet',
-            },
-          },
+    destination,
   };
 }
 

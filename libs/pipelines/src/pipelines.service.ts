@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { isDeepStrictEqual } from 'node:util';
 import { CONFIG, ConflictError, NotFoundError, TapyardConfig } from '@tapyard/core';
 import { assertDestinationAllowed, destinationDefaults } from './destination-confinement';
+import { configuredSections } from './destination-sections';
 import { PipelineConfigDto } from './dto/pipeline-config.dto';
 import { toDefinition } from './pipeline-definition';
 import { PipelineDefinition, SchemaField, StoredPipeline } from './pipeline.types';
@@ -155,13 +156,9 @@ function stored(row: PipelineRow): StoredPipeline {
   };
 }
 
+/** The destination plug-ins a pipeline loads into (`postgres`, `objectstore`, ...), in section order. */
 export function destinationsOf(def: PipelineDefinition): string[] {
-  const out: string[] = [];
-  const db = def.destination.database;
-  if (db) out.push(db.usePostgres ? 'postgres' : 'mongodb');
-  if (def.destination.objectStore) out.push('objectstore');
-  if (def.destination.vectorStore) out.push(def.destination.vectorStore.store);
-  return out;
+  return configuredSections(def.destination).map(({ section, value }) => section.loadedBy(value));
 }
 
 /** JSON round trip: drops undefined keys so stored and fresh definitions compare equal. */

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { JobOutcome, JobRef, JobRow, ProcessName, StageState } from './status.types';
+import { JobRef, JobRow, JobStatus, ProcessName, StageState } from './status.types';
 
 export interface EventRow {
   id: string;
@@ -41,7 +41,7 @@ export class StatusRepository {
     state: StageState,
     description: string,
     epoch: number,
-    outcome: JobOutcome | null,
+    outcome: JobStatus | null,
   ): Promise<void> {
     const status = outcome ?? (state === 'error' ? 'error' : 'processing');
     const terminal = status !== 'processing';

@@ -30,7 +30,8 @@ export class StatusService {
   ) {}
 
   /**
-   * Records one stage event; `outcome` marks the job's terminal event. Descriptions often quote
+   * Records one stage event; `outcome` marks the job's terminal event (`processing`: an error event
+   * that is not the job's end, such as one destination failing while others load). Descriptions often quote
    * the input (a key, a value, a server's message): control characters are escaped, since one NUL
    * would make PostgreSQL refuse the entry and the job could never reach its terminal state.
    */
@@ -39,7 +40,7 @@ export class StatusService {
     processName: ProcessName,
     state: StageState,
     description: string,
-    outcome: JobOutcome | null = null,
+    outcome: JobStatus | null = null,
   ): Promise<void> {
     const ref = { ...job, filename: safeText(job.filename) };
     return this.repo.record(ref, processName, state, safeText(description), this.clock.now(), outcome);

@@ -1,17 +1,29 @@
 import { Injectable } from '@nestjs/common';
 import { mongo } from 'mongoose';
 import { ServiceUnavailableError, ValidationError, errorMessage, safeText } from '@tapyard/core';
+import { extname, join } from 'node:path';
 import {
   DatabaseDestination,
+  FieldType,
   PipelineDefinition,
   REJECTS_SUFFIX,
   SchemaField,
+  TypedBatch,
+  Value,
   describeLocation,
+  rowText,
 } from '@tapyard/pipelines';
-import { parseCopyLine } from '../copy-text';
-import { typedValue } from '../typed-values';
-import { Destination, DropOutcome, LoadResult, LoadTarget, RejectedRow, databaseOf } from '../destination';
+import {
+  Destination,
+  DropOutcome,
+  LoadResult,
+  LoadTarget,
+  Payload,
+  RejectedRow,
+  databaseOf,
+} from '../destination';
 import { CreatedObject, CreatedObjects } from '../ownership/created-objects';
+import { jsValue } from '../js-values';
 import { MongoClients } from './mongo-clients';
 
 /** Collection (in the target database) recording committed loads, keyed by pipeline token. */
@@ -57,12 +69,37 @@ interface LedgerEntry {
 export class MongoDbDestination implements Destination {
   readonly name = 'mongodb';
   readonly processName = 'MongoDBLoader' as const;
-  readonly capabilities = { exactlyOnce: true, schemaEvolution: true };
+  readonly capabilities = { exactlyOnce: true, schemaEvolution: true, ordered: false, maxBatchRows: null };
+  readonly encoder = join(__dirname, '..', 'encoders', `typed${extname(__filename)}`);
 
   constructor(
     private readonly clients: MongoClients,
     private readonly ownership: CreatedObjects,
   ) {}
+
+  selects(destination: PipelineDefinition['destination']): boolean {
+    return destination.database?.usePostgres === false;
+  }
+
+  describe(destination: PipelineDefinition['destination']): string {
+    const { dbName, table } = databaseOf(destination);
+    return `${dbName}.${table}`;
+  }
+
+  async probe(): Promise<void> {
+    await this.run(async () => (await this.clients.get()).db('admin').command({ ping: 1 }));
+  }
+
+  async committed(target: LoadTarget): Promise<LoadResult | null> {
+    const { dbName, table } = databaseOf(target.destination);
+    const db = await this.db(dbName);
+    const done = await this.run(() =>
+      db.collection<LedgerEntry>(LOADS_COLLECTION).findOne({ _id: target.pipelineToken }),
+    );
+    return done
+      ? { loaded: done.loaded, rejected: done.rejected, alreadyLoaded: true, location: `${dbName}.${table}` }
+      : null;
+  }
 
   locations(destination: PipelineDefinition['destination']): MongoLocation[] {
     const { dbName, table } = databaseOf(destination);
@@ -113,7 +150,7 @@ export class MongoDbDestination implements Destination {
 
   async load(
     target: LoadTarget,
-    chunks: AsyncIterable<string>,
+    payloads: AsyncIterable<Payload>,
     rejects: () => AsyncIterable<RejectedRow>,
     progress: (rowsSoFar: number) => void,
   ): Promise<LoadResult> {
@@ -123,15 +160,26 @@ export class MongoDbDestination implements Destination {
     const ledger = db.collection<LedgerEntry>(LOADS_COLLECTION);
     const done = await this.run(() => ledger.findOne({ _id: target.pipelineToken }));
     if (done) {
-      for await (const _ of chunks); // drain the reader so its temporary files are closed
+      for await (const _ of payloads); // drain the reader so its temporary files are closed
       return { loaded: done.loaded, rejected: done.rejected, alreadyLoaded: true, location };
     }
     const toDoc = documentBuilder(target.columns);
     const collection = db.collection<Doc>(table);
-    const failed: RejectedRow[] = [];
+    // Rejected rows are written as they come, in batches with ids fixed by the job: a retry meets them.
+    const rejectsOut = db.collection<Doc>(`${table}${REJECTS_SUFFIX}`);
+    let rejected = 0;
+    let refused: Doc[] = [];
+    const reject = async (r: RejectedRow | null) => {
+      if (r !== null) refused.push({ _id: `${target.pipelineToken}:r${rejected++}`, ...r });
+      if (refused.length >= BATCH || (r === null && refused.length > 0)) {
+        const batch = refused;
+        refused = [];
+        await this.insert(rejectsOut, batch);
+      }
+    };
     let seq = 0;
     let loaded = 0;
-    let pending: { doc: Doc; line: string }[] = [];
+    let pending: { doc: Doc; batch: TypedBatch; row: number }[] = [];
     const flush = async () => {
       if (pending.length === 0) return;
       const batch = pending;
@@ -141,25 +189,30 @@ export class MongoDbDestination implements Destination {
         batch.map((b) => b.doc),
       );
       for (const [i, reason] of bad) {
-        failed.push({
-          line: 0,
+        await reject({
+          line: batch[i].batch.lines[batch[i].row],
           stage: 'MongoDBLoader',
           reason: safeText(reason),
-          raw: safeText(batch[i].line.slice(0, 1000)),
+          raw: safeText(rowText(batch[i].batch, batch[i].row)),
         });
       }
       loaded += batch.length - bad.size;
       progress(loaded);
     };
     try {
-      for await (const chunk of chunks) {
-        for (const line of chunk.split('\n')) {
-          if (line === '') continue;
+      for await (const payload of payloads) {
+        const batch = typedBatch(payload);
+        for (let row = 0; row < batch.lines.length; row++) {
           const id = `${target.pipelineToken}:${seq++}`;
-          const doc = toDoc(parseCopyLine(line), id);
+          const doc = toDoc(batch, row, id);
           if (typeof doc === 'string')
-            failed.push({ line: 0, stage: 'MongoDBLoader', reason: doc, raw: line.slice(0, 1000) });
-          else pending.push({ doc, line });
+            await reject({
+              line: batch.lines[row],
+              stage: 'MongoDBLoader',
+              reason: doc,
+              raw: safeText(rowText(batch, row)),
+            });
+          else pending.push({ doc, batch, row });
           if (pending.length >= BATCH) await flush();
         }
       }
@@ -171,16 +224,14 @@ export class MongoDbDestination implements Destination {
         await collection
           .deleteMany({ _id: { $gte: `${target.pipelineToken}:`, $lt: `${target.pipelineToken};` } })
           .catch(() => undefined);
+        await rejectsOut
+          .deleteMany({ _id: { $gte: `${target.pipelineToken}:`, $lt: `${target.pipelineToken};` } })
+          .catch(() => undefined);
       }
       throw err;
     }
-    let rejected = 0;
-    const rejectDocs: Doc[] = [];
-    for await (const r of rejects()) rejectDocs.push({ _id: `${target.pipelineToken}:r${rejected++}`, ...r });
-    for (const r of failed) rejectDocs.push({ _id: `${target.pipelineToken}:r${rejected++}`, ...r });
-    for (let i = 0; i < rejectDocs.length; i += BATCH) {
-      await this.insert(db.collection<Doc>(`${table}${REJECTS_SUFFIX}`), rejectDocs.slice(i, i + BATCH));
-    }
+    for await (const r of rejects()) await reject(r);
+    await reject(null);
     await this.run(() =>
       ledger.replaceOne(
         { _id: target.pipelineToken },
@@ -195,7 +246,7 @@ export class MongoDbDestination implements Destination {
    * Collection by collection (no transactions here): a failure stops the delete, which can be
    * repeated; collections dropped before it are then found gone.
    */
-  async dropCreated(objects: CreatedObject[]): Promise<DropOutcome[]> {
+  async drop(objects: CreatedObject[]): Promise<DropOutcome[]> {
     const outcomes: DropOutcome[] = [];
     for (const o of objects) {
       if (o.store !== 'mongodb') continue;
@@ -282,19 +333,22 @@ function validateNames(d: DatabaseDestination): void {
   }
 }
 
-/** Builds a document from one row's values, or returns why it cannot. */
-function documentBuilder(columns: SchemaField[]): (values: (string | null)[], id: string) => Doc | string {
+/** Builds the document of one row of a batch, or returns why it cannot. */
+function documentBuilder(
+  columns: SchemaField[],
+): (batch: TypedBatch, row: number, id: string) => Doc | string {
   if (columns.length === 1 && (columns[0].name === '_json' || columns[0].name === '_xml')) {
-    return (values, id) => {
+    return (batch, row, id) => {
+      const text = batch.values[0][row];
       try {
-        const v = JSON.parse(values[0] ?? 'null') as unknown;
+        const v = JSON.parse(typeof text === 'string' ? text : 'null') as unknown;
         if (typeof v !== 'object' || v === null || Array.isArray(v)) return { value: v, _id: id };
         // The driver refuses the whole batch for one such name; refuse just the record.
         const bad = Object.keys(v).find((k) => k.startsWith('$'));
         if (bad !== undefined)
           return `field name '${bad.slice(0, 60)}' starts with '$', which MongoDB reserves`;
         // BSON keys are C strings: the driver refuses the whole batch for one NUL in a key, at any depth.
-        const nul = values[0]?.includes('\\u0000') ? keyWithNul(v) : null;
+        const nul = typeof text === 'string' && text.includes('\\u0000') ? keyWithNul(v) : null;
         if (nul !== null)
           return `field name '${JSON.stringify(nul).slice(1, -1).slice(0, 60)}' holds a NUL character, which BSON cannot store`;
         return { ...(v as Record<string, unknown>), _id: id };
@@ -303,14 +357,22 @@ function documentBuilder(columns: SchemaField[]): (values: (string | null)[], id
       }
     };
   }
-  const typed = columns.map((c) => ({ name: c.name, parse: mongoValue(typedValue(c.type)) }));
-  return (values, id) => {
+  const convert = columns.map((c) => mongoValue(c.type));
+  return (batch, row, id) => {
     const doc: Doc = { _id: id };
-    typed.forEach(
-      (c, i) => (doc[c.name] = values[i] === null || values[i] === undefined ? null : c.parse(values[i])),
-    );
+    for (let c = 0; c < columns.length; c++) {
+      const v = batch.values[c][row];
+      doc[columns[c].name] = v === null ? null : convert[c](v);
+    }
     return doc;
   };
+}
+
+function typedBatch(payload: Payload): TypedBatch {
+  if (typeof payload === 'string' || payload instanceof Uint8Array) {
+    throw new Error('the MongoDB loader takes typed batches from its encoder');
+  }
+  return payload;
 }
 
 /** The first key, at any depth, holding a NUL character (iterative: records may be deep). */
@@ -332,9 +394,7 @@ function keyWithNul(root: unknown): string | null {
 }
 
 /** BSON has no BigInt: integers beyond 2^53 become Int64 (Long). */
-function mongoValue(parse: (text: string) => unknown): (text: string) => unknown {
-  return (text) => {
-    const v = parse(text);
-    return typeof v === 'bigint' ? mongo.Long.fromBigInt(v) : v;
-  };
+function mongoValue(type: FieldType): (v: Exclude<Value, null>) => unknown {
+  if (type === 'bigint') return (v) => (typeof v === 'bigint' ? mongo.Long.fromBigInt(v) : v);
+  return jsValue(type);
 }

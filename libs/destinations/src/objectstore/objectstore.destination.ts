@@ -1,15 +1,21 @@
 import { Injectable } from '@nestjs/common';
+import { createWriteStream } from 'node:fs';
+import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { extname, join } from 'node:path';
 import { ValidationError, errorMessage } from '@tapyard/core';
 import { ObjectNotFoundError, ObjectStore } from '@tapyard/objectstore';
-import { ObjectStoreDestination as Target, PipelineDefinition } from '@tapyard/pipelines';
-import { parseCopyLine } from '../copy-text';
-import { Destination, DropOutcome, LoadResult, LoadTarget, RejectedRow } from '../destination';
+import {
+  ObjectStoreDestination as Target,
+  PipelineDefinition,
+  TypedBatch,
+  rowText,
+} from '@tapyard/pipelines';
+import { Destination, DropOutcome, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 import { CreatedObject, CreatedObjects } from '../ownership/created-objects';
-import { typedValue } from '../typed-values';
 import { openRowWriter } from './file-writers';
+import { jsValue } from '../js-values';
 
 const EXTENSIONS = { parquet: 'parquet', csv: 'csv', jsonl: 'jsonl' } as const;
 
@@ -23,12 +29,33 @@ const EXTENSIONS = { parquet: 'parquet', csv: 'csv', jsonl: 'jsonl' } as const;
 export class ObjectStoreDestination implements Destination {
   readonly name = 'objectstore';
   readonly processName = 'SparkObjectStoreLoader' as const;
-  readonly capabilities = { exactlyOnce: true, schemaEvolution: true };
+  readonly capabilities = { exactlyOnce: true, schemaEvolution: true, ordered: true, maxBatchRows: null };
+  readonly encoder = join(__dirname, '..', 'encoders', `typed${extname(__filename)}`);
 
   constructor(
     private readonly store: ObjectStore,
     private readonly ownership: CreatedObjects,
   ) {}
+
+  selects(destination: PipelineDefinition['destination']): boolean {
+    return destination.objectStore !== undefined;
+  }
+
+  describe(destination: PipelineDefinition['destination']): string {
+    const os = targetOf(destination);
+    return `${os.bucket ?? 'the output bucket'}/${os.prefix} (${os.format})`;
+  }
+
+  async probe(): Promise<void> {
+    await this.store.probe();
+  }
+
+  async committed(target: LoadTarget): Promise<LoadResult | null> {
+    const bucket = await this.bucketOf(target.destination, target.environment);
+    const dir = `${targetOf(target.destination).prefix}/job=${target.pipelineToken}`;
+    const done = await this.readSuccess(bucket, `${dir}/_SUCCESS`);
+    return done ? { ...done, alreadyLoaded: true, location: `s3://${bucket}/${dir}/` } : null;
+  }
 
   /** Nothing pre-exists here: every job writes into a folder named after its own token. */
   locations(): [] {
@@ -41,7 +68,7 @@ export class ObjectStoreDestination implements Destination {
 
   async load(
     target: LoadTarget,
-    chunks: AsyncIterable<string>,
+    payloads: AsyncIterable<Payload>,
     rejects: () => AsyncIterable<RejectedRow>,
     progress: (rowsSoFar: number) => void,
   ): Promise<LoadResult> {
@@ -51,7 +78,7 @@ export class ObjectStoreDestination implements Destination {
     const location = `s3://${bucket}/${dir}/`;
     const done = await this.readSuccess(bucket, `${dir}/_SUCCESS`);
     if (done) {
-      for await (const _ of chunks); // drain the reader so its temporary files are closed
+      for await (const _ of payloads); // drain the reader so its temporary files are closed
       return { ...done, alreadyLoaded: true, location };
     }
     // The job folder is recorded as this pipeline's before anything is written, in a claim held for
@@ -60,7 +87,7 @@ export class ObjectStoreDestination implements Destination {
     let failure: unknown = null;
     const result = await this.ownership.claim(target.environment, target.pipeline, async (record) => {
       await record({ store: 'objectstore', bucket, prefix: `${dir}/` }, `job:${target.pipelineToken}`);
-      return this.write(bucket, dir, os, target, chunks, rejects, progress).catch((err: unknown) => {
+      return this.write(bucket, dir, os, target, payloads, rejects, progress).catch((err: unknown) => {
         failure = err;
         return null;
       });
@@ -74,30 +101,42 @@ export class ObjectStoreDestination implements Destination {
     dir: string,
     os: Target,
     target: LoadTarget,
-    chunks: AsyncIterable<string>,
+    payloads: AsyncIterable<Payload>,
     rejects: () => AsyncIterable<RejectedRow>,
     progress: (rowsSoFar: number) => void,
   ): Promise<{ loaded: number; rejected: number }> {
     const work = await mkdtemp(join(tmpdir(), 'tapyard-objectstore-'));
     try {
       const part = join(work, `part.${EXTENSIONS[os.format]}`);
-      const parse = target.columns.map((c) => typedValue(c.type));
+      const rejectsFile = join(work, '_rejects.jsonl');
+      // Rejected rows go to a local file as they come, then up with the part: memory stays flat.
+      const rejectsOut = createWriteStream(rejectsFile, { mode: 0o600 });
+      let rejected = 0;
+      const reject = async (r: RejectedRow) => {
+        rejected++;
+        if (!rejectsOut.write(JSON.stringify(r) + '\n')) await once(rejectsOut, 'drain');
+      };
       const writer = await openRowWriter(os.format, part, target.columns);
       let loaded = 0;
-      const refused: RejectedRow[] = [];
+      const row: unknown[] = new Array(target.columns.length);
+      const convert = target.columns.map((c) => jsValue(c.type));
       try {
-        for await (const chunk of chunks) {
-          for (const line of chunk.split('\n')) {
-            if (line === '') continue;
-            const row = parseCopyLine(line).map((v, i) => (v === null ? null : parse[i](v)));
-            // The Parquet writer encodes INT64 through doubles: refuse what it would round, never round it.
-            const unsafe = os.format === 'parquet' ? row.findIndex((v) => typeof v === 'bigint') : -1;
+        for await (const payload of payloads) {
+          const batch = typedBatch(payload);
+          for (let r = 0; r < batch.lines.length; r++) {
+            let unsafe = -1;
+            for (let c = 0; c < row.length; c++) {
+              const v = batch.values[c][r];
+              row[c] = v === null ? null : convert[c](v);
+              // The Parquet writer encodes INT64 through doubles: refuse what it would round, never round it.
+              if (typeof v === 'bigint' && os.format === 'parquet') unsafe = c;
+            }
             if (unsafe >= 0) {
-              refused.push({
-                line: 0,
+              await reject({
+                line: batch.lines[r],
                 stage: 'SparkObjectStoreLoader',
                 reason: `${target.columns[unsafe].name}: ${String(row[unsafe])} is beyond ±2^53, which the Parquet writer cannot store exactly`,
-                raw: line.slice(0, 1000),
+                raw: rowText(batch, r),
               });
               continue;
             }
@@ -110,24 +149,10 @@ export class ObjectStoreDestination implements Destination {
         await writer.close();
       }
       await this.store.putFile(bucket, `${dir}/part-00000.${EXTENSIONS[os.format]}`, part);
-      let rejected = 0;
-      const lines: string[] = [];
-      for await (const r of rejects()) {
-        rejected++;
-        lines.push(JSON.stringify(r));
-      }
-      for (const r of refused) {
-        rejected++;
-        lines.push(JSON.stringify(r));
-      }
-      if (rejected > 0) {
-        await this.store.put(
-          bucket,
-          `${dir}/_rejects.jsonl`,
-          Buffer.from(lines.join('\n') + '\n'),
-          'application/x-ndjson',
-        );
-      }
+      for await (const r of rejects()) await reject(r);
+      rejectsOut.end();
+      await once(rejectsOut, 'close');
+      if (rejected > 0) await this.store.putFile(bucket, `${dir}/_rejects.jsonl`, rejectsFile);
       const result = { loaded, rejected };
       await this.store.put(
         bucket,
@@ -142,7 +167,7 @@ export class ObjectStoreDestination implements Destination {
   }
 
   /** Removes the files of each job folder the pipeline recorded. */
-  async dropCreated(objects: CreatedObject[]): Promise<DropOutcome[]> {
+  async drop(objects: CreatedObject[]): Promise<DropOutcome[]> {
     const outcomes: DropOutcome[] = [];
     for (const o of objects) {
       if (o.store !== 'objectstore') continue;
@@ -176,6 +201,13 @@ export class ObjectStoreDestination implements Destination {
       throw new Error(`cannot read ${key}: ${errorMessage(err)}`, { cause: err });
     }
   }
+}
+
+function typedBatch(payload: Payload): TypedBatch {
+  if (typeof payload === 'string' || payload instanceof Uint8Array) {
+    throw new Error('the object-store loader takes typed batches from its encoder');
+  }
+  return payload;
 }
 
 function targetOf(destination: PipelineDefinition['destination']): Target {

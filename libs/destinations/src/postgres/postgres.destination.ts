@@ -1,11 +1,20 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { once } from 'node:events';
 import { PoolClient } from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
-import { ServiceUnavailableError, ValidationError, errorMessage } from '@tapyard/core';
+import { CONFIG, ServiceUnavailableError, TapyardConfig, ValidationError, errorMessage } from '@tapyard/core';
 import { FieldType, PipelineDefinition } from '@tapyard/pipelines';
-import { escapeCopyText } from '../copy-text';
-import { Destination, DropOutcome, LoadResult, LoadTarget, RejectedRow, databaseOf } from '../destination';
+import { extname, join } from 'node:path';
+import { escapeCopyText } from './copy-text';
+import {
+  Destination,
+  DropOutcome,
+  LoadResult,
+  LoadTarget,
+  Payload,
+  RejectedRow,
+  databaseOf,
+} from '../destination';
 import { CreatedObject, CreatedObjects } from '../ownership/created-objects';
 import {
   CreatedTable,
@@ -46,12 +55,49 @@ export const PG_MAX_COLUMNS = 1600;
 export class PostgresDestination implements Destination {
   readonly name = 'postgres';
   readonly processName = 'PostgresLoader' as const;
-  readonly capabilities = { exactlyOnce: true, schemaEvolution: true };
+  readonly capabilities = { exactlyOnce: true, schemaEvolution: true, ordered: true, maxBatchRows: null };
+  readonly encoder = join(__dirname, `copy-text${extname(__filename)}`);
 
   constructor(
+    @Inject(CONFIG) private readonly config: TapyardConfig,
     private readonly pools: PgPools,
     private readonly ownership: CreatedObjects,
   ) {}
+
+  selects(destination: PipelineDefinition['destination']): boolean {
+    return destination.database !== undefined && destination.database.usePostgres !== false;
+  }
+
+  describe(destination: PipelineDefinition['destination']): string {
+    const { dbName, schema, table } = databaseOf(destination);
+    return `${dbName}.${schema}.${table}`;
+  }
+
+  /** The platform database answers (each target database is checked when its load connects). */
+  async probe(): Promise<void> {
+    await this.withClient(this.config.database.name, (client) => client.query('SELECT 1'));
+  }
+
+  async committed(target: LoadTarget): Promise<LoadResult | null> {
+    const { dbName, schema, table } = databaseOf(target.destination);
+    return this.withClient(dbName, async (client) => {
+      const ledger = await client.query(`SELECT to_regclass('tapyard_meta.loads') IS NOT NULL AS present`);
+      if (!(ledger.rows[0] as { present: boolean }).present) return null;
+      const prev = await client.query(
+        `SELECT rows_loaded, rows_rejected FROM tapyard_meta.loads WHERE pipeline_token = $1 AND rows_loaded IS NOT NULL`,
+        [target.pipelineToken],
+      );
+      const row = prev.rows[0] as { rows_loaded: string; rows_rejected: string } | undefined;
+      if (!row) return null;
+      return {
+        loaded: Number(row.rows_loaded),
+        rejected: Number(row.rows_rejected),
+        alreadyLoaded: true,
+        location: `${dbName}.${schema}.${table}`,
+        rejectsLocation: `${dbName}.${schema}.${rejectsTable(table)}`,
+      };
+    });
+  }
 
   locations(destination: PipelineDefinition['destination']): TableLocation[] {
     const { dbName, schema, table } = databaseOf(destination);
@@ -129,7 +175,7 @@ export class PostgresDestination implements Destination {
 
   async load(
     target: LoadTarget,
-    chunks: AsyncIterable<string>,
+    payloads: AsyncIterable<Payload>,
     rejects: () => AsyncIterable<RejectedRow>,
     progress: (rowsSoFar: number) => void,
   ): Promise<LoadResult> {
@@ -164,7 +210,7 @@ export class PostgresDestination implements Destination {
         const loaded = await copyChunks(
           client,
           `COPY ${quoteIdent(schema)}.${quoteIdent(table)} (${columns}) FROM STDIN (FORMAT text)`,
-          chunks,
+          copyText(payloads),
           progress,
         );
         const rejected = await copyChunks(
@@ -190,7 +236,7 @@ export class PostgresDestination implements Destination {
    * One transaction per database, so a pipeline's data and rejects tables go together or not at all
    * (see dropTables).
    */
-  async dropCreated(objects: CreatedObject[]): Promise<DropOutcome[]> {
+  async drop(objects: CreatedObject[]): Promise<DropOutcome[]> {
     const tables = objects.filter((o): o is CreatedTable => o.store === 'postgres');
     const outcomes: DropOutcome[] = [];
     for (const database of new Set(tables.map((o) => o.database))) {
@@ -244,6 +290,13 @@ async function copyChunks(
   stream.end();
   await Promise.race([once(stream, 'finish'), failed]);
   return Number(stream.rowCount ?? lines);
+}
+
+async function* copyText(payloads: AsyncIterable<Payload>): AsyncIterable<string> {
+  for await (const p of payloads) {
+    if (typeof p !== 'string') throw new Error('the PostgreSQL loader takes COPY text from its encoder');
+    yield p;
+  }
 }
 
 function countLines(chunk: string): number {

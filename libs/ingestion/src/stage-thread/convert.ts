@@ -1,12 +1,13 @@
 /**
  * What the stage thread does to each batch: the validation schema check, DataQuality (types and
- * rules) and Transformation through the RowPlan, giving COPY text for the loader and one JSON line
- * per rejected row.
+ * rules) and Transformation through the RowPlan, giving a typed batch for the destinations'
+ * encoders and one JSON line per rejected row.
  */
 import type { WriteStream } from 'node:fs';
 import { safeText } from '../../../core/src/text/safe-text';
 import { RecordBatch } from '../readers/record-batch';
-import { RowPlan } from '../row-plan';
+import type { TypedBatch } from '../../../pipelines/src/values/typed-batch';
+import { BatchBuilder, RowPlan } from '../row-plan';
 import type { Counts } from './protocol';
 
 /** The validation-schema reason of each record (null: valid), given their JSON texts. */
@@ -62,8 +63,8 @@ export function newCounts(): Counts {
 }
 
 /**
- * One batch: its COPY text; rejected rows go to `rejects`. `spin` (tests only) is called with each
- * row before DataQuality.
+ * One batch: its accepted rows, typed; rejected rows go to `rejects`. `spin` (tests only) is called
+ * with each row before DataQuality.
  */
 export function convert(
   batch: RecordBatch,
@@ -72,8 +73,8 @@ export function convert(
   rejects: WriteStream,
   reasons: (string | null)[] | null,
   spin: ((row: (string | null)[]) => void) | null,
-): string {
-  let out = '';
+  out: BatchBuilder,
+): TypedBatch {
   for (const e of batch.errors) {
     counts.firstReject ??= `line ${e.line}: ${e.reason}`;
     counts.rejected++;
@@ -92,9 +93,10 @@ export function convert(
     if (spin !== null) spin(batch.rows[i]);
     const invalid = reasons ? reasons[i] : null;
     const r =
-      invalid === null ? plan.process(batch.rows[i]) : { stage: 'DataQuality' as const, reason: invalid };
-    if (typeof r === 'string') out += r;
-    else {
+      invalid === null
+        ? plan.process(batch.rows[i], batch.lines[i], out)
+        : { stage: 'DataQuality' as const, reason: invalid };
+    if (r !== null) {
       counts.firstReject ??= `line ${batch.lines[i]}: ${r.reason}`;
       counts.rejected++;
       if (r.stage === 'DataQuality') counts.dq++;
@@ -111,5 +113,5 @@ export function convert(
     }
   }
   counts.rows += batch.errors.length;
-  return out;
+  return out.take();
 }

@@ -4,6 +4,7 @@
  * data: plain objects, strings, numbers.
  */
 import type { PipelineDefinition } from '../../../pipelines/src/pipeline.types';
+import type { Payload } from '../../../destinations/src/destination';
 
 export interface StartMessage {
   kind: 'start';
@@ -28,6 +29,11 @@ export interface PlanMessage {
   fileColumns: string[];
   /** The pipeline's validation schema, read by the main thread: a JSON Schema or an XSD. */
   schema: { file: string; text: string } | null;
+  /**
+   * The encoder module of each destination loading this job (see Destination.encoder), and the most
+   * rows one payload may hold (null: any).
+   */
+  encoders: { module: string; maxBatchRows: number | null }[];
 }
 
 export interface NextMessage {
@@ -49,8 +55,11 @@ export interface Counts {
 export type FromThread =
   | { kind: 'first'; header: string[] | null; width: number | null }
   | { kind: 'planned' }
-  /** COPY text of one batch; `counts` so far. */
-  | { kind: 'batch'; text: string; counts: Counts }
+  /**
+   * One batch, encoded for each destination (payloads[i] for encoders[i]; a destination with a
+   * batch limit may get several); `counts` so far.
+   */
+  | { kind: 'batch'; payloads: Payload[][]; counts: Counts }
   /** Every row is read and the rejects file is closed. */
   | { kind: 'end'; counts: Counts }
   | {

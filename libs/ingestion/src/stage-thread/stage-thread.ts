@@ -10,7 +10,17 @@
 import { Injectable, OnModuleDestroy } from '@nestjs/common';
 import type { Worker } from 'node:worker_threads';
 import type { PipelineDefinition } from '@tapyard/pipelines';
-import { Counts, FromThread, HEARTBEAT, STAGE, STAGE_NAMES, StartMessage, ToThread } from './protocol';
+import type { Payload } from '@tapyard/destinations';
+import {
+  Counts,
+  FromThread,
+  HEARTBEAT,
+  PlanMessage,
+  STAGE,
+  STAGE_NAMES,
+  StartMessage,
+  ToThread,
+} from './protocol';
 import { spawnStageThread } from './spawn';
 
 /** The thread stopped making progress and was terminated. */
@@ -129,12 +139,16 @@ export class StageSession {
     definition: PipelineDefinition,
     fileColumns: string[],
     schema: { file: string; text: string } | null,
+    encoders: PlanMessage['encoders'],
   ): Promise<void> {
-    expect(await this.request({ kind: 'plan', definition, fileColumns, schema }), 'planned');
+    expect(await this.request({ kind: 'plan', definition, fileColumns, schema, encoders }), 'planned');
   }
 
-  /** The COPY text of the next batch, or the final counts. One batch is converted ahead. */
-  async next(): Promise<{ text: string; counts: Counts } | { end: Counts }> {
+  /**
+   * The next batch, encoded for each destination (payloads[i] for encoders[i]), or the final
+   * counts. One batch is converted ahead.
+   */
+  async next(): Promise<{ payloads: Payload[][]; counts: Counts } | { end: Counts }> {
     const pending = this.prefetched ?? this.request({ kind: 'next' });
     this.prefetched = null;
     const r = await pending;
@@ -145,7 +159,7 @@ export class StageSession {
     const batch = expect(r, 'batch');
     this.prefetched = this.request({ kind: 'next' });
     this.prefetched.catch(() => undefined); // seen when awaited; never unhandled
-    return { text: batch.text, counts: batch.counts };
+    return { payloads: batch.payloads, counts: batch.counts };
   }
 
   /** Ends the session; the thread goes back to the pool only after a clean end. */

@@ -10,7 +10,10 @@ import { Readable } from 'node:stream';
 import { parentPort } from 'node:worker_threads';
 import { FatalReadError, RecordBatch } from '../readers/record-batch';
 import { StreamEndedError, tailFile } from '../readers/tail-file';
-import { RowPlan } from '../row-plan';
+import { BatchBuilder, RowPlan } from '../row-plan';
+import type { Payload } from '../../../destinations/src/destination';
+import type { SchemaField } from '../../../pipelines/src/pipeline.types';
+import type { TypedBatch } from '../../../pipelines/src/values/typed-batch';
 import { Counts, FromThread, HEARTBEAT, STAGE, StartMessage, ToThread } from './protocol';
 import { RecordValidator, convert, newCounts, recordValidator } from './convert';
 import { readInput } from './read-input';
@@ -21,6 +24,8 @@ interface Job {
   batches: AsyncGenerator<RecordBatch>;
   first: RecordBatch | null;
   plan: RowPlan | null;
+  builder: BatchBuilder | null;
+  encoders: ((batch: TypedBatch) => Payload[])[];
   validator: RecordValidator | null;
   rejects: WriteStream | null;
   counts: Counts;
@@ -59,6 +64,8 @@ async function handle(msg: ToThread): Promise<void> {
       batches: readInput(msg.definition, input, msg.records, msg.filename),
       first: null,
       plan: null,
+      builder: null,
+      encoders: [],
       validator: null,
       rejects: null,
       counts: newCounts(),
@@ -85,6 +92,9 @@ async function handle(msg: ToThread): Promise<void> {
   if (j === null) throw new Error(`'${msg.kind}' before 'start'`);
   if (msg.kind === 'plan') {
     j.plan = new RowPlan(msg.definition, msg.fileColumns, shared === null ? null : shared.subarray(STAGE));
+    j.builder = new BatchBuilder(j.plan.outColumns);
+    const columns = j.plan.outColumns;
+    j.encoders = msg.encoders.map((e) => encoderOf(e.module, e.maxBatchRows, columns));
     if (msg.schema !== null) {
       try {
         j.validator = await recordValidator(
@@ -101,7 +111,7 @@ async function handle(msg: ToThread): Promise<void> {
     return;
   }
   // next
-  if (j.plan === null || j.rejects === null) throw new Error("'next' before 'plan'");
+  if (j.plan === null || j.builder === null || j.rejects === null) throw new Error("'next' before 'plan'");
   let batch = j.first;
   j.first = null;
   if (batch === null) {
@@ -115,8 +125,41 @@ async function handle(msg: ToThread): Promise<void> {
   }
   const reasons = j.validator ? await j.validator(batch.rows.map((r) => r[0] ?? '')) : null;
   if (shared !== null) shared[STAGE] = 0;
-  const text = convert(batch, j.plan, j.counts, j.rejects, reasons, j.spin);
-  post(j.id, { kind: 'batch', text, counts: j.counts });
+  const typed = convert(batch, j.plan, j.counts, j.rejects, reasons, j.spin, j.builder);
+  const payloads = j.encoders.map((encode) => encode(typed));
+  const transfer = payloads.flat().filter((p): p is Uint8Array => p instanceof Uint8Array);
+  port?.postMessage(
+    { id: j.id, reply: { kind: 'batch', payloads, counts: j.counts } satisfies FromThread },
+    transfer.map((p) => p.buffer as ArrayBuffer),
+  );
+}
+
+type EncoderModule = { createEncoder: (columns: SchemaField[]) => (batch: TypedBatch) => Payload };
+
+/** A destination's encoder, cutting batches to its limit first. */
+function encoderOf(
+  module: string,
+  maxBatchRows: number | null,
+  columns: SchemaField[],
+): (batch: TypedBatch) => Payload[] {
+  // A path the main thread took from a registered plug-in, never from a job's input.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const encode = (require(module) as EncoderModule).createEncoder(columns);
+  if (maxBatchRows === null) return (batch) => [encode(batch)];
+  return (batch) => {
+    const out: Payload[] = [];
+    for (let from = 0; from < batch.lines.length; from += maxBatchRows) {
+      const to = Math.min(from + maxBatchRows, batch.lines.length);
+      out.push(
+        encode({
+          columns: batch.columns,
+          values: batch.values.map((v) => v.slice(from, to)),
+          lines: batch.lines.slice(from, to),
+        }),
+      );
+    }
+    return out;
+  };
 }
 
 function failure(err: unknown): FromThread {

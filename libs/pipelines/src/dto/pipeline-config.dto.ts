@@ -15,11 +15,12 @@ import {
   MaxLength,
   ValidateNested,
 } from 'class-validator';
-import { FIELD_TYPES, FieldType, VECTOR_STORES, VectorStoreName } from '../pipeline.types';
+import { FIELD_TYPES, FieldType } from '../pipeline.types';
+import { DestinationDto } from '../destination-sections';
 
 export const PIPELINE_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
-const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
-const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_-]{0,62}$/;
+export const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+export const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_-]{0,62}$/;
 
 export class SchemaFieldDto {
   @ApiProperty({ example: 'order_id' })
@@ -272,105 +273,6 @@ export class TransformationDto extends AiInstructionDto {
   mappings?: TransformationStepDto[];
 }
 
-export class DatabaseDestinationDto {
-  @ApiPropertyOptional({
-    example: 'tapyard',
-    description:
-      'PostgreSQL or MongoDB database. Default: the platform database (PostgreSQL and MongoDB alike); for a ' +
-      "tenant (multi-tenant mode) the tenant's own: the platform database for PostgreSQL, the database named " +
-      'like the tenant for MongoDB, the only ones it may name. MongoDB admin, config, local and tapyard_internal ' +
-      'are refused.',
-  })
-  @OptionalNotNull()
-  @Matches(/^[A-Za-z_][A-Za-z0-9_-]{0,62}$/, { message: 'dbName must be a database name' })
-  dbName?: string;
-
-  @ApiPropertyOptional({
-    example: 'public',
-    description:
-      "PostgreSQL schema (ignored for MongoDB). Default: public; for a tenant its own schema t_<tenant>, the only one it may name. The platform's schemas tapyard and tapyard_meta and the server's (pg_*, information_schema) are refused with 400.",
-  })
-  @OptionalNotNull()
-  // '-' is allowed because tenant schemas carry the tenant name (t_acme-eu); names are always quoted.
-  @Matches(SCHEMA_NAME, { message: 'schema must be a schema name: letters, digits, _ and -' })
-  schema?: string;
-
-  @ApiProperty({
-    example: 'sales',
-    description:
-      'Table or collection (at most 63 bytes). Rejected rows go to a companion <table>_rejects (shortened with a ' +
-      'hash when that would pass 63 bytes), so names ending in _rejects are refused.',
-  })
-  @Matches(IDENTIFIER, { message: 'table must be a table name: letters, digits and _' })
-  table!: string;
-
-  @ApiPropertyOptional({ example: true, default: true, description: 'false selects the document database' })
-  @OptionalNotNull()
-  @IsBoolean()
-  usePostgres?: boolean;
-}
-
-export class ObjectStoreDestinationDto {
-  @ApiPropertyOptional({
-    example: 'analytics',
-    description:
-      "Bucket. Default: the environment's <env>-output, the only bucket a tenant may name. Names ending in -raw, " +
-      "-config, -taps, -staged or -output (environments' own buckets) other than that one are refused with 400.",
-  })
-  @OptionalNotNull()
-  @Matches(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, { message: 'bucket must be an S3 bucket name' })
-  bucket?: string;
-
-  @ApiProperty({
-    example: 'sales/daily',
-    description: 'Key prefix; files land under <prefix>/job=<pipelineToken>/',
-  })
-  @Matches(/^(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9._=/-]{0,199}$/, {
-    message: 'prefix must be a key prefix without ..',
-  })
-  prefix!: string;
-
-  @ApiPropertyOptional({ enum: ['parquet', 'csv', 'jsonl'], default: 'parquet' })
-  @OptionalNotNull()
-  @IsIn(['parquet', 'csv', 'jsonl'])
-  format?: 'parquet' | 'csv' | 'jsonl';
-}
-
-export class VectorStoreDestinationDto {
-  @ApiProperty({ enum: VECTOR_STORES, example: 'qdrant' })
-  @IsIn(VECTOR_STORES as unknown as string[])
-  store!: VectorStoreName;
-
-  @ApiProperty({ example: 'handbook', description: 'Collection (class, table) that receives the chunks' })
-  @Matches(/^[A-Za-z][A-Za-z0-9_-]{0,127}$/, {
-    message: 'collection must be 1-128 letters, digits, _ and -, starting with a letter',
-  })
-  collection!: string;
-}
-
-export class DestinationDto {
-  @ApiPropertyOptional({ type: DatabaseDestinationDto })
-  @OptionalNotNull()
-  @ValidateNested()
-  @Type(() => DatabaseDestinationDto)
-  database?: DatabaseDestinationDto;
-
-  @ApiPropertyOptional({ type: ObjectStoreDestinationDto, description: 'Instead of database: write files' })
-  @OptionalNotNull()
-  @ValidateNested()
-  @Type(() => ObjectStoreDestinationDto)
-  objectStore?: ObjectStoreDestinationDto;
-
-  @ApiPropertyOptional({
-    type: VectorStoreDestinationDto,
-    description: 'Instead of database or objectStore: documents into a vector store (document taps)',
-  })
-  @OptionalNotNull()
-  @ValidateNested()
-  @Type(() => VectorStoreDestinationDto)
-  vectorStore?: VectorStoreDestinationDto;
-}
-
 export class PipelineConfigDto {
   @ApiProperty({ example: 'sales' })
   @Matches(PIPELINE_NAME_PATTERN, {
@@ -407,7 +309,11 @@ export class PipelineConfigDto {
   @Type(() => TransformationDto)
   transformation?: TransformationDto;
 
-  @ApiProperty({ type: DestinationDto })
+  @ApiProperty({
+    type: DestinationDto,
+    description:
+      'Where the rows go: one or more sections, each read by a destination plug-in; one job loads into every one.',
+  })
   @ValidateNested()
   @Type(() => DestinationDto)
   destination!: DestinationDto;

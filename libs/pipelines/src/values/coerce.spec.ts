@@ -1,31 +1,15 @@
-import { coercer, Coerced, COPY_NULL, escapeCopyText } from './copy-text';
+import { Coerced, Invalid, coercer } from './coerce';
 
-const ok = (text: string): Coerced => ({ ok: true, text });
-const reasonOf = (c: Coerced): string => (c.ok ? `ok: ${c.text}` : c.reason);
-
-describe('escapeCopyText', () => {
-  it('escapes backslash, tab, newlines and the other COPY control escapes', () => {
-    expect(escapeCopyText('plain text, "quotes"; ünïcode')).toBe('plain text, "quotes"; ünïcode');
-    expect(escapeCopyText('a\\b\tc\nd\re\bf\fg\vh')).toBe('a\\\\b\\tc\\nd\\re\\bf\\fg\\vh');
-    expect(escapeCopyText('\\N')).toBe('\\\\N');
-    expect(escapeCopyText('\x01\x1f')).toBe('\x01\x1f');
-    expect(escapeCopyText('')).toBe('');
-  });
-
-  it('returns the same string when nothing needs escaping', () => {
-    const s = 'x'.repeat(100);
-    expect(escapeCopyText(s)).toBe(s);
-  });
-});
+const reasonOf = (c: Coerced): string => (c instanceof Invalid ? c.reason : `ok: ${String(c)}`);
 
 describe('coercer', () => {
-  it('string: keeps text exactly (escaped), the empty string included (NULL is decided by the caller)', () => {
+  it('string: keeps text exactly, the empty string included (NULL is decided by the caller)', () => {
     const c = coercer('string');
-    expect(c('')).toEqual(ok(''));
-    expect(c('  padded  ')).toEqual(ok('  padded  '));
-    expect(c('NULL')).toEqual(ok('NULL'));
-    expect(c('\\N')).toEqual(ok('\\\\N'));
-    expect(c('a\tb\nc')).toEqual(ok('a\\tb\\nc'));
+    expect(c('')).toBe('');
+    expect(c('  padded  ')).toBe('  padded  ');
+    expect(c('NULL')).toBe('NULL');
+    expect(c('\\N')).toBe('\\N');
+    expect(c('a\tb\nc')).toBe('a\tb\nc');
     expect(reasonOf(c('a\0b'))).toBe("'a\\0b' contains a NUL character, which a string cannot hold");
   });
 
@@ -33,27 +17,27 @@ describe('coercer', () => {
     for (const type of ['boolean', 'int', 'bigint', 'float', 'double', 'date', 'timestamp'] as const) {
       const c = coercer(type);
       for (const token of ['', '  ', 'NULL', 'null', '\\N', 'NA', 'N/A', ' NULL ']) {
-        expect(c(token)).toEqual(ok(COPY_NULL));
+        expect(c(token)).toBeNull();
       }
     }
-    expect(coercer('int')(' 42 ')).toEqual(ok('42'));
-    expect(coercer('date')('\t2024-01-31\r\n')).toEqual(ok('2024-01-31'));
+    expect(coercer('int')(' 42 ')).toBe(42);
+    expect(coercer('date')('\t2024-01-31\r\n')).toBe('2024-01-31');
   });
 
   it('without null tokens (a pipeline with its own nullValues) such text is not a value', () => {
     expect(reasonOf(coercer('int', false)(''))).toBe("'' is not an int");
     expect(reasonOf(coercer('date', false)(' NA '))).toBe("'NA' is not a date");
-    expect(coercer('int', false)('7')).toEqual(ok('7'));
-    expect(coercer('string', false)('NA')).toEqual(ok('NA'));
+    expect(coercer('int', false)('7')).toBe(7);
+    expect(coercer('string', false)('NA')).toBe('NA');
   });
 
   it('boolean', () => {
     const c = coercer('boolean');
     for (const t of ['true', 'TRUE', 'True', 't', 'T', 'yes', 'YES', 'Yes', 'y', 'Y', '1', 'tRuE', 'yEs']) {
-      expect(c(t)).toEqual(ok('t'));
+      expect(c(t)).toBe(true);
     }
     for (const f of ['false', 'FALSE', 'f', 'F', 'no', 'No', 'n', 'N', '0', 'fAlSe'])
-      expect(c(f)).toEqual(ok('f'));
+      expect(c(f)).toBe(false);
     expect(reasonOf(c('maybe'))).toBe("'maybe' is not a boolean");
     expect(reasonOf(c('2'))).toBe("'2' is not a boolean");
     expect(reasonOf(c('truthy'))).toBe("'truthy' is not a boolean");
@@ -61,11 +45,11 @@ describe('coercer', () => {
 
   it('int: exact int32 range, digits only', () => {
     const c = coercer('int');
-    expect(c('2147483647')).toEqual(ok('2147483647'));
-    expect(c('-2147483648')).toEqual(ok('-2147483648'));
-    expect(c('+7')).toEqual(ok('+7'));
-    expect(c('0000000000002147483647')).toEqual(ok('0000000000002147483647'));
-    expect(c('-0')).toEqual(ok('-0'));
+    expect(c('2147483647')).toBe(2147483647);
+    expect(c('-2147483648')).toBe(-2147483648);
+    expect(c('+7')).toBe(7);
+    expect(c('0000000000002147483647')).toBe(2147483647);
+    expect(c('-0')).toBe(-0);
     expect(reasonOf(c('2147483648'))).toBe("'2147483648' is out of range for an int");
     expect(reasonOf(c('-2147483649'))).toBe("'-2147483649' is out of range for an int");
     expect(reasonOf(c('99999999999'))).toBe("'99999999999' is out of range for an int");
@@ -76,9 +60,12 @@ describe('coercer', () => {
 
   it('bigint: exact int64 range', () => {
     const c = coercer('bigint');
-    expect(c('9223372036854775807')).toEqual(ok('9223372036854775807'));
-    expect(c('-9223372036854775808')).toEqual(ok('-9223372036854775808'));
-    expect(c('123456789012345')).toEqual(ok('123456789012345'));
+    expect(c('9223372036854775807')).toBe(9223372036854775807n);
+    expect(c('-9223372036854775808')).toBe(-9223372036854775808n);
+    expect(c('123456789012345')).toBe(123456789012345);
+    // Safe integers are numbers whatever their spelling; beyond 2^53 only a BigInt is exact.
+    expect(c('+0009007199254740991')).toBe(9007199254740991);
+    expect(c('9007199254740993')).toBe(9007199254740993n);
     expect(reasonOf(c('9223372036854775808'))).toBe("'9223372036854775808' is out of range for a bigint");
     expect(reasonOf(c('-9223372036854775809'))).toBe("'-9223372036854775809' is out of range for a bigint");
     expect(reasonOf(c('12345678901234567890'))).toBe("'12345678901234567890' is out of range for a bigint");
@@ -98,7 +85,7 @@ describe('coercer', () => {
       '1e-310',
       '1.7976931348623157e308',
     ]) {
-      expect(d(v)).toEqual(ok(v));
+      expect(d(v)).toBe(Number(v));
     }
     for (const bad of [
       'NaN',
@@ -118,10 +105,12 @@ describe('coercer', () => {
     }
     expect(reasonOf(d('1e400'))).toBe("'1e400' is out of range for a double");
     expect(reasonOf(d('1e-400'))).toBe("'1e-400' is out of range for a double");
-    expect(d('0e-400')).toEqual(ok('0e-400'));
+    expect(d('0e-400')).toBe(0);
     const f = coercer('float');
-    expect(f('3.4e38')).toEqual(ok('3.4e38'));
-    expect(f('1e-40')).toEqual(ok('1e-40'));
+    // float is single precision: the value is the one PostgreSQL's real stores.
+    expect(f('3.4e38')).toBe(Math.fround(3.4e38));
+    expect(f('1e-40')).toBe(Math.fround(1e-40));
+    expect(f('0.1')).toBe(Math.fround(0.1));
     expect(reasonOf(f('3.5e38'))).toBe("'3.5e38' is out of range for a float");
     expect(reasonOf(f('1e-50'))).toBe("'1e-50' is out of range for a float");
     expect(reasonOf(f('1,5'))).toBe("'1,5' is not a float");
@@ -129,10 +118,10 @@ describe('coercer', () => {
 
   it('date: YYYY-MM-DD, a real calendar date', () => {
     const c = coercer('date');
-    expect(c('2024-02-29')).toEqual(ok('2024-02-29'));
-    expect(c('2000-02-29')).toEqual(ok('2000-02-29'));
-    expect(c('0001-01-01')).toEqual(ok('0001-01-01'));
-    expect(c('9999-12-31')).toEqual(ok('9999-12-31'));
+    expect(c('2024-02-29')).toBe('2024-02-29');
+    expect(c('2000-02-29')).toBe('2000-02-29');
+    expect(c('0001-01-01')).toBe('0001-01-01');
+    expect(c('9999-12-31')).toBe('9999-12-31');
     for (const bad of [
       '2023-02-29',
       '1900-02-29',
@@ -152,19 +141,28 @@ describe('coercer', () => {
 
   it('timestamp: ISO 8601 date-time with optional fraction and zone', () => {
     const c = coercer('timestamp');
+    // Normalised: `T`, and an explicit zone (UTC when none), in a form JavaScript's Date reads too.
+    for (const [v, normal] of [
+      ['2024-02-29T12:34:56', '2024-02-29T12:34:56Z'],
+      ['2024-02-29 12:34', '2024-02-29T12:34Z'],
+      ['2024-02-29t00:00:00z', '2024-02-29T00:00:00Z'],
+      ['2024-02-29T12:34:56.123456Z', '2024-02-29T12:34:56.123456Z'],
+      ['2024-02-29T12:34:56.5+02:00', '2024-02-29T12:34:56.5+02:00'],
+      ['2024-02-29T12:34:56-0530', '2024-02-29T12:34:56-05:30'],
+      ['2024-02-29T12:34:56+14', '2024-02-29T12:34:56+14:00'],
+      ['2024-02-29T24:00:00', '2024-02-29T24:00:00Z'],
+      ['2016-12-31T23:59:60Z', '2016-12-31T23:59:60Z'],
+      ['2024-02-29', '2024-02-29T00:00Z'],
+    ]) {
+      expect(c(v)).toBe(normal);
+    }
     for (const v of [
-      '2024-02-29T12:34:56',
       '2024-02-29 12:34',
-      '2024-02-29t00:00:00z',
-      '2024-02-29T12:34:56.123456Z',
-      '2024-02-29T12:34:56.5+02:00',
       '2024-02-29T12:34:56-0530',
       '2024-02-29T12:34:56+14',
-      '2024-02-29T24:00:00',
-      '2016-12-31T23:59:60Z',
       '2024-02-29',
     ]) {
-      expect(c(v)).toEqual(ok(v));
+      expect(Number.isNaN(new Date(c(v) as string).getTime())).toBe(false);
     }
     for (const bad of [
       '2023-02-29T10:00:00',

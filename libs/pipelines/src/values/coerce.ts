@@ -1,13 +1,14 @@
 /**
- * Value coercion for PostgreSQL COPY in text format (`FORMAT text`: tab delimiter, `\N` for
- * NULL, backslash escapes). `coercer(type)` returns a specialised function that checks one raw
- * value and returns its COPY text, or a one-sentence reason.
+ * Value coercion: the schema's type rules, the same for every destination. `coercer(type)` returns
+ * a specialised function that checks one raw text value and returns its typed value (see Value),
+ * or an Invalid holding a one-sentence reason. The rules follow PostgreSQL's input functions, so
+ * what is accepted loads everywhere with the same meaning.
  *
  * Rules (documented choices):
  * - NULL is decided before coercion (the caller passes no value); a value is never NULL because of
  *   its text, except that non-string types by default (`nullTokens`) also read empty text and the
  *   tokens `NULL`, `null`, `\N`, `NA`, `N/A` as NULL (`\N`); without `nullTokens` those are errors;
- * - string: the text is kept exactly (only COPY-escaped), the empty string included (so `NULL` in
+ * - string: the text is kept exactly , the empty string included (so `NULL` in
  *   a string column is the four letters). A NUL character is an error (PostgreSQL text cannot
  *   hold it);
  * - boolean: true/false/t/f/yes/no/y/n/1/0, any case, become `t`/`f`;
@@ -21,73 +22,22 @@
  * - timestamp: `YYYY-MM-DD`, optionally followed by `T` or a space, `HH:MM[:SS[.fraction]]` and
  *   a zone (`Z`, `+HH`, `+HH:MM`, `+HHMM`), every field range-checked (24:00:00 and leap second
  *   :60 are accepted, as PostgreSQL does); a date alone is midnight.
- * Valid values keep their (trimmed) text: PostgreSQL parses it.
+ * Typed values: boolean; int, float (rounded to single precision) and double as numbers; bigint as a
+ * number when it is a safe integer, else a BigInt; string, date (`YYYY-MM-DD`) and timestamp as
+ * text, a timestamp normalised to `YYYY-MM-DDTHH:MM[:SS[.fraction]]` and an explicit zone (`Z` or
+ * `±HH:MM`; a value without one is UTC), which PostgreSQL and JavaScript's Date both read.
  */
-import type { FieldType } from '@tapyard/pipelines';
+import type { FieldType } from '../pipeline.types';
 
-export type Coerced =
-  { ok: true; text: string /* COPY-text-escaped value or \N */ } | { ok: false; reason: string };
+/** A value of a schema type, or NULL. */
+export type Value = boolean | number | bigint | string | null;
 
-/** COPY text for NULL. */
-export const COPY_NULL = '\\N';
-
-const NULL_RESULT: Coerced = Object.freeze({ ok: true, text: COPY_NULL });
-const TRUE_RESULT: Coerced = Object.freeze({ ok: true, text: 't' });
-const FALSE_RESULT: Coerced = Object.freeze({ ok: true, text: 'f' });
-
-const BACKSLASH = 0x5c;
-
-/**
- * Escapes a value for COPY text format: backslash, tab, line feed, carriage return, backspace,
- * form feed and vertical tab become `\\`, `\t`, `\n`, `\r`, `\b`, `\f`, `\v`. Other characters
- * are data as they are. (A NUL character cannot be stored; the string coercer rejects it.)
- */
-export function escapeCopyText(value: string): string {
-  const n = value.length;
-  let i = 0;
-  for (; i < n; i++) {
-    const c = value.charCodeAt(i);
-    if (c < 0x0e || c === BACKSLASH) break;
-  }
-  if (i === n) return value;
-  let out = value.slice(0, i);
-  let run = i;
-  for (; i < n; i++) {
-    const c = value.charCodeAt(i);
-    let esc: string;
-    switch (c) {
-      case BACKSLASH:
-        esc = '\\\\';
-        break;
-      case 0x09:
-        esc = '\\t';
-        break;
-      case 0x0a:
-        esc = '\\n';
-        break;
-      case 0x0d:
-        esc = '\\r';
-        break;
-      case 0x08:
-        esc = '\\b';
-        break;
-      case 0x0c:
-        esc = '\\f';
-        break;
-      case 0x0b:
-        esc = '\\v';
-        break;
-      default:
-        continue;
-    }
-    out += value.slice(run, i) + esc;
-    run = i + 1;
-  }
-  return out + value.slice(run);
+/** Why a text is not a value of its column's type (one sentence). */
+export class Invalid {
+  constructor(readonly reason: string) {}
 }
 
-/** COPY text of SQL NULL, for values the caller already knows are NULL. */
-export const NULL_VALUE: Coerced = NULL_RESULT;
+export type Coerced = Value | Invalid;
 
 const TYPE_NAMES: Record<FieldType, string> = {
   string: 'a string',
@@ -121,9 +71,9 @@ function typeCoercer(type: FieldType): (raw: string) => Coerced {
     case 'boolean':
       return coerceBoolean;
     case 'int':
-      return (raw) => coerceInteger(raw, 'an int', INT4_POS, INT4_NEG);
+      return (raw) => coerceInteger(raw, 'an int', INT4_POS, INT4_NEG, false);
     case 'bigint':
-      return (raw) => coerceInteger(raw, 'a bigint', INT8_POS, INT8_NEG);
+      return (raw) => coerceInteger(raw, 'a bigint', INT8_POS, INT8_NEG, true);
     case 'float':
       return (raw) => coerceFloat(raw, true);
     case 'double':
@@ -144,8 +94,8 @@ function quoted(value: string): string {
   return `'${value.length > 100 ? `${value.slice(0, 100)}…` : value}'`;
 }
 
-function fail(reason: string): Coerced {
-  return { ok: false, reason };
+function fail(reason: string): Invalid {
+  return new Invalid(reason);
 }
 
 function trimmed(raw: string): string {
@@ -176,7 +126,7 @@ function coerceString(raw: string): Coerced {
     return fail(
       `${quoted(raw.replaceAll('\0', '\\0'))} contains a NUL character, which a string cannot hold`,
     );
-  return { ok: true, text: escapeCopyText(raw) };
+  return raw;
 }
 
 function coerceBoolean(raw: string): Coerced {
@@ -189,17 +139,17 @@ function coerceBoolean(raw: string): Coerced {
         case 'y':
         case 'Y':
         case '1':
-          return TRUE_RESULT;
+          return true;
         case 'f':
         case 'F':
         case 'n':
         case 'N':
         case '0':
-          return FALSE_RESULT;
+          return false;
       }
       break;
     case 0:
-      return NULL_RESULT;
+      return null;
     default:
       switch (s) {
         case 'true':
@@ -208,21 +158,21 @@ function coerceBoolean(raw: string): Coerced {
         case 'yes':
         case 'YES':
         case 'Yes':
-          return TRUE_RESULT;
+          return true;
         case 'false':
         case 'FALSE':
         case 'False':
         case 'no':
         case 'NO':
         case 'No':
-          return FALSE_RESULT;
+          return false;
       }
       if (s.length <= 5) {
         const lower = s.toLowerCase();
-        if (lower === 'true' || lower === 'yes') return TRUE_RESULT;
-        if (lower === 'false' || lower === 'no') return FALSE_RESULT;
+        if (lower === 'true' || lower === 'yes') return true;
+        if (lower === 'false' || lower === 'no') return false;
       }
-      if (isNullToken(s)) return NULL_RESULT;
+      if (isNullToken(s)) return null;
   }
   return fail(`${quoted(s)} is not a boolean`);
 }
@@ -236,7 +186,7 @@ function isDigit(c: number): boolean {
   return c >= 0x30 && c <= 0x39;
 }
 
-function coerceInteger(raw: string, what: string, maxPos: string, maxNeg: string): Coerced {
+function coerceInteger(raw: string, what: string, maxPos: string, maxNeg: string, big: boolean): Coerced {
   const s = trimmed(raw);
   const n = s.length;
   let i = 0;
@@ -246,14 +196,14 @@ function coerceInteger(raw: string, what: string, maxPos: string, maxNeg: string
     neg = true;
     i = 1;
   } else if (c0 === 0x2b) i = 1;
-  if (i === n) return isNullToken(s) ? NULL_RESULT : fail(`${quoted(s)} is not ${what}`);
+  if (i === n) return isNullToken(s) ? null : fail(`${quoted(s)} is not ${what}`);
   for (let k = i; k < n; k++) {
-    if (!isDigit(s.charCodeAt(k))) return isNullToken(s) ? NULL_RESULT : fail(`${quoted(s)} is not ${what}`);
+    if (!isDigit(s.charCodeAt(k))) return isNullToken(s) ? null : fail(`${quoted(s)} is not ${what}`);
   }
   while (i < n - 1 && s.charCodeAt(i) === 0x30) i++;
   const limit = neg ? maxNeg : maxPos;
   const digits = n - i;
-  if (digits < limit.length) return { ok: true, text: s };
+  if (digits < limit.length) return integerValue(s, digits, big);
   if (digits === limit.length) {
     for (let k = 0; k < digits; k++) {
       const a = s.charCodeAt(i + k);
@@ -263,7 +213,7 @@ function coerceInteger(raw: string, what: string, maxPos: string, maxNeg: string
         return fail(`${quoted(s)} is out of range for ${what}`);
       }
     }
-    return { ok: true, text: s };
+    return integerValue(s, digits, big);
   }
   return fail(`${quoted(s)} is out of range for ${what}`);
 }
@@ -307,12 +257,12 @@ function coerceFloat(raw: string, single: boolean): Coerced {
     }
     valid = expDigits > 0;
   }
-  if (!valid || i !== n) return isNullToken(s) ? NULL_RESULT : fail(`${quoted(s)} is not ${what}`);
+  if (!valid || i !== n) return isNullToken(s) ? null : fail(`${quoted(s)} is not ${what}`);
   const v = toNumber(s);
   const stored = single ? (v > FLOAT_MAX || v < -FLOAT_MAX ? Infinity : fround(v)) : v;
   if (!isFiniteNumber(stored) || (stored === 0 && nonZero))
     return fail(`${quoted(s)} is out of range for ${what}`);
-  return { ok: true, text: s };
+  return stored;
 }
 
 function digits2(s: string, i: number): number {
@@ -342,17 +292,17 @@ function coerceDate(raw: string): Coerced {
   const s = trimmed(raw);
   if (s.length === 10) {
     const d = checkDate(s);
-    if (d === 1) return { ok: true, text: s };
+    if (d === 1) return s;
     if (d === -1) return fail(`${quoted(s)} is not a valid date`);
   }
-  return isNullToken(s) ? NULL_RESULT : fail(`${quoted(s)} is not a date (expected YYYY-MM-DD)`);
+  return isNullToken(s) ? null : fail(`${quoted(s)} is not a date (expected YYYY-MM-DD)`);
 }
 
 function coerceTimestamp(raw: string): Coerced {
   const s = trimmed(raw);
   const r = checkTimestamp(s);
-  if (r === 1) return { ok: true, text: s };
-  if (isNullToken(s)) return NULL_RESULT;
+  if (r === 1) return normaliseTimestamp(s);
+  if (isNullToken(s)) return null;
   if (r === -1) return fail(`${quoted(s)} is not a valid timestamp`);
   return fail(`${quoted(s)} is not a timestamp (expected ISO 8601, e.g. 2024-01-31T12:00:00Z)`);
 }
@@ -410,15 +360,37 @@ function checkTimestamp(s: string): number {
   return 1;
 }
 
-const UNESCAPE: Record<string, string> = { '\\': '\\', t: '\t', n: '\n', r: '\r', b: '\b', f: '\f', v: '\v' };
+/** At most 15 digits is always a safe integer; beyond, only a BigInt keeps every digit. */
+function integerValue(s: string, digits: number, big: boolean): number | bigint {
+  if (!big || digits <= 15) return toNumber(s);
+  const b = BigInt(s);
+  return b <= MAX_SAFE && b >= -MAX_SAFE ? toNumber(b) : b;
+}
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
 /**
- * Splits one COPY-text line (without its `\n`) into values: the inverse of escapeCopyText, with
- * `\N` as null. For destinations that are not PostgreSQL but share the loader interface.
+ * A checked timestamp in the one form every consumer reads alike: `T` between date and time,
+ * midnight for a date alone, and an explicit zone (`Z` when it had none: PostgreSQL loads with
+ * TimeZone UTC, and JavaScript would otherwise read it as local time).
  */
-export function parseCopyLine(line: string): (string | null)[] {
-  return line.split('\t').map((field) => {
-    if (field === COPY_NULL) return null;
-    return field.indexOf('\\') < 0 ? field : field.replace(/\\(.)/g, (m, c: string) => UNESCAPE[c] ?? c);
-  });
+function normaliseTimestamp(s: string): string {
+  const n = s.length;
+  if (n === 10) return `${s}T00:00Z`;
+  let t = s.charCodeAt(10) === 0x54 ? s : `${s.slice(0, 10)}T${s.slice(11)}`;
+  const last = t.charCodeAt(n - 1);
+  if (last === 0x5a) return t;
+  if (last === 0x7a) return `${t.slice(0, n - 1)}Z`;
+  // A zone is a sign after the time part (position 16 at the earliest: HH:MM ends at 16).
+  let z = -1;
+  for (let i = n - 1; i >= 16; i--) {
+    const c = t.charCodeAt(i);
+    if (c === 0x2b || c === 0x2d) {
+      z = i;
+      break;
+    }
+  }
+  if (z < 0) return `${t}Z`;
+  const zone = t.slice(z + 1).replace(':', '');
+  t = t.slice(0, z + 1);
+  return zone.length === 2 ? `${t}${zone}:00` : `${t}${zone.slice(0, 2)}:${zone.slice(2)}`;
 }

@@ -1,0 +1,27 @@
+import { Type } from '@nestjs/common';
+import { DestinationSection, registerDestinationSection } from '@tapyard/pipelines';
+import { Destination } from './destination';
+import { MongoDbDestination } from './mongodb/mongodb.destination';
+import { ObjectStoreDestination } from './objectstore/objectstore.destination';
+import { objectStoreSection } from './objectstore/section';
+import { PostgresDestination } from './postgres/postgres.destination';
+import { databaseSection } from './postgres/section';
+import { vectorStoreSection } from './vectorstore/section';
+
+/** A plug-in as registered: the sections of `destination` it declares, and its loader (a provider). */
+export interface DestinationPlugin {
+  // Sections are heterogeneous by nature: each has its own DTO and stored form.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  sections: DestinationSection<any, any>[];
+  loader: Type<Destination> | null;
+}
+
+/** Adding a destination: its folder, and one line here. */
+export const DESTINATION_PLUGINS: readonly DestinationPlugin[] = [
+  { sections: [databaseSection], loader: PostgresDestination },
+  { sections: [databaseSection], loader: MongoDbDestination },
+  { sections: [objectStoreSection], loader: ObjectStoreDestination },
+  { sections: [vectorStoreSection], loader: null },
+];
+
+for (const plugin of DESTINATION_PLUGINS) for (const s of plugin.sections) registerDestinationSection(s);

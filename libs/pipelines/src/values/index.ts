@@ -1,0 +1,2 @@
+export * from './coerce';
+export * from './typed-batch';
