@@ -21,7 +21,13 @@ export interface TapyardConfig {
   readonly uploadLimitBytes: number;
   readonly shutdownTimeoutMs: number;
   readonly healthTimeoutMs: number;
-  readonly database: { readonly url: string; readonly name: string; readonly poolSize: number };
+  readonly database: {
+    readonly url: string;
+    readonly name: string;
+    readonly poolSize: number;
+    /** The PostgreSQL server the PostgreSQL destination loads into (default: the metadata server). */
+    readonly destinationUrl: string;
+  };
   readonly redis: { readonly url: string };
   readonly mongodb: { readonly uri: string | null; readonly database: string };
   readonly objectStore: {
@@ -287,6 +293,7 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
       url: databaseUrl ?? '',
       name: r.string('POSTGRES_DATABASE', databaseName(databaseUrl)),
       poolSize: r.int('DATABASE_POOL_SIZE', 10, 1, 200),
+      destinationUrl: r.url('POSTGRES_DESTINATION_URL', null, ['postgres', 'postgresql']) ?? databaseUrl ?? '',
     },
     redis: { url: r.url('REDIS_URL', 'redis://127.0.0.1:6379', ['redis', 'rediss']) ?? '' },
     mongodb: { uri: mongoUri, database: r.string('MONGODB_DATABASE', environment) },

@@ -2,7 +2,7 @@ import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
 import { Pool } from 'pg';
 import { CONFIG, TapyardConfig } from '@tapyard/core';
 
-/** One small pool per target database on the platform's Postgres server. */
+/** One small pool per target database on the destination server (POSTGRES_DESTINATION_URL, default the platform's). */
 @Injectable()
 export class PgPools implements OnModuleDestroy {
   private readonly pools = new Map<string, Pool>();
@@ -12,7 +12,7 @@ export class PgPools implements OnModuleDestroy {
   get(database: string): Pool {
     let pool = this.pools.get(database);
     if (!pool) {
-      const url = new URL(this.config.database.url);
+      const url = new URL(this.config.database.destinationUrl);
       url.pathname = `/${encodeURIComponent(database)}`;
       pool = new Pool({
         connectionString: url.toString(),
