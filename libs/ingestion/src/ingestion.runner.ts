@@ -136,9 +136,7 @@ export class IngestionRunner {
       const pending = legs.filter((l) => l.result === null && l.error === null);
       if (pending.length > 0) {
         const read = await this.load(p, def, pending);
-        counts = read.counts;
-        first = read.first;
-        transforms = read.transforms;
+        if (read !== null) ({ counts, first, transforms } = read);
       }
 
       if (counts !== null) {
@@ -210,7 +208,7 @@ export class IngestionRunner {
     counts: Counts;
     first: { header: string[] | null; width: number | null };
     transforms: boolean;
-  }> {
+  } | null> {
     const job = jobRef(p);
     const rejectsPath = `${p.spoolPath}.rejects`;
     // Reading, DataQuality and Transformation run in a stage thread under a watchdog.
@@ -254,6 +252,7 @@ export class IngestionRunner {
         });
       }
       const loading = legs.filter((l) => l.error === null);
+      if (loading.length === 0) return null;
       const schema = await this.validationSchema(p.environment, definition);
       await session
         .plan(
@@ -319,7 +318,8 @@ export class IngestionRunner {
       });
       await Promise.all([pump, ...loads]);
       if (readFailure !== null) throw readFailure;
-      return { counts, first, transforms };
+      // Every loader failed before the input was read to its end: there are no counts to report.
+      return session.finished ? { counts, first, transforms } : null;
     } finally {
       session.end();
       await rm(rejectsPath, { force: true });

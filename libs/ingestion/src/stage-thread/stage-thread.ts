@@ -94,7 +94,7 @@ export class StageSession {
   private readonly beat: Int32Array;
   private waiters: { resolve: (r: Reply) => void; reject: (e: Error) => void }[] = [];
   private failed: Error | null = null;
-  private finished = false;
+  private done = false;
   private prefetched: Promise<Reply> | null = null;
   private jobId = -1;
   private lastBeat = -1;
@@ -153,13 +153,18 @@ export class StageSession {
     this.prefetched = null;
     const r = await pending;
     if (r.kind === 'end') {
-      this.finished = true;
+      this.done = true;
       return { end: r.counts };
     }
     const batch = expect(r, 'batch');
     this.prefetched = this.request({ kind: 'next' });
     this.prefetched.catch(() => undefined); // seen when awaited; never unhandled
     return { payloads: batch.payloads, counts: batch.counts };
+  }
+
+  /** Whether the whole input was read (the thread reported its end). */
+  get finished(): boolean {
+    return this.done;
   }
 
   /** Ends the session; the thread goes back to the pool only after a clean end. */
@@ -169,7 +174,7 @@ export class StageSession {
     w.off('message', this.onMessage);
     w.off('error', this.onError);
     w.off('exit', this.onExit);
-    const clean = this.failed === null && this.waiters.length === 0 && this.finished;
+    const clean = this.failed === null && this.waiters.length === 0 && this.done;
     this.release(clean);
   }
 
