@@ -17,8 +17,10 @@ import { mongo } from 'mongoose';
 import { randomUUID } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import {
+  BenchColumn,
   COLUMNS,
   DB_URL,
+  NARROW_COLUMNS,
   benchPipeline,
   platformEnv,
   sleep,
@@ -83,6 +85,45 @@ async function rps(url: string, seconds: number, concurrency = 16): Promise<numb
   return n / seconds;
 }
 
+/**
+ * `psql \\copy` of a file into an identical table, then the same file uploaded to a pipeline of
+ * those columns (after a warm-up load), in the same run: prints both rates and their ratio.
+ */
+async function againstCopy(
+  pg: Client,
+  dir: string,
+  file: string,
+  name: string,
+  columns: BenchColumn[],
+): Promise<{ seconds: number; token: string }> {
+  const bytes = await writeCsv(file, ROWS, columns);
+  console.log(`${name} file: ${ROWS} rows, ${columns.length} columns, ${(bytes / 1e6).toFixed(1)} MB`);
+  await pg.query(`DROP TABLE IF EXISTS bench.baseline_${name}`);
+  await pg.query(
+    `CREATE TABLE bench.baseline_${name} (${columns.map(([n, , t]) => `${n} ${t}`).join(', ')})`,
+  );
+  const t0 = process.hrtime.bigint();
+  execFileSync('psql', [
+    DB_URL,
+    '-q',
+    '-c',
+    `\\copy bench.baseline_${name} FROM '${file}' WITH (FORMAT csv, HEADER true)`,
+  ]);
+  const psqlSeconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  await benchPipeline(BASE, { name, schema: 'bench', table: `${name}_${ENV.replace(/-/g, '_')}`, columns });
+  // Warm-up (JIT, pools, table creation) so the measured load is the steady state.
+  const warm = join(dir, `warm-${name}.csv`);
+  await writeCsv(warm, 10_000, columns);
+  await ingest(warm, name);
+  const run = await ingest(file, name);
+  const tapyardRps = ROWS / run.seconds;
+  const psqlRps = ROWS / psqlSeconds;
+  console.log(`  psql \\copy:          ${psqlRps.toFixed(0)} rows/s (${psqlSeconds.toFixed(2)} s)`);
+  console.log(`  Tapyard upload→table: ${tapyardRps.toFixed(0)} rows/s (${run.seconds.toFixed(2)} s)`);
+  console.log(`  ${name} ratio (goal ≥ 0.8): ${(tapyardRps / psqlRps).toFixed(2)}`);
+  return run;
+}
+
 async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'tapyard-bench-'));
   const pg = new Client({ connectionString: DB_URL });
@@ -93,35 +134,15 @@ async function main(): Promise<void> {
   try {
     await waitHttp(`${BASE}/version`);
     await sleep(1000);
-    const file = join(dir, 'bench.csv');
-    const bytes = await writeCsv(file, ROWS);
-    console.log(`file: ${ROWS} rows, ${(bytes / 1e6).toFixed(1)} MB`);
-
-    // Baseline: psql \copy of the same file into an identical table.
     await pg.query('CREATE SCHEMA IF NOT EXISTS bench');
-    await pg.query('DROP TABLE IF EXISTS bench.baseline');
-    await pg.query(`CREATE TABLE bench.baseline (${COLUMNS.map(([n, , t]) => `${n} ${t}`).join(', ')})`);
-    const t0 = process.hrtime.bigint();
-    execFileSync('psql', [
-      DB_URL,
-      '-q',
-      '-c',
-      `\\copy bench.baseline FROM '${file}' WITH (FORMAT csv, HEADER true)`,
-    ]);
-    const psqlSeconds = Number(process.hrtime.bigint() - t0) / 1e9;
-
-    await benchPipeline(BASE, { name: 'bench', schema: 'bench', table: `t_${ENV.replace(/-/g, '_')}` });
-    // Warm-up (JIT, pools, table creation) so the measured load is the steady state.
-    const warm = join(dir, 'warm.csv');
-    await writeCsv(warm, 10_000);
-    await ingest(warm, 'bench');
-    const quiet = await ingest(file, 'bench');
-    const tapyardRps = ROWS / quiet.seconds;
-    const psqlRps = ROWS / psqlSeconds;
-    console.log(`psql \\copy:            ${psqlRps.toFixed(0)} rows/s (${psqlSeconds.toFixed(2)} s)`);
-    console.log(`Tapyard upload→table:   ${tapyardRps.toFixed(0)} rows/s (${quiet.seconds.toFixed(2)} s)`);
-    console.log(`ratio (goal ≥ 0.8):     ${(tapyardRps / psqlRps).toFixed(2)}`);
+    // The narrow file first: five short columns, where per-row work is the whole cost.
+    const narrowFile = join(dir, 'narrow.csv');
+    await againstCopy(pg, dir, narrowFile, 'narrow', NARROW_COLUMNS);
+    await rm(narrowFile, { force: true });
+    const file = join(dir, 'bench.csv');
+    const quiet = await againstCopy(pg, dir, file, 'bench', COLUMNS);
     console.log(`worker peak RSS:        ${peakRssMb(worker.pid as number).toFixed(0)} MB (goal < 300)`);
+    if (process.env.BENCH_RATIOS_ONLY === '1') return;
 
     // Rollup polling against a bare JSON route of the same app.
     const bare = await rps(`${BASE}/version`, POLL_SECONDS);

@@ -134,30 +134,49 @@ export async function postJson<T>(url: string, body: unknown): Promise<T> {
   return (await res.json()) as T;
 }
 
-/** The benchmark table: name, Tapyard type, Postgres type. */
-export const COLUMNS: [string, string, string][] = [
-  ['id', 'bigint', 'bigint'],
-  ['customer', 'string', 'text'],
-  ['zip', 'string', 'text'],
-  ['amount', 'double', 'double precision'],
-  ['qty', 'int', 'integer'],
-  ['sold_on', 'date', 'date'],
-  ['sold_at', 'timestamp', 'timestamptz'],
-  ['paid', 'boolean', 'boolean'],
-  ['note', 'string', 'text'],
+/** A benchmark table: name, Tapyard type, Postgres type, and the CSV text of row i. */
+export type BenchColumn = [string, string, string, (i: number) => string];
+
+const day = (i: number): string => String(1 + (i % 28)).padStart(2, '0');
+
+/** The mixed file: nine columns of every type, quoted text with commas (107 MB at 1M rows). */
+export const COLUMNS: BenchColumn[] = [
+  ['id', 'bigint', 'bigint', (i) => String(i)],
+  ['customer', 'string', 'text', (i) => `customer-${i % 50000}`],
+  ['zip', 'string', 'text', (i) => String(i % 99999).padStart(5, '0')],
+  ['amount', 'double', 'double precision', (i) => (i * 1.37).toFixed(2)],
+  ['qty', 'int', 'integer', (i) => String(i % 1000)],
+  ['sold_on', 'date', 'date', (i) => `2026-03-${day(i)}`],
+  [
+    'sold_at',
+    'timestamp',
+    'timestamptz',
+    (i) => `2026-03-${day(i)}T12:${String(i % 60).padStart(2, '0')}:00Z`,
+  ],
+  ['paid', 'boolean', 'boolean', (i) => String(i % 2 === 0)],
+  ['note', 'string', 'text', (i) => `"note ${i}, with a comma"`],
 ];
 
-/** A CSV of `rows` rows of mixed types; row i is the same in every benchmark. */
-export async function writeCsv(path: string, rows: number): Promise<number> {
+/** The narrow file: five short columns (id, amount, label, flag, date), where per-row work is all the cost. */
+export const NARROW_COLUMNS: BenchColumn[] = [
+  ['id', 'int', 'integer', (i) => String(i)],
+  ['amount', 'double', 'double precision', (i) => (i * 0.37).toFixed(2)],
+  ['label', 'string', 'text', (i) => `label-${i % 1000}`],
+  ['flag', 'boolean', 'boolean', (i) => (i % 3 === 0 ? 'true' : 'false')],
+  ['day', 'date', 'date', (i) => `2026-03-${day(i)}`],
+];
+
+/** A CSV of `rows` rows of `columns`; row i is the same in every benchmark. */
+export async function writeCsv(
+  path: string,
+  rows: number,
+  columns: BenchColumn[] = COLUMNS,
+): Promise<number> {
   const out = createWriteStream(path);
-  out.write(COLUMNS.map((c) => c[0]).join(',') + '\n');
+  out.write(columns.map((c) => c[0]).join(',') + '\n');
   let buf = '';
   for (let i = 1; i <= rows; i++) {
-    const d = 1 + (i % 28);
-    buf +=
-      `${i},customer-${i % 50000},${String(i % 99999).padStart(5, '0')},${(i * 1.37).toFixed(2)},${i % 1000},` +
-      `2026-03-${String(d).padStart(2, '0')},2026-03-${String(d).padStart(2, '0')}T12:${String(i % 60).padStart(2, '0')}:00Z,` +
-      `${i % 2 === 0},"note ${i}, with a comma"\n`;
+    buf += columns.map((c) => c[3](i)).join(',') + '\n';
     if (buf.length > 1 << 20) {
       if (!out.write(buf)) await new Promise<void>((r) => out.once('drain', () => r()));
       buf = '';
@@ -171,11 +190,11 @@ export async function writeCsv(path: string, rows: number): Promise<number> {
 /** Registers a pipeline of the benchmark columns loading into `<schema>.<table>` of DB_URL. */
 export async function benchPipeline(
   base: string,
-  p: { name: string; schema: string; table: string; rules?: object[] },
+  p: { name: string; schema: string; table: string; rules?: object[]; columns?: BenchColumn[] },
 ): Promise<void> {
   await postJson(`${base}/pipeline`, {
     name: p.name,
-    source: { schemaProperties: { fields: COLUMNS.map(([n, type]) => ({ name: n, type })) } },
+    source: { schemaProperties: { fields: (p.columns ?? COLUMNS).map(([n, type]) => ({ name: n, type })) } },
     dataQuality: { rules: p.rules ?? [] },
     destination: {
       database: { dbName: new URL(DB_URL).pathname.slice(1), schema: p.schema, table: p.table },
