@@ -56,6 +56,20 @@ describe('OpenAPI and Swagger UI', () => {
     ]) {
       expect(doc.components.schemas[schema]).toBeDefined();
     }
+    // `destination` is built from the registered plug-ins' sections, each with its own schema.
+    expect(Object.keys(doc.components.schemas.DestinationDto.properties).sort()).toEqual([
+      'database',
+      'objectStore',
+      'vectorStore',
+    ]);
+    expect(doc.components.schemas.DestinationDto.properties.objectStore.allOf).toEqual([
+      { $ref: '#/components/schemas/ObjectStoreDestinationDto' },
+    ]);
+    expect(doc.components.schemas.ObjectStoreDestinationDto.properties.format.enum).toEqual([
+      'parquet',
+      'csv',
+      'jsonl',
+    ]);
     expect(doc.components.schemas.DataQualityDto.properties.aiInstruction).toBeDefined();
     expect(doc.components.schemas.TransformationDto.properties.aiInstruction).toBeDefined();
     expect(
