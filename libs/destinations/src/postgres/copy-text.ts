@@ -90,7 +90,6 @@ export function createEncoder(columns: SchemaField[]): (batch: TypedBatch) => st
   const body =
     columns.map((_, i) => `const c${i} = values[${i}];`).join('\n') +
     `\nlet out = '';\nfor (let r = 0; r < rows; r++) out += ${cells.join(" + '\\t' + ")} + '\\n';\nreturn out;`;
-  // eslint-disable-next-line @typescript-eslint/no-implied-eval -- see above: generated from the schema's types only
   const rowsOf = new Function('values', 'rows', 'esc', body) as (
     values: TypedBatch['values'],
     rows: number,
