@@ -318,7 +318,10 @@ export class MongoDbDestination implements Destination {
 
 function unavailable(err: unknown): Error {
   if (err instanceof ServiceUnavailableError) return err;
-  if (err instanceof mongo.MongoNetworkError || err instanceof mongo.MongoServerSelectionError) {
+  // A batch the connection broke under arrives as a MongoBulkWriteError (without write errors)
+  // around the driver's network error.
+  const cause: unknown = err instanceof mongo.MongoBulkWriteError ? err.errorResponse : err;
+  if (cause instanceof mongo.MongoNetworkError || cause instanceof mongo.MongoServerSelectionError) {
     return new ServiceUnavailableError('mongodb', `mongodb became unreachable: ${errorMessage(err)}`);
   }
   return new Error(`mongodb: ${errorMessage(err)}`);

@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { extname, join } from 'node:path';
-import { ValidationError, errorMessage } from '@tapyard/core';
+import { ServiceUnavailableError, ValidationError, errorMessage } from '@tapyard/core';
 import { ObjectNotFoundError, ObjectStore } from '@tapyard/objectstore';
 import {
   ObjectStoreDestination as Target,
@@ -198,6 +198,8 @@ export class ObjectStoreDestination implements Destination {
       return JSON.parse(await this.store.readText(bucket, key, 4096)) as { loaded: number; rejected: number };
     } catch (err) {
       if (err instanceof ObjectNotFoundError) return null;
+      // Kept as it is: an unreachable store is retried, a plain Error would end the job for good.
+      if (err instanceof ServiceUnavailableError) throw err;
       throw new Error(`cannot read ${key}: ${errorMessage(err)}`, { cause: err });
     }
   }

@@ -2,7 +2,14 @@ import { Inject, Injectable } from '@nestjs/common';
 import { once } from 'node:events';
 import { PoolClient } from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
-import { CONFIG, ServiceUnavailableError, TapyardConfig, ValidationError, errorMessage } from '@tapyard/core';
+import {
+  CONFIG,
+  ServiceUnavailableError,
+  TapyardConfig,
+  ValidationError,
+  errorMessage,
+  isConnectionFailure,
+} from '@tapyard/core';
 import { FieldType, PipelineDefinition } from '@tapyard/pipelines';
 import { extname, join } from 'node:path';
 import { escapeCopyText } from './copy-text';
@@ -256,10 +263,29 @@ export class PostgresDestination implements Destination {
         `cannot connect to PostgreSQL database '${database}': ${errorMessage(err)}`,
       );
     }
+    // The pool listens for errors of idle clients only: without a listener of our own, a connection
+    // lost while checked out is an unhandled 'error' event, which ends the worker process.
+    let lost = false;
+    const onError = () => {
+      lost = true;
+    };
+    client.on('error', onError);
     try {
       return await work(client);
+    } catch (err) {
+      // Lost mid-load: the transaction rolled back with the connection, or committed together with
+      // its ledger row, so running the load again is safe (the runner retries ServiceUnavailableError).
+      if (lost || isConnectionFailure(err)) {
+        throw new ServiceUnavailableError(
+          'postgres',
+          `PostgreSQL database '${database}' became unreachable: ${errorMessage(err)}`,
+        );
+      }
+      throw err;
     } finally {
       client.release();
+      // After release: the pool has put its own listener back by then.
+      client.removeListener('error', onError);
     }
   }
 }

@@ -1,0 +1,380 @@
+import { Type } from '@nestjs/common';
+import { existsSync } from 'node:fs';
+import { once } from 'node:events';
+import type TestAgent from 'supertest/lib/agent';
+import {
+  DESTINATION_PLUGINS,
+  Destination,
+  ObjectStoreDestination,
+  PostgresDestination,
+} from '@tapyard/destinations';
+import { IngestionRunner, Spool } from '@tapyard/ingestion';
+import { IngestPayload } from '@tapyard/queue';
+import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
+import { uniqueEnvironment } from './support/env';
+import { RollupAnswer, upload, waitForJob } from './support/ingest';
+import { CONTRACT_FIXTURES, OpenFixture, Row, fixtureFor } from './support/destination-contract';
+
+/**
+ * The contract every registered destination keeps, run against each one with the real API and
+ * worker: loads typed rows exactly once, redelivery writes nothing, new CSV columns reach the target,
+ * rejects are kept with their reasons, an outage is retried (or ends naming the service), and
+ * deleteData removes what the pipeline created. A loader registered without a fixture fails here.
+ */
+
+const BASE = ['id', 'label', 'amount'];
+const FIELDS = [
+  { name: 'id', type: 'int' },
+  { name: 'label', type: 'string' },
+  { name: 'amount', type: 'double' },
+];
+/** Outages: two deliveries, far enough apart for a test to restore the service in between. */
+const RETRY = { LOAD_RETRY_ATTEMPTS: '2', LOAD_RETRY_DELAY_MS: '1500' };
+
+/** Row i: a quoted label with a comma now and then, and a null amount every 7th row. */
+function row(i: number): Row {
+  return { id: i, label: i % 50 === 0 ? `label, ${i}` : `label ${i}`, amount: i % 7 === 0 ? null : i / 4 };
+}
+function rows(from: number, to: number): Row[] {
+  return Array.from({ length: to - from + 1 }, (_, k) => row(from + k));
+}
+function csvOf(data: Row[], columns = BASE): string {
+  const cell = (v: Row[string]) => {
+    const s = v === null ? '' : String(v);
+    return /[",\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+  };
+  return `${columns.join(',')}\n${data.map((r) => columns.map((c) => cell(r[c] ?? null)).join(',')).join('\n')}\n`;
+}
+/**
+ * A stage's events: `begin` first, `end` last, progress notes between (how many depends on the
+ * machine's speed, so they are allowed, not counted).
+ */
+function expectBeginToEnd(evs: RollupAnswer['events'], processName: string): void {
+  const states = evs.filter((e) => e.processName === processName).map((e) => e.state);
+  expect(states[0]).toBe('begin');
+  expect(states[states.length - 1]).toBe('end');
+  expect(states.slice(1, -1).filter((s) => s !== 'processing')).toEqual([]);
+}
+const byId = (a: Row, b: Row) => Number(a.id) - Number(b.id);
+const sorted = (data: Row[]) => [...data].sort(byId);
+
+async function events(http: TestAgent, token: string): Promise<RollupAnswer['events']> {
+  return (await http.get('/api/v1/pipeline/status').query({ pipelinetoken: token }).expect(200))
+    .body as RollupAnswer['events'];
+}
+
+/** Polls the job's events until one matches (an outage's retry note, say). */
+async function waitForEvent(
+  http: TestAgent,
+  token: string,
+  match: (e: RollupAnswer['events'][number]) => boolean,
+  timeoutMs = 60_000,
+): Promise<void> {
+  const start = Date.now();
+  for (;;) {
+    if ((await events(http, token)).some(match)) return;
+    if (Date.now() - start > timeoutMs) {
+      throw new Error(`no such event for ${token}: ${JSON.stringify(await events(http, token))}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+async function rollupOf(http: TestAgent, token: string): Promise<RollupAnswer> {
+  return (
+    await http.get('/api/v1/pipeline/status').query({ pipelinetoken: token, withrollup: 'true' }).expect(200)
+  ).body as RollupAnswer;
+}
+
+/**
+ * A redelivery of a job, as BullMQ would make it: the same payload, its file back in the spool (the
+ * first delivery removed it), run by the worker's own runner.
+ */
+async function redeliver(worker: TestWorker, payload: Omit<IngestPayload, 'spoolPath'>, bytes: string) {
+  const spool = worker.app.get(Spool);
+  const { path, stream } = await spool.create(payload.environment, `${payload.pipelineToken}.again`);
+  stream.end(bytes);
+  await once(stream, 'close');
+  await worker.app.get(IngestionRunner).run({ ...payload, spoolPath: path }, { made: 0, max: 1 });
+  return path;
+}
+
+const registered = DESTINATION_PLUGINS.flatMap((p) => (p.loader ? [p.loader] : []));
+
+describe('destination contract: fixtures', () => {
+  it('a registered loader without a fixture fails the suite, saying to add one', () => {
+    class UnfixturedDestination {}
+    expect(() => fixtureFor(UnfixturedDestination as unknown as Type<Destination>)).toThrow(
+      /UnfixturedDestination .*add a fixture .*test\/support\/destination-contract\.ts/,
+    );
+  });
+
+  it('every fixture belongs to a registered loader (none left behind by a removed one)', () => {
+    expect([...CONTRACT_FIXTURES.keys()].filter((k) => !registered.includes(k)).map((k) => k.name)).toEqual(
+      [],
+    );
+  });
+});
+
+for (const loader of registered) {
+  const fixture = CONTRACT_FIXTURES.get(loader);
+  if (!fixture) {
+    describe(`destination contract: ${loader.name}`, () => {
+      it('has a contract fixture', () => {
+        fixtureFor(loader);
+      });
+    });
+    continue;
+  }
+
+  describe(`destination contract: ${loader.name}`, () => {
+    const env = uniqueEnvironment('ct');
+    let fx: OpenFixture;
+    let api: TestApi;
+    let worker: TestWorker;
+    let dest: Destination;
+    const jobs: string[] = [];
+    const first = { token: '', csv: csvOf(rows(1, 300)) };
+
+    const pipeline = (name: string) => ({
+      name,
+      source: {
+        fileAttributes: { csvAttributes: { delimiter: ',', header: true } },
+        schemaProperties: { fields: FIELDS },
+      },
+      destination: fx.destination(name),
+    });
+    const loaderStates = (evs: RollupAnswer['events']) =>
+      evs.filter((e) => e.processName === dest.processName).map((e) => e.state);
+
+    beforeAll(async () => {
+      fx = await fixture.open(env);
+      api = await startApi({ TAPYARD_ENV: env, ...RETRY, ...fx.apiEnv });
+      worker = await startWorker({ TAPYARD_ENV: env, ...RETRY, STATUS_PROGRESS_MS: '50', ...fx.workerEnv });
+      dest = worker.app.get(loader);
+      for (const name of ['main', 'rej', 'mid_a', 'mid_b']) {
+        await api.http.post('/api/v1/pipeline').send(pipeline(name)).expect(200);
+      }
+    });
+    afterAll(async () => {
+      await worker?.close();
+      await api?.close();
+      await fx?.close();
+    });
+
+    it('load: every row once, typed, with begin and end events of the loader', async () => {
+      first.token = await upload(api.http, 'main', first.csv, 'first.csv');
+      jobs.push(first.token);
+      const { rollup, events: evs } = await waitForJob(api.http, first.token);
+      expect(rollup.status).toBe('success');
+      expectBeginToEnd(evs, dest.processName);
+      expect(sorted(await fx.rows('main', BASE))).toEqual(rows(1, 300));
+    });
+
+    it('reload the same job: nothing duplicated, the loader says it was already loaded', async () => {
+      const spoolPath = await redeliver(
+        worker,
+        {
+          environment: env,
+          pipeline: 'main',
+          pipelineToken: first.token,
+          publisherToken: null,
+          filename: 'first.csv',
+        },
+        first.csv,
+      );
+      const { rollup, events: evs } = await rollupOf(api.http, first.token);
+      expect(rollup.status).toBe('success');
+      const ends = evs.filter((e) => e.processName === dest.processName && e.state === 'end');
+      expect(ends).toHaveLength(2);
+      expect(ends[1].description).toMatch(/already loaded by an earlier delivery: 300 rows/);
+      expect(sorted(await fx.rows('main', BASE))).toEqual(rows(1, 300));
+      expect(existsSync(spoolPath)).toBe(false);
+    });
+
+    it('a second job: both jobs’ rows, nothing lost', async () => {
+      const token = await upload(api.http, 'main', csvOf(rows(301, 450)), 'second.csv');
+      jobs.push(token);
+      expect((await waitForJob(api.http, token)).rollup.status).toBe('success');
+      expect(sorted(await fx.rows('main', BASE))).toEqual(rows(1, 450));
+    });
+
+    it('new columns: an extra CSV column joins the pipeline as string and reaches the destination', async () => {
+      const added = rows(451, 500).map((r) => ({ ...r, note: `note ${r.id}` }));
+      const token = await upload(api.http, 'main', csvOf(added, [...BASE, 'note']), 'third.csv');
+      jobs.push(token);
+      expect((await waitForJob(api.http, token)).rollup.status).toBe('success');
+      const def = (await api.http.get('/api/v1/pipeline').query({ pipeline: 'main' }).expect(200)).body as {
+        source: { schemaProperties: { fields: { name: string; type: string }[] } };
+      };
+      expect(def.source.schemaProperties.fields).toEqual([...FIELDS, { name: 'note', type: 'string' }]);
+      expect(sorted(await fx.rows('main', [...BASE, 'note']))).toEqual([
+        ...rows(1, 450).map((r) => ({ ...r, note: null })),
+        ...added,
+      ]);
+    });
+
+    it('rejects: good rows load, each bad one is kept with a reason naming its column', async () => {
+      const good = rows(1, 20);
+      // Line numbers count the header as line 1.
+      const text = csvOf(good)
+        .replace(/^5,/m, 'abc,')
+        .replace(/^12,/m, '1x2,')
+        .replace(/^(8,label 8,)2$/m, '$1lots');
+      const token = await upload(api.http, 'rej', text, 'bad.csv');
+      const { rollup } = await waitForJob(api.http, token);
+      expect(rollup.status).toBe('warning');
+      expect(sorted(await fx.rows('rej', BASE))).toEqual(
+        good.filter((r) => ![5, 8, 12].includes(Number(r.id))),
+      );
+      const kept = [...(await fx.rejects('rej'))].sort((a, b) => a.line - b.line);
+      expect(kept.map((r) => r.line)).toEqual([6, 9, 13]);
+      expect(kept[0].reason).toMatch(/\bid\b/);
+      expect(kept[1].reason).toMatch(/\bamount\b/);
+      expect(kept[2].reason).toMatch(/\bid\b/);
+    });
+
+    it('down mid-job, restored before the last delivery: retried, every row exactly once', async () => {
+      const data = rows(1, 10_000);
+      // The relay cuts by itself once the load's rows are on the wire: inside the load on any machine.
+      fx.relay.cutAfter(fixture.tripBytes);
+      const token = await upload(api.http, 'mid_a', csvOf(data), 'mid.csv');
+      try {
+        await waitForEvent(
+          api.http,
+          token,
+          (e) => e.processName === dest.processName && /will retry \(delivery 1 of 2\)/.test(e.description),
+        );
+      } finally {
+        fx.relay.restore();
+      }
+      const { rollup, events: evs } = await waitForJob(api.http, token);
+      expect(rollup.status).toBe('success');
+      expect(loaderStates(evs).filter((s) => s === 'end')).toHaveLength(1);
+      const loaded = await fx.rows('mid_a', BASE);
+      expect(loaded).toHaveLength(data.length);
+      expect(sorted(loaded)).toEqual(data);
+    });
+
+    it('down for good: the job ends error, named after the loader and the service', async () => {
+      fx.relay.cut();
+      try {
+        const token = await upload(api.http, 'mid_b', csvOf(rows(1, 50)), 'never.csv');
+        const { rollup, events: evs } = await waitForJob(api.http, token);
+        expect(rollup.status).toBe('error');
+        expect(
+          evs.some(
+            (e) => e.processName === dest.processName && /will retry \(delivery 1 of 2\)/.test(e.description),
+          ),
+        ).toBe(true);
+        // One error event, the job's last: from the loader, naming the service.
+        expect(evs.filter((e) => e.state === 'error').map((e) => e.processName)).toEqual([dest.processName]);
+        expect(rollup.jobs[0].lastError?.processName).toBe(dest.processName);
+        expect(rollup.jobs[0].lastError?.description).toMatch(fixture.service);
+      } finally {
+        fx.relay.restore();
+      }
+      expect(await fx.present('mid_b')).toEqual([]);
+    });
+
+    it('deleteData: what the pipeline created is gone, and the answer lists it', async () => {
+      expect((await fx.present('main')).length).toBeGreaterThan(0);
+      const res = await api.http
+        .delete('/api/v1/pipeline')
+        .query({ pipeline: 'main', deleteData: 'true' })
+        .expect(200);
+      const body = res.body as { dataDeleted: boolean; dropped: string[] };
+      expect(body.dataDeleted).toBe(true);
+      expect(body.dropped).toEqual(fx.dropped('main', jobs).sort());
+      expect(await fx.present('main')).toEqual([]);
+      await api.http.get('/api/v1/pipeline').query({ pipeline: 'main' }).expect(404);
+    });
+  });
+}
+
+/**
+ * The multi-destination acceptance test: one job loads into PostgreSQL and the object store; with
+ * the store down PostgreSQL still commits (warning), and a redelivery loads only the store.
+ */
+describe('destination contract: one job, two destinations', () => {
+  const env = uniqueEnvironment('ct2');
+  let pg: OpenFixture;
+  let os: OpenFixture;
+  let api: TestApi;
+  let worker: TestWorker;
+
+  beforeAll(async () => {
+    pg = await fixtureFor(PostgresDestination).open(env);
+    os = await fixtureFor(ObjectStoreDestination).open(env);
+    const flags = { TAPYARD_ENV: env, LOAD_RETRY_ATTEMPTS: '1' };
+    api = await startApi({ ...flags, ...os.apiEnv });
+    worker = await startWorker({ ...flags, ...os.workerEnv });
+    await api.http
+      .post('/api/v1/pipeline')
+      .send({
+        name: 'both',
+        source: {
+          fileAttributes: { csvAttributes: { delimiter: ',', header: true } },
+          schemaProperties: { fields: FIELDS },
+        },
+        destination: { ...pg.destination('both'), ...os.destination('both') },
+      })
+      .expect(200);
+  });
+  afterAll(async () => {
+    await worker?.close();
+    await api?.close();
+    await os?.close();
+    await pg?.close();
+  });
+
+  it('one upload loads into both, with events of both loaders under its token', async () => {
+    const token = await upload(api.http, 'both', csvOf(rows(1, 100)), 'one.csv');
+    const { rollup, events: evs } = await waitForJob(api.http, token);
+    expect(rollup.status).toBe('success');
+    expectBeginToEnd(evs, 'PostgresLoader');
+    expectBeginToEnd(evs, 'SparkObjectStoreLoader');
+    expect(sorted(await pg.rows('both', BASE))).toEqual(rows(1, 100));
+    expect(sorted(await os.rows('both', BASE))).toEqual(rows(1, 100));
+  });
+
+  it('with the store down PostgreSQL commits (warning); a redelivery then loads only the store', async () => {
+    const text = csvOf(rows(101, 200));
+    os.relay.cut();
+    const token = await upload(api.http, 'both', text, 'two.csv');
+    try {
+      const { rollup, events: evs } = await waitForJob(api.http, token);
+      expect(rollup.status).toBe('warning');
+      expect(rollup.jobs[0].lastError).toBeNull();
+      const failed = evs.filter((e) => e.processName === 'SparkObjectStoreLoader' && e.state === 'error');
+      expect(failed).toHaveLength(1);
+      expect(failed[0].description).toMatch(/object ?store/i);
+      expect(evs.some((e) => e.processName === 'PostgresLoader' && e.state === 'end')).toBe(true);
+      expect(sorted(await pg.rows('both', BASE))).toEqual(rows(1, 200));
+    } finally {
+      os.relay.restore();
+    }
+    expect((await os.present('both')).filter((k) => k.includes(`job=${token}/`))).toEqual([]);
+
+    await redeliver(
+      worker,
+      { environment: env, pipeline: 'both', pipelineToken: token, publisherToken: null, filename: 'two.csv' },
+      text,
+    );
+    const { rollup, events: evs } = await rollupOf(api.http, token);
+    expect(rollup.status).toBe('success');
+    const pgEnds = evs.filter((e) => e.processName === 'PostgresLoader' && e.state === 'end');
+    expect(pgEnds.map((e) => /already loaded by an earlier delivery/.test(e.description))).toEqual([
+      false,
+      true,
+    ]);
+    const osEnds = evs.filter((e) => e.processName === 'SparkObjectStoreLoader' && e.state === 'end');
+    expect(osEnds).toHaveLength(1);
+    expect(osEnds[0].description).toMatch(/^loaded 100 rows/);
+    expect(sorted(await pg.rows('both', BASE))).toEqual(rows(1, 200));
+    expect(
+      (await os.present('both')).filter((k) => k.includes(`job=${token}/`)).map((k) => k.split('/').pop()),
+    ).toEqual(['_SUCCESS', 'part-00000.parquet']);
+    expect(sorted(await os.rows('both', BASE))).toEqual(rows(1, 200));
+  });
+});

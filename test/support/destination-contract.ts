@@ -1,0 +1,316 @@
+import { Type } from '@nestjs/common';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { Server, Socket, connect, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { mongo } from 'mongoose';
+import { ParquetReader } from 'parquetjs-lite';
+import { Client } from 'pg';
+import {
+  Destination,
+  MongoDbDestination,
+  ObjectStoreDestination,
+  PostgresDestination,
+} from '@tapyard/destinations';
+import { TEST_DATABASE_URL, TEST_MONGODB_URI, TEST_OBJECT_STORE } from './env';
+import { TestMinio } from './minio';
+
+/** A loaded row as the contract compares it: the pipeline's columns only, absent values as null. */
+export type Row = Record<string, string | number | boolean | null>;
+
+/** A rejected row as the destination kept it. */
+export interface KeptReject {
+  line: number;
+  reason: string;
+}
+
+/**
+ * A TCP relay in front of a destination: `cut` drops every connection and refuses new ones until
+ * `restore`; `cutAfter(n)` cuts by itself once n more bytes went upstream, which puts the outage
+ * inside a load (rows on the wire) whatever the speed of the machine.
+ */
+export interface Relay {
+  readonly port: number;
+  cut(): void;
+  restore(): void;
+  cutAfter(bytes: number): void;
+  close(): Promise<void>;
+}
+
+export async function relay(targetPort: number): Promise<Relay> {
+  const sockets = new Set<Socket>();
+  let down = false;
+  let tripAt: number | null = null;
+  let sent = 0;
+  const cut = () => {
+    down = true;
+    tripAt = null;
+    for (const s of sockets) s.destroy();
+  };
+  const server: Server = createServer((client) => {
+    if (down) return client.destroy();
+    const upstream = connect({ host: '127.0.0.1', port: targetPort });
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('error', () => undefined);
+      s.on('close', () => sockets.delete(s));
+    }
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+    client.on('data', (chunk: Buffer) => {
+      if (down) return;
+      sent += chunk.length;
+      // The chunk that crosses the line is not forwarded: the server never sees the load complete.
+      if (tripAt !== null && sent >= tripAt) return cut();
+      if (!upstream.write(chunk)) {
+        client.pause();
+        upstream.once('drain', () => client.resume());
+      }
+    });
+    upstream.pipe(client);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as { port: number }).port,
+    cut,
+    restore: () => {
+      down = false;
+    },
+    cutAfter: (bytes) => {
+      tripAt = sent + bytes;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** A destination's contract fixture while its services are open (one per destination suite). */
+export interface OpenFixture {
+  /** Environment of the API: the destination reached directly (deletes, reads behind its back). */
+  readonly apiEnv: Record<string, string>;
+  /** Environment of the worker: the destination reached through `relay`, so a test can cut it. */
+  readonly workerEnv: Record<string, string>;
+  readonly relay: Relay;
+  /** The pipeline's `destination` object loading into the place called `name`. */
+  destination(name: string): Record<string, unknown>;
+  /** Every row loaded into `name`, in no particular order, reduced to `columns`. */
+  rows(name: string, columns: string[]): Promise<Row[]>;
+  /** Every rejected row kept for `name`, where this destination keeps them. */
+  rejects(name: string): Promise<KeptReject[]>;
+  /** What exists of `name` now (tables, collections, object keys): empty once its data is deleted. */
+  present(name: string): Promise<string[]>;
+  /** What `DELETE /pipeline?deleteData=true` must list as dropped for `name`, loaded by `tokens`. */
+  dropped(name: string, tokens: string[]): string[];
+  /** Removes whatever the suite left behind, and closes clients and the relay. */
+  close(): Promise<void>;
+}
+
+export interface DestinationFixture {
+  /** How this destination is named in the descriptions of its outages. */
+  readonly service: RegExp;
+  /**
+   * Bytes the worker sends the destination, once a mid-sized load started, after which the relay
+   * cuts: well inside the rows of the "down mid-job" file, past the handshakes and ledger checks.
+   */
+  readonly tripBytes: number;
+  open(environment: string): Promise<OpenFixture>;
+}
+
+const suffix = () => randomBytes(4).toString('hex');
+const portOf = (url: string, fallback: number) => Number(new URL(url).port || fallback);
+
+function pick(doc: Record<string, unknown>, columns: string[]): Row {
+  const row: Row = {};
+  for (const c of columns) {
+    const v = doc[c];
+    row[c] =
+      v === undefined || v === null
+        ? null
+        : typeof v === 'bigint'
+          ? Number(v)
+          : (v as string | number | boolean);
+  }
+  return row;
+}
+
+/** PostgreSQL: a table (and `<table>_rejects`) in a schema of the suite's own, dropped at the end. */
+const postgres: DestinationFixture = {
+  service: /postgres/i,
+  tripBytes: 120_000,
+  async open() {
+    const schema = `ct_${suffix()}`;
+    const database = new URL(TEST_DATABASE_URL).pathname.slice(1);
+    const pg = new Client({ connectionString: TEST_DATABASE_URL });
+    await pg.connect();
+    const r = await relay(portOf(TEST_DATABASE_URL, 5432));
+    const through = new URL(TEST_DATABASE_URL);
+    through.port = String(r.port);
+    const table = (name: string) => `"${schema}"."${name}"`;
+    return {
+      apiEnv: {},
+      // The metadata database stays direct: only the destination goes away.
+      workerEnv: { POSTGRES_DESTINATION_URL: through.toString() },
+      relay: r,
+      destination: (name) => ({ database: { dbName: database, schema, table: name, usePostgres: true } }),
+      async rows(name, columns) {
+        const res = await pg.query(`SELECT ${columns.map((c) => `"${c}"`).join(', ')} FROM ${table(name)}`);
+        return (res.rows as Record<string, unknown>[]).map((d) => pick(d, columns));
+      },
+      async rejects(name) {
+        const res = await pg.query(`SELECT line, reason FROM ${table(`${name}_rejects`)}`);
+        return (res.rows as { line: string; reason: string }[]).map((x) => ({
+          line: Number(x.line),
+          reason: x.reason,
+        }));
+      },
+      async present(name) {
+        const res = await pg.query(
+          `SELECT tablename FROM pg_tables WHERE schemaname = $1 AND tablename IN ($2, $3) ORDER BY 1`,
+          [schema, name, `${name}_rejects`],
+        );
+        return (res.rows as { tablename: string }[]).map((x) => x.tablename);
+      },
+      dropped: (name) => [
+        `PostgreSQL table ${database}.${schema}.${name}`,
+        `PostgreSQL table ${database}.${schema}.${name}_rejects`,
+      ],
+      async close() {
+        await pg.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+        await pg.query(`DELETE FROM tapyard_meta.loads WHERE target LIKE $1`, [`${database}.${schema}.%`]);
+        await pg.end();
+        await r.close();
+      },
+    };
+  },
+};
+
+/** MongoDB (FerretDB here): a collection (and `<collection>_rejects`) in a database of its own. */
+const mongodb: DestinationFixture = {
+  service: /mongodb/i,
+  // Past the first insert batch (1000 documents of some 90 bytes): rows are in, the job is not.
+  tripBytes: 150_000,
+  async open() {
+    const dbName = `ct_${suffix()}`;
+    const client = await new mongo.MongoClient(TEST_MONGODB_URI).connect();
+    const r = await relay(portOf(TEST_MONGODB_URI, 27017));
+    const db = client.db(dbName);
+    return {
+      apiEnv: { MONGODB_URI: TEST_MONGODB_URI },
+      workerEnv: { MONGODB_URI: `mongodb://127.0.0.1:${r.port}` },
+      relay: r,
+      destination: (name) => ({ database: { dbName, table: name, usePostgres: false } }),
+      async rows(name, columns) {
+        return (await db.collection(name).find({}).toArray()).map((d) => pick(d, columns));
+      },
+      async rejects(name) {
+        const docs = await db.collection(`${name}_rejects`).find({}).toArray();
+        return docs.map((d) => ({ line: Number(d.line), reason: String(d.reason) }));
+      },
+      async present(name) {
+        const found = await db
+          .listCollections({ name: { $in: [name, `${name}_rejects`] } }, { nameOnly: true })
+          .toArray();
+        return found.map((c) => c.name).sort();
+      },
+      dropped: (name) => [
+        `MongoDB collection ${dbName}.${name}`,
+        `MongoDB collection ${dbName}.${name}_rejects`,
+      ],
+      async close() {
+        await db.dropDatabase();
+        await client.close();
+        await r.close();
+      },
+    };
+  },
+};
+
+/** Object store (MinIO): Parquet files under `ct/<name>/job=<token>/` in the environment's output bucket. */
+const objectStore: DestinationFixture = {
+  service: /object ?store/i,
+  // Inside the upload of the part file (some 30 bytes a row), after the small _SUCCESS lookups.
+  tripBytes: 60_000,
+  async open(environment) {
+    const minio = new TestMinio();
+    const bucket = `${environment}-output`;
+    const r = await relay(portOf(TEST_OBJECT_STORE.OBJECT_STORE_ENDPOINT, 9000));
+    const scratch = await mkdtemp(join(tmpdir(), 'tapyard-contract-'));
+    const prefix = (name: string) => `ct/${name}/`;
+    const keys = (name: string) => minio.keys(bucket, prefix(name));
+    const parquetRows = async (key: string): Promise<Record<string, unknown>[]> => {
+      const local = join(scratch, `${suffix()}.parquet`);
+      await writeFile(local, await minio.read(bucket, key));
+      const reader = await ParquetReader.openFile(local);
+      const out: Record<string, unknown>[] = [];
+      const cursor = reader.getCursor();
+      for (let row = await cursor.next(); row; row = await cursor.next()) out.push(row);
+      await reader.close();
+      await rm(local);
+      return out;
+    };
+    return {
+      apiEnv: { ...TEST_OBJECT_STORE },
+      workerEnv: { ...TEST_OBJECT_STORE, OBJECT_STORE_ENDPOINT: `http://127.0.0.1:${r.port}` },
+      relay: r,
+      destination: (name) => ({ objectStore: { prefix: `ct/${name}` } }),
+      async rows(name, columns) {
+        const out: Row[] = [];
+        for (const key of (await keys(name)).filter((k) => k.endsWith('.parquet'))) {
+          for (const d of await parquetRows(key)) out.push(pick(d, columns));
+        }
+        return out;
+      },
+      async rejects(name) {
+        const out: KeptReject[] = [];
+        for (const key of (await keys(name)).filter((k) => k.endsWith('/_rejects.jsonl'))) {
+          const text = (await minio.read(bucket, key)).toString('utf8');
+          for (const line of text.split('\n').filter(Boolean)) {
+            const r = JSON.parse(line) as KeptReject;
+            out.push({ line: r.line, reason: r.reason });
+          }
+        }
+        return out;
+      },
+      present: keys,
+      dropped: (name, tokens) => tokens.map((t) => `files under s3://${bucket}/${prefix(name)}job=${t}/`),
+      async close() {
+        for (const purpose of ['raw', 'config', 'taps', 'staged', 'output']) {
+          const b = `${environment}-${purpose}`;
+          if (!(await minio.client.bucketExists(b))) continue;
+          for (const key of await minio.keys(b, '')) await minio.client.removeObject(b, key);
+          await minio.client.removeBucket(b);
+        }
+        await rm(scratch, { recursive: true, force: true });
+        await r.close();
+      },
+    };
+  },
+};
+
+/**
+ * Every loader registered in DESTINATION_PLUGINS needs its fixture here: the contract suite fails for
+ * a loader without one, so a new destination gets the suite by registering and adding its fixture.
+ */
+export const CONTRACT_FIXTURES: ReadonlyMap<Type<Destination>, DestinationFixture> = new Map<
+  Type<Destination>,
+  DestinationFixture
+>([
+  [PostgresDestination, postgres],
+  [MongoDbDestination, mongodb],
+  [ObjectStoreDestination, objectStore],
+]);
+
+export function fixtureFor(loader: Type<Destination>): DestinationFixture {
+  const fixture = CONTRACT_FIXTURES.get(loader);
+  if (!fixture) {
+    throw new Error(
+      `destination ${loader.name} is registered in DESTINATION_PLUGINS but has no contract fixture: ` +
+        'add a fixture for it to CONTRACT_FIXTURES in test/support/destination-contract.ts',
+    );
+  }
+  return fixture;
+}
