@@ -6,7 +6,6 @@ import {
   CLOCK,
   Clock,
   JOB_TIMEOUT_MS,
-  JobOutcome,
   JobRef,
   JobRow,
   JobStatus,

@@ -293,7 +293,8 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
       url: databaseUrl ?? '',
       name: r.string('POSTGRES_DATABASE', databaseName(databaseUrl)),
       poolSize: r.int('DATABASE_POOL_SIZE', 10, 1, 200),
-      destinationUrl: r.url('POSTGRES_DESTINATION_URL', null, ['postgres', 'postgresql']) ?? databaseUrl ?? '',
+      destinationUrl:
+        r.url('POSTGRES_DESTINATION_URL', null, ['postgres', 'postgresql']) ?? databaseUrl ?? '',
     },
     redis: { url: r.url('REDIS_URL', 'redis://127.0.0.1:6379', ['redis', 'rediss']) ?? '' },
     mongodb: { uri: mongoUri, database: r.string('MONGODB_DATABASE', environment) },
