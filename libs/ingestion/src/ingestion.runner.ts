@@ -215,7 +215,7 @@ export class IngestionRunner {
     const session = await this.threads.start(
       {
         spoolPath: p.spoolPath,
-        stream: p.records?.stream ?? null,
+        stream: p.stream ?? p.records?.stream ?? null,
         records: p.records ? { keys: p.records.keys, columns: p.records.columns } : null,
         definition: def,
         filename: p.filename,

@@ -9,6 +9,7 @@ import {
   TapyardConfig,
   UnsupportedMediaTypeError,
   ValidationError,
+  errorMessage,
 } from '@tapyard/core';
 import { PipelineDefinition, PipelineDeletingError, PipelinesService } from '@tapyard/pipelines';
 import { EnvironmentQueues, IngestJob, IntakePayload, loadJobOptions } from '@tapyard/queue';
@@ -16,9 +17,17 @@ import { archiveKind } from '@tapyard/archives';
 import { ObjectStore } from '@tapyard/objectstore';
 import { JobRef, StatusService } from '@tapyard/status';
 import { Spool } from './spool';
+import { writeStreamState } from './readers/tail-file';
 import { STAGED_PREFIX, jobOptions } from './file-notifier';
 
 const COMPRESSED = /\.(zip|gz|tgz|tar|jar|bz2|xz|7z)$/i;
+
+/**
+ * How long a streamed upload may stop growing before its job gives up on it. Only a vanished API
+ * process leaves a stream without an end: a client that goes away ends the request, and the API
+ * then tells the job at once.
+ */
+const UPLOAD_STALE_MS = 300_000;
 
 interface Received {
   fields: Map<string, string>;
@@ -30,8 +39,13 @@ interface Received {
 }
 
 /**
- * StreamNotifier: streams a multipart upload straight to the spool (never into memory), then
- * records the intake events and enqueues the job. Nothing is enqueued for a rejected upload.
+ * StreamNotifier: streams a multipart upload straight to the spool (never into memory), records the
+ * intake events and enqueues the job. When the `pipeline` field comes before the file (as clients
+ * send it), the pipeline is checked and the job enqueued as soon as the file starts, and the job
+ * loads it while it still arrives (the spool is read as it grows, see tailFile); the upload's end
+ * tells the job `done`, or `abort` with the reason when the upload is refused after all (too
+ * large, empty, broken), and then nothing is committed. Otherwise the job is enqueued once the file
+ * is in, and nothing is enqueued for a rejected upload.
  */
 @Injectable()
 export class UploadService {
@@ -51,13 +65,38 @@ export class UploadService {
     authorize: (name: string, definition: PipelineDefinition) => void = () => undefined,
   ): Promise<string> {
     const pipelineToken = randomUUID();
-    const got = await this.receive(environment, req, pipelineToken);
+    let streamed: JobRef | null = null;
+    const startEarly = async (got: Received): Promise<void> => {
+      streamed = await this.startStreaming(environment, pipelineToken, got, authorize).catch(() => null);
+    };
+    let got: Received;
+    try {
+      got = await this.receive(environment, req, pipelineToken, startEarly);
+    } catch (err) {
+      if (streamed) await this.abortStream(streamed, pipelineToken, environment, err);
+      throw err;
+    }
+    const early = streamed as JobRef | null;
+    if (early) {
+      try {
+        this.checkReceived(got);
+      } catch (err) {
+        await this.abortStream(early, pipelineToken, environment, err);
+        throw err;
+      }
+      // Recorded before the job may end: its terminal event must stay the job's last.
+      await this.status.record(
+        early,
+        'StreamNotifier',
+        'end',
+        `received ${got.bytes} bytes; loaded while it arrived`,
+      );
+      await writeStreamState(got.spoolPath as string, 'done');
+      return pipelineToken;
+    }
     try {
       const pipeline = got.fields.get('pipeline')?.trim();
-      if (got.tooLarge)
-        throw new PayloadTooLargeError(
-          `the file is larger than the upload limit (UPLOAD_LIMIT, ${this.config.uploadLimitBytes} bytes)`,
-        );
+      if (got.tooLarge) this.checkReceived(got);
       if (!got.filename) throw new ValidationError("multipart field 'file' is required");
       if (got.compressed) {
         throw new UnsupportedMediaTypeError(
@@ -65,15 +104,8 @@ export class UploadService {
         );
       }
       if (!pipeline) throw new ValidationError("multipart field 'pipeline' is required");
-      const stored = await this.pipelines.get(environment, pipeline);
-      authorize(pipeline, stored.definition);
-      if (stored.deletingSince) throw new PipelineDeletingError(pipeline);
-      if (got.bytes === 0) throw new ValidationError(`the uploaded file '${got.filename}' is empty`);
-      const publisherToken = got.fields.get('publishertoken')?.trim() || null;
-      if (publisherToken && publisherToken.length > 200)
-        throw new ValidationError('publishertoken is longer than 200 characters');
-      if (publisherToken)
-        await this.status.claimPublisherToken(environment, publisherToken, stored.definition.catalog);
+      const { publisherToken } = await this.admit(environment, pipeline, got, authorize);
+      this.checkReceived(got);
       if (archiveKind(got.filename) !== null) {
         await this.stageArchive(environment, pipeline, pipelineToken, publisherToken, got);
         return '';
@@ -99,6 +131,76 @@ export class UploadService {
       if (got.spoolPath) await this.spool.remove(got.spoolPath).catch(() => undefined);
       throw err;
     }
+  }
+
+  /**
+   * The checks an upload passes before its job exists: the pipeline (present, allowed to the caller,
+   * not being deleted) and the publisher token (its catalog's).
+   */
+  private async admit(
+    environment: string,
+    pipeline: string,
+    got: Received,
+    authorize: (name: string, definition: PipelineDefinition) => void,
+  ): Promise<{ publisherToken: string | null }> {
+    const stored = await this.pipelines.get(environment, pipeline);
+    authorize(pipeline, stored.definition);
+    if (stored.deletingSince) throw new PipelineDeletingError(pipeline);
+    const publisherToken = got.fields.get('publishertoken')?.trim() || null;
+    if (publisherToken && publisherToken.length > 200)
+      throw new ValidationError('publishertoken is longer than 200 characters');
+    if (publisherToken)
+      await this.status.claimPublisherToken(environment, publisherToken, stored.definition.catalog);
+    return { publisherToken };
+  }
+
+  /** What only the whole file tells: within the upload limit, and not empty. */
+  private checkReceived(got: Received): void {
+    if (got.tooLarge)
+      throw new PayloadTooLargeError(
+        `the file is larger than the upload limit (UPLOAD_LIMIT, ${this.config.uploadLimitBytes} bytes)`,
+      );
+    if (got.bytes === 0) throw new ValidationError(`the uploaded file '${got.filename}' is empty`);
+  }
+
+  /**
+   * Called when the file part starts: when the pipeline field came first and the file is not an
+   * archive, admits the upload and enqueues its job, which reads the spool as it grows. Returns
+   * the job, or null to take the upload the classic way (a refusal is then reported after receipt).
+   */
+  private async startStreaming(
+    environment: string,
+    pipelineToken: string,
+    got: Received,
+    authorize: (name: string, definition: PipelineDefinition) => void,
+  ): Promise<JobRef | null> {
+    const pipeline = got.fields.get('pipeline')?.trim();
+    const filename = got.filename;
+    if (!pipeline || !filename || got.compressed || archiveKind(filename) !== null) return null;
+    const { publisherToken } = await this.admit(environment, pipeline, got, authorize);
+    const job: JobRef = { environment, pipeline, pipelineToken, publisherToken, filename };
+    await this.status.record(
+      job,
+      'StreamNotifier',
+      'begin',
+      `receiving ${filename}; loading while it arrives`,
+    );
+    await this.queues
+      .ingest(environment)
+      .add(
+        IngestJob.load,
+        { ...job, spoolPath: got.spoolPath as string, stream: { staleMs: UPLOAD_STALE_MS } },
+        loadJobOptions(environment, pipelineToken, this.config.loadRetry),
+      );
+    return job;
+  }
+
+  /** A streamed upload refused after its job started: the job ends without committing anything. */
+  private async abortStream(job: JobRef, token: string, environment: string, err: unknown): Promise<void> {
+    const reason = `the upload was refused (${errorMessage(err)}): nothing was loaded`;
+    // Recorded before the job learns of it (as a processing entry: the job's own error ends it).
+    await this.status.record(job, 'StreamNotifier', 'error', reason, 'processing').catch(() => undefined);
+    await writeStreamState(this.spool.pathFor(environment, token), `abort ${reason}`).catch(() => undefined);
   }
 
   /**
@@ -139,7 +241,13 @@ export class UploadService {
     await this.spool.remove(got.spoolPath as string);
   }
 
-  private async receive(environment: string, req: Request, token: string): Promise<Received> {
+  /** `fileStarts`: called once the file part begins (its data already flowing into the spool). */
+  private async receive(
+    environment: string,
+    req: Request,
+    token: string,
+    fileStarts: (got: Received) => Promise<void>,
+  ): Promise<Received> {
     const type = req.headers['content-type'] ?? '';
     if (!type.toLowerCase().startsWith('multipart/form-data')) {
       throw new UnsupportedMediaTypeError("upload with Content-Type multipart/form-data and a 'file' part");
@@ -184,6 +292,7 @@ export class UploadService {
         finished(stream).then(() => {
           got.bytes = stream.bytesWritten;
         }),
+        fileStarts(got),
       );
     });
     const done = new Promise<void>((resolve, reject) => {
@@ -191,15 +300,20 @@ export class UploadService {
       bb.once('error', (err: Error) =>
         reject(new ValidationError(`malformed multipart request: ${err.message}`)),
       );
+      // A client that goes away mid-body ends the request without ending the multipart parse.
+      req.once('close', () => {
+        if (!req.complete) reject(new ValidationError('the upload was interrupted before the file ended'));
+      });
     });
     req.pipe(bb);
     try {
       await done;
       await Promise.all(writes);
     } catch (err) {
-      // A broken or aborted upload leaves nothing behind.
-      await Promise.allSettled(writes);
+      // A broken or aborted upload leaves nothing behind. The spool stream is destroyed first: a
+      // file part cut off mid-way never ends it.
       spool.stream.destroy();
+      await Promise.allSettled(writes);
       await this.spool.remove(spool.path).catch(() => undefined);
       throw err;
     }

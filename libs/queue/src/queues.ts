@@ -73,6 +73,11 @@ export interface IngestPayload extends JobFields {
      */
     stream?: { staleMs: number };
   };
+  /**
+   * Set by uploads whose job starts while the file still arrives: the job reads the spool as it
+   * grows, until the upload leaves a state file (see tailFile). `staleMs` as for tap streams.
+   */
+  stream?: { staleMs: number };
 }
 
 /**

@@ -1,15 +1,16 @@
 /**
- * Reads a spool file that is still being written: a tap run streams its records into the spool
- * while its job already loads them. The writer ends the stream with a state file beside the spool
- * (`<spool>.state`): `done` (read to the end, then stop), `abort <reason>` (the run failed: the
- * load must not commit) or `superseded <reason>` (the run restarted its load as another job).
+ * Reads a spool file that is still being written: a tap run streams its records into the spool, or
+ * an upload its file, while the job already loads them. The writer ends the stream with a state
+ * file beside the spool (`<spool>.state`): `done` (read to the end, then stop), `abort <reason>` (the
+ * run or the upload failed: the load must not commit) or `superseded <reason>` (the run restarted
+ * its load as another job).
  */
 import { open, readFile, rename, writeFile } from 'node:fs/promises';
 import { FatalReadError } from './record-batch';
 
 const CHUNK = 1 << 20;
 
-/** The run behind a streamed load failed or moved its load elsewhere; nothing may be committed. */
+/** The writer behind a streamed load failed or moved its load elsewhere; nothing may be committed. */
 export class StreamEndedError extends FatalReadError {
   constructor(
     readonly superseded: boolean,
@@ -65,12 +66,12 @@ export async function* tailFile(path: string, staleMs: number, pollMs = 20): Asy
         const kind = space < 0 ? state : state.slice(0, space);
         throw new StreamEndedError(
           kind === 'superseded',
-          space < 0 ? 'the tap run ended its stream' : state.slice(space + 1),
+          space < 0 ? 'the writer ended its stream' : state.slice(space + 1),
         );
       }
       if (Date.now() - grew > staleMs) {
         throw new FatalReadError(
-          `the tap run stopped sending records (nothing for ${Math.round(staleMs / 1000)} s); nothing was loaded`,
+          `the data stopped arriving (nothing for ${Math.round(staleMs / 1000)} s); nothing was loaded`,
         );
       }
       await new Promise((r) => setTimeout(r, pollMs));

@@ -1,0 +1,151 @@
+import { ClientRequest, IncomingMessage, request } from 'node:http';
+import { AddressInfo } from 'node:net';
+import { Client } from 'pg';
+import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
+import { TEST_DATABASE_URL, uniqueEnvironment } from './support/env';
+import { RollupAnswer, csvPipeline, waitForPublisher } from './support/ingest';
+
+/**
+ * An upload whose pipeline field comes first starts its job while the file still arrives; an upload
+ * refused or broken after that commits nothing, and its job says why.
+ */
+describe('uploads loaded while they arrive', () => {
+  const env = uniqueEnvironment('upstream');
+  const table = `upstream_${env.replace(/[^a-z0-9]/g, '_')}`;
+  const boundary = '----tapyard-streaming-test';
+  let api: TestApi;
+  let worker: TestWorker;
+  let pg: Client;
+  let port: number;
+
+  beforeAll(async () => {
+    const flags = { TAPYARD_ENV: env, UPLOAD_LIMIT: '1mb', STATUS_PROGRESS_MS: '10' };
+    api = await startApi(flags);
+    await api.app.listen(0, '127.0.0.1');
+    port = (api.app.getHttpServer().address() as AddressInfo).port;
+    worker = await startWorker(flags);
+    pg = new Client({ connectionString: TEST_DATABASE_URL });
+    await pg.connect();
+    await api.http
+      .post('/api/v1/pipeline')
+      .send(
+        csvPipeline('streamed', table, [
+          ['id', 'int'],
+          ['label', 'string'],
+        ]),
+      )
+      .expect(200);
+  });
+  afterAll(async () => {
+    await pg.end();
+    await worker.close();
+    await api.close();
+  });
+
+  /** A multipart upload written by hand, so a test decides when each part of the file goes out. */
+  function openUpload(publisher: string): { req: ClientRequest; answer: Promise<IncomingMessage> } {
+    const req = request({
+      host: '127.0.0.1',
+      port,
+      path: '/api/v1/pipeline/upload',
+      method: 'POST',
+      headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+    });
+    const answer = new Promise<IncomingMessage>((resolve, reject) => {
+      req.on('response', resolve);
+      req.on('error', reject);
+    });
+    req.write(
+      `--${boundary}\r\nContent-Disposition: form-data; name="pipeline"\r\n\r\nstreamed\r\n` +
+        `--${boundary}\r\nContent-Disposition: form-data; name="publishertoken"\r\n\r\n${publisher}\r\n` +
+        `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="rows.csv"\r\n` +
+        'Content-Type: text/csv\r\n\r\nid,label\n',
+    );
+    return { req, answer };
+  }
+
+  const rows = (from: number, to: number): string => {
+    let s = '';
+    for (let i = from; i <= to; i++) s += `${i},row ${i}\n`;
+    return s;
+  };
+
+  /** The publisher token's events; none yet (404) until its job records the first. */
+  async function events(publisher: string): Promise<RollupAnswer['events']> {
+    const res = await api.http.get('/api/v1/pipeline/status').query({ publishertoken: publisher });
+    if (res.status === 404) return [];
+    expect(res.status).toBe(200);
+    return res.body as RollupAnswer['events'];
+  }
+
+  async function until(check: () => Promise<boolean>, what: string): Promise<void> {
+    const end = Date.now() + 30_000;
+    while (!(await check())) {
+      if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  const count = async (): Promise<number> =>
+    Number((await pg.query(`SELECT count(*) FROM ingest_test."${table}"`)).rows[0].count);
+
+  it('the job starts while the file still arrives, and loads all of it once the upload ends', async () => {
+    const publisher = `${env}-whole`;
+    const { req, answer } = openUpload(publisher);
+    try {
+      // More than a batch (5,000 rows): the job reads and starts loading the part that arrived.
+      req.write(rows(1, 12_000));
+      await until(
+        async () => (await events(publisher)).some((e) => e.processName === 'PostgresLoader'),
+        'the loader to begin before the upload ends',
+      );
+      const open = await events(publisher);
+      expect(open.some((e) => e.processName === 'StreamNotifier' && e.state === 'end')).toBe(false);
+      expect(open.some((e) => e.processName === 'JobRunner' && e.state === 'end')).toBe(false);
+    } finally {
+      req.end(rows(12_001, 30_000) + `\r\n--${boundary}--\r\n`);
+    }
+    const res = await answer;
+    expect(res.statusCode).toBe(200);
+    const { rollup } = await waitForPublisher(api.http, publisher, 60_000);
+    expect(rollup.status).toBe('success');
+    const loaded = await pg.query(
+      `SELECT count(*) AS n, count(DISTINCT id) AS d, min(id) AS lo, max(id) AS hi FROM ingest_test."${table}"`,
+    );
+    expect(loaded.rows[0]).toEqual({ n: '30000', d: '30000', lo: 1, hi: 30_000 });
+  });
+
+  it('an upload refused after its job started (over UPLOAD_LIMIT) commits nothing, and the job says why', async () => {
+    const before = await count();
+    const publisher = `${env}-large`;
+    const { req, answer } = openUpload(publisher);
+    req.end(rows(100_000, 200_000) + `\r\n--${boundary}--\r\n`);
+    expect((await answer).statusCode).toBe(413);
+    const { rollup } = await waitForPublisher(api.http, publisher, 60_000);
+    expect(rollup.status).toBe('error');
+    expect(rollup.jobs[0].lastError?.description).toMatch(
+      /the upload was refused \(the file is larger than the upload limit .*\): nothing was loaded/,
+    );
+    expect(await count()).toBe(before);
+  });
+
+  it('a client that goes away mid-upload leaves nothing loaded, and the job ends at once', async () => {
+    const before = await count();
+    const publisher = `${env}-gone`;
+    const { req, answer } = openUpload(publisher);
+    answer.catch(() => undefined);
+    try {
+      req.write(rows(200_000, 212_000));
+      await until(
+        async () => (await events(publisher)).some((e) => e.processName === 'PostgresLoader'),
+        'the job to start loading',
+      );
+    } finally {
+      req.destroy();
+    }
+    const { rollup } = await waitForPublisher(api.http, publisher, 30_000);
+    expect(rollup.status).toBe('error');
+    expect(rollup.jobs[0].lastError?.description).toMatch(/the upload was refused .*nothing was loaded/);
+    expect(await count()).toBe(before);
+  });
+});
