@@ -27,7 +27,7 @@
  *   reference), surrounding or inner spaces, the reference's null tokens (`NULL`, `\N`, `NA`, …:
  *   NULL to the reference, an error to PostgreSQL), and anything outside these grammars:
  *   - int, bigint: `[+-]?[0-9]+` within the type's range (compared digit by digit, as the coercer
- *     does; PostgreSQL 16 also reads `1_000` and `0x1F`, the reference rejects them);
+ *     does; newer PostgreSQL versions also read `1_000` and `0x1F`, the reference rejects them);
  *   - float, double: `[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]{1,4})?`, at most 64 bytes,
  *     with a decimal magnitude (10^m <= |v| < 10^(m+1)) within ±37 (real) or ±307 (double), far
  *     from where overflow and underflow rules (the reference's JavaScript arithmetic against
@@ -72,7 +72,12 @@ export type CsvVerdict =
       /** The chunk's line ending; null when it has none (one record, no line break). */
       eol: CsvLineEnding | null;
     }
-  | { clean: false; reason: string; /** Byte position in the chunk where it was decided. */ offset: number };
+  | {
+      clean: false;
+      reason: string;
+      /** Byte position in the chunk where it was decided (0 for the chunk as a whole). */
+      offset: number;
+    };
 
 /**
  * Why a pipeline's CSV settings can never take the fast path, or null when they can (per chunk,
