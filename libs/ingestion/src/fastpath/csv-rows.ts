@@ -1,0 +1,580 @@
+/**
+ * Row-aligned chunking of CSV bytes, for the COPY fast path: the input is cut into chunks of about
+ * `targetBytes` that hold whole records only, without parsing a single field. A chunk can then go
+ * to PostgreSQL as it is (`COPY … (FORMAT csv)`) when csv-check says it is clean, or to the
+ * reference reader (readCsv + RowPlan) when it is not; both see exactly the records the reference
+ * reader would see in the whole file.
+ *
+ * Record boundaries follow the reference reader (readers/csv-reader.ts), not PostgreSQL: a quote
+ * opens a quoted field only at the start of a field, text after a closing quote is unquoted (a
+ * quote there is literal), an escape other than the quote only escapes the quote or itself, and
+ * `\n`, `\r\n` and a lone `\r` end a record outside quotes. Where PostgreSQL would cut records
+ * differently the chunk is not clean anyway (csv-check refuses it), so the two never disagree on
+ * a chunk that takes the fast path.
+ *
+ * Output, in order:
+ * - with `header: true`, one `{ kind: 'header' }` part: the bytes from the start of the file (BOM
+ *   dropped) through the header record and its line break (blank lines before it included). Read
+ *   it with readCsv (`header: true`) to get the names; on an empty file it holds what there is
+ *   (maybe nothing), and readCsv then reports the file as empty, as it would for the whole file;
+ * - then `{ kind: 'chunk' }` parts. Concatenated, header and chunks are the input minus a leading
+ *   UTF-8 BOM (utf-8 mode).
+ *
+ * Cuts are made only at the start of a line between records (after a complete line break, never
+ * between `\r` and `\n`), once the chunk has reached `targetBytes`. So a chunk may begin with blank
+ * lines (they belong to no record; `firstLine` is then later than `startLine`), and a run of blank
+ * lines alone can make a chunk with no record.
+ *
+ * A chunk that lies within one input buffer is a view of it (no copy): the input's buffers must
+ * not be reused by their producer (Node streams do not reuse them).
+ *
+ * Memory: at most one chunk in progress plus the input buffer being scanned. A record that grows
+ * past `maxRecordBytes` (default 16 MiB, the reference's field limit) is not held whole: the
+ * records before it are emitted as a normal chunk, then the long record is emitted in pieces as
+ * it arrives (one per input buffer). Those pieces form a run: the first has `open: true`, the next
+ * ones `continues: true` (and `open: true` until the last), and the last piece (`continues: true,
+ * open: false`) ends at the line start after the record. A run is never clean: feed all its
+ * pieces, in order, as one stream to the reference reader. A header longer than the limit is a
+ * FatalReadError (the caller can load the file with the reference path instead).
+ *
+ * Reading a chunk (or a run) with the reference reader gives exactly the records the whole-file
+ * read gives for those lines when it is read with `header: false`, the file's `expectedColumns`,
+ * and `readerInput(bytes)` (a BOM is put in front, because readCsv drops a BOM at the start of its
+ * input and a chunk may begin with U+FEFF that is data); its line numbers are then relative to
+ * the chunk: add `startLine - 1`.
+ */
+import type { CsvAttributes } from '../../../pipelines/src/pipeline.types';
+import { DEFAULT_MAX_BYTES, formatBytes, positiveOption } from '../readers/batch-sink';
+import { FatalReadError } from '../readers/record-batch';
+
+export interface CsvRowsOptions extends Pick<CsvAttributes, 'delimiter' | 'quote' | 'escape' | 'header'> {
+  encoding?: CsvAttributes['encoding'];
+  /** Size at which a chunk is cut (at the next line start); default 1 MiB. */
+  targetBytes?: number;
+  /** A record longer than this is emitted in pieces (see the module comment); default 16 MiB. */
+  maxRecordBytes?: number;
+}
+
+/** The header record's bytes (see the module comment). */
+export interface CsvHeaderPart {
+  kind: 'header';
+  bytes: Buffer;
+  /** File byte offset of `bytes[0]` (3 after a dropped BOM). */
+  offset: number;
+}
+
+/** Whole records (or a piece of a run, see the module comment). */
+export interface CsvChunk {
+  kind: 'chunk';
+  bytes: Buffer;
+  /** File byte offset of `bytes[0]` (a dropped BOM counts). */
+  offset: number;
+  /** 1-based physical line of `bytes[0]`: add `startLine - 1` to the reference's lines for this chunk. */
+  startLine: number;
+  /**
+   * Physical line where the first record that starts in this chunk starts (the numbering of
+   * RecordBatch.lines); `startLine` when no record starts here.
+   */
+  firstLine: number;
+  /**
+   * Records that start in this chunk, exactly as the reference counts them (rows plus row
+   * errors; blank lines are not records). In a run, a record whose line begins with more than
+   * `maxRecordBytes` of spaces is counted in the piece where its first other byte is.
+   */
+  records: number;
+  /** Begins inside a record that an earlier piece began (part of a run). */
+  continues: boolean;
+  /** Ends inside a record that the next piece continues (part of a run). */
+  open: boolean;
+}
+
+export type CsvRowsPart = CsvHeaderPart | CsvChunk;
+
+export const DEFAULT_TARGET_BYTES = 1024 * 1024;
+
+const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
+
+/**
+ * The input for reading one chunk or run with the reference reader in utf-8 mode: a BOM first,
+ * which readCsv drops, so that a U+FEFF at the start of the chunk stays data, as in the file.
+ */
+export function readerInput(
+  bytes: Buffer | Buffer[],
+  encoding: CsvAttributes['encoding'] = 'utf-8',
+): Buffer[] {
+  const parts = Array.isArray(bytes) ? bytes : [bytes];
+  return encoding === 'latin1' ? parts : [UTF8_BOM, ...parts];
+}
+
+const LF = 10;
+const CR = 13;
+const SPACE = 32;
+const TAB = 9;
+
+// Scanner states (the reference tokenizer's, plus BLANK).
+const REC_START = 0; // between records, at a line break or a line start
+const BLANK = 1; // only spaces and tabs since the line start: a blank line or a record
+const FIELD_START = 2;
+const UNQUOTED = 3;
+const QUOTED = 4;
+const QUOTE_SEEN = 5;
+const ESC_SEEN = 6;
+
+/** Yields the header part (when `header`) and then row-aligned chunks of `input`. */
+export async function* csvRows(
+  input: AsyncIterable<Buffer | Uint8Array | string>,
+  opts: CsvRowsOptions,
+): AsyncGenerator<CsvRowsPart> {
+  const chunker = new RowChunker(opts);
+  const out: CsvRowsPart[] = [];
+  for await (const raw of input) {
+    const buf =
+      typeof raw === 'string'
+        ? Buffer.from(raw, 'utf8')
+        : Buffer.isBuffer(raw)
+          ? raw
+          : Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
+    if (buf.length === 0) continue;
+    chunker.push(buf, out);
+    // Handed out per input buffer: at most one buffer's worth of parts is ever queued.
+    for (const part of out) yield part;
+    out.length = 0;
+  }
+  chunker.finish(out);
+  for (const part of out) yield part;
+}
+
+function singleChar(name: string, value: string, latin1: boolean): number {
+  const code = value.length === 1 ? value.charCodeAt(0) : -1;
+  if (code < 0 || code >= (latin1 ? 0x100 : 0x80) || code === LF || code === CR) {
+    throw new FatalReadError(
+      `the CSV ${name} must be a single ${latin1 ? 'latin1' : 'ASCII'} character other than a line break (got ${JSON.stringify(value)})`,
+    );
+  }
+  return code;
+}
+
+/** The CSV special characters as the reference reader resolves them (same checks, same errors). */
+export function csvChars(
+  opts: Pick<CsvAttributes, 'delimiter' | 'quote' | 'escape'> & {
+    encoding?: CsvAttributes['encoding'];
+  },
+): { delim: number; quote: number; esc: number } {
+  const latin1 = opts.encoding === 'latin1';
+  const delim = singleChar('delimiter', opts.delimiter ?? ',', latin1);
+  const quote = opts.quote === null ? -1 : singleChar('quote', opts.quote ?? '"', latin1);
+  const rawEsc =
+    opts.escape === null || opts.escape === undefined ? -1 : singleChar('escape', opts.escape, latin1);
+  // As the reference: an escape equal to the quote (or without quoting) is no separate escape.
+  const esc = rawEsc === quote || quote < 0 ? -1 : rawEsc;
+  if (delim === quote || delim === esc) {
+    throw new FatalReadError('the CSV delimiter must differ from the quote and the escape character');
+  }
+  return { delim, quote, esc };
+}
+
+/** Position of `byte` in `b` at or after `from`, or `b.length` (never stale once past the end). */
+function find(b: Buffer, byte: number, from: number): number {
+  const j = b.indexOf(byte, from);
+  return j < 0 ? b.length : j;
+}
+
+class RowChunker {
+  private readonly delim: number;
+  private readonly quote: number;
+  private readonly esc: number;
+  private readonly target: number;
+  private readonly maxRecord: number;
+  private readonly utf8: boolean;
+
+  // Scanner state carried from one input buffer to the next.
+  private state = REC_START;
+  /** Physical line (1-based) at the scan position. */
+  private line = 1;
+  /** The last byte of the previous buffer was `\r` (a `\n` first in this one pairs with it). */
+  private lastCR = false;
+  /** The scan position follows a complete line break (or the start): a chunk may be cut here. */
+  private lineStart = true;
+  /** BLANK: where the line started. */
+  private blankOffset = 0;
+  /** The record in progress: file offset and line of its first byte. */
+  private recOffset = 0;
+  private recLine = 1;
+  /** The current record is being emitted in pieces (a run). */
+  private oversized = false;
+
+  // The chunk in progress: the bytes not yet emitted, as views of input buffers.
+  private pieces: Buffer[] = [];
+  private piecesLen = 0;
+  private chunkOffset = 0;
+  private chunkStartLine = 1;
+  private chunkFirstLine = 0;
+  private chunkRecords = 0;
+  private chunkContinues = false;
+
+  private headerPending: boolean;
+  private headerSeen = false;
+  /** File offset of the next buffer's first byte. */
+  private fileOffset = 0;
+  /** utf-8: the first bytes, held until it is known whether they are a BOM. */
+  private bomProbe: Buffer | null;
+
+  constructor(opts: CsvRowsOptions) {
+    const { delim, quote, esc } = csvChars(opts);
+    this.delim = delim;
+    this.quote = quote;
+    this.esc = esc;
+    this.target = positiveOption('targetBytes', opts.targetBytes, DEFAULT_TARGET_BYTES);
+    this.maxRecord = positiveOption('maxRecordBytes', opts.maxRecordBytes, DEFAULT_MAX_BYTES);
+    this.utf8 = opts.encoding !== 'latin1';
+    this.headerPending = opts.header;
+    this.bomProbe = this.utf8 ? Buffer.alloc(0) : null;
+  }
+
+  push(input: Buffer, out: CsvRowsPart[]): void {
+    let b = input;
+    if (this.bomProbe !== null) {
+      const head = this.bomProbe.length === 0 ? b : Buffer.concat([this.bomProbe, b]);
+      if (head.length < 3 && UTF8_BOM.subarray(0, head.length).equals(head)) {
+        // Maybe a BOM still arriving: wait for more bytes.
+        this.bomProbe = Buffer.from(head);
+        return;
+      }
+      this.bomProbe = null;
+      b = head;
+      if (b.length >= 3 && b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf) {
+        b = b.subarray(3);
+        this.fileOffset = 3;
+        this.chunkOffset = 3;
+        if (b.length === 0) return;
+      }
+    }
+    this.scan(b, out);
+  }
+
+  finish(out: CsvRowsPart[]): void {
+    if (this.bomProbe !== null && this.bomProbe.length > 0) {
+      const probe = this.bomProbe;
+      this.bomProbe = null;
+      this.scan(probe, out);
+    }
+    if (this.headerPending) {
+      out.push({ kind: 'header', bytes: this.take(this.piecesLen), offset: this.chunkOffset });
+      this.headerPending = false;
+      return;
+    }
+    // A run always ends with a piece that is not open, even an empty one.
+    if (this.piecesLen > 0 || this.oversized) this.emitChunk(out, this.piecesLen, false);
+  }
+
+  /** Scans one buffer: the hot loop. Searches use Buffer.indexOf (native) wherever it can. */
+  private scan(b: Buffer, out: CsvRowsPart[]): void {
+    const n = b.length;
+    const delim = this.delim;
+    const quote = this.quote;
+    const esc = this.esc;
+    const base = this.fileOffset;
+    let state = this.state;
+    let line = this.line;
+    let lineStart = this.lineStart;
+    let i = 0;
+    // Start of the bytes of `b` not yet in `pieces`.
+    let seg = 0;
+    // Cached next positions (b.length: none); refreshed when the scan has passed them.
+    let nextLF = -1;
+    let nextCR = -1;
+    let nextQ = quote < 0 ? n : -1;
+    let nextE = esc < 0 ? n : -1;
+
+    while (i < n) {
+      switch (state) {
+        case REC_START: {
+          if (lineStart && !this.headerPending && !this.oversized) {
+            // Fast lane for the common case, a record that is one line without quotes: one
+            // native search per line (two with \r\n), no state changes. Anything else (blank
+            // lines, quotes, lone \r, a record going on in the next buffer) takes the general code.
+            if (nextQ < i) nextQ = find(b, quote, i);
+            if (nextCR < i) nextCR = find(b, CR, i);
+            const target = this.target;
+            for (;;) {
+              const c = b[i];
+              if (c === LF || c === CR || c === SPACE || c === TAB) break;
+              if (nextLF < i) nextLF = find(b, LF, i);
+              const j = nextLF;
+              if (j === n || nextQ < j) break;
+              if (nextCR < j) {
+                if (nextCR !== j - 1) break;
+                nextCR = find(b, CR, j + 1);
+              }
+              if (this.piecesLen + i - seg >= target) {
+                this.pieces.push(b.subarray(seg, i));
+                this.piecesLen += i - seg;
+                seg = i;
+                this.line = line;
+                this.cut(out);
+              }
+              if (this.chunkRecords++ === 0) this.chunkFirstLine = line;
+              line++;
+              i = j + 1;
+              if (i === n) break;
+            }
+            if (i === n) continue;
+          }
+          const c = b[i];
+          const afterCR = i > 0 ? b[i - 1] === CR : this.lastCR;
+          if (lineStart && !(c === LF && afterCR) && this.wantsCut(this.piecesLen + i - seg)) {
+            this.pieces.push(b.subarray(seg, i));
+            this.piecesLen += i - seg;
+            seg = i;
+            this.line = line;
+            this.cut(out);
+          }
+          if (c === LF) {
+            if (!afterCR) line++;
+            lineStart = true;
+            i++;
+            continue;
+          }
+          if (c === CR) {
+            line++;
+            lineStart = true;
+            i++;
+            continue;
+          }
+          lineStart = false;
+          if ((c === SPACE || c === TAB) && c !== delim && c !== quote) {
+            this.blankOffset = base + i;
+            state = BLANK;
+            i++;
+            continue;
+          }
+          this.startRecord(base + i, line);
+          state = FIELD_START;
+          continue;
+        }
+        case BLANK: {
+          let c = b[i];
+          while ((c === SPACE || c === TAB) && c !== delim) {
+            if (++i === n) break;
+            c = b[i];
+          }
+          if (i === n) continue;
+          if (c === LF || c === CR) {
+            // A blank line (the reference skips it): not a record.
+            state = REC_START;
+            continue;
+          }
+          this.startRecord(this.blankOffset, line);
+          state = UNQUOTED;
+          continue;
+        }
+        case FIELD_START: {
+          if (b[i] === quote) {
+            state = QUOTED;
+            i++;
+          } else state = UNQUOTED;
+          continue;
+        }
+        case UNQUOTED: {
+          if (nextLF < i) nextLF = find(b, LF, i);
+          if (nextCR < i) nextCR = find(b, CR, i);
+          const eol = nextLF < nextCR ? nextLF : nextCR;
+          let opened = false;
+          if (nextQ < i) nextQ = find(b, quote, i);
+          while (nextQ < eol) {
+            const q = nextQ;
+            // A quote opens a quoted field only right after a delimiter seen in this state (a
+            // quote at `i` itself is mid-field: FIELD_START would have taken it).
+            if (q > i && b[q - 1] === delim) {
+              opened = true;
+              break;
+            }
+            nextQ = find(b, quote, q + 1);
+          }
+          if (opened) {
+            state = QUOTED;
+            i = nextQ + 1;
+            continue;
+          }
+          if (eol < n) {
+            state = REC_START;
+            i = eol;
+            continue;
+          }
+          // The record goes on in the next buffer; a delimiter last means a field starts there.
+          state = b[n - 1] === delim ? FIELD_START : UNQUOTED;
+          i = n;
+          continue;
+        }
+        case QUOTED: {
+          if (nextQ < i) nextQ = find(b, quote, i);
+          let stop = nextQ;
+          if (esc >= 0) {
+            if (nextE < i) nextE = find(b, esc, i);
+            if (nextE < stop) stop = nextE;
+          }
+          // Line breaks inside the quoted text still count as physical lines.
+          if (nextLF < i) nextLF = find(b, LF, i);
+          while (nextLF < stop) {
+            if (!(nextLF > 0 ? b[nextLF - 1] === CR : this.lastCR)) line++;
+            nextLF = find(b, LF, nextLF + 1);
+          }
+          if (nextCR < i) nextCR = find(b, CR, i);
+          while (nextCR < stop) {
+            line++;
+            nextCR = find(b, CR, nextCR + 1);
+          }
+          if (stop === n) {
+            i = n;
+            continue;
+          }
+          i = stop + 1;
+          if (stop === nextE && esc >= 0 && b[stop] === esc) {
+            if (i === n) state = ESC_SEEN;
+            else if (b[i] === quote || b[i] === esc) i++;
+          } else state = QUOTE_SEEN;
+          continue;
+        }
+        case QUOTE_SEEN: {
+          const c = b[i];
+          if (c === quote) {
+            // A doubled quote: one literal quote.
+            state = QUOTED;
+            i++;
+          } else if (c === delim) {
+            state = FIELD_START;
+            i++;
+          } else if (c === LF || c === CR) state = REC_START;
+          else state = UNQUOTED; // text after the closing quote joins the field
+          continue;
+        }
+        case ESC_SEEN: {
+          const c = b[i];
+          if (c === quote || c === esc) i++;
+          state = QUOTED;
+          continue;
+        }
+      }
+    }
+
+    if (seg < n) {
+      this.pieces.push(seg === 0 ? b : b.subarray(seg));
+      this.piecesLen += n - seg;
+    }
+    this.state = state;
+    this.line = line;
+    this.lineStart = lineStart;
+    this.lastCR = b[n - 1] === CR;
+    this.fileOffset = base + n;
+    if (state !== REC_START) this.checkLength(out, state === BLANK);
+  }
+
+  /** Whether to cut at a line start, `size` bytes into the chunk in progress. */
+  private wantsCut(size: number): boolean {
+    if (this.headerPending) return this.headerSeen;
+    if (this.oversized) return true;
+    return size >= this.target;
+  }
+
+  private startRecord(offset: number, line: number): void {
+    this.recOffset = offset;
+    this.recLine = line;
+    if (this.headerPending) {
+      this.headerSeen = true;
+      return;
+    }
+    this.chunkRecords++;
+    if (this.chunkFirstLine === 0) this.chunkFirstLine = line;
+  }
+
+  /** Cut at the scan position (a line start): everything pending becomes one part. */
+  private cut(out: CsvRowsPart[]): void {
+    if (this.headerPending) {
+      out.push({ kind: 'header', bytes: this.take(this.piecesLen), offset: this.chunkOffset });
+      this.headerPending = false;
+      this.chunkOffset += out[out.length - 1].bytes.length;
+      this.chunkStartLine = this.line;
+      return;
+    }
+    this.emitChunk(out, this.piecesLen, false);
+    this.oversized = false;
+    this.chunkContinues = false;
+  }
+
+  /** At the end of a buffer inside a record (or a maybe-blank line): bound what is held. */
+  private checkLength(out: CsvRowsPart[], blank: boolean): void {
+    const start = blank ? this.blankOffset : this.recOffset;
+    if (this.fileOffset - start <= this.maxRecord) return;
+    if (this.headerPending) {
+      throw new FatalReadError(
+        `the header row is longer than ${formatBytes(this.maxRecord)} (or does not end), too long to read on its own`,
+      );
+    }
+    if (!this.oversized) {
+      this.oversized = true;
+      // The records before the long one form a normal chunk (the long one is counted already
+      // unless its line is still only spaces).
+      const before = blank ? this.chunkRecords : this.chunkRecords - 1;
+      if (before > 0) {
+        const recLine = this.recLine;
+        const len = start - this.chunkOffset;
+        const records = this.chunkRecords;
+        this.chunkRecords = before;
+        this.emitChunk(out, len, false);
+        this.chunkStartLine = blank ? this.line : recLine;
+        this.chunkRecords = records - before;
+        if (!blank) this.chunkFirstLine = recLine;
+      }
+    }
+    this.emitChunk(out, this.piecesLen, true);
+    this.chunkContinues = true;
+  }
+
+  /** Emits the first `len` pending bytes as a chunk; the rest starts the next chunk. */
+  private emitChunk(out: CsvRowsPart[], len: number, open: boolean): void {
+    const bytes = this.take(len);
+    out.push({
+      kind: 'chunk',
+      bytes,
+      offset: this.chunkOffset,
+      startLine: this.chunkStartLine,
+      firstLine: this.chunkRecords > 0 ? this.chunkFirstLine : this.chunkStartLine,
+      records: this.chunkRecords,
+      continues: this.chunkContinues,
+      open,
+    });
+    this.chunkOffset += len;
+    // Callers that cut mid-buffer set the line themselves before cutting (see scan).
+    this.chunkStartLine = this.line;
+    this.chunkFirstLine = 0;
+    this.chunkRecords = 0;
+  }
+
+  /** The first `len` pending bytes as one Buffer (a view when they lie in one input buffer). */
+  private take(len: number): Buffer {
+    const pieces = this.pieces;
+    if (len === this.piecesLen) {
+      this.pieces = [];
+      this.piecesLen = 0;
+      return pieces.length === 1 ? pieces[0] : Buffer.concat(pieces, len);
+    }
+    const taken: Buffer[] = [];
+    let left = len;
+    let k = 0;
+    while (left > 0) {
+      const p = pieces[k];
+      if (p.length <= left) {
+        taken.push(p);
+        left -= p.length;
+        k++;
+      } else {
+        taken.push(p.subarray(0, left));
+        pieces[k] = p.subarray(left);
+        left = 0;
+      }
+    }
+    this.pieces = pieces.slice(k);
+    this.piecesLen -= len;
+    return taken.length === 1 ? taken[0] : Buffer.concat(taken, len);
+  }
+}
