@@ -43,15 +43,18 @@ describe('the COPY-text encoder', () => {
         '2024-02-29',
         '2024-02-29 10:00',
       ]),
+      typed(['0', '-0', '-0', '-0.0', '-0e5', '', '2024-02-29', '2024-02-29 10:00']),
       typed([null, null, null, null, null, '', null, null]),
     ];
     const text = createEncoder(columns)({
       columns,
       values: columns.map((_, c) => rows.map((r) => r[c])),
-      lines: [2, 3],
+      lines: [2, 3, 4],
     });
     expect(text).toBe(
       `t\t7\t9223372036854775807\t${String(Math.fround(0.1))}\t-0.00001\ta\\tb\\\\c\t2024-02-29\t2024-02-29T10:00Z\n` +
+        // Negative zero keeps its sign in float and double, as PostgreSQL stores it.
+        'f\t0\t0\t-0\t-0\t\t2024-02-29\t2024-02-29T10:00Z\n' +
         '\\N\t\\N\t\\N\t\\N\t\\N\t\t\\N\t\\N\n',
     );
   });

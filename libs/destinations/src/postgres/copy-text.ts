@@ -70,8 +70,12 @@ function textExpression(type: FieldType, v: string): string {
     case 'timestamp':
       // Checked ASCII without control characters: nothing to escape.
       return v;
+    case 'float':
+    case 'double':
+      // Decimal text reads back exactly; only -0 loses its sign in JavaScript's own.
+      return `(${v} === 0 && 1 / ${v} < 0 ? '-0' : '' + ${v})`;
     default:
-      // Numbers and BigInts: their decimal text, which PostgreSQL reads back exactly.
+      // Integers and BigInts: their decimal text.
       return `('' + ${v})`;
   }
 }

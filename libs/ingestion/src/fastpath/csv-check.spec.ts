@@ -5,7 +5,8 @@ import { Readable } from 'node:stream';
 import { localDatabaseUrl } from '../../../../test/support/local-peers';
 import type { CsvAttributes, FieldType, PipelineDefinition } from '../../../pipelines/src/pipeline.types';
 import { readCsv } from '../readers/csv-reader';
-import { RowPlan } from '../row-plan';
+import { BatchBuilder, RowPlan } from '../row-plan';
+import { createEncoder } from '../../../destinations/src/postgres/copy-text';
 import { CsvCheckOptions, CsvVerdict, compileCsvCheck, copyCsvOptions, fastPathBlocker } from './csv-check';
 import { csvRows, readerInput } from './csv-rows';
 
@@ -60,6 +61,8 @@ async function referencePath(
     pipeline(attrs, types),
     types.map((_, k) => `c${k}`),
   );
+  const builder = new BatchBuilder(plan.outColumns);
+  const encode = createEncoder(plan.outColumns);
   let records = 0;
   let rejected = 0;
   let copyText = '';
@@ -68,11 +71,10 @@ async function referencePath(
   for await (const batch of readCsv(input, opts)) {
     records += batch.rows.length + batch.errors.length;
     rejected += batch.errors.length;
-    for (const row of batch.rows) {
-      const out = plan.process(row);
-      if (typeof out === 'string') copyText += out;
-      else rejected++;
-    }
+    batch.rows.forEach((row, i) => {
+      if (plan.process(row, batch.lines[i], builder) !== null) rejected++;
+    });
+    copyText += encode(builder.take());
   }
   return { records, rejected, copyText };
 }
