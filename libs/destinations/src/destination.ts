@@ -43,8 +43,26 @@ export interface LoadResult {
   rejectsLocation?: string;
 }
 
+/**
+ * Rows of the uploaded CSV file as they are, for a destination that declares `csvPassThrough`: the
+ * stage thread checked that loading these bytes with `COPY … (copyOptions)` stores exactly what the
+ * validating path would (libs/ingestion/src/fastpath), so no value was parsed or re-encoded.
+ */
+export interface CsvChunkPayload {
+  kind: 'csv';
+  bytes: Uint8Array;
+  /** Records in `bytes`. */
+  rows: number;
+  /** The chunk's line ending (PostgreSQL takes one per COPY); null when it has no line break. */
+  eol: 'lf' | 'crlf' | 'cr' | null;
+  /** `FORMAT csv, DELIMITER …, QUOTE …, ESCAPE …`. */
+  copyOptions: string;
+  /** The file's columns, in file order. */
+  columns: string[];
+}
+
 /** What a destination's encoder makes of one batch, handed as is to its loader. */
-export type Payload = string | Uint8Array | TypedBatch;
+export type Payload = string | Uint8Array | TypedBatch | CsvChunkPayload;
 
 /**
  * The module a destination names as its `encoder` exports this. It runs in the job's stage thread,
@@ -68,6 +86,11 @@ export interface Capabilities {
   readonly ordered: boolean;
   /** Most rows per payload; the runner cuts batches to this size. null: any size. */
   readonly maxBatchRows: number | null;
+  /**
+   * Takes clean chunks of a CSV upload as they are (CsvChunkPayload) besides its encoder's payloads:
+   * when it is a job's only destination, the runner reads such files on the fast path.
+   */
+  readonly csvPassThrough: boolean;
 }
 
 /**

@@ -24,6 +24,7 @@ import { StageError, destinationError, pipelineError } from './stage-error';
 import { Counts } from './stage-thread/protocol';
 import { StageStalledError, StageThreadError, StageThreadPool } from './stage-thread/stage-thread';
 import { Fanout } from './fanout';
+import { fastPathBlocker } from './fastpath/csv-check';
 
 /** A failure of the stage thread (the input, the tap stream, the schema, the watchdog), by stage. */
 function stageError(err: unknown): StageError {
@@ -144,7 +145,10 @@ export class IngestionRunner {
           job,
           'DataQuality',
           'end',
-          `${counts.rows} rows checked, ${counts.dq} rejected`,
+          `${counts.rows} rows checked, ${counts.dq} rejected` +
+            (counts.unparsed > 0
+              ? `; ${counts.unparsed} of them went to the destination unparsed (fast path)`
+              : ''),
         );
         if (transforms) {
           await this.status.record(
@@ -221,10 +225,11 @@ export class IngestionRunner {
         filename: p.filename,
         rejectsPath,
         spinOn: this.config.worker.testSpinOn,
+        fast: this.fastPath(p, def, legs),
       },
       { stallMs: this.config.worker.stageStallMs, maxIdle: this.config.worker.concurrency },
     );
-    let counts: Counts = { rows: 0, rejected: 0, dq: 0, tf: 0, firstReject: null };
+    let counts: Counts = { rows: 0, rejected: 0, dq: 0, tf: 0, firstReject: null, unparsed: 0 };
     try {
       const first = await session.first().catch(stageFailure);
       const { fileColumns, definition, added } = await this.plan(p, def, first);
@@ -269,7 +274,8 @@ export class IngestionRunner {
         job,
         'DataQuality',
         'begin',
-        `checking types of ${fields.length} columns and ${definition.dataQuality.rules.length} rule(s)`,
+        `checking types of ${fields.length} columns and ${definition.dataQuality.rules.length} rule(s)` +
+          (this.fastPath(p, def, legs) ? '; clean CSV chunks go to the destination unparsed' : ''),
       );
       if (transforms) {
         await this.status.record(
@@ -324,6 +330,27 @@ export class IngestionRunner {
       session.end();
       await rm(rejectsPath, { force: true });
     }
+  }
+
+  /**
+   * Whether the job reads its file on the fast path (stage-thread/fast-csv.ts): a CSV upload with a
+   * header, the default null handling and utf-8, no rules or mappings (they need every value), and
+   * one destination that takes clean CSV as it is.
+   */
+  private fastPath(p: IngestPayload, def: PipelineDefinition, legs: Leg[]): boolean {
+    const fa = def.source.fileAttributes;
+    return (
+      this.config.worker.csvFastPath &&
+      this.config.worker.testSpinOn === null &&
+      fa.format === 'csv' &&
+      p.records === undefined &&
+      fa.csvAttributes.header &&
+      fastPathBlocker(fa.csvAttributes) === null &&
+      def.dataQuality.rules.length === 0 &&
+      def.transformation.mappings.length === 0 &&
+      legs.length === 1 &&
+      legs[0].destination.capabilities.csvPassThrough
+    );
   }
 
   /**

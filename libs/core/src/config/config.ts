@@ -74,6 +74,8 @@ export interface TapyardConfig {
      * without end, standing in for a pathological input so the watchdog can be proven.
      */
     readonly testSpinOn: string | null;
+    /** CSV_FAST_PATH: clean CSV chunks go to PostgreSQL unparsed (off: every row takes the validating path). */
+    readonly csvFastPath: boolean;
   };
   /** Where uploads wait for a worker (shared by API and workers on one host). */
   readonly spoolDir: string;
@@ -332,6 +334,7 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
       maxStalls: r.int('WORKER_MAX_STALLS', 2, 0, 100),
       stageStallMs: r.int('STAGE_STALL_MS', 60000, 100, 24 * 3600000),
       testSpinOn: r.optional('TAPYARD_TEST_SPIN_ON'),
+      csvFastPath: r.bool('CSV_FAST_PATH', true),
     },
     spoolDir: r.string('TAPYARD_SPOOL_DIR', join(dataDir, 'spool')),
     progressEveryMs: r.int('STATUS_PROGRESS_MS', 2000, 10, 3600000),

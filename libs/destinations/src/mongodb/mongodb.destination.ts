@@ -69,7 +69,13 @@ interface LedgerEntry {
 export class MongoDbDestination implements Destination {
   readonly name = 'mongodb';
   readonly processName = 'MongoDBLoader' as const;
-  readonly capabilities = { exactlyOnce: true, schemaEvolution: true, ordered: false, maxBatchRows: null };
+  readonly capabilities = {
+    exactlyOnce: true,
+    schemaEvolution: true,
+    ordered: false,
+    maxBatchRows: null,
+    csvPassThrough: false,
+  };
   readonly encoder = join(__dirname, '..', 'encoders', `typed${extname(__filename)}`);
 
   constructor(
@@ -372,7 +378,7 @@ function documentBuilder(
 }
 
 function typedBatch(payload: Payload): TypedBatch {
-  if (typeof payload === 'string' || payload instanceof Uint8Array) {
+  if (typeof payload === 'string' || payload instanceof Uint8Array || 'kind' in payload) {
     throw new Error('the MongoDB loader takes typed batches from its encoder');
   }
   return payload;

@@ -29,7 +29,13 @@ const EXTENSIONS = { parquet: 'parquet', csv: 'csv', jsonl: 'jsonl' } as const;
 export class ObjectStoreDestination implements Destination {
   readonly name = 'objectstore';
   readonly processName = 'SparkObjectStoreLoader' as const;
-  readonly capabilities = { exactlyOnce: true, schemaEvolution: true, ordered: true, maxBatchRows: null };
+  readonly capabilities = {
+    exactlyOnce: true,
+    schemaEvolution: true,
+    ordered: true,
+    maxBatchRows: null,
+    csvPassThrough: false,
+  };
   readonly encoder = join(__dirname, '..', 'encoders', `typed${extname(__filename)}`);
 
   constructor(
@@ -206,7 +212,7 @@ export class ObjectStoreDestination implements Destination {
 }
 
 function typedBatch(payload: Payload): TypedBatch {
-  if (typeof payload === 'string' || payload instanceof Uint8Array) {
+  if (typeof payload === 'string' || payload instanceof Uint8Array || 'kind' in payload) {
     throw new Error('the object-store loader takes typed batches from its encoder');
   }
   return payload;

@@ -14,6 +14,7 @@ import { FieldType, PipelineDefinition } from '@tapyard/pipelines';
 import { extname, join } from 'node:path';
 import { escapeCopyText } from './copy-text';
 import {
+  CsvChunkPayload,
   Destination,
   DropOutcome,
   LoadResult,
@@ -62,7 +63,13 @@ export const PG_MAX_COLUMNS = 1600;
 export class PostgresDestination implements Destination {
   readonly name = 'postgres';
   readonly processName = 'PostgresLoader' as const;
-  readonly capabilities = { exactlyOnce: true, schemaEvolution: true, ordered: true, maxBatchRows: null };
+  readonly capabilities = {
+    exactlyOnce: true,
+    schemaEvolution: true,
+    ordered: true,
+    maxBatchRows: null,
+    csvPassThrough: true,
+  };
   readonly encoder = join(__dirname, `copy-text${extname(__filename)}`);
 
   constructor(
@@ -213,17 +220,17 @@ export class PostgresDestination implements Destination {
             rejectsLocation,
           };
         }
-        const columns = target.columns.map((c) => quoteIdent(c.name)).join(', ');
-        const loaded = await copyChunks(
+        const loaded = await copyPayloads(
           client,
-          `COPY ${quoteIdent(schema)}.${quoteIdent(table)} (${columns}) FROM STDIN (FORMAT text)`,
-          copyText(payloads),
+          `${quoteIdent(schema)}.${quoteIdent(table)}`,
+          target.columns.map((c) => c.name),
+          payloads,
           progress,
         );
         const rejected = await copyChunks(
           client,
           `COPY ${quoteIdent(schema)}.${quoteIdent(rejectsTable(table))} (pipeline_token, line, stage, reason, raw) FROM STDIN (FORMAT text)`,
-          rejectLines(target.pipelineToken, rejects()),
+          counted(rejectLines(target.pipelineToken, rejects())),
           () => undefined,
         );
         await client.query(
@@ -290,22 +297,79 @@ export class PostgresDestination implements Destination {
   }
 }
 
-/** Streams COPY-text chunks with backpressure; returns the number of rows COPY reports. */
+/**
+ * Loads the payloads in order, one COPY per run of payloads of one kind: COPY text from the encoder,
+ * or clean CSV chunks of the file as they are (one COPY per line ending and column list, which
+ * PostgreSQL fixes per COPY). Returns the rows loaded.
+ */
+async function copyPayloads(
+  client: PoolClient,
+  table: string,
+  columns: string[],
+  payloads: AsyncIterable<Payload>,
+  progress: (rows: number) => void,
+): Promise<number> {
+  const textColumns = columns.map(quoteIdent).join(', ');
+  const it = payloads[Symbol.asyncIterator]();
+  let next = await it.next();
+  let total = 0;
+  while (!next.done) {
+    const first = next.value;
+    const key = copyKey(first);
+    const sql =
+      typeof first === 'string'
+        ? `COPY ${table} (${textColumns}) FROM STDIN (FORMAT text)`
+        : `COPY ${table} (${csvChunk(first).columns.map(quoteIdent).join(', ')}) FROM STDIN (${csvChunk(first).copyOptions})`;
+    const run = async function* (): AsyncGenerator<CopyData> {
+      while (!next.done && copyKey(next.value) === key) {
+        const p = next.value;
+        yield typeof p === 'string'
+          ? { data: p, rows: countLines(p) }
+          : { data: csvChunk(p).bytes, rows: csvChunk(p).rows };
+        next = await it.next();
+      }
+    };
+    const before = total;
+    total += await copyChunks(client, sql, run(), (rows) => progress(before + rows));
+  }
+  return total;
+}
+
+/** Payloads that share one COPY statement have the same key. */
+function copyKey(p: Payload): string {
+  if (typeof p === 'string') return 'text';
+  const c = csvChunk(p);
+  return `csv:${c.eol ?? 'any'}:${c.copyOptions}:${c.columns.join(',')}`;
+}
+
+function csvChunk(p: Payload): CsvChunkPayload {
+  if (typeof p === 'string' || p instanceof Uint8Array || !('kind' in p)) {
+    throw new Error('the PostgreSQL loader takes COPY text or clean CSV chunks');
+  }
+  return p;
+}
+
+interface CopyData {
+  data: string | Uint8Array;
+  rows: number;
+}
+
+/** Streams COPY data with backpressure; returns the number of rows COPY reports. */
 async function copyChunks(
   client: PoolClient,
   sql: string,
-  chunks: AsyncIterable<string>,
+  chunks: AsyncIterable<CopyData>,
   progress: (rows: number) => void,
 ): Promise<number> {
   const stream = client.query(copyFrom(sql));
   const failed = new Promise<never>((_, reject) => stream.once('error', reject));
   failed.catch(() => undefined);
-  let lines = 0;
+  let rows = 0;
   try {
     for await (const chunk of chunks) {
-      if (!stream.write(chunk)) await Promise.race([once(stream, 'drain'), failed]);
-      lines += countLines(chunk);
-      progress(lines);
+      if (!stream.write(chunk.data)) await Promise.race([once(stream, 'drain'), failed]);
+      rows += chunk.rows;
+      progress(rows);
     }
   } catch (err) {
     // Abort the COPY (CopyFail) so the connection can roll back; otherwise it waits forever.
@@ -315,20 +379,17 @@ async function copyChunks(
   }
   stream.end();
   await Promise.race([once(stream, 'finish'), failed]);
-  return Number(stream.rowCount ?? lines);
-}
-
-async function* copyText(payloads: AsyncIterable<Payload>): AsyncIterable<string> {
-  for await (const p of payloads) {
-    if (typeof p !== 'string') throw new Error('the PostgreSQL loader takes COPY text from its encoder');
-    yield p;
-  }
+  return Number(stream.rowCount ?? rows);
 }
 
 function countLines(chunk: string): number {
   let n = 0;
   for (let i = chunk.indexOf('\n'); i !== -1; i = chunk.indexOf('\n', i + 1)) n++;
   return n;
+}
+
+async function* counted(texts: AsyncIterable<string>): AsyncIterable<CopyData> {
+  for await (const data of texts) yield { data, rows: countLines(data) };
 }
 
 async function* rejectLines(token: string, rejects: AsyncIterable<RejectedRow>): AsyncIterable<string> {

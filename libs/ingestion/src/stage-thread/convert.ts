@@ -59,7 +59,7 @@ function parseRecord(json: string): Record<string, unknown> | string {
 }
 
 export function newCounts(): Counts {
-  return { rows: 0, rejected: 0, dq: 0, tf: 0, firstReject: null };
+  return { rows: 0, rejected: 0, dq: 0, tf: 0, firstReject: null, unparsed: 0 };
 }
 
 /**

@@ -17,6 +17,11 @@ export interface StartMessage {
   filename: string;
   /** Where the thread writes rejected rows, one JSON object per line. */
   rejectsPath: string;
+  /**
+   * A CSV upload whose only destination takes clean CSV as it is: read on the fast path
+   * (fast-csv.ts), clean chunks unparsed. The runner decides (see IngestionRunner.fastPath).
+   */
+  fast: boolean;
   /** Tests only: a value holding this text makes DataQuality spin (config.worker.testSpinOn). */
   spinOn: string | null;
   /** [0] heartbeat, bumped by the thread while its event loop runs; [1] stage of the row in progress. */
@@ -50,6 +55,8 @@ export interface Counts {
   tf: number;
   /** `line N: reason` of the first rejected row, for the job's error when nothing loads. */
   firstReject: string | null;
+  /** Rows checked byte-wise and passed to the destination as they are (the CSV fast path). */
+  unparsed: number;
 }
 
 export type FromThread =

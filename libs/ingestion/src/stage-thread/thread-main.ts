@@ -17,11 +17,13 @@ import type { TypedBatch } from '../../../pipelines/src/values/typed-batch';
 import { Counts, FromThread, HEARTBEAT, STAGE, StartMessage, ToThread } from './protocol';
 import { RecordValidator, convert, newCounts, recordValidator } from './convert';
 import { readInput } from './read-input';
+import { FastCsvInput } from './fast-csv';
 
 interface Job {
   id: number;
   start: StartMessage;
-  batches: AsyncGenerator<RecordBatch>;
+  /** null on the fast path, which reads through `fast`. */
+  batches: AsyncGenerator<RecordBatch> | null;
   first: RecordBatch | null;
   plan: RowPlan | null;
   builder: BatchBuilder | null;
@@ -30,6 +32,7 @@ interface Job {
   rejects: WriteStream | null;
   counts: Counts;
   spin: ((row: (string | null)[]) => void) | null;
+  fast: FastCsvInput | null;
 }
 
 const port = parentPort;
@@ -58,10 +61,14 @@ async function handle(msg: ToThread): Promise<void> {
       ? Readable.from(tailFile(msg.spoolPath, msg.stream.staleMs))
       : createReadStream(msg.spoolPath, { highWaterMark: 1 << 20 });
     const spinOn = msg.spinOn;
+    const fast = msg.fast
+      ? new FastCsvInput(input, msg.definition.source.fileAttributes.csvAttributes)
+      : null;
     job = {
       id: jobs,
       start: msg,
-      batches: readInput(msg.definition, input, msg.records, msg.filename),
+      fast,
+      batches: fast ? null : readInput(msg.definition, input, msg.records, msg.filename),
       first: null,
       plan: null,
       builder: null,
@@ -79,7 +86,12 @@ async function handle(msg: ToThread): Promise<void> {
               }
             },
     };
-    const first = await job.batches.next();
+    if (fast) {
+      const header = await fast.header();
+      post(job.id, { kind: 'first', header, width: header?.length ?? null });
+      return;
+    }
+    const first = await readerOf(job).next();
     job.first = first.done ? { rows: [], lines: [], errors: [] } : first.value;
     post(job.id, {
       kind: 'first',
@@ -93,6 +105,7 @@ async function handle(msg: ToThread): Promise<void> {
   if (msg.kind === 'plan') {
     j.plan = new RowPlan(msg.definition, msg.fileColumns, shared === null ? null : shared.subarray(STAGE));
     j.builder = new BatchBuilder(j.plan.outColumns);
+    j.fast?.plan(msg.fileColumns, msg.definition.source.schemaProperties.fields);
     const columns = j.plan.outColumns;
     j.encoders = msg.encoders.map((e) => encoderOf(e.module, e.maxBatchRows, columns));
     if (msg.schema !== null) {
@@ -112,10 +125,18 @@ async function handle(msg: ToThread): Promise<void> {
   }
   // next
   if (j.plan === null || j.builder === null || j.rejects === null) throw new Error("'next' before 'plan'");
+  if (j.fast) {
+    const payloads = await j.fast.next(j.plan, j.builder, j.encoders[0], j.counts, j.rejects);
+    if (payloads === null) {
+      await close(j.rejects);
+      post(j.id, { kind: 'end', counts: j.counts });
+    } else postBatch(j, [payloads]);
+    return;
+  }
   let batch = j.first;
   j.first = null;
   if (batch === null) {
-    const r = await j.batches.next();
+    const r = await readerOf(j).next();
     if (r.done) {
       await close(j.rejects);
       post(j.id, { kind: 'end', counts: j.counts });
@@ -126,11 +147,27 @@ async function handle(msg: ToThread): Promise<void> {
   const reasons = j.validator ? await j.validator(batch.rows.map((r) => r[0] ?? '')) : null;
   if (shared !== null) shared[STAGE] = 0;
   const typed = convert(batch, j.plan, j.counts, j.rejects, reasons, j.spin, j.builder);
-  const payloads = j.encoders.map((encode) => encode(typed));
-  const transfer = payloads.flat().filter((p): p is Uint8Array => p instanceof Uint8Array);
+  postBatch(
+    j,
+    j.encoders.map((encode) => encode(typed)),
+  );
+}
+
+function readerOf(j: Job): AsyncGenerator<RecordBatch> {
+  if (j.batches === null) throw new Error('a fast-path job has no batch reader');
+  return j.batches;
+}
+
+/** Bytes travel by transfer (each payload owns its buffer), the rest by copy. */
+function postBatch(j: Job, payloads: Payload[][]): void {
+  const transfer: ArrayBuffer[] = [];
+  for (const p of payloads.flat()) {
+    if (p instanceof Uint8Array) transfer.push(p.buffer as ArrayBuffer);
+    else if (typeof p === 'object' && 'kind' in p) transfer.push(p.bytes.buffer as ArrayBuffer);
+  }
   port?.postMessage(
     { id: j.id, reply: { kind: 'batch', payloads, counts: j.counts } satisfies FromThread },
-    transfer.map((p) => p.buffer as ArrayBuffer),
+    transfer,
   );
 }
 
