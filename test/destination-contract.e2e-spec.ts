@@ -259,6 +259,8 @@ for (const loader of registered) {
     it('down for good: the job ends error, named after the loader and the service', async () => {
       fx.relay.cut();
       try {
+        // probe() is the plug-in's availability check: down, it names the service.
+        await expect(dest.probe()).rejects.toThrow(fixture.service);
         const token = await upload(api.http, 'mid_b', csvOf(rows(1, 50)), 'never.csv');
         const { rollup, events: evs } = await waitForJob(api.http, token);
         expect(rollup.status).toBe('error');
@@ -274,6 +276,7 @@ for (const loader of registered) {
       } finally {
         fx.relay.restore();
       }
+      await expect(dest.probe()).resolves.toBeUndefined();
       expect(await fx.present('mid_b')).toEqual([]);
     });
 

@@ -68,9 +68,10 @@ describe('destination outage during a load (private FerretDB)', () => {
     const records = 50_000;
     let ndjson = '';
     for (let i = 0; i < records; i++) ndjson += `{"i":${i}}\n`;
-    const token = await upload(api.http, 'docs', ndjson, 'docs.ndjson');
-    // Stopped while the job is queued or loading: its first delivery cannot reach MongoDB.
+    // Stopped before the upload: the job starts while the file still arrives and loads fast, so
+    // only this makes sure its first delivery cannot reach MongoDB.
     await ferret.stop();
+    const token = await upload(api.http, 'docs', ndjson, 'docs.ndjson');
     // Longer than the driver's 5 s server selection: the load itself fails and is retried.
     await new Promise((r) => setTimeout(r, 6500));
     await ferret.start();

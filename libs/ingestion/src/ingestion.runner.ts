@@ -243,8 +243,18 @@ export class IngestionRunner {
       };
       const transforms = definition.transformation.mappings.length > 0;
       // Each destination prepares its target; one that cannot is out of this delivery, the others load.
+      // probe() first: an unreachable one fails at once, as an outage, rather than after a connect timeout
+      // inside its preparations.
       for (const leg of legs) {
         const d = leg.destination;
+        const down = await d.probe().then(
+          () => null,
+          (err: unknown) => err,
+        );
+        if (down !== null) {
+          leg.error = destinationError(d.processName, down);
+          continue;
+        }
         if (added.length > 0 && !d.capabilities.schemaEvolution) {
           leg.error = new StageError(
             d.processName,
