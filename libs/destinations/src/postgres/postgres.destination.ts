@@ -36,7 +36,8 @@ import {
 } from './created-tables';
 import { PgPools } from './pg-pools';
 
-const PG_TYPES: Record<FieldType, string> = {
+/** The PostgreSQL column type of each schema type. */
+export const PG_TYPES: Record<FieldType, string> = {
   boolean: 'boolean',
   int: 'integer',
   bigint: 'bigint',

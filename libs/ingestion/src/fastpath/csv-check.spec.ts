@@ -9,21 +9,13 @@ import { BatchBuilder, RowPlan } from '../row-plan';
 import { createEncoder } from '../../../destinations/src/postgres/copy-text';
 import { CsvCheckOptions, CsvVerdict, compileCsvCheck, copyCsvOptions, fastPathBlocker } from './csv-check';
 import { csvRows, readerInput } from './csv-rows';
+import { narrowCsv } from './spec-fixtures';
+import { PG_TYPES } from '../../../destinations/src/postgres/postgres.destination';
 
 type Attrs = Pick<CsvAttributes, 'delimiter' | 'quote' | 'escape'>;
 const CSV: Attrs = { delimiter: ',', quote: '"', escape: null };
 
 /** The destination's column types (libs/destinations/src/postgres/postgres.destination.ts). */
-const PG_TYPES: Record<FieldType, string> = {
-  boolean: 'boolean',
-  int: 'integer',
-  bigint: 'bigint',
-  float: 'real',
-  double: 'double precision',
-  string: 'text',
-  date: 'date',
-  timestamp: 'timestamptz',
-};
 
 function pipeline(attrs: Attrs, types: FieldType[]): PipelineDefinition {
   return {
@@ -800,15 +792,3 @@ describe('compileCsvCheck throughput (logged, not asserted)', () => {
     console.log(`compileCsvCheck: ${(data.length / 1e6).toFixed(1)} MB, best of 3: ${best.toFixed(0)} MB/s`);
   });
 });
-
-/** id int, amount double, label string, flag boolean, day date: ~35 bytes a row. */
-function narrowCsv(rows: number): Buffer {
-  const lines = ['id,amount,label,flag,day\n'];
-  for (let i = 0; i < rows; i++) {
-    const day = `2024-${String((i % 12) + 1).padStart(2, '0')}-${String((i % 28) + 1).padStart(2, '0')}`;
-    lines.push(
-      `${i},${(((i * 7919) % 1_000_000) / 100).toFixed(2)},L${i % 100},${i % 3 ? 'true' : 'false'},${day}\n`,
-    );
-  }
-  return Buffer.from(lines.join(''));
-}

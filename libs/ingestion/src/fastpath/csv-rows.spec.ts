@@ -3,6 +3,7 @@ import { Readable } from 'node:stream';
 import { CsvReadOptions, readCsv } from '../readers/csv-reader';
 import { FatalReadError } from '../readers/record-batch';
 import { CsvChunk, CsvHeaderPart, CsvRowsOptions, CsvRowsPart, csvRows, readerInput } from './csv-rows';
+import { narrowCsv } from './spec-fixtures';
 
 const BASE: CsvRowsOptions = { delimiter: ',', quote: '"', escape: null, header: false, encoding: 'utf-8' };
 
@@ -400,15 +401,3 @@ describe('csvRows', () => {
     console.log(`csvRows: ${(data.length / 1e6).toFixed(1)} MB, best of 3: ${best.toFixed(0)} MB/s`);
   });
 });
-
-/** id int, amount double, label string, flag boolean, day date: ~35 bytes a row. */
-function narrowCsv(rows: number): Buffer {
-  const lines = ['id,amount,label,flag,day\n'];
-  for (let i = 0; i < rows; i++) {
-    const day = `2024-${String((i % 12) + 1).padStart(2, '0')}-${String((i % 28) + 1).padStart(2, '0')}`;
-    lines.push(
-      `${i},${(((i * 7919) % 1_000_000) / 100).toFixed(2)},L${i % 100},${i % 3 ? 'true' : 'false'},${day}\n`,
-    );
-  }
-  return Buffer.from(lines.join(''));
-}
