@@ -60,7 +60,10 @@ export class ObjectStoreDestination implements Destination {
     const bucket = await this.bucketOf(target.destination, target.environment);
     const dir = `${targetOf(target.destination).prefix}/job=${target.pipelineToken}`;
     const done = await this.readSuccess(bucket, `${dir}/_SUCCESS`);
-    return done ? { ...done, alreadyLoaded: true, location: `s3://${bucket}/${dir}/` } : null;
+    const location = `s3://${bucket}/${dir}/`;
+    return done
+      ? { ...done, alreadyLoaded: true, location, rejectsLocation: `${location}_rejects.jsonl` }
+      : null;
   }
 
   /** Nothing pre-exists here: every job writes into a folder named after its own token. */
@@ -85,7 +88,7 @@ export class ObjectStoreDestination implements Destination {
     const done = await this.readSuccess(bucket, `${dir}/_SUCCESS`);
     if (done) {
       for await (const _ of payloads); // drain the reader so its temporary files are closed
-      return { ...done, alreadyLoaded: true, location };
+      return { ...done, alreadyLoaded: true, location, rejectsLocation: `${location}_rejects.jsonl` };
     }
     // The job folder is recorded as this pipeline's before anything is written, in a claim held for
     // the whole write (a delete waits for it); the record is kept even when writing fails midway,
@@ -99,7 +102,7 @@ export class ObjectStoreDestination implements Destination {
       });
     });
     if (result === null) throw failure;
-    return { ...result, alreadyLoaded: false, location };
+    return { ...result, alreadyLoaded: false, location, rejectsLocation: `${location}_rejects.jsonl` };
   }
 
   private async write(
