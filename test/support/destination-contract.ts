@@ -1,7 +1,7 @@
 import { Type } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { Server, Socket, connect, createServer } from 'node:net';
+import { Relay, cuttableProxy } from './net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { mongo } from 'mongoose';
@@ -23,69 +23,6 @@ export type Row = Record<string, string | number | boolean | null>;
 export interface KeptReject {
   line: number;
   reason: string;
-}
-
-/**
- * A TCP relay in front of a destination: `cut` drops every connection and refuses new ones until
- * `restore`; `cutAfter(n)` cuts by itself once n more bytes went upstream, which puts the outage
- * inside a load (rows on the wire) whatever the speed of the machine.
- */
-export interface Relay {
-  readonly port: number;
-  cut(): void;
-  restore(): void;
-  cutAfter(bytes: number): void;
-  close(): Promise<void>;
-}
-
-export async function relay(targetPort: number): Promise<Relay> {
-  const sockets = new Set<Socket>();
-  let down = false;
-  let tripAt: number | null = null;
-  let sent = 0;
-  const cut = () => {
-    down = true;
-    tripAt = null;
-    for (const s of sockets) s.destroy();
-  };
-  const server: Server = createServer((client) => {
-    if (down) return client.destroy();
-    const upstream = connect({ host: '127.0.0.1', port: targetPort });
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on('error', () => undefined);
-      s.on('close', () => sockets.delete(s));
-    }
-    client.on('close', () => upstream.destroy());
-    upstream.on('close', () => client.destroy());
-    client.on('data', (chunk: Buffer) => {
-      if (down) return;
-      sent += chunk.length;
-      // The chunk that crosses the line is not forwarded: the server never sees the load complete.
-      if (tripAt !== null && sent >= tripAt) return cut();
-      if (!upstream.write(chunk)) {
-        client.pause();
-        upstream.once('drain', () => client.resume());
-      }
-    });
-    upstream.pipe(client);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    port: (server.address() as { port: number }).port,
-    cut,
-    restore: () => {
-      down = false;
-    },
-    cutAfter: (bytes) => {
-      tripAt = sent + bytes;
-    },
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => resolve());
-      }),
-  };
 }
 
 /** A destination's contract fixture while its services are open (one per destination suite). */
@@ -146,7 +83,7 @@ const postgres: DestinationFixture = {
     const database = new URL(TEST_DATABASE_URL).pathname.slice(1);
     const pg = new Client({ connectionString: TEST_DATABASE_URL });
     await pg.connect();
-    const r = await relay(portOf(TEST_DATABASE_URL, 5432));
+    const r = await cuttableProxy(portOf(TEST_DATABASE_URL, 5432));
     const through = new URL(TEST_DATABASE_URL);
     through.port = String(r.port);
     const table = (name: string) => `"${schema}"."${name}"`;
@@ -196,7 +133,7 @@ const mongodb: DestinationFixture = {
   async open() {
     const dbName = `ct_${suffix()}`;
     const client = await new mongo.MongoClient(TEST_MONGODB_URI).connect();
-    const r = await relay(portOf(TEST_MONGODB_URI, 27017));
+    const r = await cuttableProxy(portOf(TEST_MONGODB_URI, 27017));
     const db = client.db(dbName);
     return {
       apiEnv: { MONGODB_URI: TEST_MONGODB_URI },
@@ -237,7 +174,7 @@ const objectStore: DestinationFixture = {
   async open(environment) {
     const minio = new TestMinio();
     const bucket = `${environment}-output`;
-    const r = await relay(portOf(TEST_OBJECT_STORE.OBJECT_STORE_ENDPOINT, 9000));
+    const r = await cuttableProxy(portOf(TEST_OBJECT_STORE.OBJECT_STORE_ENDPOINT, 9000));
     const scratch = await mkdtemp(join(tmpdir(), 'tapyard-contract-'));
     const prefix = (name: string) => `ct/${name}/`;
     const keys = (name: string) => minio.keys(bucket, prefix(name));

@@ -30,13 +30,28 @@ export async function blackhole(): Promise<{ port: number; close(): Promise<void
 
 /**
  * A TCP relay to a local port that a test can cut (every connection dropped, new ones refused) and
- * restore: an outage of a real server, without stopping it for the other suites.
+ * restore: an outage of a real server, without stopping it for the other suites. `cutAfter(n)` cuts
+ * by itself once n more bytes went upstream, which puts the outage inside a load (rows on the wire)
+ * whatever the speed of the machine.
  */
-export async function cuttableProxy(
-  targetPort: number,
-): Promise<{ port: number; cut(): void; restore(): void; close(): Promise<void> }> {
+export interface Relay {
+  readonly port: number;
+  cut(): void;
+  restore(): void;
+  cutAfter(bytes: number): void;
+  close(): Promise<void>;
+}
+
+export async function cuttableProxy(targetPort: number): Promise<Relay> {
   const sockets = new Set<Socket>();
   let down = false;
+  let tripAt: number | null = null;
+  let sent = 0;
+  const cut = () => {
+    down = true;
+    tripAt = null;
+    for (const s of sockets) s.destroy();
+  };
   const server: Server = createServer((client) => {
     if (down) return client.destroy();
     const upstream = connect({ host: '127.0.0.1', port: targetPort });
@@ -47,17 +62,27 @@ export async function cuttableProxy(
     }
     client.on('close', () => upstream.destroy());
     upstream.on('close', () => client.destroy());
-    client.pipe(upstream).pipe(client);
+    client.on('data', (chunk: Buffer) => {
+      if (down) return;
+      sent += chunk.length;
+      // The chunk that crosses the line is not forwarded: the server never sees the load complete.
+      if (tripAt !== null && sent >= tripAt) return cut();
+      if (!upstream.write(chunk)) {
+        client.pause();
+        upstream.once('drain', () => client.resume());
+      }
+    });
+    upstream.pipe(client);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     port: (server.address() as { port: number }).port,
-    cut: () => {
-      down = true;
-      for (const s of sockets) s.destroy();
-    },
+    cut,
     restore: () => {
       down = false;
+    },
+    cutAfter: (bytes) => {
+      tripAt = sent + bytes;
     },
     close: () =>
       new Promise<void>((resolve) => {
