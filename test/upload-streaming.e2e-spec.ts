@@ -129,6 +129,35 @@ describe('uploads loaded while they arrive', () => {
     expect(await count()).toBe(before);
   });
 
+  it('a publisher token sent after the file is refused (the job took the fields before it), nothing loaded', async () => {
+    const before = await count();
+    const req = request({
+      host: '127.0.0.1',
+      port,
+      path: '/api/v1/pipeline/upload',
+      method: 'POST',
+      headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+    });
+    const answer = new Promise<IncomingMessage>((resolve, reject) => {
+      req.on('response', resolve);
+      req.on('error', reject);
+    });
+    req.end(
+      `--${boundary}\r\nContent-Disposition: form-data; name="pipeline"\r\n\r\nstreamed\r\n` +
+        `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="late.csv"\r\n\r\n` +
+        `id,label\n${rows(300_000, 300_010)}\r\n` +
+        `--${boundary}\r\nContent-Disposition: form-data; name="publishertoken"\r\n\r\n${env}-late\r\n` +
+        `--${boundary}--\r\n`,
+    );
+    const res = await answer;
+    let body = '';
+    for await (const chunk of res) body += String(chunk);
+    expect(res.statusCode).toBe(400);
+    expect(body).toMatch(/publishertoken' must come before 'file'/);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(await count()).toBe(before);
+  });
+
   it('a client that goes away mid-upload leaves nothing loaded, and the job ends at once', async () => {
     const before = await count();
     const publisher = `${env}-gone`;

@@ -80,6 +80,11 @@ export class UploadService {
     if (early) {
       try {
         this.checkReceived(got);
+        // The job took its publisher token from the fields before the file; one sent after it would
+        // be silently lost.
+        if (publisherTokenOf(got) !== early.publisherToken) {
+          throw new ValidationError("multipart field 'publishertoken' must come before 'file'");
+        }
       } catch (err) {
         await this.abortStream(early, pipelineToken, environment, err);
         throw err;
@@ -104,7 +109,7 @@ export class UploadService {
         );
       }
       if (!pipeline) throw new ValidationError("multipart field 'pipeline' is required");
-      const { publisherToken } = await this.admit(environment, pipeline, got, authorize);
+      const { publisherToken } = await this.admit(environment, pipeline, publisherTokenOf(got), authorize);
       this.checkReceived(got);
       if (archiveKind(got.filename) !== null) {
         await this.stageArchive(environment, pipeline, pipelineToken, publisherToken, got);
@@ -140,13 +145,12 @@ export class UploadService {
   private async admit(
     environment: string,
     pipeline: string,
-    got: Received,
+    publisherToken: string | null,
     authorize: (name: string, definition: PipelineDefinition) => void,
   ): Promise<{ publisherToken: string | null }> {
     const stored = await this.pipelines.get(environment, pipeline);
     authorize(pipeline, stored.definition);
     if (stored.deletingSince) throw new PipelineDeletingError(pipeline);
-    const publisherToken = got.fields.get('publishertoken')?.trim() || null;
     if (publisherToken && publisherToken.length > 200)
       throw new ValidationError('publishertoken is longer than 200 characters');
     if (publisherToken)
@@ -174,10 +178,12 @@ export class UploadService {
     got: Received,
     authorize: (name: string, definition: PipelineDefinition) => void,
   ): Promise<JobRef | null> {
+    // The fields as they are when the file starts: later ones keep arriving while this runs.
     const pipeline = got.fields.get('pipeline')?.trim();
     const filename = got.filename;
+    const early = publisherTokenOf(got);
     if (!pipeline || !filename || got.compressed || archiveKind(filename) !== null) return null;
-    const { publisherToken } = await this.admit(environment, pipeline, got, authorize);
+    const { publisherToken } = await this.admit(environment, pipeline, early, authorize);
     const job: JobRef = { environment, pipeline, pipelineToken, publisherToken, filename };
     await this.status.record(
       job,
@@ -323,4 +329,8 @@ export class UploadService {
     }
     return got;
   }
+}
+
+function publisherTokenOf(got: Received): string | null {
+  return got.fields.get('publishertoken')?.trim() || null;
 }
