@@ -22,6 +22,7 @@ import { JobRef, ProcessName, StatusService, jobRef } from '@tapyard/status';
 import { Spool } from './spool';
 import { StageError, destinationError, pipelineError } from './stage-error';
 import { Counts } from './stage-thread/protocol';
+import { newCounts } from './stage-thread/convert';
 import { StageStalledError, StageThreadError, StageThreadPool } from './stage-thread/stage-thread';
 import { Fanout } from './fanout';
 import { fastPathBlocker } from './fastpath/csv-check';
@@ -216,6 +217,7 @@ export class IngestionRunner {
     const job = jobRef(p);
     const rejectsPath = `${p.spoolPath}.rejects`;
     // Reading, DataQuality and Transformation run in a stage thread under a watchdog.
+    const fast = this.fastPath(p, def, legs);
     const session = await this.threads.start(
       {
         spoolPath: p.spoolPath,
@@ -225,11 +227,11 @@ export class IngestionRunner {
         filename: p.filename,
         rejectsPath,
         spinOn: this.config.worker.testSpinOn,
-        fast: this.fastPath(p, def, legs),
+        fast,
       },
       { stallMs: this.config.worker.stageStallMs, maxIdle: this.config.worker.concurrency },
     );
-    let counts: Counts = { rows: 0, rejected: 0, dq: 0, tf: 0, firstReject: null, unparsed: 0 };
+    let counts: Counts = newCounts();
     try {
       const first = await session.first().catch(stageFailure);
       const { fileColumns, definition, added } = await this.plan(p, def, first);
@@ -285,7 +287,7 @@ export class IngestionRunner {
         'DataQuality',
         'begin',
         `checking types of ${fields.length} columns and ${definition.dataQuality.rules.length} rule(s)` +
-          (this.fastPath(p, def, legs) ? '; clean CSV chunks go to the destination unparsed' : ''),
+          (fast ? '; clean CSV chunks go to the destination unparsed' : ''),
       );
       if (transforms) {
         await this.status.record(
