@@ -1,0 +1,5 @@
+import type { VectorStoreName } from '@tapyard/pipelines';
+import type { VectorStoreFactory } from './vector-store';
+
+/** Adding a vector store: its folder, and one line here. */
+export const VECTOR_STORE_FACTORIES: Partial<Record<VectorStoreName, VectorStoreFactory>> = {};

@@ -1,0 +1,35 @@
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { EgressPolicy } from '@tapyard/egress';
+import type { VectorStoreName } from '@tapyard/pipelines';
+
+const cache = new Map<string, Record<string, string>>();
+
+/**
+ * The secret fields that point Tapyard at the local peer of `store`: `scripts/services up <store>`
+ * starts it when needed (idempotent) and prints them as its last line (addendum "Local peers").
+ */
+export function vectorPeerFields(store: VectorStoreName): Record<string, string> {
+  const known = cache.get(store);
+  if (known) return known;
+  const out = execFileSync('bash', [join(__dirname, '..', '..', 'scripts', 'services'), 'up', store], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+    timeout: 20 * 60_000,
+  });
+  const last = out.trim().split('\n').pop() ?? '';
+  const fields = JSON.parse(last) as Record<string, string>;
+  cache.set(store, fields);
+  return fields;
+}
+
+/** The loopback host:port a peer's fields name, allow-listed as an operator would. */
+export function peerPolicy(fields: Record<string, string>): EgressPolicy {
+  const raw = fields.url ?? fields.connectionString;
+  if (raw) {
+    const u = new URL(raw);
+    const port = Number(u.port || (u.protocol === 'https:' ? 443 : u.protocol === 'postgres:' ? 5432 : 80));
+    return new EgressPolicy([{ host: u.hostname, port }]);
+  }
+  return new EgressPolicy([{ host: fields.host, port: Number(fields.port) }]);
+}
