@@ -1,5 +1,8 @@
 import type { VectorStoreName } from '@tapyard/pipelines';
+import { pgvectorStore } from './pgvector/pgvector.store';
 import type { VectorStoreFactory } from './vector-store';
 
 /** Adding a vector store: its folder, and one line here. */
-export const VECTOR_STORE_FACTORIES: Partial<Record<VectorStoreName, VectorStoreFactory>> = {};
+export const VECTOR_STORE_FACTORIES: Partial<Record<VectorStoreName, VectorStoreFactory>> = {
+  pgvector: pgvectorStore,
+};

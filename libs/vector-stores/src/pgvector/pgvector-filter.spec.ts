@@ -1,0 +1,23 @@
+import { pgvectorWhere } from './pgvector-filter';
+
+describe('pgvectorWhere', () => {
+  it('is true without conditions', () => {
+    expect(pgvectorWhere(undefined, 3)).toEqual({ sql: 'true', params: [] });
+    expect(pgvectorWhere({}, 3)).toEqual({ sql: 'true', params: [] });
+  });
+
+  it('compares JSON values, one parameter pair per key, numbered from the first free one', () => {
+    const w = pgvectorWhere({ colour: ['red', 'green'], year: 2025, public: false }, 3);
+    expect(w.sql).toBe(
+      'metadata -> $3 = ANY ($4::jsonb[]) AND metadata -> $5 = ANY ($6::jsonb[]) AND metadata -> $7 = ANY ($8::jsonb[])',
+    );
+    expect(w.params).toEqual(['colour', ['"red"', '"green"'], 'year', ['2025'], 'public', ['false']]);
+  });
+
+  it('never writes a key or value into the SQL text', () => {
+    const hostile = `x'); DROP TABLE t; --`;
+    const w = pgvectorWhere({ [hostile]: hostile }, 1);
+    expect(w.sql).not.toContain('DROP');
+    expect(w.params).toEqual([hostile, [JSON.stringify(hostile)]]);
+  });
+});
