@@ -1,0 +1,4 @@
+export { CHUNK_BOUNDARIES, chunkText } from './chunk/chunk-text';
+export type { ChunkBoundary, ChunkingOptions, TextChunk } from './chunk/chunk-text';
+export { DOCUMENT_FORMATS } from './document.types';
+export type { DocumentFormat, ExtractedText } from './document.types';

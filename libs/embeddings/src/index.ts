@@ -1,0 +1,1 @@
+export type { Embedder, Tokenizer } from './embedder';
