@@ -28,7 +28,7 @@ describe('document taps: compatibility, staging, ledger (real MinIO)', () => {
   const docPipeline = (name: string, extra: Record<string, unknown> = {}) => ({
     name,
     source: {
-      fileAttributes: { format: 'unstructured', unstructuredAttributes: { chunkSize: 800 } },
+      fileAttributes: { format: 'unstructured', unstructuredAttributes: { chunking: { size: 200 } } },
       schemaProperties: { fields: [{ name: 'text', type: 'string' }] },
     },
     destination: { vectorStore: { store: 'qdrant', collection: 'handbook' } },

@@ -8,3 +8,4 @@ export * from './pipeline.types';
 export * from './pipelines.module';
 export * from './pipelines.service';
 export * from './values';
+export * from './dto/unstructured-attributes.dto';

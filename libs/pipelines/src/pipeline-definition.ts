@@ -12,6 +12,8 @@ import {
   SchemaField,
   SourceFormat,
   TransformationStep,
+  CHUNKING_DEFAULTS,
+  unstructuredAttributes,
 } from './pipeline.types';
 
 const NUMERIC: ReadonlySet<FieldType> = new Set(['int', 'bigint', 'float', 'double']);
@@ -37,7 +39,8 @@ export function toDefinition(dto: PipelineConfigDto, defaults: DestinationDefaul
     seen.add(f.name);
   });
   const fa = dto.source.fileAttributes ?? {};
-  const format: SourceFormat = fa.format ?? inferFormat(fields);
+  // Non-null unstructuredAttributes make a document pipeline, whatever the (optional) format says.
+  const format: SourceFormat = fa.unstructuredAttributes ? 'unstructured' : (fa.format ?? inferFormat(fields));
   if (format === 'xml' && !fa.xmlAttributes?.rowElement) {
     problems.push({
       field: 'source.fileAttributes.xmlAttributes.rowElement',
@@ -78,6 +81,14 @@ export function toDefinition(dto: PipelineConfigDto, defaults: DestinationDefaul
     });
   }
 
+  const chunking = fa.unstructuredAttributes?.chunking;
+  if (chunking?.overlap != null && chunking.overlap * 2 > (chunking.size ?? CHUNKING_DEFAULTS.size)) {
+    problems.push({
+      field: 'source.fileAttributes.unstructuredAttributes.chunking.overlap',
+      problem: 'must be at most half of chunking.size',
+    });
+  }
+
   if (problems.length > 0) {
     throw new ValidationError(
       `pipeline '${dto.name}' is invalid: ${problems[0].field} ${problems[0].problem}`,
@@ -103,7 +114,9 @@ export function toDefinition(dto: PipelineConfigDto, defaults: DestinationDefaul
           ? { jsonAttributes: { recordPath: fa.jsonAttributes.recordPath ?? null } }
           : {}),
         ...(fa.xmlAttributes ? { xmlAttributes: { rowElement: fa.xmlAttributes.rowElement } } : {}),
-        unstructuredAttributes: fa.unstructuredAttributes ?? null,
+        unstructuredAttributes: fa.unstructuredAttributes
+          ? unstructuredAttributes(fa.unstructuredAttributes)
+          : null,
       },
       schemaProperties: { fields },
     },

@@ -97,6 +97,35 @@ export interface DatabaseDestination {
 }
 
 /** A stored pipeline: the validated configuration with every default filled in. */
+/** How a document pipeline parses, chunks and labels documents (defaults applied). */
+export interface UnstructuredAttributes {
+  chunking: { size: number; overlap: number; boundary: 'paragraph' | 'sentence' | 'heading' };
+  /** Keys of a tap record's own `metadata` kept on chunks; null keeps all. */
+  metadata: { keep: string[] | null };
+}
+
+export const CHUNKING_DEFAULTS: UnstructuredAttributes['chunking'] = {
+  size: 200,
+  overlap: 30,
+  boundary: 'paragraph',
+};
+
+/** The stored attributes with defaults filled in (older definitions may hold other keys: ignored). */
+export function unstructuredAttributes(raw: unknown): UnstructuredAttributes {
+  const r = (raw ?? {}) as {
+    chunking?: Partial<UnstructuredAttributes['chunking']>;
+    metadata?: { keep?: string[] | null };
+  };
+  return {
+    chunking: { ...CHUNKING_DEFAULTS, ...stripNulls(r.chunking ?? {}) },
+    metadata: { keep: r.metadata?.keep ?? null },
+  };
+}
+
+function stripNulls<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== null && v !== undefined)) as Partial<T>;
+}
+
 export interface PipelineDefinition {
   name: string;
   catalog: string | null;
@@ -107,7 +136,7 @@ export interface PipelineDefinition {
       csvAttributes: CsvAttributes;
       jsonAttributes?: JsonAttributes;
       xmlAttributes?: XmlAttributes;
-      unstructuredAttributes: Record<string, unknown> | null;
+      unstructuredAttributes: UnstructuredAttributes | null;
     };
     schemaProperties: { fields: SchemaField[] };
   };

@@ -1,4 +1,5 @@
 import { OptionalNotNull } from '@tapyard/core';
+import { UnstructuredAttributesDto } from './unstructured-attributes.dto';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import {
@@ -141,14 +142,15 @@ export class FileAttributesDto {
   xmlAttributes?: XmlAttributesDto;
 
   @ApiPropertyOptional({
-    type: 'object',
+    type: UnstructuredAttributesDto,
     nullable: true,
-    additionalProperties: true,
-    description: 'Non-null for document pipelines (required for document taps).',
+    description:
+      'Non-null makes a document pipeline (required for document taps and document uploads): how documents are parsed, chunked and labelled. `{}` takes the defaults.',
   })
   @IsOptional()
-  @IsObject()
-  unstructuredAttributes?: Record<string, unknown> | null;
+  @ValidateNested()
+  @Type(() => UnstructuredAttributesDto)
+  unstructuredAttributes?: UnstructuredAttributesDto | null;
 }
 
 export class SourceDto {
