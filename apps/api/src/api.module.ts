@@ -26,6 +26,8 @@ import { ConfigController } from './configfiles/config.controller';
 import { TapsModule } from '@tapyard/taps';
 import { PipelineDeletionModule } from '@tapyard/pipeline-deletion';
 import { TapsController } from './taps/taps.controller';
+import { VectorStoresModule } from '@tapyard/vector-stores';
+import { SearchController } from './search/search.controller';
 
 /** The HTTP application: controllers only; domain logic comes from libs/*. */
 @Module({})
@@ -47,6 +49,7 @@ export class ApiModule {
         ConfigFilesModule,
         TapsModule,
         PipelineDeletionModule,
+        VectorStoresModule,
       ],
       controllers: [
         PlatformController,
@@ -60,6 +63,7 @@ export class ApiModule {
         MetadataController,
         ConfigController,
         TapsController,
+        SearchController,
       ],
       providers: [
         { provide: METRICS, useValue: metrics },

@@ -2,6 +2,7 @@ import { OnWorkerEvent, Processor } from '@nestjs/bullmq';
 import { Inject } from '@nestjs/common';
 import { Job } from 'bullmq';
 import { CONFIG, TapyardConfig, errorMessage } from '@tapyard/core';
+import { DocumentLoader } from '@tapyard/documents';
 import { FileNotifier, IngestionRunner } from '@tapyard/ingestion';
 import {
   ConfiguredWorkerHost,
@@ -21,6 +22,7 @@ export class IngestProcessor extends ConfiguredWorkerHost {
     private readonly runner: IngestionRunner,
     private readonly notifier: FileNotifier,
     private readonly status: StatusService,
+    private readonly documents: DocumentLoader,
   ) {
     super();
   }
@@ -33,7 +35,9 @@ export class IngestProcessor extends ConfiguredWorkerHost {
       });
     }
     if (job.name === IngestJob.intake) return this.notifier.intake(job.data as IntakePayload);
-    if (job.name === IngestJob.document) return this.runner.runDocument(job.data as DocumentPayload);
+    if (job.name === IngestJob.document) {
+      return this.documents.run(job.data as DocumentPayload, { made: job.attemptsMade, max: job.opts.attempts ?? 1 });
+    }
     throw new Error(`unknown ingest job '${job.name}'`);
   }
 

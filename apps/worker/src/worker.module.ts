@@ -10,6 +10,7 @@ import { MaintenanceProcessor } from './maintenance.processor';
 import { TenantWorkers } from './tenant-workers';
 import { RawBucketPoller } from './raw-bucket-poller';
 import { TapsModule } from '@tapyard/taps';
+import { DocumentsModule } from '@tapyard/documents';
 import { TapScheduler } from './tap-scheduler';
 
 /** The worker: queue processors only, no HTTP. Start as many as you like. */
@@ -26,6 +27,7 @@ export class WorkerModule {
         IngestionModule,
         SecretsModule,
         TapsModule,
+        DocumentsModule,
       ],
       providers: [MaintenanceProcessor, IngestProcessor, TenantWorkers, RawBucketPoller, TapScheduler],
     };

@@ -10,6 +10,7 @@ import { Taps1764134400000 } from './migrations/1764134400000-taps';
 import { TapGrantsAndJobScopes1764220800000 } from './migrations/1764220800000-tap-grants-and-job-scopes';
 import { UserSessionEpochs1764220800000 } from './migrations/1764220800000-user-session-epochs';
 import { CreatedObjects1764220800000 } from './migrations/1764220800000-created-objects';
+import { VectorContainers1764307200000 } from './migrations/1764307200000-vector-containers';
 
 /** Postgres schema holding Tapyard's own metadata; never a destination (see @tapyard/pipelines PLATFORM_SCHEMAS). */
 export const METADATA_SCHEMA = 'tapyard';
@@ -25,6 +26,7 @@ export const MIGRATIONS = [
   TapGrantsAndJobScopes1764220800000,
   UserSessionEpochs1764220800000,
   CreatedObjects1764220800000,
+  VectorContainers1764307200000,
 ];
 
 // Any constant works as long as every Tapyard process uses the same one.

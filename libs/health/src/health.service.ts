@@ -86,9 +86,15 @@ export class HealthService {
     const results = await Promise.all(
       VECTOR_STORES.map((store) => {
         const secret = secrets.find((s) => s.name === store);
-        return this.run(
-          secret ? (signal) => probeVectorStore(store, secret.fields, this.egress, timeout, signal) : null,
-        );
+        if (secret) {
+          return this.run((signal) => probeVectorStore(store, secret.fields, this.egress, timeout, signal));
+        }
+        // The operator's embedded default (PGVECTOR_URL): trusted like DATABASE_URL.
+        const url = store === 'pgvector' ? this.config.pgvectorUrl : null;
+        if (!url) return this.run(null);
+        const u = new URL(url);
+        const operator = new EgressPolicy([{ host: u.hostname, port: Number(u.port || 5432) }]);
+        return this.run((signal) => probeVectorStore(store, { connectionString: url }, operator, timeout, signal));
       }),
     );
     return Object.fromEntries(VECTOR_STORES.map((s, i) => [s, results[i]])) as Record<

@@ -7,7 +7,7 @@ import { DataSource } from 'typeorm';
 import { ArchiveRefusedError, archiveKind, extractArchive } from '@tapyard/archives';
 import { CONFIG, LOGGER, TapyardConfig, errorMessage, isConnectionFailure } from '@tapyard/core';
 import { ObjectStore } from '@tapyard/objectstore';
-import { PipelineDefinition, PipelinesService } from '@tapyard/pipelines';
+import { PipelineDefinition, PipelinesService, isDocumentPipeline } from '@tapyard/pipelines';
 import { EnvironmentQueues, IngestJob, IntakePayload, loadJobOptions } from '@tapyard/queue';
 import { JobRef, StatusService, jobRef } from '@tapyard/status';
 import { Spool } from './spool';
@@ -19,6 +19,7 @@ const READABLE: Record<string, RegExp> = {
   csv: /\.(csv|tsv|txt)$/i,
   json: /\.(json|ndjson|jsonl)$/i,
   xml: /\.xml$/i,
+  unstructured: /\.(pdf|docx|html?|xhtml|md|markdown|txt|text)$/i,
 };
 
 /**
@@ -88,10 +89,10 @@ export class FileNotifier {
         const target = this.spool.pathFor(p.environment, p.pipelineToken);
         await rename(local, target);
         await this.status.record(job, 'FileNotifier', 'end', `fetched ${p.key}; queued for processing`);
-        await this.queueLoad({ ...job }, target);
+        await this.queueLoad(def, { ...job }, target, `s3://${p.bucket}/${p.key}`);
         return;
       }
-      const reads = READABLE[def.source.fileAttributes.format];
+      const reads = READABLE[isDocumentPipeline(def) ? 'unstructured' : def.source.fileAttributes.format];
       const { files, skipped } = await extractArchive(local, kind, await this.freshDir(`${work}/x`), {
         archiveName: p.filename,
         accept: (name) => reads?.test(name) ?? false,
@@ -139,17 +140,17 @@ export class FileNotifier {
     await rename(path, target);
     await this.status.record(child, 'FileNotifier', 'begin', `extracted ${name} from ${p.filename}`);
     await this.status.record(child, 'FileNotifier', 'end', 'queued for processing');
-    await this.queueLoad(child, target);
+    // An entry's identity: where the archive came from, then its path inside it.
+    const origin = p.staged ? `upload://${p.filename}` : `s3://${p.bucket}/${p.key}`;
+    await this.queueLoad(def, child, target, `${origin}#${name}`);
   }
 
-  private async queueLoad(job: JobRef, spoolPath: string): Promise<void> {
-    await this.queues
-      .ingest(job.environment)
-      .add(
-        IngestJob.load,
-        { ...job, spoolPath },
-        loadJobOptions(job.environment, job.pipelineToken, this.config.loadRetry),
-      );
+  /** A document pipeline's file is a document job (one per document, spec); others a load job. */
+  private async queueLoad(def: PipelineDefinition, job: JobRef, spoolPath: string, uri: string): Promise<void> {
+    const options = loadJobOptions(job.environment, job.pipelineToken, this.config.loadRetry);
+    const queue = this.queues.ingest(job.environment);
+    if (isDocumentPipeline(def)) await queue.add(IngestJob.document, { ...job, spoolPath, uri }, options);
+    else await queue.add(IngestJob.load, { ...job, spoolPath }, options);
   }
 
   private async claim(environment: string, key: string, etag: string, token: string): Promise<boolean> {

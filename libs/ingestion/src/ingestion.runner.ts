@@ -17,7 +17,7 @@ import {
 import { ConfigFilesService } from '@tapyard/configfiles';
 import { PipelineDefinition, PipelinesService, destinationsOf, outputFields } from '@tapyard/pipelines';
 import { uniqueNames } from '@tapyard/profiling';
-import { DocumentPayload, IngestPayload, RetryLaterError } from '@tapyard/queue';
+import { IngestPayload, RetryLaterError } from '@tapyard/queue';
 import { JobRef, ProcessName, StatusService, jobRef } from '@tapyard/status';
 import { Spool } from './spool';
 import { StageError, destinationError, pipelineError } from './stage-error';
@@ -462,35 +462,6 @@ export class IngestionRunner {
       },
       written: () => chain,
     };
-  }
-
-  /**
-   * A staged document of a document tap, for the pipeline's vector store. Until a vector store is
-   * registered as a destination the job ends `error` naming the store; the document stays staged and
-   * in the tap's ledger, so clearing the ledger entry re-processes it later.
-   */
-  async runDocument(p: DocumentPayload): Promise<void> {
-    const job = jobRef(p);
-    try {
-      const def = (
-        await this.pipelines.get(p.environment, p.pipeline).catch((err: unknown) => {
-          throw pipelineError(p.pipeline, err);
-        })
-      ).definition;
-      await this.status.record(
-        job,
-        'JobRunner',
-        'begin',
-        `loading document ${p.uri} from ${p.bucket}/${p.key}`,
-      );
-      throw new StageError(
-        'JobRunner',
-        `no loader takes documents into ${destinationsOf(def).join(', ') || 'this pipeline'} yet`,
-      );
-    } catch (err) {
-      const e = err instanceof StageError ? err : new StageError('JobRunner', errorMessage(err));
-      await this.status.record(job, e.processName, 'error', e.message, 'error');
-    }
   }
 
   /**

@@ -11,7 +11,7 @@ import {
   ValidationError,
   errorMessage,
 } from '@tapyard/core';
-import { PipelineDefinition, PipelineDeletingError, PipelinesService } from '@tapyard/pipelines';
+import { PipelineDefinition, PipelineDeletingError, PipelinesService, isDocumentPipeline } from '@tapyard/pipelines';
 import { EnvironmentQueues, IngestJob, IntakePayload, loadJobOptions } from '@tapyard/queue';
 import { archiveKind } from '@tapyard/archives';
 import { ObjectStore } from '@tapyard/objectstore';
@@ -109,7 +109,8 @@ export class UploadService {
         );
       }
       if (!pipeline) throw new ValidationError("multipart field 'pipeline' is required");
-      const { publisherToken } = await this.admit(environment, pipeline, publisherTokenOf(got), authorize);
+      const admitted = await this.admit(environment, pipeline, publisherTokenOf(got), authorize);
+      const { publisherToken } = admitted;
       this.checkReceived(got);
       if (archiveKind(got.filename) !== null) {
         await this.stageArchive(environment, pipeline, pipelineToken, publisherToken, got);
@@ -118,13 +119,16 @@ export class UploadService {
 
       const job: JobRef = { environment, pipeline, pipelineToken, publisherToken, filename: got.filename };
       await this.status.record(job, 'StreamNotifier', 'begin', `receiving ${got.filename}`);
-      await this.queues
-        .ingest(environment)
-        .add(
-          IngestJob.load,
-          { ...job, spoolPath: got.spoolPath as string },
-          loadJobOptions(environment, pipelineToken, this.config.loadRetry),
-        );
+      const spoolPath = got.spoolPath as string;
+      const options = loadJobOptions(environment, pipelineToken, this.config.loadRetry);
+      // A document is read whole by its parser, so it is queued once received (never streamed).
+      if (admitted.document) {
+        await this.queues
+          .ingest(environment)
+          .add(IngestJob.document, { ...job, spoolPath, uri: `upload://${got.filename}` }, options);
+      } else {
+        await this.queues.ingest(environment).add(IngestJob.load, { ...job, spoolPath }, options);
+      }
       await this.status.record(
         job,
         'StreamNotifier',
@@ -147,7 +151,7 @@ export class UploadService {
     pipeline: string,
     publisherToken: string | null,
     authorize: (name: string, definition: PipelineDefinition) => void,
-  ): Promise<{ publisherToken: string | null }> {
+  ): Promise<{ publisherToken: string | null; document: boolean }> {
     const stored = await this.pipelines.get(environment, pipeline);
     authorize(pipeline, stored.definition);
     if (stored.deletingSince) throw new PipelineDeletingError(pipeline);
@@ -155,7 +159,7 @@ export class UploadService {
       throw new ValidationError('publishertoken is longer than 200 characters');
     if (publisherToken)
       await this.status.claimPublisherToken(environment, publisherToken, stored.definition.catalog);
-    return { publisherToken };
+    return { publisherToken, document: isDocumentPipeline(stored.definition) };
   }
 
   /** What only the whole file tells: within the upload limit, and not empty. */
@@ -183,6 +187,7 @@ export class UploadService {
     const filename = got.filename;
     const early = publisherTokenOf(got);
     if (!pipeline || !filename || got.compressed || archiveKind(filename) !== null) return null;
+    if (isDocumentPipeline((await this.pipelines.get(environment, pipeline)).definition)) return null;
     const { publisherToken } = await this.admit(environment, pipeline, early, authorize);
     const job: JobRef = { environment, pipeline, pipelineToken, publisherToken, filename };
     await this.status.record(

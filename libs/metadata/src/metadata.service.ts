@@ -1,8 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { CONFIG, NotFoundError, NotImplementedError, TapyardConfig } from '@tapyard/core';
+import { CONFIG, NotFoundError, TapyardConfig } from '@tapyard/core';
 import { LOADS_COLLECTION, MongoClients, PgPools } from '@tapyard/destinations';
 import { Confinement, confinementOf, isPlatformSchema, isReservedMongoDatabase } from '@tapyard/pipelines';
-import { SecretsService } from '@tapyard/secrets';
+import { VectorStoresService } from '@tapyard/vector-stores';
 
 export interface Column {
   name: string;
@@ -22,7 +22,7 @@ export class MetadataService {
     @Inject(CONFIG) private readonly config: TapyardConfig,
     private readonly pools: PgPools,
     private readonly mongo: MongoClients,
-    private readonly secrets: SecretsService,
+    private readonly vectorStores: VectorStoresService,
   ) {}
 
   async postgresDatabases(environment: string): Promise<string[]> {
@@ -51,6 +51,16 @@ export class MetadataService {
     vectorOnly = false,
   ): Promise<string[]> {
     const s = this.visibleSchema(environment, schema);
+    // Vector tables live in the pgvector store's database (the platform's PostgreSQL has no vector
+    // extension): with vectorOnly, that database answers when a pgvector store is configured.
+    const pgvector = vectorOnly ? await this.vectorStores.find(environment, 'pgvector') : null;
+    if (pgvector) {
+      const prefix = `${s}.`;
+      return (await pgvector.list())
+        .filter((t) => t.startsWith(prefix))
+        .map((t) => t.slice(prefix.length))
+        .sort();
+    }
     const { rows } = await (
       await this.pool(environment, database)
     ).query<{ relname: string }>(
@@ -110,15 +120,13 @@ export class MetadataService {
     return out;
   }
 
-  /** Vector-store containers: `[]` while the store has no secret in this environment. */
+  /** Vector-store containers: `[]` while nothing configures the store in this environment. */
   async vectorContainers(
     environment: string,
     store: 'qdrant' | 'weaviate' | 'milvus' | 'chroma',
   ): Promise<string[]> {
-    if (!(await this.secrets.list(environment)).includes(store)) return [];
-    throw new NotImplementedError(
-      `${store} is configured, but listing its containers arrives with the vector-store integration`,
-    );
+    const vs = await this.vectorStores.find(environment, store);
+    return vs ? (await vs.list()).sort() : [];
   }
 
   private async collectionsOf(database: string): Promise<string[]> {

@@ -1,6 +1,13 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { CONFIG, TapyardConfig, errorMessage } from '@tapyard/core';
-import { CreatedObject, CreatedObjects, DESTINATIONS, DestinationRegistry } from '@tapyard/destinations';
+import {
+  CreatedObject,
+  CreatedObjects,
+  DESTINATIONS,
+  DestinationRegistry,
+  DropOutcome,
+} from '@tapyard/destinations';
+import { VectorContainers, VectorStoresService } from '@tapyard/vector-stores';
 import {
   PipelineDefinition,
   PipelinesService,
@@ -37,6 +44,8 @@ export class PipelineDeletionService {
     private readonly pipelines: PipelinesService,
     private readonly created: CreatedObjects,
     private readonly ledger: LedgerService,
+    private readonly vectorStores: VectorStoresService,
+    private readonly containers: VectorContainers,
   ) {}
 
   async delete(environment: string, name: string, deleteData: boolean): Promise<DeletionReport> {
@@ -71,9 +80,14 @@ export class PipelineDeletionService {
       }
     }
     for (const store of new Set(droppable.map((r) => r.store))) {
+      const mine = droppable.filter((r) => r.store === store);
       const destination = this.destinations.get(store);
-      if (!destination) continue;
-      const outcomes = await destination.drop(droppable.filter((r) => r.store === store));
+      const outcomes =
+        store === 'vectorstore'
+          ? await this.dropContainers(environment, mine)
+          : destination
+            ? await destination.drop(mine)
+            : [];
       await this.created.forget(outcomes.map((o) => o.object.creationId));
       for (const o of outcomes) {
         if (o.dropped) report.dropped.push(describeLocation(o.object));
@@ -89,9 +103,33 @@ export class PipelineDeletionService {
         }
       }
     }
+    const vs = definition.destination.vectorStore;
+    if (vs) {
+      const container = `${vs.store} container ${vs.store === 'pgvector' ? `${vs.schema ?? 'public'}.` : ''}${vs.collection}`;
+      if (!recorded.has(container)) {
+        report.skipped.push({ object: container, reason: 'this pipeline did not create it: left in place' });
+      }
+    }
     // Listed in a stable order, whatever order the records and drops came in.
     report.dropped.sort();
     report.skipped.sort((a, b) => a.object.localeCompare(b.object));
     return report;
+  }
+
+  /** Vector-store containers the pipeline created, dropped through the environment's store client. */
+  private async dropContainers(environment: string, records: CreatedObject[]): Promise<DropOutcome[]> {
+    const outcomes: DropOutcome[] = [];
+    for (const r of records) {
+      if (r.store !== 'vectorstore') continue;
+      const store = await this.vectorStores.find(environment, r.vectorStore);
+      if (!store) {
+        outcomes.push({ object: r, dropped: false, reason: `${r.vectorStore} is no longer configured: left in place` });
+        continue;
+      }
+      await store.drop(r.container);
+      await this.containers.forget(environment, r.vectorStore, r.container);
+      outcomes.push({ object: r, dropped: true });
+    }
+    return outcomes;
   }
 }

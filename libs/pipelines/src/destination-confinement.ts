@@ -1,7 +1,7 @@
 import { TapyardConfig, ValidationError } from '@tapyard/core';
 import { BUCKET_PURPOSES, bucketName } from '@tapyard/objectstore';
 import { configuredSections } from './destination-sections';
-import { PipelineDefinition } from './pipeline.types';
+import { PipelineDefinition, VectorStoreName } from './pipeline.types';
 
 /**
  * PostgreSQL schemas a pipeline never loads into, in any database: the platform's metadata (`tapyard`)
@@ -73,7 +73,8 @@ export function isReservedMongoDatabase(database: string): boolean {
 export type DataLocation =
   | { store: 'postgres'; database: string; schema: string; name: string }
   | { store: 'mongodb'; database: string; name: string }
-  | { store: 'objectstore'; bucket: string; prefix: string };
+  | { store: 'objectstore'; bucket: string; prefix: string }
+  | { store: 'vectorstore'; vectorStore: VectorStoreName; container: string };
 
 export function describeLocation(l: DataLocation): string {
   switch (l.store) {
@@ -83,6 +84,8 @@ export function describeLocation(l: DataLocation): string {
       return `MongoDB collection ${l.database}.${l.name}`;
     case 'objectstore':
       return `files under s3://${l.bucket}/${l.prefix}`;
+    case 'vectorstore':
+      return `${l.vectorStore} container ${l.container}`;
   }
 }
 
@@ -131,6 +134,17 @@ export function assertLocationAllowed(config: TapyardConfig, environment: string
         );
       }
       return;
+    case 'vectorstore': {
+      if (l.vectorStore !== 'pgvector') return;
+      const schema = l.container.split('.')[0];
+      if (isPlatformSchema(schema)) {
+        throw new DestinationNotAllowedError(where, `schema '${schema}' belongs to the platform`);
+      }
+      if (c.postgres && schema !== c.postgres.schema) {
+        throw new DestinationNotAllowedError(where, `this tenant's pgvector tables live in schema '${c.postgres.schema}'`);
+      }
+      return;
+    }
     case 'objectstore':
       if (l.bucket === c.outputBucket) return;
       if (c.tenant) {

@@ -87,6 +87,8 @@ export interface VectorStoreDestination {
   store: VectorStoreName;
   /** Collection, class or table of the store that receives the chunks. */
   collection: string;
+  /** pgvector only: the table's schema (default `public`; a tenant's own schema in multi-tenant mode). */
+  schema?: string;
 }
 
 export interface DatabaseDestination {
@@ -109,6 +111,11 @@ export const CHUNKING_DEFAULTS: UnstructuredAttributes['chunking'] = {
   overlap: 30,
   boundary: 'paragraph',
 };
+
+/** Documents, not rows: parsed, chunked and embedded into the pipeline's vector store. */
+export function isDocumentPipeline(def: PipelineDefinition): boolean {
+  return def.source.fileAttributes.unstructuredAttributes != null;
+}
 
 /** The stored attributes with defaults filled in (older definitions may hold other keys: ignored). */
 export function unstructuredAttributes(raw: unknown): UnstructuredAttributes {

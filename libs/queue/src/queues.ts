@@ -50,11 +50,16 @@ export interface JobFields {
 
 /** One document of a document-tap run (spec: one job per new or changed document). */
 export interface DocumentPayload extends JobFields {
-  /** Where the document is staged. */
-  bucket: string;
-  key: string;
-  /** The document's identity in its source, as the tap reported it. */
+  /** Where the document is staged (tap runs, archive entries)... */
+  bucket?: string;
+  key?: string;
+  /** ...or the spool file of an upload, removed once the job ends. */
+  spoolPath?: string;
+  /** The document's identity in its source: the tap's `uri`, or `upload://<filename>` for uploads. */
   uri: string;
+  /** The tap that yielded it, and the record's own `metadata`. */
+  tap?: string;
+  metadata?: Record<string, unknown>;
 }
 
 export interface IngestPayload extends JobFields {

@@ -10,6 +10,8 @@ export const PROCESS_NAMES = [
   'KafkaLoader',
   'ActiveMQLoader',
   'RestEndpointRunner',
+  // Documents: written into a vector store (parsing reports as DataQuality, chunking and embedding as Transformation).
+  'VectorStoreLoader',
 ] as const;
 export type ProcessName = (typeof PROCESS_NAMES)[number];
 

@@ -55,7 +55,7 @@ export class DocumentsLoad implements RecordSink {
     const bucket = this.bucket;
     const pipelineToken = randomUUID();
     const key = `taps/${tap}/${pipelineToken}/${doc.filename.replace(/[/\\]/g, '_')}`;
-    await this.deps.store.put(bucket, key, Buffer.from(doc.content, 'utf8'), 'application/octet-stream');
+    await this.deps.store.put(bucket, key, documentBytes(doc.filename, doc.content), 'application/octet-stream');
     const job: JobRef = { environment, pipeline, pipelineToken, publisherToken, filename: doc.filename };
     await this.deps.status.record(
       job,
@@ -67,7 +67,7 @@ export class DocumentsLoad implements RecordSink {
       .ingest(environment)
       .add(
         IngestJob.document,
-        { ...job, bucket, key, uri: doc.uri },
+        { ...job, bucket, key, uri: doc.uri, tap, metadata: boundedMetadata(doc.metadata) },
         loadJobOptions(environment, pipelineToken, this.deps.config.loadRetry),
       );
     await this.deps.repo.recordDocument(environment, tap, pipeline, {
@@ -82,4 +82,24 @@ export class DocumentsLoad implements RecordSink {
     await this.deps.status.record(job, 'FileNotifier', 'end', 'queued for loading');
     this.pipelineTokens.push(pipelineToken);
   }
+}
+
+/** Binary formats travel base64-encoded in a record's `content` (spec: "base64-style text"). */
+const BINARY = /\.(pdf|docx)$/i;
+
+/**
+ * The document's bytes as staged for the parser: `content` decoded from base64 for binary formats (a
+ * `%PDF`/ZIP text sent as is stays as it is), and text formats as UTF-8.
+ */
+export function documentBytes(filename: string, content: string): Buffer {
+  if (BINARY.test(filename) && !content.startsWith('%PDF') && /^[A-Za-z0-9+/=\s_-]*$/.test(content.slice(0, 4096))) {
+    return Buffer.from(content, 'base64');
+  }
+  return Buffer.from(content, 'utf8');
+}
+
+/** A record's metadata rides in the queue: kept only while small (chunks keep scalars of it). */
+function boundedMetadata(meta: Record<string, unknown> | undefined): Record<string, unknown> {
+  const m = meta ?? {};
+  return JSON.stringify(m).length <= 16 * 1024 ? m : {};
 }

@@ -14,3 +14,10 @@ export {
   VectorStoreInputError,
 } from './vector-store.errors';
 export { VECTOR_STORE_FACTORIES } from './registry';
+export { VectorModelMismatch } from './vector-store.errors';
+export { VectorStoresService } from './vector-stores.service';
+export { VectorContainers } from './vector-containers';
+export type { ContainerModel } from './vector-containers';
+export { VectorStoresModule } from './vector-stores.module';
+export { SearchService, checkFilter } from './search.service';
+export type { SearchRequest, SearchResult } from './search.service';

@@ -1,4 +1,4 @@
-import { NotFoundError, ValidationError } from '@tapyard/core';
+import { NotFoundError, PlainTextValidationError, ValidationError } from '@tapyard/core';
 
 /** The container a search or delete names does not exist in that store. */
 export class VectorContainerMissing extends NotFoundError {
@@ -14,7 +14,7 @@ export class VectorContainerMissing extends NotFoundError {
  * Vectors of one dimension meet a container of another: the embedding provider or model changed
  * between ingest and query (spec: 400, plain text).
  */
-export class VectorDimensionMismatch extends ValidationError {
+export class VectorDimensionMismatch extends PlainTextValidationError {
   constructor(
     readonly store: string,
     readonly container: string,
@@ -30,3 +30,17 @@ export class VectorDimensionMismatch extends ValidationError {
 
 /** A request value a store cannot take (a container name outside its naming rules, a filter key). */
 export class VectorStoreInputError extends ValidationError {}
+
+/**
+ * A container filled by one embedding model, loaded or searched with another: even at the same
+ * dimension their vectors are not comparable. Refused; the fix is a new collection, or dropping this
+ * one (`DELETE /pipeline?deleteData=true`) and loading again.
+ */
+export class VectorModelMismatch extends PlainTextValidationError {
+  constructor(store: string, container: string, had: string, now: string) {
+    super(
+      `${store} container '${container}' holds vectors of the embedding model ${had}, but the configured model is ${now}: ` +
+        'load into a new collection, or drop this one and load its documents again',
+    );
+  }
+}

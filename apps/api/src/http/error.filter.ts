@@ -4,6 +4,7 @@ import type { Request, Response } from 'express';
 import { Logger } from 'pino';
 import {
   ErrorDetail,
+  PlainTextValidationError,
   RateLimitedError,
   TapyardError,
   errorMessage,
@@ -37,6 +38,10 @@ export class ErrorFilter implements ExceptionFilter {
       res.setHeader('Retry-After', String(exception.retryAfterSeconds));
     if (res.headersSent) {
       res.end();
+      return;
+    }
+    if (exception instanceof PlainTextValidationError) {
+      res.status(400).type('text/plain').send(exception.message);
       return;
     }
     // A route may have set another content type (e.g. text/plain for upload tokens) before failing.

@@ -15,7 +15,7 @@ import {
 import type { Request } from 'express';
 import { SchemaDiscoveryService, UploadService } from '@tapyard/ingestion';
 import { PipelineDeletionService } from '@tapyard/pipeline-deletion';
-import { PipelineConfigDto, PipelineDefinition, PipelinesService } from '@tapyard/pipelines';
+import { PipelineConfigDto, PipelineDefinition, PipelinesService, isDocumentPipeline } from '@tapyard/pipelines';
 import { ErrorBodyDto } from '../http/error-body.dto';
 import { RequestAccess, RequestEnvironment } from '../http/environment.decorator';
 import { Access } from '../auth/access';
@@ -153,9 +153,14 @@ export class PipelinesController {
     @RequestAccess() access: Access,
     @Req() req: Request,
   ): Promise<string> {
-    return this.uploads.upload(env, req, (name, def) =>
-      access.assertVisible('upload', 'pipeline', pipelineFields(def), `pipeline '${name}' does not exist`),
-    );
+    return this.uploads.upload(env, req, (name, def) => {
+      access.assertVisible('upload', 'pipeline', pipelineFields(def), `pipeline '${name}' does not exist`);
+      // Documents land in a vector-store collection: that needs document:upload on it too (spec).
+      const vs = def.destination.vectorStore;
+      if (isDocumentPipeline(def) && vs) {
+        access.require('upload', 'document', { collection: vs.collection }, `for collection '${vs.collection}'`);
+      }
+    });
   }
 
   @Post('pipeline/generate')

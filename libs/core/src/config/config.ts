@@ -91,6 +91,11 @@ export interface TapyardConfig {
    * scripts through the egress proxy, and services whose address a caller configures (vector stores).
    */
   readonly egressAllow: readonly Endpoint[];
+  /**
+   * The operator's pgvector database (`PGVECTOR_URL`), used by environments without a `pgvector`
+   * secret: the embedded default vector store that `npm run up` starts. Trusted like DATABASE_URL.
+   */
+  readonly pgvectorUrl: string | null;
 }
 
 /** How tap scripts run (see README "Taps"). */
@@ -344,6 +349,7 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
       delayMs: r.int('LOAD_RETRY_DELAY_MS', 2000, 10, 3600000),
     },
     egressAllow: r.endpoints('TAP_EGRESS_ALLOW'),
+    pgvectorUrl: r.optional('PGVECTOR_URL') ?? null,
     taps: {
       // Debian's interpreter when present: built with optimisations (pyenv builds often are not, at
       // half the speed) and readable by the sandbox user.

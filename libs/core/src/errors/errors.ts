@@ -25,6 +25,9 @@ export class ValidationError extends TapyardError {
   readonly code = 'validation_failed';
 }
 
+/** A 400 answered with the message as text/plain (spec: search failures such as a dimension mismatch). */
+export class PlainTextValidationError extends ValidationError {}
+
 /** Missing, unknown, rotated-out or revoked credentials (when authentication is on). */
 export class UnauthorizedError extends TapyardError {
   readonly status = 401;

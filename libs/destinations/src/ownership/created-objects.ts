@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
 import { DataSource, QueryRunner } from 'typeorm';
-import { DataLocation, PipelineDeletingError, PipelineNotFoundError } from '@tapyard/pipelines';
+import { DataLocation, PipelineDeletingError, PipelineNotFoundError, VectorStoreName } from '@tapyard/pipelines';
 
 /** A table, collection or job folder a pipeline created, as recorded when it created it. */
 export type CreatedObject = DataLocation & { creationId: string; environment: string; pipeline: string };
@@ -100,6 +100,8 @@ function columnsOf(l: DataLocation): { database: string | null; container: strin
       return { database: l.database, container: '', name: l.name };
     case 'objectstore':
       return { database: null, container: l.bucket, name: l.prefix };
+    case 'vectorstore':
+      return { database: l.vectorStore, container: '', name: l.container };
   }
 }
 
@@ -112,5 +114,7 @@ function fromRow(r: Row): CreatedObject {
       return { ...owner, store: 'mongodb', database: r.database ?? '', name: r.name };
     case 'objectstore':
       return { ...owner, store: 'objectstore', bucket: r.container, prefix: r.name };
+    case 'vectorstore':
+      return { ...owner, store: 'vectorstore', vectorStore: r.database as VectorStoreName, container: r.name };
   }
 }

@@ -1,30 +1,52 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, Matches } from 'class-validator';
+import { OptionalNotNull } from '@tapyard/core';
 import {
   DestinationSection,
   VECTOR_STORES,
   VectorStoreDestination,
   VectorStoreName,
+  assertLocationAllowed,
 } from '@tapyard/pipelines';
 
 export class VectorStoreDestinationDto {
-  @ApiProperty({ enum: VECTOR_STORES, example: 'qdrant' })
+  @ApiProperty({ enum: VECTOR_STORES, example: 'pgvector' })
   @IsIn(VECTOR_STORES as unknown as string[])
   store!: VectorStoreName;
 
-  @ApiProperty({ example: 'handbook', description: 'Collection (class, table) that receives the chunks' })
-  @Matches(/^[A-Za-z][A-Za-z0-9_-]{0,127}$/, {
-    message: 'collection must be 1-128 letters, digits, _ and -, starting with a letter',
+  @ApiProperty({
+    example: 'handbook',
+    description:
+      'Names the container of every store: the Qdrant, Milvus or Chroma collection, the pgvector table, the Weaviate class (first letter capitalised, - as _). Created on first load.',
+  })
+  @Matches(/^[A-Za-z][A-Za-z0-9_-]{0,62}$/, {
+    message: 'collection must be 1-63 letters, digits, _ and -, starting with a letter',
   })
   collection!: string;
+
+  @ApiPropertyOptional({ example: 'public', description: 'pgvector only: the schema of the table (default public).' })
+  @OptionalNotNull()
+  @Matches(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/, { message: 'schema must be 1-63 letters, digits and _' })
+  schema?: string;
 }
 
-/** Documents of document taps, chunked and embedded into a vector store (no loader yet: issue 13). */
+/** Documents (uploads, document taps), chunked and embedded into a vector store (libs/documents). */
 export const vectorStoreSection: DestinationSection<VectorStoreDestinationDto, VectorStoreDestination> = {
   key: 'vectorStore',
   dto: VectorStoreDestinationDto,
-  description: 'Documents (document taps) into a vector store',
-  complete: (vs) => ({ store: vs.store, collection: vs.collection }),
-  confine: () => undefined,
+  description: 'Documents, chunked and embedded, into a vector store',
+  complete: (vs, defaults) => ({
+    store: vs.store,
+    collection: vs.collection,
+    ...(vs.store === 'pgvector' ? { schema: vs.schema ?? defaults.schema } : {}),
+  }),
+  confine: (config, environment, vs) => {
+    if (vs.store !== 'pgvector') return;
+    assertLocationAllowed(config, environment, {
+      store: 'vectorstore',
+      vectorStore: 'pgvector',
+      container: `${vs.schema ?? 'public'}.${vs.collection}`,
+    });
+  },
   loadedBy: (vs) => vs.store,
 };

@@ -1,0 +1,232 @@
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { CONFIG, ServiceUnavailableError, TapyardConfig, errorMessage } from '@tapyard/core';
+import { CreatedObjects } from '@tapyard/destinations';
+import { EmbeddingsService } from '@tapyard/embeddings';
+import type { Embedder } from '@tapyard/embeddings';
+import { Spool } from '@tapyard/ingestion';
+import { ObjectStore } from '@tapyard/objectstore';
+import { PipelineDefinition, PipelinesService, unstructuredAttributes } from '@tapyard/pipelines';
+import { DocumentPayload, RetryLaterError } from '@tapyard/queue';
+import { JobOutcome, JobRef, ProcessName, StatusService, jobRef } from '@tapyard/status';
+import { ChunkRecord, VectorContainers, VectorStore, VectorStoresService } from '@tapyard/vector-stores';
+import { chunkText } from '../chunk/chunk-text';
+import { DocumentError } from '../document.errors';
+import { extractText } from '../parse/extract-text';
+import { chunkId, tapMetadata } from './chunk-identity';
+
+/** A failure attributed to the stage it happened in; `retryable` when a later delivery may succeed. */
+class DocumentStageError extends Error {
+  constructor(
+    readonly processName: ProcessName,
+    message: string,
+    readonly outcome: JobOutcome = 'error',
+    readonly retryable = false,
+  ) {
+    super(message);
+  }
+}
+
+/** Chunks embedded and written per step: bounds memory and gives progress notes. */
+const SLICE = 256;
+
+/**
+ * One document into the pipeline's vector store: parse (DataQuality), chunk and embed
+ * (Transformation), then write (VectorStoreLoader), under JobRunner's begin and end. Idempotent by
+ * content: chunks keep ids derived from (uri, index, text), so a document loaded again writes nothing,
+ * and a changed one gets its new chunks written and its stale ones removed.
+ */
+@Injectable()
+export class DocumentLoader {
+  private readonly logger = new Logger(DocumentLoader.name);
+
+  constructor(
+    @Inject(CONFIG) private readonly config: TapyardConfig,
+    private readonly pipelines: PipelinesService,
+    private readonly status: StatusService,
+    private readonly store: ObjectStore,
+    private readonly spool: Spool,
+    private readonly vectorStores: VectorStoresService,
+    private readonly containers: VectorContainers,
+    private readonly embeddings: EmbeddingsService,
+    private readonly created: CreatedObjects,
+  ) {}
+
+  async run(p: DocumentPayload, attempt: { made: number; max: number } = { made: 0, max: 1 }): Promise<void> {
+    const job = jobRef(p);
+    let local: string | null = null;
+    try {
+      const def = (
+        await this.pipelines.getForLoading(p.environment, p.pipeline).catch((err: unknown) => {
+          throw new DocumentStageError('JobRunner', `pipeline '${p.pipeline}' cannot load: ${errorMessage(err)}`);
+        })
+      ).definition;
+      const target = def.destination.vectorStore;
+      if (!target || !def.source.fileAttributes.unstructuredAttributes) {
+        throw new DocumentStageError(
+          'JobRunner',
+          `pipeline '${p.pipeline}' takes no documents: it needs source.fileAttributes.unstructuredAttributes and a destination.vectorStore`,
+        );
+      }
+      const vs = await this.vectorStores.get(p.environment, target.store).catch((err: unknown) => {
+        throw new DocumentStageError('JobRunner', errorMessage(err), 'error', err instanceof ServiceUnavailableError);
+      });
+      const container = vs.containerName(target.collection, target.schema);
+      await this.status.record(job, 'JobRunner', 'begin', `loading document ${p.uri} into ${vs.name} '${container}'`);
+
+      local = p.spoolPath ?? (await this.stage(p));
+      const result = await this.load(job, p, def, local, vs, container);
+      await this.status.record(job, 'JobRunner', 'end', result.note, result.outcome);
+      await this.cleanUp(p, local);
+    } catch (err) {
+      if (err instanceof RetryLaterError) throw err;
+      const e = err instanceof DocumentStageError ? err : classify(err);
+      if (e.retryable && attempt.made + 1 < attempt.max) {
+        await this.status.record(job, e.processName, 'processing', `${e.message}; will retry (delivery ${attempt.made + 1} of ${attempt.max})`);
+        throw new RetryLaterError(e.message);
+      }
+      this.logger.warn({ pipelineToken: p.pipelineToken, processName: e.processName, err: e.message }, 'document job failed');
+      await this.status.record(job, e.processName, e.outcome === 'warning' ? 'end' : 'error', e.message, e.outcome);
+      await this.cleanUp(p, local);
+    }
+  }
+
+  private async load(
+    job: JobRef,
+    p: DocumentPayload,
+    def: PipelineDefinition,
+    path: string,
+    vs: VectorStore,
+    container: string,
+  ): Promise<{ note: string; outcome: JobOutcome }> {
+    const attrs = unstructuredAttributes(def.source.fileAttributes.unstructuredAttributes);
+
+    await this.status.record(job, 'DataQuality', 'begin', `parsing ${p.filename}`);
+    const extracted = await extractText({ path, filename: p.filename }, attrs.parser).catch((err: unknown) => {
+      if (err instanceof DocumentError) throw new DocumentStageError('DataQuality', err.message, err.severity === 'warning' ? 'warning' : 'error');
+      throw err;
+    });
+    const contentHash = await sha256File(path);
+    await this.status.record(
+      job,
+      'DataQuality',
+      'end',
+      `${extracted.format}: ${extracted.text.length} characters of text${extracted.pages ? ` from ${extracted.pages} pages` : ''}${
+        extracted.warnings.length ? `; ${extracted.warnings.join('; ')}` : ''
+      }`,
+    );
+
+    await this.status.record(job, 'Transformation', 'begin', 'chunking and embedding');
+    const embedder = await this.embedder(p.environment);
+    const size = Math.min(attrs.chunking.size, embedder.maxInputTokens - 2);
+    const chunks = chunkText(extracted.text, embedder.tokenizer, { ...attrs.chunking, size });
+    const ingestedAt = new Date().toISOString();
+    const own = tapMetadata(p.metadata, attrs.metadata.keep);
+    const records = chunks.map((c) => ({
+      id: chunkId(p.uri, c.index, c.text),
+      text: c.text,
+      metadata: {
+        ...own,
+        uri: p.uri,
+        filename: p.filename,
+        chunkIndex: c.index,
+        pipeline: p.pipeline,
+        ...(p.tap ? { tap: p.tap } : {}),
+        contentHash,
+        ingestedAt,
+        ...(extracted.title ? { title: extracted.title.slice(0, 500) } : {}),
+      },
+    }));
+
+    await this.status.record(job, 'VectorStoreLoader', 'begin', `writing ${records.length} chunks into ${vs.name} '${container}'`);
+    const prepared = await this.withStore(vs, () =>
+      this.created.claim(p.environment, p.pipeline, async (record) => {
+        const r = await this.containers.prepare(p.environment, vs, container, { model: embedder.model, dimension: embedder.dimension });
+        if (r.created) await record({ store: 'vectorstore', vectorStore: vs.name, container });
+        return r;
+      }),
+    );
+    const existing = new Set(await this.withStore(vs, () => vs.chunkIds(container, p.uri)));
+    const wanted = new Set(records.map((r) => r.id));
+    const missing = records.filter((r) => !existing.has(r.id));
+    const stale = [...existing].filter((id) => !wanted.has(id));
+
+    let embedded = 0;
+    for (let i = 0; i < missing.length; i += SLICE) {
+      const slice = missing.slice(i, i + SLICE);
+      const vectors = await embedder.embed(slice.map((r) => r.text)).catch((err: unknown) => {
+        throw new DocumentStageError('Transformation', `embedding with ${embedder.model} failed: ${errorMessage(err)}`, 'error', err instanceof ServiceUnavailableError);
+      });
+      const batch: ChunkRecord[] = slice.map((r, j) => ({ ...r, vector: vectors[j] }));
+      await this.withStore(vs, () => vs.upsert(container, batch));
+      embedded += slice.length;
+      if (missing.length > SLICE) {
+        await this.status.record(job, 'VectorStoreLoader', 'processing', `${embedded} of ${missing.length} new chunks written`);
+      }
+    }
+    await this.status.record(
+      job,
+      'Transformation',
+      'end',
+      `${chunks.length} chunks of at most ${size} tokens (${embedder.model}); ${missing.length} embedded, ${chunks.length - missing.length} unchanged`,
+    );
+    await this.withStore(vs, () => vs.delete(container, stale));
+    const note =
+      missing.length === 0 && stale.length === 0
+        ? `unchanged: the ${chunks.length} chunks of ${p.uri} are already in ${vs.name} '${container}'; nothing written`
+        : `${missing.length} chunks written, ${stale.length} stale chunks removed${prepared.created ? ` (created '${container}')` : ''}`;
+    await this.status.record(job, 'VectorStoreLoader', 'end', note);
+    if (chunks.length === 0) {
+      return { note: `${p.uri} gave no text to load${stale.length ? `; its ${stale.length} old chunks were removed` : ''}`, outcome: 'warning' };
+    }
+    return { note, outcome: 'success' };
+  }
+
+  private async embedder(environment: string): Promise<Embedder> {
+    return this.embeddings.forEnvironment(environment).catch((err: unknown) => {
+      throw new DocumentStageError('Transformation', errorMessage(err), 'error', err instanceof ServiceUnavailableError);
+    });
+  }
+
+  /** A store call: an outage may pass (retryable), anything else is the store's answer. */
+  private async withStore<T>(vs: VectorStore, call: () => Promise<T>): Promise<T> {
+    try {
+      return await call();
+    } catch (err) {
+      if (err instanceof DocumentStageError) throw err;
+      throw new DocumentStageError('VectorStoreLoader', `${vs.name}: ${errorMessage(err)}`, 'error', err instanceof ServiceUnavailableError);
+    }
+  }
+
+  /** A staged document (tap or archive entry) copied into the spool, where the parser reads it. */
+  private async stage(p: DocumentPayload): Promise<string> {
+    if (!p.bucket || !p.key) throw new DocumentStageError('JobRunner', 'the job names no staged document');
+    const { path, stream } = await this.spool.create(p.environment, p.filename);
+    stream.end();
+    await this.store.download(p.bucket, p.key, path).catch((err: unknown) => {
+      throw new DocumentStageError('JobRunner', `cannot read the staged document ${p.bucket}/${p.key}: ${errorMessage(err)}`, 'error', true);
+    });
+    return path;
+  }
+
+  /** An upload's spool file goes once the job is done; a staged object stays (the tap ledger owns it). */
+  private async cleanUp(p: DocumentPayload, local: string | null): Promise<void> {
+    if (local) await this.spool.remove(local).catch(() => undefined);
+  }
+}
+
+function classify(err: unknown): DocumentStageError {
+  if (err instanceof ServiceUnavailableError) return new DocumentStageError('JobRunner', errorMessage(err), 'error', true);
+  return new DocumentStageError('JobRunner', errorMessage(err));
+}
+
+function sha256File(path: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const h = createHash('sha256');
+    createReadStream(path)
+      .on('data', (b) => h.update(b))
+      .on('end', () => resolve(h.digest('hex')))
+      .on('error', reject);
+  });
+}
