@@ -33,3 +33,14 @@ export function peerPolicy(fields: Record<string, string>): EgressPolicy {
   }
   return new EgressPolicy([{ host: fields.host, port: Number(fields.port) }]);
 }
+
+/** `TAP_EGRESS_ALLOW` for a peer: every loopback endpoint its fields name (a gRPC port too). */
+export function peerAllowList(fields: Record<string, string>): string {
+  const raw = fields.url ?? fields.connectionString;
+  const u = new URL(raw);
+  const port =
+    u.port || (u.protocol === 'https:' ? '443' : u.protocol.startsWith('postgres') ? '5432' : '80');
+  const out = [`${u.hostname}:${port}`];
+  if (fields.grpcPort) out.push(`${u.hostname}:${fields.grpcPort}`);
+  return out.join(',');
+}

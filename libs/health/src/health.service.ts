@@ -94,7 +94,9 @@ export class HealthService {
         if (!url) return this.run(null);
         const u = new URL(url);
         const operator = new EgressPolicy([{ host: u.hostname, port: Number(u.port || 5432) }]);
-        return this.run((signal) => probeVectorStore(store, { connectionString: url }, operator, timeout, signal));
+        return this.run((signal) =>
+          probeVectorStore(store, { connectionString: url }, operator, timeout, signal),
+        );
       }),
     );
     return Object.fromEntries(VECTOR_STORES.map((s, i) => [s, results[i]])) as Record<

@@ -146,7 +146,12 @@ export class FileNotifier {
   }
 
   /** A document pipeline's file is a document job (one per document, spec); others a load job. */
-  private async queueLoad(def: PipelineDefinition, job: JobRef, spoolPath: string, uri: string): Promise<void> {
+  private async queueLoad(
+    def: PipelineDefinition,
+    job: JobRef,
+    spoolPath: string,
+    uri: string,
+  ): Promise<void> {
     const options = loadJobOptions(job.environment, job.pipelineToken, this.config.loadRetry);
     const queue = this.queues.ingest(job.environment);
     if (isDocumentPipeline(def)) await queue.add(IngestJob.document, { ...job, spoolPath, uri }, options);

@@ -11,7 +11,12 @@ import {
   ValidationError,
   errorMessage,
 } from '@tapyard/core';
-import { PipelineDefinition, PipelineDeletingError, PipelinesService, isDocumentPipeline } from '@tapyard/pipelines';
+import {
+  PipelineDefinition,
+  PipelineDeletingError,
+  PipelinesService,
+  isDocumentPipeline,
+} from '@tapyard/pipelines';
 import { EnvironmentQueues, IngestJob, IntakePayload, loadJobOptions } from '@tapyard/queue';
 import { archiveKind } from '@tapyard/archives';
 import { ObjectStore } from '@tapyard/objectstore';

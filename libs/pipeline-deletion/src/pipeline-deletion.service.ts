@@ -123,7 +123,11 @@ export class PipelineDeletionService {
       if (r.store !== 'vectorstore') continue;
       const store = await this.vectorStores.find(environment, r.vectorStore);
       if (!store) {
-        outcomes.push({ object: r, dropped: false, reason: `${r.vectorStore} is no longer configured: left in place` });
+        outcomes.push({
+          object: r,
+          dropped: false,
+          reason: `${r.vectorStore} is no longer configured: left in place`,
+        });
         continue;
       }
       await store.drop(r.container);

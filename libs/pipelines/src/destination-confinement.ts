@@ -141,7 +141,10 @@ export function assertLocationAllowed(config: TapyardConfig, environment: string
         throw new DestinationNotAllowedError(where, `schema '${schema}' belongs to the platform`);
       }
       if (c.postgres && schema !== c.postgres.schema) {
-        throw new DestinationNotAllowedError(where, `this tenant's pgvector tables live in schema '${c.postgres.schema}'`);
+        throw new DestinationNotAllowedError(
+          where,
+          `this tenant's pgvector tables live in schema '${c.postgres.schema}'`,
+        );
       }
       return;
     }

@@ -40,7 +40,9 @@ export function toDefinition(dto: PipelineConfigDto, defaults: DestinationDefaul
   });
   const fa = dto.source.fileAttributes ?? {};
   // Non-null unstructuredAttributes make a document pipeline, whatever the (optional) format says.
-  const format: SourceFormat = fa.unstructuredAttributes ? 'unstructured' : (fa.format ?? inferFormat(fields));
+  const format: SourceFormat = fa.unstructuredAttributes
+    ? 'unstructured'
+    : (fa.format ?? inferFormat(fields));
   if (format === 'xml' && !fa.xmlAttributes?.rowElement) {
     problems.push({
       field: 'source.fileAttributes.xmlAttributes.rowElement',

@@ -55,7 +55,7 @@ export class DocumentsLoad implements RecordSink {
     const bucket = this.bucket;
     const pipelineToken = randomUUID();
     const key = `taps/${tap}/${pipelineToken}/${doc.filename.replace(/[/\\]/g, '_')}`;
-    await this.deps.store.put(bucket, key, documentBytes(doc.filename, doc.content), 'application/octet-stream');
+    await this.deps.store.put(bucket, key, documentBytes(doc.content), 'application/octet-stream');
     const job: JobRef = { environment, pipeline, pipelineToken, publisherToken, filename: doc.filename };
     await this.deps.status.record(
       job,
@@ -84,16 +84,16 @@ export class DocumentsLoad implements RecordSink {
   }
 }
 
-/** Binary formats travel base64-encoded in a record's `content` (spec: "base64-style text"). */
-const BINARY = /\.(pdf|docx)$/i;
+const BASE64 = /^[A-Za-z0-9+/_-]*={0,2}$/;
 
 /**
- * The document's bytes as staged for the parser: `content` decoded from base64 for binary formats (a
- * `%PDF`/ZIP text sent as is stays as it is), and text formats as UTF-8.
+ * The document's bytes as staged for the parser. `content` is base64 (spec: "base64-style text";
+ * the URL-safe alphabet too); text that is not valid base64 is taken as the document's UTF-8 text.
  */
-export function documentBytes(filename: string, content: string): Buffer {
-  if (BINARY.test(filename) && !content.startsWith('%PDF') && /^[A-Za-z0-9+/=\s_-]*$/.test(content.slice(0, 4096))) {
-    return Buffer.from(content, 'base64');
+export function documentBytes(content: string): Buffer {
+  const compact = content.replace(/[\r\n]+/g, '');
+  if (compact.length > 0 && compact.length % 4 !== 1 && BASE64.test(compact)) {
+    return Buffer.from(compact.replace(/-/g, '+').replace(/_/g, '/'), 'base64');
   }
   return Buffer.from(content, 'utf8');
 }

@@ -37,7 +37,11 @@ export class SearchService {
     private readonly embeddings: EmbeddingsService,
   ) {}
 
-  async search(environment: string, name: VectorStoreName, req: SearchRequest): Promise<{ results: SearchResult[] }> {
+  async search(
+    environment: string,
+    name: VectorStoreName,
+    req: SearchRequest,
+  ): Promise<{ results: SearchResult[] }> {
     const filter = checkFilter(req.filter);
     const store = await this.stores.get(environment, name);
     store.checkContainer(req.container);
@@ -63,11 +67,14 @@ export class SearchService {
 export function checkFilter(raw: Record<string, unknown> | undefined): MetadataFilter | undefined {
   if (raw === undefined || raw === null) return undefined;
   const entries = Object.entries(raw);
-  if (entries.length > MAX_FILTER_KEYS) throw new VectorStoreInputError(`filter has more than ${MAX_FILTER_KEYS} keys`);
+  if (entries.length > MAX_FILTER_KEYS)
+    throw new VectorStoreInputError(`filter has more than ${MAX_FILTER_KEYS} keys`);
   const out: MetadataFilter = {};
   for (const [key, value] of entries) {
     if (!METADATA_KEY.test(key)) {
-      throw new VectorStoreInputError(`filter key '${key.slice(0, 80)}' is not a metadata key (1-64 letters, digits or _, not starting with a digit)`);
+      throw new VectorStoreInputError(
+        `filter key '${key.slice(0, 80)}' is not a metadata key (1-64 letters, digits or _, not starting with a digit)`,
+      );
     }
     const values = Array.isArray(value) ? value : [value];
     if (values.length === 0 || values.length > MAX_FILTER_VALUES) {
@@ -75,7 +82,9 @@ export function checkFilter(raw: Record<string, unknown> | undefined): MetadataF
     }
     for (const v of values) {
       if (!isScalar(v)) {
-        throw new VectorStoreInputError(`filter '${key}' takes a string, a number, a boolean or a list of them`);
+        throw new VectorStoreInputError(
+          `filter '${key}' takes a string, a number, a boolean or a list of them`,
+        );
       }
     }
     out[key] = Array.isArray(value) ? (value as MetadataValue[]) : (value as MetadataValue);

@@ -50,9 +50,15 @@ export class VectorContainers {
   }
 
   /** Refuses a query embedded by another model than the one that filled the container. */
-  async checkQuery(environment: string, store: VectorStore, container: string, want: ContainerModel): Promise<void> {
+  async checkQuery(
+    environment: string,
+    store: VectorStore,
+    container: string,
+    want: ContainerModel,
+  ): Promise<void> {
     const known = await this.get(environment, store.name, container);
-    if (known && known.model !== want.model) throw new VectorModelMismatch(store.name, container, known.model, want.model);
+    if (known && known.model !== want.model)
+      throw new VectorModelMismatch(store.name, container, known.model, want.model);
   }
 
   async forget(environment: string, store: VectorStoreName, container: string): Promise<void> {
@@ -62,7 +68,12 @@ export class VectorContainers {
     );
   }
 
-  private async remember(environment: string, store: VectorStoreName, container: string, m: ContainerModel): Promise<void> {
+  private async remember(
+    environment: string,
+    store: VectorStoreName,
+    container: string,
+    m: ContainerModel,
+  ): Promise<void> {
     await this.db.query(
       `INSERT INTO tapyard.vector_containers (environment, store, container, model, dimension) VALUES ($1, $2, $3, $4, $5)
        ON CONFLICT (environment, store, container) DO UPDATE SET model = EXCLUDED.model, dimension = EXCLUDED.dimension, created_at = now()`,

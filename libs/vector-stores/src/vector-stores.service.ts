@@ -29,7 +29,9 @@ export class VectorStoresService implements OnModuleDestroy {
   /** Throws a 400 naming the valid stores for anything else. */
   static checkName(name: string): VectorStoreName {
     if (!(VECTOR_STORES as readonly string[]).includes(name)) {
-      throw new VectorStoreInputError(`unknown vector store '${name}': use one of ${VECTOR_STORES.join(', ')}`);
+      throw new VectorStoreInputError(
+        `unknown vector store '${name}': use one of ${VECTOR_STORES.join(', ')}`,
+      );
     }
     return name as VectorStoreName;
   }

@@ -28,7 +28,7 @@ export class SearchController {
   @ApiOperation({
     summary: 'Similarity search over a vector store',
     description:
-      'Embeds `query` with the environment\'s embedding model (the secret `embedding`, or the built-in offline model) and ' +
+      "Embeds `query` with the environment's embedding model (the secret `embedding`, or the built-in offline model) and " +
       'returns the `topK` most similar chunks passing `filter`, best first. The container field depends on the store: ' +
       'Qdrant, Milvus and Chroma `collection`; Weaviate `className` (default `Documents`); pgvector `table` and `schema` ' +
       '(default `public`). `_score` is (1 + cosine similarity) / 2 in every store. A container filled by another embedding ' +
@@ -39,10 +39,17 @@ export class SearchController {
   @ApiOkResponse({ type: SearchResponseDto })
   @ApiBadRequestResponse({
     type: ErrorBodyDto,
-    description: 'Unknown store (names the valid ones), missing container field, bad filter; text/plain for a model or dimension mismatch',
+    description:
+      'Unknown store (names the valid ones), missing container field, bad filter; text/plain for a model or dimension mismatch',
   })
-  @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'No such container (or not visible to the caller)' })
-  @ApiServiceUnavailableResponse({ type: ErrorBodyDto, description: 'The store is not configured or unreachable' })
+  @ApiNotFoundResponse({
+    type: ErrorBodyDto,
+    description: 'No such container (or not visible to the caller)',
+  })
+  @ApiServiceUnavailableResponse({
+    type: ErrorBodyDto,
+    description: 'The store is not configured or unreachable',
+  })
   run(
     @RequestEnvironment() env: string,
     @RequestAccess() access: Access,
@@ -52,7 +59,12 @@ export class SearchController {
     const store = VectorStoresService.checkName(storeParam);
     const { scope, container } = containerOf(store, body);
     access.assertVisible('vector', 'search', { collection: scope }, `${store} has no container '${scope}'`);
-    return this.search.search(env, store, { query: body.query, topK: body.topK ?? 5, filter: body.filter, container });
+    return this.search.search(env, store, {
+      query: body.query,
+      topK: body.topK ?? 5,
+      filter: body.filter,
+      container,
+    });
   }
 }
 

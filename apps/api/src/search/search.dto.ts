@@ -29,14 +29,23 @@ export class SearchRequestDto {
   @IsObject()
   filter?: Record<string, unknown>;
 
-  @ApiPropertyOptional({ example: 'handbook', description: 'Qdrant, Milvus, Chroma: the collection (required).' })
+  @ApiPropertyOptional({
+    example: 'handbook',
+    description: 'Qdrant, Milvus, Chroma: the collection (required).',
+  })
   @OptionalNotNull()
   @Matches(NAME, { message: 'collection must be 1-63 letters, digits, _ and -' })
   collection?: string;
 
-  @ApiPropertyOptional({ example: 'Handbook', default: 'Documents', description: 'Weaviate: the class (PascalCase).' })
+  @ApiPropertyOptional({
+    example: 'Handbook',
+    default: 'Documents',
+    description: 'Weaviate: the class (PascalCase).',
+  })
   @OptionalNotNull()
-  @Matches(/^[A-Z][_0-9A-Za-z]{0,62}$/, { message: 'className must be PascalCase: a capital letter, then letters, digits or _' })
+  @Matches(/^[A-Z][_0-9A-Za-z]{0,62}$/, {
+    message: 'className must be PascalCase: a capital letter, then letters, digits or _',
+  })
   className?: string;
 
   @ApiPropertyOptional({ example: 'handbook', description: 'pgvector: the table (required).' })
@@ -44,7 +53,11 @@ export class SearchRequestDto {
   @Matches(NAME, { message: 'table must be 1-63 letters, digits, _ and -' })
   table?: string;
 
-  @ApiPropertyOptional({ example: 'public', default: 'public', description: 'pgvector: the schema of the table.' })
+  @ApiPropertyOptional({
+    example: 'public',
+    default: 'public',
+    description: 'pgvector: the schema of the table.',
+  })
   @OptionalNotNull()
   @Matches(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/, { message: 'schema must be 1-63 letters, digits and _' })
   schema?: string;

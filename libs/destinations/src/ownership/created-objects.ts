@@ -2,7 +2,12 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
 import { DataSource, QueryRunner } from 'typeorm';
-import { DataLocation, PipelineDeletingError, PipelineNotFoundError, VectorStoreName } from '@tapyard/pipelines';
+import {
+  DataLocation,
+  PipelineDeletingError,
+  PipelineNotFoundError,
+  VectorStoreName,
+} from '@tapyard/pipelines';
 
 /** A table, collection or job folder a pipeline created, as recorded when it created it. */
 export type CreatedObject = DataLocation & { creationId: string; environment: string; pipeline: string };
@@ -115,6 +120,11 @@ function fromRow(r: Row): CreatedObject {
     case 'objectstore':
       return { ...owner, store: 'objectstore', bucket: r.container, prefix: r.name };
     case 'vectorstore':
-      return { ...owner, store: 'vectorstore', vectorStore: r.database as VectorStoreName, container: r.name };
+      return {
+        ...owner,
+        store: 'vectorstore',
+        vectorStore: r.database as VectorStoreName,
+        container: r.name,
+      };
   }
 }

@@ -24,7 +24,10 @@ export class VectorStoreDestinationDto {
   })
   collection!: string;
 
-  @ApiPropertyOptional({ example: 'public', description: 'pgvector only: the schema of the table (default public).' })
+  @ApiPropertyOptional({
+    example: 'public',
+    description: 'pgvector only: the schema of the table (default public).',
+  })
   @OptionalNotNull()
   @Matches(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/, { message: 'schema must be 1-63 letters, digits and _' })
   schema?: string;

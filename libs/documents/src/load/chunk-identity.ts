@@ -9,7 +9,13 @@ import { METADATA_KEY } from '@tapyard/vector-stores';
  */
 export function chunkId(uri: string, index: number, text: string): string {
   const textHash = createHash('sha256').update(text).digest();
-  const h = createHash('sha256').update(uri).update('\u0000').update(String(index)).update('\u0000').update(textHash).digest();
+  const h = createHash('sha256')
+    .update(uri)
+    .update('\u0000')
+    .update(String(index))
+    .update('\u0000')
+    .update(textHash)
+    .digest();
   h[6] = (h[6] & 0x0f) | 0x80;
   h[8] = (h[8] & 0x3f) | 0x80;
   const x = h.subarray(0, 16).toString('hex');
@@ -17,7 +23,16 @@ export function chunkId(uri: string, index: number, text: string): string {
 }
 
 /** The platform's keys: a tap's own metadata never overrides them. */
-export const PLATFORM_KEYS = ['uri', 'filename', 'chunkIndex', 'pipeline', 'tap', 'contentHash', 'ingestedAt', 'title'];
+export const PLATFORM_KEYS = [
+  'uri',
+  'filename',
+  'chunkIndex',
+  'pipeline',
+  'tap',
+  'contentHash',
+  'ingestedAt',
+  'title',
+];
 const MAX_VALUE_CHARS = 2000;
 
 /**
@@ -36,7 +51,8 @@ export function tapMetadata(raw: unknown, keep: readonly string[] | null): Chunk
       if (!Number.isFinite(v)) continue;
       value = v;
     } else value = JSON.stringify(v);
-    out[k] = typeof value === 'string' && value.length > MAX_VALUE_CHARS ? value.slice(0, MAX_VALUE_CHARS) : value;
+    out[k] =
+      typeof value === 'string' && value.length > MAX_VALUE_CHARS ? value.slice(0, MAX_VALUE_CHARS) : value;
   }
   return out;
 }

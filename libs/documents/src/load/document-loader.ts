@@ -59,7 +59,10 @@ export class DocumentLoader {
     try {
       const def = (
         await this.pipelines.getForLoading(p.environment, p.pipeline).catch((err: unknown) => {
-          throw new DocumentStageError('JobRunner', `pipeline '${p.pipeline}' cannot load: ${errorMessage(err)}`);
+          throw new DocumentStageError(
+            'JobRunner',
+            `pipeline '${p.pipeline}' cannot load: ${errorMessage(err)}`,
+          );
         })
       ).definition;
       const target = def.destination.vectorStore;
@@ -70,10 +73,20 @@ export class DocumentLoader {
         );
       }
       const vs = await this.vectorStores.get(p.environment, target.store).catch((err: unknown) => {
-        throw new DocumentStageError('JobRunner', errorMessage(err), 'error', err instanceof ServiceUnavailableError);
+        throw new DocumentStageError(
+          'JobRunner',
+          errorMessage(err),
+          'error',
+          err instanceof ServiceUnavailableError,
+        );
       });
       const container = vs.containerName(target.collection, target.schema);
-      await this.status.record(job, 'JobRunner', 'begin', `loading document ${p.uri} into ${vs.name} '${container}'`);
+      await this.status.record(
+        job,
+        'JobRunner',
+        'begin',
+        `loading document ${p.uri} into ${vs.name} '${container}'`,
+      );
 
       local = p.spoolPath ?? (await this.stage(p));
       const result = await this.load(job, p, def, local, vs, container);
@@ -83,11 +96,25 @@ export class DocumentLoader {
       if (err instanceof RetryLaterError) throw err;
       const e = err instanceof DocumentStageError ? err : classify(err);
       if (e.retryable && attempt.made + 1 < attempt.max) {
-        await this.status.record(job, e.processName, 'processing', `${e.message}; will retry (delivery ${attempt.made + 1} of ${attempt.max})`);
+        await this.status.record(
+          job,
+          e.processName,
+          'processing',
+          `${e.message}; will retry (delivery ${attempt.made + 1} of ${attempt.max})`,
+        );
         throw new RetryLaterError(e.message);
       }
-      this.logger.warn({ pipelineToken: p.pipelineToken, processName: e.processName, err: e.message }, 'document job failed');
-      await this.status.record(job, e.processName, e.outcome === 'warning' ? 'end' : 'error', e.message, e.outcome);
+      this.logger.warn(
+        { pipelineToken: p.pipelineToken, processName: e.processName, err: e.message },
+        'document job failed',
+      );
+      await this.status.record(
+        job,
+        e.processName,
+        e.outcome === 'warning' ? 'end' : 'error',
+        e.message,
+        e.outcome,
+      );
       await this.cleanUp(p, local);
     }
   }
@@ -103,10 +130,17 @@ export class DocumentLoader {
     const attrs = unstructuredAttributes(def.source.fileAttributes.unstructuredAttributes);
 
     await this.status.record(job, 'DataQuality', 'begin', `parsing ${p.filename}`);
-    const extracted = await extractText({ path, filename: p.filename }, attrs.parser).catch((err: unknown) => {
-      if (err instanceof DocumentError) throw new DocumentStageError('DataQuality', err.message, err.severity === 'warning' ? 'warning' : 'error');
-      throw err;
-    });
+    const extracted = await extractText({ path, filename: p.filename }, attrs.parser).catch(
+      (err: unknown) => {
+        if (err instanceof DocumentError)
+          throw new DocumentStageError(
+            'DataQuality',
+            err.message,
+            err.severity === 'warning' ? 'warning' : 'error',
+          );
+        throw err;
+      },
+    );
     const contentHash = await sha256File(path);
     await this.status.record(
       job,
@@ -139,10 +173,18 @@ export class DocumentLoader {
       },
     }));
 
-    await this.status.record(job, 'VectorStoreLoader', 'begin', `writing ${records.length} chunks into ${vs.name} '${container}'`);
+    await this.status.record(
+      job,
+      'VectorStoreLoader',
+      'begin',
+      `writing ${records.length} chunks into ${vs.name} '${container}'`,
+    );
     const prepared = await this.withStore(vs, () =>
       this.created.claim(p.environment, p.pipeline, async (record) => {
-        const r = await this.containers.prepare(p.environment, vs, container, { model: embedder.model, dimension: embedder.dimension });
+        const r = await this.containers.prepare(p.environment, vs, container, {
+          model: embedder.model,
+          dimension: embedder.dimension,
+        });
         if (r.created) await record({ store: 'vectorstore', vectorStore: vs.name, container });
         return r;
       }),
@@ -156,13 +198,23 @@ export class DocumentLoader {
     for (let i = 0; i < missing.length; i += SLICE) {
       const slice = missing.slice(i, i + SLICE);
       const vectors = await embedder.embed(slice.map((r) => r.text)).catch((err: unknown) => {
-        throw new DocumentStageError('Transformation', `embedding with ${embedder.model} failed: ${errorMessage(err)}`, 'error', err instanceof ServiceUnavailableError);
+        throw new DocumentStageError(
+          'Transformation',
+          `embedding with ${embedder.model} failed: ${errorMessage(err)}`,
+          'error',
+          err instanceof ServiceUnavailableError,
+        );
       });
       const batch: ChunkRecord[] = slice.map((r, j) => ({ ...r, vector: vectors[j] }));
       await this.withStore(vs, () => vs.upsert(container, batch));
       embedded += slice.length;
       if (missing.length > SLICE) {
-        await this.status.record(job, 'VectorStoreLoader', 'processing', `${embedded} of ${missing.length} new chunks written`);
+        await this.status.record(
+          job,
+          'VectorStoreLoader',
+          'processing',
+          `${embedded} of ${missing.length} new chunks written`,
+        );
       }
     }
     await this.status.record(
@@ -178,14 +230,22 @@ export class DocumentLoader {
         : `${missing.length} chunks written, ${stale.length} stale chunks removed${prepared.created ? ` (created '${container}')` : ''}`;
     await this.status.record(job, 'VectorStoreLoader', 'end', note);
     if (chunks.length === 0) {
-      return { note: `${p.uri} gave no text to load${stale.length ? `; its ${stale.length} old chunks were removed` : ''}`, outcome: 'warning' };
+      return {
+        note: `${p.uri} gave no text to load${stale.length ? `; its ${stale.length} old chunks were removed` : ''}`,
+        outcome: 'warning',
+      };
     }
     return { note, outcome: 'success' };
   }
 
   private async embedder(environment: string): Promise<Embedder> {
     return this.embeddings.forEnvironment(environment).catch((err: unknown) => {
-      throw new DocumentStageError('Transformation', errorMessage(err), 'error', err instanceof ServiceUnavailableError);
+      throw new DocumentStageError(
+        'Transformation',
+        errorMessage(err),
+        'error',
+        err instanceof ServiceUnavailableError,
+      );
     });
   }
 
@@ -195,7 +255,12 @@ export class DocumentLoader {
       return await call();
     } catch (err) {
       if (err instanceof DocumentStageError) throw err;
-      throw new DocumentStageError('VectorStoreLoader', `${vs.name}: ${errorMessage(err)}`, 'error', err instanceof ServiceUnavailableError);
+      throw new DocumentStageError(
+        'VectorStoreLoader',
+        `${vs.name}: ${errorMessage(err)}`,
+        'error',
+        err instanceof ServiceUnavailableError,
+      );
     }
   }
 
@@ -205,7 +270,12 @@ export class DocumentLoader {
     const { path, stream } = await this.spool.create(p.environment, p.filename);
     stream.end();
     await this.store.download(p.bucket, p.key, path).catch((err: unknown) => {
-      throw new DocumentStageError('JobRunner', `cannot read the staged document ${p.bucket}/${p.key}: ${errorMessage(err)}`, 'error', true);
+      throw new DocumentStageError(
+        'JobRunner',
+        `cannot read the staged document ${p.bucket}/${p.key}: ${errorMessage(err)}`,
+        'error',
+        true,
+      );
     });
     return path;
   }
@@ -217,7 +287,8 @@ export class DocumentLoader {
 }
 
 function classify(err: unknown): DocumentStageError {
-  if (err instanceof ServiceUnavailableError) return new DocumentStageError('JobRunner', errorMessage(err), 'error', true);
+  if (err instanceof ServiceUnavailableError)
+    return new DocumentStageError('JobRunner', errorMessage(err), 'error', true);
   return new DocumentStageError('JobRunner', errorMessage(err));
 }
 

@@ -1,0 +1,181 @@
+import { VECTOR_STORES, VectorStoreName } from '@tapyard/pipelines';
+import { VECTOR_STORE_FACTORIES, VectorStore } from '@tapyard/vector-stores';
+import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
+import { CORPUS, documentTapScript } from './support/documents';
+import { TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
+import { waitForJob, waitForPublisher } from './support/ingest';
+import { peerAllowList, peerPolicy, vectorPeerFields } from './support/vector-peers';
+
+/** The stores whose plug-in is registered: each runs the same document flow against its real server. */
+const STORES = VECTOR_STORES.filter((s) => VECTOR_STORE_FACTORIES[s]) as VectorStoreName[];
+
+describe.each(STORES)('documents into %s: tap and upload, search, idempotence, deleteData', (store) => {
+  const env = uniqueEnvironment(`docs-${store}`);
+  const collection = `kb_${env.replace(/[^a-z0-9]/g, '').slice(-8)}`;
+  let api: TestApi;
+  let worker: TestWorker;
+  let direct: VectorStore;
+  let container: string;
+
+  const searchBody = (query: string, extra: Record<string, unknown> = {}) => ({
+    query,
+    ...(store === 'pgvector'
+      ? { table: collection }
+      : store === 'weaviate'
+        ? { className: container }
+        : { collection }),
+    ...extra,
+  });
+  const search = async (query: string, extra: Record<string, unknown> = {}) =>
+    (await api.http.post(`/api/v1/search/${store}`).send(searchBody(query, extra)).expect(200)).body
+      .results as {
+      id: string;
+      text: string;
+      metadata: Record<string, unknown>;
+      _score: number;
+    }[];
+
+  beforeAll(async () => {
+    const fields = vectorPeerFields(store);
+    // pgvector is the embedded default (PGVECTOR_URL, no secret); the others are configured by their secret.
+    const flags: Record<string, string> = {
+      TAPYARD_ENV: env,
+      ...TEST_OBJECT_STORE,
+      ...(store === 'pgvector'
+        ? { PGVECTOR_URL: fields.connectionString }
+        : { TAP_EGRESS_ALLOW: peerAllowList(fields) }),
+    };
+    api = await startApi(flags);
+    worker = await startWorker(flags);
+    if (store !== 'pgvector') await api.http.put(`/api/v1/secrets/${store}`).send(fields).expect(200);
+    direct = VECTOR_STORE_FACTORIES[store]!(fields, peerPolicy(fields));
+    container = direct.containerName(collection);
+    await api.http
+      .post('/api/v1/pipeline')
+      .send({
+        name: 'kb',
+        source: { fileAttributes: { unstructuredAttributes: {} }, schemaProperties: { fields: [] } },
+        destination: { vectorStore: { store, collection } },
+      })
+      .expect(200);
+  }, 20 * 60_000);
+
+  afterAll(async () => {
+    await direct?.drop(container).catch(() => undefined);
+    await direct?.close();
+    await worker?.close();
+    await api?.close();
+  });
+
+  it('loads a document tap: one job per document under one publisher token, then finds the right one first', async () => {
+    await api.http
+      .post('/api/v1/tap')
+      .send({ name: 'kb', tapType: 'document', targetPipeline: 'kb', script: documentTapScript(CORPUS) })
+      .expect(200);
+    const run = await api.http.post('/api/v1/tap/run').send({ name: 'kb', mode: 'run' }).expect(200);
+    expect(run.body.pipelineTokens).toHaveLength(3);
+    const done = await waitForPublisher(api.http, run.body.publisherToken);
+    expect(done.rollup.jobs).toHaveLength(3);
+    expect(done.rollup.status).toBe('success');
+
+    const hits = await search('How many vacation days do I get each year?', { topK: 3 });
+    expect(hits[0].metadata).toMatchObject({
+      uri: 'kb/leave',
+      filename: 'leave.md',
+      pipeline: 'kb',
+      tap: 'kb',
+      section: 'leave',
+      year: 2026,
+    });
+    expect(hits[0].text).toMatch(/twenty-five days/);
+    expect(hits[0]._score).toBeGreaterThan(hits[hits.length - 1]._score);
+    for (const h of hits) {
+      expect(h._score).toBeGreaterThanOrEqual(0);
+      expect(h._score).toBeLessThanOrEqual(1);
+    }
+    const security = await search('password length and phishing', { topK: 1 });
+    expect(security[0].metadata.uri).toBe('kb/security');
+    const filtered = await search('How many vacation days do I get each year?', {
+      filter: { section: 'canteen' },
+    });
+    expect(filtered.map((h) => h.metadata.uri)).toEqual(['kb/canteen']);
+  });
+
+  it("re-runs with one document changed: one job, and that document's old chunks are gone", async () => {
+    const before = await direct.chunkIds(container, 'kb/canteen');
+    expect(before.length).toBeGreaterThan(0);
+    const changed = {
+      ...CORPUS,
+      'kb/canteen':
+        '# Canteen\n\nThe canteen is closed for renovation until March; food trucks park outside at lunch.',
+    };
+    await new Promise((r) => setTimeout(r, 5100)); // the run debounce
+    await api.http
+      .post('/api/v1/tap')
+      .send({ name: 'kb', script: documentTapScript(changed) })
+      .expect(200);
+    const run = await api.http.post('/api/v1/tap/run').send({ name: 'kb', mode: 'run' }).expect(200);
+    expect(run.body.pipelineTokens).toHaveLength(1);
+    const done = await waitForJob(api.http, run.body.pipelineTokens[0]);
+    expect(done.rollup.status).toBe('success');
+    const after = await direct.chunkIds(container, 'kb/canteen');
+    expect(after.some((id) => before.includes(id))).toBe(false);
+    const hits = await search('Where can I eat lunch during the renovation?', {
+      topK: 5,
+      filter: { uri: 'kb/canteen' },
+    });
+    expect(hits.map((h) => h.text).join(' ')).toMatch(/food trucks/);
+    expect(hits.map((h) => h.text).join(' ')).not.toMatch(/soup of the day/);
+    // The others were not touched.
+    expect((await direct.chunkIds(container, 'kb/leave')).length).toBeGreaterThan(0);
+  });
+
+  it('writes nothing when a document is loaded again unchanged', async () => {
+    const html =
+      '<html><head><title>Parking</title></head><body><h1>Parking</h1><p>Staff park in the underground garage, level minus two.</p></body></html>';
+    const first = await uploadDoc(api, html, 'parking.html');
+    expect((await waitForJob(api.http, first)).rollup.status).toBe('success');
+    const ids = await direct.chunkIds(container, 'upload://parking.html');
+    expect(ids.length).toBeGreaterThan(0);
+    const again = await uploadDoc(api, html, 'parking.html');
+    const second = await waitForJob(api.http, again);
+    expect(second.rollup.status).toBe('success');
+    expect(second.events.some((e) => /nothing written/.test(e.description))).toBe(true);
+    expect((await direct.chunkIds(container, 'upload://parking.html')).sort()).toEqual(ids.sort());
+    const hits = await search('where do employees park their cars', { topK: 1 });
+    expect(hits[0].metadata.uri).toBe('upload://parking.html');
+  });
+
+  it("refuses a search naming an unknown store, and a container outside the store's rules", async () => {
+    const unknown = await api.http.post('/api/v1/search/faiss').send(searchBody('x')).expect(400);
+    expect(unknown.body.message).toMatch(/qdrant, pgvector, weaviate, milvus, chroma/);
+    await api.http
+      .post(`/api/v1/search/${store}`)
+      .send({ query: 'x' })
+      .expect(store === 'weaviate' ? 404 : 400);
+    const badFilter = await api.http
+      .post(`/api/v1/search/${store}`)
+      .send(searchBody('x', { filter: { 'a.b': 1 } }))
+      .expect(400);
+    expect(badFilter.body.message).toMatch(/filter key 'a.b'/);
+  });
+
+  it("drops the container with the pipeline's data (deleteData=true)", async () => {
+    expect(await direct.dimension(container)).toBe(384);
+    const res = await api.http
+      .delete('/api/v1/pipeline')
+      .query({ pipeline: 'kb', deleteData: 'true' })
+      .expect(200);
+    expect(res.body.dropped).toEqual([`${store} container ${container}`]);
+    expect(await direct.dimension(container)).toBeNull();
+  });
+});
+
+async function uploadDoc(api: TestApi, content: string | Buffer, filename: string): Promise<string> {
+  const res = await api.http
+    .post('/api/v1/pipeline/upload')
+    .field('pipeline', 'kb')
+    .attach('file', Buffer.isBuffer(content) ? content : Buffer.from(content), filename)
+    .expect(200);
+  return res.text;
+}
