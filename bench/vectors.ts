@@ -1,0 +1,256 @@
+/**
+ * `npm run bench:vectors` — documents into vector stores, per store (BENCH_STORES, default all five):
+ * 1. the embedder alone: chunks/s of the built-in model embedding the corpus's chunks in this process;
+ * 2. the store alone: chunks/s of bulk upserts of the same chunks, vectors precomputed, into a fresh
+ *    container;
+ * 3. the platform: the corpus (BENCH_VECTOR_DOCS Markdown documents, default 200) uploaded over HTTP
+ *    into a document pipeline, from the first upload until every job is done; chunks/s, and its ratio
+ *    to the slower of 1 and 2 (the goal is ≥ 0.8);
+ * 4. search latency at BENCH_VECTOR_SEARCH_CHUNKS (default 100,000) chunks: vectors made from the
+ *    corpus's embeddings (mixes of two, normalised), bulk-loaded, then p50/p95 of 200 `search` calls
+ *    (topK 5) straight to the store, with and without a metadata filter.
+ * Each store's peer is started by `scripts/services up <store>`. Asserts nothing.
+ */
+import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '@tapyard/core';
+import { chunkText } from '@tapyard/documents';
+import { EgressPolicy } from '@tapyard/egress';
+import { createEmbedder } from '@tapyard/embeddings';
+import type { Embedder } from '@tapyard/embeddings';
+import { CHUNKING_DEFAULTS, VECTOR_STORES, VectorStoreName } from '@tapyard/pipelines';
+import { ChunkRecord, VECTOR_STORE_FACTORIES } from '@tapyard/vector-stores';
+import {
+  DB_URL,
+  ROOT,
+  platformEnv,
+  postJson,
+  sleep,
+  startApp,
+  uploadFile,
+  waitForRollup,
+  waitHttp,
+} from './support';
+
+const DOCS = Number(process.env.BENCH_VECTOR_DOCS ?? 200);
+const SEARCH_CHUNKS = Number(process.env.BENCH_VECTOR_SEARCH_CHUNKS ?? 100_000);
+const QUERIES = 200;
+const STORES = (process.env.BENCH_STORES?.split(',') ?? [...VECTOR_STORES]) as VectorStoreName[];
+const PORT = 19000 + Math.floor(Math.random() * 1000);
+const BASE = `http://127.0.0.1:${PORT}/api/v1`;
+
+const WORDS = (
+  'policy employee vacation holiday manager request weeks advance quarter carry budget invoice supplier ' +
+  'contract renewal security password laptop phishing account customer data server backup restore ' +
+  'network office canteen lunch breakfast parking garage bicycle train travel expense receipt hotel ' +
+  'meeting agenda minutes project deadline release testing quality review training course certificate ' +
+  'health insurance pension salary bonus overtime shift weekend report dashboard metric forecast'
+).split(' ');
+
+/** A document of a few paragraphs of varied sentences (seeded: every run writes the same corpus). */
+function corpus(n: number): { name: string; text: string }[] {
+  let seed = 42;
+  const rnd = (k: number): number => ((seed = (seed * 1103515245 + 12345) % 2147483648), seed % k);
+  return Array.from({ length: n }, (_, d) => {
+    const paras = Array.from({ length: 4 + rnd(6) }, () =>
+      Array.from({ length: 3 + rnd(5) }, () => {
+        const words = Array.from({ length: 8 + rnd(14) }, () => WORDS[rnd(WORDS.length)]);
+        return `${words.join(' ').replace(/^./, (c) => c.toUpperCase())}.`;
+      }).join(' '),
+    );
+    return { name: `doc-${d}.md`, text: `# Topic ${d}: ${WORDS[d % WORDS.length]}\n\n${paras.join('\n\n')}` };
+  });
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+function peerFields(store: VectorStoreName): Record<string, string> {
+  const out = execFileSync('bash', [join(ROOT, 'scripts', 'services'), 'up', store], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  return JSON.parse(out.trim().split('\n').pop() ?? '{}') as Record<string, string>;
+}
+
+function allowList(fields: Record<string, string>): string {
+  const u = new URL(fields.url ?? fields.connectionString);
+  return [`${u.hostname}:${u.port}`, ...(fields.grpcPort ? [`${u.hostname}:${fields.grpcPort}`] : [])].join(
+    ',',
+  );
+}
+
+async function main(): Promise<void> {
+  const config = loadConfig({ ...process.env, DATABASE_URL: DB_URL, TAPYARD_MASTER_KEY: 'b'.repeat(64) });
+  const embedder: Embedder = await createEmbedder(null, new EgressPolicy(), config);
+  const docs = corpus(DOCS);
+  const size = Math.min(CHUNKING_DEFAULTS.size, embedder.maxInputTokens - 2);
+  const chunks = docs.flatMap((d) =>
+    chunkText(d.text, embedder.tokenizer, { ...CHUNKING_DEFAULTS, size }).map((c) => ({ doc: d.name, ...c })),
+  );
+  console.log(
+    `corpus: ${DOCS} documents, ${chunks.length} chunks of at most ${size} tokens (${embedder.model})`,
+  );
+
+  let t = performance.now();
+  const vectors = await embedder.embed(chunks.map((c) => c.text));
+  const embedRate = chunks.length / ((performance.now() - t) / 1000);
+  console.log(`embedder alone: ${embedRate.toFixed(0)} chunks/s`);
+
+  const dir = await mkdtemp(join(tmpdir(), 'tapyard-bench-vectors-'));
+  for (const d of docs) await writeFile(join(dir, d.name), d.text);
+  const rows: string[] = [];
+  for (const store of STORES) {
+    const factory = VECTOR_STORE_FACTORIES[store];
+    if (!factory) {
+      console.log(`${store}: no plug-in registered; skipped`);
+      continue;
+    }
+    let fields: Record<string, string>;
+    try {
+      fields = peerFields(store);
+    } catch (err) {
+      console.log(`${store}: peer not available (${(err as Error).message.split('\n')[0]}); skipped`);
+      continue;
+    }
+    const u = new URL(fields.url ?? fields.connectionString);
+    const vs = factory(
+      fields,
+      new EgressPolicy([
+        { host: u.hostname, port: Number(u.port) },
+        ...(fields.grpcPort ? [{ host: u.hostname, port: Number(fields.grpcPort) }] : []),
+      ]),
+    );
+
+    // 2. The store alone.
+    const bulk = vs.containerName(`bench_bulk_${Date.now().toString(36)}`);
+    await vs.ensure(bulk, embedder.dimension);
+    const records: ChunkRecord[] = chunks.map((c, i) => ({
+      id: randomUUID(),
+      text: c.text,
+      vector: vectors[i],
+      metadata: {
+        uri: c.doc,
+        filename: c.doc,
+        chunkIndex: c.index,
+        pipeline: 'bench',
+        contentHash: 'x',
+        ingestedAt: new Date().toISOString(),
+      },
+    }));
+    t = performance.now();
+    for (let i = 0; i < records.length; i += 256) await vs.upsert(bulk, records.slice(i, i + 256));
+    const upsertRate = records.length / ((performance.now() - t) / 1000);
+    await vs.drop(bulk);
+
+    // 3. The platform: uploads into a document pipeline, every job done.
+    const env = `benchvec-${store}-${Date.now().toString(36)}`;
+    const appEnv = platformEnv(env, PORT, DB_URL, dir, {
+      ...(store === 'pgvector'
+        ? { PGVECTOR_URL: fields.connectionString }
+        : { TAP_EGRESS_ALLOW: allowList(fields) }),
+    });
+    const worker = startApp('worker', appEnv);
+    const api = startApp('api', appEnv);
+    let ingestRate = 0;
+    const collection = `bench_${Date.now().toString(36)}`;
+    try {
+      await waitHttp(`${BASE}/version`);
+      if (store !== 'pgvector') {
+        const put = await fetch(`${BASE}/secrets/${store}`, {
+          method: 'PUT',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(fields),
+        });
+        if (!put.ok) throw new Error(`secret: ${put.status} ${await put.text()}`);
+      }
+      await postJson(`${BASE}/pipeline`, {
+        name: 'bench_docs',
+        source: { fileAttributes: { unstructuredAttributes: {} }, schemaProperties: { fields: [] } },
+        destination: { vectorStore: { store, collection } },
+      });
+      const publisher = randomUUID();
+      t = performance.now();
+      for (const d of docs) await uploadFile(BASE, join(dir, d.name), 'bench_docs', d.name, publisher);
+      await waitForRollup(BASE, `publishertoken=${publisher}`, docs.length);
+      ingestRate = chunks.length / ((performance.now() - t) / 1000);
+      await fetch(`${BASE}/pipeline?pipeline=bench_docs&deleteData=true`, { method: 'DELETE' });
+    } finally {
+      api.kill('SIGTERM');
+      worker.kill('SIGTERM');
+      await sleep(500);
+    }
+
+    // 4. Search at scale.
+    const big = vs.containerName(`bench_search_${Date.now().toString(36)}`);
+    await vs.ensure(big, embedder.dimension);
+    let seed = 7;
+    const rnd = (): number => ((seed = (seed * 1103515245 + 12345) % 2147483648), seed / 2147483648);
+    for (let i = 0; i < SEARCH_CHUNKS; i += 1000) {
+      const batch: ChunkRecord[] = [];
+      for (let j = i; j < Math.min(SEARCH_CHUNKS, i + 1000); j++) {
+        const a = vectors[Math.floor(rnd() * vectors.length)];
+        const b = vectors[Math.floor(rnd() * vectors.length)];
+        const w = rnd();
+        const v = a.map((x, k) => w * x + (1 - w) * b[k] + (rnd() - 0.5) * 0.02);
+        const n = Math.hypot(...v);
+        batch.push({
+          id: randomUUID(),
+          text: `synthetic chunk ${j}`,
+          vector: v.map((x) => x / n),
+          metadata: {
+            uri: `doc://${j % 1000}`,
+            filename: 'synthetic.md',
+            chunkIndex: j,
+            pipeline: 'bench',
+            contentHash: 'x',
+            ingestedAt: '2026-11-24T00:00:00Z',
+            shard: j % 10,
+          },
+        });
+      }
+      await vs.upsert(big, batch);
+    }
+    const queries = await embedder.embed(
+      Array.from(
+        { length: QUERIES },
+        (_, i) => `${WORDS[i % WORDS.length]} ${WORDS[(i * 7) % WORDS.length]} policy question ${i}`,
+      ),
+    );
+    const time = async (filter?: Record<string, number>): Promise<number[]> => {
+      const ms: number[] = [];
+      for (const q of queries) {
+        const s = performance.now();
+        await vs.search(big, q, 5, filter);
+        ms.push(performance.now() - s);
+      }
+      return ms.sort((x, y) => x - y);
+    };
+    const plain = await time();
+    const filtered = await time({ shard: 3 });
+    await vs.drop(big);
+    await vs.close();
+    const ratio = ingestRate / Math.min(embedRate, upsertRate);
+    const row =
+      `${store}: ingest ${ingestRate.toFixed(0)} chunks/s, embedder ${embedRate.toFixed(0)}, upsert ${upsertRate.toFixed(0)}; ` +
+      `ratio ${ratio.toFixed(2)} | search at ${SEARCH_CHUNKS} chunks p50 ${percentile(plain, 50).toFixed(1)} ms p95 ` +
+      `${percentile(plain, 95).toFixed(1)} ms; filtered p50 ${percentile(filtered, 50).toFixed(1)} ms p95 ${percentile(filtered, 95).toFixed(1)} ms`;
+    console.log(row);
+    rows.push(row);
+  }
+  await rm(dir, { recursive: true, force: true });
+  console.log('\nsummary');
+  for (const r of rows) console.log(r);
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);
