@@ -156,7 +156,7 @@ async function main(): Promise<void> {
     });
     const worker = startApp('worker', appEnv);
     const api = startApp('api', appEnv);
-    let ingestRate = 0;
+    let ingestRate: number;
     const collection = `bench_${Date.now().toString(36)}`;
     try {
       await waitHttp(`${BASE}/version`);

@@ -36,7 +36,10 @@ export class IngestProcessor extends ConfiguredWorkerHost {
     }
     if (job.name === IngestJob.intake) return this.notifier.intake(job.data as IntakePayload);
     if (job.name === IngestJob.document) {
-      return this.documents.run(job.data as DocumentPayload, { made: job.attemptsMade, max: job.opts.attempts ?? 1 });
+      return this.documents.run(job.data as DocumentPayload, {
+        made: job.attemptsMade,
+        max: job.opts.attempts ?? 1,
+      });
     }
     throw new Error(`unknown ingest job '${job.name}'`);
   }

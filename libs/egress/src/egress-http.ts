@@ -6,7 +6,7 @@ import { normalizeHost } from './addresses';
 import { EgressPolicy } from './egress-policy';
 
 export interface EgressRequestInit {
-  method?: 'GET' | 'POST';
+  method?: string;
   headers?: Record<string, string>;
   body?: string;
   signal?: AbortSignal;
@@ -17,6 +17,7 @@ export interface EgressRequestInit {
 export interface EgressResponse {
   status: number;
   body: string;
+  headers: Record<string, string>;
 }
 
 /**
@@ -68,7 +69,9 @@ export async function egressRequest(
         if (size < maxBytes) chunks.push(c.subarray(0, maxBytes - size));
         size += c.length;
       });
-      res.on('end', () => resolve({ status, body: Buffer.concat(chunks).toString('utf8') }));
+      const headers: Record<string, string> = {};
+      for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) headers[k] = String(v);
+      res.on('end', () => resolve({ status, body: Buffer.concat(chunks).toString('utf8'), headers }));
       res.on('error', reject);
     });
     req.end(init.body);
@@ -87,4 +90,29 @@ function parseTarget(text: string): { url: URL; host: string; port: number } {
   }
   const port = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
   return { url, host: normalizeHost(url.hostname), port };
+}
+
+/**
+ * A `fetch` for client libraries (e.g. the OpenAI client) whose requests go to caller-chosen URLs:
+ * each request is an egressRequest, so it connects only where the policy allows and never follows a
+ * redirect. Answers are read up to `maxBytes`.
+ */
+export function egressFetch(policy: EgressPolicy, maxBytes = 64 * 1024 * 1024): typeof fetch {
+  return (async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+    const headers: Record<string, string> = {};
+    new Headers(init?.headers).forEach((v, k) => (headers[k] = v));
+    const body = init?.body;
+    if (body !== undefined && body !== null && typeof body !== 'string') {
+      throw new TypeError('egressFetch sends string bodies only');
+    }
+    const res = await egressRequest(policy, url, {
+      method: init?.method ?? 'GET',
+      headers,
+      body: body ?? undefined,
+      signal: init?.signal ?? undefined,
+      maxBytes,
+    });
+    return new Response(res.status === 204 ? null : res.body, { status: res.status, headers: res.headers });
+  }) as typeof fetch;
 }

@@ -3,5 +3,5 @@ export { EgressPolicy, EgressRefused, parseEndpoints } from './egress-policy';
 export type { Endpoint, Permit, Resolver } from './egress-policy';
 export { EgressProxy } from './egress-proxy';
 export type { EgressProxyOptions } from './egress-proxy';
-export { egressRequest } from './egress-http';
+export { egressFetch, egressRequest } from './egress-http';
 export type { EgressRequestInit, EgressResponse } from './egress-http';

@@ -9,3 +9,4 @@ export * from './schema-discovery.service';
 export * from './file-notifier';
 export * from './spool';
 export * from './readers/tail-file';
+export { spawnWorker } from './stage-thread/spawn';

@@ -104,7 +104,24 @@ export interface UnstructuredAttributes {
   chunking: { size: number; overlap: number; boundary: 'paragraph' | 'sentence' | 'heading' };
   /** Keys of a tap record's own `metadata` kept on chunks; null keeps all. */
   metadata: { keep: string[] | null };
+  parser: Required<ParserOptions>;
 }
+
+/** How documents are read (`unstructuredAttributes.parser`). */
+export interface ParserOptions {
+  /** PDF pages read at most; later pages are left out with a warning. */
+  maxPages?: number;
+  /** Characters of text kept at most; the rest is left out with a warning. */
+  maxChars?: number;
+  /** HTML and DOCX: drop link targets, keep link text. */
+  htmlIgnoreLinks?: boolean;
+}
+
+export const PARSER_DEFAULTS: Required<ParserOptions> = {
+  maxPages: 2000,
+  maxChars: 20_000_000,
+  htmlIgnoreLinks: true,
+};
 
 export const CHUNKING_DEFAULTS: UnstructuredAttributes['chunking'] = {
   size: 200,
@@ -122,10 +139,12 @@ export function unstructuredAttributes(raw: unknown): UnstructuredAttributes {
   const r = (raw ?? {}) as {
     chunking?: Partial<UnstructuredAttributes['chunking']>;
     metadata?: { keep?: string[] | null };
+    parser?: ParserOptions;
   };
   return {
     chunking: { ...CHUNKING_DEFAULTS, ...stripNulls(r.chunking ?? {}) },
     metadata: { keep: r.metadata?.keep ?? null },
+    parser: { ...PARSER_DEFAULTS, ...stripNulls(r.parser ?? {}) },
   };
 }
 

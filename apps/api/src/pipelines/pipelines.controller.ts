@@ -15,7 +15,12 @@ import {
 import type { Request } from 'express';
 import { SchemaDiscoveryService, UploadService } from '@tapyard/ingestion';
 import { PipelineDeletionService } from '@tapyard/pipeline-deletion';
-import { PipelineConfigDto, PipelineDefinition, PipelinesService, isDocumentPipeline } from '@tapyard/pipelines';
+import {
+  PipelineConfigDto,
+  PipelineDefinition,
+  PipelinesService,
+  isDocumentPipeline,
+} from '@tapyard/pipelines';
 import { ErrorBodyDto } from '../http/error-body.dto';
 import { RequestAccess, RequestEnvironment } from '../http/environment.decorator';
 import { Access } from '../auth/access';
@@ -158,7 +163,12 @@ export class PipelinesController {
       // Documents land in a vector-store collection: that needs document:upload on it too (spec).
       const vs = def.destination.vectorStore;
       if (isDocumentPipeline(def) && vs) {
-        access.require('upload', 'document', { collection: vs.collection }, `for collection '${vs.collection}'`);
+        access.require(
+          'upload',
+          'document',
+          { collection: vs.collection },
+          `for collection '${vs.collection}'`,
+        );
       }
     });
   }

@@ -96,6 +96,8 @@ export interface TapyardConfig {
    * secret: the embedded default vector store that `npm run up` starts. Trusted like DATABASE_URL.
    */
   readonly pgvectorUrl: string | null;
+  /** The built-in offline embedding model's files (`scripts/services up models` lays them out). */
+  readonly embeddingModelDir: string;
 }
 
 /** How tap scripts run (see README "Taps"). */
@@ -350,6 +352,10 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
     },
     egressAllow: r.endpoints('TAP_EGRESS_ALLOW'),
     pgvectorUrl: r.optional('PGVECTOR_URL') ?? null,
+    embeddingModelDir: r.string(
+      'EMBEDDING_MODEL_DIR',
+      join(r.optional('TAPYARD_HOME') ?? join(homedir(), '.cache', 'tapyard'), 'models', 'all-MiniLM-L6-v2'),
+    ),
     taps: {
       // Debian's interpreter when present: built with optimisations (pyenv builds often are not, at
       // half the speed) and readable by the sandbox user.

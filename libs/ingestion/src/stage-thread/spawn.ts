@@ -5,18 +5,26 @@
  * maps to `libs/<lib>/src`, as tsconfig `paths` say.
  */
 import { extname, join, resolve } from 'node:path';
-import { Worker } from 'node:worker_threads';
+import { Worker, WorkerOptions } from 'node:worker_threads';
 
 export function spawnStageThread(): Worker {
   return spawnWorker(join(__dirname, `thread-main${extname(__filename)}`));
 }
 
-/** A worker thread running `entry`, a built `.js` file or a `.ts` source (tests use it too). */
-export function spawnWorker(entry: string): Worker {
-  if (extname(entry) !== '.ts') return new Worker(entry);
+/**
+ * A worker thread running `entry`, a built `.js` file or a `.ts` source (tests use it too). `data`
+ * reaches the thread as `workerData.data`.
+ */
+export function spawnWorker(
+  entry: string,
+  options: { data?: unknown; resourceLimits?: WorkerOptions['resourceLimits'] } = {},
+): Worker {
+  const { data, resourceLimits } = options;
+  if (extname(entry) !== '.ts') return new Worker(entry, { workerData: { data }, resourceLimits });
   return new Worker(TS_BOOTSTRAP, {
     eval: true,
-    workerData: { entry, root: resolve(__dirname, '../../../..') },
+    workerData: { entry, root: resolve(__dirname, '../../../..'), data },
+    resourceLimits,
   });
 }
 

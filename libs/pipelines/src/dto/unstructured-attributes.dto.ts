@@ -1,6 +1,16 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { ArrayMaxSize, IsIn, IsInt, IsString, Matches, Max, Min, ValidateNested } from 'class-validator';
+import {
+  ArrayMaxSize,
+  IsBoolean,
+  IsIn,
+  IsInt,
+  IsString,
+  Matches,
+  Max,
+  Min,
+  ValidateNested,
+} from 'class-validator';
 import { OptionalNotNull } from '@tapyard/core';
 
 export const CHUNK_BOUNDARY_NAMES = ['paragraph', 'sentence', 'heading'] as const;
@@ -61,6 +71,37 @@ export class DocumentMetadataDto {
   keep?: string[];
 }
 
+export class ParserOptionsDto {
+  @ApiPropertyOptional({
+    default: 2000,
+    minimum: 1,
+    maximum: 100000,
+    description: 'PDF: pages read at most (later pages are left out with a warning).',
+  })
+  @OptionalNotNull()
+  @IsInt()
+  @Min(1)
+  @Max(100000)
+  maxPages?: number;
+
+  @ApiPropertyOptional({
+    default: 20000000,
+    minimum: 1000,
+    maximum: 200000000,
+    description: 'Characters of text kept at most (the rest is left out with a warning).',
+  })
+  @OptionalNotNull()
+  @IsInt()
+  @Min(1000)
+  @Max(200_000_000)
+  maxChars?: number;
+
+  @ApiPropertyOptional({ default: true, description: 'HTML and DOCX: keep link text, drop link targets.' })
+  @OptionalNotNull()
+  @IsBoolean()
+  htmlIgnoreLinks?: boolean;
+}
+
 /**
  * `source.fileAttributes.unstructuredAttributes`: how a document pipeline parses, chunks and labels
  * documents. `{}` takes the defaults, which suit prose.
@@ -71,6 +112,12 @@ export class UnstructuredAttributesDto {
   @ValidateNested()
   @Type(() => ChunkingDto)
   chunking?: ChunkingDto;
+
+  @ApiPropertyOptional({ type: ParserOptionsDto })
+  @OptionalNotNull()
+  @ValidateNested()
+  @Type(() => ParserOptionsDto)
+  parser?: ParserOptionsDto;
 
   @ApiPropertyOptional({ type: DocumentMetadataDto })
   @OptionalNotNull()

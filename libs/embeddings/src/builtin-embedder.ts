@@ -1,0 +1,173 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Tokenizer as HfTokenizer } from '@huggingface/tokenizers';
+import { Worker } from 'node:worker_threads';
+import { ServiceUnavailableError } from '@tapyard/core';
+import type { Embedder, Tokenizer } from './embedder';
+import { meanPool, normalize } from './vectors';
+
+export const BUILTIN_MODEL = 'builtin:all-MiniLM-L6-v2';
+/** sentence-transformers reads 256 word pieces, [CLS] and [SEP] included. */
+const MAX_TOKENS = 256;
+const BATCH = 32;
+const FILES = ['model_quantized.onnx', 'tokenizer.json', 'tokenizer_config.json'];
+
+/**
+ * all-MiniLM-L6-v2 (int8 ONNX) run in this process: no network at all. One session and one
+ * tokenizer per model directory, loaded on first use and shared by every environment.
+ */
+class BuiltinEmbedder implements Embedder {
+  readonly model = BUILTIN_MODEL;
+  readonly dimension = 384;
+  readonly maxInputTokens = MAX_TOKENS;
+  readonly tokenizer: Tokenizer;
+
+  constructor(
+    private readonly hf: HfTokenizer,
+    private readonly session: OnnxThread,
+  ) {
+    this.tokenizer = { count: (text) => hf.encode(text, { add_special_tokens: false }).ids.length };
+  }
+
+  async embed(texts: string[], signal?: AbortSignal): Promise<Float32Array[]> {
+    const encoded = texts.map((t, i) => ({ i, ids: this.ids(t) }));
+    // Similar lengths together: less padding per batch.
+    encoded.sort((a, b) => a.ids.length - b.ids.length);
+    const out = new Array<Float32Array>(texts.length);
+    for (let b = 0; b < encoded.length; b += BATCH) {
+      signal?.throwIfAborted();
+      const batch = encoded.slice(b, b + BATCH);
+      const vectors = await this.run(batch.map((e) => e.ids));
+      batch.forEach((e, k) => (out[e.i] = vectors[k]));
+    }
+    return out;
+  }
+
+  private ids(text: string): number[] {
+    const ids = this.hf.encode(text).ids;
+    // Truncated like the model was trained: keep [CLS] … and end with [SEP].
+    return ids.length <= MAX_TOKENS ? ids : [...ids.slice(0, MAX_TOKENS - 1), ids[ids.length - 1]];
+  }
+
+  private async run(rows: number[][]): Promise<Float32Array[]> {
+    const width = Math.max(...rows.map((r) => r.length));
+    const n = rows.length;
+    const ids = new BigInt64Array(n * width);
+    const mask = new BigInt64Array(n * width);
+    rows.forEach((r, i) =>
+      r.forEach((id, t) => {
+        ids[i * width + t] = BigInt(id);
+        mask[i * width + t] = 1n;
+      }),
+    );
+    const hidden = await this.session.run(ids, mask, [n, width]);
+    return meanPool(hidden, mask, n, width, this.dimension).map(normalize);
+  }
+}
+
+/**
+ * The ONNX session, in a thread of its own: inference never blocks the event loop, and the native
+ * binding sees plain Node typed arrays (under a test runner's VM context it would not). The thread's
+ * code is a string, so the same code runs from TypeScript sources and from the build.
+ */
+class OnnxThread {
+  private readonly worker: Worker;
+  private next = 0;
+  private readonly waiting = new Map<
+    number,
+    { resolve: (h: Float32Array) => void; reject: (e: Error) => void }
+  >();
+
+  constructor(model: string) {
+    this.worker = new Worker(THREAD_CODE, {
+      eval: true,
+      workerData: { ort: require.resolve('onnxruntime-node'), model },
+    });
+    // An idle session must not keep a process alive.
+    this.worker.unref();
+    this.worker.on('message', (m: { id: number; hidden?: Float32Array; error?: string }) => {
+      const w = this.waiting.get(m.id);
+      this.waiting.delete(m.id);
+      if (!w) return;
+      if (m.hidden) w.resolve(m.hidden);
+      else w.reject(new Error(`the embedding model failed: ${m.error ?? 'unknown error'}`));
+    });
+    this.worker.on('error', (err) => this.failAll(err));
+    this.worker.on('exit', () => this.failAll(new Error('the embedding thread exited')));
+  }
+
+  run(ids: BigInt64Array, mask: BigInt64Array, shape: number[]): Promise<Float32Array> {
+    const id = this.next++;
+    return new Promise((resolve, reject) => {
+      this.waiting.set(id, { resolve, reject });
+      this.worker.ref();
+      this.worker.postMessage({ id, ids, mask, shape });
+    }).finally(() => {
+      if (this.waiting.size === 0) this.worker.unref();
+    }) as Promise<Float32Array>;
+  }
+
+  ready(): Promise<void> {
+    return this.run(new BigInt64Array([101n, 102n]), new BigInt64Array([1n, 1n]), [1, 2]).then(
+      () => undefined,
+    );
+  }
+
+  private failAll(err: Error): void {
+    for (const w of this.waiting.values()) w.reject(err);
+    this.waiting.clear();
+  }
+}
+
+const THREAD_CODE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const ort = require(workerData.ort);
+// Two threads for one run: a worker embeds several documents at once on a small machine.
+const session = ort.InferenceSession.create(workerData.model, {
+  intraOpNumThreads: 2, interOpNumThreads: 1, graphOptimizationLevel: 'all',
+});
+parentPort.on('message', async ({ id, ids, mask, shape }) => {
+  try {
+    const s = await session;
+    const out = await s.run({
+      input_ids: new ort.Tensor('int64', ids, shape),
+      attention_mask: new ort.Tensor('int64', mask, shape),
+      token_type_ids: new ort.Tensor('int64', new BigInt64Array(ids.length), shape),
+    });
+    const hidden = new Float32Array(out.last_hidden_state.data);
+    parentPort.postMessage({ id, hidden }, [hidden.buffer]);
+  } catch (err) {
+    parentPort.postMessage({ id, error: String((err && err.message) || err) });
+  }
+});
+`;
+
+const loaded = new Map<string, Promise<Embedder>>();
+
+/** The built-in embedder for the model files in `dir`, loaded once per process. */
+export function builtinEmbedder(dir: string): Promise<Embedder> {
+  let p = loaded.get(dir);
+  if (!p) {
+    p = load(dir);
+    loaded.set(dir, p);
+    p.catch(() => loaded.delete(dir));
+  }
+  return p;
+}
+
+async function load(dir: string): Promise<Embedder> {
+  const missing = FILES.filter((f) => !existsSync(join(dir, f)));
+  if (missing.length > 0) {
+    throw new ServiceUnavailableError(
+      'embedding',
+      `the built-in embedding model is not installed in ${dir} (missing ${missing.join(', ')}): run \`scripts/services up models\` or set EMBEDDING_MODEL_DIR`,
+    );
+  }
+  const hf = new HfTokenizer(
+    JSON.parse(readFileSync(join(dir, 'tokenizer.json'), 'utf8')) as object,
+    JSON.parse(readFileSync(join(dir, 'tokenizer_config.json'), 'utf8')) as object,
+  );
+  const session = new OnnxThread(join(dir, 'model_quantized.onnx'));
+  await session.ready();
+  return new BuiltinEmbedder(hf, session);
+}

@@ -1,0 +1,143 @@
+import fc from 'fast-check';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DocumentError, extractText } from '@tapyard/documents';
+
+const CORPUS = join(__dirname, 'corpora', 'documents');
+
+describe('document parsing (real parsers in a bounded thread)', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'tapyard-parse-'));
+  });
+  afterAll(() => rm(dir, { recursive: true, force: true }));
+
+  const file = async (name: string, content: string | Buffer): Promise<string> => {
+    const path = join(dir, name);
+    await writeFile(path, content);
+    return path;
+  };
+  const parse = async (name: string, content: string | Buffer) =>
+    extractText({ path: await file(name, content), filename: name });
+  const refusal = async (p: Promise<unknown>): Promise<DocumentError> => {
+    const err = await p.then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(DocumentError);
+    return err as DocumentError;
+  };
+
+  it('reads a PDF: text of every page, its title and page count', async () => {
+    const r = await extractText({ path: join(CORPUS, 'travel-policy.pdf'), filename: 'travel-policy.pdf' });
+    expect(r).toMatchObject({ format: 'pdf', pages: 2, title: 'Travel policy' });
+    expect(r.text).toMatch(/Book trains for trips under four hours/);
+    expect(r.text).toMatch(/Submit expense claims within thirty days/);
+  });
+
+  it('reads a PDF named .txt as a PDF', async () => {
+    const r = await parse('misnamed.txt', await readFile(join(CORPUS, 'travel-policy.pdf')));
+    expect(r.format).toBe('pdf');
+  });
+
+  it('reads a DOCX with its headings as Markdown headings', async () => {
+    const r = await extractText({ path: join(CORPUS, 'onboarding.docx'), filename: 'onboarding.docx' });
+    expect(r.format).toBe('docx');
+    expect(r.text).toMatch(/^# Onboarding guide$/m);
+    expect(r.text).toMatch(/^## Equipment$/m);
+    expect(r.text).toMatch(/laptop and a badge/);
+  });
+
+  it('reads HTML without scripts, styles or navigation, headings kept', async () => {
+    const r = await parse(
+      'page.html',
+      '<html><head><title>Parking</title><style>p{color:red}</style><script>alert(1)</script></head><body>' +
+        '<nav>Home | About</nav><h1>Parking</h1><p>Staff park on level <b>minus two</b>.</p><h2>Bikes</h2><p>Racks by the door.</p></body></html>',
+    );
+    expect(r).toMatchObject({ format: 'html', title: 'Parking' });
+    expect(r.text).toBe('# Parking\n\nStaff park on level minus two.\n\n## Bikes\n\nRacks by the door.');
+  });
+
+  it('reads Markdown and text, UTF-16 with a BOM too', async () => {
+    expect((await parse('a.md', '# Title\n\nBody   text.\r\n\r\n\r\nMore.')).text).toBe(
+      '# Title\n\nBody text.\n\nMore.',
+    );
+    const utf16 = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('Grüße aus Köln', 'utf16le')]);
+    expect((await parse('b.txt', utf16)).text).toBe('Grüße aus Köln');
+  });
+
+  it('refuses an encrypted PDF, a text-less PDF, a corrupt DOCX, binary data and non-UTF-8 text, each saying why', async () => {
+    expect(
+      (await refusal(extractText({ path: join(CORPUS, 'encrypted.pdf'), filename: 'encrypted.pdf' })))
+        .message,
+    ).toMatch(/is encrypted/);
+    expect(
+      (await refusal(extractText({ path: join(CORPUS, 'scanned.pdf'), filename: 'scanned.pdf' }))).message,
+    ).toMatch(/no extractable text \(scanned\? OCR is not supported\)/);
+    expect(
+      (await refusal(extractText({ path: join(CORPUS, 'corrupt.docx'), filename: 'corrupt.docx' }))).message,
+    ).toMatch(/not a readable DOCX/);
+    expect((await refusal(parse('data.txt', Buffer.from([0x41, 0x00, 0x01, 0x02, 0xff])))).message).toMatch(
+      /binary data/,
+    );
+    expect(
+      (await refusal(parse('latin1.txt', Buffer.from('caf\u00e9 cr\u00e8me', 'latin1')))).message,
+    ).toMatch(/not UTF-8 text \(invalid byte sequence at offset 3\)/);
+  });
+
+  it('ends a document with no text as a warning', async () => {
+    const err = await refusal(parse('blank.html', '<html><body><script>x()</script>   </body></html>'));
+    expect(err.severity).toBe('warning');
+    expect(err.message).toMatch(/contains no text/);
+  });
+
+  it('reads a 10 MB single line of text whole', async () => {
+    const line = 'lorem ipsum dolor sit amet '.repeat(Math.ceil((10 * 1024 * 1024) / 27));
+    const r = await parse('long.txt', line);
+    expect(r.text.length).toBe(line.trim().length);
+  });
+
+  it('stops a parse that takes too long or needs too much memory, and keeps serving', async () => {
+    const big = await file('big.txt', 'word '.repeat(2_000_000));
+    const slow = await refusal(
+      extractText({ path: big, filename: 'big.txt' }, {}, { maxBytes: 1e9, timeoutMs: 1, heapMb: 512 }),
+    );
+    expect(slow.message).toMatch(/took longer than/);
+    const tooBig = await refusal(
+      extractText({ path: big, filename: 'big.txt' }, {}, { maxBytes: 1000, timeoutMs: 60000, heapMb: 512 }),
+    );
+    expect(tooBig.message).toMatch(/more than the 1000 a document may have/);
+    expect((await parse('ok.txt', 'still serving')).text).toBe('still serving');
+  });
+
+  it('ends with text or a DocumentError on mutated PDFs and DOCX files (fuzz, bounded)', async () => {
+    const seeds = await Promise.all(
+      ['travel-policy.pdf', 'onboarding.docx'].map((f) => readFile(join(CORPUS, f))),
+    );
+    let n = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(0, 1),
+        fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 20 }),
+        fc.nat(),
+        async (which, flips, cut) => {
+          const bytes = Buffer.from(seeds[which]);
+          for (const [at, v] of flips) bytes[at % bytes.length] = v;
+          const body = bytes.subarray(0, Math.max(8, bytes.length - (cut % 512)));
+          const name = `fuzz-${n++}.${which === 0 ? 'pdf' : 'docx'}`;
+          const r = await extractText(
+            { path: await file(name, body), filename: name },
+            {},
+            { maxBytes: 1e7, timeoutMs: 20000, heapMb: 256 },
+          ).then(
+            (x) => x,
+            (e: unknown) => e,
+          );
+          if (!(r instanceof DocumentError)) expect(typeof (r as { text: string }).text).toBe('string');
+        },
+      ),
+      { numRuns: 30, seed: 20261124 },
+    );
+  });
+});
