@@ -1,8 +1,10 @@
 import type { VectorStoreName } from '@tapyard/pipelines';
 import { pgvectorStore } from './pgvector/pgvector.store';
+import { qdrantStore } from './qdrant/qdrant.store';
 import type { VectorStoreFactory } from './vector-store';
 
 /** Adding a vector store: its folder, and one line here. */
 export const VECTOR_STORE_FACTORIES: Partial<Record<VectorStoreName, VectorStoreFactory>> = {
   pgvector: pgvectorStore,
+  qdrant: qdrantStore,
 };

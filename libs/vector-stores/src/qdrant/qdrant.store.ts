@@ -1,0 +1,221 @@
+import { QdrantClient } from '@qdrant/js-client-rest';
+import { ServiceUnavailableError } from '@tapyard/core';
+import { EgressPolicy, EgressRefused } from '@tapyard/egress';
+import type { ChunkMetadata, ChunkRecord, MetadataFilter, SearchHit, VectorStore } from '../vector-store';
+import {
+  VectorContainerMissing,
+  VectorDimensionMismatch,
+  VectorStoreInputError,
+} from '../vector-store.errors';
+import { isUnreachable, vettedUrl } from '../vetted-url';
+import { qdrantFilter } from './qdrant-filter';
+
+const NAME = /^[A-Za-z0-9_-]{1,255}$/;
+const BATCH = 500;
+
+interface Payload {
+  text: string;
+  metadata: ChunkMetadata;
+}
+
+/**
+ * Qdrant through its official REST client: a container is a collection of cosine vectors; a point's
+ * payload is `{text, metadata}`, with a keyword index on `metadata.uri`. Qdrant's cosine score is the
+ * cosine similarity itself.
+ */
+export class QdrantStore implements VectorStore {
+  readonly name = 'qdrant' as const;
+  readonly containerField = 'collection' as const;
+  private client: Promise<QdrantClient> | null = null;
+
+  constructor(
+    private readonly fields: Record<string, string>,
+    private readonly policy: EgressPolicy,
+  ) {}
+
+  containerName(collection: string): string {
+    return collection;
+  }
+
+  checkContainer(container: string): void {
+    if (!NAME.test(container)) {
+      throw new VectorStoreInputError(
+        `'${container}' is not a Qdrant collection name: 1-255 letters, digits, _ or -`,
+      );
+    }
+  }
+
+  async probe(): Promise<void> {
+    await this.call(async (c) => void (await c.getCollections()));
+  }
+
+  async dimension(container: string): Promise<number | null> {
+    this.checkContainer(container);
+    return this.call(async (c) => {
+      if (!(await c.collectionExists(container)).exists) return null;
+      const vectors = (await c.getCollection(container)).config.params.vectors as
+        { size?: number } | undefined;
+      return vectors?.size ?? null;
+    });
+  }
+
+  async ensure(container: string, dimension: number): Promise<{ created: boolean }> {
+    const existing = await this.dimension(container);
+    if (existing !== null) {
+      if (existing !== dimension) throw new VectorDimensionMismatch('qdrant', container, existing, dimension);
+      return { created: false };
+    }
+    return this.call(async (c) => {
+      try {
+        await c.createCollection(container, { vectors: { size: dimension, distance: 'Cosine' } });
+      } catch (err) {
+        // Created meanwhile by another job: take it as it is.
+        if (statusOf(err) === 409) return this.ensure(container, dimension);
+        throw err;
+      }
+      await c.createPayloadIndex(container, {
+        field_name: 'metadata.uri',
+        field_schema: 'keyword',
+        wait: true,
+      });
+      return { created: true };
+    });
+  }
+
+  async chunkIds(container: string, uri: string): Promise<string[]> {
+    this.checkContainer(container);
+    const ids: string[] = [];
+    await this.onCollection(container, async (c) => {
+      let offset: string | number | undefined | null = undefined;
+      do {
+        const page = await c.scroll(container, {
+          filter: qdrantFilter({ uri }),
+          limit: 1000,
+          with_payload: false,
+          with_vector: false,
+          ...(offset !== undefined && offset !== null ? { offset } : {}),
+        });
+        for (const p of page.points) ids.push(String(p.id));
+        offset = page.next_page_offset as string | number | null | undefined;
+      } while (offset !== undefined && offset !== null);
+    });
+    return ids;
+  }
+
+  async upsert(container: string, chunks: ChunkRecord[]): Promise<void> {
+    this.checkContainer(container);
+    for (let i = 0; i < chunks.length; i += BATCH) {
+      const points = chunks.slice(i, i + BATCH).map((c) => ({
+        id: c.id,
+        vector: Array.from(c.vector),
+        payload: { text: c.text, metadata: c.metadata } satisfies Payload,
+      }));
+      await this.onCollection(container, (c) => c.upsert(container, { wait: true, points }));
+    }
+  }
+
+  async delete(container: string, ids: string[]): Promise<void> {
+    this.checkContainer(container);
+    if (ids.length === 0) return;
+    await this.onCollection(container, (c) => c.delete(container, { wait: true, points: ids }));
+  }
+
+  async search(
+    container: string,
+    vector: Float32Array,
+    topK: number,
+    filter?: MetadataFilter,
+  ): Promise<SearchHit[]> {
+    this.checkContainer(container);
+    const res = await this.onCollection(container, (c) =>
+      c.query(container, {
+        query: Array.from(vector),
+        limit: topK,
+        filter: qdrantFilter(filter),
+        with_payload: true,
+      }),
+    );
+    return res.points.map((p) => {
+      const payload = p.payload as unknown as Payload;
+      return { id: String(p.id), text: payload.text, metadata: payload.metadata, similarity: p.score };
+    });
+  }
+
+  async list(): Promise<string[]> {
+    return this.call(async (c) => (await c.getCollections()).collections.map((x) => x.name));
+  }
+
+  async drop(container: string): Promise<boolean> {
+    this.checkContainer(container);
+    return this.call(async (c) => {
+      if (!(await c.collectionExists(container)).exists) return false;
+      await c.deleteCollection(container);
+      return true;
+    });
+  }
+
+  async close(): Promise<void> {
+    this.client = null;
+  }
+
+  private async onCollection<T>(container: string, work: (c: QdrantClient) => Promise<T>): Promise<T> {
+    return this.call(async (c) => {
+      try {
+        return await work(c);
+      } catch (err) {
+        if (statusOf(err) === 404) throw new VectorContainerMissing('qdrant', container);
+        throw err;
+      }
+    });
+  }
+
+  private async call<T>(work: (c: QdrantClient) => Promise<T>): Promise<T> {
+    let client: QdrantClient;
+    try {
+      client = await this.connect();
+    } catch (err) {
+      if (err instanceof EgressRefused) throw err;
+      throw new ServiceUnavailableError('qdrant', `qdrant is not usable: ${(err as Error).message}`);
+    }
+    try {
+      return await work(client);
+    } catch (err) {
+      if (isUnreachable(err)) {
+        throw new ServiceUnavailableError('qdrant', `qdrant is unreachable at ${safeUrl(this.fields.url)}`);
+      }
+      throw err;
+    }
+  }
+
+  private connect(): Promise<QdrantClient> {
+    this.client ??= vettedUrl(this.policy, this.fields.url ?? '', 'qdrant').then(
+      (url) =>
+        new QdrantClient({
+          url: url.origin,
+          ...(url.pathname !== '/' ? { prefix: url.pathname } : {}),
+          ...(this.fields.apiKey ? { apiKey: this.fields.apiKey } : {}),
+          timeout: 30_000,
+          checkCompatibility: false,
+        }),
+    );
+    this.client.catch(() => (this.client = null));
+    return this.client;
+  }
+}
+
+function statusOf(err: unknown): number | undefined {
+  return (err as { status?: number }).status;
+}
+
+/** The address without credentials, for messages. */
+export function safeUrl(raw: string | undefined): string {
+  try {
+    const u = new URL(raw ?? '');
+    return `${u.protocol}//${u.host}`;
+  } catch {
+    return '(invalid url)';
+  }
+}
+
+export const qdrantStore = (fields: Record<string, string>, policy: EgressPolicy): VectorStore =>
+  new QdrantStore(fields, policy);
