@@ -1,3 +1,5 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { VECTOR_STORES, VectorStoreName } from '@tapyard/pipelines';
 import { VECTOR_STORE_FACTORIES, VectorStore } from '@tapyard/vector-stores';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
@@ -7,6 +9,7 @@ import { waitForJob, waitForPublisher } from './support/ingest';
 import { peerAllowList, peerPolicy, vectorPeerFields } from './support/vector-peers';
 
 /** The stores whose plug-in is registered: each runs the same document flow against its real server. */
+const FIXTURES = join(__dirname, 'corpora', 'documents');
 const STORES = VECTOR_STORES.filter((s) => VECTOR_STORE_FACTORIES[s]) as VectorStoreName[];
 
 describe.each(STORES)('documents into %s: tap and upload, search, idempotence, deleteData', (store) => {
@@ -144,6 +147,49 @@ describe.each(STORES)('documents into %s: tap and upload, search, idempotence, d
     expect((await direct.chunkIds(container, 'upload://parking.html')).sort()).toEqual(ids.sort());
     const hits = await search('where do employees park their cars', { topK: 1 });
     expect(hits[0].metadata.uri).toBe('upload://parking.html');
+  });
+
+  it('loads uploads of a PDF, a DOCX and an HTML file, each found by its own subject; a broken file ends error saying why', async () => {
+    const pdf = await uploadDoc(api, await readFile(join(FIXTURES, 'travel-policy.pdf')), 'travel-policy.pdf');
+    const docx = await uploadDoc(api, await readFile(join(FIXTURES, 'onboarding.docx')), 'onboarding.docx');
+    const html = await uploadDoc(
+      api,
+      '<html><head><title>Fire safety</title></head><body><h1>Fire drills</h1><p>The fire alarm is tested every Monday at nine; leave by the nearest stairs.</p></body></html>',
+      'fire.html',
+    );
+    for (const t of [pdf, docx, html]) expect((await waitForJob(api.http, t)).rollup.status).toBe('success');
+    expect(
+      (await search('Can I take a train or a plane for a business trip?', { topK: 1 }))[0].metadata,
+    ).toMatchObject({
+      uri: 'upload://travel-policy.pdf',
+      title: 'Travel policy',
+    });
+    expect((await search('what do new hires get on day one', { topK: 1 }))[0].metadata.uri).toBe(
+      'upload://onboarding.docx',
+    );
+    expect((await search('when is the fire alarm tested', { topK: 1 }))[0].metadata.uri).toBe(
+      'upload://fire.html',
+    );
+
+    const locked = await waitForJob(
+      api.http,
+      await uploadDoc(api, await readFile(join(FIXTURES, 'encrypted.pdf')), 'locked.pdf'),
+    );
+    expect(locked.rollup.status).toBe('error');
+    expect(locked.rollup.jobs[0].lastError).toMatchObject({
+      processName: 'DataQuality',
+      description: expect.stringMatching(/is encrypted/),
+    });
+    const scan = await waitForJob(
+      api.http,
+      await uploadDoc(api, await readFile(join(FIXTURES, 'scanned.pdf')), 'scan.pdf'),
+    );
+    expect(scan.rollup.jobs[0].lastError?.description).toMatch(/no extractable text/);
+    const empty = await waitForJob(
+      api.http,
+      await uploadDoc(api, '<html><body> </body></html>', 'empty.html'),
+    );
+    expect(empty.rollup.status).toBe('warning');
   });
 
   it("refuses a search naming an unknown store, and a container outside the store's rules", async () => {
