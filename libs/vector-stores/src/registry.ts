@@ -1,4 +1,5 @@
 import type { VectorStoreName } from '@tapyard/pipelines';
+import { chromaStore } from './chroma/chroma.store';
 import { pgvectorStore } from './pgvector/pgvector.store';
 import { qdrantStore } from './qdrant/qdrant.store';
 import type { VectorStoreFactory } from './vector-store';
@@ -7,4 +8,5 @@ import type { VectorStoreFactory } from './vector-store';
 export const VECTOR_STORE_FACTORIES: Partial<Record<VectorStoreName, VectorStoreFactory>> = {
   pgvector: pgvectorStore,
   qdrant: qdrantStore,
+  chroma: chromaStore,
 };
