@@ -98,6 +98,13 @@ describe.each(STORES)('documents into %s: tap and upload, search, idempotence, d
     }
     const security = await search('password length and phishing', { topK: 1 });
     expect(security[0].metadata.uri).toBe('kb/security');
+    const listing =
+      store === 'pgvector'
+        ? await api.http.get('/api/v1/metadata/postgres/tables').query({ vectorOnly: 'true' }).expect(200)
+        : await api.http
+            .get(`/api/v1/metadata/${store}/${store === 'weaviate' ? 'classes' : 'collections'}`)
+            .expect(200);
+    expect(listing.body).toContain(store === 'pgvector' ? collection : container);
     const filtered = await search('How many vacation days do I get each year?', {
       filter: { section: 'canteen' },
     });
@@ -150,7 +157,11 @@ describe.each(STORES)('documents into %s: tap and upload, search, idempotence, d
   });
 
   it('loads uploads of a PDF, a DOCX and an HTML file, each found by its own subject; a broken file ends error saying why', async () => {
-    const pdf = await uploadDoc(api, await readFile(join(FIXTURES, 'travel-policy.pdf')), 'travel-policy.pdf');
+    const pdf = await uploadDoc(
+      api,
+      await readFile(join(FIXTURES, 'travel-policy.pdf')),
+      'travel-policy.pdf',
+    );
     const docx = await uploadDoc(api, await readFile(join(FIXTURES, 'onboarding.docx')), 'onboarding.docx');
     const html = await uploadDoc(
       api,

@@ -108,7 +108,7 @@ describe('metadata discovery (real Postgres and FerretDB)', () => {
     expect(mongoDbs.body).toEqual([mongoDb]);
   });
 
-  it('vector-store listings are [] when not configured', async () => {
+  it('vector-store listings are [] when not configured, 503 when the address is refused', async () => {
     for (const path of [
       'qdrant/collections',
       'weaviate/classes',
@@ -122,8 +122,9 @@ describe('metadata discovery (real Postgres and FerretDB)', () => {
       .set('x-api-key', boot)
       .send({ url: 'http://127.0.0.1:1' })
       .expect(200);
-    const res = await get('chroma/collections').expect(501);
-    expect(res.body.message).toMatch(/vector-store integration/);
+    // Configured, but at a loopback address the operator did not allow (TAP_EGRESS_ALLOW).
+    const res = await get('chroma/collections').expect(503);
+    expect(res.body.message).toMatch(/refused by the egress policy/);
   });
 
   it('answers 503 naming MongoDB when it is not configured', async () => {

@@ -173,7 +173,8 @@ export class ChromaStore implements VectorStore {
     try {
       client = await this.connect();
     } catch (err) {
-      if (err instanceof EgressRefused) throw err;
+      // A refused address is a configuration the operator has not allowed: unavailable, saying why.
+      if (err instanceof EgressRefused) throw new ServiceUnavailableError('chroma', err.message);
       throw new ServiceUnavailableError('chroma', `chroma is not usable: ${(err as Error).message}`);
     }
     try {

@@ -279,7 +279,9 @@ export class PgvectorStore implements VectorStore {
   }
 
   private unreachable(err: unknown): unknown {
-    if (err instanceof EgressRefused || err instanceof ServiceUnavailableError) return err;
+    if (err instanceof ServiceUnavailableError) return err;
+    // A refused address is a configuration the operator has not allowed: unavailable, saying why.
+    if (err instanceof EgressRefused) return new ServiceUnavailableError('pgvector', err.message);
     const code = (err as { code?: string }).code;
     const message = err instanceof Error ? err.message : String(err);
     if ((code && UNREACHABLE.has(code)) || (/timeout|terminated|connect/i.test(message) && !code)) {

@@ -174,7 +174,8 @@ export class QdrantStore implements VectorStore {
     try {
       client = await this.connect();
     } catch (err) {
-      if (err instanceof EgressRefused) throw err;
+      // A refused address is a configuration the operator has not allowed: unavailable, saying why.
+      if (err instanceof EgressRefused) throw new ServiceUnavailableError('qdrant', err.message);
       throw new ServiceUnavailableError('qdrant', `qdrant is not usable: ${(err as Error).message}`);
     }
     try {
