@@ -4,3 +4,4 @@ import { vectorStoreContract } from './support/vector-store-contract';
 vectorStoreContract('pgvector');
 vectorStoreContract('qdrant');
 vectorStoreContract('chroma');
+vectorStoreContract('milvus');

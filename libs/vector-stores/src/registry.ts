@@ -1,5 +1,6 @@
 import type { VectorStoreName } from '@tapyard/pipelines';
 import { chromaStore } from './chroma/chroma.store';
+import { milvusStore } from './milvus/milvus.store';
 import { pgvectorStore } from './pgvector/pgvector.store';
 import { qdrantStore } from './qdrant/qdrant.store';
 import type { VectorStoreFactory } from './vector-store';
@@ -9,4 +10,5 @@ export const VECTOR_STORE_FACTORIES: Partial<Record<VectorStoreName, VectorStore
   pgvector: pgvectorStore,
   qdrant: qdrantStore,
   chroma: chromaStore,
+  milvus: milvusStore,
 };

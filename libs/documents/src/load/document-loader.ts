@@ -185,7 +185,14 @@ export class DocumentLoader {
           model: embedder.model,
           dimension: embedder.dimension,
         });
-        if (r.created) await record({ store: 'vectorstore', vectorStore: vs.name, container });
+        // One record per container however many jobs raced to create it (a store may accept the
+        // same create twice): the id is derived from the container itself.
+        if (r.created) {
+          await record(
+            { store: 'vectorstore', vectorStore: vs.name, container },
+            chunkId(`${p.environment}/${p.pipeline}`, 0, `${vs.name}/${container}`),
+          );
+        }
         return r;
       }),
     );

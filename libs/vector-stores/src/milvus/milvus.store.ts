@@ -1,0 +1,257 @@
+import { DataType, MilvusClient } from '@zilliz/milvus2-sdk-node';
+import { ServiceUnavailableError } from '@tapyard/core';
+import { EgressPolicy, EgressRefused } from '@tapyard/egress';
+import type { ChunkMetadata, ChunkRecord, MetadataFilter, SearchHit, VectorStore } from '../vector-store';
+import {
+  VectorContainerMissing,
+  VectorDimensionMismatch,
+  VectorStoreInputError,
+} from '../vector-store.errors';
+import { safeUrl } from '../qdrant/qdrant.store';
+import { vettedUrl } from '../vetted-url';
+import { milvusFilter, milvusLiteral } from './milvus-filter';
+
+const NAME = /^[A-Za-z_][A-Za-z0-9_]{0,254}$/;
+const BATCH = 1000;
+const PAGE = 16_384;
+const MAX_TEXT = 65_535;
+
+interface Status {
+  error_code?: string | number;
+  code?: number;
+  reason?: string;
+}
+
+/**
+ * Milvus through its official Node SDK (gRPC at the secret's `url` host and port): a container is a
+ * collection (id varchar primary key, text, metadata JSON, vector FloatVector) with a COSINE index,
+ * loaded for search; reads use Strong consistency so a write is visible to the next search. Milvus's
+ * COSINE score is the cosine similarity.
+ */
+export class MilvusStore implements VectorStore {
+  readonly name = 'milvus' as const;
+  readonly containerField = 'collection' as const;
+  private client: Promise<MilvusClient> | null = null;
+
+  constructor(
+    private readonly fields: Record<string, string>,
+    private readonly policy: EgressPolicy,
+  ) {}
+
+  containerName(collection: string): string {
+    return collection.replace(/-/g, '_');
+  }
+
+  checkContainer(container: string): void {
+    if (!NAME.test(container)) {
+      throw new VectorStoreInputError(
+        `'${container}' is not a Milvus collection name: a letter or _, then letters, digits or _ (at most 255)`,
+      );
+    }
+  }
+
+  async probe(): Promise<void> {
+    await this.call(async (c) => ok(await c.listCollections(), 'list collections'));
+  }
+
+  async dimension(container: string): Promise<number | null> {
+    this.checkContainer(container);
+    if (!(await this.exists(container))) return null;
+    return this.call(async (c) => {
+      const d = await c.describeCollection({ collection_name: container });
+      const vector = d.schema.fields.find((f) => f.name === 'vector');
+      const dim = vector?.type_params?.find((p) => p.key === 'dim')?.value;
+      return dim === undefined ? null : Number(dim);
+    });
+  }
+
+  async ensure(container: string, dimension: number): Promise<{ created: boolean }> {
+    const existing = await this.dimension(container);
+    if (existing !== null) {
+      if (existing !== dimension) throw new VectorDimensionMismatch('milvus', container, existing, dimension);
+      return { created: false };
+    }
+    return this.call(async (c) => {
+      ok(
+        await c.createCollection({
+          collection_name: container,
+          fields: [
+            { name: 'id', data_type: DataType.VarChar, is_primary_key: true, max_length: 64 },
+            { name: 'text', data_type: DataType.VarChar, max_length: MAX_TEXT },
+            { name: 'metadata', data_type: DataType.JSON },
+            { name: 'vector', data_type: DataType.FloatVector, dim: dimension },
+          ],
+          index_params: [{ field_name: 'vector', index_type: 'FLAT', metric_type: 'COSINE' }],
+        }),
+        `create collection ${container}`,
+      );
+      ok(await c.loadCollection({ collection_name: container }), `load collection ${container}`);
+      return { created: true };
+    });
+  }
+
+  async chunkIds(container: string, uri: string): Promise<string[]> {
+    await this.require(container);
+    const ids: string[] = [];
+    await this.call(async (c) => {
+      for (let offset = 0; ; offset += PAGE) {
+        const res = await c.query({
+          collection_name: container,
+          filter: `metadata["uri"] == ${milvusLiteral(uri)}`,
+          output_fields: ['id'],
+          limit: PAGE,
+          offset,
+          consistency_level: 'Strong' as never,
+        });
+        ok(res.status, 'query');
+        ids.push(...res.data.map((r) => String(r.id)));
+        if (res.data.length < PAGE) return;
+      }
+    });
+    return ids;
+  }
+
+  async upsert(container: string, chunks: ChunkRecord[]): Promise<void> {
+    await this.require(container);
+    for (let i = 0; i < chunks.length; i += BATCH) {
+      const data = chunks.slice(i, i + BATCH).map((c) => ({
+        id: c.id,
+        text: c.text.length > MAX_TEXT / 4 ? c.text.slice(0, MAX_TEXT / 4) : c.text,
+        metadata: c.metadata,
+        vector: Array.from(c.vector),
+      }));
+      await this.call(async (c) =>
+        ok((await c.upsert({ collection_name: container, data })).status, 'upsert'),
+      );
+    }
+  }
+
+  async delete(container: string, ids: string[]): Promise<void> {
+    if (ids.length === 0) return;
+    await this.require(container);
+    for (let i = 0; i < ids.length; i += BATCH) {
+      const batch = ids.slice(i, i + BATCH);
+      await this.call(async (c) => ok(await c.delete({ collection_name: container, ids: batch }), 'delete'));
+    }
+  }
+
+  async search(
+    container: string,
+    vector: Float32Array,
+    topK: number,
+    filter?: MetadataFilter,
+  ): Promise<SearchHit[]> {
+    await this.require(container);
+    let expr: string;
+    try {
+      expr = milvusFilter(filter);
+    } catch (err) {
+      throw new VectorStoreInputError((err as Error).message);
+    }
+    return this.call(async (c) => {
+      const res = await c.search({
+        collection_name: container,
+        data: [Array.from(vector)],
+        limit: topK,
+        output_fields: ['id', 'text', 'metadata'],
+        ...(expr ? { filter: expr } : {}),
+        consistency_level: 'Strong' as never,
+      });
+      ok(res.status, 'search');
+      return (res.results as { id: string; score: number; text: string; metadata: ChunkMetadata }[]).map(
+        (r) => ({
+          id: String(r.id),
+          text: r.text,
+          metadata: r.metadata,
+          similarity: r.score,
+        }),
+      );
+    });
+  }
+
+  async list(): Promise<string[]> {
+    return this.call(async (c) => {
+      const res = await c.listCollections();
+      ok(res.status, 'list collections');
+      return res.data.map((x) => x.name);
+    });
+  }
+
+  async drop(container: string): Promise<boolean> {
+    this.checkContainer(container);
+    if (!(await this.exists(container))) return false;
+    await this.call(async (c) =>
+      ok(await c.dropCollection({ collection_name: container }), 'drop collection'),
+    );
+    return true;
+  }
+
+  async close(): Promise<void> {
+    const client = this.client;
+    this.client = null;
+    const c = await client?.catch(() => null);
+    await c?.closeConnection().catch(() => undefined);
+  }
+
+  private async exists(container: string): Promise<boolean> {
+    // listCollections, not hasCollection: Milvus Lite answers hasCollection true for a dropped one.
+    return (await this.list()).includes(container);
+  }
+
+  private async require(container: string): Promise<void> {
+    this.checkContainer(container);
+    if (!(await this.exists(container))) throw new VectorContainerMissing('milvus', container);
+  }
+
+  private async call<T>(work: (c: MilvusClient) => Promise<T>): Promise<T> {
+    let client: MilvusClient;
+    try {
+      client = await this.connect();
+    } catch (err) {
+      // A refused address is a configuration the operator has not allowed: unavailable, saying why.
+      if (err instanceof EgressRefused) throw new ServiceUnavailableError('milvus', err.message);
+      throw new ServiceUnavailableError('milvus', `milvus is not usable: ${(err as Error).message}`);
+    }
+    try {
+      return await work(client);
+    } catch (err) {
+      const m = err instanceof Error ? err.message : String(err);
+      if (/UNAVAILABLE|ECONNREFUSED|DEADLINE_EXCEEDED|No connection established|Failed to connect/i.test(m)) {
+        throw new ServiceUnavailableError('milvus', `milvus is unreachable at ${safeUrl(this.fields.url)}`);
+      }
+      throw err;
+    }
+  }
+
+  private connect(): Promise<MilvusClient> {
+    this.client ??= vettedUrl(this.policy, this.fields.url ?? '', 'milvus').then((url) => {
+      const port = url.port || (url.protocol === 'https:' ? '443' : '19530');
+      const client = new MilvusClient({
+        address: `${url.hostname}:${port}`,
+        ssl: url.protocol === 'https:',
+        timeout: 15_000,
+        logLevel: 'error',
+        ...(this.fields.token ? { token: this.fields.token } : {}),
+      });
+      // The client connects on its own as it is made; a failure is seen by the first call, so this
+      // promise must not reject unobserved.
+      client.connectPromise.catch(() => undefined);
+      return client;
+    });
+    this.client.catch(() => (this.client = null));
+    return this.client;
+  }
+}
+
+/** Milvus answers errors as statuses, not exceptions: an unsuccessful one becomes an error here. */
+function ok(s: Status | { status: Status }, what: string): void {
+  const status = 'status' in s ? s.status : s;
+  const fine =
+    status.error_code === 'Success' ||
+    status.error_code === 0 ||
+    (status.error_code === undefined && !status.code);
+  if (!fine) throw new Error(`milvus could not ${what}: ${status.reason || String(status.error_code)}`);
+}
+
+export const milvusStore = (fields: Record<string, string>, policy: EgressPolicy): VectorStore =>
+  new MilvusStore(fields, policy);
