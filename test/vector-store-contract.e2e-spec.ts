@@ -5,3 +5,4 @@ vectorStoreContract('pgvector');
 vectorStoreContract('qdrant');
 vectorStoreContract('chroma');
 vectorStoreContract('milvus');
+vectorStoreContract('weaviate');

@@ -29,7 +29,8 @@ export function peerPolicy(fields: Record<string, string>): EgressPolicy {
   if (raw) {
     const u = new URL(raw);
     const port = Number(u.port || (u.protocol === 'https:' ? 443 : u.protocol === 'postgres:' ? 5432 : 80));
-    return new EgressPolicy([{ host: u.hostname, port }]);
+    const grpc = fields.grpcPort ? [{ host: u.hostname, port: Number(fields.grpcPort) }] : [];
+    return new EgressPolicy([{ host: u.hostname, port }, ...grpc]);
   }
   return new EgressPolicy([{ host: fields.host, port: Number(fields.port) }]);
 }

@@ -4,6 +4,7 @@ import { milvusStore } from './milvus/milvus.store';
 import { pgvectorStore } from './pgvector/pgvector.store';
 import { qdrantStore } from './qdrant/qdrant.store';
 import type { VectorStoreFactory } from './vector-store';
+import { weaviateStore } from './weaviate/weaviate.store';
 
 /** Adding a vector store: its folder, and one line here. */
 export const VECTOR_STORE_FACTORIES: Partial<Record<VectorStoreName, VectorStoreFactory>> = {
@@ -11,4 +12,5 @@ export const VECTOR_STORE_FACTORIES: Partial<Record<VectorStoreName, VectorStore
   qdrant: qdrantStore,
   chroma: chromaStore,
   milvus: milvusStore,
+  weaviate: weaviateStore,
 };

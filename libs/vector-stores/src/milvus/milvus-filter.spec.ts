@@ -15,6 +15,7 @@ describe('milvusFilter', () => {
         const lit = milvusLiteral(s);
         const body = lit.slice(1, -1);
         // Removing escape pairs leaves no quote and no backslash: nothing can close the literal early.
+        // eslint-disable-next-line no-control-regex -- control characters must not survive unescaped
         expect(body.replace(/\\(["\\]|u[0-9a-f]{4})/g, '')).not.toMatch(/["\\\u0000-\u001f]/);
         expect(lit.startsWith('"') && lit.endsWith('"')).toBe(true);
       }),

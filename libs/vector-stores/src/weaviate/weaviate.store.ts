@@ -1,0 +1,313 @@
+import weaviate, { Collection, FilterValue, Filters, WeaviateClient } from 'weaviate-client';
+import { ServiceUnavailableError } from '@tapyard/core';
+import { EgressPolicy, EgressRefused } from '@tapyard/egress';
+import type {
+  ChunkMetadata,
+  ChunkRecord,
+  MetadataFilter,
+  MetadataValue,
+  SearchHit,
+  VectorStore,
+} from '../vector-store';
+import {
+  VectorContainerMissing,
+  VectorDimensionMismatch,
+  VectorStoreInputError,
+} from '../vector-store.errors';
+import { safeUrl } from '../qdrant/qdrant.store';
+import { isUnreachable, vettedUrl } from '../vetted-url';
+
+const NAME = /^[A-Z][_0-9A-Za-z]{0,230}$/;
+const BATCH = 500;
+const PAGE = 10_000;
+/** Metadata keys become properties `m_<key>`: never the chunk's own `text`, never a reserved name. */
+const PREFIX = 'm_';
+const DIMENSION = /tapyard dimension=(\d+)/;
+
+type Kind = 'text' | 'number' | 'boolean';
+
+/**
+ * Weaviate through its official client (HTTP plus gRPC on the secret's `grpcPort`, default 50051):
+ * a container is a class (collection) of self-provided vectors with an HNSW cosine index; its
+ * dimension is kept in the class description. Each metadata key is a property declared on first use
+ * (text with `field` tokenization, so equality is exact; number; boolean), and filters run in Weaviate.
+ * Cosine distance d is similarity 1 - d.
+ */
+export class WeaviateStore implements VectorStore {
+  readonly name = 'weaviate' as const;
+  readonly containerField = 'className' as const;
+  private client: Promise<WeaviateClient> | null = null;
+  /** Declared properties per class, as last read or added. */
+  private readonly properties = new Map<string, Map<string, string>>();
+
+  constructor(
+    private readonly fields: Record<string, string>,
+    private readonly policy: EgressPolicy,
+  ) {}
+
+  containerName(collection: string): string {
+    return collection.charAt(0).toUpperCase() + collection.slice(1).replace(/-/g, '_');
+  }
+
+  checkContainer(container: string): void {
+    if (!NAME.test(container)) {
+      throw new VectorStoreInputError(
+        `'${container}' is not a Weaviate class name: PascalCase, a capital letter then letters, digits or _`,
+      );
+    }
+  }
+
+  async probe(): Promise<void> {
+    await this.call(async (c) => void (await c.collections.listAll()));
+  }
+
+  async dimension(container: string): Promise<number | null> {
+    this.checkContainer(container);
+    return this.call(async (c) => {
+      if (!(await c.collections.exists(container))) return null;
+      const config = await c.collections.use(container).config.get();
+      const m = DIMENSION.exec(config.description ?? '');
+      return m ? Number(m[1]) : 0;
+    });
+  }
+
+  async ensure(container: string, dimension: number): Promise<{ created: boolean }> {
+    const existing = await this.dimension(container);
+    if (existing !== null) {
+      if (existing > 0 && existing !== dimension) {
+        throw new VectorDimensionMismatch('weaviate', container, existing, dimension);
+      }
+      return { created: false };
+    }
+    return this.call(async (c) => {
+      try {
+        await c.collections.create({
+          name: container,
+          description: `tapyard dimension=${dimension}`,
+          vectorizers: weaviate.configure.vectors.selfProvided({
+            vectorIndexConfig: weaviate.configure.vectorIndex.hnsw({ distanceMetric: 'cosine' }),
+          }),
+          properties: [
+            {
+              name: 'text',
+              dataType: 'text',
+              tokenization: 'field',
+              indexFilterable: false,
+              indexSearchable: false,
+            },
+            { name: `${PREFIX}uri`, dataType: 'text', tokenization: 'field' },
+          ],
+        });
+      } catch (err) {
+        if (/already exists/i.test((err as Error).message)) return this.ensure(container, dimension);
+        throw err;
+      }
+      this.properties.delete(container);
+      return { created: true };
+    });
+  }
+
+  async chunkIds(container: string, uri: string): Promise<string[]> {
+    const col = await this.collection(container);
+    return this.call(async () => {
+      const ids: string[] = [];
+      let after: string | undefined;
+      for (;;) {
+        const page = await col.query.fetchObjects({
+          filters: col.filter.byProperty(`${PREFIX}uri`).equal(uri),
+          limit: PAGE,
+          returnProperties: [],
+          ...(after ? { after } : {}),
+        });
+        ids.push(...page.objects.map((o) => o.uuid));
+        if (page.objects.length < PAGE) return ids;
+        after = page.objects[page.objects.length - 1].uuid;
+      }
+    });
+  }
+
+  async upsert(container: string, chunks: ChunkRecord[]): Promise<void> {
+    const col = await this.collection(container);
+    await this.declare(container, col, chunks);
+    for (let i = 0; i < chunks.length; i += BATCH) {
+      const batch = chunks.slice(i, i + BATCH).map((c) => ({
+        id: c.id,
+        vectors: Array.from(c.vector),
+        properties: {
+          text: c.text,
+          ...Object.fromEntries(Object.entries(c.metadata).map(([k, v]) => [PREFIX + k, v])),
+        },
+      }));
+      // insertMany replaces an object of the same id (a batch write is an upsert in Weaviate).
+      const res = await this.call(() => col.data.insertMany(batch));
+      if (res.hasErrors) {
+        const first = Object.values(res.errors)[0];
+        throw new Error(
+          `weaviate refused ${Object.keys(res.errors).length} chunks: ${first?.message ?? 'unknown error'}`,
+        );
+      }
+    }
+  }
+
+  async delete(container: string, ids: string[]): Promise<void> {
+    if (ids.length === 0) return;
+    const col = await this.collection(container);
+    for (let i = 0; i < ids.length; i += BATCH) {
+      const batch = ids.slice(i, i + BATCH);
+      await this.call(() => col.data.deleteMany(col.filter.byId().containsAny(batch)));
+    }
+  }
+
+  async search(
+    container: string,
+    vector: Float32Array,
+    topK: number,
+    filter?: MetadataFilter,
+  ): Promise<SearchHit[]> {
+    const col = await this.collection(container);
+    const known = await this.known(container, col);
+    const entries = Object.entries(filter ?? {});
+    // A condition on a key no chunk ever had matches nothing (Weaviate would refuse the filter).
+    if (entries.some(([k]) => !known.has(PREFIX + k))) return [];
+    const conditions: FilterValue[] = entries.map(([k, v]) => {
+      const p = col.filter.byProperty(PREFIX + k);
+      return Array.isArray(v) ? p.containsAny(v as never[]) : p.equal(v as never);
+    });
+    const res = await this.call(() =>
+      col.query.nearVector(Array.from(vector), {
+        limit: topK,
+        returnMetadata: ['distance'],
+        ...(conditions.length
+          ? { filters: conditions.length === 1 ? conditions[0] : Filters.and(...conditions) }
+          : {}),
+      }),
+    );
+    return res.objects.map((o) => {
+      const props = o.properties as Record<string, MetadataValue | null>;
+      const metadata: ChunkMetadata = {};
+      for (const [k, v] of Object.entries(props)) {
+        if (k.startsWith(PREFIX) && v !== null && v !== undefined) metadata[k.slice(PREFIX.length)] = v;
+      }
+      return {
+        id: o.uuid,
+        text: String(props.text ?? ''),
+        metadata,
+        similarity: 1 - (o.metadata?.distance ?? 1),
+      };
+    });
+  }
+
+  async list(): Promise<string[]> {
+    return this.call(async (c) => (await c.collections.listAll()).map((x) => x.name));
+  }
+
+  async drop(container: string): Promise<boolean> {
+    this.checkContainer(container);
+    return this.call(async (c) => {
+      if (!(await c.collections.exists(container))) return false;
+      await c.collections.delete(container);
+      this.properties.delete(container);
+      return true;
+    });
+  }
+
+  async close(): Promise<void> {
+    const client = this.client;
+    this.client = null;
+    await (await client?.catch(() => null))?.close().catch(() => undefined);
+  }
+
+  private async collection(container: string): Promise<Collection> {
+    this.checkContainer(container);
+    return this.call(async (c) => {
+      if (!(await c.collections.exists(container))) throw new VectorContainerMissing('weaviate', container);
+      return c.collections.use(container);
+    });
+  }
+
+  private async known(container: string, col: Collection): Promise<Map<string, string>> {
+    let props = this.properties.get(container);
+    if (!props) {
+      const config = await this.call(() => col.config.get());
+      props = new Map(config.properties.map((p) => [p.name, p.dataType]));
+      this.properties.set(container, props);
+    }
+    return props;
+  }
+
+  /** Declares the metadata keys the class does not have yet, typed by their first value. */
+  private async declare(container: string, col: Collection, chunks: ChunkRecord[]): Promise<void> {
+    const known = await this.known(container, col);
+    const wanted = new Map<string, Kind>();
+    for (const c of chunks) {
+      for (const [k, v] of Object.entries(c.metadata)) {
+        const name = PREFIX + k;
+        if (!known.has(name) && !wanted.has(name)) {
+          wanted.set(name, typeof v === 'number' ? 'number' : typeof v === 'boolean' ? 'boolean' : 'text');
+        }
+      }
+    }
+    for (const [name, kind] of wanted) {
+      await this.call(async () => {
+        try {
+          await col.config.addProperty(
+            kind === 'text' ? { name, dataType: 'text', tokenization: 'field' } : { name, dataType: kind },
+          );
+        } catch (err) {
+          // Another job declared it first.
+          if (!/already (exists|in use)/i.test((err as Error).message)) throw err;
+        }
+      });
+      known.set(name, kind);
+    }
+  }
+
+  private async call<T>(work: (c: WeaviateClient) => Promise<T>): Promise<T> {
+    let client: WeaviateClient;
+    try {
+      client = await this.connect();
+    } catch (err) {
+      // A refused address is a configuration the operator has not allowed: unavailable, saying why.
+      if (err instanceof EgressRefused) throw new ServiceUnavailableError('weaviate', err.message);
+      throw new ServiceUnavailableError('weaviate', `weaviate is not usable: ${(err as Error).message}`);
+    }
+    try {
+      return await work(client);
+    } catch (err) {
+      const m = err instanceof Error ? err.message : String(err);
+      if (isUnreachable(err) || /ECONNREFUSED|UNAVAILABLE|fetch failed|Failed to connect/i.test(m)) {
+        throw new ServiceUnavailableError(
+          'weaviate',
+          `weaviate is unreachable at ${safeUrl(this.fields.url)}`,
+        );
+      }
+      throw err;
+    }
+  }
+
+  private connect(): Promise<WeaviateClient> {
+    this.client ??= (async () => {
+      const url = await vettedUrl(this.policy, this.fields.url ?? '', 'weaviate');
+      const secure = url.protocol === 'https:';
+      const grpcPort = Number(this.fields.grpcPort ?? 50051);
+      // The gRPC port is a second connection to the same host: it passes the policy too.
+      const grpc = await this.policy.check(new URL(this.fields.url).hostname, grpcPort);
+      return weaviate.connectToCustom({
+        httpHost: url.hostname.replace(/^\[|\]$/g, ''),
+        httpPort: url.port ? Number(url.port) : secure ? 443 : 80,
+        httpSecure: secure,
+        ...(url.pathname !== '/' ? { httpPath: url.pathname } : {}),
+        grpcHost: secure ? new URL(this.fields.url).hostname : grpc.address,
+        grpcPort,
+        grpcSecure: secure,
+        skipInitChecks: true,
+        ...(this.fields.apiKey ? { authCredentials: new weaviate.ApiKey(this.fields.apiKey) } : {}),
+      });
+    })();
+    this.client.catch(() => (this.client = null));
+    return this.client;
+  }
+}
+
+export const weaviateStore = (fields: Record<string, string>, policy: EgressPolicy): VectorStore =>
+  new WeaviateStore(fields, policy);
