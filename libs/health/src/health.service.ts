@@ -72,7 +72,6 @@ export class HealthService {
   }
 
   async vectorStores(environment: string): Promise<Record<VectorStoreKey, ServiceStatus>> {
-    const timeout = this.config.healthTimeoutMs;
     let secrets: Secret[];
     try {
       secrets = await this.readSecrets(environment);
@@ -87,16 +86,14 @@ export class HealthService {
       VECTOR_STORES.map((store) => {
         const secret = secrets.find((s) => s.name === store);
         if (secret) {
-          return this.run((signal) => probeVectorStore(store, secret.fields, this.egress, timeout, signal));
+          return this.run(() => probeVectorStore(store, secret.fields, this.egress));
         }
         // The operator's embedded default (PGVECTOR_URL): trusted like DATABASE_URL.
         const url = store === 'pgvector' ? this.config.pgvectorUrl : null;
         if (!url) return this.run(null);
         const u = new URL(url);
         const operator = new EgressPolicy([{ host: u.hostname, port: Number(u.port || 5432) }]);
-        return this.run((signal) =>
-          probeVectorStore(store, { connectionString: url }, operator, timeout, signal),
-        );
+        return this.run(() => probeVectorStore(store, { connectionString: url }, operator));
       }),
     );
     return Object.fromEntries(VECTOR_STORES.map((s, i) => [s, results[i]])) as Record<

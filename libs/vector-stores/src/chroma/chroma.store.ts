@@ -194,6 +194,8 @@ export class ChromaStore implements VectorStore {
         host: url.hostname.replace(/^\[|\]$/g, ''),
         port: url.port ? Number(url.port) : ssl ? 443 : 80,
         ssl,
+        // A redirect could lead the request past the egress policy: it is never followed.
+        fetchOptions: { redirect: 'error' },
         ...(this.fields.token ? { headers: { 'x-chroma-token': this.fields.token } } : {}),
       });
     });
