@@ -8,7 +8,6 @@ import {
   IsBoolean,
   IsIn,
   IsNotEmpty,
-  IsObject,
   IsOptional,
   IsString,
   Length,
