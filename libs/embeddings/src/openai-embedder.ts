@@ -34,6 +34,8 @@ export async function openAiCompatibleEmbedder(
       "secret 'embedding' has a dimensions field that is not a positive whole number",
     );
   }
+  // Refused at once, before the client's retries: a refused address will not become allowed.
+  await checkAddress(baseURL, policy);
   const client = new OpenAI({
     // Local servers take any key; the client insists on one.
     apiKey: fields.apiKey || 'unused',
@@ -90,7 +92,9 @@ export async function openAiCompatibleEmbedder(
 
 /** The provider's failure, named by its address; never the key (the client's messages carry none). */
 function providerError(baseURL: string, err: unknown): Error {
-  if (err instanceof EgressRefused) return new ServiceUnavailableError('embedding', err.message);
+  for (let e: unknown = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    if (e instanceof EgressRefused) return new ServiceUnavailableError('embedding', e.message);
+  }
   if (err instanceof OpenAI.APIConnectionError || err instanceof OpenAI.APIConnectionTimeoutError) {
     return new ServiceUnavailableError(
       'embedding',
@@ -105,4 +109,22 @@ function providerError(baseURL: string, err: unknown): Error {
       : new UpstreamError(text);
   }
   return err instanceof Error ? err : new Error(String(err));
+}
+
+async function checkAddress(baseURL: string, policy: EgressPolicy): Promise<void> {
+  let url: URL;
+  try {
+    url = new URL(baseURL);
+  } catch {
+    throw new ValidationError("secret 'embedding' has a baseUrl that is not a valid URL");
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new ValidationError("secret 'embedding' has a baseUrl that is not http or https");
+  }
+  try {
+    await policy.check(url.hostname, url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80);
+  } catch (err) {
+    if (err instanceof EgressRefused) throw new ServiceUnavailableError('embedding', err.message);
+    throw err;
+  }
 }
