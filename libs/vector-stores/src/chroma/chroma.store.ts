@@ -1,6 +1,5 @@
 import { ChromaClient, Collection } from 'chromadb';
-import { ServiceUnavailableError } from '@tapyard/core';
-import { EgressPolicy, EgressRefused } from '@tapyard/egress';
+import { EgressPolicy } from '@tapyard/egress';
 import type { ChunkMetadata, ChunkRecord, MetadataFilter, SearchHit, VectorStore } from '../vector-store';
 import {
   VectorContainerMissing,
@@ -8,7 +7,7 @@ import {
   VectorStoreInputError,
 } from '../vector-store.errors';
 import { isUnreachable, vettedUrl } from '../vetted-url';
-import { safeUrl } from '../qdrant/qdrant.store';
+import { StoreConnection } from '../store-connection';
 import { chromaWhere } from './chroma-filter';
 
 // Chroma's own rule: 3-512 characters of [a-zA-Z0-9._-], starting and ending with a letter or digit.
@@ -25,12 +24,24 @@ const DIMENSION_KEY = 'tapyard_dimension';
 export class ChromaStore implements VectorStore {
   readonly name = 'chroma' as const;
   readonly containerField = 'collection' as const;
-  private client: Promise<ChromaClient> | null = null;
+  private readonly conn: StoreConnection<ChromaClient>;
 
-  constructor(
-    private readonly fields: Record<string, string>,
-    private readonly policy: EgressPolicy,
-  ) {}
+  constructor(fields: Record<string, string>, policy: EgressPolicy) {
+    const open = async (): Promise<ChromaClient> => {
+      const url = await vettedUrl(policy, fields.url ?? '', 'chroma');
+      const ssl = url.protocol === 'https:';
+      return new ChromaClient({
+        host: url.hostname.replace(/^\[|\]$/g, ''),
+        port: url.port ? Number(url.port) : ssl ? 443 : 80,
+        ssl,
+        // A redirect could lead the request past the egress policy: it is never followed.
+        fetchOptions: { redirect: 'error' },
+        ...(fields.token ? { headers: { 'x-chroma-token': fields.token } } : {}),
+      });
+    };
+    const down = (err: unknown): boolean => nameOf(err) === 'ChromaConnectionError' || isUnreachable(err);
+    this.conn = new StoreConnection('chroma', fields.url, open, down);
+  }
 
   containerName(collection: string): string {
     return collection;
@@ -45,7 +56,7 @@ export class ChromaStore implements VectorStore {
   }
 
   async probe(): Promise<void> {
-    await this.call(async (c) => void (await c.heartbeat()));
+    await this.conn.call(async (c) => void (await c.heartbeat()));
   }
 
   async dimension(container: string): Promise<number | null> {
@@ -63,7 +74,7 @@ export class ChromaStore implements VectorStore {
         throw new VectorDimensionMismatch('chroma', container, d, dimension);
       return { created: false };
     }
-    return this.call(async (c) => {
+    return this.conn.call(async (c) => {
       try {
         await c.createCollection({
           name: container,
@@ -82,14 +93,14 @@ export class ChromaStore implements VectorStore {
 
   async chunkIds(container: string, uri: string): Promise<string[]> {
     const col = await this.collection(container);
-    return this.call(async () => (await col.get({ where: { uri: { $eq: uri } }, include: [] })).ids);
+    return this.conn.call(async () => (await col.get({ where: { uri: { $eq: uri } }, include: [] })).ids);
   }
 
   async upsert(container: string, chunks: ChunkRecord[]): Promise<void> {
     const col = await this.collection(container);
     for (let i = 0; i < chunks.length; i += BATCH) {
       const batch = chunks.slice(i, i + BATCH);
-      await this.call(() =>
+      await this.conn.call(() =>
         col.upsert({
           ids: batch.map((c) => c.id),
           embeddings: batch.map((c) => Array.from(c.vector)),
@@ -103,7 +114,7 @@ export class ChromaStore implements VectorStore {
   async delete(container: string, ids: string[]): Promise<void> {
     if (ids.length === 0) return;
     const col = await this.collection(container);
-    await this.call(() => col.delete({ ids }));
+    await this.conn.call(() => col.delete({ ids }));
   }
 
   async search(
@@ -113,7 +124,7 @@ export class ChromaStore implements VectorStore {
     filter?: MetadataFilter,
   ): Promise<SearchHit[]> {
     const col = await this.collection(container);
-    const res = await this.call(() =>
+    const res = await this.conn.call(() =>
       col.query({
         queryEmbeddings: [Array.from(vector)],
         nResults: topK,
@@ -130,7 +141,7 @@ export class ChromaStore implements VectorStore {
   }
 
   async list(): Promise<string[]> {
-    return this.call(async (c) => {
+    return this.conn.call(async (c) => {
       const names: string[] = [];
       for (let offset = 0; ; offset += 100) {
         const page = await c.listCollections({ limit: 100, offset });
@@ -142,12 +153,12 @@ export class ChromaStore implements VectorStore {
 
   async drop(container: string): Promise<boolean> {
     if (!(await this.find(container))) return false;
-    await this.call((c) => c.deleteCollection({ name: container }));
+    await this.conn.call((c) => c.deleteCollection({ name: container }));
     return true;
   }
 
   async close(): Promise<void> {
-    this.client = null;
+    await this.conn.close();
   }
 
   private async collection(container: string): Promise<Collection> {
@@ -158,7 +169,7 @@ export class ChromaStore implements VectorStore {
 
   private async find(container: string): Promise<Collection | null> {
     this.checkContainer(container);
-    return this.call(async (c) => {
+    return this.conn.call(async (c) => {
       try {
         return await c.getCollection({ name: container });
       } catch (err) {
@@ -166,41 +177,6 @@ export class ChromaStore implements VectorStore {
         throw err;
       }
     });
-  }
-
-  private async call<T>(work: (c: ChromaClient) => Promise<T>): Promise<T> {
-    let client: ChromaClient;
-    try {
-      client = await this.connect();
-    } catch (err) {
-      // A refused address is a configuration the operator has not allowed: unavailable, saying why.
-      if (err instanceof EgressRefused) throw new ServiceUnavailableError('chroma', err.message);
-      throw new ServiceUnavailableError('chroma', `chroma is not usable: ${(err as Error).message}`);
-    }
-    try {
-      return await work(client);
-    } catch (err) {
-      if (nameOf(err) === 'ChromaConnectionError' || isUnreachable(err)) {
-        throw new ServiceUnavailableError('chroma', `chroma is unreachable at ${safeUrl(this.fields.url)}`);
-      }
-      throw err;
-    }
-  }
-
-  private connect(): Promise<ChromaClient> {
-    this.client ??= vettedUrl(this.policy, this.fields.url ?? '', 'chroma').then((url) => {
-      const ssl = url.protocol === 'https:';
-      return new ChromaClient({
-        host: url.hostname.replace(/^\[|\]$/g, ''),
-        port: url.port ? Number(url.port) : ssl ? 443 : 80,
-        ssl,
-        // A redirect could lead the request past the egress policy: it is never followed.
-        fetchOptions: { redirect: 'error' },
-        ...(this.fields.token ? { headers: { 'x-chroma-token': this.fields.token } } : {}),
-      });
-    });
-    this.client.catch(() => (this.client = null));
-    return this.client;
   }
 }
 

@@ -1,13 +1,12 @@
 import { DataType, MilvusClient } from '@zilliz/milvus2-sdk-node';
-import { ServiceUnavailableError } from '@tapyard/core';
-import { EgressPolicy, EgressRefused } from '@tapyard/egress';
+import { EgressPolicy } from '@tapyard/egress';
 import type { ChunkMetadata, ChunkRecord, MetadataFilter, SearchHit, VectorStore } from '../vector-store';
 import {
   VectorContainerMissing,
   VectorDimensionMismatch,
   VectorStoreInputError,
 } from '../vector-store.errors';
-import { safeUrl } from '../qdrant/qdrant.store';
+import { StoreConnection } from '../store-connection';
 import { vettedUrl } from '../vetted-url';
 import { milvusFilter, milvusLiteral } from './milvus-filter';
 
@@ -31,12 +30,32 @@ interface Status {
 export class MilvusStore implements VectorStore {
   readonly name = 'milvus' as const;
   readonly containerField = 'collection' as const;
-  private client: Promise<MilvusClient> | null = null;
+  private readonly conn: StoreConnection<MilvusClient>;
 
-  constructor(
-    private readonly fields: Record<string, string>,
-    private readonly policy: EgressPolicy,
-  ) {}
+  constructor(fields: Record<string, string>, policy: EgressPolicy) {
+    const open = async (): Promise<MilvusClient> => {
+      const url = await vettedUrl(policy, fields.url ?? '', 'milvus');
+      const port = url.port || (url.protocol === 'https:' ? '443' : '19530');
+      const client = new MilvusClient({
+        address: `${url.hostname}:${port}`,
+        ssl: url.protocol === 'https:',
+        timeout: 15_000,
+        logLevel: 'error',
+        ...(fields.token ? { token: fields.token } : {}),
+      });
+      // The client connects on its own as it is made; a failure is seen by the first call, so this
+      // promise must not reject unobserved.
+      client.connectPromise.catch(() => undefined);
+      return client;
+    };
+    const down = (err: unknown): boolean =>
+      /UNAVAILABLE|ECONNREFUSED|DEADLINE_EXCEEDED|No connection established|Failed to connect/i.test(
+        err instanceof Error ? err.message : String(err),
+      );
+    this.conn = new StoreConnection('milvus', fields.url, open, down, (c) =>
+      c.closeConnection().then(() => undefined),
+    );
+  }
 
   containerName(collection: string): string {
     return collection.replace(/-/g, '_');
@@ -51,13 +70,13 @@ export class MilvusStore implements VectorStore {
   }
 
   async probe(): Promise<void> {
-    await this.call(async (c) => ok(await c.listCollections(), 'list collections'));
+    await this.conn.call(async (c) => ok(await c.listCollections(), 'list collections'));
   }
 
   async dimension(container: string): Promise<number | null> {
     this.checkContainer(container);
     if (!(await this.exists(container))) return null;
-    return this.call(async (c) => {
+    return this.conn.call(async (c) => {
       const d = await c.describeCollection({ collection_name: container });
       const vector = d.schema.fields.find((f) => f.name === 'vector');
       const dim = vector?.type_params?.find((p) => p.key === 'dim')?.value;
@@ -71,7 +90,7 @@ export class MilvusStore implements VectorStore {
       if (existing !== dimension) throw new VectorDimensionMismatch('milvus', container, existing, dimension);
       return { created: false };
     }
-    return this.call(async (c) => {
+    return this.conn.call(async (c) => {
       ok(
         await c.createCollection({
           collection_name: container,
@@ -93,7 +112,7 @@ export class MilvusStore implements VectorStore {
   async chunkIds(container: string, uri: string): Promise<string[]> {
     await this.require(container);
     const ids: string[] = [];
-    await this.call(async (c) => {
+    await this.conn.call(async (c) => {
       for (let offset = 0; ; offset += PAGE) {
         const res = await c.query({
           collection_name: container,
@@ -120,7 +139,7 @@ export class MilvusStore implements VectorStore {
         metadata: c.metadata,
         vector: Array.from(c.vector),
       }));
-      await this.call(async (c) =>
+      await this.conn.call(async (c) =>
         ok((await c.upsert({ collection_name: container, data })).status, 'upsert'),
       );
     }
@@ -131,7 +150,9 @@ export class MilvusStore implements VectorStore {
     await this.require(container);
     for (let i = 0; i < ids.length; i += BATCH) {
       const batch = ids.slice(i, i + BATCH);
-      await this.call(async (c) => ok(await c.delete({ collection_name: container, ids: batch }), 'delete'));
+      await this.conn.call(async (c) =>
+        ok(await c.delete({ collection_name: container, ids: batch }), 'delete'),
+      );
     }
   }
 
@@ -148,7 +169,7 @@ export class MilvusStore implements VectorStore {
     } catch (err) {
       throw new VectorStoreInputError((err as Error).message);
     }
-    return this.call(async (c) => {
+    return this.conn.call(async (c) => {
       const res = await c.search({
         collection_name: container,
         data: [Array.from(vector)],
@@ -170,7 +191,7 @@ export class MilvusStore implements VectorStore {
   }
 
   async list(): Promise<string[]> {
-    return this.call(async (c) => {
+    return this.conn.call(async (c) => {
       const res = await c.listCollections();
       ok(res.status, 'list collections');
       return res.data.map((x) => x.name);
@@ -180,17 +201,14 @@ export class MilvusStore implements VectorStore {
   async drop(container: string): Promise<boolean> {
     this.checkContainer(container);
     if (!(await this.exists(container))) return false;
-    await this.call(async (c) =>
+    await this.conn.call(async (c) =>
       ok(await c.dropCollection({ collection_name: container }), 'drop collection'),
     );
     return true;
   }
 
   async close(): Promise<void> {
-    const client = this.client;
-    this.client = null;
-    const c = await client?.catch(() => null);
-    await c?.closeConnection().catch(() => undefined);
+    await this.conn.close();
   }
 
   private async exists(container: string): Promise<boolean> {
@@ -201,45 +219,6 @@ export class MilvusStore implements VectorStore {
   private async require(container: string): Promise<void> {
     this.checkContainer(container);
     if (!(await this.exists(container))) throw new VectorContainerMissing('milvus', container);
-  }
-
-  private async call<T>(work: (c: MilvusClient) => Promise<T>): Promise<T> {
-    let client: MilvusClient;
-    try {
-      client = await this.connect();
-    } catch (err) {
-      // A refused address is a configuration the operator has not allowed: unavailable, saying why.
-      if (err instanceof EgressRefused) throw new ServiceUnavailableError('milvus', err.message);
-      throw new ServiceUnavailableError('milvus', `milvus is not usable: ${(err as Error).message}`);
-    }
-    try {
-      return await work(client);
-    } catch (err) {
-      const m = err instanceof Error ? err.message : String(err);
-      if (/UNAVAILABLE|ECONNREFUSED|DEADLINE_EXCEEDED|No connection established|Failed to connect/i.test(m)) {
-        throw new ServiceUnavailableError('milvus', `milvus is unreachable at ${safeUrl(this.fields.url)}`);
-      }
-      throw err;
-    }
-  }
-
-  private connect(): Promise<MilvusClient> {
-    this.client ??= vettedUrl(this.policy, this.fields.url ?? '', 'milvus').then((url) => {
-      const port = url.port || (url.protocol === 'https:' ? '443' : '19530');
-      const client = new MilvusClient({
-        address: `${url.hostname}:${port}`,
-        ssl: url.protocol === 'https:',
-        timeout: 15_000,
-        logLevel: 'error',
-        ...(this.fields.token ? { token: this.fields.token } : {}),
-      });
-      // The client connects on its own as it is made; a failure is seen by the first call, so this
-      // promise must not reject unobserved.
-      client.connectPromise.catch(() => undefined);
-      return client;
-    });
-    this.client.catch(() => (this.client = null));
-    return this.client;
   }
 }
 

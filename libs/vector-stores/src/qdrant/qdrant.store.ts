@@ -1,13 +1,13 @@
 import { QdrantClient } from '@qdrant/js-client-rest';
-import { ServiceUnavailableError } from '@tapyard/core';
-import { EgressPolicy, EgressRefused } from '@tapyard/egress';
+import { EgressPolicy } from '@tapyard/egress';
 import type { ChunkMetadata, ChunkRecord, MetadataFilter, SearchHit, VectorStore } from '../vector-store';
 import {
   VectorContainerMissing,
   VectorDimensionMismatch,
   VectorStoreInputError,
 } from '../vector-store.errors';
-import { isUnreachable, vettedUrl } from '../vetted-url';
+import { StoreConnection } from '../store-connection';
+import { vettedUrl } from '../vetted-url';
 import { qdrantFilter } from './qdrant-filter';
 
 const NAME = /^[A-Za-z0-9_-]{1,255}$/;
@@ -26,12 +26,20 @@ interface Payload {
 export class QdrantStore implements VectorStore {
   readonly name = 'qdrant' as const;
   readonly containerField = 'collection' as const;
-  private client: Promise<QdrantClient> | null = null;
+  private readonly conn: StoreConnection<QdrantClient>;
 
-  constructor(
-    private readonly fields: Record<string, string>,
-    private readonly policy: EgressPolicy,
-  ) {}
+  constructor(fields: Record<string, string>, policy: EgressPolicy) {
+    this.conn = new StoreConnection('qdrant', fields.url, async () => {
+      const url = await vettedUrl(policy, fields.url ?? '', 'qdrant');
+      return new QdrantClient({
+        url: url.origin,
+        ...(url.pathname !== '/' ? { prefix: url.pathname } : {}),
+        ...(fields.apiKey ? { apiKey: fields.apiKey } : {}),
+        timeout: 30_000,
+        checkCompatibility: false,
+      });
+    });
+  }
 
   containerName(collection: string): string {
     return collection;
@@ -46,12 +54,12 @@ export class QdrantStore implements VectorStore {
   }
 
   async probe(): Promise<void> {
-    await this.call(async (c) => void (await c.getCollections()));
+    await this.conn.call(async (c) => void (await c.getCollections()));
   }
 
   async dimension(container: string): Promise<number | null> {
     this.checkContainer(container);
-    return this.call(async (c) => {
+    return this.conn.call(async (c) => {
       if (!(await c.collectionExists(container)).exists) return null;
       const vectors = (await c.getCollection(container)).config.params.vectors as
         { size?: number } | undefined;
@@ -65,7 +73,7 @@ export class QdrantStore implements VectorStore {
       if (existing !== dimension) throw new VectorDimensionMismatch('qdrant', container, existing, dimension);
       return { created: false };
     }
-    return this.call(async (c) => {
+    return this.conn.call(async (c) => {
       try {
         await c.createCollection(container, { vectors: { size: dimension, distance: 'Cosine' } });
       } catch (err) {
@@ -142,12 +150,12 @@ export class QdrantStore implements VectorStore {
   }
 
   async list(): Promise<string[]> {
-    return this.call(async (c) => (await c.getCollections()).collections.map((x) => x.name));
+    return this.conn.call(async (c) => (await c.getCollections()).collections.map((x) => x.name));
   }
 
   async drop(container: string): Promise<boolean> {
     this.checkContainer(container);
-    return this.call(async (c) => {
+    return this.conn.call(async (c) => {
       if (!(await c.collectionExists(container)).exists) return false;
       await c.deleteCollection(container);
       return true;
@@ -155,11 +163,11 @@ export class QdrantStore implements VectorStore {
   }
 
   async close(): Promise<void> {
-    this.client = null;
+    await this.conn.close();
   }
 
   private async onCollection<T>(container: string, work: (c: QdrantClient) => Promise<T>): Promise<T> {
-    return this.call(async (c) => {
+    return this.conn.call(async (c) => {
       try {
         return await work(c);
       } catch (err) {
@@ -168,54 +176,10 @@ export class QdrantStore implements VectorStore {
       }
     });
   }
-
-  private async call<T>(work: (c: QdrantClient) => Promise<T>): Promise<T> {
-    let client: QdrantClient;
-    try {
-      client = await this.connect();
-    } catch (err) {
-      // A refused address is a configuration the operator has not allowed: unavailable, saying why.
-      if (err instanceof EgressRefused) throw new ServiceUnavailableError('qdrant', err.message);
-      throw new ServiceUnavailableError('qdrant', `qdrant is not usable: ${(err as Error).message}`);
-    }
-    try {
-      return await work(client);
-    } catch (err) {
-      if (isUnreachable(err)) {
-        throw new ServiceUnavailableError('qdrant', `qdrant is unreachable at ${safeUrl(this.fields.url)}`);
-      }
-      throw err;
-    }
-  }
-
-  private connect(): Promise<QdrantClient> {
-    this.client ??= vettedUrl(this.policy, this.fields.url ?? '', 'qdrant').then(
-      (url) =>
-        new QdrantClient({
-          url: url.origin,
-          ...(url.pathname !== '/' ? { prefix: url.pathname } : {}),
-          ...(this.fields.apiKey ? { apiKey: this.fields.apiKey } : {}),
-          timeout: 30_000,
-          checkCompatibility: false,
-        }),
-    );
-    this.client.catch(() => (this.client = null));
-    return this.client;
-  }
 }
 
 function statusOf(err: unknown): number | undefined {
   return (err as { status?: number }).status;
-}
-
-/** The address without credentials, for messages. */
-export function safeUrl(raw: string | undefined): string {
-  try {
-    const u = new URL(raw ?? '');
-    return `${u.protocol}//${u.host}`;
-  } catch {
-    return '(invalid url)';
-  }
 }
 
 export const qdrantStore = (fields: Record<string, string>, policy: EgressPolicy): VectorStore =>

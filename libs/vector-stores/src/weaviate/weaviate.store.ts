@@ -1,6 +1,5 @@
 import weaviate, { Collection, FilterValue, Filters, WeaviateClient } from 'weaviate-client';
-import { ServiceUnavailableError } from '@tapyard/core';
-import { EgressPolicy, EgressRefused } from '@tapyard/egress';
+import { EgressPolicy } from '@tapyard/egress';
 import type {
   ChunkMetadata,
   ChunkRecord,
@@ -14,7 +13,7 @@ import {
   VectorDimensionMismatch,
   VectorStoreInputError,
 } from '../vector-store.errors';
-import { safeUrl } from '../qdrant/qdrant.store';
+import { StoreConnection } from '../store-connection';
 import { isUnreachable, vettedUrl } from '../vetted-url';
 
 const NAME = /^[A-Z][_0-9A-Za-z]{0,230}$/;
@@ -36,14 +35,36 @@ type Kind = 'text' | 'number' | 'boolean';
 export class WeaviateStore implements VectorStore {
   readonly name = 'weaviate' as const;
   readonly containerField = 'className' as const;
-  private client: Promise<WeaviateClient> | null = null;
+  private readonly conn: StoreConnection<WeaviateClient>;
   /** Declared properties per class, as last read or added. */
   private readonly properties = new Map<string, Map<string, string>>();
 
-  constructor(
-    private readonly fields: Record<string, string>,
-    private readonly policy: EgressPolicy,
-  ) {}
+  constructor(fields: Record<string, string>, policy: EgressPolicy) {
+    const open = async (): Promise<WeaviateClient> => {
+      const url = await vettedUrl(policy, fields.url ?? '', 'weaviate');
+      const secure = url.protocol === 'https:';
+      const grpcPort = Number(fields.grpcPort ?? 50051);
+      // The gRPC port is a second connection to the same host: it passes the policy too.
+      const grpc = await policy.check(new URL(fields.url).hostname, grpcPort);
+      return weaviate.connectToCustom({
+        httpHost: url.hostname.replace(/^\[|\]$/g, ''),
+        httpPort: url.port ? Number(url.port) : secure ? 443 : 80,
+        httpSecure: secure,
+        ...(url.pathname !== '/' ? { httpPath: url.pathname } : {}),
+        grpcHost: secure ? new URL(fields.url).hostname : grpc.address,
+        grpcPort,
+        grpcSecure: secure,
+        skipInitChecks: true,
+        ...(fields.apiKey ? { authCredentials: new weaviate.ApiKey(fields.apiKey) } : {}),
+      });
+    };
+    const down = (err: unknown): boolean =>
+      isUnreachable(err) ||
+      /ECONNREFUSED|UNAVAILABLE|fetch failed|Failed to connect/i.test(
+        err instanceof Error ? err.message : String(err),
+      );
+    this.conn = new StoreConnection('weaviate', fields.url, open, down, (c) => c.close());
+  }
 
   containerName(collection: string): string {
     return collection.charAt(0).toUpperCase() + collection.slice(1).replace(/-/g, '_');
@@ -58,12 +79,12 @@ export class WeaviateStore implements VectorStore {
   }
 
   async probe(): Promise<void> {
-    await this.call(async (c) => void (await c.collections.listAll()));
+    await this.conn.call(async (c) => void (await c.collections.listAll()));
   }
 
   async dimension(container: string): Promise<number | null> {
     this.checkContainer(container);
-    return this.call(async (c) => {
+    return this.conn.call(async (c) => {
       if (!(await c.collections.exists(container))) return null;
       const config = await c.collections.use(container).config.get();
       const m = DIMENSION.exec(config.description ?? '');
@@ -79,7 +100,7 @@ export class WeaviateStore implements VectorStore {
       }
       return { created: false };
     }
-    return this.call(async (c) => {
+    return this.conn.call(async (c) => {
       try {
         await c.collections.create({
           name: container,
@@ -109,7 +130,7 @@ export class WeaviateStore implements VectorStore {
 
   async chunkIds(container: string, uri: string): Promise<string[]> {
     const col = await this.collection(container);
-    return this.call(async () => {
+    return this.conn.call(async () => {
       const ids: string[] = [];
       let after: string | undefined;
       for (;;) {
@@ -139,7 +160,7 @@ export class WeaviateStore implements VectorStore {
         },
       }));
       // insertMany replaces an object of the same id (a batch write is an upsert in Weaviate).
-      const res = await this.call(() => col.data.insertMany(batch));
+      const res = await this.conn.call(() => col.data.insertMany(batch));
       if (res.hasErrors) {
         const first = Object.values(res.errors)[0];
         throw new Error(
@@ -154,7 +175,7 @@ export class WeaviateStore implements VectorStore {
     const col = await this.collection(container);
     for (let i = 0; i < ids.length; i += BATCH) {
       const batch = ids.slice(i, i + BATCH);
-      await this.call(() => col.data.deleteMany(col.filter.byId().containsAny(batch)));
+      await this.conn.call(() => col.data.deleteMany(col.filter.byId().containsAny(batch)));
     }
   }
 
@@ -173,7 +194,7 @@ export class WeaviateStore implements VectorStore {
       const p = col.filter.byProperty(PREFIX + k);
       return Array.isArray(v) ? p.containsAny(v as never[]) : p.equal(v as never);
     });
-    const res = await this.call(() =>
+    const res = await this.conn.call(() =>
       col.query.nearVector(Array.from(vector), {
         limit: topK,
         returnMetadata: ['distance'],
@@ -198,12 +219,12 @@ export class WeaviateStore implements VectorStore {
   }
 
   async list(): Promise<string[]> {
-    return this.call(async (c) => (await c.collections.listAll()).map((x) => x.name));
+    return this.conn.call(async (c) => (await c.collections.listAll()).map((x) => x.name));
   }
 
   async drop(container: string): Promise<boolean> {
     this.checkContainer(container);
-    return this.call(async (c) => {
+    return this.conn.call(async (c) => {
       if (!(await c.collections.exists(container))) return false;
       await c.collections.delete(container);
       this.properties.delete(container);
@@ -212,14 +233,12 @@ export class WeaviateStore implements VectorStore {
   }
 
   async close(): Promise<void> {
-    const client = this.client;
-    this.client = null;
-    await (await client?.catch(() => null))?.close().catch(() => undefined);
+    await this.conn.close();
   }
 
   private async collection(container: string): Promise<Collection> {
     this.checkContainer(container);
-    return this.call(async (c) => {
+    return this.conn.call(async (c) => {
       if (!(await c.collections.exists(container))) throw new VectorContainerMissing('weaviate', container);
       return c.collections.use(container);
     });
@@ -228,7 +247,7 @@ export class WeaviateStore implements VectorStore {
   private async known(container: string, col: Collection): Promise<Map<string, string>> {
     let props = this.properties.get(container);
     if (!props) {
-      const config = await this.call(() => col.config.get());
+      const config = await this.conn.call(() => col.config.get());
       props = new Map(config.properties.map((p) => [p.name, p.dataType]));
       this.properties.set(container, props);
     }
@@ -248,7 +267,7 @@ export class WeaviateStore implements VectorStore {
       }
     }
     for (const [name, kind] of wanted) {
-      await this.call(async () => {
+      await this.conn.call(async () => {
         try {
           await col.config.addProperty(
             kind === 'text' ? { name, dataType: 'text', tokenization: 'field' } : { name, dataType: kind },
@@ -260,52 +279,6 @@ export class WeaviateStore implements VectorStore {
       });
       known.set(name, kind);
     }
-  }
-
-  private async call<T>(work: (c: WeaviateClient) => Promise<T>): Promise<T> {
-    let client: WeaviateClient;
-    try {
-      client = await this.connect();
-    } catch (err) {
-      // A refused address is a configuration the operator has not allowed: unavailable, saying why.
-      if (err instanceof EgressRefused) throw new ServiceUnavailableError('weaviate', err.message);
-      throw new ServiceUnavailableError('weaviate', `weaviate is not usable: ${(err as Error).message}`);
-    }
-    try {
-      return await work(client);
-    } catch (err) {
-      const m = err instanceof Error ? err.message : String(err);
-      if (isUnreachable(err) || /ECONNREFUSED|UNAVAILABLE|fetch failed|Failed to connect/i.test(m)) {
-        throw new ServiceUnavailableError(
-          'weaviate',
-          `weaviate is unreachable at ${safeUrl(this.fields.url)}`,
-        );
-      }
-      throw err;
-    }
-  }
-
-  private connect(): Promise<WeaviateClient> {
-    this.client ??= (async () => {
-      const url = await vettedUrl(this.policy, this.fields.url ?? '', 'weaviate');
-      const secure = url.protocol === 'https:';
-      const grpcPort = Number(this.fields.grpcPort ?? 50051);
-      // The gRPC port is a second connection to the same host: it passes the policy too.
-      const grpc = await this.policy.check(new URL(this.fields.url).hostname, grpcPort);
-      return weaviate.connectToCustom({
-        httpHost: url.hostname.replace(/^\[|\]$/g, ''),
-        httpPort: url.port ? Number(url.port) : secure ? 443 : 80,
-        httpSecure: secure,
-        ...(url.pathname !== '/' ? { httpPath: url.pathname } : {}),
-        grpcHost: secure ? new URL(this.fields.url).hostname : grpc.address,
-        grpcPort,
-        grpcSecure: secure,
-        skipInitChecks: true,
-        ...(this.fields.apiKey ? { authCredentials: new weaviate.ApiKey(this.fields.apiKey) } : {}),
-      });
-    })();
-    this.client.catch(() => (this.client = null));
-    return this.client;
   }
 }
 

@@ -1,0 +1,207 @@
+import { createHash } from 'node:crypto';
+import { Server, createServer } from 'node:http';
+import { AddressInfo } from 'node:net';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
+import { zip } from './support/archives';
+import { issueKey, newBootstrapKey } from './support/auth';
+import { TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
+
+import { vectorPeerFields } from './support/vector-peers';
+
+/**
+ * Documents with API keys on, against the embedded pgvector store: container-scoped capabilities,
+ * zipped sets through FileNotifier, and a model change refused at search time.
+ */
+describe('documents: capabilities, archives, embedding model changes (pgvector)', () => {
+  const env = uniqueEnvironment('docs-access');
+  const admin = newBootstrapKey();
+  let api: TestApi;
+  let worker: TestWorker;
+  const keys: Record<string, string> = {};
+
+  beforeAll(async () => {
+    const flags = {
+      TAPYARD_ENV: env,
+      ...TEST_OBJECT_STORE,
+      USE_API_KEYS: 'true',
+      TAPYARD_BOOTSTRAP_API_KEY: admin,
+      PGVECTOR_URL: vectorPeerFields('pgvector').connectionString,
+    };
+    api = await startApi(flags);
+    worker = await startWorker(flags);
+    for (const name of ['handbook', 'finance']) {
+      await api.http
+        .post('/api/v1/pipeline')
+        .set('x-api-key', admin)
+        .send({
+          name,
+          source: {
+            fileAttributes: { unstructuredAttributes: { chunking: { size: 128 } } },
+            schemaProperties: { fields: [] },
+          },
+          destination: { vectorStore: { store: 'pgvector', collection: `${name}_${env.slice(-8)}` } },
+        })
+        .expect(200);
+    }
+    const handbook = `handbook_${env.slice(-8)}`;
+    keys.reader = await issueKey(api.http, admin, 'reader', {
+      capabilities: [`search:vector:collection=${handbook}`],
+    });
+    keys.uploader = await issueKey(api.http, admin, 'uploader', {
+      capabilities: ['pipeline:upload', 'pipeline:read'],
+    });
+    keys.docs = await issueKey(api.http, admin, 'docs', {
+      capabilities: ['pipeline:upload', 'pipeline:read', `document:upload:collection=${handbook}`],
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    await api?.http
+      .delete('/api/v1/pipeline')
+      .set('x-api-key', admin)
+      .query({ pipeline: 'handbook', deleteData: 'true' });
+    await api?.http
+      .delete('/api/v1/pipeline')
+      .set('x-api-key', admin)
+      .query({ pipeline: 'finance', deleteData: 'true' });
+    await worker?.close();
+    await api?.close();
+  });
+
+  /** Polls a token's rollup as the admin until every job is done. */
+  const rollup = async (query: Record<string, string>, atLeast = 1) => {
+    for (let i = 0; i < 1200; i++) {
+      const res = await api.http
+        .get('/api/v1/pipeline/status')
+        .set('x-api-key', admin)
+        .query({ ...query, withrollup: 'true' });
+      const r = res.body?.rollup as
+        { allDone: boolean; status: string; jobs: { filename: string; status: string }[] } | undefined;
+      if (res.status === 200 && r?.allDone && r.jobs.length >= atLeast) return r;
+      await new Promise((ok) => setTimeout(ok, 100));
+    }
+    throw new Error(`not done: ${JSON.stringify(query)}`);
+  };
+  const upload = (key: string, pipeline: string, body: Buffer | string, filename: string) =>
+    api.http
+      .post('/api/v1/pipeline/upload')
+      .set('x-api-key', key)
+      .field('pipeline', pipeline)
+      .attach('file', Buffer.from(body), filename);
+
+  it('needs document:upload on the collection to upload a document', async () => {
+    const denied = await upload(keys.uploader, 'handbook', 'Some text.', 'a.txt').expect(403);
+    expect(denied.body.message).toMatch(/document:upload/);
+    await upload(keys.docs, 'finance', 'Some text.', 'a.txt').expect(403);
+    const token = (
+      await upload(
+        keys.docs,
+        'handbook',
+        '# Holidays\n\nThe office closes between Christmas and New Year.',
+        'holidays.md',
+      ).expect(200)
+    ).text;
+    expect((await rollup({ pipelinetoken: token })).status).toBe('success');
+  });
+
+  it('takes a zipped set through FileNotifier: one job per document under one publisher token', async () => {
+    const archive = zip([
+      {
+        name: 'policies/remote.md',
+        data: '# Remote work\n\nEmployees may work from home up to three days a week.',
+      },
+      {
+        name: 'policies/travel.pdf',
+        data: await readFile(join(__dirname, 'corpora', 'documents', 'travel-policy.pdf')),
+      },
+      { name: 'policies/image.png', data: Buffer.from([0x89, 0x50, 0x4e, 0x47]) },
+    ]);
+    const res = await upload(keys.docs, 'handbook', archive, 'policies.zip').field(
+      'publishertoken',
+      'docs-zip-1',
+    );
+    expect(res.status).toBe(200);
+    const done = await rollup({ publishertoken: 'docs-zip-1' }, 3);
+    const jobs = done.jobs.filter((j) => j.filename !== 'policies.zip');
+    expect(jobs.map((j) => j.filename).sort()).toEqual(['policies/remote.md', 'policies/travel.pdf']);
+    for (const j of jobs) expect(j.status).toBe('success');
+  });
+
+  it('scopes search by container: another collection answers 404, its own 200', async () => {
+    const body = { query: 'how many days can I work from home', table: `handbook_${env.slice(-8)}` };
+    const hits = await api.http
+      .post('/api/v1/search/pgvector')
+      .set('x-api-key', keys.reader)
+      .send(body)
+      .expect(200);
+    expect(hits.body.results[0].metadata.uri).toBe('upload://policies.zip#policies/remote.md');
+    await api.http
+      .post('/api/v1/search/pgvector')
+      .set('x-api-key', keys.reader)
+      .send({ ...body, table: `finance_${env.slice(-8)}` })
+      .expect(404);
+    await api.http.post('/api/v1/search/pgvector').set('x-api-key', keys.uploader).send(body).expect(403);
+  });
+
+  it('refuses a search embedded by another model than the one that filled the container (400, text/plain)', async () => {
+    // An OpenAI-compatible provider on loopback (a double of the paid API; vectors of 384 numbers, so
+    // the dimensions match and only the recorded model tells them apart).
+    const server: Server = createServer((req, res) => {
+      let raw = '';
+      req.on('data', (c: Buffer) => (raw += c.toString()));
+      req.on('end', () => {
+        const { input } = JSON.parse(raw) as { input: string[] };
+        const data = input.map((t, index) => ({
+          object: 'embedding',
+          index,
+          embedding: Array.from(
+            { length: 384 },
+            (_, i) => createHash('sha256').update(`${t}${i}`).digest()[0] - 128,
+          ),
+        }));
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(
+          JSON.stringify({
+            object: 'list',
+            data,
+            model: 'other',
+            usage: { prompt_tokens: 1, total_tokens: 1 },
+          }),
+        );
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as AddressInfo).port;
+    const other = await startApi({
+      TAPYARD_ENV: env,
+      USE_API_KEYS: 'true',
+      TAPYARD_BOOTSTRAP_API_KEY: admin,
+      PGVECTOR_URL: vectorPeerFields('pgvector').connectionString,
+      TAP_EGRESS_ALLOW: `127.0.0.1:${port}`,
+    });
+    try {
+      await other.http
+        .put('/api/v1/secrets/embedding')
+        .set('x-api-key', admin)
+        .send({
+          provider: 'openai-compatible',
+          baseUrl: `http://127.0.0.1:${port}/v1`,
+          model: 'other-embedder',
+        })
+        .expect(200);
+      const res = await other.http
+        .post('/api/v1/search/pgvector')
+        .set('x-api-key', admin)
+        .send({ query: 'remote work', table: `handbook_${env.slice(-8)}` })
+        .expect(400);
+      expect(res.headers['content-type']).toMatch(/^text\/plain/);
+      expect(res.text).toMatch(/builtin:all-MiniLM-L6-v2.*openai-compatible:other-embedder/);
+    } finally {
+      await other.http.delete('/api/v1/secrets/embedding').set('x-api-key', admin);
+      await other.close();
+      server.close();
+    }
+  });
+});
