@@ -1,6 +1,6 @@
 import { ServiceUnavailableError } from '@tapyard/core';
 import { EgressRefused } from '@tapyard/egress';
-import { isUnreachable } from './vetted-url';
+import { isUnreachable, unreachableReason } from './vetted-url';
 
 /** The address without credentials, for messages. */
 export function safeUrl(raw: string | undefined): string {
@@ -44,7 +44,12 @@ export class StoreConnection<C> {
       return await work(client);
     } catch (err) {
       if (this.down(err)) {
-        throw new ServiceUnavailableError(this.store, `${this.store} is unreachable at ${safeUrl(this.url)}`);
+        // The reason when the error names one (a code such as ECONNREFUSED; never a header).
+        const reason = unreachableReason(err);
+        throw new ServiceUnavailableError(
+          this.store,
+          `${this.store} is unreachable at ${safeUrl(this.url)}${reason ? `: ${reason}` : ''}`,
+        );
       }
       throw err;
     }

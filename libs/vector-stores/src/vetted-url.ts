@@ -24,6 +24,15 @@ export async function vettedUrl(policy: EgressPolicy, raw: string, store: string
 
 /** True for a failure to reach a server at all (refused, reset, timed out, no route, DNS). */
 export function isUnreachable(err: unknown): boolean {
+  return unreachableReason(err) !== undefined;
+}
+
+/**
+ * Why a server could not be reached (`ECONNREFUSED`, `TimeoutError`, …), from the error or its causes;
+ * undefined when the error is something else. Codes and names only: never a message that could echo
+ * a request's headers.
+ */
+export function unreachableReason(err: unknown): string | undefined {
   for (let e: unknown = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
     const code = (e as { code?: string }).code;
     if (
@@ -32,11 +41,19 @@ export function isUnreachable(err: unknown): boolean {
         code,
       )
     )
-      return true;
+      return code;
     const name = (e as { name?: string }).name;
-    if (name === 'AbortError' || name === 'TimeoutError' || /Timeout/.test(name ?? '')) return true;
-    // fetch's own failure (undici), whichever realm made it: `instanceof` cannot be trusted here.
-    if (name === 'TypeError' && /fetch failed/.test((e as Error).message)) return true;
+    if (name === 'AbortError' || name === 'TimeoutError' || /Timeout/.test(name ?? '')) return name;
+    // fetch's own failure (undici), whichever realm made it: `instanceof` cannot be trusted here. Its
+    // cause names the reason: a connection error's code, or undici's own words ("bad port": fetch
+    // never connects to ports such as 9 or 25).
+    if (name === 'TypeError' && /fetch failed/.test((e as Error).message)) {
+      const cause = (e as { cause?: unknown }).cause;
+      const said = (cause as { message?: unknown } | undefined)?.message;
+      return (
+        unreachableReason(cause) ?? (typeof said === 'string' && said ? said.slice(0, 100) : 'fetch failed')
+      );
+    }
   }
-  return false;
+  return undefined;
 }

@@ -8,6 +8,7 @@ import {
 } from '../vector-store.errors';
 import { isUnreachable, vettedUrl } from '../vetted-url';
 import { StoreConnection } from '../store-connection';
+import { chromaDimensionError, chromaSimilarity } from './chroma-answers';
 import { chromaWhere } from './chroma-filter';
 
 // Chroma's own rule: 3-512 characters of [a-zA-Z0-9._-], starting and ending with a letter or digit.
@@ -19,7 +20,8 @@ const DIMENSION_KEY = 'tapyard_dimension';
  * Chroma through its official client, server at the secret's `url`: a container is a collection with
  * the cosine space; its dimension is kept in the collection's metadata (Chroma learns it only from the
  * first vector). Vectors are always ours: no embedding function is ever attached (the default one
- * would download a model). Cosine distance d is similarity 1 - d.
+ * would download a model). Cosine distance d is similarity 1 - d. A collection made elsewhere is
+ * read as it is: its dimension from a stored vector, its distances from its own space.
  */
 export class ChromaStore implements VectorStore {
   readonly name = 'chroma' as const;
@@ -59,19 +61,25 @@ export class ChromaStore implements VectorStore {
     await this.conn.call(async (c) => void (await c.heartbeat()));
   }
 
+  /**
+   * Null also for a collection made elsewhere that holds no vector yet: it takes any dimension
+   * until ensure() records one.
+   */
   async dimension(container: string): Promise<number | null> {
     const col = await this.find(container);
-    if (!col) return null;
-    const d = Number(col.metadata?.[DIMENSION_KEY]);
-    return Number.isFinite(d) && d > 0 ? d : null;
+    return col ? this.dimensionOf(col) : null;
   }
 
   async ensure(container: string, dimension: number): Promise<{ created: boolean }> {
     const existing = await this.find(container);
     if (existing) {
-      const d = Number(existing.metadata?.[DIMENSION_KEY]);
-      if (Number.isFinite(d) && d !== dimension)
-        throw new VectorDimensionMismatch('chroma', container, d, dimension);
+      const d = await this.dimensionOf(existing);
+      if (d !== null && d !== dimension) throw new VectorDimensionMismatch('chroma', container, d, dimension);
+      if (d === null) {
+        // Made elsewhere and empty: record the dimension beside its own metadata (modify replaces it).
+        const metadata = { ...(existing.metadata ?? {}), [DIMENSION_KEY]: dimension };
+        await this.conn.call(() => existing.modify({ metadata }));
+      }
       return { created: false };
     }
     return this.conn.call(async (c) => {
@@ -100,7 +108,7 @@ export class ChromaStore implements VectorStore {
     const col = await this.collection(container);
     for (let i = 0; i < chunks.length; i += BATCH) {
       const batch = chunks.slice(i, i + BATCH);
-      await this.conn.call(() =>
+      await this.onCollection(container, () =>
         col.upsert({
           ids: batch.map((c) => c.id),
           embeddings: batch.map((c) => Array.from(c.vector)),
@@ -124,7 +132,8 @@ export class ChromaStore implements VectorStore {
     filter?: MetadataFilter,
   ): Promise<SearchHit[]> {
     const col = await this.collection(container);
-    const res = await this.conn.call(() =>
+    const space = col.configuration.hnsw?.space ?? col.configuration.spann?.space;
+    const res = await this.onCollection(container, () =>
       col.query({
         queryEmbeddings: [Array.from(vector)],
         nResults: topK,
@@ -136,7 +145,7 @@ export class ChromaStore implements VectorStore {
       id,
       text: res.documents[0][i] ?? '',
       metadata: (res.metadatas[0][i] ?? {}) as ChunkMetadata,
-      similarity: 1 - (res.distances[0][i] ?? 1),
+      similarity: chromaSimilarity(space, res.distances[0][i] ?? 1),
     }));
   }
 
@@ -159,6 +168,27 @@ export class ChromaStore implements VectorStore {
 
   async close(): Promise<void> {
     await this.conn.close();
+  }
+
+  /** The recorded dimension, else that of a stored vector, else null (none stored). */
+  private async dimensionOf(col: Collection): Promise<number | null> {
+    const d = Number(col.metadata?.[DIMENSION_KEY]);
+    if (Number.isFinite(d) && d > 0) return d;
+    const one = await this.conn.call(() => col.get({ limit: 1, include: ['embeddings'] }));
+    const v = one.embeddings[0];
+    return v ? v.length : null;
+  }
+
+  /** Work on a collection, reading Chroma's dimension complaint as VectorDimensionMismatch. */
+  private async onCollection<T>(container: string, work: () => Promise<T>): Promise<T> {
+    try {
+      return await this.conn.call(work);
+    } catch (err) {
+      const dims =
+        nameOf(err) === 'ChromaClientError' ? chromaDimensionError(String((err as Error).message)) : null;
+      if (dims) throw new VectorDimensionMismatch('chroma', container, dims.expected, dims.actual);
+      throw err;
+    }
   }
 
   private async collection(container: string): Promise<Collection> {

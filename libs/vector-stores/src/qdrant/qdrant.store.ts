@@ -8,6 +8,7 @@ import {
 } from '../vector-store.errors';
 import { StoreConnection } from '../store-connection';
 import { vettedUrl } from '../vetted-url';
+import { qdrantDimensionError, qdrantVectorSize } from './qdrant-answers';
 import { qdrantFilter } from './qdrant-filter';
 
 const NAME = /^[A-Za-z0-9_-]{1,255}$/;
@@ -61,9 +62,13 @@ export class QdrantStore implements VectorStore {
     this.checkContainer(container);
     return this.conn.call(async (c) => {
       if (!(await c.collectionExists(container)).exists) return null;
-      const vectors = (await c.getCollection(container)).config.params.vectors as
-        { size?: number } | undefined;
-      return vectors?.size ?? null;
+      const size = qdrantVectorSize((await c.getCollection(container)).config.params.vectors);
+      if (size === undefined) {
+        throw new VectorStoreInputError(
+          `qdrant collection '${container}' has named vectors: Tapyard reads and writes collections of one unnamed vector`,
+        );
+      }
+      return size;
     });
   }
 
@@ -172,6 +177,9 @@ export class QdrantStore implements VectorStore {
         return await work(c);
       } catch (err) {
         if (statusOf(err) === 404) throw new VectorContainerMissing('qdrant', container);
+        // A collection made elsewhere for another model, or vectors of another embedder.
+        const dims = statusOf(err) === 400 ? qdrantDimensionError(errorText(err)) : null;
+        if (dims) throw new VectorDimensionMismatch('qdrant', container, dims.expected, dims.actual);
         throw err;
       }
     });
@@ -180,6 +188,13 @@ export class QdrantStore implements VectorStore {
 
 function statusOf(err: unknown): number | undefined {
   return (err as { status?: number }).status;
+}
+
+/** The error text of a Qdrant answer (`{status: {error}}`), else the error's message. */
+function errorText(err: unknown): string {
+  const data = (err as { data?: { status?: { error?: unknown } } }).data;
+  const text = data?.status?.error;
+  return typeof text === 'string' ? text : String((err as Error).message);
 }
 
 export const qdrantStore = (fields: Record<string, string>, policy: EgressPolicy): VectorStore =>

@@ -1,0 +1,168 @@
+import { randomUUID } from 'node:crypto';
+import { AddressInfo, createServer } from 'node:net';
+import { QdrantClient } from '@qdrant/js-client-rest';
+import { ChromaClient } from 'chromadb';
+import { ServiceUnavailableError } from '@tapyard/core';
+import {
+  VECTOR_STORE_FACTORIES,
+  VectorDimensionMismatch,
+  VectorStore,
+  VectorStoreInputError,
+} from '@tapyard/vector-stores';
+import { peerPolicy, vectorPeerFields } from './support/vector-peers';
+
+/**
+ * Collections a caller may name in a search that Tapyard did not make (another tool filled them, with
+ * Chroma's default space or Qdrant's named vectors), and vectors of another dimension: typed answers,
+ * never a store's raw 400. Against the real local peers.
+ */
+const name = (): string => `f${randomUUID().replace(/-/g, '').slice(0, 12)}`;
+const unit = (dim: number, i: number): Float32Array => {
+  const v = new Float32Array(dim);
+  v[i] = 1;
+  return v;
+};
+const chunk = (dim: number, i: number) => ({
+  id: randomUUID(),
+  text: `chunk ${i}`,
+  vector: unit(dim, i),
+  metadata: { uri: `doc://foreign/${i}`, chunkIndex: i },
+});
+
+/** A loopback port nothing listens on (just released by the kernel). */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+function open(store: 'qdrant' | 'chroma'): { vs: VectorStore; url: URL } {
+  const fields = vectorPeerFields(store);
+  return { vs: VECTOR_STORE_FACTORIES[store]!(fields, peerPolicy(fields)), url: new URL(fields.url) };
+}
+
+describe('qdrant: collections made elsewhere, other dimensions', () => {
+  let vs: VectorStore;
+  let raw: QdrantClient;
+  const made: string[] = [];
+
+  beforeAll(() => {
+    const peer = open('qdrant');
+    vs = peer.vs;
+    raw = new QdrantClient({ url: peer.url.origin, checkCompatibility: false });
+  });
+
+  afterAll(async () => {
+    for (const c of made) await raw.deleteCollection(c).catch(() => undefined);
+    await vs.close();
+  });
+
+  it('reads the dimension of a plain collection, and refuses vectors of another as a mismatch', async () => {
+    const c = name();
+    made.push(c);
+    await raw.createCollection(c, { vectors: { size: 4, distance: 'Cosine' } });
+    expect(await vs.dimension(c)).toBe(4);
+    await expect(vs.ensure(c, 8)).rejects.toBeInstanceOf(VectorDimensionMismatch);
+    const search = vs.search(c, unit(8, 0), 3);
+    await expect(search).rejects.toBeInstanceOf(VectorDimensionMismatch);
+    await expect(search).rejects.toMatchObject({ expected: 4, actual: 8 });
+    await expect(vs.upsert(c, [chunk(8, 1)])).rejects.toMatchObject({ expected: 4, actual: 8 });
+  });
+
+  it('says a collection of named vectors is not one it can use', async () => {
+    const c = name();
+    made.push(c);
+    await raw.createCollection(c, { vectors: { dense: { size: 4, distance: 'Cosine' } } });
+    await expect(vs.dimension(c)).rejects.toBeInstanceOf(VectorStoreInputError);
+    await expect(vs.ensure(c, 4)).rejects.toThrow(/named vectors/);
+  });
+
+  it('names the reason it cannot reach a server', async () => {
+    const unavailable = async (url: string): Promise<string> => {
+      const dead = VECTOR_STORE_FACTORIES.qdrant!({ url }, peerPolicy({ url }));
+      const err = await dead.probe().then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(ServiceUnavailableError);
+      return (err as Error).message;
+    };
+    const port = await closedPort();
+    expect(await unavailable(`http://127.0.0.1:${port}`)).toBe(
+      `qdrant is unreachable at http://127.0.0.1:${port}: ECONNREFUSED`,
+    );
+    // The contract's port 9 is one fetch never connects to.
+    expect(await unavailable('http://127.0.0.1:9')).toBe(
+      'qdrant is unreachable at http://127.0.0.1:9: bad port',
+    );
+  });
+});
+
+describe('chroma: collections made elsewhere, other dimensions', () => {
+  let vs: VectorStore;
+  let raw: ChromaClient;
+  const made: string[] = [];
+
+  beforeAll(() => {
+    const peer = open('chroma');
+    vs = peer.vs;
+    raw = new ChromaClient({ host: peer.url.hostname, port: Number(peer.url.port) });
+  });
+
+  afterAll(async () => {
+    for (const c of made) await raw.deleteCollection({ name: c }).catch(() => undefined);
+    await vs.close();
+  });
+
+  it("reads a filled collection's dimension from its vectors and its similarity from its space", async () => {
+    const c = name();
+    made.push(c);
+    // Chroma's default space is l2 (squared distance), not cosine.
+    const col = await raw.createCollection({ name: c, embeddingFunction: null });
+    await col.upsert({
+      ids: ['a', 'b', 'c'],
+      embeddings: [
+        [1, 0, 0, 0],
+        [Math.SQRT1_2, Math.SQRT1_2, 0, 0],
+        [-1, 0, 0, 0],
+      ],
+      documents: ['same', 'near', 'opposite'],
+      metadatas: [{ uri: 'doc://a' }, { uri: 'doc://b' }, { uri: 'doc://c' }],
+    });
+    expect(await vs.dimension(c)).toBe(4);
+    await expect(vs.ensure(c, 8)).rejects.toMatchObject({ expected: 4, actual: 8 });
+    const hits = await vs.search(c, unit(4, 0), 3);
+    expect(hits.map((h) => h.text)).toEqual(['same', 'near', 'opposite']);
+    expect(hits[0].similarity).toBeCloseTo(1, 5);
+    expect(hits[1].similarity).toBeCloseTo(Math.SQRT1_2, 5);
+    expect(hits[2].similarity).toBeCloseTo(-1, 5);
+    const search = vs.search(c, unit(8, 0), 3);
+    await expect(search).rejects.toBeInstanceOf(VectorDimensionMismatch);
+    await expect(search).rejects.toMatchObject({ expected: 4, actual: 8 });
+    await expect(vs.upsert(c, [chunk(8, 1)])).rejects.toMatchObject({ expected: 4, actual: 8 });
+  });
+
+  it('records a dimension for an empty one beside its own metadata', async () => {
+    const c = name();
+    made.push(c);
+    await raw.createCollection({ name: c, metadata: { owner: 'someone' }, embeddingFunction: null });
+    expect(await vs.dimension(c)).toBeNull();
+    expect(await vs.ensure(c, 8)).toEqual({ created: false });
+    expect(await vs.dimension(c)).toBe(8);
+    expect((await raw.getCollection({ name: c })).metadata).toMatchObject({ owner: 'someone' });
+    await expect(vs.ensure(c, 4)).rejects.toBeInstanceOf(VectorDimensionMismatch);
+  });
+
+  it('says it cannot reach a server', async () => {
+    const fields = { url: 'http://127.0.0.1:9' };
+    const dead = VECTOR_STORE_FACTORIES.chroma!(fields, peerPolicy(fields));
+    const err = await dead.probe().then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(ServiceUnavailableError);
+    expect((err as Error).message).toBe('chroma is unreachable at http://127.0.0.1:9');
+  });
+});
