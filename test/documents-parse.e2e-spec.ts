@@ -99,13 +99,14 @@ describe('document parsing (real parsers in a bounded thread)', () => {
   });
 
   it('stops a parse that takes too long or needs too much memory, and keeps serving', async () => {
-    const big = await file('big.txt', 'word '.repeat(2_000_000));
+    // HTML goes through the parse thread (plain text is decoded in process, in one linear pass).
+    const big = await file('big.html', `<html><body><p>${'word '.repeat(2_000_000)}</p></body></html>`);
     const slow = await refusal(
-      extractText({ path: big, filename: 'big.txt' }, {}, { maxBytes: 1e9, timeoutMs: 1, heapMb: 512 }),
+      extractText({ path: big, filename: 'big.html' }, {}, { maxBytes: 1e9, timeoutMs: 1, heapMb: 512 }),
     );
     expect(slow.message).toMatch(/took longer than/);
     const tooBig = await refusal(
-      extractText({ path: big, filename: 'big.txt' }, {}, { maxBytes: 1000, timeoutMs: 60000, heapMb: 512 }),
+      extractText({ path: big, filename: 'big.html' }, {}, { maxBytes: 1000, timeoutMs: 60000, heapMb: 512 }),
     );
     expect(tooBig.message).toMatch(/more than the 1000 a document may have/);
     expect((await parse('ok.txt', 'still serving')).text).toBe('still serving');

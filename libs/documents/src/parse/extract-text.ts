@@ -6,6 +6,7 @@ import { DocumentError } from '../document.errors';
 import type { ExtractedText } from '../document.types';
 import { detectFormat } from './detect-format';
 import type { ParseReply, ParseRequest } from './parse-thread';
+import { Unreadable, parseDocument } from './parsers';
 
 export interface ParseLimits {
   maxBytes: number;
@@ -49,7 +50,10 @@ export async function extractText(
     format,
     options: { ...PARSER_DEFAULTS, ...options },
   };
-  const reply = await runThread(request, limits);
+  // Plain text and Markdown are decoded in one linear pass within the size limit: a thread of their
+  // own would cost more than the work. Formats with a parser library get one.
+  const reply =
+    format === 'text' || format === 'markdown' ? await inProcess(request) : await runThread(request, limits);
   if (!reply.ok) {
     throw new DocumentError(
       reply.unreadable ? reply.message : `'${name}' could not be parsed as ${format}: ${reply.message}`,
@@ -99,4 +103,16 @@ function runThread(request: ParseRequest, limits: ParseLimits): Promise<ParseRep
       done(() => reject(new DocumentError(`'${request.name}' stopped the parser (exit ${code})`))),
     );
   });
+}
+
+async function inProcess(request: ParseRequest): Promise<ParseReply> {
+  try {
+    return {
+      ok: true,
+      result: await parseDocument(request.path, request.name, request.format, request.options),
+    };
+  } catch (err) {
+    if (!(err instanceof Unreadable)) throw err;
+    return { ok: false, message: err.message, severity: err.severity, unreadable: true };
+  }
 }

@@ -1,7 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { FormatCallback, HtmlToTextOptions, convert } from 'html-to-text';
-import mammoth from 'mammoth';
-import { getDocumentProxy, getMeta } from 'unpdf';
+import type { FormatCallback, HtmlToTextOptions } from 'html-to-text';
 import type { ParserOptions } from '@tapyard/pipelines';
 import type { DocumentFormat, ExtractedText } from '../document.types';
 import { decodeText, normalizeText } from './normalize-text';
@@ -58,6 +56,8 @@ export async function parseDocument(
   let pages: number | undefined;
   switch (format) {
     case 'pdf': {
+      // Each parser is loaded only for its format: pdf.js alone costs more than parsing a short file.
+      const { getDocumentProxy, getMeta } = await import('unpdf');
       let pdf;
       try {
         pdf = await getDocumentProxy(new Uint8Array(bytes), { stopAtErrors: false, verbosity: 0 });
@@ -99,6 +99,7 @@ export async function parseDocument(
       break;
     }
     case 'docx': {
+      const mammoth = (await import('mammoth')).default;
       let html: string;
       try {
         html = (await mammoth.convertToHtml({ buffer: bytes })).value;
@@ -107,14 +108,14 @@ export async function parseDocument(
           `'${name}' is not a readable DOCX file: ${(err as Error).message.split('\n')[0]}`,
         );
       }
-      text = convert(html, htmlOptions(options.htmlIgnoreLinks));
+      text = (await import('html-to-text')).convert(html, htmlOptions(options.htmlIgnoreLinks));
       break;
     }
     case 'html': {
       const html = decodeOrRefuse(bytes, name);
       const m = /<title[^>]*>([^<]{1,500})<\/title>/i.exec(html.slice(0, 65536));
       if (m?.[1].trim()) title = m[1].trim();
-      text = convert(html, htmlOptions(options.htmlIgnoreLinks));
+      text = (await import('html-to-text')).convert(html, htmlOptions(options.htmlIgnoreLinks));
       break;
     }
     case 'markdown':
