@@ -29,18 +29,42 @@ class BuiltinEmbedder implements Embedder {
     this.tokenizer = { count: (text) => hf.encode(text, { add_special_tokens: false }).ids.length };
   }
 
+  /** Inputs waiting for the model, from every caller: one run takes up to BATCH of them. */
+  private readonly queue: { ids: number[]; done: (v: Float32Array) => void; fail: (e: Error) => void }[] = [];
+  private running = false;
+
   async embed(texts: string[], signal?: AbortSignal): Promise<Float32Array[]> {
-    const encoded = texts.map((t, i) => ({ i, ids: this.ids(t) }));
-    // Similar lengths together: less padding per batch.
-    encoded.sort((a, b) => a.ids.length - b.ids.length);
-    const out = new Array<Float32Array>(texts.length);
-    for (let b = 0; b < encoded.length; b += BATCH) {
-      signal?.throwIfAborted();
-      const batch = encoded.slice(b, b + BATCH);
-      const vectors = await this.run(batch.map((e) => e.ids));
-      batch.forEach((e, k) => (out[e.i] = vectors[k]));
-    }
-    return out;
+    signal?.throwIfAborted();
+    // Several jobs embed at once (a worker runs a few documents side by side): their inputs share
+    // runs, so a document of three chunks does not pay for a run of three.
+    const vectors = Promise.all(
+      texts.map(
+        (t) =>
+          new Promise<Float32Array>((done, fail) => {
+            this.queue.push({ ids: this.ids(t), done, fail });
+          }),
+      ),
+    );
+    this.pump();
+    return vectors;
+  }
+
+  private pump(): void {
+    if (this.running || this.queue.length === 0) return;
+    this.running = true;
+    // Similar lengths together: less padding per run.
+    const window = this.queue.splice(0, BATCH * 4).sort((a, b) => a.ids.length - b.ids.length);
+    const batch = window.slice(0, BATCH);
+    this.queue.unshift(...window.slice(BATCH));
+    this.run(batch.map((e) => e.ids))
+      .then(
+        (vectors) => batch.forEach((e, k) => e.done(vectors[k])),
+        (err: Error) => batch.forEach((e) => e.fail(err)),
+      )
+      .finally(() => {
+        this.running = false;
+        this.pump();
+      });
   }
 
   private ids(text: string): number[] {
