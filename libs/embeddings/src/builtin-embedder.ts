@@ -149,6 +149,8 @@ const ort = require(workerData.ort);
 // Two threads for one run: a worker embeds several documents at once on a small machine.
 const session = ort.InferenceSession.create(workerData.model, {
   intraOpNumThreads: 2, interOpNumThreads: 1, graphOptimizationLevel: 'all',
+  // Idle pool threads must sleep, not spin: they share two cores with the rest of the worker.
+  extra: { session: { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } } },
 });
 parentPort.on('message', async ({ id, ids, mask, shape }) => {
   try {
