@@ -1,5 +1,5 @@
 import { LookupAddress } from 'node:dns';
-import { request as httpRequest } from 'node:http';
+import { IncomingMessage, request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { LookupFunction, isIP } from 'node:net';
 import { normalizeHost } from './addresses';
@@ -30,9 +30,29 @@ export async function egressRequest(
   url: string,
   init: EgressRequestInit = {},
 ): Promise<EgressResponse> {
+  const res = await egressOpen(policy, url, init);
+  const maxBytes = init.maxBytes ?? 64 * 1024;
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    res.on('data', (c: Buffer) => {
+      if (size < maxBytes) chunks.push(c.subarray(0, maxBytes - size));
+      size += c.length;
+    });
+    res.on('end', () =>
+      resolve({
+        status: res.statusCode ?? 0,
+        body: Buffer.concat(chunks).toString('utf8'),
+        headers: headersOf(res),
+      }),
+    );
+    res.on('error', reject);
+  });
+}
+
+/** The answer's head, its body still to be read: the connection rules of egressRequest. */
+function egressOpen(policy: EgressPolicy, url: string, init: EgressRequestInit): Promise<IncomingMessage> {
   const target = parseTarget(url);
-  // A literal address is never looked up, so it is checked here; names are checked in lookup().
-  if (isIP(target.host)) await policy.check(target.host, target.port);
   const lookup: LookupFunction = (hostname, options, callback) => {
     policy.check(hostname, target.port).then(
       (permit) => {
@@ -44,37 +64,78 @@ export async function egressRequest(
     );
   };
   const send = target.url.protocol === 'https:' ? httpsRequest : httpRequest;
-  const maxBytes = init.maxBytes ?? 64 * 1024;
-  return new Promise((resolve, reject) => {
-    const req = send(target.url, {
-      method: init.method ?? 'GET',
-      headers: init.headers,
-      signal: init.signal,
-      lookup,
-      agent: false,
-    });
-    req.on('error', reject);
-    req.on('response', (res) => {
-      const status = res.statusCode ?? 0;
-      if (status >= 300 && status < 400) {
-        res.destroy();
-        reject(
-          new Error(`${target.url.pathname} answered HTTP ${status} (a redirect, which is not followed)`),
-        );
-        return;
-      }
-      const chunks: Buffer[] = [];
-      let size = 0;
+  // A literal address is never looked up, so it is checked here; names are checked in lookup().
+  const checked = isIP(target.host) ? policy.check(target.host, target.port) : Promise.resolve();
+  return checked.then(
+    () =>
+      new Promise((resolve, reject) => {
+        const req = send(target.url, {
+          method: init.method ?? 'GET',
+          headers: init.headers,
+          signal: init.signal,
+          lookup,
+          agent: false,
+        });
+        req.on('error', reject);
+        req.on('response', (res) => {
+          const status = res.statusCode ?? 0;
+          if (status >= 300 && status < 400) {
+            res.destroy();
+            reject(
+              new Error(`${target.url.pathname} answered HTTP ${status} (a redirect, which is not followed)`),
+            );
+            return;
+          }
+          resolve(res);
+        });
+        req.end(init.body);
+      }),
+  );
+}
+
+function headersOf(res: IncomingMessage): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) headers[k] = String(v);
+  return headers;
+}
+
+/**
+ * The body as a web stream that ends in an error past `maxBytes`; cancelling it (or aborting the
+ * request) closes the connection, so a streaming model call stops when its reader goes away.
+ */
+function boundedBody(res: IncomingMessage, maxBytes: number): ReadableStream<Uint8Array> {
+  let size = 0;
+  let settled = false;
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
       res.on('data', (c: Buffer) => {
-        if (size < maxBytes) chunks.push(c.subarray(0, maxBytes - size));
+        if (settled) return;
         size += c.length;
+        if (size > maxBytes) {
+          settled = true;
+          res.destroy();
+          controller.error(new Error(`the answer is larger than ${maxBytes} bytes`));
+          return;
+        }
+        controller.enqueue(new Uint8Array(c.buffer, c.byteOffset, c.length));
       });
-      const headers: Record<string, string> = {};
-      for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) headers[k] = String(v);
-      res.on('end', () => resolve({ status, body: Buffer.concat(chunks).toString('utf8'), headers }));
-      res.on('error', reject);
-    });
-    req.end(init.body);
+      res.on('end', () => {
+        if (settled) return;
+        settled = true;
+        controller.close();
+      });
+      const fail = (err: Error): void => {
+        if (settled) return;
+        settled = true;
+        controller.error(err);
+      };
+      res.on('error', fail);
+      res.on('aborted', () => fail(new Error('the connection closed before the answer ended')));
+    },
+    cancel() {
+      settled = true;
+      res.destroy();
+    },
   });
 }
 
@@ -95,7 +156,7 @@ function parseTarget(text: string): { url: URL; host: string; port: number } {
 /**
  * A `fetch` for client libraries (e.g. the OpenAI client) whose requests go to caller-chosen URLs:
  * each request is an egressRequest, so it connects only where the policy allows and never follows a
- * redirect. Answers are read up to `maxBytes`.
+ * redirect. Answers stream as they arrive (model completions over SSE), up to `maxBytes`.
  */
 export function egressFetch(policy: EgressPolicy, maxBytes = 64 * 1024 * 1024): typeof fetch {
   return (async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
@@ -106,13 +167,15 @@ export function egressFetch(policy: EgressPolicy, maxBytes = 64 * 1024 * 1024): 
     if (body !== undefined && body !== null && typeof body !== 'string') {
       throw new TypeError('egressFetch sends string bodies only');
     }
-    const res = await egressRequest(policy, url, {
+    const res = await egressOpen(policy, url, {
       method: init?.method ?? 'GET',
       headers,
       body: body ?? undefined,
       signal: init?.signal ?? undefined,
-      maxBytes,
     });
-    return new Response(res.status === 204 ? null : res.body, { status: res.status, headers: res.headers });
+    const status = res.statusCode ?? 0;
+    const empty = status === 204 || status === 304 || (init?.method ?? 'GET').toUpperCase() === 'HEAD';
+    if (empty) res.resume();
+    return new Response(empty ? null : boundedBody(res, maxBytes), { status, headers: headersOf(res) });
   }) as typeof fetch;
 }

@@ -1,0 +1,7 @@
+export * from './ai-settings';
+export * from './chat-model';
+export * from './ai.errors';
+export { AI_METRICS_REGISTRY, AiService, FeatureModel } from './ai.service';
+export type { AiStatus, JsonRequest } from './ai.service';
+export { AiModule } from './ai.module';
+export { estimateTokens, head, jsonObjectIn, tail } from './structured';
