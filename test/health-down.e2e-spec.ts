@@ -1,6 +1,8 @@
 import { HealthService, AvailabilityService } from '@tapyard/health';
 import { SecretsService } from '@tapyard/secrets';
-import { loadConfig } from '@tapyard/core';
+import { AiService } from '@tapyard/ai';
+import { createLogger, loadConfig } from '@tapyard/core';
+import { LogCapture } from './support/log-capture';
 import { testEnv } from './support/env';
 import { blackhole, closedPort } from './support/net';
 
@@ -19,8 +21,12 @@ describe('health when every peer is down', () => {
       }),
     );
     // The secret store is Postgres, which hangs: the double answers as the real one would, never.
-    const secrets = { revealAll: () => new Promise(() => undefined) } as unknown as SecretsService;
-    const health = new HealthService(config, secrets);
+    const secrets = {
+      revealAll: () => new Promise(() => undefined),
+      reveal: () => new Promise(() => undefined),
+    } as unknown as SecretsService;
+    const logger = createLogger('error', 'api', new LogCapture());
+    const health = new HealthService(config, secrets, new AiService(config, logger, secrets));
     try {
       const started = Date.now();
       const status = await health.all(config.environment);
@@ -39,6 +45,7 @@ describe('health when every peer is down', () => {
           message: 'cannot read the secret store: no answer within 500 ms',
         });
       }
+      expect(status.ai).toEqual({ status: 'down', message: 'no answer within 2000 ms' });
       expect(await new AvailabilityService(health).destinations(config.environment)).toEqual([]);
     } finally {
       await hang.close();

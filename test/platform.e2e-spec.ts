@@ -33,7 +33,7 @@ describe('platform endpoints (real Postgres and Redis)', () => {
 
     it('GET /health/services lists every service; unconfigured ones carry no message', async () => {
       const res = await api.http.get('/api/v1/health/services').expect(200);
-      expect(Object.keys(res.body).sort()).toEqual([...CORE, ...VECTOR, 'sandbox'].sort());
+      expect(Object.keys(res.body).sort()).toEqual([...CORE, ...VECTOR, 'sandbox', 'ai'].sort());
       expect(res.body.sandbox).toEqual({
         status: 'up',
         message: expect.stringMatching(/^bwrap: own namespaces and a private network/),

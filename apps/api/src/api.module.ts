@@ -28,6 +28,14 @@ import { PipelineDeletionModule } from '@tapyard/pipeline-deletion';
 import { TapsController } from './taps/taps.controller';
 import { VectorStoresModule } from '@tapyard/vector-stores';
 import { SearchController } from './search/search.controller';
+import { AI_METRICS_REGISTRY, AiModule } from '@tapyard/ai';
+import { TapAuthoringModule } from '@tapyard/tap-authoring';
+import { TapAuthoringController } from './taps/tap-authoring.controller';
+import { PromptFragmentsController } from './taps/prompt-fragments.controller';
+
+/** The process's Prometheus registry, for libraries that record their own metrics (model calls). */
+@Module({})
+class MetricsRegistryModule {}
 
 /** The HTTP application: controllers only; domain logic comes from libs/*. */
 @Module({})
@@ -37,6 +45,12 @@ export class ApiModule {
       module: ApiModule,
       imports: [
         ConfigModule.forRoot(config),
+        {
+          module: MetricsRegistryModule,
+          global: true,
+          providers: [{ provide: AI_METRICS_REGISTRY, useValue: metrics.registry }],
+          exports: [AI_METRICS_REGISTRY],
+        },
         LoggingModule.forRoot(logger),
         DatabaseModule,
         QueueModule,
@@ -50,6 +64,8 @@ export class ApiModule {
         TapsModule,
         PipelineDeletionModule,
         VectorStoresModule,
+        AiModule,
+        TapAuthoringModule,
       ],
       controllers: [
         PlatformController,
@@ -63,6 +79,8 @@ export class ApiModule {
         MetadataController,
         ConfigController,
         TapsController,
+        TapAuthoringController,
+        PromptFragmentsController,
         SearchController,
       ],
       providers: [

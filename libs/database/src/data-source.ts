@@ -11,6 +11,7 @@ import { TapGrantsAndJobScopes1764220800000 } from './migrations/1764220800000-t
 import { UserSessionEpochs1764220800000 } from './migrations/1764220800000-user-session-epochs';
 import { CreatedObjects1764220800000 } from './migrations/1764220800000-created-objects';
 import { VectorContainers1764307200000 } from './migrations/1764307200000-vector-containers';
+import { PromptFragments1764393600000 } from './migrations/1764393600000-prompt-fragments';
 
 /** Postgres schema holding Tapyard's own metadata; never a destination (see @tapyard/pipelines PLATFORM_SCHEMAS). */
 export const METADATA_SCHEMA = 'tapyard';
@@ -27,6 +28,7 @@ export const MIGRATIONS = [
   UserSessionEpochs1764220800000,
   CreatedObjects1764220800000,
   VectorContainers1764307200000,
+  PromptFragments1764393600000,
 ];
 
 // Any constant works as long as every Tapyard process uses the same one.

@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { CONFIG, TapyardConfig, errorMessage } from '@tapyard/core';
+import { AiService } from '@tapyard/ai';
 import { EgressPolicy } from '@tapyard/egress';
 import { PythonSandbox } from '@tapyard/sandbox';
 import { Secret, SecretsService } from '@tapyard/secrets';
@@ -28,17 +29,31 @@ export class HealthService {
   constructor(
     @Inject(CONFIG) private readonly config: TapyardConfig,
     private readonly secrets: SecretsService,
+    private readonly ai: AiService,
   ) {
     this.egress = new EgressPolicy(config.egressAllow);
   }
 
   async all(environment: string): Promise<Record<string, ServiceStatus>> {
-    const [core, vector, sandbox] = await Promise.all([
+    const [core, vector, sandbox, ai] = await Promise.all([
       this.core(),
       this.vectorStores(environment),
       this.sandbox(),
+      this.modelProvider(environment),
     ]);
-    return { ...core, ...vector, sandbox };
+    return { ...core, ...vector, sandbox, ai };
+  }
+
+  /** The `ai` secret's model provider: configured, and answering its model list within the bound. */
+  async modelProvider(environment: string): Promise<ServiceStatus> {
+    const t = this.config.healthTimeoutMs;
+    try {
+      // The secret store is read first: an outage there must not hold the whole answer.
+      const s = await withDeadline(this.ai.status(environment, t), t);
+      return s.status === 'not_configured' ? { status: 'not_configured' } : s;
+    } catch (err) {
+      return { status: 'down', message: errorMessage(err) };
+    }
   }
 
   /** The isolation tap scripts get on this instance (TAP_SANDBOX), beyond the spec's keys like `redis`. */

@@ -71,6 +71,8 @@ export interface RunResult {
   logs: string;
   isolation: Isolation;
   error: string | null;
+  /** A diagnosis when the run failed or found nothing and a model provider is configured. */
+  aiExplanation?: string | null;
   records?: unknown[];
   recordsTruncated?: boolean;
   runId?: string;

@@ -133,16 +133,7 @@ export class TapsService {
     }
     await this.assertCompatible(environment, tap);
 
-    if (dto.script !== undefined) {
-      const key = newScriptKey(tap.name);
-      await this.store.put(
-        await this.store.bucket(environment, 'taps'),
-        key,
-        Buffer.from(dto.script, 'utf8'),
-        'text/x-python; charset=utf-8',
-      );
-      tap.scriptPath = key;
-    }
+    if (dto.script !== undefined) tap.scriptPath = await this.storeScriptVersion(environment, tap.name, dto.script);
     const scheduleChanged =
       !current || current.cronExpression !== tap.cronExpression || current.enabled !== tap.enabled;
     const grant = nextGrant(
@@ -157,6 +148,21 @@ export class TapsService {
       grant,
     );
     return tap;
+  }
+
+  /**
+   * Stores a script as a new version of the tap's scripts and returns its path; the configuration is
+   * not changed (earlier versions stay for rollback; saving the tap with this scriptPath adopts it).
+   */
+  async storeScriptVersion(environment: string, name: string, script: string): Promise<string> {
+    const key = newScriptKey(name);
+    await this.store.put(
+      await this.store.bucket(environment, 'taps'),
+      key,
+      Buffer.from(script, 'utf8'),
+      'text/x-python; charset=utf-8',
+    );
+    return key;
   }
 
   /** Spec rule 1, applied on save and again when the tap runs. */

@@ -92,3 +92,20 @@ export const tapInBody: ScopeResolver = async (req, refs) => {
   };
   return [...stored, incoming];
 };
+
+/**
+ * The AI authoring routes (generate, fix, review, optimise): the tap named by `tapName`, stored or
+ * about to be (an unsaved tap is checked as uncataloged, of the body's tapType).
+ */
+export const tapNamedInBody: ScopeResolver = async (req, refs) => {
+  const body = (req.body ?? {}) as Record<string, unknown>;
+  const name = text(body.tapName);
+  const stored = name ? await existingTap(refs, req.environment, name) : [];
+  if (stored.length > 0) return stored;
+  return [
+    {
+      fields: tapFields({ catalog: null, tapType: text(body.tapType) }),
+      hiddenMessage: `tap '${name ?? ''}' does not exist`,
+    },
+  ];
+};

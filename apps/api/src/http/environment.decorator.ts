@@ -12,3 +12,16 @@ export const RequestEnvironment = createParamDecorator(
 export const RequestAccess = createParamDecorator(
   (_data: unknown, ctx: ExecutionContext): Access => ctx.switchToHttp().getRequest<TapyardRequest>().access,
 );
+
+/**
+ * Aborted when the client goes away before the answer is sent: long calls (model requests) pass it on
+ * so the work stops with the caller.
+ */
+export const RequestSignal = createParamDecorator((_data: unknown, ctx: ExecutionContext): AbortSignal => {
+  const res = ctx.switchToHttp().getResponse<import('express').Response>();
+  const abort = new AbortController();
+  res.on('close', () => {
+    if (!res.writableFinished) abort.abort();
+  });
+  return abort.signal;
+});

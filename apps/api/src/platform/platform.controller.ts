@@ -43,7 +43,9 @@ export class PlatformController {
       'even when every peer is down. `postgres`, `redis`, `mongodb`, `minio`, `activemq`, `kafka` are always listed; ' +
       'vector stores are probed when a secret named after them exists, otherwise `not_configured`; their addresses ' +
       'pass the egress policy (http/https, no private address unless in TAP_EGRESS_ALLOW, no redirects). ' +
-      '`sandbox` reports the isolation tap scripts run under (`down`: runs are refused, with the reason).',
+      '`sandbox` reports the isolation tap scripts run under (`down`: runs are refused, with the reason). `ai` is ' +
+      "the model provider of the secret 'ai' (`not_configured` without it; `up` names provider and model when its " +
+      'model list answers).',
   })
   @ApiOkResponse({
     schema: {

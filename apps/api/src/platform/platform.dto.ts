@@ -58,4 +58,5 @@ export const HEALTH_EXAMPLE = {
       "bwrap: own namespaces and a private network; scripts reach public addresses through the platform's egress " +
       'proxy (0 allow-listed private endpoints)',
   },
+  ai: { status: 'up', message: 'openai, model gpt-4.1-mini' },
 };

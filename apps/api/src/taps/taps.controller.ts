@@ -8,9 +8,9 @@ import {
   ApiTags,
   ApiUnprocessableEntityResponse,
 } from '@nestjs/swagger';
-import { UnprocessableError, ValidationError } from '@tapyard/core';
+import { ValidationError } from '@tapyard/core';
 import { PipelinesService, pipelineScope } from '@tapyard/pipelines';
-import { cronFromEnglish } from '@tapyard/schedules';
+import { CronResult, TapAuthoringService } from '@tapyard/tap-authoring';
 import {
   LedgerEntry,
   LedgerService,
@@ -28,7 +28,7 @@ import {
   isScriptOf,
 } from '@tapyard/taps';
 import { ErrorBodyDto } from '../http/error-body.dto';
-import { RequestAccess, RequestEnvironment } from '../http/environment.decorator';
+import { RequestAccess, RequestEnvironment, RequestSignal } from '../http/environment.decorator';
 import { Access } from '../auth/access';
 import { Requires } from '../auth/access-rule';
 import { tapFields, tapInBody, tapInQuery } from '../auth/scopes';
@@ -59,6 +59,7 @@ export class TapsController {
     private readonly ledger: LedgerService,
     private readonly repo: TapsRepository,
     private readonly pipelines: PipelinesService,
+    private readonly authoring: TapAuthoringService,
   ) {}
 
   @Get('taps')
@@ -152,6 +153,7 @@ export class TapsController {
     @RequestAccess() access: Access,
     @Query() q: TestQueryDto,
     @Body() body: TestTapDto,
+    @RequestSignal() signal: AbortSignal,
   ): Promise<TestResult> {
     const stored = body.name ? await this.repo.find(env, body.name) : null;
     const tap = this.taps.merge(stored, body);
@@ -162,7 +164,9 @@ export class TapsController {
     }
     // Testing a stored tap as it is needs tap:run only; other code with a secret needs secret:use.
     if (tap.secretName && changesCode(stored, tap, body.script !== undefined)) requireSecretUse(access);
-    return this.runner.test(env, tap, body.script, q.testLimit ?? 0, access.caller);
+    const result = await this.runner.test(env, tap, body.script, q.testLimit ?? 0, access.caller);
+    const script = body.script ?? (tap.scriptPath ? await this.taps.readScript(env, tap.scriptPath) : null);
+    return { ...result, aiExplanation: await this.authoring.explain(env, tap, script, result, signal) };
   }
 
   @Post('tap/run')
@@ -186,12 +190,21 @@ export class TapsController {
     @RequestEnvironment() env: string,
     @RequestAccess() access: Access,
     @Body() body: RunTapDto,
+    @RequestSignal() signal: AbortSignal,
   ): Promise<RunResult> {
     if (body.mode === 'run') {
       const tap = await this.taps.get(env, body.name);
       await this.assertMayFeed(env, access, tap.targetPipeline);
     }
-    return this.runner.run(env, body.name, { mode: body.mode, trigger: 'manual', caller: access.caller });
+    const result = await this.runner.run(env, body.name, {
+      mode: body.mode,
+      trigger: 'manual',
+      caller: access.caller,
+    });
+    if (result.status !== 'error' && !(result.status === 'success' && result.recordCount === 0))
+      return result;
+    const tap = await this.taps.getWithScript(env, body.name);
+    return { ...result, aiExplanation: await this.authoring.explain(env, tap, tap.script, result, signal) };
   }
 
   @Get('tap/runs')
@@ -213,20 +226,22 @@ export class TapsController {
     summary: 'Plain English to a Quartz cron expression',
     description:
       'Deterministic for common phrasings (every N seconds/minutes/hours, daily at, weekdays, weekly on, monthly on ' +
-      'day N, last day of month, ...). Returns the expression, an explanation and the next 5 fire times.',
+      'day N, last day of month, ...), with or without a model provider. Other phrasings go to the model (secret ' +
+      "'ai', feature cron), whose answer is accepted only when it is a valid Quartz expression that fires again. " +
+      'Returns the expression, an explanation and the next 5 fire times.',
   })
   @ApiOkResponse({ type: CronResultDto })
   @ApiBadRequestResponse({ type: ErrorBodyDto, description: 'Unknown time zone' })
-  @ApiUnprocessableEntityResponse({ type: ErrorBodyDto, description: 'Phrasing not understood' })
-  cron(@Body() body: CronRequestDto): CronResultDto {
-    const result = cronFromEnglish(body.description, body.timezone ?? 'UTC');
-    if (!result) {
-      throw new UnprocessableError(
-        `'${body.description.slice(0, 100)}' is not a schedule Tapyard understands yet; try e.g. "every 15 minutes", ` +
-          '"every weekday at 7am", "monthly on day 1 at 06:00" or "last day of the month at 23:00"',
-      );
-    }
-    return result;
+  @ApiUnprocessableEntityResponse({
+    type: ErrorBodyDto,
+    description: 'Phrasing not understood (no provider), or the model gave no valid Quartz expression twice',
+  })
+  cron(
+    @RequestEnvironment() env: string,
+    @Body() body: CronRequestDto,
+    @RequestSignal() signal: AbortSignal,
+  ): Promise<CronResult> {
+    return this.authoring.cron(env, body.description, body.timezone ?? 'UTC', signal);
   }
 
   @Get('tap/ledger')

@@ -134,7 +134,12 @@ export class TestResultDto {
   @ApiProperty({ type: [String], nullable: true }) columns!: string[] | null;
   @ApiProperty() logs!: string;
   @ApiProperty({ nullable: true, type: String }) error!: string | null;
-  @ApiProperty({ nullable: true, type: String, description: 'Null until AI diagnosis is configured' })
+  @ApiProperty({
+    nullable: true,
+    type: String,
+    description:
+      "On an error or 0 records: the model's diagnosis from the error, logs and script; null without a model provider",
+  })
   aiExplanation!: string | null;
   @ApiProperty() durationMs!: number;
   @IsolationProperty()
@@ -162,6 +167,12 @@ export class RunResultDto {
   @IsolationProperty()
   isolation!: string | null;
   @ApiProperty({ nullable: true, type: String }) error!: string | null;
+  @ApiPropertyOptional({
+    nullable: true,
+    type: String,
+    description: "On an error or 0 records: the model's diagnosis (null without a model provider)",
+  })
+  aiExplanation?: string | null;
   @ApiPropertyOptional({ type: 'array', items: { type: 'object' }, description: 'Test mode only' })
   records?: unknown[];
   @ApiPropertyOptional() recordsTruncated?: boolean;
