@@ -27,6 +27,35 @@ def literal(node):
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
+def is_sleep(node):
+    return isinstance(node, ast.Call) and (dotted(node.func) or "") in ("time.sleep", "sleep", "asyncio.sleep")
+
+
+def status_check(node):
+    """A comparison with an HTTP status: `r.status_code == 429`, `status >= 500`."""
+    if not isinstance(node, ast.Compare):
+        return False
+    for part in [node.left, *node.comparators]:
+        if isinstance(part, ast.Attribute) and part.attr in ("status_code", "status"):
+            return True
+        if isinstance(part, ast.Constant) and isinstance(part.value, int) and (part.value == 429 or 500 <= part.value <= 599):
+            return True
+    return False
+
+
+def sleeps_to_retry(tree):
+    """A sleep that waits before trying again: in an except handler, or in a loop that continues or checks a status."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ExceptHandler):
+            if any(is_sleep(n) for n in ast.walk(node)):
+                return True
+        elif isinstance(node, (ast.For, ast.While, ast.AsyncFor)):
+            inside = list(ast.walk(node))
+            if any(is_sleep(n) for n in inside) and any(isinstance(n, ast.Continue) or status_check(n) for n in inside):
+                return True
+    return False
+
+
 def facts(source):
     try:
         tree = ast.parse(source, filename="tap.py", feature_version=(3, 8))
@@ -40,7 +69,6 @@ def facts(source):
     dynamic_env = False
     dynamic_imports = []
     raise_for_status = 0
-    sleeps = 0
     retry_names = set()
     fetch = None
     env_aliases = {"os.environ"}
@@ -100,8 +128,6 @@ def facts(source):
                     env_reads.add(key)
             if name.endswith("raise_for_status"):
                 raise_for_status += 1
-            if name in ("time.sleep", "sleep", "asyncio.sleep"):
-                sleeps += 1
             if name in ("__import__", "importlib.import_module", "exec", "eval", "compile"):
                 dynamic_imports.append(name)
             last = name.rsplit(".", 1)[-1].lower()
@@ -125,7 +151,7 @@ def facts(source):
         "envReads": sorted(env_reads),
         "dynamicEnv": dynamic_env,
         "raiseForStatus": raise_for_status,
-        "retry": bool(retry_names) or sleeps > 0,
+        "retry": bool(retry_names) or sleeps_to_retry(tree),
         "retryNames": sorted(retry_names)[:20],
     }
 
