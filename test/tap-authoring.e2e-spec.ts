@@ -546,6 +546,28 @@ def fetch():
       expect(kept.body.scriptPath).toMatch(/^tap-scripts\/demo_/);
     });
 
+    it('the same flow through Anthropic: the script comes back as a forced tool call of the Messages API', async () => {
+      await api.http
+        .put('/api/v1/secrets/ai')
+        .send({ provider: 'anthropic', baseUrl: double.anthropicUrl, apiKey: 'sk-ant-double', model: 'claude-double' })
+        .expect(200);
+      try {
+        double.script({ json: { script: ROWS, packages: [] } });
+        const res = await post('/tap/generate', { tapName: 'via_claude', description: 'five rows' }).expect(200);
+        expect(res.body.script).toBe(ROWS);
+        expect(double.calls[0]).toMatchObject({
+          protocol: 'anthropic',
+          body: { model: 'claude-double', tool_choice: { type: 'tool', name: 'tap_script' } },
+        });
+        expect(String(double.calls[0].body.system)).toContain('SERVICE_TAP_TEST_LIMIT');
+      } finally {
+        await api.http
+          .put('/api/v1/secrets/ai')
+          .send({ provider: 'openai-compatible', baseUrl: double.openaiUrl, apiKey: 'sk-double', model: 'author-1' })
+          .expect(200);
+      }
+    });
+
     it('cancellation: a client that goes away aborts the model call (the provider sees the request end)', async () => {
       double.script({ hang: true });
       const server = api.app.getHttpServer();

@@ -58,7 +58,7 @@ def sleeps_to_retry(tree):
 
 def facts(source):
     try:
-        tree = ast.parse(source, filename="tap.py", feature_version=(3, 8))
+        tree = ast.parse(source, filename="tap.py")
     except SyntaxError as e:
         return {"syntaxError": f"line {e.lineno}: {e.msg}"}
     except (ValueError, RecursionError, MemoryError) as e:
