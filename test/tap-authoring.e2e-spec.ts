@@ -549,11 +549,18 @@ def fetch():
     it('the same flow through Anthropic: the script comes back as a forced tool call of the Messages API', async () => {
       await api.http
         .put('/api/v1/secrets/ai')
-        .send({ provider: 'anthropic', baseUrl: double.anthropicUrl, apiKey: 'sk-ant-double', model: 'claude-double' })
+        .send({
+          provider: 'anthropic',
+          baseUrl: double.anthropicUrl,
+          apiKey: 'sk-ant-double',
+          model: 'claude-double',
+        })
         .expect(200);
       try {
         double.script({ json: { script: ROWS, packages: [] } });
-        const res = await post('/tap/generate', { tapName: 'via_claude', description: 'five rows' }).expect(200);
+        const res = await post('/tap/generate', { tapName: 'via_claude', description: 'five rows' }).expect(
+          200,
+        );
         expect(res.body.script).toBe(ROWS);
         expect(double.calls[0]).toMatchObject({
           protocol: 'anthropic',
@@ -563,7 +570,12 @@ def fetch():
       } finally {
         await api.http
           .put('/api/v1/secrets/ai')
-          .send({ provider: 'openai-compatible', baseUrl: double.openaiUrl, apiKey: 'sk-double', model: 'author-1' })
+          .send({
+            provider: 'openai-compatible',
+            baseUrl: double.openaiUrl,
+            apiKey: 'sk-double',
+            model: 'author-1',
+          })
           .expect(200);
       }
     });
@@ -660,6 +672,19 @@ describe('tap authoring capabilities', () => {
       .set('x-api-key', eng)
       .send({ content: 'c' })
       .expect(403);
+    // Writing code for a secret needs secret:use, like saving a tap with one.
+    await api.http
+      .put('/api/v1/secrets/gh')
+      .set('x-api-key', admin)
+      .send({ TOKEN: 'value-1234' })
+      .expect(200);
+    const author = await issueKey(api.http, admin, 'author', { capabilities: ['tap:read', 'tap:update'] });
+    const denied = await api.http
+      .post('/api/v1/tap/generate')
+      .set('x-api-key', author)
+      .send({ tapName: 'a', description: 'x', secretName: 'gh' })
+      .expect(403);
+    expect(denied.body.message).toContain('secret:use');
     expect(double.calls).toHaveLength(1);
   });
 });

@@ -232,45 +232,21 @@ export class TapAuthoringService {
   async review(env: string, input: ReviewInput, signal?: AbortSignal): Promise<ReviewResult> {
     const ctx = await this.context(env, input.tapName);
     this.assertOldPath(input.tapName, input.oldScriptPath);
-    const unchanged: ReviewResult = {
-      script: input.script,
-      packages: ctx.packages,
-      scriptPath: input.oldScriptPath ?? ctx.stored?.scriptPath ?? '',
-      changes: [],
-      rewritten: false,
-    };
     const signals = logSignals(input.logs ?? '', input.recordCount);
-    if (signals.kinds.length === 0) return unchanged;
-    const model = await this.ai.model(env, 'tapAuthoring');
-    const fragments = await this.fragments.matching(env, [ctx.stored?.description ?? '', input.script]);
-    const before = await this.facts(input.script);
-    const room = model.inputChars(8000);
-    const answer = await this.authorScript(
-      model,
+    if (signals.kinds.length === 0) return { ...unchanged(ctx, input), rewritten: false };
+    const answer = await this.rewrite(
+      env,
       ctx,
-      {
-        system: this.scriptSystem(ctx, fragments, CHANGES_ANSWER),
-        user:
-          `Review the tap "${ctx.tapName}" after a test run: ${input.recordCount} records in ${input.durationMs} ms. ` +
-          `Its logs show ${signals.kinds.join(', ')}. Rewrite the script so the causes go away; keep fetch()'s ` +
-          'signature, the test-limit handling, every environment read, retries and status checks.\n\n' +
-          `The script:\n\`\`\`python\n${head(input.script, Math.floor(room / 2))}\n\`\`\`\n\n` +
-          `Log lines that show it:\n${signals.lines.join('\n') || '(no lines; the run returned no records)'}\n\n` +
-          `Logs (the end):\n${tail(input.logs ?? '', Math.floor(room / 4))}`,
-        schema: CHANGES_SCHEMA,
-        signal,
-      },
-      before,
+      input,
+      `Review the tap "${ctx.tapName}" after a test run: ${input.recordCount} records in ${input.durationMs} ms. ` +
+        `Its logs show ${signals.kinds.join(', ')}. Rewrite the script so the causes go away; keep fetch()'s ` +
+        'signature, the test-limit handling, every environment read, retries and status checks.',
+      `Log lines that show it:\n${signals.lines.join('\n') || '(no lines; the run returned no records)'}`,
+      signal,
     );
-    if (answer.script.trim() === input.script.trim() || (answer.changes ?? []).length === 0) return unchanged;
+    if (!answer) return { ...unchanged(ctx, input), rewritten: false };
     const scriptPath = await this.taps.storeScriptVersion(env, ctx.tapName, answer.script);
-    return {
-      script: answer.script,
-      packages: answer.packages,
-      scriptPath,
-      changes: answer.changes ?? [],
-      rewritten: true,
-    };
+    return { ...answer, scriptPath, rewritten: true };
   }
 
   /**
@@ -286,52 +262,25 @@ export class TapAuthoringService {
   ): Promise<OptimizeResult> {
     const ctx = await this.context(env, input.tapName);
     this.assertOldPath(input.tapName, input.oldScriptPath);
-    const unchanged: OptimizeResult = {
-      script: input.script,
-      packages: ctx.packages,
-      scriptPath: input.oldScriptPath ?? ctx.stored?.scriptPath ?? '',
-      changes: [],
-    };
-    const model = await this.ai.model(env, 'tapAuthoring');
-    const fragments = await this.fragments.matching(env, [ctx.stored?.description ?? '', input.script]);
-    const before = await this.facts(input.script);
-    if (before.syntaxError) {
-      throw new ValidationError(`the script to optimise does not parse as Python 3 (${before.syntaxError})`, [
-        { field: 'script', problem: before.syntaxError },
-      ]);
-    }
-    const room = model.inputChars(8000);
-    const answer = await this.authorScript(
-      model,
+    const answer = await this.rewrite(
+      env,
       ctx,
-      {
-        system: this.scriptSystem(ctx, fragments, CHANGES_ANSWER),
-        user:
-          `Make the tap "${ctx.tapName}" faster (it took ${input.durationMs} ms for ${input.recordCount} records): ` +
-          "fewer round trips, larger pages, streaming instead of buffering, sessions reused. Keep fetch()'s " +
-          'signature, the test-limit handling, every environment read, retry/back-off and status-raising calls. ' +
-          'If it is already efficient, change nothing.\n\n' +
-          `The script:\n\`\`\`python\n${head(input.script, Math.floor(room / 2))}\n\`\`\`\n\n` +
-          `Logs (the end):\n${tail(input.logs ?? '', Math.floor(room / 4))}`,
-        schema: CHANGES_SCHEMA,
-        signal,
-      },
-      before,
+      input,
+      `Make the tap "${ctx.tapName}" faster (it took ${input.durationMs} ms for ${input.recordCount} records): ` +
+        "fewer round trips, larger pages, streaming instead of buffering, sessions reused. Keep fetch()'s " +
+        'signature, the test-limit handling, every environment read, retry/back-off and status-raising calls. ' +
+        'If it is already efficient, change nothing.',
+      '',
+      signal,
     );
-    if (answer.script.trim() === input.script.trim() || (answer.changes ?? []).length === 0) return unchanged;
+    if (!answer) return unchanged(ctx, input);
     let verification: Verification | undefined;
     if (input.verify) {
       verification = await this.verify(env, ctx, input.script, answer, input.testLimit ?? 0, caller);
-      if (verification.kept === 'original') return { ...unchanged, verification };
+      if (verification.kept === 'original') return { ...unchanged(ctx, input), verification };
     }
     const scriptPath = await this.taps.storeScriptVersion(env, ctx.tapName, answer.script);
-    return {
-      script: answer.script,
-      packages: answer.packages,
-      scriptPath,
-      changes: answer.changes ?? [],
-      ...(verification ? { verification } : {}),
-    };
+    return { ...answer, scriptPath, ...(verification ? { verification } : {}) };
   }
 
   /**
@@ -467,6 +416,45 @@ export class TapAuthoringService {
       `${scriptRules(ctx.tapType)}\n${secretSection(ctx.secretName, Object.keys(ctx.secretFields))}` +
       `${fragmentsSection(fragments)}\n\n${answer}`
     );
+  }
+
+  /**
+   * Review and optimise: the model rewrites `input.script` as asked, checked against the original's
+   * syntax tree. Null when it changed nothing (same text or no `changes`).
+   */
+  private async rewrite(
+    env: string,
+    ctx: TapContext,
+    input: ReviewInput,
+    ask: string,
+    evidence: string,
+    signal?: AbortSignal,
+  ): Promise<(Answer & { changes: string[] }) | null> {
+    const before = await this.facts(input.script);
+    if (before.syntaxError) {
+      throw new ValidationError(`the script does not parse as Python 3 (${before.syntaxError})`, [
+        { field: 'script', problem: before.syntaxError },
+      ]);
+    }
+    const model = await this.ai.model(env, 'tapAuthoring');
+    const fragments = await this.fragments.matching(env, [ctx.stored?.description ?? '', input.script]);
+    const room = model.inputChars(8000);
+    const answer = await this.authorScript(
+      model,
+      ctx,
+      {
+        system: this.scriptSystem(ctx, fragments, CHANGES_ANSWER),
+        user:
+          `${ask}\n\nThe script:\n\`\`\`python\n${head(input.script, Math.floor(room / 2))}\n\`\`\`\n\n` +
+          `${evidence ? `${evidence}\n\n` : ''}Logs (the end):\n${tail(input.logs ?? '', Math.floor(room / 4))}`,
+        schema: CHANGES_SCHEMA,
+        signal,
+      },
+      before,
+    );
+    const changes = answer.changes ?? [];
+    if (answer.script.trim() === input.script.trim() || changes.length === 0) return null;
+    return { ...answer, changes };
   }
 
   /**
@@ -619,6 +607,16 @@ export class TapAuthoringService {
       ]);
     }
   }
+}
+
+/** Review/optimise without a rewrite: the input script and path (spec rule 5). */
+function unchanged(ctx: TapContext, input: ReviewInput): ChangesResult {
+  return {
+    script: input.script,
+    packages: ctx.packages,
+    scriptPath: input.oldScriptPath ?? ctx.stored?.scriptPath ?? '',
+    changes: [],
+  };
 }
 
 /** A document tap's brainstorm never asks about what the platform decides (spec rule 2). */

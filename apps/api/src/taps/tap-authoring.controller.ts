@@ -90,7 +90,8 @@ export class TapAuthoringController {
       'The model gets the description, the rules for tap scripts (document taps: records {uri, filename, content}, no ' +
       "chunking, no embedding, no local-filesystem fallback), the secret's field names (never values) and the " +
       'matching prompt fragments. The script is checked before it is stored at tap-scripts/<tap>_<suffix>.py ' +
-      "(the tap's configuration is not changed: save the tap with this scriptPath to adopt it).",
+      "(the tap's configuration is not changed: save the tap with this scriptPath to adopt it). A `secretName` " +
+      'needs secret:use.',
   })
   @ApiOkResponse({ type: ScriptResultDto })
   @ApiBadRequestResponse({
@@ -102,9 +103,12 @@ export class TapAuthoringController {
   @ApiBadGatewayResponse({ type: ErrorBodyDto, description: PROVIDER_FAILED })
   generate(
     @RequestEnvironment() env: string,
+    @RequestAccess() access: Access,
     @Body() body: GenerateDto,
     @RequestSignal() signal: AbortSignal,
   ): Promise<ScriptResult> {
+    // Writing code for a secret prepares handing it over: the same capability as saving it with one.
+    if (body.secretName?.trim()) access.require('use', 'secret', {}, 'to write code for a secret');
     return this.authoring.generate(env, body, signal);
   }
 

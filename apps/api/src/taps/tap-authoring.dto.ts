@@ -184,7 +184,7 @@ export class PromptFragmentDto {
   @ApiProperty() updatedAt!: string;
 }
 
-export class PutPromptFragmentDto {
+class FragmentAliasesDto {
   @ApiPropertyOptional({ type: [String], default: [] })
   @OptionalNotNull()
   @IsArray()
@@ -192,38 +192,26 @@ export class PutPromptFragmentDto {
   @IsString({ each: true })
   @MaxLength(100, { each: true })
   aliases?: string[];
+}
 
+export class PutPromptFragmentDto extends FragmentAliasesDto {
   @ApiProperty({ example: 'Use the REST API v59.0; page with nextRecordsUrl; OAuth client credentials.' })
   @IsString()
   @MaxLength(20_000)
   content!: string;
 }
 
-export class SuggestPromptFragmentDto {
+export class SuggestPromptFragmentDto extends FragmentAliasesDto {
   @ApiProperty({ example: 'salesforce' })
   @IsString()
   @MaxLength(100)
   key!: string;
-
-  @ApiPropertyOptional({ type: [String], default: [] })
-  @OptionalNotNull()
-  @IsArray()
-  @ArrayMaxSize(20)
-  @IsString({ each: true })
-  @MaxLength(100, { each: true })
-  aliases?: string[];
 
   @ApiPropertyOptional({ description: 'Existing content to refine (not replace)' })
   @OptionalNotNull()
   @IsString()
   @MaxLength(20_000)
   content?: string;
-}
-
-export class FragmentKeyDto {
-  @IsString()
-  @MaxLength(100)
-  key!: string;
 }
 
 export class OkDto {
