@@ -79,6 +79,8 @@ describe('destination confinement and deleteData ownership', () => {
     worker = await startWorker(flags);
     pg = new Client({ connectionString: TEST_DATABASE_URL });
     await pg.connect();
+    // Shared with other suites, which create it on their first load: on a fresh database this one may run first.
+    await pg.query('CREATE SCHEMA IF NOT EXISTS ingest_test');
     mongoClient = await new mongo.MongoClient(TEST_MONGODB_URI).connect();
     minio = new TestMinio();
     keyA = await issueKey(api.http, boot, 'a-admin', { template: 'full-access' }, { tenant: tenantA });

@@ -32,6 +32,8 @@ import { AI_METRICS_REGISTRY, AiModule } from '@tapyard/ai';
 import { TapAuthoringModule } from '@tapyard/tap-authoring';
 import { TapAuthoringController } from './taps/tap-authoring.controller';
 import { PromptFragmentsController } from './taps/prompt-fragments.controller';
+import { NlQueryModule } from '@tapyard/nl-query';
+import { QueryController } from './query/query.controller';
 
 /** The process's Prometheus registry, for libraries that record their own metrics (model calls). */
 @Module({})
@@ -66,6 +68,7 @@ export class ApiModule {
         VectorStoresModule,
         AiModule,
         TapAuthoringModule,
+        NlQueryModule,
       ],
       controllers: [
         PlatformController,
@@ -81,6 +84,7 @@ export class ApiModule {
         TapsController,
         TapAuthoringController,
         PromptFragmentsController,
+        QueryController,
         SearchController,
       ],
       providers: [

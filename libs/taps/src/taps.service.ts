@@ -133,7 +133,8 @@ export class TapsService {
     }
     await this.assertCompatible(environment, tap);
 
-    if (dto.script !== undefined) tap.scriptPath = await this.storeScriptVersion(environment, tap.name, dto.script);
+    if (dto.script !== undefined)
+      tap.scriptPath = await this.storeScriptVersion(environment, tap.name, dto.script);
     const scheduleChanged =
       !current || current.cronExpression !== tap.cronExpression || current.enabled !== tap.enabled;
     const grant = nextGrant(

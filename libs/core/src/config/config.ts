@@ -21,6 +21,11 @@ export interface TapyardConfig {
   readonly uploadLimitBytes: number;
   readonly shutdownTimeoutMs: number;
   readonly healthTimeoutMs: number;
+  /** Natural-language SQL: the role generated queries run as, and their statement timeout. */
+  readonly query: {
+    readonly role: string;
+    readonly timeoutMs: number;
+  };
   readonly database: {
     readonly url: string;
     readonly name: string;
@@ -298,6 +303,10 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
     uploadLimitBytes: r.size('UPLOAD_LIMIT', '5gb'),
     shutdownTimeoutMs: r.int('SHUTDOWN_TIMEOUT_MS', 30000, 0, 600000),
     healthTimeoutMs: r.int('HEALTH_TIMEOUT_MS', 2000, 100, 30000),
+    query: {
+      role: r.string('QUERY_ROLE', 'tapyard_query'),
+      timeoutMs: r.int('QUERY_TIMEOUT_MS', 10000, 100, 600000),
+    },
     database: {
       url: databaseUrl ?? '',
       name: r.string('POSTGRES_DATABASE', databaseName(databaseUrl)),
