@@ -34,6 +34,9 @@ import { TapAuthoringController } from './taps/tap-authoring.controller';
 import { PromptFragmentsController } from './taps/prompt-fragments.controller';
 import { NlQueryModule } from '@tapyard/nl-query';
 import { QueryController } from './query/query.controller';
+import { AssistantController } from './assistant/assistant.controller';
+import { AssistantTools } from './assistant/assistant-tools';
+import { AttachmentsService } from './assistant/attachments.service';
 
 /** The process's Prometheus registry, for libraries that record their own metrics (model calls). */
 @Module({})
@@ -85,11 +88,14 @@ export class ApiModule {
         TapAuthoringController,
         PromptFragmentsController,
         QueryController,
+        AssistantController,
         SearchController,
       ],
       providers: [
         { provide: METRICS, useValue: metrics },
         { provide: APP_GUARD, useClass: AccessGuard },
+        AssistantTools,
+        AttachmentsService,
       ],
     };
   }

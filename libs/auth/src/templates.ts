@@ -70,5 +70,6 @@ export const ROLE_CAPABILITIES: Record<Role, readonly string[]> = {
     'secret:read',
     'secret:use',
   ],
-  viewer: [...READABLE.map((r) => `${r}:read`), 'search:vector', 'search:query'],
+  // The assistant's tools are checked one by one: a viewer's assistant can only read.
+  viewer: [...READABLE.map((r) => `${r}:read`), 'search:vector', 'search:query', 'assistant:run'],
 };

@@ -10,3 +10,4 @@ export * from './file-notifier';
 export * from './spool';
 export * from './readers/tail-file';
 export { spawnWorker } from './stage-thread/spawn';
+export type { UploadedSample } from './sample';

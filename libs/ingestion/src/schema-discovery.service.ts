@@ -16,7 +16,7 @@ import { FatalReadError, RecordBatch } from './readers/record-batch';
 import { UploadedSample, boolField, bufferStream, intField, readUploadedSample } from './sample';
 
 /** Generate and profile look at the head of the file only: inference is bounded whatever its size. */
-const SAMPLE_BYTES = 8 * 1024 * 1024;
+export const SAMPLE_BYTES = 8 * 1024 * 1024;
 const GENERATE_ROWS = 1000;
 
 export interface GeneratedPipeline {
@@ -39,7 +39,11 @@ export class SchemaDiscoveryService {
 
   /** The proposal's destination is the environment's default place (a tenant's own schema). */
   async generate(environment: string, req: Request): Promise<GeneratedPipeline> {
-    const sample = await readUploadedSample(req, SAMPLE_BYTES);
+    return this.generateFromSample(environment, await readUploadedSample(req, SAMPLE_BYTES));
+  }
+
+  /** The same proposal from a file's head (an assistant attachment); at most SAMPLE_BYTES are read. */
+  async generateFromSample(environment: string, sample: UploadedSample): Promise<GeneratedPipeline> {
     const name = pipelineName(sample.fields.get('pipeline')?.trim() || sample.filename);
     const format = detectFormat(sample);
     const defaults = destinationDefaults(this.config, environment);

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import busboy from 'busboy';
 import { randomUUID } from 'node:crypto';
-import { finished } from 'node:stream/promises';
+import { finished, pipeline as pipeline_ } from 'node:stream/promises';
 import type { Request } from 'express';
 import {
   CONFIG,
@@ -143,6 +143,49 @@ export class UploadService {
       return pipelineToken;
     } catch (err) {
       if (got.spoolPath) await this.spool.remove(got.spoolPath).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /**
+   * A file already stored elsewhere (an assistant attachment) into a pipeline: the same checks and
+   * job as an upload, the file copied to the spool as a stream. Returns the pipeline token.
+   */
+  async uploadStream(
+    environment: string,
+    pipeline: string,
+    filename: string,
+    body: NodeJS.ReadableStream,
+    authorize: (name: string, definition: PipelineDefinition) => void,
+  ): Promise<string> {
+    const pipelineToken = randomUUID();
+    const admitted = await this.admit(environment, pipeline, null, authorize);
+    if (archiveKind(filename) !== null || COMPRESSED.test(filename)) {
+      throw new UnsupportedMediaTypeError(
+        `'${filename}' is an archive: upload it through POST /pipeline/upload`,
+      );
+    }
+    const { path, stream } = await this.spool.create(environment, pipelineToken);
+    try {
+      await pipeline_(body, stream);
+      if (stream.bytesWritten === 0) throw new ValidationError(`the file '${filename}' is empty`);
+      const job: JobRef = { environment, pipeline, pipelineToken, publisherToken: null, filename };
+      await this.status.record(job, 'StreamNotifier', 'begin', `receiving ${filename}`);
+      const options = loadJobOptions(environment, pipelineToken, this.config.loadRetry);
+      await (admitted.document
+        ? this.queues
+            .ingest(environment)
+            .add(IngestJob.document, { ...job, spoolPath: path, uri: `upload://${filename}` }, options)
+        : this.queues.ingest(environment).add(IngestJob.load, { ...job, spoolPath: path }, options));
+      await this.status.record(
+        job,
+        'StreamNotifier',
+        'end',
+        `received ${stream.bytesWritten} bytes; queued for processing`,
+      );
+      return pipelineToken;
+    } catch (err) {
+      await this.spool.remove(path).catch(() => undefined);
       throw err;
     }
   }

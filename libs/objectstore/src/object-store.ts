@@ -15,7 +15,7 @@ import {
 } from '@tapyard/core';
 
 /** What each environment keeps in the object store, one bucket per purpose. */
-export const BUCKET_PURPOSES = ['raw', 'config', 'taps', 'staged', 'output'] as const;
+export const BUCKET_PURPOSES = ['raw', 'config', 'taps', 'staged', 'output', 'assistant'] as const;
 export type BucketPurpose = (typeof BUCKET_PURPOSES)[number];
 
 /**

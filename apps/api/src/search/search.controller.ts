@@ -69,7 +69,10 @@ export class SearchController {
 }
 
 /** The store's container field (spec), as the store names it and as capabilities scope it. */
-function containerOf(store: VectorStoreName, body: SearchRequestDto): { scope: string; container: string } {
+export function containerOf(
+  store: VectorStoreName,
+  body: SearchRequestDto,
+): { scope: string; container: string } {
   switch (store) {
     case 'weaviate': {
       const c = body.className ?? 'Documents';

@@ -26,6 +26,10 @@ export interface TapyardConfig {
     readonly role: string;
     readonly timeoutMs: number;
   };
+  readonly assistant: {
+    /** How often the chat stream sends an SSE comment while nothing else is said (long tool calls). */
+    readonly keepAliveMs: number;
+  };
   readonly database: {
     readonly url: string;
     readonly name: string;
@@ -307,6 +311,7 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
       role: r.string('QUERY_ROLE', 'tapyard_query'),
       timeoutMs: r.int('QUERY_TIMEOUT_MS', 10000, 100, 600000),
     },
+    assistant: { keepAliveMs: r.int('ASSISTANT_KEEPALIVE_MS', 15000, 100, 120000) },
     database: {
       url: databaseUrl ?? '',
       name: r.string('POSTGRES_DATABASE', databaseName(databaseUrl)),

@@ -1,0 +1,500 @@
+import { BadRequestException, Inject, Injectable, ValidationPipe } from '@nestjs/common';
+import { ToolSpec } from '@tapyard/ai';
+import { CONFIG, NotFoundError, TapyardConfig, ValidationError } from '@tapyard/core';
+import { SAMPLE_BYTES, SchemaDiscoveryService, UploadService } from '@tapyard/ingestion';
+import { MetadataService } from '@tapyard/metadata';
+import { NlQueryService } from '@tapyard/nl-query';
+import { PipelineConfigDto, PipelinesService, isDocumentPipeline, pipelineScope } from '@tapyard/pipelines';
+import { StatusService } from '@tapyard/status';
+import { TapAuthoringService } from '@tapyard/tap-authoring';
+import { TapRunner, TapsRepository, TapsService, changesCode } from '@tapyard/taps';
+import { SearchService, VectorStoresService } from '@tapyard/vector-stores';
+import { pipelineFields, tapFields } from '../auth/scopes';
+import { SearchRequestDto } from '../search/search.dto';
+import { containerOf } from '../search/search.controller';
+import { AttachmentsService } from './attachments.service';
+import { ToolGate } from './tool-gate';
+
+export interface ToolContext {
+  env: string;
+  gate: ToolGate;
+  /** Whose attachments the tools may read. */
+  owner: string;
+  signal: AbortSignal;
+}
+
+interface Tool extends ToolSpec {
+  run(ctx: ToolContext, args: Record<string, unknown>): Promise<unknown>;
+}
+
+const obj = (properties: Record<string, unknown>, required: string[] = []): Record<string, unknown> => ({
+  type: 'object',
+  properties,
+  required,
+  additionalProperties: false,
+});
+const str = (description: string) => ({ type: 'string', description });
+const int = (description: string) => ({ type: 'integer', description });
+
+/** A string argument, or a 400 naming it (the model sees the message). */
+function text(args: Record<string, unknown>, key: string, required = true): string {
+  const v = args[key];
+  if (typeof v === 'string' && v.trim() !== '') return v.trim();
+  if (!required && (v === undefined || v === null || v === '')) return '';
+  throw new ValidationError(`argument '${key}' must be a non-empty string`);
+}
+function optionalInt(args: Record<string, unknown>, key: string, fallback: number, max: number): number {
+  const v = args[key];
+  if (v === undefined || v === null) return fallback;
+  if (!Number.isInteger(v) || (v as number) < 0 || (v as number) > max) {
+    throw new ValidationError(`argument '${key}' must be a whole number from 0 to ${max}`);
+  }
+  return v as number;
+}
+
+/** The body a route would have validated: the same DTO and the same pipe options. */
+const pipe = new ValidationPipe({ whitelist: true, forbidNonWhitelisted: true, transform: true });
+async function validated<T>(metatype: new () => T, value: unknown): Promise<T> {
+  try {
+    return (await pipe.transform(value, { type: 'body', metatype })) as T;
+  } catch (err) {
+    if (err instanceof BadRequestException) {
+      const body = err.getResponse() as { message?: string | string[] };
+      const msg = Array.isArray(body.message) ? body.message.join('; ') : String(body.message ?? err.message);
+      throw new ValidationError(msg);
+    }
+    throw err;
+  }
+}
+
+/**
+ * The assistant's tools: the platform's own services, each call checked against the caller's
+ * capabilities as the matching HTTP route checks them (see ToolGate).
+ */
+@Injectable()
+export class AssistantTools {
+  private readonly tools: Tool[];
+
+  constructor(
+    @Inject(CONFIG) private readonly config: TapyardConfig,
+    private readonly pipelines: PipelinesService,
+    private readonly discovery: SchemaDiscoveryService,
+    private readonly uploads: UploadService,
+    private readonly status: StatusService,
+    private readonly taps: TapsService,
+    private readonly tapsRepo: TapsRepository,
+    private readonly runner: TapRunner,
+    private readonly authoring: TapAuthoringService,
+    private readonly search: SearchService,
+    private readonly nl: NlQueryService,
+    private readonly metadata: MetadataService,
+    private readonly attachments: AttachmentsService,
+  ) {
+    this.tools = this.build();
+  }
+
+  specs(): ToolSpec[] {
+    return this.tools.map(({ name, description, parameters }) => ({ name, description, parameters }));
+  }
+
+  async run(ctx: ToolContext, name: string, args: Record<string, unknown>): Promise<unknown> {
+    const tool = this.tools.find((t) => t.name === name);
+    if (!tool) throw new ValidationError(`there is no tool '${name.slice(0, 60)}'`);
+    return tool.run(ctx, args);
+  }
+
+  private async pipelineTarget(env: string, name: string) {
+    const found = await this.pipelines.find(env, name);
+    return found
+      ? [{ fields: pipelineFields(found.definition), hiddenMessage: `pipeline '${name}' does not exist` }]
+      : [];
+  }
+
+  private async tapTarget(env: string, name: string) {
+    const found = await this.tapsRepo.find(env, name);
+    return found ? [{ fields: tapFields(found), hiddenMessage: `tap '${name}' does not exist` }] : [];
+  }
+
+  private build(): Tool[] {
+    return [
+      {
+        name: 'list_pipelines',
+        description:
+          'List the pipelines the user may read: name, catalog, source type, destinations, version.',
+        parameters: obj({}),
+        run: async (ctx) => {
+          const access = ctx.gate.check('list_pipelines', 'pipeline:read', 'filtered');
+          const all = await this.pipelines.listWithDefinitions(ctx.env);
+          return access
+            .filter(all, 'read', 'pipeline', (p) => pipelineFields(p.definition))
+            .map((p) => p.item);
+        },
+      },
+      {
+        name: 'get_pipeline',
+        description: 'The full configuration of one pipeline.',
+        parameters: obj({ name: str('pipeline name') }, ['name']),
+        run: async (ctx, a) => {
+          const name = text(a, 'name');
+          ctx.gate.check('get_pipeline', 'pipeline:read', await this.pipelineTarget(ctx.env, name));
+          const p = await this.pipelines.get(ctx.env, name);
+          return { ...p.definition, version: p.version };
+        },
+      },
+      {
+        name: 'generate_pipeline_from_attachment',
+        description:
+          'Propose a pipeline configuration (types inferred) from an attached CSV, JSON or XML file. Register it with register_pipeline.',
+        parameters: obj(
+          { attachmentId: str('an attachment of this conversation'), name: str('pipeline name (optional)') },
+          ['attachmentId'],
+        ),
+        run: async (ctx, a) => {
+          ctx.gate.check('generate_pipeline_from_attachment', 'pipeline:create', 'environment');
+          const id = text(a, 'attachmentId');
+          const att = await this.attachments.find(ctx.env, ctx.owner, id);
+          const { head, truncated } = await this.attachments.head(ctx.env, ctx.owner, id, SAMPLE_BYTES);
+          const fields = new Map<string, string>();
+          const name = text(a, 'name', false);
+          if (name) fields.set('pipeline', name);
+          return this.discovery.generateFromSample(ctx.env, {
+            filename: att.filename,
+            fields,
+            head,
+            truncated,
+          });
+        },
+      },
+      {
+        name: 'register_pipeline',
+        description: 'Create or update a pipeline from a full configuration (as POST /pipeline takes it).',
+        parameters: obj({ config: { type: 'object', description: 'the pipeline configuration' } }, [
+          'config',
+        ]),
+        run: async (ctx, a) => {
+          const body = (a.config ?? {}) as Record<string, unknown>;
+          const name = typeof body.name === 'string' ? body.name.trim() : '';
+          const incoming = {
+            fields: pipelineScope({
+              catalog: typeof body.catalog === 'string' && body.catalog.trim() ? body.catalog.trim() : null,
+              destination: (body.destination ?? {}) as PipelineConfigDto['destination'],
+              source: (body.source ?? {}) as PipelineConfigDto['source'],
+            } as never),
+            hiddenMessage: `pipeline '${name}' cannot be saved in that catalog`,
+          };
+          ctx.gate.check('register_pipeline', 'pipeline:update', [
+            ...(name ? await this.pipelineTarget(ctx.env, name) : []),
+            incoming,
+          ]);
+          const dto = await validated(PipelineConfigDto, body);
+          return { status: 'ok', ...(await this.pipelines.save(ctx.env, dto)) };
+        },
+      },
+      {
+        name: 'upload_attachment',
+        description:
+          'Load an attached file into a pipeline (one job); returns the pipeline token to follow with job_status.',
+        parameters: obj({ attachmentId: str('an attachment'), pipeline: str('target pipeline') }, [
+          'attachmentId',
+          'pipeline',
+        ]),
+        run: async (ctx, a) => {
+          const access = ctx.gate.check('upload_attachment', 'pipeline:upload', 'none');
+          const id = text(a, 'attachmentId');
+          const att = await this.attachments.find(ctx.env, ctx.owner, id);
+          const body = await this.attachments.open(ctx.env, ctx.owner, id);
+          const pipelineToken = await this.uploads.uploadStream(
+            ctx.env,
+            text(a, 'pipeline'),
+            att.filename,
+            body,
+            (name, def) => {
+              access.assertVisible(
+                'upload',
+                'pipeline',
+                pipelineFields(def),
+                `pipeline '${name}' does not exist`,
+              );
+              const vs = def.destination.vectorStore;
+              if (isDocumentPipeline(def) && vs)
+                access.require(
+                  'upload',
+                  'document',
+                  { collection: vs.collection },
+                  `for collection '${vs.collection}'`,
+                );
+            },
+          );
+          return { pipelineToken };
+        },
+      },
+      {
+        name: 'job_status',
+        description:
+          'The rollup of a job (by pipelineToken) or of everything under a publisherToken: status, errors, progress.',
+        parameters: obj({ pipelineToken: str('a job'), publisherToken: str('a publisher token') }),
+        run: async (ctx, a) => {
+          const access = ctx.gate.check('job_status', 'job:read', 'filtered');
+          const visible = <T extends { scope?: unknown }>(jobs: T[]): T[] =>
+            access.filter(jobs, 'read', 'job', (j) => (j.scope ?? {}) as Record<string, string>);
+          const pub = text(a, 'publisherToken', false);
+          const job = text(a, 'pipelineToken', false);
+          if (pub) return this.status.rollupOfPublisher(ctx.env, pub, visible);
+          if (job) return this.status.rollupOfJob(ctx.env, job, visible);
+          throw new ValidationError('give pipelineToken or publisherToken');
+        },
+      },
+      {
+        name: 'list_taps',
+        description: 'List the taps the user may read.',
+        parameters: obj({}),
+        run: async (ctx) => {
+          const access = ctx.gate.check('list_taps', 'tap:read', 'filtered');
+          return access.filter(await this.taps.list(ctx.env), 'read', 'tap', tapFields);
+        },
+      },
+      {
+        name: 'get_tap',
+        description: 'One tap with its script.',
+        parameters: obj({ name: str('tap name') }, ['name']),
+        run: async (ctx, a) => {
+          const name = text(a, 'name');
+          ctx.gate.check('get_tap', 'tap:read', await this.tapTarget(ctx.env, name));
+          return this.taps.getWithScript(ctx.env, name);
+        },
+      },
+      {
+        name: 'test_tap',
+        description:
+          'Test a saved tap (or an inline script for it) in the sandbox: at most 20 records, nothing saved.',
+        parameters: obj(
+          {
+            name: str('tap name'),
+            script: str('inline script (optional)'),
+            testLimit: int('SERVICE_TAP_TEST_LIMIT'),
+          },
+          ['name'],
+        ),
+        run: async (ctx, a) => {
+          const name = text(a, 'name');
+          const access = ctx.gate.check('test_tap', 'tap:run', await this.tapTarget(ctx.env, name));
+          const stored = await this.tapsRepo.find(ctx.env, name);
+          const script = text(a, 'script', false) || undefined;
+          const tap = this.taps.merge(stored, { name });
+          if (tap.secretName && changesCode(stored, tap, script !== undefined)) {
+            access.require('use', 'secret', {}, 'to give a secret to code it changes or runs');
+          }
+          return this.runner.test(
+            ctx.env,
+            tap,
+            script,
+            optionalInt(a, 'testLimit', 20, 1_000_000),
+            access.caller,
+          );
+        },
+      },
+      {
+        name: 'generate_tap_script',
+        description:
+          'Write a tap script from a description (checked, stored as a new version; save the tap to adopt it).',
+        parameters: obj(
+          {
+            tapName: str('tap name'),
+            description: str('what the tap fetches'),
+            tapType: { type: 'string', enum: ['structured', 'document'] },
+          },
+          ['tapName', 'description'],
+        ),
+        run: async (ctx, a) => {
+          const tapName = text(a, 'tapName');
+          const tapType =
+            a.tapType === 'document' ? 'document' : a.tapType === 'structured' ? 'structured' : undefined;
+          const target = (await this.tapTarget(ctx.env, tapName)).length
+            ? await this.tapTarget(ctx.env, tapName)
+            : [
+                {
+                  fields: tapFields({ catalog: null, tapType: tapType ?? 'structured' }),
+                  hiddenMessage: `tap '${tapName}' does not exist`,
+                },
+              ];
+          ctx.gate.check('generate_tap_script', 'tap:update', target);
+          return this.authoring.generate(
+            ctx.env,
+            { tapName, description: text(a, 'description'), tapType },
+            ctx.signal,
+          );
+        },
+      },
+      {
+        name: 'fix_tap_script',
+        description:
+          'Rewrite a failing tap script from its error and logs (checked, stored as a new version).',
+        parameters: obj(
+          {
+            tapName: str('tap name'),
+            script: str('the script'),
+            error: str('the error'),
+            logs: str('the logs'),
+          },
+          ['tapName', 'script'],
+        ),
+        run: async (ctx, a) => {
+          const tapName = text(a, 'tapName');
+          ctx.gate.check('fix_tap_script', 'tap:update', await this.tapTarget(ctx.env, tapName));
+          return this.authoring.fix(
+            ctx.env,
+            {
+              tapName,
+              script: text(a, 'script'),
+              error: text(a, 'error', false),
+              logs: text(a, 'logs', false),
+            },
+            ctx.signal,
+          );
+        },
+      },
+      {
+        name: 'run_tap',
+        description: 'Run a saved tap now: its records go to its target pipeline. Returns the run result.',
+        parameters: obj({ name: str('tap name') }, ['name']),
+        run: async (ctx, a) => {
+          const name = text(a, 'name');
+          const access = ctx.gate.check('run_tap', 'tap:run', await this.tapTarget(ctx.env, name));
+          const tap = await this.taps.get(ctx.env, name);
+          if (tap.targetPipeline) {
+            const found = await this.pipelines.find(ctx.env, tap.targetPipeline);
+            if (found) {
+              access.assertVisible(
+                'upload',
+                'pipeline',
+                pipelineFields(found.definition),
+                `pipeline '${tap.targetPipeline}' does not exist`,
+              );
+            }
+          }
+          return this.runner.run(ctx.env, name, { mode: 'run', trigger: 'manual', caller: access.caller });
+        },
+      },
+      {
+        name: 'vector_search',
+        description:
+          'Similarity search over a vector store (qdrant, weaviate, pgvector, milvus, chroma). Container: collection (qdrant, milvus, chroma), className (weaviate), table + schema (pgvector).',
+        parameters: obj(
+          {
+            store: { type: 'string', enum: ['qdrant', 'weaviate', 'pgvector', 'milvus', 'chroma'] },
+            query: str('what to look for'),
+            topK: int('results (default 5)'),
+            collection: str('container (qdrant, milvus, chroma)'),
+            className: str('weaviate class'),
+            table: str('pgvector table'),
+            schema: str('pgvector schema'),
+          },
+          ['store', 'query'],
+        ),
+        run: async (ctx, a) => {
+          const access = ctx.gate.check('vector_search', 'search:vector', 'none');
+          const store = VectorStoresService.checkName(text(a, 'store'));
+          const { store: _s, ...rest } = a;
+          const body = await validated(SearchRequestDto, rest);
+          const { scope, container } = containerOf(store, body);
+          access.assertVisible(
+            'vector',
+            'search',
+            { collection: scope },
+            `${store} has no container '${scope}'`,
+          );
+          return this.search.search(ctx.env, store, {
+            query: body.query,
+            topK: body.topK ?? 5,
+            filter: body.filter,
+            container,
+          });
+        },
+      },
+      {
+        name: 'sql_query',
+        description:
+          'Answer a question with one read-only SQL query over a PostgreSQL schema the user may read; returns rows.',
+        parameters: obj(
+          {
+            question: str('the question'),
+            database: str('database (optional)'),
+            schema: str('schema (optional)'),
+            maxRows: int('row cap (default 100)'),
+          },
+          ['question'],
+        ),
+        run: async (ctx, a) => {
+          const database = text(a, 'database', false) || this.config.database.name;
+          ctx.gate.check('sql_query', 'search:query', [
+            { fields: { database }, hiddenMessage: `PostgreSQL database '${database}' does not exist` },
+          ]);
+          return this.nl.ask(
+            ctx.env,
+            {
+              question: text(a, 'question'),
+              database: text(a, 'database', false) || undefined,
+              schema: text(a, 'schema', false) || undefined,
+              maxRows: optionalInt(a, 'maxRows', 100, 10_000) || 100,
+            },
+            ctx.signal,
+          );
+        },
+      },
+      {
+        name: 'discover_metadata',
+        description:
+          'What exists in the data stores: kind = databases | schemas | tables | columns (PostgreSQL, with database/schema/table), mongodb_databases, mongodb_collections.',
+        parameters: obj(
+          {
+            kind: {
+              type: 'string',
+              enum: ['databases', 'schemas', 'tables', 'columns', 'mongodb_databases', 'mongodb_collections'],
+            },
+            database: str('database'),
+            schema: str('schema'),
+            table: str('table'),
+          },
+          ['kind'],
+        ),
+        run: async (ctx, a) => {
+          const kind = text(a, 'kind');
+          const db = text(a, 'database', false) || undefined;
+          if (kind === 'databases' || kind.startsWith('mongodb_')) {
+            const access = ctx.gate.check('discover_metadata', 'metadata:read', 'filtered');
+            if (kind === 'databases') {
+              return access.filter(
+                await this.metadata.postgresDatabases(ctx.env),
+                'read',
+                'metadata',
+                (d) => ({ database: d }),
+              );
+            }
+            if (kind === 'mongodb_databases') {
+              return access.filter(await this.metadata.mongoDatabases(ctx.env), 'read', 'metadata', (d) => ({
+                database: d,
+              }));
+            }
+            if (db)
+              access.assertVisible(
+                'read',
+                'metadata',
+                { database: db },
+                `MongoDB database '${db}' does not exist`,
+              );
+            return this.metadata.mongoCollections(ctx.env, db);
+          }
+          const database = db ?? this.config.database.name;
+          ctx.gate.check('discover_metadata', 'metadata:read', [
+            { fields: { database }, hiddenMessage: `PostgreSQL database '${database}' does not exist` },
+          ]);
+          const schema = text(a, 'schema', false) || undefined;
+          if (kind === 'schemas') return this.metadata.postgresSchemas(ctx.env, db);
+          if (kind === 'tables') return this.metadata.postgresTables(ctx.env, db, schema);
+          if (kind === 'columns') return this.metadata.postgresColumns(ctx.env, db, schema, text(a, 'table'));
+          throw new NotFoundError(`there is no metadata kind '${kind.slice(0, 40)}'`);
+        },
+      },
+    ];
+  }
+}

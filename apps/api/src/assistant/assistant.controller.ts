@@ -1,0 +1,155 @@
+import { Body, Controller, HttpCode, Inject, Post, Req, Res } from '@nestjs/common';
+import {
+  ApiBody,
+  ApiConsumes,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiPayloadTooLargeResponse,
+  ApiProduces,
+  ApiServiceUnavailableResponse,
+  ApiTags,
+  ApiUnsupportedMediaTypeResponse,
+} from '@nestjs/swagger';
+import type { Request, Response } from 'express';
+import { Logger } from 'pino';
+import { AiService, ChatTurn } from '@tapyard/ai';
+import { CONFIG, LOGGER, TapyardConfig, errorMessage } from '@tapyard/core';
+import { Access, AuditLog } from '../auth/access';
+import { Requires } from '../auth/access-rule';
+import { RequestAccess, RequestEnvironment } from '../http/environment.decorator';
+import { ErrorBodyDto } from '../http/error-body.dto';
+import { AgentEvent, agentLoop } from './agent-loop';
+import { AssistantTools } from './assistant-tools';
+import { Attachment, AttachmentsService, ATTACHMENT_LIMIT } from './attachments.service';
+import { AttachmentDto, AttachmentFormDto, ChatDto } from './assistant.dto';
+import { ToolGate } from './tool-gate';
+
+@ApiTags('assistant')
+@Controller('assistant')
+export class AssistantController {
+  private readonly audit: AuditLog;
+
+  constructor(
+    @Inject(CONFIG) private readonly config: TapyardConfig,
+    @Inject(LOGGER) private readonly logger: Logger,
+    private readonly ai: AiService,
+    private readonly tools: AssistantTools,
+    private readonly attachments: AttachmentsService,
+  ) {
+    this.audit = new AuditLog(logger);
+  }
+
+  @Post('attachment')
+  @HttpCode(201)
+  @Requires('assistant:run', 'none')
+  @ApiOperation({
+    summary: 'Stage a file for the assistant',
+    description:
+      `multipart \`file\`, at most ${ATTACHMENT_LIMIT} bytes: .csv, .tsv, .txt, .md, .json, .ndjson, .jsonl, .xml, .html, .pdf, ` +
+      '.docx (the first bytes must fit the type: PDF magic, a ZIP container, UTF-8 text without NUL). Readable only by ' +
+      'the identity that staged it (another one gets 404), for 24 hours.',
+  })
+  @ApiConsumes('multipart/form-data')
+  @ApiBody({ type: AttachmentFormDto })
+  @ApiOkResponse({ type: AttachmentDto })
+  @ApiPayloadTooLargeResponse({ type: ErrorBodyDto })
+  @ApiUnsupportedMediaTypeResponse({ type: ErrorBodyDto })
+  attach(
+    @RequestEnvironment() env: string,
+    @RequestAccess() access: Access,
+    @Req() req: Request,
+  ): Promise<Attachment> {
+    return this.attachments.stage(env, access.identity.name, req);
+  }
+
+  @Post('chat')
+  @Requires('assistant:run', 'none')
+  @ApiProduces('text/event-stream')
+  @ApiOperation({
+    summary: 'The build-mode agent loop, streamed as Server-Sent Events',
+    description:
+      'Events: `text {delta}`, `tool_call {id, name, arguments}`, `tool_result {id, name, result}` or `{id, name, error}`, ' +
+      '`error {message}`, `done {iterations, stopReason}` (`complete`, `max_iterations`, `error`; `cancelled` only in the ' +
+      'audit, the client being gone). Tools: list_pipelines, get_pipeline, generate_pipeline_from_attachment, ' +
+      'register_pipeline, upload_attachment, job_status, list_taps, get_tap, test_tap, generate_tap_script, ' +
+      "fix_tap_script, run_tap, vector_search, sql_query, discover_metadata: each checked against the caller's " +
+      "capabilities as its HTTP route is (a denial is the tool result the model sees) and audited with the caller's " +
+      'identity. Comments (`: keep-alive`) keep the stream open during long tool calls. Disconnecting cancels: the ' +
+      'model call in flight is aborted and no further tool runs.',
+  })
+  @ApiOkResponse({ description: 'text/event-stream' })
+  @ApiNotFoundResponse({
+    type: ErrorBodyDto,
+    description: "An attachment that is not the caller's (or expired)",
+  })
+  @ApiServiceUnavailableResponse({ type: ErrorBodyDto, description: "No model provider (secret 'ai')" })
+  async chat(
+    @RequestEnvironment() env: string,
+    @RequestAccess() access: Access,
+    @Body() body: ChatDto,
+    @Res() res: Response,
+  ): Promise<void> {
+    const owner = access.identity.name;
+    // Refusals come as JSON errors before the stream starts.
+    const model = await this.ai.model(env, 'assistant');
+    const staged = await Promise.all(
+      (body.attachments ?? []).map((a) => this.attachments.find(env, owner, a.attachmentId)),
+    );
+    const context = body.context ? JSON.stringify(body.context).slice(0, 8192) : '';
+
+    const abort = new AbortController();
+    res.on('close', () => {
+      if (!res.writableFinished) abort.abort();
+    });
+    res.status(200);
+    res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
+    res.setHeader('Cache-Control', 'no-cache, no-transform');
+    res.setHeader('Connection', 'keep-alive');
+    res.setHeader('X-Accel-Buffering', 'no');
+    res.flushHeaders();
+    const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), this.config.assistant.keepAliveMs);
+    const send = (e: AgentEvent): void => {
+      if (!abort.signal.aborted) res.write(`event: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`);
+    };
+
+    const gate = new ToolGate(
+      access.identity,
+      this.config.auth.capabilityEnforcement === 'enforce',
+      this.audit,
+    );
+    const messages: ChatTurn[] = body.messages.map((m) => ({ role: m.role ?? 'user', content: m.content }));
+    let outcome = { stopReason: 'error', iterations: 0 };
+    try {
+      const loop = agentLoop(model, this.tools, { env, gate, owner, signal: abort.signal }, messages, {
+        maxIterations: body.maxIterations ?? 8,
+        context,
+        attachments: staged.map((a) => JSON.stringify(a)).join('\n'),
+      });
+      for (;;) {
+        const step = await loop.next();
+        if (step.done) {
+          outcome = step.value;
+          break;
+        }
+        send(step.value);
+      }
+    } catch (err) {
+      send({ event: 'error', data: { message: 'the assistant failed; see the server log' } });
+      send({ event: 'done', data: { iterations: outcome.iterations, stopReason: 'error' } });
+      this.logger.error({ err: errorMessage(err) }, 'assistant loop failed');
+    } finally {
+      clearInterval(keepAlive);
+      this.logger.info(
+        {
+          route: 'POST /api/v1/assistant/chat',
+          key: owner,
+          stopReason: outcome.stopReason,
+          iterations: outcome.iterations,
+        },
+        'assistant chat',
+      );
+      if (!res.writableEnded) res.end();
+    }
+  }
+}

@@ -1,0 +1,46 @@
+import { Action, Identity, Resource, ScopeFields, canOn, canSome } from '@tapyard/auth';
+import { ForbiddenError, NotFoundError } from '@tapyard/core';
+import { Access, AuditLog } from '../auth/access';
+import { ScopeTarget } from '../auth/access-rule';
+
+/** How a tool's resource is scoped, as the matching route declares it (see ScopeCheck). */
+export type ToolScope = 'environment' | 'filtered' | 'none' | ScopeTarget[];
+
+/**
+ * The capability check of a tool call, decided as the access guard decides for the matching route
+ * (any scope → 403 when lacking the capability altogether; a target outside the caller's scope → 404
+ * as if missing), audited with the caller's identity and the tool's name.
+ */
+export class ToolGate {
+  constructor(
+    private readonly identity: Identity,
+    private readonly enforce: boolean,
+    private readonly audit: AuditLog,
+  ) {}
+
+  /** Checks, audits, and returns the Access a tool uses for its own per-item checks. */
+  check(tool: string, capability: `${Resource}:${Action}`, scope: ToolScope): Access {
+    const route = `assistant tool ${tool}`;
+    const access = new Access(this.identity, this.enforce, this.audit, route);
+    if (this.identity.kind === 'anonymous') return access;
+    const [resource, action] = capability.split(':') as [Resource, Action];
+    const f: { route: string; required: string; scope?: ScopeFields } = { route, required: capability };
+    let grant = canSome(this.identity.ability, action, resource);
+    let hidden: string | undefined;
+    if (grant && scope === 'environment') grant = canOn(this.identity.ability, action, resource, {});
+    if (grant && Array.isArray(scope)) {
+      for (const t of scope) {
+        if (!canOn(this.identity.ability, action, resource, t.fields)) {
+          grant = false;
+          hidden = t.hiddenMessage;
+          f.scope = t.fields;
+          break;
+        }
+      }
+    }
+    this.audit.write(this.identity, f, grant ? 'grant' : this.enforce ? 'deny' : 'would-deny');
+    if (grant || !this.enforce) return access;
+    if (hidden) throw new NotFoundError(hidden);
+    throw new ForbiddenError(`'${this.identity.name}' lacks the capability ${capability} for ${route}`);
+  }
+}
