@@ -33,6 +33,7 @@ import { TapAuthoringModule } from '@tapyard/tap-authoring';
 import { TapAuthoringController } from './taps/tap-authoring.controller';
 import { PromptFragmentsController } from './taps/prompt-fragments.controller';
 import { NlQueryModule } from '@tapyard/nl-query';
+import { PipelineAdviceModule } from '@tapyard/pipeline-advice';
 import { QueryController } from './query/query.controller';
 import { AssistantController } from './assistant/assistant.controller';
 import { AssistantTools } from './assistant/assistant-tools';
@@ -72,6 +73,7 @@ export class ApiModule {
         AiModule,
         TapAuthoringModule,
         NlQueryModule,
+        PipelineAdviceModule,
       ],
       controllers: [
         PlatformController,

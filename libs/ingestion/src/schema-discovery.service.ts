@@ -38,12 +38,17 @@ export class SchemaDiscoveryService {
   constructor(@Inject(CONFIG) private readonly config: TapyardConfig) {}
 
   /** The proposal's destination is the environment's default place (a tenant's own schema). */
-  async generate(environment: string, req: Request): Promise<GeneratedPipeline> {
-    return this.generateFromSample(environment, await readUploadedSample(req, SAMPLE_BYTES));
+  async generate(environment: string, req: Request, examples?: string[][]): Promise<GeneratedPipeline> {
+    return this.generateFromSample(environment, await readUploadedSample(req, SAMPLE_BYTES), examples);
   }
 
   /** The same proposal from a file's head (an assistant attachment); at most SAMPLE_BYTES are read. */
-  async generateFromSample(environment: string, sample: UploadedSample): Promise<GeneratedPipeline> {
+  /** `examples` (CSV only) receives the first data rows, for advice that needs a look at values. */
+  async generateFromSample(
+    environment: string,
+    sample: UploadedSample,
+    examples?: string[][],
+  ): Promise<GeneratedPipeline> {
     const name = pipelineName(sample.fields.get('pipeline')?.trim() || sample.filename);
     const format = detectFormat(sample);
     const defaults = destinationDefaults(this.config, environment);
@@ -86,6 +91,7 @@ export class SchemaDiscoveryService {
     const dataRows = header ? rows.slice(1) : rows;
     const allStrings = boolField(sample.fields, 'allStrings') ?? false;
     const fields = inferSchema(headerRow, dataRows, { allStrings });
+    examples?.push(...dataRows.slice(0, 3));
     return {
       name,
       source: {

@@ -21,8 +21,9 @@ import {
   PipelinesService,
   isDocumentPipeline,
 } from '@tapyard/pipelines';
+import { PipelineAdviceService } from '@tapyard/pipeline-advice';
 import { ErrorBodyDto } from '../http/error-body.dto';
-import { RequestAccess, RequestEnvironment } from '../http/environment.decorator';
+import { RequestAccess, RequestEnvironment, RequestSignal } from '../http/environment.decorator';
 import { Access } from '../auth/access';
 import { Requires } from '../auth/access-rule';
 import { pipelineFields, pipelineInBody, pipelineInQuery } from '../auth/scopes';
@@ -45,6 +46,7 @@ export class PipelinesController {
     private readonly uploads: UploadService,
     private readonly discovery: SchemaDiscoveryService,
     private readonly deletion: PipelineDeletionService,
+    private readonly advice: PipelineAdviceService,
   ) {}
 
   @Post('pipeline')
@@ -181,14 +183,29 @@ export class PipelinesController {
     description:
       'CSV/TSV: deterministic type inference over the first 1,000 rows (boolean, int, bigint, float, double, string, date, ' +
       'timestamp; values with leading zeros stay strings), header detection when `header` is absent, normalised column names. ' +
-      'JSON and XML: a single `_json` / `_xml` string field.',
+      'JSON and XML: a single `_json` / `_xml` string field. With a model provider (secret `ai`, feature `advice`), ' +
+      '`advice` adds a description and a semantic hint per field (the model sees column names, inferred types and up to ' +
+      'three values of columns whose names do not look sensitive); it never changes a type. `advice: {error}` when ' +
+      'the model could not be asked; absent without a provider.',
   })
   @ApiConsumes('multipart/form-data')
   @ApiBody({ type: GenerateFormDto })
   @ApiOkResponse({ description: 'A partial pipeline configuration, ready for POST /pipeline' })
   @ApiBadRequestResponse({ type: ErrorBodyDto })
-  generate(@RequestEnvironment() env: string, @Req() req: Request): Promise<unknown> {
-    return this.discovery.generate(env, req);
+  async generate(
+    @RequestEnvironment() env: string,
+    @Req() req: Request,
+    @RequestSignal() signal: AbortSignal,
+  ): Promise<unknown> {
+    const examples: string[][] = [];
+    const proposal = await this.discovery.generate(env, req, examples);
+    const advice = await this.advice.forGenerate(
+      env,
+      proposal.source.schemaProperties.fields,
+      examples,
+      signal,
+    );
+    return advice ? { ...proposal, advice } : proposal;
   }
 
   @Post('pipeline/profile')
@@ -198,13 +215,22 @@ export class PipelinesController {
     summary: 'Profile a sample of a CSV file',
     description:
       'Per-column statistics (null rate, distinct count, min/max, quantiles, top values, inferred type), quality issues, ' +
-      'recommendations and suggested data-quality rules, computed by code over the first `sampleSize` rows (default 200).',
+      'recommendations and suggested data-quality rules, computed by code over the first `sampleSize` rows (default 200). ' +
+      'With a model provider (feature `advice`), `advice` adds model-written `recommendations` and `suggestedRules`, each ' +
+      'rule kept only when the pipeline rule schema accepts it against the inferred schema (`refusedRules` says why ' +
+      'not); the model sees the column statistics, and top values only of columns whose names do not look sensitive.',
   })
   @ApiConsumes('multipart/form-data')
   @ApiBody({ type: ProfileFormDto })
   @ApiOkResponse({ description: 'The profile' })
   @ApiBadRequestResponse({ type: ErrorBodyDto })
-  profile(@Req() req: Request): Promise<unknown> {
-    return this.discovery.profile(req);
+  async profile(
+    @RequestEnvironment() env: string,
+    @Req() req: Request,
+    @RequestSignal() signal: AbortSignal,
+  ): Promise<unknown> {
+    const profile = await this.discovery.profile(req);
+    const advice = await this.advice.forProfile(env, profile, signal);
+    return advice ? { ...profile, advice } : profile;
   }
 }

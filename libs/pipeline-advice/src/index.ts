@@ -1,0 +1,2 @@
+export * from './pipeline-advice.service';
+export * from './pipeline-advice.module';
