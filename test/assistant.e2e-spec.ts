@@ -1,6 +1,6 @@
 import { Pool } from 'pg';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
-import { auditLines, issueKey, newBootstrapKey } from './support/auth';
+import { auditLines, issueKey, login, newBootstrapKey } from './support/auth';
 import { TEST_DATABASE_URL, TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
 import { ModelDouble } from './support/model-double';
 import { closedPort } from './support/net';
@@ -434,3 +434,70 @@ async function waitFor(check: () => boolean | Promise<boolean>, ms = 60000): Pro
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+describe("assistant in a viewer's login session", () => {
+  const env = uniqueEnvironment('assistsess');
+  const double = new ModelDouble();
+  const ADMIN_PASSWORD = 'admin-password-for-assistant-1';
+  let api: TestApi;
+
+  beforeAll(async () => {
+    await double.start();
+    api = await startApi({
+      TAPYARD_ENV: env,
+      ...TEST_OBJECT_STORE,
+      TAP_EGRESS_ALLOW: double.address,
+      USE_USER_AUTH: 'true',
+      TAPYARD_ADMIN_PASSWORD: ADMIN_PASSWORD,
+    });
+    const admin = await login(api.http, 'admin', ADMIN_PASSWORD);
+    const as = <T extends { set(k: string, v: string): T }>(req: T) =>
+      req.set('cookie', admin.cookie).set('x-csrf-token', admin.csrf);
+    await as(api.http.put('/api/v1/secrets/ai'))
+      .send({ provider: 'openai-compatible', baseUrl: double.openaiUrl, model: 'm' })
+      .expect(200);
+    await as(api.http.post('/api/v1/users'))
+      .send({ username: 'vera', password: 'vera-password-12345', role: 'viewer' })
+      .expect(201);
+  }, 60000);
+  afterAll(async () => {
+    await api.close();
+    await double.stop();
+  });
+
+  it("cannot register a pipeline: the denial is the tool's result, audited as session:<username>", async () => {
+    const vera = await login(api.http, 'vera', 'vera-password-12345');
+    double.script(
+      {
+        toolCalls: [
+          {
+            name: 'register_pipeline',
+            arguments: {
+              config: {
+                name: 'x',
+                source: { schemaProperties: { fields: [{ name: 'a', type: 'int' }] } },
+                destination: { database: { table: 'x' } },
+              },
+            },
+          },
+        ],
+      },
+      { text: 'I cannot do that for you.' },
+    );
+    const res = await api.http
+      .post('/api/v1/assistant/chat')
+      .set('cookie', vera.cookie)
+      .set('x-csrf-token', vera.csrf)
+      .send({ messages: [{ content: 'register pipeline x' }] })
+      .expect(200);
+    expect(res.text).toContain('"error":"403: \'session:vera\' lacks the capability pipeline:update');
+    expect(res.text).toContain('event: done\ndata: {"iterations":2,"stopReason":"complete"}');
+    expect(auditLines(api.logs)).toContainEqual(
+      expect.objectContaining({
+        route: 'assistant tool register_pipeline',
+        key: 'session:vera',
+        outcome: 'deny',
+      }),
+    );
+  });
+});
