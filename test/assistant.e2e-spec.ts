@@ -208,6 +208,28 @@ describe('assistant: the build-mode agent loop over SSE', () => {
     expect(r.events[r.events.length - 1].data).toEqual({ iterations: 2, stopReason: 'complete' });
   });
 
+  it('scopes tools like their routes: a catalog-scoped key cannot test an uncataloged tap, lists only its databases', async () => {
+    const scoped = await issueKey(api.http, admin, 'scoped-key', {
+      capabilities: ['assistant:run', 'tap:run:catalog=a', 'metadata:read:database=nothing_here'],
+    });
+    double.script(
+      {
+        toolCalls: [
+          {
+            name: 'test_tap',
+            arguments: { name: 'brand_new', script: 'def fetch():\n    return [{"a": 1}]\n' },
+          },
+          { name: 'discover_metadata', arguments: { kind: 'databases' } },
+        ],
+      },
+      { text: 'ok' },
+    );
+    const r = await chat(scoped, { messages: [{ content: 'test a new tap, list collections' }] });
+    const [test, meta] = r.events.filter((e) => e.event === 'tool_result').map((e) => e.data);
+    expect(test.error).toBe("404: tap 'brand_new' does not exist");
+    expect(meta.result).toEqual([]);
+  });
+
   it('stops at maxIterations: no tool of the last round runs', async () => {
     for (let i = 0; i < 3; i++) double.script({ toolCalls: [{ name: 'list_taps', arguments: {} }] });
     const r = await chat(admin, { messages: [{ content: 'loop forever' }], maxIterations: 2 });

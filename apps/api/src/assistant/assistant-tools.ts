@@ -4,7 +4,12 @@ import { CONFIG, NotFoundError, TapyardConfig, ValidationError } from '@tapyard/
 import { SAMPLE_BYTES, SchemaDiscoveryService, UploadService } from '@tapyard/ingestion';
 import { MetadataService } from '@tapyard/metadata';
 import { NlQueryService } from '@tapyard/nl-query';
-import { PipelineConfigDto, PipelinesService, isDocumentPipeline, pipelineScope } from '@tapyard/pipelines';
+import {
+  PipelineConfigDto,
+  PipelineDefinition,
+  PipelinesService,
+  isDocumentPipeline,
+} from '@tapyard/pipelines';
 import { StatusService } from '@tapyard/status';
 import { TapAuthoringService } from '@tapyard/tap-authoring';
 import { TapRunner, TapsRepository, TapsService, changesCode } from '@tapyard/taps';
@@ -115,6 +120,14 @@ export class AssistantTools {
     return found ? [{ fields: tapFields(found), hiddenMessage: `tap '${name}' does not exist` }] : [];
   }
 
+  /** A stored tap, or one about to be (uncataloged, of `tapType`), as tapInBody / tapNamedInBody check it. */
+  private async tapTargetOrNew(env: string, name: string, tapType: string = 'structured') {
+    const stored = await this.tapTarget(env, name);
+    return stored.length > 0
+      ? stored
+      : [{ fields: tapFields({ catalog: null, tapType }), hiddenMessage: `tap '${name}' does not exist` }];
+  }
+
   private build(): Tool[] {
     return [
       {
@@ -175,11 +188,11 @@ export class AssistantTools {
           const body = (a.config ?? {}) as Record<string, unknown>;
           const name = typeof body.name === 'string' ? body.name.trim() : '';
           const incoming = {
-            fields: pipelineScope({
+            fields: pipelineFields({
               catalog: typeof body.catalog === 'string' && body.catalog.trim() ? body.catalog.trim() : null,
-              destination: (body.destination ?? {}) as PipelineConfigDto['destination'],
-              source: (body.source ?? {}) as PipelineConfigDto['source'],
-            } as never),
+              destination: (body.destination ?? {}) as PipelineDefinition['destination'],
+              source: (body.source ?? {}) as PipelineDefinition['source'],
+            }),
             hiddenMessage: `pipeline '${name}' cannot be saved in that catalog`,
           };
           ctx.gate.check('register_pipeline', 'pipeline:update', [
@@ -277,7 +290,7 @@ export class AssistantTools {
         ),
         run: async (ctx, a) => {
           const name = text(a, 'name');
-          const access = ctx.gate.check('test_tap', 'tap:run', await this.tapTarget(ctx.env, name));
+          const access = ctx.gate.check('test_tap', 'tap:run', await this.tapTargetOrNew(ctx.env, name));
           const stored = await this.tapsRepo.find(ctx.env, name);
           const script = text(a, 'script', false) || undefined;
           const tap = this.taps.merge(stored, { name });
@@ -309,14 +322,7 @@ export class AssistantTools {
           const tapName = text(a, 'tapName');
           const tapType =
             a.tapType === 'document' ? 'document' : a.tapType === 'structured' ? 'structured' : undefined;
-          const target = (await this.tapTarget(ctx.env, tapName)).length
-            ? await this.tapTarget(ctx.env, tapName)
-            : [
-                {
-                  fields: tapFields({ catalog: null, tapType: tapType ?? 'structured' }),
-                  hiddenMessage: `tap '${tapName}' does not exist`,
-                },
-              ];
+          const target = await this.tapTargetOrNew(ctx.env, tapName, tapType);
           ctx.gate.check('generate_tap_script', 'tap:update', target);
           return this.authoring.generate(
             ctx.env,
@@ -340,7 +346,7 @@ export class AssistantTools {
         ),
         run: async (ctx, a) => {
           const tapName = text(a, 'tapName');
-          ctx.gate.check('fix_tap_script', 'tap:update', await this.tapTarget(ctx.env, tapName));
+          ctx.gate.check('fix_tap_script', 'tap:update', await this.tapTargetOrNew(ctx.env, tapName));
           return this.authoring.fix(
             ctx.env,
             {
@@ -475,14 +481,24 @@ export class AssistantTools {
                 database: d,
               }));
             }
-            if (db)
+            if (db) {
               access.assertVisible(
                 'read',
                 'metadata',
                 { database: db },
                 `MongoDB database '${db}' does not exist`,
               );
-            return this.metadata.mongoCollections(ctx.env, db);
+              return this.metadata.mongoCollections(ctx.env, db);
+            }
+            // All databases' collections: only those of databases the caller may read (as the route does).
+            return access.filter(
+              await this.metadata.mongoCollections(ctx.env),
+              'read',
+              'metadata',
+              (name) => ({
+                database: name.slice(0, name.indexOf('.')),
+              }),
+            );
           }
           const database = db ?? this.config.database.name;
           ctx.gate.check('discover_metadata', 'metadata:read', [
