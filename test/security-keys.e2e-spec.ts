@@ -104,6 +104,8 @@ describe('grant only what you hold: keys and users', () => {
       ),
       'search:vector',
       'search:query',
+      // Viewers hold assistant:run (their assistant's tools are checked one by one).
+      'assistant:run',
     ]);
     const made = await post(hr, '/users', {
       username: 'mallory',

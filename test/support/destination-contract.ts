@@ -12,7 +12,9 @@ import {
   MongoDbDestination,
   ObjectStoreDestination,
   PostgresDestination,
+  RestDestination,
 } from '@tapyard/destinations';
+import { RestSink } from './rest-sink';
 import { TEST_DATABASE_URL, TEST_MONGODB_URI, TEST_OBJECT_STORE } from './env';
 import { TestMinio } from './minio';
 
@@ -215,7 +217,7 @@ const objectStore: DestinationFixture = {
       present: keys,
       dropped: (name, tokens) => tokens.map((t) => `files under s3://${bucket}/${prefix(name)}job=${t}/`),
       async close() {
-        for (const purpose of ['raw', 'config', 'taps', 'staged', 'output']) {
+        for (const purpose of ['raw', 'config', 'taps', 'staged', 'output', 'assistant']) {
           const b = `${environment}-${purpose}`;
           if (!(await minio.client.bucketExists(b))) continue;
           for (const key of await minio.keys(b, '')) await minio.client.removeObject(b, key);
@@ -223,6 +225,54 @@ const objectStore: DestinationFixture = {
         }
         await rm(scratch, { recursive: true, force: true });
         await r.close();
+      },
+    };
+  },
+};
+
+/** Rows a sink refused (or the platform rejected), as the sink ledger keeps them. */
+async function sinkRejects(
+  environment: string,
+  destination: string,
+  pipeline: string,
+): Promise<KeptReject[]> {
+  const pg = new Client({ connectionString: TEST_DATABASE_URL });
+  await pg.connect();
+  try {
+    const { rows } = await pg.query<KeptReject>(
+      'SELECT line, reason FROM tapyard.sink_rejects WHERE environment = $1 AND destination = $2 AND pipeline = $3',
+      [environment, destination, pipeline],
+    );
+    return rows;
+  } finally {
+    await pg.end();
+  }
+}
+
+const rest: DestinationFixture = {
+  service: /REST endpoint/i,
+  // Some 50 bytes a row as JSON, 100 rows a request: well into the 10,000 rows.
+  tripBytes: 120_000,
+  async open(environment) {
+    const sink = await new RestSink().start();
+    const r = await cuttableProxy(sink.port);
+    const allow = { REST_SINK_ALLOW: `127.0.0.1:${r.port},127.0.0.1:${sink.port}` };
+    const path = (name: string) => `/sink/${environment}/${name}`;
+    return {
+      apiEnv: allow,
+      workerEnv: allow,
+      relay: r,
+      destination: (name) => ({ rest: { url: `http://127.0.0.1:${r.port}${path(name)}`, batchSize: 100 } }),
+      rows: async (name, columns) => sink.rows(path(name)).map((d) => pick(d, columns)),
+      rejects: (name) => sinkRejects(environment, 'rest', name),
+      present: async (name) => {
+        const n = sink.rows(path(name)).length;
+        return n > 0 ? [`${n} rows at the endpoint`] : [];
+      },
+      dropped: () => [],
+      async close() {
+        await r.close();
+        await sink.stop();
       },
     };
   },
@@ -239,6 +289,7 @@ export const CONTRACT_FIXTURES: ReadonlyMap<Type<Destination>, DestinationFixtur
   [PostgresDestination, postgres],
   [MongoDbDestination, mongodb],
   [ObjectStoreDestination, objectStore],
+  [RestDestination, rest],
 ]);
 
 export function fixtureFor(loader: Type<Destination>): DestinationFixture {

@@ -12,6 +12,7 @@ import { UserSessionEpochs1764220800000 } from './migrations/1764220800000-user-
 import { CreatedObjects1764220800000 } from './migrations/1764220800000-created-objects';
 import { VectorContainers1764307200000 } from './migrations/1764307200000-vector-containers';
 import { PromptFragments1764393600000 } from './migrations/1764393600000-prompt-fragments';
+import { SinkLoads1764480000000 } from './migrations/1764480000000-sink-loads';
 
 /** Postgres schema holding Tapyard's own metadata; never a destination (see @tapyard/pipelines PLATFORM_SCHEMAS). */
 export const METADATA_SCHEMA = 'tapyard';
@@ -29,6 +30,7 @@ export const MIGRATIONS = [
   CreatedObjects1764220800000,
   VectorContainers1764307200000,
   PromptFragments1764393600000,
+  SinkLoads1764480000000,
 ];
 
 // Any constant works as long as every Tapyard process uses the same one.

@@ -91,6 +91,11 @@ export interface Capabilities {
    * when it is a job's only destination, the runner reads such files on the fast path.
    */
   readonly csvPassThrough: boolean;
+  /**
+   * deleteData can take back what was loaded (tables, collections, files). Sinks (endpoints, brokers)
+   * cannot: what they delivered is the receiver's.
+   */
+  readonly retractable: boolean;
 }
 
 /**
@@ -108,8 +113,11 @@ export interface Destination {
   selects(destination: PipelineDefinition['destination']): boolean;
   /** Where the rows go, for status messages: `tapyard.public.sales`, `s3://bucket/prefix/ (parquet)`. */
   describe(destination: PipelineDefinition['destination']): string;
-  /** Throws ServiceUnavailableError naming the service when it cannot be reached now. */
-  probe(): Promise<void>;
+  /**
+   * Throws ServiceUnavailableError naming the service when it cannot be reached now. Destinations
+   * whose address comes with each pipeline (endpoints, brokers from secrets) check the target's.
+   */
+  probe(target?: LoadTarget): Promise<void>;
   /** Creates what the load needs (tables, collections, buckets), recording what it created. */
   prepare(target: LoadTarget): Promise<void>;
   /** The result of an earlier delivery of this job that committed here, or null. */

@@ -1,5 +1,7 @@
 import { Module, Type } from '@nestjs/common';
 import { ObjectStoreModule } from '@tapyard/objectstore';
+import { SecretsModule } from '@tapyard/secrets';
+import { SinkLedger } from './sinks/sink-ledger';
 import { DESTINATIONS, Destination } from './destination';
 import { MongoClients } from './mongodb/mongo-clients';
 import { CreatedObjects } from './ownership/created-objects';
@@ -10,9 +12,10 @@ const loaders = DESTINATION_PLUGINS.map((p) => p.loader).filter((l): l is Type<D
 
 /** The registered destination plug-ins (registry.ts), by name. */
 @Module({
-  imports: [ObjectStoreModule],
+  imports: [ObjectStoreModule, SecretsModule],
   providers: [
     CreatedObjects,
+    SinkLedger,
     PgPools,
     MongoClients,
     ...loaders,
@@ -22,6 +25,6 @@ const loaders = DESTINATION_PLUGINS.map((p) => p.loader).filter((l): l is Type<D
       useFactory: (...all: Destination[]) => new Map(all.map((d) => [d.name, d])),
     },
   ],
-  exports: [DESTINATIONS, PgPools, MongoClients, CreatedObjects],
+  exports: [DESTINATIONS, PgPools, MongoClients, CreatedObjects, SinkLedger],
 })
 export class DestinationsModule {}

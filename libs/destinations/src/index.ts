@@ -12,3 +12,6 @@ export * from './objectstore/objectstore.destination';
 export * from './objectstore/section';
 export * from './vectorstore/section';
 export * from './ownership/created-objects';
+export * from './rest/rest.destination';
+export * from './rest/section';
+export * from './sinks/sink-ledger';

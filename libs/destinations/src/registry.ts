@@ -7,6 +7,8 @@ import { objectStoreSection } from './objectstore/section';
 import { PostgresDestination } from './postgres/postgres.destination';
 import { databaseSection } from './postgres/section';
 import { vectorStoreSection } from './vectorstore/section';
+import { RestDestination } from './rest/rest.destination';
+import { restSection } from './rest/section';
 
 /** A plug-in as registered: the sections of `destination` it declares, and its loader (a provider). */
 export interface DestinationPlugin {
@@ -22,6 +24,7 @@ export const DESTINATION_PLUGINS: readonly DestinationPlugin[] = [
   { sections: [databaseSection], loader: MongoDbDestination },
   { sections: [objectStoreSection], loader: ObjectStoreDestination },
   { sections: [vectorStoreSection], loader: null },
+  { sections: [restSection], loader: RestDestination },
 ];
 
 for (const plugin of DESTINATION_PLUGINS) for (const s of plugin.sections) registerDestinationSection(s);

@@ -1,6 +1,6 @@
 import { LookupAddress } from 'node:dns';
 import { lookup } from 'node:dns/promises';
-import { isIP } from 'node:net';
+import { BlockList, isIP } from 'node:net';
 import { isPublicAddress, normalizeHost } from './addresses';
 
 /** An endpoint the operator lets callers reach although it is on a private network. */
@@ -10,6 +10,13 @@ export interface Endpoint {
 }
 
 export type Resolver = (host: string) => Promise<LookupAddress[]>;
+
+/** An allow-list of private endpoints: exact `host:port`s, whole hosts (any port), and CIDR ranges. */
+export interface AllowList {
+  endpoints: Endpoint[];
+  hosts: string[];
+  ranges: string[];
+}
 
 /** Where a permitted connection goes: the vetted address, never a second lookup of the name. */
 export interface Permit {
@@ -43,16 +50,33 @@ const systemResolver: Resolver = (host) => lookup(host, { all: true, verbatim: t
  */
 export class EgressPolicy {
   private readonly allowed: Set<string>;
+  private readonly hosts: Set<string>;
+  private readonly ranges: BlockList;
 
+  /** `allowVar`: the setting an operator changes to allow an address, named in refusals. */
   constructor(
-    allow: readonly Endpoint[] = [],
+    allow: readonly Endpoint[] | AllowList = [],
     private readonly resolve: Resolver = systemResolver,
+    private readonly allowVar = 'TAP_EGRESS_ALLOW',
   ) {
-    this.allowed = new Set(allow.map((e) => key(e.host, e.port)));
+    const list: AllowList = Array.isArray(allow)
+      ? { endpoints: [...allow], hosts: [], ranges: [] }
+      : (allow as AllowList);
+    this.allowed = new Set(list.endpoints.map((e) => key(e.host, e.port)));
+    this.hosts = new Set(list.hosts.map(normalizeHost));
+    this.ranges = new BlockList();
+    for (const r of list.ranges) {
+      const [net, bits] = r.split('/');
+      this.ranges.addSubnet(net, Number(bits), isIP(net) === 6 ? 'ipv6' : 'ipv4');
+    }
   }
 
   isAllowListed(host: string, port: number): boolean {
-    return this.allowed.has(key(host, port));
+    return this.allowed.has(key(host, port)) || this.hosts.has(normalizeHost(host));
+  }
+
+  private inRanges(addresses: LookupAddress[]): boolean {
+    return addresses.every((a) => this.ranges.check(a.address, a.family === 6 ? 'ipv6' : 'ipv4'));
   }
 
   async check(rawHost: string, port: number): Promise<Permit> {
@@ -60,8 +84,8 @@ export class EgressPolicy {
     if (!Number.isInteger(port) || port < 1 || port > 65535) {
       throw new EgressRefused(host, port, 'the port is not valid');
     }
-    const allowListed = this.isAllowListed(host, port);
     const addresses = await this.lookup(host, port);
+    const allowListed = this.isAllowListed(host, port) || this.inRanges(addresses);
     if (!allowListed) {
       const inner = addresses.find((a) => !isPublicAddress(a.address));
       if (inner) {
@@ -69,7 +93,7 @@ export class EgressPolicy {
         throw new EgressRefused(
           host,
           port,
-          `${what} a loopback, private, link-local or reserved address (an operator may allow it with TAP_EGRESS_ALLOW=${formatHost(host)}:${port})`,
+          `${what} a loopback, private, link-local or reserved address (an operator may allow it with ${this.allowVar}=${formatHost(host)}:${port})`,
         );
       }
     }
@@ -112,6 +136,35 @@ export function parseEndpoints(text: string): Endpoint[] | string {
     const port = m ? Number(m[2]) : 0;
     if (!m || port < 1 || port > 65535) return `'${entry.slice(0, 80)}' is not host:port`;
     out.push({ host: normalizeHost(m[1]), port });
+  }
+  return out;
+}
+
+/**
+ * Parses an allow-list of `host`, `host:port` and CIDR entries (`10.0.0.0/8`, `[fd00::]/8` or
+ * `fd00::/8`), comma-separated; returns it or the first problem, naming the entry.
+ */
+export function parseAllowList(text: string): AllowList | string {
+  const out: AllowList = { endpoints: [], hosts: [], ranges: [] };
+  for (const raw of text.split(',')) {
+    const entry = raw.trim();
+    if (entry === '') continue;
+    const cidr = /^\[?([0-9A-Fa-f:.]+)\]?\/(\d{1,3})$/.exec(entry);
+    if (cidr) {
+      const family = isIP(cidr[1]);
+      const bits = Number(cidr[2]);
+      if (family === 0 || bits > (family === 6 ? 128 : 32))
+        return `'${entry.slice(0, 80)}' is not a CIDR range`;
+      out.ranges.push(`${cidr[1]}/${bits}`);
+      continue;
+    }
+    const endpoint = parseEndpoints(entry);
+    if (typeof endpoint !== 'string') {
+      out.endpoints.push(...endpoint);
+      continue;
+    }
+    if (/^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)$/.test(entry)) out.hosts.push(normalizeHost(entry));
+    else return `'${entry.slice(0, 80)}' is not a host, host:port or CIDR range`;
   }
   return out;
 }

@@ -1,6 +1,6 @@
 export { isPublicAddress, normalizeHost } from './addresses';
-export { EgressPolicy, EgressRefused, parseEndpoints } from './egress-policy';
-export type { Endpoint, Permit, Resolver } from './egress-policy';
+export { EgressPolicy, EgressRefused, parseAllowList, parseEndpoints } from './egress-policy';
+export type { AllowList, Endpoint, Permit, Resolver } from './egress-policy';
 export { EgressProxy } from './egress-proxy';
 export type { EgressProxyOptions } from './egress-proxy';
 export { egressFetch, egressRequest } from './egress-http';

@@ -249,7 +249,7 @@ export class IngestionRunner {
       // inside its preparations.
       for (const leg of legs) {
         const d = leg.destination;
-        const down = await d.probe().then(
+        const down = await d.probe(target).then(
           () => null,
           (err: unknown) => err,
         );

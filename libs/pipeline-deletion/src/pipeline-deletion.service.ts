@@ -1,3 +1,4 @@
+import { SinkLedger } from '@tapyard/destinations';
 import { Inject, Injectable } from '@nestjs/common';
 import { CONFIG, TapyardConfig, errorMessage } from '@tapyard/core';
 import {
@@ -46,6 +47,7 @@ export class PipelineDeletionService {
     private readonly ledger: LedgerService,
     private readonly vectorStores: VectorStoresService,
     private readonly containers: VectorContainers,
+    private readonly sinks: SinkLedger,
   ) {}
 
   async delete(environment: string, name: string, deleteData: boolean): Promise<DeletionReport> {
@@ -56,6 +58,9 @@ export class PipelineDeletionService {
     }
     await this.pipelines.markDeleting(environment, name);
     const report = await this.dropCreated(environment, name, definition);
+    // Sinks cannot take back what they delivered; the rows they refused, kept here, go with the data.
+    const refused = await this.sinks.forgetPipeline(environment, name);
+    if (refused > 0) report.dropped.push(`${refused} rejected row(s) kept for the pipeline's sinks`);
     await this.ledger.clearForPipeline(environment, name);
     await this.pipelines.delete(environment, name);
     return report;

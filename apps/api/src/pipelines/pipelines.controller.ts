@@ -19,6 +19,7 @@ import {
   PipelineConfigDto,
   PipelineDefinition,
   PipelinesService,
+  destinationSections,
   isDocumentPipeline,
 } from '@tapyard/pipelines';
 import { PipelineAdviceService } from '@tapyard/pipeline-advice';
@@ -73,8 +74,15 @@ export class PipelinesController {
   })
   async save(
     @RequestEnvironment() env: string,
+    @RequestAccess() access: Access,
     @Body() body: PipelineConfigDto,
   ): Promise<SavePipelineResultDto> {
+    // A sink sends its secret's credentials to the address the pipeline names: like giving a secret to code.
+    const named = destinationSections()
+      .map((sec) => (body.destination?.[sec.key] as { secretName?: unknown } | undefined)?.secretName)
+      .filter((n): n is string => typeof n === 'string' && n.trim() !== '');
+    if (named.length > 0)
+      access.require('use', 'secret', {}, `to hand secret '${named[0]}' to a destination`);
     const saved = await this.pipelines.save(env, body);
     return { status: 'ok', ...saved };
   }

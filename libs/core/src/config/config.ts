@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { Endpoint, parseEndpoints } from '@tapyard/egress';
+import { AllowList, Endpoint, parseAllowList, parseEndpoints } from '@tapyard/egress';
 
 export type CapabilityEnforcement = 'enforce' | 'log-only';
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -100,6 +100,8 @@ export interface TapyardConfig {
    * scripts through the egress proxy, and services whose address a caller configures (vector stores).
    */
   readonly egressAllow: readonly Endpoint[];
+  /** REST sinks: private endpoints they may POST to (everything else private is refused). */
+  readonly restSinkAllow: AllowList;
   /**
    * The operator's pgvector database (`PGVECTOR_URL`), used by environments without a `pgvector`
    * secret: the embedded default vector store that `npm run up` starts. Trusted like DATABASE_URL.
@@ -199,6 +201,17 @@ class EnvReader {
       return parseSize(fallback);
     }
     return Number(m[1]) * SIZE_UNITS[m[2] ?? 'b'];
+  }
+
+  allowList(name: string): AllowList {
+    const parsed = parseAllowList(this.raw(name) ?? '');
+    if (typeof parsed === 'string') {
+      this.problems.push(
+        `${name} must be a comma-separated list of hosts, host:port or CIDR ranges (${parsed})`,
+      );
+      return { endpoints: [], hosts: [], ranges: [] };
+    }
+    return parsed;
   }
 
   endpoints(name: string): Endpoint[] {
@@ -365,6 +378,7 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
       delayMs: r.int('LOAD_RETRY_DELAY_MS', 2000, 10, 3600000),
     },
     egressAllow: r.endpoints('TAP_EGRESS_ALLOW'),
+    restSinkAllow: r.allowList('REST_SINK_ALLOW'),
     pgvectorUrl: r.optional('PGVECTOR_URL') ?? null,
     embeddingModelDir: r.string(
       'EMBEDDING_MODEL_DIR',

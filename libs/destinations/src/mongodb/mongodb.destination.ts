@@ -75,6 +75,7 @@ export class MongoDbDestination implements Destination {
     ordered: false,
     maxBatchRows: null,
     csvPassThrough: false,
+    retractable: true,
   };
   readonly encoder = join(__dirname, '..', 'encoders', `typed${extname(__filename)}`);
 

@@ -35,6 +35,7 @@ export class ObjectStoreDestination implements Destination {
     ordered: true,
     maxBatchRows: null,
     csvPassThrough: false,
+    retractable: true,
   };
   readonly encoder = join(__dirname, '..', 'encoders', `typed${extname(__filename)}`);
 

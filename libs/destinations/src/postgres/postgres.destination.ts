@@ -70,6 +70,7 @@ export class PostgresDestination implements Destination {
     ordered: true,
     maxBatchRows: null,
     csvPassThrough: true,
+    retractable: true,
   };
   readonly encoder = join(__dirname, `copy-text${extname(__filename)}`);
 

@@ -1,0 +1,285 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { extname, join } from 'node:path';
+import { CONFIG, ServiceUnavailableError, TapyardConfig, ValidationError, errorMessage } from '@tapyard/core';
+import { EgressPolicy, EgressRefused, egressRequest } from '@tapyard/egress';
+import { PipelineDefinition, TypedBatch, rowText } from '@tapyard/pipelines';
+import { SecretNotFoundError, SecretsService } from '@tapyard/secrets';
+import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
+import { jsonRow } from '../sinks/json-rows';
+import { SinkLedger } from '../sinks/sink-ledger';
+import { RestTarget } from './section';
+
+/** Attempts per batch on 429, 5xx and connection failures, with back-off honouring Retry-After. */
+const ATTEMPTS = 4;
+const MAX_WAIT_MS = 30_000;
+
+interface Pending {
+  rows: string[];
+  lines: number[];
+  raws: string[];
+}
+
+/**
+ * RestEndpointRunner: POSTs (or PUTs) batches of rows to an HTTP endpoint. Every request carries
+ * `Idempotency-Key: <pipelineToken>:<batch>` (batches are cut the same way on every delivery), so a
+ * redelivery after a partial failure resends the same keys: at-least-once, effectively once for a
+ * receiver that honours the key. A finished delivery is recorded and never repeated. A batch the
+ * endpoint refuses for good (4xx) becomes rejected rows with the status; 429/5xx and connection
+ * failures are retried with back-off, then the delivery fails as an outage (retried by the runner).
+ * The address passes the egress policy with REST_SINK_ALLOW; redirects are never followed.
+ */
+@Injectable()
+export class RestDestination implements Destination {
+  readonly name = 'rest';
+  readonly processName = 'RestEndpointRunner' as const;
+  readonly capabilities = {
+    exactlyOnce: true,
+    schemaEvolution: true,
+    ordered: true,
+    maxBatchRows: null,
+    csvPassThrough: false,
+    retractable: false,
+  };
+  readonly encoder = join(__dirname, '..', 'encoders', `typed${extname(__filename)}`);
+  private readonly policy: EgressPolicy;
+
+  constructor(
+    @Inject(CONFIG) config: TapyardConfig,
+    private readonly secrets: SecretsService,
+    private readonly ledger: SinkLedger,
+  ) {
+    this.policy = new EgressPolicy(config.restSinkAllow, undefined, 'REST_SINK_ALLOW');
+  }
+
+  selects(destination: PipelineDefinition['destination']): boolean {
+    return destination.rest !== undefined && destination.rest !== null;
+  }
+
+  describe(destination: PipelineDefinition['destination']): string {
+    const r = targetOf(destination);
+    return `${r.method} ${safeUrl(r.url)}`;
+  }
+
+  /** Whether the endpoint answers HTTP at all (a HEAD request: any status will do, no rows are sent). */
+  async probe(target?: LoadTarget): Promise<void> {
+    if (!target) return;
+    const r = targetOf(target.destination);
+    await this.vet(new URL(r.url));
+    try {
+      await egressRequest(this.policy, r.url, {
+        method: 'HEAD',
+        maxBytes: 0,
+        signal: AbortSignal.timeout(3000),
+      });
+    } catch (err) {
+      if (/redirect/.test(errorMessage(err))) return; // it answered
+      throw new ServiceUnavailableError(
+        'rest',
+        `the REST endpoint ${safeUrl(r.url)} is unreachable: ${errorMessage(err)}`,
+      );
+    }
+  }
+
+  async prepare(target: LoadTarget): Promise<void> {
+    await this.authHeaders(target.environment, targetOf(target.destination));
+  }
+
+  committed(target: LoadTarget): Promise<LoadResult | null> {
+    return this.ledger.committed(target.environment, this.name, target.pipelineToken);
+  }
+
+  locations(): [] {
+    return [];
+  }
+
+  /** What was sent cannot be taken back: nothing to drop (kept rejects go with the pipeline). */
+  async drop(): Promise<[]> {
+    return [];
+  }
+
+  async load(
+    target: LoadTarget,
+    payloads: AsyncIterable<Payload>,
+    rejects: () => AsyncIterable<RejectedRow>,
+    progress: (rowsSoFar: number) => void,
+  ): Promise<LoadResult> {
+    const r = targetOf(target.destination);
+    const done = await this.committed(target);
+    if (done) {
+      for await (const _ of payloads); // drain the reader
+      return done;
+    }
+    const headers = {
+      ...(await this.authHeaders(target.environment, r)),
+      'content-type': r.format === 'ndjson' ? 'application/x-ndjson' : 'application/json',
+      'x-tapyard-pipeline': target.pipeline,
+      'x-tapyard-pipeline-token': target.pipelineToken,
+    };
+    const url = new URL(r.url);
+    await this.vet(url);
+    let loaded = 0;
+    let refused = 0;
+    let batchNo = 0;
+    let pending: Pending = { rows: [], lines: [], raws: [] };
+    const send = async (): Promise<void> => {
+      if (pending.rows.length === 0) return;
+      const batch = pending;
+      pending = { rows: [], lines: [], raws: [] };
+      const body = r.format === 'ndjson' ? `${batch.rows.join('\n')}\n` : `[${batch.rows.join(',')}]`;
+      const key = `${target.pipelineToken}:${batchNo++}`;
+      const outcome = await this.post(r, { ...headers, 'idempotency-key': key }, body);
+      if (outcome === null) {
+        loaded += batch.rows.length;
+        progress(loaded);
+        return;
+      }
+      refused += await this.ledger.keepRejects(
+        target.environment,
+        this.name,
+        target.pipeline,
+        target.pipelineToken,
+        batch.lines.map((line, i) => ({
+          line,
+          stage: this.processName,
+          reason: outcome,
+          raw: batch.raws[i],
+        })),
+      );
+    };
+    for await (const payload of payloads) {
+      const b = typedBatch(payload);
+      for (let i = 0; i < b.lines.length; i++) {
+        pending.rows.push(jsonRow(b, i));
+        pending.lines.push(b.lines[i]);
+        pending.raws.push(rowText(b, i));
+        if (pending.rows.length >= r.batchSize) await send();
+      }
+    }
+    await send();
+    const kept = await this.ledger.keepRejects(
+      target.environment,
+      this.name,
+      target.pipeline,
+      target.pipelineToken,
+      rejects(),
+    );
+    const result = { loaded, rejected: refused + kept, location: `${r.method} ${safeUrl(r.url)}` };
+    await this.ledger.commit(target.environment, this.name, target.pipeline, target.pipelineToken, result);
+    return { ...result, alreadyLoaded: false };
+  }
+
+  /** null when the endpoint took the batch; the reason when it refused it for good (the rows are rejects). */
+  private async post(r: RestTarget, headers: Record<string, string>, body: string): Promise<string | null> {
+    let last = '';
+    for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
+      let status: number;
+      let answer = '';
+      let retryAfter: string | undefined;
+      try {
+        const res = await egressRequest(this.policy, r.url, {
+          method: r.method,
+          headers,
+          body,
+          maxBytes: 4096,
+        });
+        status = res.status;
+        answer = res.body;
+        retryAfter = res.headers['retry-after'];
+      } catch (err) {
+        if (err instanceof EgressRefused)
+          throw new ValidationError(`the REST endpoint is not allowed: ${err.message}`);
+        const message = errorMessage(err);
+        if (/redirect/.test(message)) return `the endpoint answered with a redirect, which is not followed`;
+        last = `the REST endpoint ${safeUrl(r.url)} is unreachable: ${message}`;
+        await sleep(backoff(attempt));
+        continue;
+      }
+      if (status >= 200 && status < 300) return null;
+      if (status === 429 || status >= 500 || status === 408) {
+        last = `the REST endpoint ${safeUrl(r.url)} answered HTTP ${status}`;
+        if (attempt < ATTEMPTS) await sleep(retryWait(retryAfter) ?? backoff(attempt));
+        continue;
+      }
+      return `HTTP ${status} from ${safeUrl(r.url)}: ${answer.replace(/\s+/g, ' ').slice(0, 200)}`;
+    }
+    throw new ServiceUnavailableError('rest', `${last} (after ${ATTEMPTS} attempts)`);
+  }
+
+  /** The vetted address (an http URL must be allow-listed: nothing crosses the network in clear text otherwise). */
+  private async vet(url: URL): Promise<string> {
+    const port = url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80;
+    try {
+      const permit = await this.policy.check(url.hostname, port);
+      if (url.protocol === 'http:' && !permit.allowListed) {
+        throw new ValidationError(
+          `the REST endpoint ${safeUrl(url.href)} uses http: only endpoints in REST_SINK_ALLOW may (use https)`,
+        );
+      }
+      return permit.address;
+    } catch (err) {
+      if (err instanceof EgressRefused)
+        throw new ValidationError(`the REST endpoint is not allowed: ${err.message}`);
+      throw err;
+    }
+  }
+
+  private async authHeaders(environment: string, r: RestTarget): Promise<Record<string, string>> {
+    if (!r.secretName) return {};
+    let s: Record<string, string>;
+    try {
+      s = await this.secrets.reveal(environment, r.secretName);
+    } catch (err) {
+      if (err instanceof SecretNotFoundError)
+        throw new ValidationError(`secret '${r.secretName}' of destination.rest does not exist`);
+      throw err;
+    }
+    if (s.token) return { authorization: `Bearer ${s.token}` };
+    if (s.username && s.password) {
+      return { authorization: `Basic ${Buffer.from(`${s.username}:${s.password}`).toString('base64')}` };
+    }
+    if (s.headerName && s.apiKey) {
+      if (!/^[A-Za-z0-9-]{1,64}$/.test(s.headerName))
+        throw new ValidationError(
+          `secret '${r.secretName}' has a headerName that is not an HTTP header name`,
+        );
+      return { [s.headerName.toLowerCase()]: s.apiKey };
+    }
+    throw new ValidationError(
+      `secret '${r.secretName}' has no token, username + password, or headerName + apiKey`,
+    );
+  }
+}
+
+function targetOf(destination: PipelineDefinition['destination']): RestTarget {
+  const r = destination.rest as RestTarget | undefined;
+  if (!r) throw new ValidationError('the pipeline has no destination.rest');
+  return r;
+}
+
+function typedBatch(p: Payload): TypedBatch {
+  if (typeof p === 'object' && p !== null && 'values' in p && 'lines' in p) return p as TypedBatch;
+  throw new Error('the REST destination receives typed batches');
+}
+
+/** The URL without query and fragment: those may carry tokens. */
+function safeUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}${u.pathname}`;
+  } catch {
+    return 'an invalid URL';
+  }
+}
+
+function backoff(attempt: number): number {
+  return Math.min(MAX_WAIT_MS, 250 * 2 ** (attempt - 1));
+}
+
+function retryWait(header: string | undefined): number | null {
+  if (!header) return null;
+  const seconds = Number(header);
+  const ms = Number.isFinite(seconds) ? seconds * 1000 : Date.parse(header) - Date.now();
+  return Number.isFinite(ms) && ms >= 0 ? Math.min(ms, MAX_WAIT_MS) : null;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,0 +1,85 @@
+import { IncomingMessage, Server, ServerResponse, createServer } from 'node:http';
+import { AddressInfo } from 'node:net';
+
+export interface SinkRequest {
+  path: string;
+  method: string;
+  headers: IncomingMessage['headers'];
+  rows: number;
+  at: number;
+}
+
+/**
+ * A receiving HTTP endpoint for REST-sink tests, on loopback: takes JSON arrays or NDJSON, keeps the
+ * rows per path, and honours `Idempotency-Key` as receivers that offer it do (a repeated key is
+ * acknowledged and not stored again). Scripted answers (`fail`) come before normal handling.
+ */
+export class RestSink {
+  readonly requests: SinkRequest[] = [];
+  private readonly stored = new Map<string, Record<string, unknown>[]>();
+  private readonly seenKeys = new Set<string>();
+  private readonly scripted: { status: number; headers?: Record<string, string>; body?: string }[] = [];
+  private server: Server | null = null;
+  port = 0;
+
+  async start(): Promise<this> {
+    this.server = createServer((req, res) => void this.handle(req, res));
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    this.port = (this.server.address() as AddressInfo).port;
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    this.server?.closeAllConnections();
+    await new Promise((r) => this.server?.close(r));
+  }
+
+  /** The next requests get these answers (in order) instead of being stored. */
+  fail(...answers: { status: number; headers?: Record<string, string>; body?: string }[]): void {
+    this.scripted.push(...answers);
+  }
+
+  rows(path: string): Record<string, unknown>[] {
+    return this.stored.get(path) ?? [];
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const path = (req.url ?? '').split('?')[0];
+    const text = Buffer.concat(chunks).toString('utf8');
+    const type = String(req.headers['content-type'] ?? '');
+    let rows: Record<string, unknown>[];
+    try {
+      rows = type.includes('ndjson')
+        ? text
+            .split('\n')
+            .filter((l) => l.trim() !== '')
+            .map((l) => JSON.parse(l) as Record<string, unknown>)
+        : (JSON.parse(text) as Record<string, unknown>[]);
+    } catch {
+      res.writeHead(400).end('not JSON');
+      return;
+    }
+    this.requests.push({
+      path,
+      method: req.method ?? '',
+      headers: req.headers,
+      rows: rows.length,
+      at: Date.now(),
+    });
+    const scripted = this.scripted.shift();
+    if (scripted) {
+      res.writeHead(scripted.status, scripted.headers ?? {}).end(scripted.body ?? '');
+      return;
+    }
+    const key = req.headers['idempotency-key'];
+    if (typeof key === 'string' && this.seenKeys.has(`${path}|${key}`)) {
+      res.writeHead(200).end('{"duplicate":true}');
+      return;
+    }
+    if (typeof key === 'string') this.seenKeys.add(`${path}|${key}`);
+    this.stored.set(path, [...this.rows(path), ...rows]);
+    res.writeHead(201, { 'content-type': 'application/json' }).end(`{"stored":${rows.length}}`);
+  }
+}
