@@ -6,7 +6,7 @@ import { PipelineDefinition, TypedBatch, rowText } from '@tapyard/pipelines';
 import { SecretNotFoundError, SecretsService } from '@tapyard/secrets';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 import { jsonRow } from '../sinks/json-rows';
-import { SinkLedger } from '../sinks/sink-ledger';
+import { SINK_REJECTS, SinkLedger } from '../sinks/sink-ledger';
 import { RestTarget } from './section';
 
 /** Attempts per batch on 429, 5xx and connection failures, with back-off honouring Retry-After. */
@@ -165,7 +165,7 @@ export class RestDestination implements Destination {
     );
     const result = { loaded, rejected: refused + kept, location: `${r.method} ${safeUrl(r.url)}` };
     await this.ledger.commit(target.environment, this.name, target.pipeline, target.pipelineToken, result);
-    return { ...result, alreadyLoaded: false };
+    return { ...result, alreadyLoaded: false, rejectsLocation: SINK_REJECTS };
   }
 
   /** null when the endpoint took the batch; the reason when it refused it for good (the rows are rejects). */

@@ -5,6 +5,9 @@ import { LoadResult, RejectedRow } from '../destination';
 
 const REJECT_BATCH = 500;
 
+/** Where sinks keep refused rows, as status messages name it. */
+export const SINK_REJECTS = 'the platform table tapyard.sink_rejects';
+
 /**
  * What sinks record of their deliveries (see migration SinkLoads): a job's finished delivery, which a
  * redelivery finds and skips, and the rows a sink refused with the reason.

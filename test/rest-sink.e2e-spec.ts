@@ -1,0 +1,193 @@
+import { Client } from 'pg';
+import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
+import { issueKey, newBootstrapKey } from './support/auth';
+import { TEST_DATABASE_URL, uniqueEnvironment } from './support/env';
+import { upload, waitForJob } from './support/ingest';
+import { RestSink } from './support/rest-sink';
+
+/**
+ * The REST sink against a real HTTP server on loopback: what it sends (batches, format, method, auth,
+ * idempotency keys), how it retries, what becomes of refused batches, and where it may not send.
+ */
+describe('REST endpoint sink', () => {
+  const env = uniqueEnvironment('rest');
+  const admin = newBootstrapKey();
+  const sink = new RestSink();
+  let api: TestApi;
+  let worker: TestWorker;
+  let pg: Client;
+  const csv = (n: number) =>
+    `id,name\n${Array.from({ length: n }, (_, i) => `${i + 1},n${i + 1}`).join('\n')}\n`;
+
+  async function pipeline(name: string, rest: Record<string, unknown>): Promise<void> {
+    await api.http
+      .post('/api/v1/pipeline')
+      .send({
+        name,
+        source: {
+          fileAttributes: { format: 'csv' },
+          schemaProperties: {
+            fields: [
+              { name: 'id', type: 'int' },
+              { name: 'name', type: 'string' },
+            ],
+          },
+        },
+        destination: { rest },
+      })
+      .expect(200);
+  }
+  const url = (path: string) => `http://127.0.0.1:${sink.port}${path}`;
+  const send = async (name: string, rows: number) => {
+    const token = await upload(api.http, name, csv(rows), `${name}.csv`);
+    return { token, ...(await waitForJob(api.http, token)) };
+  };
+
+  beforeAll(async () => {
+    await sink.start();
+    const flags = {
+      TAPYARD_ENV: env,
+      REST_SINK_ALLOW: `127.0.0.1:${sink.port}`,
+      LOAD_RETRY_ATTEMPTS: '1',
+    };
+    api = await startApi(flags);
+    worker = await startWorker(flags);
+    pg = new Client({ connectionString: TEST_DATABASE_URL });
+    await pg.connect();
+    await api.http.put('/api/v1/secrets/hook').send({ token: 'hook-token-123' }).expect(200);
+    await api.http.put('/api/v1/secrets/basic').send({ username: 'u', password: 'p w' }).expect(200);
+    await api.http
+      .put('/api/v1/secrets/keyed')
+      .send({ headerName: 'X-Api-Key', apiKey: 'k-123' })
+      .expect(200);
+  }, 60000);
+  afterAll(async () => {
+    await pg.end();
+    await worker.close();
+    await api.close();
+    await sink.stop();
+  });
+
+  it('sends NDJSON batches by PUT with the bearer token and an idempotency key per batch', async () => {
+    await pipeline('nd', {
+      url: url('/nd'),
+      secretName: 'hook',
+      method: 'PUT',
+      batchSize: 2,
+      format: 'ndjson',
+    });
+    const before = sink.requests.length;
+    const { token, rollup } = await send('nd', 5);
+    expect(rollup.status).toBe('success');
+    const reqs = sink.requests.slice(before).filter((r) => r.path === '/nd' && r.method === 'PUT');
+    expect(reqs.map((r) => r.rows)).toEqual([2, 2, 1]);
+    expect(reqs.map((r) => r.headers['idempotency-key'])).toEqual([`${token}:0`, `${token}:1`, `${token}:2`]);
+    expect(reqs[0].headers).toMatchObject({
+      authorization: 'Bearer hook-token-123',
+      'content-type': 'application/x-ndjson',
+      'x-tapyard-pipeline': 'nd',
+      'x-tapyard-pipeline-token': token,
+    });
+    expect(sink.rows('/nd')).toEqual([1, 2, 3, 4, 5].map((i) => ({ id: i, name: `n${i}` })));
+  });
+
+  it('authenticates with basic credentials or an API-key header from the secret', async () => {
+    await pipeline('basic', { url: url('/basic'), secretName: 'basic' });
+    await pipeline('keyed', { url: url('/keyed'), secretName: 'keyed' });
+    await send('basic', 1);
+    await send('keyed', 1);
+    const basic = sink.requests.find((r) => r.path === '/basic' && r.method === 'POST')!;
+    expect(basic.headers.authorization).toBe(`Basic ${Buffer.from('u:p w').toString('base64')}`);
+    expect(basic.headers['content-type']).toBe('application/json');
+    expect(sink.requests.find((r) => r.path === '/keyed' && r.method === 'POST')!.headers['x-api-key']).toBe(
+      'k-123',
+    );
+  });
+
+  it('retries 429 honouring Retry-After and 503, then delivers every row once', async () => {
+    await pipeline('busy', { url: url('/busy'), batchSize: 10 });
+    sink.fail({ status: 429, headers: { 'retry-after': '1' } }, { status: 503 });
+    const { rollup } = await send('busy', 5);
+    expect(rollup.status).toBe('success');
+    const reqs = sink.requests.filter((r) => r.path === '/busy' && r.method === 'POST');
+    expect(reqs).toHaveLength(3);
+    expect(reqs[1].at - reqs[0].at).toBeGreaterThanOrEqual(900);
+    expect(sink.rows('/busy')).toHaveLength(5);
+  });
+
+  it('a batch refused with 4xx becomes rejected rows with the status; the rest loads (warning)', async () => {
+    await pipeline('picky', { url: url('/picky'), batchSize: 3 });
+    sink.fail({ status: 422, body: '{"error":"name too short"}' });
+    const { rollup } = await send('picky', 7);
+    expect(rollup.status).toBe('warning');
+    expect(sink.rows('/picky').map((r) => r.id)).toEqual([4, 5, 6, 7]);
+    const { rows } = await pg.query(
+      'SELECT line, reason FROM tapyard.sink_rejects WHERE environment = $1 AND pipeline = $2 ORDER BY line',
+      [env, 'picky'],
+    );
+    expect(rows.map((r: { line: number }) => r.line)).toEqual([2, 3, 4]);
+    expect(rows[0].reason).toMatch(
+      /^HTTP 422 from http:\/\/127\.0\.0\.1:\d+\/picky: \{"error":"name too short"\}/,
+    );
+  });
+
+  it('never follows a redirect: the batch is refused, saying so', async () => {
+    await pipeline('moved', { url: url('/moved'), batchSize: 1 });
+    sink.fail({ status: 302, headers: { location: 'http://169.254.169.254/latest/meta-data' } });
+    const { rollup } = await send('moved', 2);
+    expect(rollup.status).toBe('warning');
+    expect(sink.requests.some((r) => r.path.startsWith('/latest'))).toBe(false);
+    const { rows } = await pg.query(
+      'SELECT reason FROM tapyard.sink_rejects WHERE environment = $1 AND pipeline = $2',
+      [env, 'moved'],
+    );
+    expect(rows[0].reason).toMatch(/redirect, which is not followed/);
+    expect(sink.rows('/moved')).toEqual([{ id: 2, name: 'n2' }]);
+  });
+
+  it.each([
+    ['a loopback port not allow-listed', () => 'http://127.0.0.1:1/x', /REST_SINK_ALLOW=127\.0\.0\.1:1/],
+    ['the cloud metadata address', () => 'http://169.254.169.254/latest/meta-data', /169\.254\.169\.254/],
+    ['a private address over https', () => 'https://10.1.2.3/hook', /10\.1\.2\.3.*private/],
+    ['a name resolving to loopback', () => 'https://localhost:8443/hook', /localhost:8443/],
+  ])('refuses %s, naming the allow-list', async (_what, target, reason) => {
+    const name = `ssrf_${Math.random().toString(36).slice(2, 8)}`;
+    await pipeline(name, { url: target() });
+    const { rollup } = await send(name, 1);
+    expect(rollup.status).toBe('error');
+    expect(rollup.jobs[0].lastError?.processName).toBe('RestEndpointRunner');
+    expect(rollup.jobs[0].lastError?.description).toMatch(reason);
+  });
+
+  it('naming a secret in a pipeline needs secret:use (the credentials go to the address it names)', async () => {
+    const keyed = await startApi({
+      TAPYARD_ENV: env,
+      USE_API_KEYS: 'true',
+      TAPYARD_BOOTSTRAP_API_KEY: admin,
+    });
+    try {
+      const editor = await issueKey(keyed.http, admin, 'pipeline-editor', { capabilities: ['pipeline:*'] });
+      const body = (name: string, rest: Record<string, unknown>) => ({
+        name,
+        source: {
+          fileAttributes: { format: 'csv' },
+          schemaProperties: { fields: [{ name: 'id', type: 'int' }] },
+        },
+        destination: { rest },
+      });
+      const res = await keyed.http
+        .post('/api/v1/pipeline')
+        .set('x-api-key', editor)
+        .send(body('steal', { url: 'https://attacker.example/collect', secretName: 'hook' }))
+        .expect(403);
+      expect(res.body.message).toContain('secret:use');
+      await keyed.http
+        .post('/api/v1/pipeline')
+        .set('x-api-key', editor)
+        .send(body('nosecret', { url: 'https://example.com/collect' }))
+        .expect(200);
+    } finally {
+      await keyed.close();
+    }
+  });
+});
