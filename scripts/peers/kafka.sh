@@ -14,7 +14,7 @@ kafka_install() {
   [ "$(cat "$KAFKA_DIR/libs/.tapyard-version" 2>/dev/null)" = "$KAFKA_VERSION" ] && return 0
   command -v java >/dev/null || apt_install openjdk-17-jre-headless
   command -v mvn >/dev/null || apt_install maven
-  log "resolving kafka $KAFKA_VERSION from Maven Central into $KAFKA_DIR/libs (first run only; a minute or two)"
+  log "resolving kafka $KAFKA_VERSION from Maven Central into $KAFKA_DIR/libs (first run only)"
   mkdir -p "$KAFKA_DIR/build"
   cat >"$KAFKA_DIR/build/pom.xml" <<POM
 <project xmlns="http://maven.apache.org/POM/4.0.0">

@@ -173,7 +173,7 @@ export class RestDestination implements Destination {
     let last = '';
     for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
       let status: number;
-      let answer = '';
+      let answer: string;
       let retryAfter: string | undefined;
       try {
         const res = await egressRequest(this.policy, r.url, {
