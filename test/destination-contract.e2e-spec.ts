@@ -159,6 +159,9 @@ for (const loader of registered) {
     beforeAll(async () => {
       fx = await fixture.open(env);
       api = await startApi({ TAPYARD_ENV: env, ...RETRY, ...fx.apiEnv });
+      for (const [name, fields] of Object.entries(fx.secrets ?? {})) {
+        await api.http.put(`/api/v1/secrets/${name}`).send(fields).expect(200);
+      }
       worker = await startWorker({ TAPYARD_ENV: env, ...RETRY, STATUS_PROGRESS_MS: '50', ...fx.workerEnv });
       dest = worker.app.get(loader);
       for (const name of ['main', 'rej', 'mid_a', 'mid_b']) {

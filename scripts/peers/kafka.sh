@@ -39,8 +39,8 @@ POM
   rm -rf "$KAFKA_DIR/libs" && mv "$KAFKA_DIR/libs.tmp" "$KAFKA_DIR/libs"
 }
 
-# Ready means the broker answers a request (ApiVersions v0, correlation id 1, error 0), not merely that its
-# port is bound: the listener accepts connections before the broker has caught up with the metadata log.
+# Ready means a Kafka broker answers a request (ApiVersions v0, correlation id 1, error 0): an open port alone
+# may be another program, or a broker that hangs.
 kafka_ready() {
   (exec 3<>"/dev/tcp/127.0.0.1/$KAFKA_PORT" \
     && printf '\x00\x00\x00\x0a\x00\x12\x00\x00\x00\x00\x00\x01\xff\xff' >&3 \
@@ -88,7 +88,7 @@ kafka_start() {
   kafka_configure
   log "starting kafka $KAFKA_VERSION on 127.0.0.1:$KAFKA_PORT, controller $KAFKA_CONTROLLER_PORT (data in $KAFKA_DIR/data)"
   # shellcheck disable=SC2086 # KAFKA_HEAP_OPTS holds several JVM flags, as in Kafka's own scripts.
-  start_daemon kafka "$KAFKA_DIR/kafka.log" java ${KAFKA_HEAP_OPTS:--Xms512M -Xmx512M} -XX:+UseG1GC \
+  start_daemon kafka "$KAFKA_DIR/kafka.log" java ${KAFKA_HEAP_OPTS:--Xms512M -Xmx512M} \
     -Djava.awt.headless=true -Dlog4j.configuration="file:$KAFKA_DIR/log4j.properties" \
     -cp "$KAFKA_DIR/libs/*" kafka.Kafka "$KAFKA_DIR/server.properties"
   wait_for 90 kafka_ready || die "kafka did not become ready (see $KAFKA_DIR/kafka.log)"

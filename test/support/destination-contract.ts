@@ -13,8 +13,11 @@ import {
   ObjectStoreDestination,
   PostgresDestination,
   RestDestination,
+  ActiveMqDestination,
 } from '@tapyard/destinations';
 import { RestSink } from './rest-sink';
+import { StompCollector } from './stomp-collector';
+import { peerFields } from './vector-peers';
 import { TEST_DATABASE_URL, TEST_MONGODB_URI, TEST_OBJECT_STORE } from './env';
 import { TestMinio } from './minio';
 
@@ -46,6 +49,8 @@ export interface OpenFixture {
   dropped(name: string, tokens: string[]): string[];
   /** Removes whatever the suite left behind, and closes clients and the relay. */
   close(): Promise<void>;
+  /** Secrets the destination's sections name, created through the API before any pipeline. */
+  readonly secrets?: Record<string, Record<string, string>>;
 }
 
 export interface DestinationFixture {
@@ -278,6 +283,39 @@ const rest: DestinationFixture = {
   },
 };
 
+const activemq: DestinationFixture = {
+  service: /ActiveMQ/i,
+  // A message frame with its headers is some 300 bytes: well into the 10,000 rows.
+  tripBytes: 300_000,
+  async open(environment) {
+    const fields = peerFields('activemq');
+    const port = Number(new URL(fields.url).port);
+    const r = await cuttableProxy(port);
+    const queue = (name: string) => `/queue/ct.${environment}.${name}`;
+    // A consumer as the guarantee asks of one: deduplicating on tapyard-message-id.
+    const consumer = await StompCollector.open(fields, `/queue/ct.${environment}.>`);
+    const allow = { TAP_EGRESS_ALLOW: `127.0.0.1:${r.port},127.0.0.1:${port}` };
+    return {
+      apiEnv: allow,
+      workerEnv: allow,
+      secrets: { amq: { ...fields, url: `stomp://127.0.0.1:${r.port}` } },
+      relay: r,
+      destination: (name) => ({ activemq: { secretName: 'amq', destination: queue(name) } }),
+      rows: async (name, columns) => (await consumer.settled(queue(name))).map((d) => pick(d, columns)),
+      rejects: (name) => sinkRejects(environment, 'activemq', name),
+      present: async (name) => {
+        const n = (await consumer.settled(queue(name))).length;
+        return n > 0 ? [`${n} messages on ${queue(name)}`] : [];
+      },
+      dropped: () => [],
+      async close() {
+        await consumer.close();
+        await r.close();
+      },
+    };
+  },
+};
+
 /**
  * Every loader registered in DESTINATION_PLUGINS needs its fixture here: the contract suite fails for
  * a loader without one, so a new destination gets the suite by registering and adding its fixture.
@@ -290,6 +328,7 @@ export const CONTRACT_FIXTURES: ReadonlyMap<Type<Destination>, DestinationFixtur
   [MongoDbDestination, mongodb],
   [ObjectStoreDestination, objectStore],
   [RestDestination, rest],
+  [ActiveMqDestination, activemq],
 ]);
 
 export function fixtureFor(loader: Type<Destination>): DestinationFixture {

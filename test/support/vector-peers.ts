@@ -10,6 +10,11 @@ const cache = new Map<string, Record<string, string>>();
  * starts it when needed (idempotent) and prints them as its last line (addendum "Local peers").
  */
 export function vectorPeerFields(store: VectorStoreName): Record<string, string> {
+  return peerFields(store);
+}
+
+/** The same for any optional peer of scripts/services (kafka, activemq, ...). */
+export function peerFields(store: string): Record<string, string> {
   const known = cache.get(store);
   if (known) return known;
   const out = execFileSync('bash', [join(__dirname, '..', '..', 'scripts', 'services'), 'up', store], {

@@ -15,3 +15,5 @@ export * from './ownership/created-objects';
 export * from './rest/rest.destination';
 export * from './rest/section';
 export * from './sinks/sink-ledger';
+export * from './activemq/activemq.destination';
+export * from './activemq/section';

@@ -9,6 +9,8 @@ import { databaseSection } from './postgres/section';
 import { vectorStoreSection } from './vectorstore/section';
 import { RestDestination } from './rest/rest.destination';
 import { restSection } from './rest/section';
+import { ActiveMqDestination } from './activemq/activemq.destination';
+import { activeMqSection } from './activemq/section';
 
 /** A plug-in as registered: the sections of `destination` it declares, and its loader (a provider). */
 export interface DestinationPlugin {
@@ -25,6 +27,7 @@ export const DESTINATION_PLUGINS: readonly DestinationPlugin[] = [
   { sections: [objectStoreSection], loader: ObjectStoreDestination },
   { sections: [vectorStoreSection], loader: null },
   { sections: [restSection], loader: RestDestination },
+  { sections: [activeMqSection], loader: ActiveMqDestination },
 ];
 
 for (const plugin of DESTINATION_PLUGINS) for (const s of plugin.sections) registerDestinationSection(s);

@@ -1,0 +1,214 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { extname, join } from 'node:path';
+import { Client } from '@stomp/stompjs';
+import { CONFIG, ServiceUnavailableError, TapyardConfig, ValidationError, errorMessage } from '@tapyard/core';
+import { EgressPolicy } from '@tapyard/egress';
+import { PipelineDefinition, TypedBatch } from '@tapyard/pipelines';
+import { SecretNotFoundError, SecretsService } from '@tapyard/secrets';
+import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
+import { jsonRow } from '../sinks/json-rows';
+import { SINK_REJECTS, SinkLedger } from '../sinks/sink-ledger';
+import { ActiveMqTarget } from './section';
+import { BrokerAddress, brokerOf, openStomp } from './stomp-session';
+
+/** Messages in flight (sent, receipt not yet back) at most. */
+const WINDOW = 500;
+const RECEIPT_TIMEOUT_MS = 30_000;
+
+/**
+ * ActiveMQLoader: one persistent JSON message per row to a queue or topic over STOMP, each with a
+ * receipt that is awaited before the rows count as sent. Headers carry the pipeline, its token and the
+ * row's line, and `tapyard-message-id: <pipelineToken>:<line>`. Delivery is at-least-once: a finished
+ * job is recorded and never resent, but a delivery cut midway is retried whole, so consumers
+ * deduplicate on `tapyard-message-id`.
+ */
+@Injectable()
+export class ActiveMqDestination implements Destination {
+  readonly name = 'activemq';
+  readonly processName = 'ActiveMQLoader' as const;
+  readonly capabilities = {
+    exactlyOnce: true,
+    schemaEvolution: true,
+    ordered: true,
+    maxBatchRows: null,
+    csvPassThrough: false,
+    retractable: false,
+  };
+  readonly encoder = join(__dirname, '..', 'encoders', `typed${extname(__filename)}`);
+  private readonly policy: EgressPolicy;
+
+  constructor(
+    @Inject(CONFIG) config: TapyardConfig,
+    private readonly secrets: SecretsService,
+    private readonly ledger: SinkLedger,
+  ) {
+    this.policy = new EgressPolicy(config.egressAllow);
+  }
+
+  selects(destination: PipelineDefinition['destination']): boolean {
+    return destination.activemq !== undefined && destination.activemq !== null;
+  }
+
+  describe(destination: PipelineDefinition['destination']): string {
+    return `ActiveMQ ${targetOf(destination).destination}`;
+  }
+
+  async probe(target?: LoadTarget): Promise<void> {
+    if (!target) return;
+    const client = await openStomp(await this.broker(target), this.policy, 3000);
+    await client.deactivate();
+  }
+
+  async prepare(target: LoadTarget): Promise<void> {
+    await this.broker(target);
+  }
+
+  committed(target: LoadTarget): Promise<LoadResult | null> {
+    return this.ledger.committed(target.environment, this.name, target.pipelineToken);
+  }
+
+  locations(): [] {
+    return [];
+  }
+
+  async drop(): Promise<[]> {
+    return [];
+  }
+
+  async load(
+    target: LoadTarget,
+    payloads: AsyncIterable<Payload>,
+    rejects: () => AsyncIterable<RejectedRow>,
+    progress: (rowsSoFar: number) => void,
+  ): Promise<LoadResult> {
+    const done = await this.committed(target);
+    if (done) {
+      for await (const _ of payloads); // drain the reader
+      return done;
+    }
+    const a = targetOf(target.destination);
+    const client = await openStomp(await this.broker(target), this.policy);
+    let sent = 0;
+    try {
+      const inFlight: Promise<void>[] = [];
+      for await (const payload of payloads) {
+        const b = typedBatch(payload);
+        for (let i = 0; i < b.lines.length; i++) {
+          inFlight.push(this.publish(client, a.destination, target, b, i));
+          if (inFlight.length >= WINDOW) {
+            await Promise.all(inFlight.splice(0));
+            sent += WINDOW;
+            progress(sent);
+          }
+        }
+      }
+      const last = inFlight.length;
+      await Promise.all(inFlight);
+      sent += last;
+      progress(sent);
+    } finally {
+      await client.deactivate().catch(() => undefined);
+    }
+    const rejected = await this.ledger.keepRejects(
+      target.environment,
+      this.name,
+      target.pipeline,
+      target.pipelineToken,
+      rejects(),
+    );
+    const result = { loaded: sent, rejected, location: `ActiveMQ ${a.destination}` };
+    await this.ledger.commit(target.environment, this.name, target.pipeline, target.pipelineToken, result);
+    return { ...result, alreadyLoaded: false, rejectsLocation: SINK_REJECTS };
+  }
+
+  /** Resolves when the broker's receipt for the message arrives (it has then stored it). */
+  private publish(
+    client: Client,
+    destination: string,
+    target: LoadTarget,
+    b: TypedBatch,
+    i: number,
+  ): Promise<void> {
+    const receipt = randomUUID();
+    return new Promise<void>((resolve, reject) => {
+      if (!client.connected) {
+        reject(
+          new ServiceUnavailableError(
+            'activemq',
+            'the ActiveMQ broker connection was lost before all rows were sent',
+          ),
+        );
+        return;
+      }
+      const timer = setTimeout(
+        () =>
+          reject(
+            new ServiceUnavailableError(
+              'activemq',
+              `the ActiveMQ broker sent no receipt within ${RECEIPT_TIMEOUT_MS} ms`,
+            ),
+          ),
+        RECEIPT_TIMEOUT_MS,
+      );
+      client.watchForReceipt(receipt, () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      const previousClose = client.onWebSocketClose;
+      client.onWebSocketClose = (ev) => {
+        clearTimeout(timer);
+        reject(
+          new ServiceUnavailableError(
+            'activemq',
+            'the ActiveMQ broker connection closed before its receipts came',
+          ),
+        );
+        previousClose(ev);
+      };
+      try {
+        client.publish({
+          destination,
+          body: jsonRow(b, i),
+          headers: {
+            receipt,
+            persistent: 'true',
+            'content-type': 'application/json',
+            'tapyard-pipeline': target.pipeline,
+            'tapyard-pipeline-token': target.pipelineToken,
+            'tapyard-row': String(b.lines[i]),
+            'tapyard-message-id': `${target.pipelineToken}:${b.lines[i]}`,
+          },
+        });
+      } catch (err) {
+        clearTimeout(timer);
+        reject(
+          new ServiceUnavailableError('activemq', `the ActiveMQ broker is unavailable: ${errorMessage(err)}`),
+        );
+      }
+    });
+  }
+
+  private async broker(target: LoadTarget): Promise<BrokerAddress> {
+    const a = targetOf(target.destination);
+    try {
+      return brokerOf(a.secretName, await this.secrets.reveal(target.environment, a.secretName));
+    } catch (err) {
+      if (err instanceof SecretNotFoundError) {
+        throw new ValidationError(`secret '${a.secretName}' of destination.activemq does not exist`);
+      }
+      throw err;
+    }
+  }
+}
+
+function targetOf(destination: PipelineDefinition['destination']): ActiveMqTarget {
+  const a = destination.activemq as ActiveMqTarget | undefined;
+  if (!a) throw new ValidationError('the pipeline has no destination.activemq');
+  return a;
+}
+
+function typedBatch(p: Payload): TypedBatch {
+  if (typeof p === 'object' && p !== null && 'values' in p && 'lines' in p) return p as TypedBatch;
+  throw new Error('the ActiveMQ destination receives typed batches');
+}

@@ -1,0 +1,98 @@
+import { connect as tlsConnect } from 'node:tls';
+import { Client, IFrame, IStompSocket } from '@stomp/stompjs';
+import { TCPWrapper } from '@stomp/tcp-wrapper';
+import { ServiceUnavailableError, ValidationError } from '@tapyard/core';
+import { EgressPolicy, EgressRefused } from '@tapyard/egress';
+
+/** The broker a secret names: `stomp://host:port` or `stomp+ssl://host:port`, with credentials. */
+export interface BrokerAddress {
+  host: string;
+  port: number;
+  tls: boolean;
+  username: string;
+  password: string;
+}
+
+export function brokerOf(secretName: string, fields: Record<string, string>): BrokerAddress {
+  let url: URL;
+  try {
+    url = new URL(fields.url ?? '');
+  } catch {
+    throw new ValidationError(`secret '${secretName}' needs a 'url' like stomp://host:61613`);
+  }
+  if (url.protocol !== 'stomp:' && url.protocol !== 'stomp+ssl:') {
+    throw new ValidationError(`secret '${secretName}' url must be stomp:// or stomp+ssl://`);
+  }
+  return {
+    host: url.hostname.replace(/^\[|\]$/g, ''),
+    port: url.port ? Number(url.port) : 61613,
+    tls: url.protocol === 'stomp+ssl:',
+    username: fields.username ?? '',
+    password: fields.password ?? '',
+  };
+}
+
+/** TCPWrapper over TLS, to the vetted address, with the broker's name for the certificate check. */
+function tlsWrapper(address: string, port: number, servername: string): IStompSocket {
+  // The base constructor opens the socket: the name is captured here, not set on the instance after.
+  class TlsWrapper extends TCPWrapper {
+    protected override getSocket(p: number, h: string) {
+      return tlsConnect({ host: h, port: p, servername });
+    }
+  }
+  return new TlsWrapper(address, port);
+}
+
+/**
+ * A STOMP connection to the broker at the address the egress policy vetted (TAP_EGRESS_ALLOW for a
+ * private one). Rejects within `timeoutMs` naming ActiveMQ when it cannot connect or log in.
+ */
+export async function openStomp(
+  broker: BrokerAddress,
+  policy: EgressPolicy,
+  timeoutMs = 5000,
+): Promise<Client> {
+  let address: string;
+  try {
+    address = (await policy.check(broker.host, broker.port)).address;
+  } catch (err) {
+    if (err instanceof EgressRefused)
+      throw new ValidationError(`the ActiveMQ broker is not allowed: ${err.message}`);
+    throw err;
+  }
+  const where = `${broker.host}:${broker.port}`;
+  return new Promise<Client>((resolve, reject) => {
+    let settled = false;
+    const client = new Client({
+      webSocketFactory: (): IStompSocket =>
+        broker.tls ? tlsWrapper(address, broker.port, broker.host) : new TCPWrapper(address, broker.port),
+      connectHeaders: { login: broker.username, passcode: broker.password, host: broker.host },
+      reconnectDelay: 0,
+      heartbeatIncoming: 0,
+      heartbeatOutgoing: 0,
+      // Received frames may carry message bodies; nothing is logged.
+      debug: () => undefined,
+    });
+    const fail = (why: string): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      void client.deactivate();
+      reject(
+        new ServiceUnavailableError('activemq', `the ActiveMQ broker at ${where} is unavailable: ${why}`),
+      );
+    };
+    const timer = setTimeout(() => fail(`no STOMP CONNECTED within ${timeoutMs} ms`), timeoutMs);
+    client.onConnect = () => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve(client);
+    };
+    client.onStompError = (frame: IFrame) =>
+      fail(frame.headers.message ?? 'the broker refused the connection');
+    client.onWebSocketError = (ev: { message?: unknown }) => fail(String(ev?.message ?? 'connection error'));
+    client.onWebSocketClose = () => fail('the connection closed');
+    client.activate();
+  });
+}
