@@ -6,6 +6,10 @@
 KAFKA_VERSION=3.9.1
 KAFKA_PORT="${TAPYARD_KAFKA_PORT:-9092}"
 KAFKA_CONTROLLER_PORT="${TAPYARD_KAFKA_CONTROLLER_PORT:-9093}"
+# A second client listener that advertises a port the broker does not own: tests put a relay they can
+# cut there, so every connection a client makes (bootstrap and partition leaders alike) passes it.
+KAFKA_RELAYED_PORT="${TAPYARD_KAFKA_RELAYED_PORT:-9094}"
+KAFKA_RELAY_PORT="${TAPYARD_KAFKA_RELAY_PORT:-19094}"
 KAFKA_DIR="$TAPYARD_HOME/kafka"
 
 kafka_java() { java -Dlog4j.configuration="file:$KAFKA_DIR/log4j.properties" -cp "$KAFKA_DIR/libs/*" "$@"; }
@@ -53,11 +57,11 @@ kafka_configure() {
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$KAFKA_CONTROLLER_PORT
-listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$KAFKA_CONTROLLER_PORT
-advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT
+listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$KAFKA_CONTROLLER_PORT,RELAYED://127.0.0.1:$KAFKA_RELAYED_PORT
+advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,RELAYED://127.0.0.1:$KAFKA_RELAY_PORT
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,RELAYED:PLAINTEXT
 log.dirs=$KAFKA_DIR/data
 num.partitions=1
 auto.create.topics.enable=true

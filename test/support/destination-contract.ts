@@ -14,7 +14,9 @@ import {
   PostgresDestination,
   RestDestination,
   ActiveMqDestination,
+  KafkaDestination,
 } from '@tapyard/destinations';
+import { Kafka, logLevel } from 'kafkajs';
 import { RestSink } from './rest-sink';
 import { StompCollector } from './stomp-collector';
 import { peerFields } from './vector-peers';
@@ -316,6 +318,67 @@ const activemq: DestinationFixture = {
   },
 };
 
+/** Every committed message of a topic, read from the beginning by a fresh read_committed consumer. */
+async function kafkaMessages(brokers: string, topic: string): Promise<Record<string, unknown>[]> {
+  const kafka = new Kafka({ clientId: 'contract', brokers: [brokers], logLevel: logLevel.NOTHING });
+  const admin = kafka.admin();
+  await admin.connect();
+  const exists = (await admin.listTopics()).includes(topic);
+  const ends = exists ? await admin.fetchTopicOffsets(topic) : [];
+  await admin.disconnect();
+  if (!exists || ends.every((p) => p.high === '0')) return [];
+  const consumer = kafka.consumer({ groupId: `contract-${suffix()}`, readUncommitted: false });
+  const out: Record<string, unknown>[] = [];
+  let last = Date.now();
+  await consumer.connect();
+  await consumer.subscribe({ topics: [topic], fromBeginning: true });
+  await consumer.run({
+    eachMessage: async ({ message }) => {
+      out.push(JSON.parse(String(message.value)) as Record<string, unknown>);
+      last = Date.now();
+    },
+  });
+  // Transaction markers take offsets too: read until nothing more comes for a moment.
+  const started = Date.now();
+  while (Date.now() - last < 1500 || Date.now() - started < 2000)
+    await new Promise((r) => setTimeout(r, 100));
+  await consumer.disconnect();
+  return out;
+}
+
+const kafka: DestinationFixture = {
+  service: /Kafka/i,
+  // Inside the produce requests of the 10,000 rows (GZIP-compressed, some 10 bytes a row on the wire).
+  tripBytes: 40_000,
+  async open(environment) {
+    const brokers = peerFields('kafka').brokers;
+    // The broker's RELAYED listener (9094) advertises 19094: every connection passes this relay.
+    const r = await cuttableProxy(
+      Number(process.env.TAPYARD_KAFKA_RELAYED_PORT ?? 9094),
+      Number(process.env.TAPYARD_KAFKA_RELAY_PORT ?? 19094),
+    );
+    const allow = { TAP_EGRESS_ALLOW: `127.0.0.1:${r.port}` };
+    const topic = (name: string) => `ct.${environment}.${name}`;
+    return {
+      apiEnv: allow,
+      workerEnv: allow,
+      secrets: { kafka: { brokers: `127.0.0.1:${r.port}` } },
+      relay: r,
+      destination: (name) => ({ kafka: { secretName: 'kafka', topic: topic(name) } }),
+      rows: async (name, columns) => (await kafkaMessages(brokers, topic(name))).map((d) => pick(d, columns)),
+      rejects: (name) => sinkRejects(environment, 'kafka', name),
+      present: async (name) => {
+        const n = (await kafkaMessages(brokers, topic(name))).length;
+        return n > 0 ? [`${n} messages on ${topic(name)}`] : [];
+      },
+      dropped: () => [],
+      async close() {
+        await r.close();
+      },
+    };
+  },
+};
+
 /**
  * Every loader registered in DESTINATION_PLUGINS needs its fixture here: the contract suite fails for
  * a loader without one, so a new destination gets the suite by registering and adding its fixture.
@@ -329,6 +392,7 @@ export const CONTRACT_FIXTURES: ReadonlyMap<Type<Destination>, DestinationFixtur
   [ObjectStoreDestination, objectStore],
   [RestDestination, rest],
   [ActiveMqDestination, activemq],
+  [KafkaDestination, kafka],
 ]);
 
 export function fixtureFor(loader: Type<Destination>): DestinationFixture {

@@ -42,7 +42,8 @@ export interface Relay {
   close(): Promise<void>;
 }
 
-export async function cuttableProxy(targetPort: number): Promise<Relay> {
+/** `listenPort`: a fixed port (a Kafka listener advertises it); by default any free one. */
+export async function cuttableProxy(targetPort: number, listenPort = 0): Promise<Relay> {
   const sockets = new Set<Socket>();
   let down = false;
   let tripAt: number | null = null;
@@ -74,7 +75,7 @@ export async function cuttableProxy(targetPort: number): Promise<Relay> {
     });
     upstream.pipe(client);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(listenPort, '127.0.0.1', resolve));
   return {
     port: (server.address() as { port: number }).port,
     cut,

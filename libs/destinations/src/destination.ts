@@ -17,6 +17,8 @@ export interface LoadTarget {
   destination: PipelineDefinition['destination'];
   columns: SchemaField[];
   pipelineToken: string;
+  /** The publisher token the job came under (sinks put it in their message headers). */
+  publisherToken?: string | null;
 }
 
 /** The database section a database destination needs. */

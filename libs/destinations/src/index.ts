@@ -17,3 +17,5 @@ export * from './rest/section';
 export * from './sinks/sink-ledger';
 export * from './activemq/activemq.destination';
 export * from './activemq/section';
+export * from './kafka/kafka.destination';
+export * from './kafka/section';

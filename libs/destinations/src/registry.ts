@@ -11,6 +11,8 @@ import { RestDestination } from './rest/rest.destination';
 import { restSection } from './rest/section';
 import { ActiveMqDestination } from './activemq/activemq.destination';
 import { activeMqSection } from './activemq/section';
+import { KafkaDestination } from './kafka/kafka.destination';
+import { kafkaSection } from './kafka/section';
 
 /** A plug-in as registered: the sections of `destination` it declares, and its loader (a provider). */
 export interface DestinationPlugin {
@@ -28,6 +30,7 @@ export const DESTINATION_PLUGINS: readonly DestinationPlugin[] = [
   { sections: [vectorStoreSection], loader: null },
   { sections: [restSection], loader: RestDestination },
   { sections: [activeMqSection], loader: ActiveMqDestination },
+  { sections: [kafkaSection], loader: KafkaDestination },
 ];
 
 for (const plugin of DESTINATION_PLUGINS) for (const s of plugin.sections) registerDestinationSection(s);

@@ -121,6 +121,7 @@ export class IngestionRunner {
         destination: def.destination,
         columns: [],
         pipelineToken: p.pipelineToken,
+        publisherToken: p.publisherToken,
       };
       // A redelivery: destinations where an earlier delivery committed are done already.
       for (const leg of legs) {
@@ -242,6 +243,7 @@ export class IngestionRunner {
         destination: definition.destination,
         columns: outputFields(fields, definition.transformation.mappings),
         pipelineToken: p.pipelineToken,
+        publisherToken: p.publisherToken,
       };
       const transforms = definition.transformation.mappings.length > 0;
       // Each destination prepares its target; one that cannot is out of this delivery, the others load.

@@ -176,6 +176,7 @@ export class ActiveMqDestination implements Destination {
             'content-type': 'application/json',
             'tapyard-pipeline': target.pipeline,
             'tapyard-pipeline-token': target.pipelineToken,
+            ...(target.publisherToken ? { 'tapyard-publisher-token': target.publisherToken } : {}),
             'tapyard-row': String(b.lines[i]),
             'tapyard-message-id': `${target.pipelineToken}:${b.lines[i]}`,
           },

@@ -114,6 +114,7 @@ export class RestDestination implements Destination {
       'content-type': r.format === 'ndjson' ? 'application/x-ndjson' : 'application/json',
       'x-tapyard-pipeline': target.pipeline,
       'x-tapyard-pipeline-token': target.pipelineToken,
+      ...(target.publisherToken ? { 'x-tapyard-publisher-token': target.publisherToken } : {}),
     };
     const url = new URL(r.url);
     await this.vet(url);

@@ -1,0 +1,233 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { extname, join } from 'node:path';
+import { CompressionTypes, Kafka, KafkaJSError, Message } from 'kafkajs';
+import { CONFIG, ServiceUnavailableError, TapyardConfig, ValidationError, errorMessage } from '@tapyard/core';
+import { EgressPolicy, EgressRefused } from '@tapyard/egress';
+import { PipelineDefinition, TypedBatch } from '@tapyard/pipelines';
+import { SecretNotFoundError, SecretsService } from '@tapyard/secrets';
+import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
+import { jsonRow } from '../sinks/json-rows';
+import { SINK_REJECTS, SinkLedger } from '../sinks/sink-ledger';
+import { KafkaSettings, kafkaClient, kafkaSettings } from './kafka-client';
+import { KafkaTarget } from './section';
+
+/** Messages per produce request inside the job's transaction. */
+const BATCH = 1000;
+
+/**
+ * KafkaLoader: one JSON message per row (key from `keyColumn`), GZIP-compressed, headers
+ * `tapyard-pipeline`, `tapyard-pipeline-token`, `tapyard-publisher-token`, `tapyard-row`,
+ * `tapyard-message-id`. The whole job is one transaction of an idempotent producer whose
+ * transactional id is the job's: read_committed consumers see every row of a job or none, a delivery
+ * cut midway is aborted (a redelivery's producer fences it), and a committed job is recorded and
+ * never sent again.
+ */
+@Injectable()
+export class KafkaDestination implements Destination {
+  readonly name = 'kafka';
+  readonly processName = 'KafkaLoader' as const;
+  readonly capabilities = {
+    exactlyOnce: true,
+    schemaEvolution: true,
+    ordered: true,
+    maxBatchRows: null,
+    csvPassThrough: false,
+    retractable: false,
+  };
+  readonly encoder = join(__dirname, '..', 'encoders', `typed${extname(__filename)}`);
+  private readonly policy: EgressPolicy;
+
+  constructor(
+    @Inject(CONFIG) config: TapyardConfig,
+    private readonly secrets: SecretsService,
+    private readonly ledger: SinkLedger,
+  ) {
+    this.policy = new EgressPolicy(config.egressAllow);
+  }
+
+  selects(destination: PipelineDefinition['destination']): boolean {
+    return destination.kafka !== undefined && destination.kafka !== null;
+  }
+
+  describe(destination: PipelineDefinition['destination']): string {
+    return `Kafka topic ${targetOf(destination).topic}`;
+  }
+
+  async probe(target?: LoadTarget): Promise<void> {
+    if (!target) return;
+    const settings = await this.settings(target);
+    const admin = kafkaClient(settings, this.policy, 'tapyard-probe').admin();
+    try {
+      await withTimeout(admin.connect(), 5000);
+      await withTimeout(admin.describeCluster(), 5000);
+    } catch (err) {
+      throw outage(settings, err);
+    } finally {
+      await admin.disconnect().catch(() => undefined);
+    }
+  }
+
+  /** Creates the topic when missing (one partition per broker default, as the cluster configures). */
+  async prepare(target: LoadTarget): Promise<void> {
+    const settings = await this.settings(target);
+    const admin = kafkaClient(settings, this.policy, 'tapyard-prepare').admin();
+    try {
+      await admin.connect();
+      const topic = targetOf(target.destination).topic;
+      if (!(await admin.listTopics()).includes(topic)) {
+        // A just-started KRaft broker may not know a new topic's leader yet: asked again, it does.
+        for (let attempt = 1; ; attempt++) {
+          try {
+            await admin.createTopics({ topics: [{ topic }], waitForLeaders: true });
+            break;
+          } catch (err) {
+            if (attempt >= 5 || !/UNKNOWN_TOPIC_OR_PARTITION|already exists|leader/i.test(errorMessage(err)))
+              throw err;
+            await new Promise((r) => setTimeout(r, 300 * attempt));
+          }
+        }
+      }
+    } catch (err) {
+      throw err instanceof ValidationError ? err : outage(settings, err);
+    } finally {
+      await admin.disconnect().catch(() => undefined);
+    }
+  }
+
+  committed(target: LoadTarget): Promise<LoadResult | null> {
+    return this.ledger.committed(target.environment, this.name, target.pipelineToken);
+  }
+
+  locations(): [] {
+    return [];
+  }
+
+  async drop(): Promise<[]> {
+    return [];
+  }
+
+  async load(
+    target: LoadTarget,
+    payloads: AsyncIterable<Payload>,
+    rejects: () => AsyncIterable<RejectedRow>,
+    progress: (rowsSoFar: number) => void,
+  ): Promise<LoadResult> {
+    const done = await this.committed(target);
+    if (done) {
+      for await (const _ of payloads); // drain the reader
+      return done;
+    }
+    const k = targetOf(target.destination);
+    const settings = await this.settings(target);
+    const kafka: Kafka = kafkaClient(settings, this.policy, 'tapyard-loader');
+    const producer = kafka.producer({
+      idempotent: true,
+      maxInFlightRequests: 1,
+      transactionalId: `tapyard-${target.environment}-${target.pipelineToken}`,
+    });
+    let sent = 0;
+    try {
+      await producer.connect();
+      const tx = await producer.transaction();
+      try {
+        const keyAt = k.keyColumn ? target.columns.findIndex((c) => c.name === k.keyColumn) : -1;
+        if (k.keyColumn && keyAt < 0)
+          throw new ValidationError(`keyColumn '${k.keyColumn}' is not a column of the pipeline`);
+        let messages: Message[] = [];
+        const flush = async (): Promise<void> => {
+          if (messages.length === 0) return;
+          await tx.send({ topic: k.topic, compression: CompressionTypes.GZIP, messages });
+          sent += messages.length;
+          messages = [];
+          progress(sent);
+        };
+        for await (const payload of payloads) {
+          const b = typedBatch(payload);
+          for (let i = 0; i < b.lines.length; i++) {
+            const key = keyAt >= 0 ? b.values[keyAt][i] : null;
+            messages.push({
+              key: key === null ? null : String(key),
+              value: jsonRow(b, i),
+              headers: {
+                'tapyard-pipeline': target.pipeline,
+                'tapyard-pipeline-token': target.pipelineToken,
+                ...(target.publisherToken ? { 'tapyard-publisher-token': target.publisherToken } : {}),
+                'tapyard-row': String(b.lines[i]),
+                'tapyard-message-id': `${target.pipelineToken}:${b.lines[i]}`,
+              },
+            });
+            if (messages.length >= BATCH) await flush();
+          }
+        }
+        await flush();
+        await tx.commit();
+      } catch (err) {
+        await tx.abort().catch(() => undefined);
+        throw err;
+      }
+    } catch (err) {
+      throw err instanceof ValidationError ? err : outage(settings, err);
+    } finally {
+      await producer.disconnect().catch(() => undefined);
+    }
+    const rejected = await this.ledger.keepRejects(
+      target.environment,
+      this.name,
+      target.pipeline,
+      target.pipelineToken,
+      rejects(),
+    );
+    const result = { loaded: sent, rejected, location: `Kafka topic ${k.topic}` };
+    await this.ledger.commit(target.environment, this.name, target.pipeline, target.pipelineToken, result);
+    return { ...result, alreadyLoaded: false, rejectsLocation: SINK_REJECTS };
+  }
+
+  private async settings(target: LoadTarget): Promise<KafkaSettings> {
+    const k = targetOf(target.destination);
+    try {
+      return kafkaSettings(k.secretName, await this.secrets.reveal(target.environment, k.secretName));
+    } catch (err) {
+      if (err instanceof SecretNotFoundError)
+        throw new ValidationError(`secret '${k.secretName}' of destination.kafka does not exist`);
+      throw err;
+    }
+  }
+}
+
+/** A client failure as an outage naming Kafka and the brokers; a refused address is the caller's mistake. */
+function outage(s: KafkaSettings, err: unknown): Error {
+  for (let e: unknown = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    if (e instanceof EgressRefused)
+      return new ValidationError(`the Kafka broker is not allowed: ${e.message}`);
+    if (e instanceof KafkaJSError && (e as { originalError?: unknown }).originalError) {
+      const inner = (e as { originalError?: unknown }).originalError;
+      if (inner instanceof EgressRefused)
+        return new ValidationError(`the Kafka broker is not allowed: ${inner.message}`);
+    }
+  }
+  return new ServiceUnavailableError(
+    'kafka',
+    `the Kafka brokers ${s.brokers.join(',')} are unavailable: ${errorMessage(err).slice(0, 300)}`,
+  );
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    p,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+function targetOf(destination: PipelineDefinition['destination']): KafkaTarget {
+  const k = destination.kafka as KafkaTarget | undefined;
+  if (!k) throw new ValidationError('the pipeline has no destination.kafka');
+  return k;
+}
+
+function typedBatch(p: Payload): TypedBatch {
+  if (typeof p === 'object' && p !== null && 'values' in p && 'lines' in p) return p as TypedBatch;
+  throw new Error('the Kafka destination receives typed batches');
+}
