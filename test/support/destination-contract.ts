@@ -15,7 +15,9 @@ import {
   RestDestination,
   ActiveMqDestination,
   KafkaDestination,
+  DatabricksDestination,
 } from '@tapyard/destinations';
+import { DatabricksDouble } from './databricks-double';
 import { Kafka, logLevel } from 'kafkajs';
 import { RestSink } from './rest-sink';
 import { StompCollector } from './stomp-collector';
@@ -379,6 +381,44 @@ const kafka: DestinationFixture = {
   },
 };
 
+const databricks: DestinationFixture = {
+  service: /Databricks/i,
+  // Inside the Parquet upload (the Files API PUT), past the statements before it.
+  tripBytes: 30_000,
+  async open(environment) {
+    const double = await new DatabricksDouble().start();
+    const r = await cuttableProxy(double.port);
+    const allow = { TAP_EGRESS_ALLOW: `127.0.0.1:${r.port}` };
+    const table = (name: string) => `main.ct.${environment.replace(/[^a-z0-9]/g, '_')}_${name}`;
+    return {
+      apiEnv: allow,
+      workerEnv: allow,
+      secrets: {
+        dbx: {
+          host: `http://127.0.0.1:${r.port}`,
+          token: double.token,
+          warehouseId: 'wh1',
+          catalog: 'main',
+          schema: 'ct',
+        },
+      },
+      relay: r,
+      destination: (name) => ({ databricks: { secretName: 'dbx', table: table(name).split('.')[2] } }),
+      rows: async (name, columns) => double.rows(table(name)).map((d) => pick(d, columns)),
+      rejects: (name) => sinkRejects(environment, 'databricks', name),
+      present: async (name) => {
+        const n = double.rows(table(name)).length;
+        return n > 0 ? [`${n} rows in ${table(name)}`] : [];
+      },
+      dropped: () => [],
+      async close() {
+        await r.close();
+        await double.stop();
+      },
+    };
+  },
+};
+
 /**
  * Every loader registered in DESTINATION_PLUGINS needs its fixture here: the contract suite fails for
  * a loader without one, so a new destination gets the suite by registering and adding its fixture.
@@ -393,6 +433,7 @@ export const CONTRACT_FIXTURES: ReadonlyMap<Type<Destination>, DestinationFixtur
   [RestDestination, rest],
   [ActiveMqDestination, activemq],
   [KafkaDestination, kafka],
+  [DatabricksDestination, databricks],
 ]);
 
 export function fixtureFor(loader: Type<Destination>): DestinationFixture {

@@ -19,3 +19,5 @@ export * from './activemq/activemq.destination';
 export * from './activemq/section';
 export * from './kafka/kafka.destination';
 export * from './kafka/section';
+export * from './databricks/databricks.destination';
+export * from './databricks/section';

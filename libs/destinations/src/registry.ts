@@ -13,6 +13,8 @@ import { ActiveMqDestination } from './activemq/activemq.destination';
 import { activeMqSection } from './activemq/section';
 import { KafkaDestination } from './kafka/kafka.destination';
 import { kafkaSection } from './kafka/section';
+import { DatabricksDestination } from './databricks/databricks.destination';
+import { databricksSection } from './databricks/section';
 
 /** A plug-in as registered: the sections of `destination` it declares, and its loader (a provider). */
 export interface DestinationPlugin {
@@ -31,6 +33,7 @@ export const DESTINATION_PLUGINS: readonly DestinationPlugin[] = [
   { sections: [restSection], loader: RestDestination },
   { sections: [activeMqSection], loader: ActiveMqDestination },
   { sections: [kafkaSection], loader: KafkaDestination },
+  { sections: [databricksSection], loader: DatabricksDestination },
 ];
 
 for (const plugin of DESTINATION_PLUGINS) for (const s of plugin.sections) registerDestinationSection(s);

@@ -8,7 +8,7 @@ import { EgressPolicy } from './egress-policy';
 export interface EgressRequestInit {
   method?: string;
   headers?: Record<string, string>;
-  body?: string;
+  body?: string | Buffer;
   signal?: AbortSignal;
   /** Bytes of the answer read at most; the rest is dropped. */
   maxBytes?: number;

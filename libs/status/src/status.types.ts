@@ -12,6 +12,9 @@ export const PROCESS_NAMES = [
   'RestEndpointRunner',
   // Documents: written into a vector store (parsing reports as DataQuality, chunking and embedding as Transformation).
   'VectorStoreLoader',
+  // Warehouses (beyond the spec's names, documented in the README): staged files loaded with COPY INTO.
+  'SnowflakeLoader',
+  'DatabricksLoader',
 ] as const;
 export type ProcessName = (typeof PROCESS_NAMES)[number];
 

@@ -13,6 +13,7 @@ declare module 'parquetjs-lite' {
   }
   export class ParquetReader {
     static openFile(path: string): Promise<ParquetReader>;
+    static openBuffer(buffer: Buffer): Promise<ParquetReader>;
     getCursor(): { next(): Promise<Record<string, unknown> | null> };
     getRowCount(): { toNumber(): number };
     close(): Promise<void>;

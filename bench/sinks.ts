@@ -1,0 +1,211 @@
+/**
+ * `npm run bench:sinks` — rows/s into each sink through Tapyard (upload → rollup done) against that
+ * sink's own client producing the same rows as JSON, bare, on the same box in the same run:
+ * - Kafka: KafkaJS, idempotent transactional producer, GZIP, 1,000 messages a request (as the loader);
+ * - ActiveMQ: @stomp/stompjs, persistent messages, receipts awaited with 500 in flight (as the loader);
+ * - REST: fetch POSTing JSON arrays of 500 rows to the same loopback receiver.
+ * BENCH_SINK_ROWS rows (default 200,000) of the narrow file. Starts its own API and worker (built
+ * apps) and the brokers through scripts/services. Prints ratios; asserts nothing.
+ */
+import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import { AddressInfo } from 'node:net';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client as Stomp } from '@stomp/stompjs';
+import { TCPWrapper } from '@stomp/tcp-wrapper';
+import { CompressionTypes, Kafka, logLevel } from 'kafkajs';
+import {
+  DB_URL,
+  NARROW_COLUMNS,
+  ROOT,
+  platformEnv,
+  postJson,
+  startApp,
+  uploadFile,
+  waitForRollup,
+  waitHttp,
+  writeCsv,
+} from './support';
+
+const ROWS = Number(process.env.BENCH_SINK_ROWS ?? 200_000);
+const PORT = 19000 + Math.floor(Math.random() * 1000);
+const BASE = `http://127.0.0.1:${PORT}/api/v1`;
+const ENV = `benchsink-${Date.now().toString(36)}`;
+
+function peer(name: string): Record<string, string> {
+  const out = execFileSync('bash', [join(ROOT, 'scripts', 'services'), 'up', name], { encoding: 'utf8' });
+  return JSON.parse(out.trim().split('\n').pop() ?? '{}') as Record<string, string>;
+}
+
+/** The rows as the sinks send them (what the bare producers send too). */
+function jsonRows(): string[] {
+  const out: string[] = [];
+  for (let i = 1; i <= ROWS; i++) {
+    out.push(
+      JSON.stringify({
+        id: i,
+        amount: Number((i * 0.37).toFixed(2)),
+        label: `label-${i % 1000}`,
+        flag: i % 3 === 0,
+        day: `2026-03-${String(1 + (i % 28)).padStart(2, '0')}`,
+      }),
+    );
+  }
+  return out;
+}
+
+async function timed(work: () => Promise<void>): Promise<number> {
+  const started = process.hrtime.bigint();
+  await work();
+  return Number(process.hrtime.bigint() - started) / 1e9;
+}
+
+async function bareKafka(brokers: string, rows: string[]): Promise<void> {
+  const kafka = new Kafka({ clientId: 'bench', brokers: [brokers], logLevel: logLevel.NOTHING });
+  const producer = kafka.producer({
+    idempotent: true,
+    maxInFlightRequests: 1,
+    transactionalId: `bench-${randomUUID()}`,
+  });
+  await producer.connect();
+  const tx = await producer.transaction();
+  for (let i = 0; i < rows.length; i += 1000) {
+    await tx.send({
+      topic: `bench.bare.${ENV}`,
+      compression: CompressionTypes.GZIP,
+      messages: rows.slice(i, i + 1000).map((value) => ({ value })),
+    });
+  }
+  await tx.commit();
+  await producer.disconnect();
+}
+
+async function bareStomp(fields: Record<string, string>, rows: string[]): Promise<void> {
+  const u = new URL(fields.url);
+  const client = new Stomp({
+    webSocketFactory: () => new TCPWrapper(u.hostname, Number(u.port)),
+    connectHeaders: { login: fields.username, passcode: fields.password },
+    reconnectDelay: 0,
+    debug: () => undefined,
+  });
+  await new Promise<void>((resolve) => {
+    client.onConnect = () => resolve();
+    client.activate();
+  });
+  let inFlight: Promise<void>[] = [];
+  for (const body of rows) {
+    const receipt = randomUUID();
+    inFlight.push(new Promise<void>((r) => client.watchForReceipt(receipt, () => r())));
+    client.publish({
+      destination: `/queue/bench.bare.${ENV}`,
+      body,
+      headers: { receipt, persistent: 'true' },
+    });
+    if (inFlight.length >= 500) {
+      await Promise.all(inFlight);
+      inFlight = [];
+    }
+  }
+  await Promise.all(inFlight);
+  await client.deactivate();
+}
+
+async function bareRest(url: string, rows: string[]): Promise<void> {
+  for (let i = 0; i < rows.length; i += 500) {
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: `[${rows.slice(i, i + 500).join(',')}]`,
+    });
+    if (!res.ok) throw new Error(`receiver answered ${res.status}`);
+  }
+}
+
+async function main(): Promise<void> {
+  const kafka = peer('kafka');
+  const amq = peer('activemq');
+  let received = 0;
+  const receiver = createServer((req, res) => {
+    let n = 0;
+    req.on('data', (c: Buffer) => {
+      for (const b of c) if (b === 0x7b) n++; // one '{' per row object
+    });
+    req.on('end', () => {
+      received += n;
+      res.writeHead(201).end();
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+  const restPort = (receiver.address() as AddressInfo).port;
+  const dir = await mkdtemp(join(tmpdir(), 'tapyard-bench-sinks-'));
+  const env = platformEnv(ENV, PORT, DB_URL, dir, {
+    TAP_EGRESS_ALLOW: `${kafka.brokers},127.0.0.1:${new URL(amq.url).port}`,
+    REST_SINK_ALLOW: `127.0.0.1:${restPort}`,
+  });
+  const api = startApp('api', env);
+  const worker = startApp('worker', env);
+  try {
+    await waitHttp(`${BASE}/version`);
+    const put = (name: string, fields: object) =>
+      fetch(`${BASE}/secrets/${name}`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(fields),
+      });
+    await put('kafka', { brokers: kafka.brokers });
+    await put('amq', amq);
+    const csv = join(dir, 'rows.csv');
+    await writeCsv(csv, ROWS, NARROW_COLUMNS);
+    const rows = jsonRows();
+    const sinks: [string, object, () => Promise<void>][] = [
+      [
+        'kafka',
+        { kafka: { secretName: 'kafka', topic: `bench.${ENV}` } },
+        () => bareKafka(kafka.brokers, rows),
+      ],
+      [
+        'activemq',
+        { activemq: { secretName: 'amq', destination: `/queue/bench.${ENV}` } },
+        () => bareStomp(amq, rows),
+      ],
+      [
+        'rest',
+        { rest: { url: `http://127.0.0.1:${restPort}/tapyard`, batchSize: 500 } },
+        () => bareRest(`http://127.0.0.1:${restPort}/bare`, rows),
+      ],
+    ];
+    console.log(`${ROWS} rows (narrow file) per sink`);
+    for (const [name, destination, bare] of sinks) {
+      await postJson(`${BASE}/pipeline`, {
+        name: `bench_${name}`,
+        source: { schemaProperties: { fields: NARROW_COLUMNS.map(([n, type]) => ({ name: n, type })) } },
+        destination,
+      });
+      const viaTapyard = await timed(async () => {
+        const token = await uploadFile(BASE, csv, `bench_${name}`);
+        await waitForRollup(BASE, `pipelinetoken=${token}`);
+      });
+      const bareSeconds = await timed(bare);
+      const a = ROWS / viaTapyard;
+      const b = ROWS / bareSeconds;
+      console.log(
+        `${name.padEnd(9)} Tapyard ${Math.round(a).toLocaleString('en')} rows/s (upload to rollup done), ` +
+          `bare client ${Math.round(b).toLocaleString('en')} rows/s: ratio ${(a / b).toFixed(2)}`,
+      );
+    }
+    if (received < ROWS * 2) console.log(`(the REST receiver counted ${received} rows)`);
+  } finally {
+    api.kill('SIGTERM');
+    worker.kill('SIGTERM');
+    receiver.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
