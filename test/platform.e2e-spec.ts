@@ -50,17 +50,33 @@ describe('platform endpoints (real Postgres and Redis)', () => {
 
       await api.http
         .put('/api/v1/secrets/sf-partial')
-        .send({ account: 'acme', username: 'loader' })
+        .send({ account: 'acme', user: 'loader', password: 'pw', warehouse: 'wh' })
         .expect(200);
       expect((await api.http.get('/api/v1/destinations/available').expect(200)).body).toEqual(['postgres']);
 
       await api.http
         .put('/api/v1/secrets/sf')
-        .send({ account: 'acme', username: 'loader', password: 'pw' })
+        .send({
+          account: 'acme',
+          user: 'loader',
+          password: 'pw',
+          warehouse: 'wh',
+          database: 'db',
+          schema: 'public',
+        })
         .expect(200);
       await api.http
         .put('/api/v1/secrets/dbx')
-        .send({ host: 'dbc.example', token: 'dapi', warehouseId: 'w1' })
+        .send({ host: 'dbc.example', token: 'dapi', warehouseId: 'w1', catalog: 'main' })
+        .expect(200);
+      // `username` is not Snowflake's field (the addendum says `user`), and Databricks needs its schema.
+      expect((await api.http.get('/api/v1/destinations/available').expect(200)).body).toEqual([
+        'postgres',
+        'snowflake',
+      ]);
+      await api.http
+        .put('/api/v1/secrets/dbx')
+        .send({ host: 'dbc.example', token: 'dapi', warehouseId: 'w1', catalog: 'main', schema: 'sales' })
         .expect(200);
       expect((await api.http.get('/api/v1/destinations/available').expect(200)).body).toEqual([
         'postgres',

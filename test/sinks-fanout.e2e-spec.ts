@@ -150,4 +150,38 @@ describe('sinks: one job fans out to PostgreSQL, Kafka, ActiveMQ and REST', () =
     expect(await kafkaRecords(`fan.${env}.partial`)).toHaveLength(30);
     expect(await amq.settled(`/queue/fan.${env}.partial`)).toHaveLength(30);
   });
+
+  it('/health/services probes the real brokers configured for the platform (KAFKA_BROKERS, ACTIVEMQ_URL)', async () => {
+    const f = amqFields();
+    const probing = await startApi({
+      TAPYARD_ENV: env,
+      KAFKA_BROKERS: kafkaBrokers(),
+      ACTIVEMQ_URL: f.url,
+      ACTIVEMQ_USER: f.username,
+      ACTIVEMQ_PASSWORD: f.password,
+    });
+    try {
+      const health = (await probing.http.get('/api/v1/health/services').expect(200)).body;
+      expect(health.kafka).toMatchObject({ status: 'up' });
+      expect(health.activemq).toMatchObject({ status: 'up' });
+      const available = (await probing.http.get('/api/v1/destinations/available').expect(200))
+        .body as string[];
+      expect(available).toEqual(expect.arrayContaining(['kafka', 'activemq']));
+    } finally {
+      await probing.close();
+    }
+    const wrong = await startApi({
+      TAPYARD_ENV: env,
+      ACTIVEMQ_URL: f.url,
+      ACTIVEMQ_USER: f.username,
+      ACTIVEMQ_PASSWORD: 'wrong',
+    });
+    try {
+      const health = (await wrong.http.get('/api/v1/health/services').expect(200)).body;
+      expect(health.activemq.status).toBe('down');
+      expect(JSON.stringify(health)).not.toContain(f.password);
+    } finally {
+      await wrong.close();
+    }
+  });
 });

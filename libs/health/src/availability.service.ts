@@ -5,14 +5,12 @@ import { VECTOR_STORES, VectorStoreKey } from './probes/vector-stores.probe';
 
 /** Which fields make a complete credential set for a warehouse destination (any one alternative). */
 const WAREHOUSE_CREDENTIALS: Record<'snowflake' | 'databricks', string[][]> = {
+  // Contract addendum, "Destination sections": what makes a complete credential set.
   snowflake: [
-    ['account', 'username', 'password'],
-    ['account', 'username', 'privateKey'],
+    ['account', 'user', 'password', 'warehouse', 'database', 'schema'],
+    ['account', 'user', 'privateKey', 'warehouse', 'database', 'schema'],
   ],
-  databricks: [
-    ['host', 'token', 'warehouseId'],
-    ['host', 'token', 'httpPath'],
-  ],
+  databricks: [['host', 'token', 'warehouseId', 'catalog', 'schema']],
 };
 
 export function hasCompleteCredentials(kind: keyof typeof WAREHOUSE_CREDENTIALS, secrets: Secret[]): boolean {

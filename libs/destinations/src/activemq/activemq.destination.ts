@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { extname, join } from 'node:path';
 import { Client } from '@stomp/stompjs';
-import { CONFIG, ServiceUnavailableError, TapyardConfig, ValidationError, errorMessage } from '@tapyard/core';
+import { CONFIG, ServiceUnavailableError, TapyardConfig, ValidationError } from '@tapyard/core';
 import { EgressPolicy } from '@tapyard/egress';
 import { PipelineDefinition, TypedBatch } from '@tapyard/pipelines';
 import { SecretNotFoundError, SecretsService } from '@tapyard/secrets';
@@ -89,24 +89,33 @@ export class ActiveMqDestination implements Destination {
     }
     const a = targetOf(target.destination);
     const client = await openStomp(await this.broker(target), this.policy);
+    // Receipts still awaited; a lost connection fails them all at once.
+    const pending = new Map<string, { resolve: () => void; reject: (err: Error) => void }>();
+    client.onWebSocketClose = () => {
+      const err = new ServiceUnavailableError(
+        'activemq',
+        'the ActiveMQ broker connection closed before its receipts came',
+      );
+      for (const p of pending.values()) p.reject(err);
+      pending.clear();
+    };
     let sent = 0;
     try {
-      const inFlight: Promise<void>[] = [];
+      let inFlight: Promise<void>[] = [];
+      const settle = async (): Promise<void> => {
+        await withTimeout(Promise.all(inFlight), RECEIPT_TIMEOUT_MS);
+        sent += inFlight.length;
+        inFlight = [];
+        progress(sent);
+      };
       for await (const payload of payloads) {
         const b = typedBatch(payload);
         for (let i = 0; i < b.lines.length; i++) {
-          inFlight.push(this.publish(client, a.destination, target, b, i));
-          if (inFlight.length >= WINDOW) {
-            await Promise.all(inFlight.splice(0));
-            sent += WINDOW;
-            progress(sent);
-          }
+          inFlight.push(this.publish(client, pending, a.destination, target, b, i));
+          if (inFlight.length >= WINDOW) await settle();
         }
       }
-      const last = inFlight.length;
-      await Promise.all(inFlight);
-      sent += last;
-      progress(sent);
+      await settle();
     } finally {
       await client.deactivate().catch(() => undefined);
     }
@@ -125,69 +134,41 @@ export class ActiveMqDestination implements Destination {
   /** Resolves when the broker's receipt for the message arrives (it has then stored it). */
   private publish(
     client: Client,
+    pending: Map<string, { resolve: () => void; reject: (err: Error) => void }>,
     destination: string,
     target: LoadTarget,
     b: TypedBatch,
     i: number,
   ): Promise<void> {
-    const receipt = randomUUID();
-    return new Promise<void>((resolve, reject) => {
-      if (!client.connected) {
-        reject(
-          new ServiceUnavailableError(
-            'activemq',
-            'the ActiveMQ broker connection was lost before all rows were sent',
-          ),
-        );
-        return;
-      }
-      const timer = setTimeout(
-        () =>
-          reject(
-            new ServiceUnavailableError(
-              'activemq',
-              `the ActiveMQ broker sent no receipt within ${RECEIPT_TIMEOUT_MS} ms`,
-            ),
-          ),
-        RECEIPT_TIMEOUT_MS,
+    if (!client.connected) {
+      return Promise.reject(
+        new ServiceUnavailableError(
+          'activemq',
+          'the ActiveMQ broker connection was lost before all rows were sent',
+        ),
       );
-      client.watchForReceipt(receipt, () => {
-        clearTimeout(timer);
-        resolve();
-      });
-      const previousClose = client.onWebSocketClose;
-      client.onWebSocketClose = (ev) => {
-        clearTimeout(timer);
-        reject(
-          new ServiceUnavailableError(
-            'activemq',
-            'the ActiveMQ broker connection closed before its receipts came',
-          ),
-        );
-        previousClose(ev);
-      };
-      try {
-        client.publish({
-          destination,
-          body: jsonRow(b, i),
-          headers: {
-            receipt,
-            persistent: 'true',
-            'content-type': 'application/json',
-            'tapyard-pipeline': target.pipeline,
-            'tapyard-pipeline-token': target.pipelineToken,
-            ...(target.publisherToken ? { 'tapyard-publisher-token': target.publisherToken } : {}),
-            'tapyard-row': String(b.lines[i]),
-            'tapyard-message-id': `${target.pipelineToken}:${b.lines[i]}`,
-          },
-        });
-      } catch (err) {
-        clearTimeout(timer);
-        reject(
-          new ServiceUnavailableError('activemq', `the ActiveMQ broker is unavailable: ${errorMessage(err)}`),
-        );
-      }
+    }
+    const receipt = randomUUID();
+    const done = new Promise<void>((resolve, reject) => pending.set(receipt, { resolve, reject }));
+    client.watchForReceipt(receipt, () => {
+      pending.get(receipt)?.resolve();
+      pending.delete(receipt);
     });
+    client.publish({
+      destination,
+      body: jsonRow(b, i),
+      headers: {
+        receipt,
+        persistent: 'true',
+        'content-type': 'application/json',
+        'tapyard-pipeline': target.pipeline,
+        'tapyard-pipeline-token': target.pipelineToken,
+        ...(target.publisherToken ? { 'tapyard-publisher-token': target.publisherToken } : {}),
+        'tapyard-row': String(b.lines[i]),
+        'tapyard-message-id': `${target.pipelineToken}:${b.lines[i]}`,
+      },
+    });
+    return done;
   }
 
   private async broker(target: LoadTarget): Promise<BrokerAddress> {
@@ -201,6 +182,22 @@ export class ActiveMqDestination implements Destination {
       throw err;
     }
   }
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    p,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            new ServiceUnavailableError('activemq', `the ActiveMQ broker sent no receipts within ${ms} ms`),
+          ),
+        ms,
+      );
+    }),
+  ]).finally(() => clearTimeout(timer));
 }
 
 function targetOf(destination: PipelineDefinition['destination']): ActiveMqTarget {
