@@ -60,7 +60,9 @@ export class PipelinesController {
       'are confined (README "Destination confinement"): never the platform\'s schemas tapyard and tapyard_meta ' +
       '(nor pg_*, information_schema), MongoDB admin, config, local or tapyard_internal, or a bucket of another ' +
       'environment; a tenant (multi-tenant mode) only its own schema t_<tenant>, MongoDB database <tenant> and ' +
-      'bucket <tenant>-output, which are also its defaults. A destination outside that is 400 naming it.',
+      'bucket <tenant>-output, which are also its defaults. A destination outside that is 400 naming it. A section ' +
+      'that names a secret (kafka, activemq, rest, snowflake, databricks) needs secret:use: the platform sends its ' +
+      'credentials to the address the pipeline gives.',
   })
   @ApiOkResponse({ type: SavePipelineResultDto })
   @ApiBadRequestResponse({
