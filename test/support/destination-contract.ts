@@ -16,7 +16,9 @@ import {
   ActiveMqDestination,
   KafkaDestination,
   DatabricksDestination,
+  SnowflakeDestination,
 } from '@tapyard/destinations';
+import snowflake from 'snowflake-sdk';
 import { DatabricksDouble } from './databricks-double';
 import { Kafka, logLevel } from 'kafkajs';
 import { RestSink } from './rest-sink';
@@ -419,6 +421,70 @@ const databricks: DestinationFixture = {
   },
 };
 
+/** Rows of a table in the local Snowflake stand-in, through the official driver. */
+async function snowflakeRows(
+  fields: Record<string, string>,
+  table: string,
+): Promise<Record<string, unknown>[]> {
+  const connection = snowflake.createConnection({
+    account: fields.account,
+    username: fields.user,
+    password: fields.password,
+    database: fields.database,
+    schema: fields.schema,
+    warehouse: fields.warehouse,
+    accessUrl: fields.accessUrl,
+  } as snowflake.ConnectionOptions);
+  await new Promise<void>((resolve, reject) => connection.connect((err) => (err ? reject(err) : resolve())));
+  try {
+    return await new Promise<Record<string, unknown>[]>((resolve, reject) =>
+      connection.execute({
+        sqlText: `SELECT * FROM ${table}`,
+        complete: (err, _stmt, rows) => {
+          if (err) return /does not exist|not found/i.test(err.message) ? resolve([]) : reject(err);
+          // Snowflake answers unquoted names in upper case; the contract compares the pipeline's.
+          resolve(
+            (rows ?? []).map((r) =>
+              Object.fromEntries(Object.entries(r as object).map(([k, v]) => [k.toLowerCase(), v])),
+            ),
+          );
+        },
+      }),
+    );
+  } finally {
+    await new Promise<void>((resolve) => connection.destroy(() => resolve()));
+  }
+}
+
+const snowflakeFixture: DestinationFixture = {
+  service: /Snowflake/i,
+  // Inside the PUT of the job's Parquet file, past the login and the statements before it.
+  tripBytes: 12_000,
+  async open(environment) {
+    const fields = peerFields('snowflake');
+    const r = await cuttableProxy(Number(new URL(fields.accessUrl).port));
+    const allow = { TAP_EGRESS_ALLOW: `127.0.0.1:${r.port}` };
+    const table = (name: string) => `CT_${environment.replace(/[^A-Za-z0-9]/g, '_')}_${name}`.toUpperCase();
+    return {
+      apiEnv: allow,
+      workerEnv: allow,
+      secrets: { sf: { ...fields, accessUrl: `http://127.0.0.1:${r.port}` } },
+      relay: r,
+      destination: (name) => ({ snowflake: { secretName: 'sf', table: table(name) } }),
+      rows: async (name, columns) => (await snowflakeRows(fields, table(name))).map((d) => pick(d, columns)),
+      rejects: (name) => sinkRejects(environment, 'snowflake', name),
+      present: async (name) => {
+        const n = (await snowflakeRows(fields, table(name))).length;
+        return n > 0 ? [`${n} rows in ${table(name)}`] : [];
+      },
+      dropped: () => [],
+      async close() {
+        await r.close();
+      },
+    };
+  },
+};
+
 /**
  * Every loader registered in DESTINATION_PLUGINS needs its fixture here: the contract suite fails for
  * a loader without one, so a new destination gets the suite by registering and adding its fixture.
@@ -434,6 +500,7 @@ export const CONTRACT_FIXTURES: ReadonlyMap<Type<Destination>, DestinationFixtur
   [ActiveMqDestination, activemq],
   [KafkaDestination, kafka],
   [DatabricksDestination, databricks],
+  [SnowflakeDestination, snowflakeFixture],
 ]);
 
 export function fixtureFor(loader: Type<Destination>): DestinationFixture {

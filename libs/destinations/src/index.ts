@@ -21,3 +21,5 @@ export * from './kafka/kafka.destination';
 export * from './kafka/section';
 export * from './databricks/databricks.destination';
 export * from './databricks/section';
+export * from './snowflake/snowflake.destination';
+export * from './snowflake/section';

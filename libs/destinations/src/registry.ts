@@ -15,6 +15,8 @@ import { KafkaDestination } from './kafka/kafka.destination';
 import { kafkaSection } from './kafka/section';
 import { DatabricksDestination } from './databricks/databricks.destination';
 import { databricksSection } from './databricks/section';
+import { SnowflakeDestination } from './snowflake/snowflake.destination';
+import { snowflakeSection } from './snowflake/section';
 
 /** A plug-in as registered: the sections of `destination` it declares, and its loader (a provider). */
 export interface DestinationPlugin {
@@ -34,6 +36,7 @@ export const DESTINATION_PLUGINS: readonly DestinationPlugin[] = [
   { sections: [activeMqSection], loader: ActiveMqDestination },
   { sections: [kafkaSection], loader: KafkaDestination },
   { sections: [databricksSection], loader: DatabricksDestination },
+  { sections: [snowflakeSection], loader: SnowflakeDestination },
 ];
 
 for (const plugin of DESTINATION_PLUGINS) for (const s of plugin.sections) registerDestinationSection(s);

@@ -1,0 +1,329 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { extname, join } from 'node:path';
+import snowflake, { Connection, ConnectionOptions } from 'snowflake-sdk';
+import {
+  CONFIG,
+  ServiceUnavailableError,
+  TapyardConfig,
+  UpstreamError,
+  ValidationError,
+  errorMessage,
+} from '@tapyard/core';
+import { EgressPolicy, EgressRefused } from '@tapyard/egress';
+import { FieldType, PipelineDefinition, TypedBatch, rowText } from '@tapyard/pipelines';
+import { SecretNotFoundError, SecretsService } from '@tapyard/secrets';
+import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
+import { jsValue } from '../js-values';
+import { openRowWriter } from '../objectstore/file-writers';
+import { SINK_REJECTS, SinkLedger } from '../sinks/sink-ledger';
+import { SnowflakeTarget } from './section';
+
+snowflake.configure({ logLevel: 'OFF' });
+
+const SQL_TYPES: Record<FieldType, string> = {
+  boolean: 'BOOLEAN',
+  int: 'INTEGER',
+  bigint: 'NUMBER(38,0)',
+  float: 'FLOAT',
+  double: 'FLOAT',
+  string: 'VARCHAR',
+  date: 'DATE',
+  timestamp: 'TIMESTAMP_TZ',
+};
+
+const ident = (name: string): string => `"${name.toUpperCase().replace(/"/g, '""')}"`;
+
+interface Settings {
+  options: ConnectionOptions;
+  where: string;
+}
+
+/**
+ * SnowflakeLoader: the job's rows as one Parquet file PUT into the job's folder of the table's stage
+ * (`@%TABLE/job=<pipelineToken>/`), then `COPY INTO … FROM` that folder, columns matched by name.
+ * Exactly once: COPY INTO skips a staged file it loaded before (Snowflake's load history), a
+ * redelivery PUTs the same name, and a finished job is recorded and never loaded again. New columns
+ * are added to the table before the COPY.
+ */
+@Injectable()
+export class SnowflakeDestination implements Destination {
+  readonly name = 'snowflake';
+  readonly processName = 'SnowflakeLoader' as const;
+  readonly capabilities = {
+    exactlyOnce: true,
+    schemaEvolution: true,
+    ordered: true,
+    maxBatchRows: null,
+    csvPassThrough: false,
+    retractable: false,
+  };
+  readonly encoder = join(__dirname, '..', 'encoders', `typed${extname(__filename)}`);
+  private readonly policy: EgressPolicy;
+
+  constructor(
+    @Inject(CONFIG) config: TapyardConfig,
+    private readonly secrets: SecretsService,
+    private readonly ledger: SinkLedger,
+  ) {
+    this.policy = new EgressPolicy(config.egressAllow);
+  }
+
+  selects(destination: PipelineDefinition['destination']): boolean {
+    return destination.snowflake !== undefined && destination.snowflake !== null;
+  }
+
+  describe(destination: PipelineDefinition['destination']): string {
+    return `Snowflake table ${targetOf(destination).table.toUpperCase()}`;
+  }
+
+  async probe(target?: LoadTarget): Promise<void> {
+    if (!target) return;
+    await this.session(target, async (run) => {
+      await run('SELECT 1');
+    });
+  }
+
+  async prepare(target: LoadTarget): Promise<void> {
+    const table = targetOf(target.destination).table.toUpperCase();
+    await this.session(target, async (run) => {
+      await run(
+        `CREATE TABLE IF NOT EXISTS ${table} (${target.columns.map((c) => `${ident(c.name)} ${SQL_TYPES[c.type]}`).join(', ')})`,
+      );
+      for (const c of target.columns)
+        await run(`ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS ${ident(c.name)} ${SQL_TYPES[c.type]}`);
+    });
+  }
+
+  committed(target: LoadTarget): Promise<LoadResult | null> {
+    return this.ledger.committed(target.environment, this.name, target.pipelineToken);
+  }
+
+  locations(): [] {
+    return [];
+  }
+
+  async drop(): Promise<[]> {
+    return [];
+  }
+
+  async load(
+    target: LoadTarget,
+    payloads: AsyncIterable<Payload>,
+    rejects: () => AsyncIterable<RejectedRow>,
+    progress: (rowsSoFar: number) => void,
+  ): Promise<LoadResult> {
+    const done = await this.committed(target);
+    if (done) {
+      for await (const _ of payloads); // drain the reader
+      return done;
+    }
+    const table = targetOf(target.destination).table.toUpperCase();
+    const work = await mkdtemp(join(tmpdir(), 'tapyard-snowflake-'));
+    try {
+      const name = 'part-00000.parquet';
+      const file = join(work, name);
+      const { loaded, refused } = await this.writeParquet(file, target, payloads, progress);
+      const uploadBound = STATEMENT_TIMEOUT_MS + (await stat(file)).size / 1000; // + 1 s a MB
+      await this.session(target, async (run) => {
+        // The job's own folder of the table stage: its COPY sees only its file, which the load
+        // history skips when a redelivery stages it again.
+        const stage = `@%${table}/job=${target.pipelineToken}/`;
+        await run(`PUT 'file://${file}' ${stage} AUTO_COMPRESS = FALSE OVERWRITE = TRUE`, uploadBound);
+        await run(
+          `COPY INTO ${table} FROM ${stage} FILE_FORMAT = (TYPE = PARQUET) MATCH_BY_COLUMN_NAME = CASE_INSENSITIVE`,
+        );
+      });
+      const kept = await this.ledger.keepRejects(
+        target.environment,
+        this.name,
+        target.pipeline,
+        target.pipelineToken,
+        refused,
+      );
+      const later = await this.ledger.keepRejects(
+        target.environment,
+        this.name,
+        target.pipeline,
+        target.pipelineToken,
+        rejects(),
+      );
+      const result = { loaded, rejected: kept + later, location: `Snowflake table ${table}` };
+      await this.ledger.commit(target.environment, this.name, target.pipeline, target.pipelineToken, result);
+      return { ...result, alreadyLoaded: false, rejectsLocation: SINK_REJECTS };
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
+  }
+
+  private async writeParquet(
+    file: string,
+    target: LoadTarget,
+    payloads: AsyncIterable<Payload>,
+    progress: (rowsSoFar: number) => void,
+  ): Promise<{ loaded: number; refused: RejectedRow[] }> {
+    const writer = await openRowWriter('parquet', file, target.columns);
+    const convert = target.columns.map((c) => jsValue(c.type));
+    const row: unknown[] = new Array(target.columns.length);
+    const refused: RejectedRow[] = [];
+    let loaded = 0;
+    try {
+      for await (const payload of payloads) {
+        const b = typedBatch(payload);
+        for (let r = 0; r < b.lines.length; r++) {
+          let unsafe = -1;
+          for (let c = 0; c < row.length; c++) {
+            const v = b.values[c][r];
+            row[c] = v === null ? null : convert[c](v);
+            if (typeof v === 'bigint') unsafe = c;
+          }
+          if (unsafe >= 0) {
+            refused.push({
+              line: b.lines[r],
+              stage: this.processName,
+              reason: `${target.columns[unsafe].name}: ${String(row[unsafe])} is beyond ±2^53, which the Parquet writer cannot store exactly`,
+              raw: rowText(b, r),
+            });
+            continue;
+          }
+          await writer.write(row);
+          loaded++;
+        }
+        progress(loaded);
+      }
+    } finally {
+      await writer.close();
+    }
+    return { loaded, refused };
+  }
+
+  /** One connection for `work`; failures to reach Snowflake are outages naming it. */
+  private async session(
+    target: LoadTarget,
+    work: (run: (sql: string, boundMs?: number) => Promise<void>) => Promise<void>,
+  ): Promise<void> {
+    const s = await this.settings(target);
+    const connection: Connection = snowflake.createConnection(s.options);
+    try {
+      // The driver retries a login for minutes; an outage is reported sooner.
+      await withTimeout(
+        new Promise<void>((resolve, reject) => {
+          connection.connect((err) => (err ? reject(err) : resolve()));
+        }),
+        CONNECT_TIMEOUT_MS,
+      );
+    } catch (err) {
+      connection.destroy(() => undefined);
+      throw new ServiceUnavailableError(
+        'snowflake',
+        `Snowflake at ${s.where} is unavailable: ${errorMessage(err).slice(0, 200)}`,
+      );
+    }
+    // The driver retries a broken upload for minutes: each statement gets a bound, longer for a bigger file.
+    const run = (sqlText: string, boundMs = STATEMENT_TIMEOUT_MS): Promise<void> =>
+      withTimeout(this.execute(connection, s, sqlText), boundMs).catch((err: unknown) => {
+        if (err instanceof ServiceUnavailableError || err instanceof UpstreamError) throw err;
+        throw new ServiceUnavailableError(
+          'snowflake',
+          `Snowflake at ${s.where} did not answer: ${errorMessage(err)}`,
+        );
+      });
+    try {
+      await work(run);
+    } finally {
+      await new Promise<void>((resolve) => connection.destroy(() => resolve()));
+    }
+  }
+
+  private execute(connection: Connection, s: Settings, sqlText: string): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      connection.execute({
+        sqlText,
+        complete: (err) => {
+          if (!err) return resolve();
+          const code = (err as { code?: unknown }).code;
+          // Network-level failures (no SQL state) are outages; SQL errors are the statement's.
+          if ((err as { sqlState?: unknown }).sqlState === undefined || code === 401002) {
+            reject(
+              new ServiceUnavailableError(
+                'snowflake',
+                `Snowflake at ${s.where} failed: ${errorMessage(err).slice(0, 200)}`,
+              ),
+            );
+          } else
+            reject(new UpstreamError(`Snowflake refused a statement: ${errorMessage(err).slice(0, 300)}`));
+        },
+      });
+    });
+  }
+
+  private async settings(target: LoadTarget): Promise<Settings> {
+    const d = targetOf(target.destination);
+    let f: Record<string, string>;
+    try {
+      f = await this.secrets.reveal(target.environment, d.secretName);
+    } catch (err) {
+      if (err instanceof SecretNotFoundError)
+        throw new ValidationError(`secret '${d.secretName}' of destination.snowflake does not exist`);
+      throw err;
+    }
+    for (const k of ['account', 'user', 'warehouse', 'database', 'schema']) {
+      if (!f[k]?.trim()) throw new ValidationError(`secret '${d.secretName}' lacks '${k}'`);
+    }
+    if (!f.password && !f.privateKey)
+      throw new ValidationError(`secret '${d.secretName}' needs 'password' or 'privateKey'`);
+    const url = new URL(f.accessUrl || `https://${f.account}.snowflakecomputing.com`);
+    const port = url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80;
+    try {
+      const permit = await this.policy.check(url.hostname, port);
+      if (url.protocol === 'http:' && !permit.allowListed) {
+        throw new ValidationError(
+          `the Snowflake endpoint ${url.host} uses http: only an allow-listed endpoint may (use https)`,
+        );
+      }
+    } catch (err) {
+      if (err instanceof EgressRefused)
+        throw new ValidationError(`the Snowflake endpoint is not allowed: ${err.message}`);
+      throw err;
+    }
+    const options = {
+      account: f.account,
+      username: f.user,
+      ...(f.privateKey
+        ? { authenticator: 'SNOWFLAKE_JWT', privateKey: f.privateKey }
+        : { password: f.password }),
+      warehouse: f.warehouse,
+      database: f.database,
+      schema: f.schema,
+      ...(f.role ? { role: f.role } : {}),
+      ...(f.accessUrl ? { accessUrl: f.accessUrl } : {}),
+      timeout: 60_000,
+    } as ConnectionOptions;
+    return { options, where: url.host };
+  }
+}
+
+const CONNECT_TIMEOUT_MS = 15_000;
+const STATEMENT_TIMEOUT_MS = 30_000;
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    p,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+function targetOf(destination: PipelineDefinition['destination']): SnowflakeTarget {
+  const d = destination.snowflake as SnowflakeTarget | undefined;
+  if (!d) throw new ValidationError('the pipeline has no destination.snowflake');
+  return d;
+}
+
+function typedBatch(p: Payload): TypedBatch {
+  if (typeof p === 'object' && p !== null && 'values' in p && 'lines' in p) return p as TypedBatch;
+  throw new ValidationError('the Snowflake destination receives typed batches');
+}
