@@ -78,6 +78,8 @@ activemq_start() {
   if activemq_ready; then log "activemq already running on 127.0.0.1:$ACTIVEMQ_STOMP_PORT"; return 0; fi
   if port_open "$ACTIVEMQ_STOMP_PORT"; then
     [ -f "$TAPYARD_HOME/activemq.pid" ] || die "something we did not start listens on 127.0.0.1:$ACTIVEMQ_STOMP_PORT"
+    # A broker busy with a backlog answers slowly: give it time before deciding its credentials are stale.
+    if wait_for 30 activemq_ready; then log "activemq already running on 127.0.0.1:$ACTIVEMQ_STOMP_PORT"; return 0; fi
     log "restarting activemq: it does not accept the generated credentials"
     activemq_stop
   fi
@@ -97,7 +99,12 @@ activemq_start() {
 activemq_stop() {
   local pid; pid=$(cat "$TAPYARD_HOME/activemq.pid" 2>/dev/null) || return 0
   stop_daemon activemq
-  wait_for 30 bash -c "! kill -0 $pid" || log "activemq (pid $pid) is still shutting down"
+  if ! wait_for 30 bash -c "! kill -0 $pid"; then
+    # Past this the lock would keep a new broker waiting for ever: the old one goes.
+    log "activemq (pid $pid) did not stop in 30 s: killing it"
+    kill -9 "$pid" 2>/dev/null || true
+    wait_for 10 bash -c "! kill -0 $pid" || true
+  fi
 }
 
 activemq_status() {
