@@ -58,10 +58,16 @@ describe('OpenAPI and Swagger UI', () => {
     }
     // `destination` is built from the registered plug-ins' sections, each with its own schema.
     expect(Object.keys(doc.components.schemas.DestinationDto.properties).sort()).toEqual([
+      'activemq',
       'database',
+      'databricks',
+      'kafka',
       'objectStore',
+      'rest',
+      'snowflake',
       'vectorStore',
     ]);
+    expect(doc.components.schemas.KafkaDestinationDto.required).toEqual(['secretName', 'topic']);
     expect(doc.components.schemas.DestinationDto.properties.objectStore.allOf).toEqual([
       { $ref: '#/components/schemas/ObjectStoreDestinationDto' },
     ]);

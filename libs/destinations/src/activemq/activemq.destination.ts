@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { extname, join } from 'node:path';
+
 import { Client } from '@stomp/stompjs';
 import { CONFIG, ServiceUnavailableError, TapyardConfig, ValidationError } from '@tapyard/core';
 import { EgressPolicy } from '@tapyard/egress';
@@ -8,7 +8,8 @@ import { PipelineDefinition, TypedBatch } from '@tapyard/pipelines';
 import { SecretNotFoundError, SecretsService } from '@tapyard/secrets';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 import { jsonRow } from '../sinks/json-rows';
-import { SINK_REJECTS, SinkLedger } from '../sinks/sink-ledger';
+import { SinkLedger } from '../sinks/sink-ledger';
+import { Sink, typedBatch, withTimeout } from '../sinks/sink';
 import { ActiveMqTarget } from './section';
 import { BrokerAddress, brokerOf, openStomp } from './stomp-session';
 
@@ -24,25 +25,17 @@ const RECEIPT_TIMEOUT_MS = 30_000;
  * deduplicate on `tapyard-message-id`.
  */
 @Injectable()
-export class ActiveMqDestination implements Destination {
+export class ActiveMqDestination extends Sink implements Destination {
   readonly name = 'activemq';
   readonly processName = 'ActiveMQLoader' as const;
-  readonly capabilities = {
-    exactlyOnce: true,
-    schemaEvolution: true,
-    ordered: true,
-    maxBatchRows: null,
-    csvPassThrough: false,
-    retractable: false,
-  };
-  readonly encoder = join(__dirname, '..', 'encoders', `typed${extname(__filename)}`);
   private readonly policy: EgressPolicy;
 
   constructor(
     @Inject(CONFIG) config: TapyardConfig,
     private readonly secrets: SecretsService,
-    private readonly ledger: SinkLedger,
+    ledger: SinkLedger,
   ) {
+    super(ledger);
     this.policy = new EgressPolicy(config.egressAllow);
   }
 
@@ -64,29 +57,14 @@ export class ActiveMqDestination implements Destination {
     await this.broker(target);
   }
 
-  committed(target: LoadTarget): Promise<LoadResult | null> {
-    return this.ledger.committed(target.environment, this.name, target.pipelineToken);
-  }
-
-  locations(): [] {
-    return [];
-  }
-
-  async drop(): Promise<[]> {
-    return [];
-  }
-
   async load(
     target: LoadTarget,
     payloads: AsyncIterable<Payload>,
     rejects: () => AsyncIterable<RejectedRow>,
     progress: (rowsSoFar: number) => void,
   ): Promise<LoadResult> {
-    const done = await this.committed(target);
-    if (done) {
-      for await (const _ of payloads); // drain the reader
-      return done;
-    }
+    const done = await this.alreadyDelivered(target, payloads);
+    if (done) return done;
     const a = targetOf(target.destination);
     const client = await openStomp(await this.broker(target), this.policy);
     // Receipts still awaited; a lost connection fails them all at once.
@@ -103,7 +81,15 @@ export class ActiveMqDestination implements Destination {
     try {
       let inFlight: Promise<void>[] = [];
       const settle = async (): Promise<void> => {
-        await withTimeout(Promise.all(inFlight), RECEIPT_TIMEOUT_MS);
+        await withTimeout(
+          Promise.all(inFlight),
+          RECEIPT_TIMEOUT_MS,
+          () =>
+            new ServiceUnavailableError(
+              'activemq',
+              `the ActiveMQ broker sent no receipts within ${RECEIPT_TIMEOUT_MS} ms`,
+            ),
+        );
         sent += inFlight.length;
         inFlight = [];
         progress(sent);
@@ -119,16 +105,7 @@ export class ActiveMqDestination implements Destination {
     } finally {
       await client.deactivate().catch(() => undefined);
     }
-    const rejected = await this.ledger.keepRejects(
-      target.environment,
-      this.name,
-      target.pipeline,
-      target.pipelineToken,
-      rejects(),
-    );
-    const result = { loaded: sent, rejected, location: `ActiveMQ ${a.destination}` };
-    await this.ledger.commit(target.environment, this.name, target.pipeline, target.pipelineToken, result);
-    return { ...result, alreadyLoaded: false, rejectsLocation: SINK_REJECTS };
+    return this.finish(target, sent, this.refusals(target), rejects, `ActiveMQ ${a.destination}`);
   }
 
   /** Resolves when the broker's receipt for the message arrives (it has then stored it). */
@@ -184,29 +161,8 @@ export class ActiveMqDestination implements Destination {
   }
 }
 
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    p,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () =>
-          reject(
-            new ServiceUnavailableError('activemq', `the ActiveMQ broker sent no receipts within ${ms} ms`),
-          ),
-        ms,
-      );
-    }),
-  ]).finally(() => clearTimeout(timer));
-}
-
 function targetOf(destination: PipelineDefinition['destination']): ActiveMqTarget {
   const a = destination.activemq as ActiveMqTarget | undefined;
   if (!a) throw new ValidationError('the pipeline has no destination.activemq');
   return a;
-}
-
-function typedBatch(p: Payload): TypedBatch {
-  if (typeof p === 'object' && p !== null && 'values' in p && 'lines' in p) return p as TypedBatch;
-  throw new Error('the ActiveMQ destination receives typed batches');
 }

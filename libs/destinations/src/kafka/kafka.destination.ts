@@ -1,13 +1,14 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { extname, join } from 'node:path';
+
 import { CompressionTypes, Kafka, KafkaJSError, Message } from 'kafkajs';
 import { CONFIG, ServiceUnavailableError, TapyardConfig, ValidationError, errorMessage } from '@tapyard/core';
 import { EgressPolicy, EgressRefused } from '@tapyard/egress';
-import { PipelineDefinition, TypedBatch } from '@tapyard/pipelines';
+import { PipelineDefinition } from '@tapyard/pipelines';
 import { SecretNotFoundError, SecretsService } from '@tapyard/secrets';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 import { jsonRow } from '../sinks/json-rows';
-import { SINK_REJECTS, SinkLedger } from '../sinks/sink-ledger';
+import { SinkLedger } from '../sinks/sink-ledger';
+import { Sink, typedBatch, withTimeout } from '../sinks/sink';
 import { KafkaSettings, kafkaClient, kafkaSettings } from './kafka-client';
 import { KafkaTarget } from './section';
 
@@ -23,25 +24,17 @@ const BATCH = 1000;
  * never sent again.
  */
 @Injectable()
-export class KafkaDestination implements Destination {
+export class KafkaDestination extends Sink implements Destination {
   readonly name = 'kafka';
   readonly processName = 'KafkaLoader' as const;
-  readonly capabilities = {
-    exactlyOnce: true,
-    schemaEvolution: true,
-    ordered: true,
-    maxBatchRows: null,
-    csvPassThrough: false,
-    retractable: false,
-  };
-  readonly encoder = join(__dirname, '..', 'encoders', `typed${extname(__filename)}`);
   private readonly policy: EgressPolicy;
 
   constructor(
     @Inject(CONFIG) config: TapyardConfig,
     private readonly secrets: SecretsService,
-    private readonly ledger: SinkLedger,
+    ledger: SinkLedger,
   ) {
+    super(ledger);
     this.policy = new EgressPolicy(config.egressAllow);
   }
 
@@ -58,8 +51,8 @@ export class KafkaDestination implements Destination {
     const settings = await this.settings(target);
     const admin = kafkaClient(settings, this.policy, 'tapyard-probe').admin();
     try {
-      await withTimeout(admin.connect(), 5000);
-      await withTimeout(admin.describeCluster(), 5000);
+      await withTimeout(admin.connect(), 5000, () => new Error('no answer within 5000 ms'));
+      await withTimeout(admin.describeCluster(), 5000, () => new Error('no answer within 5000 ms'));
     } catch (err) {
       throw outage(settings, err);
     } finally {
@@ -94,29 +87,14 @@ export class KafkaDestination implements Destination {
     }
   }
 
-  committed(target: LoadTarget): Promise<LoadResult | null> {
-    return this.ledger.committed(target.environment, this.name, target.pipelineToken);
-  }
-
-  locations(): [] {
-    return [];
-  }
-
-  async drop(): Promise<[]> {
-    return [];
-  }
-
   async load(
     target: LoadTarget,
     payloads: AsyncIterable<Payload>,
     rejects: () => AsyncIterable<RejectedRow>,
     progress: (rowsSoFar: number) => void,
   ): Promise<LoadResult> {
-    const done = await this.committed(target);
-    if (done) {
-      for await (const _ of payloads); // drain the reader
-      return done;
-    }
+    const done = await this.alreadyDelivered(target, payloads);
+    if (done) return done;
     const k = targetOf(target.destination);
     const settings = await this.settings(target);
     const kafka: Kafka = kafkaClient(settings, this.policy, 'tapyard-loader');
@@ -170,16 +148,7 @@ export class KafkaDestination implements Destination {
     } finally {
       await producer.disconnect().catch(() => undefined);
     }
-    const rejected = await this.ledger.keepRejects(
-      target.environment,
-      this.name,
-      target.pipeline,
-      target.pipelineToken,
-      rejects(),
-    );
-    const result = { loaded: sent, rejected, location: `Kafka topic ${k.topic}` };
-    await this.ledger.commit(target.environment, this.name, target.pipeline, target.pipelineToken, result);
-    return { ...result, alreadyLoaded: false, rejectsLocation: SINK_REJECTS };
+    return this.finish(target, sent, this.refusals(target), rejects, `Kafka topic ${k.topic}`);
   }
 
   private async settings(target: LoadTarget): Promise<KafkaSettings> {
@@ -211,23 +180,8 @@ function outage(s: KafkaSettings, err: unknown): Error {
   );
 }
 
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    p,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
-}
-
 function targetOf(destination: PipelineDefinition['destination']): KafkaTarget {
   const k = destination.kafka as KafkaTarget | undefined;
   if (!k) throw new ValidationError('the pipeline has no destination.kafka');
   return k;
-}
-
-function typedBatch(p: Payload): TypedBatch {
-  if (typeof p === 'object' && p !== null && 'values' in p && 'lines' in p) return p as TypedBatch;
-  throw new Error('the Kafka destination receives typed batches');
 }

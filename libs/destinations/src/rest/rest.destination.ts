@@ -1,12 +1,13 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { extname, join } from 'node:path';
+
 import { CONFIG, ServiceUnavailableError, TapyardConfig, ValidationError, errorMessage } from '@tapyard/core';
 import { EgressPolicy, EgressRefused, egressRequest } from '@tapyard/egress';
-import { PipelineDefinition, TypedBatch, rowText } from '@tapyard/pipelines';
+import { PipelineDefinition, rowText } from '@tapyard/pipelines';
 import { SecretNotFoundError, SecretsService } from '@tapyard/secrets';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 import { jsonRow } from '../sinks/json-rows';
-import { SINK_REJECTS, SinkLedger } from '../sinks/sink-ledger';
+import { SinkLedger } from '../sinks/sink-ledger';
+import { Sink, typedBatch } from '../sinks/sink';
 import { RestTarget } from './section';
 
 /** Attempts per batch on 429, 5xx and connection failures, with back-off honouring Retry-After. */
@@ -29,25 +30,17 @@ interface Pending {
  * The address passes the egress policy with REST_SINK_ALLOW; redirects are never followed.
  */
 @Injectable()
-export class RestDestination implements Destination {
+export class RestDestination extends Sink implements Destination {
   readonly name = 'rest';
   readonly processName = 'RestEndpointRunner' as const;
-  readonly capabilities = {
-    exactlyOnce: true,
-    schemaEvolution: true,
-    ordered: true,
-    maxBatchRows: null,
-    csvPassThrough: false,
-    retractable: false,
-  };
-  readonly encoder = join(__dirname, '..', 'encoders', `typed${extname(__filename)}`);
   private readonly policy: EgressPolicy;
 
   constructor(
     @Inject(CONFIG) config: TapyardConfig,
     private readonly secrets: SecretsService,
-    private readonly ledger: SinkLedger,
+    ledger: SinkLedger,
   ) {
+    super(ledger);
     this.policy = new EgressPolicy(config.restSinkAllow, undefined, 'REST_SINK_ALLOW');
   }
 
@@ -84,19 +77,6 @@ export class RestDestination implements Destination {
     await this.authHeaders(target.environment, targetOf(target.destination));
   }
 
-  committed(target: LoadTarget): Promise<LoadResult | null> {
-    return this.ledger.committed(target.environment, this.name, target.pipelineToken);
-  }
-
-  locations(): [] {
-    return [];
-  }
-
-  /** What was sent cannot be taken back: nothing to drop (kept rejects go with the pipeline). */
-  async drop(): Promise<[]> {
-    return [];
-  }
-
   async load(
     target: LoadTarget,
     payloads: AsyncIterable<Payload>,
@@ -104,11 +84,8 @@ export class RestDestination implements Destination {
     progress: (rowsSoFar: number) => void,
   ): Promise<LoadResult> {
     const r = targetOf(target.destination);
-    const done = await this.committed(target);
-    if (done) {
-      for await (const _ of payloads); // drain the reader
-      return done;
-    }
+    const done = await this.alreadyDelivered(target, payloads);
+    if (done) return done;
     const headers = {
       ...(await this.authHeaders(target.environment, r)),
       'content-type': r.format === 'ndjson' ? 'application/x-ndjson' : 'application/json',
@@ -119,7 +96,7 @@ export class RestDestination implements Destination {
     const url = new URL(r.url);
     await this.vet(url);
     let loaded = 0;
-    let refused = 0;
+    const refused = this.refusals(target);
     let batchNo = 0;
     let pending: Pending = { rows: [], lines: [], raws: [] };
     const send = async (): Promise<void> => {
@@ -134,18 +111,14 @@ export class RestDestination implements Destination {
         progress(loaded);
         return;
       }
-      refused += await this.ledger.keepRejects(
-        target.environment,
-        this.name,
-        target.pipeline,
-        target.pipelineToken,
-        batch.lines.map((line, i) => ({
-          line,
+      for (let i = 0; i < batch.lines.length; i++) {
+        await refused.add({
+          line: batch.lines[i],
           stage: this.processName,
           reason: outcome,
           raw: batch.raws[i],
-        })),
-      );
+        });
+      }
     };
     for await (const payload of payloads) {
       const b = typedBatch(payload);
@@ -157,16 +130,7 @@ export class RestDestination implements Destination {
       }
     }
     await send();
-    const kept = await this.ledger.keepRejects(
-      target.environment,
-      this.name,
-      target.pipeline,
-      target.pipelineToken,
-      rejects(),
-    );
-    const result = { loaded, rejected: refused + kept, location: `${r.method} ${safeUrl(r.url)}` };
-    await this.ledger.commit(target.environment, this.name, target.pipeline, target.pipelineToken, result);
-    return { ...result, alreadyLoaded: false, rejectsLocation: SINK_REJECTS };
+    return this.finish(target, loaded, refused, rejects, `${r.method} ${safeUrl(r.url)}`);
   }
 
   /** null when the endpoint took the batch; the reason when it refused it for good (the rows are rejects). */
@@ -255,11 +219,6 @@ function targetOf(destination: PipelineDefinition['destination']): RestTarget {
   const r = destination.rest as RestTarget | undefined;
   if (!r) throw new ValidationError('the pipeline has no destination.rest');
   return r;
-}
-
-function typedBatch(p: Payload): TypedBatch {
-  if (typeof p === 'object' && p !== null && 'values' in p && 'lines' in p) return p as TypedBatch;
-  throw new Error('the REST destination receives typed batches');
 }
 
 /** The URL without query and fragment: those may carry tokens. */

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { extname, join } from 'node:path';
+import { join } from 'node:path';
 import snowflake, { Connection, ConnectionOptions } from 'snowflake-sdk';
 import {
   CONFIG,
@@ -12,12 +12,12 @@ import {
   errorMessage,
 } from '@tapyard/core';
 import { EgressPolicy, EgressRefused } from '@tapyard/egress';
-import { FieldType, PipelineDefinition, TypedBatch, rowText } from '@tapyard/pipelines';
+import { FieldType, PipelineDefinition } from '@tapyard/pipelines';
 import { SecretNotFoundError, SecretsService } from '@tapyard/secrets';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
-import { jsValue } from '../js-values';
-import { openRowWriter } from '../objectstore/file-writers';
-import { SINK_REJECTS, SinkLedger } from '../sinks/sink-ledger';
+
+import { SinkLedger } from '../sinks/sink-ledger';
+import { Sink, withTimeout, writeParquet } from '../sinks/sink';
 import { SnowflakeTarget } from './section';
 
 snowflake.configure({ logLevel: 'OFF' });
@@ -48,25 +48,17 @@ interface Settings {
  * are added to the table before the COPY.
  */
 @Injectable()
-export class SnowflakeDestination implements Destination {
+export class SnowflakeDestination extends Sink implements Destination {
   readonly name = 'snowflake';
   readonly processName = 'SnowflakeLoader' as const;
-  readonly capabilities = {
-    exactlyOnce: true,
-    schemaEvolution: true,
-    ordered: true,
-    maxBatchRows: null,
-    csvPassThrough: false,
-    retractable: false,
-  };
-  readonly encoder = join(__dirname, '..', 'encoders', `typed${extname(__filename)}`);
   private readonly policy: EgressPolicy;
 
   constructor(
     @Inject(CONFIG) config: TapyardConfig,
     private readonly secrets: SecretsService,
-    private readonly ledger: SinkLedger,
+    ledger: SinkLedger,
   ) {
+    super(ledger);
     this.policy = new EgressPolicy(config.egressAllow);
   }
 
@@ -96,35 +88,21 @@ export class SnowflakeDestination implements Destination {
     });
   }
 
-  committed(target: LoadTarget): Promise<LoadResult | null> {
-    return this.ledger.committed(target.environment, this.name, target.pipelineToken);
-  }
-
-  locations(): [] {
-    return [];
-  }
-
-  async drop(): Promise<[]> {
-    return [];
-  }
-
   async load(
     target: LoadTarget,
     payloads: AsyncIterable<Payload>,
     rejects: () => AsyncIterable<RejectedRow>,
     progress: (rowsSoFar: number) => void,
   ): Promise<LoadResult> {
-    const done = await this.committed(target);
-    if (done) {
-      for await (const _ of payloads); // drain the reader
-      return done;
-    }
+    const done = await this.alreadyDelivered(target, payloads);
+    if (done) return done;
     const table = targetOf(target.destination).table.toUpperCase();
     const work = await mkdtemp(join(tmpdir(), 'tapyard-snowflake-'));
     try {
       const name = 'part-00000.parquet';
       const file = join(work, name);
-      const { loaded, refused } = await this.writeParquet(file, target, payloads, progress);
+      const refused = this.refusals(target);
+      const loaded = await writeParquet(file, target, payloads, progress, this.processName, refused);
       const uploadBound = STATEMENT_TIMEOUT_MS + (await stat(file)).size / 1000; // + 1 s a MB
       await this.session(target, async (run) => {
         // The job's own folder of the table stage: its COPY sees only its file, which the load
@@ -135,67 +113,10 @@ export class SnowflakeDestination implements Destination {
           `COPY INTO ${table} FROM ${stage} FILE_FORMAT = (TYPE = PARQUET) MATCH_BY_COLUMN_NAME = CASE_INSENSITIVE`,
         );
       });
-      const kept = await this.ledger.keepRejects(
-        target.environment,
-        this.name,
-        target.pipeline,
-        target.pipelineToken,
-        refused,
-      );
-      const later = await this.ledger.keepRejects(
-        target.environment,
-        this.name,
-        target.pipeline,
-        target.pipelineToken,
-        rejects(),
-      );
-      const result = { loaded, rejected: kept + later, location: `Snowflake table ${table}` };
-      await this.ledger.commit(target.environment, this.name, target.pipeline, target.pipelineToken, result);
-      return { ...result, alreadyLoaded: false, rejectsLocation: SINK_REJECTS };
+      return await this.finish(target, loaded, refused, rejects, `Snowflake table ${table}`);
     } finally {
       await rm(work, { recursive: true, force: true });
     }
-  }
-
-  private async writeParquet(
-    file: string,
-    target: LoadTarget,
-    payloads: AsyncIterable<Payload>,
-    progress: (rowsSoFar: number) => void,
-  ): Promise<{ loaded: number; refused: RejectedRow[] }> {
-    const writer = await openRowWriter('parquet', file, target.columns);
-    const convert = target.columns.map((c) => jsValue(c.type));
-    const row: unknown[] = new Array(target.columns.length);
-    const refused: RejectedRow[] = [];
-    let loaded = 0;
-    try {
-      for await (const payload of payloads) {
-        const b = typedBatch(payload);
-        for (let r = 0; r < b.lines.length; r++) {
-          let unsafe = -1;
-          for (let c = 0; c < row.length; c++) {
-            const v = b.values[c][r];
-            row[c] = v === null ? null : convert[c](v);
-            if (typeof v === 'bigint') unsafe = c;
-          }
-          if (unsafe >= 0) {
-            refused.push({
-              line: b.lines[r],
-              stage: this.processName,
-              reason: `${target.columns[unsafe].name}: ${String(row[unsafe])} is beyond ±2^53, which the Parquet writer cannot store exactly`,
-              raw: rowText(b, r),
-            });
-            continue;
-          }
-          await writer.write(row);
-          loaded++;
-        }
-        progress(loaded);
-      }
-    } finally {
-      await writer.close();
-    }
-    return { loaded, refused };
   }
 
   /** One connection for `work`; failures to reach Snowflake are outages naming it. */
@@ -212,6 +133,7 @@ export class SnowflakeDestination implements Destination {
           connection.connect((err) => (err ? reject(err) : resolve()));
         }),
         CONNECT_TIMEOUT_MS,
+        () => new Error(`no answer within ${CONNECT_TIMEOUT_MS} ms`),
       );
     } catch (err) {
       connection.destroy(() => undefined);
@@ -222,7 +144,11 @@ export class SnowflakeDestination implements Destination {
     }
     // The driver retries a broken upload for minutes: each statement gets a bound, longer for a bigger file.
     const run = (sqlText: string, boundMs = STATEMENT_TIMEOUT_MS): Promise<void> =>
-      withTimeout(this.execute(connection, s, sqlText), boundMs).catch((err: unknown) => {
+      withTimeout(
+        this.execute(connection, s, sqlText),
+        boundMs,
+        () => new Error(`no answer within ${boundMs} ms`),
+      ).catch((err: unknown) => {
         if (err instanceof ServiceUnavailableError || err instanceof UpstreamError) throw err;
         throw new ServiceUnavailableError(
           'snowflake',
@@ -307,23 +233,8 @@ export class SnowflakeDestination implements Destination {
 const CONNECT_TIMEOUT_MS = 15_000;
 const STATEMENT_TIMEOUT_MS = 30_000;
 
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    p,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
-}
-
 function targetOf(destination: PipelineDefinition['destination']): SnowflakeTarget {
   const d = destination.snowflake as SnowflakeTarget | undefined;
   if (!d) throw new ValidationError('the pipeline has no destination.snowflake');
   return d;
-}
-
-function typedBatch(p: Payload): TypedBatch {
-  if (typeof p === 'object' && p !== null && 'values' in p && 'lines' in p) return p as TypedBatch;
-  throw new ValidationError('the Snowflake destination receives typed batches');
 }

@@ -1,0 +1,169 @@
+import { extname, join } from 'node:path';
+import { PipelineDefinition, TypedBatch, rowText } from '@tapyard/pipelines';
+import { ProcessName } from '@tapyard/status';
+import { Capabilities, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
+import { jsValue } from '../js-values';
+import { openRowWriter } from '../objectstore/file-writers';
+import { SINK_REJECTS, SinkLedger } from './sink-ledger';
+
+/**
+ * What every sink shares (REST, brokers, warehouses): typed batches in, a delivery record per job
+ * (a redelivery sends nothing), refused rows kept in the ledger, and nothing to take back on
+ * deleteData: what was delivered is the receiver's.
+ */
+export abstract class Sink {
+  abstract readonly name: string;
+  abstract readonly processName: ProcessName;
+  readonly capabilities: Capabilities = {
+    exactlyOnce: true,
+    schemaEvolution: true,
+    ordered: true,
+    maxBatchRows: null,
+    csvPassThrough: false,
+    retractable: false,
+  };
+  readonly encoder = join(__dirname, '..', 'encoders', `typed${extname(__filename)}`);
+
+  protected constructor(protected readonly ledger: SinkLedger) {}
+
+  committed(target: LoadTarget): Promise<LoadResult | null> {
+    return this.ledger.committed(target.environment, this.name, target.pipelineToken);
+  }
+
+  locations(): [] {
+    return [];
+  }
+
+  async drop(): Promise<[]> {
+    return [];
+  }
+
+  /** The earlier delivery's result (with the reader drained), or null when this job is new here. */
+  protected async alreadyDelivered(
+    target: LoadTarget,
+    payloads: AsyncIterable<Payload>,
+  ): Promise<LoadResult | null> {
+    const done = await this.committed(target);
+    if (done) for await (const _ of payloads); // drain the reader so its files close
+    return done;
+  }
+
+  /** Keeps refused rows as they come, in batches: nothing proportional to the input is held. */
+  protected refusals(target: LoadTarget): Refusals {
+    return new Refusals((rows) =>
+      this.ledger.keepRejects(target.environment, this.name, target.pipeline, target.pipelineToken, rows),
+    );
+  }
+
+  /**
+   * Keeps the platform's rejects after the sink's own refusals, records the delivery, and answers
+   * the load's result.
+   */
+  protected async finish(
+    target: LoadTarget,
+    loaded: number,
+    refused: Refusals,
+    rejects: () => AsyncIterable<RejectedRow>,
+    location: string,
+  ): Promise<LoadResult> {
+    await refused.flush();
+    const later = await this.ledger.keepRejects(
+      target.environment,
+      this.name,
+      target.pipeline,
+      target.pipelineToken,
+      rejects(),
+    );
+    const result = { loaded, rejected: refused.count + later, location };
+    await this.ledger.commit(target.environment, this.name, target.pipeline, target.pipelineToken, result);
+    return { ...result, alreadyLoaded: false, rejectsLocation: SINK_REJECTS };
+  }
+}
+
+/** A sink's own refused rows, written to the ledger 500 at a time. */
+export class Refusals {
+  count = 0;
+  private pending: RejectedRow[] = [];
+
+  constructor(private readonly keep: (rows: RejectedRow[]) => Promise<number>) {}
+
+  async add(row: RejectedRow): Promise<void> {
+    this.pending.push(row);
+    this.count++;
+    if (this.pending.length >= 500) await this.flush();
+  }
+
+  async flush(): Promise<void> {
+    const rows = this.pending;
+    this.pending = [];
+    if (rows.length > 0) await this.keep(rows);
+  }
+}
+
+export function typedBatch(p: Payload): TypedBatch {
+  if (typeof p === 'object' && p !== null && 'values' in p && 'lines' in p) return p as TypedBatch;
+  throw new Error('sinks receive typed batches');
+}
+
+/** The section a sink reads, or a 400 naming it. */
+export function sectionOf<T>(destination: PipelineDefinition['destination'], key: string): T {
+  const s = destination[key] as T | undefined | null;
+  if (s === undefined || s === null) throw new Error(`the pipeline has no destination.${key}`);
+  return s;
+}
+
+export function withTimeout<T>(p: Promise<T>, ms: number, fail: () => Error): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    p,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(fail()), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * The job's rows as one Parquet file (warehouses stage it): values beyond ±2^53 are refused, never
+ * rounded, since the Parquet writer stores INT64 through doubles.
+ */
+export async function writeParquet(
+  file: string,
+  target: LoadTarget,
+  payloads: AsyncIterable<Payload>,
+  progress: (rowsSoFar: number) => void,
+  stage: ProcessName,
+  refused: Refusals,
+): Promise<number> {
+  const writer = await openRowWriter('parquet', file, target.columns);
+  const convert = target.columns.map((c) => jsValue(c.type));
+  const row: unknown[] = new Array(target.columns.length);
+  let loaded = 0;
+  try {
+    for await (const payload of payloads) {
+      const b = typedBatch(payload);
+      for (let r = 0; r < b.lines.length; r++) {
+        let unsafe = -1;
+        for (let c = 0; c < row.length; c++) {
+          const v = b.values[c][r];
+          row[c] = v === null ? null : convert[c](v);
+          if (typeof v === 'bigint') unsafe = c;
+        }
+        if (unsafe >= 0) {
+          await refused.add({
+            line: b.lines[r],
+            stage,
+            reason: `${target.columns[unsafe].name}: ${String(row[unsafe])} is beyond ±2^53, which the Parquet writer cannot store exactly`,
+            raw: rowText(b, r),
+          });
+          continue;
+        }
+        await writer.write(row);
+        loaded++;
+      }
+      progress(loaded);
+    }
+  } finally {
+    await writer.close();
+  }
+  return loaded;
+}
