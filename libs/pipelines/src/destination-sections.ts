@@ -69,3 +69,14 @@ export function configuredSections(
     .filter((s) => destination[s.key] !== undefined && destination[s.key] !== null)
     .map((section) => ({ section, value: destination[section.key] }));
 }
+
+/**
+ * The secrets a `destination` body names (any section's `secretName`): saving it hands their
+ * credentials to the addresses the pipeline gives, so the caller needs `secret:use`.
+ */
+export function namedSecrets(destination: Record<string, unknown> | undefined | null): string[] {
+  if (!destination) return [];
+  return destinationSections()
+    .map((s) => (destination[s.key] as { secretName?: unknown } | undefined | null)?.secretName)
+    .filter((n): n is string => typeof n === 'string' && n.trim() !== '');
+}

@@ -9,6 +9,7 @@ import {
   PipelineDefinition,
   PipelinesService,
   isDocumentPipeline,
+  namedSecrets,
 } from '@tapyard/pipelines';
 import { StatusService } from '@tapyard/status';
 import { TapAuthoringService } from '@tapyard/tap-authoring';
@@ -195,10 +196,14 @@ export class AssistantTools {
             }),
             hiddenMessage: `pipeline '${name}' cannot be saved in that catalog`,
           };
-          ctx.gate.check('register_pipeline', 'pipeline:update', [
+          const access = ctx.gate.check('register_pipeline', 'pipeline:update', [
             ...(name ? await this.pipelineTarget(ctx.env, name) : []),
             incoming,
           ]);
+          // As the route: a section naming a secret sends its credentials where the pipeline says.
+          const named = namedSecrets(body.destination as Record<string, unknown> | undefined);
+          if (named.length > 0)
+            access.require('use', 'secret', {}, `to hand secret '${named[0]}' to a destination`);
           const dto = await validated(PipelineConfigDto, body);
           return { status: 'ok', ...(await this.pipelines.save(ctx.env, dto)) };
         },

@@ -19,8 +19,8 @@ import {
   PipelineConfigDto,
   PipelineDefinition,
   PipelinesService,
-  destinationSections,
   isDocumentPipeline,
+  namedSecrets,
 } from '@tapyard/pipelines';
 import { PipelineAdviceService } from '@tapyard/pipeline-advice';
 import { ErrorBodyDto } from '../http/error-body.dto';
@@ -80,9 +80,7 @@ export class PipelinesController {
     @Body() body: PipelineConfigDto,
   ): Promise<SavePipelineResultDto> {
     // A sink sends its secret's credentials to the address the pipeline names: like giving a secret to code.
-    const named = destinationSections()
-      .map((sec) => (body.destination?.[sec.key] as { secretName?: unknown } | undefined)?.secretName)
-      .filter((n): n is string => typeof n === 'string' && n.trim() !== '');
+    const named = namedSecrets(body.destination);
     if (named.length > 0)
       access.require('use', 'secret', {}, `to hand secret '${named[0]}' to a destination`);
     const saved = await this.pipelines.save(env, body);
