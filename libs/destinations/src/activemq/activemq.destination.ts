@@ -9,7 +9,7 @@ import { SecretNotFoundError, SecretsService } from '@tapyard/secrets';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 import { jsonRow } from '../sinks/json-rows';
 import { SinkLedger } from '../sinks/sink-ledger';
-import { Sink, typedBatch, withTimeout } from '../sinks/sink';
+import { Sink, sectionOf, typedBatch, withTimeout } from '../sinks/sink';
 import { ActiveMqTarget } from './section';
 import { BrokerAddress, brokerOf, openStomp } from './stomp-session';
 
@@ -37,10 +37,6 @@ export class ActiveMqDestination extends Sink implements Destination {
   ) {
     super(ledger);
     this.policy = new EgressPolicy(config.egressAllow);
-  }
-
-  selects(destination: PipelineDefinition['destination']): boolean {
-    return destination.activemq !== undefined && destination.activemq !== null;
   }
 
   describe(destination: PipelineDefinition['destination']): string {
@@ -162,7 +158,5 @@ export class ActiveMqDestination extends Sink implements Destination {
 }
 
 function targetOf(destination: PipelineDefinition['destination']): ActiveMqTarget {
-  const a = destination.activemq as ActiveMqTarget | undefined;
-  if (!a) throw new ValidationError('the pipeline has no destination.activemq');
-  return a;
+  return sectionOf<ActiveMqTarget>(destination, 'activemq');
 }

@@ -9,7 +9,7 @@ import { SecretNotFoundError, SecretsService } from '@tapyard/secrets';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 
 import { SinkLedger } from '../sinks/sink-ledger';
-import { Sink, writeParquet } from '../sinks/sink';
+import { Sink, sectionOf, writeParquet } from '../sinks/sink';
 import { DatabricksApi, DatabricksSettings, databricksSettings } from './databricks-api';
 import { DatabricksTarget } from './section';
 
@@ -46,10 +46,6 @@ export class DatabricksDestination extends Sink implements Destination {
   ) {
     super(ledger);
     this.policy = new EgressPolicy(config.egressAllow);
-  }
-
-  selects(destination: PipelineDefinition['destination']): boolean {
-    return destination.databricks !== undefined && destination.databricks !== null;
   }
 
   describe(destination: PipelineDefinition['destination']): string {
@@ -114,7 +110,5 @@ export class DatabricksDestination extends Sink implements Destination {
 }
 
 function targetOf(destination: PipelineDefinition['destination']): DatabricksTarget {
-  const d = destination.databricks as DatabricksTarget | undefined;
-  if (!d) throw new ValidationError('the pipeline has no destination.databricks');
-  return d;
+  return sectionOf<DatabricksTarget>(destination, 'databricks');
 }

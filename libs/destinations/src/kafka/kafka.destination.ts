@@ -8,7 +8,7 @@ import { SecretNotFoundError, SecretsService } from '@tapyard/secrets';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 import { jsonRow } from '../sinks/json-rows';
 import { SinkLedger } from '../sinks/sink-ledger';
-import { Sink, typedBatch, withTimeout } from '../sinks/sink';
+import { Sink, sectionOf, typedBatch, withTimeout } from '../sinks/sink';
 import { KafkaSettings, kafkaClient, kafkaSettings } from './kafka-client';
 import { KafkaTarget } from './section';
 
@@ -36,10 +36,6 @@ export class KafkaDestination extends Sink implements Destination {
   ) {
     super(ledger);
     this.policy = new EgressPolicy(config.egressAllow);
-  }
-
-  selects(destination: PipelineDefinition['destination']): boolean {
-    return destination.kafka !== undefined && destination.kafka !== null;
   }
 
   describe(destination: PipelineDefinition['destination']): string {
@@ -181,7 +177,5 @@ function outage(s: KafkaSettings, err: unknown): Error {
 }
 
 function targetOf(destination: PipelineDefinition['destination']): KafkaTarget {
-  const k = destination.kafka as KafkaTarget | undefined;
-  if (!k) throw new ValidationError('the pipeline has no destination.kafka');
-  return k;
+  return sectionOf<KafkaTarget>(destination, 'kafka');
 }

@@ -7,7 +7,7 @@ import { SecretNotFoundError, SecretsService } from '@tapyard/secrets';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 import { jsonRow } from '../sinks/json-rows';
 import { SinkLedger } from '../sinks/sink-ledger';
-import { Sink, typedBatch } from '../sinks/sink';
+import { Sink, sectionOf, typedBatch } from '../sinks/sink';
 import { RestTarget } from './section';
 
 /** Attempts per batch on 429, 5xx and connection failures, with back-off honouring Retry-After. */
@@ -42,10 +42,6 @@ export class RestDestination extends Sink implements Destination {
   ) {
     super(ledger);
     this.policy = new EgressPolicy(config.restSinkAllow, undefined, 'REST_SINK_ALLOW');
-  }
-
-  selects(destination: PipelineDefinition['destination']): boolean {
-    return destination.rest !== undefined && destination.rest !== null;
   }
 
   describe(destination: PipelineDefinition['destination']): string {
@@ -216,9 +212,7 @@ export class RestDestination extends Sink implements Destination {
 }
 
 function targetOf(destination: PipelineDefinition['destination']): RestTarget {
-  const r = destination.rest as RestTarget | undefined;
-  if (!r) throw new ValidationError('the pipeline has no destination.rest');
-  return r;
+  return sectionOf<RestTarget>(destination, 'rest');
 }
 
 /** The URL without query and fragment: those may carry tokens. */

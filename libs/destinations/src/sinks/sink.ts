@@ -1,4 +1,5 @@
 import { extname, join } from 'node:path';
+import { ValidationError } from '@tapyard/core';
 import { PipelineDefinition, TypedBatch, rowText } from '@tapyard/pipelines';
 import { ProcessName } from '@tapyard/status';
 import { Capabilities, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
@@ -25,6 +26,11 @@ export abstract class Sink {
   readonly encoder = join(__dirname, '..', 'encoders', `typed${extname(__filename)}`);
 
   protected constructor(protected readonly ledger: SinkLedger) {}
+
+  /** A sink loads what its own section of `destination` (named like the sink) configures. */
+  selects(destination: PipelineDefinition['destination']): boolean {
+    return destination[this.name] !== undefined && destination[this.name] !== null;
+  }
 
   committed(target: LoadTarget): Promise<LoadResult | null> {
     return this.ledger.committed(target.environment, this.name, target.pipelineToken);
@@ -108,7 +114,7 @@ export function typedBatch(p: Payload): TypedBatch {
 /** The section a sink reads, or a 400 naming it. */
 export function sectionOf<T>(destination: PipelineDefinition['destination'], key: string): T {
   const s = destination[key] as T | undefined | null;
-  if (s === undefined || s === null) throw new Error(`the pipeline has no destination.${key}`);
+  if (s === undefined || s === null) throw new ValidationError(`the pipeline has no destination.${key}`);
   return s;
 }
 

@@ -17,7 +17,7 @@ import { SecretNotFoundError, SecretsService } from '@tapyard/secrets';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 
 import { SinkLedger } from '../sinks/sink-ledger';
-import { Sink, withTimeout, writeParquet } from '../sinks/sink';
+import { Sink, sectionOf, withTimeout, writeParquet } from '../sinks/sink';
 import { SnowflakeTarget } from './section';
 
 snowflake.configure({ logLevel: 'OFF' });
@@ -60,10 +60,6 @@ export class SnowflakeDestination extends Sink implements Destination {
   ) {
     super(ledger);
     this.policy = new EgressPolicy(config.egressAllow);
-  }
-
-  selects(destination: PipelineDefinition['destination']): boolean {
-    return destination.snowflake !== undefined && destination.snowflake !== null;
   }
 
   describe(destination: PipelineDefinition['destination']): string {
@@ -234,7 +230,5 @@ const CONNECT_TIMEOUT_MS = 15_000;
 const STATEMENT_TIMEOUT_MS = 30_000;
 
 function targetOf(destination: PipelineDefinition['destination']): SnowflakeTarget {
-  const d = destination.snowflake as SnowflakeTarget | undefined;
-  if (!d) throw new ValidationError('the pipeline has no destination.snowflake');
-  return d;
+  return sectionOf<SnowflakeTarget>(destination, 'snowflake');
 }
