@@ -2,7 +2,8 @@
 
 Usage:
     python -E -S -u -B harness.py [--uid N --gid N] [--memory BYTES] [--cpu SECONDS]
-                                   [--nproc N] [--fsize BYTES] [--egress-port N] [--] <script_path>
+                                   [--nproc N] [--fsize BYTES] [--egress-port N] [--rows 1]
+                                   [--flush 1] [--] <script_path>
 
 -S matters: site-packages (and their .pth files, which run code) are only loaded by this file,
 after privileges are dropped and the limits are set.
@@ -17,8 +18,12 @@ Protocol on file descriptor 3 (ASCII, one item per line, each ending in "\\n"):
         !{"type":"error","kind":K,"message":M, ...details}
     K is one of no_fetch, syntax, import, fetch_raised, not_iterable, not_json, not_row, memory,
     internal.
-stdout and stderr belong to the script (its logs); the harness never writes there.
+stdout and stderr belong to the script (its logs); the harness never writes there. stdin is the
+script's too (the platform may feed it requests); the harness never reads it.
 Messages name the script by its file name only, never by a platform path.
+
+--flush 1 (request/response use: the platform waits for each answer before it sends the next
+request): every record is written as soon as it is yielded instead of in batches.
 
 --egress-port: the sandbox has its own network namespace with nothing but loopback. The platform's
 egress proxy is a Unix socket bound at EGRESS_SOCKET; a forwarder process listens on
@@ -361,8 +366,8 @@ def make_encoder(json):
     return lambda value: join(encoder(value, 0))
 
 
-def stream(records, out, rows=False):
-    """The hot path: encode with one reused encoder, write in large batches."""
+def stream(records, out, rows=False, each=False):
+    """The hot path: encode with one reused encoder, write in large batches (or each record at once)."""
     import json
     from time import monotonic
 
@@ -376,6 +381,8 @@ def stream(records, out, rows=False):
     append = batch.append
     count = 0
     last = monotonic()
+    # A local bound instead of a flag: flushing each record costs the loop no extra test.
+    most = 1 if each else FLUSH_RECORDS
 
     def flush():
         batch.append("")
@@ -415,7 +422,7 @@ def stream(records, out, rows=False):
             append(line)
             count += 1
             now = monotonic()
-            if len(batch) >= FLUSH_RECORDS or now - last >= FLUSH_SECONDS or len(line) >= BIG_LINE:
+            if len(batch) >= most or now - last >= FLUSH_SECONDS or len(line) >= BIG_LINE:
                 flush()
                 last = now
     except ChannelClosed:
@@ -478,7 +485,7 @@ def run(script_path, out):
         # fetch() forked and this is the child: only the original process streams.
         os._exit(0)
     try:
-        return stream(records, out, rows=LIMITS.get("rows") == 1)
+        return stream(records, out, rows=LIMITS.get("rows") == 1, each=LIMITS.get("flush") == 1)
     except NotRow as exc:
         kind = "null" if exc.record is None else type(exc.record).__name__
         raise Failure(

@@ -1,3 +1,4 @@
+export { BatchSession } from './batch-session';
 export { SandboxError, PackageInstallError, PackageSpecError } from './errors';
 export type { SandboxErrorKind, SandboxErrorDetails } from './errors';
 export { DEFAULT_LIMITS, LOG_HARD_CAP_FACTOR } from './limits';
@@ -13,3 +14,4 @@ export { VenvCache } from './venvs';
 export type { Venv, VenvCacheOptions } from './venvs';
 export { DEFAULT_HARNESS_PATH } from './harness-path';
 export { resolveInterpreter } from './interpreter';
+export { pythonFacts } from './facts-script';

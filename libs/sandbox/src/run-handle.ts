@@ -1,6 +1,6 @@
 import { ChildProcess } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
-import { Readable } from 'node:stream';
+import { Readable, Writable } from 'node:stream';
 import { classifyEnd, harnessError } from './classify';
 import { SandboxError, SandboxErrorDetails, SandboxErrorKind } from './errors';
 import { formatBytes, formatDuration, LOG_HARD_CAP_FACTOR, RunLimits } from './limits';
@@ -10,7 +10,7 @@ import { RecordParser, RecordStreamError } from './record-parser';
 
 export type IsolationMode = 'bwrap' | 'none';
 
-/** A started child: its stdio is [ignore, stdout, stderr, records(, extra)]. */
+/** A started child: its stdio is [stdin or ignore, stdout, stderr, records(, extra)]. */
 export interface Launch {
   child: ChildProcess;
   isolation: IsolationMode;
@@ -57,8 +57,9 @@ const LOG_DRAIN_GRACE_MS = 1000;
  */
 export class RunHandle implements AsyncIterable<unknown> {
   readonly outcome: Promise<RunOutcome>;
+  /** Settles (never rejects) once the child was spawned or the launch failed; input() waits for it. */
+  readonly started: Promise<void>;
   private resolveOutcome: (outcome: RunOutcome) => void = () => undefined;
-  private readonly started: Promise<void>;
   private readonly parser: RecordParser;
   private readonly logs: LogCollector;
   private child: ChildProcess | null = null;
@@ -138,9 +139,23 @@ export class RunHandle implements AsyncIterable<unknown> {
     }
   }
 
-  /** Stops the run (the whole process tree); the outcome reports kind "killed". */
-  kill(): void {
-    this.fail('killed', 'the run was stopped by the caller');
+  /**
+   * The script's stdin (RunRequest.stdin) once `started` has settled; null when stdin was not
+   * requested, before the launch, or once the child is gone. Write errors (EPIPE when the script
+   * died) are swallowed on the stream: the outcome says what happened to the script.
+   */
+  input(): Writable | null {
+    const stdin = this.child?.stdin;
+    return stdin && !this.exit && !stdin.destroyed ? stdin : null;
+  }
+
+  /**
+   * Stops the run (the whole process tree). The outcome reports `reason` (its message is used as
+   * is, so it must not carry secrets), by default kind "killed".
+   */
+  kill(reason?: SandboxError): void {
+    if (reason) this.stop(reason);
+    else this.fail('killed', 'the run was stopped by the caller');
   }
 
   private take(chunk: Buffer): unknown[] {
@@ -187,8 +202,10 @@ export class RunHandle implements AsyncIterable<unknown> {
     this.child = child;
     this.isolation = isolation;
     this.startedAt = performance.now();
-    const [, stdout, stderr, records] = child.stdio;
+    const [stdin, stdout, stderr, records] = child.stdio;
     this.recordStream = records as Readable;
+    // Without a listener an EPIPE from a dead script would be an uncaught error in the platform.
+    stdin?.on('error', () => undefined);
     for (const stream of [stdout, stderr]) {
       if (!stream) continue;
       this.openLogStreams += 1;
@@ -263,7 +280,12 @@ export class RunHandle implements AsyncIterable<unknown> {
 
   private fail(kind: SandboxErrorKind, message: string, details: SandboxErrorDetails = {}): void {
     if (this.error || this.settled) return;
-    this.error = new SandboxError(kind, maskSecrets(message, this.secrets), details);
+    this.stop(new SandboxError(kind, maskSecrets(message, this.secrets), details));
+  }
+
+  private stop(error: SandboxError): void {
+    if (this.error || this.settled) return;
+    this.error = error;
     this.killTree();
     this.finishRecords();
   }

@@ -52,6 +52,16 @@ export interface RunRequest {
    * script has no network at all. Ignored with bwrap off (the operator chose the host's network).
    */
   egressSocket?: string;
+  /**
+   * The script's stdin is a pipe the caller writes to (RunHandle.input()), else /dev/null. A script
+   * that reads stdin until its end keeps running until the caller ends the pipe.
+   */
+  stdin?: boolean;
+  /**
+   * Every record is sent the moment it is yielded, instead of in batches: for request/response use,
+   * where the caller waits for a record before it writes the next request (see BatchSession).
+   */
+  flushEach?: boolean;
 }
 
 const NOBODY = 65534;
@@ -107,7 +117,11 @@ export class PythonSandbox {
         throw new SandboxError('spawn_failed', `the sandbox needs absolute paths (got "${path}")`);
     }
     const isolation = await this.isolation();
-    const args = [...harnessLimits(limits), ...(request.rows ? ['--rows', '1'] : [])];
+    const args = [
+      ...harnessLimits(limits),
+      ...(request.rows ? ['--rows', '1'] : []),
+      ...(request.flushEach ? ['--flush', '1'] : []),
+    ];
     if (isolation === 'none') return this.launchDirect(request, args);
     return this.launchBwrap(request, limits, args);
   }
@@ -123,7 +137,7 @@ export class PythonSandbox {
       env,
       cwd: '/tmp',
       detached: true,
-      stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
+      stdio: [stdinMode(request), 'pipe', 'pipe', 'pipe'],
     };
     if (this.isRoot) Object.assign(options, { uid: this.uid, gid: this.gid });
     return { child: spawn(request.python, args, options), isolation: 'none' };
@@ -164,7 +178,8 @@ export class PythonSandbox {
     const child = spawn(this.bwrapPath, ['--args', '4', ...extra, '--', ...command], {
       env: {},
       detached: true,
-      stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe', 'pipe'],
+      // bwrap hands its stdin to the sandboxed process as is.
+      stdio: [stdinMode(request), 'pipe', 'pipe', 'pipe', 'pipe', 'pipe'],
     });
     const pipes: readonly (Readable | Writable | null | undefined)[] = child.stdio;
     feed(pipes[4], Buffer.from(options.map((o) => `${o}\0`).join('')));
@@ -179,6 +194,10 @@ function harnessLimits(limits: RunLimits): string[] {
   return ['--memory', memoryBytes, '--cpu', cpuSeconds, '--nproc', maxProcesses, '--fsize', maxFileBytes].map(
     String,
   );
+}
+
+function stdinMode(request: RunRequest): 'pipe' | 'ignore' {
+  return request.stdin ? 'pipe' : 'ignore';
 }
 
 /** Python's requests, httpx and urllib read these; the relay answers on loopback inside the sandbox. */

@@ -1,5 +1,5 @@
-import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
+import { pythonFacts } from '@tapyard/sandbox';
 
 /** What script_facts.py reports about a script's syntax tree. */
 export interface ScriptFacts {
@@ -28,44 +28,13 @@ export interface ScriptFacts {
 
 /** Ships beside the compiled code, like the sandbox's harness (see build in package.json). */
 const FACTS_SCRIPT = resolve(__dirname, '..', 'python', 'script_facts.py');
-const TIMEOUT_MS = 15_000;
 
-/**
- * Parses a script with Python's own parser in a separate, isolated interpreter (`-I`: no user site,
- * no environment, nothing of the script run or imported) bounded in time and output.
- */
-export function scriptFacts(python: string, script: string): Promise<ScriptFacts> {
-  return new Promise((done, fail) => {
-    const child = spawn(python, ['-I', FACTS_SCRIPT], {
-      stdio: ['pipe', 'pipe', 'pipe'],
-      timeout: TIMEOUT_MS,
-    });
-    let out = '';
-    let err = '';
-    child.stdout.setEncoding('utf8').on('data', (c: string) => {
-      if (out.length < 1_000_000) out += c;
-    });
-    child.stderr.setEncoding('utf8').on('data', (c: string) => {
-      if (err.length < 10_000) err += c;
-    });
-    child.on('error', fail);
-    child.on('close', (code, signal) => {
-      if (code !== 0) {
-        const why = signal ? `was stopped (${signal})` : `failed: ${err.trim().split('\n').pop() ?? ''}`;
-        // Only a script too hostile to parse within the bound gets here; it is not a usable script.
-        done(empty(`the script could not be checked: the parser ${why}`));
-        return;
-      }
-      try {
-        const facts = JSON.parse(out) as Partial<ScriptFacts>;
-        done(facts.syntaxError ? empty(facts.syntaxError) : (facts as ScriptFacts));
-      } catch {
-        done(empty('the script could not be checked: the parser gave no answer'));
-      }
-    });
-    child.stdin.on('error', () => undefined);
-    child.stdin.end(script);
-  });
+/** The script's facts from Python's own parser (see pythonFacts: isolated, bounded, nothing run). */
+export async function scriptFacts(python: string, script: string): Promise<ScriptFacts> {
+  const r = await pythonFacts(python, FACTS_SCRIPT, script);
+  if ('problem' in r) return empty(r.problem);
+  const facts = r.facts as Partial<ScriptFacts>;
+  return facts.syntaxError ? empty(facts.syntaxError) : (facts as ScriptFacts);
 }
 
 function empty(syntaxError: string): ScriptFacts {
