@@ -6,6 +6,20 @@ import { AllowList, Endpoint, parseAllowList, parseEndpoints } from '@tapyard/eg
 export type CapabilityEnforcement = 'enforce' | 'log-only';
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
+/** AI-written data-quality and transformation scripts (CodeGen), and the code repository. */
+export interface CodegenConfig {
+  /** Private git remotes the `code-repository` secret may name (everything else private is refused). */
+  readonly repositoryAllow: AllowList;
+  /** Local clones of code repositories (a cache: deleting it costs one fetch). */
+  readonly repositoryCacheDir: string;
+  /** Longest a script may take over one batch before the job's stage fails. */
+  readonly batchTimeoutMs: number;
+  /** Address space of a script's process. */
+  readonly memoryBytes: number;
+  /** CPU seconds of a script's process over a whole job. */
+  readonly cpuSeconds: number;
+}
+
 /** The one validated configuration object, built at boot from the environment. */
 export interface TapyardConfig {
   readonly version: string;
@@ -102,6 +116,7 @@ export interface TapyardConfig {
   readonly egressAllow: readonly Endpoint[];
   /** REST sinks: private endpoints they may POST to (everything else private is refused). */
   readonly restSinkAllow: AllowList;
+  readonly codegen: CodegenConfig;
   /**
    * The operator's pgvector database (`PGVECTOR_URL`), used by environments without a `pgvector`
    * secret: the embedded default vector store that `npm run up` starts. Trusted like DATABASE_URL.
@@ -379,6 +394,13 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
     },
     egressAllow: r.endpoints('TAP_EGRESS_ALLOW'),
     restSinkAllow: r.allowList('REST_SINK_ALLOW'),
+    codegen: {
+      repositoryAllow: r.allowList('CODE_REPOSITORY_ALLOW'),
+      repositoryCacheDir: r.string('CODE_REPOSITORY_CACHE', join(dataDir, 'git')),
+      batchTimeoutMs: r.int('CODEGEN_BATCH_TIMEOUT_MS', 30000, 100, 3600000),
+      memoryBytes: r.size('CODEGEN_MEMORY_LIMIT', '512mb'),
+      cpuSeconds: r.int('CODEGEN_CPU_SECONDS', 600, 1, 86400),
+    },
     pgvectorUrl: r.optional('PGVECTOR_URL') ?? null,
     embeddingModelDir: r.string(
       'EMBEDDING_MODEL_DIR',
