@@ -12,6 +12,7 @@ import { QueueModule } from '@tapyard/queue';
 import { SecretsModule } from '@tapyard/secrets';
 import { IngestionModule } from '@tapyard/ingestion';
 import { PipelinesController } from './pipelines/pipelines.controller';
+import { CodegenScriptsController } from './pipelines/codegen-scripts.controller';
 import { StatusController } from './pipelines/status.controller';
 import { PlatformController } from './platform/platform.controller';
 import { SecretsController } from './secrets/secrets.controller';
@@ -30,6 +31,7 @@ import { VectorStoresModule } from '@tapyard/vector-stores';
 import { SearchController } from './search/search.controller';
 import { AI_METRICS_REGISTRY, AiModule } from '@tapyard/ai';
 import { TapAuthoringModule } from '@tapyard/tap-authoring';
+import { CodegenModule } from '@tapyard/codegen';
 import { TapAuthoringController } from './taps/tap-authoring.controller';
 import { PromptFragmentsController } from './taps/prompt-fragments.controller';
 import { NlQueryModule } from '@tapyard/nl-query';
@@ -72,6 +74,7 @@ export class ApiModule {
         VectorStoresModule,
         AiModule,
         TapAuthoringModule,
+        CodegenModule,
         NlQueryModule,
         PipelineAdviceModule,
       ],
@@ -79,6 +82,7 @@ export class ApiModule {
         PlatformController,
         SecretsController,
         PipelinesController,
+        CodegenScriptsController,
         StatusController,
         MetricsController,
         AuthController,

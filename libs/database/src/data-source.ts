@@ -13,6 +13,7 @@ import { CreatedObjects1764220800000 } from './migrations/1764220800000-created-
 import { VectorContainers1764307200000 } from './migrations/1764307200000-vector-containers';
 import { PromptFragments1764393600000 } from './migrations/1764393600000-prompt-fragments';
 import { SinkLoads1764480000000 } from './migrations/1764480000000-sink-loads';
+import { CodegenScripts1764566400000 } from './migrations/1764566400000-codegen-scripts';
 
 /** Postgres schema holding Tapyard's own metadata; never a destination (see @tapyard/pipelines PLATFORM_SCHEMAS). */
 export const METADATA_SCHEMA = 'tapyard';
@@ -31,6 +32,7 @@ export const MIGRATIONS = [
   VectorContainers1764307200000,
   PromptFragments1764393600000,
   SinkLoads1764480000000,
+  CodegenScripts1764566400000,
 ];
 
 // Any constant works as long as every Tapyard process uses the same one.

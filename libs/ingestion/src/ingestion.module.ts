@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { CodegenModule } from '@tapyard/codegen';
 import { ConfigFilesModule } from '@tapyard/configfiles';
 import { ObjectStoreModule } from '@tapyard/objectstore';
 import { FileNotifier } from './file-notifier';
@@ -14,6 +15,7 @@ import { UploadService } from './upload.service';
 
 @Module({
   imports: [
+    CodegenModule,
     QueueModule,
     PipelinesModule,
     StatusModule,

@@ -26,13 +26,14 @@ import { newCounts } from './stage-thread/convert';
 import { StageStalledError, StageThreadError, StageThreadPool } from './stage-thread/stage-thread';
 import { Fanout } from './fanout';
 import { fastPathBlocker } from './fastpath/csv-check';
+import { CODEGEN_KINDS, CodegenService, ScriptRunSpec, instructionOf } from '@tapyard/codegen';
 
 /** A failure of the stage thread (the input, the tap stream, the schema, the watchdog), by stage. */
 function stageError(err: unknown): StageError {
   if (err instanceof StageError) return err;
   if (err instanceof StageStalledError) return new StageError(err.stage, err.message);
   if (err instanceof StageThreadError) {
-    return new StageError('DataQuality', err.message, false, err.failure === 'superseded');
+    return new StageError(err.stage, err.message, false, err.failure === 'superseded');
   }
   return new StageError('DataQuality', errorMessage(err));
 }
@@ -67,7 +68,33 @@ export class IngestionRunner {
     private readonly spool: Spool,
     private readonly configFiles: ConfigFilesService,
     private readonly threads: StageThreadPool,
+    private readonly codegen: CodegenService,
   ) {}
+
+  /**
+   * The pipeline's CodeGen scripts for this job, in stage order; a kind whose instruction has no script
+   * to run (none written yet, no provider) fails its stage, saying why: rows are never loaded unchecked.
+   */
+  private async scripts(
+    environment: string,
+    def: PipelineDefinition,
+  ): Promise<(ScriptRunSpec & { version: number | null })[]> {
+    const out: (ScriptRunSpec & { version: number | null })[] = [];
+    for (const kind of CODEGEN_KINDS) {
+      const stage = kind === 'dataQuality' ? 'DataQuality' : 'Transformation';
+      try {
+        const live = await this.codegen.forRun(environment, def, kind);
+        if (live === null) continue;
+        out.push({
+          ...(await this.codegen.runSpec(kind, live.script, live.outputColumns)),
+          version: live.version,
+        });
+      } catch (err) {
+        throw new StageError(stage, errorMessage(err));
+      }
+    }
+    return out;
+  }
 
   /** The text of the pipeline's validation schema, for the stage thread to compile; a missing one fails the job. */
   private async validationSchema(
@@ -237,15 +264,21 @@ export class IngestionRunner {
       const first = await session.first().catch(stageFailure);
       const { fileColumns, definition, added } = await this.plan(p, def, first);
       const fields = definition.source.schemaProperties.fields;
+      const scripts = await this.scripts(p.environment, definition);
       const target: LoadTarget = {
         environment: p.environment,
         pipeline: p.pipeline,
         destination: definition.destination,
-        columns: outputFields(fields, definition.transformation.mappings),
+        columns: [
+          ...outputFields(fields, definition.transformation.mappings),
+          ...scripts.flatMap((s) => s.outputColumns),
+        ],
         pipelineToken: p.pipelineToken,
         publisherToken: p.publisherToken,
       };
-      const transforms = definition.transformation.mappings.length > 0;
+      const transformScript = scripts.find((s) => s.kind === 'transformation');
+      const checkScript = scripts.find((s) => s.kind === 'dataQuality');
+      const transforms = definition.transformation.mappings.length > 0 || transformScript !== undefined;
       // Each destination prepares its target; one that cannot is out of this delivery, the others load.
       // probe() first: an unreachable one fails at once, as an outage, rather than after a connect timeout
       // inside its preparations.
@@ -282,6 +315,7 @@ export class IngestionRunner {
             module: l.destination.encoder,
             maxBatchRows: l.destination.capabilities.maxBatchRows,
           })),
+          scripts.map(({ version: _version, ...spec }) => spec),
         )
         .catch(stageFailure);
       await this.status.record(
@@ -289,6 +323,9 @@ export class IngestionRunner {
         'DataQuality',
         'begin',
         `checking types of ${fields.length} columns and ${definition.dataQuality.rules.length} rule(s)` +
+          (checkScript
+            ? `, then the data-quality script (version ${checkScript.version ?? 'unnumbered'})`
+            : '') +
           (fast ? '; clean CSV chunks go to the destination unparsed' : ''),
       );
       if (transforms) {
@@ -296,7 +333,10 @@ export class IngestionRunner {
           job,
           'Transformation',
           'begin',
-          `${definition.transformation.mappings.length} mapping step(s)`,
+          `${definition.transformation.mappings.length} mapping step(s)` +
+            (transformScript
+              ? `, then the transformation script (version ${transformScript.version ?? 'unnumbered'})`
+              : ''),
         );
       }
       for (const leg of loading) {
@@ -308,6 +348,7 @@ export class IngestionRunner {
         );
       }
 
+      let sample: Record<string, unknown>[] = [];
       const fan = new Fanout<Payload>(loading.length);
       let readFailure: StageError | null = null;
       const pump = fan
@@ -315,6 +356,7 @@ export class IngestionRunner {
           const next = await session.next();
           if ('end' in next) {
             counts = next.end;
+            sample = next.sample;
             return null;
           }
           counts = next.counts;
@@ -338,6 +380,17 @@ export class IngestionRunner {
       });
       await Promise.all([pump, ...loads]);
       if (readFailure !== null) throw readFailure;
+      if (sample.length > 0 && loading.some((l) => l.result !== null)) {
+        // What the next CodeGen script is dry-run on; losing it only means a synthetic sample.
+        await this.codegen
+          .saveSample(
+            p.environment,
+            p.pipeline,
+            outputFields(fields, definition.transformation.mappings),
+            sample,
+          )
+          .catch(() => undefined);
+      }
       // Every loader failed before the input was read to its end: there are no counts to report.
       return session.finished ? { counts, first, transforms } : null;
     } finally {
@@ -362,6 +415,7 @@ export class IngestionRunner {
       fastPathBlocker(fa.csvAttributes) === null &&
       def.dataQuality.rules.length === 0 &&
       def.transformation.mappings.length === 0 &&
+      CODEGEN_KINDS.every((k) => instructionOf(def, k) === null) &&
       legs.length === 1 &&
       legs[0].destination.capabilities.csvPassThrough
     );

@@ -1,11 +1,12 @@
 import { Module } from '@nestjs/common';
+import { CodegenModule } from '@tapyard/codegen';
 import { IngestionModule } from '@tapyard/ingestion';
 import { TapsModule } from '@tapyard/taps';
 import { VectorStoresModule } from '@tapyard/vector-stores';
 import { PipelineDeletionService } from './pipeline-deletion.service';
 
 @Module({
-  imports: [IngestionModule, TapsModule, VectorStoresModule],
+  imports: [CodegenModule, IngestionModule, TapsModule, VectorStoresModule],
   providers: [PipelineDeletionService],
   exports: [PipelineDeletionService],
 })

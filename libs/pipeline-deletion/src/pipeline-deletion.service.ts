@@ -1,4 +1,5 @@
 import { SinkLedger } from '@tapyard/destinations';
+import { CodegenService } from '@tapyard/codegen';
 import { Inject, Injectable } from '@nestjs/common';
 import { CONFIG, TapyardConfig, errorMessage } from '@tapyard/core';
 import {
@@ -48,11 +49,14 @@ export class PipelineDeletionService {
     private readonly vectorStores: VectorStoresService,
     private readonly containers: VectorContainers,
     private readonly sinks: SinkLedger,
+    private readonly codegen: CodegenService,
   ) {}
 
   async delete(environment: string, name: string, deleteData: boolean): Promise<DeletionReport> {
     const { definition } = await this.pipelines.get(environment, name);
     if (!deleteData) {
+      // Its scripts are part of the configuration (the repository keeps its own history).
+      await this.codegen.deletePipeline(environment, name);
       await this.pipelines.delete(environment, name);
       return { dropped: [], skipped: [] };
     }
@@ -62,6 +66,7 @@ export class PipelineDeletionService {
     const refused = await this.sinks.forgetPipeline(environment, name);
     if (refused > 0) report.dropped.push(`${refused} rejected row(s) kept for the pipeline's sinks`);
     await this.ledger.clearForPipeline(environment, name);
+    await this.codegen.deletePipeline(environment, name);
     await this.pipelines.delete(environment, name);
     return report;
   }

@@ -353,13 +353,15 @@ export class TapRunner {
   }
 
   private async script(environment: string, tap: TapConfig): Promise<string> {
-    if (tap.scriptPath === null) {
+    if (tap.scriptPath === null && tap.storage !== 'github') {
       throw new ConflictError(`tap '${tap.name}' has no script yet: save one with POST /tap {script}`);
     }
-    const script = await this.taps.readScript(environment, tap.scriptPath);
+    const script = await this.taps.liveScript(environment, tap);
     if (script === null) {
       throw new ConflictError(
-        `tap '${tap.name}' cannot run: its script ${tap.scriptPath} is missing from the object store`,
+        tap.storage === 'github'
+          ? `tap '${tap.name}' cannot run: ${tap.repoPath ?? 'its script'} is missing from commit ${tap.commitSha ?? '?'}`
+          : `tap '${tap.name}' cannot run: its script ${tap.scriptPath} is missing from the object store`,
       );
     }
     return script;

@@ -15,6 +15,23 @@ export interface TapConfig {
   enabled: boolean;
   tapType: TapType;
   catalog: string | null;
+  /**
+   * Where the live script is: `minio` (scriptPath in the taps bucket) or `github` (repoPath at commitSha
+   * in the code repository; scriptPath then names the last built-in version, kept). Absent: minio.
+   */
+  storage?: 'minio' | 'github';
+  repoPath?: string | null;
+  commitSha?: string | null;
+}
+
+/** POST /tap/migrate-storage (addendum). */
+export interface MigrateStorageResult {
+  tapName: string;
+  storage: 'minio' | 'github';
+  scriptPath: string | null;
+  repoPath: string | null;
+  commitSha: string | null;
+  migrated: boolean;
 }
 
 /** GET /tap: the configuration plus the script body (spec rules for `script` / `scriptMissing`). */

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { RunKeysModule } from '@tapyard/auth';
+import { CodeRepositoryModule } from '@tapyard/code-repository';
 import { IngestionModule } from '@tapyard/ingestion';
 import { QueueModule } from '@tapyard/queue';
 import { SecretsModule } from '@tapyard/secrets';
@@ -9,10 +10,19 @@ import { TapRunner } from './tap-runner.service';
 import { TapsRepository } from './taps.repository';
 import { TapsService } from './taps.service';
 import { LedgerService } from './ledger.service';
+import { TapScriptRepository } from './tap-script-repository';
 
 @Module({
-  imports: [IngestionModule, QueueModule, SecretsModule, RunKeysModule],
-  providers: [TapsRepository, TapsService, TapRunner, TapProcesses, TapEnvironment, LedgerService],
+  imports: [CodeRepositoryModule, IngestionModule, QueueModule, SecretsModule, RunKeysModule],
+  providers: [
+    TapsRepository,
+    TapsService,
+    TapScriptRepository,
+    TapRunner,
+    TapProcesses,
+    TapEnvironment,
+    LedgerService,
+  ],
   exports: [TapsService, TapRunner, TapsRepository, LedgerService],
 })
 export class TapsModule {}

@@ -106,6 +106,14 @@ export class TapsRepository {
     );
   }
 
+  /** The configuration alone (schedule and grant untouched): where its script lives moved. */
+  async updateConfig(environment: string, config: TapConfig): Promise<void> {
+    await this.db.query(
+      `UPDATE tapyard.taps SET config = $3, updated_at = now() WHERE environment = $1 AND name = $2`,
+      [environment, config.name, JSON.stringify(config)],
+    );
+  }
+
   async delete(environment: string, name: string): Promise<void> {
     await this.db.query(`DELETE FROM tapyard.tap_runs WHERE environment = $1 AND tap = $2`, [
       environment,

@@ -1,12 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
-import { NotFoundError, ValidationError } from '@tapyard/core';
+import { ConflictError, NotFoundError, ValidationError } from '@tapyard/core';
 import { ObjectNotFoundError, ObjectStore } from '@tapyard/objectstore';
 import { PipelineDefinition, PipelinesService } from '@tapyard/pipelines';
 import { parseQuartz } from '@tapyard/schedules';
 import { isAccessSecret } from '@tapyard/secrets';
 import { MAX_SCRIPT_BYTES, TapConfigDto } from './dto/tap-config.dto';
-import { TapConfig, TapWithScript } from './tap.types';
+import { MigrateStorageResult, TapConfig, TapWithScript } from './tap.types';
+import { TapScriptRepository } from './tap-script-repository';
 import { TapsRepository } from './taps.repository';
 import { TapProcesses } from './tap-processes';
 import { TapCaller, changesCode, nextGrant } from './tap-grants';
@@ -70,6 +71,7 @@ export class TapsService {
     private readonly store: ObjectStore,
     private readonly pipelines: PipelinesService,
     private readonly processes: TapProcesses,
+    private readonly scriptRepository: TapScriptRepository,
   ) {}
 
   list(environment: string): Promise<TapConfig[]> {
@@ -84,9 +86,55 @@ export class TapsService {
 
   async getWithScript(environment: string, name: string): Promise<TapWithScript> {
     const tap = await this.get(environment, name);
-    if (tap.scriptPath === null) return { ...tap, script: null };
-    const script = await this.readScript(environment, tap.scriptPath);
+    if (tap.scriptPath === null && tap.storage !== 'github') return { ...tap, script: null };
+    const script = await this.liveScript(environment, tap);
     return script === null ? { ...tap, script: null, scriptMissing: true } : { ...tap, script };
+  }
+
+  /** The script a run executes: the repository file at the recorded commit, or the object at scriptPath. */
+  async liveScript(environment: string, tap: TapConfig): Promise<string | null> {
+    if (tap.storage === 'github') return this.scriptRepository.read(environment, tap);
+    return tap.scriptPath === null ? null : this.readScript(environment, tap.scriptPath);
+  }
+
+  /**
+   * Moves the live script between the object store and the code repository (`target`, or the other
+   * one). Into the repository: a commit of the live text; out of it: a new object version. Built-in
+   * objects are never deleted; already on the target, nothing happens.
+   */
+  async migrateStorage(
+    environment: string,
+    name: string,
+    target?: 'minio' | 'github',
+  ): Promise<MigrateStorageResult> {
+    const tap = await this.get(environment, name);
+    const from = tap.storage ?? 'minio';
+    const to = target ?? (from === 'minio' ? 'github' : 'minio');
+    const result = (migrated: boolean): MigrateStorageResult => ({
+      tapName: tap.name,
+      storage: tap.storage ?? 'minio',
+      scriptPath: tap.scriptPath,
+      repoPath: tap.repoPath ?? null,
+      commitSha: tap.commitSha ?? null,
+      migrated,
+    });
+    if (from === to) return result(false);
+    const text = await this.liveScript(environment, tap);
+    if (text === null) throw new ConflictError(`tap '${name}' has no script to move`);
+    if (to === 'github') {
+      const at = await this.scriptRepository.commit(
+        environment,
+        tap.name,
+        text,
+        `Move tap ${tap.name} into the repository`,
+      );
+      Object.assign(tap, { storage: 'github', ...at });
+    } else {
+      tap.scriptPath = await this.storeScriptVersion(environment, tap.name, text);
+      Object.assign(tap, { storage: 'minio', repoPath: null, commitSha: null });
+    }
+    await this.repo.updateConfig(environment, tap);
+    return result(true);
   }
 
   /** The script body, or null when the object is absent. */
@@ -135,6 +183,16 @@ export class TapsService {
 
     if (dto.script !== undefined)
       tap.scriptPath = await this.storeScriptVersion(environment, tap.name, dto.script);
+    if (tap.storage === 'github' && (dto.script !== undefined || tap.scriptPath !== current?.scriptPath)) {
+      // A repository tap gets each new script as a commit (the object version stays for rollback).
+      const text = dto.script ?? (tap.scriptPath ? await this.readScript(environment, tap.scriptPath) : null);
+      if (text !== null) {
+        Object.assign(
+          tap,
+          await this.scriptRepository.commit(environment, tap.name, text, `Update tap ${tap.name}`),
+        );
+      }
+    }
     const scheduleChanged =
       !current || current.cronExpression !== tap.cronExpression || current.enabled !== tap.enabled;
     const grant = nextGrant(
@@ -206,6 +264,10 @@ export class TapsService {
       enabled: pick('enabled', false),
       tapType: pick('tapType', 'structured'),
       catalog: text(pick('catalog', null)),
+      // Where the script lives changes only through migrate-storage.
+      storage: current?.storage ?? 'minio',
+      repoPath: current?.repoPath ?? null,
+      commitSha: current?.commitSha ?? null,
     };
   }
 }

@@ -1,5 +1,6 @@
 import { BadRequestException, Inject, Injectable, ValidationPipe } from '@nestjs/common';
 import { ToolSpec } from '@tapyard/ai';
+import { CodegenService } from '@tapyard/codegen';
 import { CONFIG, NotFoundError, TapyardConfig, ValidationError } from '@tapyard/core';
 import { SAMPLE_BYTES, SchemaDiscoveryService, UploadService } from '@tapyard/ingestion';
 import { MetadataService } from '@tapyard/metadata';
@@ -95,6 +96,7 @@ export class AssistantTools {
     private readonly nl: NlQueryService,
     private readonly metadata: MetadataService,
     private readonly attachments: AttachmentsService,
+    private readonly codegen: CodegenService,
   ) {
     this.tools = this.build();
   }
@@ -205,7 +207,9 @@ export class AssistantTools {
           if (named.length > 0)
             access.require('use', 'secret', {}, `to hand secret '${named[0]}' to a destination`);
           const dto = await validated(PipelineConfigDto, body);
-          return { status: 'ok', ...(await this.pipelines.save(ctx.env, dto)) };
+          const saved = await this.pipelines.save(ctx.env, dto);
+          this.codegen.afterSave(ctx.env, saved.name);
+          return { status: 'ok', ...saved };
         },
       },
       {

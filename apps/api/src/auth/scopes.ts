@@ -109,3 +109,11 @@ export const tapNamedInBody: ScopeResolver = async (req, refs) => {
     },
   ];
 };
+
+/** Routes under /pipelines/{name}/…: the pipeline named in the path. */
+export function pipelineInPath(param: string): ScopeResolver {
+  return async (req: TapyardRequest, refs: ModuleRef) => {
+    const name = text((req.params as Record<string, unknown> | undefined)?.[param]);
+    return name ? existing(refs, req.environment, name) : [];
+  };
+}

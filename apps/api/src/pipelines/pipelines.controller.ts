@@ -23,6 +23,7 @@ import {
   namedSecrets,
 } from '@tapyard/pipelines';
 import { PipelineAdviceService } from '@tapyard/pipeline-advice';
+import { CodegenService } from '@tapyard/codegen';
 import { ErrorBodyDto } from '../http/error-body.dto';
 import { RequestAccess, RequestEnvironment, RequestSignal } from '../http/environment.decorator';
 import { Access } from '../auth/access';
@@ -48,6 +49,7 @@ export class PipelinesController {
     private readonly discovery: SchemaDiscoveryService,
     private readonly deletion: PipelineDeletionService,
     private readonly advice: PipelineAdviceService,
+    private readonly codegen: CodegenService,
   ) {}
 
   @Post('pipeline')
@@ -84,6 +86,7 @@ export class PipelinesController {
     if (named.length > 0)
       access.require('use', 'secret', {}, `to hand secret '${named[0]}' to a destination`);
     const saved = await this.pipelines.save(env, body);
+    this.codegen.afterSave(env, saved.name);
     return { status: 'ok', ...saved };
   }
 

@@ -31,7 +31,7 @@ import { ErrorBodyDto } from '../http/error-body.dto';
 import { RequestAccess, RequestEnvironment, RequestSignal } from '../http/environment.decorator';
 import { Access } from '../auth/access';
 import { Requires } from '../auth/access-rule';
-import { tapFields, tapInBody, tapInQuery } from '../auth/scopes';
+import { tapFields, tapInBody, tapInQuery, tapNamedInBody } from '../auth/scopes';
 import {
   CronRequestDto,
   CronResultDto,
@@ -39,6 +39,8 @@ import {
   LedgerClearResultDto,
   LedgerEntryDto,
   LedgerEntryQueryDto,
+  MigrateStorageDto,
+  MigrateStorageResultDto,
   RunLogEntryDto,
   RunResultDto,
   RunTapDto,
@@ -165,7 +167,7 @@ export class TapsController {
     // Testing a stored tap as it is needs tap:run only; other code with a secret needs secret:use.
     if (tap.secretName && changesCode(stored, tap, body.script !== undefined)) requireSecretUse(access);
     const result = await this.runner.test(env, tap, body.script, q.testLimit ?? 0, access.caller);
-    const script = body.script ?? (tap.scriptPath ? await this.taps.readScript(env, tap.scriptPath) : null);
+    const script = body.script ?? (await this.taps.liveScript(env, tap));
     return { ...result, aiExplanation: await this.authoring.explain(env, tap, script, result, signal) };
   }
 
@@ -205,6 +207,28 @@ export class TapsController {
       return result;
     const tap = await this.taps.getWithScript(env, body.name);
     return { ...result, aiExplanation: await this.authoring.explain(env, tap, tap.script, result, signal) };
+  }
+
+  @Post('tap/migrate-storage')
+  @HttpCode(200)
+  @Requires('tap:update', tapNamedInBody)
+  @ApiOperation({
+    summary: "Move a tap's script between the object store and the code repository",
+    description:
+      '`target` minio or github (without it, the other backend). Into the repository: the live script is ' +
+      "committed at `<pathPrefix>taps/<tap>.py` (secret 'code-repository') and runs execute that commit; out " +
+      'of it: the file at the recorded commit becomes a new object version. Built-in objects are never deleted. ' +
+      'Already on the target: `migrated: false`, nothing changes.',
+  })
+  @ApiOkResponse({ type: MigrateStorageResultDto })
+  @ApiBadRequestResponse({ type: ErrorBodyDto, description: "No 'code-repository' secret for target github" })
+  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  @ApiConflictResponse({ type: ErrorBodyDto, description: 'The tap has no script to move' })
+  migrateStorage(
+    @RequestEnvironment() env: string,
+    @Body() body: MigrateStorageDto,
+  ): Promise<MigrateStorageResultDto> {
+    return this.taps.migrateStorage(env, body.tapName, body.target);
   }
 
   @Get('tap/runs')

@@ -1,7 +1,7 @@
 import { OptionalNotNull } from '@tapyard/core';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { IsIn, IsInt, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+import { IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
 import { TAP_NAME_PATTERN } from '@tapyard/taps';
 
 const NAME_MESSAGE = 'name must be a tap name (letters, digits, _ and -)';
@@ -208,4 +208,31 @@ export class LedgerEntryDto {
 export class LedgerClearResultDto {
   @ApiProperty({ example: 'ok' }) status!: string;
   @ApiProperty({ example: 12 }) deleted!: number;
+}
+
+export class MigrateStorageDto {
+  @ApiProperty({ example: 'github_issues' })
+  @IsString()
+  @Matches(TAP_NAME_PATTERN, { message: NAME_MESSAGE })
+  tapName!: string;
+
+  @ApiPropertyOptional({
+    enum: ['minio', 'github'],
+    description: 'Where to move the script; without it, to the other backend',
+  })
+  @IsOptional()
+  @IsIn(['minio', 'github'], { message: 'target must be minio or github' })
+  target?: 'minio' | 'github';
+}
+
+export class MigrateStorageResultDto {
+  @ApiProperty() tapName!: string;
+  @ApiProperty({ enum: ['minio', 'github'] }) storage!: string;
+  @ApiProperty({ nullable: true, type: String, description: 'The last built-in version (never deleted)' })
+  scriptPath!: string | null;
+  @ApiProperty({ nullable: true, type: String, example: 'taps/github_issues.py' }) repoPath!: string | null;
+  @ApiProperty({ nullable: true, type: String, description: 'The commit runs execute' }) commitSha!:
+    string | null;
+  @ApiProperty({ description: 'False when the script was already on the target (nothing changed)' })
+  migrated!: boolean;
 }

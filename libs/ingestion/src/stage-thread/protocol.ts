@@ -5,6 +5,7 @@
  */
 import type { PipelineDefinition } from '../../../pipelines/src/pipeline.types';
 import type { Payload } from '../../../destinations/src/destination';
+import type { ScriptRunSpec } from '../../../codegen/src/script-runner';
 
 export interface StartMessage {
   kind: 'start';
@@ -39,6 +40,11 @@ export interface PlanMessage {
    * rows one payload may hold (null: any).
    */
   encoders: { module: string; maxBatchRows: number | null }[];
+  /**
+   * The pipeline's CodeGen scripts, in stage order (data quality, then transformation): each runs in a
+   * sandboxed process of its own over every batch, after the built-in checks and mappings.
+   */
+  scripts: ScriptRunSpec[];
 }
 
 export interface NextMessage {
@@ -67,13 +73,18 @@ export type FromThread =
    * batch limit may get several); `counts` so far.
    */
   | { kind: 'batch'; payloads: Payload[][]; counts: Counts }
-  /** Every row is read and the rejects file is closed. */
-  | { kind: 'end'; counts: Counts }
+  /**
+   * Every row is read and the rejects file is closed; `sample`: the first rows as typed (before any
+   * script), for the dry run of the pipeline's next script.
+   */
+  | { kind: 'end'; counts: Counts; sample: Record<string, unknown>[] }
   | {
       kind: 'error';
       message: string;
-      /** What failed: the input (a FatalReadError), the tap stream, or something else. */
-      cause: 'read' | 'superseded' | 'aborted' | 'schema' | 'other';
+      /** What failed: the input (a FatalReadError), the tap stream, a CodeGen script, or something else. */
+      cause: 'read' | 'superseded' | 'aborted' | 'schema' | 'script' | 'other';
+      /** cause 'script': the stage of the script that failed. */
+      stage?: 'DataQuality' | 'Transformation';
     };
 
 export const HEARTBEAT = 0;

@@ -41,6 +41,7 @@ export class StageThreadError extends Error {
   constructor(
     readonly failure: Extract<FromThread, { kind: 'error' }>['cause'],
     message: string,
+    readonly stage: 'DataQuality' | 'Transformation' = 'DataQuality',
   ) {
     super(message);
   }
@@ -140,21 +141,27 @@ export class StageSession {
     fileColumns: string[],
     schema: { file: string; text: string } | null,
     encoders: PlanMessage['encoders'],
+    scripts: PlanMessage['scripts'],
   ): Promise<void> {
-    expect(await this.request({ kind: 'plan', definition, fileColumns, schema, encoders }), 'planned');
+    expect(
+      await this.request({ kind: 'plan', definition, fileColumns, schema, encoders, scripts }),
+      'planned',
+    );
   }
 
   /**
    * The next batch, encoded for each destination (payloads[i] for encoders[i]), or the final
    * counts. One batch is converted ahead.
    */
-  async next(): Promise<{ payloads: Payload[][]; counts: Counts } | { end: Counts }> {
+  async next(): Promise<
+    { payloads: Payload[][]; counts: Counts } | { end: Counts; sample: Record<string, unknown>[] }
+  > {
     const pending = this.prefetched ?? this.request({ kind: 'next' });
     this.prefetched = null;
     const r = await pending;
     if (r.kind === 'end') {
       this.done = true;
-      return { end: r.counts };
+      return { end: r.counts, sample: r.sample };
     }
     const batch = expect(r, 'batch');
     this.prefetched = this.request({ kind: 'next' });
@@ -185,7 +192,7 @@ export class StageSession {
       this.waiters.push({ resolve, reject });
       this.thread.worker.postMessage(msg);
     }).then((r) => {
-      if (r.kind === 'error') throw new StageThreadError(r.cause, r.message);
+      if (r.kind === 'error') throw new StageThreadError(r.cause, r.message, r.stage);
       return r;
     });
   }

@@ -13,7 +13,10 @@ import { StreamEndedError, tailFile } from '../readers/tail-file';
 import { BatchBuilder, RowPlan } from '../row-plan';
 import type { Payload } from '../../../destinations/src/destination';
 import type { SchemaField } from '../../../pipelines/src/pipeline.types';
-import type { TypedBatch } from '../../../pipelines/src/values/typed-batch';
+import { rowObject, rowText, type TypedBatch } from '../../../pipelines/src/values/typed-batch';
+import { safeText } from '../../../core/src/text/safe-text';
+import { RunningScript } from '../../../codegen/src/script-runner';
+import { KIND_STAGES } from '../../../codegen/src/script-contract';
 import { Counts, FromThread, HEARTBEAT, STAGE, StartMessage, ToThread } from './protocol';
 import { RecordValidator, convert, newCounts, recordValidator } from './convert';
 import { readInput } from './read-input';
@@ -33,6 +36,22 @@ interface Job {
   counts: Counts;
   spin: ((row: (string | null)[]) => void) | null;
   fast: FastCsvInput | null;
+  /** The pipeline's CodeGen scripts, started at plan, in stage order. */
+  scripts: RunningScript[];
+  /** The first rows as typed, before any script (see FromThread 'end'). */
+  sample: Record<string, unknown>[];
+}
+
+const SAMPLE_ROWS = 20;
+
+/** A CodeGen script failed: the job's stage ends with the script's own error. */
+class ScriptStageError extends Error {
+  constructor(
+    readonly stage: 'DataQuality' | 'Transformation',
+    message: string,
+  ) {
+    super(message);
+  }
 }
 
 const port = parentPort;
@@ -43,7 +62,10 @@ let jobs = 0;
 
 port.on('message', (msg: ToThread) => {
   const current = msg.kind === 'start' ? ++jobs : jobs;
-  handle(msg).catch((err: unknown) => post(current, failure(err)));
+  handle(msg).catch((err: unknown) => {
+    for (const script of job?.scripts.splice(0) ?? []) script.kill();
+    post(current, failure(err));
+  });
 });
 
 function post(id: number, reply: FromThread): void {
@@ -52,6 +74,8 @@ function post(id: number, reply: FromThread): void {
 
 async function handle(msg: ToThread): Promise<void> {
   if (msg.kind === 'start') {
+    // The previous job of this thread ended (or failed): its scripts go with it.
+    for (const script of job?.scripts ?? []) script.kill();
     if (shared === null) {
       shared = new Int32Array(msg.shared);
       const beat = shared;
@@ -76,6 +100,8 @@ async function handle(msg: ToThread): Promise<void> {
       validator: null,
       rejects: null,
       counts: newCounts(),
+      scripts: [],
+      sample: [],
       spin:
         spinOn === null
           ? null
@@ -106,7 +132,17 @@ async function handle(msg: ToThread): Promise<void> {
     j.plan = new RowPlan(msg.definition, msg.fileColumns, shared === null ? null : shared.subarray(STAGE));
     j.builder = new BatchBuilder(j.plan.outColumns);
     j.fast?.plan(msg.fileColumns, msg.definition.source.schemaProperties.fields);
-    const columns = j.plan.outColumns;
+    let columns = j.plan.outColumns;
+    for (const spec of msg.scripts) {
+      try {
+        const script = await RunningScript.start(spec);
+        j.scripts.push(script);
+        columns = script.outColumns(columns);
+      } catch (err) {
+        post(j.id, { kind: 'error', cause: 'script', stage: KIND_STAGES[spec.kind], message: message(err) });
+        return;
+      }
+    }
     j.encoders = msg.encoders.map((e) => encoderOf(e.module, e.maxBatchRows, columns));
     if (msg.schema !== null) {
       try {
@@ -129,7 +165,7 @@ async function handle(msg: ToThread): Promise<void> {
     const payloads = await j.fast.next(j.plan, j.builder, j.encoders[0], j.counts, j.rejects);
     if (payloads === null) {
       await close(j.rejects);
-      post(j.id, { kind: 'end', counts: j.counts });
+      post(j.id, { kind: 'end', counts: j.counts, sample: [] });
     } else postBatch(j, [payloads]);
     return;
   }
@@ -139,18 +175,60 @@ async function handle(msg: ToThread): Promise<void> {
     const r = await readerOf(j).next();
     if (r.done) {
       await close(j.rejects);
-      post(j.id, { kind: 'end', counts: j.counts });
+      for (const script of j.scripts.splice(0)) await script.close().catch(() => undefined);
+      post(j.id, { kind: 'end', counts: j.counts, sample: j.sample });
       return;
     }
     batch = r.value;
   }
   const reasons = j.validator ? await j.validator(batch.rows.map((r) => r[0] ?? '')) : null;
   if (shared !== null) shared[STAGE] = 0;
-  const typed = convert(batch, j.plan, j.counts, j.rejects, reasons, j.spin, j.builder);
+  let typed = convert(batch, j.plan, j.counts, j.rejects, reasons, j.spin, j.builder);
+  if (j.sample.length < SAMPLE_ROWS) keepSample(j, typed);
+  for (const script of j.scripts) typed = await runScript(j, script, typed);
   postBatch(
     j,
     j.encoders.map((encode) => encode(typed)),
   );
+}
+
+/** One batch through a CodeGen script; the rows it rejects go to the rejects with its reason. */
+async function runScript(j: Job, script: RunningScript, typed: TypedBatch): Promise<TypedBatch> {
+  const stage = script.stage;
+  if (shared !== null) shared[STAGE] = stage === 'DataQuality' ? 0 : 1;
+  let out;
+  try {
+    out = await script.apply(typed);
+  } catch (err) {
+    throw new ScriptStageError(stage, `the ${script.name} script failed: ${message(err)}`);
+  }
+  const rejects = j.rejects as WriteStream;
+  for (let k = 0; k < out.rejects.rows.length; k++) {
+    const row = out.rejects.rows[k];
+    const reason = out.rejects.reasons[k];
+    j.counts.firstReject ??= `line ${typed.lines[row]}: ${reason}`;
+    j.counts.rejected++;
+    if (stage === 'DataQuality') j.counts.dq++;
+    else j.counts.tf++;
+    rejects.write(
+      JSON.stringify({
+        line: typed.lines[row],
+        stage,
+        reason: safeText(reason),
+        raw: safeText(rowText(typed, row)),
+      }) + '\n',
+    );
+  }
+  return out.batch;
+}
+
+function keepSample(j: Job, typed: TypedBatch): void {
+  for (let r = 0; r < typed.lines.length && j.sample.length < SAMPLE_ROWS; r++) {
+    const row = rowObject(typed, r);
+    // JSON has no BigInt: the digits travel as text, which the dry run coerces back.
+    for (const [k, v] of Object.entries(row)) if (typeof v === 'bigint') row[k] = v.toString();
+    j.sample.push(row);
+  }
 }
 
 function readerOf(j: Job): AsyncGenerator<RecordBatch> {
@@ -200,6 +278,8 @@ function encoderOf(
 }
 
 function failure(err: unknown): FromThread {
+  if (err instanceof ScriptStageError)
+    return { kind: 'error', cause: 'script', stage: err.stage, message: err.message };
   if (err instanceof StreamEndedError) {
     return { kind: 'error', cause: err.superseded ? 'superseded' : 'aborted', message: err.message };
   }

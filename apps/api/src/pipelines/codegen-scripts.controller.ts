@@ -1,0 +1,172 @@
+import { Controller, Get, HttpCode, Inject, Param, ParseIntPipe, Post, Query } from '@nestjs/common';
+import {
+  ApiBadGatewayResponse,
+  ApiBadRequestResponse,
+  ApiConflictResponse,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+  ApiUnprocessableEntityResponse,
+} from '@nestjs/swagger';
+import { Logger } from 'pino';
+import { CodegenEntry, CodegenService, VersionItem } from '@tapyard/codegen';
+import { LOGGER, ValidationError } from '@tapyard/core';
+import { ErrorBodyDto } from '../http/error-body.dto';
+import { RequestAccess, RequestEnvironment, RequestSignal } from '../http/environment.decorator';
+import { Access } from '../auth/access';
+import { Requires } from '../auth/access-rule';
+import { pipelineInPath } from '../auth/scopes';
+import {
+  CodegenEntriesDto,
+  CodegenEntryDto,
+  CodegenVersionDto,
+  RegenerateQueryDto,
+} from './codegen-scripts.dto';
+
+const CONTRACT =
+  'Scripts follow the script contract (README "CodeGen scripts"): data-quality.py defines check(rows) returning ' +
+  'None or a reason per row; transformation.py declares OUTPUT_COLUMNS and defines transform(rows) returning a ' +
+  'row (or None) per row. Standard library only, no network, run sandboxed per batch.';
+
+@ApiTags('codegen scripts')
+@Controller('pipelines/:name/codegen-scripts')
+export class CodegenScriptsController {
+  constructor(
+    private readonly codegen: CodegenService,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {}
+
+  @Get()
+  @Requires('pipeline:read', pipelineInPath('name'))
+  @ApiOperation({
+    summary: "A pipeline's CodeGen scripts (null for a kind without instruction)",
+    description: CONTRACT,
+  })
+  @ApiOkResponse({ type: CodegenEntriesDto })
+  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  @ApiBadGatewayResponse({ type: ErrorBodyDto, description: 'The code repository could not be reached' })
+  entries(
+    @RequestEnvironment() env: string,
+    @Param('name') name: string,
+  ): Promise<Record<string, CodegenEntry | null>> {
+    return this.codegen.entries(env, name);
+  }
+
+  @Get(':kind/versions')
+  @Requires('pipeline:read', pipelineInPath('name'))
+  @ApiOperation({ summary: 'Version history of a script, newest first' })
+  @ApiOkResponse({ type: [CodegenVersionDto] })
+  @ApiBadRequestResponse({ type: ErrorBodyDto, description: 'Unknown kind' })
+  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  versions(
+    @RequestEnvironment() env: string,
+    @Param('name') name: string,
+    @Param('kind') kind: string,
+  ): Promise<VersionItem[]> {
+    return this.codegen.versions(env, name, kind);
+  }
+
+  @Post(':kind/regenerate')
+  @HttpCode(200)
+  @Requires('pipeline:update', pipelineInPath('name'))
+  @ApiOperation({
+    summary: 'Write the script again with the model',
+    description:
+      'The new script goes live only after the static checks and a dry run on the rows the pipeline last landed; ' +
+      'otherwise the entry is pending with the reason and the live script keeps running. In a code repository a ' +
+      'file edited since the recorded commit is not overwritten (the entry carries `conflict`) unless overwrite=true.',
+  })
+  @ApiOkResponse({ type: CodegenEntryDto })
+  @ApiBadRequestResponse({ type: ErrorBodyDto, description: 'Unknown kind, or no instruction of that kind' })
+  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  @ApiBadGatewayResponse({ type: ErrorBodyDto, description: 'The model or the store failed' })
+  regenerate(
+    @RequestEnvironment() env: string,
+    @Param('name') name: string,
+    @Param('kind') kind: string,
+    @Query() q: RegenerateQueryDto,
+    @RequestSignal() signal: AbortSignal,
+  ): Promise<CodegenEntry> {
+    return this.codegen.regenerate(env, name, kind, q.overwrite === true, 'regenerate', signal);
+  }
+
+  @Post(':kind/pull')
+  @HttpCode(200)
+  @Requires('pipeline:update', pipelineInPath('name'))
+  @ApiOperation({
+    summary: "Adopt the repository branch head's file (origin `repository`)",
+    description:
+      'Clears a conflict. The file must meet the script contract (422 otherwise, nothing changed).',
+  })
+  @ApiOkResponse({ type: CodegenEntryDto })
+  @ApiBadRequestResponse({
+    type: ErrorBodyDto,
+    description: 'Unknown kind, no instruction, or not in a repository',
+  })
+  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  @ApiUnprocessableEntityResponse({ type: ErrorBodyDto })
+  @ApiBadGatewayResponse({ type: ErrorBodyDto })
+  pull(
+    @RequestEnvironment() env: string,
+    @Param('name') name: string,
+    @Param('kind') kind: string,
+  ): Promise<CodegenEntry> {
+    return this.codegen.pull(env, name, kind);
+  }
+
+  @Post(':kind/versions/:version/restore')
+  @HttpCode(200)
+  @Requires('pipeline:update', pipelineInPath('name'))
+  @ApiOperation({
+    summary: 'Restore an earlier version as the new latest version',
+    description:
+      'Spec rules 1-5: `origin` restore-version, the model that wrote it kept; the object replaced or a new ' +
+      'commit; `noop: true` with nothing written when the text equals the live script. Audited as ' +
+      '`codegen-script-restore-version:<kind>` (agent-policy action pipeline:update:codegen-scripts).',
+  })
+  @ApiOkResponse({ type: CodegenEntryDto })
+  @ApiBadRequestResponse({ type: ErrorBodyDto, description: 'Unknown kind, or no instruction of that kind' })
+  @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'Unknown pipeline or version' })
+  @ApiConflictResponse({
+    type: ErrorBodyDto,
+    description: 'The repository file was edited since the recorded commit',
+  })
+  @ApiUnprocessableEntityResponse({
+    type: ErrorBodyDto,
+    description: 'Written for a different instruction, source schema or script contract',
+  })
+  @ApiBadGatewayResponse({
+    type: ErrorBodyDto,
+    description: 'The script could not be stored; nothing changed',
+  })
+  async restore(
+    @RequestEnvironment() env: string,
+    @RequestAccess() access: Access,
+    @Param('name') name: string,
+    @Param('kind') kind: string,
+    @Param(
+      'version',
+      new ParseIntPipe({ exceptionFactory: () => new ValidationError('version must be an integer') }),
+    )
+    version: number,
+  ): Promise<CodegenEntry> {
+    const audit = {
+      event: `codegen-script-restore-version:${kind}`,
+      key: access.identity.name,
+      pipeline: name,
+      version,
+    };
+    try {
+      const entry = await this.codegen.restore(env, name, kind, version);
+      this.logger.info(
+        { ...audit, outcome: entry.noop ? 'noop' : 'restored', newVersion: entry.version },
+        'audit',
+      );
+      return entry;
+    } catch (err) {
+      this.logger.warn({ ...audit, outcome: 'refused', reason: (err as Error).message }, 'audit');
+      throw err;
+    }
+  }
+}

@@ -1,0 +1,344 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, EntityManager } from 'typeorm';
+import type { SchemaField } from '@tapyard/pipelines';
+import type { CodegenKind } from './script-contract';
+
+export type Origin = 'save' | 'run' | 'regenerate' | 'repository' | 'restore' | 'restore-version';
+export type Storage = 'minio' | 'github';
+
+/** The live script of a pipeline and kind, as recorded (its text lives in the store it names). */
+export interface ScriptRecord {
+  pipeline: string;
+  kind: CodegenKind;
+  version: number | null;
+  origin: Origin | null;
+  model: string | null;
+  generatedAt: string | null;
+  fingerprint: string | null;
+  contractVersion: number;
+  outputColumns: SchemaField[];
+  storage: Storage;
+  objectKey: string | null;
+  repoPath: string | null;
+  commitSha: string | null;
+  pendingReason: string | null;
+  conflictReason: string | null;
+}
+
+export interface ScriptVersion {
+  version: number;
+  origin: Origin | null;
+  model: string | null;
+  generatedAt: string | null;
+  fingerprint: string | null;
+  contractVersion: number;
+  outputColumns: SchemaField[];
+  script: string;
+  commitSha: string | null;
+}
+
+interface RecordRow {
+  pipeline: string;
+  kind: CodegenKind;
+  version: number | null;
+  origin: Origin | null;
+  model: string | null;
+  generated_at: Date | null;
+  fingerprint: string | null;
+  contract_version: number;
+  output_columns: SchemaField[];
+  storage: Storage;
+  object_key: string | null;
+  repo_path: string | null;
+  commit_sha: string | null;
+  pending_reason: string | null;
+  conflict_reason: string | null;
+}
+
+interface VersionRow {
+  version: number;
+  origin: Origin | null;
+  model: string | null;
+  generated_at: Date | null;
+  fingerprint: string | null;
+  contract_version: number;
+  output_columns: SchemaField[];
+  script: string;
+  commit_sha: string | null;
+}
+
+const toRecord = (r: RecordRow): ScriptRecord => ({
+  pipeline: r.pipeline,
+  kind: r.kind,
+  version: r.version,
+  origin: r.origin,
+  model: r.model,
+  generatedAt: r.generated_at?.toISOString() ?? null,
+  fingerprint: r.fingerprint,
+  contractVersion: r.contract_version,
+  outputColumns: r.output_columns,
+  storage: r.storage,
+  objectKey: r.object_key,
+  repoPath: r.repo_path,
+  commitSha: r.commit_sha,
+  pendingReason: r.pending_reason,
+  conflictReason: r.conflict_reason,
+});
+
+const toVersion = (r: VersionRow): ScriptVersion => ({
+  version: r.version,
+  origin: r.origin,
+  model: r.model,
+  generatedAt: r.generated_at?.toISOString() ?? null,
+  fingerprint: r.fingerprint,
+  contractVersion: r.contract_version,
+  outputColumns: r.output_columns,
+  script: r.script,
+  commitSha: r.commit_sha,
+});
+
+const RECORD_COLUMNS = `pipeline, kind, version, origin, model, generated_at, fingerprint, contract_version,
+  output_columns, storage, object_key, repo_path, commit_sha, pending_reason, conflict_reason`;
+const VERSION_COLUMNS = `version, origin, model, generated_at, fingerprint, contract_version, output_columns,
+  script, commit_sha`;
+
+/** A new live script: the record and the version it adds, written together. */
+export interface NewLive {
+  origin: Origin;
+  model: string | null;
+  generatedAt: string | null;
+  fingerprint: string | null;
+  contractVersion: number;
+  outputColumns: SchemaField[];
+  script: string;
+  storage: Storage;
+  objectKey: string | null;
+  repoPath: string | null;
+  commitSha: string | null;
+}
+
+@Injectable()
+export class CodegenRepository {
+  constructor(@InjectDataSource() private readonly ds: DataSource) {}
+
+  async find(environment: string, pipeline: string, kind: CodegenKind): Promise<ScriptRecord | null> {
+    const rows = (await this.ds.query(
+      `SELECT ${RECORD_COLUMNS} FROM tapyard.codegen_scripts WHERE environment = $1 AND pipeline = $2 AND kind = $3`,
+      [environment, pipeline, kind],
+    )) as RecordRow[];
+    return rows[0] ? toRecord(rows[0]) : null;
+  }
+
+  async versions(environment: string, pipeline: string, kind: CodegenKind): Promise<ScriptVersion[]> {
+    const rows = (await this.ds.query(
+      `SELECT ${VERSION_COLUMNS} FROM tapyard.codegen_script_versions
+        WHERE environment = $1 AND pipeline = $2 AND kind = $3 ORDER BY version DESC`,
+      [environment, pipeline, kind],
+    )) as VersionRow[];
+    return rows.map(toVersion);
+  }
+
+  async version(
+    environment: string,
+    pipeline: string,
+    kind: CodegenKind,
+    version: number,
+  ): Promise<ScriptVersion | null> {
+    const rows = (await this.ds.query(
+      `SELECT ${VERSION_COLUMNS} FROM tapyard.codegen_script_versions
+        WHERE environment = $1 AND pipeline = $2 AND kind = $3 AND version = $4`,
+      [environment, pipeline, kind, version],
+    )) as VersionRow[];
+    return rows[0] ? toVersion(rows[0]) : null;
+  }
+
+  /**
+   * Records a new live script as the next version, in one transaction under the record's row lock
+   * (two writers number their versions one after the other). Returns the new version number.
+   */
+  async addLive(environment: string, pipeline: string, kind: CodegenKind, live: NewLive): Promise<number> {
+    return this.ds.transaction(async (m) => {
+      await this.lock(m, environment, pipeline, kind);
+      const top = (await m.query(
+        `SELECT coalesce(max(version), 0) AS v FROM tapyard.codegen_script_versions
+          WHERE environment = $1 AND pipeline = $2 AND kind = $3`,
+        [environment, pipeline, kind],
+      )) as { v: number }[];
+      const version = Number(top[0].v) + 1;
+      await m.query(
+        `INSERT INTO tapyard.codegen_script_versions (environment, pipeline, kind, version, origin, model,
+           generated_at, fingerprint, contract_version, output_columns, script, commit_sha)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11, $12)`,
+        [
+          environment,
+          pipeline,
+          kind,
+          version,
+          live.origin,
+          live.model,
+          live.generatedAt,
+          live.fingerprint,
+          live.contractVersion,
+          JSON.stringify(live.outputColumns),
+          live.script,
+          live.commitSha,
+        ],
+      );
+      await m.query(
+        `INSERT INTO tapyard.codegen_scripts (environment, pipeline, kind, version, origin, model, generated_at,
+           fingerprint, contract_version, output_columns, storage, object_key, repo_path, commit_sha,
+           pending_reason, conflict_reason)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11, $12, $13, $14, NULL, NULL)
+         ON CONFLICT (environment, pipeline, kind) DO UPDATE SET
+           version = EXCLUDED.version, origin = EXCLUDED.origin, model = EXCLUDED.model,
+           generated_at = EXCLUDED.generated_at, fingerprint = EXCLUDED.fingerprint,
+           contract_version = EXCLUDED.contract_version, output_columns = EXCLUDED.output_columns,
+           storage = EXCLUDED.storage, object_key = EXCLUDED.object_key, repo_path = EXCLUDED.repo_path,
+           commit_sha = EXCLUDED.commit_sha, pending_reason = NULL, conflict_reason = NULL,
+           updated_at = now()`,
+        [
+          environment,
+          pipeline,
+          kind,
+          version,
+          live.origin,
+          live.model,
+          live.generatedAt,
+          live.fingerprint,
+          live.contractVersion,
+          JSON.stringify(live.outputColumns),
+          live.storage,
+          live.objectKey,
+          live.repoPath,
+          live.commitSha,
+        ],
+      );
+      return version;
+    });
+  }
+
+  /**
+   * A script stored before versioning gets number 1 (spec Versioning 5), from its current text; a no-op
+   * once it has a number. Returns the record's version.
+   */
+  async numberFirst(
+    environment: string,
+    pipeline: string,
+    kind: CodegenKind,
+    script: string,
+  ): Promise<number | null> {
+    return this.ds.transaction(async (m) => {
+      const rows = (await m.query(
+        `SELECT ${RECORD_COLUMNS} FROM tapyard.codegen_scripts
+          WHERE environment = $1 AND pipeline = $2 AND kind = $3 FOR UPDATE`,
+        [environment, pipeline, kind],
+      )) as RecordRow[];
+      const r = rows[0];
+      if (!r) return null;
+      if (r.version !== null) return r.version;
+      await m.query(
+        `INSERT INTO tapyard.codegen_script_versions (environment, pipeline, kind, version, origin, model,
+           generated_at, fingerprint, contract_version, output_columns, script, commit_sha)
+         VALUES ($1, $2, $3, 1, $4, $5, $6, $7, $8, $9::jsonb, $10, $11)`,
+        [
+          environment,
+          pipeline,
+          kind,
+          r.origin,
+          r.model,
+          r.generated_at,
+          r.fingerprint,
+          r.contract_version,
+          JSON.stringify(r.output_columns),
+          script,
+          r.commit_sha,
+        ],
+      );
+      await m.query(
+        `UPDATE tapyard.codegen_scripts SET version = 1 WHERE environment = $1 AND pipeline = $2 AND kind = $3`,
+        [environment, pipeline, kind],
+      );
+      return 1;
+    });
+  }
+
+  /** Marks the entry pending (or ready again with null); creates a record-less placeholder when none exists. */
+  async setPending(
+    environment: string,
+    pipeline: string,
+    kind: CodegenKind,
+    reason: string | null,
+    storage: Storage,
+    contractVersion: number,
+  ): Promise<void> {
+    await this.ds.query(
+      `INSERT INTO tapyard.codegen_scripts (environment, pipeline, kind, contract_version, storage, pending_reason)
+       VALUES ($1, $2, $3, $4, $5, $6)
+       ON CONFLICT (environment, pipeline, kind) DO UPDATE SET pending_reason = EXCLUDED.pending_reason,
+         updated_at = now()`,
+      [environment, pipeline, kind, contractVersion, storage, reason],
+    );
+  }
+
+  async setConflict(
+    environment: string,
+    pipeline: string,
+    kind: CodegenKind,
+    reason: string | null,
+  ): Promise<void> {
+    await this.ds.query(
+      `UPDATE tapyard.codegen_scripts SET conflict_reason = $4, updated_at = now()
+        WHERE environment = $1 AND pipeline = $2 AND kind = $3`,
+      [environment, pipeline, kind, reason],
+    );
+  }
+
+  /** Every record and version of a pipeline, when the pipeline is deleted. */
+  async deletePipeline(environment: string, pipeline: string): Promise<void> {
+    await this.ds.transaction(async (m) => {
+      for (const table of ['codegen_scripts', 'codegen_script_versions', 'landed_samples']) {
+        await m.query(`DELETE FROM tapyard.${table} WHERE environment = $1 AND pipeline = $2`, [
+          environment,
+          pipeline,
+        ]);
+      }
+    });
+  }
+
+  async saveSample(
+    environment: string,
+    pipeline: string,
+    columns: SchemaField[],
+    rows: Record<string, unknown>[],
+  ): Promise<void> {
+    await this.ds.query(
+      `INSERT INTO tapyard.landed_samples (environment, pipeline, columns, rows) VALUES ($1, $2, $3::jsonb, $4::jsonb)
+       ON CONFLICT (environment, pipeline) DO UPDATE SET columns = EXCLUDED.columns, rows = EXCLUDED.rows,
+         taken_at = now()`,
+      [environment, pipeline, JSON.stringify(columns), JSON.stringify(rows)],
+    );
+  }
+
+  async sample(
+    environment: string,
+    pipeline: string,
+  ): Promise<{ columns: SchemaField[]; rows: Record<string, unknown>[] } | null> {
+    const rows = (await this.ds.query(
+      `SELECT columns, rows FROM tapyard.landed_samples WHERE environment = $1 AND pipeline = $2`,
+      [environment, pipeline],
+    )) as { columns: SchemaField[]; rows: Record<string, unknown>[] }[];
+    return rows[0] ?? null;
+  }
+
+  private async lock(
+    m: EntityManager,
+    environment: string,
+    pipeline: string,
+    kind: CodegenKind,
+  ): Promise<void> {
+    await m.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [
+      `codegen:${environment}:${pipeline}:${kind}`,
+    ]);
+  }
+}

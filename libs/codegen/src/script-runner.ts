@@ -1,0 +1,242 @@
+/**
+ * Runs one CodeGen script over a job's batches: one sandboxed process per job and script, fed one
+ * batch per call (BatchSession), its answers checked against the script contract. Plain code (no Nest):
+ * the stage thread runs scripts with it, and the dry run before a script goes live does too.
+ */
+import { BatchSession } from '../../sandbox/src/batch-session';
+import { SandboxError } from '../../sandbox/src/errors';
+import type { RunLimits } from '../../sandbox/src/limits';
+import { PythonSandbox, type BwrapMode } from '../../sandbox/src/sandbox';
+import { writeScript, type ScriptFile } from '../../sandbox/src/script-file';
+import type { SchemaField } from '../../pipelines/src/pipeline.types';
+import { Invalid, coercer, type Value } from '../../pipelines/src/values/coerce';
+import type { TypedBatch } from '../../pipelines/src/values/typed-batch';
+import { CodegenKind, ENTRY_POINTS, KIND_STAGES, SCRIPT_FILES, runnableScript } from './script-contract';
+
+/** Everything a process needs to start a script: structured-clone data, so it crosses into a thread. */
+export interface ScriptRunSpec {
+  kind: CodegenKind;
+  script: string;
+  /** Transformation scripts: the columns they add (OUTPUT_COLUMNS, checked when stored). */
+  outputColumns: SchemaField[];
+  python: string;
+  venvDir: string;
+  bwrap: BwrapMode;
+  limits: Partial<RunLimits>;
+  batchTimeoutMs: number;
+}
+
+/** A script failed: its own error, with only its own frames (the driver's are cut). */
+export class ScriptFailure extends Error {
+  override readonly name = 'ScriptFailure';
+}
+
+/** Rows the script rejected (index into the batch it was given) with the reason. */
+export interface ScriptRejects {
+  rows: number[];
+  reasons: string[];
+}
+
+const MAX_REASON = 500;
+
+export class RunningScript {
+  private constructor(
+    private readonly spec: ScriptRunSpec,
+    private readonly session: BatchSession,
+    private readonly file: ScriptFile,
+    private readonly scriptLines: number,
+  ) {}
+
+  static async start(spec: ScriptRunSpec): Promise<RunningScript> {
+    const { text, scriptLines } = runnableScript(spec.kind, spec.script);
+    // The file name shows in tracebacks: the script's own name (as a module name).
+    const file = await writeScript(text, { fileName: SCRIPT_FILES[spec.kind].replace('-', '_') });
+    const sandbox = new PythonSandbox({ bwrap: spec.bwrap, limits: spec.limits });
+    const session = BatchSession.start(sandbox, {
+      scriptPath: file.path,
+      python: spec.python,
+      venvDir: spec.venvDir,
+      env: {},
+    });
+    return new RunningScript(spec, session, file, scriptLines);
+  }
+
+  get stage(): 'DataQuality' | 'Transformation' {
+    return KIND_STAGES[this.spec.kind];
+  }
+
+  /** `data-quality` or `transformation`, for messages. */
+  get name(): string {
+    return SCRIPT_FILES[this.spec.kind].replace(/\.py$/, '');
+  }
+
+  /** Columns of the batches apply() returns. */
+  outColumns(input: readonly SchemaField[]): SchemaField[] {
+    return this.spec.kind === 'transformation' ? [...input, ...this.spec.outputColumns] : [...input];
+  }
+
+  /**
+   * One batch through the script: a data-quality script returns the batch without the rows it rejects;
+   * a transformation returns the transformed rows (input columns, then the added ones), typed, and
+   * rejects a row it drops or whose values do not fit their types.
+   */
+  async apply(batch: TypedBatch): Promise<{ batch: TypedBatch; rejects: ScriptRejects }> {
+    const n = batch.lines.length;
+    if (n === 0)
+      return {
+        batch: { ...batch, columns: this.outColumns(batch.columns) },
+        rejects: { rows: [], reasons: [] },
+      };
+    const answer = await this.call(batchJson(batch));
+    const entry = ENTRY_POINTS[this.spec.kind];
+    if (!Array.isArray(answer) || answer.length !== n) {
+      const got = Array.isArray(answer) ? `${answer.length} entries` : describe(answer);
+      throw new ScriptFailure(`${entry}() must return a list with one entry per row (${n} rows), got ${got}`);
+    }
+    return this.spec.kind === 'dataQuality' ? verdicts(batch, answer) : this.transformed(batch, answer);
+  }
+
+  private async call(line: string): Promise<unknown> {
+    let answer: unknown;
+    try {
+      answer = await this.session.call(line, this.spec.batchTimeoutMs);
+    } catch (err) {
+      throw this.failure(err);
+    }
+    return typeof answer === 'object' && answer !== null && 'result' in answer
+      ? (answer as { result: unknown }).result
+      : answer;
+  }
+
+  private transformed(batch: TypedBatch, answer: unknown[]): { batch: TypedBatch; rejects: ScriptRejects } {
+    const columns = this.outColumns(batch.columns);
+    const coerce = columns.map((c) => coercer(c.type, false));
+    const values: Value[][] = columns.map(() => []);
+    const lines: number[] = [];
+    const rejects: ScriptRejects = { rows: [], reasons: [] };
+    for (let i = 0; i < answer.length; i++) {
+      const row = answer[i];
+      if (row === null) {
+        rejects.rows.push(i);
+        rejects.reasons.push('the transformation rejected this row');
+        continue;
+      }
+      if (typeof row !== 'object' || Array.isArray(row)) {
+        throw new ScriptFailure(
+          `transform() must return a dict (or None) per row; row ${i} is ${describe(row)}`,
+        );
+      }
+      const obj = row as Record<string, unknown>;
+      const typed: Value[] = [];
+      let problem: string | null = null;
+      for (let c = 0; c < columns.length && problem === null; c++) {
+        const name = columns[c].name;
+        if (!(name in obj)) problem = `transform() left out column '${name}'`;
+        else {
+          const v = toValue(obj[name], coerce[c]);
+          if (v instanceof Invalid) problem = `column '${name}' after the transformation: ${v.reason}`;
+          else typed.push(v);
+        }
+      }
+      if (problem !== null) {
+        rejects.rows.push(i);
+        rejects.reasons.push(problem);
+        continue;
+      }
+      for (let c = 0; c < columns.length; c++) values[c].push(typed[c]);
+      lines.push(batch.lines[i]);
+    }
+    return { batch: { columns, values, lines }, rejects };
+  }
+
+  /** The script's error as one message: its exception and its own frames, never a platform path. */
+  private failure(err: unknown): Error {
+    if (!(err instanceof SandboxError)) return err instanceof Error ? err : new Error(String(err));
+    const entry = ENTRY_POINTS[this.spec.kind];
+    const message = err.message.replace(/^fetch\(\) raised /, `${entry}() raised `);
+    const frames = (err.details.traceback ?? '').split('\n').reduce<{ out: string[]; keep: boolean }>(
+      (acc, line) => {
+        const m = /^ {2}File "[^"]*", line (\d+), in /.exec(line);
+        if (m) acc.keep = Number(m[1]) <= this.scriptLines;
+        if (acc.keep && line.trim() !== '') acc.out.push(line);
+        return acc;
+      },
+      { out: [], keep: false },
+    ).out;
+    return new ScriptFailure(frames.length > 0 ? `${message}\n${frames.join('\n')}` : message);
+  }
+
+  /** Ends the script after its last batch; one that does not leave within a batch's time is killed. */
+  async close(): Promise<void> {
+    const timer = setTimeout(() => this.session.kill(), this.spec.batchTimeoutMs);
+    try {
+      await this.session.close();
+    } finally {
+      clearTimeout(timer);
+      await this.file.remove().catch(() => undefined);
+    }
+  }
+
+  kill(): void {
+    this.session.kill();
+    void this.file.remove().catch(() => undefined);
+  }
+}
+
+function verdicts(batch: TypedBatch, answer: unknown[]): { batch: TypedBatch; rejects: ScriptRejects } {
+  const rejects: ScriptRejects = { rows: [], reasons: [] };
+  const keep: number[] = [];
+  for (let i = 0; i < answer.length; i++) {
+    const v = answer[i];
+    if (v === null || v === true || v === '') keep.push(i);
+    else if (typeof v === 'string' || v === false) {
+      rejects.rows.push(i);
+      rejects.reasons.push(
+        typeof v === 'string' ? v.slice(0, MAX_REASON) : 'rejected by the data-quality script',
+      );
+    } else
+      throw new ScriptFailure(
+        `check() must return None or a reason (str) per row; row ${i} got ${describe(v)}`,
+      );
+  }
+  if (rejects.rows.length === 0) return { batch, rejects };
+  return {
+    batch: {
+      columns: batch.columns,
+      values: batch.values.map((col) => keep.map((i) => col[i])),
+      lines: keep.map((i) => batch.lines[i]),
+    },
+    rejects,
+  };
+}
+
+/** A value from the script's JSON, checked against its column's type by the schema's own rules. */
+function toValue(v: unknown, coerce: (raw: string) => Value | Invalid): Value | Invalid {
+  if (v === null || v === undefined) return null;
+  if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') {
+    if (typeof v === 'number' && !Number.isFinite(v)) return new Invalid('is not a finite number');
+    return coerce(String(v));
+  }
+  return new Invalid(`is ${describe(v)}, not a value`);
+}
+
+function describe(v: unknown): string {
+  if (v === null) return 'None';
+  if (Array.isArray(v)) return 'a list';
+  return typeof v === 'object' ? 'a dict' : `a ${typeof v}`;
+}
+
+/** The batch as the script's rows: a JSON list of objects (BigInts as exact JSON integers). */
+export function batchJson(batch: TypedBatch): string {
+  const names = batch.columns.map((c) => `${JSON.stringify(c.name)}:`);
+  const parts: string[] = [];
+  for (let r = 0; r < batch.lines.length; r++) {
+    const cells: string[] = [];
+    for (let c = 0; c < names.length; c++) {
+      const v = batch.values[c][r];
+      cells.push(names[c] + (typeof v === 'bigint' ? v.toString() : JSON.stringify(v)));
+    }
+    parts.push(`{${cells.join(',')}}`);
+  }
+  return `[${parts.join(',')}]`;
+}
