@@ -173,8 +173,26 @@ describe('CodeGen scripts (model double, real sandbox, MinIO, Postgres and a loo
         .expect(200);
     });
 
-    it('writes both scripts on save; DQ rejects rows with reasons, the transformation adds a column', async () => {
-      double.script(reply(DQ_V1), reply(TF_V1));
+    it('writes a missing script lazily when a job runs (origin run)', async () => {
+      double.script(reply(DQ_V1));
+      const { job, rejects } = await load('id,amount\n1,1\n2,-1\n');
+      expect(job.rollup.status).toBe('warning');
+      expect(rejects).toEqual([{ line: 3, stage: 'DataQuality', reason: 'amount is negative' }]);
+      expect((await entries()).dataQuality).toMatchObject({
+        origin: 'run',
+        version: 1,
+        status: 'ready',
+        pendingReason: null,
+      });
+      // The model was told the contract and the columns it gets.
+      const prompt = ModelDouble.promptText(double.calls[0]);
+      expect(prompt).toContain('def check(rows):');
+      expect(prompt).toContain('amount: double');
+      expect(prompt).toContain(DQ_INSTRUCTION);
+    });
+
+    it("writes a new instruction's script on save; DQ rejects rows with reasons, the transformation adds a column", async () => {
+      double.script(reply(TF_V1));
       const saved = await http()
         .post('/api/v1/pipeline')
         .send(pipelineBody(DQ_INSTRUCTION, TF_INSTRUCTION))
@@ -187,7 +205,7 @@ describe('CodeGen scripts (model double, real sandbox, MinIO, Postgres and a loo
         script: DQ_V1,
         model: 'codegen-1',
         modelIsCurrent: true,
-        origin: 'save',
+        origin: 'run',
         version: 1,
         storage: 'minio',
         repoPath: null,
@@ -198,11 +216,9 @@ describe('CodeGen scripts (model double, real sandbox, MinIO, Postgres and a loo
       });
       expect(both.dataQuality.fingerprint).toMatch(/^[0-9a-f]{64}$/);
       expect(both.transformation).toMatchObject({ script: TF_V1, origin: 'save', version: 1 });
-      // The model was told the contract and the columns it gets.
-      const prompt = ModelDouble.promptText(double.calls[0]);
-      expect(prompt).toContain('def check(rows):');
-      expect(prompt).toContain('amount: double');
-      expect(prompt).toContain(DQ_INSTRUCTION);
+      // Only the transformation was new; it was told to declare its columns.
+      expect(double.calls).toHaveLength(1);
+      expect(ModelDouble.promptText(double.calls[0])).toContain('OUTPUT_COLUMNS');
       // A script change is not a definition change.
       const def = (await http().get('/api/v1/pipeline').query({ pipeline: 'sales' }).expect(200)).body;
       expect(def.version).toBe(saved.body.version);
@@ -248,7 +264,7 @@ describe('CodeGen scripts (model double, real sandbox, MinIO, Postgres and a loo
       expect(v2).toMatchObject({ status: 'ready', version: 2, origin: 'regenerate', script: DQ_V2 });
       expect((await versions()).map((v) => [v.version, v.origin])).toEqual([
         [2, 'regenerate'],
-        [1, 'save'],
+        [1, 'run'],
       ]);
 
       const restored = (await restore(1).expect(200)).body;
@@ -337,6 +353,20 @@ describe('CodeGen scripts (model double, real sandbox, MinIO, Postgres and a loo
       } finally {
         await keyed.close();
       }
+    });
+
+    it('says when the codegen model setting changed since a script was written', async () => {
+      const secret = { provider: 'openai-compatible', baseUrl: double.openaiUrl, model: 'base-1' };
+      await http()
+        .put('/api/v1/secrets/ai')
+        .send({ ...secret, 'model.codegen': 'codegen-2' })
+        .expect(200);
+      expect((await entries()).dataQuality).toMatchObject({ model: 'codegen-1', modelIsCurrent: false });
+      await http()
+        .put('/api/v1/secrets/ai')
+        .send({ ...secret, 'model.codegen': 'codegen-1' })
+        .expect(200);
+      expect((await entries()).dataQuality.modelIsCurrent).toBe(true);
     });
 
     it('numbers a script stored before versioning as 1 on the first history read', async () => {

@@ -436,8 +436,11 @@ export class CodegenService {
     const instruction = instructionOf(def, kind) ?? '';
     const script = record ? await this.store.read(environment, record) : null;
     const fits = record?.fingerprint === fingerprint(instruction, scriptColumns(def));
+    // "No provider" stops being the reason once one is configured: the next save, run or regenerate writes it.
+    const stored =
+      record?.pendingReason === NO_PROVIDER && currentModel !== null ? null : record?.pendingReason;
     const pendingReason =
-      record?.pendingReason ??
+      stored ??
       (script === null
         ? 'no script has been written yet: it is written on the next save, run or regenerate'
         : fits
