@@ -154,7 +154,7 @@ export class CodegenRepository {
   }
 
   /**
-   * Records a new live script as the next version, in one transaction under the record's row lock
+   * Records a new live script as the next version, in one transaction under the script's lock
    * (two writers number their versions one after the other). Returns the new version number.
    */
   async addLive(environment: string, pipeline: string, kind: CodegenKind, live: NewLive): Promise<number> {
@@ -166,25 +166,7 @@ export class CodegenRepository {
         [environment, pipeline, kind],
       )) as { v: number }[];
       const version = Number(top[0].v) + 1;
-      await m.query(
-        `INSERT INTO tapyard.codegen_script_versions (environment, pipeline, kind, version, origin, model,
-           generated_at, fingerprint, contract_version, output_columns, script, commit_sha)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11, $12)`,
-        [
-          environment,
-          pipeline,
-          kind,
-          version,
-          live.origin,
-          live.model,
-          live.generatedAt,
-          live.fingerprint,
-          live.contractVersion,
-          JSON.stringify(live.outputColumns),
-          live.script,
-          live.commitSha,
-        ],
-      );
+      await insertVersion(m, environment, pipeline, kind, { ...live, version });
       await m.query(
         `INSERT INTO tapyard.codegen_scripts (environment, pipeline, kind, version, origin, model, generated_at,
            fingerprint, contract_version, output_columns, storage, object_key, repo_path, commit_sha,
@@ -229,32 +211,26 @@ export class CodegenRepository {
     script: string,
   ): Promise<number | null> {
     return this.ds.transaction(async (m) => {
+      await this.lock(m, environment, pipeline, kind);
       const rows = (await m.query(
         `SELECT ${RECORD_COLUMNS} FROM tapyard.codegen_scripts
-          WHERE environment = $1 AND pipeline = $2 AND kind = $3 FOR UPDATE`,
+          WHERE environment = $1 AND pipeline = $2 AND kind = $3`,
         [environment, pipeline, kind],
       )) as RecordRow[];
       const r = rows[0];
       if (!r) return null;
       if (r.version !== null) return r.version;
-      await m.query(
-        `INSERT INTO tapyard.codegen_script_versions (environment, pipeline, kind, version, origin, model,
-           generated_at, fingerprint, contract_version, output_columns, script, commit_sha)
-         VALUES ($1, $2, $3, 1, $4, $5, $6, $7, $8, $9::jsonb, $10, $11)`,
-        [
-          environment,
-          pipeline,
-          kind,
-          r.origin,
-          r.model,
-          r.generated_at,
-          r.fingerprint,
-          r.contract_version,
-          JSON.stringify(r.output_columns),
-          script,
-          r.commit_sha,
-        ],
-      );
+      await insertVersion(m, environment, pipeline, kind, {
+        version: 1,
+        origin: r.origin,
+        model: r.model,
+        generatedAt: r.generated_at?.toISOString() ?? null,
+        fingerprint: r.fingerprint,
+        contractVersion: r.contract_version,
+        outputColumns: r.output_columns,
+        script,
+        commitSha: r.commit_sha,
+      });
       await m.query(
         `UPDATE tapyard.codegen_scripts SET version = 1 WHERE environment = $1 AND pipeline = $2 AND kind = $3`,
         [environment, pipeline, kind],
@@ -341,4 +317,32 @@ export class CodegenRepository {
       `codegen:${environment}:${pipeline}:${kind}`,
     ]);
   }
+}
+
+async function insertVersion(
+  m: EntityManager,
+  environment: string,
+  pipeline: string,
+  kind: CodegenKind,
+  v: ScriptVersion,
+): Promise<void> {
+  await m.query(
+    `INSERT INTO tapyard.codegen_script_versions (environment, pipeline, kind, version, origin, model,
+       generated_at, fingerprint, contract_version, output_columns, script, commit_sha)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11, $12)`,
+    [
+      environment,
+      pipeline,
+      kind,
+      v.version,
+      v.origin,
+      v.model,
+      v.generatedAt,
+      v.fingerprint,
+      v.contractVersion,
+      JSON.stringify(v.outputColumns),
+      v.script,
+      v.commitSha,
+    ],
+  );
 }

@@ -22,6 +22,8 @@ export class CandidateRefused extends Error {
   override readonly name = 'CandidateRefused';
 }
 
+const MiB = 1024 * 1024;
+
 const SCRIPT_SCHEMA = {
   type: 'object',
   required: ['script'],
@@ -139,8 +141,13 @@ export class ScriptAuthor {
       limits: {
         memoryBytes: c.memoryBytes,
         cpuSeconds: c.cpuSeconds,
+        // A session lasts a whole job: time is bounded per batch (batchTimeoutMs) and by CPU seconds.
         timeoutMs: 24 * 3600_000,
         maxLogBytes: this.config.taps.maxLogBytes,
+        // One answer is one batch (up to 5 000 rows or 16 MiB of input, more as JSON); the session's
+        // total grows with the job, which the stage streams rather than holds.
+        maxRecordBytes: 256 * MiB,
+        maxOutputBytes: Number.MAX_SAFE_INTEGER,
       },
       batchTimeoutMs: c.batchTimeoutMs,
     };

@@ -380,8 +380,9 @@ export class IngestionRunner {
       });
       await Promise.all([pump, ...loads]);
       if (readFailure !== null) throw readFailure;
-      if (sample.length > 0 && loading.some((l) => l.result !== null)) {
-        // What the next CodeGen script is dry-run on; losing it only means a synthetic sample.
+      if (sample.length > 0 && scripts.length > 0 && loading.some((l) => l.result !== null)) {
+        // What the next CodeGen script is dry-run on (kept only for pipelines with scripts: it is data);
+        // losing it only means a synthetic sample.
         await this.codegen
           .saveSample(
             p.environment,

@@ -99,6 +99,39 @@ export class TapConfigDto {
   @IsString()
   @MaxLength(200)
   catalog?: string | null;
+
+  // Where the script lives is changed only by POST /tap/migrate-storage; GET /tap shows it, and a
+  // configuration read and posted back as it is must be accepted, so these are taken and ignored.
+  @ApiPropertyOptional({
+    enum: ['minio', 'github'],
+    readOnly: true,
+    description: 'Read-only (POST /tap/migrate-storage moves the script); ignored on save',
+  })
+  @IsOptional()
+  @IsIn(['minio', 'github'])
+  storage?: 'minio' | 'github';
+
+  @ApiPropertyOptional({
+    nullable: true,
+    type: String,
+    readOnly: true,
+    description: 'Read-only; ignored on save',
+  })
+  @IsOptional()
+  @IsString()
+  @MaxLength(1000)
+  repoPath?: string | null;
+
+  @ApiPropertyOptional({
+    nullable: true,
+    type: String,
+    readOnly: true,
+    description: 'Read-only; ignored on save',
+  })
+  @IsOptional()
+  @IsString()
+  @MaxLength(64)
+  commitSha?: string | null;
 }
 
 /** POST /tap/test: a configuration that need not be saved (an inline `script` wins over `scriptPath`). */
