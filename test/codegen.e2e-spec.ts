@@ -537,6 +537,30 @@ describe('CodeGen scripts (model double, real sandbox, MinIO, Postgres and a loo
         }
       });
 
+      it('pull: nothing to adopt leaves the entry; a file breaking the contract is refused (422); 400 off the repository', async () => {
+        const pull = (p = 'sales') => http().post(`/api/v1/pipelines/${p}/codegen-scripts/dataQuality/pull`);
+        const live = (await entries()).dataQuality;
+        expect((await pull().expect(200)).body).toMatchObject({
+          version: live.version,
+          commitSha: live.commitSha,
+        });
+
+        const path = 'etl/pipelines/sales/data-quality.py';
+        const bad = await git.pushFile('scripts.git', 'main', path, DQ_NETWORK, 'bad');
+        const refused = await pull().expect(422);
+        expect(refused.body.message).toContain('socket');
+        expect((await entries()).dataQuality).toMatchObject({
+          version: live.version,
+          drift: true,
+          headSha: bad,
+        });
+
+        await git.pushFile('scripts.git', 'main', path, live.script, 'undo');
+        expect((await pull().expect(200)).body).toMatchObject({ version: live.version, drift: false });
+        const minio = await pull('legacy').expect(400);
+        expect(minio.body.message).toContain('not stored in a code repository');
+      });
+
       it('moves a tap script into the repository and back; runs use the commit; idempotent', async () => {
         await http().post('/api/v1/tap').send({ name: 'mover', script: TAP_SCRIPT }).expect(200);
         const first = (await http().get('/api/v1/tap').query({ name: 'mover' }).expect(200)).body;

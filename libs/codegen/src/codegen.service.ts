@@ -129,15 +129,13 @@ export class CodegenService {
         `${record.repoPath} is not on the repository's branch head: nothing to pull`,
       );
     }
-    const columns = scriptColumns(def);
     const live = await this.store.read(environment, record);
-    if (head.sha === record.commitSha || head.text === live) {
-      if (record.conflictReason !== null || head.sha !== record.commitSha) {
-        await this.adopt(environment, def, k, record, head.sha, head.text, columns, instruction as string);
-      }
-      return this.entryOf(environment, def, k);
+    if (head.text === live) {
+      // Nothing to adopt (the head moved for other files, or the edit was undone): a conflict is over.
+      if (record.conflictReason !== null) await this.repo.setConflict(environment, def.name, k, null);
+    } else {
+      await this.adopt(environment, def, k, record, head.sha, head.text, instruction as string);
     }
-    await this.adopt(environment, def, k, record, head.sha, head.text, columns, instruction as string);
     return this.entryOf(environment, def, k);
   }
 
@@ -365,9 +363,9 @@ export class CodegenService {
     record: ScriptRecord,
     sha: string,
     text: string,
-    columns: SchemaField[],
     instruction: string,
   ): Promise<void> {
+    const columns = scriptColumns(def);
     const checked = await this.author.check(kind, text, columns);
     if (checked.problems.length > 0) {
       throw new UnprocessableError(
