@@ -12,11 +12,18 @@ export interface Quantiles {
  * Linear interpolation between closest ranks (Hyndman & Fan type 7, the numpy/R default), so a
  * quantile of [1, 2, 3, 4] at 0.5 is 2.5. `sorted` must be non-empty.
  */
-export function quantile(sorted: number[], p: number): number {
+export function quantile(sorted: readonly number[], p: number): number {
   const position = (sorted.length - 1) * p;
   const lower = Math.floor(position);
-  const upper = Math.ceil(position);
-  return clean(sorted[lower] + (position - lower) * (sorted[upper] - sorted[lower]));
+  const below = sorted[lower];
+  if (lower === position) return below;
+  const above = sorted[Math.ceil(position)];
+  const gap = above - below;
+  // A gap past the double range would make the step Infinity; weights keep it finite.
+  const fraction = position - lower;
+  const value = Number.isFinite(gap) ? below + fraction * gap : below * (1 - fraction) + above * fraction;
+  // Rounding (here and in clean) may step past a neighbour: clamped, results stay monotone and in range.
+  return Math.min(Math.max(clean(value), below), above);
 }
 
 /**
