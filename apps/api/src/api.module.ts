@@ -32,6 +32,8 @@ import { SearchController } from './search/search.controller';
 import { AI_METRICS_REGISTRY, AiModule } from '@tapyard/ai';
 import { TapAuthoringModule } from '@tapyard/tap-authoring';
 import { CodegenModule } from '@tapyard/codegen';
+import { IncidentsModule } from '@tapyard/incidents';
+import { IncidentsController } from './incidents/incidents.controller';
 import { TapAuthoringController } from './taps/tap-authoring.controller';
 import { PromptFragmentsController } from './taps/prompt-fragments.controller';
 import { NlQueryModule } from '@tapyard/nl-query';
@@ -75,6 +77,7 @@ export class ApiModule {
         AiModule,
         TapAuthoringModule,
         CodegenModule,
+        IncidentsModule,
         NlQueryModule,
         PipelineAdviceModule,
       ],
@@ -83,6 +86,7 @@ export class ApiModule {
         SecretsController,
         PipelinesController,
         CodegenScriptsController,
+        IncidentsController,
         StatusController,
         MetricsController,
         AuthController,

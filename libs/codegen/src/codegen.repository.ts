@@ -299,12 +299,25 @@ export class CodegenRepository {
   async sample(
     environment: string,
     pipeline: string,
-  ): Promise<{ columns: SchemaField[]; rows: Record<string, unknown>[] } | null> {
+  ): Promise<{ columns: SchemaField[]; rows: Record<string, unknown>[]; recentRatios: number[] } | null> {
     const rows = (await this.ds.query(
-      `SELECT columns, rows FROM tapyard.landed_samples WHERE environment = $1 AND pipeline = $2`,
+      `SELECT columns, rows, recent_ratios FROM tapyard.landed_samples WHERE environment = $1 AND pipeline = $2`,
       [environment, pipeline],
-    )) as { columns: SchemaField[]; rows: Record<string, unknown>[] }[];
-    return rows[0] ?? null;
+    )) as { columns: SchemaField[]; rows: Record<string, unknown>[]; recent_ratios: number[] }[];
+    const r = rows[0];
+    return r ? { columns: r.columns, rows: r.rows, recentRatios: r.recent_ratios } : null;
+  }
+
+  /** Keeps the output ratio (loaded / read) of the pipeline's last ten jobs, newest first. */
+  async addRatio(environment: string, pipeline: string, ratio: number): Promise<void> {
+    await this.ds.query(
+      `UPDATE tapyard.landed_samples
+          SET recent_ratios = (SELECT coalesce(jsonb_agg(v), '[]'::jsonb) FROM (
+                SELECT v FROM jsonb_array_elements(jsonb_build_array($3::float8) || recent_ratios)
+                  WITH ORDINALITY AS t(v, i) ORDER BY i LIMIT 10) AS kept)
+        WHERE environment = $1 AND pipeline = $2`,
+      [environment, pipeline, ratio],
+    );
   }
 
   private async lock(

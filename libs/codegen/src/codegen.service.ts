@@ -2,8 +2,14 @@ import { Inject, Injectable } from '@nestjs/common';
 import { Logger } from 'pino';
 import { AiService, FeatureModel } from '@tapyard/ai';
 import { LOGGER, NotFoundError, UnprocessableError, ValidationError, errorMessage } from '@tapyard/core';
-import { PipelineDefinition, PipelinesService, SchemaField, outputFields } from '@tapyard/pipelines';
-import { CodegenRepository, Origin, ScriptRecord } from './codegen.repository';
+import {
+  PipelineDefinition,
+  PipelinesService,
+  SchemaField,
+  TypedBatch,
+  outputFields,
+} from '@tapyard/pipelines';
+import { CodegenRepository, NewLive, Origin, ScriptRecord } from './codegen.repository';
 import { Candidate, CandidateRefused, ScriptAuthor } from './script-author';
 import { CODEGEN_KINDS, CONTRACT_VERSION, CodegenKind, fingerprint, isCodegenKind } from './script-contract';
 import { ScriptConflictError, ScriptStore, StoredAt } from './script-store';
@@ -40,6 +46,34 @@ export interface VersionItem {
   commitSha: string | null;
 }
 
+/** A new live script replaced an earlier version (what an incident is opened for). */
+export interface ScriptChange {
+  environment: string;
+  pipeline: string;
+  kind: CodegenKind;
+  before: number;
+  after: number;
+  origin: Origin;
+}
+
+/** A job that ran a pipeline's scripts landed: rows read, rows loaded, rows its DQ rejected. */
+export interface JobLanded {
+  environment: string;
+  pipeline: string;
+  pipelineToken: string;
+  versions: { kind: CodegenKind; version: number | null }[];
+  rows: number;
+  loaded: number;
+  dqFailures: number;
+  durationMs: number;
+}
+
+/** Told of script changes and landed jobs (incidents); a listener's failure never fails the change. */
+export interface CodegenListener {
+  scriptChanged(change: ScriptChange): Promise<void>;
+  jobLanded(job: JobLanded): Promise<void>;
+}
+
 const NO_PROVIDER =
   "no model provider is configured: create the secret 'ai' (a script is written on the next save, run or regenerate)";
 
@@ -69,6 +103,20 @@ export class CodegenService {
     private readonly author: ScriptAuthor,
     private readonly ai: AiService,
   ) {}
+
+  private readonly listeners: CodegenListener[] = [];
+
+  listen(listener: CodegenListener): void {
+    this.listeners.push(listener);
+  }
+
+  private notify(what: string, call: (l: CodegenListener) => Promise<void>): void {
+    for (const l of this.listeners) {
+      call(l).catch((err: unknown) =>
+        this.logger.warn({ err: errorMessage(err) }, `codegen listener failed (${what})`),
+      );
+    }
+  }
 
   async entries(environment: string, pipeline: string): Promise<Record<CodegenKind, CodegenEntry | null>> {
     const def = (await this.pipelines.get(environment, pipeline)).definition;
@@ -140,7 +188,13 @@ export class CodegenService {
   }
 
   /** Spec "CodeGen script version restore", rules 1-4 (the route checks rule 5's capability). */
-  async restore(environment: string, pipeline: string, kind: string, version: number): Promise<CodegenEntry> {
+  async restore(
+    environment: string,
+    pipeline: string,
+    kind: string,
+    version: number,
+    options: { quiet?: boolean } = {},
+  ): Promise<CodegenEntry> {
     const { def, k, instruction } = await this.target(environment, pipeline, kind, true);
     await this.numberFirst(environment, def.name, k);
     const wanted = await this.repo.version(environment, def.name, k, version);
@@ -179,7 +233,7 @@ export class CodegenService {
       record,
       false,
     );
-    await this.repo.addLive(environment, def.name, k, {
+    await this.goLive(environment, def.name, k, record, options.quiet === true, {
       origin: 'restore-version',
       model: wanted.model,
       generatedAt: wanted.generatedAt,
@@ -344,7 +398,7 @@ export class CodegenService {
       await this.repo.setConflict(environment, def.name, kind, err.message);
       return;
     }
-    await this.repo.addLive(environment, def.name, kind, {
+    await this.goLive(environment, def.name, kind, record, false, {
       origin,
       model: candidate.model,
       generatedAt: new Date().toISOString(),
@@ -372,7 +426,7 @@ export class CodegenService {
         `${record.repoPath ?? 'the file'} at ${sha.slice(0, 12)} does not meet the script contract: ${checked.problems.join('; ')}`,
       );
     }
-    await this.repo.addLive(environment, def.name, kind, {
+    await this.goLive(environment, def.name, kind, record, false, {
       origin: 'repository',
       model: null,
       generatedAt: new Date().toISOString(),
@@ -385,6 +439,61 @@ export class CodegenService {
       repoPath: record.repoPath,
       commitSha: sha,
     });
+  }
+
+  /** Records a new live script and tells the listeners when it replaced an earlier version. */
+  private async goLive(
+    environment: string,
+    pipeline: string,
+    kind: CodegenKind,
+    previous: ScriptRecord | null,
+    quiet: boolean,
+    live: NewLive,
+  ): Promise<void> {
+    const after = await this.repo.addLive(environment, pipeline, kind, live);
+    const before = previous?.version ?? null;
+    if (before === null || quiet) return;
+    this.notify('scriptChanged', (l) =>
+      l.scriptChanged({ environment, pipeline, kind, before, after, origin: live.origin }),
+    );
+  }
+
+  /** After a job that ran scripts: its output ratio (for the next evidence) and the listeners. */
+  async jobLanded(job: JobLanded): Promise<void> {
+    if (job.rows > 0) await this.repo.addRatio(job.environment, job.pipeline, job.loaded / job.rows);
+    this.notify('jobLanded', (l) => l.jobLanded(job));
+  }
+
+  /** A version's text and declared columns (null: no such version). */
+  async version(
+    environment: string,
+    pipeline: string,
+    kind: CodegenKind,
+    version: number,
+  ): Promise<{ script: string; outputColumns: SchemaField[] } | null> {
+    const v = await this.repo.version(environment, pipeline, kind, version);
+    return v && { script: v.script, outputColumns: v.outputColumns };
+  }
+
+  /** The live script of a kind as recorded (its text, its declared columns), or null. */
+  async live(
+    environment: string,
+    pipeline: string,
+    kind: CodegenKind,
+  ): Promise<{ script: string; outputColumns: SchemaField[]; version: number | null } | null> {
+    const record = await this.repo.find(environment, pipeline, kind);
+    if (record === null) return null;
+    const script = await this.store.read(environment, record);
+    return script === null ? null : { script, outputColumns: record.outputColumns, version: record.version };
+  }
+
+  /** What evidence is computed on: the last landed rows (or a synthetic pair), and recent output ratios. */
+  async sample(
+    environment: string,
+    pipeline: string,
+    columns: SchemaField[],
+  ): Promise<{ batch: TypedBatch; landed: boolean; recentRatios: number[] }> {
+    return this.author.sample(environment, pipeline, columns);
   }
 
   private async numberFirst(environment: string, pipeline: string, kind: CodegenKind): Promise<void> {

@@ -111,7 +111,7 @@ export class ScriptAuthor {
     columns: SchemaField[],
     outputColumns: SchemaField[],
   ): Promise<void> {
-    const batch = await this.sample(environment, pipeline, columns);
+    const { batch } = await this.sample(environment, pipeline, columns);
     let running: RunningScript | null = null;
     try {
       running = await RunningScript.start(await this.runSpec(kind, script, outputColumns));
@@ -157,13 +157,20 @@ export class ScriptAuthor {
     return CONTRACT_VERSION;
   }
 
-  /** The last landed rows, mapped onto today's columns; a synthetic pair of rows before the first load. */
-  private async sample(environment: string, pipeline: string, columns: SchemaField[]): Promise<TypedBatch> {
-    const landed = await this.repo.sample(environment, pipeline);
-    const rows: Record<string, unknown>[] =
-      landed && landed.rows.length > 0
-        ? landed.rows
-        : [Object.fromEntries(columns.map((c) => [c.name, SAMPLES[c.type]])), {}];
+  /**
+   * The last landed rows, mapped onto today's columns (`landed`), or a synthetic pair of rows before the
+   * first load; with the output ratios (loaded / read) of the pipeline's recent jobs, newest first.
+   */
+  async sample(
+    environment: string,
+    pipeline: string,
+    columns: SchemaField[],
+  ): Promise<{ batch: TypedBatch; landed: boolean; recentRatios: number[] }> {
+    const stored = await this.repo.sample(environment, pipeline);
+    const landed = stored !== null && stored.rows.length > 0;
+    const rows: Record<string, unknown>[] = landed
+      ? stored.rows
+      : [Object.fromEntries(columns.map((c) => [c.name, SAMPLES[c.type]])), {}];
     const coerce = columns.map((c) => coercer(c.type, false));
     const values: Value[][] = columns.map((c, i) =>
       rows.map((r) => {
@@ -173,7 +180,11 @@ export class ScriptAuthor {
         return typed instanceof Invalid ? null : typed;
       }),
     );
-    return { columns, values, lines: rows.map((_, i) => i + 1) };
+    return {
+      batch: { columns, values, lines: rows.map((_, i) => i + 1) },
+      landed,
+      recentRatios: stored?.recentRatios ?? [],
+    };
   }
 
   /** Scripts use the standard library only: one shared environment without packages. */

@@ -14,6 +14,7 @@ import { VectorContainers1764307200000 } from './migrations/1764307200000-vector
 import { PromptFragments1764393600000 } from './migrations/1764393600000-prompt-fragments';
 import { SinkLoads1764480000000 } from './migrations/1764480000000-sink-loads';
 import { CodegenScripts1764566400000 } from './migrations/1764566400000-codegen-scripts';
+import { Incidents1764652800000 } from './migrations/1764652800000-incidents';
 
 /** Postgres schema holding Tapyard's own metadata; never a destination (see @tapyard/pipelines PLATFORM_SCHEMAS). */
 export const METADATA_SCHEMA = 'tapyard';
@@ -33,6 +34,7 @@ export const MIGRATIONS = [
   PromptFragments1764393600000,
   SinkLoads1764480000000,
   CodegenScripts1764566400000,
+  Incidents1764652800000,
 ];
 
 // Any constant works as long as every Tapyard process uses the same one.

@@ -1,1 +1,10 @@
 export * from './evidence';
+export { IncidentsModule } from './incidents.module';
+export { IncidentsService } from './incidents.service';
+export type {
+  BlastRadius,
+  Evidence,
+  Incident,
+  IncidentListItem,
+  ScriptVersionChange,
+} from './incident.types';

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { CodegenModule } from '@tapyard/codegen';
+import { IncidentsModule } from '@tapyard/incidents';
 import { ConfigFilesModule } from '@tapyard/configfiles';
 import { ObjectStoreModule } from '@tapyard/objectstore';
 import { FileNotifier } from './file-notifier';
@@ -16,6 +17,8 @@ import { UploadService } from './upload.service';
 @Module({
   imports: [
     CodegenModule,
+    // Listens to script changes and landed jobs wherever scripts run (API and workers).
+    IncidentsModule,
     QueueModule,
     PipelinesModule,
     StatusModule,

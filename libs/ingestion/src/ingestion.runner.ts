@@ -243,6 +243,7 @@ export class IngestionRunner {
     transforms: boolean;
   } | null> {
     const job = jobRef(p);
+    const started = Date.now();
     const rejectsPath = `${p.spoolPath}.rejects`;
     // Reading, DataQuality and Transformation run in a stage thread under a watchdog.
     const fast = this.fastPath(p, def, legs);
@@ -380,15 +381,29 @@ export class IngestionRunner {
       });
       await Promise.all([pump, ...loads]);
       if (readFailure !== null) throw readFailure;
-      if (sample.length > 0 && scripts.length > 0 && loading.some((l) => l.result !== null)) {
-        // What the next CodeGen script is dry-run on (kept only for pipelines with scripts: it is data);
-        // losing it only means a synthetic sample.
+      const landed = loading.find((l) => l.result !== null)?.result;
+      if (sample.length > 0 && scripts.length > 0 && landed && session.finished) {
+        // What the next CodeGen script is dry-run on and its evidence computed from (kept only for
+        // pipelines with scripts: it is data); losing it only means a synthetic sample.
+        const final = counts;
         await this.codegen
           .saveSample(
             p.environment,
             p.pipeline,
             outputFields(fields, definition.transformation.mappings),
             sample,
+          )
+          .then(() =>
+            this.codegen.jobLanded({
+              environment: p.environment,
+              pipeline: p.pipeline,
+              pipelineToken: p.pipelineToken,
+              versions: scripts.map((s) => ({ kind: s.kind, version: s.version })),
+              rows: final.rows,
+              loaded: landed.loaded,
+              dqFailures: final.dq,
+              durationMs: Date.now() - started,
+            }),
           )
           .catch(() => undefined);
       }

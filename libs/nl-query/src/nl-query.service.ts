@@ -4,6 +4,7 @@ import { CONFIG, TapyardConfig } from '@tapyard/core';
 import { PgPools } from '@tapyard/destinations';
 import { MetadataService } from '@tapyard/metadata';
 import { confinementOf } from '@tapyard/pipelines';
+import { looksSensitive } from '@tapyard/profiling';
 import { QueryRunner } from './query-runner';
 import { UnsafeSqlError, checkReadOnlySql } from './sql-safety';
 
@@ -31,8 +32,6 @@ const SQL_SCHEMA = {
 };
 
 /** Columns whose values never go to the model as samples (names only). */
-const SENSITIVE =
-  /pass|secret|token|key|salt|hash|ssn|social|iban|card|cvv|email|e_mail|phone|mobile|address|birth|dob|salary|account|ip_?addr/i;
 const MAX_TABLES = 40;
 const MAX_SAMPLED_TABLES = 20;
 const SAMPLES = 3;
@@ -118,7 +117,7 @@ export class NlQueryService {
     columns: { name: string; type: string }[],
   ): Promise<Record<string, string[]>> {
     const picked = columns
-      .filter((c) => !SENSITIVE.test(c.name) && !/bytea|json|vector|\[\]/.test(c.type))
+      .filter((c) => !looksSensitive(c.name) && !/bytea|json|vector|\[\]/.test(c.type))
       .slice(0, 12);
     if (picked.length === 0) return {};
     const q = (s: string): string => `"${s.replace(/"/g, '""')}"`;

@@ -9,11 +9,9 @@ import {
   destinationDefaults,
   toDefinition,
 } from '@tapyard/pipelines';
-import type { DataProfile } from '@tapyard/profiling';
+import { looksSensitive, type DataProfile } from '@tapyard/profiling';
 
 /** Column names whose values never go to the model (names and types still do). */
-const SENSITIVE =
-  /pass|secret|token|key|salt|hash|ssn|social|iban|card|cvv|email|e_mail|phone|mobile|address|birth|dob|salary|account|ip_?addr/i;
 
 export interface FieldAdvice {
   name: string;
@@ -85,7 +83,7 @@ export class PipelineAdviceService {
     const model = await this.ai.optionalModel(env, 'advice');
     if (!model) return undefined;
     const columns = fields.map((f, i) => {
-      const values = SENSITIVE.test(f.name)
+      const values = looksSensitive(f.name)
         ? []
         : examples.map((r) => (r[i] ?? '').slice(0, 40)).filter((v) => v !== '');
       return `${f.name} (${f.type})${values.length ? `: ${values.map((v) => JSON.stringify(v)).join(', ')}` : ''}`;
@@ -125,13 +123,13 @@ export class PipelineAdviceService {
     const model = await this.ai.optionalModel(env, 'advice');
     if (!model) return undefined;
     const lines = profile.columns.map((c) => {
-      const values = SENSITIVE.test(c.name)
+      const values = looksSensitive(c.name)
         ? ''
         : ` top values ${c.topValues
             .slice(0, 3)
             .map((t) => JSON.stringify(t.value.slice(0, 40)))
             .join(', ')}`;
-      const range = SENSITIVE.test(c.name)
+      const range = looksSensitive(c.name)
         ? ''
         : ` min ${JSON.stringify(c.min)} max ${JSON.stringify(c.max)}`;
       return `${c.name} (${c.inferredType}): null rate ${c.nullRate}, ${c.distinctCount} distinct,${range}${values}`;

@@ -1,5 +1,6 @@
 import { SinkLedger } from '@tapyard/destinations';
 import { CodegenService } from '@tapyard/codegen';
+import { IncidentsService } from '@tapyard/incidents';
 import { Inject, Injectable } from '@nestjs/common';
 import { CONFIG, TapyardConfig, errorMessage } from '@tapyard/core';
 import {
@@ -50,6 +51,7 @@ export class PipelineDeletionService {
     private readonly containers: VectorContainers,
     private readonly sinks: SinkLedger,
     private readonly codegen: CodegenService,
+    private readonly incidents: IncidentsService,
   ) {}
 
   async delete(environment: string, name: string, deleteData: boolean): Promise<DeletionReport> {
@@ -57,6 +59,7 @@ export class PipelineDeletionService {
     if (!deleteData) {
       // Its scripts are part of the configuration (the repository keeps its own history).
       await this.codegen.deletePipeline(environment, name);
+      await this.incidents.deletePipeline(environment, name);
       await this.pipelines.delete(environment, name);
       return { dropped: [], skipped: [] };
     }
@@ -67,6 +70,7 @@ export class PipelineDeletionService {
     if (refused > 0) report.dropped.push(`${refused} rejected row(s) kept for the pipeline's sinks`);
     await this.ledger.clearForPipeline(environment, name);
     await this.codegen.deletePipeline(environment, name);
+    await this.incidents.deletePipeline(environment, name);
     await this.pipelines.delete(environment, name);
     return report;
   }

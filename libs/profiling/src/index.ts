@@ -7,3 +7,4 @@ export * from './stats';
 export * from './profile.types';
 export * from './profile';
 export * from './patterns';
+export * from './sensitive';

@@ -2,6 +2,7 @@ import { ModuleRef } from '@nestjs/core';
 import { ScopeFields } from '@tapyard/auth';
 import { PipelineDefinition, PipelinesService, pipelineScope } from '@tapyard/pipelines';
 import { TapsRepository } from '@tapyard/taps';
+import { IncidentsService } from '@tapyard/incidents';
 import { TapyardRequest } from '../http/request-context';
 import { ScopeResolver, ScopeTarget } from './access-rule';
 
@@ -14,12 +15,15 @@ export function pipelineFields(
 
 const text = (v: unknown): string | null => (typeof v === 'string' && v.trim() !== '' ? v.trim() : null);
 
-async function existing(refs: ModuleRef, environment: string, name: string): Promise<ScopeTarget[]> {
+async function existing(
+  refs: ModuleRef,
+  environment: string,
+  name: string,
+  hiddenMessage = `pipeline '${name}' does not exist`,
+): Promise<ScopeTarget[]> {
   // An absent pipeline has nothing to hide: the handler answers its own 404. An outage throws (deny).
   const found = await refs.get(PipelinesService, { strict: false }).find(environment, name);
-  return found
-    ? [{ fields: pipelineFields(found.definition), hiddenMessage: `pipeline '${name}' does not exist` }]
-    : [];
+  return found ? [{ fields: pipelineFields(found.definition), hiddenMessage }] : [];
 }
 
 /** The pipeline named by a query parameter (GET/DELETE /pipeline?pipeline=). */
@@ -115,5 +119,16 @@ export function pipelineInPath(param: string): ScopeResolver {
   return async (req: TapyardRequest, refs: ModuleRef) => {
     const name = text((req.params as Record<string, unknown> | undefined)?.[param]);
     return name ? existing(refs, req.environment, name) : [];
+  };
+}
+
+/** /incidents/{id}/…: the pipeline the incident is about. */
+export function incidentInPath(param: string): ScopeResolver {
+  return async (req: TapyardRequest, refs: ModuleRef) => {
+    const id = text((req.params as Record<string, unknown> | undefined)?.[param]);
+    if (!id) return [];
+    const pipeline = await refs.get(IncidentsService, { strict: false }).subjectOf(req.environment, id);
+    // The incident's own 404 names the id; an existing one is as visible as its pipeline.
+    return pipeline ? existing(refs, req.environment, pipeline, `incident '${id}' does not exist`) : [];
   };
 }

@@ -1,0 +1,140 @@
+import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import {
+  ApiBadRequestResponse,
+  ApiConflictResponse,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+} from '@nestjs/swagger';
+import { Evidence, Incident, IncidentListItem, IncidentsService } from '@tapyard/incidents';
+import { PipelinesService } from '@tapyard/pipelines';
+import { ErrorBodyDto } from '../http/error-body.dto';
+import { RequestAccess, RequestEnvironment } from '../http/environment.decorator';
+import { Access } from '../auth/access';
+import { Requires } from '../auth/access-rule';
+import { incidentInPath, pipelineFields } from '../auth/scopes';
+import { IncidentDto, IncidentListItemDto, IncidentQueryDto, ResolveIncidentDto } from './incidents.dto';
+
+const PROFILE = {
+  type: 'object',
+  description:
+    'Run profile: runId, source (landed-sample, synthetic-sample, job), recordCount, columns[] (name, inferredType, ' +
+    'nullRate, distinct, quantiles, lengthQuantiles, topK; no values from sensitive-looking columns), dqFailures, ' +
+    'dqPassRate, durationMs, scriptSha, tapVersion, pipelineVersion, sampledRows, computedAt',
+};
+const EVIDENCE_SCHEMA = {
+  type: 'object',
+  properties: {
+    baseline: PROFILE,
+    candidate: PROFILE,
+    real: {
+      ...PROFILE,
+      nullable: true,
+      description: 'The first real job that ran the change (null until one has)',
+    },
+    diff: {
+      type: 'object',
+      description:
+        'columnsAdded, columnsRemoved, typeChanges, recordDeltaPct, recordDeltaVsMeanOfLastN, lastN, nullRateDeltas, quantileShift, dqPassRateDelta',
+    },
+    blastRadius: {
+      type: 'object',
+      description:
+        'downstreamPipelines, downstreamDatasets, ucTables, consumersFromContracts, lastDownstreamRunAt, agentsThatQueriedLast7d, secretName',
+    },
+    thresholds: {
+      type: 'object',
+      description:
+        'maxRecordDeltaPct, allowColumnRemoval, allowTypeChange, minDqPassRate, maxNullRateIncrease',
+    },
+    checks: { type: 'array', items: { type: 'object', description: 'name, passed, observed, limit' } },
+    verdict: { type: 'string', enum: ['pending', 'pass', 'fail', 'needs-human'] },
+    computedAt: { type: 'string', format: 'date-time' },
+    scriptVersions: { type: 'array', items: { type: 'object', description: 'kind, before, after' } },
+  },
+};
+
+@ApiTags('incidents')
+@Controller('incidents')
+export class IncidentsController {
+  constructor(
+    private readonly incidents: IncidentsService,
+    private readonly pipelines: PipelinesService,
+  ) {}
+
+  @Get()
+  @Requires('pipeline:read', 'filtered')
+  @ApiOperation({
+    summary: 'Incidents, newest first',
+    description:
+      'A CodeGen script that replaces an earlier version opens an incident of its pipeline, with evidence computed ' +
+      'by platform code (README "Incidents"). Only incidents of pipelines the caller may read are listed.',
+  })
+  @ApiOkResponse({ type: [IncidentListItemDto] })
+  @ApiBadRequestResponse({ type: ErrorBodyDto })
+  async list(
+    @RequestEnvironment() env: string,
+    @RequestAccess() access: Access,
+    @Query() q: IncidentQueryDto,
+  ): Promise<IncidentListItem[]> {
+    const items = await this.incidents.list(env, q);
+    const defs = new Map(
+      (await this.pipelines.listWithDefinitions(env)).map((p) => [p.item.name, p.definition]),
+    );
+    const known = items.filter((i) => defs.has(i.subjectName));
+    return access.filter(known, 'read', 'pipeline', (i) => pipelineFields(defs.get(i.subjectName)!));
+  }
+
+  @Get(':id')
+  @Requires('pipeline:read', incidentInPath('id'))
+  @ApiOperation({ summary: 'One incident' })
+  @ApiOkResponse({ type: IncidentDto })
+  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  get(@RequestEnvironment() env: string, @Param('id') id: string): Promise<Incident> {
+    return this.incidents.get(env, id);
+  }
+
+  @Get(':id/evidence')
+  @Requires('pipeline:read', incidentInPath('id'))
+  @ApiOperation({ summary: "An incident's evidence (spec Resources, Incident evidence)" })
+  @ApiOkResponse({ schema: EVIDENCE_SCHEMA })
+  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  evidence(@RequestEnvironment() env: string, @Param('id') id: string): Promise<Evidence> {
+    return this.incidents.evidence(env, id);
+  }
+
+  @Post(':id/verify')
+  @HttpCode(200)
+  @Requires('pipeline:update', incidentInPath('id'))
+  @ApiOperation({
+    summary: 'Re-run the candidate and recompute the evidence',
+    description:
+      'On the rows the pipeline last landed. A `fail` verdict restores the earlier script version (as a new ' +
+      'version, origin restore-version) while the change is still live; `scriptVersions[].after` then equals ' +
+      '`before`.',
+  })
+  @ApiOkResponse({ type: IncidentDto })
+  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  @ApiConflictResponse({
+    type: ErrorBodyDto,
+    description: 'Resolved, or the script changed since the incident',
+  })
+  verify(@RequestEnvironment() env: string, @Param('id') id: string): Promise<Incident> {
+    return this.incidents.verify(env, id);
+  }
+
+  @Post(':id/resolve')
+  @HttpCode(200)
+  @Requires('pipeline:update', incidentInPath('id'))
+  @ApiOperation({ summary: 'Mark an incident resolved (its verdict and evidence stay)' })
+  @ApiOkResponse({ type: IncidentDto })
+  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  resolve(
+    @RequestEnvironment() env: string,
+    @Param('id') id: string,
+    @Body() body: ResolveIncidentDto,
+  ): Promise<Incident> {
+    return this.incidents.resolve(env, id, body.resolution ?? null);
+  }
+}

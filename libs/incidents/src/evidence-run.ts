@@ -1,0 +1,68 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { CodegenKind, RunningScript, ScriptRunSpec } from '@tapyard/codegen';
+import { TypedBatch, rowObject } from '@tapyard/pipelines';
+import { looksSensitive } from '@tapyard/profiling';
+import { RunProfile, dqPassRate, profileColumns } from './evidence';
+
+/** A pipeline's scripts as one run would execute them, in stage order. */
+export interface ScriptSet {
+  specs: ScriptRunSpec[];
+  pipelineVersion: number;
+}
+
+/**
+ * Runs the scripts over the sample in the sandbox, as a job would (data quality, then transformation),
+ * and profiles what comes out. A script that fails gives an empty output and its error.
+ */
+export async function profileRun(
+  set: ScriptSet,
+  batch: TypedBatch,
+  landed: boolean,
+): Promise<{ profile: RunProfile; error: string | null }> {
+  const started = Date.now();
+  let current = batch;
+  let dqFailures = 0;
+  let error: string | null = null;
+  for (const spec of set.specs) {
+    let running: RunningScript | null = null;
+    try {
+      running = await RunningScript.start(spec);
+      const out = await running.apply(current);
+      if (spec.kind === 'dataQuality') dqFailures += out.rejects.rows.length;
+      current = out.batch;
+      await running.close();
+      running = null;
+    } catch (err) {
+      error = `the ${spec.kind} script failed on the sample: ${(err as Error).message}`;
+      current = { columns: current.columns, values: current.columns.map(() => []), lines: [] };
+      break;
+    } finally {
+      running?.kill();
+    }
+  }
+  const rows = current.lines.map((_, r) => rowObject(current, r));
+  return {
+    error,
+    profile: {
+      runId: randomUUID(),
+      source: landed ? 'landed-sample' : 'synthetic-sample',
+      recordCount: current.lines.length,
+      columns: profileColumns(rows, current.columns, looksSensitive),
+      dqFailures,
+      dqPassRate: dqPassRate(batch.lines.length, dqFailures),
+      durationMs: Date.now() - started,
+      scriptSha: scriptSha(set.specs),
+      tapVersion: 0,
+      pipelineVersion: set.pipelineVersion,
+      sampledRows: batch.lines.length,
+      computedAt: new Date().toISOString(),
+    },
+  };
+}
+
+/** sha-256 of the scripts a run executes, in stage order: which code produced a profile. */
+export function scriptSha(specs: readonly { kind: CodegenKind; script: string }[]): string {
+  const h = createHash('sha256');
+  for (const s of specs) h.update(`${s.kind}\0${s.script}\0`);
+  return h.digest('hex');
+}

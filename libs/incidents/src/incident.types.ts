@@ -1,0 +1,49 @@
+import type { CodegenKind } from '@tapyard/codegen';
+import type { Check, EvidenceDiff, RunProfile, Thresholds, Verdict } from './evidence';
+
+/** Spec "Incident evidence": `scriptVersions` for pipeline incidents. */
+export interface ScriptVersionChange {
+  kind: CodegenKind;
+  before: number;
+  after: number;
+}
+
+export interface BlastRadius {
+  downstreamPipelines: string[];
+  downstreamDatasets: { kind: string; coords: string }[];
+  ucTables: string[];
+  consumersFromContracts: string[];
+  lastDownstreamRunAt: string;
+  agentsThatQueriedLast7d: string[];
+  secretName: string;
+}
+
+export interface Evidence {
+  baseline: RunProfile;
+  candidate: RunProfile;
+  /** The first real job that ran the candidate; null until one has. */
+  real: RunProfile | null;
+  diff: EvidenceDiff;
+  blastRadius: BlastRadius;
+  thresholds: Thresholds;
+  checks: Check[];
+  verdict: Verdict;
+  computedAt: string;
+  scriptVersions: ScriptVersionChange[];
+}
+
+export interface IncidentListItem {
+  id: string;
+  subject: 'pipeline';
+  subjectName: string;
+  openedAt: string;
+  verdict: Verdict;
+  summary: string;
+}
+
+export interface Incident extends IncidentListItem {
+  status: 'open' | 'resolved';
+  resolvedAt: string | null;
+  resolution: string | null;
+  scriptVersions: ScriptVersionChange[];
+}
