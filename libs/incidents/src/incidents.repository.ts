@@ -19,13 +19,17 @@ interface Row {
 
 const COLUMNS = `id, subject, subject_name, opened_at, verdict, summary, evidence, script_versions, resolved_at, resolution`;
 
-const toIncident = (r: Row): Incident => ({
+const toItem = (r: Row): IncidentListItem => ({
   id: r.id,
   subject: r.subject,
   subjectName: r.subject_name,
   openedAt: r.opened_at.toISOString(),
   verdict: r.verdict,
   summary: r.summary,
+});
+
+const toIncident = (r: Row): Incident => ({
+  ...toItem(r),
   status: r.resolved_at ? 'resolved' : 'open',
   resolvedAt: r.resolved_at?.toISOString() ?? null,
   resolution: r.resolution,
@@ -93,14 +97,7 @@ export class IncidentsRepository {
         ORDER BY opened_at DESC LIMIT 500`,
       [environment, filter.pipeline ?? null, filter.verdict ?? null],
     )) as Row[];
-    return rows.map((r) => ({
-      id: r.id,
-      subject: r.subject,
-      subjectName: r.subject_name,
-      openedAt: r.opened_at.toISOString(),
-      verdict: r.verdict,
-      summary: r.summary,
-    }));
+    return rows.map(toItem);
   }
 
   /** Open incidents of a pipeline whose change is now live at `after` and that have no real run yet. */
