@@ -38,11 +38,15 @@ interface Job {
   fast: FastCsvInput | null;
   /** The pipeline's CodeGen scripts, started at plan, in stage order. */
   scripts: RunningScript[];
-  /** The first rows as typed, before any script (see FromThread 'end'). */
+  /** The first rows as typed, before any script (see FromThread 'end'), and their size as JSON. */
   sample: Record<string, unknown>[];
+  sampleBytes: number;
+  sampleFull: boolean;
 }
 
-const SAMPLE_ROWS = 20;
+// Enough rows for evidence to mean something (one row is 0.5 %), few enough to keep as metadata.
+const SAMPLE_ROWS = 200;
+const SAMPLE_BYTES = 1 << 20;
 
 /** A CodeGen script failed: the job's stage ends with the script's own error. */
 class ScriptStageError extends Error {
@@ -102,6 +106,8 @@ async function handle(msg: ToThread): Promise<void> {
       counts: newCounts(),
       scripts: [],
       sample: [],
+      sampleBytes: 0,
+      sampleFull: false,
       spin:
         spinOn === null
           ? null
@@ -184,7 +190,7 @@ async function handle(msg: ToThread): Promise<void> {
   const reasons = j.validator ? await j.validator(batch.rows.map((r) => r[0] ?? '')) : null;
   if (shared !== null) shared[STAGE] = 0;
   let typed = convert(batch, j.plan, j.counts, j.rejects, reasons, j.spin, j.builder);
-  if (j.sample.length < SAMPLE_ROWS) keepSample(j, typed);
+  if (!j.sampleFull) keepSample(j, typed);
   for (const script of j.scripts) typed = await runScript(j, script, typed);
   postBatch(
     j,
@@ -223,10 +229,17 @@ async function runScript(j: Job, script: RunningScript, typed: TypedBatch): Prom
 }
 
 function keepSample(j: Job, typed: TypedBatch): void {
-  for (let r = 0; r < typed.lines.length && j.sample.length < SAMPLE_ROWS; r++) {
+  for (let r = 0; r < typed.lines.length; r++) {
     const row = rowObject(typed, r);
     // JSON has no BigInt: the digits travel as text, which the dry run coerces back.
     for (const [k, v] of Object.entries(row)) if (typeof v === 'bigint') row[k] = v.toString();
+    const bytes = JSON.stringify(row).length;
+    // Wide rows: fewer of them, so the sample stays small metadata whatever the data holds.
+    if (j.sample.length >= SAMPLE_ROWS || j.sampleBytes + bytes > SAMPLE_BYTES) {
+      j.sampleFull = true;
+      return;
+    }
+    j.sampleBytes += bytes;
     j.sample.push(row);
   }
 }
