@@ -330,26 +330,70 @@ describe('CodeGen scripts (model double, real sandbox, MinIO, Postgres and a loo
       const keyed = await startApi({
         TAPYARD_ENV: env,
         ...TEST_OBJECT_STORE,
+        TAP_EGRESS_ALLOW: double.address,
         USE_API_KEYS: 'true',
         TAPYARD_BOOTSTRAP_API_KEY: admin,
       });
       try {
         const reader = await issueKey(keyed.http, admin, 'codegen-reader', {
-          capabilities: ['pipeline:read'],
+          capabilities: ['pipeline:read', 'assistant:run'],
         });
         const path = '/api/v1/pipelines/sales/codegen-scripts/dataQuality/versions/1/restore';
         const denied = await keyed.http.post(path).set('x-api-key', reader).expect(403);
         expect(denied.body.message).toContain('pipeline:update');
         await keyed.http.get('/api/v1/pipelines/sales/codegen-scripts').set('x-api-key', reader).expect(200);
         await keyed.http.post(path).set('x-api-key', admin).expect(200);
-        const audit = keyed.logs.parsed().filter((l) => l.msg === 'audit');
-        expect(audit).toContainEqual(
+        const audit = () => keyed.logs.parsed().filter((l) => l.msg === 'audit');
+        expect(audit()).toContainEqual(
           expect.objectContaining({
             event: 'codegen-script-restore-version:dataQuality',
             key: 'bootstrap',
             pipeline: 'sales',
+            outcome: 'noop',
           }),
         );
+
+        // The assistant's tool is the same action (pipeline:update:codegen-scripts), checked and audited alike.
+        const viaAssistant = async (key: string): Promise<string> => {
+          double.script(
+            {
+              toolCalls: [
+                {
+                  name: 'restore_codegen_script_version',
+                  arguments: { pipeline: 'sales', kind: 'dataQuality', version: 2 },
+                },
+              ],
+            },
+            { text: 'done' },
+          );
+          const res = await keyed.http
+            .post('/api/v1/assistant/chat')
+            .set('x-api-key', key)
+            .send({ messages: [{ content: 'restore version 2 of the data-quality script' }] })
+            .buffer(true)
+            .parse((r, done) => {
+              let body = '';
+              r.on('data', (c: Buffer) => (body += c.toString()));
+              r.on('end', () => done(null, body));
+            })
+            .expect(200);
+          return res.body as string;
+        };
+        const refused = await viaAssistant(reader);
+        expect(refused).toContain('event: tool_result');
+        expect(refused).toContain('pipeline:update');
+        const before = (await entries()).dataQuality.version;
+        const done = await viaAssistant(admin);
+        expect(done).toContain('"origin":"restore-version"');
+        expect((await entries()).dataQuality).toMatchObject({ version: before + 1, script: DQ_V2 });
+        expect(audit()).toContainEqual(
+          expect.objectContaining({
+            event: 'codegen-script-restore-version:dataQuality',
+            key: 'bootstrap',
+            version: 2,
+          }),
+        );
+        await restore(1).expect(200);
       } finally {
         await keyed.close();
       }

@@ -188,12 +188,40 @@ export class CodegenService {
   }
 
   /** Spec "CodeGen script version restore", rules 1-4 (the route checks rule 5's capability). */
+  /**
+   * `actor` (the caller's key label or `session:<username>`): audited as
+   * `codegen-script-restore-version:<kind>`, refused or not. `quiet`: no listener hears of it (an
+   * incident's own verification restoring the earlier version).
+   */
   async restore(
     environment: string,
     pipeline: string,
     kind: string,
     version: number,
-    options: { quiet?: boolean } = {},
+    options: { quiet?: boolean; actor?: string } = {},
+  ): Promise<CodegenEntry> {
+    if (options.actor === undefined)
+      return this.restoreVersion(environment, pipeline, kind, version, options);
+    const audit = { event: `codegen-script-restore-version:${kind}`, key: options.actor, pipeline, version };
+    try {
+      const entry = await this.restoreVersion(environment, pipeline, kind, version, options);
+      this.logger.info(
+        { ...audit, outcome: entry.noop ? 'noop' : 'restored', newVersion: entry.version },
+        'audit',
+      );
+      return entry;
+    } catch (err) {
+      this.logger.warn({ ...audit, outcome: 'refused', reason: errorMessage(err) }, 'audit');
+      throw err;
+    }
+  }
+
+  private async restoreVersion(
+    environment: string,
+    pipeline: string,
+    kind: string,
+    version: number,
+    options: { quiet?: boolean },
   ): Promise<CodegenEntry> {
     const { def, k, instruction } = await this.target(environment, pipeline, kind, true);
     await this.numberFirst(environment, def.name, k);

@@ -213,6 +213,51 @@ export class AssistantTools {
         },
       },
       {
+        name: 'get_codegen_scripts',
+        description:
+          "A pipeline's AI-written data-quality and transformation scripts (status, version, model, storage, drift) " +
+          'with the version history of each.',
+        parameters: obj({ pipeline: str('pipeline name') }, ['pipeline']),
+        run: async (ctx, a) => {
+          const name = text(a, 'pipeline');
+          ctx.gate.check('get_codegen_scripts', 'pipeline:read', await this.pipelineTarget(ctx.env, name));
+          const entries = await this.codegen.entries(ctx.env, name);
+          const versions: Record<string, unknown> = {};
+          for (const [kind, entry] of Object.entries(entries)) {
+            if (entry) versions[kind] = await this.codegen.versions(ctx.env, name, kind);
+          }
+          return { entries, versions };
+        },
+      },
+      {
+        name: 'restore_codegen_script_version',
+        description:
+          "Make an earlier version of a pipeline's data-quality or transformation script live again, as a new " +
+          'version (no model call). Refused when it was written for another instruction or schema.',
+        parameters: obj(
+          {
+            pipeline: str('pipeline name'),
+            kind: { type: 'string', enum: ['dataQuality', 'transformation'] },
+            version: int('the version number to restore'),
+          },
+          ['pipeline', 'kind', 'version'],
+        ),
+        run: async (ctx, a) => {
+          const name = text(a, 'pipeline');
+          // Agent-policy action pipeline:update:codegen-scripts: the route's capability, and its audit.
+          const access = ctx.gate.check(
+            'restore_codegen_script_version',
+            'pipeline:update',
+            await this.pipelineTarget(ctx.env, name),
+          );
+          const version = optionalInt(a, 'version', -1, 1_000_000);
+          if (version < 1) throw new ValidationError("argument 'version' must be a version number");
+          return this.codegen.restore(ctx.env, name, text(a, 'kind'), version, {
+            actor: access.identity.name,
+          });
+        },
+      },
+      {
         name: 'upload_attachment',
         description:
           'Load an attached file into a pipeline (one job); returns the pipeline token to follow with job_status.',

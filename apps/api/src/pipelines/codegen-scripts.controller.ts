@@ -1,4 +1,4 @@
-import { Controller, Get, HttpCode, Inject, Param, ParseIntPipe, Post, Query } from '@nestjs/common';
+import { Controller, Get, HttpCode, Param, ParseIntPipe, Post, Query } from '@nestjs/common';
 import {
   ApiBadGatewayResponse,
   ApiBadRequestResponse,
@@ -9,9 +9,8 @@ import {
   ApiTags,
   ApiUnprocessableEntityResponse,
 } from '@nestjs/swagger';
-import { Logger } from 'pino';
 import { CodegenEntry, CodegenService, VersionItem } from '@tapyard/codegen';
-import { LOGGER, ValidationError } from '@tapyard/core';
+import { ValidationError } from '@tapyard/core';
 import { ErrorBodyDto } from '../http/error-body.dto';
 import { RequestAccess, RequestEnvironment, RequestSignal } from '../http/environment.decorator';
 import { Access } from '../auth/access';
@@ -32,10 +31,7 @@ const CONTRACT =
 @ApiTags('codegen scripts')
 @Controller('pipelines/:name/codegen-scripts')
 export class CodegenScriptsController {
-  constructor(
-    private readonly codegen: CodegenService,
-    @Inject(LOGGER) private readonly logger: Logger,
-  ) {}
+  constructor(private readonly codegen: CodegenService) {}
 
   @Get()
   @Requires('pipeline:read', pipelineInPath('name'))
@@ -140,7 +136,7 @@ export class CodegenScriptsController {
     type: ErrorBodyDto,
     description: 'The script could not be stored; nothing changed',
   })
-  async restore(
+  restore(
     @RequestEnvironment() env: string,
     @RequestAccess() access: Access,
     @Param('name') name: string,
@@ -151,22 +147,6 @@ export class CodegenScriptsController {
     )
     version: number,
   ): Promise<CodegenEntry> {
-    const audit = {
-      event: `codegen-script-restore-version:${kind}`,
-      key: access.identity.name,
-      pipeline: name,
-      version,
-    };
-    try {
-      const entry = await this.codegen.restore(env, name, kind, version);
-      this.logger.info(
-        { ...audit, outcome: entry.noop ? 'noop' : 'restored', newVersion: entry.version },
-        'audit',
-      );
-      return entry;
-    } catch (err) {
-      this.logger.warn({ ...audit, outcome: 'refused', reason: (err as Error).message }, 'audit');
-      throw err;
-    }
+    return this.codegen.restore(env, name, kind, version, { actor: access.identity.name });
   }
 }
