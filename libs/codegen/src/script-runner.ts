@@ -110,6 +110,7 @@ export class RunningScript {
 
   private transformed(batch: TypedBatch, answer: unknown[]): { batch: TypedBatch; rejects: ScriptRejects } {
     const columns = this.outColumns(batch.columns);
+    const inputs = batch.columns.length;
     const coerce = columns.map((c) => coercer(c.type, false));
     const values: Value[][] = columns.map(() => []);
     const lines: number[] = [];
@@ -131,9 +132,12 @@ export class RunningScript {
       let problem: string | null = null;
       for (let c = 0; c < columns.length && problem === null; c++) {
         const name = columns[c].name;
-        if (!(name in obj)) problem = `transform() left out column '${name}'`;
+        const raw = obj[name];
+        if (raw === undefined) problem = `transform() left out column '${name}'`;
+        else if (c < inputs && raw === batch.values[c][i]) typed.push(raw as Value);
         else {
-          const v = toValue(obj[name], coerce[c]);
+          // A value the script changed (or added) is checked by its column type's own rules.
+          const v = toValue(raw, coerce[c]);
           if (v instanceof Invalid) problem = `column '${name}' after the transformation: ${v.reason}`;
           else typed.push(v);
         }

@@ -1,0 +1,159 @@
+/**
+ * `npm run bench:codegen` — what a CodeGen script costs a load: the same narrow file (BENCH_CODEGEN_ROWS,
+ * default 200,000 rows) uploaded into three pipelines of the same run, on the validating path
+ * (CSV_FAST_PATH=false, so the baseline does the same per-row work but the script):
+ * - no script (the baseline);
+ * - a data-quality script that passes every row (`check`);
+ * - a transformation script that adds a column (`transform`).
+ * The scripts are written by a loopback server speaking the OpenAI protocol (the model is a paid API: a
+ * stand-in answers with fixed scripts). Starts its own API and worker (built apps). Prints rows/s and
+ * ratios; asserts nothing.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  DB_URL,
+  NARROW_COLUMNS,
+  platformEnv,
+  sleep,
+  startApp,
+  uploadFile,
+  waitForRollup,
+  waitHttp,
+  writeCsv,
+} from './support';
+
+const ROWS = Number(process.env.BENCH_CODEGEN_ROWS ?? 200_000);
+const PORT = 20000 + Math.floor(Math.random() * 1000);
+const BASE = `http://127.0.0.1:${PORT}/api/v1`;
+const ENV = `benchcg-${Date.now().toString(36)}`;
+
+const CHECK = 'def check(rows):\n    return [None] * len(rows)\n';
+const TRANSFORM =
+  'OUTPUT_COLUMNS = {"amount2": "double"}\n\n' +
+  'def transform(rows):\n    return [dict(r, amount2=None if r["amount"] is None else r["amount"] * 2) for r in rows]\n';
+
+/** Answers every chat completion with the script its prompt asks for. */
+async function modelStandIn(): Promise<{ url: string; address: string; close: () => void }> {
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString()));
+    req.on('end', () => {
+      const script = body.includes('OUTPUT_COLUMNS') && body.includes('transform') ? TRANSFORM : CHECK;
+      res.setHeader('content-type', 'application/json');
+      res.end(
+        JSON.stringify({
+          id: randomUUID(),
+          object: 'chat.completion',
+          created: Math.floor(Date.now() / 1000),
+          model: 'bench',
+          choices: [
+            {
+              index: 0,
+              finish_reason: 'stop',
+              message: { role: 'assistant', content: JSON.stringify({ script }) },
+            },
+          ],
+          usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+        }),
+      );
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as AddressInfo).port;
+  return { url: `http://127.0.0.1:${port}/v1`, address: `127.0.0.1:${port}`, close: () => server.close() };
+}
+
+async function call(method: string, path: string, body?: unknown): Promise<unknown> {
+  const res = await fetch(`${BASE}${path}`, {
+    method,
+    headers: { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
+  return res.json();
+}
+
+async function pipeline(name: string, table: string, extra: Record<string, unknown>): Promise<void> {
+  await call('POST', '/pipeline', {
+    name,
+    source: { schemaProperties: { fields: NARROW_COLUMNS.map(([n, type]) => ({ name: n, type })) } },
+    destination: { database: { dbName: new URL(DB_URL).pathname.slice(1), schema: 'bench_codegen', table } },
+    ...extra,
+  });
+}
+
+async function ready(name: string): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    const e = (await call('GET', `/pipelines/${name}/codegen-scripts`)) as Record<
+      string,
+      { status: string } | null
+    >;
+    if (Object.values(e).every((x) => x === null || x.status === 'ready')) return;
+    await sleep(100);
+  }
+  throw new Error(`the scripts of ${name} did not become ready`);
+}
+
+async function load(file: string, name: string): Promise<number> {
+  const started = process.hrtime.bigint();
+  const token = await uploadFile(BASE, file, name);
+  await waitForRollup(BASE, `pipelinetoken=${token}`);
+  return Number(process.hrtime.bigint() - started) / 1e9;
+}
+
+async function main(): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'tapyard-bench-codegen-'));
+  const model = await modelStandIn();
+  const env = platformEnv(ENV, PORT, DB_URL, dir, {
+    CSV_FAST_PATH: 'false',
+    TAP_EGRESS_ALLOW: model.address,
+  });
+  const api = startApp('api', env);
+  const worker = startApp('worker', env);
+  try {
+    await waitHttp(`${BASE}/version`);
+    await call('PUT', '/secrets/ai', { provider: 'openai-compatible', baseUrl: model.url, model: 'bench' });
+    const file = join(dir, 'narrow.csv');
+    await writeCsv(file, ROWS, NARROW_COLUMNS);
+    const suffix = ENV.replace(/[^a-z0-9]/g, '_');
+    await pipeline('plain', `plain_${suffix}`, {});
+    await pipeline('checked', `checked_${suffix}`, { dataQuality: { aiInstruction: 'Let every row pass.' } });
+    await pipeline('derived', `derived_${suffix}`, {
+      transformation: { aiInstruction: 'Add amount2, twice amount.' },
+    });
+    await ready('checked');
+    await ready('derived');
+    // A first small load of each warms the worker's stage threads and the sandbox's interpreter cache.
+    const warm = join(dir, 'warm.csv');
+    await writeCsv(warm, 1000, NARROW_COLUMNS);
+    for (const name of ['plain', 'checked', 'derived']) await load(warm, name);
+
+    const plain = await load(file, 'plain');
+    const checked = await load(file, 'checked');
+    const derived = await load(file, 'derived');
+    const rate = (s: number): string => `${Math.round(ROWS / s).toLocaleString('en-US')} rows/s`;
+    console.log(`rows: ${ROWS.toLocaleString('en-US')} (narrow file, validating path)`);
+    console.log(`no script:                 ${plain.toFixed(2)} s  ${rate(plain)}`);
+    console.log(
+      `data-quality script:       ${checked.toFixed(2)} s  ${rate(checked)}  ratio ${(plain / checked).toFixed(2)}`,
+    );
+    console.log(
+      `transformation (+1 column): ${derived.toFixed(2)} s  ${rate(derived)}  ratio ${(plain / derived).toFixed(2)}`,
+    );
+  } finally {
+    api.kill();
+    worker.kill();
+    model.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
