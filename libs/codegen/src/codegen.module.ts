@@ -7,10 +7,12 @@ import { CodegenRepository } from './codegen.repository';
 import { CodegenService } from './codegen.service';
 import { ScriptAuthor } from './script-author';
 import { ScriptStore } from './script-store';
+import { ScriptLifecycle } from './script-lifecycle';
+import { EntryView } from './entry-view';
 
 @Module({
   imports: [AiModule, CodeRepositoryModule, ObjectStoreModule, PipelinesModule],
-  providers: [CodegenService, CodegenRepository, ScriptAuthor, ScriptStore],
+  providers: [CodegenService, CodegenRepository, ScriptAuthor, ScriptStore, ScriptLifecycle, EntryView],
   exports: [CodegenService],
 })
 export class CodegenModule {}

@@ -1,91 +1,23 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Logger } from 'pino';
-import { AiService, FeatureModel } from '@tapyard/ai';
+import { AiService } from '@tapyard/ai';
 import { LOGGER, NotFoundError, UnprocessableError, ValidationError, errorMessage } from '@tapyard/core';
-import {
-  PipelineDefinition,
-  PipelinesService,
-  SchemaField,
-  TypedBatch,
-  outputFields,
-} from '@tapyard/pipelines';
-import { CodegenRepository, NewLive, Origin, ScriptRecord } from './codegen.repository';
-import { Candidate, CandidateRefused, ScriptAuthor } from './script-author';
+import { PipelineDefinition, PipelinesService, SchemaField, TypedBatch } from '@tapyard/pipelines';
+import { CodegenRepository, Origin } from './codegen.repository';
+import { ScriptAuthor } from './script-author';
 import { CODEGEN_KINDS, CONTRACT_VERSION, CodegenKind, fingerprint, isCodegenKind } from './script-contract';
-import { ScriptConflictError, ScriptStore, StoredAt } from './script-store';
-
-/** Spec "CodeGen script entry". */
-export interface CodegenEntry {
-  kind: CodegenKind;
-  instruction: string;
-  script: string | null;
-  generatedAt: string | null;
-  model: string | null;
-  modelIsCurrent: boolean;
-  status: 'ready' | 'pending';
-  pendingReason: string | null;
-  origin: Origin | null;
-  version?: number;
-  fingerprint: string | null;
-  storage: 'minio' | 'github' | null;
-  repoPath: string | null;
-  commitSha: string | null;
-  drift: boolean;
-  headSha?: string;
-  conflict?: boolean;
-  conflictReason?: string;
-  noop?: true;
-}
-
-export interface VersionItem {
-  version: number;
-  origin: Origin | null;
-  model: string | null;
-  generatedAt: string | null;
-  fingerprint: string | null;
-  commitSha: string | null;
-}
-
-/** A new live script replaced an earlier version (what an incident is opened for). */
-export interface ScriptChange {
-  environment: string;
-  pipeline: string;
-  kind: CodegenKind;
-  before: number;
-  after: number;
-  origin: Origin;
-}
-
-/** A job that ran a pipeline's scripts landed: rows read, rows loaded, rows its DQ rejected. */
-export interface JobLanded {
-  environment: string;
-  pipeline: string;
-  pipelineToken: string;
-  versions: { kind: CodegenKind; version: number | null }[];
-  rows: number;
-  loaded: number;
-  dqFailures: number;
-  durationMs: number;
-}
-
-/** Told of script changes and landed jobs (incidents); a listener's failure never fails the change. */
-export interface CodegenListener {
-  scriptChanged(change: ScriptChange): Promise<void>;
-  jobLanded(job: JobLanded): Promise<void>;
-}
-
-const NO_PROVIDER =
-  "no model provider is configured: create the secret 'ai' (a script is written on the next save, run or regenerate)";
-
-/** The columns a pipeline's scripts are given: the rows as typed and mapped, before any script. */
-export function scriptColumns(def: PipelineDefinition): SchemaField[] {
-  return outputFields(def.source.schemaProperties.fields, def.transformation.mappings);
-}
-
-export function instructionOf(def: PipelineDefinition, kind: CodegenKind): string | null {
-  const text = kind === 'dataQuality' ? def.dataQuality.aiInstruction : def.transformation.aiInstruction;
-  return text && text.trim() !== '' ? text : null;
-}
+import { ScriptStore } from './script-store';
+import {
+  CodegenEntry,
+  CodegenListener,
+  JobLanded,
+  NO_PROVIDER,
+  VersionItem,
+  instructionOf,
+  scriptColumns,
+} from './codegen.types';
+import { EntryView } from './entry-view';
+import { ScriptLifecycle } from './script-lifecycle';
 
 /**
  * CodeGen scripts of pipelines: entries, version history, regenerate, pull and restore (spec "CodeGen
@@ -102,30 +34,27 @@ export class CodegenService {
     private readonly store: ScriptStore,
     private readonly author: ScriptAuthor,
     private readonly ai: AiService,
+    private readonly lifecycle: ScriptLifecycle,
+    private readonly view: EntryView,
   ) {}
 
-  private readonly listeners: CodegenListener[] = [];
-
   listen(listener: CodegenListener): void {
-    this.listeners.push(listener);
+    this.lifecycle.listen(listener);
   }
 
-  private notify(what: string, call: (l: CodegenListener) => Promise<void>): void {
-    for (const l of this.listeners) {
-      call(l).catch((err: unknown) =>
-        this.logger.warn({ err: errorMessage(err) }, `codegen listener failed (${what})`),
-      );
-    }
+  /** After a job that ran scripts: its output ratio (for the next evidence) and the listeners. */
+  jobLanded(job: JobLanded): Promise<void> {
+    return this.lifecycle.jobLanded(job);
   }
 
   async entries(environment: string, pipeline: string): Promise<Record<CodegenKind, CodegenEntry | null>> {
     const def = (await this.pipelines.get(environment, pipeline)).definition;
-    const current = await this.currentModel(environment);
+    const current = await this.view.currentModel(environment);
     const out = { dataQuality: null, transformation: null } as Record<CodegenKind, CodegenEntry | null>;
     for (const kind of CODEGEN_KINDS) {
       const record = await this.repo.find(environment, pipeline, kind);
       if (instructionOf(def, kind) === null && record === null) continue;
-      out[kind] = await this.entry(environment, def, kind, record, current);
+      out[kind] = await this.view.entry(environment, def, kind, record, current);
     }
     return out;
   }
@@ -158,8 +87,17 @@ export class CodegenService {
   ): Promise<CodegenEntry> {
     const { def, k, instruction } = await this.target(environment, pipeline, kind, true);
     const model = await this.ai.model(environment, 'codegen');
-    await this.generate(environment, def, k, instruction as string, model, origin, overwrite, signal);
-    return this.entryOf(environment, def, k);
+    await this.lifecycle.generate(
+      environment,
+      def,
+      k,
+      instruction as string,
+      model,
+      origin,
+      overwrite,
+      signal,
+    );
+    return this.view.entryOf(environment, def, k);
   }
 
   /** Adopts the repository head's file (origin `repository`); clears a conflict. */
@@ -182,12 +120,11 @@ export class CodegenService {
       // Nothing to adopt (the head moved for other files, or the edit was undone): a conflict is over.
       if (record.conflictReason !== null) await this.repo.setConflict(environment, def.name, k, null);
     } else {
-      await this.adopt(environment, def, k, record, head.sha, head.text, instruction as string);
+      await this.lifecycle.adopt(environment, def, k, record, head.sha, head.text, instruction as string);
     }
-    return this.entryOf(environment, def, k);
+    return this.view.entryOf(environment, def, k);
   }
 
-  /** Spec "CodeGen script version restore", rules 1-4 (the route checks rule 5's capability). */
   /**
    * `actor` (the caller's key label or `session:<username>`): audited as
    * `codegen-script-restore-version:<kind>`, refused or not. `quiet`: no listener hears of it (an
@@ -232,7 +169,7 @@ export class CodegenService {
     const record = await this.repo.find(environment, def.name, k);
     const live = record ? await this.store.read(environment, record) : null;
     if (record !== null && live === wanted.script) {
-      return { ...(await this.entryOf(environment, def, k)), noop: true };
+      return { ...(await this.view.entryOf(environment, def, k)), noop: true };
     }
     const columns = scriptColumns(def);
     const now = fingerprint(instruction as string, columns);
@@ -261,7 +198,7 @@ export class CodegenService {
       record,
       false,
     );
-    await this.goLive(environment, def.name, k, record, options.quiet === true, {
+    await this.lifecycle.goLive(environment, def.name, k, record, options.quiet === true, {
       origin: 'restore-version',
       model: wanted.model,
       generatedAt: wanted.generatedAt,
@@ -271,7 +208,7 @@ export class CodegenService {
       script: wanted.script,
       ...at,
     });
-    return this.entryOf(environment, def, k);
+    return this.view.entryOf(environment, def, k);
   }
 
   /**
@@ -305,9 +242,14 @@ export class CodegenService {
         );
         continue;
       }
-      await this.generate(environment, def, kind, instruction, model, 'save', false).catch((err: unknown) => {
-        this.logger.warn({ pipeline, kind, err: errorMessage(err) }, 'codegen script not generated on save');
-      });
+      await this.lifecycle
+        .generate(environment, def, kind, instruction, model, 'save', false)
+        .catch((err: unknown) => {
+          this.logger.warn(
+            { pipeline, kind, err: errorMessage(err) },
+            'codegen script not generated on save',
+          );
+        });
     }
   }
 
@@ -337,14 +279,14 @@ export class CodegenService {
           CONTRACT_VERSION,
         );
       } else {
-        await this.generate(environment, def, kind, instruction, model, 'run', false).catch(
-          (err: unknown) => {
+        await this.lifecycle
+          .generate(environment, def, kind, instruction, model, 'run', false)
+          .catch((err: unknown) => {
             this.logger.warn(
               { pipeline: def.name, kind, err: errorMessage(err) },
               'codegen script not generated on run',
             );
-          },
-        );
+          });
       }
       record = await this.repo.find(environment, def.name, kind);
     }
@@ -372,124 +314,6 @@ export class CodegenService {
 
   deletePipeline(environment: string, pipeline: string): Promise<void> {
     return this.repo.deletePipeline(environment, pipeline);
-  }
-
-  private async generate(
-    environment: string,
-    def: PipelineDefinition,
-    kind: CodegenKind,
-    instruction: string,
-    model: FeatureModel,
-    origin: Origin,
-    overwrite: boolean,
-    signal?: AbortSignal,
-  ): Promise<void> {
-    const record = await this.repo.find(environment, def.name, kind);
-    const columns = scriptColumns(def);
-    const current = record ? await this.store.read(environment, record).catch(() => null) : null;
-    let candidate: Candidate;
-    try {
-      candidate = await this.author.write(model, kind, instruction, columns, current, signal);
-      await this.author.dryRun(
-        environment,
-        def.name,
-        kind,
-        candidate.script,
-        columns,
-        candidate.outputColumns,
-      );
-    } catch (err) {
-      if (!(err instanceof CandidateRefused)) throw err;
-      await this.repo.setPending(
-        environment,
-        def.name,
-        kind,
-        err.message,
-        record?.storage ?? 'minio',
-        CONTRACT_VERSION,
-      );
-      return;
-    }
-    let at: StoredAt;
-    try {
-      at = await this.store.write(
-        environment,
-        def.name,
-        kind,
-        candidate.script,
-        `${origin === 'regenerate' ? 'Regenerate' : 'Generate'} ${kind} script of ${def.name} (${candidate.model})`,
-        record,
-        overwrite,
-      );
-    } catch (err) {
-      if (!(err instanceof ScriptConflictError) || record === null) throw err;
-      await this.repo.setConflict(environment, def.name, kind, err.message);
-      return;
-    }
-    await this.goLive(environment, def.name, kind, record, false, {
-      origin,
-      model: candidate.model,
-      generatedAt: new Date().toISOString(),
-      fingerprint: fingerprint(instruction, columns),
-      contractVersion: CONTRACT_VERSION,
-      outputColumns: candidate.outputColumns,
-      script: candidate.script,
-      ...at,
-    });
-  }
-
-  private async adopt(
-    environment: string,
-    def: PipelineDefinition,
-    kind: CodegenKind,
-    record: ScriptRecord,
-    sha: string,
-    text: string,
-    instruction: string,
-  ): Promise<void> {
-    const columns = scriptColumns(def);
-    const checked = await this.author.check(kind, text, columns);
-    if (checked.problems.length > 0) {
-      throw new UnprocessableError(
-        `${record.repoPath ?? 'the file'} at ${sha.slice(0, 12)} does not meet the script contract: ${checked.problems.join('; ')}`,
-      );
-    }
-    await this.goLive(environment, def.name, kind, record, false, {
-      origin: 'repository',
-      model: null,
-      generatedAt: new Date().toISOString(),
-      fingerprint: fingerprint(instruction, columns),
-      contractVersion: CONTRACT_VERSION,
-      outputColumns: checked.outputColumns,
-      script: text,
-      storage: 'github',
-      objectKey: null,
-      repoPath: record.repoPath,
-      commitSha: sha,
-    });
-  }
-
-  /** Records a new live script and tells the listeners when it replaced an earlier version. */
-  private async goLive(
-    environment: string,
-    pipeline: string,
-    kind: CodegenKind,
-    previous: ScriptRecord | null,
-    quiet: boolean,
-    live: NewLive,
-  ): Promise<void> {
-    const after = await this.repo.addLive(environment, pipeline, kind, live);
-    const before = previous?.version ?? null;
-    if (before === null || quiet) return;
-    this.notify('scriptChanged', (l) =>
-      l.scriptChanged({ environment, pipeline, kind, before, after, origin: live.origin }),
-    );
-  }
-
-  /** After a job that ran scripts: its output ratio (for the next evidence) and the listeners. */
-  async jobLanded(job: JobLanded): Promise<void> {
-    if (job.rows > 0) await this.repo.addRatio(job.environment, job.pipeline, job.loaded / job.rows);
-    this.notify('jobLanded', (l) => l.jobLanded(job));
   }
 
   /** A version's text and declared columns (null: no such version). */
@@ -550,68 +374,5 @@ export class CodegenService {
       throw new ValidationError(`pipeline '${pipeline}' has no ${field}`, [{ field, problem: 'is not set' }]);
     }
     return { def, k: kind, instruction };
-  }
-
-  private async entryOf(
-    environment: string,
-    def: PipelineDefinition,
-    kind: CodegenKind,
-  ): Promise<CodegenEntry> {
-    const record = await this.repo.find(environment, def.name, kind);
-    return this.entry(environment, def, kind, record, await this.currentModel(environment));
-  }
-
-  private async entry(
-    environment: string,
-    def: PipelineDefinition,
-    kind: CodegenKind,
-    record: ScriptRecord | null,
-    currentModel: string | null,
-  ): Promise<CodegenEntry> {
-    const instruction = instructionOf(def, kind) ?? '';
-    const script = record ? await this.store.read(environment, record) : null;
-    const fits = record?.fingerprint === fingerprint(instruction, scriptColumns(def));
-    // "No provider" stops being the reason once one is configured: the next save, run or regenerate writes it.
-    const stored =
-      record?.pendingReason === NO_PROVIDER && currentModel !== null ? null : record?.pendingReason;
-    const pendingReason =
-      stored ??
-      (script === null
-        ? 'no script has been written yet: it is written on the next save, run or regenerate'
-        : fits
-          ? null
-          : 'the instruction or the source schema changed since the script was written; it is rewritten on the next save, run or regenerate');
-    const drift = record ? await this.store.drift(environment, record) : { drift: false, headSha: null };
-    const entry: CodegenEntry = {
-      kind,
-      instruction,
-      script,
-      generatedAt: record?.generatedAt ?? null,
-      model: record?.model ?? null,
-      modelIsCurrent: record?.model != null && record.model === currentModel,
-      status: pendingReason === null ? 'ready' : 'pending',
-      pendingReason,
-      origin: record?.origin ?? null,
-      fingerprint: record?.fingerprint ?? null,
-      storage: record?.storage ?? null,
-      repoPath: record?.repoPath ?? null,
-      commitSha: record?.commitSha ?? null,
-      drift: drift.drift,
-    };
-    if (record?.version != null) entry.version = record.version;
-    if (drift.headSha !== null) entry.headSha = drift.headSha;
-    if (record !== null) {
-      entry.conflict = record.conflictReason !== null;
-      if (record.conflictReason !== null) entry.conflictReason = record.conflictReason;
-    }
-    return entry;
-  }
-
-  private async currentModel(environment: string): Promise<string | null> {
-    try {
-      return (await this.ai.optionalModel(environment, 'codegen'))?.model ?? null;
-    } catch {
-      return null;
-    }
   }
 }

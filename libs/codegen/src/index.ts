@@ -1,6 +1,7 @@
 export { CodegenModule } from './codegen.module';
-export { CodegenService, instructionOf, scriptColumns } from './codegen.service';
-export type { CodegenEntry, CodegenListener, JobLanded, ScriptChange, VersionItem } from './codegen.service';
+export { CodegenService } from './codegen.service';
+export { instructionOf, scriptColumns } from './codegen.types';
+export type { CodegenEntry, CodegenListener, JobLanded, ScriptChange, VersionItem } from './codegen.types';
 export { CODEGEN_KINDS, CONTRACT_VERSION, contractText, fingerprint, isCodegenKind } from './script-contract';
 export type { CodegenKind } from './script-contract';
 export { RunningScript } from './script-runner';

@@ -1,0 +1,163 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { Logger } from 'pino';
+import { FeatureModel } from '@tapyard/ai';
+import { LOGGER, UnprocessableError, errorMessage } from '@tapyard/core';
+import { PipelineDefinition } from '@tapyard/pipelines';
+import { CodegenRepository, NewLive, Origin, ScriptRecord } from './codegen.repository';
+import { CodegenListener, JobLanded, scriptColumns } from './codegen.types';
+import { Candidate, CandidateRefused, ScriptAuthor } from './script-author';
+import { CONTRACT_VERSION, CodegenKind, fingerprint } from './script-contract';
+import { ScriptConflictError, ScriptStore, StoredAt } from './script-store';
+
+/**
+ * How a script becomes live: written by the model (checked, dry-run) or adopted from the repository,
+ * stored, recorded as the next version; and who hears of it (incidents listen to changes and to the
+ * jobs that ran them).
+ */
+@Injectable()
+export class ScriptLifecycle {
+  constructor(
+    @Inject(LOGGER) private readonly logger: Logger,
+    private readonly repo: CodegenRepository,
+    private readonly store: ScriptStore,
+    private readonly author: ScriptAuthor,
+  ) {}
+
+  private readonly listeners: CodegenListener[] = [];
+
+  listen(listener: CodegenListener): void {
+    this.listeners.push(listener);
+  }
+
+  private notify(what: string, call: (l: CodegenListener) => Promise<void>): void {
+    for (const l of this.listeners) {
+      call(l).catch((err: unknown) =>
+        this.logger.warn({ err: errorMessage(err) }, `codegen listener failed (${what})`),
+      );
+    }
+  }
+
+  /**
+   * Writes a script with the model; it goes live only after the checks and the dry run, else the entry is
+   * pending with the reason. A repository file edited since the recorded commit is not overwritten unless
+   * `overwrite` (the entry carries the conflict instead).
+   */
+  async generate(
+    environment: string,
+    def: PipelineDefinition,
+    kind: CodegenKind,
+    instruction: string,
+    model: FeatureModel,
+    origin: Origin,
+    overwrite: boolean,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const record = await this.repo.find(environment, def.name, kind);
+    const columns = scriptColumns(def);
+    const current = record ? await this.store.read(environment, record).catch(() => null) : null;
+    let candidate: Candidate;
+    try {
+      candidate = await this.author.write(model, kind, instruction, columns, current, signal);
+      await this.author.dryRun(
+        environment,
+        def.name,
+        kind,
+        candidate.script,
+        columns,
+        candidate.outputColumns,
+      );
+    } catch (err) {
+      if (!(err instanceof CandidateRefused)) throw err;
+      await this.repo.setPending(
+        environment,
+        def.name,
+        kind,
+        err.message,
+        record?.storage ?? 'minio',
+        CONTRACT_VERSION,
+      );
+      return;
+    }
+    let at: StoredAt;
+    try {
+      at = await this.store.write(
+        environment,
+        def.name,
+        kind,
+        candidate.script,
+        `${origin === 'regenerate' ? 'Regenerate' : 'Generate'} ${kind} script of ${def.name} (${candidate.model})`,
+        record,
+        overwrite,
+      );
+    } catch (err) {
+      if (!(err instanceof ScriptConflictError) || record === null) throw err;
+      await this.repo.setConflict(environment, def.name, kind, err.message);
+      return;
+    }
+    await this.goLive(environment, def.name, kind, record, false, {
+      origin,
+      model: candidate.model,
+      generatedAt: new Date().toISOString(),
+      fingerprint: fingerprint(instruction, columns),
+      contractVersion: CONTRACT_VERSION,
+      outputColumns: candidate.outputColumns,
+      script: candidate.script,
+      ...at,
+    });
+  }
+
+  /** Adopts a repository file (origin `repository`) after the contract's static checks. */
+  async adopt(
+    environment: string,
+    def: PipelineDefinition,
+    kind: CodegenKind,
+    record: ScriptRecord,
+    sha: string,
+    text: string,
+    instruction: string,
+  ): Promise<void> {
+    const columns = scriptColumns(def);
+    const checked = await this.author.check(kind, text, columns);
+    if (checked.problems.length > 0) {
+      throw new UnprocessableError(
+        `${record.repoPath ?? 'the file'} at ${sha.slice(0, 12)} does not meet the script contract: ${checked.problems.join('; ')}`,
+      );
+    }
+    await this.goLive(environment, def.name, kind, record, false, {
+      origin: 'repository',
+      model: null,
+      generatedAt: new Date().toISOString(),
+      fingerprint: fingerprint(instruction, columns),
+      contractVersion: CONTRACT_VERSION,
+      outputColumns: checked.outputColumns,
+      script: text,
+      storage: 'github',
+      objectKey: null,
+      repoPath: record.repoPath,
+      commitSha: sha,
+    });
+  }
+
+  /** Records a new live script and tells the listeners when it replaced an earlier version. */
+  async goLive(
+    environment: string,
+    pipeline: string,
+    kind: CodegenKind,
+    previous: ScriptRecord | null,
+    quiet: boolean,
+    live: NewLive,
+  ): Promise<void> {
+    const after = await this.repo.addLive(environment, pipeline, kind, live);
+    const before = previous?.version ?? null;
+    if (before === null || quiet) return;
+    this.notify('scriptChanged', (l) =>
+      l.scriptChanged({ environment, pipeline, kind, before, after, origin: live.origin }),
+    );
+  }
+
+  /** After a job that ran scripts: its output ratio (for the next evidence) and the listeners. */
+  async jobLanded(job: JobLanded): Promise<void> {
+    if (job.rows > 0) await this.repo.addRatio(job.environment, job.pipeline, job.loaded / job.rows);
+    this.notify('jobLanded', (l) => l.jobLanded(job));
+  }
+}
