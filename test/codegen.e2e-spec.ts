@@ -174,10 +174,17 @@ describe('CodeGen scripts (model double, real sandbox, MinIO, Postgres and a loo
     });
 
     it('writes a missing script lazily when a job runs (origin run)', async () => {
-      double.script(reply(DQ_V1));
+      // Two jobs at once find no script: however they race, one version goes live.
+      double.script(reply(DQ_V1), reply(DQ_V1));
+      const other = upload(http(), 'sales', 'id,amount\n5,5\n', 'other.csv').then((t) =>
+        waitForJob(http(), t),
+      );
       const { job, rejects } = await load('id,amount\n1,1\n2,-1\n');
+      expect((await other).rollup.status).toBe('success');
+      await pg.query(`DELETE FROM ${schema}."${table}"`); // the other job's row, whenever it landed
       expect(job.rollup.status).toBe('warning');
       expect(rejects).toEqual([{ line: 3, stage: 'DataQuality', reason: 'amount is negative' }]);
+      expect((await versions()).map((v) => v.version)).toEqual([1]);
       expect((await entries()).dataQuality).toMatchObject({
         origin: 'run',
         version: 1,

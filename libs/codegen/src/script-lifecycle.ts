@@ -78,6 +78,12 @@ export class ScriptLifecycle {
       );
       return;
     }
+    const wanted = fingerprint(instruction, columns);
+    if (origin !== 'regenerate') {
+      // Jobs and saves racing for the same stale script: the first to finish goes live, the rest stand down.
+      const now = await this.repo.find(environment, def.name, kind);
+      if (now?.fingerprint === wanted && now.version !== (record?.version ?? null)) return;
+    }
     let at: StoredAt;
     try {
       at = await this.store.write(
@@ -98,7 +104,7 @@ export class ScriptLifecycle {
       origin,
       model: candidate.model,
       generatedAt: new Date().toISOString(),
-      fingerprint: fingerprint(instruction, columns),
+      fingerprint: wanted,
       contractVersion: CONTRACT_VERSION,
       outputColumns: candidate.outputColumns,
       script: candidate.script,
