@@ -79,37 +79,58 @@ export class ScriptLifecycle {
       return;
     }
     const wanted = fingerprint(instruction, columns);
-    if (origin !== 'regenerate') {
-      // Jobs and saves racing for the same stale script: the first to finish goes live, the rest stand down.
+    // One writer at a time per script in this process: jobs and saves racing for the same stale script
+    // put one version live (the first to finish); the others find it fits and stand down.
+    await this.serially(`${environment}\0${def.name}\0${kind}`, async () => {
       const now = await this.repo.find(environment, def.name, kind);
-      if (now?.fingerprint === wanted && now.version !== (record?.version ?? null)) return;
-    }
-    let at: StoredAt;
-    try {
-      at = await this.store.write(
-        environment,
-        def.name,
-        kind,
-        candidate.script,
-        `${origin === 'regenerate' ? 'Regenerate' : 'Generate'} ${kind} script of ${def.name} (${candidate.model})`,
-        record,
-        overwrite,
-      );
-    } catch (err) {
-      if (!(err instanceof ScriptConflictError) || record === null) throw err;
-      await this.repo.setConflict(environment, def.name, kind, err.message);
-      return;
-    }
-    await this.goLive(environment, def.name, kind, record, false, {
-      origin,
-      model: candidate.model,
-      generatedAt: new Date().toISOString(),
-      fingerprint: wanted,
-      contractVersion: CONTRACT_VERSION,
-      outputColumns: candidate.outputColumns,
-      script: candidate.script,
-      ...at,
+      if (
+        origin !== 'regenerate' &&
+        now?.fingerprint === wanted &&
+        now.version !== (record?.version ?? null)
+      ) {
+        return;
+      }
+      let at: StoredAt;
+      try {
+        at = await this.store.write(
+          environment,
+          def.name,
+          kind,
+          candidate.script,
+          `${origin === 'regenerate' ? 'Regenerate' : 'Generate'} ${kind} script of ${def.name} (${candidate.model})`,
+          now,
+          overwrite,
+        );
+      } catch (err) {
+        if (!(err instanceof ScriptConflictError) || now === null) throw err;
+        await this.repo.setConflict(environment, def.name, kind, err.message);
+        return;
+      }
+      await this.goLive(environment, def.name, kind, now, false, {
+        origin,
+        model: candidate.model,
+        generatedAt: new Date().toISOString(),
+        fingerprint: wanted,
+        contractVersion: CONTRACT_VERSION,
+        outputColumns: candidate.outputColumns,
+        script: candidate.script,
+        ...at,
+      });
     });
+  }
+
+  private readonly queues = new Map<string, Promise<void>>();
+
+  private async serially(key: string, work: () => Promise<void>): Promise<void> {
+    const previous = this.queues.get(key) ?? Promise.resolve();
+    const mine = previous.then(work, work);
+    const settled = mine.catch(() => undefined);
+    this.queues.set(key, settled);
+    try {
+      await mine;
+    } finally {
+      if (this.queues.get(key) === settled) this.queues.delete(key);
+    }
   }
 
   /** Adopts a repository file (origin `repository`) after the contract's static checks. */
