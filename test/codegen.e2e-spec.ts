@@ -58,6 +58,8 @@ describe('CodeGen scripts (model double, real sandbox, MinIO, Postgres and a loo
   let git: GitServer;
   let api: TestApi;
   let worker: TestWorker;
+  // A second worker: jobs racing for a missing script may run in two processes.
+  let worker2: TestWorker;
   let pg: Client;
 
   const http = () => api.http;
@@ -127,11 +129,13 @@ describe('CodeGen scripts (model double, real sandbox, MinIO, Postgres and a loo
     };
     api = await startApi(flags);
     worker = await startWorker(flags);
+    worker2 = await startWorker(flags);
     pg = new Client({ connectionString: TEST_DATABASE_URL });
     await pg.connect();
   }, 60_000);
   afterAll(async () => {
     await pg.end();
+    await worker2.close();
     await worker.close();
     await api.close();
     await git.close();
@@ -174,7 +178,7 @@ describe('CodeGen scripts (model double, real sandbox, MinIO, Postgres and a loo
     });
 
     it('writes a missing script lazily when a job runs (origin run)', async () => {
-      // Two jobs at once find no script: however they race, one version goes live.
+      // Two jobs at once (one per worker, as the queue hands them out) find no script: one version goes live.
       double.script(reply(DQ_V1), reply(DQ_V1));
       const other = upload(http(), 'sales', 'id,amount\n5,5\n', 'other.csv').then((t) =>
         waitForJob(http(), t),

@@ -320,6 +320,31 @@ export class CodegenRepository {
     );
   }
 
+  /**
+   * Runs `work` while holding the script's writer lock across processes (a session advisory lock on a
+   * connection of its own, in a key space apart from addLive's transaction lock, which `work` takes too).
+   */
+  async exclusively<T>(
+    environment: string,
+    pipeline: string,
+    kind: CodegenKind,
+    work: () => Promise<T>,
+  ): Promise<T> {
+    const runner = this.ds.createQueryRunner();
+    await runner.connect();
+    const key = `codegen-writer:${environment}:${pipeline}:${kind}`;
+    try {
+      await runner.query(`SELECT pg_advisory_lock(hashtext($1))`, [key]);
+      try {
+        return await work();
+      } finally {
+        await runner.query(`SELECT pg_advisory_unlock(hashtext($1))`, [key]);
+      }
+    } finally {
+      await runner.release();
+    }
+  }
+
   private async lock(
     m: EntityManager,
     environment: string,

@@ -79,9 +79,10 @@ export class ScriptLifecycle {
       return;
     }
     const wanted = fingerprint(instruction, columns);
-    // One writer at a time per script in this process: jobs and saves racing for the same stale script
-    // put one version live (the first to finish); the others find it fits and stand down.
-    await this.serially(`${environment}\0${def.name}\0${kind}`, async () => {
+    // One writer at a time per script, in this process and then across processes: jobs and saves racing
+    // for the same stale script put one version live (the first to finish); the others find it fits and
+    // stand down. In-process first, so waiting writers do not each hold a database connection.
+    const write = async (): Promise<void> => {
       const now = await this.repo.find(environment, def.name, kind);
       if (
         origin !== 'regenerate' &&
@@ -116,7 +117,10 @@ export class ScriptLifecycle {
         script: candidate.script,
         ...at,
       });
-    });
+    };
+    await this.serially(`${environment}\0${def.name}\0${kind}`, () =>
+      this.repo.exclusively(environment, def.name, kind, write),
+    );
   }
 
   private readonly queues = new Map<string, Promise<void>>();
