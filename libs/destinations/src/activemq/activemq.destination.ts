@@ -2,10 +2,10 @@ import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 
 import { Client } from '@stomp/stompjs';
-import { CONFIG, ServiceUnavailableError, TapyardConfig, ValidationError } from '@tapyard/core';
+import { CONFIG, ServiceUnavailableError, TapyardConfig } from '@tapyard/core';
 import { EgressPolicy } from '@tapyard/egress';
 import { PipelineDefinition, TypedBatch } from '@tapyard/pipelines';
-import { SecretNotFoundError, SecretsService } from '@tapyard/secrets';
+import { SecretsService } from '@tapyard/secrets';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 import { jsonRow } from '../sinks/json-rows';
 import { SinkLedger } from '../sinks/sink-ledger';
@@ -28,15 +28,8 @@ const RECEIPT_TIMEOUT_MS = 30_000;
 export class ActiveMqDestination extends Sink implements Destination {
   readonly name = 'activemq';
   readonly processName = 'ActiveMQLoader' as const;
-  private readonly policy: EgressPolicy;
-
-  constructor(
-    @Inject(CONFIG) config: TapyardConfig,
-    private readonly secrets: SecretsService,
-    ledger: SinkLedger,
-  ) {
-    super(ledger);
-    this.policy = new EgressPolicy(config.egressAllow);
+  constructor(@Inject(CONFIG) config: TapyardConfig, secrets: SecretsService, ledger: SinkLedger) {
+    super(ledger, secrets, new EgressPolicy(config.egressAllow));
   }
 
   describe(destination: PipelineDefinition['destination']): string {
@@ -146,14 +139,7 @@ export class ActiveMqDestination extends Sink implements Destination {
 
   private async broker(target: LoadTarget): Promise<BrokerAddress> {
     const a = targetOf(target.destination);
-    try {
-      return brokerOf(a.secretName, await this.secrets.reveal(target.environment, a.secretName));
-    } catch (err) {
-      if (err instanceof SecretNotFoundError) {
-        throw new ValidationError(`secret '${a.secretName}' of destination.activemq does not exist`);
-      }
-      throw err;
-    }
+    return brokerOf(a.secretName, await this.sectionSecret(target.environment, a.secretName));
   }
 }
 

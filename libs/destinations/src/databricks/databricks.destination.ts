@@ -2,10 +2,10 @@ import { Inject, Injectable } from '@nestjs/common';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CONFIG, TapyardConfig, ValidationError } from '@tapyard/core';
+import { CONFIG, TapyardConfig } from '@tapyard/core';
 import { EgressPolicy } from '@tapyard/egress';
 import { FieldType, PipelineDefinition } from '@tapyard/pipelines';
-import { SecretNotFoundError, SecretsService } from '@tapyard/secrets';
+import { SecretsService } from '@tapyard/secrets';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 
 import { SinkLedger } from '../sinks/sink-ledger';
@@ -37,15 +37,8 @@ const quote = (name: string): string => `\`${name.replace(/`/g, '``')}\``;
 export class DatabricksDestination extends Sink implements Destination {
   readonly name = 'databricks';
   readonly processName = 'DatabricksLoader' as const;
-  private readonly policy: EgressPolicy;
-
-  constructor(
-    @Inject(CONFIG) config: TapyardConfig,
-    private readonly secrets: SecretsService,
-    ledger: SinkLedger,
-  ) {
-    super(ledger);
-    this.policy = new EgressPolicy(config.egressAllow);
+  constructor(@Inject(CONFIG) config: TapyardConfig, secrets: SecretsService, ledger: SinkLedger) {
+    super(ledger, secrets, new EgressPolicy(config.egressAllow));
   }
 
   describe(destination: PipelineDefinition['destination']): string {
@@ -99,13 +92,7 @@ export class DatabricksDestination extends Sink implements Destination {
 
   private async settings(target: LoadTarget): Promise<DatabricksSettings> {
     const d = targetOf(target.destination);
-    try {
-      return databricksSettings(d.secretName, await this.secrets.reveal(target.environment, d.secretName));
-    } catch (err) {
-      if (err instanceof SecretNotFoundError)
-        throw new ValidationError(`secret '${d.secretName}' of destination.databricks does not exist`);
-      throw err;
-    }
+    return databricksSettings(d.secretName, await this.sectionSecret(target.environment, d.secretName));
   }
 }
 

@@ -4,7 +4,7 @@ import { CompressionTypes, Kafka, KafkaJSError, Message } from 'kafkajs';
 import { CONFIG, ServiceUnavailableError, TapyardConfig, ValidationError, errorMessage } from '@tapyard/core';
 import { EgressPolicy, EgressRefused } from '@tapyard/egress';
 import { PipelineDefinition } from '@tapyard/pipelines';
-import { SecretNotFoundError, SecretsService } from '@tapyard/secrets';
+import { SecretsService } from '@tapyard/secrets';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 import { jsonRow } from '../sinks/json-rows';
 import { SinkLedger } from '../sinks/sink-ledger';
@@ -27,15 +27,8 @@ const BATCH = 1000;
 export class KafkaDestination extends Sink implements Destination {
   readonly name = 'kafka';
   readonly processName = 'KafkaLoader' as const;
-  private readonly policy: EgressPolicy;
-
-  constructor(
-    @Inject(CONFIG) config: TapyardConfig,
-    private readonly secrets: SecretsService,
-    ledger: SinkLedger,
-  ) {
-    super(ledger);
-    this.policy = new EgressPolicy(config.egressAllow);
+  constructor(@Inject(CONFIG) config: TapyardConfig, secrets: SecretsService, ledger: SinkLedger) {
+    super(ledger, secrets, new EgressPolicy(config.egressAllow));
   }
 
   describe(destination: PipelineDefinition['destination']): string {
@@ -149,13 +142,7 @@ export class KafkaDestination extends Sink implements Destination {
 
   private async settings(target: LoadTarget): Promise<KafkaSettings> {
     const k = targetOf(target.destination);
-    try {
-      return kafkaSettings(k.secretName, await this.secrets.reveal(target.environment, k.secretName));
-    } catch (err) {
-      if (err instanceof SecretNotFoundError)
-        throw new ValidationError(`secret '${k.secretName}' of destination.kafka does not exist`);
-      throw err;
-    }
+    return kafkaSettings(k.secretName, await this.sectionSecret(target.environment, k.secretName));
   }
 }
 

@@ -3,7 +3,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { CONFIG, ServiceUnavailableError, TapyardConfig, ValidationError, errorMessage } from '@tapyard/core';
 import { EgressPolicy, EgressRefused, egressRequest } from '@tapyard/egress';
 import { PipelineDefinition, rowText } from '@tapyard/pipelines';
-import { SecretNotFoundError, SecretsService } from '@tapyard/secrets';
+import { SecretsService } from '@tapyard/secrets';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 import { jsonRow } from '../sinks/json-rows';
 import { SinkLedger } from '../sinks/sink-ledger';
@@ -33,15 +33,8 @@ interface Pending {
 export class RestDestination extends Sink implements Destination {
   readonly name = 'rest';
   readonly processName = 'RestEndpointRunner' as const;
-  private readonly policy: EgressPolicy;
-
-  constructor(
-    @Inject(CONFIG) config: TapyardConfig,
-    private readonly secrets: SecretsService,
-    ledger: SinkLedger,
-  ) {
-    super(ledger);
-    this.policy = new EgressPolicy(config.restSinkAllow, undefined, 'REST_SINK_ALLOW');
+  constructor(@Inject(CONFIG) config: TapyardConfig, secrets: SecretsService, ledger: SinkLedger) {
+    super(ledger, secrets, new EgressPolicy(config.restSinkAllow, undefined, 'REST_SINK_ALLOW'));
   }
 
   describe(destination: PipelineDefinition['destination']): string {
@@ -186,14 +179,7 @@ export class RestDestination extends Sink implements Destination {
 
   private async authHeaders(environment: string, r: RestTarget): Promise<Record<string, string>> {
     if (!r.secretName) return {};
-    let s: Record<string, string>;
-    try {
-      s = await this.secrets.reveal(environment, r.secretName);
-    } catch (err) {
-      if (err instanceof SecretNotFoundError)
-        throw new ValidationError(`secret '${r.secretName}' of destination.rest does not exist`);
-      throw err;
-    }
+    const s = await this.sectionSecret(environment, r.secretName);
     if (s.token) return { authorization: `Bearer ${s.token}` };
     if (s.username && s.password) {
       return { authorization: `Basic ${Buffer.from(`${s.username}:${s.password}`).toString('base64')}` };

@@ -1,5 +1,7 @@
 import { extname, join } from 'node:path';
 import { ValidationError } from '@tapyard/core';
+import { EgressPolicy } from '@tapyard/egress';
+import { SecretNotFoundError, SecretsService } from '@tapyard/secrets';
 import { PipelineDefinition, TypedBatch, rowText } from '@tapyard/pipelines';
 import { ProcessName } from '@tapyard/status';
 import { Capabilities, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
@@ -25,7 +27,26 @@ export abstract class Sink {
   };
   readonly encoder = join(__dirname, '..', 'encoders', `typed${extname(__filename)}`);
 
-  protected constructor(protected readonly ledger: SinkLedger) {}
+  /**
+   * `policy`: where the sink may connect on a pipeline's behalf (its address is the pipeline's choice).
+   * `secrets`: its section names the secret holding its credentials.
+   */
+  protected constructor(
+    protected readonly ledger: SinkLedger,
+    protected readonly secrets: SecretsService,
+    protected readonly policy: EgressPolicy,
+  ) {}
+
+  /** The fields of the secret the sink's section names; a missing one is the pipeline's mistake (400). */
+  protected async sectionSecret(environment: string, secretName: string): Promise<Record<string, string>> {
+    try {
+      return await this.secrets.reveal(environment, secretName);
+    } catch (err) {
+      if (err instanceof SecretNotFoundError)
+        throw new ValidationError(`secret '${secretName}' of destination.${this.name} does not exist`);
+      throw err;
+    }
+  }
 
   /** A sink loads what its own section of `destination` (named like the sink) configures. */
   selects(destination: PipelineDefinition['destination']): boolean {

@@ -13,7 +13,7 @@ import {
 } from '@tapyard/core';
 import { EgressPolicy, EgressRefused } from '@tapyard/egress';
 import { FieldType, PipelineDefinition } from '@tapyard/pipelines';
-import { SecretNotFoundError, SecretsService } from '@tapyard/secrets';
+import { SecretsService } from '@tapyard/secrets';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 
 import { SinkLedger } from '../sinks/sink-ledger';
@@ -51,15 +51,8 @@ interface Settings {
 export class SnowflakeDestination extends Sink implements Destination {
   readonly name = 'snowflake';
   readonly processName = 'SnowflakeLoader' as const;
-  private readonly policy: EgressPolicy;
-
-  constructor(
-    @Inject(CONFIG) config: TapyardConfig,
-    private readonly secrets: SecretsService,
-    ledger: SinkLedger,
-  ) {
-    super(ledger);
-    this.policy = new EgressPolicy(config.egressAllow);
+  constructor(@Inject(CONFIG) config: TapyardConfig, secrets: SecretsService, ledger: SinkLedger) {
+    super(ledger, secrets, new EgressPolicy(config.egressAllow));
   }
 
   describe(destination: PipelineDefinition['destination']): string {
@@ -182,14 +175,7 @@ export class SnowflakeDestination extends Sink implements Destination {
 
   private async settings(target: LoadTarget): Promise<Settings> {
     const d = targetOf(target.destination);
-    let f: Record<string, string>;
-    try {
-      f = await this.secrets.reveal(target.environment, d.secretName);
-    } catch (err) {
-      if (err instanceof SecretNotFoundError)
-        throw new ValidationError(`secret '${d.secretName}' of destination.snowflake does not exist`);
-      throw err;
-    }
+    const f = await this.sectionSecret(target.environment, d.secretName);
     for (const k of ['account', 'user', 'warehouse', 'database', 'schema']) {
       if (!f[k]?.trim()) throw new ValidationError(`secret '${d.secretName}' lacks '${k}'`);
     }
