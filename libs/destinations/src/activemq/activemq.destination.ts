@@ -9,7 +9,8 @@ import { SecretsService } from '@tapyard/secrets';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 import { jsonRow } from '../sinks/json-rows';
 import { SinkLedger } from '../sinks/sink-ledger';
-import { Sink, sectionOf, typedBatch, withTimeout } from '../sinks/sink';
+import { Sink, sectionOf, withTimeout } from '../sinks/sink';
+import { typedBatch } from '../typed-rows';
 import { ActiveMqTarget } from './section';
 import { BrokerAddress, brokerOf, openStomp } from './stomp-session';
 

@@ -9,7 +9,8 @@ import { SecretsService } from '@tapyard/secrets';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 
 import { SinkLedger } from '../sinks/sink-ledger';
-import { Sink, sectionOf, writeParquet } from '../sinks/sink';
+import { Sink, sectionOf } from '../sinks/sink';
+import { writeRowFile } from '../typed-rows';
 import { DatabricksApi, DatabricksSettings, databricksSettings } from './databricks-api';
 import { DatabricksTarget } from './section';
 
@@ -72,7 +73,9 @@ export class DatabricksDestination extends Sink implements Destination {
     try {
       const file = join(work, 'part-00000.parquet');
       const refused = this.refusals(target);
-      const loaded = await writeParquet(file, target, payloads, progress, this.processName, refused);
+      const loaded = await writeRowFile('parquet', file, target, payloads, progress, this.processName, (r) =>
+        refused.add(r),
+      );
       const dir = `tapyard/${target.pipeline}/job=${target.pipelineToken}`;
       // Memory: the Parquet file of one job is read whole for the upload (the Files API takes one body).
       const volumePath = await api.upload(`${dir}/part-00000.parquet`, await readFile(file));

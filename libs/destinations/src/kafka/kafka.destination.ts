@@ -8,7 +8,8 @@ import { SecretsService } from '@tapyard/secrets';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 import { jsonRow } from '../sinks/json-rows';
 import { SinkLedger } from '../sinks/sink-ledger';
-import { Sink, sectionOf, typedBatch, withTimeout } from '../sinks/sink';
+import { Sink, sectionOf, withTimeout } from '../sinks/sink';
+import { typedBatch } from '../typed-rows';
 import { KafkaSettings, kafkaClient, kafkaSettings } from './kafka-client';
 import { KafkaTarget } from './section';
 

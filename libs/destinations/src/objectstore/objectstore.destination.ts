@@ -6,16 +6,10 @@ import { tmpdir } from 'node:os';
 import { extname, join } from 'node:path';
 import { ServiceUnavailableError, ValidationError, errorMessage } from '@tapyard/core';
 import { ObjectNotFoundError, ObjectStore } from '@tapyard/objectstore';
-import {
-  ObjectStoreDestination as Target,
-  PipelineDefinition,
-  TypedBatch,
-  rowText,
-} from '@tapyard/pipelines';
+import { ObjectStoreDestination as Target, PipelineDefinition } from '@tapyard/pipelines';
 import { Destination, DropOutcome, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 import { CreatedObject, CreatedObjects } from '../ownership/created-objects';
-import { openRowWriter } from './file-writers';
-import { jsValue } from '../js-values';
+import { writeRowFile } from '../typed-rows';
 
 const EXTENSIONS = { parquet: 'parquet', csv: 'csv', jsonl: 'jsonl' } as const;
 
@@ -126,38 +120,15 @@ export class ObjectStoreDestination implements Destination {
         rejected++;
         if (!rejectsOut.write(JSON.stringify(r) + '\n')) await once(rejectsOut, 'drain');
       };
-      const writer = await openRowWriter(os.format, part, target.columns);
-      let loaded = 0;
-      const row: unknown[] = new Array(target.columns.length);
-      const convert = target.columns.map((c) => jsValue(c.type));
-      try {
-        for await (const payload of payloads) {
-          const batch = typedBatch(payload);
-          for (let r = 0; r < batch.lines.length; r++) {
-            let unsafe = -1;
-            for (let c = 0; c < row.length; c++) {
-              const v = batch.values[c][r];
-              row[c] = v === null ? null : convert[c](v);
-              // The Parquet writer encodes INT64 through doubles: refuse what it would round, never round it.
-              if (typeof v === 'bigint' && os.format === 'parquet') unsafe = c;
-            }
-            if (unsafe >= 0) {
-              await reject({
-                line: batch.lines[r],
-                stage: 'SparkObjectStoreLoader',
-                reason: `${target.columns[unsafe].name}: ${String(row[unsafe])} is beyond ±2^53, which the Parquet writer cannot store exactly`,
-                raw: rowText(batch, r),
-              });
-              continue;
-            }
-            await writer.write(row);
-            loaded++;
-          }
-          progress(loaded);
-        }
-      } finally {
-        await writer.close();
-      }
+      const loaded = await writeRowFile(
+        os.format,
+        part,
+        target,
+        payloads,
+        progress,
+        'SparkObjectStoreLoader',
+        reject,
+      );
       await this.store.putFile(bucket, `${dir}/part-00000.${EXTENSIONS[os.format]}`, part);
       for await (const r of rejects()) await reject(r);
       rejectsOut.end();
@@ -213,13 +184,6 @@ export class ObjectStoreDestination implements Destination {
       throw new Error(`cannot read ${key}: ${errorMessage(err)}`, { cause: err });
     }
   }
-}
-
-function typedBatch(payload: Payload): TypedBatch {
-  if (typeof payload === 'string' || payload instanceof Uint8Array || 'kind' in payload) {
-    throw new Error('the object-store loader takes typed batches from its encoder');
-  }
-  return payload;
 }
 
 function targetOf(destination: PipelineDefinition['destination']): Target {

@@ -7,7 +7,8 @@ import { SecretsService } from '@tapyard/secrets';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 import { jsonRow } from '../sinks/json-rows';
 import { SinkLedger } from '../sinks/sink-ledger';
-import { Sink, sectionOf, typedBatch } from '../sinks/sink';
+import { Sink, sectionOf } from '../sinks/sink';
+import { typedBatch } from '../typed-rows';
 import { RestTarget } from './section';
 
 /** Attempts per batch on 429, 5xx and connection failures, with back-off honouring Retry-After. */

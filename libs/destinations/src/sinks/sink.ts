@@ -2,11 +2,9 @@ import { extname, join } from 'node:path';
 import { ValidationError } from '@tapyard/core';
 import { EgressPolicy } from '@tapyard/egress';
 import { SecretNotFoundError, SecretsService } from '@tapyard/secrets';
-import { PipelineDefinition, TypedBatch, rowText } from '@tapyard/pipelines';
+import { PipelineDefinition } from '@tapyard/pipelines';
 import { ProcessName } from '@tapyard/status';
 import { Capabilities, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
-import { jsValue } from '../js-values';
-import { openRowWriter } from '../objectstore/file-writers';
 import { SINK_REJECTS, SinkLedger } from './sink-ledger';
 
 /**
@@ -127,11 +125,6 @@ export class Refusals {
   }
 }
 
-export function typedBatch(p: Payload): TypedBatch {
-  if (typeof p === 'object' && p !== null && 'values' in p && 'lines' in p) return p as TypedBatch;
-  throw new Error('sinks receive typed batches');
-}
-
 /** The section a sink reads, or a 400 naming it. */
 export function sectionOf<T>(destination: PipelineDefinition['destination'], key: string): T {
   const s = destination[key] as T | undefined | null;
@@ -147,50 +140,4 @@ export function withTimeout<T>(p: Promise<T>, ms: number, fail: () => Error): Pr
       timer = setTimeout(() => reject(fail()), ms);
     }),
   ]).finally(() => clearTimeout(timer));
-}
-
-/**
- * The job's rows as one Parquet file (warehouses stage it): values beyond ±2^53 are refused, never
- * rounded, since the Parquet writer stores INT64 through doubles.
- */
-export async function writeParquet(
-  file: string,
-  target: LoadTarget,
-  payloads: AsyncIterable<Payload>,
-  progress: (rowsSoFar: number) => void,
-  stage: ProcessName,
-  refused: Refusals,
-): Promise<number> {
-  const writer = await openRowWriter('parquet', file, target.columns);
-  const convert = target.columns.map((c) => jsValue(c.type));
-  const row: unknown[] = new Array(target.columns.length);
-  let loaded = 0;
-  try {
-    for await (const payload of payloads) {
-      const b = typedBatch(payload);
-      for (let r = 0; r < b.lines.length; r++) {
-        let unsafe = -1;
-        for (let c = 0; c < row.length; c++) {
-          const v = b.values[c][r];
-          row[c] = v === null ? null : convert[c](v);
-          if (typeof v === 'bigint') unsafe = c;
-        }
-        if (unsafe >= 0) {
-          await refused.add({
-            line: b.lines[r],
-            stage,
-            reason: `${target.columns[unsafe].name}: ${String(row[unsafe])} is beyond ±2^53, which the Parquet writer cannot store exactly`,
-            raw: rowText(b, r),
-          });
-          continue;
-        }
-        await writer.write(row);
-        loaded++;
-      }
-      progress(loaded);
-    }
-  } finally {
-    await writer.close();
-  }
-  return loaded;
 }

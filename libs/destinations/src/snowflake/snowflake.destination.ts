@@ -17,7 +17,8 @@ import { SecretsService } from '@tapyard/secrets';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 
 import { SinkLedger } from '../sinks/sink-ledger';
-import { Sink, sectionOf, withTimeout, writeParquet } from '../sinks/sink';
+import { Sink, sectionOf, withTimeout } from '../sinks/sink';
+import { writeRowFile } from '../typed-rows';
 import { SnowflakeTarget } from './section';
 
 snowflake.configure({ logLevel: 'OFF' });
@@ -91,7 +92,9 @@ export class SnowflakeDestination extends Sink implements Destination {
       const name = 'part-00000.parquet';
       const file = join(work, name);
       const refused = this.refusals(target);
-      const loaded = await writeParquet(file, target, payloads, progress, this.processName, refused);
+      const loaded = await writeRowFile('parquet', file, target, payloads, progress, this.processName, (r) =>
+        refused.add(r),
+      );
       const uploadBound = STATEMENT_TIMEOUT_MS + (await stat(file)).size / 1000; // + 1 s a MB
       await this.session(target, async (run) => {
         // The job's own folder of the table stage: its COPY sees only its file, which the load

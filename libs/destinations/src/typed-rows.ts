@@ -1,0 +1,59 @@
+import { ObjectFormat, TypedBatch, rowText } from '@tapyard/pipelines';
+import { ProcessName } from '@tapyard/status';
+import { LoadTarget, Payload, RejectedRow } from './destination';
+import { jsValue } from './js-values';
+import { openRowWriter } from './objectstore/file-writers';
+
+/** A payload from the typed encoder (what file-writing loaders and sinks receive). */
+export function typedBatch(p: Payload): TypedBatch {
+  if (typeof p === 'object' && p !== null && 'values' in p && 'lines' in p) return p as TypedBatch;
+  throw new Error('this loader takes typed batches from its encoder');
+}
+
+/**
+ * The job's rows as one local file in `format` (object-store parts, warehouse staging). In Parquet,
+ * values beyond ±2^53 are refused (`reject`), never rounded: its writer stores INT64 through doubles.
+ * Returns the rows written.
+ */
+export async function writeRowFile(
+  format: ObjectFormat,
+  file: string,
+  target: LoadTarget,
+  payloads: AsyncIterable<Payload>,
+  progress: (rowsSoFar: number) => void,
+  stage: ProcessName,
+  reject: (row: RejectedRow) => Promise<void>,
+): Promise<number> {
+  const writer = await openRowWriter(format, file, target.columns);
+  const convert = target.columns.map((c) => jsValue(c.type));
+  const row: unknown[] = new Array(target.columns.length);
+  let loaded = 0;
+  try {
+    for await (const payload of payloads) {
+      const b = typedBatch(payload);
+      for (let r = 0; r < b.lines.length; r++) {
+        let unsafe = -1;
+        for (let c = 0; c < row.length; c++) {
+          const v = b.values[c][r];
+          row[c] = v === null ? null : convert[c](v);
+          if (typeof v === 'bigint' && format === 'parquet') unsafe = c;
+        }
+        if (unsafe >= 0) {
+          await reject({
+            line: b.lines[r],
+            stage,
+            reason: `${target.columns[unsafe].name}: ${String(row[unsafe])} is beyond ±2^53, which the Parquet writer cannot store exactly`,
+            raw: rowText(b, r),
+          });
+          continue;
+        }
+        await writer.write(row);
+        loaded++;
+      }
+      progress(loaded);
+    }
+  } finally {
+    await writer.close();
+  }
+  return loaded;
+}
