@@ -68,34 +68,33 @@ interface VersionRow {
   commit_sha: string | null;
 }
 
-const toRecord = (r: RecordRow): ScriptRecord => ({
-  pipeline: r.pipeline,
-  kind: r.kind,
-  version: r.version,
+/** What records and versions share: who wrote the script, for what, and where it was committed. */
+const authorship = (r: Omit<VersionRow, 'version' | 'script'>) => ({
   origin: r.origin,
   model: r.model,
   generatedAt: r.generated_at?.toISOString() ?? null,
   fingerprint: r.fingerprint,
   contractVersion: r.contract_version,
   outputColumns: r.output_columns,
+  commitSha: r.commit_sha,
+});
+
+const toRecord = (r: RecordRow): ScriptRecord => ({
+  ...authorship(r),
+  pipeline: r.pipeline,
+  kind: r.kind,
+  version: r.version,
   storage: r.storage,
   objectKey: r.object_key,
   repoPath: r.repo_path,
-  commitSha: r.commit_sha,
   pendingReason: r.pending_reason,
   conflictReason: r.conflict_reason,
 });
 
 const toVersion = (r: VersionRow): ScriptVersion => ({
+  ...authorship(r),
   version: r.version,
-  origin: r.origin,
-  model: r.model,
-  generatedAt: r.generated_at?.toISOString() ?? null,
-  fingerprint: r.fingerprint,
-  contractVersion: r.contract_version,
-  outputColumns: r.output_columns,
   script: r.script,
-  commitSha: r.commit_sha,
 });
 
 const RECORD_COLUMNS = `pipeline, kind, version, origin, model, generated_at, fingerprint, contract_version,

@@ -5,6 +5,7 @@ import { LOGGER, NotFoundError, UnprocessableError, ValidationError, errorMessag
 import { PipelineDefinition, PipelinesService, SchemaField, TypedBatch } from '@tapyard/pipelines';
 import { CodegenRepository, Origin } from './codegen.repository';
 import { ScriptAuthor } from './script-author';
+import type { ScriptRunSpec } from './script-runner';
 import { CODEGEN_KINDS, CONTRACT_VERSION, CodegenKind, fingerprint, isCodegenKind } from './script-contract';
 import { ScriptStore } from './script-store';
 import {
@@ -308,8 +309,9 @@ export class CodegenService {
     return this.repo.saveSample(environment, pipeline, columns, rows);
   }
 
-  get runSpec(): ScriptAuthor['runSpec'] {
-    return this.author.runSpec.bind(this.author);
+  /** What a process needs to run a script (the stage thread starts it from this). */
+  runSpec(kind: CodegenKind, script: string, outputColumns: SchemaField[]): Promise<ScriptRunSpec> {
+    return this.author.runSpec(kind, script, outputColumns);
   }
 
   deletePipeline(environment: string, pipeline: string): Promise<void> {

@@ -2,7 +2,6 @@ import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import {
   CODEGEN_KINDS,
-  CodegenKind,
   CodegenListener,
   CodegenService,
   JobLanded,
@@ -224,7 +223,7 @@ export class IncidentsService implements OnModuleInit, CodegenListener {
         ? await this.codegen.version(environment, def.name, kind, change[pick])
         : await this.codegen.live(environment, def.name, kind);
       if (text === null) continue;
-      specs.push(await this.codegen.runSpec(kind as CodegenKind, text.script, text.outputColumns));
+      specs.push(await this.codegen.runSpec(kind, text.script, text.outputColumns));
     }
     return specs;
   }
