@@ -1,3 +1,5 @@
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { Client } from 'pg';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { newBootstrapKey, issueKey } from './support/auth';
@@ -333,6 +335,44 @@ describe('CodeGen scripts (model double, real sandbox, MinIO, Postgres and a loo
       expect(err.description).toMatch(/data_quality\.py", line 5, in check/);
       expect(err.description).not.toContain('_tapyard');
       expect(loaded).toEqual([]);
+      await restore(3).expect(200);
+    });
+
+    it('the sandbox holds where the static checks can be evaded: a script reaches no network', async () => {
+      // `random._os` is plain attribute access the checks allow; from there a script gets at anything in
+      // Python. What stops it is the sandbox: a network namespace of its own, with nothing in it.
+      const listener = createServer((socket) => {
+        reached++;
+        socket.destroy();
+      });
+      let reached = 0;
+      await new Promise<void>((r) => listener.listen(0, '127.0.0.1', r));
+      const port = (listener.address() as AddressInfo).port;
+      const EVASIVE = `import random
+
+def check(rows):
+    b = random._os.sys.modules["builtins"]
+    socket = b.getattr(b, "__im" + "port__")("socket")
+    out = []
+    for r in rows:
+        try:
+            socket.create_connection(("127.0.0.1", ${port}), timeout=2).close()
+            out.append("reached the host")
+        except OSError as e:
+            out.append("blocked: " + type(e).__name__)
+    return out
+`;
+      try {
+        double.script(reply(EVASIVE));
+        expect((await regenerate().expect(200)).body).toMatchObject({ status: 'ready', script: EVASIVE });
+        const { rejects } = await load('id,amount\n1,1\n');
+        expect(rejects).toEqual([
+          { line: 2, stage: 'DataQuality', reason: expect.stringMatching(/^blocked: /) },
+        ]);
+        expect(reached).toBe(0);
+      } finally {
+        listener.close();
+      }
       await restore(3).expect(200);
     });
 

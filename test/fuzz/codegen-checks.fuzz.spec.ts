@@ -104,6 +104,7 @@ describe('CodeGen script checks fuzz (CPython ast, generated scripts as the orac
       ['def check(rows):\n    return [open("/etc/passwd") for r in rows]\n', 'open'],
       ['def check(rows):\n    return [().__class__.__bases__ for r in rows]\n', 'dunder'],
       ['def check(rows):\n    return eval("[None]") * len(rows)\n', 'eval'],
+      ['def check(rows):\n    return __builtins__["len"](rows) * [None]\n', '__builtins__'],
       ['async def check(rows):\n    return []\n', 'not async'],
       ['def check():\n    return []\n', 'exactly one argument'],
       ['def other(rows):\n    return []\n', 'does not define check(rows)'],

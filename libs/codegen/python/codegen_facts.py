@@ -8,7 +8,7 @@ import json
 import sys
 
 # Builtins that reach outside the values a script is given, or run code the checks cannot see.
-RISKY_CALLS = {"exec", "eval", "compile", "__import__", "open", "input", "breakpoint", "globals", "vars", "setattr", "delattr"}
+RISKY_CALLS = {"exec", "eval", "compile", "__import__", "open", "input", "breakpoint", "globals", "vars", "setattr", "delattr", "getattr", "__builtins__", "__loader__", "__spec__"}
 
 
 def dotted(node):

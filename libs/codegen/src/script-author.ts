@@ -146,7 +146,7 @@ export class ScriptAuthor {
         maxLogBytes: this.config.taps.maxLogBytes,
         // One answer is one batch (up to 5 000 rows or 16 MiB of input, more as JSON); the session's
         // total grows with the job, which the stage streams rather than holds.
-        maxRecordBytes: 256 * MiB,
+        maxRecordBytes: 64 * MiB,
         maxOutputBytes: Number.MAX_SAFE_INTEGER,
       },
       batchTimeoutMs: c.batchTimeoutMs,
