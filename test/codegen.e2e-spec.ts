@@ -482,6 +482,12 @@ def check(rows):
       expect(before.script).not.toBeNull();
       expect((await versions('dataQuality', 'legacy')).map((v) => v.version)).toEqual([1]);
       expect((await entries('legacy')).dataQuality.version).toBe(1);
+      // A kind the pipeline has no instruction for: 400 naming the field, for every write.
+      const none = await restore(1, 'transformation', 'legacy').expect(400);
+      expect(none.body.message).toContain('has no transformation.aiInstruction');
+      await http().post('/api/v1/pipelines/legacy/codegen-scripts/transformation/regenerate').expect(400);
+      await http().post('/api/v1/pipelines/legacy/codegen-scripts/transformation/pull').expect(400);
+      expect((await entries('legacy')).transformation).toBeNull();
     });
 
     describe('in a code repository', () => {
