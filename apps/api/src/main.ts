@@ -1,10 +1,18 @@
 import 'reflect-metadata';
-import { ConfigError, createLogger, errorMessage, exitGracefullyOnSignals, loadConfig } from '@tapyard/core';
+import {
+  ConfigError,
+  createLogger,
+  errorMessage,
+  exitGracefullyOnSignals,
+  loadConfig,
+  surviveUncaughtErrors,
+} from '@tapyard/core';
 import { createApiApp } from './bootstrap';
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel, 'api');
+  surviveUncaughtErrors(logger);
   const app = await createApiApp(config, logger);
   exitGracefullyOnSignals(() => app.close(), logger, config.shutdownTimeoutMs);
   await app.listen(config.port, config.host);

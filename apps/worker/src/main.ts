@@ -1,10 +1,18 @@
 import 'reflect-metadata';
-import { ConfigError, createLogger, errorMessage, exitGracefullyOnSignals, loadConfig } from '@tapyard/core';
+import {
+  ConfigError,
+  createLogger,
+  errorMessage,
+  exitGracefullyOnSignals,
+  loadConfig,
+  surviveUncaughtErrors,
+} from '@tapyard/core';
 import { createWorkerApp } from './bootstrap';
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel, 'worker');
+  surviveUncaughtErrors(logger);
   const app = await createWorkerApp(config, logger);
   exitGracefullyOnSignals(() => app.close(), logger, config.shutdownTimeoutMs);
   await app.init();

@@ -1,11 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import busboy from 'busboy';
 import type { Request } from 'express';
 import {
   PayloadTooLargeError,
   UnsupportedMediaTypeError,
   ValidationError,
-  errorMessage,
+  readMultipart,
 } from '@tapyard/core';
 import { ObjectNotFoundError, ObjectStore, objectUri } from '@tapyard/objectstore';
 import { SchemaSampleError, generateJsonSchema, generateXsd } from '@tapyard/schemas';
@@ -141,42 +140,20 @@ interface Form {
 }
 
 async function readForm(req: Request): Promise<Form> {
-  const type = req.headers['content-type'] ?? '';
-  if (!type.toLowerCase().startsWith('multipart/form-data')) {
-    throw new UnsupportedMediaTypeError("upload with Content-Type multipart/form-data and a 'file' part");
-  }
-  let bb: busboy.Busboy;
-  try {
-    bb = busboy({
-      headers: req.headers,
-      limits: { files: 1, fields: 10, fieldSize: 1024, fileSize: CONFIG_FILE_LIMIT },
-    });
-  } catch {
-    throw new ValidationError('malformed multipart request: missing boundary');
-  }
-  return new Promise<Form>((resolve, reject) => {
-    const form: Form = { fields: new Map(), file: null };
-    let tooLarge = false;
-    bb.on('field', (name, value) => form.fields.set(name, value.trim()));
-    bb.on('file', (name, stream, info) => {
-      if (name !== 'file' || form.file) {
-        stream.resume();
-        return;
-      }
+  const form: Form = { fields: new Map(), file: null };
+  let tooLarge = false;
+  await readMultipart(req, {
+    notMultipart: "upload with Content-Type multipart/form-data and a 'file' part",
+    limits: { files: 1, fields: 10, fieldSize: 1024, fileSize: CONFIG_FILE_LIMIT },
+    onField: (name, value) => form.fields.set(name, value.trim()),
+    onFile: ({ field, filename, stream }) => {
+      if (field !== 'file' || form.file) return void stream.resume();
       const parts: Buffer[] = [];
       stream.on('data', (c: Buffer) => parts.push(c));
       stream.on('limit', () => (tooLarge = true));
-      stream.on(
-        'end',
-        () => (form.file = { name: (info.filename || '').trim(), data: Buffer.concat(parts) }),
-      );
-    });
-    bb.on('error', (err) => reject(new ValidationError(`malformed multipart request: ${errorMessage(err)}`)));
-    bb.on('close', () =>
-      tooLarge
-        ? reject(new PayloadTooLargeError(`config files are limited to ${CONFIG_FILE_LIMIT} bytes`))
-        : resolve(form),
-    );
-    req.pipe(bb);
+      stream.on('end', () => (form.file = { name: filename.trim(), data: Buffer.concat(parts) }));
+    },
   });
+  if (tooLarge) throw new PayloadTooLargeError(`config files are limited to ${CONFIG_FILE_LIMIT} bytes`);
+  return form;
 }

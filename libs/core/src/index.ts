@@ -7,6 +7,7 @@ export * from './logging/logging.module';
 export * from './logging/sanitize';
 export * from './environment';
 export * from './shutdown';
+export * from './http/multipart';
 export * from './text/safe-text';
 export * from './text/linear-regex';
 export * from './validation/optional';

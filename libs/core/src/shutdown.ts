@@ -27,3 +27,23 @@ export function exitGracefullyOnSignals(close: () => Promise<void>, logger: Logg
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
 }
+
+/**
+ * An error no code path caught (a stream without an `'error'` listener, a promise nobody awaited) is
+ * logged and the process keeps serving: one hostile request or poison job must not take the API or
+ * a worker down for everyone, nor crash-loop a worker through redelivery. Every such log line is a
+ * bug to fix where it was thrown.
+ */
+export function surviveUncaughtErrors(logger: Logger): void {
+  const report = (kind: string) => (err: unknown) => {
+    logger.error(
+      {
+        err: err instanceof Error ? err.message : String(err),
+        stack: err instanceof Error ? err.stack : undefined,
+      },
+      `${kind} (logged; the process keeps serving)`,
+    );
+  };
+  process.on('uncaughtException', report('uncaught exception'));
+  process.on('unhandledRejection', report('unhandled promise rejection'));
+}

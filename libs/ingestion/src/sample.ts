@@ -1,7 +1,6 @@
-import busboy from 'busboy';
 import { Readable } from 'node:stream';
 import type { Request } from 'express';
-import { UnsupportedMediaTypeError, ValidationError } from '@tapyard/core';
+import { ValidationError, readMultipart } from '@tapyard/core';
 
 export interface UploadedSample {
   filename: string;
@@ -13,41 +12,29 @@ export interface UploadedSample {
 
 /** Reads the multipart fields and the head of the `file` part; the rest of the file is discarded. */
 export async function readUploadedSample(req: Request, maxBytes: number): Promise<UploadedSample> {
-  if (!(req.headers['content-type'] ?? '').toLowerCase().startsWith('multipart/form-data')) {
-    throw new UnsupportedMediaTypeError("send multipart/form-data with a 'file' part");
-  }
-  let bb: busboy.Busboy;
-  try {
-    bb = busboy({ headers: req.headers, limits: { files: 1, fields: 20, fieldSize: 64 * 1024 } });
-  } catch {
-    throw new ValidationError('malformed multipart request: missing boundary');
-  }
   const fields = new Map<string, string>();
   let filename: string | null = null;
   const chunks: Buffer[] = [];
   let kept = 0;
   let truncated = false;
-  bb.on('field', (name, value) => fields.set(name, value));
-  bb.on('file', (name, file, info) => {
-    if (name !== 'file' || filename !== null) return void file.resume();
-    filename = info.filename || 'upload';
-    file.on('data', (d: Buffer) => {
-      if (kept >= maxBytes) {
-        truncated = true;
-        return;
-      }
-      const part = d.subarray(0, maxBytes - kept);
-      chunks.push(part);
-      kept += part.length;
-      if (part.length < d.length) truncated = true;
-    });
-  });
-  await new Promise<void>((resolve, reject) => {
-    bb.once('close', resolve);
-    bb.once('error', (err: Error) =>
-      reject(new ValidationError(`malformed multipart request: ${err.message}`)),
-    );
-    req.pipe(bb);
+  await readMultipart(req, {
+    notMultipart: "send multipart/form-data with a 'file' part",
+    limits: { files: 1, fields: 20, fieldSize: 64 * 1024 },
+    onField: (name, value) => fields.set(name, value),
+    onFile: ({ field, filename: name, stream: file }) => {
+      if (field !== 'file' || filename !== null) return void file.resume();
+      filename = name || 'upload';
+      file.on('data', (d: Buffer) => {
+        if (kept >= maxBytes) {
+          truncated = true;
+          return;
+        }
+        const part = d.subarray(0, maxBytes - kept);
+        chunks.push(part);
+        kept += part.length;
+        if (part.length < d.length) truncated = true;
+      });
+    },
   });
   if (filename === null) throw new ValidationError("multipart field 'file' is required");
   if (kept === 0) throw new ValidationError(`the uploaded file '${filename}' is empty`);

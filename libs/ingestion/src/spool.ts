@@ -4,9 +4,13 @@ import { mkdir, rm } from 'node:fs/promises';
 import { join, resolve, sep } from 'node:path';
 import { CONFIG, TapyardConfig } from '@tapyard/core';
 
+/** A spool name: a token the platform made (a UUID, maybe with a suffix), never a client's file name. */
+const SPOOL_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}(\.[a-z]{1,16})?$/;
+
 /**
  * Uploaded files wait here for a worker. Files are named by pipeline token, under the environment,
- * so nothing a client sends becomes part of a path. The spool is a local directory: API and
+ * so nothing a client sends becomes part of a path: both segments are checked against a token
+ * pattern and the result against the spool root, and a name that is not a token is refused. The spool is a local directory: API and
  * workers must share it (one host, or a shared volume) for uncompressed uploads; archives travel
  * through the object store's raw bucket instead.
  */
@@ -18,16 +22,31 @@ export class Spool {
     this.root = resolve(config.spoolDir);
   }
 
+  /**
+   * A new spool file. The stream carries an `'error'` listener of its own, so a failed open or write
+   * is never fatal to the process; consume it with `stream/promises` (`pipeline`, `finished`),
+   * which report the error.
+   */
   async create(environment: string, name: string): Promise<{ path: string; stream: WriteStream }> {
-    const dir = join(this.root, environment);
-    await mkdir(dir, { recursive: true, mode: 0o700 });
-    const path = join(dir, name);
-    return { path, stream: createWriteStream(path, { mode: 0o600 }) };
+    const path = await this.reserve(environment, name);
+    const stream = createWriteStream(path, { mode: 0o600 });
+    stream.on('error', () => undefined);
+    return { path, stream };
+  }
+
+  /** The path of a new spool file, its directory made; for writers of their own (a download). */
+  async reserve(environment: string, name: string): Promise<string> {
+    const path = this.pathFor(environment, name);
+    await mkdir(join(this.root, environment), { recursive: true, mode: 0o700 });
+    return path;
   }
 
   /** A path in the environment's spool directory, for files that arrive by rename. */
   pathFor(environment: string, name: string): string {
-    return join(this.root, environment, name);
+    if (!SPOOL_NAME.test(environment) || !SPOOL_NAME.test(name)) {
+      throw new Error(`not a spool name: ${JSON.stringify(`${environment}/${name}`.slice(0, 80))}`);
+    }
+    return this.checked(join(this.root, environment, name));
   }
 
   open(path: string): ReadStream {

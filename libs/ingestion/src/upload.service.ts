@@ -1,7 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
-import busboy from 'busboy';
 import { randomUUID } from 'node:crypto';
-import { finished, pipeline as pipeline_ } from 'node:stream/promises';
+import { pipeline as pipeline_ } from 'node:stream/promises';
 import type { Request } from 'express';
 import {
   CONFIG,
@@ -10,6 +9,7 @@ import {
   UnsupportedMediaTypeError,
   ValidationError,
   errorMessage,
+  readMultipart,
 } from '@tapyard/core';
 import {
   PipelineDefinition,
@@ -307,10 +307,6 @@ export class UploadService {
     token: string,
     fileStarts: (got: Received) => Promise<void>,
   ): Promise<Received> {
-    const type = req.headers['content-type'] ?? '';
-    if (!type.toLowerCase().startsWith('multipart/form-data')) {
-      throw new UnsupportedMediaTypeError("upload with Content-Type multipart/form-data and a 'file' part");
-    }
     const got: Received = {
       fields: new Map(),
       filename: null,
@@ -319,54 +315,39 @@ export class UploadService {
       compressed: false,
       spoolPath: null,
     };
-    let bb: busboy.Busboy;
-    try {
-      bb = busboy({
-        headers: req.headers,
-        limits: { files: 1, fields: 20, fieldSize: 64 * 1024, fileSize: this.config.uploadLimitBytes },
-      });
-    } catch {
-      throw new ValidationError('malformed multipart request: missing boundary');
-    }
     const writes: Promise<void>[] = [];
-    // Created up front so the file part is piped the moment it starts: no data may flow unobserved.
+    // Each is observed at once: one that fails while the body is still parsed must not be an
+    // unhandled rejection; the failure is reported below, after the parse settles.
+    const track = (p: Promise<void>) => {
+      p.catch(() => undefined);
+      writes.push(p);
+    };
+    // Created before the body flows so the file part is piped the moment it starts: no data may
+    // flow unobserved.
     const spool = await this.spool.create(environment, token);
-    bb.on('field', (name, value) => got.fields.set(name, value));
-    bb.on('file', (name, file, info) => {
-      if (name !== 'file' || got.filename !== null) {
-        file.resume();
-        return;
-      }
-      got.filename = (info.filename || 'upload').replace(/[\r\n\t]/g, ' ').slice(0, 255);
-      if (COMPRESSED.test(got.filename) && archiveKind(got.filename) === null) {
-        got.compressed = true;
-        file.resume();
-        return;
-      }
-      file.on('limit', () => (got.tooLarge = true));
-      const { path, stream } = spool;
-      got.spoolPath = path;
-      file.pipe(stream);
-      writes.push(
-        finished(stream).then(() => {
-          got.bytes = stream.bytesWritten;
-        }),
-        fileStarts(got),
-      );
-    });
-    const done = new Promise<void>((resolve, reject) => {
-      bb.once('close', resolve);
-      bb.once('error', (err: Error) =>
-        reject(new ValidationError(`malformed multipart request: ${err.message}`)),
-      );
-      // A client that goes away mid-body ends the request without ending the multipart parse.
-      req.once('close', () => {
-        if (!req.complete) reject(new ValidationError('the upload was interrupted before the file ended'));
-      });
-    });
-    req.pipe(bb);
     try {
-      await done;
+      await readMultipart(req, {
+        notMultipart: "upload with Content-Type multipart/form-data and a 'file' part",
+        limits: { files: 1, fields: 20, fieldSize: 64 * 1024, fileSize: this.config.uploadLimitBytes },
+        onField: (name, value) => got.fields.set(name, value),
+        onFile: ({ field, filename, stream: file }) => {
+          if (field !== 'file' || got.filename !== null) return void file.resume();
+          got.filename = (filename || 'upload').replace(/[\r\n\t]/g, ' ').slice(0, 255);
+          if (COMPRESSED.test(got.filename) && archiveKind(got.filename) === null) {
+            got.compressed = true;
+            return void file.resume();
+          }
+          file.on('limit', () => (got.tooLarge = true));
+          const { path, stream } = spool;
+          got.spoolPath = path;
+          track(
+            pipeline_(file, stream).then(() => {
+              got.bytes = stream.bytesWritten;
+            }),
+          );
+          track(fileStarts(got));
+        },
+      });
       await Promise.all(writes);
     } catch (err) {
       // A broken or aborted upload leaves nothing behind. The spool stream is destroyed first: a

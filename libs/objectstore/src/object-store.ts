@@ -94,10 +94,26 @@ export class ObjectStore implements OnModuleInit {
     return bucketName(environment, purpose);
   }
 
+  /**
+   * A failing body stream fails the put: the client pipes the body without an error handler, so a
+   * body destroyed mid-way (a client that went away) would otherwise leave the put waiting forever.
+   */
   async put(bucket: string, key: string, body: Readable | Buffer, contentType: string): Promise<void> {
-    await this.call(() =>
+    const put = this.call(() =>
       this.requireClient().putObject(bucket, key, body, undefined, { 'Content-Type': contentType }),
     );
+    if (Buffer.isBuffer(body)) return void (await put);
+    put.catch(() => undefined); // settled below, or moot once the body failed
+    let onError: (err: Error) => void = () => undefined;
+    const failed = new Promise<never>((_, reject) => {
+      onError = reject;
+      body.once('error', onError);
+    });
+    try {
+      await Promise.race([put, failed]);
+    } finally {
+      body.off('error', onError);
+    }
   }
 
   /** Throws ObjectNotFoundError when there is no such object. */

@@ -54,7 +54,7 @@ export class DocumentsLoad implements RecordSink {
     this.bucket ??= await this.deps.store.bucket(environment, 'staged');
     const bucket = this.bucket;
     const pipelineToken = randomUUID();
-    const key = `taps/${tap}/${pipelineToken}/${doc.filename.replace(/[/\\]/g, '_')}`;
+    const key = `taps/${tap}/${pipelineToken}/${objectSafeName(doc.filename)}`;
     await this.deps.store.put(bucket, key, documentBytes(doc.content), 'application/octet-stream');
     const job: JobRef = { environment, pipeline, pipelineToken, publisherToken, filename: doc.filename };
     await this.deps.status.record(
@@ -102,4 +102,14 @@ export function documentBytes(content: string): Buffer {
 function boundedMetadata(meta: Record<string, unknown> | undefined): Record<string, unknown> {
   const m = meta ?? {};
   return JSON.stringify(m).length <= 16 * 1024 ? m : {};
+}
+
+/** A tap's filename as one plain object-name segment: it is the tap's choice, so it carries no path. */
+function objectSafeName(filename: string): string {
+  return (
+    filename
+      .replace(/[^A-Za-z0-9._-]/g, '_')
+      .replace(/^\.+/, '_')
+      .slice(0, 200) || 'document'
+  );
 }

@@ -1,5 +1,4 @@
 import { Inject, Injectable } from '@nestjs/common';
-import busboy from 'busboy';
 import { createHash, randomUUID } from 'node:crypto';
 import { PassThrough, Readable } from 'node:stream';
 import type { Request } from 'express';
@@ -10,6 +9,7 @@ import {
   TapyardConfig,
   UnsupportedMediaTypeError,
   ValidationError,
+  readMultipart,
 } from '@tapyard/core';
 import { ObjectNotFoundError, ObjectStore } from '@tapyard/objectstore';
 
@@ -72,60 +72,64 @@ export class AttachmentsService {
     const bucket = await this.store.bucket(env, 'assistant');
     await this.sweep(bucket, owner);
     const id = randomUUID();
-    let bb: busboy.Busboy;
-    try {
-      bb = busboy({ headers: req.headers, limits: { files: 1, fields: 5, fileSize: ATTACHMENT_LIMIT } });
-    } catch {
-      throw new ValidationError('malformed multipart request: missing boundary');
-    }
+    const key = `${prefix(owner)}${id}`;
     let found = null as Incoming | null;
-    bb.on('file', (name, file, info) => {
-      if (name !== 'file' || found) return void file.resume();
-      const filename = (info.filename || 'attachment').replace(/[\r\n\t/\\]/g, ' ').slice(0, 255);
-      const ext = /\.([a-z0-9]+)$/i.exec(filename)?.[1]?.toLowerCase() ?? '';
-      const contentType = TYPES[ext];
-      if (!contentType) {
-        file.resume();
-        found = {
-          filename,
-          contentType: '',
-          upload: Promise.resolve(),
-          size: () => 0,
-          tooLarge: () => false,
-          bad: () => `'${filename}' is not a type the assistant reads (${Object.keys(TYPES).join(', ')})`,
-        };
-        return;
-      }
-      let size = 0;
-      let tooLarge = false;
-      let bad: string | null = null;
-      const body = new PassThrough();
-      file.on('limit', () => (tooLarge = true));
-      file.on('data', (c: Buffer) => {
-        if (size === 0) bad = contentMismatch(ext, c);
-        size += c.length;
+    try {
+      await readMultipart(req, {
+        notMultipart: "send multipart/form-data with a 'file' part",
+        limits: { files: 1, fields: 5, fileSize: ATTACHMENT_LIMIT },
+        onFile: ({ field, filename: name, stream: file }) => {
+          if (field !== 'file' || found) return void file.resume();
+          const filename = (name || 'attachment').replace(/[\r\n\t/\\]/g, ' ').slice(0, 255);
+          const ext = /\.([a-z0-9]+)$/i.exec(filename)?.[1]?.toLowerCase() ?? '';
+          const contentType = TYPES[ext];
+          if (!contentType) {
+            file.resume();
+            found = {
+              filename,
+              contentType: '',
+              upload: Promise.resolve(),
+              size: () => 0,
+              tooLarge: () => false,
+              bad: () => `'${filename}' is not a type the assistant reads (${Object.keys(TYPES).join(', ')})`,
+            };
+            return;
+          }
+          let size = 0;
+          let tooLarge = false;
+          let bad: string | null = null;
+          const body = new PassThrough();
+          file.on('limit', () => (tooLarge = true));
+          file.on('data', (c: Buffer) => {
+            if (size === 0) bad = contentMismatch(ext, c);
+            size += c.length;
+          });
+          // A part cut off mid-way fails the upload instead of leaving it waiting for an end.
+          file.once('error', (err: Error) => body.destroy(err));
+          file.pipe(body);
+          const upload = this.store.put(bucket, key, body, contentType);
+          upload.catch(() => undefined);
+          found = {
+            filename,
+            contentType,
+            upload,
+            size: () => size,
+            tooLarge: () => tooLarge,
+            bad: () => bad,
+          };
+        },
       });
-      file.pipe(body);
-      found = {
-        filename,
-        contentType,
-        upload: this.store.put(bucket, `${prefix(owner)}${id}`, body, contentType),
-        size: () => size,
-        tooLarge: () => tooLarge,
-        bad: () => bad,
-      };
-    });
-    await new Promise<void>((resolve, reject) => {
-      bb.once('close', resolve);
-      bb.once('error', (err: Error) =>
-        reject(new ValidationError(`malformed multipart request: ${err.message}`)),
-      );
-      req.pipe(bb);
-    });
+    } catch (err) {
+      const partial = found as Incoming | null;
+      if (partial?.contentType) {
+        await partial.upload.catch(() => undefined);
+        await this.store.remove(bucket, key).catch(() => undefined);
+      }
+      throw err;
+    }
     const got = found;
     if (!got) throw new ValidationError("multipart field 'file' is required");
     await got.upload;
-    const key = `${prefix(owner)}${id}`;
     const problem = got.tooLarge()
       ? new PayloadTooLargeError(`the attachment is larger than ${ATTACHMENT_LIMIT} bytes`)
       : got.bad()

@@ -45,7 +45,7 @@ export async function openRowWriter(
       close: () => writer.close(),
     };
   }
-  const out = createWriteStream(path, { mode: 0o600 });
+  const out = localFile(path);
   const line =
     format === 'csv'
       ? (row: unknown[]) => row.map(csvCell).join(',') + '\n'
@@ -54,15 +54,31 @@ export async function openRowWriter(
   if (format === 'csv') await write(out, columns.map((c) => csvCell(c.name)).join(',') + '\n');
   return {
     write: (row) => write(out, line(row)),
-    close: async () => {
-      out.end();
-      await once(out, 'finish');
-    },
+    close: () => endFile(out),
   };
 }
 
-async function write(out: WriteStream, text: string): Promise<void> {
+/**
+ * A local work file whose failures (a full disk) reach the writer through `writeLine`/`endFile`
+ * instead of an unhandled `'error'` event.
+ */
+export function localFile(path: string): WriteStream {
+  const out = createWriteStream(path, { mode: 0o600 });
+  out.on('error', () => undefined);
+  return out;
+}
+
+/** Writes, waiting for the stream to drain; a failed stream rejects instead of waiting forever. */
+export async function write(out: WriteStream, text: string): Promise<void> {
+  if (out.errored) throw out.errored;
   if (!out.write(text)) await once(out, 'drain');
+}
+
+export async function endFile(out: WriteStream): Promise<void> {
+  if (out.errored) throw out.errored;
+  out.end();
+  await once(out, 'close');
+  if (out.errored) throw out.errored;
 }
 
 /** RFC 4180: quoted when it holds a comma, quote or line break; null is an empty cell. */

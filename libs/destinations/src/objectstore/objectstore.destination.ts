@@ -1,6 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import { createWriteStream } from 'node:fs';
-import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { extname, join } from 'node:path';
@@ -10,6 +8,7 @@ import { ObjectStoreDestination as Target, PipelineDefinition } from '@tapyard/p
 import { Destination, DropOutcome, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 import { CreatedObject, CreatedObjects } from '../ownership/created-objects';
 import { writeRowFile } from '../typed-rows';
+import { endFile, localFile, write } from './file-writers';
 
 const EXTENSIONS = { parquet: 'parquet', csv: 'csv', jsonl: 'jsonl' } as const;
 
@@ -114,11 +113,11 @@ export class ObjectStoreDestination implements Destination {
       const part = join(work, `part.${EXTENSIONS[os.format]}`);
       const rejectsFile = join(work, '_rejects.jsonl');
       // Rejected rows go to a local file as they come, then up with the part: memory stays flat.
-      const rejectsOut = createWriteStream(rejectsFile, { mode: 0o600 });
+      const rejectsOut = localFile(rejectsFile);
       let rejected = 0;
       const reject = async (r: RejectedRow) => {
         rejected++;
-        if (!rejectsOut.write(JSON.stringify(r) + '\n')) await once(rejectsOut, 'drain');
+        await write(rejectsOut, JSON.stringify(r) + '\n');
       };
       const loaded = await writeRowFile(
         os.format,
@@ -131,8 +130,7 @@ export class ObjectStoreDestination implements Destination {
       );
       await this.store.putFile(bucket, `${dir}/part-00000.${EXTENSIONS[os.format]}`, part);
       for await (const r of rejects()) await reject(r);
-      rejectsOut.end();
-      await once(rejectsOut, 'close');
+      await endFile(rejectsOut);
       if (rejected > 0) await this.store.putFile(bucket, `${dir}/_rejects.jsonl`, rejectsFile);
       const result = { loaded, rejected };
       await this.store.put(

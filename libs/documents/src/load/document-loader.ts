@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { CONFIG, ServiceUnavailableError, TapyardConfig, errorMessage } from '@tapyard/core';
@@ -271,11 +271,14 @@ export class DocumentLoader {
     }
   }
 
-  /** A staged document (tap or archive entry) copied into the spool, where the parser reads it. */
+  /**
+   * A staged document (tap or archive entry) copied into the spool, where the parser reads it. The
+   * local name is a fresh token: the document's filename is metadata (a tap chooses it freely) and
+   * never part of a path.
+   */
   private async stage(p: DocumentPayload): Promise<string> {
     if (!p.bucket || !p.key) throw new DocumentStageError('JobRunner', 'the job names no staged document');
-    const { path, stream } = await this.spool.create(p.environment, p.filename);
-    stream.end();
+    const path = await this.spool.reserve(p.environment, `${randomUUID()}.document`);
     await this.store.download(p.bucket, p.key, path).catch((err: unknown) => {
       throw new DocumentStageError(
         'JobRunner',
