@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -242,5 +243,29 @@ def fetch():
       .send({ table: `pages_${env.slice(-8)}`, query: 'owned by a tap' })
       .expect(200);
     expect(JSON.stringify(hits.body)).toContain(victim.slice(1));
+  });
+});
+
+describe('an error nothing caught', () => {
+  it('is logged and the process keeps serving (API and worker install this at boot)', async () => {
+    const shutdown = join(__dirname, '..', 'dist', 'libs', 'core', 'src', 'shutdown.js');
+    const script = `
+      const { surviveUncaughtErrors } = require(${JSON.stringify(shutdown)});
+      surviveUncaughtErrors(require('pino')());
+      const { Readable } = require('node:stream');
+      new Readable({ read() {} }).destroy(new Error('a stream nobody listened to'));
+      Promise.reject(new Error('a promise nobody awaited'));
+      setTimeout(() => { console.log('still serving'); process.exit(0); }, 300);
+    `;
+    const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    const code = await new Promise<number | null>((r) => child.once('exit', r));
+    expect(code).toBe(0);
+    expect(out).toContain('still serving');
+    expect(out).toMatch(/uncaught exception.*keeps serving/);
+    expect(out).toContain('a stream nobody listened to');
+    expect(out).toMatch(/unhandled promise rejection.*keeps serving/);
   });
 });
