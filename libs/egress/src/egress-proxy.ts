@@ -11,7 +11,7 @@ import {
 import { Socket, connect, isIP } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Duplex } from 'node:stream';
+import { Duplex, finished } from 'node:stream';
 import { isLoopbackAddress, normalizeHost } from './addresses';
 import { EgressPolicy, EgressRefused, Permit } from './egress-policy';
 
@@ -172,9 +172,13 @@ export class EgressProxy {
       }
       upstream = await this.connectTo(url.hostname, port, permit);
     } catch (err) {
-      this.release();
       const { status, message } = this.failure(err);
-      return refuse(res, status, message);
+      // Closing before the body is read would reset the connection, and the client would lose the answer.
+      req.resume();
+      return void finished(req, () => {
+        this.release();
+        refuse(res, status, message);
+      });
     }
     const out = httpRequest({
       createConnection: () => upstream,
