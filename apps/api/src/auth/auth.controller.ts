@@ -1,5 +1,6 @@
 import { Body, Controller, Get, HttpCode, Inject, Post, Req, Res } from '@nestjs/common';
 import {
+  ApiForbiddenResponse,
   ApiOkResponse,
   ApiOperation,
   ApiTags,
@@ -47,6 +48,7 @@ export class AuthController {
   })
   @ApiOkResponse({ type: LoginResultDto })
   @ApiUnauthorizedResponse({ type: ErrorBodyDto, description: 'Wrong username or password' })
+  @ApiForbiddenResponse({ type: ErrorBodyDto, description: 'Sent by a tap run (marked by the egress proxy)' })
   @ApiTooManyRequestsResponse({ type: ErrorBodyDto })
   async login(
     @Req() req: TapyardRequest,
