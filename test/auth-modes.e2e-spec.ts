@@ -1,5 +1,6 @@
 import { Controller, Get, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { runKeyCapabilities, runKeyMayCall } from '@tapyard/auth';
 import { TestApi, startApi } from './support/apps';
 import { auditLines, issueKey, login, newBootstrapKey } from './support/auth';
 import { uniqueEnvironment } from './support/env';
@@ -115,6 +116,28 @@ describe('every route declares its capability', () => {
           rule: expect.objectContaining({ capability: 'key:delete' }),
         }),
       );
+    } finally {
+      await api.close();
+    }
+  });
+
+  it("lets tap runs through the egress proxy to exactly the routes a run key's actions reach", async () => {
+    const api = await startApi({ TAPYARD_ENV: uniqueEnvironment('runroutes') });
+    try {
+      const routes = routeDeclarations(api.app);
+      const wrong = routes.filter((r) => {
+        const rule = r.rule as { kind: string; capability?: string };
+        const runKeyRoute =
+          rule.kind === 'capability'
+            ? runKeyCapabilities([rule.capability ?? '']).length > 0
+            : rule.kind === 'public' && r.method === 'GET';
+        const path = `${r.path === '/metrics' ? '' : '/api/v1'}${r.path.replace(/:[^/]+/g, 'x')}`;
+        return runKeyMayCall(r.method, path) !== runKeyRoute;
+      });
+      expect(wrong.map((r) => `${r.method} ${r.path}`)).toEqual([]);
+      // The list is not empty by accident, and login is never on it.
+      expect(routes.filter((r) => runKeyMayCall(r.method, `/api/v1${r.path}`)).length).toBeGreaterThan(5);
+      expect(runKeyMayCall('POST', '/api/v1/auth/login')).toBe(false);
     } finally {
       await api.close();
     }

@@ -1,5 +1,7 @@
 import { Client } from 'pg';
 import request from 'supertest';
+import { LoginClock } from '@tapyard/auth';
+import { TAP_RUN_HEADER } from '@tapyard/egress';
 import { TestApi, startApi } from './support/apps';
 import { Login, auditLines, authFailures, login as loginAs } from './support/auth';
 import { TEST_DATABASE_URL, uniqueEnvironment } from './support/env';
@@ -222,6 +224,52 @@ describe('Login sessions and roles (USE_USER_AUTH=true, USE_API_KEYS=false)', ()
       .set('x-forwarded-for', '10.2.0.2')
       .send({ username: 'admin', password: ADMIN_PASSWORD })
       .expect(200);
+  });
+
+  it('limits one account across (forged) addresses; its owner, from a new address, waits a few seconds at most', async () => {
+    await a.http
+      .post('/api/v1/users')
+      .set('cookie', admin.cookie)
+      .set('x-csrf-token', admin.csrf)
+      .send({ username: 'target', password: 'target-password-123', role: 'viewer' })
+      .expect(201);
+    // The limiter's clock stands still unless the test moves it: no sleeping, no race with real time.
+    let now = Date.now();
+    const clock = jest.spyOn(a.app.get(LoginClock), 'now').mockImplementation(() => now);
+    const attempt = (from: string, password: string) =>
+      a.http.post('/api/v1/auth/login').set('x-forwarded-for', from).send({ username: 'target', password });
+    try {
+      // Each guess from an address of its own (TRUST_PROXY=loopback believes X-Forwarded-For).
+      const statuses: number[] = [];
+      for (let i = 0; i < 30; i++) statuses.push((await attempt(`10.3.${i}.1`, `guess-${i}`)).status);
+      expect(statuses).toEqual([...Array(5).fill(401), ...Array(25).fill(429)]);
+      // The owner, from a new address, waits too (no oracle), but only the account's short back-off.
+      const held = await attempt('10.3.200.1', 'target-password-123').expect(429);
+      expect(Number(held.headers['retry-after'])).toBe(1);
+      // Further guesses, each once the wait is over, double the wait up to its cap of 5 s, no more.
+      const waits: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        now += 5000;
+        await attempt(`10.4.${i}.1`, `guess-again-${i}`).expect(401);
+        waits.push(
+          Number((await attempt(`10.5.${i}.1`, 'target-password-123').expect(429)).headers['retry-after']),
+        );
+      }
+      expect(waits).toEqual([2, 4, 5, 5, 5]);
+      now += 5000;
+      await attempt('10.3.201.1', 'target-password-123').expect(200);
+    } finally {
+      clock.mockRestore();
+    }
+  });
+
+  it('refuses a login marked as coming from a tap run (the egress proxy sets the mark)', async () => {
+    const res = await a.http
+      .post('/api/v1/auth/login')
+      .set(TAP_RUN_HEADER, '1')
+      .send({ username: 'admin', password: ADMIN_PASSWORD })
+      .expect(403);
+    expect(res.body.message).toMatch(/a tap run may not call POST \/api\/v1\/auth\/login/);
   });
 
   it('never logs a password or a session id', async () => {

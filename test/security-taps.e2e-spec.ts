@@ -1,6 +1,6 @@
 import { Pool } from 'pg';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
-import { issueKey, newBootstrapKey } from './support/auth';
+import { issueKey, login, newBootstrapKey } from './support/auth';
 import { TEST_DATABASE_URL, TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
 import { closedPort } from './support/net';
 
@@ -258,5 +258,66 @@ describe('security: tap scripts, secrets and targets', () => {
         .expect(200);
       expect(res.body.cronExpression).toBe('0 0 7 ? * MON-FRI');
     });
+  });
+});
+
+/**
+ * Security issue, section 5 for logins: a tap script reaches the platform through the egress proxy,
+ * from the API's own host. Its login attempts must never spend the budget of that address, which
+ * the operator shares (here: the admin logs in over loopback too).
+ */
+describe('security: a tap run cannot reach the login route', () => {
+  const env = uniqueEnvironment('sec-taplogin');
+  const bootstrap = newBootstrapKey();
+  const adminPassword = 'admin-password-for-tap-login-tests';
+  let api: TestApi;
+
+  beforeAll(async () => {
+    const port = await closedPort();
+    api = await startApi({
+      TAPYARD_ENV: env,
+      ...TEST_OBJECT_STORE,
+      USE_API_KEYS: 'true',
+      USE_USER_AUTH: 'true',
+      TAPYARD_BOOTSTRAP_API_KEY: bootstrap,
+      TAPYARD_ADMIN_PASSWORD: adminPassword,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+    });
+    await api.app.listen(port, '127.0.0.1');
+  }, 90_000);
+
+  afterAll(() => api.close());
+
+  it("refuses a tap:run-only key's script 30 guesses at the admin's password; the admin still logs in", async () => {
+    const runner = await issueKey(api.http, bootstrap, 'runner', { capabilities: ['tap:run', 'tap:read'] });
+    const script = [
+      'import json, os, urllib.request, urllib.error',
+      'BASE = "http://%s:%s/api/v1" % (os.environ["SERVICE_PLATFORM_HOST"], os.environ["SERVICE_PLATFORM_PORT"])',
+      'def guess(i):',
+      '    body = json.dumps({"username": "admin", "password": "wrong-guess-%d" % i}).encode()',
+      '    req = urllib.request.Request(BASE + "/auth/login", method="POST", data=body,',
+      '        headers={"content-type": "application/json", "x-forwarded-for": "10.9.9.%d" % i})',
+      '    try:',
+      '        with urllib.request.urlopen(req, timeout=10) as r:',
+      '            return r.status',
+      '    except urllib.error.HTTPError as e:',
+      '        return e.code',
+      'def fetch():',
+      '    return [{"statuses": [guess(i) for i in range(30)]}]',
+    ].join('\n');
+    const res = await api.http
+      .post('/api/v1/tap/test')
+      .set('x-api-key', runner)
+      .send({ name: 'guesser', script })
+      .expect(200);
+    expect(res.body.error).toBeNull();
+    expect(res.body.isolation).toBe('bwrap');
+    const [row] = res.body.records as { statuses: number[] }[];
+    expect(row.statuses).toEqual(Array.from({ length: 30 }, () => 403));
+    expect(res.body.logs).toContain('a tap run may not call POST /api/v1/auth/login on the platform');
+    // Not one guess reached the API, so nothing counted against loopback or the account.
+    expect(api.logs.parsed().filter((l) => l.msg === 'login failed')).toEqual([]);
+    await login(api.http, 'admin', adminPassword);
   });
 });

@@ -5,7 +5,7 @@ import { ApiKeysService } from './api-keys.service';
 import { Authenticator } from './authenticator';
 import { KeyUsage } from './key-usage';
 import { KeyDigests } from './key-values';
-import { LoginLimiter } from './login-limiter';
+import { LoginClock, LoginLimiter } from './login-limiter';
 import { RunKeysModule } from './run-keys';
 import { SecretState } from './secret-state';
 import { SessionStore } from './sessions';
@@ -25,10 +25,19 @@ import { UsersService } from './users.service';
     UsersRepository,
     UsersService,
     SessionStore,
+    LoginClock,
     LoginLimiter,
     Authenticator,
   ],
-  exports: [ApiKeysService, TenantsService, UsersService, SessionStore, LoginLimiter, Authenticator],
+  exports: [
+    ApiKeysService,
+    TenantsService,
+    UsersService,
+    SessionStore,
+    LoginClock,
+    LoginLimiter,
+    Authenticator,
+  ],
 })
 export class AuthModule implements OnModuleInit {
   constructor(

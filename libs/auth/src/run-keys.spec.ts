@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { buildAbility, canOn } from './ability';
 import { ACTIONS, RESOURCES } from './capability';
-import { heldOf, runKeyCapabilities, tapGrant } from './run-keys';
+import { heldOf, runKeyCapabilities, runKeyMayCall, tapGrant } from './run-keys';
 
 const scopeValue = fc.constantFrom('a', 'b', 'sales');
 const capability = fc
@@ -68,5 +68,26 @@ describe('tap grants and run keys', () => {
         },
       ),
     );
+  });
+
+  it('lets a run call its read-only routes only, under no other spelling', () => {
+    expect(runKeyMayCall('GET', '/api/v1/pipelines')).toBe(true);
+    expect(runKeyMayCall('GET', '/api/v1/pipelines/orders%20v2/codegen-scripts')).toBe(true);
+    expect(runKeyMayCall('POST', '/api/v1/search/qdrant')).toBe(true);
+    for (const [method, path] of [
+      ['POST', '/api/v1/auth/login'],
+      ['POST', '/api/v1/auth/logout'],
+      ['GET', '/api/v1/auth/me'],
+      ['POST', '/api/v1/pipelines'],
+      ['DELETE', '/api/v1/pipeline'],
+      ['GET', '/api/v1/keys'],
+      ['GET', '/api/v1/pipelines/%2E%2E/codegen-scripts'],
+      ['GET', '/api/v1/pipelines/a%2Fb/codegen-scripts'],
+      ['GET', '/api/v1/pipelines/%E0%A4%A/codegen-scripts'],
+      ['GET', '/api/v1/metadata/postgres'],
+      ['GET', '/metrics'],
+    ]) {
+      expect([method, path, runKeyMayCall(method, path)]).toEqual([method, path, false]);
+    }
   });
 });

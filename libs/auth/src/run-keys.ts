@@ -48,6 +48,54 @@ export function tapGrant(capabilities: readonly string[]): string[] {
   return [...out];
 }
 
+/**
+ * The platform routes a tap run may call through the egress proxy: those a run key's actions can
+ * reach (RUN_KEY_ACTIONS; an API test keeps the two in step), plus the public `GET /version`. Login,
+ * logout and every other route are refused by the proxy itself, so a script can neither guess
+ * passwords nor spend the login limiter's budget of the machine it runs on. `*` is one path segment.
+ */
+export const RUN_KEY_ROUTES: readonly string[] = [
+  'GET /api/v1/version',
+  'GET /api/v1/pipelines',
+  'GET /api/v1/pipeline',
+  'GET /api/v1/pipeline/status',
+  'GET /api/v1/pipelines/*/codegen-scripts',
+  'GET /api/v1/pipelines/*/codegen-scripts/*/versions',
+  'GET /api/v1/incidents',
+  'GET /api/v1/incidents/*',
+  'GET /api/v1/incidents/*/evidence',
+  'GET /api/v1/metadata/*/*',
+  'POST /api/v1/search/*',
+  'POST /api/v1/query/postgres',
+  'POST /api/v1/ai/answer',
+];
+
+const ROUTE_PATTERNS = RUN_KEY_ROUTES.map((r) => {
+  const [method, path] = r.split(' ');
+  return { method, segments: path.split('/').filter(Boolean) };
+});
+
+/**
+ * Whether a tap run may call `method pathname` on the platform. Segments are compared decoded, and
+ * a path that decodes to a separator or a dot segment is refused, so no spelling reaches a route the
+ * list does not name; a spelling the API would not route is merely refused or answered 404.
+ */
+export function runKeyMayCall(method: string, pathname: string): boolean {
+  let segments: string[];
+  try {
+    segments = pathname.split('/').filter(Boolean).map(decodeURIComponent);
+  } catch {
+    return false;
+  }
+  if (segments.some((s) => s.includes('/') || s === '.' || s === '..')) return false;
+  return ROUTE_PATTERNS.some(
+    (p) =>
+      p.method === method &&
+      p.segments.length === segments.length &&
+      p.segments.every((want, i) => want === '*' || want === segments[i]),
+  );
+}
+
 /** The capabilities of a run key: the read-only part of a grant. */
 export function runKeyCapabilities(grant: readonly string[]): string[] {
   return grant.filter((c) => RUN_KEY_ACTIONS.some((a) => c === a || c.startsWith(`${a}:`)));

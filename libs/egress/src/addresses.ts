@@ -58,3 +58,14 @@ export function normalizeHost(host: string): string {
   const bare = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
   return bare.toLowerCase().replace(/\.$/, '');
 }
+
+const loopback = new BlockList();
+loopback.addSubnet('127.0.0.0', 8, 'ipv4');
+loopback.addAddress('::1', 'ipv6');
+
+/** Whether an IP address is this host's loopback (`127.0.0.0/8`, `::1`, and their IPv4-mapped forms). */
+export function isLoopbackAddress(address: string): boolean {
+  const family = isIP(address);
+  if (family === 0) return false;
+  return loopback.check(address, family === 4 ? 'ipv4' : 'ipv6');
+}

@@ -8,11 +8,20 @@ import {
   createServer,
   request as httpRequest,
 } from 'node:http';
-import { Socket, connect } from 'node:net';
-import { tmpdir } from 'node:os';
+import { Socket, connect, isIP } from 'node:net';
+import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Duplex } from 'node:stream';
-import { EgressPolicy, EgressRefused } from './egress-policy';
+import { Duplex, finished } from 'node:stream';
+import { isLoopbackAddress, normalizeHost } from './addresses';
+import { EgressPolicy, EgressRefused, Permit } from './egress-policy';
+
+/** The platform's own API as the proxy guards it: where it listens and which calls a run may make. */
+export interface PlatformRoute {
+  host: string;
+  port: number;
+  /** Whether a script may send `method pathname` to the platform (e.g. runKeyMayCall). */
+  allows: (method: string, pathname: string) => boolean;
+}
 
 export interface EgressProxyOptions {
   policy: EgressPolicy;
@@ -23,7 +32,22 @@ export interface EgressProxyOptions {
   /** A connection that moves no byte for this long is closed. */
   idleMs?: number;
   connectTimeoutMs?: number;
+  /** Requests to the platform are limited to these routes and marked with TAP_RUN_HEADER. */
+  platform?: PlatformRoute;
 }
+
+/**
+ * Set by the proxy on every request it forwards to the platform (after removing any copy the script
+ * sent), so the API can tell a tap run's traffic. It can only take rights away, so a client outside
+ * the sandbox that sends it gains nothing.
+ */
+export const TAP_RUN_HEADER = 'x-tapyard-tap-run';
+
+/**
+ * Client-address headers a script could forge to pass for another client (the API's login back-off
+ * keys on the address when TRUST_PROXY trusts loopback): removed from every forwarded request.
+ */
+const CLIENT_ADDRESS = /^(forwarded|x-forwarded-.*|x-real-ip|x-client-ip|true-client-ip|cf-connecting-ip)$/;
 
 // Hop-by-hop headers (RFC 9110 7.6.1) and the proxy's own: never forwarded.
 const HOP_BY_HOP = new Set([
@@ -98,7 +122,15 @@ export class EgressProxy {
     if (!target) return refuseRaw(client, 400, 'Bad Request', 'CONNECT needs host:port');
     if (!this.acquire()) return refuseRaw(client, 503, 'Service Unavailable', 'too many connections');
     try {
-      const upstream = await this.open(target.host, target.port);
+      const { permit, platform } = await this.route(target.host, target.port);
+      if (platform) {
+        throw new EgressRefused(
+          target.host,
+          target.port,
+          'the platform API is reached with plain http:// requests through the proxy, never a tunnel',
+        );
+      }
+      const upstream = await this.connectTo(target.host, target.port, permit);
       client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
       if (head.length > 0) upstream.write(head);
       this.pipeBoth(client, upstream);
@@ -121,18 +153,38 @@ export class EgressProxy {
     if (!this.acquire()) return refuse(res, 503, 'too many connections');
     const port = url.port === '' ? 80 : Number(url.port);
     let upstream: Socket;
+    const headers = forwardedHeaders(req.headers, url.host);
+    for (const name of Object.keys(headers)) {
+      if (CLIENT_ADDRESS.test(name) || name === TAP_RUN_HEADER) delete headers[name];
+    }
     try {
-      upstream = await this.open(url.hostname, port);
+      const { permit, platform } = await this.route(url.hostname, port);
+      if (platform) {
+        const method = req.method ?? 'GET';
+        if (!this.options.platform?.allows(method, url.pathname)) {
+          throw new EgressRefused(
+            url.hostname,
+            port,
+            `a tap run may not call ${method} ${url.pathname.slice(0, 200)} on the platform (only the read-only routes of its run key)`,
+          );
+        }
+        headers[TAP_RUN_HEADER] = '1';
+      }
+      upstream = await this.connectTo(url.hostname, port, permit);
     } catch (err) {
-      this.release();
       const { status, message } = this.failure(err);
-      return refuse(res, status, message);
+      // Closing before the body is read would reset the connection, and the client would lose the answer.
+      req.resume();
+      return void finished(req, () => {
+        this.release();
+        refuse(res, status, message);
+      });
     }
     const out = httpRequest({
       createConnection: () => upstream,
       method: req.method,
       path: `${url.pathname}${url.search}`,
-      headers: forwardedHeaders(req.headers, url.host),
+      headers,
       setHost: false,
     });
     out.on('response', (answer) => {
@@ -150,8 +202,28 @@ export class EgressProxy {
     req.pipe(out);
   }
 
-  private async open(host: string, port: number): Promise<Socket> {
+  /** Where a connection may go (the policy's checked address) and whether that is the platform's API. */
+  private async route(host: string, port: number): Promise<{ permit: Permit; platform: boolean }> {
     const permit = await this.options.policy.check(host, port);
+    return { permit, platform: await this.isPlatform(host, port, permit) };
+  }
+
+  /**
+   * The platform by its configured name, by the address that name resolves to, or by any address of
+   * this machine on the platform's port: a script must not reach the API unguarded under another name.
+   */
+  private async isPlatform(host: string, port: number, permit: Permit): Promise<boolean> {
+    const platform = this.options.platform;
+    if (!platform || port !== platform.port) return false;
+    if (normalizeHost(host) === normalizeHost(platform.host)) return true;
+    if (isLoopbackAddress(permit.address) || localAddresses().has(permit.address)) return true;
+    const own = isIP(platform.host)
+      ? platform.host
+      : (await this.options.policy.check(platform.host, platform.port).catch(() => null))?.address;
+    return own !== undefined && normalizeHost(own) === normalizeHost(permit.address);
+  }
+
+  private connectTo(host: string, port: number, permit: Permit): Promise<Socket> {
     return new Promise((resolve, reject) => {
       const socket = connect({ host: permit.address, port, family: permit.family });
       const timer = setTimeout(() => {
@@ -204,6 +276,14 @@ export class EgressProxy {
   private release(): void {
     this.active -= 1;
   }
+}
+
+function localAddresses(): Set<string> {
+  const out = new Set<string>();
+  for (const list of Object.values(networkInterfaces())) {
+    for (const a of list ?? []) out.add(normalizeHost(a.address.replace(/%.*$/, '')));
+  }
+  return out;
 }
 
 function parseAuthority(text: string): { host: string; port: number } | null {

@@ -1,7 +1,7 @@
-export { isPublicAddress, normalizeHost } from './addresses';
+export { isLoopbackAddress, isPublicAddress, normalizeHost } from './addresses';
 export { EgressPolicy, EgressRefused, parseAllowList, parseEndpoints } from './egress-policy';
 export type { AllowList, Endpoint, Permit, Resolver } from './egress-policy';
-export { EgressProxy } from './egress-proxy';
-export type { EgressProxyOptions } from './egress-proxy';
+export { EgressProxy, TAP_RUN_HEADER } from './egress-proxy';
+export type { EgressProxyOptions, PlatformRoute } from './egress-proxy';
 export { egressFetch, egressRequest } from './egress-http';
 export type { EgressRequestInit, EgressResponse } from './egress-http';

@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { mkdir } from 'node:fs/promises';
+import { runKeyMayCall } from '@tapyard/auth';
 import { CONFIG, TapyardConfig, ValidationError } from '@tapyard/core';
 import { EgressPolicy, EgressProxy } from '@tapyard/egress';
 import {
@@ -116,6 +117,7 @@ export class TapProcesses {
         ? null
         : await EgressProxy.open({
             policy: this.egress,
+            platform: { ...platformEndpoint(this.config), allows: runKeyMayCall },
             onRefused: (m) => refusals.length < EGRESS_NOTES && refusals.push(m),
           });
     const handle = this.sandbox.run({

@@ -11,6 +11,7 @@ import {
   TapyardConfig,
   UnauthorizedError,
 } from '@tapyard/core';
+import { TAP_RUN_HEADER } from '@tapyard/egress';
 import { TapyardRequest } from '../http/request-context';
 import { ACCESS_RULE, AccessRule } from './access-rule';
 import { Access, AuditFields, AuditLog } from './access';
@@ -53,6 +54,10 @@ export class AccessGuard implements CanActivate {
       : ({ ok: true, identity: this.authenticator.anonymous() } satisfies AuthResult);
 
     if (rule?.kind === 'public') {
+      // The egress proxy refuses these routes to tap runs already; the mark keeps it so should the
+      // proxy's list ever widen. Only the proxy sets it for scripts, and it can only take rights away.
+      if (req.header(TAP_RUN_HEADER) !== undefined && !SAFE_METHODS.has(req.method))
+        throw new ForbiddenError(`a tap run may not call ${route}`);
       this.attach(req, auth.ok ? auth.identity : this.authenticator.anonymous(), route);
       return true;
     }

@@ -1,5 +1,6 @@
 import { Body, Controller, Get, HttpCode, Inject, Post, Req, Res } from '@nestjs/common';
 import {
+  ApiForbiddenResponse,
   ApiOkResponse,
   ApiOperation,
   ApiTags,
@@ -38,13 +39,16 @@ export class AuthController {
     description:
       'Sets the HttpOnly cookie `tapyard_session` (SameSite=Lax; Secure over TLS) and the readable cookie `tapyard_csrf`. ' +
       'Writes made with the cookie must send that token as `x-csrf-token`. Failed logins slow down, never lock an ' +
-      'account: after LOGIN_BACKOFF_AFTER failures of one username from one client address that pair waits ' +
-      'LOGIN_BACKOFF_SECONDS, doubling per further failure (up to LOGIN_BACKOFF_MAX_SECONDS), and an address with ' +
-      'LOGIN_MAX_FAILURES_PER_ADDRESS failures (any usernames) waits LOGIN_WINDOW_SECONDS; meanwhile 429 with ' +
-      'Retry-After, even for the right password. The same account from another address is not affected.',
+      'account for long: after LOGIN_BACKOFF_AFTER failures of one username from one client address that pair waits ' +
+      'LOGIN_BACKOFF_SECONDS, doubling per further failure (up to LOGIN_BACKOFF_MAX_SECONDS); after ' +
+      'LOGIN_ACCOUNT_BACKOFF_AFTER failures of one username from any addresses the account waits the same way, up ' +
+      'to LOGIN_ACCOUNT_BACKOFF_MAX_SECONDS (a few seconds); an address with LOGIN_MAX_FAILURES_PER_ADDRESS ' +
+      'failures (any usernames) waits LOGIN_WINDOW_SECONDS. Meanwhile 429 with Retry-After, even for the right ' +
+      'password. From another address the owner waits at most the account back-off. Tap runs cannot log in (403).',
   })
   @ApiOkResponse({ type: LoginResultDto })
   @ApiUnauthorizedResponse({ type: ErrorBodyDto, description: 'Wrong username or password' })
+  @ApiForbiddenResponse({ type: ErrorBodyDto, description: 'Sent by a tap run (marked by the egress proxy)' })
   @ApiTooManyRequestsResponse({ type: ErrorBodyDto })
   async login(
     @Req() req: TapyardRequest,

@@ -87,12 +87,14 @@ describe('loadConfig', () => {
     ]);
   });
 
-  it('reads the login back-off: per account and address, doubling, capped; per address', () => {
+  it('reads the login back-off: per account and address, per account (short), doubling, capped; per address', () => {
     expect(loadConfig({ TAPYARD_MASTER_KEY: KEY }).auth).toMatchObject({
       loginWindowSeconds: 900,
       loginBackoffAfter: 3,
       loginBackoffSeconds: 1,
       loginBackoffMaxSeconds: 900,
+      loginAccountBackoffAfter: 5,
+      loginAccountBackoffMaxSeconds: 5,
       loginMaxFailuresPerAddress: 20,
     });
     const c = loadConfig({
@@ -100,12 +102,20 @@ describe('loadConfig', () => {
       LOGIN_BACKOFF_AFTER: '5',
       LOGIN_BACKOFF_SECONDS: '2',
       LOGIN_BACKOFF_MAX_SECONDS: '60',
+      LOGIN_ACCOUNT_BACKOFF_AFTER: '8',
+      LOGIN_ACCOUNT_BACKOFF_MAX_SECONDS: '10',
     });
     expect(c.auth).toMatchObject({
       loginBackoffAfter: 5,
       loginBackoffSeconds: 2,
       loginBackoffMaxSeconds: 60,
+      loginAccountBackoffAfter: 8,
+      loginAccountBackoffMaxSeconds: 10,
     });
+    // The owner waits the account's back-off too: it may not grow into a lockout.
+    expect(problems({ LOGIN_ACCOUNT_BACKOFF_MAX_SECONDS: '900' })).toEqual([
+      expect.stringMatching(/^LOGIN_ACCOUNT_BACKOFF_MAX_SECONDS must be an integer/),
+    ]);
     expect(problems({ LOGIN_BACKOFF_AFTER: '0', LOGIN_BACKOFF_SECONDS: 'x' })).toEqual([
       expect.stringMatching(/^LOGIN_BACKOFF_AFTER must be an integer/),
       expect.stringMatching(/^LOGIN_BACKOFF_SECONDS must be an integer/),

@@ -78,6 +78,10 @@ export interface TapyardConfig {
     /** The first wait; it doubles with each further failure of the pair. */
     readonly loginBackoffSeconds: number;
     readonly loginBackoffMaxSeconds: number;
+    /** Failures of one account from any addresses before the account must wait. */
+    readonly loginAccountBackoffAfter: number;
+    /** The account's wait stops doubling here: short, since the owner waits it too. */
+    readonly loginAccountBackoffMaxSeconds: number;
     /** Failures from one address, any accounts, before that address waits out the window. */
     readonly loginMaxFailuresPerAddress: number;
     /** How often key `lastUsedAt` marks are written (batched, not one write per request). */
@@ -373,6 +377,8 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
       loginBackoffAfter: r.int('LOGIN_BACKOFF_AFTER', 3, 1, 1000),
       loginBackoffSeconds: r.int('LOGIN_BACKOFF_SECONDS', 1, 1, 3600),
       loginBackoffMaxSeconds: r.int('LOGIN_BACKOFF_MAX_SECONDS', 900, 1, 86400),
+      loginAccountBackoffAfter: r.int('LOGIN_ACCOUNT_BACKOFF_AFTER', 5, 1, 1000),
+      loginAccountBackoffMaxSeconds: r.int('LOGIN_ACCOUNT_BACKOFF_MAX_SECONDS', 5, 1, 300),
       loginMaxFailuresPerAddress: r.int('LOGIN_MAX_FAILURES_PER_ADDRESS', 20, 1, 100000),
       keyUsageFlushMs: r.int('KEY_USAGE_FLUSH_MS', 15000, 100, 3600000),
     },
