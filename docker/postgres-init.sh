@@ -24,9 +24,13 @@ BEGIN
     RAISE EXCEPTION 'not an environment name: %', environment;
   END IF;
   IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = r) THEN
-    EXECUTE format('CREATE ROLE %I NOLOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS', r);
-    EXECUTE format('GRANT %I TO tapyard', r);
+    BEGIN
+      EXECUTE format('CREATE ROLE %I NOLOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS', r);
+    EXCEPTION WHEN duplicate_object THEN
+      NULL; -- created meanwhile from another database of the cluster
+    END;
   END IF;
+  EXECUTE format('GRANT %I TO tapyard', r);
   RETURN r;
 END
 $body$;

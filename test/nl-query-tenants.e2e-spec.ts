@@ -4,6 +4,7 @@ import { TestApi, startApi } from './support/apps';
 import { issueKey, newBootstrapKey } from './support/auth';
 import { TEST_DATABASE_URL, TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
 import { ModelDouble } from './support/model-double';
+import { closedPort } from './support/net';
 
 /**
  * Natural-language SQL between two tenants (MULTI_TENANT=true, real PostgreSQL, the model played by
@@ -23,6 +24,7 @@ describe('natural-language SQL between tenants (real PostgreSQL, model double)',
   let pg: Client;
   let keyA: string;
   let keyB: string;
+  let base: string;
 
   const ask = (key: string, body: Record<string, unknown>) =>
     api.http.post('/api/v1/query/postgres').set('x-api-key', key).send(body);
@@ -43,6 +45,9 @@ describe('natural-language SQL between tenants (real PostgreSQL, model double)',
       QUERY_POOL_SIZE: '2',
       ...TEST_OBJECT_STORE,
     });
+    const port = await closedPort();
+    await api.app.listen(port, '127.0.0.1');
+    base = `http://127.0.0.1:${port}/api/v1`;
     keyA = await issueKey(api.http, boot, 'a-admin', { template: 'full-access' }, { tenant: tenantA });
     keyB = await issueKey(api.http, boot, 'b-admin', { template: 'full-access' }, { tenant: tenantB });
     for (const key of [keyA, keyB]) {
@@ -100,6 +105,31 @@ describe('natural-language SQL between tenants (real PostgreSQL, model double)',
     expect(stats.body.sql).toBe(
       `SELECT schemaname, tablename, attname, most_common_vals::text FROM "${schemaA}".pg_stats`,
     );
+  });
+
+  it("the assistant's sql_query tool takes the same path: the tenant's own pg_stats, nothing of the other's", async () => {
+    double.script(
+      { toolCalls: [{ name: 'sql_query', arguments: { question: 'statistics' } }] },
+      sqlReply('SELECT tablename, most_common_vals FROM pg_stats'),
+      { text: 'Done.' },
+    );
+    const res = await fetch(`${base}/assistant/chat`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': keyA },
+      body: JSON.stringify({ messages: [{ role: 'user', content: 'show statistics' }] }),
+    });
+    expect(res.status).toBe(200);
+    const raw = await res.text();
+    const result = raw
+      .split('\n\n')
+      .find((block) => block.startsWith('event: tool_result'))
+      ?.split('\n')
+      .find((l) => l.startsWith('data: '));
+    expect(JSON.parse(result!.slice(6)).result).toMatchObject({
+      sql: `SELECT tablename, most_common_vals FROM "${schemaA}".pg_stats`,
+      rows: [['mine', 'a-own-value']],
+    });
+    expect(raw).not.toMatch(/b_secret|b-secret/);
   });
 
   it('each tenant queries as a role of its own that reads only its own tables, even past the checks', async () => {

@@ -94,11 +94,14 @@ describe('natural-language SQL and answers (real PostgreSQL, model double)', () 
     expect(prompt).not.toMatch(/secrets|api_keys|prompt_fragments|tapyard\./);
   });
 
-  it('caps rows on the server and says so; execute:false returns the SQL only', async () => {
+  it('caps rows on the server and says so; a trailing comment is fine; execute:false returns the SQL only', async () => {
     double.script(sqlReply('SELECT id FROM sales ORDER BY id'));
     const capped = await ask({ question: 'all ids', maxRows: 10 }).expect(200);
     expect(capped.body).toMatchObject({ rowCount: 10, truncated: true });
     expect(capped.body.rows).toHaveLength(10);
+    double.script(sqlReply('SELECT count(*) FROM sales -- all of them'));
+    const commented = await ask({ question: 'how many, said twice' }).expect(200);
+    expect(commented.body.rows).toEqual([['250']]);
     double.script(sqlReply('SELECT count(*) FROM sales'));
     const dry = await ask({ question: 'how many', execute: false }).expect(200);
     expect(dry.body).toEqual({

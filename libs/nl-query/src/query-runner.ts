@@ -112,7 +112,8 @@ export class QueryRunner implements OnModuleDestroy {
       await client.query(
         `DECLARE tapyard_nl NO SCROLL CURSOR FOR SELECT w.* FROM (` +
           `SELECT s.*, sum(s.tapyard_size) OVER (ROWS UNBOUNDED PRECEDING) AS tapyard_bytes FROM (` +
-          `SELECT q.*, octet_length(q::text) AS tapyard_size FROM (${sql}) q OFFSET 0) s ` +
+          // On lines of its own: a trailing line comment of the query ends there.
+          `SELECT q.*, octet_length(q::text) AS tapyard_size FROM (\n${sql}\n) q OFFSET 0) s ` +
           `WHERE CASE WHEN s.tapyard_size <= ${cap} THEN true ELSE ${over('s.tapyard_size')} END) w ` +
           `WHERE CASE WHEN w.tapyard_bytes <= ${cap} THEN true ELSE ${over('w.tapyard_bytes')} END`,
       );
