@@ -167,11 +167,14 @@ describe('natural-language SQL between tenants (real PostgreSQL, model double)',
     await ask(keyA, { question: 'warm up the grant' }).expect(200);
     const locker = new Client({ connectionString: TEST_DATABASE_URL });
     await locker.connect();
+    // Queries of this suite waiting for the lock on A's orders (not other suites' queries).
     const waiting = async (): Promise<number> =>
       Number(
         (
           await pg.query(
-            `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'DECLARE tapyard_nl %'`,
+            `SELECT count(DISTINCT a.pid) FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid
+              WHERE NOT l.granted AND l.relation = $1::regclass AND a.query LIKE 'DECLARE tapyard_nl %'`,
+            [`"${schemaA}".orders`],
           )
         ).rows[0].count,
       );
