@@ -37,6 +37,7 @@ describe('natural-language SQL and answers (real PostgreSQL, model double)', () 
       USE_API_KEYS: 'true',
       TAPYARD_BOOTSTRAP_API_KEY: admin,
       QUERY_TIMEOUT_MS: '1500',
+      QUERY_MAX_RESULT_BYTES: '64kb',
       PORT: String(port),
       HOST: '127.0.0.1',
     });
@@ -71,7 +72,8 @@ describe('natural-language SQL and answers (real PostgreSQL, model double)', () 
     );
     const res = await ask({ question: 'total per region' }).expect(200);
     expect(res.body).toMatchObject({
-      sql: 'SELECT region, sum(amount) AS total, count(*) AS n FROM sales GROUP BY region ORDER BY region',
+      // What ran: every table named in the schema.
+      sql: `SELECT region, sum(amount) AS total, count(*) AS n FROM "${schema}".sales GROUP BY region ORDER BY region`,
       columns: ['region', 'total', 'n'],
       rows: [
         ['east', expect.any(String), '83'],
@@ -92,21 +94,42 @@ describe('natural-language SQL and answers (real PostgreSQL, model double)', () 
     expect(prompt).not.toMatch(/secrets|api_keys|prompt_fragments|tapyard\./);
   });
 
-  it('caps rows on the server and says so; execute:false returns the SQL only', async () => {
+  it('caps rows on the server and says so; a trailing comment is fine; execute:false returns the SQL only', async () => {
     double.script(sqlReply('SELECT id FROM sales ORDER BY id'));
     const capped = await ask({ question: 'all ids', maxRows: 10 }).expect(200);
     expect(capped.body).toMatchObject({ rowCount: 10, truncated: true });
     expect(capped.body.rows).toHaveLength(10);
+    double.script(sqlReply('SELECT count(*) FROM sales -- all of them'));
+    const commented = await ask({ question: 'how many, said twice' }).expect(200);
+    expect(commented.body.rows).toEqual([['250']]);
     double.script(sqlReply('SELECT count(*) FROM sales'));
     const dry = await ask({ question: 'how many', execute: false }).expect(200);
     expect(dry.body).toEqual({
-      sql: 'SELECT count(*) FROM sales',
+      sql: `SELECT count(*) FROM "${schema}".sales`,
       explanation: 'because',
       columns: [],
       rows: [],
       rowCount: 0,
       truncated: false,
     });
+  });
+
+  it('caps the bytes of a result on the server: a huge value is refused, many rows are cut and flagged', async () => {
+    double.script(sqlReply("SELECT repeat('y', 30000000) AS y"));
+    const huge = await ask({ question: 'a lot of y' }).expect(400);
+    expect(huge.body.message).toContain('QUERY_MAX_RESULT_BYTES');
+    expect(huge.text.length).toBeLessThan(2000);
+    double.script(sqlReply("SELECT g, repeat('y', 1000) AS pad FROM generate_series(1, 1000) g"));
+    const many = await ask({ question: 'many rows', maxRows: 1000 }).expect(200);
+    expect(many.body.truncated).toBe(true);
+    expect(many.body.rowCount).toBe(many.body.rows.length);
+    expect(many.body.rows.length).toBeGreaterThan(10);
+    expect(many.body.rows.length).toBeLessThanOrEqual(65); // 64 KiB of ~1 KB rows
+    // A prefix, in order, within the cap (counted as PostgreSQL's text; JSON adds a little).
+    expect(many.body.rows.map((r: unknown[]) => r[0])).toEqual(
+      Array.from({ length: many.body.rows.length }, (_, i) => i + 1),
+    );
+    expect(JSON.stringify(many.body.rows).length).toBeLessThan(80 * 1024);
   });
 
   it('stops a query at the statement timeout (400 naming it)', async () => {
@@ -142,6 +165,7 @@ describe('natural-language SQL and answers (real PostgreSQL, model double)', () 
     const runner = api.app.get(QueryRunner);
     await expect(
       runner.run(
+        env,
         api.config.database.name,
         'tapyard',
         'SELECT * FROM tapyard.secrets',
@@ -152,6 +176,7 @@ describe('natural-language SQL and answers (real PostgreSQL, model double)', () 
     // Past the parser and the relation check (a bug there), PostgreSQL itself refuses the role.
     await expect(
       runner.run(
+        env,
         api.config.database.name,
         schema,
         'SELECT * FROM tapyard.secrets',

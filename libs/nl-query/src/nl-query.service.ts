@@ -1,12 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { AiService, head } from '@tapyard/ai';
 import { CONFIG, TapyardConfig } from '@tapyard/core';
-import { PgPools } from '@tapyard/destinations';
 import { MetadataService } from '@tapyard/metadata';
 import { confinementOf } from '@tapyard/pipelines';
 import { looksSensitive } from '@tapyard/profiling';
 import { QueryRunner } from './query-runner';
-import { UnsafeSqlError, checkReadOnlySql } from './sql-safety';
+import { UnsafeSqlError, checkReadOnlySql, qualifyRelations } from './sql-safety';
 
 export interface NlQueryInput {
   question: string;
@@ -38,8 +37,8 @@ const SAMPLES = 3;
 
 /**
  * Natural-language SQL: the model writes one query from the schema of what the caller may read;
- * the platform decides whether it runs (PostgreSQL's parser, an allow-list, the caller's tables only)
- * and runs it as a role that can only read those tables.
+ * the platform decides whether it runs (PostgreSQL's parser, an allow-list, the caller's tables only),
+ * names every table in the caller's schema and runs it as a role that can only read those tables.
  */
 @Injectable()
 export class NlQueryService {
@@ -47,7 +46,6 @@ export class NlQueryService {
     @Inject(CONFIG) private readonly config: TapyardConfig,
     private readonly ai: AiService,
     private readonly metadata: MetadataService,
-    private readonly pools: PgPools,
     private readonly runner: QueryRunner,
   ) {}
 
@@ -70,8 +68,8 @@ export class NlQueryService {
       messages: [{ role: 'user', content: head(input.question, 4000) }],
       signal,
     });
-    const sql = answer.sql.trim().replace(/;\s*$/, '');
-    const relations = await checkReadOnlySql(sql);
+    const written = answer.sql.trim().replace(/;\s*$/, '');
+    const relations = await checkReadOnlySql(written);
     const known = new Set(tables);
     for (const r of relations) {
       if ((r.schema !== null && r.schema !== schema) || !known.has(r.name)) {
@@ -80,9 +78,12 @@ export class NlQueryService {
         );
       }
     }
+    // What runs names every table in the schema: the server never resolves a name the check accepted
+    // to anything else (a table of the caller's called pg_stats is not the catalog's).
+    const sql = await qualifyRelations(written, schema);
     const base = { sql, explanation: answer.explanation.trim() };
     if (input.execute === false) return { ...base, columns: [], rows: [], rowCount: 0, truncated: false };
-    const rows = await this.runner.run(database, schema, sql, relations, input.maxRows ?? 100);
+    const rows = await this.runner.run(env, database, schema, sql, relations, input.maxRows ?? 100);
     return { ...base, ...rows };
   }
 
@@ -121,7 +122,7 @@ export class NlQueryService {
       .slice(0, 12);
     if (picked.length === 0) return {};
     const q = (s: string): string => `"${s.replace(/"/g, '""')}"`;
-    const client = await this.pools.get(database).connect();
+    const client = await this.runner.connect(database);
     try {
       await client.query('BEGIN READ ONLY');
       await client.query('SET LOCAL statement_timeout = 2000');

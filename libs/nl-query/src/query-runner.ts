@@ -1,8 +1,15 @@
-import { Inject, Injectable } from '@nestjs/common';
-import { PoolClient } from 'pg';
-import { CONFIG, ServiceUnavailableError, TapyardConfig, ValidationError, errorMessage } from '@tapyard/core';
+import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
+import { Pool, PoolClient } from 'pg';
+import {
+  CONFIG,
+  RateLimitedError,
+  ServiceUnavailableError,
+  TapyardConfig,
+  ValidationError,
+  errorMessage,
+} from '@tapyard/core';
 import { PgPools } from '@tapyard/destinations';
-import { isPlatformSchema } from '@tapyard/pipelines';
+import { confinementOf, isPlatformSchema } from '@tapyard/pipelines';
 import { RelationRef } from './sql-safety';
 
 export interface QueryRows {
@@ -14,47 +21,135 @@ export interface QueryRows {
 
 const ident = (s: string): string => `"${s.replace(/"/g, '""')}"`;
 
+/** Rows fetched per round trip at most; the byte cap holds whatever their size. */
+const BATCH = 100;
+/** In the error the byte guard raises, so that it is told from the query's own errors. */
+const OVER_CAP = 'tapyard-result-bytes';
+
 /**
- * Runs a checked read-only query as the query role (QUERY_ROLE, NOLOGIN, a member role of the
- * platform's): SELECT on exactly the tables queries have read, never on the platform's schemas, in a
- * READ ONLY transaction with a statement timeout, the row cap applied by a server-side cursor.
+ * Runs a checked, schema-qualified read-only query as a query role: QUERY_ROLE for the operator
+ * environment, a role of its own for each tenant environment (`tapyard.query_role`, see
+ * scripts/services), each holding SELECT on exactly the tables its queries have read, never on the
+ * platform's schemas. Catalog views such as pg_stats show only what the role may read, so one
+ * tenant's role sees nothing of another's. The query runs on a pool of its own (QUERY_POOL_SIZE: user
+ * queries never take the platform's connections), in a READ ONLY transaction with a statement timeout
+ * and work_mem, the row cap applied by a server-side cursor and the byte cap by the server itself.
  */
 @Injectable()
-export class QueryRunner {
+export class QueryRunner implements OnModuleDestroy {
+  private readonly pools = new Map<string, Pool>();
+
   constructor(
     @Inject(CONFIG) private readonly config: TapyardConfig,
-    private readonly pools: PgPools,
+    private readonly platform: PgPools,
   ) {}
 
+  /** The pool of user queries (and of anything a question makes read from user tables) for a database. */
+  pool(database: string): Pool {
+    let pool = this.pools.get(database);
+    if (!pool) {
+      const url = new URL(this.config.database.destinationUrl);
+      url.pathname = `/${encodeURIComponent(database)}`;
+      pool = new Pool({
+        connectionString: url.toString(),
+        max: this.config.query.poolSize,
+        // A query waits for a connection at most as long as one may run.
+        connectionTimeoutMillis: this.config.query.timeoutMs,
+        application_name: 'tapyard-query',
+      });
+      pool.on('error', () => undefined);
+      this.pools.set(database, pool);
+    }
+    return pool;
+  }
+
+  /** A connection of the user-query pool; 429 when every one stayed busy for a whole query timeout. */
+  async connect(database: string): Promise<PoolClient> {
+    try {
+      return await this.pool(database).connect();
+    } catch (err) {
+      if (/timeout exceeded when trying to connect/i.test(errorMessage(err))) {
+        throw new RateLimitedError(
+          `every connection for queries (QUERY_POOL_SIZE=${this.config.query.poolSize}) is busy; try again`,
+          Math.ceil(this.config.query.timeoutMs / 1000),
+        );
+      }
+      throw err;
+    }
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await Promise.all([...this.pools.values()].map((p) => p.end()));
+    this.pools.clear();
+  }
+
   async run(
+    env: string,
     database: string,
     schema: string,
     sql: string,
     tables: RelationRef[],
     maxRows: number,
   ): Promise<QueryRows> {
-    const pool = this.pools.get(database);
-    await this.grant(database, schema, tables);
-    const client = await pool.connect();
+    const role = await this.grant(env, database, schema, tables);
+    const cap = this.config.query.maxResultBytes;
+    const client = await this.connect(database);
+    const rows: unknown[][] = [];
+    let columns: string[] = [];
+    let truncated = false;
     try {
       await client.query('BEGIN READ ONLY');
       await client.query(`SET LOCAL statement_timeout = ${Math.floor(this.config.query.timeoutMs)}`);
-      // Built-ins first: a function or operator of the caller's schema never shadows one of pg_catalog.
-      await client.query(`SET LOCAL search_path = pg_catalog, ${ident(schema)}`);
-      await client.query(`SET LOCAL ROLE ${ident(this.config.query.role)}`);
-      await client.query(`DECLARE tapyard_nl NO SCROLL CURSOR FOR ${sql}`);
-      const res = await client.query({
-        text: `FETCH FORWARD ${maxRows + 1} FROM tapyard_nl`,
-        rowMode: 'array',
-      });
-      const rows = res.rows as unknown[][];
-      const truncated = rows.length > maxRows;
-      return {
-        columns: res.fields.map((f) => f.name),
-        rows: truncated ? rows.slice(0, maxRows) : rows,
-        rowCount: Math.min(rows.length, maxRows),
-        truncated,
-      };
+      await client.query(`SET LOCAL work_mem = ${Math.floor(this.config.query.workMemKb)}`);
+      // Every table name is qualified already; only built-ins are looked up, so nothing of the
+      // caller's schema shadows one and no name reaches a catalog relation by the path.
+      await client.query('SET LOCAL search_path = pg_catalog');
+      await client.query(`SET LOCAL ROLE ${ident(role)}`);
+      // The server measures each row (as text) before it reaches the running total, and fails the row
+      // that is over the cap alone or would take the result over it: no such row is ever sent, however
+      // large its values. OFFSET 0 keeps the measure from being computed twice.
+      const over = (bytes: string): string => `('${OVER_CAP} ' || ${bytes}::text)::int IS NULL`;
+      await client.query(
+        `DECLARE tapyard_nl NO SCROLL CURSOR FOR SELECT w.* FROM (` +
+          `SELECT s.*, sum(s.tapyard_size) OVER (ROWS UNBOUNDED PRECEDING) AS tapyard_bytes FROM (` +
+          // On lines of its own: a trailing line comment of the query ends there.
+          `SELECT q.*, octet_length(q::text) AS tapyard_size FROM (\n${sql}\n) q OFFSET 0) s ` +
+          `WHERE CASE WHEN s.tapyard_size <= ${cap} THEN true ELSE ${over('s.tapyard_size')} END) w ` +
+          `WHERE CASE WHEN w.tapyard_bytes <= ${cap} THEN true ELSE ${over('w.tapyard_bytes')} END`,
+      );
+      let used = 0;
+      while (rows.length <= maxRows) {
+        // Batches shrink as the result nears the cap: the batch that crosses it fails whole.
+        const average = rows.length > 0 ? used / rows.length : cap;
+        const size = Math.max(
+          1,
+          Math.min(BATCH, maxRows + 1 - rows.length, Math.floor((cap - used) / Math.max(1, average) / 2)),
+        );
+        let res;
+        try {
+          res = await client.query({ text: `FETCH FORWARD ${size} FROM tapyard_nl`, rowMode: 'array' });
+        } catch (err) {
+          if (!isOverCap(err)) throw err;
+          if (rows.length === 0) {
+            throw new ValidationError(
+              `the first row of the result is larger than ${cap} bytes (QUERY_MAX_RESULT_BYTES); select less`,
+            );
+          }
+          truncated = true;
+          break;
+        }
+        columns = res.fields.slice(0, -2).map((f) => f.name);
+        for (const r of res.rows as unknown[][]) {
+          used = Number(r[r.length - 1]);
+          rows.push(r.slice(0, -2));
+        }
+        if (res.rows.length < size || rows.length > maxRows) break;
+      }
+      if (rows.length > maxRows) {
+        truncated = true;
+        rows.length = maxRows;
+      }
+      return { columns, rows, rowCount: rows.length, truncated };
     } catch (err) {
       throw queryError(err, this.config.query.timeoutMs);
     } finally {
@@ -63,9 +158,11 @@ export class QueryRunner {
     }
   }
 
-  /** SELECT on the tables the query reads, granted once and kept (the role never gets anything else). */
-  private async grant(database: string, schema: string, tables: RelationRef[]): Promise<void> {
-    const role = this.config.query.role;
+  /**
+   * SELECT on the tables the query reads, granted once and kept, to the environment's query role (the
+   * role never gets anything else). Returns the role.
+   */
+  private async grant(env: string, database: string, schema: string, tables: RelationRef[]): Promise<string> {
     // Whatever a caller of this class passes, the role never gets anything of the platform's own.
     for (const s of [schema, ...tables.map((t) => t.schema ?? schema)]) {
       if (isPlatformSchema(s) || s !== schema) {
@@ -74,15 +171,14 @@ export class QueryRunner {
         );
       }
     }
-    const client: PoolClient = await this.pools.get(database).connect();
+    const tenant = confinementOf(this.config, env).tenant;
+    const client: PoolClient = await this.platform.get(database).connect();
     try {
-      const exists = await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [role]);
-      if (exists.rowCount === 0) {
-        throw new ServiceUnavailableError(
-          'postgres',
-          `the query role '${role}' does not exist; scripts/services creates it (see README, "Natural-language SQL")`,
-        );
-      }
+      // Concurrent GRANTs on one object fail ("tuple concurrently updated"), and so do concurrent
+      // CREATE ROLEs of one name: one at a time.
+      await client.query('BEGIN');
+      await client.query(`SELECT pg_advisory_xact_lock(hashtext('tapyard.query-grants'))`);
+      const role = tenant ? await this.tenantRole(client, env) : await this.operatorRole(client);
       const missing: string[] = [];
       for (const t of tables) {
         const name = `${ident(t.schema ?? schema)}.${ident(t.name)}`;
@@ -92,13 +188,12 @@ export class QueryRunner {
         );
         if (!has.rows[0]?.ok) missing.push(name);
       }
-      if (missing.length === 0) return;
-      await client.query('BEGIN');
-      // Concurrent GRANTs on one object fail ("tuple concurrently updated"): one at a time.
-      await client.query(`SELECT pg_advisory_xact_lock(hashtext('tapyard.query-grants'))`);
-      await client.query(`GRANT USAGE ON SCHEMA ${ident(schema)} TO ${ident(role)}`);
-      for (const name of missing) await client.query(`GRANT SELECT ON ${name} TO ${ident(role)}`);
+      if (missing.length > 0) {
+        await client.query(`GRANT USAGE ON SCHEMA ${ident(schema)} TO ${ident(role)}`);
+        for (const name of missing) await client.query(`GRANT SELECT ON ${name} TO ${ident(role)}`);
+      }
       await client.query('COMMIT');
+      return role;
     } catch (err) {
       await client.query('ROLLBACK').catch(() => undefined);
       if (err instanceof ServiceUnavailableError) throw err;
@@ -113,9 +208,46 @@ export class QueryRunner {
       client.release();
     }
   }
+
+  private async operatorRole(client: PoolClient): Promise<string> {
+    const role = this.config.query.role;
+    const exists = await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [role]);
+    if (exists.rowCount === 0) {
+      throw new ServiceUnavailableError(
+        'postgres',
+        `the query role '${role}' does not exist; scripts/services creates it (see README, "Natural-language SQL")`,
+      );
+    }
+    return role;
+  }
+
+  /**
+   * The tenant environment's own query role. The platform's role may not create roles (CREATEROLE
+   * would let it grant itself far more), so a function the database's superuser installed creates it:
+   * NOLOGIN, named from the environment, granted to the platform's role and nothing else.
+   */
+  private async tenantRole(client: PoolClient, env: string): Promise<string> {
+    const installed = await client.query(
+      `SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+        WHERE n.nspname = 'tapyard' AND p.proname = 'query_role'`,
+    );
+    if (installed.rowCount === 0) {
+      throw new ServiceUnavailableError(
+        'postgres',
+        'the function tapyard.query_role that gives each tenant its own query role is not installed; scripts/services installs it (see README, "Natural-language SQL")',
+      );
+    }
+    const res = await client.query<{ role: string }>('SELECT tapyard.query_role($1) AS role', [env]);
+    return res.rows[0].role;
+  }
+}
+
+function isOverCap(err: unknown): boolean {
+  return (err as { code?: string }).code === '22P02' && errorMessage(err).includes(OVER_CAP);
 }
 
 function queryError(err: unknown, timeoutMs: number): Error {
+  if (err instanceof ValidationError) return err;
   const code = (err as { code?: string }).code;
   if (code === '57014')
     return new ValidationError(

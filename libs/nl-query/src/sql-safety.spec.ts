@@ -1,4 +1,4 @@
-import { RelationRef, UnsafeSqlError, checkReadOnlySql } from './sql-safety';
+import { RelationRef, UnsafeSqlError, checkReadOnlySql, qualifyRelations } from './sql-safety';
 
 describe('generated SQL safety (PostgreSQL parser)', () => {
   it.each<[string, RelationRef[]]>([
@@ -48,9 +48,39 @@ describe('generated SQL safety (PostgreSQL parser)', () => {
     ['EXPLAIN ANALYZE DELETE FROM orders', 'Explain'],
     ["SELECT (SELECT pg_read_file('x'))", 'pg_read_file'],
     ['select 1 from', 'does not parse'],
+    ["SELECT 't_other.orders'::regclass", 'regclass'],
+    ['SELECT 16384::pg_catalog.regclass::text', 'regclass'],
+    ['SELECT CAST(oid AS regtype) FROM orders', 'regtype'],
+    ['SELECT * FROM generate_series(1, 2) AS g(x regnamespace)', 'regnamespace'],
+    ['SELECT * FROM (WITH pg_stats AS (SELECT 1) SELECT * FROM pg_stats) a, pg_stats', 'starts with pg_'],
   ])('refuses %s', async (sql, reason) => {
     const err = await checkReadOnlySql(sql).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(UnsafeSqlError);
     expect((err as Error).message).toContain(reason);
+  });
+});
+
+describe('every table a generated query reads is named in the caller schema', () => {
+  it.each([
+    ['SELECT * FROM pg_stats', 'SELECT * FROM "t_a".pg_stats'],
+    [
+      'SELECT s.id, "Odd Name".x FROM sales s JOIN "Odd Name" ON true',
+      'SELECT s.id, "Odd Name".x FROM "t_a".sales s JOIN "t_a"."Odd Name" ON true',
+    ],
+    [
+      "WITH big AS (SELECT * FROM sales WHERE note = 'é') SELECT count(*) FROM big, ONLY pg_class",
+      'WITH big AS (SELECT * FROM "t_a".sales WHERE note = \'é\') SELECT count(*) FROM big, ONLY "t_a".pg_class',
+    ],
+    ['TABLE sales', 'TABLE "t_a".sales'],
+    ['SELECT * FROM t_a.sales', 'SELECT * FROM t_a.sales'],
+  ])('%s', async (sql, qualified) => {
+    expect(await qualifyRelations(sql, 't_a')).toBe(qualified);
+  });
+
+  it('quotes the schema and refuses a statement naming another schema', async () => {
+    expect(await qualifyRelations('SELECT 1 FROM x', 'we"ird')).toBe('SELECT 1 FROM "we""ird".x');
+    await expect(qualifyRelations('SELECT * FROM pg_catalog.pg_stats', 't_a')).rejects.toBeInstanceOf(
+      UnsafeSqlError,
+    );
   });
 });

@@ -7,6 +7,31 @@ export interface RelationRef {
   name: string;
 }
 
+/** A checked statement: the tables it reads and where each unqualified one is written (a byte offset). */
+interface CheckedSql {
+  relations: RelationRef[];
+  /** Byte offsets of the unqualified table names that are not CTE names, for {@link qualifyRelations}. */
+  unqualifiedAt: number[];
+}
+
+/**
+ * Types whose input and output functions look objects up in the catalogs (`16384::regclass` names any
+ * table of the database, `'t_other.orders'::regclass` says whether it exists), whatever the role may read.
+ */
+const CATALOG_TYPES = new Set([
+  'regclass',
+  'regcollation',
+  'regconfig',
+  'regdictionary',
+  'regnamespace',
+  'regoper',
+  'regoperator',
+  'regproc',
+  'regprocedure',
+  'regrole',
+  'regtype',
+]);
+
 /** Why a statement may not run, in one sentence for the caller (400). */
 export class UnsafeSqlError extends ValidationError {
   constructor(reason: string) {
@@ -61,6 +86,34 @@ type Node = Record<string, unknown>;
  * function outside the allow-list. Returns the tables it reads (CTE names excluded).
  */
 export async function checkReadOnlySql(sql: string): Promise<RelationRef[]> {
+  return (await inspect(sql)).relations;
+}
+
+/**
+ * Rewrites a checked statement so that every table it reads is named in `schema`: an unqualified name
+ * is never resolved by the search path, so a table of the caller's called `pg_stats` or `pg_class` is
+ * that table and never the catalog's. The result is parsed again and must name no other place.
+ */
+export async function qualifyRelations(sql: string, schema: string): Promise<string> {
+  const { unqualifiedAt } = await inspect(sql);
+  const bytes = Buffer.from(sql, 'utf8');
+  const prefix = Buffer.from(`"${schema.replace(/"/g, '""')}".`, 'utf8');
+  const parts: Buffer[] = [];
+  let from = 0;
+  for (const at of [...unqualifiedAt].sort((a, b) => a - b)) {
+    parts.push(bytes.subarray(from, at), prefix);
+    from = at;
+  }
+  parts.push(bytes.subarray(from));
+  const qualified = Buffer.concat(parts).toString('utf8');
+  const again = await inspect(qualified);
+  if (again.unqualifiedAt.length > 0 || again.relations.some((r) => r.schema !== schema)) {
+    throw new UnsafeSqlError('its table names could not all be placed in the schema');
+  }
+  return qualified;
+}
+
+async function inspect(sql: string): Promise<CheckedSql> {
   let tree: { stmts?: { stmt: Node }[] };
   try {
     tree = (await parse(sql)) as { stmts?: { stmt: Node }[] };
@@ -76,7 +129,7 @@ export async function checkReadOnlySql(sql: string): Promise<RelationRef[]> {
       `it is a ${kind.replace(/Stmt$/, '')} statement; only SELECT, WITH … SELECT and VALUES run`,
     );
   }
-  const relations: RelationRef[] = [];
+  const relations: (RelationRef & { at: number })[] = [];
   const ctes = new Set<string>();
   const problems: string[] = [];
   walk(stmts[0].stmt, (type, node) => {
@@ -90,7 +143,19 @@ export async function checkReadOnlySql(sql: string): Promise<RelationRef[]> {
         problems.push('it has a locking clause (FOR UPDATE / FOR SHARE)');
       }
     }
-    if (type === 'CommonTableExpr' && typeof node.ctename === 'string') ctes.add(node.ctename);
+    if (type === 'CommonTableExpr' && typeof node.ctename === 'string') {
+      // A CTE name is left unqualified; outside the CTE's scope it would be looked up in pg_catalog,
+      // where every relation's name starts with pg_.
+      if (node.ctename.toLowerCase().startsWith('pg_'))
+        problems.push(`its CTE name ${node.ctename} starts with pg_`);
+      ctes.add(node.ctename);
+    }
+    const typeName = node.typeName as Node | undefined;
+    if (typeName && Array.isArray(typeName.names)) {
+      const parts = (typeName.names as Node[]).map((p) => String((p.String as Node | undefined)?.sval ?? ''));
+      const last = parts[parts.length - 1]?.toLowerCase() ?? '';
+      if (CATALOG_TYPES.has(last)) problems.push(`it uses type ${last}, which reads the catalogs`);
+    }
     if (type === 'FuncCall') {
       const parts = ((node.funcname as Node[] | undefined) ?? []).map((p) =>
         String((p.String as Node | undefined)?.sval ?? ''),
@@ -106,11 +171,15 @@ export async function checkReadOnlySql(sql: string): Promise<RelationRef[]> {
       relations.push({
         schema: typeof node.schemaname === 'string' ? node.schemaname : null,
         name: String(node.relname),
+        at: typeof node.location === 'number' ? node.location : -1,
       });
     }
   });
   if (problems.length > 0) throw new UnsafeSqlError([...new Set(problems)].join('; '));
-  return relations.filter((r) => r.schema !== null || !ctes.has(r.name));
+  const tables = relations.filter((r) => r.schema !== null || !ctes.has(r.name));
+  const unqualifiedAt = tables.filter((r) => r.schema === null).map((r) => r.at);
+  if (unqualifiedAt.some((at) => at < 0)) throw new UnsafeSqlError('a table name has no position to qualify');
+  return { relations: tables.map(({ schema, name }) => ({ schema, name })), unqualifiedAt };
 }
 
 /** Depth-first over the parse tree, calling `visit(type, node)` for every typed node. */

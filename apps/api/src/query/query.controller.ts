@@ -7,6 +7,7 @@ import {
   ApiOperation,
   ApiServiceUnavailableResponse,
   ApiTags,
+  ApiTooManyRequestsResponse,
 } from '@nestjs/swagger';
 import { CONFIG, TapyardConfig } from '@tapyard/core';
 import { AnswerResult, AnswerService, NlQueryResult, NlQueryService } from '@tapyard/nl-query';
@@ -43,17 +44,28 @@ export class QueryController {
       "whose names do not look sensitive (never the platform schemas). Its SQL is parsed with PostgreSQL's own parser " +
       'and refused (400, saying why) unless it is exactly one SELECT / WITH … SELECT / VALUES without data-modifying ' +
       'CTEs, SELECT … INTO, locking clauses or functions outside an allow-list of pure ones, reading only tables of ' +
-      'that schema. It runs in a READ ONLY transaction as the query role (QUERY_ROLE: SELECT on the tables queries ' +
-      'read, nothing else), with statement_timeout = QUERY_TIMEOUT_MS and the row cap applied by a server-side cursor ' +
-      '(`truncated` says it cut). Taps call it with their run key (SERVICE_PLATFORM_HOST/PORT).',
+      'that schema; every table name is then written qualified with that schema, so no name resolves to a catalog ' +
+      'relation. It runs in a READ ONLY transaction as a query role holding SELECT on the tables queries read and ' +
+      "nothing else (the operator environment's QUERY_ROLE; each tenant environment a role of its own), on a " +
+      'connection pool of its own (QUERY_POOL_SIZE; 429 when it stays busy), with statement_timeout = QUERY_TIMEOUT_MS, ' +
+      'work_mem = QUERY_WORK_MEM, the row cap applied by a server-side cursor and the result capped at ' +
+      'QUERY_MAX_RESULT_BYTES by the server (`truncated` says it cut; 400 when even the first row is larger). `sql` ' +
+      'is the statement that ran. Taps call it with their run key (SERVICE_PLATFORM_HOST/PORT).',
   })
   @ApiOkResponse({ type: NlQueryResultDto })
   @ApiBadRequestResponse({
     type: ErrorBodyDto,
-    description: 'Unsafe SQL (the reason), a query error or timeout',
+    description: 'Unsafe SQL (the reason), a query error or timeout, a first row over QUERY_MAX_RESULT_BYTES',
+  })
+  @ApiTooManyRequestsResponse({
+    type: ErrorBodyDto,
+    description: 'Every connection for queries (QUERY_POOL_SIZE) stayed busy',
   })
   @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'A database or schema the caller may not see' })
-  @ApiServiceUnavailableResponse({ type: ErrorBodyDto, description: "No model provider (secret 'ai')" })
+  @ApiServiceUnavailableResponse({
+    type: ErrorBodyDto,
+    description: "No model provider (secret 'ai'), or no query role (see scripts/services)",
+  })
   @ApiBadGatewayResponse({ type: ErrorBodyDto })
   query(
     @RequestEnvironment() env: string,

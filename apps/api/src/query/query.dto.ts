@@ -47,8 +47,9 @@ export class NlQueryDto {
 
 export class NlQueryResultDto {
   @ApiProperty({
+    description: "The statement that ran: the model's, with every table name qualified with the schema",
     example:
-      "SELECT date_trunc('month', sold_at) AS month, sum(amount) AS revenue FROM sales GROUP BY 1 ORDER BY 2 DESC",
+      "SELECT date_trunc('month', sold_at) AS month, sum(amount) AS revenue FROM public.sales GROUP BY 1 ORDER BY 2 DESC",
   })
   sql!: string;
   @ApiProperty({ type: [String], example: ['month', 'revenue'] }) columns!: string[];
@@ -60,7 +61,11 @@ export class NlQueryResultDto {
   })
   rows!: unknown[][];
   @ApiProperty() rowCount!: number;
-  @ApiProperty({ description: 'More rows existed than maxRows (the server stopped reading)' })
+  @ApiProperty({
+    description:
+      'The rows are a prefix: more existed than maxRows, or the next would have taken the result over ' +
+      'QUERY_MAX_RESULT_BYTES (the server stopped sending)',
+  })
   truncated!: boolean;
   @ApiProperty() explanation!: string;
 }

@@ -137,6 +137,24 @@ describe('loadConfig', () => {
     expect(problems({ KAFKA_BROKERS: 'nohostport' })[0]).toMatch(/^KAFKA_BROKERS/);
   });
 
+  it('bounds natural-language queries: pool, work_mem and result bytes, defaults and ranges', () => {
+    expect(loadConfig({ TAPYARD_MASTER_KEY: KEY }).query).toEqual({
+      role: 'tapyard_query',
+      timeoutMs: 10000,
+      poolSize: 2,
+      workMemKb: 16384,
+      maxResultBytes: 8 * 1024 * 1024,
+    });
+    expect(
+      loadConfig({ TAPYARD_MASTER_KEY: KEY, QUERY_WORK_MEM: '4mb', QUERY_MAX_RESULT_BYTES: '64kb' }).query,
+    ).toMatchObject({ workMemKb: 4096, maxResultBytes: 65536 });
+    expect(problems({ QUERY_POOL_SIZE: '0' })[0]).toMatch(
+      /^QUERY_POOL_SIZE must be an integer between 1 and 50/,
+    );
+    expect(problems({ QUERY_WORK_MEM: '1kb' })[0]).toMatch(/^QUERY_WORK_MEM must be a size/);
+    expect(problems({ QUERY_MAX_RESULT_BYTES: '2gb' })[0]).toMatch(/^QUERY_MAX_RESULT_BYTES must be a size/);
+  });
+
   it('needs a master key: inline, from a file, and a clear error without either', () => {
     const dir = mkdtempSync(join(tmpdir(), 'tapyard-key-'));
     const file = join(dir, 'master.key');

@@ -37,8 +37,15 @@ export interface TapyardConfig {
   readonly healthTimeoutMs: number;
   /** Natural-language SQL: the role generated queries run as, and their statement timeout. */
   readonly query: {
+    /** The operator environment's query role; a tenant environment's is its own (tapyard.query_role). */
     readonly role: string;
     readonly timeoutMs: number;
+    /** Connections per database for user queries, apart from the platform's own pool. */
+    readonly poolSize: number;
+    /** work_mem of a user query, in kB (sorts and hashes spill to disk beyond it). */
+    readonly workMemKb: number;
+    /** Bytes of result rows (as text) one query may return; the server stops sending beyond them. */
+    readonly maxResultBytes: number;
   };
   readonly assistant: {
     /** How often the chat stream sends an SSE comment while nothing else is said (long tool calls). */
@@ -212,14 +219,17 @@ class EnvReader {
     return v as T;
   }
 
-  size(name: string, fallback: string): number {
+  size(name: string, fallback: string, min = 0, max = Number.MAX_SAFE_INTEGER): number {
     const v = (this.raw(name) ?? fallback).toLowerCase();
     const m = /^(\d+)\s*(b|kb|mb|gb)?$/.exec(v);
-    if (!m) {
-      this.problems.push(`${name} must be a size such as 512kb, 10mb or 2gb (got "${v}")`);
+    const bytes = m ? Number(m[1]) * SIZE_UNITS[m[2] ?? 'b'] : NaN;
+    if (!m || bytes < min || bytes > max) {
+      this.problems.push(
+        `${name} must be a size such as 512kb, 10mb or 2gb, between ${min} and ${max} bytes (got "${v}")`,
+      );
       return parseSize(fallback);
     }
-    return Number(m[1]) * SIZE_UNITS[m[2] ?? 'b'];
+    return bytes;
   }
 
   allowList(name: string): AllowList {
@@ -342,6 +352,9 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
     query: {
       role: r.string('QUERY_ROLE', 'tapyard_query'),
       timeoutMs: r.int('QUERY_TIMEOUT_MS', 10000, 100, 600000),
+      poolSize: r.int('QUERY_POOL_SIZE', 2, 1, 50),
+      workMemKb: Math.floor(r.size('QUERY_WORK_MEM', '16mb', 64 * 1024, 1024 ** 3) / 1024),
+      maxResultBytes: r.size('QUERY_MAX_RESULT_BYTES', '8mb', 1024, 256 * 1024 ** 2),
     },
     assistant: { keepAliveMs: r.int('ASSISTANT_KEEPALIVE_MS', 15000, 100, 120000) },
     database: {
