@@ -43,6 +43,8 @@ export interface TapyardConfig {
   readonly assistant: {
     /** How often the chat stream sends an SSE comment while nothing else is said (long tool calls). */
     readonly keepAliveMs: number;
+    /** How long an acting tool call waits for the user's confirmation before it is dropped. */
+    readonly actionTtlSeconds: number;
   };
   readonly database: {
     readonly url: string;
@@ -339,7 +341,10 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
       role: r.string('QUERY_ROLE', 'tapyard_query'),
       timeoutMs: r.int('QUERY_TIMEOUT_MS', 10000, 100, 600000),
     },
-    assistant: { keepAliveMs: r.int('ASSISTANT_KEEPALIVE_MS', 15000, 100, 120000) },
+    assistant: {
+      keepAliveMs: r.int('ASSISTANT_KEEPALIVE_MS', 15000, 100, 120000),
+      actionTtlSeconds: r.int('ASSISTANT_ACTION_TTL_SECONDS', 900, 10, 86400),
+    },
     database: {
       url: databaseUrl ?? '',
       name: r.string('POSTGRES_DATABASE', databaseName(databaseUrl)),
