@@ -335,6 +335,7 @@ describe('assistant: the build-mode agent loop over SSE', () => {
       { text: 'It sent none.' },
     );
     const proposed = await chat(admin, { messages: [{ content: 'summarise what leaky returns' }] });
+    expect(outside.bodies).toEqual([]);
     const call = proposed.events.find((e) => e.event === 'tool_call')!.data;
     const pending = pendingOf(proposed);
     expect(pending).toEqual({
@@ -460,6 +461,26 @@ describe('assistant: the build-mode agent loop over SSE', () => {
     expect(JSON.stringify(double.calls[1].body.messages)).toContain('declined: the user did not confirm');
     expect((await answer(admin, proposed, 'confirm')).status).toBe(404);
     await exists().expect(404);
+  });
+
+  it('shows an acting call with credentials in its arguments masked, to the client and in the pending action', async () => {
+    const description = 'poll https://bob:hunter2-password@api.example.com/orders every hour';
+    double.script({
+      toolCalls: [{ name: 'generate_tap_script', arguments: { tapName: 'poller', description } }],
+    });
+    const proposed = await chat(admin, { messages: [{ content: 'write a tap for the orders API' }] });
+    const shown = '\u2022'.repeat(8);
+    const expected = {
+      tapName: 'poller',
+      description: `poll https://${shown}@api.example.com/orders every hour`,
+    };
+    expect(proposed.events.find((e) => e.event === 'tool_call')!.data.arguments).toEqual(expected);
+    expect(pendingOf(proposed).arguments).toEqual(expected);
+    expect(proposed.raw).not.toContain('hunter2');
+    double.script({ text: 'Not written.' });
+    const rejected = await answer(admin, proposed, 'reject');
+    expect(rejected.raw).not.toContain('hunter2');
+    expect(double.calls).toHaveLength(2);
   });
 
   it('stops at maxIterations: no tool of the last round runs', async () => {
