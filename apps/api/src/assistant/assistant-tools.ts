@@ -393,7 +393,8 @@ export class AssistantTools {
         name: 'test_tap',
         effect: 'act',
         description:
-          'Test a saved tap (or an inline script for it) in the sandbox: at most 20 records, nothing saved.',
+          'Test a saved tap (or an inline script for it, which runs without any secret) in the sandbox: at most 20 ' +
+          'records, nothing saved.',
         parameters: obj(
           {
             name: str('tap name'),
