@@ -350,7 +350,7 @@ describe('assistant: the build-mode agent loop over SSE', () => {
     expect(proposed.events.map((e) => e.event)).not.toContain('tool_result');
     expect(proposed.events[proposed.events.length - 1]).toEqual({
       event: 'done',
-      data: { iterations: 1, stopReason: 'awaiting_confirmation' },
+      data: { iterations: 1, stopReason: 'complete', awaitingConfirmation: 1 },
     });
     // The stream is over and nothing ran: no connection reached the outside address.
     expect(outside.connections).toBe(0);

@@ -449,7 +449,7 @@ def check(rows):
         expect(refused.confirmed).toBeNull();
         const before = (await entries()).dataQuality.version;
         const { proposed, confirmed } = await viaAssistant(admin);
-        expect(proposed).toContain('"stopReason":"awaiting_confirmation"');
+        expect(proposed).toContain('"stopReason":"complete","awaitingConfirmation":1');
         expect(confirmed).toContain('"origin":"restore-version"');
         expect((await entries()).dataQuality).toMatchObject({ version: before + 1, script: DQ_V2 });
         expect(audit()).toContainEqual(

@@ -4,8 +4,8 @@ import { MASK } from '@tapyard/secrets';
 import { AssistantTools, ToolContext } from './assistant-tools';
 import { AnsweredAction, ProposedCall } from './pending-actions';
 
-/** `awaiting_confirmation`: the turn ended on acting calls the user has to confirm or reject. */
-export type StopReason = 'complete' | 'max_iterations' | 'error' | 'cancelled' | 'awaiting_confirmation';
+/** The addendum's values only: a turn that ends on calls awaiting the user is `complete`, with `awaitingConfirmation`. */
+export type StopReason = 'complete' | 'max_iterations' | 'error' | 'cancelled';
 
 /** Addendum "Assistant": the events and their data. */
 export type AgentEvent =
@@ -27,7 +27,11 @@ export type AgentEvent =
       };
     }
   | { event: 'error'; data: { message: string } }
-  | { event: 'done'; data: { iterations: number; stopReason: StopReason } };
+  | {
+      event: 'done';
+      /** `awaitingConfirmation`: how many `pending_action`s of this turn wait for the user (absent when none). */
+      data: { iterations: number; stopReason: StopReason; awaitingConfirmation?: number };
+    };
 
 /** What the model is given of a tool result at most: larger results are cut (the client gets them whole). */
 const RESULT_CHARS = 20_000;
@@ -59,7 +63,7 @@ type Outcome = { result: unknown } | { error: string };
 /**
  * The build-mode agent loop: the model streams text and asks for tools, for at most `maxIterations`
  * model rounds. A read-only call is checked, run and its result given back. An acting call is checked
- * only, then announced as a `pending_action` and the turn ends (`awaiting_confirmation`); the client's
+ * only, then announced as a `pending_action` and the turn ends (`complete`, with `awaitingConfirmation`); the client's
  * next request answers it (`answered`), and the confirmed call runs exactly as it was proposed before
  * the model is asked again. Stops as soon as the signal aborts (the client went away): the model call
  * in flight is aborted and no tool runs after.
@@ -190,8 +194,9 @@ export async function* agentLoop(
       turns.push(toolTurn(call, outcome));
     }
     if (pending > 0) {
-      yield done(iterations, 'awaiting_confirmation');
-      return { stopReason: 'awaiting_confirmation', iterations };
+      // The turn is complete: the model has nothing more to do until the user answers.
+      yield { event: 'done', data: { iterations, stopReason: 'complete', awaitingConfirmation: pending } };
+      return { stopReason: 'complete', iterations };
     }
   }
   yield done(iterations, 'max_iterations');

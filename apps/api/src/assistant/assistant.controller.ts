@@ -73,13 +73,13 @@ export class AssistantController {
     description:
       'Events: `text {delta}`, `tool_call {id, name, arguments}`, `tool_result {id, name, result}` or `{id, name, error}`, ' +
       '`pending_action {id, name, arguments, actionId, conversationId, expiresAt}`, `error {message}`, ' +
-      '`done {iterations, stopReason}` (`complete`, `max_iterations`, `error`, `awaiting_confirmation`; `cancelled` ' +
+      '`done {iterations, stopReason, awaitingConfirmation?}` (`complete`, `max_iterations`, `error`; `cancelled` ' +
       'only in the audit, the client being gone). Read-only tools (list_pipelines, get_pipeline, ' +
       'generate_pipeline_from_attachment, get_codegen_scripts, job_status, list_taps, get_tap, vector_search, ' +
       'sql_query, discover_metadata) run when the model asks. Acting tools (register_pipeline, ' +
       'restore_codegen_script_version, upload_attachment, test_tap, generate_tap_script, fix_tap_script, run_tap) are ' +
       'checked, then wait for the user: the turn ends with `pending_action` (arguments with credentials masked) and ' +
-      '`awaiting_confirmation`; a next request with the same `conversationId` and `confirm` (or `reject`) set to the ' +
+      '`done` `{stopReason: "complete", awaitingConfirmation: <count>}`; a next request with the same `conversationId` and `confirm` (or `reject`) set to the ' +
       '`actionId` runs exactly that call (or not), once, for the same caller, before the model continues. An inline ' +
       "script the model proposes to test_tap never gets a secret. Each call is checked against the caller's " +
       "capabilities as its HTTP route is (a denial is the tool result the model sees) and audited with the caller's " +
