@@ -405,7 +405,8 @@ def check(rows):
         );
 
         // The assistant's tool is the same action (pipeline:update:codegen-scripts), checked and audited alike.
-        const viaAssistant = async (key: string): Promise<string> => {
+        // A restore acts: the assistant proposes it (pending_action) and it runs once the user confirms.
+        const viaAssistant = async (key: string): Promise<{ proposed: string; confirmed: string | null }> => {
           double.script(
             {
               toolCalls: [
@@ -417,25 +418,39 @@ def check(rows):
             },
             { text: 'done' },
           );
-          const res = await keyed.http
-            .post('/api/v1/assistant/chat')
-            .set('x-api-key', key)
-            .send({ messages: [{ content: 'restore version 2 of the data-quality script' }] })
-            .buffer(true)
-            .parse((r, done) => {
-              let body = '';
-              r.on('data', (c: Buffer) => (body += c.toString()));
-              r.on('end', () => done(null, body));
-            })
-            .expect(200);
-          return res.body as string;
+          const chat = async (body: Record<string, unknown>): Promise<string> => {
+            const res = await keyed.http
+              .post('/api/v1/assistant/chat')
+              .set('x-api-key', key)
+              .send(body)
+              .buffer(true)
+              .parse((r, done) => {
+                let text = '';
+                r.on('data', (c: Buffer) => (text += c.toString()));
+                r.on('end', () => done(null, text));
+              })
+              .expect(200);
+            return res.body as string;
+          };
+          const proposed = await chat({
+            messages: [{ content: 'restore version 2 of the data-quality script' }],
+          });
+          const pending = /event: pending_action\ndata: (.*)\n/.exec(proposed);
+          if (!pending) return { proposed, confirmed: null };
+          const { actionId, conversationId } = JSON.parse(pending[1]) as Record<string, string>;
+          return {
+            proposed,
+            confirmed: await chat({ messages: [{ content: 'yes' }], conversationId, confirm: actionId }),
+          };
         };
         const refused = await viaAssistant(reader);
-        expect(refused).toContain('event: tool_result');
-        expect(refused).toContain('pipeline:update');
+        expect(refused.proposed).toContain('event: tool_result');
+        expect(refused.proposed).toContain('pipeline:update');
+        expect(refused.confirmed).toBeNull();
         const before = (await entries()).dataQuality.version;
-        const done = await viaAssistant(admin);
-        expect(done).toContain('"origin":"restore-version"');
+        const { proposed, confirmed } = await viaAssistant(admin);
+        expect(proposed).toContain('"stopReason":"complete","awaitingConfirmation":1');
+        expect(confirmed).toContain('"origin":"restore-version"');
         expect((await entries()).dataQuality).toMatchObject({ version: before + 1, script: DQ_V2 });
         expect(audit()).toContainEqual(
           expect.objectContaining({

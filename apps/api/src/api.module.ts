@@ -1,6 +1,6 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
-import { AuthModule } from '@tapyard/auth';
+import { AuthModule, RunKeysModule } from '@tapyard/auth';
 import { MetadataModule } from '@tapyard/metadata';
 import { ConfigFilesModule } from '@tapyard/configfiles';
 import { ObjectStoreModule } from '@tapyard/objectstore';
@@ -42,6 +42,7 @@ import { QueryController } from './query/query.controller';
 import { AssistantController } from './assistant/assistant.controller';
 import { AssistantTools } from './assistant/assistant-tools';
 import { AttachmentsService } from './assistant/attachments.service';
+import { PendingActions } from './assistant/pending-actions';
 
 /** The process's Prometheus registry, for libraries that record their own metrics (model calls). */
 @Module({})
@@ -68,6 +69,7 @@ export class ApiModule {
         HealthModule,
         IngestionModule,
         AuthModule,
+        RunKeysModule,
         MetadataModule,
         ObjectStoreModule,
         ConfigFilesModule,
@@ -106,6 +108,7 @@ export class ApiModule {
         { provide: APP_GUARD, useClass: AccessGuard },
         AssistantTools,
         AttachmentsService,
+        PendingActions,
       ],
     };
   }

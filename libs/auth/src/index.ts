@@ -1,6 +1,7 @@
 export * from './ability';
 export * from './api-keys.service';
 export * from './auth.module';
+export * from './auth.redis';
 export * from './authenticator';
 export * from './capability';
 export * from './key-values';

@@ -14,12 +14,13 @@ import {
 } from '@tapyard/pipelines';
 import { StatusService } from '@tapyard/status';
 import { TapAuthoringService } from '@tapyard/tap-authoring';
-import { TapRunner, TapsRepository, TapsService, changesCode } from '@tapyard/taps';
+import { TapRunner, TapsRepository, TapsService } from '@tapyard/taps';
 import { SearchService, VectorStoresService } from '@tapyard/vector-stores';
 import { pipelineFields, tapFields } from '../auth/scopes';
 import { SearchRequestDto } from '../search/search.dto';
 import { containerOf } from '../search/search.controller';
 import { AttachmentsService } from './attachments.service';
+import { AnsweredAction } from './pending-actions';
 import { ToolGate } from './tool-gate';
 
 export interface ToolContext {
@@ -30,9 +31,23 @@ export interface ToolContext {
   signal: AbortSignal;
 }
 
-interface Tool extends ToolSpec {
+/** Looks things up, changes nothing: runs as soon as the model asks. */
+interface ReadTool extends ToolSpec {
+  effect: 'read';
   run(ctx: ToolContext, args: Record<string, unknown>): Promise<unknown>;
 }
+
+/**
+ * Runs code, saves, registers, loads, restores or hands a secret on: runs only once the user confirms
+ * it. `prepare` checks the call (capabilities, arguments) and performs nothing; the function it returns
+ * performs it.
+ */
+interface ActingTool extends ToolSpec {
+  effect: 'act';
+  prepare(ctx: ToolContext, args: Record<string, unknown>): Promise<() => Promise<unknown>>;
+}
+
+type Tool = ReadTool | ActingTool;
 
 const obj = (properties: Record<string, unknown>, required: string[] = []): Record<string, unknown> => ({
   type: 'object',
@@ -105,10 +120,40 @@ export class AssistantTools {
     return this.tools.map(({ name, description, parameters }) => ({ name, description, parameters }));
   }
 
+  /** Whether the tool acts (so waits for the user's confirmation); an unknown name does not. */
+  acts(name: string): boolean {
+    return this.tools.some((t) => t.name === name && t.effect === 'act');
+  }
+
+  /** Runs a read-only tool. */
   async run(ctx: ToolContext, name: string, args: Record<string, unknown>): Promise<unknown> {
+    const tool = this.find(name);
+    if (tool.effect !== 'read') throw new Error(`tool '${name}' acts: it runs only once confirmed`);
+    return tool.run(ctx, args);
+  }
+
+  /** Checks an acting call as it would run, without running it: the user is asked only about calls that may. */
+  async check(ctx: ToolContext, name: string, args: Record<string, unknown>): Promise<void> {
+    await this.acting(name).prepare(ctx, args);
+  }
+
+  /** Performs a confirmed call with the arguments the user saw, checked again as the caller is now. */
+  async perform(ctx: ToolContext, action: AnsweredAction): Promise<unknown> {
+    if (!action.approved) throw new Error('a declined action is never performed');
+    const act = await this.acting(action.call.name).prepare(ctx, action.call.arguments);
+    return act();
+  }
+
+  private find(name: string): Tool {
     const tool = this.tools.find((t) => t.name === name);
     if (!tool) throw new ValidationError(`there is no tool '${name.slice(0, 60)}'`);
-    return tool.run(ctx, args);
+    return tool;
+  }
+
+  private acting(name: string): ActingTool {
+    const tool = this.find(name);
+    if (tool.effect !== 'act') throw new Error(`tool '${name}' does not act`);
+    return tool;
   }
 
   private async pipelineTarget(env: string, name: string) {
@@ -135,6 +180,7 @@ export class AssistantTools {
     return [
       {
         name: 'list_pipelines',
+        effect: 'read',
         description:
           'List the pipelines the user may read: name, catalog, source type, destinations, version.',
         parameters: obj({}),
@@ -148,6 +194,7 @@ export class AssistantTools {
       },
       {
         name: 'get_pipeline',
+        effect: 'read',
         description: 'The full configuration of one pipeline.',
         parameters: obj({ name: str('pipeline name') }, ['name']),
         run: async (ctx, a) => {
@@ -159,6 +206,7 @@ export class AssistantTools {
       },
       {
         name: 'generate_pipeline_from_attachment',
+        effect: 'read',
         description:
           'Propose a pipeline configuration (types inferred) from an attached CSV, JSON or XML file. Register it with register_pipeline.',
         parameters: obj(
@@ -183,11 +231,12 @@ export class AssistantTools {
       },
       {
         name: 'register_pipeline',
+        effect: 'act',
         description: 'Create or update a pipeline from a full configuration (as POST /pipeline takes it).',
         parameters: obj({ config: { type: 'object', description: 'the pipeline configuration' } }, [
           'config',
         ]),
-        run: async (ctx, a) => {
+        prepare: async (ctx, a) => {
           const body = (a.config ?? {}) as Record<string, unknown>;
           const name = typeof body.name === 'string' ? body.name.trim() : '';
           const incoming = {
@@ -207,13 +256,16 @@ export class AssistantTools {
           if (named.length > 0)
             access.require('use', 'secret', {}, `to hand secret '${named[0]}' to a destination`);
           const dto = await validated(PipelineConfigDto, body);
-          const saved = await this.pipelines.save(ctx.env, dto);
-          this.codegen.afterSave(ctx.env, saved.name);
-          return { status: 'ok', ...saved };
+          return async () => {
+            const saved = await this.pipelines.save(ctx.env, dto);
+            this.codegen.afterSave(ctx.env, saved.name);
+            return { status: 'ok', ...saved };
+          };
         },
       },
       {
         name: 'get_codegen_scripts',
+        effect: 'read',
         description:
           "A pipeline's AI-written data-quality and transformation scripts (status, version, model, storage, drift) " +
           'with the version history of each.',
@@ -231,6 +283,7 @@ export class AssistantTools {
       },
       {
         name: 'restore_codegen_script_version',
+        effect: 'act',
         description:
           "Make an earlier version of a pipeline's data-quality or transformation script live again, as a new " +
           'version (no model call). Refused when it was written for another instruction or schema.',
@@ -242,7 +295,7 @@ export class AssistantTools {
           },
           ['pipeline', 'kind', 'version'],
         ),
-        run: async (ctx, a) => {
+        prepare: async (ctx, a) => {
           const name = text(a, 'pipeline');
           // Agent-policy action pipeline:update:codegen-scripts: the route's capability, and its audit.
           const access = ctx.gate.check(
@@ -252,51 +305,55 @@ export class AssistantTools {
           );
           const version = optionalInt(a, 'version', -1, 1_000_000);
           if (version < 1) throw new ValidationError("argument 'version' must be a version number");
-          return this.codegen.restore(ctx.env, name, text(a, 'kind'), version, {
-            actor: access.identity.name,
-          });
+          const kind = text(a, 'kind');
+          return () => this.codegen.restore(ctx.env, name, kind, version, { actor: access.identity.name });
         },
       },
       {
         name: 'upload_attachment',
+        effect: 'act',
         description:
           'Load an attached file into a pipeline (one job); returns the pipeline token to follow with job_status.',
         parameters: obj({ attachmentId: str('an attachment'), pipeline: str('target pipeline') }, [
           'attachmentId',
           'pipeline',
         ]),
-        run: async (ctx, a) => {
+        prepare: async (ctx, a) => {
           const access = ctx.gate.check('upload_attachment', 'pipeline:upload', 'none');
           const id = text(a, 'attachmentId');
           const att = await this.attachments.find(ctx.env, ctx.owner, id);
-          const body = await this.attachments.open(ctx.env, ctx.owner, id);
-          const pipelineToken = await this.uploads.uploadStream(
-            ctx.env,
-            text(a, 'pipeline'),
-            att.filename,
-            body,
-            (name, def) => {
-              access.assertVisible(
-                'upload',
-                'pipeline',
-                pipelineFields(def),
-                `pipeline '${name}' does not exist`,
-              );
-              const vs = def.destination.vectorStore;
-              if (isDocumentPipeline(def) && vs)
-                access.require(
+          const pipeline = text(a, 'pipeline');
+          return async () => {
+            const body = await this.attachments.open(ctx.env, ctx.owner, id);
+            const pipelineToken = await this.uploads.uploadStream(
+              ctx.env,
+              pipeline,
+              att.filename,
+              body,
+              (name, def) => {
+                access.assertVisible(
                   'upload',
-                  'document',
-                  { collection: vs.collection },
-                  `for collection '${vs.collection}'`,
+                  'pipeline',
+                  pipelineFields(def),
+                  `pipeline '${name}' does not exist`,
                 );
-            },
-          );
-          return { pipelineToken };
+                const vs = def.destination.vectorStore;
+                if (isDocumentPipeline(def) && vs)
+                  access.require(
+                    'upload',
+                    'document',
+                    { collection: vs.collection },
+                    `for collection '${vs.collection}'`,
+                  );
+              },
+            );
+            return { pipelineToken };
+          };
         },
       },
       {
         name: 'job_status',
+        effect: 'read',
         description:
           'The rollup of a job (by pipelineToken) or of everything under a publisherToken: status, errors, progress.',
         parameters: obj({ pipelineToken: str('a job'), publisherToken: str('a publisher token') }),
@@ -313,6 +370,7 @@ export class AssistantTools {
       },
       {
         name: 'list_taps',
+        effect: 'read',
         description: 'List the taps the user may read.',
         parameters: obj({}),
         run: async (ctx) => {
@@ -322,6 +380,7 @@ export class AssistantTools {
       },
       {
         name: 'get_tap',
+        effect: 'read',
         description: 'One tap with its script.',
         parameters: obj({ name: str('tap name') }, ['name']),
         run: async (ctx, a) => {
@@ -332,8 +391,10 @@ export class AssistantTools {
       },
       {
         name: 'test_tap',
+        effect: 'act',
         description:
-          'Test a saved tap (or an inline script for it) in the sandbox: at most 20 records, nothing saved.',
+          'Test a saved tap (or an inline script for it, which runs without any secret) in the sandbox: at most 20 ' +
+          'records, nothing saved.',
         parameters: obj(
           {
             name: str('tap name'),
@@ -342,26 +403,37 @@ export class AssistantTools {
           },
           ['name'],
         ),
-        run: async (ctx, a) => {
+        prepare: async (ctx, a) => {
           const name = text(a, 'name');
           const access = ctx.gate.check('test_tap', 'tap:run', await this.tapTargetOrNew(ctx.env, name));
           const stored = await this.tapsRepo.find(ctx.env, name);
           const script = text(a, 'script', false) || undefined;
+          const testLimit = optionalInt(a, 'testLimit', 20, 1_000_000);
           const tap = this.taps.merge(stored, { name });
-          if (tap.secretName && changesCode(stored, tap, script !== undefined)) {
-            access.require('use', 'secret', {}, 'to give a secret to code it changes or runs');
+          if (script === undefined) {
+            // The stored code as it is, with its secret: what tap:run allows on the route too.
+            return () => this.runner.test(ctx.env, tap, undefined, testLimit, access.caller);
           }
-          return this.runner.test(
-            ctx.env,
-            tap,
-            script,
-            optionalInt(a, 'testLimit', 20, 1_000_000),
-            access.caller,
-          );
+          // Code the model wrote may come from whatever it read: it never gets a secret, even confirmed
+          // by a holder of secret:use (who can save the tap to hand it one).
+          const note = tap.secretName
+            ? `an inline script from the assistant runs without secrets: secret '${tap.secretName}' of tap '${name}' was not given to it`
+            : 'an inline script from the assistant runs without secrets';
+          return async () => ({
+            ...(await this.runner.test(
+              ctx.env,
+              { ...tap, secretName: null },
+              script,
+              testLimit,
+              access.caller,
+            )),
+            note,
+          });
         },
       },
       {
         name: 'generate_tap_script',
+        effect: 'act',
         description:
           'Write a tap script from a description (checked, stored as a new version; save the tap to adopt it).',
         parameters: obj(
@@ -372,21 +444,19 @@ export class AssistantTools {
           },
           ['tapName', 'description'],
         ),
-        run: async (ctx, a) => {
+        prepare: async (ctx, a) => {
           const tapName = text(a, 'tapName');
           const tapType =
             a.tapType === 'document' ? 'document' : a.tapType === 'structured' ? 'structured' : undefined;
           const target = await this.tapTargetOrNew(ctx.env, tapName, tapType);
           ctx.gate.check('generate_tap_script', 'tap:update', target);
-          return this.authoring.generate(
-            ctx.env,
-            { tapName, description: text(a, 'description'), tapType },
-            ctx.signal,
-          );
+          const description = text(a, 'description');
+          return () => this.authoring.generate(ctx.env, { tapName, description, tapType }, ctx.signal);
         },
       },
       {
         name: 'fix_tap_script',
+        effect: 'act',
         description:
           'Rewrite a failing tap script from its error and logs (checked, stored as a new version).',
         parameters: obj(
@@ -398,26 +468,24 @@ export class AssistantTools {
           },
           ['tapName', 'script'],
         ),
-        run: async (ctx, a) => {
+        prepare: async (ctx, a) => {
           const tapName = text(a, 'tapName');
           ctx.gate.check('fix_tap_script', 'tap:update', await this.tapTargetOrNew(ctx.env, tapName));
-          return this.authoring.fix(
-            ctx.env,
-            {
-              tapName,
-              script: text(a, 'script'),
-              error: text(a, 'error', false),
-              logs: text(a, 'logs', false),
-            },
-            ctx.signal,
-          );
+          const failing = {
+            tapName,
+            script: text(a, 'script'),
+            error: text(a, 'error', false),
+            logs: text(a, 'logs', false),
+          };
+          return () => this.authoring.fix(ctx.env, failing, ctx.signal);
         },
       },
       {
         name: 'run_tap',
+        effect: 'act',
         description: 'Run a saved tap now: its records go to its target pipeline. Returns the run result.',
         parameters: obj({ name: str('tap name') }, ['name']),
-        run: async (ctx, a) => {
+        prepare: async (ctx, a) => {
           const name = text(a, 'name');
           const access = ctx.gate.check('run_tap', 'tap:run', await this.tapTarget(ctx.env, name));
           const tap = await this.taps.get(ctx.env, name);
@@ -432,11 +500,13 @@ export class AssistantTools {
               );
             }
           }
-          return this.runner.run(ctx.env, name, { mode: 'run', trigger: 'manual', caller: access.caller });
+          return () =>
+            this.runner.run(ctx.env, name, { mode: 'run', trigger: 'manual', caller: access.caller });
         },
       },
       {
         name: 'vector_search',
+        effect: 'read',
         description:
           'Similarity search over a vector store (qdrant, weaviate, pgvector, milvus, chroma). Container: collection (qdrant, milvus, chroma), className (weaviate), table + schema (pgvector).',
         parameters: obj(
@@ -473,6 +543,7 @@ export class AssistantTools {
       },
       {
         name: 'sql_query',
+        effect: 'read',
         description:
           'Answer a question with one read-only SQL query over a PostgreSQL schema the user may read; returns rows.',
         parameters: obj(
@@ -503,6 +574,7 @@ export class AssistantTools {
       },
       {
         name: 'discover_metadata',
+        effect: 'read',
         description:
           'What exists in the data stores: kind = databases | schemas | tables | columns (PostgreSQL, with database/schema/table), mongodb_databases, mongodb_collections.',
         parameters: obj(

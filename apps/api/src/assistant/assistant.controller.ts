@@ -23,6 +23,7 @@ import { AgentEvent, agentLoop } from './agent-loop';
 import { AssistantTools } from './assistant-tools';
 import { Attachment, AttachmentsService, ATTACHMENT_LIMIT } from './attachments.service';
 import { AttachmentDto, AttachmentFormDto, ChatDto } from './assistant.dto';
+import { PendingActions } from './pending-actions';
 import { ToolGate } from './tool-gate';
 
 @ApiTags('assistant')
@@ -36,6 +37,7 @@ export class AssistantController {
     private readonly ai: AiService,
     private readonly tools: AssistantTools,
     private readonly attachments: AttachmentsService,
+    private readonly actions: PendingActions,
   ) {
     this.audit = new AuditLog(logger);
   }
@@ -70,18 +72,26 @@ export class AssistantController {
     summary: 'The build-mode agent loop, streamed as Server-Sent Events',
     description:
       'Events: `text {delta}`, `tool_call {id, name, arguments}`, `tool_result {id, name, result}` or `{id, name, error}`, ' +
-      '`error {message}`, `done {iterations, stopReason}` (`complete`, `max_iterations`, `error`; `cancelled` only in the ' +
-      'audit, the client being gone). Tools: list_pipelines, get_pipeline, generate_pipeline_from_attachment, ' +
-      'register_pipeline, upload_attachment, job_status, list_taps, get_tap, test_tap, generate_tap_script, ' +
-      "fix_tap_script, run_tap, vector_search, sql_query, discover_metadata: each checked against the caller's " +
+      '`pending_action {id, name, arguments, actionId, conversationId, expiresAt}`, `error {message}`, ' +
+      '`done {iterations, stopReason, awaitingConfirmation?}` (`complete`, `max_iterations`, `error`; `cancelled` ' +
+      'only in the audit, the client being gone). Read-only tools (list_pipelines, get_pipeline, ' +
+      'generate_pipeline_from_attachment, get_codegen_scripts, job_status, list_taps, get_tap, vector_search, ' +
+      'sql_query, discover_metadata) run when the model asks. Acting tools (register_pipeline, ' +
+      'restore_codegen_script_version, upload_attachment, test_tap, generate_tap_script, fix_tap_script, run_tap) are ' +
+      'checked, then wait for the user: the turn ends with `pending_action` (arguments with credentials masked) and ' +
+      '`done` `{stopReason: "complete", awaitingConfirmation: <count>}`; a next request with the same `conversationId` and `confirm` (or `reject`) set to the ' +
+      '`actionId` runs exactly that call (or not), once, for the same caller, before the model continues. An inline ' +
+      "script the model proposes to test_tap never gets a secret. Each call is checked against the caller's " +
       "capabilities as its HTTP route is (a denial is the tool result the model sees) and audited with the caller's " +
-      'identity. Comments (`: keep-alive`) keep the stream open during long tool calls. Disconnecting cancels: the ' +
-      'model call in flight is aborted and no further tool runs.',
+      'identity; tool results reach the model as data marked untrusted. Comments (`: keep-alive`) keep the stream open ' +
+      'during long tool calls. Disconnecting cancels: the model call in flight is aborted and no further tool runs.',
   })
   @ApiOkResponse({ description: 'text/event-stream' })
   @ApiNotFoundResponse({
     type: ErrorBodyDto,
-    description: "An attachment that is not the caller's (or expired)",
+    description:
+      "An attachment that is not the caller's (or expired); a confirm or reject naming no pending action of this " +
+      'caller and conversation (unknown, answered already, or expired)',
   })
   @ApiServiceUnavailableResponse({ type: ErrorBodyDto, description: "No model provider (secret 'ai')" })
   async chat(
@@ -97,6 +107,7 @@ export class AssistantController {
       (body.attachments ?? []).map((a) => this.attachments.find(env, owner, a.attachmentId)),
     );
     const context = body.context ? JSON.stringify(body.context).slice(0, 8192) : '';
+    const { conversationId, answered } = await this.actions.answer(env, owner, body);
 
     const abort = new AbortController();
     res.on('close', () => {
@@ -125,6 +136,11 @@ export class AssistantController {
         maxIterations: body.maxIterations ?? 8,
         context,
         attachments: staged.map((a) => JSON.stringify(a)).join('\n'),
+        actions: {
+          conversationId,
+          propose: (call) => this.actions.propose(env, owner, conversationId, call),
+        },
+        answered,
       });
       for (;;) {
         const step = await loop.next();
@@ -146,6 +162,7 @@ export class AssistantController {
           key: owner,
           stopReason: outcome.stopReason,
           iterations: outcome.iterations,
+          ...(answered ? { answered: answered.call.name, approved: answered.approved } : {}),
         },
         'assistant chat',
       );

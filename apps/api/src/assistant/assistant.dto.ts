@@ -8,6 +8,7 @@ import {
   IsInt,
   IsObject,
   IsString,
+  Matches,
   Max,
   MaxLength,
   Min,
@@ -78,6 +79,36 @@ export class ChatDto {
   @ValidateNested({ each: true })
   @Type(() => AttachmentRefDto)
   attachments?: AttachmentRefDto[];
+
+  @ApiPropertyOptional({
+    description:
+      'Names the conversation: pending actions belong to it. Sent back as the `conversationId` of `pending_action`; ' +
+      'chosen by the server when the client gives none.',
+    example: '5d0c6a9e-8f0e-4a34-b0b1-0f6b3d1c2e11',
+  })
+  @OptionalNotNull()
+  @IsString()
+  @Matches(/^[A-Za-z0-9._:-]{1,100}$/, {
+    message: 'conversationId must be 1 to 100 letters, digits or . _ : -',
+  })
+  conversationId?: string;
+
+  @ApiPropertyOptional({
+    description:
+      'The `actionId` of a `pending_action` of this conversation to run as it was shown (once; with conversationId)',
+  })
+  @OptionalNotNull()
+  @IsString()
+  @MaxLength(100)
+  confirm?: string;
+
+  @ApiPropertyOptional({
+    description: 'The `actionId` of a `pending_action` of this conversation not to run (with conversationId)',
+  })
+  @OptionalNotNull()
+  @IsString()
+  @MaxLength(100)
+  reject?: string;
 }
 
 export class AttachmentDto {

@@ -50,6 +50,8 @@ export interface TapyardConfig {
   readonly assistant: {
     /** How often the chat stream sends an SSE comment while nothing else is said (long tool calls). */
     readonly keepAliveMs: number;
+    /** How long an acting tool call waits for the user's confirmation before it is dropped. */
+    readonly actionTtlSeconds: number;
   };
   readonly database: {
     readonly url: string;
@@ -356,7 +358,10 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
       workMemKb: Math.floor(r.size('QUERY_WORK_MEM', '16mb', 64 * 1024, 1024 ** 3) / 1024),
       maxResultBytes: r.size('QUERY_MAX_RESULT_BYTES', '8mb', 1024, 256 * 1024 ** 2),
     },
-    assistant: { keepAliveMs: r.int('ASSISTANT_KEEPALIVE_MS', 15000, 100, 120000) },
+    assistant: {
+      keepAliveMs: r.int('ASSISTANT_KEEPALIVE_MS', 15000, 100, 120000),
+      actionTtlSeconds: r.int('ASSISTANT_ACTION_TTL_SECONDS', 900, 10, 86400),
+    },
     database: {
       url: databaseUrl ?? '',
       name: r.string('POSTGRES_DATABASE', databaseName(databaseUrl)),
