@@ -54,6 +54,7 @@ export class AccessGuard implements CanActivate {
 
     if (rule?.kind === 'public') {
       this.attach(req, auth.ok ? auth.identity : this.authenticator.anonymous(), route);
+      if (rule.sessionWrite && auth.ok) this.checkCsrf(req, auth.identity);
       return true;
     }
     if (!auth.ok) {
