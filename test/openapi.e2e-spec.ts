@@ -1,5 +1,11 @@
 import { TestApi, startApi } from './support/apps';
 
+const expectSecurityHeaders = (headers: Record<string, string>): void => {
+  expect(headers['x-content-type-options']).toBe('nosniff');
+  expect(headers['x-frame-options']).toBe('DENY');
+  expect(headers['content-security-policy']).toBe("frame-ancestors 'none'");
+};
+
 describe('OpenAPI and Swagger UI', () => {
   let api: TestApi;
   beforeAll(async () => {
@@ -98,4 +104,23 @@ describe('OpenAPI and Swagger UI', () => {
     const res = await api.http.get('/api/docs').redirects(1).expect(200);
     expect(res.text).toContain('swagger-ui');
   });
+
+  it('sends nosniff and no-framing headers on routes, errors, the docs and their assets', async () => {
+    expectSecurityHeaders((await api.http.get('/api/v1/version').expect(200)).headers);
+    expectSecurityHeaders((await api.http.get('/api/v1/no-such-route').expect(404)).headers);
+    expectSecurityHeaders((await api.http.get('/api/v1/pipeline?pipeline=a%00b').expect(400)).headers);
+    expectSecurityHeaders((await api.http.get('/metrics').expect(200)).headers);
+    expectSecurityHeaders((await api.http.get('/api/docs-json').expect(200)).headers);
+    const ui = await api.http.get('/api/docs/').expect(200);
+    expectSecurityHeaders(ui.headers);
+    // Under nosniff the UI's scripts must carry a script content type to run at all.
+    const scripts = [...ui.text.matchAll(/<script src="\.?\/?([^"]+)"/g)].map((m) => m[1]);
+    expect(scripts).toContain('swagger-ui-init.js');
+    for (const src of scripts) {
+      const asset = await api.http.get(`/api/docs/${src}`).expect(200);
+      expect(asset.headers['content-type']).toMatch(/javascript/);
+      expectSecurityHeaders(asset.headers);
+    }
+  });
 });
+

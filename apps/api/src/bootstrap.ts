@@ -8,6 +8,7 @@ import { ApiMetrics } from './metrics/metrics';
 import { ErrorFilter } from './http/error.filter';
 import { requestContextMiddleware } from './http/request-context';
 import { checkJsonDepth, rejectNulCharacters } from './http/request-hygiene';
+import { securityHeaders } from './http/security-headers';
 import { API_PREFIX, setupSwagger } from './swagger';
 import { assertEveryRouteDeclared } from './auth/route-audit';
 
@@ -20,6 +21,7 @@ export async function createApiApp(config: TapyardConfig, logger: Logger): Promi
     abortOnError: false,
   });
   app.disable('x-powered-by');
+  app.use(securityHeaders);
   // Behind a TLS-terminating proxy: real client addresses (login limits) and Secure cookies.
   if (config.trustProxy !== null) app.set('trust proxy', trustProxySetting(config.trustProxy));
   if (config.trustProxy === 'true') {
