@@ -45,7 +45,7 @@ export async function createApiApp(config: TapyardConfig, logger: Logger): Promi
     }),
   );
   assertEveryRouteDeclared(app);
-  setupSwagger(app, config);
+  setupSwagger(app, config, logger);
   return app;
 }
 
