@@ -172,6 +172,18 @@ describe('MULTI_TENANT=true: keys map to tenant environments that cannot see eac
     expect(me.body.identity).toMatch(/^tenant-mapping:[0-9a-f]{16}$/);
   });
 
+  it('/metrics covers every tenant, so only the operator’s full access reads it', async () => {
+    const platformReader = await issueKey(api.http, boot, `op-platform-${randomBytes(4).toString('hex')}`, {
+      capabilities: ['platform:read'],
+    });
+    for (const key of [keyA, platformReader]) {
+      const res = await api.http.get('/metrics').set('x-api-key', key).expect(403);
+      expect(res.body.message).toMatch(/every tenant/);
+    }
+    const full = await api.http.get('/metrics').set('x-api-key', boot).expect(200);
+    expect(full.text).toContain('tapyard_http_request_duration_seconds');
+  });
+
   it('two hand-mapped keys of one tenant are two identities: neither reads the other one’s attachments', async () => {
     const [first, second] = [1, 2].map((i) => `tpy_manual${i}_${randomBytes(16).toString('hex')}`);
     for (const key of [first, second]) {

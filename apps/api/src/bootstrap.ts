@@ -14,7 +14,7 @@ import { assertEveryRouteDeclared } from './auth/route-audit';
 
 /** Builds the API application without listening, so tests run exactly what production runs. */
 export async function createApiApp(config: TapyardConfig, logger: Logger): Promise<NestExpressApplication> {
-  const metrics = new ApiMetrics(config.environment);
+  const metrics = new ApiMetrics(config);
   const app = await NestFactory.create<NestExpressApplication>(ApiModule.forRoot(config, logger, metrics), {
     logger: new PinoNestLogger(logger),
     bodyParser: false,
