@@ -161,8 +161,10 @@ describe('Login sessions and roles (USE_USER_AUTH=true, USE_API_KEYS=false)', ()
   it('logout ends the session everywhere; deleting a user ends theirs; the last admin stays', async () => {
     const s = await login(a, 'ed', 'ed-password-123', '10.0.0.2');
     await b.http.get('/api/v1/auth/me').set('cookie', s.cookie).expect(200);
-    await a.http.post('/api/v1/auth/logout').set('cookie', s.cookie).expect(200);
+    await a.http.post('/api/v1/auth/logout').set('cookie', s.cookie).set('x-csrf-token', s.csrf).expect(200);
     await b.http.get('/api/v1/auth/me').set('cookie', s.cookie).expect(401);
+    // The cookie is gone: logging out again, without a token, just clears it.
+    await a.http.post('/api/v1/auth/logout').set('cookie', s.cookie).expect(200);
 
     const v = await login(a, 'vi', 'vi-password-123', '10.0.0.2');
     await a.http
@@ -181,6 +183,21 @@ describe('Login sessions and roles (USE_USER_AUTH=true, USE_API_KEYS=false)', ()
     const users = await a.http.get('/api/v1/users').set('cookie', admin.cookie).expect(200);
     expect(users.body.map((u: { username: string }) => u.username)).toEqual(['admin', 'ed']);
     expect(JSON.stringify(users.body)).not.toMatch(/scrypt|password/);
+  });
+
+  it('refuses a logout made with the cookie alone (cross-site form): 403, and the session stays', async () => {
+    const s = await login(a, 'ed', 'ed-password-123', '10.0.0.3');
+    const res = await a.http.post('/api/v1/auth/logout').set('cookie', s.cookie).expect(403);
+    expect(res.body.message).toMatch(/x-csrf-token/);
+    expect(res.headers['set-cookie']).toBeUndefined();
+    await a.http
+      .post('/api/v1/auth/logout')
+      .set('cookie', s.cookie)
+      .set('x-csrf-token', 'x'.repeat(s.csrf.length))
+      .expect(403);
+    await b.http.get('/api/v1/auth/me').set('cookie', s.cookie).expect(200);
+    await a.http.post('/api/v1/auth/logout').set('cookie', s.cookie).set('x-csrf-token', s.csrf).expect(200);
+    await b.http.get('/api/v1/auth/me').set('cookie', s.cookie).expect(401);
   });
 
   it('slows failed logins per username and address (429 + Retry-After, even with the right password)', async () => {

@@ -168,6 +168,62 @@ describe('MULTI_TENANT=true: keys map to tenant environments that cannot see eac
     const list = await api.http.get('/api/v1/pipelines').set('x-api-key', manual).expect(200);
     expect(list.body.map((p: { name: string }) => p.name)).toEqual(['orders']);
     const me = await api.http.get('/api/v1/auth/me').set('x-api-key', manual).expect(200);
-    expect(me.body).toMatchObject({ identity: 'tenant-mapping', environment: tenantB, legacy: true });
+    expect(me.body).toMatchObject({ environment: tenantB, legacy: true });
+    expect(me.body.identity).toMatch(/^tenant-mapping:[0-9a-f]{16}$/);
+  });
+
+  it('/metrics covers every tenant, so only the operator’s full access reads it', async () => {
+    const platformReader = await issueKey(api.http, boot, `op-platform-${randomBytes(4).toString('hex')}`, {
+      capabilities: ['platform:read'],
+    });
+    for (const key of [keyA, platformReader]) {
+      const res = await api.http.get('/metrics').set('x-api-key', key).expect(403);
+      expect(res.body.message).toMatch(/every tenant/);
+    }
+    const full = await api.http.get('/metrics').set('x-api-key', boot).expect(200);
+    expect(full.text).toContain('tapyard_http_request_duration_seconds');
+  });
+
+  it('two hand-mapped keys of one tenant are two identities: neither reads the other one’s attachments', async () => {
+    const [first, second] = [1, 2].map((i) => `tpy_manual${i}_${randomBytes(16).toString('hex')}`);
+    for (const key of [first, second]) {
+      await api.http
+        .post('/api/v1/keys/tenant-mappings')
+        .set('x-api-key', boot)
+        .send({ key, tenant: tenantB })
+        .expect(200);
+    }
+    const names = await Promise.all(
+      [first, second].map(
+        async (key) =>
+          (await api.http.get('/api/v1/auth/me').set('x-api-key', key).expect(200)).body.identity,
+      ),
+    );
+    expect(names[0]).not.toBe(names[1]);
+    for (const [i, name] of names.entries()) {
+      expect(name).toMatch(/^tenant-mapping:[0-9a-f]{16}$/);
+      expect([first, second][i]).not.toContain(name.split(':')[1]);
+    }
+
+    // A model address nobody may reach: the chat gets past its checks, then its model call fails.
+    await api.http
+      .put('/api/v1/secrets/ai')
+      .set('x-api-key', first)
+      .send({ provider: 'openai-compatible', baseUrl: 'http://127.0.0.1:9/v1', model: 'm' })
+      .expect(200);
+    const staged = await api.http
+      .post('/api/v1/assistant/attachment')
+      .set('x-api-key', first)
+      .attach('file', Buffer.from('id\n1\n'), 'mine.csv')
+      .expect(201);
+    const chat = (key: string) =>
+      api.http
+        .post('/api/v1/assistant/chat')
+        .set('x-api-key', key)
+        .send({ messages: [{ content: 'x' }], attachments: [{ attachmentId: staged.body.attachmentId }] });
+    const stolen = await chat(second).expect(404);
+    expect(stolen.body.message).toMatch(/attachment/);
+    const own = await chat(first).expect(200);
+    expect(own.headers['content-type']).toMatch(/^text\/event-stream/);
   });
 });

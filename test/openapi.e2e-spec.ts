@@ -1,4 +1,12 @@
 import { TestApi, startApi } from './support/apps';
+import { newBootstrapKey } from './support/auth';
+import { uniqueEnvironment } from './support/env';
+
+const expectSecurityHeaders = (headers: Record<string, string>): void => {
+  expect(headers['x-content-type-options']).toBe('nosniff');
+  expect(headers['x-frame-options']).toBe('DENY');
+  expect(headers['content-security-policy']).toBe("frame-ancestors 'none'");
+};
 
 describe('OpenAPI and Swagger UI', () => {
   let api: TestApi;
@@ -97,5 +105,67 @@ describe('OpenAPI and Swagger UI', () => {
   it('serves Swagger UI', async () => {
     const res = await api.http.get('/api/docs').redirects(1).expect(200);
     expect(res.text).toContain('swagger-ui');
+  });
+
+  it('sends nosniff and no-framing headers on routes, errors, the docs and their assets', async () => {
+    expectSecurityHeaders((await api.http.get('/api/v1/version').expect(200)).headers);
+    expectSecurityHeaders((await api.http.get('/api/v1/no-such-route').expect(404)).headers);
+    expectSecurityHeaders((await api.http.get('/api/v1/pipeline?pipeline=a%00b').expect(400)).headers);
+    expectSecurityHeaders((await api.http.get('/metrics').expect(200)).headers);
+    expectSecurityHeaders((await api.http.get('/api/docs-json').expect(200)).headers);
+    const ui = await api.http.get('/api/docs/').expect(200);
+    expectSecurityHeaders(ui.headers);
+    // Under nosniff the UI's scripts must carry a script content type to run at all.
+    const scripts = [...ui.text.matchAll(/<script src="\.?\/?([^"]+)"/g)].map((m) => m[1]);
+    expect(scripts).toContain('swagger-ui-init.js');
+    for (const src of scripts) {
+      const asset = await api.http.get(`/api/docs/${src}`).expect(200);
+      expect(asset.headers['content-type']).toMatch(/javascript/);
+      expectSecurityHeaders(asset.headers);
+    }
+  });
+});
+
+describe('API_DOCS: who may read the API description', () => {
+  const key = newBootstrapKey();
+  let keyed: TestApi;
+  let off: TestApi;
+  beforeAll(async () => {
+    keyed = await startApi({
+      TAPYARD_ENV: uniqueEnvironment('docs'),
+      USE_API_KEYS: 'true',
+      TAPYARD_BOOTSTRAP_API_KEY: key,
+    });
+    off = await startApi({ API_DOCS: 'off' });
+  });
+  afterAll(async () => {
+    await keyed.close();
+    await off.close();
+  });
+
+  it('with authentication on, needs a valid key by default (UI, assets, JSON and YAML)', async () => {
+    for (const path of [
+      '/api/docs-json',
+      '/api/docs-yaml',
+      '/api/docs',
+      '/api/docs/',
+      '/api/docs/swagger-ui-init.js',
+    ]) {
+      const res = await keyed.http.get(path).expect(401);
+      expect(res.body.message).toMatch(/API_DOCS=authenticated/);
+      expectSecurityHeaders(res.headers);
+      await keyed.http.get(path).set('x-api-key', 'not-a-key-of-this-platform-at-all').expect(401);
+    }
+    const doc = await keyed.http.get('/api/docs-json').set('x-api-key', key).expect(200);
+    expect(doc.body.paths['/api/v1/version']).toBeDefined();
+    await keyed.http.get('/api/docs/').set('x-api-key', key).expect(200);
+    // Routes that merely start alike are not the docs.
+    await keyed.http.get('/api/v1/version').expect(200);
+  });
+
+  it('API_DOCS=off serves no description at all', async () => {
+    await off.http.get('/api/docs-json').expect(404);
+    await off.http.get('/api/docs/').expect(404);
+    await off.http.get('/api/v1/version').expect(200);
   });
 });

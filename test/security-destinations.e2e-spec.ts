@@ -332,6 +332,54 @@ describe('destination confinement and deleteData ownership', () => {
       expect(schemas).toEqual(expect.arrayContaining([`t_${tenantA}`, `t_${tenantB}`, 'public']));
       expect(schemas).not.toContain('tapyard');
     });
+
+    it("an operator key without *:* sees no tenant's places, in discovery and natural-language SQL", async () => {
+      await pg.query(`CREATE SCHEMA IF NOT EXISTS "t_${tenantB}"`);
+      await pg.query(`CREATE TABLE IF NOT EXISTS ${quoted(`t_${tenantB}`, 'secret_b')} (card text)`);
+      await mongoClient.db(tenantB).collection('secret_b').insertOne({ card: '4111' });
+      const reader = as(
+        await issueKey(api.http, boot, `op-reader-${suffix}`, {
+          capabilities: ['metadata:read', 'search:query'],
+        }),
+      );
+
+      const schemas = (await reader.get('/metadata/postgres/schemas').expect(200)).body as string[];
+      expect(schemas).toContain('public');
+      expect(schemas).not.toContain(`t_${tenantA}`);
+      expect(schemas).not.toContain(`t_${tenantB}`);
+      const t = await reader
+        .get('/metadata/postgres/tables')
+        .query({ schema: `t_${tenantB}` })
+        .expect(404);
+      expect(t.body.message).toBe(`schema 't_${tenantB}' does not exist`);
+      await reader
+        .get('/metadata/postgres/columns')
+        .query({ schema: `t_${tenantB}`, table: 'secret_b' })
+        .expect(404);
+      const dbs = (await reader.get('/metadata/mongodb/databases').expect(200)).body as string[];
+      expect(dbs).not.toContain(tenantB);
+      const all = (await reader.get('/metadata/mongodb/collections').expect(200)).body as string[];
+      expect(all).not.toContain(`${tenantB}.secret_b`);
+      await reader.get('/metadata/mongodb/collections').query({ database: tenantB }).expect(404);
+
+      // Refused before any model is asked: the schema is not one the key may query.
+      const q = await reader
+        .post('/query/postgres')
+        .send({ question: 'all cards', schema: `t_${tenantB}` })
+        .expect(404);
+      expect(q.body.message).toBe(`schema 't_${tenantB}' does not exist`);
+
+      // Full access still reaches into the tenants (as issuing their keys does).
+      expect((await op().get('/metadata/mongodb/databases').expect(200)).body).toContain(tenantB);
+      expect(
+        (
+          await op()
+            .get('/metadata/postgres/tables')
+            .query({ schema: `t_${tenantB}` })
+            .expect(200)
+        ).body,
+      ).toContain('secret_b');
+    });
   });
 
   describe('deleteData drops only what the pipeline created', () => {

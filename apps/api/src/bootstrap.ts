@@ -8,18 +8,20 @@ import { ApiMetrics } from './metrics/metrics';
 import { ErrorFilter } from './http/error.filter';
 import { requestContextMiddleware } from './http/request-context';
 import { checkJsonDepth, rejectNulCharacters } from './http/request-hygiene';
+import { securityHeaders } from './http/security-headers';
 import { API_PREFIX, setupSwagger } from './swagger';
 import { assertEveryRouteDeclared } from './auth/route-audit';
 
 /** Builds the API application without listening, so tests run exactly what production runs. */
 export async function createApiApp(config: TapyardConfig, logger: Logger): Promise<NestExpressApplication> {
-  const metrics = new ApiMetrics(config.environment);
+  const metrics = new ApiMetrics(config);
   const app = await NestFactory.create<NestExpressApplication>(ApiModule.forRoot(config, logger, metrics), {
     logger: new PinoNestLogger(logger),
     bodyParser: false,
     abortOnError: false,
   });
   app.disable('x-powered-by');
+  app.use(securityHeaders);
   // Behind a TLS-terminating proxy: real client addresses (login limits) and Secure cookies.
   if (config.trustProxy !== null) app.set('trust proxy', trustProxySetting(config.trustProxy));
   if (config.trustProxy === 'true') {
@@ -43,7 +45,7 @@ export async function createApiApp(config: TapyardConfig, logger: Logger): Promi
     }),
   );
   assertEveryRouteDeclared(app);
-  setupSwagger(app, config);
+  setupSwagger(app, config, logger);
   return app;
 }
 

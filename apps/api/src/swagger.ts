@@ -1,7 +1,10 @@
 import { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
-import { SESSION_COOKIE } from '@tapyard/auth';
-import { TapyardConfig } from '@tapyard/core';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { Logger } from 'pino';
+import { Authenticator, SESSION_COOKIE } from '@tapyard/auth';
+import { TapyardConfig, UnauthorizedError } from '@tapyard/core';
+import { credentialsOf } from './auth/credentials';
 import { ErrorBodyDto } from './http/error-body.dto';
 
 export const API_PREFIX = 'api/v1';
@@ -11,8 +14,16 @@ export const API_PREFIX = 'api/v1';
  */
 export const INTERFACE_VERSION = '1.28.0';
 
-/** Swagger UI at /api/docs and the OpenAPI JSON at /api/docs-json. */
-export function setupSwagger(app: INestApplication, config: TapyardConfig): void {
+/** Everything SwaggerModule serves: the UI and its assets under /api/docs, the JSON and YAML beside it. */
+const DOCS_PATH = /^\/api\/docs(?:$|[/-])/;
+
+/**
+ * Swagger UI at /api/docs and the OpenAPI JSON at /api/docs-json, as API_DOCS says: to anyone, to any
+ * valid key or session (the description maps every route and the capability it needs), or not at all.
+ */
+export function setupSwagger(app: INestApplication, config: TapyardConfig, logger: Logger): void {
+  if (config.auth.apiDocs === 'off') return;
+  if (config.auth.apiDocs === 'authenticated') app.use(docsForIdentities(app.get(Authenticator), logger));
   const doc = new DocumentBuilder()
     .setTitle('Tapyard')
     .setDescription(
@@ -30,4 +41,21 @@ export function setupSwagger(app: INestApplication, config: TapyardConfig): void
     .build();
   const document = SwaggerModule.createDocument(app, doc, { extraModels: [ErrorBodyDto] });
   SwaggerModule.setup('api/docs', app, document, { jsonDocumentUrl: 'api/docs-json' });
+}
+
+/** Lets a docs request through only with a valid key or live session; other paths pass untouched. */
+function docsForIdentities(authenticator: Authenticator, logger: Logger): RequestHandler {
+  return (req: Request, _res: Response, next: NextFunction): void => {
+    if (!DOCS_PATH.test(req.path)) return next();
+    authenticator.authenticate(credentialsOf(req)).then((auth) => {
+      if (auth.ok && auth.identity.kind !== 'anonymous') return next();
+      const reason = auth.ok ? 'missing credentials' : auth.reason;
+      logger.warn({ route: `${req.method} ${req.path}`, reason }, 'authentication failed');
+      next(
+        new UnauthorizedError(
+          'the API description needs authentication (API_DOCS=authenticated): send an API key in the x-api-key header or log in',
+        ),
+      );
+    }, next);
+  };
 }

@@ -3,6 +3,7 @@ import { CONFIG, TapyardConfig } from '@tapyard/core';
 import { AppAbility, buildAbility, isLegacy } from './ability';
 import { ApiKeysService, KeyMatch } from './api-keys.service';
 import { FULL_ACCESS } from './capability';
+import { KeyDigests } from './key-values';
 import { RUN_KEY_PREFIX, RunKeys } from './run-keys';
 import { SessionStore } from './sessions';
 import { ROLE_CAPABILITIES, Role } from './templates';
@@ -33,7 +34,11 @@ export interface Credentials {
   sessionId: string | null;
 }
 
-/** Label given to a key that `api-key-mappings` maps to a tenant without a key record there. */
+/**
+ * Label given to a key that `api-key-mappings` maps to a tenant without a key record there, followed by
+ * `:<16 hex digits of the key's HMAC digest>`: each such key is an identity of its own (attachments,
+ * `owner=self`, audit lines), never one shared by every hand-mapped key of the tenant.
+ */
 export const TENANT_MAPPING_LABEL = 'tenant-mapping';
 
 /**
@@ -50,6 +55,7 @@ export class Authenticator {
     private readonly sessions: SessionStore,
     private readonly users: UsersService,
     private readonly runKeys: RunKeys,
+    private readonly digests: KeyDigests,
   ) {}
 
   get enabled(): boolean {
@@ -79,7 +85,9 @@ export class Authenticator {
     const inTenant = await this.keys.match(tenant, value);
     if (inTenant.status === 'unknown') {
       // Mapped by hand by the operator without a key record: full access inside that tenant only.
-      return { ok: true, identity: identity('key', TENANT_MAPPING_LABEL, [FULL_ACCESS], tenant) };
+      // The HMAC digest (the mapping's own field name) tells such keys apart without revealing them.
+      const name = `${TENANT_MAPPING_LABEL}:${this.digests.shortId(value)}`;
+      return { ok: true, identity: identity('key', name, [FULL_ACCESS], tenant) };
     }
     return fromMatch(inTenant, tenant);
   }

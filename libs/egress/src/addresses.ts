@@ -4,7 +4,10 @@ import { BlockList, isIP } from 'node:net';
  * Address ranges no caller-controlled connection may reach unless the operator allowed the endpoint:
  * the host itself, private networks, link-local (cloud metadata at 169.254.169.254 and fd00:ec2::254),
  * carrier-grade NAT, documentation, benchmarking, multicast and reserved space, and the IPv6 forms that
- * embed an IPv4 address (NAT64, 6to4, Teredo) so those cannot smuggle a private one through.
+ * embed an IPv4 address (IPv4-translated, NAT64, 6to4, Teredo) so those cannot smuggle a private one through.
+ * They are blocked whole, public embedded addresses too: a translator could sit anywhere on the path.
+ * IPv4-mapped addresses (`::ffff:0:0/96`) are not listed: BlockList judges them by their IPv4 part, and a
+ * `::ffff:0:0/96` rule would match every plain IPv4 address as well.
  */
 const IPV4: readonly [string, number][] = [
   ['0.0.0.0', 8],
@@ -27,6 +30,7 @@ const IPV6: readonly [string, number][] = [
   ['::', 128],
   ['::1', 128],
   ['::', 96], // IPv4-compatible (deprecated)
+  ['::ffff:0:0:0', 96], // IPv4-translated (RFC 2765 SIIT): ::ffff:0:a.b.c.d
   ['64:ff9b::', 96],
   ['64:ff9b:1::', 48],
   ['100::', 64],

@@ -5,6 +5,17 @@ import { LookupFunction, isIP } from 'node:net';
 import { normalizeHost } from './addresses';
 import { EgressPolicy } from './egress-policy';
 
+/** The answer was a redirect: it is not followed, wherever it points. */
+export class RedirectRefused extends Error {
+  constructor(
+    readonly path: string,
+    readonly status: number,
+  ) {
+    super(`${path} answered HTTP ${status} (a redirect, which is not followed)`);
+    this.name = 'RedirectRefused';
+  }
+}
+
 export interface EgressRequestInit {
   method?: string;
   headers?: Record<string, string>;
@@ -81,9 +92,7 @@ function egressOpen(policy: EgressPolicy, url: string, init: EgressRequestInit):
           const status = res.statusCode ?? 0;
           if (status >= 300 && status < 400) {
             res.destroy();
-            reject(
-              new Error(`${target.url.pathname} answered HTTP ${status} (a redirect, which is not followed)`),
-            );
+            reject(new RedirectRefused(target.url.pathname, status));
             return;
           }
           resolve(res);

@@ -5,6 +5,12 @@ import { EgressPolicy, EgressRefused, Resolver, parseEndpoints } from './egress-
 const octet = fc.integer({ min: 0, max: 255 });
 const v4 = (a: number, b: number, c: number, d: number): string => `${a}.${b}.${c}.${d}`;
 
+/** `10.0.0.1` → `a00:1`: the last two IPv6 groups of an embedded IPv4 address. */
+const hex = (address: string): string => {
+  const [a, b, c, d] = address.split('.').map(Number);
+  return `${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+};
+
 describe('isPublicAddress', () => {
   it.each([
     '127.0.0.1',
@@ -23,6 +29,8 @@ describe('isPublicAddress', () => {
     '::ffff:127.0.0.1',
     '::ffff:10.0.0.1',
     '::ffff:a9fe:a9fe', // 169.254.169.254, mapped, in hex
+    '::ffff:0:7f00:1', // 127.0.0.1, IPv4-translated (SIIT)
+    '::ffff:0:8.8.8.8', // translated, even of a public address
     'fd00:ec2::254', // AWS metadata over IPv6
     'fe80::1',
     'fc00::1',
@@ -34,14 +42,19 @@ describe('isPublicAddress', () => {
     expect(isPublicAddress(address)).toBe(false);
   });
 
-  it.each(['1.1.1.1', '8.8.8.8', '172.15.255.255', '172.32.0.1', '192.169.0.1', '2606:4700::1111'])(
-    'allows %s',
-    (address) => {
-      expect(isPublicAddress(address)).toBe(true);
-    },
-  );
+  it.each([
+    '1.1.1.1',
+    '8.8.8.8',
+    '::ffff:8.8.8.8',
+    '172.15.255.255',
+    '172.32.0.1',
+    '192.169.0.1',
+    '2606:4700::1111',
+  ])('allows %s', (address) => {
+    expect(isPublicAddress(address)).toBe(true);
+  });
 
-  it('refuses every address of the private IPv4 ranges, also written as IPv4-mapped IPv6', () => {
+  it('refuses every address of the private IPv4 ranges, also written as IPv4-mapped, -translated or NAT64 IPv6', () => {
     const privateV4 = fc.oneof(
       fc.tuple(octet, octet, octet).map(([b, c, d]) => v4(10, b, c, d)),
       fc.tuple(octet, octet, octet).map(([b, c, d]) => v4(127, b, c, d)),
@@ -53,6 +66,10 @@ describe('isPublicAddress', () => {
       fc.property(privateV4, (address) => {
         expect(isPublicAddress(address)).toBe(false);
         expect(isPublicAddress(`::ffff:${address}`)).toBe(false);
+        expect(isPublicAddress(`::ffff:0:${address}`)).toBe(false);
+        expect(isPublicAddress(`64:ff9b::${address}`)).toBe(false);
+        expect(isPublicAddress(`0:0:0:0:0:ffff:${hex(address)}`)).toBe(false);
+        expect(isPublicAddress(`0:0:0:0:ffff:0:${hex(address)}`)).toBe(false);
       }),
     );
   });

@@ -3,5 +3,5 @@ export { EgressPolicy, EgressRefused, parseAllowList, parseEndpoints } from './e
 export type { AllowList, Endpoint, Permit, Resolver } from './egress-policy';
 export { EgressProxy, TAP_RUN_HEADER } from './egress-proxy';
 export type { EgressProxyOptions, PlatformRoute } from './egress-proxy';
-export { egressFetch, egressRequest } from './egress-http';
+export { RedirectRefused, egressFetch, egressRequest } from './egress-http';
 export type { EgressRequestInit, EgressResponse } from './egress-http';

@@ -1,5 +1,5 @@
 import { ServiceUnavailableError } from '@tapyard/core';
-import { EgressRefused } from '@tapyard/egress';
+import { EgressRefused, RedirectRefused } from '@tapyard/egress';
 import { isUnreachable, unreachableReason } from './vetted-url';
 
 /** The address without credentials, for messages. */
@@ -43,6 +43,14 @@ export class StoreConnection<C> {
     try {
       return await work(client);
     } catch (err) {
+      // Each call may check its address again (a name that now resolves elsewhere).
+      if (err instanceof EgressRefused) throw new ServiceUnavailableError(this.store, err.message);
+      if (err instanceof RedirectRefused) {
+        throw new ServiceUnavailableError(
+          this.store,
+          `${this.store} at ${safeUrl(this.url)} answered with a redirect (HTTP ${err.status}), which is not followed`,
+        );
+      }
       if (this.down(err)) {
         // The reason when the error names one (a code such as ECONNREFUSED; never a header).
         const reason = unreachableReason(err);

@@ -596,16 +596,21 @@ export class AssistantTools {
             const access = ctx.gate.check('discover_metadata', 'metadata:read', 'filtered');
             if (kind === 'databases') {
               return access.filter(
-                await this.metadata.postgresDatabases(ctx.env),
+                await this.metadata.postgresDatabases(access.viewer),
                 'read',
                 'metadata',
                 (d) => ({ database: d }),
               );
             }
             if (kind === 'mongodb_databases') {
-              return access.filter(await this.metadata.mongoDatabases(ctx.env), 'read', 'metadata', (d) => ({
-                database: d,
-              }));
+              return access.filter(
+                await this.metadata.mongoDatabases(access.viewer),
+                'read',
+                'metadata',
+                (d) => ({
+                  database: d,
+                }),
+              );
             }
             if (db) {
               access.assertVisible(
@@ -614,11 +619,11 @@ export class AssistantTools {
                 { database: db },
                 `MongoDB database '${db}' does not exist`,
               );
-              return this.metadata.mongoCollections(ctx.env, db);
+              return this.metadata.mongoCollections(access.viewer, db);
             }
             // All databases' collections: only those of databases the caller may read (as the route does).
             return access.filter(
-              await this.metadata.mongoCollections(ctx.env),
+              await this.metadata.mongoCollections(access.viewer),
               'read',
               'metadata',
               (name) => ({
@@ -627,13 +632,13 @@ export class AssistantTools {
             );
           }
           const database = db ?? this.config.database.name;
-          ctx.gate.check('discover_metadata', 'metadata:read', [
+          const { viewer } = ctx.gate.check('discover_metadata', 'metadata:read', [
             { fields: { database }, hiddenMessage: `PostgreSQL database '${database}' does not exist` },
           ]);
           const schema = text(a, 'schema', false) || undefined;
-          if (kind === 'schemas') return this.metadata.postgresSchemas(ctx.env, db);
-          if (kind === 'tables') return this.metadata.postgresTables(ctx.env, db, schema);
-          if (kind === 'columns') return this.metadata.postgresColumns(ctx.env, db, schema, text(a, 'table'));
+          if (kind === 'schemas') return this.metadata.postgresSchemas(viewer, db);
+          if (kind === 'tables') return this.metadata.postgresTables(viewer, db, schema);
+          if (kind === 'columns') return this.metadata.postgresColumns(viewer, db, schema, text(a, 'table'));
           throw new NotFoundError(`there is no metadata kind '${kind.slice(0, 40)}'`);
         },
       },

@@ -27,7 +27,7 @@ export type ScopeResolver = (req: TapyardRequest, refs: ModuleRef) => Promise<Sc
 export type ScopeCheck = 'environment' | 'filtered' | 'in-handler' | 'none' | ScopeResolver;
 
 export type AccessRule =
-  | { kind: 'public' }
+  | { kind: 'public'; sessionWrite?: true }
   | { kind: 'signed-in' }
   | { kind: 'capability'; capability: string; action: Action; resource: Resource; scope: ScopeCheck };
 
@@ -59,10 +59,14 @@ export function Requires(capability: `${Resource}:${Action}`, scope: ScopeCheck 
   );
 }
 
-/** Open to everyone; credentials, when sent and valid, still select the identity and tenant. */
-export function Public() {
+/**
+ * Open to everyone; credentials, when sent and valid, still select the identity and tenant.
+ * `sessionWrite`: the route changes the state of the login session it is sent with (logout), so a live
+ * session cookie must come with its CSRF token, as on every other cookie-authenticated write.
+ */
+export function Public(options: { sessionWrite?: true } = {}) {
   return applyDecorators(
-    SetMetadata(ACCESS_RULE, { kind: 'public' } satisfies AccessRule),
+    SetMetadata(ACCESS_RULE, { kind: 'public', ...options } satisfies AccessRule),
     ApiExtension('x-required-capability', 'none'),
   );
 }

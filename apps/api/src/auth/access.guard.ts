@@ -59,6 +59,7 @@ export class AccessGuard implements CanActivate {
       if (req.header(TAP_RUN_HEADER) !== undefined && !SAFE_METHODS.has(req.method))
         throw new ForbiddenError(`a tap run may not call ${route}`);
       this.attach(req, auth.ok ? auth.identity : this.authenticator.anonymous(), route);
+      if (rule.sessionWrite && auth.ok) this.checkCsrf(req, auth.identity);
       return true;
     }
     if (!auth.ok) {

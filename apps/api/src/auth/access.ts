@@ -37,6 +37,11 @@ export class Access {
     return this.identity.kind !== 'anonymous';
   }
 
+  /** The environment it acts in, and whether it holds `*:*`, which alone reaches into tenants' places. */
+  get viewer(): { environment: string; fullAccess: boolean } {
+    return { environment: this.identity.environment, fullAccess: this.identity.legacy };
+  }
+
   /** The items the caller may see; in log-only mode all of them, with one `would-deny` line if any was hidden. */
   filter<T>(items: T[], action: Action, resource: Resource, fieldsOf: (item: T) => ScopeFields): T[] {
     if (!this.checked) return items;

@@ -82,9 +82,15 @@ export class AuthController {
 
   @Post('logout')
   @HttpCode(200)
-  @Public()
-  @ApiOperation({ summary: 'End the login session (on every API instance) and clear its cookies' })
+  @Public({ sessionWrite: true })
+  @ApiOperation({
+    summary: 'End the login session (on every API instance) and clear its cookies',
+    description:
+      'With a live session cookie, send its token as `x-csrf-token` like on every cookie-authenticated write ' +
+      '(403 otherwise, and the session stays); an expired or unknown cookie is simply cleared.',
+  })
   @ApiOkResponse({ type: StatusOkDto })
+  @ApiForbiddenResponse({ type: ErrorBodyDto, description: 'Live session cookie without its x-csrf-token' })
   async logout(@Req() req: TapyardRequest, @Res({ passthrough: true }) res: Response): Promise<StatusOkDto> {
     const id = cookies(req).get(SESSION_COOKIE);
     if (id && this.config.auth.useUserAuth) await this.sessions.destroy(this.config.environment, id);

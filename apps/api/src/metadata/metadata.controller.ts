@@ -41,10 +41,15 @@ export class MetadataController {
     description: 'A tenant sees only the platform database, where its schema t_<tenant> lives.',
   })
   @ApiOkResponse(NAMES)
-  async pgDatabases(@RequestEnvironment() env: string, @RequestAccess() access: Access): Promise<string[]> {
-    return access.filter(await this.metadata.postgresDatabases(env), 'read', 'metadata', (database) => ({
-      database,
-    }));
+  async pgDatabases(@RequestAccess() access: Access): Promise<string[]> {
+    return access.filter(
+      await this.metadata.postgresDatabases(access.viewer),
+      'read',
+      'metadata',
+      (database) => ({
+        database,
+      }),
+    );
   }
 
   @Get('postgres/schemas')
@@ -52,24 +57,27 @@ export class MetadataController {
   @ApiOperation({
     summary:
       'Schemas of a database, without information_schema, pg_* and Tapyard’s own (tapyard, tapyard_meta)',
-    description: 'A tenant sees only its own schema t_<tenant> (once a load created it).',
+    description:
+      'A tenant sees only its own schema t_<tenant> (once a load created it); in multi-tenant mode an operator key ' +
+      'sees the tenants’ schemas only with full access (`*:*`).',
   })
   @ApiOkResponse(NAMES)
   @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'No such database' })
-  pgSchemas(@RequestEnvironment() env: string, @Query() q: DatabaseQueryDto): Promise<string[]> {
-    return this.metadata.postgresSchemas(env, q.database);
+  pgSchemas(@RequestAccess() access: Access, @Query() q: DatabaseQueryDto): Promise<string[]> {
+    return this.metadata.postgresSchemas(access.viewer, q.database);
   }
 
   @Get('postgres/tables')
   @Requires('metadata:read', postgresDatabase)
   @ApiOperation({
     summary: 'Tables of a schema; vectorOnly=true: only those with an `embedding` column',
-    description: 'A schema the caller may not see (Tapyard’s own, another tenant’s) is 404.',
+    description:
+      'A schema the caller may not see (Tapyard’s own, another tenant’s, a tenant’s for an operator key without `*:*`) is 404.',
   })
   @ApiOkResponse(NAMES)
   @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'No such database or schema' })
-  pgTables(@RequestEnvironment() env: string, @Query() q: TablesQueryDto): Promise<string[]> {
-    return this.metadata.postgresTables(env, q.database, q.schema, q.vectorOnly ?? false);
+  pgTables(@RequestAccess() access: Access, @Query() q: TablesQueryDto): Promise<string[]> {
+    return this.metadata.postgresTables(access.viewer, q.database, q.schema, q.vectorOnly ?? false);
   }
 
   @Get('postgres/columns')
@@ -77,8 +85,8 @@ export class MetadataController {
   @ApiOperation({ summary: 'Columns of a table with their PostgreSQL types' })
   @ApiOkResponse({ type: [ColumnDto] })
   @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'No such database or table' })
-  pgColumns(@RequestEnvironment() env: string, @Query() q: ColumnsQueryDto): Promise<ColumnDto[]> {
-    return this.metadata.postgresColumns(env, q.database, q.schema, q.table);
+  pgColumns(@RequestAccess() access: Access, @Query() q: ColumnsQueryDto): Promise<ColumnDto[]> {
+    return this.metadata.postgresColumns(access.viewer, q.database, q.schema, q.table);
   }
 
   @Get('mongodb/databases')
@@ -89,13 +97,15 @@ export class MetadataController {
     description: 'A tenant sees only its own database, named like the tenant.',
   })
   @ApiOkResponse(NAMES)
-  async mongoDatabases(
-    @RequestEnvironment() env: string,
-    @RequestAccess() access: Access,
-  ): Promise<string[]> {
-    return access.filter(await this.metadata.mongoDatabases(env), 'read', 'metadata', (database) => ({
-      database,
-    }));
+  async mongoDatabases(@RequestAccess() access: Access): Promise<string[]> {
+    return access.filter(
+      await this.metadata.mongoDatabases(access.viewer),
+      'read',
+      'metadata',
+      (database) => ({
+        database,
+      }),
+    );
   }
 
   @Get('mongodb/collections')
@@ -103,7 +113,6 @@ export class MetadataController {
   @ApiOperation({ summary: 'Collections of a database, or of all as `<database>.<collection>`' })
   @ApiOkResponse(NAMES)
   async mongoCollections(
-    @RequestEnvironment() env: string,
     @RequestAccess() access: Access,
     @Query() q: MongoCollectionsQueryDto,
   ): Promise<string[]> {
@@ -114,9 +123,9 @@ export class MetadataController {
         { database: q.database },
         `MongoDB database '${q.database}' does not exist`,
       );
-      return this.metadata.mongoCollections(env, q.database);
+      return this.metadata.mongoCollections(access.viewer, q.database);
     }
-    return access.filter(await this.metadata.mongoCollections(env), 'read', 'metadata', (name) => ({
+    return access.filter(await this.metadata.mongoCollections(access.viewer), 'read', 'metadata', (name) => ({
       database: name.slice(0, name.indexOf('.')),
     }));
   }

@@ -30,6 +30,7 @@ describe('loadConfig', () => {
       useApiKeys: false,
       multiTenant: false,
       capabilityEnforcement: 'enforce',
+      apiDocs: 'public',
     });
     expect(c.bodyLimitBytes).toBe(1024 * 1024);
     expect(c.healthTimeoutMs).toBe(2000);
@@ -59,6 +60,7 @@ describe('loadConfig', () => {
       useApiKeys: true,
       multiTenant: true,
       capabilityEnforcement: 'log-only',
+      apiDocs: 'authenticated',
     });
     expect(c.bodyLimitBytes).toBe(2 * 1024 * 1024);
     expect(c.kafka.brokers).toEqual(['127.0.0.1:9092', 'broker2:9093']);
@@ -129,6 +131,19 @@ describe('loadConfig', () => {
     const p = problems({ TAPYARD_BOOTSTRAP_API_KEY: 'short-key', TAPYARD_ADMIN_PASSWORD: 'pw-short' });
     expect(p).toHaveLength(2);
     expect(p.join(' ')).not.toMatch(/short-key|pw-short/);
+  });
+
+  it('reads API_DOCS: public by default only when no authentication is on', () => {
+    const docs = (env: Record<string, string>): string =>
+      loadConfig({ TAPYARD_MASTER_KEY: KEY, ...env }).auth.apiDocs;
+    expect(docs({})).toBe('public');
+    expect(docs({ USE_API_KEYS: 'true' })).toBe('authenticated');
+    expect(docs({ USE_USER_AUTH: 'true' })).toBe('authenticated');
+    expect(docs({ USE_API_KEYS: 'true', API_DOCS: 'public' })).toBe('public');
+    expect(docs({ API_DOCS: 'off' })).toBe('off');
+    expect(problems({ API_DOCS: 'private' })).toEqual([
+      'API_DOCS must be one of public, authenticated, off (got "private")',
+    ]);
   });
 
   it('rejects out-of-range ports, sizes and broker lists', () => {

@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import { AllowList, Endpoint, parseAllowList, parseEndpoints } from '@tapyard/egress';
 
 export type CapabilityEnforcement = 'enforce' | 'log-only';
+/** Who may read Swagger UI and the OpenAPI JSON: anyone, any valid key or session, or nobody. */
+export type ApiDocsAccess = 'public' | 'authenticated' | 'off';
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
 /** AI-written data-quality and transformation scripts (CodeGen), and the code repository. */
@@ -75,6 +77,8 @@ export interface TapyardConfig {
     readonly useApiKeys: boolean;
     readonly multiTenant: boolean;
     readonly capabilityEnforcement: CapabilityEnforcement;
+    /** API_DOCS; by default public only when neither API keys nor user auth is on. */
+    readonly apiDocs: ApiDocsAccess;
     /** Accepted as the full-access key `bootstrap` when API keys are on; stored hashed. */
     readonly bootstrapApiKey: string | null;
     /** Password of the `admin` user created when user auth is on and no admin exists. */
@@ -337,6 +341,8 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
       r.problems.push(`KAFKA_BROKERS entries must be host:port (got "${b}")`);
   }
   const mongoUri = r.url('MONGODB_URI', null, ['mongodb', 'mongodb+srv']);
+  const useUserAuth = r.bool('USE_USER_AUTH', false);
+  const useApiKeys = r.bool('USE_API_KEYS', false);
 
   const config: TapyardConfig = {
     version: r.string('TAPYARD_VERSION', readPackageVersion()),
@@ -384,10 +390,15 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
       password: r.string('ACTIVEMQ_PASSWORD', ''),
     },
     auth: {
-      useUserAuth: r.bool('USE_USER_AUTH', false),
-      useApiKeys: r.bool('USE_API_KEYS', false),
+      useUserAuth,
+      useApiKeys,
       multiTenant: r.bool('MULTI_TENANT', false),
       capabilityEnforcement: r.oneOf('CAPABILITY_ENFORCEMENT', ['enforce', 'log-only'] as const, 'enforce'),
+      apiDocs: r.oneOf(
+        'API_DOCS',
+        ['public', 'authenticated', 'off'] as const,
+        useUserAuth || useApiKeys ? 'authenticated' : 'public',
+      ),
       bootstrapApiKey: r.optional('TAPYARD_BOOTSTRAP_API_KEY'),
       adminPassword: r.optional('TAPYARD_ADMIN_PASSWORD'),
       sessionTtlSeconds: r.int('SESSION_TTL_SECONDS', 8 * 3600, 60, 30 * 86400),

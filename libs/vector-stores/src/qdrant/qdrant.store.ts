@@ -1,4 +1,3 @@
-import { QdrantClient } from '@qdrant/js-client-rest';
 import { EgressPolicy } from '@tapyard/egress';
 import type { ChunkMetadata, ChunkRecord, MetadataFilter, SearchHit, VectorStore } from '../vector-store';
 import {
@@ -10,6 +9,7 @@ import { StoreConnection } from '../store-connection';
 import { vettedUrl } from '../vetted-url';
 import { qdrantDimensionError, qdrantVectorSize } from './qdrant-answers';
 import { qdrantFilter } from './qdrant-filter';
+import { QdrantAnswerError, QdrantRest } from './qdrant-rest';
 
 const NAME = /^[A-Za-z0-9_-]{1,255}$/;
 const BATCH = 500;
@@ -20,25 +20,20 @@ interface Payload {
 }
 
 /**
- * Qdrant through its official REST client: a container is a collection of cosine vectors; a point's
+ * Qdrant through its REST API (QdrantRest: egress-checked, no redirects): a container is a collection of cosine vectors; a point's
  * payload is `{text, metadata}`, with a keyword index on `metadata.uri`. Qdrant's cosine score is the
  * cosine similarity itself.
  */
 export class QdrantStore implements VectorStore {
   readonly name = 'qdrant' as const;
   readonly containerField = 'collection' as const;
-  private readonly conn: StoreConnection<QdrantClient>;
+  private readonly conn: StoreConnection<QdrantRest>;
 
   constructor(fields: Record<string, string>, policy: EgressPolicy) {
     this.conn = new StoreConnection('qdrant', fields.url, async () => {
-      const url = await vettedUrl(policy, fields.url ?? '', 'qdrant');
-      return new QdrantClient({
-        url: url.origin,
-        ...(url.pathname !== '/' ? { prefix: url.pathname } : {}),
-        ...(fields.apiKey ? { apiKey: fields.apiKey } : {}),
-        timeout: 30_000,
-        checkCompatibility: false,
-      });
+      // Refused here, naming why, before any call; each call is checked again as it connects.
+      await vettedUrl(policy, fields.url ?? '', 'qdrant');
+      return new QdrantRest(policy, new URL(fields.url ?? ''), fields.apiKey || undefined);
     });
   }
 
@@ -55,14 +50,14 @@ export class QdrantStore implements VectorStore {
   }
 
   async probe(): Promise<void> {
-    await this.conn.call(async (c) => void (await c.getCollections()));
+    await this.conn.call(async (c) => void (await c.collections()));
   }
 
   async dimension(container: string): Promise<number | null> {
     this.checkContainer(container);
     return this.conn.call(async (c) => {
-      if (!(await c.collectionExists(container)).exists) return null;
-      const size = qdrantVectorSize((await c.getCollection(container)).config.params.vectors);
+      if (!(await c.exists(container))) return null;
+      const size = qdrantVectorSize(await c.vectors(container));
       if (size === undefined) {
         throw new VectorStoreInputError(
           `qdrant collection '${container}' has named vectors: Tapyard reads and writes collections of one unnamed vector`,
@@ -80,17 +75,13 @@ export class QdrantStore implements VectorStore {
     }
     return this.conn.call(async (c) => {
       try {
-        await c.createCollection(container, { vectors: { size: dimension, distance: 'Cosine' } });
+        await c.create(container, dimension);
       } catch (err) {
         // Created meanwhile by another job: take it as it is.
         if (statusOf(err) === 409) return this.ensure(container, dimension);
         throw err;
       }
-      await c.createPayloadIndex(container, {
-        field_name: 'metadata.uri',
-        field_schema: 'keyword',
-        wait: true,
-      });
+      await c.keywordIndex(container, 'metadata.uri');
       return { created: true };
     });
   }
@@ -109,7 +100,7 @@ export class QdrantStore implements VectorStore {
           ...(offset !== undefined && offset !== null ? { offset } : {}),
         });
         for (const p of page.points) ids.push(String(p.id));
-        offset = page.next_page_offset as string | number | null | undefined;
+        offset = page.next_page_offset;
       } while (offset !== undefined && offset !== null);
     });
     return ids;
@@ -123,14 +114,14 @@ export class QdrantStore implements VectorStore {
         vector: Array.from(c.vector),
         payload: { text: c.text, metadata: c.metadata } satisfies Payload,
       }));
-      await this.onCollection(container, (c) => c.upsert(container, { wait: true, points }));
+      await this.onCollection(container, (c) => c.upsert(container, points));
     }
   }
 
   async delete(container: string, ids: string[]): Promise<void> {
     this.checkContainer(container);
     if (ids.length === 0) return;
-    await this.onCollection(container, (c) => c.delete(container, { wait: true, points: ids }));
+    await this.onCollection(container, (c) => c.deletePoints(container, ids));
   }
 
   async search(
@@ -155,14 +146,14 @@ export class QdrantStore implements VectorStore {
   }
 
   async list(): Promise<string[]> {
-    return this.conn.call(async (c) => (await c.getCollections()).collections.map((x) => x.name));
+    return this.conn.call((c) => c.collections());
   }
 
   async drop(container: string): Promise<boolean> {
     this.checkContainer(container);
     return this.conn.call(async (c) => {
-      if (!(await c.collectionExists(container)).exists) return false;
-      await c.deleteCollection(container);
+      if (!(await c.exists(container))) return false;
+      await c.drop(container);
       return true;
     });
   }
@@ -171,7 +162,7 @@ export class QdrantStore implements VectorStore {
     await this.conn.close();
   }
 
-  private async onCollection<T>(container: string, work: (c: QdrantClient) => Promise<T>): Promise<T> {
+  private async onCollection<T>(container: string, work: (c: QdrantRest) => Promise<T>): Promise<T> {
     return this.conn.call(async (c) => {
       try {
         return await work(c);
@@ -187,12 +178,12 @@ export class QdrantStore implements VectorStore {
 }
 
 function statusOf(err: unknown): number | undefined {
-  return (err as { status?: number }).status;
+  return err instanceof QdrantAnswerError ? err.status : undefined;
 }
 
 /** The error text of a Qdrant answer (`{status: {error}}`), else the error's message. */
 function errorText(err: unknown): string {
-  const data = (err as { data?: { status?: { error?: unknown } } }).data;
+  const data = err instanceof QdrantAnswerError ? (err.data as { status?: { error?: unknown } }) : undefined;
   const text = data?.status?.error;
   return typeof text === 'string' ? text : String((err as Error).message);
 }
