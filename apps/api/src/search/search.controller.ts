@@ -31,8 +31,9 @@ export class SearchController {
       'returns the `topK` most similar chunks passing `filter`, best first. The container field depends on the store: ' +
       'Qdrant, Milvus and Chroma `collection`; Weaviate `className` (default `Documents`); pgvector `table` and `schema` ' +
       "(default `public`; a tenant's own schema `t_<tenant>` in multi-tenant mode, and no other: a schema its pipelines " +
-      'could not load into, or a platform schema, is 400). `_score` is (1 + cosine similarity) / 2 in every store. A container filled by another embedding ' +
-      'model or dimension answers 400 with a text/plain message. Needs `search:vector` on the container ' +
+      'could not load into, or a platform schema, is 400). `_score` is (1 + cosine similarity) / 2 in every store. ' +
+      'A container filled by another embedding model or dimension answers 400 with a text/plain message. ' +
+      'Needs `search:vector` on the container ' +
       '(`search:vector:collection=<container>`).',
   })
   @ApiParam({ name: 'store', enum: VECTOR_STORES })
