@@ -1,14 +1,14 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { mkdir } from 'node:fs/promises';
 import { FeatureModel, head } from '@tapyard/ai';
-import { CONFIG, TapyardConfig, errorMessage } from '@tapyard/core';
+import { CONFIG, TapyardConfig } from '@tapyard/core';
 import { FieldType, SchemaField, Value, coercer, Invalid } from '@tapyard/pipelines';
 import type { TypedBatch } from '@tapyard/pipelines';
 import { Venv, VenvCache, resolveInterpreter } from '@tapyard/sandbox';
 import { CodegenRepository } from './codegen.repository';
 import { checkScript } from './script-checks';
 import { CONTRACT_VERSION, CodegenKind, contractText } from './script-contract';
-import { RunningScript, ScriptRunSpec } from './script-runner';
+import { RunningScript, ScriptRunSpec, failureWithoutValues } from './script-runner';
 
 /** A script that passed the checks and the dry run, ready to be stored. */
 export interface Candidate {
@@ -120,7 +120,8 @@ export class ScriptAuthor {
       running = null;
     } catch (err) {
       throw new CandidateRefused(
-        `the script failed its dry run on ${batch.lines.length} sample rows: ${errorMessage(err)}`,
+        // Shown to every reader of the pipeline: never a value of the sample rows.
+        `the script failed its dry run on ${batch.lines.length} sample rows: ${failureWithoutValues(err)}`,
       );
     } finally {
       running?.kill();

@@ -26,9 +26,33 @@ export interface ScriptRunSpec {
   batchTimeoutMs: number;
 }
 
-/** A script failed: its own error, with only its own frames (the driver's are cut). */
+/** The longest reason shown for one rejected row or one failed run. */
+const MAX_REASON = 500;
+
+/**
+ * A script failed: its own error, with only its own frames (the driver's are cut). `withoutValues` says
+ * the same without the exception's message, which the script may have built from row values.
+ */
 export class ScriptFailure extends Error {
   override readonly name = 'ScriptFailure';
+
+  constructor(
+    message: string,
+    readonly withoutValues: string = message,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * What may be shown of a failed run to someone who may not read the rows it ran on (a pending
+ * script's reason, incident evidence): the exception's type and where in the script it was raised,
+ * never its message; at most MAX_REASON characters.
+ */
+export function failureWithoutValues(err: unknown): string {
+  const text =
+    err instanceof ScriptFailure ? err.withoutValues : err instanceof Error ? err.message : String(err);
+  return text.length <= MAX_REASON ? text : `${text.slice(0, MAX_REASON - 1)}…`;
 }
 
 /** Rows the script rejected (index into the batch it was given) with the reason. */
@@ -36,8 +60,6 @@ export interface ScriptRejects {
   rows: number[];
   reasons: string[];
 }
-
-const MAX_REASON = 500;
 
 export class RunningScript {
   private constructor(
@@ -167,7 +189,12 @@ export class RunningScript {
       },
       { out: [], keep: false },
     ).out;
-    return new ScriptFailure(frames.length > 0 ? `${message}\n${frames.join('\n')}` : message);
+    const full = frames.length > 0 ? `${message}\n${frames.join('\n')}` : message;
+    if (err.kind !== 'fetch_raised') return new ScriptFailure(full);
+    // The places alone: a frame's source line is the script's, but the message may quote a row.
+    const places = frames.filter((line) => line.startsWith('  File '));
+    const raised = `${entry}() raised ${err.details.exception ?? 'an exception'}`;
+    return new ScriptFailure(full, [raised, ...places].join('\n'));
   }
 
   /** Ends the script after its last batch; one that does not leave within a batch's time is killed. */

@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { CodegenKind, RunningScript, ScriptRunSpec } from '@tapyard/codegen';
+import { CodegenKind, RunningScript, ScriptRunSpec, failureWithoutValues } from '@tapyard/codegen';
 import { TypedBatch, rowObject } from '@tapyard/pipelines';
 import { looksSensitive } from '@tapyard/profiling';
 import { RunProfile, dqPassRate, profileColumns } from './evidence';
@@ -33,7 +33,8 @@ export async function profileRun(
       await running.close();
       running = null;
     } catch (err) {
-      error = `the ${spec.kind} script failed on the sample: ${(err as Error).message}`;
+      // Evidence is read with pipeline:read alone: the failure never quotes a row.
+      error = `the ${spec.kind} script failed on the sample: ${failureWithoutValues(err)}`;
       current = { columns: current.columns, values: current.columns.map(() => []), lines: [] };
       break;
     } finally {

@@ -10,10 +10,19 @@ import {
   instructionOf,
   scriptColumns,
 } from '@tapyard/codegen';
+import { AppAbility, canOn } from '@tapyard/auth';
 import { ConflictError, NotFoundError } from '@tapyard/core';
 import { DESTINATIONS, DestinationRegistry, destinationsFor } from '@tapyard/destinations';
-import { PipelineDefinition, PipelinesService, namedSecrets } from '@tapyard/pipelines';
-import { Check, DEFAULT_THRESHOLDS, diffProfiles, dqPassRate, runChecks, verdictOf } from './evidence';
+import { PipelineDefinition, PipelinesService, namedSecrets, pipelineScope } from '@tapyard/pipelines';
+import {
+  Check,
+  DEFAULT_THRESHOLDS,
+  RunProfile,
+  diffProfiles,
+  dqPassRate,
+  runChecks,
+  verdictOf,
+} from './evidence';
 import { ScriptSet, profileRun } from './evidence-run';
 import { BlastRadius, Evidence, Incident, IncidentListItem, ScriptVersionChange } from './incident.types';
 import { IncidentsRepository } from './incidents.repository';
@@ -52,10 +61,20 @@ export class IncidentsService implements OnModuleInit, CodegenListener {
     return incident;
   }
 
-  async evidence(environment: string, id: string): Promise<Evidence> {
+  /**
+   * The evidence, with the values it quotes from the pipeline's rows (top values, quantiles) only for a
+   * caller who may read those rows: `search:query` over the pipeline's scope, the capability that reads
+   * rows from its destination. Counts, rates, types, checks and the verdict are for every reader.
+   * `caller` null: nobody is checked (authentication is off).
+   */
+  async evidence(environment: string, id: string, caller: DataReader | null): Promise<Evidence> {
     const incident = await this.found(environment, id);
     if (incident.evidence === null) throw new NotFoundError(`incident '${id}' has no evidence yet`);
-    return incident.evidence;
+    if (caller === null) return incident.evidence;
+    const pipeline = await this.pipelines.find(environment, incident.subjectName);
+    const readsRows =
+      pipeline !== null && canOn(caller.ability, 'query', 'search', pipelineScope(pipeline.definition));
+    return readsRows ? incident.evidence : withoutValues(incident.evidence);
   }
 
   /** The pipeline an incident is about, for capability checks (null: no such incident). */
@@ -244,6 +263,25 @@ export class IncidentsService implements OnModuleInit, CodegenListener {
       secretName: namedSecrets(def.destination)[0] ?? '',
     };
   }
+}
+
+/** Whoever asks for evidence, as far as its capabilities go. */
+export interface DataReader {
+  ability: AppAbility;
+}
+
+/** The evidence without any value quoted from rows: no top values, no value quantiles. */
+function withoutValues(evidence: Evidence): Evidence {
+  const strip = (p: RunProfile): RunProfile => ({
+    ...p,
+    columns: p.columns.map(({ topK: _topK, quantiles: _quantiles, ...column }) => column),
+  });
+  return {
+    ...evidence,
+    baseline: strip(evidence.baseline),
+    candidate: strip(evidence.candidate),
+    real: evidence.real === null ? null : strip(evidence.real),
+  };
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -136,16 +136,8 @@ export function assertLocationAllowed(config: TapyardConfig, environment: string
       return;
     case 'vectorstore': {
       if (l.vectorStore !== 'pgvector') return;
-      const schema = l.container.split('.')[0];
-      if (isPlatformSchema(schema)) {
-        throw new DestinationNotAllowedError(where, `schema '${schema}' belongs to the platform`);
-      }
-      if (c.postgres && schema !== c.postgres.schema) {
-        throw new DestinationNotAllowedError(
-          where,
-          `this tenant's pgvector tables live in schema '${c.postgres.schema}'`,
-        );
-      }
+      const refused = pgvectorSchemaRefusal(config, environment, l.container.split('.')[0]);
+      if (refused !== null) throw new DestinationNotAllowedError(where, refused);
       return;
     }
     case 'objectstore':
@@ -164,6 +156,23 @@ export function assertLocationAllowed(config: TapyardConfig, environment: string
         );
       }
   }
+}
+
+/**
+ * Why pgvector tables of `environment` may not live in `schema`, or null when they may: never a
+ * platform schema; a tenant's only in its own `t_<tenant>`. Loading and search both ask, so a search
+ * reaches exactly the tables loading could have filled.
+ */
+export function pgvectorSchemaRefusal(
+  config: TapyardConfig,
+  environment: string,
+  schema: string,
+): string | null {
+  if (isPlatformSchema(schema)) return `schema '${schema}' belongs to the platform`;
+  const c = confinementOf(config, environment);
+  if (c.postgres && schema !== c.postgres.schema)
+    return `this tenant's pgvector tables live in schema '${c.postgres.schema}'`;
+  return null;
 }
 
 /**

@@ -1,18 +1,29 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
+import { CONFIG, TapyardConfig } from '@tapyard/core';
 import { EmbeddingsService } from '@tapyard/embeddings';
-import type { VectorStoreName } from '@tapyard/pipelines';
+import { VectorStoreName, destinationDefaults, pgvectorSchemaRefusal } from '@tapyard/pipelines';
 import { VectorContainers } from './vector-containers';
 import { METADATA_KEY, MetadataFilter, MetadataValue, SearchHit } from './vector-store';
-import { VectorStoreInputError } from './vector-store.errors';
+import { VectorContainerMissing, VectorStoreInputError } from './vector-store.errors';
 import { VectorStoresService } from './vector-stores.service';
 
+/** The request as the spec names it: the common fields and each store's container field. */
 export interface SearchRequest {
   query: string;
-  topK: number;
+  /** Default 5. */
+  topK?: number;
   filter?: Record<string, unknown>;
-  /** The store's own container name (already taken from the store's request field). */
-  container: string;
+  /** Qdrant, Milvus, Chroma. */
+  collection?: string;
+  /** Weaviate (default `Documents`). */
+  className?: string;
+  /** pgvector: the table, and its schema (default: where the environment's pipelines load). */
+  table?: string;
+  schema?: string;
 }
+
+/** Whether the caller may search the container a capability scope names (`collection=<name>`). */
+export type SearchScope = (collection: string) => boolean;
 
 export interface SearchResult {
   id: string;
@@ -32,26 +43,36 @@ const MAX_FILTER_VALUES = 100;
 @Injectable()
 export class SearchService {
   constructor(
+    @Inject(CONFIG) private readonly config: TapyardConfig,
     private readonly stores: VectorStoresService,
     private readonly containers: VectorContainers,
     private readonly embeddings: EmbeddingsService,
   ) {}
 
+  /**
+   * A container the caller's scope does not cover is 404 like a missing one. The container is named
+   * as loading names it (each store's own rule) and confined as loading is: a pgvector schema a
+   * pipeline of this environment could not load into is 400 naming it.
+   */
   async search(
     environment: string,
     name: VectorStoreName,
     req: SearchRequest,
+    visible: SearchScope = () => true,
   ): Promise<{ results: SearchResult[] }> {
+    const target = this.target(environment, name, req);
+    if (!visible(target.scope)) throw new VectorContainerMissing(name, target.scope);
     const filter = checkFilter(req.filter);
     const store = await this.stores.get(environment, name);
-    store.checkContainer(req.container);
+    const container = store.containerName(target.collection, target.schema);
+    store.checkContainer(container);
     const embedder = await this.embeddings.forEnvironment(environment);
-    await this.containers.checkQuery(environment, store, req.container, {
+    await this.containers.checkQuery(environment, store, container, {
       model: embedder.model,
       dimension: embedder.dimension,
     });
     const [vector] = await embedder.embed([req.query]);
-    const hits = await store.search(req.container, vector, req.topK, filter);
+    const hits = await store.search(container, vector, req.topK ?? 5, filter);
     return {
       results: hits.map((h) => ({
         id: h.id,
@@ -60,6 +81,32 @@ export class SearchService {
         _score: Math.min(1, Math.max(0, (1 + h.similarity) / 2)),
       })),
     };
+  }
+
+  /** The request's container field (spec), as capabilities scope it and as loading names it. */
+  private target(
+    environment: string,
+    name: VectorStoreName,
+    req: SearchRequest,
+  ): { scope: string; collection: string; schema?: string } {
+    switch (name) {
+      case 'weaviate': {
+        const c = req.className ?? 'Documents';
+        return { scope: c, collection: c };
+      }
+      case 'pgvector': {
+        if (!req.table)
+          throw new VectorStoreInputError("pgvector search needs 'table' (and optionally 'schema')");
+        const schema = req.schema ?? destinationDefaults(this.config, environment).schema;
+        const refused = pgvectorSchemaRefusal(this.config, environment, schema);
+        if (refused !== null)
+          throw new VectorStoreInputError(`pgvector schema '${schema}' cannot be searched: ${refused}`);
+        return { scope: req.table, collection: req.table, schema };
+      }
+      default:
+        if (!req.collection) throw new VectorStoreInputError(`${name} search needs 'collection'`);
+        return { scope: req.collection, collection: req.collection };
+    }
   }
 }
 

@@ -18,7 +18,6 @@ import { TapRunner, TapsRepository, TapsService } from '@tapyard/taps';
 import { SearchService, VectorStoresService } from '@tapyard/vector-stores';
 import { pipelineFields, tapFields } from '../auth/scopes';
 import { SearchRequestDto } from '../search/search.dto';
-import { containerOf } from '../search/search.controller';
 import { AttachmentsService } from './attachments.service';
 import { AnsweredAction } from './pending-actions';
 import { ToolGate } from './tool-gate';
@@ -526,19 +525,9 @@ export class AssistantTools {
           const store = VectorStoresService.checkName(text(a, 'store'));
           const { store: _s, ...rest } = a;
           const body = await validated(SearchRequestDto, rest);
-          const { scope, container } = containerOf(store, body);
-          access.assertVisible(
-            'vector',
-            'search',
-            { collection: scope },
-            `${store} has no container '${scope}'`,
+          return this.search.search(ctx.env, store, body, (collection) =>
+            access.permits('vector', 'search', { collection }),
           );
-          return this.search.search(ctx.env, store, {
-            query: body.query,
-            topK: body.topK ?? 5,
-            filter: body.filter,
-            container,
-          });
         },
       },
       {

@@ -20,7 +20,8 @@ const PROFILE = {
   type: 'object',
   description:
     'Run profile: runId, source (landed-sample, synthetic-sample, job), recordCount, columns[] (name, inferredType, ' +
-    'nullRate, distinct, quantiles, lengthQuantiles, topK; no values from sensitive-looking columns), dqFailures, ' +
+    'nullRate, distinct, quantiles, lengthQuantiles, topK; no values from sensitive-looking columns, and none for a ' +
+    'caller without `search:query` on the pipeline), dqFailures, ' +
     'dqPassRate, durationMs, scriptSha, tapVersion, pipelineVersion, sampledRows, computedAt',
 };
 const EVIDENCE_SCHEMA = {
@@ -97,11 +98,20 @@ export class IncidentsController {
 
   @Get(':id/evidence')
   @Requires('pipeline:read', incidentInPath('id'))
-  @ApiOperation({ summary: "An incident's evidence (spec Resources, Incident evidence)" })
+  @ApiOperation({
+    summary: "An incident's evidence (spec Resources, Incident evidence)",
+    description:
+      "Values quoted from the pipeline's rows (columns' `topK` and `quantiles`) only for a caller who may read those " +
+      "rows (`search:query` over the pipeline's scope); others get the counts, rates, types, checks and verdict.",
+  })
   @ApiOkResponse({ schema: EVIDENCE_SCHEMA })
   @ApiNotFoundResponse({ type: ErrorBodyDto })
-  evidence(@RequestEnvironment() env: string, @Param('id') id: string): Promise<Evidence> {
-    return this.incidents.evidence(env, id);
+  evidence(
+    @RequestEnvironment() env: string,
+    @RequestAccess() access: Access,
+    @Param('id') id: string,
+  ): Promise<Evidence> {
+    return this.incidents.evidence(env, id, access.caller);
   }
 
   @Post(':id/verify')

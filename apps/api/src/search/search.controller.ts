@@ -8,8 +8,7 @@ import {
   ApiServiceUnavailableResponse,
   ApiTags,
 } from '@nestjs/swagger';
-import { ValidationError } from '@tapyard/core';
-import { VECTOR_STORES, VectorStoreName } from '@tapyard/pipelines';
+import { VECTOR_STORES } from '@tapyard/pipelines';
 import { SearchService, VectorStoresService } from '@tapyard/vector-stores';
 import { Access } from '../auth/access';
 import { Requires } from '../auth/access-rule';
@@ -31,8 +30,10 @@ export class SearchController {
       "Embeds `query` with the environment's embedding model (the secret `embedding`, or the built-in offline model) and " +
       'returns the `topK` most similar chunks passing `filter`, best first. The container field depends on the store: ' +
       'Qdrant, Milvus and Chroma `collection`; Weaviate `className` (default `Documents`); pgvector `table` and `schema` ' +
-      '(default `public`). `_score` is (1 + cosine similarity) / 2 in every store. A container filled by another embedding ' +
-      'model or dimension answers 400 with a text/plain message. Needs `search:vector` on the container ' +
+      "(default `public`; a tenant's own schema `t_<tenant>` in multi-tenant mode, and no other: a schema its pipelines " +
+      'could not load into, or a platform schema, is 400). `_score` is (1 + cosine similarity) / 2 in every store. ' +
+      'A container filled by another embedding model or dimension answers 400 with a text/plain message. ' +
+      'Needs `search:vector` on the container ' +
       '(`search:vector:collection=<container>`).',
   })
   @ApiParam({ name: 'store', enum: VECTOR_STORES })
@@ -40,7 +41,7 @@ export class SearchController {
   @ApiBadRequestResponse({
     type: ErrorBodyDto,
     description:
-      'Unknown store (names the valid ones), missing container field, bad filter; text/plain for a model or dimension mismatch',
+      "Unknown store (names the valid ones), missing container field, a pgvector schema outside the caller's confinement, bad filter; text/plain for a model or dimension mismatch",
   })
   @ApiNotFoundResponse({
     type: ErrorBodyDto,
@@ -57,33 +58,8 @@ export class SearchController {
     @Body() body: SearchRequestDto,
   ): Promise<SearchResponseDto> {
     const store = VectorStoresService.checkName(storeParam);
-    const { scope, container } = containerOf(store, body);
-    access.assertVisible('vector', 'search', { collection: scope }, `${store} has no container '${scope}'`);
-    return this.search.search(env, store, {
-      query: body.query,
-      topK: body.topK ?? 5,
-      filter: body.filter,
-      container,
-    });
-  }
-}
-
-/** The store's container field (spec), as the store names it and as capabilities scope it. */
-export function containerOf(
-  store: VectorStoreName,
-  body: SearchRequestDto,
-): { scope: string; container: string } {
-  switch (store) {
-    case 'weaviate': {
-      const c = body.className ?? 'Documents';
-      return { scope: c, container: c };
-    }
-    case 'pgvector': {
-      if (!body.table) throw new ValidationError("pgvector search needs 'table' (and optionally 'schema')");
-      return { scope: body.table, container: `${body.schema ?? 'public'}.${body.table}` };
-    }
-    default:
-      if (!body.collection) throw new ValidationError(`${store} search needs 'collection'`);
-      return { scope: body.collection, container: body.collection };
+    return this.search.search(env, store, body, (collection) =>
+      access.permits('vector', 'search', { collection }),
+    );
   }
 }

@@ -56,10 +56,13 @@ export class SearchRequestDto {
   @ApiPropertyOptional({
     example: 'public',
     default: 'public',
-    description: 'pgvector: the schema of the table.',
+    description:
+      "pgvector: the schema of the table. Default `public`, or in multi-tenant mode the tenant's own `t_<tenant>`, " +
+      'the only one a tenant may name.',
   })
   @OptionalNotNull()
-  @Matches(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/, { message: 'schema must be 1-63 letters, digits and _' })
+  // `-` too: a tenant's schema is `t_` and its environment name, which may hold one.
+  @Matches(NAME, { message: 'schema must be 1-63 letters, digits, _ and -' })
   schema?: string;
 }
 
