@@ -26,6 +26,8 @@ export interface ParseLimits {
 }
 
 const MiB = 1024 * 1024;
+/** How V8 and native code die when an allocation fails under the cap. */
+const CRASHES = new Set(['SIGSEGV', 'SIGABRT', 'SIGTRAP', 'SIGBUS']);
 
 export const PARSE_LIMITS: ParseLimits = Object.freeze({
   maxBytes: 100 * MiB,
@@ -114,41 +116,49 @@ function runProcess(request: ParseRequest, limits: ParseLimits): Promise<ParseRe
   child.stderr?.setEncoding('utf8').on('data', (s: string) => (stderr = (stderr + s).slice(-4096)));
   const name = request.name;
   return new Promise((resolve, reject) => {
-    let settled = false;
-    const done = (f: () => void): void => {
-      if (settled) return;
-      settled = true;
+    // The first outcome wins, and is reported once the process is gone: whatever the parse allocated
+    // has been returned by then.
+    let outcome: (() => void) | null = null;
+    const decide = (f: () => void): void => {
+      if (outcome) return;
+      outcome = f;
       clearTimeout(timer);
-      // Whatever the parse allocated goes with the process.
       child.kill('SIGKILL');
-      f();
     };
     const timer = setTimeout(
       () =>
-        done(() =>
+        decide(() =>
           reject(new DocumentError(`'${name}' took longer than ${limits.timeoutMs / 1000} s to parse`)),
         ),
       limits.timeoutMs,
     );
-    const outOfMemory = (): DocumentError =>
-      new DocumentError(`'${name}' needs more than ${limits.memoryBytes / MiB} MB of memory to parse`);
+    const outOfMemory = (signal: string | null = null): DocumentError =>
+      new DocumentError(
+        `'${name}' needs more than ${limits.memoryBytes / MiB} MB of memory to parse${signal ? ` (the parser stopped with ${signal})` : ''}`,
+      );
     child.on('message', (m: ParseReply) =>
-      done(() => (!m.ok && /allocation failed/i.test(m.message) ? reject(outOfMemory()) : resolve(m))),
+      decide(() => (!m.ok && /allocation failed/i.test(m.message) ? reject(outOfMemory()) : resolve(m))),
     );
-    child.on('error', (err) =>
-      done(() => reject(new Error(`the document parser could not start: ${err.message}`))),
-    );
-    // 'close', not 'exit': by then stderr has been read to its end.
-    child.on('close', (code, signal) =>
-      done(() =>
+    child.on('error', (err) => {
+      decide(() => reject(new Error(`the document parser could not start: ${err.message}`)));
+      // A process that never started closes nothing.
+      if (child.pid === undefined) outcome?.();
+    });
+    // 'close', not 'exit': by then stderr has been read to its end. Only this code sends SIGKILL, and
+    // only once decided; a process that crashes under its memory cap has most likely hit it.
+    child.on('close', (code, signal) => {
+      decide(() =>
         reject(
-          /out of memory|allocation failed/i.test(stderr)
-            ? outOfMemory()
+          /out of memory|allocation failed/i.test(stderr) || (signal !== null && CRASHES.has(signal))
+            ? outOfMemory(signal)
             : new DocumentError(`'${name}' stopped the parser (${signal ?? `exit ${code}`})`),
         ),
-      ),
-    );
-    child.send(request);
+      );
+      outcome?.();
+    });
+    child.send(request, (err: Error | null) => {
+      if (err) decide(() => reject(new Error(`the document parser could not start: ${err.message}`)));
+    });
   });
 }
 
@@ -156,7 +166,13 @@ async function inProcess(request: ParseRequest): Promise<ParseReply> {
   try {
     return {
       ok: true,
-      result: await parseDocument(request.path, request.name, request.format, request.options, request.bounds),
+      result: await parseDocument(
+        request.path,
+        request.name,
+        request.format,
+        request.options,
+        request.bounds,
+      ),
     };
   } catch (err) {
     if (!(err instanceof Unreadable)) throw err;
