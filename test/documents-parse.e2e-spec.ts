@@ -7,7 +7,7 @@ import { parseMeasured, writeDocxBomb, writePdfBomb } from './support/document-b
 
 const CORPUS = join(__dirname, 'corpora', 'documents');
 
-describe('document parsing (real parsers in a bounded thread)', () => {
+describe('document parsing (real parsers in a bounded process)', () => {
   let dir: string;
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'tapyard-parse-'));
@@ -155,7 +155,6 @@ describe('document parsing (real parsers in a bounded thread)', () => {
       expect(r.error).toMatch(
         /^'bomb\.docx' is refused: its decompressed size exceeds the limit of 256 MiB \(at entry 'word\/document\.xml'\)$/,
       );
-      console.log(JSON.stringify(r));
       expect(r.peakRssBytes).toBeLessThan(RSS_BOUND);
       expect(r.childrenLeft).toBe(0);
     });
@@ -167,7 +166,6 @@ describe('document parsing (real parsers in a bounded thread)', () => {
       expect(r.error).toMatch(
         /^'bomb\.pdf' is refused: the decompressed size of the stream at byte \d+ exceeds 200 times/,
       );
-      console.log(JSON.stringify(r));
       expect(r.peakRssBytes).toBeLessThan(RSS_BOUND);
       expect(r.childrenLeft).toBe(0);
     });
@@ -213,7 +211,6 @@ describe('document parsing (real parsers in a bounded thread)', () => {
         memoryBytes: 512 * MiB,
       });
       expect(r.error).toMatch(/^'uncounted\.pdf' needs more than 512 MB of memory to parse/);
-      console.log(JSON.stringify(r));
       expect(r.peakRssBytes).toBeLessThan(RSS_BOUND);
       expect(r.childrenLeft).toBe(0);
     });
