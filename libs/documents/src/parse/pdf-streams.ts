@@ -19,24 +19,41 @@ export async function checkPdfStreams(bytes: Buffer, budget: DecompressionBudget
   for (;;) {
     const at = bytes.indexOf(STREAM, from);
     if (at < 0) return;
+    // Never looking back past the previous keyword keeps the scan linear in the file.
+    const reach = Math.max(from, at - DICTIONARY_REACH);
     from = at + STREAM.length;
     if (at >= 3 && bytes.toString('latin1', at - 3, at) === 'end') continue;
     let start = from;
+    while (bytes[start] === 0x20 || bytes[start] === 0x09) start++;
+    if (bytes[start] !== 0x0d && bytes[start] !== 0x0a) continue;
     if (bytes[start] === 0x0d) start++;
     if (bytes[start] === 0x0a) start++;
-    if (start === from) continue;
-    const dictionary = decodeNames(bytes.toString('latin1', Math.max(0, at - DICTIONARY_REACH), at));
-    const own = dictionary.slice(dictionary.lastIndexOf('obj') + 1);
+    if (!zlibHeader(bytes, start)) continue;
+    const window = bytes.subarray(reach, at);
+    const own = decodeNames(window.toString('latin1', window.lastIndexOf('obj') + 1));
     if (/\/Subtype\s*\/Image\b|\/Type\s*\/EmbeddedFile\b/.test(own)) continue;
     const consumed = await inflateCounting(
-      bytes.subarray(start),
+      bytes.subarray(start + 2),
       flateLayers(own),
       budget,
       `the stream at byte ${start}`,
     );
+    // The header replaced is as long as the stream's own, so the count of bytes used stands.
     from = start + consumed;
   }
 }
+
+/** The two bytes pdf.js checks before inflating: deflate, the check bits, no preset dictionary. */
+function zlibHeader(bytes: Buffer, at: number): boolean {
+  if (at + 1 >= bytes.length) return false;
+  return (bytes[at] & 0x0f) === 8 && ((bytes[at] << 8) | bytes[at + 1]) % 31 === 0 && !(bytes[at + 1] & 0x20);
+}
+
+/**
+ * A standard zlib header: pdf.js ignores the window size a stream declares, zlib refuses one over 32 KiB,
+ * so the stream's own two bytes are replaced rather than trusted.
+ */
+const ZLIB_HEADER = Buffer.from([0x78, 0x9c]);
 
 /** `#xx` escapes in names (`/Fl#61teDecode`) mean what they spell, to pdf.js as here. */
 function decodeNames(text: string): string {
@@ -45,7 +62,7 @@ function decodeNames(text: string): string {
 
 /**
  * How many Flate layers pdf.js peels off first. A filter this cannot read (an indirect reference, none
- * at all) still gets one attempt: data that is not zlib fails on its first two bytes.
+ * at all) still gets one attempt, as the data starts like zlib.
  */
 function flateLayers(dictionary: string): number {
   const m = /\/Filter\s*(\[[^\]]*\]|\/[^\s/[\]<>()]+)/.exec(dictionary);
@@ -57,7 +74,7 @@ function flateLayers(dictionary: string): number {
 }
 
 /**
- * Feeds `data` through `layers` inflaters until the first ends (zlib stops at its own end marker, so the
+ * Feeds `data` (a zlib stream after its header) through `layers` inflaters until the first ends (zlib stops at its own end marker, so the
  * stream's declared length is not needed), counting every layer's output against the budget. Resolves
  * with the compressed bytes used, 0 when the data is not Flate or is corrupt: pdf.js judges those.
  */
@@ -95,6 +112,7 @@ function inflateCounting(
       else z.on('end', () => settle(null, inflaters[0].bytesWritten));
     });
     const first = inflaters[0];
+    first.write(ZLIB_HEADER);
     const feed = (): void => {
       while (!settled && fed < data.length) {
         const chunk = data.subarray(fed, fed + FEED);
