@@ -3,7 +3,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DocumentError, extractText } from '@tapyard/documents';
-import { parseMeasured, writeDocxBomb, writePdfBomb } from './support/document-bombs';
+import { PDF_EVASIONS, parseMeasured, writeDocxBomb, writePdfBomb } from './support/document-bombs';
 
 const CORPUS = join(__dirname, 'corpora', 'documents');
 
@@ -201,6 +201,19 @@ describe('document parsing (real parsers in a bounded process)', () => {
       expect((await parse('small.pdf', await small(writePdfBomb))).text).toBe('bomb');
       expect((await parse('small.docx', await small(writeDocxBomb))).text).toBe('bomb');
     });
+
+    it.each(PDF_EVASIONS)(
+      'sees a PDF bomb hidden by %s, which pdf.js decodes all the same',
+      async (evasion) => {
+        const path = join(dir, `${evasion}.pdf`);
+        await writePdfBomb(path, 1000, evasion);
+        expect((await parse(`${evasion}-small.pdf`, await readFile(path))).text).toBe('bomb');
+        await writePdfBomb(path, 100 * MiB, evasion);
+        expect((await refusal(extractText({ path, filename: `${evasion}.pdf` }))).message).toMatch(
+          /is refused: .*decompressed size .*exceeds/,
+        );
+      },
+    );
 
     it('caps the memory of the parse process where the bounds do not reach (bounds lifted)', async () => {
       const path = join(dir, 'uncounted.pdf');

@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { constants, createDeflate, createDeflateRaw, crc32 } from 'node:zlib';
+import { constants, createDeflate, createDeflateRaw, crc32, deflateSync } from 'node:zlib';
 import type { ParseLimits } from '@tapyard/documents';
 import { nodeEntryArgs } from '@tapyard/ingestion';
 
@@ -126,9 +126,31 @@ export async function writeDocxBomb(path: string, spaces: number, lie = false): 
   return bytes.length;
 }
 
+/** Ways a PDF can hide a Flate stream from a naive scan; pdf.js decodes each of them all the same. */
+export const PDF_EVASIONS = [
+  'escaped-filter-name',
+  'double-flate',
+  'unusual-window-size',
+  'blanks-after-keyword',
+  'wrong-xref',
+] as const;
+export type PdfEvasion = (typeof PDF_EVASIONS)[number];
+
 /** A one-page PDF whose content stream is Flate data inflating to `spaces` bytes of spaces. */
-export async function writePdfBomb(path: string, spaces: number): Promise<number> {
-  const content = await deflateSpaces('BT /F1 12 Tf 72 720 Td (bomb) Tj ET', spaces, '', false);
+export async function writePdfBomb(path: string, spaces: number, evasion?: PdfEvasion): Promise<number> {
+  let { data } = await deflateSpaces('BT /F1 12 Tf 72 720 Td (bomb) Tj ET', spaces, '', false);
+  let filter = '/FlateDecode';
+  let keyword = 'stream\n';
+  if (evasion === 'escaped-filter-name') filter = '/Fl#61teDecode';
+  if (evasion === 'double-flate') {
+    filter = '[/FlateDecode /FlateDecode]';
+    data = deflateSync(data);
+  }
+  if (evasion === 'unusual-window-size') {
+    // CMF 0xf8 declares a 2^23-byte window, which zlib refuses; the check bits stay right.
+    data = Buffer.concat([Buffer.from([0xf8, 31 - ((0xf8 << 8) % 31)]), data.subarray(2)]);
+  }
+  if (evasion === 'blanks-after-keyword') keyword = 'stream  \r\n';
   const chunks: Buffer[] = [Buffer.from('%PDF-1.4\n')];
   const offsets: number[] = [];
   let length = chunks[0].length;
@@ -151,16 +173,14 @@ export async function writePdfBomb(path: string, spaces: number): Promise<number
     '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R ' +
       '/Resources << /Font << /F1 5 0 R >> >> >>',
   );
-  object(4, [
-    `<< /Length ${content.data.length} /Filter /FlateDecode >>\nstream\n`,
-    content.data,
-    '\nendstream',
-  ]);
+  object(4, [`<< /Length ${data.length} /Filter ${filter} >>\n${keyword}`, data, '\nendstream']);
   object(5, '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>');
   const xref = length;
+  // A table pointing nowhere: pdf.js rebuilds it by scanning the file for objects.
+  const shift = evasion === 'wrong-xref' ? 7 : 0;
   add(
     `xref\n0 6\n0000000000 65535 f \n`,
-    ...[1, 2, 3, 4, 5].map((n) => `${String(offsets[n]).padStart(10, '0')} 00000 n \n`),
+    ...[1, 2, 3, 4, 5].map((n) => `${String(offsets[n] + shift).padStart(10, '0')} 00000 n \n`),
     `trailer\n<< /Size 6 /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`,
   );
   await writeFile(path, Buffer.concat(chunks));
