@@ -110,6 +110,8 @@ describe('document parsing (real parsers in a bounded process)', () => {
       extractText({ path: big, filename: 'big.html' }, {}, { maxBytes: 1000, timeoutMs: 60000, heapMb: 512 }),
     );
     expect(tooBig.message).toMatch(/more than the 1000 a document may have/);
+    const heap = await refusal(extractText({ path: big, filename: 'big.html' }, {}, { heapMb: 32 }));
+    expect(heap.message).toBe(`'big.html' needs more than 32 MB of heap to parse`);
     expect((await parse('ok.txt', 'still serving')).text).toBe('still serving');
   });
 

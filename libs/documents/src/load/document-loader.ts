@@ -135,17 +135,15 @@ export class DocumentLoader {
       maxDecompressedBytes: bounds.maxDecompressedBytes,
       maxRatio: bounds.maxCompressionRatio,
       memoryBytes: bounds.parseMemoryBytes,
-    }).catch(
-      (err: unknown) => {
-        if (err instanceof DocumentError)
-          throw new DocumentStageError(
-            'DataQuality',
-            err.message,
-            err.severity === 'warning' ? 'warning' : 'error',
-          );
-        throw err;
-      },
-    );
+    }).catch((err: unknown) => {
+      if (err instanceof DocumentError)
+        throw new DocumentStageError(
+          'DataQuality',
+          err.message,
+          err.severity === 'warning' ? 'warning' : 'error',
+        );
+      throw err;
+    });
     const contentHash = await sha256File(path);
     await this.status.record(
       job,

@@ -65,8 +65,8 @@ export async function openDocx(path: string, name: string, budget: Decompression
 
 /** Names come from the file: one printable line of bounded length in messages. */
 function quote(name: string): string {
-  // eslint-disable-next-line no-control-regex -- escaping control characters is the point
   const printable = name.replace(
+    // eslint-disable-next-line no-control-regex -- escaping control characters is the point
     /[\u0000-\u001f\u007f]/g,
     (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`,
   );

@@ -134,7 +134,9 @@ function runProcess(request: ParseRequest, limits: ParseLimits): Promise<ParseRe
     );
     const outOfMemory = (signal: string | null = null): DocumentError =>
       new DocumentError(
-        `'${name}' needs more than ${limits.memoryBytes / MiB} MB of memory to parse${signal ? ` (the parser stopped with ${signal})` : ''}`,
+        /JavaScript heap out of memory/.test(stderr)
+          ? `'${name}' needs more than ${limits.heapMb} MB of heap to parse`
+          : `'${name}' needs more than ${limits.memoryBytes / MiB} MB of memory to parse${signal ? ` (the parser stopped with ${signal})` : ''}`,
       );
     child.on('message', (m: ParseReply) =>
       decide(() => (!m.ok && /allocation failed/i.test(m.message) ? reject(outOfMemory()) : resolve(m))),
