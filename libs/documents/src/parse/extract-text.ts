@@ -7,7 +7,8 @@ import { DocumentError } from '../document.errors';
 import type { ExtractedText } from '../document.types';
 import { detectFormat } from './detect-format';
 import type { ParseReply, ParseRequest } from './parse-process';
-import { Unreadable, parseDocument } from './parsers';
+import { parseDocument } from './parsers';
+import { Unreadable } from './unreadable';
 
 export interface ParseLimits {
   maxBytes: number;

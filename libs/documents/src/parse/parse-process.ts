@@ -5,7 +5,8 @@
 import type { ParserOptions } from '@tapyard/pipelines';
 import type { DocumentFormat } from '../document.types';
 import type { DecompressionBounds } from './decompression';
-import { Unreadable, parseDocument } from './parsers';
+import { parseDocument } from './parsers';
+import { Unreadable } from './unreadable';
 
 export interface ParseRequest {
   path: string;

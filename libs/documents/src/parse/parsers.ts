@@ -8,8 +8,6 @@ import { decodeText, normalizeText } from './normalize-text';
 import { checkPdfStreams } from './pdf-streams';
 import { Unreadable } from './unreadable';
 
-export { Unreadable };
-
 /** Headings as Markdown heading lines, so the chunker's `heading` boundary sees them. */
 const heading: FormatCallback = (elem, walk, builder, options) => {
   builder.openBlock({ leadingLineBreaks: 2 });
@@ -53,9 +51,9 @@ export async function parseDocument(
   let pages: number | undefined;
   switch (format) {
     case 'pdf': {
-      // Each parser is loaded only for its format: pdf.js alone costs more than parsing a short file.
       const bytes = await readFile(path);
       await checkPdfStreams(bytes, budget);
+      // Each parser is loaded only for its format: pdf.js alone costs more than parsing a short file.
       const { getDocumentProxy, getMeta } = await import('unpdf');
       let pdf;
       try {
