@@ -124,7 +124,7 @@ export interface TapyardConfig {
   readonly pgvectorUrl: string | null;
   /** Bounds of document parsing against decompression bombs (see README "Security model"). */
   readonly documents: {
-    /** Bytes all the decompressed parts of one document (zip entries, PDF streams) may add up to. */
+    /** Bytes the parts of a DOCX may inflate to together, and one PDF stream may decode to. */
     readonly maxDecompressedBytes: number;
     /** How many times its compressed size one part of a document may grow to. */
     readonly maxCompressionRatio: number;

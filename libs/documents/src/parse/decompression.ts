@@ -1,7 +1,7 @@
 import { Unreadable } from './unreadable';
 
 export interface DecompressionBounds {
-  /** Bytes that all the decompressed parts of one document may add up to. */
+  /** Bytes a budget may count: all the parts of a DOCX together, or one PDF stream. */
   maxBytes: number;
   /** How many times its compressed size a part may grow to (parts under RATIO_SLACK are exempt). */
   maxRatio: number;
@@ -12,8 +12,9 @@ const MiB = 1024 * 1024;
 const RATIO_SLACK = MiB;
 
 /**
- * The decompressed bytes of one document, counted as they are inflated (what a part declares may lie),
- * against an absolute bound and a ratio: passing either refuses the document, naming the part.
+ * Decompressed bytes of one document (or of one of its parts, `scope: 'part'`), counted as they are
+ * inflated (what a part declares may lie), against an absolute bound and a ratio: passing either
+ * refuses the document, naming the part.
  */
 export class DecompressionBudget {
   private total = 0;
@@ -21,6 +22,7 @@ export class DecompressionBudget {
   constructor(
     private readonly document: string,
     private readonly bounds: DecompressionBounds,
+    private readonly scope: 'document' | 'part' = 'document',
   ) {}
 
   /** Refuses a part by what it declares, before any of it is inflated. */
@@ -37,8 +39,11 @@ export class DecompressionBudget {
   private check(part: string, partBytes: number, compressedBytes: number, total: number): void {
     const { maxBytes, maxRatio } = this.bounds;
     if (total > maxBytes) {
+      const limit = `exceeds the limit of ${formatMiB(maxBytes)}`;
       throw new Unreadable(
-        `'${this.document}' is refused: its decompressed size exceeds the limit of ${formatMiB(maxBytes)} (at ${part})`,
+        this.scope === 'part'
+          ? `'${this.document}' is refused: the decompressed size of ${part} ${limit}`
+          : `'${this.document}' is refused: its decompressed size ${limit} (at ${part})`,
       );
     }
     if (partBytes > maxRatio * compressedBytes + RATIO_SLACK) {

@@ -15,8 +15,9 @@ export interface DocxParts {
 /**
  * Opens a DOCX with the decompression budget in charge: every entry is refused up front by the size
  * and ratio its central directory declares, and the bytes actually inflated are counted again as each
- * part is read (declared sizes may lie). Only the parts mammoth asks for are inflated, and only yauzl
- * reads the zip, so no second zip parser sees it differently.
+ * part is read (declared sizes may lie), summed over the parts mammoth reads, as it holds them all
+ * while converting. Only the parts mammoth asks for are inflated, and only yauzl reads the zip, so no
+ * second zip parser sees it differently.
  */
 export async function openDocx(path: string, name: string, budget: DecompressionBudget): Promise<DocxParts> {
   const zip = await yauzl.openPromise(path, { autoClose: false, validateEntrySizes: false });

@@ -20,7 +20,7 @@ export interface ParseLimits {
    * what the decompression bounds miss is still capped.
    */
   memoryBytes: number;
-  /** Bytes all the decompressed parts of one document (zip entries, PDF streams) may add up to. */
+  /** Bytes the parts of a DOCX may inflate to together, and one PDF stream may decode to. */
   maxDecompressedBytes: number;
   /** How many times its compressed size one part may grow to. */
   maxRatio: number;

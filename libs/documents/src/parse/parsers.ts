@@ -44,7 +44,6 @@ export async function parseDocument(
   options: Required<ParserOptions>,
   bounds: DecompressionBounds,
 ): Promise<ExtractedText> {
-  const budget = new DecompressionBudget(name, bounds);
   const warnings: string[] = [];
   let text: string;
   let title: string | undefined;
@@ -52,7 +51,7 @@ export async function parseDocument(
   switch (format) {
     case 'pdf': {
       const bytes = await readFile(path);
-      await checkPdfStreams(bytes, budget);
+      await checkPdfStreams(bytes, name, bounds);
       // Each parser is loaded only for its format: pdf.js alone costs more than parsing a short file.
       const { getDocumentProxy, getMeta } = await import('unpdf');
       let pdf;
@@ -99,7 +98,7 @@ export async function parseDocument(
       const mammoth = (await import('mammoth')).default;
       let html: string;
       try {
-        const file = await openDocx(path, name, budget);
+        const file = await openDocx(path, name, new DecompressionBudget(name, bounds));
         try {
           // mammoth's `file` input (lib/unzip.js, untyped) takes parts from the caller, who owns the
           // unzipping and its bounds; images are never read, as the text drops them anyway.

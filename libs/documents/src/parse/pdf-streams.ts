@@ -1,5 +1,5 @@
 import { Inflate, constants, createInflate } from 'node:zlib';
-import type { DecompressionBudget } from './decompression';
+import { DecompressionBounds, DecompressionBudget } from './decompression';
 
 const STREAM = Buffer.from('stream');
 const FEED = 64 * 1024;
@@ -11,10 +11,16 @@ const DICTIONARY_REACH = 64 * 1024;
  * and keeping none of it, so that a bomb is refused before pdf.js decodes it into memory. Streams are
  * found by their `stream` keyword, not through the cross-reference table, which a hostile file may
  * break to hide one. Images and attached files are skipped: text extraction never decodes them, and a
- * blank scanned page deflates far past any ratio. What this misses (an encrypted stream, a filter
- * before Flate) is still capped by the parse process's memory limit.
+ * blank scanned page deflates far past any ratio. The bounds hold per stream: pdf.js decodes a page's
+ * streams as it reads the page and keeps none of them, so a long document may decode far more in all
+ * than it ever holds. What this misses (an encrypted stream, a filter before Flate) is still capped by
+ * the parse process's memory limit.
  */
-export async function checkPdfStreams(bytes: Buffer, budget: DecompressionBudget): Promise<void> {
+export async function checkPdfStreams(
+  bytes: Buffer,
+  name: string,
+  bounds: DecompressionBounds,
+): Promise<void> {
   let from = 0;
   for (;;) {
     const at = bytes.indexOf(STREAM, from);
@@ -35,7 +41,7 @@ export async function checkPdfStreams(bytes: Buffer, budget: DecompressionBudget
     const consumed = await inflateCounting(
       bytes.subarray(start + 2),
       flateLayers(own),
-      budget,
+      new DecompressionBudget(name, bounds, 'part'),
       `the stream at byte ${start}`,
     );
     // The header replaced is as long as the stream's own, so the count of bytes used stands.
