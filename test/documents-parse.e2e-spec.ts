@@ -204,6 +204,17 @@ describe('document parsing (real parsers in a bounded process)', () => {
       expect((await parse('small.docx', await small(writeDocxBomb))).text).toBe('bomb');
     });
 
+    it('bounds a PDF per stream: pages that decode to more in all than one stream may are read', async () => {
+      const path = join(dir, 'long.pdf');
+      await writePdfBomb(path, 30 * MiB, undefined, 3);
+      const r = await extractText(
+        { path, filename: 'long.pdf' },
+        {},
+        { maxRatio: 10_000, maxDecompressedBytes: 50 * MiB },
+      );
+      expect(r).toMatchObject({ pages: 3, text: 'bomb\n\nbomb\n\nbomb' });
+    });
+
     it.each(PDF_EVASIONS)(
       'sees a PDF bomb hidden by %s, which pdf.js decodes all the same',
       async (evasion) => {

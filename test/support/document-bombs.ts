@@ -136,8 +136,13 @@ export const PDF_EVASIONS = [
 ] as const;
 export type PdfEvasion = (typeof PDF_EVASIONS)[number];
 
-/** A one-page PDF whose content stream is Flate data inflating to `spaces` bytes of spaces. */
-export async function writePdfBomb(path: string, spaces: number, evasion?: PdfEvasion): Promise<number> {
+/** A PDF whose pages each have a content stream of Flate data inflating to `spaces` bytes of spaces. */
+export async function writePdfBomb(
+  path: string,
+  spaces: number,
+  evasion?: PdfEvasion,
+  pages = 1,
+): Promise<number> {
   let { data } = await deflateSpaces('BT /F1 12 Tf 72 720 Td (bomb) Tj ET', spaces, '', false);
   let filter = '/FlateDecode';
   let keyword = 'stream\n';
@@ -166,22 +171,26 @@ export async function writePdfBomb(path: string, spaces: number, evasion?: PdfEv
     if (typeof body === 'string') add(`${n} 0 obj\n${body}\nendobj\n`);
     else add(`${n} 0 obj\n`, ...body, '\nendobj\n');
   };
+  const kids = Array.from({ length: pages }, (_, i) => 4 + 2 * i);
   object(1, '<< /Type /Catalog /Pages 2 0 R >>');
-  object(2, '<< /Type /Pages /Kids [3 0 R] /Count 1 >>');
-  object(
-    3,
-    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R ' +
-      '/Resources << /Font << /F1 5 0 R >> >> >>',
-  );
-  object(4, [`<< /Length ${data.length} /Filter ${filter} >>\n${keyword}`, data, '\nendstream']);
-  object(5, '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>');
+  object(2, `<< /Type /Pages /Kids [${kids.map((k) => `${k} 0 R`).join(' ')}] /Count ${pages} >>`);
+  object(3, '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>');
+  for (const k of kids) {
+    object(
+      k,
+      `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents ${k + 1} 0 R ` +
+        '/Resources << /Font << /F1 3 0 R >> >> >>',
+    );
+    object(k + 1, [`<< /Length ${data.length} /Filter ${filter} >>\n${keyword}`, data, '\nendstream']);
+  }
   const xref = length;
   // A table pointing nowhere: pdf.js rebuilds it by scanning the file for objects.
   const shift = evasion === 'wrong-xref' ? 7 : 0;
+  const numbers = Array.from({ length: offsets.length - 1 }, (_, i) => i + 1);
   add(
-    `xref\n0 6\n0000000000 65535 f \n`,
-    ...[1, 2, 3, 4, 5].map((n) => `${String(offsets[n] + shift).padStart(10, '0')} 00000 n \n`),
-    `trailer\n<< /Size 6 /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`,
+    `xref\n0 ${offsets.length}\n0000000000 65535 f \n`,
+    ...numbers.map((n) => `${String(offsets[n] + shift).padStart(10, '0')} 00000 n \n`),
+    `trailer\n<< /Size ${offsets.length} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`,
   );
   await writeFile(path, Buffer.concat(chunks));
   return length;
