@@ -3,10 +3,11 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DocumentError, extractText } from '@tapyard/documents';
+import { PDF_EVASIONS, parseMeasured, writeDocxBomb, writePdfBomb } from './support/document-bombs';
 
 const CORPUS = join(__dirname, 'corpora', 'documents');
 
-describe('document parsing (real parsers in a bounded thread)', () => {
+describe('document parsing (real parsers in a bounded process)', () => {
   let dir: string;
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'tapyard-parse-'));
@@ -109,6 +110,8 @@ describe('document parsing (real parsers in a bounded thread)', () => {
       extractText({ path: big, filename: 'big.html' }, {}, { maxBytes: 1000, timeoutMs: 60000, heapMb: 512 }),
     );
     expect(tooBig.message).toMatch(/more than the 1000 a document may have/);
+    const heap = await refusal(extractText({ path: big, filename: 'big.html' }, {}, { heapMb: 32 }));
+    expect(heap.message).toBe(`'big.html' needs more than 32 MB of heap to parse`);
     expect((await parse('ok.txt', 'still serving')).text).toBe('still serving');
   });
 
@@ -140,5 +143,108 @@ describe('document parsing (real parsers in a bounded thread)', () => {
       ),
       { numRuns: 30, seed: 20261124 },
     );
+  });
+
+  describe('decompression bombs (a process with its memory capped, the bytes inflated counted)', () => {
+    const MiB = 1024 * 1024;
+    // Far below the ~1.7 GB each bomb cost when parsed in a thread of the worker.
+    const RSS_BOUND = 600 * MiB;
+
+    it('refuses a DOCX whose document.xml inflates to 900 MB, within bounded memory, and frees it', async () => {
+      const path = join(dir, 'bomb.docx');
+      expect(await writeDocxBomb(path, 900 * MiB)).toBeLessThan(MiB);
+      const r = await parseMeasured(path, 'bomb.docx');
+      expect(r.error).toMatch(
+        /^'bomb\.docx' is refused: its decompressed size exceeds the limit of 256 MiB \(at entry 'word\/document\.xml'\)$/,
+      );
+      expect(r.peakRssBytes).toBeLessThan(RSS_BOUND);
+      expect(r.childrenLeft).toBe(0);
+    });
+
+    it('refuses a PDF whose Flate stream inflates to 800 MB, within bounded memory, and frees it', async () => {
+      const path = join(dir, 'bomb.pdf');
+      expect(await writePdfBomb(path, 800 * MiB)).toBeLessThan(MiB);
+      const r = await parseMeasured(path, 'bomb.pdf');
+      expect(r.error).toMatch(
+        /^'bomb\.pdf' is refused: the decompressed size of the stream at byte \d+ exceeds 200 times/,
+      );
+      expect(r.peakRssBytes).toBeLessThan(RSS_BOUND);
+      expect(r.childrenLeft).toBe(0);
+    });
+
+    it('counts the bytes actually inflated: a DOCX part that declares less than it holds is refused', async () => {
+      const path = join(dir, 'lie.docx');
+      await writeDocxBomb(path, 100 * MiB, true);
+      const ratio = await refusal(extractText({ path, filename: 'lie.docx' }));
+      expect(ratio.message).toMatch(
+        /^'lie\.docx' is refused: the decompressed size of entry 'word\/document\.xml' exceeds 200 times its compressed size$/,
+      );
+      const total = await refusal(
+        extractText({ path, filename: 'lie.docx' }, {}, { maxRatio: 10_000, maxDecompressedBytes: 50 * MiB }),
+      );
+      expect(total.message).toMatch(
+        /its decompressed size exceeds the limit of 50 MiB \(at entry 'word\/document\.xml'\)/,
+      );
+    });
+
+    it('refuses a PDF stream by the absolute bound too, and reads the same files when small', async () => {
+      const path = join(dir, 'big-stream.pdf');
+      await writePdfBomb(path, 60 * MiB);
+      const err = await refusal(
+        extractText(
+          { path, filename: 'big-stream.pdf' },
+          {},
+          { maxRatio: 10_000, maxDecompressedBytes: 50 * MiB },
+        ),
+      );
+      expect(err.message).toMatch(
+        /^'big-stream\.pdf' is refused: the decompressed size of the stream at byte \d+ exceeds the limit of 50 MiB$/,
+      );
+      expect((await parse('small.pdf', await small(writePdfBomb))).text).toBe('bomb');
+      expect((await parse('small.docx', await small(writeDocxBomb))).text).toBe('bomb');
+    });
+
+    it('bounds a PDF per stream: pages that decode to more in all than one stream may are read', async () => {
+      const path = join(dir, 'long.pdf');
+      await writePdfBomb(path, 30 * MiB, undefined, 3);
+      const r = await extractText(
+        { path, filename: 'long.pdf' },
+        {},
+        { maxRatio: 10_000, maxDecompressedBytes: 50 * MiB },
+      );
+      expect(r).toMatchObject({ pages: 3, text: 'bomb\n\nbomb\n\nbomb' });
+    });
+
+    it.each(PDF_EVASIONS)(
+      'sees a PDF bomb hidden by %s, which pdf.js decodes all the same',
+      async (evasion) => {
+        const path = join(dir, `${evasion}.pdf`);
+        await writePdfBomb(path, 1000, evasion);
+        expect((await parse(`${evasion}-small.pdf`, await readFile(path))).text).toBe('bomb');
+        await writePdfBomb(path, 100 * MiB, evasion);
+        expect((await refusal(extractText({ path, filename: `${evasion}.pdf` }))).message).toMatch(
+          /is refused: .*decompressed size .*exceeds/,
+        );
+      },
+    );
+
+    it('caps the memory of the parse process where the bounds do not reach (bounds lifted)', async () => {
+      const path = join(dir, 'uncounted.pdf');
+      await writePdfBomb(path, 800 * MiB);
+      const r = await parseMeasured(path, 'uncounted.pdf', {
+        maxRatio: 10_000,
+        maxDecompressedBytes: 2048 * MiB,
+        memoryBytes: 512 * MiB,
+      });
+      expect(r.error).toMatch(/^'uncounted\.pdf' needs more than 512 MB of memory to parse/);
+      expect(r.peakRssBytes).toBeLessThan(RSS_BOUND);
+      expect(r.childrenLeft).toBe(0);
+    });
+
+    const small = async (write: (path: string, spaces: number) => Promise<number>): Promise<Buffer> => {
+      const path = join(dir, `small-${write.name}`);
+      await write(path, 1000);
+      return readFile(path);
+    };
   });
 });

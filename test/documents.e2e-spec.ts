@@ -1,8 +1,10 @@
-import { readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { VECTOR_STORES, VectorStoreName } from '@tapyard/pipelines';
 import { VECTOR_STORE_FACTORIES, VectorStore } from '@tapyard/vector-stores';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
+import { writeDocxBomb, writePdfBomb } from './support/document-bombs';
 import { CORPUS, documentTapScript } from './support/documents';
 import { TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
 import { waitForJob, waitForPublisher } from './support/ingest';
@@ -225,6 +227,69 @@ describe.each(STORES)('documents into %s: tap and upload, search, idempotence, d
       .expect(200);
     expect(res.body.dropped).toEqual([`${store} container ${container}`]);
     expect(await direct.dimension(container)).toBeNull();
+  });
+});
+
+describe('decompression bombs uploaded to the worker', () => {
+  const env = uniqueEnvironment('docs-bomb');
+  let api: TestApi;
+  let worker: TestWorker;
+  let dir: string;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'tapyard-bombs-'));
+    const flags = {
+      TAPYARD_ENV: env,
+      ...TEST_OBJECT_STORE,
+      PGVECTOR_URL: vectorPeerFields('pgvector').connectionString,
+      DOCUMENT_MAX_DECOMPRESSED_BYTES: '64mb',
+    };
+    api = await startApi(flags);
+    worker = await startWorker(flags);
+    await api.http
+      .post('/api/v1/pipeline')
+      .send({
+        name: 'kb',
+        source: { fileAttributes: { unstructuredAttributes: {} }, schemaProperties: { fields: [] } },
+        destination: {
+          vectorStore: {
+            store: 'pgvector',
+            collection: `kb_bomb_${env.slice(-8).replace(/[^a-z0-9]/g, '')}`,
+          },
+        },
+      })
+      .expect(200);
+  }, 10 * 60_000);
+
+  afterAll(async () => {
+    await worker?.close();
+    await api?.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('ends each bomb job error naming the bound (DOCUMENT_MAX_DECOMPRESSED_BYTES), and the worker keeps loading', async () => {
+    const MiB = 1024 * 1024;
+    await writeDocxBomb(join(dir, 'bomb.docx'), 900 * MiB);
+    await writePdfBomb(join(dir, 'bomb.pdf'), 800 * MiB);
+    const docx = await waitForJob(
+      api.http,
+      await uploadDoc(api, await readFile(join(dir, 'bomb.docx')), 'bomb.docx'),
+    );
+    expect(docx.rollup.status).toBe('error');
+    expect(docx.rollup.jobs[0].lastError).toMatchObject({
+      processName: 'DataQuality',
+      description: `'bomb.docx' is refused: its decompressed size exceeds the limit of 64 MiB (at entry 'word/document.xml')`,
+    });
+    const pdf = await waitForJob(
+      api.http,
+      await uploadDoc(api, await readFile(join(dir, 'bomb.pdf')), 'bomb.pdf'),
+    );
+    expect(pdf.rollup.status).toBe('error');
+    expect(pdf.rollup.jobs[0].lastError?.description).toMatch(
+      /^'bomb\.pdf' is refused: the decompressed size of the stream at byte \d+ exceeds 200 times its compressed size$/,
+    );
+    const ok = await uploadDoc(api, await readFile(join(FIXTURES, 'onboarding.docx')), 'onboarding.docx');
+    expect((await waitForJob(api.http, ok)).rollup.status).toBe('success');
   });
 });
 

@@ -9,5 +9,5 @@ export * from './schema-discovery.service';
 export * from './file-notifier';
 export * from './spool';
 export * from './readers/tail-file';
-export { spawnWorker } from './stage-thread/spawn';
+export { nodeEntryArgs, spawnWorker } from './stage-thread/spawn';
 export type { UploadedSample } from './sample';

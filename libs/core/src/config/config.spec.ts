@@ -170,6 +170,36 @@ describe('loadConfig', () => {
     expect(problems({ QUERY_MAX_RESULT_BYTES: '2gb' })[0]).toMatch(/^QUERY_MAX_RESULT_BYTES must be a size/);
   });
 
+  it('bounds document decompression: defaults, values read, and out-of-range values refused', () => {
+    expect(loadConfig({ TAPYARD_MASTER_KEY: KEY }).documents).toEqual({
+      maxDecompressedBytes: 256 * 1024 * 1024,
+      maxCompressionRatio: 200,
+      parseMemoryBytes: 1024 * 1024 * 1024,
+    });
+    expect(
+      loadConfig({
+        TAPYARD_MASTER_KEY: KEY,
+        DOCUMENT_MAX_DECOMPRESSED_BYTES: '64mb',
+        DOCUMENT_MAX_COMPRESSION_RATIO: '50',
+        DOCUMENT_PARSE_MEMORY_LIMIT: '2gb',
+      }).documents,
+    ).toEqual({
+      maxDecompressedBytes: 64 * 1024 * 1024,
+      maxCompressionRatio: 50,
+      parseMemoryBytes: 2 * 1024 ** 3,
+    });
+    const p = problems({
+      DOCUMENT_MAX_DECOMPRESSED_BYTES: '3gb',
+      DOCUMENT_MAX_COMPRESSION_RATIO: '0',
+      DOCUMENT_PARSE_MEMORY_LIMIT: '100mb',
+    });
+    expect(p).toEqual([
+      'DOCUMENT_MAX_DECOMPRESSED_BYTES must be a size between 1mb and 2gb (got "3gb")',
+      'DOCUMENT_MAX_COMPRESSION_RATIO must be an integer between 10 and 10000 (got "0")',
+      'DOCUMENT_PARSE_MEMORY_LIMIT must be a size between 256mb and 16gb (got "100mb")',
+    ]);
+  });
+
   it('needs a master key: inline, from a file, and a clear error without either', () => {
     const dir = mkdtempSync(join(tmpdir(), 'tapyard-key-'));
     const file = join(dir, 'master.key');

@@ -139,6 +139,15 @@ export interface TapyardConfig {
    * secret: the embedded default vector store that `npm run up` starts. Trusted like DATABASE_URL.
    */
   readonly pgvectorUrl: string | null;
+  /** Bounds of document parsing against decompression bombs (see README "Security model"). */
+  readonly documents: {
+    /** Bytes the parts of a DOCX may inflate to together, and one PDF stream may decode to. */
+    readonly maxDecompressedBytes: number;
+    /** How many times its compressed size one part of a document may grow to. */
+    readonly maxCompressionRatio: number;
+    /** Everything a document's parse process may allocate (RLIMIT_DATA). */
+    readonly parseMemoryBytes: number;
+  };
   /** The built-in offline embedding model's files (`scripts/services up models` lays them out). */
   readonly embeddingModelDir: string;
 }
@@ -225,14 +234,16 @@ class EnvReader {
     return v as T;
   }
 
-  size(name: string, fallback: string, min = 0, max = Number.MAX_SAFE_INTEGER): number {
+  size(name: string, fallback: string, min?: string, max?: string): number {
     const v = (this.raw(name) ?? fallback).toLowerCase();
     const m = /^(\d+)\s*(b|kb|mb|gb)?$/.exec(v);
-    const bytes = m ? Number(m[1]) * SIZE_UNITS[m[2] ?? 'b'] : NaN;
-    if (!m || bytes < min || bytes > max) {
-      this.problems.push(
-        `${name} must be a size such as 512kb, 10mb or 2gb, between ${min} and ${max} bytes (got "${v}")`,
-      );
+    if (!m) {
+      this.problems.push(`${name} must be a size such as 512kb, 10mb or 2gb (got "${v}")`);
+      return parseSize(fallback);
+    }
+    const bytes = Number(m[1]) * SIZE_UNITS[m[2] ?? 'b'];
+    if ((min !== undefined && bytes < parseSize(min)) || (max !== undefined && bytes > parseSize(max))) {
+      this.problems.push(`${name} must be a size between ${min ?? '0b'} and ${max ?? 'any'} (got "${v}")`);
       return parseSize(fallback);
     }
     return bytes;
@@ -361,8 +372,8 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
       role: r.string('QUERY_ROLE', 'tapyard_query'),
       timeoutMs: r.int('QUERY_TIMEOUT_MS', 10000, 100, 600000),
       poolSize: r.int('QUERY_POOL_SIZE', 2, 1, 50),
-      workMemKb: Math.floor(r.size('QUERY_WORK_MEM', '16mb', 64 * 1024, 1024 ** 3) / 1024),
-      maxResultBytes: r.size('QUERY_MAX_RESULT_BYTES', '8mb', 1024, 256 * 1024 ** 2),
+      workMemKb: Math.floor(r.size('QUERY_WORK_MEM', '16mb', '64kb', '1gb') / 1024),
+      maxResultBytes: r.size('QUERY_MAX_RESULT_BYTES', '8mb', '1kb', '256mb'),
     },
     assistant: {
       keepAliveMs: r.int('ASSISTANT_KEEPALIVE_MS', 15000, 100, 120000),
@@ -437,6 +448,11 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
       cpuSeconds: r.int('CODEGEN_CPU_SECONDS', 600, 1, 86400),
     },
     pgvectorUrl: r.optional('PGVECTOR_URL') ?? null,
+    documents: {
+      maxDecompressedBytes: r.size('DOCUMENT_MAX_DECOMPRESSED_BYTES', '256mb', '1mb', '2gb'),
+      maxCompressionRatio: r.int('DOCUMENT_MAX_COMPRESSION_RATIO', 200, 10, 10000),
+      parseMemoryBytes: r.size('DOCUMENT_PARSE_MEMORY_LIMIT', '1gb', '256mb', '16gb'),
+    },
     embeddingModelDir: r.string(
       'EMBEDDING_MODEL_DIR',
       join(r.optional('TAPYARD_HOME') ?? join(homedir(), '.cache', 'tapyard'), 'models', 'all-MiniLM-L6-v2'),

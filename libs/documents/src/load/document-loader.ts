@@ -130,17 +130,20 @@ export class DocumentLoader {
     const attrs = unstructuredAttributes(def.source.fileAttributes.unstructuredAttributes);
 
     await this.status.record(job, 'DataQuality', 'begin', `parsing ${p.filename}`);
-    const extracted = await extractText({ path, filename: p.filename }, attrs.parser).catch(
-      (err: unknown) => {
-        if (err instanceof DocumentError)
-          throw new DocumentStageError(
-            'DataQuality',
-            err.message,
-            err.severity === 'warning' ? 'warning' : 'error',
-          );
-        throw err;
-      },
-    );
+    const bounds = this.config.documents;
+    const extracted = await extractText({ path, filename: p.filename }, attrs.parser, {
+      maxDecompressedBytes: bounds.maxDecompressedBytes,
+      maxRatio: bounds.maxCompressionRatio,
+      memoryBytes: bounds.parseMemoryBytes,
+    }).catch((err: unknown) => {
+      if (err instanceof DocumentError)
+        throw new DocumentStageError(
+          'DataQuality',
+          err.message,
+          err.severity === 'warning' ? 'warning' : 'error',
+        );
+      throw err;
+    });
     const contentHash = await sha256File(path);
     await this.status.record(
       job,

@@ -2,17 +2,11 @@ import { readFile } from 'node:fs/promises';
 import type { FormatCallback, HtmlToTextOptions } from 'html-to-text';
 import type { ParserOptions } from '@tapyard/pipelines';
 import type { DocumentFormat, ExtractedText } from '../document.types';
+import { DecompressionBounds, DecompressionBudget } from './decompression';
+import { openDocx } from './docx-parts';
 import { decodeText, normalizeText } from './normalize-text';
-
-/** A refusal of the document itself (never a bug): the thread reports it with its severity. */
-export class Unreadable extends Error {
-  constructor(
-    message: string,
-    readonly severity: 'error' | 'warning' = 'error',
-  ) {
-    super(message);
-  }
-}
+import { checkPdfStreams } from './pdf-streams';
+import { Unreadable } from './unreadable';
 
 /** Headings as Markdown heading lines, so the chunker's `heading` boundary sees them. */
 const heading: FormatCallback = (elem, walk, builder, options) => {
@@ -48,14 +42,16 @@ export async function parseDocument(
   name: string,
   format: DocumentFormat,
   options: Required<ParserOptions>,
+  bounds: DecompressionBounds,
 ): Promise<ExtractedText> {
-  const bytes = await readFile(path);
   const warnings: string[] = [];
   let text: string;
   let title: string | undefined;
   let pages: number | undefined;
   switch (format) {
     case 'pdf': {
+      const bytes = await readFile(path);
+      await checkPdfStreams(bytes, name, bounds);
       // Each parser is loaded only for its format: pdf.js alone costs more than parsing a short file.
       const { getDocumentProxy, getMeta } = await import('unpdf');
       let pdf;
@@ -102,8 +98,18 @@ export async function parseDocument(
       const mammoth = (await import('mammoth')).default;
       let html: string;
       try {
-        html = (await mammoth.convertToHtml({ buffer: bytes })).value;
+        const file = await openDocx(path, name, new DecompressionBudget(name, bounds));
+        try {
+          // mammoth's `file` input (lib/unzip.js, untyped) takes parts from the caller, who owns the
+          // unzipping and its bounds; images are never read, as the text drops them anyway.
+          const input = { file } as unknown as Parameters<typeof mammoth.convertToHtml>[0];
+          const skipImage = mammoth.images.imgElement(() => Promise.resolve({ src: '' }));
+          html = (await mammoth.convertToHtml(input, { convertImage: skipImage })).value;
+        } finally {
+          file.close();
+        }
       } catch (err) {
+        if (err instanceof Unreadable) throw err;
         throw new Unreadable(
           `'${name}' is not a readable DOCX file: ${(err as Error).message.split('\n')[0]}`,
         );
@@ -112,7 +118,7 @@ export async function parseDocument(
       break;
     }
     case 'html': {
-      const html = decodeOrRefuse(bytes, name);
+      const html = decodeOrRefuse(await readFile(path), name);
       const m = /<title[^>]*>([^<]{1,500})<\/title>/i.exec(html.slice(0, 65536));
       if (m?.[1].trim()) title = m[1].trim();
       text = (await import('html-to-text')).convert(html, htmlOptions(options.htmlIgnoreLinks));
@@ -120,7 +126,7 @@ export async function parseDocument(
     }
     case 'markdown':
     case 'text':
-      text = decodeOrRefuse(bytes, name);
+      text = decodeOrRefuse(await readFile(path), name);
       if (format === 'markdown') title = /^#{1,6} (.+)$/m.exec(text.slice(0, 65536))?.[1].trim();
       break;
   }

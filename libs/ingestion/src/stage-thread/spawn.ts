@@ -28,14 +28,22 @@ export function spawnWorker(
   });
 }
 
+/**
+ * The arguments that make `node` run `entry` in a process of its own: a built `.js` file directly, a
+ * `.ts` source through the same loader as threads.
+ */
+export function nodeEntryArgs(entry: string): string[] {
+  return extname(entry) === '.ts' ? ['-e', TS_BOOTSTRAP, entry, resolve(__dirname, '../../../..')] : [entry];
+}
+
+// In a process (`node -e`), the entry and root come as arguments; in a thread, as workerData.
 const TS_BOOTSTRAP = `
-const { workerData } = require('node:worker_threads');
 const Module = require('node:module');
 const fs = require('node:fs');
 const path = require('node:path');
 const crypto = require('node:crypto');
 const os = require('node:os');
-const { entry, root } = workerData;
+const { entry, root } = require('node:worker_threads').workerData ?? { entry: process.argv[1], root: process.argv[2] };
 const rootRequire = Module.createRequire(path.join(root, 'package.json'));
 const tsVersion = JSON.parse(fs.readFileSync(rootRequire.resolve('typescript/package.json'), 'utf8')).version;
 const cacheDir = path.join(os.tmpdir(), 'tapyard-stage-thread-ts');
