@@ -14,6 +14,11 @@ export type IsolationMode = 'bwrap' | 'none';
 export interface Launch {
   child: ChildProcess;
   isolation: IsolationMode;
+  /**
+   * Gives back what the run held beyond its process (its uid), once the child has exited with
+   * `signal`; the outcome settles after it. Must not reject.
+   */
+  release?: (signal: NodeJS.Signals | null) => Promise<void>;
 }
 
 export interface RunOutcome {
@@ -63,6 +68,8 @@ export class RunHandle implements AsyncIterable<unknown> {
   private readonly parser: RecordParser;
   private readonly logs: LogCollector;
   private child: ChildProcess | null = null;
+  private release: Launch['release'];
+  private releasing = false;
   private recordStream: Readable | null = null;
   private isolation: IsolationMode | null = null;
   private error: SandboxError | null = null;
@@ -198,9 +205,10 @@ export class RunHandle implements AsyncIterable<unknown> {
     }
   }
 
-  private attach({ child, isolation }: Launch): void {
+  private attach({ child, isolation, release }: Launch): void {
     this.child = child;
     this.isolation = isolation;
+    this.release = release;
     this.startedAt = performance.now();
     const [stdin, stdout, stderr, records] = child.stdio;
     this.recordStream = records as Readable;
@@ -268,6 +276,13 @@ export class RunHandle implements AsyncIterable<unknown> {
     if (this.claimed) this.clearDeadline();
     // Without bwrap's pid namespace, leftovers of the script's process group die here.
     if (this.isolation === 'none') this.signalGroup();
+    if (this.release) {
+      this.releasing = true;
+      void this.release(signal).finally(() => {
+        this.releasing = false;
+        this.maybeSettle();
+      });
+    }
     const [, stdout, stderr] = this.child?.stdio ?? [];
     this.timers.push(
       setTimeout(() => {
@@ -328,7 +343,7 @@ export class RunHandle implements AsyncIterable<unknown> {
   }
 
   private maybeSettle(): void {
-    if (this.settled || !this.exit || !this.recordsDone || this.openLogStreams > 0) return;
+    if (this.settled || !this.exit || !this.recordsDone || this.openLogStreams > 0 || this.releasing) return;
     this.settled = true;
     this.clearTimers();
     const { logs, truncated } = this.logs.finish();

@@ -10,6 +10,7 @@ import { DEFAULT_LIMITS, resolveLimits, RunLimits } from './limits';
 import { pythonLayout } from './python-layout';
 import { IsolationMode, Launch, RecordsCallback, RunHandle } from './run-handle';
 import { userNamespaceFilter } from './seccomp';
+import { DEFAULT_UID_LOCK_DIR, DEFAULT_UID_RANGE, UidLease, UidPool, UidRange } from './uid-pool';
 
 /**
  * require: runs need bwrap (namespaces, private network) and fail closed, saying why, without it;
@@ -23,10 +24,18 @@ export interface PythonSandboxOptions {
   bwrapPath?: string;
   /** Defaults for every run; each request may override single limits. */
   limits?: Partial<RunLimits>;
-  /** Who runs scripts when the platform is root (RLIMIT_NPROC does not apply to root). */
-  sandboxUid?: number;
-  sandboxGid?: number;
+  /**
+   * When the platform is root, each run gets a host uid (and gid) of its own from this range, so
+   * RLIMIT_NPROC, which the kernel counts per real uid, is that run's budget alone. Reserve the
+   * range for the sandbox: no user, file owner or subordinate (container) range may use it.
+   */
+  uids?: UidRange;
+  /** Where platform processes on this host record which uids their runs hold (root only). */
+  uidLockDir?: string;
 }
+
+/** How one run's process budget is kept apart from the others' (see PythonSandbox.separation). */
+export type RunSeparation = 'uid' | 'user-namespace' | 'shared-uid';
 
 export interface RunRequest {
   /** The tap script; see writeScript() for a file the sandbox user can read. */
@@ -64,7 +73,6 @@ export interface RunRequest {
   flushEach?: boolean;
 }
 
-const NOBODY = 65534;
 /** Python flags: ignore PYTHON* variables, no site (the harness loads it after dropping), unbuffered logs. */
 const PYTHON_FLAGS = ['-E', '-S', '-u', '-B'];
 
@@ -73,8 +81,7 @@ export class PythonSandbox {
   private readonly bwrapMode: BwrapMode;
   private readonly bwrapPath: string;
   private readonly limits: RunLimits;
-  private readonly uid: number;
-  private readonly gid: number;
+  private readonly uids: UidPool;
   private readonly isRoot = process.getuid?.() === 0;
 
   constructor(options: PythonSandboxOptions = {}) {
@@ -82,8 +89,22 @@ export class PythonSandbox {
     this.bwrapMode = options.bwrap ?? 'require';
     this.bwrapPath = options.bwrapPath ?? '/usr/bin/bwrap';
     this.limits = resolveLimits(DEFAULT_LIMITS, options.limits);
-    this.uid = options.sandboxUid ?? NOBODY;
-    this.gid = options.sandboxGid ?? NOBODY;
+    this.uids = new UidPool(options.uids ?? DEFAULT_UID_RANGE, options.uidLockDir ?? DEFAULT_UID_LOCK_DIR);
+  }
+
+  /**
+   * As root, a uid per run; otherwise bwrap's user namespace per run (the kernel counts
+   * RLIMIT_NPROC per user namespace), and with bwrap off every run shares the platform's uid.
+   */
+  async separation(): Promise<{ kind: RunSeparation; detail: string }> {
+    if (this.isRoot) {
+      const { first, last } = this.uids.range;
+      return { kind: 'uid', detail: `each run has a uid of its own (${first}-${last})` };
+    }
+    if ((await this.isolation()) === 'bwrap') {
+      return { kind: 'user-namespace', detail: 'each run has a user namespace of its own' };
+    }
+    return { kind: 'shared-uid', detail: "runs share the platform's uid and its process limit" };
   }
 
   /** The isolation runs get; the bwrap probe runs once per process and binary. */
@@ -122,15 +143,31 @@ export class PythonSandbox {
       ...(request.rows ? ['--rows', '1'] : []),
       ...(request.flushEach ? ['--flush', '1'] : []),
     ];
-    if (isolation === 'none') return this.launchDirect(request, args);
-    return this.launchBwrap(request, limits, args);
+    const lease = this.isRoot ? await this.uids.acquire() : null;
+    try {
+      const launch =
+        isolation === 'none'
+          ? this.launchDirect(request, args, lease)
+          : await this.launchBwrap(request, limits, args, lease);
+      if (!lease) return launch;
+      // Without a pid namespace, or when bwrap was killed before its namespace was torn down,
+      // processes of the run may still be alive: they are swept before the uid goes back.
+      const release = async (signal: NodeJS.Signals | null) => {
+        // A lease that cannot be given back stays held: a uid is never shared by two runs.
+        await lease.release(isolation === 'none' || signal !== null).catch(() => false);
+      };
+      return { ...launch, release };
+    } catch (err) {
+      await lease?.release(true);
+      throw err;
+    }
   }
 
   /**
    * No namespaces: the interpreter runs as the sandbox user (when we are root), so the
    * interpreter, venv, harness and script must be readable by that user.
    */
-  private launchDirect(request: RunRequest, harnessArgs: string[]): Launch {
+  private launchDirect(request: RunRequest, harnessArgs: string[], lease: UidLease | null): Launch {
     const env = sandboxEnv(request.env ?? {}, join(request.venvDir, 'bin'));
     const args = [...PYTHON_FLAGS, this.harnessPath, ...harnessArgs, '--', request.scriptPath];
     const options: SpawnOptions = {
@@ -139,11 +176,16 @@ export class PythonSandbox {
       detached: true,
       stdio: [stdinMode(request), 'pipe', 'pipe', 'pipe'],
     };
-    if (this.isRoot) Object.assign(options, { uid: this.uid, gid: this.gid });
+    if (lease) Object.assign(options, { uid: lease.uid, gid: lease.uid });
     return { child: spawn(request.python, args, options), isolation: 'none' };
   }
 
-  private async launchBwrap(request: RunRequest, limits: RunLimits, harnessArgs: string[]): Promise<Launch> {
+  private async launchBwrap(
+    request: RunRequest,
+    limits: RunLimits,
+    harnessArgs: string[],
+    lease: UidLease | null,
+  ): Promise<Launch> {
     const inVenv = relative(request.venvDir, request.python);
     if (inVenv.startsWith('..') || isAbsolute(inVenv)) {
       throw new SandboxError('spawn_failed', 'the sandbox needs the interpreter to live inside venvDir');
@@ -160,8 +202,8 @@ export class PythonSandbox {
       env: { ...sandboxEnv(request.env ?? {}, posix.join(SANDBOX_VENV, 'bin')), ...proxyEnv(request) },
       egressSocket: request.egressSocket,
     });
-    // As root the harness drops to the sandbox user itself, before any venv or script code runs.
-    const drop = this.isRoot ? ['--uid', String(this.uid), '--gid', String(this.gid)] : [];
+    // As root the harness drops to the run's uid itself, before any venv or script code runs.
+    const drop = lease ? ['--uid', String(lease.uid), '--gid', String(lease.uid)] : [];
     const command = [
       posix.join(SANDBOX_VENV, inVenv),
       ...PYTHON_FLAGS,
