@@ -52,6 +52,8 @@ describe.each(modes)('sandbox isolation (bwrap: %s)', (mode) => {
   it('runs as an unprivileged uid of its own, without supplementary groups', async () => {
     const script = py('import os', 'def fetch():', '    return [os.getuid(), os.getgid(), os.getgroups()]');
     const one = await runScript(fx, script);
+    const separation = await fx.sandbox.separation();
+    expect(separation.kind).toBe(isRoot ? 'uid' : mode === 'bwrap' ? 'user-namespace' : 'shared-uid');
     if (!isRoot) {
       expect(one.records).toEqual([process.getuid?.(), process.getgid?.(), expect.anything()]);
       return;

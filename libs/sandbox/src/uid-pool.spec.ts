@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { threadId } from 'node:worker_threads';
 import { processesOf, UidPool } from './uid-pool';
 
 const isRoot = process.getuid?.() === 0;
@@ -50,15 +51,20 @@ describe('UidPool', () => {
     await again.release(false);
   });
 
-  it('leaves a uid another live process holds, and takes over the lock of a dead one', async () => {
+  it('leaves a uid another live process or thread holds, and takes over the lock of a dead one', async () => {
     const holder = await sleeper();
-    const theirs = `${only}.${holder.pid}`;
+    const theirs = `${only}.${holder.pid}.0`;
     await writeFile(join(lockDir, theirs), '');
     await expect(pool.acquire()).rejects.toMatchObject({ message: inUse });
     expect(await readdir(lockDir)).toEqual([theirs]);
+    // Another worker thread of this very process is a holder of its own.
+    const thread = `${only}.${process.pid}.${threadId + 1}`;
+    await writeFile(join(lockDir, thread), '');
     await ended(holder);
+    await expect(pool.acquire()).rejects.toMatchObject({ message: inUse });
+    await rm(join(lockDir, thread));
     const lease = await pool.acquire();
-    expect(await readdir(lockDir)).toEqual([`${only}.${process.pid}`]);
+    expect(await readdir(lockDir)).toEqual([`${only}.${process.pid}.${threadId}`]);
     await lease.release(false);
   });
 
@@ -67,7 +73,7 @@ describe('UidPool', () => {
     async () => {
       const dead = spawn('true');
       await once(dead, 'exit');
-      await writeFile(join(lockDir, `${only}.${dead.pid}`), '');
+      await writeFile(join(lockDir, `${only}.${dead.pid}.0`), '');
       const leftover = await sleeper({ uid: only });
       await expect(pool.acquire()).rejects.toMatchObject({ message: inUse });
       await ended(leftover);

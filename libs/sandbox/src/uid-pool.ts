@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { mkdir, readdir, readFile, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { threadId } from 'node:worker_threads';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SandboxError } from './errors';
 
@@ -31,17 +32,18 @@ const MAX_PICKS = 64;
 const SWEEP_ROUNDS = 200;
 const SWEEP_PAUSE_MS = 50;
 
-/** uids leased by this process: the lock files only tell other processes apart. */
+/** uids leased by this thread; the lock files tell processes and threads apart. */
 const leased = new Set<number>();
 
 /**
  * Hands each run a host uid of its own, so RLIMIT_NPROC (which the kernel counts per real uid)
  * is a budget of that run alone, and runs cannot signal each other's processes.
  *
- * Across processes a lease is a file `<uid>.<pid>` in the lock directory. A process writes its
- * file first and then looks for another live holder of the uid; of two processes racing for one
- * uid the later reader always sees the earlier file and backs off, so at most one keeps it.
- * Files of dead processes (a crashed worker) are taken over once no process runs as that uid.
+ * Across processes (and worker threads) a lease is a file `<uid>.<pid>.<thread>` in the lock
+ * directory. A holder writes its file first and then looks for another live holder of the uid; of
+ * two racing for one uid the later reader always sees the earlier file and backs off, so at most
+ * one keeps it. Files of dead processes (a crashed worker) are taken over once no process runs as
+ * that uid.
  */
 export class UidPool {
   constructor(
@@ -100,7 +102,7 @@ export class UidPool {
     const others = (await readdir(this.lockDir)).filter(
       (f) => f.startsWith(`${uid}.`) && join(this.lockDir, f) !== mine,
     );
-    const holders = others.map((f) => Number(f.slice(String(uid).length + 1)));
+    const holders = others.map((f) => Number(f.split('.')[1]));
     const free = !holders.some(isAlive) && (holders.length === 0 || (await processesOf(uid)).length === 0);
     if (!free) {
       await unlinkQuietly(mine);
@@ -111,7 +113,7 @@ export class UidPool {
   }
 
   private lockFile(uid: number): string {
-    return join(this.lockDir, `${uid}.${process.pid}`);
+    return join(this.lockDir, `${uid}.${process.pid}.${threadId}`);
   }
 }
 
