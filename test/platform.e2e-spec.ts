@@ -37,7 +37,7 @@ describe('platform endpoints (real Postgres and Redis)', () => {
       expect(res.body.sandbox).toEqual({
         status: 'up',
         message: expect.stringMatching(
-          /^bwrap: own namespaces and a private network.*; each run has (a uid|a user namespace) of its own/,
+          /^bwrap: own namespaces and a private network.*; each run has (a uid|a user namespace)/,
         ),
       });
       expect(res.body.postgres).toEqual({ status: 'up' });

@@ -1,7 +1,7 @@
 import { ChildProcess } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import { Readable, Writable } from 'node:stream';
-import { classifyEnd, harnessError } from './classify';
+import { classifyEnd, harnessError, memoryLimitError } from './classify';
 import { SandboxError, SandboxErrorDetails, SandboxErrorKind } from './errors';
 import { formatBytes, formatDuration, LOG_HARD_CAP_FACTOR, RunLimits } from './limits';
 import { LogCollector } from './log-collector';
@@ -15,10 +15,15 @@ export interface Launch {
   child: ChildProcess;
   isolation: IsolationMode;
   /**
-   * Gives back what the run held beyond its process (its uid), once the child has exited with
-   * `signal`; the outcome settles after it. Must not reject.
+   * Gives back what the run held beyond its process (its uid and cgroups), once the child has
+   * exited with `signal`; the outcome settles after it. Must not reject.
    */
-  release?: (signal: NodeJS.Signals | null) => Promise<void>;
+  release?: (signal: NodeJS.Signals | null) => Promise<Released>;
+}
+
+export interface Released {
+  /** The kernel killed a process of the run for going over the run's memory (its cgroup). */
+  memoryExceeded: boolean;
 }
 
 export interface RunOutcome {
@@ -70,6 +75,7 @@ export class RunHandle implements AsyncIterable<unknown> {
   private child: ChildProcess | null = null;
   private release: Launch['release'];
   private releasing = false;
+  private memoryExceeded = false;
   private recordStream: Readable | null = null;
   private isolation: IsolationMode | null = null;
   private error: SandboxError | null = null;
@@ -278,7 +284,8 @@ export class RunHandle implements AsyncIterable<unknown> {
     if (this.isolation === 'none') this.signalGroup();
     if (this.release) {
       this.releasing = true;
-      void this.release(signal).finally(() => {
+      void this.release(signal).then((released) => {
+        this.memoryExceeded = released.memoryExceeded;
         this.releasing = false;
         this.maybeSettle();
       });
@@ -354,7 +361,9 @@ export class RunHandle implements AsyncIterable<unknown> {
         ? harnessError(this.parser.control, this.limits, this.secrets)
         : this.parser.control?.type === 'done'
           ? null
-          : end.error(this.limits, this.logs.head(300), this.secrets));
+          : this.memoryExceeded && end.signal === 'SIGKILL'
+            ? memoryLimitError(this.limits)
+            : end.error(this.limits, this.logs.head(300), this.secrets));
     this.resolveOutcome({
       exitCode: this.exit.code,
       signal: end.signal,

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import { cgroupHost } from './cgroups';
 import { writeScript } from './script-file';
 import { DEFAULT_UID_RANGE } from './uid-pool';
 import { offModeAvailable, py, runScript, SandboxFixture, sandboxFixture, SpecMode } from './spec-fixtures';
@@ -53,7 +54,16 @@ describe.each(modes)('sandbox isolation (bwrap: %s)', (mode) => {
     const script = py('import os', 'def fetch():', '    return [os.getuid(), os.getgid(), os.getgroups()]');
     const one = await runScript(fx, script);
     const separation = await fx.sandbox.separation();
-    expect(separation.kind).toBe(isRoot ? 'uid' : mode === 'bwrap' ? 'user-namespace' : 'shared-uid');
+    const cgroupsUsable = (await cgroupHost()) !== null;
+    expect(separation.kind).toBe(
+      isRoot
+        ? mode === 'bwrap' && cgroupsUsable
+          ? 'cgroup'
+          : 'uid'
+        : mode === 'bwrap'
+          ? 'user-namespace'
+          : 'shared-uid',
+    );
     if (!isRoot) {
       expect(one.records).toEqual([process.getuid?.(), process.getgid?.(), expect.anything()]);
       return;

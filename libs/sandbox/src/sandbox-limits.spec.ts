@@ -1,10 +1,12 @@
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { PythonSandbox } from './sandbox';
 import { writeScript } from './script-file';
 import { offModeAvailable, py, runScript, SandboxFixture, sandboxFixture, SpecMode } from './spec-fixtures';
+import { cgroupHost } from './cgroups';
 import { processesOf } from './uid-pool';
 
 const modes: SpecMode[] = offModeAvailable ? ['bwrap', 'off'] : ['bwrap'];
@@ -141,6 +143,7 @@ describe.each(modes)('sandbox limits (bwrap: %s)', (mode) => {
   (isRoot ? it : it.skip)('gives the uid back after every run, also after leftovers and a kill', async () => {
     // One uid in the pool: a run that kept it, or left a process running as it, stops the next one.
     const lockDir = await mkdtemp(join(tmpdir(), 'tapyard-uids-'));
+    const host = mode === 'bwrap' ? await cgroupHost() : null;
     const only = 2_000_000_000 + (process.pid % 100_000);
     const sandbox = new PythonSandbox({
       bwrap: mode === 'bwrap' ? 'require' : 'off',
@@ -187,6 +190,7 @@ describe.each(modes)('sandbox limits (bwrap: %s)', (mode) => {
           expect(records).toEqual([only]);
           expect(await readdir(lockDir)).toEqual([]);
           expect(await processesOf(only)).toEqual([]);
+          for (const dir of host?.paths(`run-${only}`).values() ?? []) expect(existsSync(dir)).toBe(false);
         } finally {
           await script.remove();
         }
@@ -194,6 +198,90 @@ describe.each(modes)('sandbox limits (bwrap: %s)', (mode) => {
     } finally {
       await rm(lockDir, { recursive: true, force: true });
     }
+  });
+
+  it('puts each run into cgroups of its own with its limits, where cgroups are usable', async () => {
+    const host = mode === 'bwrap' ? await cgroupHost() : null;
+    if (!host) return;
+    const script = await writeScript(
+      py('import os', 'def fetch():', '    yield os.getuid()', '    os.read(0, 1)'),
+    );
+    try {
+      const handle = fx.sandbox.run({
+        scriptPath: script.path,
+        python: fx.venv.python,
+        venvDir: fx.venv.dir,
+        stdin: true,
+        flushEach: true,
+        limits: { maxProcesses: 9, memoryBytes: 300 * MiB },
+      });
+      const records = handle.records();
+      const uid = (await records.next()).value as number;
+      const dirs = host.paths(`run-${uid}`);
+      const read = (controller: 'pids' | 'memory' | 'cpu', file: string) =>
+        readFile(join(dirs.get(controller) ?? '', file), 'utf8').then((text) => text.trim());
+      expect(await read('pids', 'pids.max')).toBe('11'); // bwrap's two processes besides the run's nine
+      if (host.version === 2) {
+        expect(await read('memory', 'memory.max')).toBe(String(300 * MiB));
+        expect(await read('cpu', 'cpu.max')).toBe('100000 100000');
+      } else {
+        expect(await read('memory', 'memory.limit_in_bytes')).toBe(String(300 * MiB));
+        expect(await read('cpu', 'cpu.cfs_quota_us')).toBe('100000');
+      }
+      // The script itself is in them.
+      const [pid] = await processesOf(uid);
+      const own = await readFile(`/proc/${pid}/cgroup`, 'utf8');
+      expect(own).toContain(`/tapyard-sandbox/run-${uid}\n`);
+      handle.input()?.end();
+      const rest: unknown[] = [];
+      for await (const record of records) rest.push(record);
+      expect(rest).toEqual([]);
+      expect((await handle.outcome).error).toBeNull();
+      for (const dir of dirs.values()) expect(existsSync(dir)).toBe(false);
+    } finally {
+      await script.remove();
+    }
+  });
+
+  it('caps the memory of the whole run, not only of each process, where cgroups are usable', async () => {
+    if (mode === 'off' || !(await cgroupHost())) return;
+    // Four processes of 100 MiB each, every one within its own 256 MiB, all alive at once.
+    const { records, outcome } = await runScript(
+      fx,
+      py(
+        'import os',
+        'def fetch():',
+        '    go_r, go_w = os.pipe()',
+        '    kids = []',
+        '    for _ in range(4):',
+        '        ready_r, ready_w = os.pipe()',
+        '        pid = os.fork()',
+        '        if pid == 0:',
+        '            os.close(ready_r)',
+        '            os.close(go_w)',
+        '            block = b"x" * (100 << 20)',
+        '            os.write(ready_w, b"1")',
+        '            os.read(go_r, 1)',
+        '            os._exit(0)',
+        '        os.close(ready_w)',
+        '        alive = os.read(ready_r, 1)',
+        '        os.close(ready_r)',
+        '        kids.append(pid)',
+        '        if not alive:',
+        '            break',
+        '    os.close(go_w)',
+        '    ends = [os.waitpid(pid, 0)[1] for pid in kids]',
+        '    if any(os.WIFSIGNALED(end) for end in ends):',
+        '        raise MemoryError("a process of the run was killed")',
+        '    return [len(kids)]',
+      ),
+      { limits: { memoryBytes: 256 * MiB } },
+    );
+    expect(records).toEqual([]);
+    expect(outcome.error).toMatchObject({
+      kind: 'memory_limit',
+      message: 'the script used more than 256 MiB of memory',
+    });
   });
 
   it('stops a script printing 1 GiB quickly, in bounded memory', async () => {

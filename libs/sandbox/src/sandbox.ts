@@ -1,6 +1,7 @@
 import { spawn, SpawnOptions } from 'node:child_process';
 import { isAbsolute, join, posix, relative } from 'node:path';
 import { Readable, Writable } from 'node:stream';
+import { cgroupHost, RunCgroup } from './cgroups';
 import { bwrapArgs, SANDBOX_EGRESS_PORT, SANDBOX_HARNESS, SANDBOX_SCRIPT_DIR, SANDBOX_VENV } from './bwrap';
 import { probeBwrap } from './bwrap-probe';
 import { sandboxEnv } from './environment';
@@ -8,7 +9,7 @@ import { SandboxError } from './errors';
 import { DEFAULT_HARNESS_PATH } from './harness-path';
 import { DEFAULT_LIMITS, resolveLimits, RunLimits } from './limits';
 import { pythonLayout } from './python-layout';
-import { IsolationMode, Launch, RecordsCallback, RunHandle } from './run-handle';
+import { IsolationMode, Launch, RecordsCallback, Released, RunHandle } from './run-handle';
 import { userNamespaceFilter } from './seccomp';
 import { DEFAULT_UID_LOCK_DIR, DEFAULT_UID_RANGE, UidLease, UidPool, UidRange } from './uid-pool';
 
@@ -34,8 +35,11 @@ export interface PythonSandboxOptions {
   uidLockDir?: string;
 }
 
-/** How one run's process budget is kept apart from the others' (see PythonSandbox.separation). */
-export type RunSeparation = 'uid' | 'user-namespace' | 'shared-uid';
+/**
+ * How one run's budget is kept apart from the others' (see PythonSandbox.separation): `cgroup` also
+ * means a uid per run.
+ */
+export type RunSeparation = 'cgroup' | 'uid' | 'user-namespace' | 'shared-uid';
 
 export interface RunRequest {
   /** The tap script; see writeScript() for a file the sandbox user can read. */
@@ -93,13 +97,18 @@ export class PythonSandbox {
   }
 
   /**
-   * As root, a uid per run; otherwise bwrap's user namespace per run (the kernel counts
-   * RLIMIT_NPROC per user namespace), and with bwrap off every run shares the platform's uid.
+   * As root, a uid per run, and with bwrap cgroups of its own where the host allows them;
+   * otherwise bwrap's user namespace per run (the kernel counts RLIMIT_NPROC per user namespace),
+   * and with bwrap off every run shares the platform's uid.
    */
   async separation(): Promise<{ kind: RunSeparation; detail: string }> {
     if (this.isRoot) {
-      const { first, last } = this.uids.range;
-      return { kind: 'uid', detail: `each run has a uid of its own (${first}-${last})` };
+      const uids = `${this.uids.range.first}-${this.uids.range.last}`;
+      const host = this.bwrapMode === 'off' ? null : await cgroupHost();
+      if (host) {
+        return { kind: 'cgroup', detail: `each run has a uid (${uids}) and a ${host.describe()} of its own` };
+      }
+      return { kind: 'uid', detail: `each run has a uid of its own (${uids}); no usable cgroups` };
     }
     if ((await this.isolation()) === 'bwrap') {
       return { kind: 'user-namespace', detail: 'each run has a user namespace of its own' };
@@ -143,22 +152,26 @@ export class PythonSandbox {
       ...(request.rows ? ['--rows', '1'] : []),
       ...(request.flushEach ? ['--flush', '1'] : []),
     ];
-    const lease = this.isRoot ? await this.uids.acquire() : null;
+    if (!this.isRoot) {
+      return isolation === 'none'
+        ? this.launchDirect(request, args, null)
+        : this.launchBwrap(request, limits, args, null, null);
+    }
+    const lease = await this.uids.acquire();
+    let cgroup: RunCgroup | null = null;
     try {
+      cgroup = isolation === 'bwrap' ? await runCgroup(lease, limits) : null;
       const launch =
         isolation === 'none'
           ? this.launchDirect(request, args, lease)
-          : await this.launchBwrap(request, limits, args, lease);
-      if (!lease) return launch;
+          : await this.launchBwrap(request, limits, args, lease, cgroup);
       // Without a pid namespace, or when bwrap was killed before its namespace was torn down,
-      // processes of the run may still be alive: they are swept before the uid goes back.
-      const release = async (signal: NodeJS.Signals | null) => {
-        // A lease that cannot be given back stays held: a uid is never shared by two runs.
-        await lease.release(isolation === 'none' || signal !== null).catch(() => false);
-      };
+      // processes of the run may still be alive: they are swept before anything goes back.
+      const release = (signal: NodeJS.Signals | null) =>
+        giveBack(lease, cgroup, isolation === 'none' || signal !== null);
       return { ...launch, release };
     } catch (err) {
-      await lease?.release(true);
+      await giveBack(lease, cgroup, true);
       throw err;
     }
   }
@@ -185,6 +198,7 @@ export class PythonSandbox {
     limits: RunLimits,
     harnessArgs: string[],
     lease: UidLease | null,
+    cgroup: RunCgroup | null,
   ): Promise<Launch> {
     const inVenv = relative(request.venvDir, request.python);
     if (inVenv.startsWith('..') || isAbsolute(inVenv)) {
@@ -217,7 +231,23 @@ export class PythonSandbox {
     const filter = userNamespaceFilter();
     const extra = filter ? ['--seccomp', '5'] : [];
     // Options travel through fd 4 and the filter through fd 5: pipes, not the command line.
-    const child = spawn(this.bwrapPath, ['--args', '4', ...extra, '--', ...command], {
+    const argv = ['--args', '4', ...extra, '--', ...command];
+    // The shell joins the run's cgroups and becomes bwrap: nothing of the run ever runs outside them.
+    const [file, fileArgs] = cgroup
+      ? [
+          '/bin/sh',
+          [
+            '-c',
+            JOIN_CGROUPS,
+            'sh',
+            String(cgroup.procsFiles.length),
+            ...cgroup.procsFiles,
+            this.bwrapPath,
+            ...argv,
+          ],
+        ]
+      : [this.bwrapPath, argv];
+    const child = spawn(file, fileArgs, {
       env: {},
       detached: true,
       // bwrap hands its stdin to the sandboxed process as is.
@@ -227,6 +257,42 @@ export class PythonSandbox {
     feed(pipes[4], Buffer.from(options.map((o) => `${o}\0`).join('')));
     feed(pipes[5], filter ?? Buffer.alloc(0));
     return { child, isolation: 'bwrap' };
+  }
+}
+
+/** `sh -c` script: `N procs-file... command...`; writes its pid into each file, then execs the command. */
+const JOIN_CGROUPS =
+  'n=$1; shift; while [ "$n" -gt 0 ]; do ' +
+  'echo $$ > "$1" || { echo "bwrap: could not join the run\'s cgroup" >&2; exit 125; }; ' +
+  'shift; n=$((n - 1)); done; exec "$@"';
+
+/** Cgroups of the run's own, named after its uid (unique on the host), where the host allows them. */
+async function runCgroup(lease: UidLease, limits: RunLimits): Promise<RunCgroup | null> {
+  const host = await cgroupHost();
+  if (!host) return null;
+  try {
+    return await host.create(`run-${lease.uid}`, limits);
+  } catch (err) {
+    throw new SandboxError(
+      'spawn_failed',
+      `the sandbox could not make the run's cgroup: ${(err as Error).message}`,
+    );
+  }
+}
+
+/**
+ * Takes the run's cgroups down and gives its uid back, in that order (the cgroups are named after
+ * the uid). Whatever cannot be given back stays held: a uid is never shared by two runs.
+ */
+async function giveBack(lease: UidLease, cgroup: RunCgroup | null, sweep: boolean): Promise<Released> {
+  try {
+    if (sweep && !(await lease.sweep())) return { memoryExceeded: false };
+    const memoryExceeded = (await cgroup?.memoryExceeded()) ?? false;
+    if (cgroup && !(await cgroup.remove())) return { memoryExceeded };
+    await lease.release();
+    return { memoryExceeded };
+  } catch {
+    return { memoryExceeded: false };
   }
 }
 

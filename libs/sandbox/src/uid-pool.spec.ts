@@ -44,11 +44,11 @@ describe('UidPool', () => {
     const lease = await pool.acquire();
     expect(lease.uid).toBe(only);
     await expect(pool.acquire()).rejects.toMatchObject({ kind: 'spawn_failed', message: inUse });
-    expect(await lease.release(false)).toBe(true);
+    await lease.release();
     expect(await readdir(lockDir)).toEqual([]);
     const again = await pool.acquire();
     expect(again.uid).toBe(only);
-    await again.release(false);
+    await again.release();
   });
 
   it('leaves a uid another live process or thread holds, and takes over the lock of a dead one', async () => {
@@ -65,7 +65,7 @@ describe('UidPool', () => {
     await rm(join(lockDir, thread));
     const lease = await pool.acquire();
     expect(await readdir(lockDir)).toEqual([`${only}.${process.pid}.${threadId}`]);
-    await lease.release(false);
+    await lease.release();
   });
 
   (isRoot ? it : it.skip)(
@@ -83,8 +83,9 @@ describe('UidPool', () => {
       children.push(escaped);
       await once(escaped, 'spawn');
       expect(await processesOf(only)).toEqual([escaped.pid]);
-      expect(await lease.release(true)).toBe(true);
+      expect(await lease.sweep()).toBe(true);
       expect(await processesOf(only)).toEqual([]);
+      await lease.release();
       expect(await readdir(lockDir)).toEqual([]);
     },
   );

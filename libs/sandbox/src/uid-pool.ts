@@ -126,17 +126,20 @@ export class UidLease {
   ) {}
 
   /**
-   * Gives the uid back. With `sweep`, processes may still run as it (the run was killed, or it ran
-   * without a pid namespace): they are killed first, and if any survives the sweep the uid stays
-   * retired (held) rather than being handed to the next run. Resolves to whether it was released.
+   * For when processes may still run as the uid (the run was killed, or it ran without a pid
+   * namespace): kills them and waits until they are gone. False when one survived: then the uid
+   * must stay held (retired) rather than be handed to the next run.
    */
-  async release(sweep: boolean): Promise<boolean> {
-    if (this.released) return true;
-    if (sweep && !(await sweepUid(this.uid))) return false;
+  sweep(): Promise<boolean> {
+    return sweepUid(this.uid);
+  }
+
+  /** Gives the uid back; only once no process runs as it any more. */
+  async release(): Promise<void> {
+    if (this.released) return;
     await unlinkQuietly(this.lockFile);
     this.released = true;
     leased.delete(this.uid);
-    return true;
   }
 }
 
