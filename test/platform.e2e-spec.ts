@@ -36,7 +36,9 @@ describe('platform endpoints (real Postgres and Redis)', () => {
       expect(Object.keys(res.body).sort()).toEqual([...CORE, ...VECTOR, 'sandbox', 'ai'].sort());
       expect(res.body.sandbox).toEqual({
         status: 'up',
-        message: expect.stringMatching(/^bwrap: own namespaces and a private network/),
+        message: expect.stringMatching(
+          /^bwrap: own namespaces and a private network.*; each run has (a uid|a user namespace)/,
+        ),
       });
       expect(res.body.postgres).toEqual({ status: 'up' });
       expect(res.body.redis).toEqual({ status: 'up' });

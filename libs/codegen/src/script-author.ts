@@ -139,6 +139,7 @@ export class ScriptAuthor {
       python: venv.python,
       venvDir: venv.dir,
       bwrap: this.config.taps.sandbox,
+      uids: this.config.taps.sandboxUids,
       limits: {
         memoryBytes: c.memoryBytes,
         cpuSeconds: c.cpuSeconds,

@@ -8,6 +8,7 @@ import { SandboxError } from '../../sandbox/src/errors';
 import type { RunLimits } from '../../sandbox/src/limits';
 import { PythonSandbox, type BwrapMode } from '../../sandbox/src/sandbox';
 import { writeScript, type ScriptFile } from '../../sandbox/src/script-file';
+import type { UidRange } from '../../sandbox/src/uid-pool';
 import type { SchemaField } from '../../pipelines/src/pipeline.types';
 import { Invalid, coercer, type Value } from '../../pipelines/src/values/coerce';
 import type { TypedBatch } from '../../pipelines/src/values/typed-batch';
@@ -22,6 +23,8 @@ export interface ScriptRunSpec {
   python: string;
   venvDir: string;
   bwrap: BwrapMode;
+  /** TAP_SANDBOX_UIDS: a root platform's per-run uids. */
+  uids?: UidRange;
   limits: Partial<RunLimits>;
   batchTimeoutMs: number;
 }
@@ -73,7 +76,7 @@ export class RunningScript {
     const { text, scriptLines } = runnableScript(spec.kind, spec.script);
     // The file name shows in tracebacks: the script's own name (as a module name).
     const file = await writeScript(text, { fileName: SCRIPT_FILES[spec.kind].replace('-', '_') });
-    const sandbox = new PythonSandbox({ bwrap: spec.bwrap, limits: spec.limits });
+    const sandbox = new PythonSandbox({ bwrap: spec.bwrap, uids: spec.uids, limits: spec.limits });
     const session = BatchSession.start(sandbox, {
       scriptPath: file.path,
       python: spec.python,

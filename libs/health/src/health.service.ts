@@ -58,14 +58,18 @@ export class HealthService {
 
   /** The isolation tap scripts get on this instance (TAP_SANDBOX), beyond the spec's keys like `redis`. */
   async sandbox(): Promise<ServiceStatus> {
-    if (this.config.taps.sandbox === 'off') {
+    const taps = this.config.taps;
+    const sandbox = new PythonSandbox({ bwrap: taps.sandbox, uids: taps.sandboxUids });
+    if (taps.sandbox === 'off') {
       return {
         status: 'up',
-        message: 'TAP_SANDBOX=off: scripts run with limits only, on the host filesystem and network',
+        message:
+          'TAP_SANDBOX=off: scripts run with limits only, on the host filesystem and network; ' +
+          (await sandbox.separation()).detail,
       };
     }
     try {
-      await new PythonSandbox({ bwrap: 'require' }).isolation();
+      await sandbox.isolation();
     } catch (err) {
       return { status: 'down', message: `${errorMessage(err)}; tap runs are refused` };
     }
@@ -74,7 +78,8 @@ export class HealthService {
       status: 'up',
       message:
         'bwrap: own namespaces and a private network; scripts reach public addresses through the ' +
-        `platform's egress proxy (${allowed} allow-listed private endpoint${allowed === 1 ? '' : 's'})`,
+        `platform's egress proxy (${allowed} allow-listed private endpoint${allowed === 1 ? '' : 's'}); ` +
+        (await sandbox.separation()).detail,
     };
   }
 

@@ -23,15 +23,7 @@ export function harnessError(
   secrets: readonly string[],
 ): SandboxError {
   const mask = (s: string): string => maskSecrets(s, secrets);
-  if (control.kind === 'memory') {
-    return new SandboxError(
-      'memory_limit',
-      `the script used more than ${formatBytes(limits.memoryBytes)} of memory`,
-      {
-        limit: limits.memoryBytes,
-      },
-    );
-  }
+  if (control.kind === 'memory') return memoryLimitError(limits);
   if (control.kind === 'internal') {
     return new SandboxError('spawn_failed', `the sandbox could not start: ${mask(control.message)}`);
   }
@@ -46,6 +38,16 @@ export function harnessError(
   if (typeof control.exception === 'string') details.exception = control.exception;
   if (typeof control.traceback === 'string') details.traceback = mask(control.traceback);
   return new SandboxError(control.kind as SandboxErrorKind, mask(control.message), details);
+}
+
+export function memoryLimitError(limits: RunLimits): SandboxError {
+  return new SandboxError(
+    'memory_limit',
+    `the script used more than ${formatBytes(limits.memoryBytes)} of memory`,
+    {
+      limit: limits.memoryBytes,
+    },
+  );
 }
 
 export interface EndOfProcess {

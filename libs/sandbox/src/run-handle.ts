@@ -1,7 +1,7 @@
 import { ChildProcess } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import { Readable, Writable } from 'node:stream';
-import { classifyEnd, harnessError } from './classify';
+import { classifyEnd, harnessError, memoryLimitError } from './classify';
 import { SandboxError, SandboxErrorDetails, SandboxErrorKind } from './errors';
 import { formatBytes, formatDuration, LOG_HARD_CAP_FACTOR, RunLimits } from './limits';
 import { LogCollector } from './log-collector';
@@ -14,6 +14,16 @@ export type IsolationMode = 'bwrap' | 'none';
 export interface Launch {
   child: ChildProcess;
   isolation: IsolationMode;
+  /**
+   * Gives back what the run held beyond its process (its uid and cgroups), once the child has
+   * exited with `signal`; the outcome settles after it. Must not reject.
+   */
+  release?: (signal: NodeJS.Signals | null) => Promise<Released>;
+}
+
+export interface Released {
+  /** The kernel killed a process of the run for going over the run's memory (its cgroup). */
+  memoryExceeded: boolean;
 }
 
 export interface RunOutcome {
@@ -63,6 +73,9 @@ export class RunHandle implements AsyncIterable<unknown> {
   private readonly parser: RecordParser;
   private readonly logs: LogCollector;
   private child: ChildProcess | null = null;
+  private release: Launch['release'];
+  private releasing = false;
+  private memoryExceeded = false;
   private recordStream: Readable | null = null;
   private isolation: IsolationMode | null = null;
   private error: SandboxError | null = null;
@@ -198,9 +211,10 @@ export class RunHandle implements AsyncIterable<unknown> {
     }
   }
 
-  private attach({ child, isolation }: Launch): void {
+  private attach({ child, isolation, release }: Launch): void {
     this.child = child;
     this.isolation = isolation;
+    this.release = release;
     this.startedAt = performance.now();
     const [stdin, stdout, stderr, records] = child.stdio;
     this.recordStream = records as Readable;
@@ -268,6 +282,14 @@ export class RunHandle implements AsyncIterable<unknown> {
     if (this.claimed) this.clearDeadline();
     // Without bwrap's pid namespace, leftovers of the script's process group die here.
     if (this.isolation === 'none') this.signalGroup();
+    if (this.release) {
+      this.releasing = true;
+      void this.release(signal).then((released) => {
+        this.memoryExceeded = released.memoryExceeded;
+        this.releasing = false;
+        this.maybeSettle();
+      });
+    }
     const [, stdout, stderr] = this.child?.stdio ?? [];
     this.timers.push(
       setTimeout(() => {
@@ -328,7 +350,7 @@ export class RunHandle implements AsyncIterable<unknown> {
   }
 
   private maybeSettle(): void {
-    if (this.settled || !this.exit || !this.recordsDone || this.openLogStreams > 0) return;
+    if (this.settled || !this.exit || !this.recordsDone || this.openLogStreams > 0 || this.releasing) return;
     this.settled = true;
     this.clearTimers();
     const { logs, truncated } = this.logs.finish();
@@ -339,7 +361,9 @@ export class RunHandle implements AsyncIterable<unknown> {
         ? harnessError(this.parser.control, this.limits, this.secrets)
         : this.parser.control?.type === 'done'
           ? null
-          : end.error(this.limits, this.logs.head(300), this.secrets));
+          : this.memoryExceeded && end.signal === 'SIGKILL'
+            ? memoryLimitError(this.limits)
+            : end.error(this.limits, this.logs.head(300), this.secrets));
     this.resolveOutcome({
       exitCode: this.exit.code,
       signal: end.signal,

@@ -1,6 +1,8 @@
 import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import { cgroupHost } from './cgroups';
 import { writeScript } from './script-file';
+import { DEFAULT_UID_RANGE } from './uid-pool';
 import { offModeAvailable, py, runScript, SandboxFixture, sandboxFixture, SpecMode } from './spec-fixtures';
 
 const modes: SpecMode[] = offModeAvailable ? ['bwrap', 'off'] : ['bwrap'];
@@ -48,14 +50,28 @@ describe.each(modes)('sandbox isolation (bwrap: %s)', (mode) => {
     }
   });
 
-  it('runs as the unprivileged sandbox user without supplementary groups', async () => {
-    const { records } = await runScript(
-      fx,
-      py('import os', 'def fetch():', '    return [os.getuid(), os.getgid(), os.getgroups()]'),
+  it('runs as an unprivileged uid of its own, without supplementary groups', async () => {
+    const script = py('import os', 'def fetch():', '    return [os.getuid(), os.getgid(), os.getgroups()]');
+    const one = await runScript(fx, script);
+    const separation = await fx.sandbox.separation();
+    const cgroupsUsable = (await cgroupHost()) !== null;
+    expect(separation.kind).toBe(
+      isRoot
+        ? mode === 'bwrap' && cgroupsUsable
+          ? 'cgroup'
+          : 'uid'
+        : mode === 'bwrap'
+          ? 'user-namespace'
+          : 'shared-uid',
     );
-    expect(records).toEqual(
-      isRoot ? [65534, 65534, []] : [process.getuid?.(), process.getgid?.(), expect.anything()],
-    );
+    if (!isRoot) {
+      expect(one.records).toEqual([process.getuid?.(), process.getgid?.(), expect.anything()]);
+      return;
+    }
+    const [uid, gid, groups] = one.records as [number, number, number[]];
+    expect(uid).toBeGreaterThanOrEqual(DEFAULT_UID_RANGE.first);
+    expect(uid).toBeLessThanOrEqual(DEFAULT_UID_RANGE.last);
+    expect([gid, groups]).toEqual([uid, []]);
   });
 
   it('masks secrets in logs (even split across writes) and in errors', async () => {

@@ -1,10 +1,17 @@
+import { existsSync } from 'node:fs';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { PythonSandbox } from './sandbox';
 import { writeScript } from './script-file';
 import { offModeAvailable, py, runScript, SandboxFixture, sandboxFixture, SpecMode } from './spec-fixtures';
+import { cgroupHost } from './cgroups';
+import { processesOf } from './uid-pool';
 
 const modes: SpecMode[] = offModeAvailable ? ['bwrap', 'off'] : ['bwrap'];
 const MiB = 1024 * 1024;
+const isRoot = process.getuid?.() === 0;
 
 describe.each(modes)('sandbox limits (bwrap: %s)', (mode) => {
   let fx: SandboxFixture;
@@ -74,6 +81,207 @@ describe.each(modes)('sandbox limits (bwrap: %s)', (mode) => {
     // Nothing of it survives: the next run starts normally.
     const after = await runScript(fx, py('def fetch():', '    return [1]'));
     expect(after.records).toEqual([1]);
+  });
+
+  it("keeps each run's process budget its own: a run holding all of its processes does not stop another", async () => {
+    // A forks until the kernel refuses, reports how many it holds, and keeps them until its stdin ends.
+    const holder = await writeScript(
+      py(
+        'import os',
+        'def fetch():',
+        '    held = 0',
+        '    while True:',
+        '        try:',
+        '            pid = os.fork()',
+        '        except BlockingIOError:',
+        '            break',
+        '        if pid == 0:',
+        '            os.read(0, 1)',
+        '            os._exit(0)',
+        '        held += 1',
+        '    yield {"held": held}',
+        '    os.read(0, 1)',
+        '    for _ in range(held):',
+        '        os.wait()',
+      ),
+    );
+    try {
+      const a = fx.sandbox.run({
+        scriptPath: holder.path,
+        python: fx.venv.python,
+        venvDir: fx.venv.dir,
+        stdin: true,
+        flushEach: true,
+        limits: { maxProcesses: 8 },
+      });
+      const records = a.records();
+      const first = await records.next();
+      expect(first.value).toEqual({ held: expect.any(Number) });
+      // B starts while A sits at its limit, and needs processes of its own.
+      const b = await runScript(
+        fx,
+        py(
+          'import subprocess',
+          'def fetch():',
+          '    return [subprocess.run(["true"]).returncode for _ in range(3)]',
+        ),
+        { limits: { maxProcesses: 8 } },
+      );
+      a.input()?.end();
+      const rest: unknown[] = [];
+      for await (const record of records) rest.push(record);
+      expect(rest).toEqual([]);
+      expect(b.outcome.error).toBeNull();
+      expect(b.records).toEqual([0, 0, 0]);
+      expect((await a.outcome).error).toBeNull();
+      expect((first.value as { held: number }).held).toBeGreaterThanOrEqual(1);
+    } finally {
+      await holder.remove();
+    }
+  });
+
+  (isRoot ? it : it.skip)('gives the uid back after every run, also after leftovers and a kill', async () => {
+    // One uid in the pool: a run that kept it, or left a process running as it, stops the next one.
+    const lockDir = await mkdtemp(join(tmpdir(), 'tapyard-uids-'));
+    const host = mode === 'bwrap' ? await cgroupHost() : null;
+    const only = 2_000_000_000 + (process.pid % 100_000);
+    const sandbox = new PythonSandbox({
+      bwrap: mode === 'bwrap' ? 'require' : 'off',
+      uids: { first: only, last: only },
+      uidLockDir: lockDir,
+      limits: { timeoutMs: 15_000 },
+    });
+    const scripts = [
+      py('import os', 'def fetch():', '    return [os.getuid()]'),
+      // A sleeper in a session of its own: out of reach of the process group kill.
+      py(
+        'import os, subprocess',
+        'def fetch():',
+        '    subprocess.Popen(["sleep", "30"], start_new_session=True)',
+        '    return [os.getuid()]',
+      ),
+      py(
+        'import os, subprocess, time',
+        'def fetch():',
+        '    subprocess.Popen(["sleep", "30"], start_new_session=True)',
+        '    yield os.getuid()',
+        '    time.sleep(30)',
+      ),
+    ];
+    // Runs 1, 8, 15 leave a process behind; 4, 11, 18 leave one and are killed.
+    const kind = (i: number) => [0, 1, 0, 0, 2, 0, 0][i % 7];
+    try {
+      for (let i = 0; i < 20; i += 1) {
+        const script = await writeScript(scripts[kind(i)]);
+        try {
+          const handle = sandbox.run({
+            scriptPath: script.path,
+            python: fx.venv.python,
+            venvDir: fx.venv.dir,
+            flushEach: true,
+          });
+          const records: unknown[] = [];
+          for await (const record of handle) {
+            records.push(record);
+            if (kind(i) === 2) handle.kill();
+          }
+          const outcome = await handle.outcome;
+          expect(outcome.error?.kind ?? null).toBe(kind(i) === 2 ? 'killed' : null);
+          expect(records).toEqual([only]);
+          expect(await readdir(lockDir)).toEqual([]);
+          expect(await processesOf(only)).toEqual([]);
+          for (const dir of host?.paths(`run-${only}`).values() ?? []) expect(existsSync(dir)).toBe(false);
+        } finally {
+          await script.remove();
+        }
+      }
+    } finally {
+      await rm(lockDir, { recursive: true, force: true });
+    }
+  });
+
+  it('puts each run into cgroups of its own with its limits, where cgroups are usable', async () => {
+    const host = mode === 'bwrap' ? await cgroupHost() : null;
+    if (!host) return;
+    const script = await writeScript(
+      py('import os', 'def fetch():', '    yield os.getuid()', '    os.read(0, 1)'),
+    );
+    try {
+      const handle = fx.sandbox.run({
+        scriptPath: script.path,
+        python: fx.venv.python,
+        venvDir: fx.venv.dir,
+        stdin: true,
+        flushEach: true,
+        limits: { maxProcesses: 9, memoryBytes: 300 * MiB },
+      });
+      const records = handle.records();
+      const uid = (await records.next()).value as number;
+      const dirs = host.paths(`run-${uid}`);
+      const read = (controller: 'pids' | 'memory' | 'cpu', file: string) =>
+        readFile(join(dirs.get(controller) ?? '', file), 'utf8').then((text) => text.trim());
+      expect(await read('pids', 'pids.max')).toBe('11'); // bwrap's two processes besides the run's nine
+      if (host.version === 2) {
+        expect(await read('memory', 'memory.max')).toBe(String(300 * MiB));
+        expect(await read('cpu', 'cpu.max')).toBe('100000 100000');
+      } else {
+        expect(await read('memory', 'memory.limit_in_bytes')).toBe(String(300 * MiB));
+        expect(await read('cpu', 'cpu.cfs_quota_us')).toBe('100000');
+      }
+      // The script itself is in them.
+      const [pid] = await processesOf(uid);
+      const own = await readFile(`/proc/${pid}/cgroup`, 'utf8');
+      expect(own).toContain(`/tapyard-sandbox/run-${uid}\n`);
+      handle.input()?.end();
+      const rest: unknown[] = [];
+      for await (const record of records) rest.push(record);
+      expect(rest).toEqual([]);
+      expect((await handle.outcome).error).toBeNull();
+      for (const dir of dirs.values()) expect(existsSync(dir)).toBe(false);
+    } finally {
+      await script.remove();
+    }
+  });
+
+  it('caps the memory of the whole run, not only of each process, where cgroups are usable', async () => {
+    if (mode === 'off' || !(await cgroupHost())) return;
+    // Four processes of 100 MiB each, every one within its own 256 MiB, all alive at once.
+    const { records, outcome } = await runScript(
+      fx,
+      py(
+        'import os',
+        'def fetch():',
+        '    go_r, go_w = os.pipe()',
+        '    kids = []',
+        '    for _ in range(4):',
+        '        ready_r, ready_w = os.pipe()',
+        '        pid = os.fork()',
+        '        if pid == 0:',
+        '            os.close(ready_r)',
+        '            os.close(go_w)',
+        '            block = b"x" * (100 << 20)',
+        '            os.write(ready_w, b"1")',
+        '            os.read(go_r, 1)',
+        '            os._exit(0)',
+        '        os.close(ready_w)',
+        '        alive = os.read(ready_r, 1)',
+        '        os.close(ready_r)',
+        '        kids.append(pid)',
+        '        if not alive:',
+        '            break',
+        '    os.close(go_w)',
+        '    ends = [os.waitpid(pid, 0)[1] for pid in kids]',
+        '    if any(os.WIFSIGNALED(end) for end in ends):',
+        '        raise MemoryError("a process of the run was killed")',
+        '    return [len(kids)]',
+      ),
+      { limits: { memoryBytes: 256 * MiB } },
+    );
+    expect(records).toEqual([]);
+    expect(outcome.error).toMatchObject({
+      kind: 'memory_limit',
+      message: 'the script used more than 256 MiB of memory',
+    });
   });
 
   it('stops a script printing 1 GiB quickly, in bounded memory', async () => {

@@ -1,6 +1,7 @@
 import { spawn, SpawnOptions } from 'node:child_process';
 import { isAbsolute, join, posix, relative } from 'node:path';
 import { Readable, Writable } from 'node:stream';
+import { cgroupHost, RunCgroup } from './cgroups';
 import { bwrapArgs, SANDBOX_EGRESS_PORT, SANDBOX_HARNESS, SANDBOX_SCRIPT_DIR, SANDBOX_VENV } from './bwrap';
 import { probeBwrap } from './bwrap-probe';
 import { sandboxEnv } from './environment';
@@ -8,8 +9,9 @@ import { SandboxError } from './errors';
 import { DEFAULT_HARNESS_PATH } from './harness-path';
 import { DEFAULT_LIMITS, resolveLimits, RunLimits } from './limits';
 import { pythonLayout } from './python-layout';
-import { IsolationMode, Launch, RecordsCallback, RunHandle } from './run-handle';
+import { IsolationMode, Launch, RecordsCallback, Released, RunHandle } from './run-handle';
 import { userNamespaceFilter } from './seccomp';
+import { DEFAULT_UID_LOCK_DIR, DEFAULT_UID_RANGE, UidLease, UidPool, UidRange } from './uid-pool';
 
 /**
  * require: runs need bwrap (namespaces, private network) and fail closed, saying why, without it;
@@ -23,10 +25,21 @@ export interface PythonSandboxOptions {
   bwrapPath?: string;
   /** Defaults for every run; each request may override single limits. */
   limits?: Partial<RunLimits>;
-  /** Who runs scripts when the platform is root (RLIMIT_NPROC does not apply to root). */
-  sandboxUid?: number;
-  sandboxGid?: number;
+  /**
+   * When the platform is root, each run gets a host uid (and gid) of its own from this range, so
+   * RLIMIT_NPROC, which the kernel counts per real uid, is that run's budget alone. Reserve the
+   * range for the sandbox: no user, file owner or subordinate (container) range may use it.
+   */
+  uids?: UidRange;
+  /** Where platform processes on this host record which uids their runs hold (root only). */
+  uidLockDir?: string;
 }
+
+/**
+ * How one run's budget is kept apart from the others' (see PythonSandbox.separation): `cgroup` also
+ * means a uid per run.
+ */
+export type RunSeparation = 'cgroup' | 'uid' | 'user-namespace' | 'shared-uid';
 
 export interface RunRequest {
   /** The tap script; see writeScript() for a file the sandbox user can read. */
@@ -64,7 +77,6 @@ export interface RunRequest {
   flushEach?: boolean;
 }
 
-const NOBODY = 65534;
 /** Python flags: ignore PYTHON* variables, no site (the harness loads it after dropping), unbuffered logs. */
 const PYTHON_FLAGS = ['-E', '-S', '-u', '-B'];
 
@@ -73,8 +85,7 @@ export class PythonSandbox {
   private readonly bwrapMode: BwrapMode;
   private readonly bwrapPath: string;
   private readonly limits: RunLimits;
-  private readonly uid: number;
-  private readonly gid: number;
+  private readonly uids: UidPool;
   private readonly isRoot = process.getuid?.() === 0;
 
   constructor(options: PythonSandboxOptions = {}) {
@@ -82,8 +93,27 @@ export class PythonSandbox {
     this.bwrapMode = options.bwrap ?? 'require';
     this.bwrapPath = options.bwrapPath ?? '/usr/bin/bwrap';
     this.limits = resolveLimits(DEFAULT_LIMITS, options.limits);
-    this.uid = options.sandboxUid ?? NOBODY;
-    this.gid = options.sandboxGid ?? NOBODY;
+    this.uids = new UidPool(options.uids ?? DEFAULT_UID_RANGE, options.uidLockDir ?? DEFAULT_UID_LOCK_DIR);
+  }
+
+  /**
+   * As root, a uid per run, and with bwrap cgroups of its own where the host allows them;
+   * otherwise bwrap's user namespace per run (the kernel counts RLIMIT_NPROC per user namespace),
+   * and with bwrap off every run shares the platform's uid.
+   */
+  async separation(): Promise<{ kind: RunSeparation; detail: string }> {
+    if (this.isRoot) {
+      const uids = `${this.uids.range.first}-${this.uids.range.last}`;
+      const host = this.bwrapMode === 'off' ? null : await cgroupHost();
+      if (host) {
+        return { kind: 'cgroup', detail: `each run has a uid (${uids}) and a ${host.describe()} of its own` };
+      }
+      return { kind: 'uid', detail: `each run has a uid of its own (${uids}); no usable cgroups` };
+    }
+    if ((await this.isolation()) === 'bwrap') {
+      return { kind: 'user-namespace', detail: 'each run has a user namespace of its own' };
+    }
+    return { kind: 'shared-uid', detail: "runs share the platform's uid and its process limit" };
   }
 
   /** The isolation runs get; the bwrap probe runs once per process and binary. */
@@ -122,15 +152,35 @@ export class PythonSandbox {
       ...(request.rows ? ['--rows', '1'] : []),
       ...(request.flushEach ? ['--flush', '1'] : []),
     ];
-    if (isolation === 'none') return this.launchDirect(request, args);
-    return this.launchBwrap(request, limits, args);
+    if (!this.isRoot) {
+      return isolation === 'none'
+        ? this.launchDirect(request, args, null)
+        : this.launchBwrap(request, limits, args, null, null);
+    }
+    const lease = await this.uids.acquire();
+    let cgroup: RunCgroup | null = null;
+    try {
+      cgroup = isolation === 'bwrap' ? await runCgroup(lease, limits) : null;
+      const launch =
+        isolation === 'none'
+          ? this.launchDirect(request, args, lease)
+          : await this.launchBwrap(request, limits, args, lease, cgroup);
+      // Without a pid namespace, or when bwrap was killed before its namespace was torn down,
+      // processes of the run may still be alive: they are swept before anything goes back.
+      const release = (signal: NodeJS.Signals | null) =>
+        giveBack(lease, cgroup, isolation === 'none' || signal !== null);
+      return { ...launch, release };
+    } catch (err) {
+      await giveBack(lease, cgroup, true);
+      throw err;
+    }
   }
 
   /**
    * No namespaces: the interpreter runs as the sandbox user (when we are root), so the
    * interpreter, venv, harness and script must be readable by that user.
    */
-  private launchDirect(request: RunRequest, harnessArgs: string[]): Launch {
+  private launchDirect(request: RunRequest, harnessArgs: string[], lease: UidLease | null): Launch {
     const env = sandboxEnv(request.env ?? {}, join(request.venvDir, 'bin'));
     const args = [...PYTHON_FLAGS, this.harnessPath, ...harnessArgs, '--', request.scriptPath];
     const options: SpawnOptions = {
@@ -139,11 +189,17 @@ export class PythonSandbox {
       detached: true,
       stdio: [stdinMode(request), 'pipe', 'pipe', 'pipe'],
     };
-    if (this.isRoot) Object.assign(options, { uid: this.uid, gid: this.gid });
+    if (lease) Object.assign(options, { uid: lease.uid, gid: lease.uid });
     return { child: spawn(request.python, args, options), isolation: 'none' };
   }
 
-  private async launchBwrap(request: RunRequest, limits: RunLimits, harnessArgs: string[]): Promise<Launch> {
+  private async launchBwrap(
+    request: RunRequest,
+    limits: RunLimits,
+    harnessArgs: string[],
+    lease: UidLease | null,
+    cgroup: RunCgroup | null,
+  ): Promise<Launch> {
     const inVenv = relative(request.venvDir, request.python);
     if (inVenv.startsWith('..') || isAbsolute(inVenv)) {
       throw new SandboxError('spawn_failed', 'the sandbox needs the interpreter to live inside venvDir');
@@ -160,8 +216,8 @@ export class PythonSandbox {
       env: { ...sandboxEnv(request.env ?? {}, posix.join(SANDBOX_VENV, 'bin')), ...proxyEnv(request) },
       egressSocket: request.egressSocket,
     });
-    // As root the harness drops to the sandbox user itself, before any venv or script code runs.
-    const drop = this.isRoot ? ['--uid', String(this.uid), '--gid', String(this.gid)] : [];
+    // As root the harness drops to the run's uid itself, before any venv or script code runs.
+    const drop = lease ? ['--uid', String(lease.uid), '--gid', String(lease.uid)] : [];
     const command = [
       posix.join(SANDBOX_VENV, inVenv),
       ...PYTHON_FLAGS,
@@ -175,7 +231,23 @@ export class PythonSandbox {
     const filter = userNamespaceFilter();
     const extra = filter ? ['--seccomp', '5'] : [];
     // Options travel through fd 4 and the filter through fd 5: pipes, not the command line.
-    const child = spawn(this.bwrapPath, ['--args', '4', ...extra, '--', ...command], {
+    const argv = ['--args', '4', ...extra, '--', ...command];
+    // The shell joins the run's cgroups and becomes bwrap: nothing of the run ever runs outside them.
+    const [file, fileArgs] = cgroup
+      ? [
+          '/bin/sh',
+          [
+            '-c',
+            JOIN_CGROUPS,
+            'sh',
+            String(cgroup.procsFiles.length),
+            ...cgroup.procsFiles,
+            this.bwrapPath,
+            ...argv,
+          ],
+        ]
+      : [this.bwrapPath, argv];
+    const child = spawn(file, fileArgs, {
       env: {},
       detached: true,
       // bwrap hands its stdin to the sandboxed process as is.
@@ -185,6 +257,42 @@ export class PythonSandbox {
     feed(pipes[4], Buffer.from(options.map((o) => `${o}\0`).join('')));
     feed(pipes[5], filter ?? Buffer.alloc(0));
     return { child, isolation: 'bwrap' };
+  }
+}
+
+/** `sh -c` script: `N procs-file... command...`; writes its pid into each file, then execs the command. */
+const JOIN_CGROUPS =
+  'n=$1; shift; while [ "$n" -gt 0 ]; do ' +
+  'echo $$ > "$1" || { echo "bwrap: could not join the run\'s cgroup" >&2; exit 125; }; ' +
+  'shift; n=$((n - 1)); done; exec "$@"';
+
+/** Cgroups of the run's own, named after its uid (unique on the host), where the host allows them. */
+async function runCgroup(lease: UidLease, limits: RunLimits): Promise<RunCgroup | null> {
+  const host = await cgroupHost();
+  if (!host) return null;
+  try {
+    return await host.create(`run-${lease.uid}`, limits);
+  } catch (err) {
+    throw new SandboxError(
+      'spawn_failed',
+      `the sandbox could not make the run's cgroup: ${(err as Error).message}`,
+    );
+  }
+}
+
+/**
+ * Takes the run's cgroups down and gives its uid back, in that order (the cgroups are named after
+ * the uid). Whatever cannot be given back stays held: a uid is never shared by two runs.
+ */
+async function giveBack(lease: UidLease, cgroup: RunCgroup | null, sweep: boolean): Promise<Released> {
+  try {
+    if (sweep && !(await lease.sweep())) return { memoryExceeded: false };
+    const memoryExceeded = (await cgroup?.memoryExceeded()) ?? false;
+    if (cgroup && !(await cgroup.remove())) return { memoryExceeded };
+    await lease.release();
+    return { memoryExceeded };
+  } catch {
+    return { memoryExceeded: false };
   }
 }
 

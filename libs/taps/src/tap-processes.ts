@@ -56,6 +56,7 @@ export class TapProcesses {
     const t = config.taps;
     this.sandbox = new PythonSandbox({
       bwrap: t.sandbox,
+      uids: t.sandboxUids,
       limits: {
         timeoutMs: t.timeoutMs,
         cpuSeconds: t.cpuSeconds,

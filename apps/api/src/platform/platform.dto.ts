@@ -56,7 +56,8 @@ export const HEALTH_EXAMPLE = {
     status: 'up',
     message:
       "bwrap: own namespaces and a private network; scripts reach public addresses through the platform's egress " +
-      'proxy (0 allow-listed private endpoints)',
+      'proxy (0 allow-listed private endpoints); each run has a uid (1000000000-1000065535) and a cgroup v2 (pids, ' +
+      'memory, cpu) of its own',
   },
   ai: { status: 'up', message: 'openai, model gpt-4.1-mini' },
 };

@@ -81,6 +81,20 @@ describe('loadConfig', () => {
     expect(p.some((m) => m.startsWith('CAPABILITY_ENFORCEMENT must be one of enforce, log-only'))).toBe(true);
   });
 
+  it("reads the sandbox's per-run uid range and refuses one that reaches root or is reversed", () => {
+    expect(loadConfig({ TAPYARD_MASTER_KEY: KEY }).taps.sandboxUids).toEqual({
+      first: 1_000_000_000,
+      last: 1_000_065_535,
+    });
+    const c = loadConfig({ TAPYARD_MASTER_KEY: KEY, TAP_SANDBOX_UIDS: '200000 - 200099' });
+    expect(c.taps.sandboxUids).toEqual({ first: 200_000, last: 200_099 });
+    for (const bad of ['0-10', '20-10', '100000', '1-2147483648']) {
+      expect(problems({ TAP_SANDBOX_UIDS: bad })).toEqual([
+        `TAP_SANDBOX_UIDS must be a range first-last between 1 and 2147483647 (got "${bad}")`,
+      ]);
+    }
+  });
+
   it('rejects bad URLs without echoing them (they carry credentials)', () => {
     const p = problems({ DATABASE_URL: 'mysql://root:hunter2@db/x', REDIS_URL: 'not a url' });
     expect(p).toEqual([

@@ -167,6 +167,8 @@ export interface TapsConfig {
   readonly maxProcesses: number;
   readonly maxLogBytes: number;
   readonly maxOutputBytes: number;
+  /** Host uids a root platform hands out, one per run (TAP_SANDBOX_UIDS=first-last). */
+  readonly sandboxUids: { readonly first: number; readonly last: number };
   /** How often a worker looks for due schedules; 0 turns scheduling off in that worker. */
   readonly schedulerTickMs: number;
   /** Scheduled runs one worker executes at once. */
@@ -232,6 +234,19 @@ class EnvReader {
       return fallback;
     }
     return v as T;
+  }
+
+  /** `first-last`, both ends included. */
+  range(name: string, fallback: { first: number; last: number }, min: number, max: number) {
+    const v = this.raw(name);
+    if (v === undefined) return fallback;
+    const m = /^(\d+)\s*-\s*(\d+)$/.exec(v);
+    const [first, last] = m ? [Number(m[1]), Number(m[2])] : [NaN, NaN];
+    if (!(first >= min && first <= last && last <= max)) {
+      this.problems.push(`${name} must be a range first-last between ${min} and ${max} (got "${v}")`);
+      return fallback;
+    }
+    return { first, last };
   }
 
   size(name: string, fallback: string, min?: string, max?: string): number {
@@ -470,6 +485,7 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
       maxProcesses: r.int('TAP_MAX_PROCESSES', 64, 4, 4096),
       maxLogBytes: r.size('TAP_LOG_LIMIT', '256kb'),
       maxOutputBytes: r.size('TAP_OUTPUT_LIMIT', '4gb'),
+      sandboxUids: r.range('TAP_SANDBOX_UIDS', { first: 1_000_000_000, last: 1_000_065_535 }, 1, 2 ** 31 - 1),
       schedulerTickMs: r.int('TAP_SCHEDULER_MS', 1000, 0, 3600000),
       concurrency: r.int('TAP_CONCURRENCY', 2, 1, 64),
       streamAfter: r.int('TAP_STREAM_AFTER', 10000, 0, 100_000_000),
