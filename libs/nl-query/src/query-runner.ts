@@ -8,7 +8,7 @@ import {
   ValidationError,
   errorMessage,
 } from '@tapyard/core';
-import { PgPools } from '@tapyard/destinations';
+import { PgPools, databasePool } from '@tapyard/destinations';
 import { confinementOf, isPlatformSchema } from '@tapyard/pipelines';
 import { RelationRef } from './sql-safety';
 
@@ -46,21 +46,12 @@ export class QueryRunner implements OnModuleDestroy {
 
   /** The pool of user queries (and of anything a question makes read from user tables) for a database. */
   pool(database: string): Pool {
-    let pool = this.pools.get(database);
-    if (!pool) {
-      const url = new URL(this.config.database.destinationUrl);
-      url.pathname = `/${encodeURIComponent(database)}`;
-      pool = new Pool({
-        connectionString: url.toString(),
-        max: this.config.query.poolSize,
-        // A query waits for a connection at most as long as one may run.
-        connectionTimeoutMillis: this.config.query.timeoutMs,
-        application_name: 'tapyard-query',
-      });
-      pool.on('error', () => undefined);
-      this.pools.set(database, pool);
-    }
-    return pool;
+    return databasePool(this.pools, this.config.database.destinationUrl, database, {
+      max: this.config.query.poolSize,
+      // A query waits for a connection at most as long as one may run.
+      connectionTimeoutMillis: this.config.query.timeoutMs,
+      application_name: 'tapyard-query',
+    });
   }
 
   /** A connection of the user-query pool; 429 when every one stayed busy for a whole query timeout. */

@@ -10,24 +10,34 @@ export class PgPools implements OnModuleDestroy {
   constructor(@Inject(CONFIG) private readonly config: TapyardConfig) {}
 
   get(database: string): Pool {
-    let pool = this.pools.get(database);
-    if (!pool) {
-      const url = new URL(this.config.database.destinationUrl);
-      url.pathname = `/${encodeURIComponent(database)}`;
-      pool = new Pool({
-        connectionString: url.toString(),
-        max: 4,
-        connectionTimeoutMillis: 10000,
-        application_name: 'tapyard-loader',
-      });
-      pool.on('error', () => undefined);
-      this.pools.set(database, pool);
-    }
-    return pool;
+    return databasePool(this.pools, this.config.database.destinationUrl, database, {
+      max: 4,
+      connectionTimeoutMillis: 10000,
+      application_name: 'tapyard-loader',
+    });
   }
 
   async onModuleDestroy(): Promise<void> {
     await Promise.all([...this.pools.values()].map((p) => p.end()));
     this.pools.clear();
   }
+}
+
+/** The pool of `pools` for one database of the server at `serverUrl`, made on first use. */
+export function databasePool(
+  pools: Map<string, Pool>,
+  serverUrl: string,
+  database: string,
+  options: { max: number; connectionTimeoutMillis: number; application_name: string },
+): Pool {
+  let pool = pools.get(database);
+  if (!pool) {
+    const url = new URL(serverUrl);
+    url.pathname = `/${encodeURIComponent(database)}`;
+    pool = new Pool({ connectionString: url.toString(), ...options });
+    // An idle connection the server drops must not crash the process; the next query reconnects.
+    pool.on('error', () => undefined);
+    pools.set(database, pool);
+  }
+  return pool;
 }
