@@ -190,20 +190,26 @@ describe('sinks that never answer', () => {
         await upload(retrying.http, 'hang', csv(3), 'stuck-1.csv'),
         await upload(retrying.http, 'hang', csv(3), 'stuck-2.csv'),
       ];
-      // One job holds the sink's place (SINK_CONCURRENCY defaults to one below the worker's slots)
-      // and waits on the endpoint; the other is sent back to the queue instead of waiting in a slot.
-      await until('one request held and the other job deferred', async () => {
-        const events = (await Promise.all(stuck.map(status))).flatMap((s) => s.events);
-        return (
-          rest.hanging === 1 && events.some((e) => /SINK_CONCURRENCY=1\).*will retry/.test(e.description))
+      await until('both jobs taken by the worker, one request held by the endpoint', async () => {
+        const taken = await Promise.all(
+          stuck.map(async (t) => (await status(t)).events.some((e) => e.processName === 'JobRunner')),
         );
+        return rest.hanging >= 1 && taken.every(Boolean);
       });
       const other = await upload(retrying.http, 'other', csv(5), 'other.csv');
       expect((await waitForJob(api.http, other, 60000)).rollup.status).toBe('success');
       expect(await loadedIntoOther()).toBe(loadedBefore + 5);
-      // The sink's jobs were still waiting all along.
+      // Meanwhile the sink's jobs waited: one on the endpoint, holding the sink's one place
+      // (SINK_CONCURRENCY defaults to one below the worker's slots), the other back in the queue
+      // rather than in a slot.
       expect(rest.hanging).toBe(1);
-      for (const token of stuck) expect((await status(token)).rollup.allDone).toBe(false);
+      const waiting = await Promise.all(stuck.map(status));
+      for (const s of waiting) expect(s.rollup.allDone).toBe(false);
+      expect(
+        waiting
+          .flatMap((s) => s.events)
+          .some((e) => /\(SINK_CONCURRENCY=1\).*will retry/.test(e.description)),
+      ).toBe(true);
 
       rest.release('/hang');
       for (const token of stuck)
