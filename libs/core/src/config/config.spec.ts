@@ -129,7 +129,7 @@ describe('loadConfig', () => {
 
   it('bounds sinks: timeouts with defaults, and fewer sink slots than worker slots', () => {
     const c = loadConfig({ TAPYARD_MASTER_KEY: KEY });
-    expect(c.sinks).toEqual({ requestTimeoutMs: 30_000, loadTimeoutMs: 30 * 60_000, concurrency: 3 });
+    expect(c.sinks).toEqual({ requestTimeoutMs: 30_000, loadTimeoutMs: 3_600_000, concurrency: 3 });
     expect(loadConfig({ TAPYARD_MASTER_KEY: KEY, WORKER_CONCURRENCY: '1' }).sinks.concurrency).toBe(1);
     expect(
       loadConfig({

@@ -453,7 +453,7 @@ function sinkBounds(r: EnvReader, workers: number): TapyardConfig['sinks'] {
   }
   return {
     requestTimeoutMs: r.int('SINK_REQUEST_TIMEOUT_MS', 30_000, 100, 600_000),
-    loadTimeoutMs: r.int('SINK_LOAD_TIMEOUT_MS', 30 * 60_000, 100, 24 * 3_600_000),
+    loadTimeoutMs: r.int('SINK_LOAD_TIMEOUT_MS', 3_600_000, 100, 24 * 3_600_000),
     concurrency,
   };
 }

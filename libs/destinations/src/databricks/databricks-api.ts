@@ -37,6 +37,9 @@ export function databricksSettings(secretName: string, f: Record<string, string>
   };
 }
 
+/** How long the SQL API holds a statement's answer while it runs (then it is polled). */
+const STATEMENT_WAIT_S = 30;
+
 interface StatementAnswer {
   statement_id: string;
   status: { state: string; error?: { message?: string; error_code?: string } };
@@ -129,9 +132,12 @@ export class DatabricksApi {
       JSON.stringify({
         warehouse_id: this.s.warehouseId,
         statement,
-        wait_timeout: '30s',
+        wait_timeout: `${STATEMENT_WAIT_S}s`,
         on_wait_timeout: 'CONTINUE',
       }),
+      'application/json',
+      // The warehouse holds its answer up to wait_timeout before saying the statement still runs.
+      this.requestTimeoutMs + STATEMENT_WAIT_S * 1000,
     );
     let answer = this.answer(res.status, res.body);
     const deadline = Date.now() + 10 * 60_000;
