@@ -118,8 +118,8 @@ export class SnowflakeDestination extends Sink implements Destination {
 
   /**
    * One connection for `work`; failures to reach Snowflake are outages naming it. The driver retries a
-   * login and a broken upload for minutes: the login and each statement get SINK_REQUEST_TIMEOUT_MS
-   * (an upload more for a bigger file).
+   * broken upload for minutes: each statement gets SINK_REQUEST_TIMEOUT_MS (an upload more for a
+   * bigger file).
    */
   private async session(
     target: LoadTarget,
@@ -129,12 +129,14 @@ export class SnowflakeDestination extends Sink implements Destination {
     const s = await this.settings(target);
     const connection: Connection = snowflake.createConnection(s.options);
     try {
+      // The driver retries a refused login for minutes: an outage is reported sooner.
       await d.call(
         'a login',
         () =>
           new Promise<void>((resolve, reject) => {
             connection.connect((err) => (err ? reject(err) : resolve()));
           }),
+        Math.min(LOGIN_TIMEOUT_MS, this.bounds.requestTimeoutMs),
       );
     } catch (err) {
       connection.destroy(() => undefined);
@@ -213,6 +215,8 @@ export class SnowflakeDestination extends Sink implements Destination {
     return { options, where: url.host };
   }
 }
+
+const LOGIN_TIMEOUT_MS = 15_000;
 
 function targetOf(destination: PipelineDefinition['destination']): SnowflakeTarget {
   return sectionOf<SnowflakeTarget>(destination, 'snowflake');
