@@ -12,13 +12,17 @@ export interface SinkRequest {
 /**
  * A receiving HTTP endpoint for REST-sink tests, on loopback: takes JSON arrays or NDJSON, keeps the
  * rows per path, and honours `Idempotency-Key` as receivers that offer it do (a repeated key is
- * acknowledged and not stored again). Scripted answers (`fail`) come before normal handling.
+ * acknowledged and not stored again). Scripted answers (`fail`) come before normal handling; a path
+ * made to `hang` reads each request and never answers it (HEAD requests, which carry no JSON, still
+ * get a 400): an endpoint that accepts the connection and goes silent.
  */
 export class RestSink {
   readonly requests: SinkRequest[] = [];
   private readonly stored = new Map<string, Record<string, unknown>[]>();
   private readonly seenKeys = new Set<string>();
   private readonly scripted: { status: number; headers?: Record<string, string>; body?: string }[] = [];
+  private readonly hung = new Set<string>();
+  private readonly held = new Set<ServerResponse>();
   private server: Server | null = null;
   port = 0;
 
@@ -37,6 +41,22 @@ export class RestSink {
   /** The next requests get these answers (in order) instead of being stored. */
   fail(...answers: { status: number; headers?: Record<string, string>; body?: string }[]): void {
     this.scripted.push(...answers);
+  }
+
+  /** Requests to `path` are read and left unanswered. */
+  hang(path: string): void {
+    this.hung.add(path);
+  }
+
+  /** Requests held unanswered whose client is still connected. */
+  get hanging(): number {
+    return this.held.size;
+  }
+
+  /** `path` answers again; the requests held get a 503 (a sink retries them). */
+  release(path: string): void {
+    this.hung.delete(path);
+    for (const res of this.held) res.writeHead(503).end();
   }
 
   rows(path: string): Record<string, unknown>[] {
@@ -68,6 +88,11 @@ export class RestSink {
       rows: rows.length,
       at: Date.now(),
     });
+    if (this.hung.has(path)) {
+      this.held.add(res);
+      res.on('close', () => this.held.delete(res));
+      return;
+    }
     const scripted = this.scripted.shift();
     if (scripted) {
       res.writeHead(scripted.status, scripted.headers ?? {}).end(scripted.body ?? '');

@@ -1,6 +1,7 @@
 import { Module, Type } from '@nestjs/common';
 import { ObjectStoreModule } from '@tapyard/objectstore';
 import { SecretsModule } from '@tapyard/secrets';
+import { SinkGate } from './sinks/sink-gate';
 import { SinkLedger } from './sinks/sink-ledger';
 import { DESTINATIONS, Destination } from './destination';
 import { MongoClients } from './mongodb/mongo-clients';
@@ -16,6 +17,7 @@ const loaders = DESTINATION_PLUGINS.map((p) => p.loader).filter((l): l is Type<D
   providers: [
     CreatedObjects,
     SinkLedger,
+    SinkGate,
     PgPools,
     MongoClients,
     ...loaders,

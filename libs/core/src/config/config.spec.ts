@@ -214,6 +214,27 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('bounds sinks: timeouts with defaults, and fewer sink slots than worker slots', () => {
+    const c = loadConfig({ TAPYARD_MASTER_KEY: KEY });
+    expect(c.sinks).toEqual({ requestTimeoutMs: 30_000, loadTimeoutMs: 3_600_000, concurrency: 3 });
+    expect(loadConfig({ TAPYARD_MASTER_KEY: KEY, WORKER_CONCURRENCY: '1' }).sinks.concurrency).toBe(1);
+    expect(
+      loadConfig({
+        TAPYARD_MASTER_KEY: KEY,
+        SINK_REQUEST_TIMEOUT_MS: '500',
+        SINK_LOAD_TIMEOUT_MS: '2000',
+        SINK_CONCURRENCY: '4',
+      }).sinks,
+    ).toEqual({ requestTimeoutMs: 500, loadTimeoutMs: 2000, concurrency: 4 });
+    expect(problems({ SINK_REQUEST_TIMEOUT_MS: '0' })[0]).toMatch(
+      /^SINK_REQUEST_TIMEOUT_MS must be an integer/,
+    );
+    expect(problems({ SINK_LOAD_TIMEOUT_MS: 'soon' })[0]).toMatch(/^SINK_LOAD_TIMEOUT_MS must be an integer/);
+    expect(problems({ WORKER_CONCURRENCY: '2', SINK_CONCURRENCY: '3' })).toEqual([
+      'SINK_CONCURRENCY (3) must not exceed WORKER_CONCURRENCY (2): it bounds the worker slots sinks may hold',
+    ]);
+  });
+
   it('needs a master key: inline, from a file, and a clear error without either', () => {
     const dir = mkdtempSync(join(tmpdir(), 'tapyard-key-'));
     const file = join(dir, 'master.key');

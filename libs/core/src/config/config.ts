@@ -133,6 +133,18 @@ export interface TapyardConfig {
   readonly egressAllow: readonly Endpoint[];
   /** REST sinks: private endpoints they may POST to (everything else private is refused). */
   readonly restSinkAllow: AllowList;
+  /** Bounds on sinks (REST, Kafka, ActiveMQ, Snowflake, Databricks), so none can hold a worker for good. */
+  readonly sinks: {
+    /** Longest a sink waits for one answer: a request, a broker's receipts, a statement. */
+    readonly requestTimeoutMs: number;
+    /** Longest one job's delivery to one sink may take, from its set-up to its last answer. */
+    readonly loadTimeoutMs: number;
+    /**
+     * Jobs of one environment that may be delivering to sinks at once in a worker process; below
+     * WORKER_CONCURRENCY, so slow sinks always leave slots to other pipelines.
+     */
+    readonly concurrency: number;
+  };
   readonly codegen: CodegenConfig;
   /**
    * The operator's pgvector database (`PGVECTOR_URL`), used by environments without a `pgvector`
@@ -369,6 +381,7 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
   const mongoUri = r.url('MONGODB_URI', null, ['mongodb', 'mongodb+srv']);
   const useUserAuth = r.bool('USE_USER_AUTH', false);
   const useApiKeys = r.bool('USE_API_KEYS', false);
+  const workerConcurrency = r.int('WORKER_CONCURRENCY', 4, 1, 256);
 
   const config: TapyardConfig = {
     version: r.string('TAPYARD_VERSION', readPackageVersion()),
@@ -439,7 +452,7 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
     },
     masterKey: readMasterKey(r, dataDir),
     worker: {
-      concurrency: r.int('WORKER_CONCURRENCY', 4, 1, 256),
+      concurrency: workerConcurrency,
       lockMs: r.int('WORKER_LOCK_MS', 30000, 1000, 600000),
       maxStalls: r.int('WORKER_MAX_STALLS', 2, 0, 100),
       stageStallMs: r.int('STAGE_STALL_MS', 60000, 100, 24 * 3600000),
@@ -455,6 +468,7 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
     },
     egressAllow: r.endpoints('TAP_EGRESS_ALLOW'),
     restSinkAllow: r.allowList('REST_SINK_ALLOW'),
+    sinks: sinkBounds(r, workerConcurrency),
     codegen: {
       repositoryAllow: r.allowList('CODE_REPOSITORY_ALLOW'),
       repositoryCacheDir: r.string('CODE_REPOSITORY_CACHE', join(dataDir, 'git')),
@@ -494,6 +508,21 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
   checkAuth(r, config.auth);
   if (r.problems.length > 0) throw new ConfigError(r.problems);
   return Object.freeze(config);
+}
+
+function sinkBounds(r: EnvReader, workers: number): TapyardConfig['sinks'] {
+  // One slot is always kept from sinks, unless the worker has only one.
+  const concurrency = r.int('SINK_CONCURRENCY', Math.max(1, workers - 1), 1, 256);
+  if (concurrency > workers) {
+    r.problems.push(
+      `SINK_CONCURRENCY (${concurrency}) must not exceed WORKER_CONCURRENCY (${workers}): it bounds the worker slots sinks may hold`,
+    );
+  }
+  return {
+    requestTimeoutMs: r.int('SINK_REQUEST_TIMEOUT_MS', 30_000, 100, 600_000),
+    loadTimeoutMs: r.int('SINK_LOAD_TIMEOUT_MS', 3_600_000, 100, 24 * 3_600_000),
+    concurrency,
+  };
 }
 
 /** Combinations that cannot work; values are never echoed (they are secrets). */

@@ -9,54 +9,59 @@ import { SecretsService } from '@tapyard/secrets';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 import { jsonRow } from '../sinks/json-rows';
 import { SinkLedger } from '../sinks/sink-ledger';
-import { Sink, sectionOf, withTimeout } from '../sinks/sink';
+import { SinkGate } from '../sinks/sink-gate';
+import { Delivery, Sink, sectionOf } from '../sinks/sink';
 import { typedBatch } from '../typed-rows';
 import { ActiveMqTarget } from './section';
-import { BrokerAddress, brokerOf, openStomp } from './stomp-session';
+import { BrokerAddress, brokerOf, closeStomp, openStomp } from './stomp-session';
 
 /** Messages in flight (sent, receipt not yet back) at most. */
 const WINDOW = 500;
-const RECEIPT_TIMEOUT_MS = 30_000;
 
 /**
  * ActiveMQLoader: one persistent JSON message per row to a queue or topic over STOMP, each with a
  * receipt that is awaited before the rows count as sent. Headers carry the pipeline, its token and the
  * row's line, and `tapyard-message-id: <pipelineToken>:<line>`. Delivery is at-least-once: a finished
  * job is recorded and never resent, but a delivery cut midway is retried whole, so consumers
- * deduplicate on `tapyard-message-id`.
+ * deduplicate on `tapyard-message-id`. A window's receipts, like the connect, wait
+ * SINK_REQUEST_TIMEOUT_MS at most.
  */
 @Injectable()
 export class ActiveMqDestination extends Sink implements Destination {
   readonly name = 'activemq';
   readonly processName = 'ActiveMQLoader' as const;
-  constructor(@Inject(CONFIG) config: TapyardConfig, secrets: SecretsService, ledger: SinkLedger) {
-    super(ledger, secrets, new EgressPolicy(config.egressAllow));
+  constructor(
+    @Inject(CONFIG) config: TapyardConfig,
+    secrets: SecretsService,
+    ledger: SinkLedger,
+    gate: SinkGate,
+  ) {
+    super(config, ledger, secrets, gate, new EgressPolicy(config.egressAllow));
   }
 
   describe(destination: PipelineDefinition['destination']): string {
     return `ActiveMQ ${targetOf(destination).destination}`;
   }
 
-  async probe(target?: LoadTarget): Promise<void> {
-    if (!target) return;
-    const client = await openStomp(await this.broker(target), this.policy, 3000);
-    await client.deactivate();
+  protected async reach(target: LoadTarget): Promise<void> {
+    const client = await openStomp(await this.broker(target), this.policy, this.bounds.requestTimeoutMs);
+    // It answered; the polite close (bounded, never failing) is not part of the probe's time.
+    void closeStomp(client, this.bounds.requestTimeoutMs);
   }
 
-  async prepare(target: LoadTarget): Promise<void> {
+  protected async ready(target: LoadTarget): Promise<void> {
     await this.broker(target);
   }
 
-  async load(
+  protected async deliver(
     target: LoadTarget,
     payloads: AsyncIterable<Payload>,
     rejects: () => AsyncIterable<RejectedRow>,
     progress: (rowsSoFar: number) => void,
+    d: Delivery,
   ): Promise<LoadResult> {
-    const done = await this.alreadyDelivered(target, payloads);
-    if (done) return done;
     const a = targetOf(target.destination);
-    const client = await openStomp(await this.broker(target), this.policy);
+    const client = await openStomp(await this.broker(target), this.policy, this.bounds.requestTimeoutMs);
     // Receipts still awaited; a lost connection fails them all at once.
     const pending = new Map<string, { resolve: () => void; reject: (err: Error) => void }>();
     client.onWebSocketClose = () => {
@@ -71,15 +76,8 @@ export class ActiveMqDestination extends Sink implements Destination {
     try {
       let inFlight: Promise<void>[] = [];
       const settle = async (): Promise<void> => {
-        await withTimeout(
-          Promise.all(inFlight),
-          RECEIPT_TIMEOUT_MS,
-          () =>
-            new ServiceUnavailableError(
-              'activemq',
-              `the ActiveMQ broker sent no receipts within ${RECEIPT_TIMEOUT_MS} ms`,
-            ),
-        );
+        const window = inFlight;
+        await d.call('the receipts of its messages', () => Promise.all(window));
         sent += inFlight.length;
         inFlight = [];
         progress(sent);
@@ -93,9 +91,9 @@ export class ActiveMqDestination extends Sink implements Destination {
       }
       await settle();
     } finally {
-      await client.deactivate().catch(() => undefined);
+      await closeStomp(client, this.bounds.requestTimeoutMs);
     }
-    return this.finish(target, sent, this.refusals(target), rejects, `ActiveMQ ${a.destination}`);
+    return this.finish(target, sent, this.refusals(target), rejects, `ActiveMQ ${a.destination}`, d);
   }
 
   /** Resolves when the broker's receipt for the message arrives (it has then stored it). */
@@ -117,6 +115,8 @@ export class ActiveMqDestination extends Sink implements Destination {
     }
     const receipt = randomUUID();
     const done = new Promise<void>((resolve, reject) => pending.set(receipt, { resolve, reject }));
+    // A window given up midway (a timeout, a read failure) is failed when the connection closes.
+    done.catch(() => undefined);
     client.watchForReceipt(receipt, () => {
       pending.get(receipt)?.resolve();
       pending.delete(receipt);

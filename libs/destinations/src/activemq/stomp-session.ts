@@ -3,6 +3,7 @@ import { Client, IFrame, IStompSocket } from '@stomp/stompjs';
 import { TCPWrapper } from '@stomp/tcp-wrapper';
 import { ServiceUnavailableError, ValidationError } from '@tapyard/core';
 import { EgressPolicy, EgressRefused } from '@tapyard/egress';
+import { cleanUp } from '../sinks/sink';
 
 /** The broker a secret names: `stomp://host:port` or `stomp+ssl://host:port`, with credentials. */
 export interface BrokerAddress {
@@ -77,7 +78,8 @@ export async function openStomp(
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      void client.deactivate();
+      // A broker that went silent would never answer the DISCONNECT a graceful close waits for.
+      void client.deactivate({ force: true });
       reject(
         new ServiceUnavailableError('activemq', `the ActiveMQ broker at ${where} is unavailable: ${why}`),
       );
@@ -95,4 +97,13 @@ export async function openStomp(
     client.onWebSocketClose = () => fail('the connection closed');
     client.activate();
   });
+}
+
+/**
+ * Closes the session: a DISCONNECT whose receipt is awaited `timeoutMs` at most (a silent broker never
+ * sends it), then the connection is dropped.
+ */
+export async function closeStomp(client: Client, timeoutMs: number): Promise<void> {
+  await cleanUp(client.deactivate(), timeoutMs);
+  await cleanUp(client.deactivate({ force: true }), timeoutMs);
 }

@@ -1,5 +1,7 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ServiceUnavailableError, UpstreamError, ValidationError, errorMessage } from '@tapyard/core';
 import { EgressPolicy, EgressRefused, egressRequest } from '@tapyard/egress';
+import { Delivery } from '../sinks/sink';
 
 export interface DatabricksSettings {
   host: string;
@@ -35,6 +37,9 @@ export function databricksSettings(secretName: string, f: Record<string, string>
   };
 }
 
+/** How long the SQL API holds a statement's answer while it runs (then it is polled). */
+const STATEMENT_WAIT_S = 30;
+
 interface StatementAnswer {
   statement_id: string;
   status: { state: string; error?: { message?: string; error_code?: string } };
@@ -42,12 +47,15 @@ interface StatementAnswer {
 
 /**
  * The two Databricks REST APIs the loader uses, over the egress policy (plain http only for an
- * allow-listed host): the Files API for the staging volume and the SQL Statement Execution API.
+ * allow-listed host): the Files API for the staging volume and the SQL Statement Execution API. Each
+ * request is bounded by the delivery's request timeout, and a statement's polling by its deadline.
  */
 export class DatabricksApi {
   constructor(
     private readonly s: DatabricksSettings,
     private readonly policy: EgressPolicy,
+    private readonly d: Delivery,
+    private readonly requestTimeoutMs: number,
   ) {}
 
   private async call(
@@ -55,7 +63,7 @@ export class DatabricksApi {
     path: string,
     body?: string | Buffer,
     contentType = 'application/json',
-    timeoutMs = 60_000,
+    timeoutMs = this.requestTimeoutMs,
   ) {
     const url = `${this.s.host}${path}`;
     const u = new URL(url);
@@ -68,20 +76,25 @@ export class DatabricksApi {
       }
     }
     try {
-      const res = await egressRequest(this.policy, url, {
-        method,
-        headers: {
-          authorization: `Bearer ${this.s.token}`,
-          ...(body !== undefined ? { 'content-type': contentType } : {}),
-        },
-        body,
-        maxBytes: 1 << 20,
-        signal: AbortSignal.timeout(timeoutMs),
-      });
-      return res;
+      return await this.d.call(
+        `${method} ${u.pathname.split('/').slice(0, 5).join('/')}`,
+        (signal) =>
+          egressRequest(this.policy, url, {
+            method,
+            headers: {
+              authorization: `Bearer ${this.s.token}`,
+              ...(body !== undefined ? { 'content-type': contentType } : {}),
+            },
+            body,
+            maxBytes: 1 << 20,
+            signal,
+          }),
+        timeoutMs,
+      );
     } catch (err) {
       if (err instanceof EgressRefused)
         throw new ValidationError(`the Databricks host is not allowed: ${err.message}`);
+      if (err instanceof ServiceUnavailableError) throw err;
       throw new ServiceUnavailableError(
         'databricks',
         `Databricks at ${u.host} is unreachable: ${errorMessage(err)}`,
@@ -97,6 +110,7 @@ export class DatabricksApi {
       `/api/2.0/fs/files${encodeURI(path)}?overwrite=true`,
       bytes,
       'application/octet-stream',
+      this.requestTimeoutMs + Math.ceil(bytes.length / 1000), // + 1 s a MB
     );
     if (res.status >= 500 || res.status === 429)
       throw new ServiceUnavailableError(
@@ -118,16 +132,19 @@ export class DatabricksApi {
       JSON.stringify({
         warehouse_id: this.s.warehouseId,
         statement,
-        wait_timeout: '30s',
+        wait_timeout: `${STATEMENT_WAIT_S}s`,
         on_wait_timeout: 'CONTINUE',
       }),
+      'application/json',
+      // The warehouse holds its answer up to wait_timeout before saying the statement still runs.
+      this.requestTimeoutMs + STATEMENT_WAIT_S * 1000,
     );
     let answer = this.answer(res.status, res.body);
     const deadline = Date.now() + 10 * 60_000;
     while (answer.status.state === 'PENDING' || answer.status.state === 'RUNNING') {
       if (Date.now() > deadline)
         throw new ServiceUnavailableError('databricks', 'a Databricks statement ran longer than 10 minutes');
-      await new Promise((r) => setTimeout(r, 1000));
+      await sleep(1000, undefined, { signal: this.d.signal });
       const poll = await this.call(
         'GET',
         `/api/2.0/sql/statements/${encodeURIComponent(answer.statement_id)}`,

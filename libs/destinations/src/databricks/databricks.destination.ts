@@ -9,7 +9,8 @@ import { SecretsService } from '@tapyard/secrets';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 
 import { SinkLedger } from '../sinks/sink-ledger';
-import { Sink, sectionOf } from '../sinks/sink';
+import { SinkGate } from '../sinks/sink-gate';
+import { Delivery, Sink, sectionOf } from '../sinks/sink';
 import { writeRowFile } from '../typed-rows';
 import { DatabricksApi, DatabricksSettings, databricksSettings } from './databricks-api';
 import { DatabricksTarget } from './section';
@@ -38,37 +39,38 @@ const quote = (name: string): string => `\`${name.replace(/`/g, '``')}\``;
 export class DatabricksDestination extends Sink implements Destination {
   readonly name = 'databricks';
   readonly processName = 'DatabricksLoader' as const;
-  constructor(@Inject(CONFIG) config: TapyardConfig, secrets: SecretsService, ledger: SinkLedger) {
-    super(ledger, secrets, new EgressPolicy(config.egressAllow));
+  constructor(
+    @Inject(CONFIG) config: TapyardConfig,
+    secrets: SecretsService,
+    ledger: SinkLedger,
+    gate: SinkGate,
+  ) {
+    super(config, ledger, secrets, gate, new EgressPolicy(config.egressAllow));
   }
 
   describe(destination: PipelineDefinition['destination']): string {
     return `Databricks table ${targetOf(destination).table}`;
   }
 
-  async probe(target?: LoadTarget): Promise<void> {
-    if (!target) return;
-    await new DatabricksApi(await this.settings(target), this.policy).sql('SELECT 1');
+  protected async reach(target: LoadTarget, d: Delivery): Promise<void> {
+    await this.api(await this.settings(target), d).sql('SELECT 1');
   }
 
-  async prepare(target: LoadTarget): Promise<void> {
+  protected async ready(target: LoadTarget, d: Delivery): Promise<void> {
     const s = await this.settings(target);
     const columns = target.columns.map((c) => `${quote(c.name)} ${SQL_TYPES[c.type]}`).join(', ');
-    await new DatabricksApi(s, this.policy).sql(
-      `CREATE TABLE IF NOT EXISTS ${this.table(s, target)} (${columns})`,
-    );
+    await this.api(s, d).sql(`CREATE TABLE IF NOT EXISTS ${this.table(s, target)} (${columns})`);
   }
 
-  async load(
+  protected async deliver(
     target: LoadTarget,
     payloads: AsyncIterable<Payload>,
     rejects: () => AsyncIterable<RejectedRow>,
     progress: (rowsSoFar: number) => void,
+    d: Delivery,
   ): Promise<LoadResult> {
-    const done = await this.alreadyDelivered(target, payloads);
-    if (done) return done;
     const s = await this.settings(target);
-    const api = new DatabricksApi(s, this.policy);
+    const api = this.api(s, d);
     const work = await mkdtemp(join(tmpdir(), 'tapyard-databricks-'));
     try {
       const file = join(work, 'part-00000.parquet');
@@ -83,10 +85,21 @@ export class DatabricksDestination extends Sink implements Destination {
         `COPY INTO ${this.table(s, target)} FROM '${volumePath.replace(/\/part-00000\.parquet$/, '/')}' ` +
           `FILEFORMAT = PARQUET COPY_OPTIONS ('mergeSchema' = 'true')`,
       );
-      return await this.finish(target, loaded, refused, rejects, `Databricks table ${this.table(s, target)}`);
+      return await this.finish(
+        target,
+        loaded,
+        refused,
+        rejects,
+        `Databricks table ${this.table(s, target)}`,
+        d,
+      );
     } finally {
       await rm(work, { recursive: true, force: true });
     }
+  }
+
+  private api(s: DatabricksSettings, d: Delivery): DatabricksApi {
+    return new DatabricksApi(s, this.policy, d, this.bounds.requestTimeoutMs);
   }
 
   private table(s: DatabricksSettings, target: LoadTarget): string {

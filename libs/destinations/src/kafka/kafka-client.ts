@@ -33,15 +33,22 @@ export function kafkaSettings(secretName: string, fields: Record<string, string>
 /**
  * A KafkaJS client whose every connection (the bootstrap brokers and each leader the cluster names
  * later) goes to an address the egress policy vetted: a private one only when TAP_EGRESS_ALLOW lists it.
+ * A connect and each request wait `timeoutMs` at most (SINK_REQUEST_TIMEOUT_MS).
  */
-export function kafkaClient(s: KafkaSettings, policy: EgressPolicy, clientId: string): Kafka {
+export function kafkaClient(
+  s: KafkaSettings,
+  policy: EgressPolicy,
+  clientId: string,
+  timeoutMs: number,
+): Kafka {
   return new Kafka({
     clientId,
     brokers: s.brokers,
     ssl: s.ssl,
     sasl: s.sasl,
-    connectionTimeout: 3000,
-    requestTimeout: 15000,
+    connectionTimeout: timeoutMs,
+    requestTimeout: timeoutMs,
+    enforceRequestTimeout: true,
     retry: { retries: 3, initialRetryTime: 200, maxRetryTime: 3000 },
     logLevel: logLevel.NOTHING,
     socketFactory: ({ host, port, ssl, onConnect }) => {

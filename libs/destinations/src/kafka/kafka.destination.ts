@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 import { CompressionTypes, Kafka, KafkaJSError, Message } from 'kafkajs';
 import { CONFIG, ServiceUnavailableError, TapyardConfig, ValidationError, errorMessage } from '@tapyard/core';
@@ -8,7 +9,8 @@ import { SecretsService } from '@tapyard/secrets';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 import { jsonRow } from '../sinks/json-rows';
 import { SinkLedger } from '../sinks/sink-ledger';
-import { Sink, sectionOf, withTimeout } from '../sinks/sink';
+import { SinkGate } from '../sinks/sink-gate';
+import { Delivery, Sink, cleanUp, sectionOf } from '../sinks/sink';
 import { typedBatch } from '../typed-rows';
 import { KafkaSettings, kafkaClient, kafkaSettings } from './kafka-client';
 import { KafkaTarget } from './section';
@@ -22,72 +24,82 @@ const BATCH = 1000;
  * `tapyard-message-id`. The whole job is one transaction of an idempotent producer whose
  * transactional id is the job's: read_committed consumers see every row of a job or none, a delivery
  * cut midway is aborted (a redelivery's producer fences it), and a committed job is recorded and
- * never sent again.
+ * never sent again. Connecting, each produce request and the commit wait SINK_REQUEST_TIMEOUT_MS at
+ * most (KafkaJS's own retries included).
  */
 @Injectable()
 export class KafkaDestination extends Sink implements Destination {
   readonly name = 'kafka';
   readonly processName = 'KafkaLoader' as const;
-  constructor(@Inject(CONFIG) config: TapyardConfig, secrets: SecretsService, ledger: SinkLedger) {
-    super(ledger, secrets, new EgressPolicy(config.egressAllow));
+  constructor(
+    @Inject(CONFIG) config: TapyardConfig,
+    secrets: SecretsService,
+    ledger: SinkLedger,
+    gate: SinkGate,
+  ) {
+    super(config, ledger, secrets, gate, new EgressPolicy(config.egressAllow));
   }
 
   describe(destination: PipelineDefinition['destination']): string {
     return `Kafka topic ${targetOf(destination).topic}`;
   }
 
-  async probe(target?: LoadTarget): Promise<void> {
-    if (!target) return;
+  protected async reach(target: LoadTarget, d: Delivery): Promise<void> {
     const settings = await this.settings(target);
-    const admin = kafkaClient(settings, this.policy, 'tapyard-probe').admin();
+    const admin = this.client(settings, 'tapyard-probe').admin();
     try {
-      await withTimeout(admin.connect(), 5000, () => new Error('no answer within 5000 ms'));
-      await withTimeout(admin.describeCluster(), 5000, () => new Error('no answer within 5000 ms'));
+      await d.call('a connect', () => admin.connect());
+      await d.call('describeCluster', () => admin.describeCluster());
     } catch (err) {
       throw outage(settings, err);
     } finally {
-      await admin.disconnect().catch(() => undefined);
+      await cleanUp(admin.disconnect(), this.bounds.requestTimeoutMs);
     }
   }
 
   /** Creates the topic when missing (one partition per broker default, as the cluster configures). */
-  async prepare(target: LoadTarget): Promise<void> {
+  protected async ready(target: LoadTarget, d: Delivery): Promise<void> {
     const settings = await this.settings(target);
-    const admin = kafkaClient(settings, this.policy, 'tapyard-prepare').admin();
+    const admin = this.client(settings, 'tapyard-prepare').admin();
     try {
-      await admin.connect();
+      await d.call('a connect', () => admin.connect());
       const topic = targetOf(target.destination).topic;
-      if (!(await admin.listTopics()).includes(topic)) {
+      if (!(await d.call('listTopics', () => admin.listTopics())).includes(topic)) {
         // A just-started KRaft broker may not know a new topic's leader yet: asked again, it does.
         for (let attempt = 1; ; attempt++) {
           try {
-            await admin.createTopics({ topics: [{ topic }], waitForLeaders: true });
+            await d.call('createTopics', () =>
+              admin.createTopics({ topics: [{ topic }], waitForLeaders: true }),
+            );
             break;
           } catch (err) {
-            if (attempt >= 5 || !/UNKNOWN_TOPIC_OR_PARTITION|already exists|leader/i.test(errorMessage(err)))
+            if (
+              attempt >= 5 ||
+              d.signal.aborted ||
+              !/UNKNOWN_TOPIC_OR_PARTITION|already exists|leader/i.test(errorMessage(err))
+            )
               throw err;
-            await new Promise((r) => setTimeout(r, 300 * attempt));
+            await sleep(300 * attempt, undefined, { signal: d.signal });
           }
         }
       }
     } catch (err) {
       throw err instanceof ValidationError ? err : outage(settings, err);
     } finally {
-      await admin.disconnect().catch(() => undefined);
+      await cleanUp(admin.disconnect(), this.bounds.requestTimeoutMs);
     }
   }
 
-  async load(
+  protected async deliver(
     target: LoadTarget,
     payloads: AsyncIterable<Payload>,
     rejects: () => AsyncIterable<RejectedRow>,
     progress: (rowsSoFar: number) => void,
+    d: Delivery,
   ): Promise<LoadResult> {
-    const done = await this.alreadyDelivered(target, payloads);
-    if (done) return done;
     const k = targetOf(target.destination);
     const settings = await this.settings(target);
-    const kafka: Kafka = kafkaClient(settings, this.policy, 'tapyard-loader');
+    const kafka: Kafka = this.client(settings, 'tapyard-loader');
     const producer = kafka.producer({
       idempotent: true,
       maxInFlightRequests: 1,
@@ -95,8 +107,8 @@ export class KafkaDestination extends Sink implements Destination {
     });
     let sent = 0;
     try {
-      await producer.connect();
-      const tx = await producer.transaction();
+      await d.call('a connect', () => producer.connect());
+      const tx = await d.call('a transaction', () => producer.transaction());
       try {
         const keyAt = k.keyColumn ? target.columns.findIndex((c) => c.name === k.keyColumn) : -1;
         if (k.keyColumn && keyAt < 0)
@@ -104,7 +116,10 @@ export class KafkaDestination extends Sink implements Destination {
         let messages: Message[] = [];
         const flush = async (): Promise<void> => {
           if (messages.length === 0) return;
-          await tx.send({ topic: k.topic, compression: CompressionTypes.GZIP, messages });
+          const batch = messages;
+          await d.call('a produce request', () =>
+            tx.send({ topic: k.topic, compression: CompressionTypes.GZIP, messages: batch }),
+          );
           sent += messages.length;
           messages = [];
           progress(sent);
@@ -128,17 +143,22 @@ export class KafkaDestination extends Sink implements Destination {
           }
         }
         await flush();
-        await tx.commit();
+        await d.call('the commit', () => tx.commit());
       } catch (err) {
-        await tx.abort().catch(() => undefined);
+        // Bounded on its own: the job's deadline may be what ended the delivery.
+        await cleanUp(tx.abort(), this.bounds.requestTimeoutMs);
         throw err;
       }
     } catch (err) {
       throw err instanceof ValidationError ? err : outage(settings, err);
     } finally {
-      await producer.disconnect().catch(() => undefined);
+      await cleanUp(producer.disconnect(), this.bounds.requestTimeoutMs);
     }
-    return this.finish(target, sent, this.refusals(target), rejects, `Kafka topic ${k.topic}`);
+    return this.finish(target, sent, this.refusals(target), rejects, `Kafka topic ${k.topic}`, d);
+  }
+
+  private client(settings: KafkaSettings, clientId: string): Kafka {
+    return kafkaClient(settings, this.policy, clientId, this.bounds.requestTimeoutMs);
   }
 
   private async settings(target: LoadTarget): Promise<KafkaSettings> {

@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 import { CONFIG, ServiceUnavailableError, TapyardConfig, ValidationError, errorMessage } from '@tapyard/core';
 import { EgressPolicy, EgressRefused, egressRequest } from '@tapyard/egress';
@@ -7,7 +8,8 @@ import { SecretsService } from '@tapyard/secrets';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 import { jsonRow } from '../sinks/json-rows';
 import { SinkLedger } from '../sinks/sink-ledger';
-import { Sink, sectionOf } from '../sinks/sink';
+import { SinkGate } from '../sinks/sink-gate';
+import { Delivery, Sink, sectionOf } from '../sinks/sink';
 import { typedBatch } from '../typed-rows';
 import { RestTarget } from './section';
 
@@ -27,15 +29,27 @@ interface Pending {
  * redelivery after a partial failure resends the same keys: at-least-once, effectively once for a
  * receiver that honours the key. A finished delivery is recorded and never repeated. A batch the
  * endpoint refuses for good (4xx) becomes rejected rows with the status; 429/5xx and connection
- * failures are retried with back-off, then the delivery fails as an outage (retried by the runner).
- * The address passes the egress policy with REST_SINK_ALLOW; redirects are never followed.
+ * failures, and requests unanswered within SINK_REQUEST_TIMEOUT_MS, are retried with back-off, then
+ * the delivery fails as an outage (retried by the runner). The address passes the egress policy with
+ * REST_SINK_ALLOW; redirects are never followed.
  */
 @Injectable()
 export class RestDestination extends Sink implements Destination {
   readonly name = 'rest';
   readonly processName = 'RestEndpointRunner' as const;
-  constructor(@Inject(CONFIG) config: TapyardConfig, secrets: SecretsService, ledger: SinkLedger) {
-    super(ledger, secrets, new EgressPolicy(config.restSinkAllow, undefined, 'REST_SINK_ALLOW'));
+  constructor(
+    @Inject(CONFIG) config: TapyardConfig,
+    secrets: SecretsService,
+    ledger: SinkLedger,
+    gate: SinkGate,
+  ) {
+    super(
+      config,
+      ledger,
+      secrets,
+      gate,
+      new EgressPolicy(config.restSinkAllow, undefined, 'REST_SINK_ALLOW'),
+    );
   }
 
   describe(destination: PipelineDefinition['destination']): string {
@@ -44,17 +58,15 @@ export class RestDestination extends Sink implements Destination {
   }
 
   /** Whether the endpoint answers HTTP at all (a HEAD request: any status will do, no rows are sent). */
-  async probe(target?: LoadTarget): Promise<void> {
-    if (!target) return;
+  protected async reach(target: LoadTarget, d: Delivery): Promise<void> {
     const r = targetOf(target.destination);
     await this.vet(new URL(r.url));
     try {
-      await egressRequest(this.policy, r.url, {
-        method: 'HEAD',
-        maxBytes: 0,
-        signal: AbortSignal.timeout(3000),
-      });
+      await d.call('HEAD', (signal) =>
+        egressRequest(this.policy, r.url, { method: 'HEAD', maxBytes: 0, signal }),
+      );
     } catch (err) {
+      if (err instanceof ServiceUnavailableError) throw err;
       if (/redirect/.test(errorMessage(err))) return; // it answered
       throw new ServiceUnavailableError(
         'rest',
@@ -63,19 +75,18 @@ export class RestDestination extends Sink implements Destination {
     }
   }
 
-  async prepare(target: LoadTarget): Promise<void> {
+  protected async ready(target: LoadTarget): Promise<void> {
     await this.authHeaders(target.environment, targetOf(target.destination));
   }
 
-  async load(
+  protected async deliver(
     target: LoadTarget,
     payloads: AsyncIterable<Payload>,
     rejects: () => AsyncIterable<RejectedRow>,
     progress: (rowsSoFar: number) => void,
+    d: Delivery,
   ): Promise<LoadResult> {
     const r = targetOf(target.destination);
-    const done = await this.alreadyDelivered(target, payloads);
-    if (done) return done;
     const headers = {
       ...(await this.authHeaders(target.environment, r)),
       'content-type': r.format === 'ndjson' ? 'application/x-ndjson' : 'application/json',
@@ -95,7 +106,7 @@ export class RestDestination extends Sink implements Destination {
       pending = { rows: [], lines: [], raws: [] };
       const body = r.format === 'ndjson' ? `${batch.rows.join('\n')}\n` : `[${batch.rows.join(',')}]`;
       const key = `${target.pipelineToken}:${batchNo++}`;
-      const outcome = await this.post(r, { ...headers, 'idempotency-key': key }, body);
+      const outcome = await this.post(r, { ...headers, 'idempotency-key': key }, body, d);
       if (outcome === null) {
         loaded += batch.rows.length;
         progress(loaded);
@@ -120,39 +131,47 @@ export class RestDestination extends Sink implements Destination {
       }
     }
     await send();
-    return this.finish(target, loaded, refused, rejects, `${r.method} ${safeUrl(r.url)}`);
+    return this.finish(target, loaded, refused, rejects, `${r.method} ${safeUrl(r.url)}`, d);
   }
 
   /** null when the endpoint took the batch; the reason when it refused it for good (the rows are rejects). */
-  private async post(r: RestTarget, headers: Record<string, string>, body: string): Promise<string | null> {
+  private async post(
+    r: RestTarget,
+    headers: Record<string, string>,
+    body: string,
+    d: Delivery,
+  ): Promise<string | null> {
     let last = '';
     for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
       let status: number;
       let answer: string;
       let retryAfter: string | undefined;
       try {
-        const res = await egressRequest(this.policy, r.url, {
-          method: r.method,
-          headers,
-          body,
-          maxBytes: 4096,
-        });
+        const res = await d.call(r.method, (signal) =>
+          egressRequest(this.policy, r.url, { method: r.method, headers, body, maxBytes: 4096, signal }),
+        );
         status = res.status;
         answer = res.body;
         retryAfter = res.headers['retry-after'];
       } catch (err) {
         if (err instanceof EgressRefused)
           throw new ValidationError(`the REST endpoint is not allowed: ${err.message}`);
+        // The job's deadline passed: no further attempt.
+        if (d.signal.aborted) throw d.signal.reason;
         const message = errorMessage(err);
         if (/redirect/.test(message)) return `the endpoint answered with a redirect, which is not followed`;
-        last = `the REST endpoint ${safeUrl(r.url)} is unreachable: ${message}`;
-        await sleep(backoff(attempt));
+        last =
+          err instanceof ServiceUnavailableError
+            ? message
+            : `the REST endpoint ${safeUrl(r.url)} is unreachable: ${message}`;
+        if (attempt < ATTEMPTS) await sleep(backoff(attempt), undefined, { signal: d.signal });
         continue;
       }
       if (status >= 200 && status < 300) return null;
       if (status === 429 || status >= 500 || status === 408) {
         last = `the REST endpoint ${safeUrl(r.url)} answered HTTP ${status}`;
-        if (attempt < ATTEMPTS) await sleep(retryWait(retryAfter) ?? backoff(attempt));
+        if (attempt < ATTEMPTS)
+          await sleep(retryWait(retryAfter) ?? backoff(attempt), undefined, { signal: d.signal });
         continue;
       }
       return `HTTP ${status} from ${safeUrl(r.url)}: ${answer.replace(/\s+/g, ' ').slice(0, 200)}`;
@@ -222,5 +241,3 @@ function retryWait(header: string | undefined): number | null {
   const ms = Number.isFinite(seconds) ? seconds * 1000 : Date.parse(header) - Date.now();
   return Number.isFinite(ms) && ms >= 0 ? Math.min(ms, MAX_WAIT_MS) : null;
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

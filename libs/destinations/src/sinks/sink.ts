@@ -1,16 +1,71 @@
 import { extname, join } from 'node:path';
-import { ValidationError } from '@tapyard/core';
+import { ServiceUnavailableError, TapyardConfig, ValidationError } from '@tapyard/core';
 import { EgressPolicy } from '@tapyard/egress';
 import { SecretNotFoundError, SecretsService } from '@tapyard/secrets';
 import { PipelineDefinition } from '@tapyard/pipelines';
 import { ProcessName } from '@tapyard/status';
 import { Capabilities, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
+import { SinkGate } from './sink-gate';
 import { SINK_REJECTS, SinkLedger } from './sink-ledger';
+
+/**
+ * One job's time at a sink: `signal` aborts when the job's deadline there passes, and `call` bounds
+ * each answer the sink waits for (a request, a connect, a broker's receipts) by the request timeout.
+ */
+export class Delivery {
+  constructor(
+    readonly signal: AbortSignal,
+    private readonly sink: string,
+    /** Names the sink and where it sends, for the timeout's message. */
+    private readonly label: string,
+    private readonly requestTimeoutMs: number,
+  ) {}
+
+  /**
+   * `work`'s answer, or a ServiceUnavailableError naming the sink and the timeout when none comes
+   * within `ms` (an outage, retried like one). `work` gets a signal that aborts then, or when the
+   * job's deadline passes; a driver that ignores it is left behind, its outcome dropped.
+   */
+  async call<T>(
+    what: string,
+    work: (signal: AbortSignal) => Promise<T>,
+    ms = this.requestTimeoutMs,
+  ): Promise<T> {
+    this.signal.throwIfAborted();
+    const ctl = new AbortController();
+    const follow = (): void => ctl.abort(this.signal.reason);
+    this.signal.addEventListener('abort', follow, { once: true });
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<never>((_, reject) => {
+      ctl.signal.addEventListener('abort', () => reject(ctl.signal.reason), { once: true });
+      timer = setTimeout(
+        () =>
+          ctl.abort(
+            new ServiceUnavailableError(
+              this.sink,
+              `${this.label}: no answer to ${what} within ${ms} ms (SINK_REQUEST_TIMEOUT_MS)`,
+            ),
+          ),
+        ms,
+      );
+    });
+    try {
+      const running = work(ctl.signal);
+      running.catch(() => undefined);
+      return await Promise.race([running, bound]);
+    } finally {
+      clearTimeout(timer);
+      this.signal.removeEventListener('abort', follow);
+    }
+  }
+}
 
 /**
  * What every sink shares (REST, brokers, warehouses): typed batches in, a delivery record per job
  * (a redelivery sends nothing), refused rows kept in the ledger, and nothing to take back on
- * deleteData: what was delivered is the receiver's.
+ * deleteData: what was delivered is the receiver's. Every answer a sink waits for is bounded
+ * (SINK_REQUEST_TIMEOUT_MS), and so is a job's whole set-up and delivery (SINK_LOAD_TIMEOUT_MS); a
+ * job past the sink gate (SINK_CONCURRENCY) is sent back to the queue rather than waiting in its slot.
  */
 export abstract class Sink {
   abstract readonly name: string;
@@ -24,16 +79,117 @@ export abstract class Sink {
     retractable: false,
   };
   readonly encoder = join(__dirname, '..', 'encoders', `typed${extname(__filename)}`);
+  protected readonly bounds: TapyardConfig['sinks'];
 
   /**
    * `policy`: where the sink may connect on a pipeline's behalf (its address is the pipeline's choice).
    * `secrets`: its section names the secret holding its credentials.
    */
   protected constructor(
+    config: TapyardConfig,
     protected readonly ledger: SinkLedger,
     protected readonly secrets: SecretsService,
+    private readonly gate: SinkGate,
     protected readonly policy: EgressPolicy,
-  ) {}
+  ) {
+    this.bounds = config.sinks;
+  }
+
+  abstract describe(destination: PipelineDefinition['destination']): string;
+
+  /** Whether the sink's address answers at all, within one request timeout. */
+  protected abstract reach(target: LoadTarget, d: Delivery): Promise<void>;
+
+  /** What the load needs at the receiver (topics, tables), or a check of the credentials. */
+  protected abstract ready(target: LoadTarget, d: Delivery): Promise<void>;
+
+  /** Sends a job's rows, then finish(); a redelivery of a job already delivered never comes here. */
+  protected abstract deliver(
+    target: LoadTarget,
+    payloads: AsyncIterable<Payload>,
+    rejects: () => AsyncIterable<RejectedRow>,
+    progress: (rowsSoFar: number) => void,
+    d: Delivery,
+  ): Promise<LoadResult>;
+
+  async probe(target?: LoadTarget): Promise<void> {
+    if (!target) return;
+    await this.bounded(target, 'a probe', this.bounds.requestTimeoutMs, 'SINK_REQUEST_TIMEOUT_MS', (d) =>
+      this.reach(target, d),
+    );
+  }
+
+  prepare(target: LoadTarget): Promise<void> {
+    return this.bounded(target, 'the preparation', this.bounds.loadTimeoutMs, 'SINK_LOAD_TIMEOUT_MS', (d) =>
+      this.ready(target, d),
+    );
+  }
+
+  async load(
+    target: LoadTarget,
+    payloads: AsyncIterable<Payload>,
+    rejects: () => AsyncIterable<RejectedRow>,
+    progress: (rowsSoFar: number) => void,
+  ): Promise<LoadResult> {
+    const leave = this.gate.enter(target.environment, target.pipelineToken);
+    if (!leave) {
+      throw new ServiceUnavailableError(
+        this.name,
+        `${this.label(target)}: ${this.gate.limit} job(s) of this environment are already delivering to sinks ` +
+          `(SINK_CONCURRENCY=${this.gate.limit}); this one is delivered later, keeping worker slots for other pipelines`,
+      );
+    }
+    try {
+      const done = await this.alreadyDelivered(target, payloads);
+      if (done) return done;
+      return await this.bounded(
+        target,
+        'the delivery',
+        this.bounds.loadTimeoutMs,
+        'SINK_LOAD_TIMEOUT_MS',
+        (d) => this.deliver(target, payloads, rejects, progress, d),
+      );
+    } finally {
+      leave();
+    }
+  }
+
+  /**
+   * `work`'s result, or a ServiceUnavailableError naming the sink and the setting once `ms` pass: the
+   * job ends (or is retried) and its worker slot is free even when a driver ignores the abort.
+   */
+  private async bounded<T>(
+    target: LoadTarget,
+    what: string,
+    ms: number,
+    setting: string,
+    work: (d: Delivery) => Promise<T>,
+  ): Promise<T> {
+    const ctl = new AbortController();
+    const label = this.label(target);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const err = new ServiceUnavailableError(
+          this.name,
+          `${label}: ${what} did not finish within ${ms} ms (${setting})`,
+        );
+        ctl.abort(err);
+        reject(err);
+      }, ms);
+    });
+    try {
+      const running = work(new Delivery(ctl.signal, this.name, label, this.bounds.requestTimeoutMs));
+      running.catch(() => undefined);
+      return await Promise.race([running, late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private label(target: LoadTarget): string {
+    return `${this.name} sink (${this.describe(target.destination)})`;
+  }
 
   /** The fields of the secret the sink's section names; a missing one is the pipeline's mistake (400). */
   protected async sectionSecret(environment: string, secretName: string): Promise<Record<string, string>> {
@@ -64,7 +220,7 @@ export abstract class Sink {
   }
 
   /** The earlier delivery's result (with the reader drained), or null when this job is new here. */
-  protected async alreadyDelivered(
+  private async alreadyDelivered(
     target: LoadTarget,
     payloads: AsyncIterable<Payload>,
   ): Promise<LoadResult | null> {
@@ -82,7 +238,7 @@ export abstract class Sink {
 
   /**
    * Keeps the platform's rejects after the sink's own refusals, records the delivery, and answers
-   * the load's result.
+   * the load's result. A delivery whose deadline passed records nothing: the job was told it failed.
    */
   protected async finish(
     target: LoadTarget,
@@ -90,6 +246,7 @@ export abstract class Sink {
     refused: Refusals,
     rejects: () => AsyncIterable<RejectedRow>,
     location: string,
+    d: Delivery,
   ): Promise<LoadResult> {
     await refused.flush();
     const later = await this.ledger.keepRejects(
@@ -100,6 +257,7 @@ export abstract class Sink {
       rejects(),
     );
     const result = { loaded, rejected: refused.count + later, location };
+    d.signal.throwIfAborted();
     await this.ledger.commit(target.environment, this.name, target.pipeline, target.pipelineToken, result);
     return { ...result, alreadyLoaded: false, rejectsLocation: SINK_REJECTS };
   }
@@ -132,12 +290,14 @@ export function sectionOf<T>(destination: PipelineDefinition['destination'], key
   return s;
 }
 
-export function withTimeout<T>(p: Promise<T>, ms: number, fail: () => Error): Promise<T> {
+/** Waits for a clean-up (a disconnect, an abort) at most `ms`, never failing: the outcome is decided. */
+export async function cleanUp(p: Promise<unknown>, ms: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    p,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(fail()), ms);
+  await Promise.race([
+    p.catch(() => undefined),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, ms);
     }),
-  ]).finally(() => clearTimeout(timer));
+  ]);
+  clearTimeout(timer);
 }

@@ -17,7 +17,8 @@ import { SecretsService } from '@tapyard/secrets';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 
 import { SinkLedger } from '../sinks/sink-ledger';
-import { Sink, sectionOf, withTimeout } from '../sinks/sink';
+import { SinkGate } from '../sinks/sink-gate';
+import { Delivery, Sink, sectionOf } from '../sinks/sink';
 import { writeRowFile } from '../typed-rows';
 import { SnowflakeTarget } from './section';
 
@@ -52,24 +53,28 @@ interface Settings {
 export class SnowflakeDestination extends Sink implements Destination {
   readonly name = 'snowflake';
   readonly processName = 'SnowflakeLoader' as const;
-  constructor(@Inject(CONFIG) config: TapyardConfig, secrets: SecretsService, ledger: SinkLedger) {
-    super(ledger, secrets, new EgressPolicy(config.egressAllow));
+  constructor(
+    @Inject(CONFIG) config: TapyardConfig,
+    secrets: SecretsService,
+    ledger: SinkLedger,
+    gate: SinkGate,
+  ) {
+    super(config, ledger, secrets, gate, new EgressPolicy(config.egressAllow));
   }
 
   describe(destination: PipelineDefinition['destination']): string {
     return `Snowflake table ${targetOf(destination).table.toUpperCase()}`;
   }
 
-  async probe(target?: LoadTarget): Promise<void> {
-    if (!target) return;
-    await this.session(target, async (run) => {
+  protected async reach(target: LoadTarget, d: Delivery): Promise<void> {
+    await this.session(target, d, async (run) => {
       await run('SELECT 1');
     });
   }
 
-  async prepare(target: LoadTarget): Promise<void> {
+  protected async ready(target: LoadTarget, d: Delivery): Promise<void> {
     const table = targetOf(target.destination).table.toUpperCase();
-    await this.session(target, async (run) => {
+    await this.session(target, d, async (run) => {
       await run(
         `CREATE TABLE IF NOT EXISTS ${table} (${target.columns.map((c) => `${ident(c.name)} ${SQL_TYPES[c.type]}`).join(', ')})`,
       );
@@ -78,14 +83,13 @@ export class SnowflakeDestination extends Sink implements Destination {
     });
   }
 
-  async load(
+  protected async deliver(
     target: LoadTarget,
     payloads: AsyncIterable<Payload>,
     rejects: () => AsyncIterable<RejectedRow>,
     progress: (rowsSoFar: number) => void,
+    d: Delivery,
   ): Promise<LoadResult> {
-    const done = await this.alreadyDelivered(target, payloads);
-    if (done) return done;
     const table = targetOf(target.destination).table.toUpperCase();
     const work = await mkdtemp(join(tmpdir(), 'tapyard-snowflake-'));
     try {
@@ -95,8 +99,9 @@ export class SnowflakeDestination extends Sink implements Destination {
       const loaded = await writeRowFile('parquet', file, target, payloads, progress, this.processName, (r) =>
         refused.add(r),
       );
-      const uploadBound = STATEMENT_TIMEOUT_MS + (await stat(file)).size / 1000; // + 1 s a MB
-      await this.session(target, async (run) => {
+      // + 1 s a MB
+      const uploadBound = this.bounds.requestTimeoutMs + Math.ceil((await stat(file)).size / 1000);
+      await this.session(target, d, async (run) => {
         // The job's own folder of the table stage: its COPY sees only its file, which the load
         // history skips when a redelivery stages it again.
         const stage = `@%${table}/job=${target.pipelineToken}/`;
@@ -105,48 +110,44 @@ export class SnowflakeDestination extends Sink implements Destination {
           `COPY INTO ${table} FROM ${stage} FILE_FORMAT = (TYPE = PARQUET) MATCH_BY_COLUMN_NAME = CASE_INSENSITIVE`,
         );
       });
-      return await this.finish(target, loaded, refused, rejects, `Snowflake table ${table}`);
+      return await this.finish(target, loaded, refused, rejects, `Snowflake table ${table}`, d);
     } finally {
       await rm(work, { recursive: true, force: true });
     }
   }
 
-  /** One connection for `work`; failures to reach Snowflake are outages naming it. */
+  /**
+   * One connection for `work`; failures to reach Snowflake are outages naming it. The driver retries a
+   * broken upload for minutes: each statement gets SINK_REQUEST_TIMEOUT_MS (an upload more for a
+   * bigger file).
+   */
   private async session(
     target: LoadTarget,
+    d: Delivery,
     work: (run: (sql: string, boundMs?: number) => Promise<void>) => Promise<void>,
   ): Promise<void> {
     const s = await this.settings(target);
     const connection: Connection = snowflake.createConnection(s.options);
     try {
-      // The driver retries a login for minutes; an outage is reported sooner.
-      await withTimeout(
-        new Promise<void>((resolve, reject) => {
-          connection.connect((err) => (err ? reject(err) : resolve()));
-        }),
-        CONNECT_TIMEOUT_MS,
-        () => new Error(`no answer within ${CONNECT_TIMEOUT_MS} ms`),
+      // The driver retries a refused login for minutes: an outage is reported sooner.
+      await d.call(
+        'a login',
+        () =>
+          new Promise<void>((resolve, reject) => {
+            connection.connect((err) => (err ? reject(err) : resolve()));
+          }),
+        Math.min(LOGIN_TIMEOUT_MS, this.bounds.requestTimeoutMs),
       );
     } catch (err) {
       connection.destroy(() => undefined);
+      if (err instanceof ServiceUnavailableError) throw err;
       throw new ServiceUnavailableError(
         'snowflake',
         `Snowflake at ${s.where} is unavailable: ${errorMessage(err).slice(0, 200)}`,
       );
     }
-    // The driver retries a broken upload for minutes: each statement gets a bound, longer for a bigger file.
-    const run = (sqlText: string, boundMs = STATEMENT_TIMEOUT_MS): Promise<void> =>
-      withTimeout(
-        this.execute(connection, s, sqlText),
-        boundMs,
-        () => new Error(`no answer within ${boundMs} ms`),
-      ).catch((err: unknown) => {
-        if (err instanceof ServiceUnavailableError || err instanceof UpstreamError) throw err;
-        throw new ServiceUnavailableError(
-          'snowflake',
-          `Snowflake at ${s.where} did not answer: ${errorMessage(err)}`,
-        );
-      });
+    const run = (sqlText: string, boundMs?: number): Promise<void> =>
+      d.call(`a statement`, () => this.execute(connection, s, sqlText), boundMs);
     try {
       await work(run);
     } finally {
@@ -215,8 +216,7 @@ export class SnowflakeDestination extends Sink implements Destination {
   }
 }
 
-const CONNECT_TIMEOUT_MS = 15_000;
-const STATEMENT_TIMEOUT_MS = 30_000;
+const LOGIN_TIMEOUT_MS = 15_000;
 
 function targetOf(destination: PipelineDefinition['destination']): SnowflakeTarget {
   return sectionOf<SnowflakeTarget>(destination, 'snowflake');
