@@ -1,11 +1,12 @@
 import { OnWorkerEvent, Processor } from '@nestjs/bullmq';
 import { Inject } from '@nestjs/common';
-import { Job } from 'bullmq';
+import { DelayedError, Job } from 'bullmq';
 import { CONFIG, TapyardConfig, errorMessage } from '@tapyard/core';
 import { DocumentLoader } from '@tapyard/documents';
 import { FileNotifier, IngestionRunner } from '@tapyard/ingestion';
 import {
   ConfiguredWorkerHost,
+  DeferLaterError,
   DocumentPayload,
   IngestJob,
   IngestPayload,
@@ -27,12 +28,18 @@ export class IngestProcessor extends ConfiguredWorkerHost {
     super();
   }
 
-  async process(job: Job<IngestQueueData>): Promise<void> {
+  async process(job: Job<IngestQueueData>, token?: string): Promise<void> {
     if (job.name === IngestJob.load) {
-      return this.runner.run(job.data as IngestPayload, {
-        made: job.attemptsMade,
-        max: job.opts.attempts ?? 1,
-      });
+      const data = job.data as IngestPayload;
+      try {
+        return await this.runner.run(data, { made: job.attemptsMade, max: job.opts.attempts ?? 1 });
+      } catch (err) {
+        if (!(err instanceof DeferLaterError) || token === undefined) throw err;
+        // Back to the queue without spending a delivery: waiting for capacity is not a failure.
+        await job.updateData({ ...data, deferrals: (data.deferrals ?? 0) + 1 });
+        await job.moveToDelayed(Date.now() + err.delayMs, token);
+        throw new DelayedError();
+      }
     }
     if (job.name === IngestJob.intake) return this.notifier.intake(job.data as IntakePayload);
     if (job.name === IngestJob.document) {

@@ -27,6 +27,6 @@ const loaders = DESTINATION_PLUGINS.map((p) => p.loader).filter((l): l is Type<D
       useFactory: (...all: Destination[]) => new Map(all.map((d) => [d.name, d])),
     },
   ],
-  exports: [DESTINATIONS, PgPools, MongoClients, CreatedObjects, SinkLedger],
+  exports: [DESTINATIONS, PgPools, MongoClients, CreatedObjects, SinkLedger, SinkGate],
 })
 export class DestinationsModule {}

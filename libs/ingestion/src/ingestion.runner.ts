@@ -12,12 +12,14 @@ import {
   LoadTarget,
   Payload,
   RejectedRow,
+  Sink,
+  SinkGate,
   destinationsFor,
 } from '@tapyard/destinations';
 import { ConfigFilesService } from '@tapyard/configfiles';
 import { PipelineDefinition, PipelinesService, destinationsOf, outputFields } from '@tapyard/pipelines';
 import { uniqueNames } from '@tapyard/profiling';
-import { IngestPayload, RetryLaterError } from '@tapyard/queue';
+import { DeferLaterError, IngestPayload, RetryLaterError } from '@tapyard/queue';
 import { JobRef, ProcessName, StatusService, jobRef } from '@tapyard/status';
 import { Spool } from './spool';
 import { StageError, destinationError, pipelineError } from './stage-error';
@@ -27,6 +29,9 @@ import { StageStalledError, StageThreadError, StageThreadPool } from './stage-th
 import { Fanout } from './fanout';
 import { fastPathBlocker } from './fastpath/csv-check';
 import { CODEGEN_KINDS, CodegenService, ScriptRunSpec, instructionOf } from '@tapyard/codegen';
+
+/** How long a job waits in the queue for a sink place: this, plus up to as much again (spread out). */
+const SINK_DEFER_MS = 1000;
 
 /** A failure of the stage thread (the input, the tap stream, the schema, the watchdog), by stage. */
 function stageError(err: unknown): StageError {
@@ -69,6 +74,7 @@ export class IngestionRunner {
     private readonly configFiles: ConfigFilesService,
     private readonly threads: StageThreadPool,
     private readonly codegen: CodegenService,
+    private readonly sinkGate: SinkGate,
   ) {}
 
   /**
@@ -119,6 +125,7 @@ export class IngestionRunner {
   async run(p: IngestPayload, attempt: { made: number; max: number } = { made: 0, max: 1 }): Promise<void> {
     const job = jobRef(p);
     let stage: ProcessName = 'JobRunner';
+    let leaveGate: (() => void) | null = null;
     try {
       const def = (
         await this.pipelines.getForLoading(p.environment, p.pipeline).catch((err: unknown) => {
@@ -135,6 +142,18 @@ export class IngestionRunner {
           'JobRunner',
           `no destination loads rows for this pipeline (its destinations: ${destinationsOf(def).join(', ') || 'none'})`,
         );
+      }
+      // A job for sinks takes its place before reading anything: past SINK_CONCURRENCY it goes back to
+      // the queue (no delivery spent) instead of holding a worker slot while a slow endpoint answers.
+      if (legs.some((l) => l.destination instanceof Sink)) {
+        leaveGate = this.sinkGate.enter(p.environment, p.pipelineToken);
+        if (!leaveGate) {
+          const message =
+            `${this.sinkGate.limit} job(s) of this environment are delivering to sinks (SINK_CONCURRENCY); ` +
+            'this one waits in the queue, keeping worker slots for other pipelines';
+          if (!p.deferrals) await this.status.record(job, 'JobRunner', 'processing', message);
+          throw new DeferLaterError(message, SINK_DEFER_MS + Math.floor(Math.random() * SINK_DEFER_MS));
+        }
       }
       await this.status.record(
         job,
@@ -204,7 +223,7 @@ export class IngestionRunner {
       await this.finish(job, legs, counts, attempt);
       await this.spool.remove(p.spoolPath);
     } catch (err) {
-      if (err instanceof RetryLaterError) throw err;
+      if (err instanceof RetryLaterError || err instanceof DeferLaterError) throw err;
       if (err instanceof StageError && err.superseded) {
         // Not a failure: the tap run moved its records to another job before this one committed.
         await this.status.record(job, 'JobRunner', 'end', `nothing loaded here: ${err.message}`, 'success');
@@ -225,6 +244,8 @@ export class IngestionRunner {
       this.logger.warn({ pipelineToken: p.pipelineToken, processName, err: message }, 'ingestion job failed');
       await this.status.record(job, processName, 'error', message, 'error');
       await this.spool.remove(p.spoolPath).catch(() => undefined);
+    } finally {
+      leaveGate?.();
     }
   }
 

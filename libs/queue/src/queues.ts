@@ -65,6 +65,8 @@ export interface DocumentPayload extends JobFields {
 export interface IngestPayload extends JobFields {
   /** File in the spool directory; removed once the job reached a terminal state. */
   spoolPath: string;
+  /** How often the job went back to the queue waiting for capacity (DeferLaterError); absent: never. */
+  deferrals?: number;
   /**
    * Set by tap runs: the spool holds JSON lines, one object per record. CSV pipelines read record key
    * `keys[i]` as column `columns[i]` (its normalised name); other pipelines load the objects as they are.
@@ -117,6 +119,21 @@ export function loadJobOptions(
 /** Thrown by a load that should run again later (its destination is unreachable); BullMQ retries it. */
 export class RetryLaterError extends Error {
   override readonly name = 'RetryLaterError';
+}
+
+/**
+ * Thrown by a load that must wait for capacity (every sink place taken): not a failure. The job goes
+ * back to the queue for `delayMs` without spending one of its deliveries.
+ */
+export class DeferLaterError extends Error {
+  override readonly name = 'DeferLaterError';
+
+  constructor(
+    message: string,
+    readonly delayMs: number,
+  ) {
+    super(message);
+  }
 }
 
 /** What the ingest queue carries, told apart by job name (IngestJob). */

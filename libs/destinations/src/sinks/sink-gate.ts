@@ -1,10 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { CONFIG, TapyardConfig } from '@tapyard/core';
+import { CONFIG, ServiceUnavailableError, TapyardConfig } from '@tapyard/core';
 
 /**
  * How many jobs of an environment may be delivering to sinks at once in this worker process
  * (SINK_CONCURRENCY, below WORKER_CONCURRENCY). A job past the limit does not wait for a place
- * inside its worker slot: it is refused at once and the runner schedules it again, so sinks that
+ * inside its worker slot: the runner takes the job's place before reading anything and, when every
+ * place is taken, puts the job back in the queue without spending a delivery, so sinks that
  * answer slowly (or not at all, until SINK_LOAD_TIMEOUT_MS) never hold every slot of a worker and
  * other pipelines keep loading. A job's legs to several sinks share one place.
  */
@@ -40,3 +41,6 @@ export class SinkGate {
     };
   }
 }
+
+/** Every sink place of the environment is taken: the job is delivered later (an outage-like refusal). */
+export class SinkBusyError extends ServiceUnavailableError {}

@@ -5,7 +5,7 @@ import { SecretNotFoundError, SecretsService } from '@tapyard/secrets';
 import { PipelineDefinition } from '@tapyard/pipelines';
 import { ProcessName } from '@tapyard/status';
 import { Capabilities, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
-import { SinkGate } from './sink-gate';
+import { SinkBusyError, SinkGate } from './sink-gate';
 import { SINK_REJECTS, SinkLedger } from './sink-ledger';
 
 /**
@@ -133,7 +133,7 @@ export abstract class Sink {
   ): Promise<LoadResult> {
     const leave = this.gate.enter(target.environment, target.pipelineToken);
     if (!leave) {
-      throw new ServiceUnavailableError(
+      throw new SinkBusyError(
         this.name,
         `${this.label(target)}: ${this.gate.limit} job(s) of this environment are already delivering to sinks ` +
           `(SINK_CONCURRENCY=${this.gate.limit}); this one is delivered later, keeping worker slots for other pipelines`,
