@@ -307,11 +307,18 @@ describe('CodeGen scripts (model double, real sandbox, MinIO, Postgres and a loo
     });
 
     it('refuses (422) a version written for another instruction; nothing changes', async () => {
+      const callsBefore = double.calls.length;
       await http()
         .post('/api/v1/pipeline')
         .send(pipelineBody('Reject rows whose amount is negative or above a million.', TF_INSTRUCTION))
         .expect(200);
       // No reply scripted: the model call fails, the entry waits as pending, the live script stays.
+      // The entry is pending at once (its script no longer fits) while the background write still
+      // tries the model: wait for all three attempts (the client retries twice), or a retry outliving
+      // this test would take the reply the next test scripts.
+      await waitFor('the background write to give up', async () =>
+        double.calls.length >= callsBefore + 3 ? true : null,
+      );
       const pending = await waitFor('pending after the instruction changed', async () => {
         const e = (await entries()).dataQuality;
         return e.status === 'pending' ? e : null;
