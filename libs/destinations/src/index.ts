@@ -16,7 +16,7 @@ export * from './rest/rest.destination';
 export * from './rest/section';
 export * from './sinks/sink-ledger';
 export { Sink } from './sinks/sink';
-export { SinkBusyError, SinkGate } from './sinks/sink-gate';
+export { SinkGate } from './sinks/sink-gate';
 export * from './activemq/activemq.destination';
 export * from './activemq/section';
 export * from './kafka/kafka.destination';

@@ -9,7 +9,6 @@ import { SecretsService } from '@tapyard/secrets';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 import { jsonRow } from '../sinks/json-rows';
 import { SinkLedger } from '../sinks/sink-ledger';
-import { SinkGate } from '../sinks/sink-gate';
 import { Delivery, Sink, sectionOf } from '../sinks/sink';
 import { typedBatch } from '../typed-rows';
 import { ActiveMqTarget } from './section';
@@ -30,13 +29,8 @@ const WINDOW = 500;
 export class ActiveMqDestination extends Sink implements Destination {
   readonly name = 'activemq';
   readonly processName = 'ActiveMQLoader' as const;
-  constructor(
-    @Inject(CONFIG) config: TapyardConfig,
-    secrets: SecretsService,
-    ledger: SinkLedger,
-    gate: SinkGate,
-  ) {
-    super(config, ledger, secrets, gate, new EgressPolicy(config.egressAllow));
+  constructor(@Inject(CONFIG) config: TapyardConfig, secrets: SecretsService, ledger: SinkLedger) {
+    super(config, ledger, secrets, new EgressPolicy(config.egressAllow));
   }
 
   describe(destination: PipelineDefinition['destination']): string {

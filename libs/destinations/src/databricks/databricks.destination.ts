@@ -9,7 +9,6 @@ import { SecretsService } from '@tapyard/secrets';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 
 import { SinkLedger } from '../sinks/sink-ledger';
-import { SinkGate } from '../sinks/sink-gate';
 import { Delivery, Sink, sectionOf } from '../sinks/sink';
 import { writeRowFile } from '../typed-rows';
 import { DatabricksApi, DatabricksSettings, databricksSettings } from './databricks-api';
@@ -39,13 +38,8 @@ const quote = (name: string): string => `\`${name.replace(/`/g, '``')}\``;
 export class DatabricksDestination extends Sink implements Destination {
   readonly name = 'databricks';
   readonly processName = 'DatabricksLoader' as const;
-  constructor(
-    @Inject(CONFIG) config: TapyardConfig,
-    secrets: SecretsService,
-    ledger: SinkLedger,
-    gate: SinkGate,
-  ) {
-    super(config, ledger, secrets, gate, new EgressPolicy(config.egressAllow));
+  constructor(@Inject(CONFIG) config: TapyardConfig, secrets: SecretsService, ledger: SinkLedger) {
+    super(config, ledger, secrets, new EgressPolicy(config.egressAllow));
   }
 
   describe(destination: PipelineDefinition['destination']): string {

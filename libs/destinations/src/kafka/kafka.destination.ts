@@ -9,7 +9,6 @@ import { SecretsService } from '@tapyard/secrets';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 import { jsonRow } from '../sinks/json-rows';
 import { SinkLedger } from '../sinks/sink-ledger';
-import { SinkGate } from '../sinks/sink-gate';
 import { Delivery, Sink, cleanUp, sectionOf } from '../sinks/sink';
 import { typedBatch } from '../typed-rows';
 import { KafkaSettings, kafkaClient, kafkaSettings } from './kafka-client';
@@ -31,13 +30,8 @@ const BATCH = 1000;
 export class KafkaDestination extends Sink implements Destination {
   readonly name = 'kafka';
   readonly processName = 'KafkaLoader' as const;
-  constructor(
-    @Inject(CONFIG) config: TapyardConfig,
-    secrets: SecretsService,
-    ledger: SinkLedger,
-    gate: SinkGate,
-  ) {
-    super(config, ledger, secrets, gate, new EgressPolicy(config.egressAllow));
+  constructor(@Inject(CONFIG) config: TapyardConfig, secrets: SecretsService, ledger: SinkLedger) {
+    super(config, ledger, secrets, new EgressPolicy(config.egressAllow));
   }
 
   describe(destination: PipelineDefinition['destination']): string {

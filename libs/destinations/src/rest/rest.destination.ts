@@ -8,7 +8,6 @@ import { SecretsService } from '@tapyard/secrets';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 import { jsonRow } from '../sinks/json-rows';
 import { SinkLedger } from '../sinks/sink-ledger';
-import { SinkGate } from '../sinks/sink-gate';
 import { Delivery, Sink, sectionOf } from '../sinks/sink';
 import { typedBatch } from '../typed-rows';
 import { RestTarget } from './section';
@@ -37,19 +36,8 @@ interface Pending {
 export class RestDestination extends Sink implements Destination {
   readonly name = 'rest';
   readonly processName = 'RestEndpointRunner' as const;
-  constructor(
-    @Inject(CONFIG) config: TapyardConfig,
-    secrets: SecretsService,
-    ledger: SinkLedger,
-    gate: SinkGate,
-  ) {
-    super(
-      config,
-      ledger,
-      secrets,
-      gate,
-      new EgressPolicy(config.restSinkAllow, undefined, 'REST_SINK_ALLOW'),
-    );
+  constructor(@Inject(CONFIG) config: TapyardConfig, secrets: SecretsService, ledger: SinkLedger) {
+    super(config, ledger, secrets, new EgressPolicy(config.restSinkAllow, undefined, 'REST_SINK_ALLOW'));
   }
 
   describe(destination: PipelineDefinition['destination']): string {

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { CONFIG, ServiceUnavailableError, TapyardConfig } from '@tapyard/core';
+import { CONFIG, TapyardConfig } from '@tapyard/core';
 
 /**
  * How many jobs of an environment may be delivering to sinks at once in this worker process
@@ -41,6 +41,3 @@ export class SinkGate {
     };
   }
 }
-
-/** Every sink place of the environment is taken: the job is delivered later (an outage-like refusal). */
-export class SinkBusyError extends ServiceUnavailableError {}

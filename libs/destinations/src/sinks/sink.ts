@@ -5,7 +5,6 @@ import { SecretNotFoundError, SecretsService } from '@tapyard/secrets';
 import { PipelineDefinition } from '@tapyard/pipelines';
 import { ProcessName } from '@tapyard/status';
 import { Capabilities, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
-import { SinkBusyError, SinkGate } from './sink-gate';
 import { SINK_REJECTS, SinkLedger } from './sink-ledger';
 
 /**
@@ -64,8 +63,8 @@ export class Delivery {
  * What every sink shares (REST, brokers, warehouses): typed batches in, a delivery record per job
  * (a redelivery sends nothing), refused rows kept in the ledger, and nothing to take back on
  * deleteData: what was delivered is the receiver's. Every answer a sink waits for is bounded
- * (SINK_REQUEST_TIMEOUT_MS), and so is a job's whole set-up and delivery (SINK_LOAD_TIMEOUT_MS); a
- * job past the sink gate (SINK_CONCURRENCY) is sent back to the queue rather than waiting in its slot.
+ * (SINK_REQUEST_TIMEOUT_MS), and so is a job's whole set-up and delivery (SINK_LOAD_TIMEOUT_MS);.
+ * The runner keeps jobs past SINK_CONCURRENCY in the queue (SinkGate) before they reach a sink.
  */
 export abstract class Sink {
   abstract readonly name: string;
@@ -89,7 +88,6 @@ export abstract class Sink {
     config: TapyardConfig,
     protected readonly ledger: SinkLedger,
     protected readonly secrets: SecretsService,
-    private readonly gate: SinkGate,
     protected readonly policy: EgressPolicy,
   ) {
     this.bounds = config.sinks;
@@ -131,27 +129,11 @@ export abstract class Sink {
     rejects: () => AsyncIterable<RejectedRow>,
     progress: (rowsSoFar: number) => void,
   ): Promise<LoadResult> {
-    const leave = this.gate.enter(target.environment, target.pipelineToken);
-    if (!leave) {
-      throw new SinkBusyError(
-        this.name,
-        `${this.label(target)}: ${this.gate.limit} job(s) of this environment are already delivering to sinks ` +
-          `(SINK_CONCURRENCY=${this.gate.limit}); this one is delivered later, keeping worker slots for other pipelines`,
-      );
-    }
-    try {
-      const done = await this.alreadyDelivered(target, payloads);
-      if (done) return done;
-      return await this.bounded(
-        target,
-        'the delivery',
-        this.bounds.loadTimeoutMs,
-        'SINK_LOAD_TIMEOUT_MS',
-        (d) => this.deliver(target, payloads, rejects, progress, d),
-      );
-    } finally {
-      leave();
-    }
+    const done = await this.alreadyDelivered(target, payloads);
+    if (done) return done;
+    return this.bounded(target, 'the delivery', this.bounds.loadTimeoutMs, 'SINK_LOAD_TIMEOUT_MS', (d) =>
+      this.deliver(target, payloads, rejects, progress, d),
+    );
   }
 
   /**

@@ -17,7 +17,6 @@ import { SecretsService } from '@tapyard/secrets';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 
 import { SinkLedger } from '../sinks/sink-ledger';
-import { SinkGate } from '../sinks/sink-gate';
 import { Delivery, Sink, sectionOf } from '../sinks/sink';
 import { writeRowFile } from '../typed-rows';
 import { SnowflakeTarget } from './section';
@@ -53,13 +52,8 @@ interface Settings {
 export class SnowflakeDestination extends Sink implements Destination {
   readonly name = 'snowflake';
   readonly processName = 'SnowflakeLoader' as const;
-  constructor(
-    @Inject(CONFIG) config: TapyardConfig,
-    secrets: SecretsService,
-    ledger: SinkLedger,
-    gate: SinkGate,
-  ) {
-    super(config, ledger, secrets, gate, new EgressPolicy(config.egressAllow));
+  constructor(@Inject(CONFIG) config: TapyardConfig, secrets: SecretsService, ledger: SinkLedger) {
+    super(config, ledger, secrets, new EgressPolicy(config.egressAllow));
   }
 
   describe(destination: PipelineDefinition['destination']): string {
