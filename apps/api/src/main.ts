@@ -18,7 +18,11 @@ async function main(): Promise<void> {
   await app.listen(config.port, config.host);
   const base = `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${config.port}`;
   logger.info(
-    { api: `${base}/api/v1`, docs: `${base}/api/docs`, environment: config.environment },
+    {
+      api: `${base}/api/v1`,
+      docs: config.auth.apiDocs === 'off' ? undefined : `${base}/api/docs`,
+      environment: config.environment,
+    },
     'Tapyard API listening',
   );
 }
