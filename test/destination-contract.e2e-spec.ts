@@ -1,6 +1,5 @@
 import { Type } from '@nestjs/common';
-import { existsSync } from 'node:fs';
-import { once } from 'node:events';
+import { Readable } from 'node:stream';
 import type TestAgent from 'supertest/lib/agent';
 import {
   DESTINATION_PLUGINS,
@@ -8,7 +7,8 @@ import {
   ObjectStoreDestination,
   PostgresDestination,
 } from '@tapyard/destinations';
-import { IngestionRunner, Spool } from '@tapyard/ingestion';
+import { IngestionRunner, STAGING_PREFIX, Staging } from '@tapyard/ingestion';
+import { ObjectStore } from '@tapyard/objectstore';
 import { IngestPayload } from '@tapyard/queue';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { uniqueEnvironment } from './support/env';
@@ -87,16 +87,21 @@ async function rollupOf(http: TestAgent, token: string): Promise<RollupAnswer> {
 }
 
 /**
- * A redelivery of a job, as BullMQ would make it: the same payload, its file back in the spool (the
- * first delivery removed it), run by the worker's own runner.
+ * A redelivery of a job, as BullMQ would make it: the same payload, its input staged again (the
+ * first delivery removed it), run by the worker's own runner. Returns the staged input's id.
  */
-async function redeliver(worker: TestWorker, payload: Omit<IngestPayload, 'spoolPath'>, bytes: string) {
-  const spool = worker.app.get(Spool);
-  const { path, stream } = await spool.create(payload.environment, `${payload.pipelineToken}.again`);
-  stream.end(bytes);
-  await once(stream, 'close');
-  await worker.app.get(IngestionRunner).run({ ...payload, spoolPath: path }, { made: 0, max: 1 });
-  return path;
+async function redeliver(worker: TestWorker, payload: Omit<IngestPayload, 'staged'>, bytes: string) {
+  const staged = `${payload.pipelineToken}-again`;
+  await worker.app.get(Staging).write(payload.environment, staged, Readable.from([Buffer.from(bytes)]));
+  await worker.app.get(IngestionRunner).run({ ...payload, staged }, { made: 0, max: 1 });
+  return staged;
+}
+
+/** The objects left of a staged input. */
+async function stagedObjects(worker: TestWorker, environment: string, id: string): Promise<string[]> {
+  const store = worker.app.get(ObjectStore);
+  const objects = await store.list(await store.bucket(environment, 'staged'), `${STAGING_PREFIX}${id}/`);
+  return objects.map((o) => o.key);
 }
 
 const registered = DESTINATION_PLUGINS.flatMap((p) => (p.loader ? [p.loader] : []));
@@ -184,7 +189,7 @@ for (const loader of registered) {
     });
 
     it('reload the same job: nothing duplicated, the loader says it was already loaded', async () => {
-      const spoolPath = await redeliver(
+      const staged = await redeliver(
         worker,
         {
           environment: env,
@@ -201,7 +206,7 @@ for (const loader of registered) {
       expect(ends).toHaveLength(2);
       expect(ends[1].description).toMatch(/already loaded by an earlier delivery: 300 rows/);
       expect(sorted(await fx.rows('main', BASE))).toEqual(rows(1, 300));
-      expect(existsSync(spoolPath)).toBe(false);
+      expect(await stagedObjects(worker, env, staged)).toEqual([]);
     });
 
     it('a second job: both jobs’ rows, nothing lost', async () => {

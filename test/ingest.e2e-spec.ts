@@ -335,7 +335,7 @@ describe('ingestion into PostgreSQL (real Postgres and Redis)', () => {
       filename: 'x.csv',
     };
     await worker.app.get(StatusService).record(job, 'StreamNotifier', 'begin', 'receiving x.csv');
-    const failed = { data: { ...job, spoolPath: '/nonexistent' } } as Job<IngestPayload>;
+    const failed = { data: { ...job, staged: 'nonexistent' } } as Job<IngestPayload>;
     await worker.app
       .get(IngestProcessor)
       .onFailed(failed, new Error('job stalled more than allowable limit'));

@@ -32,6 +32,8 @@ export function testEnv(
     DATABASE_URL: TEST_DATABASE_URL,
     REDIS_URL: TEST_REDIS_URL,
     TAPYARD_MASTER_KEY: TEST_MASTER_KEY,
+    // Uploads, documents and tap records travel between API and workers only through the object store.
+    ...TEST_OBJECT_STORE,
     TAPYARD_DATA_DIR: '/nonexistent-tapyard-test-dir',
     LOG_LEVEL: 'debug',
     TAPYARD_SPOOL_DIR: join(tmpdir(), 'tapyard-test-spool'),

@@ -9,6 +9,7 @@ import { IngestProcessor } from './ingest.processor';
 import { MaintenanceProcessor } from './maintenance.processor';
 import { TenantWorkers } from './tenant-workers';
 import { RawBucketPoller } from './raw-bucket-poller';
+import { StagingSweeper } from './staging-sweeper';
 import { TapsModule } from '@tapyard/taps';
 import { DocumentsModule } from '@tapyard/documents';
 import { TapScheduler } from './tap-scheduler';
@@ -29,7 +30,14 @@ export class WorkerModule {
         TapsModule,
         DocumentsModule,
       ],
-      providers: [MaintenanceProcessor, IngestProcessor, TenantWorkers, RawBucketPoller, TapScheduler],
+      providers: [
+        MaintenanceProcessor,
+        IngestProcessor,
+        TenantWorkers,
+        RawBucketPoller,
+        StagingSweeper,
+        TapScheduler,
+      ],
     };
   }
 }

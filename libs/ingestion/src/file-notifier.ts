@@ -1,7 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
-import { mkdir, readdir, rename, rm } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
+import { mkdir, readdir, rm } from 'node:fs/promises';
 import { Logger } from 'pino';
 import { DataSource } from 'typeorm';
 import { ArchiveRefusedError, archiveKind, extractArchive } from '@tapyard/archives';
@@ -11,6 +12,7 @@ import { PipelineDefinition, PipelinesService, isDocumentPipeline } from '@tapya
 import { EnvironmentQueues, IngestJob, IntakePayload, loadJobOptions } from '@tapyard/queue';
 import { JobRef, StatusService, jobRef } from '@tapyard/status';
 import { Spool } from './spool';
+import { Staging } from './staging';
 
 /** Key prefix of archives staged by uploads; the raw-bucket poller leaves it alone. */
 export const STAGED_PREFIX = '_uploads/';
@@ -36,6 +38,7 @@ export class FileNotifier {
     @InjectDataSource() private readonly db: DataSource,
     private readonly store: ObjectStore,
     private readonly spool: Spool,
+    private readonly staging: Staging,
     private readonly status: StatusService,
     private readonly pipelines: PipelinesService,
     private readonly queues: EnvironmentQueues,
@@ -67,7 +70,10 @@ export class FileNotifier {
     return queued;
   }
 
-  /** Worker: fetches the object and queues its load job(s). Failures end the intake job as `error`. */
+  /**
+   * Worker: fetches the object and queues its load job(s), each file staged for whichever worker
+   * takes its job. Failures end the intake job as `error`; an uploaded archive goes either way.
+   */
   async intake(p: IntakePayload): Promise<void> {
     const job = jobRef(p);
     const work = this.spool.pathFor(p.environment, `${p.pipelineToken}.intake`);
@@ -80,18 +86,19 @@ export class FileNotifier {
             : err;
         })
       ).definition;
-      await mkdir(work, { recursive: true, mode: 0o700 });
-      const local = `${work}/object`;
-      await this.store.download(p.bucket, p.key, local);
       const kind = archiveKind(p.filename);
-      if (kind === null) {
-        // A plain dropped file: this intake job becomes its load job (same token).
-        const target = this.spool.pathFor(p.environment, p.pipelineToken);
-        await rename(local, target);
+      if (kind === null && !p.staged) {
+        // A plain dropped file: this intake job becomes its load job (same token), reading a staged copy.
+        await this.staging.write(p.environment, p.pipelineToken, await this.store.get(p.bucket, p.key));
         await this.status.record(job, 'FileNotifier', 'end', `fetched ${p.key}; queued for processing`);
-        await this.queueLoad(def, { ...job }, target, `s3://${p.bucket}/${p.key}`);
+        await this.queueLoad(def, { ...job }, `s3://${p.bucket}/${p.key}`);
         return;
       }
+      await mkdir(work, { recursive: true, mode: 0o700 });
+      const local = `${work}/object`;
+      if (p.staged) await this.staging.download(p.environment, p.pipelineToken, local);
+      else await this.store.download(p.bucket, p.key, local);
+      if (kind === null) throw new ArchiveRefusedError(`'${p.filename}' is not an archive`);
       const reads = READABLE[isDocumentPipeline(def) ? 'unstructured' : def.source.fileAttributes.format];
       const { files, skipped } = await extractArchive(local, kind, await this.freshDir(`${work}/x`), {
         archiveName: p.filename,
@@ -105,7 +112,6 @@ export class FileNotifier {
         );
       }
       for (const f of files) await this.queueContained(p, def, f.name, f.path);
-      if (p.staged) await this.store.remove(p.bucket, p.key).catch(() => undefined);
       const note =
         `extracted ${files.length} file(s) from ${p.filename} as ${files.length} job(s)` +
         (skipped.length > 0
@@ -118,6 +124,7 @@ export class FileNotifier {
       await this.status.record(job, 'FileNotifier', 'error', message, 'error');
     } finally {
       await rm(work, { recursive: true, force: true });
+      if (p.staged) await this.staging.remove(p.environment, p.pipelineToken).catch(() => undefined);
     }
   }
 
@@ -136,26 +143,22 @@ export class FileNotifier {
       publisherToken: p.publisherToken ?? p.pipelineToken,
       filename: name.slice(0, 255),
     };
-    const target = this.spool.pathFor(p.environment, token);
-    await rename(path, target);
+    await this.staging.write(p.environment, token, createReadStream(path));
+    await rm(path, { force: true });
     await this.status.record(child, 'FileNotifier', 'begin', `extracted ${name} from ${p.filename}`);
     await this.status.record(child, 'FileNotifier', 'end', 'queued for processing');
     // An entry's identity: where the archive came from, then its path inside it.
     const origin = p.staged ? `upload://${p.filename}` : `s3://${p.bucket}/${p.key}`;
-    await this.queueLoad(def, child, target, `${origin}#${name}`);
+    await this.queueLoad(def, child, `${origin}#${name}`);
   }
 
-  /** A document pipeline's file is a document job (one per document, spec); others a load job. */
-  private async queueLoad(
-    def: PipelineDefinition,
-    job: JobRef,
-    spoolPath: string,
-    uri: string,
-  ): Promise<void> {
+  /** A document pipeline's file is a document job (one per document, spec); others a load job. Its input is staged under its token. */
+  private async queueLoad(def: PipelineDefinition, job: JobRef, uri: string): Promise<void> {
     const options = loadJobOptions(job.environment, job.pipelineToken, this.config.loadRetry);
     const queue = this.queues.ingest(job.environment);
-    if (isDocumentPipeline(def)) await queue.add(IngestJob.document, { ...job, spoolPath, uri }, options);
-    else await queue.add(IngestJob.load, { ...job, spoolPath }, options);
+    const staged = job.pipelineToken;
+    if (isDocumentPipeline(def)) await queue.add(IngestJob.document, { ...job, staged, uri }, options);
+    else await queue.add(IngestJob.load, { ...job, staged }, options);
   }
 
   private async claim(environment: string, key: string, etag: string, token: string): Promise<boolean> {

@@ -8,6 +8,7 @@ export * from './readers/xml-reader';
 export * from './schema-discovery.service';
 export * from './file-notifier';
 export * from './spool';
+export * from './staging';
 export * from './readers/tail-file';
 export { nodeEntryArgs, spawnWorker } from './stage-thread/spawn';
 export type { UploadedSample } from './sample';

@@ -10,6 +10,7 @@ import { QueueModule } from '@tapyard/queue';
 import { StatusModule } from '@tapyard/status';
 import { IngestionRunner } from './ingestion.runner';
 import { Spool } from './spool';
+import { Staging } from './staging';
 import { StageThreadPool } from './stage-thread/stage-thread';
 import { SchemaDiscoveryService } from './schema-discovery.service';
 import { UploadService } from './upload.service';
@@ -26,9 +27,18 @@ import { UploadService } from './upload.service';
     ConfigFilesModule,
     ObjectStoreModule,
   ],
-  providers: [Spool, UploadService, IngestionRunner, SchemaDiscoveryService, FileNotifier, StageThreadPool],
+  providers: [
+    Spool,
+    Staging,
+    UploadService,
+    IngestionRunner,
+    SchemaDiscoveryService,
+    FileNotifier,
+    StageThreadPool,
+  ],
   exports: [
     Spool,
+    Staging,
     UploadService,
     IngestionRunner,
     FileNotifier,

@@ -22,6 +22,7 @@ import { uniqueNames } from '@tapyard/profiling';
 import { DeferLaterError, IngestPayload, RetryLaterError } from '@tapyard/queue';
 import { JobRef, ProcessName, StatusService, jobRef } from '@tapyard/status';
 import { Spool } from './spool';
+import { Staging } from './staging';
 import { StageError, destinationError, pipelineError } from './stage-error';
 import { Counts } from './stage-thread/protocol';
 import { newCounts } from './stage-thread/convert';
@@ -29,6 +30,9 @@ import { StageStalledError, StageThreadError, StageThreadPool } from './stage-th
 import { Fanout } from './fanout';
 import { fastPathBlocker } from './fastpath/csv-check';
 import { CODEGEN_KINDS, CodegenService, ScriptRunSpec, instructionOf } from '@tapyard/codegen';
+
+/** A staged input whose writer already ended it: the stream is done once its parts are copied. */
+const FINISHED_INPUT_STALE_MS = 300_000;
 
 /** How long a job waits in the queue for a sink place: this, plus up to as much again (spread out). */
 const SINK_DEFER_MS = 1000;
@@ -71,6 +75,7 @@ export class IngestionRunner {
     private readonly pipelines: PipelinesService,
     private readonly status: StatusService,
     private readonly spool: Spool,
+    private readonly staging: Staging,
     private readonly configFiles: ConfigFilesService,
     private readonly threads: StageThreadPool,
     private readonly codegen: CodegenService,
@@ -221,13 +226,17 @@ export class IngestionRunner {
         );
       }
       await this.finish(job, legs, counts, attempt);
-      await this.spool.remove(p.spoolPath);
+      await this.release(p, 'ended');
     } catch (err) {
-      if (err instanceof RetryLaterError || err instanceof DeferLaterError) throw err;
+      if (err instanceof RetryLaterError || err instanceof DeferLaterError) {
+        // Another worker may take the next delivery: it copies the staged input again.
+        await this.release(p, 'again');
+        throw err;
+      }
       if (err instanceof StageError && err.superseded) {
         // Not a failure: the tap run moved its records to another job before this one committed.
         await this.status.record(job, 'JobRunner', 'end', `nothing loaded here: ${err.message}`, 'success');
-        await this.spool.remove(p.spoolPath).catch(() => undefined);
+        await this.release(p, 'again');
         return;
       }
       const processName = err instanceof StageError ? err.processName : stage;
@@ -239,14 +248,25 @@ export class IngestionRunner {
           'processing',
           `${message}; will retry (delivery ${attempt.made + 1} of ${attempt.max})`,
         );
+        await this.release(p, 'again');
         throw new RetryLaterError(message);
       }
       this.logger.warn({ pipelineToken: p.pipelineToken, processName, err: message }, 'ingestion job failed');
       await this.status.record(job, processName, 'error', message, 'error');
-      await this.spool.remove(p.spoolPath).catch(() => undefined);
+      await this.release(p, 'ended');
     } finally {
       leaveGate?.();
     }
+  }
+
+  /**
+   * Removes this host's copy of the job's input; once the job `ended`, its staged input too. A job
+   * that will run `again` (or was superseded: its successor reads the same input) leaves that.
+   */
+  private async release(p: IngestPayload, how: 'ended' | 'again'): Promise<void> {
+    const local = this.spool.pathFor(p.environment, p.pipelineToken);
+    await this.spool.remove(local).catch(() => undefined);
+    if (how === 'ended') await this.staging.remove(p.environment, p.staged).catch(() => undefined);
   }
 
   /**
@@ -265,22 +285,45 @@ export class IngestionRunner {
   } | null> {
     const job = jobRef(p);
     const started = Date.now();
-    const rejectsPath = `${p.spoolPath}.rejects`;
+    // The staged input is copied to this host's spool as it arrives; the stage thread reads the copy as it grows.
+    const copying = new AbortController();
+    const mirror = await this.spool
+      .reserve(p.environment, p.pipelineToken)
+      .then((local) =>
+        this.staging.mirror(p.environment, p.staged, local, {
+          reader: p.pipelineToken,
+          signal: copying.signal,
+        }),
+      )
+      .catch((err: unknown) => {
+        throw new StageError('DataQuality', `cannot read the job's input: ${errorMessage(err)}`);
+      });
+    const local = this.spool.pathFor(p.environment, p.pipelineToken);
+    const rejectsPath = `${local}.rejects`;
     // Reading, DataQuality and Transformation run in a stage thread under a watchdog.
     const fast = this.fastPath(p, def, legs);
-    const session = await this.threads.start(
-      {
-        spoolPath: p.spoolPath,
-        stream: p.stream ?? p.records?.stream ?? null,
-        records: p.records ? { keys: p.records.keys, columns: p.records.columns } : null,
-        definition: def,
-        filename: p.filename,
-        rejectsPath,
-        spinOn: this.config.worker.testSpinOn,
-        fast,
-      },
-      { stallMs: this.config.worker.stageStallMs, maxIdle: this.config.worker.concurrency },
-    );
+    const stopCopying = async () => {
+      copying.abort();
+      await mirror.finished;
+    };
+    const session = await this.threads
+      .start(
+        {
+          spoolPath: local,
+          stream: p.stream ?? p.records?.stream ?? { staleMs: FINISHED_INPUT_STALE_MS },
+          records: p.records ? { keys: p.records.keys, columns: p.records.columns } : null,
+          definition: def,
+          filename: p.filename,
+          rejectsPath,
+          spinOn: this.config.worker.testSpinOn,
+          fast,
+        },
+        { stallMs: this.config.worker.stageStallMs, maxIdle: this.config.worker.concurrency },
+      )
+      .catch(async (err: unknown) => {
+        await stopCopying();
+        throw err;
+      });
     let counts: Counts = newCounts();
     try {
       const first = await session.first().catch(stageFailure);
@@ -432,6 +475,7 @@ export class IngestionRunner {
       return session.finished ? { counts, first, transforms } : null;
     } finally {
       session.end();
+      await stopCopying();
       await rm(rejectsPath, { force: true });
     }
   }

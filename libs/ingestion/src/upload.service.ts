@@ -21,9 +21,8 @@ import { EnvironmentQueues, IngestJob, IntakePayload, loadJobOptions } from '@ta
 import { archiveKind } from '@tapyard/archives';
 import { ObjectStore } from '@tapyard/objectstore';
 import { JobRef, StatusService } from '@tapyard/status';
-import { Spool } from './spool';
-import { writeStreamState } from './readers/tail-file';
-import { STAGED_PREFIX, jobOptions } from './file-notifier';
+import { STAGING_PREFIX, StagedWriter, Staging } from './staging';
+import { jobOptions } from './file-notifier';
 
 const COMPRESSED = /\.(zip|gz|tgz|tar|jar|bz2|xz|7z)$/i;
 
@@ -40,23 +39,24 @@ interface Received {
   bytes: number;
   tooLarge: boolean;
   compressed: boolean;
-  spoolPath: string | null;
+  /** The file part's staged input (its id is the pipeline token), once the part started. */
+  staged: StagedWriter | null;
 }
 
 /**
- * StreamNotifier: streams a multipart upload straight to the spool (never into memory), records the
- * intake events and enqueues the job. When the `pipeline` field comes before the file (as clients
- * send it), the pipeline is checked and the job enqueued as soon as the file starts, and the job
- * loads it while it still arrives (the spool is read as it grows, see tailFile); the upload's end
- * tells the job `done`, or `abort` with the reason when the upload is refused after all (too
- * large, empty, broken), and then nothing is committed. Otherwise the job is enqueued once the file
- * is in, and nothing is enqueued for a rejected upload.
+ * StreamNotifier: streams a multipart upload into the object store as it arrives (never into memory
+ * nor onto this host's disk: a job on any worker host reads it, see Staging), records the intake
+ * events and enqueues the job. When the `pipeline` field comes before the file (as clients send it),
+ * the pipeline is checked and the job enqueued as soon as the file starts, and the job loads it
+ * while it still arrives; the upload's end tells the job `done`, or `abort` with the reason when the
+ * upload is refused after all (too large, empty, broken), and then nothing is committed. Otherwise
+ * the job is enqueued once the file is in, and nothing is enqueued for a rejected upload.
  */
 @Injectable()
 export class UploadService {
   constructor(
     @Inject(CONFIG) private readonly config: TapyardConfig,
-    private readonly spool: Spool,
+    private readonly staging: Staging,
     private readonly pipelines: PipelinesService,
     private readonly status: StatusService,
     private readonly queues: EnvironmentQueues,
@@ -101,7 +101,7 @@ export class UploadService {
         'end',
         `received ${got.bytes} bytes; loaded while it arrived`,
       );
-      await writeStreamState(got.spoolPath as string, 'done');
+      await this.staging.done(environment, got.staged as StagedWriter);
       return pipelineToken;
     }
     try {
@@ -124,15 +124,16 @@ export class UploadService {
 
       const job: JobRef = { environment, pipeline, pipelineToken, publisherToken, filename: got.filename };
       await this.status.record(job, 'StreamNotifier', 'begin', `receiving ${got.filename}`);
-      const spoolPath = got.spoolPath as string;
+      await this.staging.done(environment, got.staged as StagedWriter);
+      const staged = pipelineToken;
       const options = loadJobOptions(environment, pipelineToken, this.config.loadRetry);
       // A document is read whole by its parser, so it is queued once received (never streamed).
       if (admitted.document) {
         await this.queues
           .ingest(environment)
-          .add(IngestJob.document, { ...job, spoolPath, uri: `upload://${got.filename}` }, options);
+          .add(IngestJob.document, { ...job, staged, uri: `upload://${got.filename}` }, options);
       } else {
-        await this.queues.ingest(environment).add(IngestJob.load, { ...job, spoolPath }, options);
+        await this.queues.ingest(environment).add(IngestJob.load, { ...job, staged }, options);
       }
       await this.status.record(
         job,
@@ -142,14 +143,14 @@ export class UploadService {
       );
       return pipelineToken;
     } catch (err) {
-      if (got.spoolPath) await this.spool.remove(got.spoolPath).catch(() => undefined);
+      if (got.staged) await this.staging.remove(environment, pipelineToken).catch(() => undefined);
       throw err;
     }
   }
 
   /**
    * A file already stored elsewhere (an assistant attachment) into a pipeline: the same checks and
-   * job as an upload, the file copied to the spool as a stream. Returns the pipeline token.
+   * job as an upload, the file staged as a stream. Returns the pipeline token.
    */
   async uploadStream(
     environment: string,
@@ -165,27 +166,27 @@ export class UploadService {
         `'${filename}' is an archive: upload it through POST /pipeline/upload`,
       );
     }
-    const { path, stream } = await this.spool.create(environment, pipelineToken);
+    const staged = pipelineToken;
     try {
-      await pipeline_(body, stream);
-      if (stream.bytesWritten === 0) throw new ValidationError(`the file '${filename}' is empty`);
+      const bytes = await this.staging.write(environment, staged, body);
+      if (bytes === 0) throw new ValidationError(`the file '${filename}' is empty`);
       const job: JobRef = { environment, pipeline, pipelineToken, publisherToken: null, filename };
       await this.status.record(job, 'StreamNotifier', 'begin', `receiving ${filename}`);
       const options = loadJobOptions(environment, pipelineToken, this.config.loadRetry);
       await (admitted.document
         ? this.queues
             .ingest(environment)
-            .add(IngestJob.document, { ...job, spoolPath: path, uri: `upload://${filename}` }, options)
-        : this.queues.ingest(environment).add(IngestJob.load, { ...job, spoolPath: path }, options));
+            .add(IngestJob.document, { ...job, staged, uri: `upload://${filename}` }, options)
+        : this.queues.ingest(environment).add(IngestJob.load, { ...job, staged }, options));
       await this.status.record(
         job,
         'StreamNotifier',
         'end',
-        `received ${stream.bytesWritten} bytes; queued for processing`,
+        `received ${bytes} bytes; queued for processing`,
       );
       return pipelineToken;
     } catch (err) {
-      await this.spool.remove(path).catch(() => undefined);
+      await this.staging.remove(environment, staged).catch(() => undefined);
       throw err;
     }
   }
@@ -221,7 +222,7 @@ export class UploadService {
 
   /**
    * Called when the file part starts: when the pipeline field came first and the file is not an
-   * archive, admits the upload and enqueues its job, which reads the spool as it grows. Returns
+   * archive, admits the upload and enqueues its job, which reads the file as it arrives. Returns
    * the job, or null to take the upload the classic way (a refusal is then reported after receipt).
    */
   private async startStreaming(
@@ -248,7 +249,7 @@ export class UploadService {
       .ingest(environment)
       .add(
         IngestJob.load,
-        { ...job, spoolPath: got.spoolPath as string, stream: { staleMs: UPLOAD_STALE_MS } },
+        { ...job, staged: pipelineToken, stream: { staleMs: UPLOAD_STALE_MS } },
         loadJobOptions(environment, pipelineToken, this.config.loadRetry),
       );
     return job;
@@ -259,11 +260,11 @@ export class UploadService {
     const reason = `the upload was refused (${errorMessage(err)}): nothing was loaded`;
     // Recorded before the job learns of it (as a processing entry: the job's own error ends it).
     await this.status.record(job, 'StreamNotifier', 'error', reason, 'processing').catch(() => undefined);
-    await writeStreamState(this.spool.pathFor(environment, token), `abort ${reason}`).catch(() => undefined);
+    await this.staging.abort(environment, token, reason).catch(() => undefined);
   }
 
   /**
-   * Compressed uploads (spec): staged to the raw bucket, then FileNotifier extracts them in a worker;
+   * Compressed uploads (spec): staged like any upload, then FileNotifier extracts them in a worker;
    * the caller gets 200 with an empty body. Its jobs share the publisher token (the caller's, or the
    * archive's own token when none was given).
    */
@@ -275,8 +276,8 @@ export class UploadService {
     got: Received,
   ): Promise<void> {
     const filename = got.filename as string;
-    const bucket = await this.store.bucket(environment, 'raw');
-    const key = `${STAGED_PREFIX}${pipeline}/${token}/${filename.replace(/[/\\]/g, '_')}`;
+    const bucket = await this.store.bucket(environment, 'staged');
+    const key = `${STAGING_PREFIX}${token}/`;
     const payload: IntakePayload = {
       environment,
       pipeline,
@@ -289,18 +290,17 @@ export class UploadService {
     };
     const job: JobRef = { environment, pipeline, pipelineToken: token, publisherToken, filename };
     await this.status.record(job, 'StreamNotifier', 'begin', `receiving ${filename}`);
-    await this.store.putFile(bucket, key, got.spoolPath as string);
+    await this.staging.done(environment, got.staged as StagedWriter);
     await this.queues.ingest(environment).add(IngestJob.intake, payload, jobOptions(payload));
     await this.status.record(
       job,
       'StreamNotifier',
       'end',
-      `staged ${got.bytes} bytes as ${key} in ${bucket}; extraction queued`,
+      `staged ${got.bytes} bytes in ${bucket}; extraction queued`,
     );
-    await this.spool.remove(got.spoolPath as string);
   }
 
-  /** `fileStarts`: called once the file part begins (its data already flowing into the spool). */
+  /** `fileStarts`: called once the file part begins (its data already flowing into the object store). */
   private async receive(
     environment: string,
     req: Request,
@@ -313,7 +313,7 @@ export class UploadService {
       bytes: 0,
       tooLarge: false,
       compressed: false,
-      spoolPath: null,
+      staged: null,
     };
     const writes: Promise<void>[] = [];
     // Each is observed at once: one that fails while the body is still parsed must not be an
@@ -324,7 +324,7 @@ export class UploadService {
     };
     // Created before the body flows so the file part is piped the moment it starts: no data may
     // flow unobserved.
-    const spool = await this.spool.create(environment, token);
+    const staged = await this.staging.writer(environment, token);
     try {
       await readMultipart(req, {
         notMultipart: "upload with Content-Type multipart/form-data and a 'file' part",
@@ -338,11 +338,10 @@ export class UploadService {
             return void file.resume();
           }
           file.on('limit', () => (got.tooLarge = true));
-          const { path, stream } = spool;
-          got.spoolPath = path;
+          got.staged = staged;
           track(
-            pipeline_(file, stream).then(() => {
-              got.bytes = stream.bytesWritten;
+            pipeline_(file, staged).then(() => {
+              got.bytes = staged.bytes;
             }),
           );
           track(fileStarts(got));
@@ -350,17 +349,14 @@ export class UploadService {
       });
       await Promise.all(writes);
     } catch (err) {
-      // A broken or aborted upload leaves nothing behind. The spool stream is destroyed first: a
-      // file part cut off mid-way never ends it.
-      spool.stream.destroy();
+      // A broken or aborted upload leaves nothing behind. The writer is discarded first: a file
+      // part cut off mid-way never ends it.
+      await staged.discard();
       await Promise.allSettled(writes);
-      await this.spool.remove(spool.path).catch(() => undefined);
+      await this.staging.remove(environment, token).catch(() => undefined);
       throw err;
     }
-    if (got.spoolPath === null) {
-      spool.stream.destroy();
-      await this.spool.remove(spool.path).catch(() => undefined);
-    }
+    if (got.staged === null) staged.destroy();
     return got;
   }
 }

@@ -26,6 +26,13 @@ export function bucketName(environment: string, purpose: BucketPurpose): string 
   return `${environment.replace(/_/g, '-')}-${purpose}`;
 }
 
+export interface StoredObject {
+  key: string;
+  etag: string;
+  size: number;
+  lastModified: Date;
+}
+
 export class ObjectNotFoundError extends NotFoundError {
   constructor(bucket: string, key: string) {
     super(`object '${key}' does not exist in bucket '${bucket}'`);
@@ -128,6 +135,14 @@ export class ObjectStore implements OnModuleInit {
     );
   }
 
+  /** The object, or null when there is none (a part or marker not written yet). */
+  async getIfExists(bucket: string, key: string): Promise<Readable | null> {
+    return this.get(bucket, key).catch((err: unknown) => {
+      if (err instanceof ObjectNotFoundError) return null;
+      throw err;
+    });
+  }
+
   /** Throws ServiceUnavailableError when the store does not answer (or is not configured). */
   async probe(): Promise<void> {
     await this.call(() => this.requireClient().listBuckets());
@@ -157,14 +172,21 @@ export class ObjectStore implements OnModuleInit {
   }
 
   /** Objects of a bucket under a prefix (recursively), with their ETag, so a changed object counts as new. */
-  async list(bucket: string, prefix = ''): Promise<{ key: string; etag: string; size: number }[]> {
+  async list(bucket: string, prefix = ''): Promise<StoredObject[]> {
     return this.call(
       () =>
         new Promise((resolve, reject) => {
-          const out: { key: string; etag: string; size: number }[] = [];
+          const out: StoredObject[] = [];
           const stream = this.requireClient().listObjectsV2(bucket, prefix, true);
           stream.on('data', (o) => {
-            if (o.name) out.push({ key: o.name, etag: o.etag ?? '', size: o.size ?? 0 });
+            if (o.name) {
+              out.push({
+                key: o.name,
+                etag: o.etag ?? '',
+                size: o.size ?? 0,
+                lastModified: o.lastModified ?? new Date(0),
+              });
+            }
           });
           stream.on('error', reject);
           stream.on('end', () => resolve(out));
@@ -174,6 +196,13 @@ export class ObjectStore implements OnModuleInit {
 
   async remove(bucket: string, key: string): Promise<void> {
     await this.call(() => this.requireClient().removeObject(bucket, key));
+  }
+
+  /** Removes many objects in batched requests (the S3 multi-delete takes up to 1000 keys). */
+  async removeMany(bucket: string, keys: string[]): Promise<void> {
+    for (let i = 0; i < keys.length; i += 1000) {
+      await this.call(() => this.requireClient().removeObjects(bucket, keys.slice(i, i + 1000)));
+    }
   }
 
   private ensureBuckets(environment: string): Promise<void> {

@@ -53,8 +53,8 @@ export interface DocumentPayload extends JobFields {
   /** Where the document is staged (tap runs, archive entries)... */
   bucket?: string;
   key?: string;
-  /** ...or the spool file of an upload, removed once the job ends. */
-  spoolPath?: string;
+  /** ...or the staged input of an upload (a Staging id in the object store), removed once the job ends. */
+  staged?: string;
   /** The document's identity in its source: the tap's `uri`, or `upload://<filename>` for uploads. */
   uri: string;
   /** The tap that yielded it, and the record's own `metadata`. */
@@ -63,8 +63,11 @@ export interface DocumentPayload extends JobFields {
 }
 
 export interface IngestPayload extends JobFields {
-  /** File in the spool directory; removed once the job reached a terminal state. */
-  spoolPath: string;
+  /**
+   * The job's input, staged in the object store (a Staging id: any host reads it). Removed once the
+   * job reached a terminal state, unless the job was superseded (its successor reads the same input).
+   */
+  staged: string;
   /** How often the job went back to the queue waiting for capacity (DeferLaterError); absent: never. */
   deferrals?: number;
   /**
@@ -75,26 +78,26 @@ export interface IngestPayload extends JobFields {
     keys: string[];
     columns: string[];
     /**
-     * The run is still writing the spool: the job reads it as it grows, until the run leaves a
-     * state file (see tailFile). `staleMs`: how long without growth means the run is gone.
+     * The run is still writing its records: the job reads them as they arrive, until the run ends
+     * the staged input (see Staging). `staleMs`: how long without growth means the run is gone.
      */
     stream?: { staleMs: number };
   };
   /**
-   * Set by uploads whose job starts while the file still arrives: the job reads the spool as it
-   * grows, until the upload leaves a state file (see tailFile). `staleMs` as for tap streams.
+   * Set by uploads whose job starts while the file still arrives: the job reads the input as it
+   * arrives, until the upload ends it (see Staging). `staleMs` as for tap streams.
    */
   stream?: { staleMs: number };
 }
 
 /**
- * An object in the environment's raw bucket waiting for FileNotifier: an archive staged by an upload,
- * or a file dropped straight into the bucket under `<pipeline>/`. `pipelineToken` is the intake job's.
+ * A file waiting for FileNotifier: an archive uploaded (the Staging input named by `pipelineToken`),
+ * or an object dropped straight into the raw bucket under `<pipeline>/` (`bucket`, `key`).
  */
 export interface IntakePayload extends JobFields {
   bucket: string;
   key: string;
-  /** Staged by an upload: removed from the bucket once extracted. Dropped objects stay. */
+  /** An upload's archive, staged: removed once extracted (or refused). Dropped objects stay. */
   staged: boolean;
 }
 

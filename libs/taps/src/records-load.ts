@@ -1,9 +1,7 @@
 import { once } from 'node:events';
-import { link } from 'node:fs/promises';
 import { randomUUID } from 'node:crypto';
-import type { WriteStream } from 'node:fs';
 import { TapyardConfig } from '@tapyard/core';
-import { Spool, writeStreamState } from '@tapyard/ingestion';
+import { StagedWriter, Staging } from '@tapyard/ingestion';
 import { EnvironmentQueues, IngestJob, IngestPayload, loadJobOptions } from '@tapyard/queue';
 import { JobRef, StatusService } from '@tapyard/status';
 import type { RecordChunk } from '@tapyard/sandbox';
@@ -28,23 +26,24 @@ export interface LoadOutcome {
 }
 
 /**
- * Run mode, structured taps: the records go into the spool as the harness wrote them (JSON lines),
- * and become one ingestion job under the run's publisher token. A short run is loaded when the
- * script ends; a long one starts its job after `streamAfter` records, and the job loads the spool
- * while it grows. A run that fails loads nothing: a streaming job is told to abort before it commits.
+ * Run mode, structured taps: the records are staged in the object store as the harness wrote them
+ * (JSON lines), and become one ingestion job under the run's publisher token, which any worker may
+ * take. A short run is loaded when the script ends; a long one starts its job after `streamAfter`
+ * records, and the job loads the records as they arrive. A run that fails loads nothing: a streaming
+ * job is told to abort before it commits.
  *
  * Columns of a streaming job are the keys of the records seen before it started. A key first met
  * later cannot join that load, so the streaming job is superseded (it commits nothing) and the whole
- * spool loads as a second job once the script ends: correct, only slower.
+ * input loads as a second job once the script ends: correct, only slower.
  */
 export class RecordsLoad implements RecordSink {
   count = 0;
   readonly namer = new ColumnNamer();
   private readonly pipelineToken = randomUUID();
-  private path: string | null = null;
-  private out: WriteStream | null = null;
+  /** The run's records, staged under the first job's token; a superseding job reads the same input. */
+  private out: StagedWriter | null = null;
   private streaming: string | null = null;
-  private supersededBy: { token: string; path: string } | null = null;
+  private supersededBy: string | null = null;
   private readonly tokens: string[] = [];
   private pending = '';
   /** The keys each job was started with. */
@@ -54,7 +53,7 @@ export class RecordsLoad implements RecordSink {
     private readonly ctx: RecordsLoadContext,
     private readonly deps: {
       config: TapyardConfig;
-      spool: Spool;
+      staging: Staging;
       status: StatusService;
       queues: EnvironmentQueues;
     },
@@ -69,59 +68,56 @@ export class RecordsLoad implements RecordSink {
     if (this.ctx.mapKeys && this.streaming && !this.supersededBy && this.namer.keys.length > known) {
       await this.supersede(first);
     }
-    if (!this.out) {
-      const file = await this.deps.spool.create(this.ctx.environment, this.pipelineToken);
-      this.path = file.path;
-      this.out = file.stream;
-    }
+    this.out ??= await this.deps.staging.writer(this.ctx.environment, this.pipelineToken);
     // Lines are gathered into ~256 KiB writes: small writes would dominate a long run.
     this.pending += chunk.text + '\n';
     if (this.pending.length >= 1 << 18) await this.flush();
     if (!this.streaming && this.ctx.streamAfter > 0 && this.count >= this.ctx.streamAfter) {
       await this.flush();
       this.streaming = this.pipelineToken;
-      await this.enqueue(this.pipelineToken, this.path as string, true);
+      await this.enqueue(this.pipelineToken, true);
     }
   }
 
   /** After the script: `error` null means it succeeded. */
   async finish(error: string | null): Promise<LoadOutcome> {
-    await this.flush();
-    if (this.out) {
-      this.out.end();
-      await once(this.out, 'finish');
+    const { environment } = this.ctx;
+    const out = this.out;
+    let failure = error;
+    if (out) {
+      await this.flush().catch(() => undefined);
+      out.end();
+      await once(out, 'finish').catch((err: unknown) => {
+        failure ??= `its records could not be staged: ${err instanceof Error ? err.message : String(err)}`;
+      });
     }
-    const path = this.path;
-    if (error !== null) {
-      if (this.streaming && path) await writeStreamState(path, `abort the tap run failed: ${error}`);
-      else if (path) await this.deps.spool.remove(path);
-      if (this.supersededBy) await this.deps.spool.remove(this.supersededBy.path);
+    if (failure !== null) {
+      // A streaming job learns of the failure and ends, removing the input; otherwise it goes here.
+      // A superseded job leaves the input to its successor, which never comes now: removed here.
+      if (this.streaming && !this.supersededBy) {
+        await this.deps.staging.abort(environment, this.pipelineToken, `the tap run failed: ${failure}`);
+      } else if (out) await this.deps.staging.remove(environment, this.pipelineToken);
       return { persisted: false, pipelineTokens: this.tokens };
     }
-    if (!path || this.count === 0) return { persisted: false, pipelineTokens: [] };
-    if (this.supersededBy) {
-      await this.enqueue(this.supersededBy.token, this.supersededBy.path, false);
-    } else if (this.streaming) {
-      await this.received(this.pipelineToken);
-      await writeStreamState(path, 'done');
-    } else {
-      await this.enqueue(this.pipelineToken, path, false);
-    }
+    if (!out || this.count === 0) return { persisted: false, pipelineTokens: [] };
+    await this.deps.staging.done(environment, out);
+    if (this.supersededBy) await this.enqueue(this.supersededBy, false);
+    else if (this.streaming) await this.received(this.pipelineToken);
+    else await this.enqueue(this.pipelineToken, false);
     return { persisted: true, pipelineTokens: this.tokens };
   }
 
   private async supersede(first: number): Promise<void> {
     const token = randomUUID();
-    const path = this.deps.spool.pathFor(this.ctx.environment, token);
     await this.flush();
-    // A second name for the same file: the superseded job removes its own name when it stops.
-    await link(this.path as string, path);
-    this.supersededBy = { token, path };
+    this.supersededBy = token;
     const before = this.started.get(this.streaming as string) ?? [];
     const added = this.namer.keys.filter((k) => !before.includes(k));
-    await writeStreamState(
-      this.path as string,
-      `superseded record ${first} or later brought new key(s) ${added.map((k) => `'${k}'`).join(', ')}; ` +
+    await this.deps.staging.supersede(
+      this.ctx.environment,
+      this.pipelineToken,
+      this.streaming as string,
+      `record ${first} or later brought new key(s) ${added.map((k) => `'${k}'`).join(', ')}; ` +
         `the run's records load in job ${token}`,
     );
   }
@@ -136,7 +132,7 @@ export class RecordsLoad implements RecordSink {
     };
   }
 
-  private async enqueue(pipelineToken: string, spoolPath: string, stream: boolean): Promise<void> {
+  private async enqueue(pipelineToken: string, stream: boolean): Promise<void> {
     const job = this.jobRef(pipelineToken);
     const keys = this.ctx.mapKeys ? [...this.namer.keys] : [];
     const columns = this.ctx.mapKeys ? [...this.namer.columns] : [];
@@ -149,7 +145,8 @@ export class RecordsLoad implements RecordSink {
     );
     const payload: IngestPayload = {
       ...job,
-      spoolPath,
+      // Every job of the run reads the one staged input.
+      staged: this.pipelineToken,
       records: { keys, columns, ...(stream ? { stream: { staleMs: this.ctx.staleMs } } : {}) },
     };
     await this.deps.queues

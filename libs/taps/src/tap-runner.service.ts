@@ -15,7 +15,7 @@ import { ObjectStore } from '@tapyard/objectstore';
 import { PipelineDefinition, PipelinesService, pipelineScope } from '@tapyard/pipelines';
 import { EnvironmentQueues } from '@tapyard/queue';
 import { StatusService } from '@tapyard/status';
-import { Spool } from '@tapyard/ingestion';
+import { Staging } from '@tapyard/ingestion';
 import { DocumentsLoad } from './documents-load';
 import { RecordShapeError, RecordSink, SampleSink } from './record-sinks';
 import { RecordsLoad } from './records-load';
@@ -67,7 +67,7 @@ export class TapRunner {
     private readonly repo: TapsRepository,
     private readonly pipelines: PipelinesService,
     private readonly store: ObjectStore,
-    private readonly spool: Spool,
+    private readonly staging: Staging,
     private readonly status: StatusService,
     private readonly queues: EnvironmentQueues,
     private readonly processes: TapProcesses,
@@ -241,7 +241,7 @@ export class TapRunner {
         streamAfter: this.config.taps.streamAfter,
         staleMs: this.config.taps.timeoutMs + 60_000,
       },
-      { config: this.config, spool: this.spool, status: this.status, queues: this.queues },
+      { config: this.config, staging: this.staging, status: this.status, queues: this.queues },
     );
     let run: Execution;
     try {

@@ -117,8 +117,15 @@ export interface TapyardConfig {
     /** CSV_FAST_PATH: clean CSV chunks go to PostgreSQL unparsed (off: every row takes the validating path). */
     readonly csvFastPath: boolean;
   };
-  /** Where uploads wait for a worker (shared by API and workers on one host). */
+  /** This host's own scratch directory: a job's copy of its staged input, archive extraction. Never shared. */
   readonly spoolDir: string;
+  /** Inputs staged in the object store (the only file path between hosts). */
+  readonly staging: {
+    /** STAGING_READ_RETRY_SECONDS: how long a job keeps retrying an object store that fails before it aborts. */
+    readonly readRetryMs: number;
+    /** STAGING_TTL_HOURS: staged inputs untouched this long (their host died) are swept by a worker. */
+    readonly ttlMs: number;
+  };
   /** How often a running load reports its progress as a `processing` status entry. */
   readonly progressEveryMs: number;
   /** A load whose destination is unreachable is retried this many times in all, backing off from `delayMs`. */
@@ -460,6 +467,10 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
       csvFastPath: r.bool('CSV_FAST_PATH', true),
     },
     spoolDir: r.string('TAPYARD_SPOOL_DIR', join(dataDir, 'spool')),
+    staging: {
+      readRetryMs: r.int('STAGING_READ_RETRY_SECONDS', 120, 1, 86400) * 1000,
+      ttlMs: r.int('STAGING_TTL_HOURS', 24, 1, 8760) * 3600_000,
+    },
     progressEveryMs: r.int('STATUS_PROGRESS_MS', 2000, 10, 3600000),
     rawPollMs: r.int('RAW_POLL_MS', 5000, 0, 3600000),
     loadRetry: {

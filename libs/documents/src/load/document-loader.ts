@@ -5,7 +5,7 @@ import { CONFIG, ServiceUnavailableError, TapyardConfig, errorMessage } from '@t
 import { CreatedObjects } from '@tapyard/destinations';
 import { EmbeddingsService } from '@tapyard/embeddings';
 import type { Embedder } from '@tapyard/embeddings';
-import { Spool } from '@tapyard/ingestion';
+import { Spool, Staging } from '@tapyard/ingestion';
 import { ObjectStore } from '@tapyard/objectstore';
 import { PipelineDefinition, PipelinesService, unstructuredAttributes } from '@tapyard/pipelines';
 import { DocumentPayload, RetryLaterError } from '@tapyard/queue';
@@ -47,6 +47,7 @@ export class DocumentLoader {
     private readonly status: StatusService,
     private readonly store: ObjectStore,
     private readonly spool: Spool,
+    private readonly staging: Staging,
     private readonly vectorStores: VectorStoresService,
     private readonly containers: VectorContainers,
     private readonly embeddings: EmbeddingsService,
@@ -88,12 +89,15 @@ export class DocumentLoader {
         `loading document ${p.uri} into ${vs.name} '${container}'`,
       );
 
-      local = p.spoolPath ?? (await this.stage(p));
+      local = await this.stage(p);
       const result = await this.load(job, p, def, local, vs, container);
       await this.status.record(job, 'JobRunner', 'end', result.note, result.outcome);
-      await this.cleanUp(p, local);
+      await this.cleanUp(p, local, 'ended');
     } catch (err) {
-      if (err instanceof RetryLaterError) throw err;
+      if (err instanceof RetryLaterError) {
+        await this.cleanUp(p, local, 'again');
+        throw err;
+      }
       const e = err instanceof DocumentStageError ? err : classify(err);
       if (e.retryable && attempt.made + 1 < attempt.max) {
         await this.status.record(
@@ -102,6 +106,7 @@ export class DocumentLoader {
           'processing',
           `${e.message}; will retry (delivery ${attempt.made + 1} of ${attempt.max})`,
         );
+        await this.cleanUp(p, local, 'again');
         throw new RetryLaterError(e.message);
       }
       this.logger.warn(
@@ -115,7 +120,7 @@ export class DocumentLoader {
         e.message,
         e.outcome,
       );
-      await this.cleanUp(p, local);
+      await this.cleanUp(p, local, 'ended');
     }
   }
 
@@ -275,27 +280,38 @@ export class DocumentLoader {
   }
 
   /**
-   * A staged document (tap or archive entry) copied into the spool, where the parser reads it. The
-   * local name is a fresh token: the document's filename is metadata (a tap chooses it freely) and
-   * never part of a path.
+   * The document (an upload's staged input, a tap's or an archive entry's object) copied into this
+   * host's spool, where the parser reads it. The local name is a fresh token: the document's
+   * filename is metadata (a tap chooses it freely) and never part of a path.
    */
   private async stage(p: DocumentPayload): Promise<string> {
-    if (!p.bucket || !p.key) throw new DocumentStageError('JobRunner', 'the job names no staged document');
     const path = await this.spool.reserve(p.environment, `${randomUUID()}.document`);
-    await this.store.download(p.bucket, p.key, path).catch((err: unknown) => {
+    const fetch = p.staged
+      ? this.staging.download(p.environment, p.staged, path)
+      : p.bucket && p.key
+        ? this.store.download(p.bucket, p.key, path)
+        : Promise.reject(new DocumentStageError('JobRunner', 'the job names no staged document'));
+    await fetch.catch(async (err: unknown) => {
+      await this.spool.remove(path).catch(() => undefined);
+      if (err instanceof DocumentStageError) throw err;
       throw new DocumentStageError(
         'JobRunner',
-        `cannot read the staged document ${p.bucket}/${p.key}: ${errorMessage(err)}`,
+        `cannot read the document ${p.uri}: ${errorMessage(err)}`,
         'error',
-        true,
+        err instanceof ServiceUnavailableError,
       );
     });
     return path;
   }
 
-  /** An upload's spool file goes once the job is done; a staged object stays (the tap ledger owns it). */
-  private async cleanUp(p: DocumentPayload, local: string | null): Promise<void> {
+  /**
+   * This host's copy goes whenever the job stops; an upload's staged input once the job `ended` (a
+   * tap's staged object stays: the tap ledger owns it).
+   */
+  private async cleanUp(p: DocumentPayload, local: string | null, how: 'ended' | 'again'): Promise<void> {
     if (local) await this.spool.remove(local).catch(() => undefined);
+    if (how === 'ended' && p.staged)
+      await this.staging.remove(p.environment, p.staged).catch(() => undefined);
   }
 }
 

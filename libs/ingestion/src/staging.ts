@@ -1,0 +1,292 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { FileHandle, open, readFile, rm } from 'node:fs/promises';
+import { Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Logger } from 'pino';
+import { CONFIG, LOGGER, TapyardConfig, errorMessage } from '@tapyard/core';
+import { ObjectStore } from '@tapyard/objectstore';
+import { streamStatePath, writeStreamState } from './readers/tail-file';
+
+/** Where staged inputs live in an environment's `staged` bucket: `spool/<id>/part-NNNNNN`, `…/end`. */
+export const STAGING_PREFIX = 'spool/';
+/** A part is written once this much is buffered... */
+const PART_BYTES = 4 << 20;
+/** ...or once its first byte has waited this long, so a slow writer's data still reaches the job. */
+const FLUSH_AFTER_MS = 250;
+/** Parts uploading at once per writer: the writer's memory is bounded by (this + 1) parts. */
+const PARTS_IN_FLIGHT = 2;
+/** A staging id is a token the platform made (a job's pipeline token), never a client's name. */
+const STAGING_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
+
+function checkedId(id: string): string {
+  if (!STAGING_ID.test(id)) throw new Error(`not a staging id: ${JSON.stringify(id.slice(0, 80))}`);
+  return id;
+}
+const partKey = (id: string, n: number) => `${STAGING_PREFIX}${id}/part-${String(n).padStart(6, '0')}`;
+const endKey = (id: string) => `${STAGING_PREFIX}${id}/end`;
+const stopKey = (id: string, reader: string) => `${STAGING_PREFIX}${id}/stop-${checkedId(reader)}`;
+
+/**
+ * Writes one staged input as numbered part objects, so a job on any host can read it while it is
+ * still written. Backpressure: a write waits while PARTS_IN_FLIGHT parts are uploading. A failed
+ * part fails the next write (or the end), never silently.
+ */
+export class StagedWriter extends Writable {
+  /** Bytes accepted so far. */
+  bytes = 0;
+  /** Parts started so far (their number is the part count once the writer finished). */
+  parts = 0;
+  private buffered: Buffer[] = [];
+  private size = 0;
+  private readonly inflight = new Set<Promise<void>>();
+  private failure: Error | null = null;
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly store: ObjectStore,
+    private readonly bucket: string,
+    readonly id: string,
+  ) {
+    super({ highWaterMark: 1 << 20 });
+  }
+
+  override _write(chunk: Buffer, _encoding: BufferEncoding, done: (err?: Error | null) => void): void {
+    if (this.failure) return done(this.failure);
+    this.buffered.push(chunk);
+    this.size += chunk.length;
+    this.bytes += chunk.length;
+    if (this.size < PART_BYTES) {
+      this.timer ??= setTimeout(() => this.flush(), FLUSH_AFTER_MS);
+      return done();
+    }
+    this.flush();
+    this.room().then(() => done(this.failure), done);
+  }
+
+  override _final(done: (err?: Error | null) => void): void {
+    this.flush();
+    Promise.all(this.inflight).then(() => done(this.failure), done);
+  }
+
+  override _destroy(err: Error | null, done: (err?: Error | null) => void): void {
+    this.clearTimer();
+    done(err);
+  }
+
+  /** Stops writing and waits for parts already uploading, so a removal after it finds them all. */
+  async discard(): Promise<void> {
+    this.destroy();
+    await Promise.allSettled([...this.inflight]);
+  }
+
+  private flush(): void {
+    this.clearTimer();
+    if (this.size === 0) return;
+    const body = this.buffered.length === 1 ? this.buffered[0] : Buffer.concat(this.buffered);
+    this.buffered = [];
+    this.size = 0;
+    const put: Promise<void> = this.store
+      .put(this.bucket, partKey(this.id, this.parts++), body, 'application/octet-stream')
+      .catch((err: unknown) => {
+        this.failure ??= err instanceof Error ? err : new Error(errorMessage(err));
+      })
+      .finally(() => this.inflight.delete(put));
+    this.inflight.add(put);
+  }
+
+  private async room(): Promise<void> {
+    while (this.inflight.size >= PARTS_IN_FLIGHT) await Promise.race(this.inflight);
+  }
+
+  private clearTimer(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+  }
+}
+
+export interface MirrorOptions {
+  /** The job reading: a writer may tell one reader to stop (`superseded`) while another goes on. */
+  reader?: string;
+  /** Ends the mirror (the job ended). */
+  signal?: AbortSignal;
+}
+
+/**
+ * Inputs on their way to a job, in the object store: the only thing API and worker hosts share
+ * besides PostgreSQL and Redis. The writer (an upload on the API, a tap run, an archive's
+ * extraction) writes parts and then an end marker (`done <parts>` or `abort <reason>`), or a stop
+ * marker for one reader. A job mirrors the parts into its host's own spool file as they appear and
+ * reads that file as it grows (tailFile), with the marker turned into the file's stream state.
+ * Objects are removed when the job ends, and swept after STAGING_TTL_HOURS when a host died.
+ */
+@Injectable()
+export class Staging {
+  constructor(
+    @Inject(CONFIG) private readonly config: TapyardConfig,
+    @Inject(LOGGER) private readonly logger: Logger,
+    private readonly store: ObjectStore,
+  ) {}
+
+  async writer(environment: string, id: string): Promise<StagedWriter> {
+    return new StagedWriter(this.store, await this.bucket(environment), checkedId(id));
+  }
+
+  /** The whole of `body` as a finished staged input; returns its size in bytes. */
+  async write(environment: string, id: string, body: NodeJS.ReadableStream): Promise<number> {
+    const w = await this.writer(environment, id);
+    try {
+      await pipeline(body, w);
+    } catch (err) {
+      await w.discard();
+      await this.remove(environment, id).catch(() => undefined);
+      throw err;
+    }
+    await this.done(environment, w);
+    return w.bytes;
+  }
+
+  /** Every part is written: the readers read to the end and stop. */
+  async done(environment: string, w: StagedWriter): Promise<void> {
+    await this.marker(environment, endKey(w.id), `done ${w.parts}`);
+  }
+
+  /** The input is refused after all: its readers fail without committing, saying why. */
+  async abort(environment: string, id: string, reason: string): Promise<void> {
+    await this.marker(environment, endKey(checkedId(id)), `abort ${reason}`);
+  }
+
+  /** One reader stops (its load moved to another job reading the same input), committing nothing. */
+  async supersede(environment: string, id: string, reader: string, reason: string): Promise<void> {
+    await this.marker(environment, stopKey(checkedId(id), reader), `superseded ${reason}`);
+  }
+
+  /**
+   * Copies the input into `local` as its parts appear, and ends the file's stream state (see
+   * tailFile) as the writer ended it. The file exists when this returns; the returned promise ends
+   * with the mirror. The object store failing for longer than STAGING_READ_RETRY_SECONDS aborts the
+   * stream, naming the cause.
+   */
+  async mirror(
+    environment: string,
+    id: string,
+    local: string,
+    options: MirrorOptions = {},
+  ): Promise<{ finished: Promise<void> }> {
+    checkedId(id);
+    await rm(streamStatePath(local), { force: true });
+    const fh = await open(local, 'w', 0o600);
+    const finished = this.copyParts(environment, id, fh, local, options).finally(() => fh.close());
+    return { finished };
+  }
+
+  /** The whole input into `local`; an aborted one is an error carrying the writer's reason. */
+  async download(environment: string, id: string, local: string): Promise<void> {
+    await (
+      await this.mirror(environment, id, local)
+    ).finished;
+    const state = await readFile(streamStatePath(local), 'utf8');
+    await rm(streamStatePath(local), { force: true });
+    if (state !== 'done') throw new Error(state.slice(state.indexOf(' ') + 1));
+  }
+
+  async remove(environment: string, id: string): Promise<void> {
+    const bucket = await this.bucket(environment);
+    const keys = (await this.store.list(bucket, `${STAGING_PREFIX}${checkedId(id)}/`)).map((o) => o.key);
+    if (keys.length > 0) await this.store.removeMany(bucket, keys);
+  }
+
+  /** Removes staged inputs nothing touched for `ttlMs` (their host died); returns how many. */
+  async sweep(environment: string, ttlMs: number): Promise<number> {
+    const bucket = await this.bucket(environment);
+    const newest = new Map<string, { at: number; keys: string[] }>();
+    for (const o of await this.store.list(bucket, STAGING_PREFIX)) {
+      const id = o.key.slice(STAGING_PREFIX.length).split('/')[0];
+      const entry = newest.get(id) ?? { at: 0, keys: [] };
+      entry.at = Math.max(entry.at, o.lastModified.getTime());
+      entry.keys.push(o.key);
+      newest.set(id, entry);
+    }
+    let swept = 0;
+    for (const [id, entry] of newest) {
+      if (Date.now() - entry.at < ttlMs) continue;
+      await this.store.removeMany(bucket, entry.keys);
+      this.logger.info(
+        { environment, staged: id, objects: entry.keys.length },
+        'swept an abandoned staged input',
+      );
+      swept++;
+    }
+    return swept;
+  }
+
+  private async copyParts(
+    environment: string,
+    id: string,
+    fh: FileHandle,
+    local: string,
+    { reader, signal }: MirrorOptions,
+  ): Promise<void> {
+    let part = 0;
+    let position = 0;
+    let pause = 10;
+    let failingSince: number | null = null;
+    const retryMs = this.config.staging.readRetryMs;
+    while (!signal?.aborted) {
+      const partStart = position;
+      try {
+        const bucket = await this.bucket(environment);
+        const body = await this.store.getIfExists(bucket, partKey(id, part));
+        if (body) {
+          // Parts never change: a part fetched again after a failure rewrites the same bytes.
+          for await (const chunk of body as AsyncIterable<Buffer>) {
+            await fh.write(chunk, 0, chunk.length, position);
+            position += chunk.length;
+          }
+          part++;
+          pause = 10;
+          failingSince = null;
+          continue;
+        }
+        const stop = reader ? await this.text(bucket, stopKey(id, reader)) : null;
+        if (stop !== null) return await writeStreamState(local, stop);
+        const end = await this.text(bucket, endKey(id));
+        if (end !== null && !end.startsWith('done ')) return await writeStreamState(local, end);
+        // `done`, and every part read: the end. (A part not listed yet is read on the next pass.)
+        if (end !== null && part >= Number(end.slice(5))) return await writeStreamState(local, 'done');
+        failingSince = null;
+      } catch (err) {
+        if (signal?.aborted) return;
+        position = partStart;
+        failingSince ??= Date.now();
+        if (Date.now() - failingSince > retryMs) {
+          return await writeStreamState(
+            local,
+            `abort the object store failed while the job read its input (${errorMessage(err)}); nothing was loaded`,
+          );
+        }
+        pause = Math.max(pause, 200);
+      }
+      await sleep(pause, undefined, { signal }).catch(() => undefined);
+      pause = Math.min(pause * 2, 200);
+    }
+  }
+
+  private async text(bucket: string, key: string): Promise<string | null> {
+    const body = await this.store.getIfExists(bucket, key);
+    if (!body) return null;
+    const parts: Buffer[] = [];
+    for await (const chunk of body as AsyncIterable<Buffer>) parts.push(chunk);
+    return Buffer.concat(parts).toString('utf8').slice(0, 4096);
+  }
+
+  private async marker(environment: string, key: string, text: string): Promise<void> {
+    if (text.length > 4096) text = text.slice(0, 4096);
+    await this.store.put(await this.bucket(environment), key, Buffer.from(text), 'text/plain; charset=utf-8');
+  }
+
+  /** Without an object store this fails as a 503 naming OBJECT_STORE_ENDPOINT: there is no local fallback. */
+  private bucket(environment: string): Promise<string> {
+    return this.store.bucket(environment, 'staged');
+  }
+}
