@@ -204,7 +204,12 @@ const objectStore: DestinationFixture = {
     };
     return {
       apiEnv: { ...TEST_OBJECT_STORE },
-      workerEnv: { ...TEST_OBJECT_STORE, OBJECT_STORE_ENDPOINT: `http://127.0.0.1:${r.port}` },
+      workerEnv: {
+        ...TEST_OBJECT_STORE,
+        OBJECT_STORE_ENDPOINT: `http://127.0.0.1:${r.port}`,
+        // Only the destination is cut: the job's own input still arrives.
+        STAGING_OBJECT_STORE_ENDPOINT: TEST_OBJECT_STORE.OBJECT_STORE_ENDPOINT,
+      },
       relay: r,
       destination: (name) => ({ objectStore: { prefix: `ct/${name}` } }),
       async rows(name, columns) {

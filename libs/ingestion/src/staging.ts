@@ -122,11 +122,19 @@ export interface MirrorOptions {
  */
 @Injectable()
 export class Staging {
+  private readonly store: ObjectStore;
+
   constructor(
     @Inject(CONFIG) private readonly config: TapyardConfig,
     @Inject(LOGGER) private readonly logger: Logger,
-    private readonly store: ObjectStore,
-  ) {}
+    platformStore: ObjectStore,
+  ) {
+    const endpoint = config.staging.endpoint;
+    this.store =
+      endpoint === null || endpoint === config.objectStore.endpoint
+        ? platformStore
+        : new ObjectStore({ ...config, objectStore: { ...config.objectStore, endpoint } }, logger);
+  }
 
   async writer(environment: string, id: string): Promise<StagedWriter> {
     return new StagedWriter(this.store, await this.bucket(environment), checkedId(id));

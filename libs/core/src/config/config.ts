@@ -121,6 +121,11 @@ export interface TapyardConfig {
   readonly spoolDir: string;
   /** Inputs staged in the object store (the only file path between hosts). */
   readonly staging: {
+    /**
+     * STAGING_OBJECT_STORE_ENDPOINT: the store staged inputs go through, when not OBJECT_STORE_ENDPOINT
+     * (same credentials); null: that one.
+     */
+    readonly endpoint: string | null;
     /** STAGING_READ_RETRY_SECONDS: how long a job keeps retrying an object store that fails before it aborts. */
     readonly readRetryMs: number;
     /** STAGING_TTL_HOURS: staged inputs untouched this long (their host died) are swept by a worker. */
@@ -468,6 +473,7 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
     },
     spoolDir: r.string('TAPYARD_SPOOL_DIR', join(dataDir, 'spool')),
     staging: {
+      endpoint: r.url('STAGING_OBJECT_STORE_ENDPOINT', null, ['http', 'https']),
       readRetryMs: r.int('STAGING_READ_RETRY_SECONDS', 120, 1, 86400) * 1000,
       ttlMs: r.int('STAGING_TTL_HOURS', 24, 1, 8760) * 3600_000,
     },
