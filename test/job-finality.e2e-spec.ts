@@ -91,23 +91,20 @@ describe('job finality', () => {
     await status.record(job, 'JobRunner', 'end', 'loaded', 'success');
     const ended = await rollup(job.pipelineToken);
 
-    const late = [
-      await status.record(job, 'PostgresLoader', 'processing', 'a late stage'),
-      await status.record(job, 'JobRunner', 'error', 'a second worker failed', 'error'),
-    ];
+    await status.record(job, 'PostgresLoader', 'processing', 'a late stage');
+    await status.record(job, 'JobRunner', 'error', 'a second worker failed', 'error');
 
     const after = await rollup(job.pipelineToken);
     expect(after.events).toEqual(ended.events);
     expect(after.rollup.status).toBe('success');
     expect(after.rollup.allDone).toBe(true);
-    expect(late).toEqual([false, false]);
   });
 
   it('of concurrent terminal writes exactly one is written', async () => {
     const job = ref(`race-${env}`);
     await status.record(job, 'JobRunner', 'begin', 'loading');
     const outcomes = ['success', 'error', 'warning', 'success', 'error', 'warning'] as const;
-    const written = await Promise.all(
+    await Promise.all(
       outcomes.map((o, i) =>
         status.record(job, 'JobRunner', o === 'error' ? 'error' : 'end', `writer ${i}`, o),
       ),
@@ -117,7 +114,6 @@ describe('job finality', () => {
     const terminal = events.filter((e) => e.description.startsWith('writer '));
     expect(terminal).toHaveLength(1);
     const winner = Number(terminal[0].description.slice('writer '.length));
-    expect(written.map((w, i) => (w ? i : -1)).filter((i) => i >= 0)).toEqual([winner]);
     expect(r.jobs[0].status).toBe(outcomes[winner]);
   });
 });

@@ -35,7 +35,7 @@ export class StatusRepository {
    * Appends the event and folds it into the job's summary row. The latest event decides the job status:
    * an explicit outcome, `error` for an error event, otherwise `processing`. A job's terminal event is
    * final: once the summary row has ended, nothing more of the job is written (a late stage, a
-   * redelivery, a second worker) and the answer is false. The per-job lock serialises every writer of
+   * redelivery, a second worker) and the event is dropped. The per-job lock serialises every writer of
    * the job on any host, so of two racing terminal events exactly one is written; each statement reads
    * a snapshot taken after the lock was granted, so it sees the end the previous holder committed.
    */
@@ -46,14 +46,14 @@ export class StatusRepository {
     description: string,
     epoch: number,
     outcome: JobStatus | null,
-  ): Promise<boolean> {
+  ): Promise<void> {
     const status = outcome ?? (state === 'error' ? 'error' : 'processing');
     const terminal = status !== 'processing';
-    return this.db.transaction(async (m) => {
+    await this.db.transaction(async (m) => {
       await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [
         jobLockKey(job.environment, job.pipelineToken),
       ]);
-      const written: unknown[] = await m.query(
+      await m.query(
         `WITH open AS (
          SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM tapyard.jobs
            WHERE environment = $1 AND pipeline_token = $3 AND ended_at IS NOT NULL)
@@ -74,8 +74,7 @@ export class StatusRepository {
          last_event_at = GREATEST(j.last_event_at, EXCLUDED.last_event_at),
          ended_at = CASE WHEN $11 THEN EXCLUDED.last_event_at END,
          last_error_process = COALESCE(EXCLUDED.last_error_process, j.last_error_process),
-         last_error_description = COALESCE(EXCLUDED.last_error_description, j.last_error_description)
-       RETURNING 1`,
+         last_error_description = COALESCE(EXCLUDED.last_error_description, j.last_error_description)`,
         [
           job.environment,
           job.pipeline,
@@ -90,7 +89,6 @@ export class StatusRepository {
           terminal,
         ],
       );
-      return written.length > 0;
     });
   }
 

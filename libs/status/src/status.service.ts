@@ -33,7 +33,7 @@ export class StatusService {
    * that is not the job's end, such as one destination failing while others load). Descriptions often quote
    * the input (a key, a value, a server's message): control characters are escaped, since one NUL
    * would make PostgreSQL refuse the entry and the job could never reach its terminal state.
-   * The terminal event is final: an event after it is dropped (the answer is false), whoever sends it.
+   * The terminal event is final: an event after it is dropped, whoever sends it.
    */
   record(
     job: JobRef,
@@ -41,7 +41,7 @@ export class StatusService {
     state: StageState,
     description: string,
     outcome: JobStatus | null = null,
-  ): Promise<boolean> {
+  ): Promise<void> {
     const ref = { ...job, filename: safeText(job.filename) };
     return this.repo.record(ref, processName, state, safeText(description), this.clock.now(), outcome);
   }
