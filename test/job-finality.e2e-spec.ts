@@ -1,10 +1,12 @@
 import { getQueueToken } from '@nestjs/bullmq';
 import { Queue } from 'bullmq';
 import { Client } from 'pg';
-import { IngestJob, IngestQueueData, QUEUES } from '@tapyard/queue';
+import { IngestJob, IngestQueueData, IntakePayload, QUEUES } from '@tapyard/queue';
 import { JobRef, StatusService } from '@tapyard/status';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
-import { TEST_DATABASE_URL, uniqueEnvironment } from './support/env';
+import { TEST_DATABASE_URL, TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
+import { zip } from './support/archives';
+import { TestMinio } from './support/minio';
 import { RollupAnswer, csvPipeline, upload, waitForJob } from './support/ingest';
 
 /**
@@ -20,8 +22,8 @@ describe('job finality', () => {
   let status: StatusService;
 
   beforeAll(async () => {
-    api = await startApi({ TAPYARD_ENV: env });
-    worker = await startWorker({ TAPYARD_ENV: env });
+    api = await startApi({ TAPYARD_ENV: env, ...TEST_OBJECT_STORE });
+    worker = await startWorker({ TAPYARD_ENV: env, ...TEST_OBJECT_STORE });
     status = api.app.get(StatusService);
     pg = new Client({ connectionString: TEST_DATABASE_URL });
     await pg.connect();
@@ -48,6 +50,20 @@ describe('job finality', () => {
         .query({ pipelinetoken: token, withrollup: 'true' })
         .expect(200)
     ).body as RollupAnswer;
+  /** Adds the payload again under a new queue job id, as a redelivery would, and waits until a worker took it. */
+  const redeliver = async (name: string, data: IngestQueueData, jobId: string): Promise<void> => {
+    const queue = api.app.get<Queue<IngestQueueData>>(getQueueToken(QUEUES.ingest));
+    const again = await queue.add(name, data, { jobId });
+    for (let i = 0; ; i++) {
+      const state = await again.getState();
+      if (state === 'completed' || state === 'failed') {
+        expect(state).toBe('completed');
+        return;
+      }
+      if (i > 1200) throw new Error(`the redelivery never ran (state ${state})`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
   const rowCount = async (): Promise<number> =>
     Number((await pg.query(`SELECT count(*) FROM ingest_test."${table}"`)).rows[0].count);
   const ref = (pipelineToken: string): JobRef => ({
@@ -68,20 +84,51 @@ describe('job finality', () => {
     const queue = api.app.get<Queue<IngestQueueData>>(getQueueToken(QUEUES.ingest));
     const original = await queue.getJob(`${env}.${token}`);
     expect(original?.name).toBe(IngestJob.load);
-    const again = await queue.add(IngestJob.load, original!.data, { jobId: `${env}.${token}.again` });
-    for (let i = 0; ; i++) {
-      const state = await again.getState();
-      if (state === 'completed' || state === 'failed') {
-        expect(state).toBe('completed');
-        break;
-      }
-      if (i > 1200) throw new Error(`the redelivery never ran (state ${state})`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await redeliver(IngestJob.load, original!.data, `${env}.${token}.again`);
 
     const after = await rollup(token);
     expect(after.events).toEqual(done.events);
     expect(after.rollup.status).toBe('success');
+    expect(await rowCount()).toBe(rowsBefore);
+  }, 180_000);
+
+  it('a redelivered finished intake (an extracted archive) writes no event and queues no load', async () => {
+    const archive = zip([{ name: 'in/a.csv', data: 'id,v\n10,x\n11,y\n' }]);
+    await api.http
+      .post('/api/v1/pipeline/upload')
+      .field('pipeline', 'fin')
+      .field('publishertoken', `pub-${env}`)
+      .attach('file', archive, 'in.zip')
+      .expect(200);
+    let done: RollupAnswer;
+    for (let i = 0; ; i++) {
+      const res = await api.http
+        .get('/api/v1/pipeline/status')
+        .query({ publishertoken: `pub-${env}`, withrollup: 'true' });
+      done = res.body as RollupAnswer;
+      if (res.status === 200 && done.rollup.allDone && done.rollup.jobs.length === 2) break;
+      if (i > 1200) throw new Error(`the intake never settled: ${JSON.stringify(res.body)}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(done.rollup.status).toBe('success');
+    const rowsBefore = await rowCount();
+
+    const queue = api.app.get<Queue<IngestQueueData>>(getQueueToken(QUEUES.ingest));
+    const intake = (await queue.getJobs(['completed'])).find(
+      (j) => j.name === IngestJob.intake && j.data.publisherToken === `pub-${env}`,
+    );
+    expect(intake).toBeDefined();
+    // The archive is back where the intake read it, as when removing it after extraction failed: a
+    // second extraction would queue its files again, as new jobs.
+    const { bucket, key } = intake!.data as IntakePayload;
+    await new TestMinio().client.putObject(bucket, key, archive);
+    await redeliver(IngestJob.intake, intake!.data, `${intake!.id}.again`);
+
+    const after = await api.http
+      .get('/api/v1/pipeline/status')
+      .query({ publishertoken: `pub-${env}`, withrollup: 'true' })
+      .expect(200);
+    expect((after.body as RollupAnswer).events).toEqual(done.events);
     expect(await rowCount()).toBe(rowsBefore);
   }, 180_000);
 
