@@ -114,7 +114,8 @@ describe('job finality', () => {
     const rowsBefore = await rowCount();
 
     const queue = api.app.get<Queue<IngestQueueData>>(getQueueToken(QUEUES.ingest));
-    const intake = (await queue.getJobs(['completed'])).find(
+    // Its terminal event is written just before the queue marks it completed: look in either state.
+    const intake = (await queue.getJobs(['active', 'completed'])).find(
       (j) => j.name === IngestJob.intake && j.data.publisherToken === `pub-${env}`,
     );
     expect(intake).toBeDefined();

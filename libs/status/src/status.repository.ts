@@ -27,6 +27,12 @@ const PIPELINE_SCOPE = `(SELECT jsonb_build_object('catalog', p.catalog,
     'type', p.definition->'source'->'fileAttributes'->>'format')
   FROM tapyard.pipelines p WHERE p.environment = $1 AND p.name = $2)`;
 
+/**
+ * The first key of the per-job advisory locks. Two-key advisory locks never collide with the one-key
+ * locks used elsewhere (migrations, users, codegen), so a job's writers wait only for each other.
+ */
+const JOB_LOCK_SPACE = 0x54594a42;
+
 @Injectable()
 export class StatusRepository {
   constructor(@InjectDataSource() private readonly db: DataSource) {}
@@ -50,8 +56,9 @@ export class StatusRepository {
     const status = outcome ?? (state === 'error' ? 'error' : 'processing');
     const terminal = status !== 'processing';
     await this.db.transaction(async (m) => {
-      await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [
-        jobLockKey(job.environment, job.pipelineToken),
+      await m.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [
+        JOB_LOCK_SPACE,
+        `${job.environment}:${job.pipelineToken}`,
       ]);
       await m.query(
         `WITH open AS (
@@ -174,8 +181,4 @@ export class StatusRepository {
       return Number(events[1] ?? 0) + Number(jobs[1] ?? 0);
     });
   }
-}
-
-function jobLockKey(environment: string, pipelineToken: string): string {
-  return `tapyard-job:${environment}:${pipelineToken}`;
 }
