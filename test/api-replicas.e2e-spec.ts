@@ -211,7 +211,10 @@ describe('API replicas answer the same', () => {
     const turnId = first.data.turnId as string;
     expect(turnId).toEqual(expect.any(String));
     // The model call is in flight (and hangs) before anyone cancels.
-    while (double.calls.length === 0) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; double.calls.length === 0; i++) {
+      if (i > 3000) throw new Error('the model was never called');
+      await new Promise((r) => setTimeout(r, 20));
+    }
 
     const refused = await httpB
       .post('/api/v1/assistant/chat/cancel')
