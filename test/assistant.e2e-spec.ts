@@ -358,14 +358,14 @@ describe('assistant: the build-mode agent loop over SSE', () => {
 
     const confirmed = await answer(admin, proposed, 'confirm');
     expect(confirmed.status).toBe(200);
-    // The confirmed call runs first, exactly as shown (same id, same arguments), before the model speaks.
-    expect(confirmed.events.slice(0, 2).map((e) => e.event)).toEqual(['tool_call', 'tool_result']);
-    expect(confirmed.events[0].data).toEqual({
+    // The confirmed call runs first (after the turn's announcement), exactly as shown, before the model speaks.
+    expect(confirmed.events.slice(0, 3).map((e) => e.event)).toEqual(['turn', 'tool_call', 'tool_result']);
+    expect(confirmed.events[1].data).toEqual({
       id: call.id,
       name: 'test_tap',
       arguments: { name: 'leaky', script },
     });
-    const result = confirmed.events[1].data.result as { records: unknown[]; error: unknown; note: string };
+    const result = confirmed.events[2].data.result as { records: unknown[]; error: unknown; note: string };
     expect(result.error).toBeNull();
     expect(result.records).toEqual([{ sent: 'none' }]);
     expect(result.note).toMatch(/inline script .* runs without secrets/);
@@ -497,8 +497,8 @@ describe('assistant: the build-mode agent loop over SSE', () => {
   it('reports a provider failure as an error event, then done', async () => {
     double.script({ status: 400, message: 'context too long' });
     const r = await chat(admin, { messages: [{ content: 'hi' }] });
-    expect(r.events.map((e) => e.event)).toEqual(['error', 'done']);
-    expect(r.events[1].data).toEqual({ iterations: 1, stopReason: 'error' });
+    expect(r.events.map((e) => e.event)).toEqual(['turn', 'error', 'done']);
+    expect(r.events[2].data).toEqual({ iterations: 1, stopReason: 'error' });
   });
 
   it('sends keep-alive comments during a long tool call (a confirmed tap test in the sandbox)', async () => {

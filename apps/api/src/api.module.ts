@@ -42,6 +42,7 @@ import { QueryController } from './query/query.controller';
 import { AssistantController } from './assistant/assistant.controller';
 import { AssistantTools } from './assistant/assistant-tools';
 import { AttachmentsService } from './assistant/attachments.service';
+import { AssistantTurns } from './assistant/assistant-turns';
 import { PendingActions } from './assistant/pending-actions';
 
 /** The process's Prometheus registry, for libraries that record their own metrics (model calls). */
@@ -109,6 +110,7 @@ export class ApiModule {
         AssistantTools,
         AttachmentsService,
         PendingActions,
+        AssistantTurns,
       ],
     };
   }

@@ -1,7 +1,8 @@
 import { OnWorkerEvent, Processor } from '@nestjs/bullmq';
 import { Inject } from '@nestjs/common';
 import { DelayedError, Job } from 'bullmq';
-import { CONFIG, TapyardConfig, errorMessage } from '@tapyard/core';
+import { Logger } from 'pino';
+import { CONFIG, LOGGER, TapyardConfig, errorMessage } from '@tapyard/core';
 import { DocumentLoader } from '@tapyard/documents';
 import { FileNotifier, IngestionRunner } from '@tapyard/ingestion';
 import {
@@ -24,11 +25,21 @@ export class IngestProcessor extends ConfiguredWorkerHost {
     private readonly notifier: FileNotifier,
     private readonly status: StatusService,
     private readonly documents: DocumentLoader,
+    @Inject(LOGGER) private readonly logger: Logger,
   ) {
     super();
   }
 
   async process(job: Job<IngestQueueData>, token?: string): Promise<void> {
+    // A redelivery of a job that already ended (a re-added payload, a second worker after a stall):
+    // its outcome stands, so it loads nothing and reports nothing.
+    if (await this.status.ended(job.data.environment, job.data.pipelineToken)) {
+      this.logger.info(
+        { jobId: job.id, name: job.name, pipelineToken: job.data.pipelineToken },
+        'job already ended: this delivery is skipped',
+      );
+      return;
+    }
     if (job.name === IngestJob.load) {
       const data = job.data as IngestPayload;
       try {

@@ -27,13 +27,23 @@ const PIPELINE_SCOPE = `(SELECT jsonb_build_object('catalog', p.catalog,
     'type', p.definition->'source'->'fileAttributes'->>'format')
   FROM tapyard.pipelines p WHERE p.environment = $1 AND p.name = $2)`;
 
+/**
+ * The first key of the per-job advisory locks. Two-key advisory locks never collide with the one-key
+ * locks used elsewhere (migrations, users, codegen), so a job's writers wait only for each other.
+ */
+const JOB_LOCK_SPACE = 0x54594a42;
+
 @Injectable()
 export class StatusRepository {
   constructor(@InjectDataSource() private readonly db: DataSource) {}
 
   /**
-   * Appends the event and folds it into the job's summary row in one statement. The latest event
-   * decides the job status: an explicit outcome, `error` for an error event, otherwise `processing`.
+   * Appends the event and folds it into the job's summary row. The latest event decides the job status:
+   * an explicit outcome, `error` for an error event, otherwise `processing`. A job's terminal event is
+   * final: once the summary row has ended, nothing more of the job is written (a late stage, a
+   * redelivery, a second worker) and the event is dropped. The per-job lock serialises every writer of
+   * the job on any host, so of two racing terminal events exactly one is written; each statement reads
+   * a snapshot taken after the lock was granted, so it sees the end the previous holder committed.
    */
   async record(
     job: JobRef,
@@ -45,17 +55,25 @@ export class StatusRepository {
   ): Promise<void> {
     const status = outcome ?? (state === 'error' ? 'error' : 'processing');
     const terminal = status !== 'processing';
-    await this.db.query(
-      `WITH ev AS (
+    await this.db.transaction(async (m) => {
+      await m.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [
+        JOB_LOCK_SPACE,
+        `${job.environment}:${job.pipelineToken}`,
+      ]);
+      await m.query(
+        `WITH open AS (
+         SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM tapyard.jobs
+           WHERE environment = $1 AND pipeline_token = $3 AND ended_at IS NOT NULL)
+       ), ev AS (
          INSERT INTO tapyard.status_events
            (environment, pipeline, pipeline_token, publisher_token, filename, process_name, state, description, epoch)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9 FROM open
        )
        INSERT INTO tapyard.jobs AS j (environment, pipeline_token, pipeline, publisher_token, filename, status,
          last_process, last_state, started_at, last_event_at, ended_at, last_error_process, last_error_description,
          scope)
-       VALUES ($1, $3, $2, $4, $5, $10, $6, $7, $9, $9, CASE WHEN $11 THEN $9::bigint END,
-         CASE WHEN $7 = 'error' THEN $6 END, CASE WHEN $7 = 'error' THEN $8 END, ${PIPELINE_SCOPE})
+       SELECT $1, $3, $2, $4, $5, $10, $6, $7, $9, $9, CASE WHEN $11 THEN $9::bigint END,
+         CASE WHEN $7 = 'error' THEN $6 END, CASE WHEN $7 = 'error' THEN $8 END, ${PIPELINE_SCOPE} FROM open
        ON CONFLICT (environment, pipeline_token) DO UPDATE SET
          status = EXCLUDED.status,
          last_process = EXCLUDED.last_process,
@@ -64,20 +82,30 @@ export class StatusRepository {
          ended_at = CASE WHEN $11 THEN EXCLUDED.last_event_at END,
          last_error_process = COALESCE(EXCLUDED.last_error_process, j.last_error_process),
          last_error_description = COALESCE(EXCLUDED.last_error_description, j.last_error_description)`,
-      [
-        job.environment,
-        job.pipeline,
-        job.pipelineToken,
-        job.publisherToken,
-        job.filename,
-        processName,
-        state,
-        description,
-        epoch,
-        status,
-        terminal,
-      ],
+        [
+          job.environment,
+          job.pipeline,
+          job.pipelineToken,
+          job.publisherToken,
+          job.filename,
+          processName,
+          state,
+          description,
+          epoch,
+          status,
+          terminal,
+        ],
+      );
+    });
+  }
+
+  /** Whether the job's terminal event is written: a delivery of it then has nothing left to do. */
+  async ended(environment: string, pipelineToken: string): Promise<boolean> {
+    const rows: unknown[] = await this.db.query(
+      `SELECT 1 FROM tapyard.jobs WHERE environment = $1 AND pipeline_token = $2 AND ended_at IS NOT NULL`,
+      [environment, pipelineToken],
     );
+    return rows.length > 0;
   }
 
   /**

@@ -33,6 +33,7 @@ export class StatusService {
    * that is not the job's end, such as one destination failing while others load). Descriptions often quote
    * the input (a key, a value, a server's message): control characters are escaped, since one NUL
    * would make PostgreSQL refuse the entry and the job could never reach its terminal state.
+   * The terminal event is final: an event after it is dropped, whoever sends it.
    */
   record(
     job: JobRef,
@@ -43,6 +44,11 @@ export class StatusService {
   ): Promise<void> {
     const ref = { ...job, filename: safeText(job.filename) };
     return this.repo.record(ref, processName, state, safeText(description), this.clock.now(), outcome);
+  }
+
+  /** Whether the job has its terminal event: a delivery of it then must neither load nor write. */
+  ended(environment: string, pipelineToken: string): Promise<boolean> {
+    return this.repo.ended(environment, pipelineToken);
   }
 
   /**

@@ -7,8 +7,9 @@ import { AnsweredAction, ProposedCall } from './pending-actions';
 /** The addendum's values only: a turn that ends on calls awaiting the user is `complete`, with `awaitingConfirmation`. */
 export type StopReason = 'complete' | 'max_iterations' | 'error' | 'cancelled';
 
-/** Addendum "Assistant": the events and their data. */
+/** Addendum "Assistant": the events and their data (plus `pending_action`, and `turn`, which the controller sends first). */
 export type AgentEvent =
+  | { event: 'turn'; data: { turnId: string; conversationId: string } }
   | { event: 'text'; data: { delta: string } }
   | { event: 'tool_call'; data: { id: string; name: string; arguments: unknown } }
   | {

@@ -1,5 +1,6 @@
 import { Body, Controller, HttpCode, Inject, Post, Req, Res } from '@nestjs/common';
 import {
+  ApiAcceptedResponse,
   ApiBody,
   ApiConsumes,
   ApiNotFoundResponse,
@@ -22,7 +23,8 @@ import { ErrorBodyDto } from '../http/error-body.dto';
 import { AgentEvent, agentLoop } from './agent-loop';
 import { AssistantTools } from './assistant-tools';
 import { Attachment, AttachmentsService, ATTACHMENT_LIMIT } from './attachments.service';
-import { AttachmentDto, AttachmentFormDto, ChatDto } from './assistant.dto';
+import { AttachmentDto, AttachmentFormDto, CancelTurnDto, ChatDto, TurnCancelledDto } from './assistant.dto';
+import { AssistantTurns } from './assistant-turns';
 import { PendingActions } from './pending-actions';
 import { ToolGate } from './tool-gate';
 
@@ -38,6 +40,7 @@ export class AssistantController {
     private readonly tools: AssistantTools,
     private readonly attachments: AttachmentsService,
     private readonly actions: PendingActions,
+    private readonly turns: AssistantTurns,
   ) {
     this.audit = new AuditLog(logger);
   }
@@ -73,8 +76,9 @@ export class AssistantController {
     description:
       'Events: `text {delta}`, `tool_call {id, name, arguments}`, `tool_result {id, name, result}` or `{id, name, error}`, ' +
       '`pending_action {id, name, arguments, actionId, conversationId, expiresAt}`, `error {message}`, ' +
-      '`done {iterations, stopReason, awaitingConfirmation?}` (`complete`, `max_iterations`, `error`; `cancelled` ' +
-      'only in the audit, the client being gone). Read-only tools (list_pipelines, get_pipeline, ' +
+      '`done {iterations, stopReason, awaitingConfirmation?}` (`complete`, `max_iterations`, `error`, `cancelled`). The ' +
+      'first event is `turn {turnId, conversationId}`: POST /assistant/chat/cancel with that `turnId` stops the turn ' +
+      'from any API instance. Read-only tools (list_pipelines, get_pipeline, ' +
       'generate_pipeline_from_attachment, get_codegen_scripts, job_status, list_taps, get_tap, vector_search, ' +
       'sql_query, discover_metadata) run when the model asks. Acting tools (register_pipeline, ' +
       'restore_codegen_script_version, upload_attachment, test_tap, generate_tap_script, fix_tap_script, run_tap) are ' +
@@ -84,7 +88,7 @@ export class AssistantController {
       "script the model proposes to test_tap never gets a secret. Each call is checked against the caller's " +
       "capabilities as its HTTP route is (a denial is the tool result the model sees) and audited with the caller's " +
       'identity; tool results reach the model as data marked untrusted. Comments (`: keep-alive`) keep the stream open ' +
-      'during long tool calls. Disconnecting cancels: the model call in flight is aborted and no further tool runs.',
+      'during long tool calls. Disconnecting cancels too: the model call in flight is aborted and no further tool runs.',
   })
   @ApiOkResponse({ description: 'text/event-stream' })
   @ApiNotFoundResponse({
@@ -108,11 +112,15 @@ export class AssistantController {
     );
     const context = body.context ? JSON.stringify(body.context).slice(0, 8192) : '';
     const { conversationId, answered } = await this.actions.answer(env, owner, body);
+    const turn = await this.turns.start(env, owner);
 
-    const abort = new AbortController();
+    // Two ways a turn stops early: the client goes away (nothing more is written), or it is cancelled
+    // through any API instance (the stream then ends with `done` `cancelled`).
+    const gone = new AbortController();
     res.on('close', () => {
-      if (!res.writableFinished) abort.abort();
+      if (!res.writableFinished) gone.abort();
     });
+    const signal = AbortSignal.any([gone.signal, turn.signal]);
     res.status(200);
     res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
     res.setHeader('Cache-Control', 'no-cache, no-transform');
@@ -121,8 +129,9 @@ export class AssistantController {
     res.flushHeaders();
     const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), this.config.assistant.keepAliveMs);
     const send = (e: AgentEvent): void => {
-      if (!abort.signal.aborted) res.write(`event: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`);
+      if (!gone.signal.aborted) res.write(`event: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`);
     };
+    send({ event: 'turn', data: { turnId: turn.turnId, conversationId } });
 
     const gate = new ToolGate(
       access.identity,
@@ -132,7 +141,7 @@ export class AssistantController {
     const messages: ChatTurn[] = body.messages.map((m) => ({ role: m.role ?? 'user', content: m.content }));
     let outcome = { stopReason: 'error', iterations: 0 };
     try {
-      const loop = agentLoop(model, this.tools, { env, gate, owner, signal: abort.signal }, messages, {
+      const loop = agentLoop(model, this.tools, { env, gate, owner, signal }, messages, {
         maxIterations: body.maxIterations ?? 8,
         context,
         attachments: staged.map((a) => JSON.stringify(a)).join('\n'),
@@ -150,12 +159,16 @@ export class AssistantController {
         }
         send(step.value);
       }
+      if (outcome.stopReason === 'cancelled') {
+        send({ event: 'done', data: { iterations: outcome.iterations, stopReason: 'cancelled' } });
+      }
     } catch (err) {
       send({ event: 'error', data: { message: 'the assistant failed; see the server log' } });
       send({ event: 'done', data: { iterations: outcome.iterations, stopReason: 'error' } });
       this.logger.error({ err: errorMessage(err) }, 'assistant loop failed');
     } finally {
       clearInterval(keepAlive);
+      await turn.end();
       this.logger.info(
         {
           route: 'POST /api/v1/assistant/chat',
@@ -168,5 +181,29 @@ export class AssistantController {
       );
       if (!res.writableEnded) res.end();
     }
+  }
+
+  @Post('chat/cancel')
+  @HttpCode(202)
+  @Requires('assistant:run', 'none')
+  @ApiOperation({
+    summary: 'Cancel a running assistant turn',
+    description:
+      'Stops the turn a chat stream announced in its first event (`turn {turnId}`), whichever API instance runs it: ' +
+      'the model call in flight is aborted, no further tool runs, and that stream ends with `done` ' +
+      '`{stopReason: "cancelled"}`. Only the caller who started the turn can cancel it.',
+  })
+  @ApiAcceptedResponse({ type: TurnCancelledDto })
+  @ApiNotFoundResponse({
+    type: ErrorBodyDto,
+    description: 'No running turn with that id for this caller (unknown, ended, or started by someone else)',
+  })
+  async cancel(
+    @RequestEnvironment() env: string,
+    @RequestAccess() access: Access,
+    @Body() body: CancelTurnDto,
+  ): Promise<TurnCancelledDto> {
+    await this.turns.cancel(env, access.identity.name, body.turnId);
+    return { turnId: body.turnId, status: 'cancelling' };
   }
 }

@@ -121,3 +121,19 @@ export class AttachmentDto {
 export class AttachmentFormDto {
   @ApiProperty({ type: 'string', format: 'binary' }) file!: unknown;
 }
+
+export class CancelTurnDto {
+  @ApiProperty({ description: 'The `turnId` of the `turn` event that opened the chat stream' })
+  @IsString()
+  @MaxLength(100)
+  turnId!: string;
+}
+
+export class TurnCancelledDto {
+  @ApiProperty() turnId!: string;
+  @ApiProperty({
+    enum: ['cancelling'],
+    description: 'The turn stops; its stream ends with `done` `cancelled`',
+  })
+  status!: 'cancelling';
+}
