@@ -186,7 +186,7 @@ describe('archive intake and raw-bucket drops (FileNotifier)', () => {
   });
 
   it('a compressed upload without an object store is 503 naming it', async () => {
-    const bare = await startApi({ TAPYARD_ENV: env });
+    const bare = await startApi({ TAPYARD_ENV: env, OBJECT_STORE_ENDPOINT: undefined });
     try {
       const res = await bare.http
         .post('/api/v1/pipeline/upload')
@@ -209,6 +209,7 @@ describe('archive intake while the object store is down', () => {
       TAPYARD_ENV: env,
       ...TEST_OBJECT_STORE,
       OBJECT_STORE_ENDPOINT: `http://127.0.0.1:${await closedPort()}`,
+      STAGING_READ_RETRY_SECONDS: '2',
       RAW_POLL_MS: '0',
     });
     try {

@@ -1,4 +1,5 @@
 import { Type } from '@nestjs/common';
+import { DataSource } from 'typeorm';
 import { Readable } from 'node:stream';
 import type TestAgent from 'supertest/lib/agent';
 import {
@@ -87,10 +88,23 @@ async function rollupOf(http: TestAgent, token: string): Promise<RollupAnswer> {
 }
 
 /**
- * A redelivery of a job, as BullMQ would make it: the same payload, its input staged again (the
- * first delivery removed it), run by the worker's own runner. Returns the staged input's id.
+ * A redelivery of a job, as BullMQ makes it when the worker died after its loads committed and before
+ * it recorded the job's end (a job that ended is never run again): its terminal event forgotten, the
+ * same payload, its input staged again (the first delivery removed it), run by the worker's own
+ * runner. Returns the staged input's id.
  */
 async function redeliver(worker: TestWorker, payload: Omit<IngestPayload, 'staged'>, bytes: string) {
+  const db = worker.app.get(DataSource);
+  const job = [payload.environment, payload.pipelineToken];
+  await db.query(
+    `DELETE FROM tapyard.status_events WHERE id = (SELECT max(id) FROM tapyard.status_events
+       WHERE environment = $1 AND pipeline_token = $2)`,
+    job,
+  );
+  await db.query(
+    `UPDATE tapyard.jobs SET ended_at = NULL, status = 'processing' WHERE environment = $1 AND pipeline_token = $2`,
+    job,
+  );
   const staged = `${payload.pipelineToken}-again`;
   await worker.app.get(Staging).write(payload.environment, staged, Readable.from([Buffer.from(bytes)]));
   await worker.app.get(IngestionRunner).run({ ...payload, staged }, { made: 0, max: 1 });

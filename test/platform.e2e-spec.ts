@@ -13,6 +13,7 @@ describe('platform endpoints (real Postgres and Redis)', () => {
         POSTGRES_DATABASE: 'warehouse_db',
         MONGODB_DATABASE: 'docs_db',
         HOSTED: 'true',
+        OBJECT_STORE_ENDPOINT: undefined,
       });
     });
     afterAll(() => api.close());

@@ -1,6 +1,8 @@
 import { ClientRequest, IncomingMessage, request } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { Client } from 'pg';
+import { STAGING_PREFIX } from '@tapyard/ingestion';
+import { ObjectStore } from '@tapyard/objectstore';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { TEST_DATABASE_URL, uniqueEnvironment } from './support/env';
 import { RollupAnswer, csvPipeline, waitForPublisher } from './support/ingest';
@@ -176,5 +178,16 @@ describe('uploads loaded while they arrive', () => {
     expect(rollup.status).toBe('error');
     expect(rollup.jobs[0].lastError?.description).toMatch(/the upload was refused .*nothing was loaded/);
     expect(await count()).toBe(before);
+  });
+
+  it('nothing staged is left once the jobs ended (loaded, refused, cut off)', async () => {
+    const store = worker.app.get(ObjectStore);
+    const bucket = await store.bucket(env, 'staged');
+    // The job of the late publisher token ends on its own (abort), after its answer: wait for it.
+    await until(
+      async () => (await store.list(bucket, STAGING_PREFIX)).length === 0,
+      'the staged inputs to go',
+    );
+    expect(await store.list(bucket, STAGING_PREFIX)).toEqual([]);
   });
 });
