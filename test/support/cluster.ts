@@ -1,8 +1,8 @@
 import { execFile, execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 /**
  * A distributed Tapyard on this machine, from `scripts/cluster` (root, network namespaces, bwrap; the apps
@@ -11,7 +11,16 @@ import { join } from 'node:path';
  * the cluster's bridge, whose address on this side is `bridgeAddress`.
  */
 
-const SCRIPT = join(__dirname, '..', '..', 'scripts', 'cluster');
+/** scripts/cluster of this checkout, found upwards: from test/support, and from the compiled benchmarks. */
+function findScript(): string {
+  for (let dir = __dirname; ; dir = dirname(dir)) {
+    const candidate = join(dir, 'scripts', 'cluster');
+    if (existsSync(candidate)) return candidate;
+    if (dirname(dir) === dir) throw new Error(`no scripts/cluster above ${__dirname}`);
+  }
+}
+
+const SCRIPT = findScript();
 /** Bounds of the script's commands: `up` builds nothing but starts four servers and the apps. */
 const UP_TIMEOUT_MS = 240_000;
 const COMMAND_TIMEOUT_MS = 150_000;
