@@ -145,6 +145,25 @@ describe('cluster: API and workers on separate hosts (scripts/cluster)', () => {
     const health = await ok<Record<string, { status: string }>>('GET', '/health/services');
     for (const s of ['postgres', 'redis', 'minio', 'pgvector']) expect(health[s].status).toBe('up');
     expect(health.sandbox.status).toBe('up');
+    // Servers listen in their hosts only: the services on the services host's address (MinIO also on
+    // that namespace's own loopback), the API on its host's; none in this namespace on the cluster's subnet.
+    const listening = (ns: string | null) =>
+      execFileSync(ns ? 'nsenter' : 'ss', [...(ns ? [`--net=/run/netns/${ns}`, 'ss'] : []), '-Hltn'], {
+        encoding: 'utf8',
+      })
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => l.trim().split(/\s+/)[3]);
+    const services = listening(`${cluster.name}-svc`);
+    expect(services).toEqual(
+      expect.arrayContaining([`${cluster.services.host}:5432`, `${cluster.services.host}:6379`]),
+    );
+    const own = (a: string) =>
+      a.startsWith(`${cluster.services.host}:`) || /^(127\.0\.0\.1|\[::1\]):\d+$/.test(a);
+    expect(services.filter((a) => !own(a))).toEqual([]);
+    expect(listening(`${cluster.name}-api`)).toEqual([`${cluster.hosts.api.ip}:8080`]);
+    const subnet = cluster.subnet.replace(/\.0\/24$/, '.');
+    expect(listening(null).filter((a) => a.startsWith(subnet))).toEqual([]);
     // The database the apps use is the services host's own, on its veth address.
     const pg = new Client({ connectionString: cluster.services.databaseUrl });
     await pg.connect();
