@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, readlinkSync } from 'node:fs';
 import { Queue, QueueEvents } from 'bullmq';
+import { join } from 'node:path';
 import { Client } from 'pg';
 import { queuePrefix } from '@tapyard/core';
 import { MaintenanceJob, PingPayload, PingResult, QUEUES } from '@tapyard/queue';
@@ -80,6 +81,8 @@ describe('cluster: API and workers on separate hosts (scripts/cluster)', () => {
         // One job at a time per worker: a burst of pings reaches every worker host.
         WORKER_CONCURRENCY: '1',
         TAP_SCHEDULER_MS: '200',
+        // Tap runs in bubblewrap or not at all (the default, stated): nested in the hosts' own bwrap.
+        TAP_SANDBOX: 'require',
         USE_USER_AUTH: 'true',
         TAPYARD_ADMIN_PASSWORD: ADMIN_PASSWORD,
         SHUTDOWN_TIMEOUT_MS: '5000',
@@ -214,10 +217,30 @@ describe('cluster: API and workers on separate hosts (scripts/cluster)', () => {
     expect(cluster.logs('api')).not.toContain('scheduled tap run finished');
   });
 
-  it('shares the queue: pings sent to the services host are handled on both worker hosts', async () => {
+  it('shares the queue: pings through the services host, from here and from the API host, reach the worker hosts', async () => {
     const w1 = await cluster.appPid('w1');
     const w2 = await cluster.appPid('w2');
     expect(new Set(await ping(8))).toEqual(new Set([w1, w2]));
+
+    // Sent from the API host itself, with the API's own REDIS_URL and environment.
+    const fromApi = await cluster.exec('api', [
+      'node',
+      '-e',
+      `const { Queue, QueueEvents } = require(process.argv[1]);
+       const opts = { connection: { url: process.env.REDIS_URL }, prefix: 'tapyard:' + process.env.TAPYARD_ENV };
+       const queue = new Queue('${QUEUES.maintenance}', opts);
+       const events = new QueueEvents('${QUEUES.maintenance}', opts);
+       (async () => {
+         await events.waitUntilReady();
+         const job = await queue.add('${MaintenanceJob.ping}', { requestedAt: Date.now() });
+         console.log(JSON.stringify(await job.waitUntilFinished(events, 30000)));
+         await queue.close();
+         await events.close();
+       })();`,
+      join(__dirname, '..', 'node_modules', 'bullmq'),
+    ]);
+    expect(fromApi).toMatchObject({ code: 0 });
+    expect([w1, w2]).toContain((JSON.parse(fromApi.stdout) as PingResult).workerPid);
   });
 
   it('a SIGKILLed worker host is gone at once; the other keeps serving, and a new host joins', async () => {
