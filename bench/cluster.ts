@@ -1,0 +1,118 @@
+/**
+ * `npm run bench:cluster` — the same 20-file CSV load through a cluster of 1, 2 and 4 worker hosts
+ * (scripts/cluster: the API, the workers and the services on hosts of their own, sharing only PostgreSQL,
+ * Redis and MinIO), against one `psql \copy` stream of the same files into the services host's PostgreSQL.
+ * Needs root (network namespaces) and a build. Prints figures; asserts nothing. Options (environment):
+ * BENCH_ROWS_PER_FILE (default 50,000; 20 files of the nine-column file of bench:ingest), BENCH_FILES
+ * (default 20), BENCH_WORKERS (default 1,2,4).
+ *
+ * The hosts share this machine's cores (printed), so the figures show how the load spreads, not what
+ * separate machines would add.
+ */
+import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from 'pg';
+import { Cluster, startCluster } from '../test/support/cluster';
+import { COLUMNS, postJson, uploadFile, waitForRollup, writeCsv } from './support';
+
+const ROWS_PER_FILE = Number(process.env.BENCH_ROWS_PER_FILE ?? 50_000);
+const FILES = Number(process.env.BENCH_FILES ?? 20);
+const WORKER_COUNTS = (process.env.BENCH_WORKERS ?? '1,2,4').split(',').map(Number);
+const TOTAL_ROWS = ROWS_PER_FILE * FILES;
+
+const seconds = (from: bigint): number => Number(process.hrtime.bigint() - from) / 1e9;
+
+/** Every file uploaded at once under one publisher token; resolves when all their jobs are done. */
+async function load(base: string, pipeline: string, files: string[]): Promise<number> {
+  const publisher = `bench-${randomUUID()}`;
+  const started = process.hrtime.bigint();
+  await Promise.all(files.map((f, i) => uploadFile(base, f, pipeline, `part-${i}.csv`, publisher)));
+  await waitForRollup(base, `publishertoken=${publisher}`, files.length);
+  return seconds(started);
+}
+
+/** A pipeline of the benchmark columns into bench.<table> of the services host's `tapyard` database. */
+async function pipeline(base: string, name: string): Promise<void> {
+  await postJson(`${base}/pipeline`, {
+    name,
+    source: { schemaProperties: { fields: COLUMNS.map(([n, type]) => ({ name: n, type })) } },
+    destination: { database: { dbName: 'tapyard', schema: 'bench', table: name } },
+  });
+}
+
+/** One psql session copying every file in turn: the single-stream baseline. */
+function psqlCopy(databaseUrl: string, files: string[]): number {
+  const started = process.hrtime.bigint();
+  execFileSync('psql', [
+    databaseUrl,
+    '-q',
+    '-v',
+    'ON_ERROR_STOP=1',
+    ...files.flatMap((f) => ['-c', `\\copy bench.baseline FROM '${f}' WITH (FORMAT csv, HEADER true)`]),
+  ]);
+  return seconds(started);
+}
+
+async function main(): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'tapyard-bench-cluster-'));
+  let cluster: Cluster | null = null;
+  try {
+    // One file written, the others its copies: the load reads 20 files, generating them once is enough.
+    const first = join(dir, 'part-0.csv');
+    const bytes = await writeCsv(first, ROWS_PER_FILE, COLUMNS);
+    const files = [first];
+    for (let i = 1; i < FILES; i++) {
+      files.push(join(dir, `part-${i}.csv`));
+      execFileSync('cp', [first, files[i]]);
+    }
+    console.log(
+      `${FILES} files × ${ROWS_PER_FILE} rows (${COLUMNS.length} columns, ${((bytes * FILES) / 1e6).toFixed(0)} MB); ` +
+        `cores available: ${execFileSync('nproc', { encoding: 'utf8' }).trim()} (os: ${availableParallelism()})`,
+    );
+
+    cluster = await startCluster({
+      workers: Math.min(...WORKER_COUNTS),
+      env: { LOG_LEVEL: 'warn', UPLOAD_LIMIT: '20gb' },
+    });
+    const base = cluster.apiUrl;
+    const pg = new Client({ connectionString: cluster.services.databaseUrl });
+    await pg.connect();
+    try {
+      await pg.query('CREATE SCHEMA IF NOT EXISTS bench');
+      await pg.query(`CREATE TABLE bench.baseline (${COLUMNS.map(([n, , t]) => `${n} ${t}`).join(', ')})`);
+    } finally {
+      await pg.end();
+    }
+    const psqlSeconds = psqlCopy(cluster.services.databaseUrl, files);
+    const psqlRps = TOTAL_ROWS / psqlSeconds;
+    console.log(`psql \\copy, one stream: ${psqlRps.toFixed(0)} rows/s (${psqlSeconds.toFixed(2)} s)`);
+
+    // Each worker count loads into a table of its own, after a small warm-up load (JIT, pools, table).
+    const warm = join(dir, 'warm.csv');
+    await writeCsv(warm, 1000, COLUMNS);
+    for (const workers of [...WORKER_COUNTS].sort((a, b) => a - b)) {
+      while (Object.keys((await cluster.refresh()).hosts).filter((h) => h.startsWith('w')).length < workers)
+        await cluster.startWorker();
+      const name = `cluster_w${workers}`;
+      await pipeline(base, name);
+      await load(base, name, [warm]);
+      const s = await load(base, name, files);
+      const rps = TOTAL_ROWS / s;
+      console.log(
+        `${workers} worker host${workers === 1 ? ' ' : 's'}: ${rps.toFixed(0)} rows/s (${s.toFixed(2)} s), ` +
+          `ratio to psql \\copy ${(rps / psqlRps).toFixed(2)}`,
+      );
+    }
+  } finally {
+    await cluster?.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
