@@ -47,6 +47,7 @@ const required = {
   'secrets.redisUrl': 'redis://:pw@redis:6379',
   'secrets.objectStoreAccessKey': 'tapyard',
   'secrets.objectStoreSecretKey': 'object-store-secret',
+  'secrets.bootstrapApiKey': 'bootstrap-key-of-24-characters',
   'objectStore.endpoint': 'http://minio:9000',
 };
 
@@ -194,6 +195,7 @@ describeWithTools('deploy/helm/tapyard', () => {
         'OBJECT_STORE_ACCESS_KEY',
         'OBJECT_STORE_SECRET_KEY',
         'REDIS_URL',
+        'TAPYARD_BOOTSTRAP_API_KEY',
         'TAPYARD_MASTER_KEY',
       ].sort(),
     );
@@ -240,11 +242,26 @@ describeWithTools('deploy/helm/tapyard', () => {
     }
   });
 
-  it('does not render without the master key, naming the value to set', () => {
-    const { 'secrets.masterKey': _omitted, ...rest } = required;
-    const r = helm(['template', 'rel', chart, '--kube-version', KUBE_VERSIONS[0], ...setArgs(rest)]);
+  it('does not render without the master key, or without a bootstrap key while API keys are on', () => {
+    const { 'secrets.masterKey': _key, ...noKey } = required;
+    const r = helm(['template', 'rel', chart, '--kube-version', KUBE_VERSIONS[0], ...setArgs(noKey)]);
     expect(r.status).not.toBe(0);
     expect(r.stderr).toContain('set secrets.masterKey');
+    const { 'secrets.bootstrapApiKey': _bootstrap, ...noBootstrap } = required;
+    const keys = helm([
+      'template',
+      'rel',
+      chart,
+      '--kube-version',
+      KUBE_VERSIONS[0],
+      ...setArgs(noBootstrap),
+    ]);
+    expect(keys.status).not.toBe(0);
+    expect(keys.stderr).toContain('set secrets.bootstrapApiKey');
+    const off = render({ ...noBootstrap, 'config.USE_API_KEYS': 'false' });
+    expect(find(manifests(off), 'Secret', 'rel-tapyard-env').stringData).not.toHaveProperty(
+      'TAPYARD_BOOTSTRAP_API_KEY',
+    );
   });
 
   it('values.schema.json refuses a misspelled or mistyped value', () => {
