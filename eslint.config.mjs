@@ -3,7 +3,7 @@ import tseslint from 'typescript-eslint';
 import prettier from 'eslint-config-prettier';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', '**/*.js', '**/*.mjs'] },
+  { ignores: ['dist/**', '.builds/**', 'node_modules/**', 'coverage/**', '**/*.js', '**/*.mjs'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   prettier,
