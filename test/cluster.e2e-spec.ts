@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, readlinkSync } from 'node:fs';
 import { Queue, QueueEvents } from 'bullmq';
@@ -296,4 +296,33 @@ describe('cluster: API and workers on separate hosts (scripts/cluster)', () => {
     expect(processes.filter(alive)).toEqual([]);
     expect(existsSync(cluster.dir)).toBe(false);
   }, 150_000);
+
+  it("the next up removes a crashed run's namespaces, links and processes (scripts/cluster reap)", async () => {
+    // What a run killed before `down` leaves: a host's namespace with a process, its veth, the bridge.
+    const name = `tyc${randomBytes(4).toString('hex').slice(0, 5)}`;
+    const sh = (script: string) => execFileSync('sh', ['-c', script], { encoding: 'utf8' });
+    sh(
+      `ip netns add ${name}-w1 && ip link add ${name}b type bridge && ` +
+        `ip link add ${name}v11 type veth peer name eth0 netns ${name}-w1`,
+    );
+    const stray = spawn('ip', ['netns', 'exec', `${name}-w1`, 'sleep', '600'], { stdio: 'ignore' });
+    try {
+      await eventually('the stray process in its namespace', 10_000, async () =>
+        sh(`ip netns pids ${name}-w1`).trim() !== '' ? true : undefined,
+      );
+      execFileSync('bash', [join(__dirname, '..', 'scripts', 'cluster'), 'reap'], { timeout: 60_000 });
+      expect(
+        sh('ip netns list')
+          .split('\n')
+          .filter((l) => l.startsWith(`${name}-`)),
+      ).toEqual([]);
+      expect(sh('ip -o link show').includes(` ${name}`)).toBe(false);
+      await eventually('the stray process gone', 10_000, async () =>
+        alive(stray.pid as number) ? undefined : true,
+      );
+    } finally {
+      stray.kill('SIGKILL');
+      sh(`ip netns del ${name}-w1 2>/dev/null; ip link del ${name}b 2>/dev/null; true`);
+    }
+  });
 });
