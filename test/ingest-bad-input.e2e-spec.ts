@@ -82,13 +82,18 @@ describe('ingestion bad input', () => {
       .attach('file', Buffer.from("7z\xBC\xAF'\x1C"), 'x.csv.7z')
       .expect(415);
     expect(sevenZip.body.message).toMatch(/compression Tapyard does not read/);
-    // Archives Tapyard reads need the object store, which this instance has not got.
-    const zip = await api.http
-      .post('/api/v1/pipeline/upload')
-      .field('pipeline', 'p')
-      .attach('file', Buffer.from('PK\u0003\u0004'), 'x.zip')
-      .expect(503);
-    expect(zip.body.message).toMatch(/object store is not configured/);
+    // Uploads reach the workers only through the object store: an instance without one refuses them.
+    const bare = await startApi({ TAPYARD_ENV: env, OBJECT_STORE_ENDPOINT: undefined });
+    try {
+      const refused = await bare.http
+        .post('/api/v1/pipeline/upload')
+        .field('pipeline', 'p')
+        .attach('file', Buffer.from('a,b\n1,2\n'), 'x.csv')
+        .expect(503);
+      expect(refused.body.message).toMatch(/object store is not configured/);
+    } finally {
+      await bare.close();
+    }
     await api.http
       .post('/api/v1/pipeline/upload')
       .set('content-type', 'application/json')

@@ -1,0 +1,263 @@
+import { Client } from 'pg';
+import { zip } from './support/archives';
+import { Cluster, ServiceName, startCluster } from './support/cluster';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface Rollup {
+  allDone: boolean;
+  status: string;
+  jobs: { pipelineToken: string; status: string; lastError?: { processName: string; description: string } }[];
+}
+
+/**
+ * Issue 25: every data path with the API and the workers on hosts of their own (scripts/cluster), which
+ * share nothing but the services host's PostgreSQL, Redis and MinIO. Each upload enters through the API
+ * host and is loaded by a worker host; then worker hosts and services fail in the middle of loads.
+ */
+describe('cluster: data paths across hosts (API host, worker hosts, services host)', () => {
+  let cluster: Cluster;
+
+  const call = (method: string, path: string, body?: unknown): Promise<Response> =>
+    fetch(`${cluster.apiUrl}${path}`, {
+      method,
+      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(60_000),
+    });
+  const ok = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
+    const res = await call(method, path, body);
+    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
+    return (await res.json()) as T;
+  };
+  /** The multipart upload as clients send it (pipeline first), so its job loads while the file arrives. */
+  const upload = async (pipeline: string, filename: string, body: Buffer | string, publisher?: string) => {
+    const form = new FormData();
+    form.append('pipeline', pipeline);
+    if (publisher) form.append('publishertoken', publisher);
+    form.append('file', new Blob([body]), filename);
+    const res = await fetch(`${cluster.apiUrl}/pipeline/upload`, {
+      method: 'POST',
+      body: form,
+      signal: AbortSignal.timeout(120_000),
+    });
+    if (res.status !== 200) throw new Error(`upload: ${res.status} ${await res.text()}`);
+    return res.text();
+  };
+  async function rollup(query: Record<string, string>, limitMs = 180_000): Promise<Rollup> {
+    const end = Date.now() + limitMs;
+    for (;;) {
+      const res = await call(
+        'GET',
+        `/pipeline/status?${new URLSearchParams({ ...query, withrollup: 'true' })}`,
+      ).catch(() => null);
+      if (res?.status === 200) {
+        const r = ((await res.json()) as { rollup: Rollup }).rollup;
+        if (r.allDone) return r;
+      }
+      if (Date.now() > end)
+        throw new Error(`no terminal status for ${JSON.stringify(query)} in ${limitMs} ms`);
+      await sleep(250);
+    }
+  }
+  const csvPipeline = (name: string) =>
+    ok('POST', '/pipeline', {
+      name,
+      source: {
+        fileAttributes: { format: 'csv' },
+        schemaProperties: {
+          fields: [
+            { name: 'id', type: 'int' },
+            { name: 'label', type: 'string' },
+          ],
+        },
+      },
+      destination: { database: { schema: 'public', table: name } },
+    });
+  const csv = (from: number, to: number) => {
+    const lines = ['id,label'];
+    for (let i = from; i <= to; i++) lines.push(`${i},row ${i}`);
+    return `${lines.join('\n')}\n`;
+  };
+  /** Rows and distinct ids of a table, on a connection of its own: PostgreSQL restarts in some tests. */
+  const counts = async (table: string) => {
+    const pg = new Client({ connectionString: cluster.services.databaseUrl });
+    pg.on('error', () => undefined);
+    await pg.connect();
+    try {
+      return (
+        await pg.query<{ n: string; d: string }>(
+          `SELECT count(*) AS n, count(DISTINCT id) AS d FROM public."${table}"`,
+        )
+      ).rows[0];
+    } finally {
+      await pg.end().catch(() => undefined);
+    }
+  };
+  /** The events of a job so far (none yet: []). */
+  const events = async (token: string) => {
+    const res = await call('GET', `/pipeline/status?pipelinetoken=${token}`);
+    return res.status === 200 ? ((await res.json()) as { processName: string; state: string }[]) : [];
+  };
+  const loading = async (token: string, limitMs = 60_000) => {
+    const end = Date.now() + limitMs;
+    for (;;) {
+      const seen = await events(token);
+      if (seen.some((e) => e.processName === 'PostgresLoader' && e.state === 'processing')) return;
+      if (Date.now() > end) {
+        throw new Error(`job ${token} did not start loading in ${limitMs} ms: ${JSON.stringify(seen)}`);
+      }
+      await sleep(50);
+    }
+  };
+  /** Nothing of finished jobs stays in the object store's staging area nor on any host's disk. */
+  async function nothingStaged(): Promise<void> {
+    for (const host of Object.keys(cluster.hosts)) {
+      const left = await cluster.exec(host, [
+        'sh',
+        '-c',
+        'find /var/lib/tapyard/spool -type f 2>/dev/null | wc -l',
+      ]);
+      expect({ host, files: left.stdout.trim() }).toEqual({ host, files: '0' });
+    }
+  }
+
+  beforeAll(async () => {
+    cluster = await startCluster({
+      workers: 2,
+      env: {
+        // A dead worker's job is taken by another after this (the lock it no longer renews).
+        WORKER_LOCK_MS: '4000',
+        STATUS_PROGRESS_MS: '100',
+        TAP_SANDBOX: 'require',
+      },
+    });
+  }, 300_000);
+
+  afterAll(async () => {
+    await cluster?.stop();
+  }, 150_000);
+
+  it('a CSV streamed to the API host is loaded by a worker host, and no host keeps a file of it', async () => {
+    await csvPipeline('streamed');
+    const token = await upload('streamed', 'rows.csv', csv(1, 50_000));
+    const r = await rollup({ pipelinetoken: token });
+    expect(r.status).toBe('success');
+    expect(await counts('streamed')).toEqual({ n: '50000', d: '50000' });
+    await nothingStaged();
+  });
+
+  it('a JSON file and a zipped set of CSV files load through worker hosts', async () => {
+    await ok('POST', '/pipeline', {
+      name: 'events',
+      source: {
+        fileAttributes: { format: 'json' },
+        schemaProperties: {
+          fields: [
+            { name: 'id', type: 'int' },
+            { name: 'kind', type: 'string' },
+          ],
+        },
+      },
+      destination: { database: { schema: 'public', table: 'events' } },
+    });
+    const json = JSON.stringify(
+      Array.from({ length: 2000 }, (_, i) => ({ id: i + 1, kind: i % 2 ? 'a' : 'b' })),
+    );
+    const token = await upload('events', 'events.json', json);
+    expect(await rollup({ pipelinetoken: token })).toMatchObject({ status: 'success' });
+    expect(await counts('events')).toEqual({ n: '2000', d: '2000' });
+
+    await csvPipeline('zipped');
+    const files = [0, 1, 2].map((k) => ({ name: `part-${k}.csv`, data: csv(k * 1000 + 1, k * 1000 + 1000) }));
+    await upload('zipped', 'set.zip', zip(files), 'zipped-set');
+    const set = await rollup({ publishertoken: 'zipped-set' });
+    expect(set.status).toBe('success');
+    // The archive's own job and one job per file.
+    expect(set.jobs).toHaveLength(4);
+    expect(await counts('zipped')).toEqual({ n: '3000', d: '3000' });
+    await nothingStaged();
+  });
+
+  it('a document uploaded to the API host is embedded by a worker host into pgvector', async () => {
+    await ok('POST', '/pipeline', {
+      name: 'kb',
+      source: { fileAttributes: { unstructuredAttributes: {} }, schemaProperties: { fields: [] } },
+      destination: { vectorStore: { store: 'pgvector', collection: 'kb_docs' } },
+    });
+    const doc =
+      '# Leave\n\nEvery employee gets twenty-five days of paid vacation each year.\n\n' +
+      '# Canteen\n\nThe canteen serves lunch from noon to two.\n';
+    const token = await upload('kb', 'handbook.md', doc);
+    expect(await rollup({ pipelinetoken: token })).toMatchObject({ status: 'success' });
+    const hits = await ok<{ text: string }[]>('POST', '/search/pgvector', {
+      query: 'How many vacation days do I get?',
+      table: 'kb_docs',
+      topK: 1,
+    });
+    expect(hits).toEqual([expect.objectContaining({ text: expect.stringMatching(/twenty-five days/) })]);
+  });
+
+  it("a tap run's records are staged by the API host and loaded by a worker host", async () => {
+    await csvPipeline('tapped');
+    await ok('POST', '/tap', {
+      name: 'counter',
+      targetPipeline: 'tapped',
+      script: 'def fetch():\n    for i in range(1, 3001):\n        yield {"id": i, "label": f"tap {i}"}\n',
+    });
+    const run = await ok<{ status: string; publisherToken: string; persisted: boolean }>('POST', '/tap/run', {
+      name: 'counter',
+      mode: 'run',
+    });
+    expect(run).toMatchObject({ status: 'success', persisted: true });
+    expect((await rollup({ publishertoken: run.publisherToken })).status).toBe('success');
+    expect(await counts('tapped')).toEqual({ n: '3000', d: '3000' });
+  });
+
+  it('a worker host killed in the middle of a 1,000,000-row load: another host finishes it, every row once', async () => {
+    await csvPipeline('million');
+    // w1 alone takes the job; w2 comes back only once w1 is gone.
+    await cluster.killHost('w2');
+    const token = await upload('million', 'million.csv', csv(1, 1_000_000));
+    await loading(token);
+    await cluster.killHost('w1');
+    await cluster.startHost('w2');
+    const r = await rollup({ pipelinetoken: token }, 300_000);
+    expect(r.status).toBe('success');
+    expect(await counts('million')).toEqual({ n: '1000000', d: '1000000' });
+    await cluster.startHost('w1');
+  }, 600_000);
+
+  describe.each<[ServiceName, string]>([
+    ['postgres', 'postgres'],
+    ['redis', 'redis'],
+    ['minio', 'object store'],
+  ])('%s restarted in the middle of a load', (service, named) => {
+    it(`the job ends loaded once or in error saying why, nothing duplicated; the API answers and recovers (${named})`, async () => {
+      const table = `during_${service}`;
+      await csvPipeline(table);
+      const token = await upload(table, 'rows.csv', csv(1, 300_000));
+      await loading(token);
+      await cluster.restartService(service, async () => {
+        // Meanwhile the API answers (503 where it needs the service) and does not hang.
+        const res = await call('GET', '/pipelines').catch(() => null);
+        expect(res).not.toBeNull();
+        expect([200, 503]).toContain(res?.status);
+      });
+      const end = Date.now() + 60_000;
+      while ((await call('GET', '/pipelines').catch(() => null))?.status !== 200) {
+        if (Date.now() > end) throw new Error(`the API did not recover after ${service} came back`);
+        await sleep(250);
+      }
+      const r = await rollup({ pipelinetoken: token }, 300_000);
+      const { n, d } = await counts(table);
+      expect(n).toBe(d);
+      if (r.status === 'success') expect(n).toBe('300000');
+      else {
+        expect(r.status).toBe('error');
+        expect(n).toBe('0');
+        expect(r.jobs[0].lastError?.description).toMatch(new RegExp(named, 'i'));
+      }
+    }, 600_000);
+  });
+});
