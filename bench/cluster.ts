@@ -90,9 +90,22 @@ async function main(): Promise<void> {
     const psqlRps = TOTAL_ROWS / psqlSeconds;
     console.log(`psql \\copy, one stream: ${psqlRps.toFixed(0)} rows/s (${psqlSeconds.toFixed(2)} s)`);
 
-    // Each worker count loads into a table of its own, after a small warm-up load (JIT, pools, table).
     const warm = join(dir, 'warm.csv');
     await writeCsv(warm, 1000, COLUMNS);
+    // One file of all the rows, uploaded to the API host and loaded by one worker host while it arrives,
+    // against one `psql \copy` of the same file: the single-stream figure of the issue.
+    const whole = join(dir, 'whole.csv');
+    await writeCsv(whole, TOTAL_ROWS, COLUMNS);
+    const wholePsql = TOTAL_ROWS / psqlCopy(cluster.services.databaseUrl, [whole]);
+    await pipeline(base, 'cluster_single');
+    await load(base, 'cluster_single', [warm]);
+    const single = TOTAL_ROWS / (await load(base, 'cluster_single', [whole]));
+    console.log(
+      `one ${TOTAL_ROWS}-row file, API host → 1 worker host: ${single.toFixed(0)} rows/s vs psql \\copy ` +
+        `${wholePsql.toFixed(0)} rows/s: ratio ${(single / wholePsql).toFixed(2)}`,
+    );
+
+    // Each worker count loads into a table of its own, after a small warm-up load (JIT, pools, table).
     for (const workers of [...WORKER_COUNTS].sort((a, b) => a - b)) {
       while (Object.keys((await cluster.refresh()).hosts).filter((h) => h.startsWith('w')).length < workers)
         await cluster.startWorker();
