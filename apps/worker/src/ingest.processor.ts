@@ -15,6 +15,7 @@ import {
   QUEUES,
 } from '@tapyard/queue';
 import { StatusService, jobRef } from '@tapyard/status';
+import { InFlightJobs } from './in-flight';
 
 @Processor(QUEUES.ingest, { autorun: false })
 export class IngestProcessor extends ConfiguredWorkerHost {
@@ -24,11 +25,16 @@ export class IngestProcessor extends ConfiguredWorkerHost {
     private readonly notifier: FileNotifier,
     private readonly status: StatusService,
     private readonly documents: DocumentLoader,
+    private readonly inFlight: InFlightJobs,
   ) {
     super();
   }
 
-  async process(job: Job<IngestQueueData>, token?: string): Promise<void> {
+  process(job: Job<IngestQueueData>, token?: string): Promise<void> {
+    return this.inFlight.run(job, token, () => this.handle(job, token));
+  }
+
+  private async handle(job: Job<IngestQueueData>, token?: string): Promise<void> {
     if (job.name === IngestJob.load) {
       const data = job.data as IngestPayload;
       try {

@@ -39,8 +39,19 @@ export class TenantWorkers implements OnApplicationBootstrap, OnApplicationShutd
     this.timer.unref();
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  /** Tenant queues' workers: a shutdown stops them taking jobs. */
+  get consumers(): Worker<IngestQueueData>[] {
+    return [...this.workers.values()];
+  }
+
+  /** Stops looking for new tenants (a draining worker must not start consuming more queues). */
+  stopScanning(): void {
     if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.stopScanning();
     // close() waits for running jobs: a tenant's load finishes like the instance's own.
     await Promise.all([...this.workers.values()].map((w) => w.close()));
   }
@@ -60,7 +71,8 @@ export class TenantWorkers implements OnApplicationBootstrap, OnApplicationShutd
     const { concurrency, lockMs, maxStalls } = this.config.worker;
     const worker = new Worker<IngestQueueData>(
       QUEUES.ingest,
-      (job: Job<IngestQueueData>) => this.processor.process(job),
+      // The token lets a load defer itself and a shutdown hand the job back, as in the own queue.
+      (job: Job<IngestQueueData>, token?: string) => this.processor.process(job, token),
       {
         connection: { url: this.config.redis.url, maxRetriesPerRequest: null },
         prefix: queuePrefix(tenant),

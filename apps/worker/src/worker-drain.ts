@@ -1,0 +1,75 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { Logger } from 'pino';
+import { CONFIG, LOGGER, ShutdownState, TapyardConfig, errorMessage } from '@tapyard/core';
+import { InFlightJobs } from './in-flight';
+import { IngestProcessor } from './ingest.processor';
+import { MaintenanceProcessor } from './maintenance.processor';
+import { RawBucketPoller } from './raw-bucket-poller';
+import { TapScheduler } from './tap-scheduler';
+import { TenantWorkers } from './tenant-workers';
+import { WorkerMetrics } from './worker-metrics';
+
+/** `finished`: everything ended within the grace; `handed-back`: running jobs went back to their queue. */
+export type DrainOutcome = 'finished' | 'handed-back';
+
+/**
+ * A worker's shutdown before its application closes: readiness goes 503, no new job, tap fire or
+ * raw-bucket poll starts, and what runs gets SHUTDOWN_GRACE_SECONDS to finish. Jobs still running at
+ * the deadline are moved back to the head of their queue, lock released and no delivery spent, so
+ * another worker takes them at once rather than after the lock expires. Their work in this process
+ * is dropped with the process (loads are exactly-once: an uncommitted transaction rolls back).
+ * Scheduled tap runs cannot be handed back: one still running is closed as abandoned by the sweep.
+ */
+@Injectable()
+export class WorkerDrain {
+  constructor(
+    @Inject(CONFIG) private readonly config: TapyardConfig,
+    @Inject(LOGGER) private readonly logger: Logger,
+    private readonly shutdown: ShutdownState,
+    private readonly inFlight: InFlightJobs,
+    private readonly ingest: IngestProcessor,
+    private readonly maintenance: MaintenanceProcessor,
+    private readonly tenants: TenantWorkers,
+    private readonly scheduler: TapScheduler,
+    private readonly poller: RawBucketPoller,
+    private readonly metrics: WorkerMetrics,
+  ) {}
+
+  async drain(): Promise<DrainOutcome> {
+    this.shutdown.begin();
+    this.scheduler.stop();
+    this.tenants.stopScanning();
+    const workers = [this.ingest.worker, this.maintenance.worker, ...this.tenants.consumers];
+    await Promise.all(workers.map((w) => w.pause(true)));
+    let timer: NodeJS.Timeout | undefined;
+    const graceOver = new Promise<'late'>((resolve) => {
+      timer = setTimeout(() => resolve('late'), this.config.shutdownGraceMs);
+    });
+    const settled = Promise.all([this.inFlight.idle(), this.scheduler.idle(), this.poller.stop()]).then(
+      () => 'settled' as const,
+    );
+    const outcome = await Promise.race([settled, graceOver]);
+    clearTimeout(timer);
+    if (outcome === 'settled') return 'finished';
+
+    const held = this.inFlight.held();
+    const moved = await Promise.allSettled(
+      held.map(async ({ job, token }) => {
+        await job.moveToWait(token);
+        this.metrics.handedBack.inc({ queue: job.queueName });
+      }),
+    );
+    const failed = moved.flatMap((m) => (m.status === 'rejected' ? [errorMessage(m.reason)] : []));
+    this.logger.warn(
+      {
+        graceSeconds: this.config.shutdownGraceMs / 1000,
+        handedBack: held.length - failed.length,
+        // A job that ended just before its move cannot be moved: nothing is lost.
+        notMoved: failed,
+        tapRunsAbandoned: this.scheduler.runs,
+      },
+      'shutdown grace over: running jobs handed back to their queue',
+    );
+    return 'handed-back';
+  }
+}
