@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { Job, Queue } from 'bullmq';
 import { Logger } from 'pino';
 import { CONFIG, LOGGER, ShutdownState, TapyardConfig, errorMessage } from '@tapyard/core';
 import { InFlightJobs } from './in-flight';
@@ -52,13 +53,30 @@ export class WorkerDrain {
     clearTimeout(timer);
     if (outcome === 'settled') return 'finished';
 
+    // Stop the consumers for good first: a paused worker still takes the job a pending fetch wakes
+    // up for, so a job moved back would be taken again here, by a process about to exit.
+    await Promise.all(workers.map((w) => w.close(true).catch(() => undefined)));
     const held = this.inFlight.held();
+    // Their connections are closed: the moves go through connections of their own.
+    const queues = new Map<string, Queue>();
     const moved = await Promise.allSettled(
       held.map(async ({ job, token }) => {
-        await job.moveToWait(token);
+        const key = `${job.prefix}:${job.queueName}`;
+        let queue = queues.get(key);
+        if (!queue) {
+          queue = new Queue(job.queueName, {
+            connection: { url: this.config.redis.url, maxRetriesPerRequest: null },
+            prefix: job.prefix,
+          });
+          queues.set(key, queue);
+        }
+        const current = job.id === undefined ? undefined : await Job.fromId(queue, job.id);
+        if (!current) throw new Error(`job ${job.queueName} ended before its move`);
+        await current.moveToWait(token);
         this.metrics.handedBack.inc({ queue: job.queueName });
       }),
     );
+    await Promise.all([...queues.values()].map((q) => q.close().catch(() => undefined)));
     const failed = moved.flatMap((m) => (m.status === 'rejected' ? [errorMessage(m.reason)] : []));
     this.logger.warn(
       {
