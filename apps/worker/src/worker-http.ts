@@ -50,7 +50,8 @@ export class WorkerHttp implements OnApplicationBootstrap, OnApplicationShutdown
   private async answer(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '').split('?')[0];
     try {
-      if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'text/plain', 'method not allowed');
+      if (req.method !== 'GET' && req.method !== 'HEAD')
+        return send(res, 405, 'text/plain', 'method not allowed');
       if (path === '/livez') return send(res, 200, 'application/json', '{"status":"ok"}');
       if (path === '/readyz') {
         const ready = await this.readiness.ready();
@@ -61,7 +62,8 @@ export class WorkerHttp implements OnApplicationBootstrap, OnApplicationShutdown
           ready ? '{"status":"ok"}' : '{"status":"unavailable"}',
         );
       }
-      if (path === '/metrics') return send(res, 200, this.metrics.contentType, await this.metrics.exposition());
+      if (path === '/metrics')
+        return send(res, 200, this.metrics.contentType, await this.metrics.exposition());
       return send(res, 404, 'text/plain', 'not found');
     } catch (err) {
       this.logger.warn({ err: errorMessage(err) }, 'worker http request failed');

@@ -22,7 +22,11 @@ export class ShutdownState {
  * grace and hand back the rest), then the process exits 0. Past `deadlineMs` the process exits 1:
  * a close that hangs must not keep a stopped deployment alive.
  */
-export function exitGracefullyOnSignals(close: () => Promise<void>, logger: Logger, deadlineMs: number): void {
+export function exitGracefullyOnSignals(
+  close: () => Promise<void>,
+  logger: Logger,
+  deadlineMs: number,
+): void {
   let closing = false;
   const onSignal = (signal: NodeJS.Signals) => {
     if (closing) return;

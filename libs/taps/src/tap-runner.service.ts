@@ -96,7 +96,6 @@ export class TapRunner {
       : null;
   }
 
-
   /** POST /tap/test: an unsaved configuration may be tested; an inline script wins over scriptPath. */
   async test(
     environment: string,

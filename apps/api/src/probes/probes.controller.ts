@@ -27,7 +27,8 @@ export class ProbesController {
   @Get('readyz')
   @Public()
   @ApiOperation({
-    summary: 'Readiness: 200 while PostgreSQL and Redis answer; 503 when one does not, or while shutting down',
+    summary:
+      'Readiness: 200 while PostgreSQL and Redis answer; 503 when one does not, or while shutting down',
   })
   @ApiOkResponse({ schema: { example: { status: 'ok' } } })
   @ApiServiceUnavailableResponse({ schema: { example: { status: 'unavailable' } } })
