@@ -4,7 +4,13 @@ import { Client } from 'pg';
 import { ShutdownState, queuePrefix } from '@tapyard/core';
 import { MaintenanceJob, PingPayload, PingResult, QUEUES } from '@tapyard/queue';
 import { TestApi, startApi } from './support/apps';
-import { TEST_DATABASE_URL, TEST_REDIS_URL, testEnv, uniqueEnvironment } from './support/env';
+import {
+  TEST_DATABASE_URL,
+  TEST_OBJECT_STORE,
+  TEST_REDIS_URL,
+  testEnv,
+  uniqueEnvironment,
+} from './support/env';
 import { csvPipeline, upload, waitForJob } from './support/ingest';
 import { Relay, cuttableProxy } from './support/net';
 import { Spawned, spawnApp } from './support/processes';
@@ -142,7 +148,12 @@ describe('operations', () => {
     const worker = (flags: Record<string, string> = {}): Spawned => {
       const w = spawnApp(
         'worker',
-        testEnv({ TAPYARD_ENV: env, REST_SINK_ALLOW: `127.0.0.1:${rest.port}`, ...flags }),
+        testEnv({
+          TAPYARD_ENV: env,
+          ...TEST_OBJECT_STORE,
+          REST_SINK_ALLOW: `127.0.0.1:${rest.port}`,
+          ...flags,
+        }),
       );
       workers.push(w);
       return w;
@@ -156,7 +167,7 @@ describe('operations', () => {
 
     beforeAll(async () => {
       await rest.start();
-      api = await startApi({ TAPYARD_ENV: env });
+      api = await startApi({ TAPYARD_ENV: env, ...TEST_OBJECT_STORE });
       pg = new Client({ connectionString: TEST_DATABASE_URL });
       await pg.connect();
       const opts = { connection: { url: TEST_REDIS_URL }, prefix: queuePrefix(env) };
@@ -195,8 +206,14 @@ describe('operations', () => {
       await rest.stop();
     });
 
-    it('serves /livez, /readyz and /metrics whose figures move with real jobs, with no token or file name in a label', async () => {
-      const w = worker({ WORKER_CONCURRENCY: '1', SHUTDOWN_GRACE_SECONDS: '1' });
+    it('serves /livez, /readyz and /metrics whose figures move with real jobs, stalls and tap runs, with no token, name or file name in a label', async () => {
+      const w = worker({
+        WORKER_CONCURRENCY: '1',
+        SHUTDOWN_GRACE_SECONDS: '1',
+        STAGE_STALL_MS: '1000',
+        TAPYARD_TEST_SPIN_ON: '__ops_spin__',
+        TAP_SCHEDULER_MS: '100',
+      });
       const port = await w.httpPort();
       await w.waitFor(/Tapyard worker ready/);
       expect(await probe(port, '/livez')).toEqual({ status: 200, body: '{"status":"ok"}' });
@@ -212,6 +229,9 @@ describe('operations', () => {
       const filename = `ops-private-name-${env}.csv`;
       const token = await upload(api.http, 'opsmetered', csv(40), filename);
       expect((await waitForJob(api.http, token)).rollup.status).toBe('success');
+      // A value the DataQuality stage spins on (TAPYARD_TEST_SPIN_ON): its thread is stopped as stalled.
+      const spun = await upload(api.http, 'opsmetered', 'id,label\n1,__ops_spin__\n', 'spin.csv');
+      expect((await waitForJob(api.http, spun)).rollup.status).toBe('error');
 
       // The one maintenance slot held, a job from 90 s ago waits behind it: depth and age an autoscaler reads.
       const hold = await pings.add(MaintenanceJob.ping, { requestedAt: Date.now(), holdMs: 60_000 });
@@ -224,6 +244,8 @@ describe('operations', () => {
         40,
       );
       expect(sample(after, 'tapyard_jobs_total', { outcome: 'success' })).toBe(1);
+      expect(sample(after, 'tapyard_jobs_total', { outcome: 'error' })).toBe(1);
+      expect(sample(after, 'tapyard_stage_stalls_total', { stage: 'DataQuality' })).toBe(1);
       expect(sample(after, 'tapyard_job_stage_events_total', { stage: 'PostgresLoader', state: 'end' })).toBe(
         1,
       );
@@ -237,13 +259,39 @@ describe('operations', () => {
       expect(
         sample(after, 'tapyard_queue_jobs', { environment: env, queue: 'ingest', state: 'waiting' }),
       ).toBe(0);
-      expect(after).toContain('# TYPE tapyard_scheduler_lag_seconds histogram');
-      expect(after).toContain('# TYPE tapyard_stage_stalls_total counter');
-      expect(after).toContain('# TYPE tapyard_tap_runs_total counter');
+      expect(sample(after, 'tapyard_scheduler_lag_seconds_count', {})).toBe(0);
+      expect(sample(after, 'tapyard_tap_runs_total', { trigger: 'schedule' })).toBeNull();
 
-      const values = labelValues(after);
-      for (const secret of [token, filename, 'opsmetered', table]) {
-        expect(after).not.toContain(secret);
+      // A yearly schedule whose fire time the worker finds 30 s overdue: one run, 30 s late.
+      await api.http
+        .post('/api/v1/tap')
+        .send({
+          name: 'opsyearly',
+          script: 'def fetch():\n    return [{"id": 1000, "label": "tap"}]\n',
+          targetPipeline: 'opsmetered',
+          cronExpression: '0 0 0 1 1 ?',
+          enabled: true,
+        })
+        .expect(200);
+      await pg.query(
+        `UPDATE tapyard.taps SET next_fire_at = now() - interval '30 seconds' WHERE environment = $1 AND name = $2`,
+        [env, 'opsyearly'],
+      );
+      await until('the scheduled run to end', async () => {
+        const runs = (await api.http.get('/api/v1/tap/runs').query({ name: 'opsyearly' }).expect(200))
+          .body as { trigger: string; status: string }[];
+        return runs.some((r) => r.trigger === 'schedule' && r.status !== 'running');
+      });
+      const fired = (await probe(port, '/metrics')).body;
+      expect(
+        sample(fired, 'tapyard_tap_runs_total', { mode: 'run', trigger: 'schedule', outcome: 'success' }),
+      ).toBe(1);
+      expect(sample(fired, 'tapyard_scheduler_lag_seconds_count', {})).toBe(1);
+      expect(sample(fired, 'tapyard_scheduler_lag_seconds_sum', {})).toBeGreaterThanOrEqual(30);
+
+      const values = labelValues(fired);
+      for (const secret of [token, spun, filename, 'opsmetered', 'opsyearly', table]) {
+        expect(fired).not.toContain(secret);
         expect([...values].filter((v) => v.includes(secret))).toEqual([]);
       }
 
