@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { Job, Queue } from 'bullmq';
+import { Job, Queue, Worker } from 'bullmq';
 import { Logger } from 'pino';
 import { CONFIG, LOGGER, ShutdownState, TapyardConfig, errorMessage } from '@tapyard/core';
 import { InFlightJobs } from './in-flight';
@@ -36,11 +36,16 @@ export class WorkerDrain {
     private readonly metrics: WorkerMetrics,
   ) {}
 
+  /** Whether this worker takes jobs: not shutting down, and every queue consumer running. */
+  get taking(): boolean {
+    return !this.shutdown.draining && this.consumers().every((w) => w.isRunning());
+  }
+
   async drain(): Promise<DrainOutcome> {
     this.shutdown.begin();
     this.scheduler.stop();
     this.tenants.stopScanning();
-    const workers = [this.ingest.worker, this.maintenance.worker, ...this.tenants.consumers];
+    const workers = this.consumers();
     await Promise.all(workers.map((w) => w.pause(true)));
     let timer: NodeJS.Timeout | undefined;
     const graceOver = new Promise<'late'>((resolve) => {
@@ -89,5 +94,9 @@ export class WorkerDrain {
       'shutdown grace over: running jobs handed back to their queue',
     );
     return 'handed-back';
+  }
+
+  private consumers(): Worker[] {
+    return [this.ingest.worker, this.maintenance.worker, ...this.tenants.consumers];
   }
 }

@@ -4,6 +4,7 @@ import { AddressInfo } from 'node:net';
 import { Logger } from 'pino';
 import { CONFIG, LOGGER, TapyardConfig, errorMessage } from '@tapyard/core';
 import { Readiness } from '@tapyard/health';
+import { WorkerDrain } from './worker-drain';
 import { WorkerMetrics } from './worker-metrics';
 
 /**
@@ -21,6 +22,7 @@ export class WorkerHttp implements OnApplicationBootstrap, OnApplicationShutdown
     @Inject(LOGGER) private readonly logger: Logger,
     private readonly readiness: Readiness,
     private readonly metrics: WorkerMetrics,
+    private readonly drain: WorkerDrain,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -54,7 +56,7 @@ export class WorkerHttp implements OnApplicationBootstrap, OnApplicationShutdown
         return send(res, 405, 'text/plain', 'method not allowed');
       if (path === '/livez') return send(res, 200, 'application/json', '{"status":"ok"}');
       if (path === '/readyz') {
-        const ready = await this.readiness.ready();
+        const ready = this.drain.taking && (await this.readiness.ready());
         return send(
           res,
           ready ? 200 : 503,

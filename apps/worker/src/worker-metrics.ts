@@ -44,8 +44,9 @@ export class WorkerMetrics {
       labelNames: ['environment', 'queue', 'state'],
       registers,
       async collect() {
-        for (const { environment, kind, queue } of self.watched()) {
-          const counts = await queue.getJobCounts('wait', 'active', 'delayed', 'failed');
+        const read = await self.read((queue) => queue.getJobCounts('wait', 'active', 'delayed', 'failed'));
+        this.reset();
+        for (const { environment, kind, value: counts } of read) {
           for (const state of STATES) {
             this.set({ environment, queue: kind, state }, counts[state === 'waiting' ? 'wait' : state] ?? 0);
           }
@@ -58,8 +59,13 @@ export class WorkerMetrics {
       labelNames: ['environment', 'queue'],
       registers,
       async collect() {
-        for (const { environment, kind, queue } of self.watched()) {
-          const [oldest] = await queue.getJobs(['wait'], 0, 0, true);
+        const read = await self.read((queue) => queue.getJobs(['wait'], 0, 0, true));
+        this.reset();
+        for (const {
+          environment,
+          kind,
+          value: [oldest],
+        } of read) {
           const age = oldest ? Math.max(0, (Date.now() - oldest.timestamp) / 1000) : 0;
           this.set({ environment, queue: kind }, age);
         }
@@ -87,11 +93,36 @@ export class WorkerMetrics {
     return this.registry.contentType;
   }
 
-  private *watched(): Generator<{ environment: string; kind: string; queue: Queue }> {
+  /**
+   * One figure of every queue this worker serves, within HEALTH_TIMEOUT_MS. While Redis does not
+   * answer the queue series are left out of the scrape (none rather than stale ones), so an alert on
+   * their absence fires.
+   */
+  private async read<T>(
+    get: (queue: Queue) => Promise<T>,
+  ): Promise<{ environment: string; kind: string; value: T }[]> {
     const own = this.config.environment;
-    yield { environment: own, kind: QUEUES.maintenance, queue: this.maintenance };
-    for (const environment of [own, ...this.tenants.tenants]) {
-      yield { environment, kind: QUEUES.ingest, queue: this.queues.ingest(environment) };
+    const watched = [
+      { environment: own, kind: QUEUES.maintenance, queue: this.maintenance },
+      ...[own, ...this.tenants.tenants].map((environment) => ({
+        environment,
+        kind: QUEUES.ingest,
+        queue: this.queues.ingest(environment),
+      })),
+    ];
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error('Redis did not answer')), this.config.healthTimeoutMs);
+    });
+    try {
+      return await Promise.race([
+        Promise.all(watched.map(async (w) => ({ ...w, value: await get(w.queue) }))),
+        late,
+      ]);
+    } catch {
+      return [];
+    } finally {
+      clearTimeout(timer);
     }
   }
 }
