@@ -19,6 +19,7 @@ export const TENANT_SCAN_MS = 5000;
 export class TenantWorkers implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly workers = new Map<string, Worker<IngestQueueData>>();
   private timer: NodeJS.Timeout | null = null;
+  private stopped = false;
 
   constructor(
     @Inject(CONFIG) private readonly config: TapyardConfig,
@@ -46,6 +47,7 @@ export class TenantWorkers implements OnApplicationBootstrap, OnApplicationShutd
 
   /** Stops looking for new tenants (a draining worker must not start consuming more queues). */
   stopScanning(): void {
+    this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
   }
@@ -60,6 +62,8 @@ export class TenantWorkers implements OnApplicationBootstrap, OnApplicationShutd
     try {
       const fields = await this.secrets.readSystem(this.config.environment, TENANT_MAPPINGS_SECRET);
       for (const tenant of tenantEnvironments(fields ?? {})) {
+        // A scan that was under way when the shutdown began starts nothing.
+        if (this.stopped) return;
         if (tenant !== this.config.environment && !this.workers.has(tenant)) this.start(tenant);
       }
     } catch (err) {
