@@ -15,6 +15,7 @@ import { csvPipeline, upload, waitForJob } from './support/ingest';
 import { Relay, cuttableProxy } from './support/net';
 import { Spawned, spawnApp } from './support/processes';
 import { RestSink } from './support/rest-sink';
+import { issueKey, newBootstrapKey } from './support/auth';
 
 /** Polls until `holds` (bounded: a test that waits in vain fails, naming what it waited for). */
 async function until(what: string, holds: () => boolean | Promise<boolean>): Promise<void> {
@@ -357,4 +358,94 @@ describe('operations', () => {
       expect(await second.exited).toBe(0);
     }, 180000);
   });
+  it("multi-tenant: a tenant's job still running when the grace ends is handed back to the tenant's queue and loaded once by another worker", async () => {
+    const operator = uniqueEnvironment('opsmt');
+    const tenant = uniqueEnvironment('opsta');
+    const boot = newBootstrapKey();
+    const sink = await new RestSink().start();
+    const flags = {
+      TAPYARD_ENV: operator,
+      MULTI_TENANT: 'true',
+      USE_API_KEYS: 'true',
+      TAPYARD_BOOTSTRAP_API_KEY: boot,
+      ...TEST_OBJECT_STORE,
+    };
+    const api = await startApi(flags);
+    const pg = new Client({ connectionString: TEST_DATABASE_URL });
+    await pg.connect();
+    const queue = new Queue(QUEUES.ingest, {
+      connection: { url: TEST_REDIS_URL },
+      prefix: queuePrefix(tenant),
+    });
+    const spawned: Spawned[] = [];
+    const worker = () => {
+      const w = spawnApp(
+        'worker',
+        testEnv({
+          ...flags,
+          REST_SINK_ALLOW: `127.0.0.1:${sink.port}`,
+          SHUTDOWN_GRACE_SECONDS: '2',
+          WORKER_LOCK_MS: '600000',
+        }),
+      );
+      spawned.push(w);
+      return w;
+    };
+    try {
+      const key = await issueKey(api.http, boot, 'mt-admin', { template: 'full-access' }, { tenant });
+      await api.http
+        .post('/api/v1/pipeline')
+        .set('x-api-key', key)
+        .send(
+          csvPipeline('mt', 'mt_rows', [['id', 'int']], {
+            destination: {
+              database: { table: 'mt_rows' },
+              rest: { url: `http://127.0.0.1:${sink.port}/mt` },
+            },
+          }),
+        )
+        .expect(200);
+      sink.hang('/mt');
+      const first = worker();
+      await first.waitFor(/consuming tenant queues/);
+      const res = await api.http
+        .post('/api/v1/pipeline/upload')
+        .set('x-api-key', key)
+        .field('pipeline', 'mt')
+        .attach('file', Buffer.from('id\n1\n2\n3\n'), 'mt.csv')
+        .expect(200);
+      const token = res.text;
+      await until('the REST delivery to hang', () => sink.hanging === 1);
+      first.child.kill('SIGTERM');
+      expect(await first.exited).toBe(0);
+      const job = await queue.getJob(`${tenant}.${token}`);
+      expect(await job?.getState()).toBe('waiting');
+      expect(job?.attemptsMade).toBe(0);
+
+      sink.release('/mt');
+      worker();
+      await until('the job to succeed', async () => {
+        const body = (
+          await api.http
+            .get('/api/v1/pipeline/status')
+            .query({ pipelinetoken: token, withrollup: 'true' })
+            .set('x-api-key', key)
+            .expect(200)
+        ).body as { rollup: { allDone: boolean; status: string } };
+        return body.rollup.allDone && body.rollup.status === 'success';
+      });
+      const rows = await pg.query(`SELECT id FROM "t_${tenant}".mt_rows ORDER BY id`);
+      expect(rows.rows.map((r: { id: number }) => r.id)).toEqual([1, 2, 3]);
+      expect(sink.rows('/mt')).toHaveLength(3);
+    } finally {
+      for (const w of spawned) if (w.child.exitCode === null) w.child.kill('SIGTERM');
+      await Promise.all(spawned.map((w) => w.exited));
+      await queue.obliterate({ force: true });
+      await queue.close();
+      await pg.query(`DROP SCHEMA IF EXISTS "t_${tenant}" CASCADE`);
+      await pg.end();
+      await api.close();
+      await sink.stop();
+    }
+  }, 180000);
 });
