@@ -16,8 +16,10 @@ export function sleep(ms: number): Promise<void> {
 }
 
 export function startApp(app: 'api' | 'worker', env: Record<string, string>): ChildProcess {
+  // Benchmarks may run several workers on this host: each takes an ephemeral operations port.
+  const ports = app === 'worker' ? { WORKER_HTTP_PORT: '0' } : {};
   return spawn(process.execPath, [join(ROOT, 'dist', 'apps', app, 'src', 'main.js')], {
-    env: { ...process.env, ...env },
+    env: { ...process.env, ...ports, ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
 }

@@ -125,13 +125,16 @@ describe('every route declares its capability', () => {
     const api = await startApi({ TAPYARD_ENV: uniqueEnvironment('runroutes') });
     try {
       const routes = routeDeclarations(api.app);
+      // The orchestrator's probes (outside /api/v1) are public but no platform route: runs have no use for them.
+      const probes = ['/livez', '/readyz'];
       const wrong = routes.filter((r) => {
         const rule = r.rule as { kind: string; capability?: string };
         const runKeyRoute =
           rule.kind === 'capability'
             ? runKeyCapabilities([rule.capability ?? '']).length > 0
-            : rule.kind === 'public' && r.method === 'GET';
-        const path = `${r.path === '/metrics' ? '' : '/api/v1'}${r.path.replace(/:[^/]+/g, 'x')}`;
+            : rule.kind === 'public' && r.method === 'GET' && !probes.includes(r.path);
+        const outside = r.path === '/metrics' || probes.includes(r.path);
+        const path = `${outside ? '' : '/api/v1'}${r.path.replace(/:[^/]+/g, 'x')}`;
         return runKeyMayCall(r.method, path) !== runKeyRoute;
       });
       expect(wrong.map((r) => `${r.method} ${r.path}`)).toEqual([]);

@@ -85,7 +85,7 @@ describe('cluster: API and workers on separate hosts (scripts/cluster)', () => {
         TAP_SANDBOX: 'require',
         USE_USER_AUTH: 'true',
         TAPYARD_ADMIN_PASSWORD: ADMIN_PASSWORD,
-        SHUTDOWN_TIMEOUT_MS: '5000',
+        SHUTDOWN_GRACE_SECONDS: '5',
       },
     });
     const res = await fetch(`${cluster.apiUrl}/auth/login`, {

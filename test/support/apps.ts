@@ -39,7 +39,8 @@ export interface TestWorker {
 }
 
 export async function startWorker(overrides: Record<string, string | undefined> = {}): Promise<TestWorker> {
-  const config = loadConfig(testEnv(overrides));
+  // Several workers run at once in one test process: each takes an ephemeral operations port.
+  const config = loadConfig(testEnv({ WORKER_HTTP_PORT: '0', ...overrides }));
   const logs = new LogCapture();
   const app = await createWorkerApp(config, createLogger(config.logLevel, 'worker', logs));
   await app.init();

@@ -5,9 +5,9 @@ import { MetadataModule } from '@tapyard/metadata';
 import { ConfigFilesModule } from '@tapyard/configfiles';
 import { ObjectStoreModule } from '@tapyard/objectstore';
 import { Logger } from 'pino';
-import { ConfigModule, LoggingModule, TapyardConfig } from '@tapyard/core';
+import { ConfigModule, LoggingModule, METRICS_REGISTRY, TapyardConfig } from '@tapyard/core';
 import { DatabaseModule } from '@tapyard/database';
-import { HealthModule } from '@tapyard/health';
+import { HealthModule, Readiness } from '@tapyard/health';
 import { QueueModule } from '@tapyard/queue';
 import { SecretsModule } from '@tapyard/secrets';
 import { IngestionModule } from '@tapyard/ingestion';
@@ -18,6 +18,7 @@ import { PlatformController } from './platform/platform.controller';
 import { SecretsController } from './secrets/secrets.controller';
 import { ApiMetrics } from './metrics/metrics';
 import { METRICS, MetricsController } from './metrics/metrics.controller';
+import { ProbesController } from './probes/probes.controller';
 import { AccessGuard } from './auth/access.guard';
 import { AuthController } from './auth/auth.controller';
 import { KeysController } from './auth/keys.controller';
@@ -60,8 +61,11 @@ export class ApiModule {
         {
           module: MetricsRegistryModule,
           global: true,
-          providers: [{ provide: AI_METRICS_REGISTRY, useValue: metrics.registry }],
-          exports: [AI_METRICS_REGISTRY],
+          providers: [
+            { provide: AI_METRICS_REGISTRY, useValue: metrics.registry },
+            { provide: METRICS_REGISTRY, useValue: metrics.registry },
+          ],
+          exports: [AI_METRICS_REGISTRY, METRICS_REGISTRY],
         },
         LoggingModule.forRoot(logger),
         DatabaseModule,
@@ -92,6 +96,7 @@ export class ApiModule {
         IncidentsController,
         StatusController,
         MetricsController,
+        ProbesController,
         AuthController,
         KeysController,
         UsersController,
@@ -106,6 +111,7 @@ export class ApiModule {
       ],
       providers: [
         { provide: METRICS, useValue: metrics },
+        Readiness,
         { provide: APP_GUARD, useClass: AccessGuard },
         AssistantTools,
         AttachmentsService,

@@ -34,7 +34,7 @@ export async function createApiApp(config: TapyardConfig, logger: Logger): Promi
   app.use(requestContextMiddleware(logger, config.environment, metrics));
   app.use(rejectNulCharacters);
   app.useBodyParser('json', { limit: config.bodyLimitBytes, verify: checkJsonDepth });
-  app.setGlobalPrefix(API_PREFIX, { exclude: ['metrics'] });
+  app.setGlobalPrefix(API_PREFIX, { exclude: ['metrics', 'livez', 'readyz'] });
   app.useGlobalFilters(new ErrorFilter(logger));
   app.useGlobalPipes(
     new ValidationPipe({

@@ -5,6 +5,7 @@ import {
   errorMessage,
   exitGracefullyOnSignals,
   loadConfig,
+  ShutdownState,
   surviveUncaughtErrors,
 } from '@tapyard/core';
 import { createApiApp } from './bootstrap';
@@ -14,7 +15,16 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel, 'api');
   surviveUncaughtErrors(logger);
   const app = await createApiApp(config, logger);
-  exitGracefullyOnSignals(() => app.close(), logger, config.shutdownTimeoutMs);
+  const shutdown = app.get(ShutdownState);
+  // Past the grace, requests still running are cut and the process exits 1.
+  exitGracefullyOnSignals(
+    () => {
+      shutdown.begin();
+      return app.close();
+    },
+    logger,
+    config.shutdownGraceMs,
+  );
   await app.listen(config.port, config.host);
   const base = `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${config.port}`;
   logger.info(

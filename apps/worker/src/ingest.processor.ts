@@ -16,6 +16,7 @@ import {
   QUEUES,
 } from '@tapyard/queue';
 import { StatusService, jobRef } from '@tapyard/status';
+import { InFlightJobs } from './in-flight';
 
 @Processor(QUEUES.ingest, { autorun: false })
 export class IngestProcessor extends ConfiguredWorkerHost {
@@ -26,11 +27,16 @@ export class IngestProcessor extends ConfiguredWorkerHost {
     private readonly status: StatusService,
     private readonly documents: DocumentLoader,
     @Inject(LOGGER) private readonly logger: Logger,
+    private readonly inFlight: InFlightJobs,
   ) {
     super();
   }
 
-  async process(job: Job<IngestQueueData>, token?: string): Promise<void> {
+  process(job: Job<IngestQueueData>, token?: string): Promise<void> {
+    return this.inFlight.run(job, token, () => this.handle(job, token));
+  }
+
+  private async handle(job: Job<IngestQueueData>, token?: string): Promise<void> {
     // A redelivery of a job that already ended (a re-added payload, a second worker after a stall):
     // its outcome stands, so it loads nothing and reports nothing.
     if (await this.status.ended(job.data.environment, job.data.pipelineToken)) {

@@ -8,13 +8,28 @@ import {
   surviveUncaughtErrors,
 } from '@tapyard/core';
 import { createWorkerApp } from './bootstrap';
+import { WorkerDrain } from './worker-drain';
+
+/** How long closing may take once the grace is over, before the process exits 1. */
+const CLOSE_MARGIN_MS = 15_000;
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel, 'worker');
   surviveUncaughtErrors(logger);
   const app = await createWorkerApp(config, logger);
-  exitGracefullyOnSignals(() => app.close(), logger, config.shutdownTimeoutMs);
+  const drain = app.get(WorkerDrain);
+  exitGracefullyOnSignals(
+    async () => {
+      // Jobs handed back would keep running here until exit: leave now, before closing anything
+      // could make them record a failure that is not theirs.
+      if ((await drain.drain()) === 'handed-back') return;
+      await app.close();
+    },
+    logger,
+    // The grace, then time to hand jobs back or close connections.
+    config.shutdownGraceMs + CLOSE_MARGIN_MS,
+  );
   await app.init();
   logger.info(
     { environment: config.environment, concurrency: config.worker.concurrency },

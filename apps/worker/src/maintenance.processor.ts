@@ -4,17 +4,23 @@ import { Job } from 'bullmq';
 import { Logger } from 'pino';
 import { CONFIG, LOGGER, TapyardConfig } from '@tapyard/core';
 import { ConfiguredWorkerHost, MaintenanceJob, PingPayload, PingResult, QUEUES } from '@tapyard/queue';
+import { InFlightJobs } from './in-flight';
 
 @Processor(QUEUES.maintenance, { autorun: false })
 export class MaintenanceProcessor extends ConfiguredWorkerHost {
   constructor(
     @Inject(CONFIG) protected readonly config: TapyardConfig,
     @Inject(LOGGER) private readonly logger: Logger,
+    private readonly inFlight: InFlightJobs,
   ) {
     super();
   }
 
-  async process(job: Job<PingPayload, PingResult>): Promise<PingResult> {
+  process(job: Job<PingPayload, PingResult>, token?: string): Promise<PingResult> {
+    return this.inFlight.run(job, token, () => this.handle(job));
+  }
+
+  private async handle(job: Job<PingPayload, PingResult>): Promise<PingResult> {
     switch (job.name) {
       case MaintenanceJob.ping: {
         if (job.data.holdMs) await new Promise((r) => setTimeout(r, job.data.holdMs));

@@ -31,9 +31,15 @@ export class RawBucketPoller implements OnApplicationBootstrap, OnApplicationShu
     this.timer.unref();
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  /** Stops polling; resolves when the poll in progress has ended. */
+  async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
+    this.timer = null;
     await this.running;
+  }
+
+  onApplicationShutdown(): Promise<void> {
+    return this.stop();
   }
 
   private async pollAll(): Promise<void> {

@@ -3,6 +3,7 @@ import { Logger } from 'pino';
 import { CONFIG, LOGGER, TapyardConfig, errorMessage } from '@tapyard/core';
 import { DueTap, TapRunner, TapsRepository, nextFire } from '@tapyard/taps';
 import { TenantWorkers } from './tenant-workers';
+import { WorkerMetrics } from './worker-metrics';
 
 /**
  * Fires enabled tap schedules. Every worker polls; a fire time becomes a run only in the worker whose
@@ -30,6 +31,7 @@ export class TapScheduler implements OnApplicationBootstrap, OnApplicationShutdo
     private readonly repo: TapsRepository,
     private readonly runner: TapRunner,
     private readonly tenants: TenantWorkers,
+    private readonly metrics: WorkerMetrics,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -42,11 +44,27 @@ export class TapScheduler implements OnApplicationBootstrap, OnApplicationShutdo
     this.timer.unref();
   }
 
-  /** Stops firing; runs in progress finish (bounded by the shutdown timeout of the process). */
-  async onApplicationShutdown(): Promise<void> {
+  /** Stops firing new runs. */
+  stop(): void {
     if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  /** Number of runs in progress. */
+  get runs(): number {
+    return this.running.size;
+  }
+
+  /** Resolves when the poll in progress and every run in progress have ended. */
+  async idle(): Promise<void> {
     await this.ticking;
     await Promise.allSettled([...this.running]);
+  }
+
+  /** Runs in progress finish (a draining worker bounds the wait by its grace). */
+  async onApplicationShutdown(): Promise<void> {
+    this.stop();
+    await this.idle();
   }
 
   private async tick(): Promise<void> {
@@ -82,6 +100,7 @@ export class TapScheduler implements OnApplicationBootstrap, OnApplicationShutdo
     if (!(await this.repo.claimFire(environment, tap.name, d.nextFireAt, next))) return;
     if (!tap.enabled || !tap.cronExpression) return;
     const lateMs = now.getTime() - d.nextFireAt.getTime();
+    this.metrics.schedulerLag.observe(Math.max(0, lateMs) / 1000);
     this.logger.info(
       {
         environment,

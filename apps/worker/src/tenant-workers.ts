@@ -19,6 +19,7 @@ export const TENANT_SCAN_MS = 5000;
 export class TenantWorkers implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly workers = new Map<string, Worker<IngestQueueData>>();
   private timer: NodeJS.Timeout | null = null;
+  private stopped = false;
 
   constructor(
     @Inject(CONFIG) private readonly config: TapyardConfig,
@@ -39,8 +40,20 @@ export class TenantWorkers implements OnApplicationBootstrap, OnApplicationShutd
     this.timer.unref();
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  /** Tenant queues' workers: a shutdown stops them taking jobs. */
+  get consumers(): Worker<IngestQueueData>[] {
+    return [...this.workers.values()];
+  }
+
+  /** Stops looking for new tenants (a draining worker must not start consuming more queues). */
+  stopScanning(): void {
+    this.stopped = true;
     if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.stopScanning();
     // close() waits for running jobs: a tenant's load finishes like the instance's own.
     await Promise.all([...this.workers.values()].map((w) => w.close()));
   }
@@ -49,6 +62,8 @@ export class TenantWorkers implements OnApplicationBootstrap, OnApplicationShutd
     try {
       const fields = await this.secrets.readSystem(this.config.environment, TENANT_MAPPINGS_SECRET);
       for (const tenant of tenantEnvironments(fields ?? {})) {
+        // A scan that was under way when the shutdown began starts nothing.
+        if (this.stopped) return;
         if (tenant !== this.config.environment && !this.workers.has(tenant)) this.start(tenant);
       }
     } catch (err) {
@@ -60,7 +75,8 @@ export class TenantWorkers implements OnApplicationBootstrap, OnApplicationShutd
     const { concurrency, lockMs, maxStalls } = this.config.worker;
     const worker = new Worker<IngestQueueData>(
       QUEUES.ingest,
-      (job: Job<IngestQueueData>) => this.processor.process(job),
+      // The token lets a load defer itself and a shutdown hand the job back, as in the own queue.
+      (job: Job<IngestQueueData>, token?: string) => this.processor.process(job, token),
       {
         connection: { url: this.config.redis.url, maxRetriesPerRequest: null },
         prefix: queuePrefix(tenant),

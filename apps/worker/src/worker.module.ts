@@ -1,6 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { Logger } from 'pino';
-import { ConfigModule, LoggingModule, TapyardConfig } from '@tapyard/core';
+import { ConfigModule, LoggingModule, METRICS_REGISTRY, TapyardConfig } from '@tapyard/core';
+import { Readiness } from '@tapyard/health';
 import { DatabaseModule } from '@tapyard/database';
 import { QueueModule } from '@tapyard/queue';
 import { IngestionModule } from '@tapyard/ingestion';
@@ -13,8 +14,19 @@ import { StagingSweeper } from './staging-sweeper';
 import { TapsModule } from '@tapyard/taps';
 import { DocumentsModule } from '@tapyard/documents';
 import { TapScheduler } from './tap-scheduler';
+import { InFlightJobs } from './in-flight';
+import { WorkerDrain } from './worker-drain';
+import { WorkerHttp } from './worker-http';
+import { WorkerMetrics, workerRegistry } from './worker-metrics';
 
-/** The worker: queue processors only, no HTTP. Start as many as you like. */
+/** The process's Prometheus registry, for the libraries that count their own events. */
+@Module({})
+class MetricsRegistryModule {}
+
+/**
+ * The worker: queue processors, and an operations port (probes and metrics). Start as many as you
+ * like.
+ */
 @Module({})
 export class WorkerModule {
   static forRoot(config: TapyardConfig, logger: Logger): DynamicModule {
@@ -22,6 +34,12 @@ export class WorkerModule {
       module: WorkerModule,
       imports: [
         ConfigModule.forRoot(config),
+        {
+          module: MetricsRegistryModule,
+          global: true,
+          providers: [{ provide: METRICS_REGISTRY, useValue: workerRegistry(config.environment) }],
+          exports: [METRICS_REGISTRY],
+        },
         LoggingModule.forRoot(logger),
         DatabaseModule,
         QueueModule,
@@ -31,12 +49,17 @@ export class WorkerModule {
         DocumentsModule,
       ],
       providers: [
+        InFlightJobs,
         MaintenanceProcessor,
         IngestProcessor,
         TenantWorkers,
         RawBucketPoller,
         StagingSweeper,
         TapScheduler,
+        WorkerMetrics,
+        Readiness,
+        WorkerDrain,
+        WorkerHttp,
       ],
     };
   }

@@ -11,3 +11,4 @@ export * from './http/multipart';
 export * from './text/safe-text';
 export * from './text/linear-regex';
 export * from './validation/optional';
+export * from './metrics';

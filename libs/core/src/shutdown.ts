@@ -1,21 +1,41 @@
 import { Logger } from 'pino';
 
 /**
- * On SIGTERM/SIGINT: close the application (the HTTP server stops accepting and lets in-flight
- * requests finish; BullMQ workers stop taking jobs and let active ones finish), then exit 0.
- * Past `timeoutMs` the process exits 1; unfinished jobs go back to the queue through BullMQ's
- * stalled-job recovery.
+ * Whether this process is shutting down. From the signal on, readiness answers 503 so load balancers
+ * and schedulers stop sending work while what is running finishes.
  */
-export function exitGracefullyOnSignals(close: () => Promise<void>, logger: Logger, timeoutMs: number): void {
+export class ShutdownState {
+  private began = false;
+
+  get draining(): boolean {
+    return this.began;
+  }
+
+  begin(): void {
+    this.began = true;
+  }
+}
+
+/**
+ * On SIGTERM/SIGINT: `close` drains the application (readiness 503; the HTTP server stops accepting
+ * and lets in-flight requests finish; workers stop taking jobs, let running ones finish within the
+ * grace and hand back the rest), then the process exits 0. Past `deadlineMs` the process exits 1:
+ * a close that hangs must not keep a stopped deployment alive.
+ */
+export function exitGracefullyOnSignals(
+  close: () => Promise<void>,
+  logger: Logger,
+  deadlineMs: number,
+): void {
   let closing = false;
   const onSignal = (signal: NodeJS.Signals) => {
     if (closing) return;
     closing = true;
     logger.info({ signal }, 'shutting down');
     setTimeout(() => {
-      logger.error({ timeoutMs }, 'shutdown timed out');
+      logger.error({ deadlineMs }, 'shutdown timed out');
       process.exit(1);
-    }, timeoutMs).unref();
+    }, deadlineMs).unref();
     close().then(
       () => process.exit(0),
       (err: unknown) => {

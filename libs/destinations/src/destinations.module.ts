@@ -1,4 +1,6 @@
 import { Module, Type } from '@nestjs/common';
+import { Registry } from 'prom-client';
+import { METRICS_REGISTRY } from '@tapyard/core';
 import { ObjectStoreModule } from '@tapyard/objectstore';
 import { SecretsModule } from '@tapyard/secrets';
 import { SinkGate } from './sinks/sink-gate';
@@ -8,6 +10,7 @@ import { MongoClients } from './mongodb/mongo-clients';
 import { CreatedObjects } from './ownership/created-objects';
 import { PgPools } from './postgres/pg-pools';
 import { DESTINATION_PLUGINS } from './registry';
+import { metered } from './metered';
 
 const loaders = DESTINATION_PLUGINS.map((p) => p.loader).filter((l): l is Type<Destination> => l !== null);
 
@@ -23,8 +26,9 @@ const loaders = DESTINATION_PLUGINS.map((p) => p.loader).filter((l): l is Type<D
     ...loaders,
     {
       provide: DESTINATIONS,
-      inject: loaders,
-      useFactory: (...all: Destination[]) => new Map(all.map((d) => [d.name, d])),
+      inject: [{ token: METRICS_REGISTRY, optional: true }, ...loaders],
+      useFactory: (registry: Registry | undefined, ...all: Destination[]) =>
+        new Map(all.map((d) => [d.name, registry ? metered(d, registry) : d])),
     },
   ],
   exports: [DESTINATIONS, PgPools, MongoClients, CreatedObjects, SinkLedger, SinkGate],

@@ -1,5 +1,6 @@
-import { Inject, Injectable } from '@nestjs/common';
-import { ConflictError, NotFoundError, safeText } from '@tapyard/core';
+import { Inject, Injectable, Optional } from '@nestjs/common';
+import { Counter, Registry } from 'prom-client';
+import { ConflictError, METRICS_REGISTRY, NotFoundError, safeText, sharedMetric } from '@tapyard/core';
 import { EventRow, StatusRepository } from './status.repository';
 import {
   ALL_JOBS,
@@ -23,10 +24,41 @@ import {
 /** Per-stage status events of ingestion jobs, job summaries, and the rollup clients poll. */
 @Injectable()
 export class StatusService {
+  /** Stage events and job outcomes as recorded, when the process keeps metrics (labels: names, states). */
+  private readonly counted: { stages: Counter<'stage' | 'state'>; jobs: Counter<'outcome'> } | null;
+
   constructor(
     private readonly repo: StatusRepository,
     @Inject(CLOCK) private readonly clock: Clock,
-  ) {}
+    @Optional() @Inject(METRICS_REGISTRY) registry?: Registry,
+  ) {
+    this.counted = registry
+      ? {
+          stages: sharedMetric(
+            registry,
+            'tapyard_job_stage_events_total',
+            () =>
+              new Counter({
+                name: 'tapyard_job_stage_events_total',
+                help: 'Status events of ingest jobs by stage (process name) and state',
+                labelNames: ['stage', 'state'],
+                registers: [registry],
+              }),
+          ),
+          jobs: sharedMetric(
+            registry,
+            'tapyard_jobs_total',
+            () =>
+              new Counter({
+                name: 'tapyard_jobs_total',
+                help: 'Ingest jobs that reached their terminal status, by outcome',
+                labelNames: ['outcome'],
+                registers: [registry],
+              }),
+          ),
+        }
+      : null;
+  }
 
   /**
    * Records one stage event; `outcome` marks the job's terminal event (`processing`: an error event
@@ -43,7 +75,12 @@ export class StatusService {
     outcome: JobStatus | null = null,
   ): Promise<void> {
     const ref = { ...job, filename: safeText(job.filename) };
-    return this.repo.record(ref, processName, state, safeText(description), this.clock.now(), outcome);
+    return this.repo
+      .record(ref, processName, state, safeText(description), this.clock.now(), outcome)
+      .then(() => {
+        this.counted?.stages.inc({ stage: processName, state });
+        if (outcome !== null && outcome !== 'processing') this.counted?.jobs.inc({ outcome });
+      });
   }
 
   /** Whether the job has its terminal event: a delivery of it then must neither load nor write. */

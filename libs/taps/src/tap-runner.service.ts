@@ -1,14 +1,17 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { Logger } from 'pino';
+import { Counter, Registry } from 'prom-client';
 import {
   CONFIG,
   ConflictError,
   LOGGER,
+  METRICS_REGISTRY,
   TapyardConfig,
   TapyardError,
   ValidationError,
   errorMessage,
+  sharedMetric,
 } from '@tapyard/core';
 import { buildAbility, canOn, heldOf, tapGrant } from '@tapyard/auth';
 import { ObjectStore } from '@tapyard/objectstore';
@@ -60,6 +63,9 @@ export interface RunOptions {
  */
 @Injectable()
 export class TapRunner {
+  /** Ended runs, when the process keeps metrics (labels: mode, trigger, status: never the tap's name). */
+  private readonly runs: Counter<'mode' | 'trigger' | 'outcome'> | null;
+
   constructor(
     @Inject(CONFIG) private readonly config: TapyardConfig,
     @Inject(LOGGER) private readonly logger: Logger,
@@ -73,7 +79,22 @@ export class TapRunner {
     private readonly processes: TapProcesses,
     private readonly ledger: LedgerService,
     private readonly environment: TapEnvironment,
-  ) {}
+    @Optional() @Inject(METRICS_REGISTRY) registry?: Registry,
+  ) {
+    this.runs = registry
+      ? sharedMetric(
+          registry,
+          'tapyard_tap_runs_total',
+          () =>
+            new Counter({
+              name: 'tapyard_tap_runs_total',
+              help: 'Tap runs and tests that ended, by mode, trigger and outcome',
+              labelNames: ['mode', 'trigger', 'outcome'],
+              registers: [registry],
+            }),
+        )
+      : null;
+  }
 
   /** POST /tap/test: an unsaved configuration may be tested; an inline script wins over scriptPath. */
   async test(
@@ -414,6 +435,7 @@ export class TapRunner {
     entry.error = r.error;
     r.durationMs = entry.durationMs;
     await this.repo.finishRun(environment, entry);
+    this.runs?.inc({ mode: entry.mode, trigger: entry.trigger, outcome: r.status });
   }
 }
 

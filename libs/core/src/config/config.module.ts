@@ -1,4 +1,5 @@
 import { DynamicModule, Global, Module } from '@nestjs/common';
+import { ShutdownState } from '../shutdown';
 import { TapyardConfig } from './config';
 
 /** Injection token for the validated TapyardConfig. */
@@ -8,6 +9,11 @@ export const CONFIG = Symbol('TapyardConfig');
 @Module({})
 export class ConfigModule {
   static forRoot(config: TapyardConfig): DynamicModule {
-    return { module: ConfigModule, providers: [{ provide: CONFIG, useValue: config }], exports: [CONFIG] };
+    return {
+      module: ConfigModule,
+      // One per application: its readiness probe and its signal handler share it.
+      providers: [{ provide: CONFIG, useValue: config }, ShutdownState],
+      exports: [CONFIG, ShutdownState],
+    };
   }
 }

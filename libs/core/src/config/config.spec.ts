@@ -166,6 +166,26 @@ describe('loadConfig', () => {
     expect(problems({ KAFKA_BROKERS: 'nohostport' })[0]).toMatch(/^KAFKA_BROKERS/);
   });
 
+  it('reads the shutdown grace and the worker operations port, and refuses the old SHUTDOWN_TIMEOUT_MS', () => {
+    const defaults = loadConfig({ TAPYARD_MASTER_KEY: KEY });
+    expect(defaults.shutdownGraceMs).toBe(30_000);
+    expect(defaults.worker).toMatchObject({ httpPort: 8081, httpHost: '127.0.0.1' });
+    const set = loadConfig({
+      TAPYARD_MASTER_KEY: KEY,
+      SHUTDOWN_GRACE_SECONDS: '5',
+      WORKER_HTTP_PORT: '0',
+      WORKER_HTTP_HOST: '0.0.0.0',
+    });
+    expect(set.shutdownGraceMs).toBe(5000);
+    expect(set.worker).toMatchObject({ httpPort: 0, httpHost: '0.0.0.0' });
+    expect(problems({ WORKER_HTTP_PORT: '65536' })[0]).toMatch(/^WORKER_HTTP_PORT/);
+    expect(problems({ SHUTDOWN_GRACE_SECONDS: '-1' })[0]).toMatch(/^SHUTDOWN_GRACE_SECONDS/);
+    // A deployment still setting the old name must not silently get the default grace.
+    expect(problems({ SHUTDOWN_TIMEOUT_MS: '60000' })).toEqual([
+      'SHUTDOWN_TIMEOUT_MS was replaced by SHUTDOWN_GRACE_SECONDS (seconds, default 30)',
+    ]);
+  });
+
   it('bounds natural-language queries: pool, work_mem and result bytes, defaults and ranges', () => {
     expect(loadConfig({ TAPYARD_MASTER_KEY: KEY }).query).toEqual({
       role: 'tapyard_query',

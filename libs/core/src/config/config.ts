@@ -35,7 +35,11 @@ export interface TapyardConfig {
   readonly logLevel: LogLevel;
   readonly bodyLimitBytes: number;
   readonly uploadLimitBytes: number;
-  readonly shutdownTimeoutMs: number;
+  /**
+   * SIGTERM/SIGINT: how long running requests and jobs may take to finish. Past it the API exits 1
+   * and a worker hands its still-running jobs back to the queue and exits 0.
+   */
+  readonly shutdownGraceMs: number;
   readonly healthTimeoutMs: number;
   /** Natural-language SQL: the role generated queries run as, and their statement timeout. */
   readonly query: {
@@ -116,6 +120,9 @@ export interface TapyardConfig {
     readonly testSpinOn: string | null;
     /** CSV_FAST_PATH: clean CSV chunks go to PostgreSQL unparsed (off: every row takes the validating path). */
     readonly csvFastPath: boolean;
+    /** The worker's probe and metrics port (`/livez`, `/readyz`, `/metrics`); 0: an ephemeral port. */
+    readonly httpPort: number;
+    readonly httpHost: string;
   };
   /** This host's own scratch directory: a job's copy of its staged input, archive extraction. Never shared. */
   readonly spoolDir: string;
@@ -394,6 +401,9 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
   const useUserAuth = r.bool('USE_USER_AUTH', false);
   const useApiKeys = r.bool('USE_API_KEYS', false);
   const workerConcurrency = r.int('WORKER_CONCURRENCY', 4, 1, 256);
+  // Renamed: a deployment still setting the old name would silently get the default grace.
+  if (r.raw('SHUTDOWN_TIMEOUT_MS') !== undefined)
+    r.problems.push('SHUTDOWN_TIMEOUT_MS was replaced by SHUTDOWN_GRACE_SECONDS (seconds, default 30)');
 
   const config: TapyardConfig = {
     version: r.string('TAPYARD_VERSION', readPackageVersion()),
@@ -406,7 +416,7 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
     logLevel: r.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
     bodyLimitBytes: r.size('BODY_LIMIT', '1mb'),
     uploadLimitBytes: r.size('UPLOAD_LIMIT', '5gb'),
-    shutdownTimeoutMs: r.int('SHUTDOWN_TIMEOUT_MS', 30000, 0, 600000),
+    shutdownGraceMs: r.int('SHUTDOWN_GRACE_SECONDS', 30, 0, 3600) * 1000,
     healthTimeoutMs: r.int('HEALTH_TIMEOUT_MS', 2000, 100, 30000),
     query: {
       role: r.string('QUERY_ROLE', 'tapyard_query'),
@@ -470,6 +480,8 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
       stageStallMs: r.int('STAGE_STALL_MS', 60000, 100, 24 * 3600000),
       testSpinOn: r.optional('TAPYARD_TEST_SPIN_ON'),
       csvFastPath: r.bool('CSV_FAST_PATH', true),
+      httpPort: r.int('WORKER_HTTP_PORT', 8081, 0, 65535),
+      httpHost: r.string('WORKER_HTTP_HOST', '127.0.0.1'),
     },
     spoolDir: r.string('TAPYARD_SPOOL_DIR', join(dataDir, 'spool')),
     staging: {

@@ -7,7 +7,9 @@
  * terminated, and the job ends `error` naming the stage. Threads are pooled per worker process and
  * reused after a clean job; a thread that was stopped or abandoned mid-job is never reused.
  */
-import { Injectable, OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, OnModuleDestroy, Optional } from '@nestjs/common';
+import { Counter, Registry } from 'prom-client';
+import { METRICS_REGISTRY, sharedMetric } from '@tapyard/core';
 import type { Worker } from 'node:worker_threads';
 import type { PipelineDefinition } from '@tapyard/pipelines';
 import type { Payload } from '@tapyard/destinations';
@@ -59,6 +61,24 @@ export class StageThreadPool implements OnModuleDestroy {
   private idle: PooledThread[] = [];
   private readonly busy = new Set<PooledThread>();
   private closed = false;
+  /** Threads stopped by the watchdog, by stage, when the process keeps metrics. */
+  private readonly stalls: Counter<'stage'> | null;
+
+  constructor(@Optional() @Inject(METRICS_REGISTRY) registry?: Registry) {
+    this.stalls = registry
+      ? sharedMetric(
+          registry,
+          'tapyard_stage_stalls_total',
+          () =>
+            new Counter({
+              name: 'tapyard_stage_stalls_total',
+              help: 'Stage threads stopped for making no progress within STAGE_STALL_MS, by stage',
+              labelNames: ['stage'],
+              registers: [registry],
+            }),
+        )
+      : null;
+  }
 
   /** Starts a job's stages on a thread; the session must be ended with `end()`. */
   async start(
@@ -72,11 +92,16 @@ export class StageThreadPool implements OnModuleDestroy {
       jobs: 0,
     };
     this.busy.add(thread);
-    const session = new StageSession(thread, opts.stallMs, (reusable) => {
-      this.busy.delete(thread);
-      if (reusable && !this.closed && this.idle.length < opts.maxIdle) this.idle.push(thread);
-      else void thread.worker.terminate();
-    });
+    const session = new StageSession(
+      thread,
+      opts.stallMs,
+      (reusable) => {
+        this.busy.delete(thread);
+        if (reusable && !this.closed && this.idle.length < opts.maxIdle) this.idle.push(thread);
+        else void thread.worker.terminate();
+      },
+      (stage) => this.stalls?.inc({ stage }),
+    );
     session.begin(job);
     return session;
   }
@@ -112,6 +137,7 @@ export class StageSession {
     private readonly thread: PooledThread,
     private readonly stallMs: number,
     private readonly release: (reusable: boolean) => void,
+    private readonly onStall: (stage: (typeof STAGE_NAMES)[number]) => void,
   ) {
     this.beat = new Int32Array(thread.shared);
     thread.worker.on('message', this.onMessage);
@@ -206,6 +232,7 @@ export class StageSession {
     }
     if (Date.now() - this.lastMove < this.stallMs) return;
     const stage = STAGE_NAMES[Atomics.load(this.beat, STAGE)] ?? 'DataQuality';
+    if (!this.failed) this.onStall(stage);
     this.fail(new StageStalledError(stage, this.stallMs));
     void this.thread.worker.terminate();
   }
