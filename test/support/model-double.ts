@@ -31,11 +31,14 @@ export class ModelDouble {
   private replies: Reply[] = [];
   private server: Server | null = null;
   private port = 0;
+  private host = '127.0.0.1';
   private closeWaiters: (() => void)[] = [];
 
-  async start(): Promise<this> {
+  /** `host`: where it listens (loopback; a cluster's bridge address for tests across hosts). */
+  async start(host = '127.0.0.1'): Promise<this> {
+    this.host = host;
     this.server = createServer((req, res) => void this.handle(req, res));
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    await new Promise<void>((resolve) => this.server!.listen(0, host, resolve));
     this.port = (this.server.address() as AddressInfo).port;
     return this;
   }
@@ -46,15 +49,15 @@ export class ModelDouble {
   }
 
   get address(): string {
-    return `127.0.0.1:${this.port}`;
+    return `${this.host}:${this.port}`;
   }
   /** Base URL for OpenAI-style clients (`…/v1`). */
   get openaiUrl(): string {
-    return `http://127.0.0.1:${this.port}/v1`;
+    return `http://${this.host}:${this.port}/v1`;
   }
   /** Base URL for Anthropic's client (it appends `/v1/messages`). */
   get anthropicUrl(): string {
-    return `http://127.0.0.1:${this.port}`;
+    return `http://${this.host}:${this.port}`;
   }
 
   /** Replies for the next model calls, in order. A call with none left gets HTTP 500. */
