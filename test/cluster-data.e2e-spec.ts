@@ -1,3 +1,5 @@
+import { appendFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Client } from 'pg';
 import { zip } from './support/archives';
 import { Cluster, ServiceName, startCluster } from './support/cluster';
@@ -23,6 +25,7 @@ interface Rollup {
  */
 describe('cluster: data paths across hosts (API host, worker hosts, services host)', () => {
   let cluster: Cluster;
+  let double: ModelDouble;
 
   const call = (method: string, path: string, body?: unknown): Promise<Response> =>
     fetch(`${cluster.apiUrl}${path}`, {
@@ -141,13 +144,20 @@ describe('cluster: data paths across hosts (API host, worker hosts, services hos
         WORKER_LOCK_MS: '4000',
         STATUS_PROGRESS_MS: '100',
         TAP_SANDBOX: 'require',
-        // The model double listens on the cluster's bridge, a private address: allowed for these hosts only.
-        TAP_EGRESS_ALLOW: '10.231.0.0/16',
       },
     });
+    // The model double listens on the cluster's bridge, a private address the hosts may reach only when
+    // allowed: its address joins the hosts' settings, and the hosts start again with it.
+    double = await new ModelDouble().start(cluster.bridgeAddress);
+    appendFileSync(join(cluster.dir, 'extra.env'), `TAP_EGRESS_ALLOW=${double.address}\n`);
+    for (const host of ['api', 'w1', 'w2']) {
+      await cluster.killHost(host);
+      await cluster.startHost(host);
+    }
   }, 300_000);
 
   afterAll(async () => {
+    await double?.stop();
     await cluster?.stop();
   }, 150_000);
 
@@ -223,38 +233,33 @@ describe('cluster: data paths across hosts (API host, worker hosts, services hos
     expect(await counts('tapped')).toEqual({ n: '3000', d: '3000' });
   });
 
-  it('a CodeGen pipeline: a worker host has the script written and runs it in its sandbox', async () => {
-    const double = await new ModelDouble().start(cluster.bridgeAddress);
-    try {
-      // Every attempt to write the script gets it (a background write may start when the pipeline is saved).
-      double.script(...Array.from({ length: 6 }, () => ({ json: { script: NEGATIVE_AMOUNTS } })));
-      await ok('PUT', '/secrets/ai', {
-        provider: 'openai-compatible',
-        baseUrl: double.openaiUrl,
-        model: 'base-1',
-        'model.codegen': 'codegen-1',
-      });
-      await ok('POST', '/pipeline', {
-        name: 'checked',
-        source: {
-          fileAttributes: { format: 'csv' },
-          schemaProperties: {
-            fields: [
-              { name: 'id', type: 'int' },
-              { name: 'amount', type: 'double' },
-            ],
-          },
+  it('a CodeGen pipeline: its script, written through the model, checks the rows in a worker host sandbox', async () => {
+    // Every attempt to write the script gets it (a background write may start when the pipeline is saved).
+    double.script(...Array.from({ length: 6 }, () => ({ json: { script: NEGATIVE_AMOUNTS } })));
+    await ok('PUT', '/secrets/ai', {
+      provider: 'openai-compatible',
+      baseUrl: double.openaiUrl,
+      model: 'base-1',
+      'model.codegen': 'codegen-1',
+    });
+    await ok('POST', '/pipeline', {
+      name: 'checked',
+      source: {
+        fileAttributes: { format: 'csv' },
+        schemaProperties: {
+          fields: [
+            { name: 'id', type: 'int' },
+            { name: 'amount', type: 'double' },
+          ],
         },
-        destination: { database: { schema: 'public', table: 'checked' } },
-        dataQuality: { aiInstruction: 'Reject rows whose amount is negative.' },
-      });
-      const token = await upload('checked', 'amounts.csv', 'id,amount\n1,5\n2,-1\n3,7\n');
-      expect(outcome(await rollup({ pipelinetoken: token }))).toEqual({ status: 'warning', error: null });
-      expect(await counts('checked')).toEqual({ n: '2', d: '2' });
-      expect(double.calls.length).toBeGreaterThan(0);
-    } finally {
-      await double.stop();
-    }
+      },
+      destination: { database: { schema: 'public', table: 'checked' } },
+      dataQuality: { aiInstruction: 'Reject rows whose amount is negative.' },
+    });
+    const token = await upload('checked', 'amounts.csv', 'id,amount\n1,5\n2,-1\n3,7\n');
+    expect(outcome(await rollup({ pipelinetoken: token }))).toEqual({ status: 'warning', error: null });
+    expect(await counts('checked')).toEqual({ n: '2', d: '2' });
+    expect(double.calls.length).toBeGreaterThan(0);
   });
 
   it('a worker host killed in the middle of a 1,000,000-row load: another host finishes it, every row once', async () => {
