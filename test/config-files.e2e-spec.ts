@@ -220,7 +220,10 @@ describe('object store buckets and configuration files (real MinIO)', () => {
   });
 
   it('answers 503 naming the object store when it is not configured', async () => {
-    const bare = await startApi({ TAPYARD_ENV: uniqueEnvironment('cfg-nostore') });
+    const bare = await startApi({
+      TAPYARD_ENV: uniqueEnvironment('cfg-nostore'),
+      OBJECT_STORE_ENDPOINT: undefined,
+    });
     try {
       const res = await bare.http
         .post('/api/v1/config/upload')
