@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { createReadStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createInterface } from 'node:readline';
 import { Logger } from 'pino';
 import { CONFIG, LOGGER, TapyardConfig, errorMessage } from '@tapyard/core';
@@ -30,6 +31,9 @@ import { StageStalledError, StageThreadError, StageThreadPool } from './stage-th
 import { Fanout } from './fanout';
 import { fastPathBlocker } from './fastpath/csv-check';
 import { CODEGEN_KINDS, CodegenService, ScriptRunSpec, instructionOf } from '@tapyard/codegen';
+
+/** How long a job's end waits for the copy of its input to stop. */
+const COPY_STOP_WAIT_MS = 5000;
 
 /** A staged input whose writer already ended it: the stream is done once its parts are copied. */
 const FINISHED_INPUT_STALE_MS = 300_000;
@@ -302,9 +306,10 @@ export class IngestionRunner {
     const rejectsPath = `${local}.rejects`;
     // Reading, DataQuality and Transformation run in a stage thread under a watchdog.
     const fast = this.fastPath(p, def, legs);
+    // A request to the store that hangs must not hold the job's end: the copy closes its file when it returns.
     const stopCopying = async () => {
       copying.abort();
-      await mirror.finished;
+      await Promise.race([mirror.finished, sleep(COPY_STOP_WAIT_MS, undefined, { ref: false })]);
     };
     const session = await this.threads
       .start(
