@@ -75,7 +75,8 @@ async function main(): Promise<void> {
 
     cluster = await startCluster({
       workers: Math.min(...WORKER_COUNTS),
-      env: { LOG_LEVEL: 'warn', UPLOAD_LIMIT: '20gb' },
+      // The harness waits for the apps' ready lines, which are logged at info.
+      env: { UPLOAD_LIMIT: '20gb' },
     });
     const base = cluster.apiUrl;
     const pg = new Client({ connectionString: cluster.services.databaseUrl });
