@@ -1,12 +1,20 @@
 /** Shared by the benchmarks: the built apps as processes, uploads streamed from disk, rollup polling. */
 import { ChildProcess, spawn } from 'node:child_process';
-import { createReadStream, createWriteStream, statSync } from 'node:fs';
+import { createReadStream, createWriteStream, existsSync, statSync } from 'node:fs';
 import { request } from 'node:http';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { LOCAL_OBJECT_STORE, LOCAL_REDIS_URL, localDatabaseUrl } from '../test/support/local-peers';
 
-// Compiled to dist/bench/bench/: the repository root is three levels up.
-export const ROOT = join(__dirname, '..', '..', '..');
+/**
+ * The checkout: the compiled benchmarks live in a build under `.builds/<id>/bench/bench` (reached through the
+ * `dist` link), so the root is the first directory above them holding `scripts/services`.
+ */
+export const ROOT = ((): string => {
+  for (let dir = __dirname; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, 'scripts', 'services'))) return dir;
+    if (dirname(dir) === dir) throw new Error(`no checkout above ${__dirname}`);
+  }
+})();
 
 /** Postgres the benchmarks load into (and start their apps against). */
 export const DB_URL = process.env.BENCH_DATABASE_URL ?? localDatabaseUrl('tapyard_test');
