@@ -237,7 +237,10 @@ export class Staging {
   ): Promise<void> {
     let part = 0;
     let position = 0;
-    let pause = 10;
+    let pause = 5;
+    // Since when nothing new arrived: a writer that just paused is polled often (its next part or end
+    // marker comes soon, and the job's end waits on it); a slow one, a few times a second.
+    let idleSince = Date.now();
     let failingSince: number | null = null;
     const retryMs = this.config.staging.readRetryMs;
     while (!signal?.aborted) {
@@ -252,7 +255,8 @@ export class Staging {
             position += chunk.length;
           }
           part++;
-          pause = 10;
+          pause = 5;
+          idleSince = Date.now();
           failingSince = null;
           continue;
         }
@@ -276,7 +280,7 @@ export class Staging {
         pause = Math.max(pause, 200);
       }
       await sleep(pause, undefined, { signal }).catch(() => undefined);
-      pause = Math.min(pause * 2, 200);
+      pause = Math.min(pause * 2, Date.now() - idleSince < 2000 ? 20 : 250);
     }
   }
 
