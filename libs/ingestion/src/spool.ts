@@ -1,5 +1,4 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { createReadStream, createWriteStream, ReadStream, WriteStream } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import { join, resolve, sep } from 'node:path';
 import { CONFIG, TapyardConfig } from '@tapyard/core';
@@ -8,11 +7,10 @@ import { CONFIG, TapyardConfig } from '@tapyard/core';
 const SPOOL_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}(\.[a-z]{1,16})?$/;
 
 /**
- * Uploaded files wait here for a worker. Files are named by pipeline token, under the environment,
- * so nothing a client sends becomes part of a path: both segments are checked against a token
- * pattern and the result against the spool root, and a name that is not a token is refused. The spool is a local directory: API and
- * workers must share it (one host, or a shared volume) for uncompressed uploads; archives travel
- * through the object store's raw bucket instead.
+ * This host's own scratch directory: a job's copy of its staged input (see Staging), a document for
+ * its parser, archive extraction. Never shared between hosts. Files are named by platform tokens
+ * under the environment, so nothing a client sends becomes part of a path: both segments are
+ * checked against a token pattern and the result against the spool root.
  */
 @Injectable()
 export class Spool {
@@ -22,19 +20,7 @@ export class Spool {
     this.root = resolve(config.spoolDir);
   }
 
-  /**
-   * A new spool file. The stream carries an `'error'` listener of its own, so a failed open or write
-   * is never fatal to the process; consume it with `stream/promises` (`pipeline`, `finished`),
-   * which report the error.
-   */
-  async create(environment: string, name: string): Promise<{ path: string; stream: WriteStream }> {
-    const path = await this.reserve(environment, name);
-    const stream = createWriteStream(path, { mode: 0o600 });
-    stream.on('error', () => undefined);
-    return { path, stream };
-  }
-
-  /** The path of a new spool file, its directory made; for writers of their own (a download). */
+  /** The path of a new spool file, its directory made. */
   async reserve(environment: string, name: string): Promise<string> {
     const path = this.pathFor(environment, name);
     await mkdir(join(this.root, environment), { recursive: true, mode: 0o700 });
@@ -47,10 +33,6 @@ export class Spool {
       throw new Error(`not a spool name: ${JSON.stringify(`${environment}/${name}`.slice(0, 80))}`);
     }
     return this.checked(join(this.root, environment, name));
-  }
-
-  open(path: string): ReadStream {
-    return createReadStream(this.checked(path), { highWaterMark: 1 << 20 });
   }
 
   /** Removes a spool file and the stream state a tap run may have left beside it. */
