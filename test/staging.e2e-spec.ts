@@ -104,6 +104,19 @@ describe('staging (inputs between hosts, through the object store)', () => {
     );
   });
 
+  it('a long reason (multibyte, past the marker bound) still ends its reader, cut to the bound', async () => {
+    const w = await staging.writer(env, 'long-reason');
+    w.write(Buffer.from('x'));
+    const local = join(dir, 'long-reason');
+    const r = await staging.mirror(env, 'long-reason', local);
+    await staging.abort(env, 'long-reason', 'ü'.repeat(5000));
+    await r.finished;
+    const ended = (await state(local)) as string;
+    expect(ended.startsWith('abort üü')).toBe(true);
+    expect(Buffer.byteLength(ended)).toBeLessThanOrEqual(4096);
+    await w.discard();
+  });
+
   it('a whole stream written at once is downloaded whole; an empty one too', async () => {
     const body = randomBytes(300_000);
     expect(await staging.write(env, 'whole', Readable.from([body]))).toBe(body.length);

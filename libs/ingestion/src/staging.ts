@@ -5,7 +5,7 @@ import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Logger } from 'pino';
 import { CONFIG, LOGGER, TapyardConfig, errorMessage } from '@tapyard/core';
-import { ObjectStore } from '@tapyard/objectstore';
+import { ObjectNotFoundError, ObjectStore } from '@tapyard/objectstore';
 import { streamStatePath, writeStreamState } from './readers/tail-file';
 
 /** Where staged inputs live in an environment's `staged` bucket: `spool/<id>/part-NNNNNN`, `…/end`. */
@@ -16,6 +16,8 @@ const PART_BYTES = 4 << 20;
 const FLUSH_AFTER_MS = 250;
 /** Parts uploading at once per writer: the writer's memory is bounded by (this + 1) parts. */
 const PARTS_IN_FLIGHT = 2;
+/** End and stop markers are cut at this size when written, and refused past it when read. */
+const MARKER_BYTES = 4096;
 /** A staging id is a token the platform made (a job's pipeline token), never a client's name. */
 const STAGING_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
 
@@ -284,17 +286,18 @@ export class Staging {
     }
   }
 
-  private async text(bucket: string, key: string): Promise<string | null> {
-    const body = await this.store.getIfExists(bucket, key);
-    if (!body) return null;
-    const parts: Buffer[] = [];
-    for await (const chunk of body as AsyncIterable<Buffer>) parts.push(chunk);
-    return Buffer.concat(parts).toString('utf8').slice(0, 4096);
+  /** A marker, or null when there is none yet. */
+  private text(bucket: string, key: string): Promise<string | null> {
+    return this.store.readText(bucket, key, MARKER_BYTES).catch((err: unknown) => {
+      if (err instanceof ObjectNotFoundError) return null;
+      throw err;
+    });
   }
 
   private async marker(environment: string, key: string, text: string): Promise<void> {
-    if (text.length > 4096) text = text.slice(0, 4096);
-    await this.store.put(await this.bucket(environment), key, Buffer.from(text), 'text/plain; charset=utf-8');
+    // Cut in bytes, as the reader bounds it (a reason may quote a long error).
+    const body = Buffer.from(text).subarray(0, MARKER_BYTES);
+    await this.store.put(await this.bucket(environment), key, body, 'text/plain; charset=utf-8');
   }
 
   /** Without an object store this fails as a 503 naming OBJECT_STORE_ENDPOINT: there is no local fallback. */
