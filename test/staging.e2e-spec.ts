@@ -6,7 +6,8 @@ import { Readable } from 'node:stream';
 import { createLogger, loadConfig } from '@tapyard/core';
 import { STAGING_PREFIX, Staging, streamStatePath } from '@tapyard/ingestion';
 import { ObjectStore } from '@tapyard/objectstore';
-import { closedPort } from './support/net';
+import { RecordsLoad } from '../libs/taps/src/records-load';
+import { closedPort, cuttableProxy } from './support/net';
 import { testEnv, uniqueEnvironment } from './support/env';
 
 /**
@@ -143,6 +144,37 @@ describe('staging (inputs between hosts, through the object store)', () => {
     expect(await state(local)).toMatch(
       /^abort the object store failed while the job read its input \(.+\); nothing was loaded$/,
     );
+  });
+
+  it('a tap run whose records cannot be staged (the store is down) ends saying so, instead of waiting', async () => {
+    const minio = Number(new URL(config.objectStore.endpoint as string).port);
+    const relay = await cuttableProxy(minio);
+    const down = loadConfig(
+      testEnv({ TAPYARD_ENV: env, OBJECT_STORE_ENDPOINT: `http://127.0.0.1:${relay.port}` }),
+    );
+    const broken = new Staging(down, logger, new ObjectStore(down, logger));
+    // The buckets are there and known; then the store goes away for good.
+    await broken.writer(env, 'warm-up').then((w) => w.destroy());
+    relay.cut();
+    const load = new RecordsLoad(
+      {
+        environment: env,
+        tap: 't',
+        pipeline: 'p',
+        publisherToken: 'pub',
+        mapKeys: false,
+        streamAfter: 0,
+        staleMs: 1000,
+      },
+      // Nothing is queued or reported on this path.
+      { config: down, staging: broken, status: null as never, queues: null as never },
+    );
+    const line = JSON.stringify({ a: 'x'.repeat(100) });
+    await load.add({ records: [], text: Array(5000).fill(line).join('\n'), count: 5000, keys: ['a'] }, 0);
+    // The idle flush fails in the background first; no listener-less 'error' reaches the process.
+    await new Promise((r) => setTimeout(r, 1000));
+    await expect(load.finish(null)).resolves.toEqual({ persisted: false, pipelineTokens: [] });
+    await relay.close();
   });
 
   it('names that are not tokens are refused; the sweep removes only inputs older than the TTL', async () => {

@@ -51,6 +51,9 @@ export class StagedWriter extends Writable {
     readonly id: string,
   ) {
     super({ highWaterMark: 1 << 20 });
+    // A failed part is reported to whoever writes or ends the stream (pipeline, `finished`); an
+    // 'error' event nobody listens to must not reach the process.
+    this.on('error', () => undefined);
   }
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, done: (err?: Error | null) => void): void {

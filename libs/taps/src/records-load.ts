@@ -1,4 +1,5 @@
 import { once } from 'node:events';
+import { finished } from 'node:stream/promises';
 import { randomUUID } from 'node:crypto';
 import { TapyardConfig } from '@tapyard/core';
 import { StagedWriter, Staging } from '@tapyard/ingestion';
@@ -87,7 +88,8 @@ export class RecordsLoad implements RecordSink {
     if (out) {
       await this.flush().catch(() => undefined);
       out.end();
-      await once(out, 'finish').catch((err: unknown) => {
+      // `finished` also settles for a writer that failed before this point (`once` would wait for ever).
+      await finished(out).catch((err: unknown) => {
         failure ??= `its records could not be staged: ${err instanceof Error ? err.message : String(err)}`;
       });
     }
@@ -95,8 +97,11 @@ export class RecordsLoad implements RecordSink {
       // A streaming job learns of the failure and ends, removing the input; otherwise it goes here.
       // A superseded job leaves the input to its successor, which never comes now: removed here.
       if (this.streaming && !this.supersededBy) {
-        await this.deps.staging.abort(environment, this.pipelineToken, `the tap run failed: ${failure}`);
-      } else if (out) await this.deps.staging.remove(environment, this.pipelineToken);
+        // A store that fails here too: the streaming job gives up after its retry time, the sweep removes the rest.
+        await this.deps.staging
+          .abort(environment, this.pipelineToken, `the tap run failed: ${failure}`)
+          .catch(() => undefined);
+      } else if (out) await this.deps.staging.remove(environment, this.pipelineToken).catch(() => undefined);
       return { persisted: false, pipelineTokens: this.tokens };
     }
     if (!out || this.count === 0) return { persisted: false, pipelineTokens: [] };
@@ -172,6 +177,8 @@ export class RecordsLoad implements RecordSink {
 
   private async flush(): Promise<void> {
     if (this.pending.length === 0 || !this.out) return;
+    // A writer that failed earlier (the object store) says so here, rather than waiting for a drain.
+    if (this.out.errored) throw this.out.errored;
     const ok = this.out.write(this.pending);
     this.pending = '';
     if (!ok) await once(this.out, 'drain');
