@@ -8,6 +8,7 @@ export * from './logging/sanitize';
 export * from './environment';
 export * from './shutdown';
 export * from './http/multipart';
+export * from './http/linger';
 export * from './text/safe-text';
 export * from './text/linear-regex';
 export * from './validation/optional';

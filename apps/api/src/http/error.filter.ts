@@ -8,6 +8,7 @@ import {
   RateLimitedError,
   TapyardError,
   errorMessage,
+  drainRequest,
   isConnectionFailure,
   requestContext,
 } from '@tapyard/core';
@@ -40,6 +41,12 @@ export class ErrorFilter implements ExceptionFilter {
       res.end();
       return;
     }
+    // An answer sent while the client is still sending its body would be lost to a TCP reset.
+    void drainRequest(req).then(() => this.send(exception, res, body));
+  }
+
+  private send(exception: unknown, res: Response, body: ErrorBody): void {
+    if (res.headersSent || res.writableEnded) return;
     if (exception instanceof PlainTextValidationError) {
       res.status(400).type('text/plain').send(exception.message);
       return;
