@@ -88,11 +88,11 @@ export class StagedWriter extends Writable {
   private flush(): void {
     this.clearTimer();
     if (this.size === 0) return;
-    const body = this.buffered.length === 1 ? this.buffered[0] : Buffer.concat(this.buffered);
+    const chunks = this.buffered;
     this.buffered = [];
     this.size = 0;
     const put: Promise<void> = this.store
-      .put(this.bucket, partKey(this.id, this.parts++), body, 'application/octet-stream')
+      .putChunks(this.bucket, partKey(this.id, this.parts++), chunks, 'application/octet-stream')
       .catch((err: unknown) => {
         this.failure ??= err instanceof Error ? err : new Error(errorMessage(err));
       })

@@ -1,2 +1,3 @@
 export * from './object-store';
 export * from './objectstore.module';
+export * from './s3-requests';
