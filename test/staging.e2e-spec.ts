@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { createLogger, loadConfig } from '@tapyard/core';
-import { STAGING_PREFIX, Staging, streamStatePath } from '@tapyard/ingestion';
+import { FatalReadError, STAGING_PREFIX, Staging, StreamEndedError } from '@tapyard/ingestion';
 import { ObjectStore } from '@tapyard/objectstore';
 import { RecordsLoad } from '../libs/taps/src/records-load';
 import { closedPort, cuttableProxy } from './support/net';
@@ -12,7 +12,7 @@ import { testEnv, uniqueEnvironment } from './support/env';
 
 /**
  * The object-store staging every job input travels through between hosts (real MinIO): a reader
- * copies parts while they are written, and ends as the writer ended.
+ * gets parts while they are written, and ends as the writer ended.
  */
 describe('staging (inputs between hosts, through the object store)', () => {
   const env = uniqueEnvironment('staging');
@@ -30,75 +30,106 @@ describe('staging (inputs between hosts, through the object store)', () => {
   });
 
   const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
-  const state = (local: string) => readFile(streamStatePath(local), 'utf8').catch(() => null);
-  async function until(check: () => Promise<boolean>, what: string): Promise<void> {
-    const end = Date.now() + 20_000;
-    while (!(await check())) {
-      if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 20));
+  /** Reads an input to its end; the error it ended with, if any. */
+  async function readAll(
+    it: AsyncIterable<Buffer>,
+  ): Promise<{ bytes: Buffer; parts: number; error: Error | null }> {
+    const got: Buffer[] = [];
+    try {
+      for await (const part of it) got.push(part);
+      return { bytes: Buffer.concat(got), parts: got.length, error: null };
+    } catch (err) {
+      return { bytes: Buffer.concat(got), parts: got.length, error: err as Error };
     }
   }
   const objects = async (id: string) =>
     (await store.list(await store.bucket(env, 'staged'), `${STAGING_PREFIX}${id}/`)).map((o) => o.key);
 
-  it('a reader copies what is written while it is written, and the whole of it once done', async () => {
+  it('a reader gets what is written while it is written, and the whole of it once done', async () => {
     const body = randomBytes(10 * 1024 * 1024 + 12_345);
     const w = await staging.writer(env, 'growing');
-    const local = join(dir, 'growing');
-    const { finished } = await staging.mirror(env, 'growing', local, { reader: 'job-a' });
+    const reading = staging.read(env, 'growing', { reader: 'job-a' });
     // The first 5 MiB: more than a part, so the reader has bytes before the writer ends.
     w.write(body.subarray(0, 5 * 1024 * 1024));
-    await until(async () => (await stat(local)).size >= 4 * 1024 * 1024, 'the first part to arrive');
-    expect(await state(local)).toBeNull();
+    const first = await reading.next();
+    expect(first.done).toBe(false);
+    const head = first.value as Buffer;
+    expect(head.length).toBe(4 * 1024 * 1024);
+    // Its own memory: it is handed to the stage thread without a copy.
+    expect(head.buffer.byteLength).toBe(head.length);
     w.end(body.subarray(5 * 1024 * 1024));
     await new Promise((r) => w.once('finish', r));
     await staging.done(env, w);
-    await finished;
-    expect(await state(local)).toBe('done');
-    expect(sha(await readFile(local))).toBe(sha(body));
-    expect(w.parts).toBeGreaterThanOrEqual(2);
+    const rest = await readAll(reading);
+    expect(rest.error).toBeNull();
+    expect(sha(Buffer.concat([head, rest.bytes]))).toBe(sha(body));
+    expect(w.parts).toBeGreaterThanOrEqual(3);
     await staging.remove(env, 'growing');
     expect(await objects('growing')).toEqual([]);
   });
 
-  it("a slow writer's few bytes still reach the reader before the writer ends", async () => {
+  it('parts stay within their size whatever one write holds', async () => {
+    const w = await staging.writer(env, 'one-big-write');
+    w.end(randomBytes(9 * 1024 * 1024 + 1));
+    await new Promise((r) => w.once('finish', r));
+    const sizes = (
+      await store.list(await store.bucket(env, 'staged'), `${STAGING_PREFIX}one-big-write/`)
+    ).map((o) => o.size);
+    expect(sizes.sort((a, b) => b - a)).toEqual([4 << 20, 4 << 20, (1 << 20) + 1]);
+    await staging.remove(env, 'one-big-write');
+  });
+
+  it("a slow writer's few bytes still reach the reader before the writer ends; a stopped read ends quietly", async () => {
     const w = await staging.writer(env, 'trickle');
-    const local = join(dir, 'trickle');
-    const copying = new AbortController();
-    const { finished } = await staging.mirror(env, 'trickle', local, { signal: copying.signal });
+    const stop = new AbortController();
+    const reading = staging.read(env, 'trickle', { signal: stop.signal });
     w.write(Buffer.from('id,name\n1,a\n'));
-    await until(async () => (await stat(local)).size === 12, 'the 12 bytes to be copied');
-    copying.abort();
-    await finished;
-    expect(await state(local)).toBeNull();
+    expect(((await reading.next()).value as Buffer).toString()).toBe('id,name\n1,a\n');
+    const next = reading.next();
+    stop.abort();
+    expect((await next).done).toBe(true);
     await w.discard();
     await staging.remove(env, 'trickle');
+  });
+
+  it('a writer silent for the stale time without an end fails its reader, saying so', async () => {
+    const w = await staging.writer(env, 'silent');
+    w.write(Buffer.from('a\n'));
+    const r = await readAll(staging.read(env, 'silent', { staleMs: 500 }));
+    expect(r.bytes.toString()).toBe('a\n');
+    expect(r.error).toBeInstanceOf(FatalReadError);
+    expect(r.error?.message).toBe('the data stopped arriving (nothing for 1 s); nothing was loaded');
+    await w.discard();
+    await staging.remove(env, 'silent');
   });
 
   it("an aborted input ends its reader with the writer's reason; one reader can be told to stop while another reads on", async () => {
     const w = await staging.writer(env, 'shared');
     w.write(Buffer.from('{"a":1}\n'));
-    const first = join(dir, 'first');
-    const second = join(dir, 'second');
-    const a = await staging.mirror(env, 'shared', first, { reader: 'job-first' });
+    const first = staging.read(env, 'shared', { reader: 'job-first' });
+    expect(((await first.next()).value as Buffer).toString()).toBe('{"a":1}\n');
     await staging.supersede(env, 'shared', 'job-first', 'record 2 brought new key(s)');
-    await a.finished;
-    expect(await state(first)).toBe('superseded record 2 brought new key(s)');
-    const b = await staging.mirror(env, 'shared', second, { reader: 'job-second' });
+    const a = await readAll(first);
+    expect(a.error).toBeInstanceOf(StreamEndedError);
+    expect(a.error).toMatchObject({ superseded: true, message: 'record 2 brought new key(s)' });
+    const second = readAll(staging.read(env, 'shared', { reader: 'job-second' }));
     w.end(Buffer.from('{"a":2,"b":3}\n'));
     await new Promise((r) => w.once('finish', r));
     await staging.done(env, w);
-    await b.finished;
-    expect(await state(second)).toBe('done');
-    expect(await readFile(second, 'utf8')).toBe('{"a":1}\n{"a":2,"b":3}\n');
+    const b = await second;
+    expect(b.error).toBeNull();
+    expect(b.bytes.toString()).toBe('{"a":1}\n{"a":2,"b":3}\n');
 
     const refused = await staging.writer(env, 'refused');
     refused.write(Buffer.from('x'));
-    const local = join(dir, 'refused');
-    const r = await staging.mirror(env, 'refused', local);
+    const reading = readAll(staging.read(env, 'refused'));
     await staging.abort(env, 'refused', 'the upload was refused (too large): nothing was loaded');
-    await r.finished;
-    expect(await state(local)).toBe('abort the upload was refused (too large): nothing was loaded');
+    const r = await reading;
+    expect(r.error).toBeInstanceOf(StreamEndedError);
+    expect(r.error).toMatchObject({
+      superseded: false,
+      message: 'the upload was refused (too large): nothing was loaded',
+    });
     await refused.discard();
     await expect(staging.download(env, 'refused', join(dir, 'refused-again'))).rejects.toThrow(
       'the upload was refused (too large): nothing was loaded',
@@ -108,13 +139,11 @@ describe('staging (inputs between hosts, through the object store)', () => {
   it('a long reason (multibyte, past the marker bound) still ends its reader, cut to the bound', async () => {
     const w = await staging.writer(env, 'long-reason');
     w.write(Buffer.from('x'));
-    const local = join(dir, 'long-reason');
-    const r = await staging.mirror(env, 'long-reason', local);
+    const reading = readAll(staging.read(env, 'long-reason'));
     await staging.abort(env, 'long-reason', 'ü'.repeat(5000));
-    await r.finished;
-    const ended = (await state(local)) as string;
-    expect(ended.startsWith('abort üü')).toBe(true);
-    expect(Buffer.byteLength(ended)).toBeLessThanOrEqual(4096);
+    const reason = (await reading).error?.message as string;
+    expect(reason.startsWith('üü')).toBe(true);
+    expect(Buffer.byteLength(`abort ${reason}`)).toBeLessThanOrEqual(4096);
     await w.discard();
   });
 
@@ -128,7 +157,7 @@ describe('staging (inputs between hosts, through the object store)', () => {
     expect((await stat(join(dir, 'empty'))).size).toBe(0);
   });
 
-  it('an object store that keeps failing aborts the reader after STAGING_READ_RETRY_SECONDS, saying so', async () => {
+  it('an object store that keeps failing fails the reader after STAGING_READ_RETRY_SECONDS, saying so', async () => {
     const down = loadConfig(
       testEnv({
         TAPYARD_ENV: env,
@@ -137,12 +166,10 @@ describe('staging (inputs between hosts, through the object store)', () => {
       }),
     );
     const broken = new Staging(down, logger, new ObjectStore(down, logger));
-    const local = join(dir, 'unreachable');
-    await (
-      await broken.mirror(env, 'unreachable', local)
-    ).finished;
-    expect(await state(local)).toMatch(
-      /^abort the object store failed while the job read its input \(.+\); nothing was loaded$/,
+    const r = await readAll(broken.read(env, 'unreachable'));
+    expect(r.error).toBeInstanceOf(FatalReadError);
+    expect(r.error?.message).toMatch(
+      /^the object store failed while the job read its input \(.+\); nothing was loaded$/,
     );
   });
 
@@ -179,7 +206,7 @@ describe('staging (inputs between hosts, through the object store)', () => {
 
   it('names that are not tokens are refused; the sweep removes only inputs older than the TTL', async () => {
     await expect(staging.writer(env, '../raw/x')).rejects.toThrow(/not a staging id/);
-    await expect(staging.mirror(env, 'a/b', join(dir, 'x'))).rejects.toThrow(/not a staging id/);
+    await expect(staging.read(env, 'a/b').next()).rejects.toThrow(/not a staging id/);
     await staging.write(env, 'abandoned', Readable.from([Buffer.from('1\n')]));
     expect(await staging.sweep(env, 3_600_000)).toBe(0);
     expect(await objects('abandoned')).toHaveLength(2);

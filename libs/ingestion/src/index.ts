@@ -9,6 +9,6 @@ export * from './schema-discovery.service';
 export * from './file-notifier';
 export * from './spool';
 export * from './staging';
-export * from './readers/tail-file';
+export * from './readers/stream-ended';
 export { nodeEntryArgs, spawnWorker } from './stage-thread/spawn';
 export type { UploadedSample } from './sample';

@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { createReadStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { MessageChannel } from 'node:worker_threads';
 import { createInterface } from 'node:readline';
 import { Logger } from 'pino';
 import { CONFIG, LOGGER, TapyardConfig, errorMessage } from '@tapyard/core';
@@ -28,15 +29,13 @@ import { StageError, destinationError, pipelineError } from './stage-error';
 import { Counts } from './stage-thread/protocol';
 import { newCounts } from './stage-thread/convert';
 import { StageStalledError, StageThreadError, StageThreadPool } from './stage-thread/stage-thread';
+import { sendInput } from './stage-thread/input-channel';
 import { Fanout } from './fanout';
 import { fastPathBlocker } from './fastpath/csv-check';
 import { CODEGEN_KINDS, CodegenService, ScriptRunSpec, instructionOf } from '@tapyard/codegen';
 
-/** How long a job's end waits for the copy of its input to stop. */
-const COPY_STOP_WAIT_MS = 5000;
-
-/** A staged input whose writer already ended it: the stream is done once its parts are copied. */
-const FINISHED_INPUT_STALE_MS = 300_000;
+/** How long a job's end waits for the read of its input to stop. */
+const READ_STOP_WAIT_MS = 5000;
 
 /** How long a job waits in the queue for a sink place: this, plus up to as much again (spread out). */
 const SINK_DEFER_MS = 1000;
@@ -264,12 +263,10 @@ export class IngestionRunner {
   }
 
   /**
-   * Removes this host's copy of the job's input; once the job `ended`, its staged input too. A job
-   * that will run `again` (or was superseded: its successor reads the same input) leaves that.
+   * Once the job `ended`, removes its staged input. A job that will run `again` (or was superseded:
+   * its successor reads the same input) leaves it.
    */
   private async release(p: IngestPayload, how: 'ended' | 'again'): Promise<void> {
-    const local = this.spool.pathFor(p.environment, p.pipelineToken);
-    await this.spool.remove(local).catch(() => undefined);
     if (how === 'ended') await this.staging.remove(p.environment, p.staged).catch(() => undefined);
   }
 
@@ -289,33 +286,30 @@ export class IngestionRunner {
   } | null> {
     const job = jobRef(p);
     const started = Date.now();
-    // The staged input is copied to this host's spool as it arrives; the stage thread reads the copy as it grows.
-    const copying = new AbortController();
-    const mirror = await this.spool
-      .reserve(p.environment, p.pipelineToken)
-      .then((local) =>
-        this.staging.mirror(p.environment, p.staged, local, {
-          reader: p.pipelineToken,
-          signal: copying.signal,
-        }),
-      )
-      .catch((err: unknown) => {
-        throw new StageError('DataQuality', `cannot read the job's input: ${errorMessage(err)}`);
-      });
-    const local = this.spool.pathFor(p.environment, p.pipelineToken);
-    const rejectsPath = `${local}.rejects`;
+    // The runner reads the staged input as it arrives and hands it to the stage thread as it goes.
+    const rejectsPath = `${await this.spool.reserve(p.environment, p.pipelineToken)}.rejects`;
+    const reading = new AbortController();
+    const { port1, port2 } = new MessageChannel();
+    const sending = sendInput(
+      this.staging.read(p.environment, p.staged, {
+        reader: p.pipelineToken,
+        signal: reading.signal,
+        staleMs: (p.stream ?? p.records?.stream)?.staleMs,
+      }),
+      port1,
+      reading.signal,
+    );
     // Reading, DataQuality and Transformation run in a stage thread under a watchdog.
     const fast = this.fastPath(p, def, legs);
-    // A request to the store that hangs must not hold the job's end: the copy closes its file when it returns.
-    const stopCopying = async () => {
-      copying.abort();
-      await Promise.race([mirror.finished, sleep(COPY_STOP_WAIT_MS, undefined, { ref: false })]);
+    // A request to the store that hangs must not hold the job's end.
+    const stopReading = async () => {
+      reading.abort();
+      await Promise.race([sending, sleep(READ_STOP_WAIT_MS, undefined, { ref: false })]);
     };
     const session = await this.threads
       .start(
         {
-          spoolPath: local,
-          stream: p.stream ?? p.records?.stream ?? { staleMs: FINISHED_INPUT_STALE_MS },
+          input: port2,
           records: p.records ? { keys: p.records.keys, columns: p.records.columns } : null,
           definition: def,
           filename: p.filename,
@@ -326,7 +320,7 @@ export class IngestionRunner {
         { stallMs: this.config.worker.stageStallMs, maxIdle: this.config.worker.concurrency },
       )
       .catch(async (err: unknown) => {
-        await stopCopying();
+        await stopReading();
         throw err;
       });
     let counts: Counts = newCounts();
@@ -480,7 +474,7 @@ export class IngestionRunner {
       return session.finished ? { counts, first, transforms } : null;
     } finally {
       session.end();
-      await stopCopying();
+      await stopReading();
       await rm(rejectsPath, { force: true });
     }
   }

@@ -7,8 +7,8 @@ import { CONFIG, TapyardConfig } from '@tapyard/core';
 const SPOOL_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}(\.[a-z]{1,16})?$/;
 
 /**
- * This host's own scratch directory: a job's copy of its staged input (see Staging), a document for
- * its parser, archive extraction. Never shared between hosts. Files are named by platform tokens
+ * This host's own scratch directory: a job's rejects, a document for its parser, archive
+ * extraction. Never shared between hosts. Files are named by platform tokens
  * under the environment, so nothing a client sends becomes part of a path: both segments are
  * checked against a token pattern and the result against the spool root.
  */
@@ -35,10 +35,8 @@ export class Spool {
     return this.checked(join(this.root, environment, name));
   }
 
-  /** Removes a spool file and the stream state a tap run may have left beside it. */
   async remove(path: string): Promise<void> {
     await rm(this.checked(path), { force: true });
-    await rm(`${this.checked(path)}.state`, { force: true });
   }
 
   private checked(path: string): string {

@@ -1,12 +1,13 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { FileHandle, open, readFile, rm } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Logger } from 'pino';
 import { CONFIG, LOGGER, TapyardConfig, errorMessage } from '@tapyard/core';
 import { ObjectNotFoundError, ObjectStore } from '@tapyard/objectstore';
-import { streamStatePath, writeStreamState } from './readers/tail-file';
+import { FatalReadError } from './readers/record-batch';
+import { StreamEndedError } from './readers/stream-ended';
 
 /** Where staged inputs live in an environment's `staged` bucket: `spool/<id>/part-NNNNNN`, `…/end`. */
 export const STAGING_PREFIX = 'spool/';
@@ -18,6 +19,10 @@ const FLUSH_AFTER_MS = 250;
 const PARTS_IN_FLIGHT = 2;
 /** End and stop markers are cut at this size when written, and refused past it when read. */
 const MARKER_BYTES = 4096;
+/** A part larger than this is refused unread (ours are at most PART_BYTES; older writers' a little more). */
+const MAX_PART_BYTES = 64 << 20;
+/** A writer silent this long without an end marker is gone (a host that died mid-upload). */
+const DEFAULT_STALE_MS = 300_000;
 /** A staging id is a token the platform made (a job's pipeline token), never a client's name. */
 const STAGING_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
 
@@ -28,6 +33,16 @@ function checkedId(id: string): string {
 const partKey = (id: string, n: number) => `${STAGING_PREFIX}${id}/part-${String(n).padStart(6, '0')}`;
 const endKey = (id: string) => `${STAGING_PREFIX}${id}/end`;
 const stopKey = (id: string, reader: string) => `${STAGING_PREFIX}${id}/stop-${checkedId(reader)}`;
+
+/** A marker that ends a reader: `abort <reason>` or `superseded <reason>`. */
+function ended(marker: string): StreamEndedError {
+  const space = marker.indexOf(' ');
+  const kind = space < 0 ? marker : marker.slice(0, space);
+  return new StreamEndedError(
+    kind === 'superseded',
+    space < 0 ? 'the writer ended its stream' : marker.slice(space + 1),
+  );
+}
 
 /**
  * Writes one staged input as numbered part objects, so a job on any host can read it while it is
@@ -87,10 +102,27 @@ export class StagedWriter extends Writable {
 
   private flush(): void {
     this.clearTimer();
-    if (this.size === 0) return;
-    const chunks = this.buffered;
+    // Parts of at most PART_BYTES, so a reader's buffer per part is bounded whatever one write held.
+    let part: Buffer[] = [];
+    let size = 0;
+    for (let chunk of this.buffered) {
+      while (size + chunk.length > PART_BYTES) {
+        const room = PART_BYTES - size;
+        part.push(chunk.subarray(0, room));
+        this.put(part);
+        chunk = chunk.subarray(room);
+        part = [];
+        size = 0;
+      }
+      if (chunk.length > 0) part.push(chunk);
+      size += chunk.length;
+    }
+    if (size > 0) this.put(part);
     this.buffered = [];
     this.size = 0;
+  }
+
+  private put(chunks: Buffer[]): void {
     const put: Promise<void> = this.store
       .putChunks(this.bucket, partKey(this.id, this.parts++), chunks, 'application/octet-stream')
       .catch((err: unknown) => {
@@ -110,20 +142,22 @@ export class StagedWriter extends Writable {
   }
 }
 
-export interface MirrorOptions {
+export interface ReadOptions {
   /** The job reading: a writer may tell one reader to stop (`superseded`) while another goes on. */
   reader?: string;
-  /** Ends the mirror (the job ended). */
+  /** Ends the read quietly (the job ended). */
   signal?: AbortSignal;
+  /** How long without a new part or an end marker means the writer is gone (default 5 min). */
+  staleMs?: number;
 }
 
 /**
  * Inputs on their way to a job, in the object store: the only thing API and worker hosts share
  * besides PostgreSQL and Redis. The writer (an upload on the API, a tap run, an archive's
  * extraction) writes parts and then an end marker (`done <parts>` or `abort <reason>`), or a stop
- * marker for one reader. A job mirrors the parts into its host's own spool file as they appear and
- * reads that file as it grows (tailFile), with the marker turned into the file's stream state.
- * Objects are removed when the job ends, and swept after STAGING_TTL_HOURS when a host died.
+ * marker for one reader. A job reads the parts as they appear (`read`), straight into its stage
+ * thread; intake jobs that need a file (archives, documents) `download` it. Objects are removed when
+ * the job ends, and swept after STAGING_TTL_HOURS when a host died.
  */
 @Injectable()
 export class Staging {
@@ -175,32 +209,72 @@ export class Staging {
   }
 
   /**
-   * Copies the input into `local` as its parts appear, and ends the file's stream state (see
-   * tailFile) as the writer ended it. The file exists when this returns; the returned promise ends
-   * with the mirror. The object store failing for longer than STAGING_READ_RETRY_SECONDS aborts the
-   * stream, naming the cause.
+   * The input's parts, each in a buffer of its own, as they are written; ends at `done`. Throws
+   * StreamEndedError when the writer aborted the input or stopped this reader, FatalReadError when
+   * the writer went silent for `staleMs` or the object store failed for longer than
+   * STAGING_READ_RETRY_SECONDS. An aborted `signal` ends it quietly.
    */
-  async mirror(
-    environment: string,
-    id: string,
-    local: string,
-    options: MirrorOptions = {},
-  ): Promise<{ finished: Promise<void> }> {
+  async *read(environment: string, id: string, options: ReadOptions = {}): AsyncGenerator<Buffer> {
     checkedId(id);
-    await rm(streamStatePath(local), { force: true });
-    const fh = await open(local, 'w', 0o600);
-    const finished = this.copyParts(environment, id, fh, local, options).finally(() => fh.close());
-    return { finished };
+    const { reader, signal } = options;
+    const staleMs = options.staleMs ?? DEFAULT_STALE_MS;
+    const retryMs = this.config.staging.readRetryMs;
+    let part = 0;
+    let pause = 5;
+    // Since when nothing new arrived: a writer that just paused is polled often (its next part or end
+    // marker comes soon, and the job's end waits on it); a slow one, a few times a second.
+    let idleSince = Date.now();
+    let failingSince: number | null = null;
+    while (!signal?.aborted) {
+      let body: Buffer | null = null;
+      try {
+        const bucket = await this.bucket(environment);
+        body = await this.store.getBuffer(bucket, partKey(id, part), MAX_PART_BYTES);
+        if (body === null) {
+          const stop = reader ? await this.text(bucket, stopKey(id, reader)) : null;
+          if (stop !== null) throw ended(stop);
+          const end = await this.text(bucket, endKey(id));
+          if (end !== null && !end.startsWith('done ')) throw ended(end);
+          // `done`, and every part read: the end. (A part not listed yet is read on the next pass.)
+          if (end !== null && part >= Number(end.slice(5))) return;
+          if (Date.now() - idleSince > staleMs) {
+            throw new FatalReadError(
+              `the data stopped arriving (nothing for ${Math.round(staleMs / 1000)} s); nothing was loaded`,
+            );
+          }
+        }
+        failingSince = null;
+      } catch (err) {
+        if (err instanceof FatalReadError) throw err;
+        if (signal?.aborted) return;
+        failingSince ??= Date.now();
+        if (Date.now() - failingSince > retryMs) {
+          throw new FatalReadError(
+            `the object store failed while the job read its input (${errorMessage(err)}); nothing was loaded`,
+          );
+        }
+        pause = Math.max(pause, 200);
+      }
+      if (body !== null) {
+        part++;
+        pause = 5;
+        idleSince = Date.now();
+        yield body;
+        continue;
+      }
+      await sleep(pause, undefined, { signal }).catch(() => undefined);
+      pause = Math.min(pause * 2, Date.now() - idleSince < 2000 ? 20 : 250);
+    }
   }
 
-  /** The whole input into `local`; an aborted one is an error carrying the writer's reason. */
+  /** The whole input into `local` (archives and documents need a file); fails as `read` does. */
   async download(environment: string, id: string, local: string): Promise<void> {
-    await (
-      await this.mirror(environment, id, local)
-    ).finished;
-    const state = await readFile(streamStatePath(local), 'utf8');
-    await rm(streamStatePath(local), { force: true });
-    if (state !== 'done') throw new Error(state.slice(state.indexOf(' ') + 1));
+    const fh = await open(local, 'w', 0o600);
+    try {
+      for await (const part of this.read(environment, id)) await fh.write(part);
+    } finally {
+      await fh.close();
+    }
   }
 
   async remove(environment: string, id: string): Promise<void> {
@@ -231,62 +305,6 @@ export class Staging {
       swept++;
     }
     return swept;
-  }
-
-  private async copyParts(
-    environment: string,
-    id: string,
-    fh: FileHandle,
-    local: string,
-    { reader, signal }: MirrorOptions,
-  ): Promise<void> {
-    let part = 0;
-    let position = 0;
-    let pause = 5;
-    // Since when nothing new arrived: a writer that just paused is polled often (its next part or end
-    // marker comes soon, and the job's end waits on it); a slow one, a few times a second.
-    let idleSince = Date.now();
-    let failingSince: number | null = null;
-    const retryMs = this.config.staging.readRetryMs;
-    while (!signal?.aborted) {
-      const partStart = position;
-      try {
-        const bucket = await this.bucket(environment);
-        const body = await this.store.getIfExists(bucket, partKey(id, part));
-        if (body) {
-          // Parts never change: a part fetched again after a failure rewrites the same bytes.
-          for await (const chunk of body as AsyncIterable<Buffer>) {
-            await fh.write(chunk, 0, chunk.length, position);
-            position += chunk.length;
-          }
-          part++;
-          pause = 5;
-          idleSince = Date.now();
-          failingSince = null;
-          continue;
-        }
-        const stop = reader ? await this.text(bucket, stopKey(id, reader)) : null;
-        if (stop !== null) return await writeStreamState(local, stop);
-        const end = await this.text(bucket, endKey(id));
-        if (end !== null && !end.startsWith('done ')) return await writeStreamState(local, end);
-        // `done`, and every part read: the end. (A part not listed yet is read on the next pass.)
-        if (end !== null && part >= Number(end.slice(5))) return await writeStreamState(local, 'done');
-        failingSince = null;
-      } catch (err) {
-        if (signal?.aborted) return;
-        position = partStart;
-        failingSince ??= Date.now();
-        if (Date.now() - failingSince > retryMs) {
-          return await writeStreamState(
-            local,
-            `abort the object store failed while the job read its input (${errorMessage(err)}); nothing was loaded`,
-          );
-        }
-        pause = Math.max(pause, 200);
-      }
-      await sleep(pause, undefined, { signal }).catch(() => undefined);
-      pause = Math.min(pause * 2, Date.now() - idleSince < 2000 ? 20 : 250);
-    }
   }
 
   /** A marker, or null when there is none yet. */

@@ -1,17 +1,17 @@
 /**
  * Messages between a job's main-thread runner and its stage thread, which reads the file and runs
  * DataQuality and Transformation on it (see stage-thread.ts). Everything here is structured-clone
- * data: plain objects, strings, numbers.
+ * data: plain objects, strings, numbers, and the input's port (transferred).
  */
+import type { MessagePort } from 'node:worker_threads';
 import type { PipelineDefinition } from '../../../pipelines/src/pipeline.types';
 import type { Payload } from '../../../destinations/src/destination';
 import type { ScriptRunSpec } from '../../../codegen/src/script-runner';
 
 export interface StartMessage {
   kind: 'start';
-  spoolPath: string;
-  /** Tap output still being written: read the spool as it grows. */
-  stream: { staleMs: number } | null;
+  /** The job's input, sent by the runner as it reads it (see input-channel.ts); transferred. */
+  input: MessagePort;
   /** Tap output: JSON lines of records, mapped onto these columns for CSV pipelines. */
   records: { keys: string[]; columns: string[] } | null;
   definition: PipelineDefinition;

@@ -10,7 +10,7 @@
 import { Inject, Injectable, OnModuleDestroy, Optional } from '@nestjs/common';
 import { Counter, Registry } from 'prom-client';
 import { METRICS_REGISTRY, sharedMetric } from '@tapyard/core';
-import type { Worker } from 'node:worker_threads';
+import type { TransferListItem, Worker } from 'node:worker_threads';
 import type { PipelineDefinition } from '@tapyard/pipelines';
 import type { Payload } from '@tapyard/destinations';
 import {
@@ -150,7 +150,7 @@ export class StageSession {
     this.beat[STAGE] = 0;
     // The thread numbers the jobs it is given; this one is the next.
     this.jobId = ++this.thread.jobs;
-    this.firstReply = this.request({ ...job, kind: 'start', shared: this.thread.shared });
+    this.firstReply = this.request({ ...job, kind: 'start', shared: this.thread.shared }, [job.input]);
     this.firstReply.catch(() => undefined); // seen when first() is awaited
   }
 
@@ -211,12 +211,12 @@ export class StageSession {
     this.release(clean);
   }
 
-  private request(msg: ToThread): Promise<Reply> {
+  private request(msg: ToThread, transfer: TransferListItem[] = []): Promise<Reply> {
     if (this.failed) return Promise.reject(this.failed);
     return new Promise<Reply>((resolve, reject) => {
       if (this.waiters.length === 0) this.lastMove = Date.now();
       this.waiters.push({ resolve, reject });
-      this.thread.worker.postMessage(msg);
+      this.thread.worker.postMessage(msg, transfer);
     }).then((r) => {
       if (r.kind === 'error') throw new StageThreadError(r.cause, r.message, r.stage);
       return r;

@@ -5,11 +5,11 @@
  * terminates the thread (stage-thread.ts). Only the one job in this thread is lost.
  */
 import 'reflect-metadata';
-import { WriteStream, createReadStream, createWriteStream } from 'node:fs';
+import { WriteStream, createWriteStream } from 'node:fs';
 import { Readable } from 'node:stream';
 import { parentPort } from 'node:worker_threads';
 import { FatalReadError, RecordBatch } from '../readers/record-batch';
-import { StreamEndedError, tailFile } from '../readers/tail-file';
+import { StreamEndedError } from '../readers/stream-ended';
 import { BatchBuilder, RowPlan } from '../row-plan';
 import type { Payload } from '../../../destinations/src/destination';
 import type { SchemaField } from '../../../pipelines/src/pipeline.types';
@@ -20,6 +20,7 @@ import { KIND_STAGES } from '../../../codegen/src/script-contract';
 import { Counts, FromThread, HEARTBEAT, STAGE, StartMessage, ToThread } from './protocol';
 import { RecordValidator, convert, newCounts, recordValidator } from './convert';
 import { readInput } from './read-input';
+import { receiveInput } from './input-channel';
 import { FastCsvInput } from './fast-csv';
 
 interface Job {
@@ -85,9 +86,8 @@ async function handle(msg: ToThread): Promise<void> {
       const beat = shared;
       setInterval(() => Atomics.add(beat, HEARTBEAT, 1), 100);
     }
-    const input = msg.stream
-      ? Readable.from(tailFile(msg.spoolPath, msg.stream.staleMs))
-      : createReadStream(msg.spoolPath, { highWaterMark: 1 << 20 });
+    // Two parts read ahead at most: the sender's window bounds the rest.
+    const input = Readable.from(receiveInput(msg.input), { highWaterMark: 2 });
     const spinOn = msg.spinOn;
     const fast = msg.fast
       ? new FastCsvInput(input, msg.definition.source.fileAttributes.csvAttributes)

@@ -1,0 +1,115 @@
+import { MessageChannel } from 'node:worker_threads';
+import { FatalReadError } from '../readers/record-batch';
+import { StreamEndedError } from '../readers/stream-ended';
+import { INPUT_WINDOW_BYTES, receiveInput, sendInput } from './input-channel';
+
+const MiB = 1 << 20;
+
+async function drain(it: AsyncIterable<Buffer>, each?: () => Promise<void>) {
+  const got: Buffer[] = [];
+  try {
+    for await (const b of it) {
+      got.push(b);
+      if (each) await each();
+    }
+    return { bytes: Buffer.concat(got), error: null as Error | null };
+  } catch (err) {
+    return { bytes: Buffer.concat(got), error: err as Error };
+  }
+}
+
+describe('a job input from the runner to its stage thread', () => {
+  it('arrives whole and in order, and the sender never runs more than a window ahead', async () => {
+    const { port1, port2 } = new MessageChannel();
+    let pulled = 0;
+    let received = 0;
+    let furthestAhead = 0;
+    async function* source() {
+      for (let i = 0; i < 40; i++) {
+        pulled += MiB;
+        furthestAhead = Math.max(furthestAhead, pulled - received);
+        yield Buffer.alloc(MiB, i);
+      }
+    }
+    const sending = sendInput(source(), port1, new AbortController().signal);
+    const out = await drain(receiveInput(port2), async () => {
+      received += MiB;
+      // A slow thread: the sender must wait for it.
+      await new Promise((r) => setTimeout(r, 2));
+    });
+    await sending;
+    expect(out.error).toBeNull();
+    expect(out.bytes.length).toBe(40 * MiB);
+    for (let i = 0; i < 40; i++) expect(out.bytes[i * MiB + 7]).toBe(i);
+    expect(furthestAhead).toBeLessThanOrEqual(INPUT_WINDOW_BYTES + 2 * MiB);
+  });
+
+  it('copies a view of a larger buffer out instead of taking the whole buffer with it', async () => {
+    const { port1, port2 } = new MessageChannel();
+    const slab = Buffer.alloc(1000, 7);
+    const view = slab.subarray(100, 110);
+    const sending = sendInput(
+      (async function* () {
+        yield view;
+      })(),
+      port1,
+      new AbortController().signal,
+    );
+    const out = await drain(receiveInput(port2));
+    await sending;
+    expect(out.bytes).toEqual(Buffer.alloc(10, 7));
+    // Still the sender's: not transferred away.
+    expect(slab.length).toBe(1000);
+    expect(slab[500]).toBe(7);
+  });
+
+  it("ends the thread's read as the writer ended it: superseded, aborted, or unreadable", async () => {
+    const cases: [Error, (e: Error | null) => void][] = [
+      [
+        new StreamEndedError(true, 'moved to job 2'),
+        (e) => expect(e).toMatchObject({ superseded: true, message: 'moved to job 2' }),
+      ],
+      [
+        new StreamEndedError(false, 'upload refused'),
+        (e) => expect(e).toMatchObject({ superseded: false, message: 'upload refused' }),
+      ],
+      [
+        new Error('store down'),
+        (e) => {
+          expect(e).toBeInstanceOf(FatalReadError);
+          expect(e).not.toBeInstanceOf(StreamEndedError);
+          expect(e?.message).toBe('store down');
+        },
+      ],
+    ];
+    for (const [thrown, check] of cases) {
+      const { port1, port2 } = new MessageChannel();
+      async function* source() {
+        yield Buffer.from('a,b\n');
+        throw thrown;
+      }
+      const sending = sendInput(source(), port1, new AbortController().signal);
+      const out = await drain(receiveInput(port2));
+      await sending;
+      expect(out.bytes.toString()).toBe('a,b\n');
+      check(out.error);
+    }
+  });
+
+  it('a runner that stops sending (the job ended) ends the read as a failure, never a clean end', async () => {
+    const { port1, port2 } = new MessageChannel();
+    const stop = new AbortController();
+    async function* source() {
+      yield Buffer.from('x');
+      await new Promise(() => undefined); // a store that hangs
+    }
+    const sending = sendInput(source(), port1, stop.signal);
+    const reading = drain(receiveInput(port2));
+    await new Promise((r) => setTimeout(r, 20));
+    stop.abort();
+    const out = await reading;
+    expect(out.bytes.toString()).toBe('x');
+    expect(out.error).toBeInstanceOf(FatalReadError);
+    void sending;
+  });
+});
