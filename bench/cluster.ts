@@ -10,6 +10,7 @@
  * separate machines would add.
  */
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
@@ -24,6 +25,63 @@ const WORKER_COUNTS = (process.env.BENCH_WORKERS ?? '1,2,4').split(',').map(Numb
 const TOTAL_ROWS = ROWS_PER_FILE * FILES;
 
 const seconds = (from: bigint): number => Number(process.hrtime.bigint() - from) / 1e9;
+
+/** Clock ticks per second of /proc/<pid>/stat times (USER_HZ). */
+const TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
+
+/**
+ * CPU seconds used so far by processes, by name (postgres, minio, node...): each one's own time plus
+ * that of its children already gone (a psql session's backend ends with it).
+ */
+function cpuByName(pids: number[]): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const pid of pids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replace(/:.*$/, '');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      // utime, stime, cutime, cstime: fields 14-17 of stat(5), 11-14 after the name.
+      const ticks = Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
+      out.set(name, (out.get(name) ?? 0) + ticks / TICKS);
+    } catch {
+      // Gone between listing and reading: its time is in its parent's children's time.
+    }
+  }
+  return out;
+}
+
+/** CPU seconds per host (and per process name within it) spent while `work` ran. */
+async function cpuOf<T>(
+  cluster: Cluster,
+  hosts: string[],
+  work: () => Promise<T>,
+): Promise<{ result: T; cpu: Map<string, Map<string, number>> }> {
+  const snapshot = async () => {
+    const m = new Map<string, Map<string, number>>();
+    for (const h of hosts) m.set(h, cpuByName(h === 'client' ? [process.pid] : await cluster.pids(h)));
+    return m;
+  };
+  const before = await snapshot();
+  const result = await work();
+  const after = await snapshot();
+  const cpu = new Map<string, Map<string, number>>();
+  for (const [h, names] of after) {
+    const d = new Map<string, number>();
+    for (const [n, v] of names) d.set(n, v - (before.get(h)?.get(n) ?? 0));
+    cpu.set(h, d);
+  }
+  return { result, cpu };
+}
+
+function describeCpu(cpu: Map<string, Map<string, number>>): string {
+  return [...cpu]
+    .map(([h, names]) => {
+      const total = [...names.values()].reduce((a, b) => a + b, 0);
+      const parts = [...names].filter(([, v]) => v >= 0.01).map(([n, v]) => `${n} ${v.toFixed(2)}`);
+      return `${h} ${total.toFixed(2)}${parts.length > 1 ? ` (${parts.join(', ')})` : ''}`;
+    })
+    .join('; ');
+}
 
 /** Every file uploaded at once under one publisher token; resolves when all their jobs are done. */
 async function load(base: string, pipeline: string, files: string[]): Promise<number> {
@@ -97,14 +155,22 @@ async function main(): Promise<void> {
     // against one `psql \copy` of the same file: the single-stream figure of the issue.
     const whole = join(dir, 'whole.csv');
     await writeCsv(whole, TOTAL_ROWS, COLUMNS);
-    const wholePsql = TOTAL_ROWS / psqlCopy(cluster.services.databaseUrl, [whole]);
+    const c = cluster;
+    const copied = await cpuOf(c, ['svc', 'client'], async () => psqlCopy(c.services.databaseUrl, [whole]));
+    const wholePsql = TOTAL_ROWS / copied.result;
     await pipeline(base, 'cluster_single');
     await load(base, 'cluster_single', [warm]);
-    const single = TOTAL_ROWS / (await load(base, 'cluster_single', [whole]));
+    const loaded = await cpuOf(c, ['svc', 'api', 'w1', 'client'], () =>
+      load(base, 'cluster_single', [whole]),
+    );
+    const single = TOTAL_ROWS / loaded.result;
     console.log(
       `one ${TOTAL_ROWS}-row file, API host → 1 worker host: ${single.toFixed(0)} rows/s vs psql \\copy ` +
         `${wholePsql.toFixed(0)} rows/s: ratio ${(single / wholePsql).toFixed(2)}`,
     );
+    // What each host spent: on machines of their own, the slowest host bounds the load, not the sum.
+    console.log(`  CPU seconds, psql \\copy: ${describeCpu(copied.cpu)} (client: psql)`);
+    console.log(`  CPU seconds, Tapyard: ${describeCpu(loaded.cpu)} (client: the uploading bench process)`);
 
     // Each worker count loads into a table of its own, after a small warm-up load (JIT, pools, table).
     for (const workers of [...WORKER_COUNTS].sort((a, b) => a - b)) {

@@ -21,6 +21,8 @@ const PARTS_IN_FLIGHT = 2;
 const MARKER_BYTES = 4096;
 /** A part larger than this is refused unread (ours are at most PART_BYTES; older writers' a little more). */
 const MAX_PART_BYTES = 64 << 20;
+/** How often a reader waiting for a part looks for its stop marker. */
+const STOP_CHECK_MS = 250;
 /** A writer silent this long without an end marker is gone (a host that died mid-upload). */
 const DEFAULT_STALE_MS = 300_000;
 /** A staging id is a token the platform made (a job's pipeline token), never a client's name. */
@@ -225,15 +227,21 @@ export class Staging {
     // marker comes soon, and the job's end waits on it); a slow one, a few times a second.
     let idleSince = Date.now();
     let failingSince: number | null = null;
+    let stopCheckedAt = 0;
     while (!signal?.aborted) {
       let body: Buffer | null = null;
       try {
         const bucket = await this.bucket(environment);
         body = await this.store.getBuffer(bucket, partKey(id, part), MAX_PART_BYTES);
         if (body === null) {
-          const stop = reader ? await this.text(bucket, stopKey(id, reader)) : null;
-          if (stop !== null) throw ended(stop);
           const end = await this.text(bucket, endKey(id));
+          // A stop marker is rare (a tap run moving its load): looked for a few times a second while
+          // waiting, and always before an end is taken, so a stopped reader never ends as if done.
+          if (reader && (end !== null || Date.now() - stopCheckedAt >= STOP_CHECK_MS)) {
+            stopCheckedAt = Date.now();
+            const stop = await this.text(bucket, stopKey(id, reader));
+            if (stop !== null) throw ended(stop);
+          }
           if (end !== null && !end.startsWith('done ')) throw ended(end);
           // `done`, and every part read: the end. (A part not listed yet is read on the next pass.)
           if (end !== null && part >= Number(end.slice(5))) return;
