@@ -3,6 +3,7 @@ import { AddressInfo, Server, Socket, createServer, connect } from 'node:net';
 import { createLogger, loadConfig } from '@tapyard/core';
 import { ObjectStore, S3RequestError, S3Requests } from '@tapyard/objectstore';
 import { TEST_OBJECT_STORE, testEnv, uniqueEnvironment } from './support/env';
+import { blackhole } from './support/net';
 
 /**
  * The staging path's own signed PUT and GET (S3Requests) against real MinIO: the store checks our
@@ -130,6 +131,27 @@ describe('the staging data path: signed PUT and GET with a CRC32 (real MinIO)', 
       ).rejects.toThrow(/CRC32 checksum: it was corrupted on the way/);
     } finally {
       await relay.close();
+    }
+  });
+
+  it('a store that accepts the connection and never answers fails the request, it does not hang', async () => {
+    const hole = await blackhole();
+    try {
+      const hanging = new S3Requests({
+        endpoint: `http://127.0.0.1:${hole.port}`,
+        accessKey: 'a',
+        secretKey: 'b',
+        region: 'us-east-1',
+        idleTimeoutMs: 1000,
+      });
+      await expect(hanging.get(bucket, 'spool/x/part-000000', 1 << 20)).rejects.toThrow(
+        'the object store did not answer within 1 s',
+      );
+      await expect(
+        hanging.put(bucket, 'spool/x/part-000000', [Buffer.from('x')], 'text/plain'),
+      ).rejects.toThrow('the object store did not answer within 1 s');
+    } finally {
+      await hole.close();
     }
   });
 });

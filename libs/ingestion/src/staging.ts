@@ -5,7 +5,7 @@ import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Logger } from 'pino';
 import { CONFIG, LOGGER, TapyardConfig, errorMessage } from '@tapyard/core';
-import { ObjectNotFoundError, ObjectStore } from '@tapyard/objectstore';
+import { ObjectStore } from '@tapyard/objectstore';
 import { FatalReadError } from './readers/record-batch';
 import { StreamEndedError } from './readers/stream-ended';
 
@@ -316,11 +316,8 @@ export class Staging {
   }
 
   /** A marker, or null when there is none yet. */
-  private text(bucket: string, key: string): Promise<string | null> {
-    return this.store.readText(bucket, key, MARKER_BYTES).catch((err: unknown) => {
-      if (err instanceof ObjectNotFoundError) return null;
-      throw err;
-    });
+  private async text(bucket: string, key: string): Promise<string | null> {
+    return (await this.store.getBuffer(bucket, key, MARKER_BYTES))?.toString('utf8') ?? null;
   }
 
   private async marker(environment: string, key: string, text: string): Promise<void> {

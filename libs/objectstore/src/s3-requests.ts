@@ -19,7 +19,11 @@ export interface S3Endpoint {
   accessKey: string;
   secretKey: string;
   region: string;
+  /** A request whose connection stays silent this long fails (a store that hangs). Default 30 s. */
+  idleTimeoutMs?: number;
 }
+
+const IDLE_TIMEOUT_MS = 30_000;
 
 /** Longest error body read from the store (its XML names the code and message). */
 const ERROR_BODY_BYTES = 16_384;
@@ -141,6 +145,11 @@ export class S3Requests {
         resolve,
       );
       req.on('error', reject);
+      // Covers the answer's body too: its socket keeps this timeout while the response streams.
+      const idleMs = this.endpoint.idleTimeoutMs ?? IDLE_TIMEOUT_MS;
+      req.setTimeout(idleMs, () =>
+        req.destroy(new Error(`the object store did not answer within ${Math.round(idleMs / 1000)} s`)),
+      );
       // Corked: the chunks leave in one writev, not one write per chunk.
       req.cork();
       for (const chunk of body) req.write(chunk);
