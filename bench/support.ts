@@ -126,7 +126,7 @@ export function uploadFile(
     );
     req.on('error', reject);
     req.write(head);
-    const input = createReadStream(file);
+    const input = createReadStream(file, { highWaterMark: 1 << 20 });
     input.on('error', reject);
     input.on('end', () => req.end(tail));
     input.pipe(req, { end: false });
