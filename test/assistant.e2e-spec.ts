@@ -641,6 +641,14 @@ describe('assistant: the build-mode agent loop over SSE', () => {
         .catch(() => ({ rows: [{ n: 0 }] }));
       return rows[0].n === 3;
     });
+    // The job ends just after its rows commit: the tool is asked once the job has ended.
+    await waitFor(async () => {
+      const res = await api.http
+        .get('/api/v1/pipeline/status')
+        .query({ pipelinetoken: pipelineToken, withrollup: 'true' })
+        .set('x-api-key', admin);
+      return (res.body as { rollup?: { allDone?: boolean } }).rollup?.allDone === true;
+    });
     double.reset();
     double.script({ toolCalls: [{ name: 'job_status', arguments: { pipelineToken } }] }, { text: 'Done.' });
     const status = await chat(admin, { messages: [{ content: 'is it done?' }] });

@@ -11,9 +11,10 @@ import {
   errorMessage,
   readMultipart,
 } from '@tapyard/core';
+import type { AccessCheck } from '@tapyard/auth';
 import {
-  PipelineDefinition,
   PipelineDeletingError,
+  PipelinePolicy,
   PipelinesService,
   isDocumentPipeline,
 } from '@tapyard/pipelines';
@@ -61,18 +62,15 @@ export class UploadService {
     private readonly status: StatusService,
     private readonly queues: EnvironmentQueues,
     private readonly store: ObjectStore,
+    private readonly policy: PipelinePolicy,
   ) {}
 
-  /** `authorize` sees the pipeline before anything is queued and may refuse it by throwing. */
-  async upload(
-    environment: string,
-    req: Request,
-    authorize: (name: string, definition: PipelineDefinition) => void = () => undefined,
-  ): Promise<string> {
+  /** `access` is checked against the pipeline (PipelinePolicy) before anything is queued. */
+  async upload(environment: string, req: Request, access: AccessCheck): Promise<string> {
     const pipelineToken = randomUUID();
     let streamed: JobRef | null = null;
     const startEarly = async (got: Received): Promise<void> => {
-      streamed = await this.startStreaming(environment, pipelineToken, got, authorize).catch(() => null);
+      streamed = await this.startStreaming(environment, pipelineToken, got, access).catch(() => null);
     };
     let got: Received;
     try {
@@ -114,7 +112,7 @@ export class UploadService {
         );
       }
       if (!pipeline) throw new ValidationError("multipart field 'pipeline' is required");
-      const admitted = await this.admit(environment, pipeline, publisherTokenOf(got), authorize);
+      const admitted = await this.admit(environment, pipeline, publisherTokenOf(got), access);
       const { publisherToken } = admitted;
       this.checkReceived(got);
       if (archiveKind(got.filename) !== null) {
@@ -157,10 +155,10 @@ export class UploadService {
     pipeline: string,
     filename: string,
     body: NodeJS.ReadableStream,
-    authorize: (name: string, definition: PipelineDefinition) => void,
+    access: AccessCheck,
   ): Promise<string> {
     const pipelineToken = randomUUID();
-    const admitted = await this.admit(environment, pipeline, null, authorize);
+    const admitted = await this.admit(environment, pipeline, null, access);
     if (archiveKind(filename) !== null || COMPRESSED.test(filename)) {
       throw new UnsupportedMediaTypeError(
         `'${filename}' is an archive: upload it through POST /pipeline/upload`,
@@ -199,10 +197,10 @@ export class UploadService {
     environment: string,
     pipeline: string,
     publisherToken: string | null,
-    authorize: (name: string, definition: PipelineDefinition) => void,
+    access: AccessCheck,
   ): Promise<{ publisherToken: string | null; document: boolean }> {
     const stored = await this.pipelines.get(environment, pipeline);
-    authorize(pipeline, stored.definition);
+    this.policy.assertMayUpload(access, pipeline, stored.definition);
     if (stored.deletingSince) throw new PipelineDeletingError(pipeline);
     if (publisherToken && publisherToken.length > 200)
       throw new ValidationError('publishertoken is longer than 200 characters');
@@ -229,7 +227,7 @@ export class UploadService {
     environment: string,
     pipelineToken: string,
     got: Received,
-    authorize: (name: string, definition: PipelineDefinition) => void,
+    access: AccessCheck,
   ): Promise<JobRef | null> {
     // The fields as they are when the file starts: later ones keep arriving while this runs.
     const pipeline = got.fields.get('pipeline')?.trim();
@@ -237,7 +235,7 @@ export class UploadService {
     const early = publisherTokenOf(got);
     if (!pipeline || !filename || got.compressed || archiveKind(filename) !== null) return null;
     if (isDocumentPipeline((await this.pipelines.get(environment, pipeline)).definition)) return null;
-    const { publisherToken } = await this.admit(environment, pipeline, early, authorize);
+    const { publisherToken } = await this.admit(environment, pipeline, early, access);
     const job: JobRef = { environment, pipeline, pipelineToken, publisherToken, filename };
     await this.status.record(
       job,

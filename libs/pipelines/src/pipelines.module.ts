@@ -1,6 +1,10 @@
 import { Module } from '@nestjs/common';
 import { PipelinesRepository } from './pipelines.repository';
+import { PipelinePolicy } from './pipeline-policy';
 import { PipelinesService } from './pipelines.service';
 
-@Module({ providers: [PipelinesRepository, PipelinesService], exports: [PipelinesService] })
+@Module({
+  providers: [PipelinesRepository, PipelinesService, PipelinePolicy],
+  exports: [PipelinesService, PipelinePolicy],
+})
 export class PipelinesModule {}

@@ -1,10 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { isDeepStrictEqual } from 'node:util';
+import type { AccessCheck } from '@tapyard/auth';
 import { CONFIG, ConflictError, NotFoundError, TapyardConfig } from '@tapyard/core';
 import { assertDestinationAllowed, destinationDefaults } from './destination-confinement';
 import { configuredSections } from './destination-sections';
 import { PipelineConfigDto } from './dto/pipeline-config.dto';
 import { toDefinition } from './pipeline-definition';
+import { PipelinePolicy } from './pipeline-policy';
 import { PipelineDefinition, SchemaField, StoredPipeline } from './pipeline.types';
 import { LOCK_NOT_AVAILABLE, PipelineRow, PipelinesRepository } from './pipelines.repository';
 
@@ -41,9 +43,16 @@ export class PipelinesService {
   constructor(
     private readonly repo: PipelinesRepository,
     @Inject(CONFIG) private readonly config: TapyardConfig,
+    private readonly policy: PipelinePolicy,
   ) {}
 
-  async save(environment: string, dto: PipelineConfigDto): Promise<{ name: string; version: number }> {
+  /** Create or update, as `access` may (the catalog was checked by the entry point, the rest here). */
+  async save(
+    environment: string,
+    dto: PipelineConfigDto,
+    access: AccessCheck,
+  ): Promise<{ name: string; version: number }> {
+    this.policy.assertMaySave(access, dto);
     const def = toDefinition(dto, destinationDefaults(this.config, environment));
     assertDestinationAllowed(this.config, environment, def.destination);
     return this.repo.transaction(async (m) => {

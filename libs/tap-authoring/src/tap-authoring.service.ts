@@ -13,9 +13,11 @@ import {
 import { normalizePackageSpecs } from '@tapyard/sandbox';
 import { cronFromEnglish, describeQuartz, parseQuartz, validateQuartz } from '@tapyard/schedules';
 import { SecretsService } from '@tapyard/secrets';
+import type { AccessCheck } from '@tapyard/auth';
 import {
   TapCaller,
   TapConfig,
+  TapPolicy,
   TapRunner,
   TapsRepository,
   TapsService,
@@ -142,6 +144,7 @@ export class TapAuthoringService {
     private readonly repo: TapsRepository,
     private readonly runner: TapRunner,
     private readonly secrets: SecretsService,
+    private readonly policy: TapPolicy,
   ) {}
 
   async brainstorm(env: string, input: BrainstormInput, signal?: AbortSignal): Promise<BrainstormResult> {
@@ -179,7 +182,14 @@ export class TapAuthoringService {
     };
   }
 
-  async generate(env: string, input: GenerateInput, signal?: AbortSignal): Promise<ScriptResult> {
+  /** Writes a tap script, as `access` may (TapPolicy: code for a secret needs secret:use). */
+  async generate(
+    env: string,
+    input: GenerateInput,
+    access: AccessCheck,
+    signal?: AbortSignal,
+  ): Promise<ScriptResult> {
+    this.policy.assertMayWriteFor(access, input.secretName);
     const ctx = await this.context(env, input.tapName, input.secretName, input.tapType);
     this.assertOldPath(input.tapName, input.oldScriptPath);
     const model = await this.ai.model(env, 'tapAuthoring');
@@ -251,15 +261,16 @@ export class TapAuthoringService {
 
   /**
    * Spec rule 5: empty `changes` returns the input script and path. With `verify`, both versions are
-   * tested and the rewrite is kept only when it is not 20 % slower (and still works); `caller` runs the
-   * tests with their own rights.
+   * tested and the rewrite is kept only when it is not 20 % slower (and still works); the caller runs
+   * the tests with their own rights, as `access` may (TapPolicy).
    */
   async optimize(
     env: string,
     input: ReviewInput & { verify?: boolean; testLimit?: number },
-    caller: TapCaller | null,
+    access: AccessCheck,
     signal?: AbortSignal,
   ): Promise<OptimizeResult> {
+    if (input.verify) this.policy.assertMayVerify(access, await this.repo.find(env, input.tapName));
     const ctx = await this.context(env, input.tapName);
     this.assertOldPath(input.tapName, input.oldScriptPath);
     const answer = await this.rewrite(
@@ -276,7 +287,7 @@ export class TapAuthoringService {
     if (!answer) return unchanged(ctx, input);
     let verification: Verification | undefined;
     if (input.verify) {
-      verification = await this.verify(env, ctx, input.script, answer, input.testLimit ?? 0, caller);
+      verification = await this.verify(env, ctx, input.script, answer, input.testLimit ?? 0, access.caller);
       if (verification.kept === 'original') return { ...unchanged(ctx, input), verification };
     }
     const scriptPath = await this.taps.storeScriptVersion(env, ctx.tapName, answer.script);

@@ -7,3 +7,4 @@ export * from './tap-runner.service';
 export * from './ledger.service';
 export * from './record-sinks';
 export * from './tap-grants';
+export * from './tap-policy';

@@ -1,12 +1,8 @@
-import { AppAbility, FULL_ACCESS, heldOf, tapGrant } from '@tapyard/auth';
+import { Caller, FULL_ACCESS, heldOf, tapGrant } from '@tapyard/auth';
 import { TapConfig } from './tap.types';
 
 /** Who is asking, for the checks a tap needs beyond the route's capability; null: authentication is off. */
-export interface TapCaller {
-  name: string;
-  capabilities: readonly string[];
-  ability: AppAbility;
-}
+export type TapCaller = Caller;
 
 /** A tap saved before grants existed, or by an anonymous caller, acts without limit (as everyone did). */
 export const UNLIMITED = tapGrant([FULL_ACCESS]);

@@ -13,9 +13,9 @@ import {
   errorMessage,
   sharedMetric,
 } from '@tapyard/core';
-import { buildAbility, canOn, heldOf, tapGrant } from '@tapyard/auth';
+import { AccessCheck, heldOf, tapGrant } from '@tapyard/auth';
 import { ObjectStore } from '@tapyard/objectstore';
-import { PipelineDefinition, PipelinesService, pipelineScope } from '@tapyard/pipelines';
+import { PipelineDefinition, PipelinesService } from '@tapyard/pipelines';
 import { EnvironmentQueues } from '@tapyard/queue';
 import { StatusService } from '@tapyard/status';
 import { Staging } from '@tapyard/ingestion';
@@ -35,8 +35,10 @@ import {
 import { TapProcesses, ScriptOutcome } from './tap-processes';
 import { ScriptEnv, TapEnvironment } from './tap-environment';
 import { TapCaller, UNLIMITED } from './tap-grants';
+import { TapPolicy } from './tap-policy';
 import { TapsRepository } from './taps.repository';
-import { TapsService } from './taps.service';
+import { TapsService, isScriptOf } from './taps.service';
+import { TestTapDto } from './dto/tap-config.dto';
 import { LedgerService } from './ledger.service';
 
 type DataType = 'csv' | 'json' | 'document';
@@ -52,8 +54,8 @@ export interface RunOptions {
   trigger: RunTrigger;
   /** Test mode: sets SERVICE_TAP_TEST_LIMIT when > 0 (spec rule 4). */
   testLimit?: number;
-  /** Who started a manual run; null when authentication is off. Scheduled runs have none. */
-  caller?: TapCaller | null;
+  /** Who started a manual run, checked by TapPolicy; scheduled runs have none (the tap's grant bounds them). */
+  access?: AccessCheck;
 }
 
 /**
@@ -79,6 +81,7 @@ export class TapRunner {
     private readonly processes: TapProcesses,
     private readonly ledger: LedgerService,
     private readonly environment: TapEnvironment,
+    private readonly policy: TapPolicy,
     @Optional() @Inject(METRICS_REGISTRY) registry?: Registry,
   ) {
     this.runs = registry
@@ -96,7 +99,29 @@ export class TapRunner {
       : null;
   }
 
-  /** POST /tap/test: an unsaved configuration may be tested; an inline script wins over scriptPath. */
+  /**
+   * POST /tap/test and the assistant's test_tap: `body` over the stored tap of its name (an unsaved
+   * configuration may be tested; an inline script wins over scriptPath), as `access` may. Returns the
+   * configuration it tested with the result.
+   */
+  async testAs(
+    access: AccessCheck,
+    environment: string,
+    body: TestTapDto,
+    testLimit: number,
+  ): Promise<{ tap: TapConfig; result: TestResult }> {
+    const stored = body.name ? await this.repo.find(environment, body.name) : null;
+    const tap = this.taps.merge(stored, body);
+    if (body.scriptPath && !isScriptOf(tap.name, body.scriptPath.trim())) {
+      throw new ValidationError(`scriptPath must be one of the scripts of tap '${tap.name}'`, [
+        { field: 'scriptPath', problem: 'is not a script of this tap' },
+      ]);
+    }
+    this.policy.assertMayTest(access, stored, tap, body.script !== undefined);
+    return { tap, result: await this.test(environment, tap, body.script, testLimit, access.caller) };
+  }
+
+  /** A configuration already checked (testAs, an optimisation's verification), with the caller's rights. */
   async test(
     environment: string,
     tap: TapConfig,
@@ -127,6 +152,8 @@ export class TapRunner {
   /** POST /tap/run and scheduled fires. */
   async run(environment: string, name: string, opts: RunOptions): Promise<RunResult> {
     const tap = await this.taps.get(environment, name);
+    // Refused before the debounce claim and the history entry: a caller who may not feed leaves no trace.
+    if (opts.mode === 'run' && opts.access) await this.policy.assertMayRun(opts.access, environment, tap);
     const entry: RunLogEntry = {
       runId: randomUUID(),
       tap: name,
@@ -156,7 +183,7 @@ export class TapRunner {
       const script = await this.script(environment, tap);
       const target = await this.targetOf(environment, tap, opts.mode);
       const grant = await this.runGrant(environment, tap, opts);
-      if (opts.mode === 'run' && target) this.assertMayLoad(tap, target, grant);
+      if (opts.mode === 'run' && target) this.policy.assertGrantMayFeed(tap, target, grant);
       const result =
         opts.mode === 'test'
           ? await this.testRun(environment, tap, script, target, opts.testLimit ?? 0, grant)
@@ -184,17 +211,8 @@ export class TapRunner {
    */
   private async runGrant(environment: string, tap: TapConfig, opts: RunOptions): Promise<string[]> {
     const stored = (await this.repo.grant(environment, tap.name)) ?? UNLIMITED;
-    return opts.caller ? heldOf(stored, opts.caller.ability) : stored;
-  }
-
-  /** A tap loads only into a pipeline its grant may upload to (a catalog's tap cannot feed another's). */
-  private assertMayLoad(tap: TapConfig, target: PipelineDefinition, grant: string[]): void {
-    if (canOn(buildAbility(grant, `tap:${tap.name}`), 'upload', 'pipeline', pipelineScope(target))) return;
-    throw new ValidationError(
-      `tap '${tap.name}' may not load into pipeline '${tap.targetPipeline}': whoever last changed the tap's ` +
-        'code (or started this run) lacks pipeline:upload on it',
-      [{ field: 'targetPipeline', problem: 'is outside the tap grant' }],
-    );
+    const caller = opts.access?.caller;
+    return caller ? heldOf(stored, caller.ability) : stored;
   }
 
   private async testRun(

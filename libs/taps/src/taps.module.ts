@@ -11,6 +11,7 @@ import { TapsRepository } from './taps.repository';
 import { TapsService } from './taps.service';
 import { LedgerService } from './ledger.service';
 import { TapScriptRepository } from './tap-script-repository';
+import { TapPolicy } from './tap-policy';
 
 @Module({
   imports: [CodeRepositoryModule, IngestionModule, QueueModule, SecretsModule, RunKeysModule],
@@ -22,7 +23,8 @@ import { TapScriptRepository } from './tap-script-repository';
     TapProcesses,
     TapEnvironment,
     LedgerService,
+    TapPolicy,
   ],
-  exports: [TapsService, TapRunner, TapsRepository, LedgerService],
+  exports: [TapsService, TapRunner, TapsRepository, LedgerService, TapPolicy],
 })
 export class TapsModule {}

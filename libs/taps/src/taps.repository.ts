@@ -114,12 +114,23 @@ export class TapsRepository {
     );
   }
 
-  async delete(environment: string, name: string): Promise<void> {
-    await this.db.query(`DELETE FROM tapyard.tap_runs WHERE environment = $1 AND tap = $2`, [
-      environment,
-      name,
-    ]);
-    await this.db.query(`DELETE FROM tapyard.taps WHERE environment = $1 AND name = $2`, [environment, name]);
+  /**
+   * The tap, its run history and its document ledger, all or nothing (a failed delete leaves the
+   * ledger with its tap); returns the ledger entries it removed, whose staged objects are the caller's.
+   */
+  async delete(environment: string, name: string): Promise<LedgerEntry[]> {
+    return this.db.transaction(async (m) => {
+      const ledger = returned<LedgerRow>(
+        await m.query(
+          `DELETE FROM tapyard.tap_ledger WHERE environment = $1 AND tap = $2
+           RETURNING uri, filename, content_hash, staged_path, pipeline_token, processed_at`,
+          [environment, name],
+        ),
+      );
+      await m.query(`DELETE FROM tapyard.tap_runs WHERE environment = $1 AND tap = $2`, [environment, name]);
+      await m.query(`DELETE FROM tapyard.taps WHERE environment = $1 AND name = $2`, [environment, name]);
+      return ledger.map(toLedgerEntry);
+    });
   }
 
   /**

@@ -1,6 +1,8 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
+import { Logger } from 'pino';
+import type { AccessCheck } from '@tapyard/auth';
 import { randomBytes } from 'node:crypto';
-import { ConflictError, NotFoundError, ValidationError } from '@tapyard/core';
+import { ConflictError, LOGGER, NotFoundError, ValidationError, errorMessage } from '@tapyard/core';
 import { ObjectNotFoundError, ObjectStore } from '@tapyard/objectstore';
 import { PipelineDefinition, PipelinesService } from '@tapyard/pipelines';
 import { parseQuartz } from '@tapyard/schedules';
@@ -10,7 +12,9 @@ import { MigrateStorageResult, TapConfig, TapWithScript } from './tap.types';
 import { TapScriptRepository } from './tap-script-repository';
 import { TapsRepository } from './taps.repository';
 import { TapProcesses } from './tap-processes';
-import { TapCaller, changesCode, nextGrant } from './tap-grants';
+import { changesCode, nextGrant } from './tap-grants';
+import { LedgerService } from './ledger.service';
+import { TapPolicy } from './tap-policy';
 
 export class TapNotFoundError extends NotFoundError {
   constructor(name: string) {
@@ -72,6 +76,9 @@ export class TapsService {
     private readonly pipelines: PipelinesService,
     private readonly processes: TapProcesses,
     private readonly scriptRepository: TapScriptRepository,
+    private readonly policy: TapPolicy,
+    private readonly ledger: LedgerService,
+    @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
   list(environment: string): Promise<TapConfig[]> {
@@ -149,12 +156,13 @@ export class TapsService {
   }
 
   /**
-   * Create or update. Fields the body leaves out keep their stored values. `caller` (null when
-   * authentication is off) vouches for the tap's code: see nextGrant().
+   * Create or update, as `access` may (TapPolicy). Fields the body leaves out keep their stored
+   * values. The caller (none when authentication is off) vouches for the tap's code: see nextGrant().
    */
-  async save(environment: string, dto: TapConfigDto, caller: TapCaller | null): Promise<TapConfig> {
+  async save(environment: string, dto: TapConfigDto, access: AccessCheck): Promise<TapConfig> {
     const current = await this.repo.find(environment, dto.name);
     const tap = this.merge(current, dto);
+    await this.policy.assertMaySave(access, environment, current, tap, dto.script !== undefined);
     if (current && current.tapType !== tap.tapType) {
       throw new ValidationError(
         `tapType cannot change once set: tap '${tap.name}' is ${current.tapType}, not ${tap.tapType}`,
@@ -198,7 +206,7 @@ export class TapsService {
     const grant = nextGrant(
       current && { grant: await this.repo.grant(environment, tap.name) },
       changesCode(current, tap, dto.script !== undefined),
-      caller,
+      access.caller,
     );
     await this.repo.upsert(
       environment,
@@ -235,15 +243,26 @@ export class TapsService {
     if (violation) throw new ValidationError(violation, [{ field: 'targetPipeline', problem: violation }]);
   }
 
-  /** Deletes the configuration, its run history and every script version; returns the config. */
-  async delete(environment: string, name: string): Promise<TapConfig> {
+  /**
+   * Deletes the configuration, its run history and its document ledger in one transaction, then its
+   * script versions and staged documents (objects left behind by a store failure cost storage only:
+   * the tap is gone either way). Returns the config and how many ledger entries went with it.
+   */
+  async delete(environment: string, name: string): Promise<{ tap: TapConfig; ledgerEntriesDeleted: number }> {
     const tap = await this.get(environment, name);
+    const ledger = await this.repo.delete(environment, name);
+    await this.removeScripts(environment, name).catch((err: unknown) =>
+      this.logger.warn({ tap: name, err: errorMessage(err) }, 'script versions of a deleted tap not removed'),
+    );
+    await this.ledger.removeStaged(ledger);
+    return { tap, ledgerEntriesDeleted: ledger.length };
+  }
+
+  private async removeScripts(environment: string, name: string): Promise<void> {
     const bucket = await this.store.bucket(environment, 'taps');
     for (const o of await this.store.list(bucket, `${SCRIPT_PREFIX}${name}_`)) {
       if (isScriptOf(name, o.key)) await this.store.remove(bucket, o.key);
     }
-    await this.repo.delete(environment, name);
-    return tap;
   }
 
   /** A configuration with defaults, for saving (over the stored one) or for a one-off test. */

@@ -5,16 +5,10 @@ import { CONFIG, NotFoundError, TapyardConfig, ValidationError } from '@tapyard/
 import { SAMPLE_BYTES, SchemaDiscoveryService, UploadService } from '@tapyard/ingestion';
 import { MetadataService } from '@tapyard/metadata';
 import { NlQueryService } from '@tapyard/nl-query';
-import {
-  PipelineConfigDto,
-  PipelineDefinition,
-  PipelinesService,
-  isDocumentPipeline,
-  namedSecrets,
-} from '@tapyard/pipelines';
+import { PipelineConfigDto, PipelineDefinition, PipelinePolicy, PipelinesService } from '@tapyard/pipelines';
 import { StatusService } from '@tapyard/status';
 import { TapAuthoringService } from '@tapyard/tap-authoring';
-import { TapRunner, TapsRepository, TapsService } from '@tapyard/taps';
+import { TapPolicy, TapRunner, TapsRepository, TapsService } from '@tapyard/taps';
 import { SearchService, VectorStoresService } from '@tapyard/vector-stores';
 import { pipelineFields, tapFields } from '../auth/scopes';
 import { SearchRequestDto } from '../search/search.dto';
@@ -99,12 +93,14 @@ export class AssistantTools {
   constructor(
     @Inject(CONFIG) private readonly config: TapyardConfig,
     private readonly pipelines: PipelinesService,
+    private readonly pipelinePolicy: PipelinePolicy,
     private readonly discovery: SchemaDiscoveryService,
     private readonly uploads: UploadService,
     private readonly status: StatusService,
     private readonly taps: TapsService,
     private readonly tapsRepo: TapsRepository,
     private readonly runner: TapRunner,
+    private readonly tapPolicy: TapPolicy,
     private readonly authoring: TapAuthoringService,
     private readonly search: SearchService,
     private readonly nl: NlQueryService,
@@ -250,13 +246,13 @@ export class AssistantTools {
             ...(name ? await this.pipelineTarget(ctx.env, name) : []),
             incoming,
           ]);
-          // As the route: a section naming a secret sends its credentials where the pipeline says.
-          const named = namedSecrets(body.destination as Record<string, unknown> | undefined);
-          if (named.length > 0)
-            access.require('use', 'secret', {}, `to hand secret '${named[0]}' to a destination`);
+          // Refused before the user is asked, as the route would refuse it (the save checks again).
+          this.pipelinePolicy.assertMaySave(access, {
+            destination: body.destination as PipelineConfigDto['destination'],
+          });
           const dto = await validated(PipelineConfigDto, body);
           return async () => {
-            const saved = await this.pipelines.save(ctx.env, dto);
+            const saved = await this.pipelines.save(ctx.env, dto, access);
             this.codegen.afterSave(ctx.env, saved.name);
             return { status: 'ok', ...saved };
           };
@@ -329,22 +325,7 @@ export class AssistantTools {
               pipeline,
               att.filename,
               body,
-              (name, def) => {
-                access.assertVisible(
-                  'upload',
-                  'pipeline',
-                  pipelineFields(def),
-                  `pipeline '${name}' does not exist`,
-                );
-                const vs = def.destination.vectorStore;
-                if (isDocumentPipeline(def) && vs)
-                  access.require(
-                    'upload',
-                    'document',
-                    { collection: vs.collection },
-                    `for collection '${vs.collection}'`,
-                  );
-              },
+              access,
             );
             return { pipelineToken };
           };
@@ -405,29 +386,22 @@ export class AssistantTools {
         prepare: async (ctx, a) => {
           const name = text(a, 'name');
           const access = ctx.gate.check('test_tap', 'tap:run', await this.tapTargetOrNew(ctx.env, name));
-          const stored = await this.tapsRepo.find(ctx.env, name);
           const script = text(a, 'script', false) || undefined;
           const testLimit = optionalInt(a, 'testLimit', 20, 1_000_000);
-          const tap = this.taps.merge(stored, { name });
           if (script === undefined) {
             // The stored code as it is, with its secret: what tap:run allows on the route too.
-            return () => this.runner.test(ctx.env, tap, undefined, testLimit, access.caller);
+            return async () => (await this.runner.testAs(access, ctx.env, { name }, testLimit)).result;
           }
           // Code the model wrote may come from whatever it read: it never gets a secret, even confirmed
           // by a holder of secret:use (who can save the tap to hand it one).
-          const note = tap.secretName
-            ? `an inline script from the assistant runs without secrets: secret '${tap.secretName}' of tap '${name}' was not given to it`
+          const stored = await this.tapsRepo.find(ctx.env, name);
+          const note = stored?.secretName
+            ? `an inline script from the assistant runs without secrets: secret '${stored.secretName}' of tap '${name}' was not given to it`
             : 'an inline script from the assistant runs without secrets';
-          return async () => ({
-            ...(await this.runner.test(
-              ctx.env,
-              { ...tap, secretName: null },
-              script,
-              testLimit,
-              access.caller,
-            )),
-            note,
-          });
+          return async () => {
+            const body = { name, script, secretName: null };
+            return { ...(await this.runner.testAs(access, ctx.env, body, testLimit)).result, note };
+          };
         },
       },
       {
@@ -448,9 +422,10 @@ export class AssistantTools {
           const tapType =
             a.tapType === 'document' ? 'document' : a.tapType === 'structured' ? 'structured' : undefined;
           const target = await this.tapTargetOrNew(ctx.env, tapName, tapType);
-          ctx.gate.check('generate_tap_script', 'tap:update', target);
+          const access = ctx.gate.check('generate_tap_script', 'tap:update', target);
           const description = text(a, 'description');
-          return () => this.authoring.generate(ctx.env, { tapName, description, tapType }, ctx.signal);
+          return () =>
+            this.authoring.generate(ctx.env, { tapName, description, tapType }, access, ctx.signal);
         },
       },
       {
@@ -487,20 +462,9 @@ export class AssistantTools {
         prepare: async (ctx, a) => {
           const name = text(a, 'name');
           const access = ctx.gate.check('run_tap', 'tap:run', await this.tapTarget(ctx.env, name));
-          const tap = await this.taps.get(ctx.env, name);
-          if (tap.targetPipeline) {
-            const found = await this.pipelines.find(ctx.env, tap.targetPipeline);
-            if (found) {
-              access.assertVisible(
-                'upload',
-                'pipeline',
-                pipelineFields(found.definition),
-                `pipeline '${tap.targetPipeline}' does not exist`,
-              );
-            }
-          }
-          return () =>
-            this.runner.run(ctx.env, name, { mode: 'run', trigger: 'manual', caller: access.caller });
+          // Refused before the user is asked, as the route would refuse it (the run checks again).
+          await this.tapPolicy.assertMayRun(access, ctx.env, await this.taps.get(ctx.env, name));
+          return () => this.runner.run(ctx.env, name, { mode: 'run', trigger: 'manual', access });
         },
       },
       {

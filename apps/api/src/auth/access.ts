@@ -1,5 +1,5 @@
 import { Logger } from 'pino';
-import { Action, Identity, Resource, ScopeFields, canOn } from '@tapyard/auth';
+import { AccessCheck, Action, Identity, Resource, ScopeFields, canOn } from '@tapyard/auth';
 import { ForbiddenError, NotFoundError } from '@tapyard/core';
 
 export type Outcome = 'grant' | 'would-deny' | 'deny' | 'unmapped';
@@ -25,7 +25,7 @@ export class AuditLog {
  * What the current caller may see and do, for handlers that check per item (listings) or learn the
  * resource only while handling (an upload's pipeline field). Anonymous callers may do everything.
  */
-export class Access {
+export class Access implements AccessCheck {
   constructor(
     readonly identity: Identity,
     private readonly enforce: boolean,

@@ -15,13 +15,7 @@ import {
 import type { Request } from 'express';
 import { SchemaDiscoveryService, UploadService } from '@tapyard/ingestion';
 import { PipelineDeletionService } from '@tapyard/pipeline-deletion';
-import {
-  PipelineConfigDto,
-  PipelineDefinition,
-  PipelinesService,
-  isDocumentPipeline,
-  namedSecrets,
-} from '@tapyard/pipelines';
+import { PipelineConfigDto, PipelineDefinition, PipelinesService } from '@tapyard/pipelines';
 import { PipelineAdviceService } from '@tapyard/pipeline-advice';
 import { CodegenService } from '@tapyard/codegen';
 import { ErrorBodyDto } from '../http/error-body.dto';
@@ -81,11 +75,7 @@ export class PipelinesController {
     @RequestAccess() access: Access,
     @Body() body: PipelineConfigDto,
   ): Promise<SavePipelineResultDto> {
-    // A sink sends its secret's credentials to the address the pipeline names: like giving a secret to code.
-    const named = namedSecrets(body.destination);
-    if (named.length > 0)
-      access.require('use', 'secret', {}, `to hand secret '${named[0]}' to a destination`);
-    const saved = await this.pipelines.save(env, body);
+    const saved = await this.pipelines.save(env, body, access);
     this.codegen.afterSave(env, saved.name);
     return { status: 'ok', ...saved };
   }
@@ -171,19 +161,7 @@ export class PipelinesController {
     @RequestAccess() access: Access,
     @Req() req: Request,
   ): Promise<string> {
-    return this.uploads.upload(env, req, (name, def) => {
-      access.assertVisible('upload', 'pipeline', pipelineFields(def), `pipeline '${name}' does not exist`);
-      // Documents land in a vector-store collection: that needs document:upload on it too (spec).
-      const vs = def.destination.vectorStore;
-      if (isDocumentPipeline(def) && vs) {
-        access.require(
-          'upload',
-          'document',
-          { collection: vs.collection },
-          `for collection '${vs.collection}'`,
-        );
-      }
-    });
+    return this.uploads.upload(env, req, access);
   }
 
   @Post('pipeline/generate')

@@ -15,7 +15,6 @@ import {
   ScriptResult,
   TapAuthoringService,
 } from '@tapyard/tap-authoring';
-import { TapsRepository } from '@tapyard/taps';
 import { ErrorBodyDto } from '../http/error-body.dto';
 import { RequestAccess, RequestEnvironment, RequestSignal } from '../http/environment.decorator';
 import { Access } from '../auth/access';
@@ -46,10 +45,7 @@ const CHECKS =
 @ApiTags('taps')
 @Controller('tap')
 export class TapAuthoringController {
-  constructor(
-    private readonly authoring: TapAuthoringService,
-    private readonly repo: TapsRepository,
-  ) {}
+  constructor(private readonly authoring: TapAuthoringService) {}
 
   @Post('brainstorm')
   @HttpCode(200)
@@ -107,9 +103,7 @@ export class TapAuthoringController {
     @Body() body: GenerateDto,
     @RequestSignal() signal: AbortSignal,
   ): Promise<ScriptResult> {
-    // Writing code for a secret prepares handing it over: the same capability as saving it with one.
-    if (body.secretName?.trim()) access.require('use', 'secret', {}, 'to write code for a secret');
-    return this.authoring.generate(env, body, signal);
+    return this.authoring.generate(env, body, access, signal);
   }
 
   @Post('fix')
@@ -168,22 +162,12 @@ export class TapAuthoringController {
   @ApiOkResponse({ type: OptimizeResultDto })
   @ApiUnprocessableEntityResponse({ type: ErrorBodyDto, description: CHECKS })
   @ApiServiceUnavailableResponse({ type: ErrorBodyDto, description: NO_PROVIDER })
-  async optimize(
+  optimize(
     @RequestEnvironment() env: string,
     @RequestAccess() access: Access,
     @Body() body: OptimizeDto,
     @RequestSignal() signal: AbortSignal,
   ): Promise<OptimizeResult> {
-    if (body.verify) {
-      const stored = await this.repo.find(env, body.tapName);
-      access.require(
-        'run',
-        'tap',
-        { catalog: stored?.catalog ?? null, type: stored?.tapType ?? 'structured' },
-        'to verify an optimisation by testing it',
-      );
-      if (stored?.secretName) access.require('use', 'secret', {}, "to run new code with the tap's secret");
-    }
-    return this.authoring.optimize(env, body, access.caller, signal);
+    return this.authoring.optimize(env, body, access, signal);
   }
 }

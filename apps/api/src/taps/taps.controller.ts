@@ -8,8 +8,6 @@ import {
   ApiTags,
   ApiUnprocessableEntityResponse,
 } from '@nestjs/swagger';
-import { ValidationError } from '@tapyard/core';
-import { PipelinesService, pipelineScope } from '@tapyard/pipelines';
 import { CronResult, TapAuthoringService } from '@tapyard/tap-authoring';
 import {
   LedgerEntry,
@@ -24,8 +22,6 @@ import {
   TapWithScript,
   TestResult,
   TestTapDto,
-  changesCode,
-  isScriptOf,
 } from '@tapyard/taps';
 import { ErrorBodyDto } from '../http/error-body.dto';
 import { RequestAccess, RequestEnvironment, RequestSignal } from '../http/environment.decorator';
@@ -60,7 +56,6 @@ export class TapsController {
     private readonly runner: TapRunner,
     private readonly ledger: LedgerService,
     private readonly repo: TapsRepository,
-    private readonly pipelines: PipelinesService,
     private readonly authoring: TapAuthoringService,
   ) {}
 
@@ -109,16 +104,12 @@ export class TapsController {
     description:
       'Invalid name, cron expression or package; tapType change; document-tap compatibility violation',
   })
-  async save(
+  save(
     @RequestEnvironment() env: string,
     @RequestAccess() access: Access,
     @Body() body: TapConfigDto,
   ): Promise<TapConfig> {
-    const current = await this.repo.find(env, body.name);
-    const next = this.taps.merge(current, body);
-    if (next.secretName && changesCode(current, next, body.script !== undefined)) requireSecretUse(access);
-    await this.assertMayFeed(env, access, next.targetPipeline);
-    return this.taps.save(env, body, access.caller);
+    return this.taps.save(env, body, access);
   }
 
   @Delete('tap')
@@ -132,9 +123,7 @@ export class TapsController {
   @ApiOkResponse({ type: DeleteTapResultDto })
   @ApiNotFoundResponse({ type: ErrorBodyDto })
   async remove(@RequestEnvironment() env: string, @Query() q: TapQueryDto): Promise<DeleteTapResultDto> {
-    // Clearing the ledger of a tap that does not exist removes nothing; delete() answers the 404.
-    const ledgerEntriesDeleted = await this.ledger.clear(env, q.name);
-    await this.taps.delete(env, q.name);
+    const { ledgerEntriesDeleted } = await this.taps.delete(env, q.name);
     return { status: 'ok', tap: q.name, ledgerEntriesDeleted };
   }
 
@@ -157,16 +146,7 @@ export class TapsController {
     @Body() body: TestTapDto,
     @RequestSignal() signal: AbortSignal,
   ): Promise<TestResult> {
-    const stored = body.name ? await this.repo.find(env, body.name) : null;
-    const tap = this.taps.merge(stored, body);
-    if (body.scriptPath && !isScriptOf(tap.name, body.scriptPath.trim())) {
-      throw new ValidationError(`scriptPath must be one of the scripts of tap '${tap.name}'`, [
-        { field: 'scriptPath', problem: 'is not a script of this tap' },
-      ]);
-    }
-    // Testing a stored tap as it is needs tap:run only; other code with a secret needs secret:use.
-    if (tap.secretName && changesCode(stored, tap, body.script !== undefined)) requireSecretUse(access);
-    const result = await this.runner.test(env, tap, body.script, q.testLimit ?? 0, access.caller);
+    const { tap, result } = await this.runner.testAs(access, env, body, q.testLimit ?? 0);
     const script = body.script ?? (await this.taps.liveScript(env, tap));
     return { ...result, aiExplanation: await this.authoring.explain(env, tap, script, result, signal) };
   }
@@ -194,15 +174,7 @@ export class TapsController {
     @Body() body: RunTapDto,
     @RequestSignal() signal: AbortSignal,
   ): Promise<RunResult> {
-    if (body.mode === 'run') {
-      const tap = await this.taps.get(env, body.name);
-      await this.assertMayFeed(env, access, tap.targetPipeline);
-    }
-    const result = await this.runner.run(env, body.name, {
-      mode: body.mode,
-      trigger: 'manual',
-      caller: access.caller,
-    });
+    const result = await this.runner.run(env, body.name, { mode: body.mode, trigger: 'manual', access });
     if (result.status !== 'error' && !(result.status === 'success' && result.recordCount === 0))
       return result;
     const tap = await this.taps.getWithScript(env, body.name);
@@ -303,24 +275,4 @@ export class TapsController {
     await this.taps.get(env, q.name);
     return { status: 'ok', deleted: await this.ledger.clear(env, q.name) };
   }
-
-  /**
-   * A tap feeds its target pipeline, so saving one and running one need
-   * pipeline:upload on that pipeline. A pipeline outside the caller's scope is answered as absent.
-   */
-  private async assertMayFeed(env: string, access: Access, pipeline: string): Promise<void> {
-    if (!pipeline) return;
-    const found = await this.pipelines.find(env, pipeline);
-    if (!found) return; // a structured tap may be saved before its pipeline; a run answers its own 400
-    access.assertVisible(
-      'upload',
-      'pipeline',
-      pipelineScope(found.definition),
-      `pipeline '${pipeline}' does not exist`,
-    );
-  }
-}
-
-function requireSecretUse(access: Access): void {
-  access.require('use', 'secret', {}, 'to give a secret to code it changes or runs');
 }
