@@ -8,7 +8,7 @@ import { ParquetReader } from 'parquetjs-lite';
  * (`POST /api/2.0/sql/statements`, `GET …/{id}`), for the statements the loader sends: `SELECT 1`,
  * `CREATE TABLE IF NOT EXISTS`, and `COPY INTO … FROM '<dir>' FILEFORMAT = PARQUET` with
  * `mergeSchema` and the warehouse's load history (a file loaded once is skipped after). No registry
- * ships a Databricks server; what this does not cover is listed in the README.
+ * ships a Databricks server; what this does not cover is listed in docs/testing.md.
  */
 export class DatabricksDouble {
   readonly token = `dapi-${Math.random().toString(36).slice(2)}`;

@@ -1,7 +1,7 @@
 import { FULL_ACCESS } from './capability';
 
 /**
- * Issuance templates. Why each grants what it does is in the README ("Capabilities and templates").
+ * Issuance templates. Why each grants what it does is in docs/auth.md ("Templates").
  * Keys and users are never in a template below full access: administering access is admin work.
  */
 export const TEMPLATES = {

@@ -69,7 +69,7 @@ export const ALLOWED_IMPORTS: readonly string[] = [
   'zoneinfo',
 ];
 
-/** The contract as the model reads it (and README documents it). */
+/** The contract as the model reads it (and docs/codegen.md documents it). */
 export function contractText(kind: CodegenKind, columns: readonly SchemaField[]): string {
   const cols = columns.map((c) => `  - ${c.name}: ${c.type} (${PY_TYPES[c.type]})`).join('\n');
   const common =

@@ -206,7 +206,7 @@ export class QueryRunner implements OnModuleDestroy {
     if (exists.rowCount === 0) {
       throw new ServiceUnavailableError(
         'postgres',
-        `the query role '${role}' does not exist; scripts/services creates it (see README, "Natural-language SQL")`,
+        `the query role '${role}' does not exist; scripts/services creates it (see docs/query.md)`,
       );
     }
     return role;
@@ -225,7 +225,7 @@ export class QueryRunner implements OnModuleDestroy {
     if (installed.rowCount === 0) {
       throw new ServiceUnavailableError(
         'postgres',
-        'the function tapyard.query_role that gives each tenant its own query role is not installed; scripts/services installs it (see README, "Natural-language SQL")',
+        'the function tapyard.query_role that gives each tenant its own query role is not installed; scripts/services installs it (see docs/query.md)',
       );
     }
     const res = await client.query<{ role: string }>('SELECT tapyard.query_role($1) AS role', [env]);

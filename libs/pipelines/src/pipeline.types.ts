@@ -65,7 +65,7 @@ export type TransformationStep =
   | { op: 'rename'; from: string; to: string }
   | { op: 'cast'; column: string; type: FieldType }
   | { op: 'drop'; column: string }
-  /** `expression`: a column name, a literal, or a simple expression (see README "Transformations"). */
+  /** `expression`: a column name, a literal, or a simple expression (see docs/pipelines.md, "Configuration"). */
   | { op: 'derive'; column: string; type: FieldType; expression: string };
 
 export const OBJECT_FORMATS = ['parquet', 'csv', 'jsonl'] as const;

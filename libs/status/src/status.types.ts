@@ -12,7 +12,7 @@ export const PROCESS_NAMES = [
   'RestEndpointRunner',
   // Documents: written into a vector store (parsing reports as DataQuality, chunking and embedding as Transformation).
   'VectorStoreLoader',
-  // Warehouses (beyond the spec's names, documented in the README): staged files loaded with COPY INTO.
+  // Warehouses (beyond the spec's names, documented in docs/destinations.md): staged files loaded with COPY INTO.
   'SnowflakeLoader',
   'DatabricksLoader',
 ] as const;

@@ -9,7 +9,7 @@ import type { VectorStore } from './vector-store';
 import { VectorStoreInputError } from './vector-store.errors';
 
 /**
- * The vector stores of an environment: each configured by the secret named after it (README, "Vector
+ * The vector stores of an environment: each configured by the secret named after it (docs/documents.md, "Vector
  * store secrets"), pgvector also by the operator's PGVECTOR_URL. A secret's address is a caller's
  * choice and passes the egress policy; the operator's own address does not need to.
  */
@@ -58,7 +58,7 @@ export class VectorStoresService implements OnModuleDestroy {
     if (!store) {
       throw new ServiceUnavailableError(
         name,
-        `vector store ${name} is not configured in environment '${environment}': create the secret '${name}' (see README, "Vector store secrets")`,
+        `vector store ${name} is not configured in environment '${environment}': create the secret '${name}' (see docs/documents.md, "Vector store secrets")`,
       );
     }
     return store;

@@ -5,7 +5,7 @@ export const VECTOR_STORES = ['qdrant', 'weaviate', 'milvus', 'chroma', 'pgvecto
 export type VectorStoreKey = (typeof VECTOR_STORES)[number];
 
 /**
- * Readiness of a vector store configured by the secret named after it (see README, "Vector store
+ * Readiness of a vector store configured by the secret named after it (see docs/documents.md, "Vector store
  * secrets"): the store's own plug-in makes one real call through its official client (Qdrant and
  * Weaviate list collections, Milvus lists collections over gRPC, Chroma's heartbeat, pgvector checks
  * the `vector` extension), through the egress policy like every other call to that address.
