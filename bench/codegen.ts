@@ -18,19 +18,16 @@ import { join } from 'node:path';
 import {
   DB_URL,
   NARROW_COLUMNS,
-  platformEnv,
+  benchTarget,
   sleep,
-  startApp,
+  startPlatform,
   uploadFile,
   waitForRollup,
-  waitHttp,
   writeCsv,
 } from './support';
 
 const ROWS = Number(process.env.BENCH_CODEGEN_ROWS ?? 200_000);
-const PORT = 20000 + Math.floor(Math.random() * 1000);
-const BASE = `http://127.0.0.1:${PORT}/api/v1`;
-const ENV = `benchcg-${Date.now().toString(36)}`;
+const { PORT, BASE, ENV } = benchTarget('benchcg');
 
 const CHECK = 'def check(rows):\n    return [None] * len(rows)\n';
 const TRANSFORM =
@@ -109,14 +106,11 @@ async function load(file: string, name: string): Promise<number> {
 async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'tapyard-bench-codegen-'));
   const model = await modelStandIn();
-  const env = platformEnv(ENV, PORT, DB_URL, dir, {
+  const platform = await startPlatform(ENV, PORT, dir, {
     CSV_FAST_PATH: 'false',
     TAP_EGRESS_ALLOW: model.address,
   });
-  const api = startApp('api', env);
-  const worker = startApp('worker', env);
   try {
-    await waitHttp(`${BASE}/version`);
     await call('PUT', '/secrets/ai', { provider: 'openai-compatible', baseUrl: model.url, model: 'bench' });
     const file = join(dir, 'narrow.csv');
     await writeCsv(file, ROWS, NARROW_COLUMNS);
@@ -146,8 +140,7 @@ async function main(): Promise<void> {
       `transformation (+1 column): ${derived.toFixed(2)} s  ${rate(derived)}  ratio ${(plain / derived).toFixed(2)}`,
     );
   } finally {
-    api.kill();
-    worker.kill();
+    await platform.stop();
     model.close();
     await rm(dir, { recursive: true, force: true });
   }

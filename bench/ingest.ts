@@ -22,12 +22,11 @@ import {
   DB_URL,
   NARROW_COLUMNS,
   benchPipeline,
-  platformEnv,
+  benchTarget,
   sleep,
-  startApp,
+  startPlatform,
   uploadFile,
   waitForRollup,
-  waitHttp,
   writeCsv,
 } from './support';
 
@@ -36,9 +35,7 @@ const SCALE = Number(process.env.BENCH_SCALE_CHECK ?? 4);
 const MONGO_RECORDS = Number(process.env.BENCH_MONGO_RECORDS ?? 1_000_000);
 const MONGO_URI = process.env.BENCH_MONGODB_URI ?? 'mongodb://127.0.0.1:27017';
 const POLL_SECONDS = Number(process.env.BENCH_POLL_SECONDS ?? 5);
-const PORT = 18000 + Math.floor(Math.random() * 1000);
-const BASE = `http://127.0.0.1:${PORT}/api/v1`;
-const ENV = `bench-${Date.now().toString(36)}`;
+const { PORT, BASE, ENV } = benchTarget('bench');
 /** Peak resident set of a process (VmHWM), in MB. */
 function peakRssMb(pid: number): number {
   const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -140,11 +137,9 @@ async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'tapyard-bench-'));
   const pg = new Client({ connectionString: DB_URL });
   await pg.connect();
-  const env = platformEnv(ENV, PORT, DB_URL, dir, { MONGODB_URI: MONGO_URI });
-  const api = startApp('api', env);
-  const worker = startApp('worker', env);
+  const platform = await startPlatform(ENV, PORT, dir, { MONGODB_URI: MONGO_URI });
+  const worker = platform.worker;
   try {
-    await waitHttp(`${BASE}/version`);
     await sleep(1000);
     await pg.query('CREATE SCHEMA IF NOT EXISTS bench');
     // BENCH_DOCUMENTS_ONLY=1: only NDJSON into MongoDB (with the worker's peak RSS).
@@ -224,8 +219,7 @@ async function main(): Promise<void> {
 
     await scaleCheck(dir, worker.pid as number);
   } finally {
-    api.kill('SIGTERM');
-    worker.kill('SIGTERM');
+    await platform.stop();
     await pg.query('DROP SCHEMA IF EXISTS bench CASCADE').catch(() => undefined);
     await pg.end();
     await rm(dir, { recursive: true, force: true });

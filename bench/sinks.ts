@@ -19,24 +19,20 @@ import { Client as Stomp } from '@stomp/stompjs';
 import { TCPWrapper } from '@stomp/tcp-wrapper';
 import { CompressionTypes, Kafka, logLevel } from 'kafkajs';
 import {
-  DB_URL,
   NARROW_COLUMNS,
   ROOT,
-  platformEnv,
+  benchTarget,
   postJson,
-  startApp,
+  startPlatform,
   uploadFile,
   waitForRollup,
-  waitHttp,
   writeCsv,
 } from './support';
 
 const ROWS = Number(process.env.BENCH_SINK_ROWS ?? 200_000);
 // Persistent messages with receipts run at some 1,700/s on the development box: fewer rows, same ratio.
 const AMQ_ROWS = Number(process.env.BENCH_AMQ_ROWS ?? 20_000);
-const PORT = 19000 + Math.floor(Math.random() * 1000);
-const BASE = `http://127.0.0.1:${PORT}/api/v1`;
-const ENV = `benchsink-${Date.now().toString(36)}`;
+const { PORT, BASE, ENV } = benchTarget('benchsink');
 
 function peer(name: string): Record<string, string> {
   const out = execFileSync('bash', [join(ROOT, 'scripts', 'services'), 'up', name], { encoding: 'utf8' });
@@ -163,14 +159,11 @@ async function main(): Promise<void> {
   await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
   const restPort = (receiver.address() as AddressInfo).port;
   const dir = await mkdtemp(join(tmpdir(), 'tapyard-bench-sinks-'));
-  const env = platformEnv(ENV, PORT, DB_URL, dir, {
+  const platform = await startPlatform(ENV, PORT, dir, {
     TAP_EGRESS_ALLOW: `${kafka.brokers},127.0.0.1:${new URL(amq.url).port}`,
     REST_SINK_ALLOW: `127.0.0.1:${restPort}`,
   });
-  const api = startApp('api', env);
-  const worker = startApp('worker', env);
   try {
-    await waitHttp(`${BASE}/version`);
     const put = (name: string, fields: object) =>
       fetch(`${BASE}/secrets/${name}`, {
         method: 'PUT',
@@ -230,8 +223,7 @@ async function main(): Promise<void> {
     await drain(amq, `/queue/bench.${ENV}`);
     await drain(amq, `/queue/bench.bare.${ENV}`);
   } finally {
-    api.kill('SIGTERM');
-    worker.kill('SIGTERM');
+    await platform.stop();
     receiver.close();
     await rm(dir, { recursive: true, force: true });
   }

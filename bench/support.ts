@@ -54,6 +54,48 @@ export function platformEnv(
   };
 }
 
+/** A benchmark's own API address (a random port of a range) and a fresh environment name. */
+export function benchTarget(prefix: string): { PORT: number; BASE: string; ENV: string } {
+  const port = 18000 + Math.floor(Math.random() * 3000);
+  return { PORT: port, BASE: `http://127.0.0.1:${port}/api/v1`, ENV: `${prefix}-${Date.now().toString(36)}` };
+}
+
+export interface BenchPlatform {
+  api: ChildProcess;
+  worker: ChildProcess;
+  /** SIGTERM to both; resolves once both exited. */
+  stop(): Promise<void>;
+}
+
+/** The built API and one worker of an environment, on loopback peers, once the API answers. */
+export async function startPlatform(
+  environment: string,
+  port: number,
+  dir: string,
+  extra: Record<string, string> = {},
+): Promise<BenchPlatform> {
+  const env = platformEnv(environment, port, DB_URL, dir, extra);
+  const api = startApp('api', env);
+  const worker = startApp('worker', env);
+  const stop = async () => {
+    await Promise.all(
+      [api, worker].map(async (p) => {
+        if (p.exitCode !== null || p.signalCode !== null) return;
+        const exited = new Promise((r) => p.once('exit', r));
+        p.kill('SIGTERM');
+        await exited;
+      }),
+    );
+  };
+  try {
+    await waitHttp(`http://127.0.0.1:${port}/api/v1/version`);
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { api, worker, stop };
+}
+
 export async function waitHttp(url: string): Promise<void> {
   for (let i = 0; i < 200; i++) {
     try {

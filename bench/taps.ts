@@ -17,21 +17,18 @@ import { Client } from 'pg';
 import {
   DB_URL,
   benchPipeline,
-  platformEnv,
+  benchTarget,
   postJson,
   sleep,
-  startApp,
+  startPlatform,
   uploadFile,
   waitForRollup,
-  waitHttp,
   writeCsv,
 } from './support';
 
 const RUNS = Number(process.env.BENCH_TAP_RUNS ?? 20);
 const ROWS = Number(process.env.BENCH_TAP_ROWS ?? 1_000_000);
-const PORT = 19000 + Math.floor(Math.random() * 1000);
-const BASE = `http://127.0.0.1:${PORT}/api/v1`;
-const ENV = `benchtap-${Date.now().toString(36)}`;
+const { PORT, BASE, ENV } = benchTarget('benchtap');
 /** The interpreter the platform uses by default (TAP_PYTHON). */
 const PYTHON = process.env.TAP_PYTHON ?? (existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3');
 
@@ -80,11 +77,8 @@ async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'tapyard-bench-taps-'));
   const pg = new Client({ connectionString: DB_URL });
   await pg.connect();
-  const env = platformEnv(ENV, PORT, DB_URL, dir, { TAP_VENV_DIR: join(dir, 'venvs') });
-  const api = startApp('api', env);
-  const worker = startApp('worker', env);
+  const platform = await startPlatform(ENV, PORT, dir, { TAP_VENV_DIR: join(dir, 'venvs') });
   try {
-    await waitHttp(`${BASE}/version`);
     await pg.query('CREATE SCHEMA IF NOT EXISTS bench_taps');
 
     // Empty tap: the first run builds the (empty) venv; the measured runs find it warm.
@@ -125,12 +119,12 @@ async function main(): Promise<void> {
 
     const file = join(dir, 'rows.csv');
     await writeCsv(file, ROWS);
-    const cpu0 = { api: cpuSeconds(api.pid), worker: cpuSeconds(worker.pid) };
+    const cpu0 = { api: cpuSeconds(platform.api.pid), worker: cpuSeconds(platform.worker.pid) };
     const up = await timed(async () => {
       const token = await uploadFile(BASE, file, 'bench_upload');
       await waitForRollup(BASE, `pipelinetoken=${token}`);
     });
-    const cpu1 = { api: cpuSeconds(api.pid), worker: cpuSeconds(worker.pid) };
+    const cpu1 = { api: cpuSeconds(platform.api.pid), worker: cpuSeconds(platform.worker.pid) };
     await postJson(`${BASE}/tap`, { name: 'rows', script: ROWS_SCRIPT, targetPipeline: 'bench_tap' });
     const tap = await timed(async () => {
       const run = await timed(() => postJson<Run>(`${BASE}/tap/run`, { name: 'rows', mode: 'run' }));
@@ -139,7 +133,7 @@ async function main(): Promise<void> {
       const rest = await timed(() => waitForRollup(BASE, `publishertoken=${run.value.publisherToken}`));
       return { scriptMs: run.ms, drainMs: rest.ms };
     });
-    const cpu2 = { api: cpuSeconds(api.pid), worker: cpuSeconds(worker.pid) };
+    const cpu2 = { api: cpuSeconds(platform.api.pid), worker: cpuSeconds(platform.worker.pid) };
     const cpu = (a: number, b: number) => (b - a).toFixed(2);
     console.log(
       `  CPU seconds, upload: API ${cpu(cpu0.api, cpu1.api)}, worker ${cpu(cpu0.worker, cpu1.worker)}; ` +
@@ -174,8 +168,7 @@ async function main(): Promise<void> {
     );
     await sleep(100);
   } finally {
-    api.kill('SIGTERM');
-    worker.kill('SIGTERM');
+    await platform.stop();
     await pg.query('DROP SCHEMA IF EXISTS bench_taps CASCADE').catch(() => undefined);
     await pg.end();
     await rm(dir, { recursive: true, force: true });

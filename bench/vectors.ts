@@ -24,24 +24,13 @@ import type { Embedder } from '@tapyard/embeddings';
 import { CHUNKING_DEFAULTS, VECTOR_STORES, VectorStoreName } from '@tapyard/pipelines';
 import { ChunkRecord, VECTOR_STORE_FACTORIES } from '@tapyard/vector-stores';
 import { zip } from '../test/support/archives';
-import {
-  DB_URL,
-  ROOT,
-  platformEnv,
-  postJson,
-  sleep,
-  startApp,
-  uploadFile,
-  waitForRollup,
-  waitHttp,
-} from './support';
+import { DB_URL, ROOT, benchTarget, postJson, startPlatform, uploadFile, waitForRollup } from './support';
 
 const DOCS = Number(process.env.BENCH_VECTOR_DOCS ?? 200);
 const SEARCH_CHUNKS = Number(process.env.BENCH_VECTOR_SEARCH_CHUNKS ?? 100_000);
 const QUERIES = 200;
 const STORES = (process.env.BENCH_STORES?.split(',') ?? [...VECTOR_STORES]) as VectorStoreName[];
-const PORT = 19000 + Math.floor(Math.random() * 1000);
-const BASE = `http://127.0.0.1:${PORT}/api/v1`;
+const { PORT, BASE } = benchTarget('benchvec');
 
 const WORDS = (
   'policy employee vacation holiday manager request weeks advance quarter carry budget invoice supplier ' +
@@ -151,17 +140,14 @@ async function main(): Promise<void> {
 
     // 3. The platform: uploads into a document pipeline, every job done.
     const env = `benchvec-${store}-${Date.now().toString(36)}`;
-    const appEnv = platformEnv(env, PORT, DB_URL, dir, {
+    const platform = await startPlatform(env, PORT, dir, {
       ...(store === 'pgvector'
         ? { PGVECTOR_URL: fields.connectionString }
         : { TAP_EGRESS_ALLOW: allowList(fields) }),
     });
-    const worker = startApp('worker', appEnv);
-    const api = startApp('api', appEnv);
     let ingestRate: number;
     const collection = `bench_${Date.now().toString(36)}`;
     try {
-      await waitHttp(`${BASE}/version`);
       if (store !== 'pgvector') {
         const put = await fetch(`${BASE}/secrets/${store}`, {
           method: 'PUT',
@@ -183,9 +169,7 @@ async function main(): Promise<void> {
       ingestRate = chunks.length / ((performance.now() - t) / 1000);
       await fetch(`${BASE}/pipeline?pipeline=bench_docs&deleteData=true`, { method: 'DELETE' });
     } finally {
-      api.kill('SIGTERM');
-      worker.kill('SIGTERM');
-      await sleep(500);
+      await platform.stop();
     }
 
     // 4. Search at scale.
