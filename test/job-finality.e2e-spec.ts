@@ -164,4 +164,19 @@ describe('job finality', () => {
     const winner = Number(terminal[0].description.slice('writer '.length));
     expect(r.jobs[0].status).toBe(outcomes[winner]);
   });
+
+  it('writes any text a job carries as it is: quotes, backslashes, placeholders, SQL, other scripts', async () => {
+    const hostile = `it's \\ a $3 'quote' $1; DROP TABLE tapyard.jobs; -- \u00e9\u4e2d\u{1F600} E'\\x00'`;
+    const job = { ...ref(`text-${env}`), filename: `o'neil $2 \\.csv`, publisherToken: `pub'$4` };
+    await status.record(job, 'JobRunner', 'begin', hostile);
+    await status.record(job, 'JobRunner', 'error', hostile, 'error');
+    const { events, rollup: r } = await rollup(job.pipelineToken);
+    expect(events.map((e) => e.description)).toEqual([hostile, hostile]);
+    expect(r.jobs[0]).toMatchObject({
+      filename: job.filename,
+      status: 'error',
+      lastError: expect.anything(),
+    });
+    expect(JSON.stringify(r.jobs[0].lastError)).toContain('DROP TABLE');
+  });
 });

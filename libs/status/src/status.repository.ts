@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
+import { escapeLiteral } from 'pg';
 import { DataSource } from 'typeorm';
 import { JobRef, JobRow, JobStatus, ProcessName, StageState } from './status.types';
 
@@ -55,13 +56,26 @@ export class StatusRepository {
   ): Promise<void> {
     const status = outcome ?? (state === 'error' ? 'error' : 'processing');
     const terminal = status !== 'processing';
-    await this.db.transaction(async (m) => {
-      await m.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [
-        JOB_LOCK_SPACE,
-        `${job.environment}:${job.pipelineToken}`,
-      ]);
-      await m.query(
-        `WITH open AS (
+    const values: (string | number | boolean | null)[] = [
+      job.environment,
+      job.pipeline,
+      job.pipelineToken,
+      job.publisherToken,
+      job.filename,
+      processName,
+      state,
+      description,
+      epoch,
+      status,
+      terminal,
+    ];
+    // One message, one round trip: its statements share an implicit transaction (the lock is held to
+    // its end, an error rolls it all back), and the insert's snapshot is taken after the lock, so it
+    // sees a terminal event another writer committed meanwhile. Without parameters, values are literals.
+    await this.db.query(
+      `SELECT pg_advisory_xact_lock(${JOB_LOCK_SPACE}, hashtext(${literal(`${job.environment}:${job.pipelineToken}`)}));
+       ${inline(
+         `WITH open AS (
          SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM tapyard.jobs
            WHERE environment = $1 AND pipeline_token = $3 AND ended_at IS NOT NULL)
        ), ev AS (
@@ -82,21 +96,9 @@ export class StatusRepository {
          ended_at = CASE WHEN $11 THEN EXCLUDED.last_event_at END,
          last_error_process = COALESCE(EXCLUDED.last_error_process, j.last_error_process),
          last_error_description = COALESCE(EXCLUDED.last_error_description, j.last_error_description)`,
-        [
-          job.environment,
-          job.pipeline,
-          job.pipelineToken,
-          job.publisherToken,
-          job.filename,
-          processName,
-          state,
-          description,
-          epoch,
-          status,
-          terminal,
-        ],
-      );
-    });
+         values,
+       )}`,
+    );
   }
 
   /** Whether the job's terminal event is written: a delivery of it then has nothing left to do. */
@@ -181,4 +183,19 @@ export class StatusRepository {
       return Number(events[1] ?? 0) + Number(jobs[1] ?? 0);
     });
   }
+}
+
+function literal(v: string | number | boolean | null): string {
+  if (v === null) return 'NULL';
+  if (typeof v === 'boolean') return v ? 'TRUE' : 'FALSE';
+  if (typeof v === 'number') {
+    if (!Number.isFinite(v)) throw new Error(`not a finite number: ${v}`);
+    return String(v);
+  }
+  return escapeLiteral(v);
+}
+
+/** `$n` placeholders of a statement replaced by the values as literals (for a multi-statement message). */
+function inline(sql: string, values: (string | number | boolean | null)[]): string {
+  return sql.replace(/\$(\d+)(?!\d)/g, (_, n: string) => literal(values[Number(n) - 1]));
 }
