@@ -186,6 +186,13 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it("reads the tap run debounce: the spec's 5 s by default, 0 turning it off, negatives refused", () => {
+    expect(loadConfig({ TAPYARD_MASTER_KEY: KEY }).taps.debounceMs).toBe(5000);
+    expect(loadConfig({ TAPYARD_MASTER_KEY: KEY, TAP_DEBOUNCE_MS: '0' }).taps.debounceMs).toBe(0);
+    expect(loadConfig({ TAPYARD_MASTER_KEY: KEY, TAP_DEBOUNCE_MS: '250' }).taps.debounceMs).toBe(250);
+    expect(problems({ TAP_DEBOUNCE_MS: '-1' })[0]).toMatch(/^TAP_DEBOUNCE_MS/);
+  });
+
   it('bounds natural-language queries: pool, work_mem and result bytes, defaults and ranges', () => {
     expect(loadConfig({ TAPYARD_MASTER_KEY: KEY }).query).toEqual({
       role: 'tapyard_query',
