@@ -67,7 +67,12 @@ export interface TapyardConfig {
     readonly destinationUrl: string;
   };
   readonly redis: { readonly url: string };
-  readonly mongodb: { readonly uri: string | null; readonly database: string };
+  readonly mongodb: {
+    readonly uri: string | null;
+    readonly database: string;
+    /** How long the driver looks for a server (and waits for a connection) before a load fails. */
+    readonly timeoutMs: number;
+  };
   readonly objectStore: {
     readonly endpoint: string | null;
     readonly accessKey: string;
@@ -442,7 +447,11 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
         r.url('POSTGRES_DESTINATION_URL', null, ['postgres', 'postgresql']) ?? databaseUrl ?? '',
     },
     redis: { url: r.url('REDIS_URL', 'redis://127.0.0.1:6379', ['redis', 'rediss']) ?? '' },
-    mongodb: { uri: mongoUri, database: r.string('MONGODB_DATABASE', environment) },
+    mongodb: {
+      uri: mongoUri,
+      database: r.string('MONGODB_DATABASE', environment),
+      timeoutMs: r.int('MONGODB_TIMEOUT_MS', 5000, 100, 600_000),
+    },
     objectStore: {
       endpoint: r.url('OBJECT_STORE_ENDPOINT', null, ['http', 'https']),
       accessKey: r.string('OBJECT_STORE_ACCESS_KEY', ''),
