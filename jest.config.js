@@ -1,9 +1,12 @@
-/** Unit specs live beside the code (libs/**, apps/**); integration and e2e specs in test/. */
-module.exports = {
+/**
+ * Two projects, run together by `npm test` into one report:
+ * - `unit`: specs beside the code (libs/**, apps/**); no local peers needed, so no globalSetup;
+ * - `e2e`: integration and e2e specs in test/, against the local peers of scripts/services.
+ * `npx jest --selectProjects unit` runs the first alone on a machine without those peers.
+ */
+const shared = {
   testEnvironment: 'node',
   rootDir: '.',
-  roots: ['<rootDir>/libs', '<rootDir>/apps', '<rootDir>/test'],
-  testRegex: '.*\\.(spec|e2e-spec)\\.ts$',
   moduleFileExtensions: ['ts', 'js', 'json'],
   transform: {
     '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }],
@@ -14,7 +17,24 @@ module.exports = {
     // (require of ESM), Jest's module loader does not. The project's own uuid (CommonJS, same API) stands in.
     '^uuid$': require.resolve('uuid'),
   },
-  globalSetup: '<rootDir>/test/global-setup.ts',
+};
+
+module.exports = {
+  projects: [
+    {
+      ...shared,
+      displayName: 'unit',
+      roots: ['<rootDir>/libs', '<rootDir>/apps'],
+      testRegex: '.*\\.spec\\.ts$',
+    },
+    {
+      ...shared,
+      displayName: 'e2e',
+      roots: ['<rootDir>/test'],
+      testRegex: '.*\\.(spec|e2e-spec)\\.ts$',
+      globalSetup: '<rootDir>/test/global-setup.ts',
+    },
+  ],
   // A bound, not a schedule: tests wait on conditions and end as soon as they hold; a loaded
   // machine (CI on two shared cores) must not turn a slow run into a failure.
   testTimeout: 120000,

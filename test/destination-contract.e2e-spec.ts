@@ -29,8 +29,12 @@ const FIELDS = [
   { name: 'label', type: 'string' },
   { name: 'amount', type: 'double' },
 ];
-/** Outages: two deliveries, far enough apart for a test to restore the service in between. */
-const RETRY = { LOAD_RETRY_ATTEMPTS: '2', LOAD_RETRY_DELAY_MS: '1500' };
+/**
+ * Outages: two deliveries, far enough apart for a test to restore the service in between; a request
+ * to a cut peer gives up after 10 s (30 s by default), still far above any request to these
+ * loopback peers, so that an outage costs the suite seconds rather than minutes.
+ */
+const RETRY = { LOAD_RETRY_ATTEMPTS: '2', LOAD_RETRY_DELAY_MS: '1500', SINK_REQUEST_TIMEOUT_MS: '10000' };
 
 /** Row i: a quoted label with a comma now and then, and a null amount every 7th row. */
 function row(i: number): Row {

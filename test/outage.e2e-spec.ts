@@ -6,7 +6,8 @@ import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { uniqueEnvironment } from './support/env';
 import { PrivateFerretDb } from './support/ferretdb';
 import { closedPort } from './support/net';
-import { upload, waitForJob } from './support/ingest';
+import { RollupAnswer, upload, waitForJob } from './support/ingest';
+import { until } from './support/wait';
 
 /** A MongoDB that goes away mid-job: retried loads once it is back, or an error naming it. */
 describe('destination outage during a load (private FerretDB)', () => {
@@ -37,6 +38,8 @@ describe('destination outage during a load (private FerretDB)', () => {
     const flags = {
       TAPYARD_ENV: env,
       MONGODB_URI: ferret.uri,
+      // A delivery gives up on an absent server after 1 s (5 s by default): the same retries, sooner.
+      MONGODB_TIMEOUT_MS: '1000',
       LOAD_RETRY_ATTEMPTS: '6',
       LOAD_RETRY_DELAY_MS: '500',
       STATUS_PROGRESS_MS: '10',
@@ -72,8 +75,11 @@ describe('destination outage during a load (private FerretDB)', () => {
     // only this makes sure its first delivery cannot reach MongoDB.
     await ferret.stop();
     const token = await upload(api.http, 'docs', ndjson, 'docs.ndjson');
-    // Longer than the driver's 5 s server selection: the load itself fails and is retried.
-    await new Promise((r) => setTimeout(r, 6500));
+    // Down until the load itself has failed (the driver's server selection) and is to be retried.
+    await until('a retry of the MongoDB load', async () => {
+      const res = await api.http.get('/api/v1/pipeline/status').query({ pipelinetoken: token }).expect(200);
+      return (res.body as RollupAnswer['events']).some((e) => /mongodb.*will retry/.test(e.description));
+    });
     await ferret.start();
     const { rollup, events } = await waitForJob(api.http, token, 90000);
     expect(rollup.status).toBe('success');

@@ -1,8 +1,8 @@
-import { Kafka, logLevel } from 'kafkajs';
 import { Client } from 'pg';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { TEST_DATABASE_URL, uniqueEnvironment } from './support/env';
 import { upload, waitForJob } from './support/ingest';
+import { readTopic } from './support/kafka-topic';
 import { RestSink } from './support/rest-sink';
 import { StompCollector } from './support/stomp-collector';
 import { peerFields } from './support/vector-peers';
@@ -24,37 +24,6 @@ describe('sinks: one job fans out to PostgreSQL, Kafka, ActiveMQ and REST', () =
   const amqFields = () => peerFields('activemq');
   const csv = (n: number) =>
     `id,city\n${Array.from({ length: n }, (_, i) => `${i + 1},c${i % 7}`).join('\n')}\n`;
-
-  async function kafkaRecords(topic: string) {
-    const kafka = new Kafka({
-      clientId: 'fanout-test',
-      brokers: [kafkaBrokers()],
-      logLevel: logLevel.NOTHING,
-    });
-    const consumer = kafka.consumer({
-      groupId: `fan-${Math.random().toString(36).slice(2)}`,
-      readUncommitted: false,
-    });
-    const out: { key: string | null; value: Record<string, unknown>; headers: Record<string, string> }[] = [];
-    let last = Date.now();
-    await consumer.connect();
-    await consumer.subscribe({ topics: [topic], fromBeginning: true });
-    await consumer.run({
-      eachMessage: async ({ message }) => {
-        out.push({
-          key: message.key ? String(message.key) : null,
-          value: JSON.parse(String(message.value)) as Record<string, unknown>,
-          headers: Object.fromEntries(Object.entries(message.headers ?? {}).map(([k, v]) => [k, String(v)])),
-        });
-        last = Date.now();
-      },
-    });
-    const started = Date.now();
-    while (Date.now() - last < 1500 || Date.now() - started < 2500)
-      await new Promise((r) => setTimeout(r, 100));
-    await consumer.disconnect();
-    return out;
-  }
 
   beforeAll(async () => {
     await sink.start();
@@ -119,7 +88,7 @@ describe('sinks: one job fans out to PostgreSQL, Kafka, ActiveMQ and REST', () =
     expect(Number((await pg.query(`SELECT count(*) FROM "${schema}".all`)).rows[0].count)).toBe(120);
     expect(sink.rows('/all')).toHaveLength(120);
 
-    const fromKafka = await kafkaRecords(`fan.${env}.all`);
+    const fromKafka = await readTopic(kafkaBrokers(), `fan.${env}.all`);
     expect(fromKafka.map((m) => m.value.id).sort((a, b) => Number(a) - Number(b))).toEqual(
       Array.from({ length: 120 }, (_, i) => i + 1),
     );
@@ -147,7 +116,7 @@ describe('sinks: one job fans out to PostgreSQL, Kafka, ActiveMQ and REST', () =
       'RestEndpointRunner',
     ]);
     expect(Number((await pg.query(`SELECT count(*) FROM "${schema}".partial`)).rows[0].count)).toBe(30);
-    expect(await kafkaRecords(`fan.${env}.partial`)).toHaveLength(30);
+    expect(await readTopic(kafkaBrokers(), `fan.${env}.partial`)).toHaveLength(30);
     expect(await amq.settled(`/queue/fan.${env}.partial`)).toHaveLength(30);
   });
 

@@ -1,6 +1,7 @@
 import { Pool } from 'pg';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { TEST_DATABASE_URL, TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
+import { until } from './support/wait';
 
 interface Run {
   trigger: string;
@@ -10,8 +11,6 @@ interface Run {
   publisherToken: string | null;
   persisted: boolean;
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Quartz schedules fired by workers: one run per fire time, misfires, changes without restart. */
 describe('tap schedules (two workers, real Postgres)', () => {
@@ -30,6 +29,21 @@ describe('tap schedules (two workers, real Postgres)', () => {
         name,
       ])
     ).rows[0]?.next_fire_at ?? null;
+  const scheduledSince = async (name: string, since: number): Promise<Run[]> =>
+    (await runs(name)).filter((r) => r.trigger === 'schedule' && Date.parse(r.startedAt) >= since);
+  /**
+   * Waits until the workers have fired `n` runs of the every-second 'heartbeat' tap: n scheduler
+   * rounds at n distinct seconds went by. What a test then finds not fired was due and passed over:
+   * a wait on the workers' work, not on the clock.
+   */
+  const schedulerRounds = async (n: number): Promise<void> => {
+    const since = Date.now();
+    await api.http.post('/api/v1/tap').send({ name: 'heartbeat', enabled: true }).expect(200);
+    await until(`${n} heartbeat runs`, async () => (await scheduledSince('heartbeat', since)).length >= n);
+    await api.http.post('/api/v1/tap').send({ name: 'heartbeat', enabled: false }).expect(200);
+  };
+  const running = async (name: string): Promise<boolean> =>
+    (await runs(name)).some((r) => r.status === 'running');
 
   beforeAll(async () => {
     api = await startApi(flags);
@@ -45,6 +59,15 @@ describe('tap schedules (two workers, real Postgres)', () => {
         destination: { database: { schema: 'public', table: `ticks_${env.replace(/[^a-z0-9]/g, '_')}` } },
       })
       .expect(200);
+    await api.http
+      .post('/api/v1/tap')
+      .send({
+        name: 'heartbeat',
+        script: 'def fetch():\n    return []\n',
+        cronExpression: '* * * * * ?',
+        enabled: false,
+      })
+      .expect(200);
   }, 60000);
   afterAll(async () => {
     await Promise.all(workers.map((w) => w.close()));
@@ -55,6 +78,7 @@ describe('tap schedules (two workers, real Postgres)', () => {
 
   it('fires each fire time exactly once with two workers, as trigger schedule with a publisher token', async () => {
     workers = [await startWorker(flags), await startWorker(flags)];
+    const createdAt = Date.now();
     await api.http
       .post('/api/v1/tap')
       .send({
@@ -65,14 +89,20 @@ describe('tap schedules (two workers, real Postgres)', () => {
         enabled: true,
       })
       .expect(200);
-    await sleep(9000);
+    await until(
+      'three scheduled runs of every2s, ended',
+      async () => (await scheduledSince('every2s', 0)).filter((r) => r.status !== 'running').length >= 3,
+    );
     await api.http.post('/api/v1/tap').send({ name: 'every2s', enabled: false }).expect(200);
+    const disabledAt = Date.now();
     expect(await nextFireAt('every2s')).toBeNull();
-    await sleep(1500); // a run claimed just before disabling may still be finishing
-    const fired = (await runs('every2s')).filter((r) => r.trigger === 'schedule');
-    // 9 s at one fire per 2 s: 4 or 5 fire times, each run once (a duplicate would double the count).
+    // A run claimed just before disabling may still be finishing.
+    await until('the last every2s run to end', async () => !(await running('every2s')));
+    const fired = await scheduledSince('every2s', 0);
+    // At most one run per fire time (each even second) between saving and disabling the tap.
+    const fireTimes = Math.floor(disabledAt / 2000) - Math.floor(createdAt / 2000);
     expect(fired.length).toBeGreaterThanOrEqual(3);
-    expect(fired.length).toBeLessThanOrEqual(5);
+    expect(fired.length).toBeLessThanOrEqual(fireTimes);
     const starts = fired.map((r) => Date.parse(r.startedAt)).sort((a, b) => a - b);
     // A fire time run twice would start twice within milliseconds; on time, runs are 2 s apart.
     for (let i = 1; i < starts.length; i++) expect(starts[i] - starts[i - 1]).toBeGreaterThan(500);
@@ -81,9 +111,9 @@ describe('tap schedules (two workers, real Postgres)', () => {
       expect(r.persisted).toBe(true);
       expect(r.publisherToken).toMatch(/^[0-9a-f-]{36}$/);
     }
-    // Disabled: nothing more fires.
+    // Disabled: nothing more fires, through rounds spanning an even second.
     const count = (await runs('every2s')).length;
-    await sleep(3000);
+    await schedulerRounds(3);
     expect((await runs('every2s')).length).toBe(count);
   }, 60000);
 
@@ -98,12 +128,11 @@ describe('tap schedules (two workers, real Postgres)', () => {
       })
       .expect(200);
     expect((await nextFireAt('changing'))?.toISOString()).toBe('2099-01-01T00:00:00.000Z');
-    await sleep(2500);
+    await schedulerRounds(2);
     expect(await runs('changing')).toEqual([]);
     await api.http.post('/api/v1/tap').send({ name: 'changing', cronExpression: '* * * * * ?' }).expect(200);
-    await sleep(3500);
+    await until('two runs on the new schedule', async () => (await runs('changing')).length >= 2);
     await api.http.post('/api/v1/tap').send({ name: 'changing', enabled: false }).expect(200);
-    expect((await runs('changing')).length).toBeGreaterThanOrEqual(2);
   }, 30000);
 
   it('closes the history entry of a run whose process stopped', async () => {
@@ -114,10 +143,7 @@ describe('tap schedules (two workers, real Postgres)', () => {
     );
     const worker = await startWorker({ ...flags, TAP_TIMEOUT_MS: '60000' });
     try {
-      for (let i = 0; i < 50; i++) {
-        if (!(await runs('changing')).some((r) => r.status === 'running')) break;
-        await sleep(100);
-      }
+      await until('the stale run to be closed', async () => !(await running('changing')));
     } finally {
       await worker.close();
     }
@@ -147,7 +173,9 @@ describe('tap schedules (two workers, real Postgres)', () => {
     );
     const t0 = Date.now();
     workers = [await startWorker(flags), await startWorker(flags)];
-    await sleep(3000);
+    await until('the catch-up run', async () => (await runs('minutely')).length >= 1);
+    // Rounds after it: a burst for the other missed fire times would show by now.
+    await schedulerRounds(2);
     const fired = await runs('minutely');
     // One catch-up for the five missed fire times; a minute boundary inside the window may add its own run.
     const boundaries = Math.floor(Date.now() / 60000) - Math.floor(t0 / 60000);

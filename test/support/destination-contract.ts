@@ -20,12 +20,12 @@ import {
 } from '@tapyard/destinations';
 import snowflake from 'snowflake-sdk';
 import { DatabricksDouble } from './databricks-double';
-import { Kafka, logLevel } from 'kafkajs';
 import { RestSink } from './rest-sink';
 import { StompCollector } from './stomp-collector';
 import { peerFields } from './vector-peers';
 import { TEST_DATABASE_URL, TEST_MONGODB_URI, TEST_OBJECT_STORE } from './env';
 import { TestMinio } from './minio';
+import { readTopic } from './kafka-topic';
 
 /** A loaded row as the contract compares it: the pipeline's columns only, absent values as null. */
 export type Row = Record<string, string | number | boolean | null>;
@@ -327,34 +327,6 @@ const activemq: DestinationFixture = {
   },
 };
 
-/** Every committed message of a topic, read from the beginning by a fresh read_committed consumer. */
-async function kafkaMessages(brokers: string, topic: string): Promise<Record<string, unknown>[]> {
-  const kafka = new Kafka({ clientId: 'contract', brokers: [brokers], logLevel: logLevel.NOTHING });
-  const admin = kafka.admin();
-  await admin.connect();
-  const exists = (await admin.listTopics()).includes(topic);
-  const ends = exists ? await admin.fetchTopicOffsets(topic) : [];
-  await admin.disconnect();
-  if (!exists || ends.every((p) => p.high === '0')) return [];
-  const consumer = kafka.consumer({ groupId: `contract-${suffix()}`, readUncommitted: false });
-  const out: Record<string, unknown>[] = [];
-  let last = Date.now();
-  await consumer.connect();
-  await consumer.subscribe({ topics: [topic], fromBeginning: true });
-  await consumer.run({
-    eachMessage: async ({ message }) => {
-      out.push(JSON.parse(String(message.value)) as Record<string, unknown>);
-      last = Date.now();
-    },
-  });
-  // Transaction markers take offsets too: read until nothing more comes for a moment.
-  const started = Date.now();
-  while (Date.now() - last < 1500 || Date.now() - started < 2000)
-    await new Promise((r) => setTimeout(r, 100));
-  await consumer.disconnect();
-  return out;
-}
-
 const kafka: DestinationFixture = {
   service: /Kafka/i,
   // Inside the produce requests of the 10,000 rows (GZIP-compressed, some 10 bytes a row on the wire).
@@ -374,10 +346,11 @@ const kafka: DestinationFixture = {
       secrets: { kafka: { brokers: `127.0.0.1:${r.port}` } },
       relay: r,
       destination: (name) => ({ kafka: { secretName: 'kafka', topic: topic(name) } }),
-      rows: async (name, columns) => (await kafkaMessages(brokers, topic(name))).map((d) => pick(d, columns)),
+      rows: async (name, columns) =>
+        (await readTopic(brokers, topic(name))).map((m) => pick(m.value, columns)),
       rejects: (name) => sinkRejects(environment, 'kafka', name),
       present: async (name) => {
-        const n = (await kafkaMessages(brokers, topic(name))).length;
+        const n = (await readTopic(brokers, topic(name))).length;
         return n > 0 ? [`${n} messages on ${topic(name)}`] : [];
       },
       dropped: () => [],

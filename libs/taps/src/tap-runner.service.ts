@@ -23,7 +23,6 @@ import { DocumentsLoad } from './documents-load';
 import { RecordShapeError, RecordSink, SampleSink } from './record-sinks';
 import { RecordsLoad } from './records-load';
 import {
-  DEBOUNCE_MS,
   PersistedReason,
   RunLogEntry,
   RunMode,
@@ -173,7 +172,7 @@ export class TapRunner {
       const claim = await this.repo.claimRun(
         environment,
         name,
-        opts.trigger === 'schedule' ? 0 : DEBOUNCE_MS,
+        opts.trigger === 'schedule' ? 0 : this.config.taps.debounceMs,
       );
       if (!claim.claimed) return this.skipped(environment, tap, entry, claim.previous);
     }
@@ -434,7 +433,7 @@ export class TapRunner {
       ...base(tap, 'run', tap.tapType === 'document' ? 'document' : 'csv'),
       status: 'skipped',
       persistedReason: 'debounced',
-      error: `debounced: the previous run of tap '${tap.name}' started ${ago} s ago (window ${DEBOUNCE_MS / 1000} s)`,
+      error: `debounced: the previous run of tap '${tap.name}' started ${ago} s ago (window ${this.config.taps.debounceMs / 1000} s)`,
     };
     await this.repo.startRun(environment, entry);
     await this.finish(environment, entry, result);

@@ -127,5 +127,3 @@ export interface LedgerEntry {
 export const RUN_HISTORY_LIMIT = 50;
 /** Rows returned by a test-mode run (spec Limits). */
 export const SAMPLE_ROWS = 20;
-/** A second `run` of a tap within this window is skipped (spec Limits). */
-export const DEBOUNCE_MS = 5000;

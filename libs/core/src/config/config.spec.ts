@@ -23,7 +23,7 @@ describe('loadConfig', () => {
     expect(c.database.url).toBe('postgres://postgres@127.0.0.1:5432/tapyard');
     expect(c.database.name).toBe('tapyard');
     expect(c.redis.url).toBe('redis://127.0.0.1:6379');
-    expect(c.mongodb).toEqual({ uri: null, database: 'dev' });
+    expect(c.mongodb).toEqual({ uri: null, database: 'dev', timeoutMs: 5000 });
     expect(c.objectStore.endpoint).toBeNull();
     expect(c.auth).toMatchObject({
       useUserAuth: false,
@@ -184,6 +184,18 @@ describe('loadConfig', () => {
     expect(problems({ SHUTDOWN_TIMEOUT_MS: '60000' })).toEqual([
       'SHUTDOWN_TIMEOUT_MS was replaced by SHUTDOWN_GRACE_SECONDS (seconds, default 30)',
     ]);
+  });
+
+  it('reads the MongoDB driver timeout, bounded', () => {
+    expect(loadConfig({ TAPYARD_MASTER_KEY: KEY, MONGODB_TIMEOUT_MS: '1000' }).mongodb.timeoutMs).toBe(1000);
+    expect(problems({ MONGODB_TIMEOUT_MS: '10' })[0]).toMatch(/^MONGODB_TIMEOUT_MS/);
+  });
+
+  it("reads the tap run debounce: the spec's 5 s by default, 0 turning it off, negatives refused", () => {
+    expect(loadConfig({ TAPYARD_MASTER_KEY: KEY }).taps.debounceMs).toBe(5000);
+    expect(loadConfig({ TAPYARD_MASTER_KEY: KEY, TAP_DEBOUNCE_MS: '0' }).taps.debounceMs).toBe(0);
+    expect(loadConfig({ TAPYARD_MASTER_KEY: KEY, TAP_DEBOUNCE_MS: '250' }).taps.debounceMs).toBe(250);
+    expect(problems({ TAP_DEBOUNCE_MS: '-1' })[0]).toMatch(/^TAP_DEBOUNCE_MS/);
   });
 
   it('bounds natural-language queries: pool, work_mem and result bytes, defaults and ranges', () => {

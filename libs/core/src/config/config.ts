@@ -67,7 +67,12 @@ export interface TapyardConfig {
     readonly destinationUrl: string;
   };
   readonly redis: { readonly url: string };
-  readonly mongodb: { readonly uri: string | null; readonly database: string };
+  readonly mongodb: {
+    readonly uri: string | null;
+    readonly database: string;
+    /** How long the driver looks for a server (and waits for a connection) before a load fails. */
+    readonly timeoutMs: number;
+  };
   readonly objectStore: {
     readonly endpoint: string | null;
     readonly accessKey: string;
@@ -202,6 +207,11 @@ export interface TapsConfig {
   readonly sandboxUids: { readonly first: number; readonly last: number };
   /** How often a worker looks for due schedules; 0 turns scheduling off in that worker. */
   readonly schedulerTickMs: number;
+  /**
+   * A second manual `run` of a tap within this window is skipped (spec Limits: 5 s). Settable so that
+   * suites which only need successive runs need not wait it out; 0 turns the debounce off.
+   */
+  readonly debounceMs: number;
   /** Scheduled runs one worker executes at once. */
   readonly concurrency: number;
   /** Records after which a run's job starts loading while the script still runs (0: never). */
@@ -437,7 +447,11 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
         r.url('POSTGRES_DESTINATION_URL', null, ['postgres', 'postgresql']) ?? databaseUrl ?? '',
     },
     redis: { url: r.url('REDIS_URL', 'redis://127.0.0.1:6379', ['redis', 'rediss']) ?? '' },
-    mongodb: { uri: mongoUri, database: r.string('MONGODB_DATABASE', environment) },
+    mongodb: {
+      uri: mongoUri,
+      database: r.string('MONGODB_DATABASE', environment),
+      timeoutMs: r.int('MONGODB_TIMEOUT_MS', 5000, 100, 600_000),
+    },
     objectStore: {
       endpoint: r.url('OBJECT_STORE_ENDPOINT', null, ['http', 'https']),
       accessKey: r.string('OBJECT_STORE_ACCESS_KEY', ''),
@@ -530,6 +544,7 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
       maxOutputBytes: r.size('TAP_OUTPUT_LIMIT', '4gb'),
       sandboxUids: r.range('TAP_SANDBOX_UIDS', { first: 1_000_000_000, last: 1_000_065_535 }, 1, 2 ** 31 - 1),
       schedulerTickMs: r.int('TAP_SCHEDULER_MS', 1000, 0, 3600000),
+      debounceMs: r.int('TAP_DEBOUNCE_MS', 5000, 0, 3600000),
       concurrency: r.int('TAP_CONCURRENCY', 2, 1, 64),
       streamAfter: r.int('TAP_STREAM_AFTER', 10000, 0, 100_000_000),
     },

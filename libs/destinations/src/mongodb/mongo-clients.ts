@@ -21,7 +21,11 @@ export class MongoClients implements OnModuleDestroy {
   async get(): Promise<mongo.MongoClient> {
     const uri = this.config.mongodb.uri;
     if (uri === null) throw new ServiceUnavailableError('mongodb', 'MongoDB is not configured (MONGODB_URI)');
-    this.client ??= new mongo.MongoClient(uri, { serverSelectionTimeoutMS: 5000, connectTimeoutMS: 5000 })
+    const timeoutMs = this.config.mongodb.timeoutMs;
+    this.client ??= new mongo.MongoClient(uri, {
+      serverSelectionTimeoutMS: timeoutMs,
+      connectTimeoutMS: timeoutMs,
+    })
       .connect()
       .catch((err: unknown) => {
         this.client = null;

@@ -2,15 +2,21 @@ import fc from 'fast-check';
 import { Client } from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { Readable } from 'node:stream';
-import { localDatabaseUrl } from '../../../../test/support/local-peers';
-import type { CsvAttributes, FieldType, PipelineDefinition } from '../../../pipelines/src/pipeline.types';
-import { readCsv } from '../readers/csv-reader';
-import { BatchBuilder, RowPlan } from '../row-plan';
-import { createEncoder } from '../../../destinations/src/postgres/copy-text';
-import { CsvCheckOptions, CsvVerdict, compileCsvCheck, copyCsvOptions, fastPathBlocker } from './csv-check';
-import { csvRows, readerInput } from './csv-rows';
-import { narrowCsv } from './spec-fixtures';
-import { PG_TYPES } from '../../../destinations/src/postgres/postgres.destination';
+import { localDatabaseUrl } from './support/local-peers';
+import { propertyRuns, propertyTimeout } from './support/property-runs';
+import type { CsvAttributes, FieldType, PipelineDefinition } from '../libs/pipelines/src/pipeline.types';
+import { readCsv } from '../libs/ingestion/src/readers/csv-reader';
+import { BatchBuilder, RowPlan } from '../libs/ingestion/src/row-plan';
+import { createEncoder } from '../libs/destinations/src/postgres/copy-text';
+import {
+  CsvCheckOptions,
+  CsvVerdict,
+  compileCsvCheck,
+  copyCsvOptions,
+  fastPathBlocker,
+} from '../libs/ingestion/src/fastpath/csv-check';
+import { csvRows, readerInput } from '../libs/ingestion/src/fastpath/csv-rows';
+import { PG_TYPES } from '../libs/destinations/src/postgres/postgres.destination';
 
 type Attrs = Pick<CsvAttributes, 'delimiter' | 'quote' | 'escape'>;
 const CSV: Attrs = { delimiter: ',', quote: '"', escape: null };
@@ -305,6 +311,14 @@ describe('compileCsvCheck: hand-written cases, checked against PostgreSQL', () =
     );
   });
 });
+
+/**
+ * Runs per property in `npm test` (seeded), a fifth of what they were when each was also time-boxed;
+ * `npm run fuzz` multiplies them (test/support/property-runs.ts).
+ */
+const RUNS_PG = 300;
+const RUNS_FILES = 60;
+const RUNS_REFERENCE = 2000;
 
 describe('compileCsvCheck: property, clean chunks load exactly as the reference path loads them', () => {
   const junk = fc.constantFrom(
@@ -681,114 +695,102 @@ describe('compileCsvCheck: property, clean chunks load exactly as the reference 
     return Buffer.from(text);
   }
 
-  it('holds for random chunks, column types and settings (real PostgreSQL, bounded runs)', async () => {
-    let clean = 0;
-    let runs = 0;
-    await fc.assert(
-      fc.asyncProperty(chunkCase, async (c) => {
-        runs++;
-        const chunk = encode(c);
-        const v = verdict(c.attrs, c.types, chunk);
-        if (!v.clean) return;
-        clean++;
-        const both = await bothPaths(c.attrs, c.types, chunk);
-        expect({ rejected: both.ref.rejected, records: both.ref.records }).toEqual({
-          rejected: 0,
-          records: v.records,
-        });
-        expect(both.viaCsv).toEqual(both.viaRef);
-      }),
-      { numRuns: 1500, seed: 18, interruptAfterTimeLimit: 40_000, markInterruptAsFailure: false },
-    );
-    console.log(`csv-check property: ${clean} clean chunks of ${runs} compared with PostgreSQL`);
-    // The generator must keep producing chunks that exercise `true`.
-    expect(clean).toBeGreaterThan(runs / 5);
-  }, 120_000);
+  it(
+    'holds for random chunks, column types and settings (real PostgreSQL, bounded runs)',
+    async () => {
+      let clean = 0;
+      let runs = 0;
+      await fc.assert(
+        fc.asyncProperty(chunkCase, async (c) => {
+          runs++;
+          const chunk = encode(c);
+          const v = verdict(c.attrs, c.types, chunk);
+          if (!v.clean) return;
+          clean++;
+          const both = await bothPaths(c.attrs, c.types, chunk);
+          expect({ rejected: both.ref.rejected, records: both.ref.records }).toEqual({
+            rejected: 0,
+            records: v.records,
+          });
+          expect(both.viaCsv).toEqual(both.viaRef);
+        }),
+        propertyRuns(RUNS_PG, 18),
+      );
+      console.log(`csv-check property: ${clean} clean chunks of ${runs} compared with PostgreSQL`);
+      // The generator must keep producing chunks that exercise `true`.
+      expect(clean).toBeGreaterThan(runs / 5);
+    },
+    propertyTimeout(120_000),
+  );
 
-  it('loads whole files chunk by chunk as the reference path loads the file (csvRows + check)', async () => {
-    let cleanChunks = 0;
-    let otherChunks = 0;
-    await fc.assert(
-      fc.asyncProperty(chunkCase, fc.integer({ min: 1, max: 48 }), async (c, targetBytes) => {
-        const file = encode(c);
-        let whole: Awaited<ReturnType<typeof referencePath>>;
-        try {
-          whole = await referencePath(c.attrs, c.types, file, true);
-        } catch {
-          return; // no records at all: the reference reports an empty file
-        }
-        const check = compileCsvCheck({ ...c.attrs, types: c.types });
-        const loads: { data: Buffer | string; options: string }[] = [];
-        let rejected = 0;
-        async function* input(): AsyncGenerator<Buffer> {
-          yield file;
-        }
-        for await (const part of csvRows(input(), { ...c.attrs, header: false, targetBytes })) {
-          if (part.kind !== 'chunk' || part.records === 0) continue;
-          const v = check(part.bytes);
-          if (v.clean) {
-            cleanChunks++;
-            loads.push({ data: part.bytes, options: copyCsvOptions(c.attrs) });
-          } else {
-            otherChunks++;
-            const ref = await referencePath(c.attrs, c.types, part.bytes);
-            rejected += ref.rejected;
-            loads.push({ data: ref.copyText, options: 'FORMAT text' });
+  it(
+    'loads whole files chunk by chunk as the reference path loads the file (csvRows + check)',
+    async () => {
+      let cleanChunks = 0;
+      let otherChunks = 0;
+      await fc.assert(
+        fc.asyncProperty(chunkCase, fc.integer({ min: 1, max: 48 }), async (c, targetBytes) => {
+          const file = encode(c);
+          let whole: Awaited<ReturnType<typeof referencePath>>;
+          try {
+            whole = await referencePath(c.attrs, c.types, file, true);
+          } catch {
+            return; // no records at all: the reference reports an empty file
           }
-        }
-        expect(rejected).toBe(whole.rejected);
-        expect(await pg.storeAll(c.types, loads)).toEqual(
-          await pg.store(c.types, whole.copyText, 'FORMAT text'),
-        );
-      }),
-      { numRuns: 300, seed: 20, interruptAfterTimeLimit: 30_000, markInterruptAsFailure: false },
-    );
-    console.log(`csv-check end to end: ${cleanChunks} chunks loaded as CSV, ${otherChunks} by the reference`);
-    expect(cleanChunks).toBeGreaterThan(100);
-  }, 120_000);
+          const check = compileCsvCheck({ ...c.attrs, types: c.types });
+          const loads: { data: Buffer | string; options: string }[] = [];
+          let rejected = 0;
+          async function* input(): AsyncGenerator<Buffer> {
+            yield file;
+          }
+          for await (const part of csvRows(input(), { ...c.attrs, header: false, targetBytes })) {
+            if (part.kind !== 'chunk' || part.records === 0) continue;
+            const v = check(part.bytes);
+            if (v.clean) {
+              cleanChunks++;
+              loads.push({ data: part.bytes, options: copyCsvOptions(c.attrs) });
+            } else {
+              otherChunks++;
+              const ref = await referencePath(c.attrs, c.types, part.bytes);
+              rejected += ref.rejected;
+              loads.push({ data: ref.copyText, options: 'FORMAT text' });
+            }
+          }
+          expect(rejected).toBe(whole.rejected);
+          expect(await pg.storeAll(c.types, loads)).toEqual(
+            await pg.store(c.types, whole.copyText, 'FORMAT text'),
+          );
+        }),
+        propertyRuns(RUNS_FILES, 20),
+      );
+      console.log(
+        `csv-check end to end: ${cleanChunks} chunks loaded as CSV, ${otherChunks} by the reference`,
+      );
+      expect(cleanChunks).toBeGreaterThan(100);
+    },
+    propertyTimeout(120_000),
+  );
 
-  it('holds against the reference reader alone, many more runs (no database)', async () => {
-    let clean = 0;
-    await fc.assert(
-      fc.asyncProperty(chunkCase, async (c) => {
-        const chunk = encode(c);
-        const v = verdict(c.attrs, c.types, chunk);
-        if (!v.clean) return;
-        clean++;
-        const ref = await referencePath(c.attrs, c.types, chunk);
-        expect({ rejected: ref.rejected, records: ref.records }).toEqual({ rejected: 0, records: v.records });
-      }),
-      { numRuns: 10_000, seed: 19, interruptAfterTimeLimit: 30_000, markInterruptAsFailure: false },
-    );
-    expect(clean).toBeGreaterThan(400);
-  }, 120_000);
-});
-
-describe('compileCsvCheck throughput (logged, not asserted)', () => {
-  it('checks 1,000,000 narrow rows cut by csvRows', async () => {
-    const data = narrowCsv(1_000_000);
-    const inputs: Buffer[] = [];
-    for (let i = 0; i < data.length; i += 64 * 1024) inputs.push(data.subarray(i, i + 64 * 1024));
-    const chunks: Buffer[] = [];
-    async function* from(): AsyncGenerator<Buffer> {
-      yield* inputs;
-    }
-    for await (const p of csvRows(from(), { ...CSV, header: true }))
-      if (p.kind === 'chunk') chunks.push(p.bytes);
-    const check = compileCsvCheck({ ...CSV, types: ['int', 'double', 'string', 'boolean', 'date'] });
-    let best = 0;
-    let records = 0;
-    for (let run = 0; run < 3; run++) {
-      records = 0;
-      const start = process.hrtime.bigint();
-      for (const chunk of chunks) {
-        const v = check(chunk);
-        if (v.clean) records += v.records;
-      }
-      const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-      best = Math.max(best, data.length / 1e6 / seconds);
-    }
-    expect(records).toBe(1_000_000);
-    console.log(`compileCsvCheck: ${(data.length / 1e6).toFixed(1)} MB, best of 3: ${best.toFixed(0)} MB/s`);
-  });
+  it(
+    'holds against the reference reader alone, many more runs (no database)',
+    async () => {
+      let clean = 0;
+      await fc.assert(
+        fc.asyncProperty(chunkCase, async (c) => {
+          const chunk = encode(c);
+          const v = verdict(c.attrs, c.types, chunk);
+          if (!v.clean) return;
+          clean++;
+          const ref = await referencePath(c.attrs, c.types, chunk);
+          expect({ rejected: ref.rejected, records: ref.records }).toEqual({
+            rejected: 0,
+            records: v.records,
+          });
+        }),
+        propertyRuns(RUNS_REFERENCE, 19),
+      );
+      expect(clean).toBeGreaterThan(RUNS_REFERENCE / 25);
+    },
+    propertyTimeout(120_000),
+  );
 });
