@@ -7,6 +7,7 @@ import {
   TapyardConfig,
   ValidationError,
   errorMessage,
+  quoteIdent,
 } from '@tapyard/core';
 import { PgPools, databasePool } from '@tapyard/destinations';
 import { confinementOf, isPlatformSchema } from '@tapyard/pipelines';
@@ -18,8 +19,6 @@ export interface QueryRows {
   rowCount: number;
   truncated: boolean;
 }
-
-const ident = (s: string): string => `"${s.replace(/"/g, '""')}"`;
 
 /** Rows fetched per round trip at most; the byte cap holds whatever their size. */
 const BATCH = 100;
@@ -95,7 +94,7 @@ export class QueryRunner implements OnModuleDestroy {
       // Every table name is qualified already; only built-ins are looked up, so nothing of the
       // caller's schema shadows one and no name reaches a catalog relation by the path.
       await client.query('SET LOCAL search_path = pg_catalog');
-      await client.query(`SET LOCAL ROLE ${ident(role)}`);
+      await client.query(`SET LOCAL ROLE ${quoteIdent(role)}`);
       // The server measures each row (as text) before it reaches the running total, and fails the row
       // that is over the cap alone or would take the result over it: no such row is ever sent, however
       // large its values. OFFSET 0 keeps the measure from being computed twice.
@@ -172,7 +171,7 @@ export class QueryRunner implements OnModuleDestroy {
       const role = tenant ? await this.tenantRole(client, env) : await this.operatorRole(client);
       const missing: string[] = [];
       for (const t of tables) {
-        const name = `${ident(t.schema ?? schema)}.${ident(t.name)}`;
+        const name = `${quoteIdent(t.schema ?? schema)}.${quoteIdent(t.name)}`;
         const has = await client.query<{ ok: boolean }>(
           `SELECT has_schema_privilege($1, $2, 'USAGE') AND has_table_privilege($1, $3, 'SELECT') AS ok`,
           [role, t.schema ?? schema, name],
@@ -180,8 +179,8 @@ export class QueryRunner implements OnModuleDestroy {
         if (!has.rows[0]?.ok) missing.push(name);
       }
       if (missing.length > 0) {
-        await client.query(`GRANT USAGE ON SCHEMA ${ident(schema)} TO ${ident(role)}`);
-        for (const name of missing) await client.query(`GRANT SELECT ON ${name} TO ${ident(role)}`);
+        await client.query(`GRANT USAGE ON SCHEMA ${quoteIdent(schema)} TO ${quoteIdent(role)}`);
+        for (const name of missing) await client.query(`GRANT SELECT ON ${name} TO ${quoteIdent(role)}`);
       }
       await client.query('COMMIT');
       return role;

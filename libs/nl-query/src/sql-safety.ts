@@ -1,5 +1,5 @@
 import { parse } from 'libpg-query';
-import { ValidationError } from '@tapyard/core';
+import { ValidationError, quoteIdent } from '@tapyard/core';
 
 /** A table the statement reads: schema as written (null: unqualified), name. */
 export interface RelationRef {
@@ -97,7 +97,7 @@ export async function checkReadOnlySql(sql: string): Promise<RelationRef[]> {
 export async function qualifyRelations(sql: string, schema: string): Promise<string> {
   const { unqualifiedAt } = await inspect(sql);
   const bytes = Buffer.from(sql, 'utf8');
-  const prefix = Buffer.from(`"${schema.replace(/"/g, '""')}".`, 'utf8');
+  const prefix = Buffer.from(`${quoteIdent(schema)}.`, 'utf8');
   const parts: Buffer[] = [];
   let from = 0;
   for (const at of [...unqualifiedAt].sort((a, b) => a - b)) {

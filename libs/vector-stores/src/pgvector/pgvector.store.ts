@@ -1,5 +1,5 @@
 import { Pool, PoolClient } from 'pg';
-import { ServiceUnavailableError } from '@tapyard/core';
+import { ServiceUnavailableError, quoteIdent } from '@tapyard/core';
 import { EgressPolicy, EgressRefused } from '@tapyard/egress';
 import type { ChunkRecord, MetadataFilter, SearchHit, VectorStore } from '../vector-store';
 import {
@@ -22,11 +22,9 @@ const UNREACHABLE = new Set([
   '57P03',
 ]);
 
-const quote = (id: string): string => `"${id.replace(/"/g, '""')}"`;
-
 function split(container: string): { schema: string; table: string; sql: string } {
   const [schema, table] = container.includes('.') ? container.split('.', 2) : ['public', container];
-  return { schema, table, sql: `${quote(schema)}.${quote(table)}` };
+  return { schema, table, sql: `${quoteIdent(schema)}.${quoteIdent(table)}` };
 }
 
 const vectorText = (v: Float32Array): string => `[${Array.from(v).join(',')}]`;
@@ -104,14 +102,14 @@ export class PgvectorStore implements VectorStore {
           throw new VectorDimensionMismatch('pgvector', container, existing, dimension);
         return { created: false };
       }
-      await c.query(`CREATE SCHEMA IF NOT EXISTS ${quote(schema)}`);
+      await c.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`);
       await c.query(
         `CREATE TABLE ${sql} (id uuid PRIMARY KEY, content text NOT NULL, metadata jsonb NOT NULL, embedding vector(${Number(dimension)}) NOT NULL)`,
       );
       await c.query(
-        `CREATE INDEX ${quote(`${table}_embedding_hnsw`)} ON ${sql} USING hnsw (embedding vector_cosine_ops)`,
+        `CREATE INDEX ${quoteIdent(`${table}_embedding_hnsw`)} ON ${sql} USING hnsw (embedding vector_cosine_ops)`,
       );
-      await c.query(`CREATE INDEX ${quote(`${table}_uri`)} ON ${sql} ((metadata ->> 'uri'))`);
+      await c.query(`CREATE INDEX ${quoteIdent(`${table}_uri`)} ON ${sql} ((metadata ->> 'uri'))`);
       return { created: true };
     });
   }
