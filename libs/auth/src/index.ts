@@ -11,3 +11,4 @@ export * from './sessions';
 export * from './templates';
 export * from './tenants.service';
 export * from './users.service';
+export * from './auth-errors';

@@ -11,6 +11,7 @@ import {
 } from '@tapyard/core';
 import { PgPools, databasePool } from '@tapyard/destinations';
 import { confinementOf, isPlatformSchema } from '@tapyard/pipelines';
+import { QueryErrorCode } from './query-errors';
 import { RelationRef } from './sql-safety';
 
 export interface QueryRows {
@@ -62,7 +63,7 @@ export class QueryRunner implements OnModuleDestroy {
         throw new RateLimitedError(
           `every connection for queries (QUERY_POOL_SIZE=${this.config.query.poolSize}) is busy; try again`,
           Math.ceil(this.config.query.timeoutMs / 1000),
-        );
+        ).coded(QueryErrorCode.PoolBusy);
       }
       throw err;
     }
@@ -123,7 +124,7 @@ export class QueryRunner implements OnModuleDestroy {
           if (rows.length === 0) {
             throw new ValidationError(
               `the first row of the result is larger than ${cap} bytes (QUERY_MAX_RESULT_BYTES); select less`,
-            );
+            ).coded(QueryErrorCode.ResultTooLarge);
           }
           truncated = true;
           break;
@@ -158,7 +159,7 @@ export class QueryRunner implements OnModuleDestroy {
       if (isPlatformSchema(s) || s !== schema) {
         throw new ValidationError(
           `the query may read tables of schema '${schema}' only, and never a platform schema`,
-        );
+        ).coded(QueryErrorCode.SchemaRefused);
       }
     }
     const tenant = confinementOf(this.config, env).tenant;
@@ -191,7 +192,7 @@ export class QueryRunner implements OnModuleDestroy {
       if (code === '42501') {
         throw new ValidationError(
           `the platform cannot give read access to a table of schema '${schema}' (it does not own it)`,
-        );
+        ).coded(QueryErrorCode.SchemaRefused);
       }
       throw err;
     } finally {

@@ -1,5 +1,6 @@
 import { parse } from 'libpg-query';
-import { ValidationError, quoteIdent } from '@tapyard/core';
+import { DomainCode, ValidationError, quoteIdent } from '@tapyard/core';
+import { QueryErrorCode } from './query-errors';
 
 /** A table the statement reads: schema as written (null: unqualified), name. */
 export interface RelationRef {
@@ -34,6 +35,7 @@ const CATALOG_TYPES = new Set([
 
 /** Why a statement may not run, in one sentence for the caller (400). */
 export class UnsafeSqlError extends ValidationError {
+  override domainCode: DomainCode = QueryErrorCode.UnsafeSql;
   constructor(reason: string) {
     super(`the generated SQL was refused: ${reason}`, [{ field: 'sql', problem: reason }]);
   }

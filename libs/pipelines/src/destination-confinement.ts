@@ -1,6 +1,7 @@
-import { PG_MAX_IDENTIFIER_BYTES, TapyardConfig, ValidationError } from '@tapyard/core';
+import { DomainCode, PG_MAX_IDENTIFIER_BYTES, TapyardConfig, ValidationError } from '@tapyard/core';
 import { BUCKET_PURPOSES, bucketName } from '@tapyard/objectstore';
 import { configuredSections } from './destination-sections';
+import { PipelineErrorCode } from './pipeline-errors';
 import { PipelineDefinition, VectorStoreName } from './pipeline.types';
 
 /**
@@ -47,6 +48,7 @@ export function confinementOf(config: TapyardConfig, environment: string): Confi
 
 /** A destination outside the caller's confinement, or a platform-owned place: 400 naming it. */
 export class DestinationNotAllowedError extends ValidationError {
+  override domainCode: DomainCode = PipelineErrorCode.DestinationRefused;
   constructor(
     readonly destination: string,
     reason: string,
