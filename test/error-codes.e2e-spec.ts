@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { TestApi, startApi } from './support/apps';
 import { newBootstrapKey } from './support/auth';
 import { uniqueEnvironment } from './support/env';
@@ -74,6 +75,16 @@ describe('error bodies carry a code: the domain code, else the HTTP class', () =
     expect(await codeOf(400, (h) => h.put('/api/v1/secrets/api-key-mappings').send({ a: 'b' }))).toBe(
       'secret.reserved',
     );
+  });
+
+  it('metadata and incidents', async () => {
+    expect(
+      await codeOf(404, (h) => h.get('/api/v1/metadata/postgres/schemas').query({ database: 'no_such_db' })),
+    ).toBe('metadata.database_not_found');
+    expect(
+      await codeOf(404, (h) => h.get('/api/v1/metadata/postgres/tables').query({ schema: 'tapyard' })),
+    ).toBe('metadata.schema_not_found');
+    expect(await codeOf(404, (h) => h.get(`/api/v1/incidents/${randomUUID()}`))).toBe('incident.not_found');
   });
 
   it('API keys', async () => {
