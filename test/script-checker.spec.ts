@@ -1,8 +1,8 @@
 import { checkScript } from '@tapyard/codegen';
 import { loadConfig } from '@tapyard/core';
+import { scriptFactsOf } from '@tapyard/sandbox';
 import { generatedScriptProblems, scriptFacts } from '@tapyard/tap-authoring';
-import { testEnv } from '../../../test/support/env';
-import { scriptFactsOf } from './facts-script';
+import { testEnv } from './support/env';
 
 /**
  * One checker (python/script_facts.py) reads tap scripts and CodeGen scripts alike; where the two
