@@ -87,7 +87,6 @@ process.stdout.write('ready\\n');
     'apps/worker/src/child.ts',
     `import { VERSION } from '@fixture/version';\nprocess.stdout.write(VERSION);\n`,
   );
-  for (const lib of ['tap-authoring', 'codegen']) write(root, `libs/${lib}/python/x.py`, '');
 }
 
 function setVersion(root: string, version: string): void {

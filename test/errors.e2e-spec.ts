@@ -16,6 +16,7 @@ describe('error bodies and request handling', () => {
     expect(res.body).toEqual({
       statusCode: 400,
       error: 'Bad Request',
+      code: 'validation_failed',
       message: expect.stringMatching(/^request body is not valid JSON/),
     });
     expect(JSON.stringify(res.body)).not.toContain('sekrit');
@@ -26,6 +27,7 @@ describe('error bodies and request handling', () => {
     expect(res.body).toEqual({
       statusCode: 404,
       error: 'Not Found',
+      code: 'not_found',
       message: 'no route GET /api/v1/no/such/route',
     });
     await api.http.post('/nowhere').expect(404);
@@ -39,6 +41,7 @@ describe('error bodies and request handling', () => {
     expect(res.body).toEqual({
       statusCode: 413,
       error: 'Payload Too Large',
+      code: 'payload_too_large',
       message: 'request body is larger than the configured limit (BODY_LIMIT)',
     });
     // The service keeps serving.

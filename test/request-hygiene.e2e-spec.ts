@@ -83,6 +83,7 @@ describe('request hygiene', () => {
     expect(res.body).toEqual({
       statusCode: 400,
       error: 'Bad Request',
+      code: 'validation_failed',
       message: "query parameter 'pipeline' holds a NUL character",
     });
     await api.http.get('/api/v1/pipeline/status?pipelinename=x%00y').expect(400);

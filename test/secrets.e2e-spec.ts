@@ -61,6 +61,7 @@ describe('Secrets API (real Postgres)', () => {
     expect(missing.body).toEqual({
       statusCode: 404,
       error: 'Not Found',
+      code: 'secret.not_found',
       message: "secret 'warehouse' does not exist",
     });
     await a.http.delete('/api/v1/secrets/warehouse').expect(404);

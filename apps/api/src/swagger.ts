@@ -28,7 +28,7 @@ export function setupSwagger(app: INestApplication, config: TapyardConfig, logge
     .setTitle('Tapyard')
     .setDescription(
       'Tapyard data platform API. All endpoints are under /api/v1. Errors share one JSON body: ' +
-        '`{statusCode, error, message, details?}` (see the ErrorBody schema). Authentication follows USE_USER_AUTH and ' +
+        '`{statusCode, error, code, message, details?}` (see the ErrorBody schema). Authentication follows USE_USER_AUTH and ' +
         'USE_API_KEYS: API clients send `x-api-key`; the UI logs in (cookie `tapyard_session`, and `x-csrf-token` on writes). ' +
         'Each operation names the capability it needs in `x-required-capability` (`none` = public). ' +
         `This document describes interface version ${INTERFACE_VERSION}; \`GET /version\` reports the running ` +

@@ -1,6 +1,7 @@
 import { AbilityBuilder, MongoAbility, createMongoAbility, subject as asSubject } from '@casl/ability';
 import { ForbiddenError } from '@tapyard/core';
 import { Action, FULL_ACCESS, Resource, parseCapability, uncovered } from './capability';
+import { AuthErrorCode } from './auth-errors';
 
 /** Fields of a concrete resource that scopes are checked against (catalog, database, type, owner...). */
 export type ScopeFields = Record<string, string | null | undefined>;
@@ -58,5 +59,5 @@ export function assertMayGrant(grantor: Grantor, wanted: readonly string[], act:
   const more = missing.length > NAMED_MISSING ? ` and ${missing.length - NAMED_MISSING} more` : '';
   throw new ForbiddenError(
     `'${grantor.name}' cannot ${act}: it lacks ${missing.slice(0, NAMED_MISSING).join(', ')}${more}`,
-  );
+  ).coded(AuthErrorCode.GrantRefused);
 }

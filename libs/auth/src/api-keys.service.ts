@@ -16,6 +16,7 @@ import { KeyDigests, PresentedKey, isLegacyDigest, matchesDigest, newKeyValue } 
 import { KeyUsage } from './key-usage';
 import { SecretState } from './secret-state';
 import { TEMPLATES, TEMPLATE_NAMES, TemplateName } from './templates';
+import { AuthErrorCode } from './auth-errors';
 
 /** One key of the map kept in the secret `<environment>/api-keys`: digests only, never a value. */
 export interface KeyRecord {
@@ -125,7 +126,9 @@ export class ApiKeysService {
     };
     await this.state.mutate(environment, apiKeysSecretName(environment), (fields) => {
       if (fields[label] !== undefined)
-        throw new ConflictError(`an API key labelled '${label}' already exists`);
+        throw new ConflictError(`an API key labelled '${label}' already exists`).coded(
+          AuthErrorCode.KeyExists,
+        );
       fields[label] = JSON.stringify(record);
     });
     return { label, key, capabilities, hash: record.hash };
@@ -145,9 +148,13 @@ export class ApiKeysService {
     const hash = this.digests.digest(key);
     await this.state.mutate(environment, apiKeysSecretName(environment), (fields) => {
       const record = parseRecord(fields[label]);
-      if (!record) throw new NotFoundError(`API key '${label}' does not exist`);
+      if (!record)
+        throw new NotFoundError(`API key '${label}' does not exist`).coded(AuthErrorCode.KeyNotFound);
       assertMayGrant(grantor, record.capabilities, `rotate key '${label}'`);
-      if (record.revokedAt) throw new ConflictError(`API key '${label}' is revoked and cannot be rotated`);
+      if (record.revokedAt)
+        throw new ConflictError(`API key '${label}' is revoked and cannot be rotated`).coded(
+          AuthErrorCode.KeyRevoked,
+        );
       record.retired = [record.hash, ...record.retired].slice(0, RETIRED_KEPT);
       record.hash = hash;
       fields[label] = JSON.stringify(record);
@@ -162,7 +169,8 @@ export class ApiKeysService {
   async revoke(environment: string, label: string, grantor: Grantor): Promise<void> {
     await this.state.mutate(environment, apiKeysSecretName(environment), (fields) => {
       const record = parseRecord(fields[label]);
-      if (!record) throw new NotFoundError(`API key '${label}' does not exist`);
+      if (!record)
+        throw new NotFoundError(`API key '${label}' does not exist`).coded(AuthErrorCode.KeyNotFound);
       assertMayGrant(grantor, record.capabilities, `revoke key '${label}'`);
       record.revokedAt ??= new Date().toISOString();
       fields[label] = JSON.stringify(record);
@@ -253,12 +261,12 @@ function parseRecord(text: string | undefined): KeyRecord | null {
 
 function validateLabel(label: string): void {
   if (RESERVED_LABELS.has(label) || label === BOOTSTRAP_LABEL) {
-    throw new ValidationError(`label '${label}' is reserved`);
+    throw new ValidationError(`label '${label}' is reserved`).coded(AuthErrorCode.InvalidKey);
   }
   if (!LABEL.test(label)) {
     throw new ValidationError(
       `label '${label.slice(0, 64)}' is invalid: use lowercase letters, digits, '-' and '_', starting with a letter (max 63)`,
-    );
+    ).coded(AuthErrorCode.InvalidKey);
   }
 }
 
@@ -267,7 +275,7 @@ function grantOf(request: IssueRequest): { capabilities: string[]; template: Tem
     if (!(TEMPLATE_NAMES as string[]).includes(request.template)) {
       throw new ValidationError(
         `template '${request.template}' is unknown (one of ${TEMPLATE_NAMES.join(', ')})`,
-      );
+      ).coded(AuthErrorCode.InvalidKey);
     }
     const template = request.template as TemplateName;
     return { capabilities: [...TEMPLATES[template]], template };

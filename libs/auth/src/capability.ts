@@ -1,4 +1,5 @@
 import { ErrorDetail, ValidationError } from '@tapyard/core';
+import { AuthErrorCode } from './auth-errors';
 
 /**
  * Capabilities are `resource:action[:scope]`. A scope restricts by container (catalog, database,
@@ -90,9 +91,14 @@ export function validateCapabilities(list: readonly string[], field = 'capabilit
     if (typeof parsed === 'string') details.push({ field: `${field}[${i}]`, problem: parsed });
   });
   if (details.length > 0) {
-    throw new ValidationError(`${details[0].field} ${details[0].problem}`, details);
+    throw new ValidationError(`${details[0].field} ${details[0].problem}`, details).coded(
+      AuthErrorCode.InvalidCapability,
+    );
   }
-  if (list.length === 0) throw new ValidationError(`${field} must hold at least one capability`);
+  if (list.length === 0)
+    throw new ValidationError(`${field} must hold at least one capability`).coded(
+      AuthErrorCode.InvalidCapability,
+    );
   return [...new Set(list)];
 }
 

@@ -12,3 +12,4 @@ export * from './sessions';
 export * from './templates';
 export * from './tenants.service';
 export * from './users.service';
+export * from './auth-errors';

@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { CONFIG, RateLimitedError, TapyardConfig } from '@tapyard/core';
 import { AuthRedis } from './auth.redis';
+import { AuthErrorCode } from './auth-errors';
 
 /** 2^30 seconds is far past any cap; the exponent stops here so the arithmetic stays exact. */
 const MAX_DOUBLINGS = 30;
@@ -45,7 +46,9 @@ export class LoginLimiter {
     const blockedMs = Math.max(0, ...untils.map(([, until]) => Number(until ?? 0))) - this.clock.now();
     if (blockedMs > 0) {
       const seconds = Math.max(1, Math.ceil(blockedMs / 1000));
-      throw new RateLimitedError(`too many failed logins: try again in ${seconds} s`, seconds);
+      throw new RateLimitedError(`too many failed logins: try again in ${seconds} s`, seconds).coded(
+        AuthErrorCode.LoginRateLimited,
+      );
     }
   }
 

@@ -4,6 +4,7 @@ import { CONFIG, LOGGER, NotFoundError, TapyardConfig, ValidationError, errorMes
 import { TENANT_MAPPINGS_SECRET } from '@tapyard/secrets';
 import { KeyDigests, PresentedKey, isHmacDigest, isLegacyDigest, matchesDigest } from './key-values';
 import { SecretState } from './secret-state';
+import { AuthErrorCode } from './auth-errors';
 
 export { TENANT_MAPPINGS_SECRET };
 const TENANT = /^[a-z][a-z0-9_-]{0,39}$/;
@@ -62,7 +63,8 @@ export class TenantsService {
     const presented = this.digests.presented(keyValue);
     await this.state.mutate(this.operatorEnvironment, TENANT_MAPPINGS_SECRET, (fields) => {
       const mapped = Object.keys(fields).filter((f) => matchesDigest(this.storedDigest(f), presented));
-      if (mapped.length === 0) throw new NotFoundError('that key is not mapped to a tenant');
+      if (mapped.length === 0)
+        throw new NotFoundError('that key is not mapped to a tenant').coded(AuthErrorCode.TenantNotMapped);
       for (const f of mapped) delete fields[f];
     });
   }
@@ -76,16 +78,18 @@ export class TenantsService {
     if (tenant === this.operatorEnvironment) {
       throw new ValidationError(
         'tenant names the operator environment: keys of the operator environment are not mapped',
-      );
+      ).coded(AuthErrorCode.InvalidTenant);
     }
     if (tenant.includes('_')) {
       throw new ValidationError(
         `tenant '${tenant}' holds '_': tenant names use a-z, 0-9 and - (bucket names turn _ into -, so ` +
           `'${tenant}' would share the buckets of '${tenant.replace(/_/g, '-')}')`,
-      );
+      ).coded(AuthErrorCode.InvalidTenant);
     }
     if (tenant === this.operatorEnvironment.replace(/_/g, '-')) {
-      throw new ValidationError(`tenant '${tenant}' would share the buckets of the operator environment`);
+      throw new ValidationError(
+        `tenant '${tenant}' would share the buckets of the operator environment`,
+      ).coded(AuthErrorCode.InvalidTenant);
     }
   }
 
@@ -120,6 +124,6 @@ export function validateTenant(tenant: string): void {
   if (!TENANT.test(tenant)) {
     throw new ValidationError(
       `tenant '${tenant.slice(0, 60)}' is invalid: an environment name starts with a lowercase letter and holds a-z, 0-9, _ and - (max 40)`,
-    );
+    ).coded(AuthErrorCode.InvalidTenant);
   }
 }

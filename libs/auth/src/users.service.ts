@@ -11,6 +11,7 @@ import { Grantor, assertMayGrant } from './ability';
 import { DUMMY_HASH, hashPassword, verifyPassword } from './passwords';
 import { ROLES, ROLE_CAPABILITIES, Role } from './templates';
 import { UserRow, UsersRepository } from './users.repository';
+import { AuthErrorCode } from './auth-errors';
 
 export interface UserView {
   username: string;
@@ -56,7 +57,7 @@ export class UsersService {
     check([usernameProblem(username), passwordProblem(password), roleProblem(role)]);
     mayGiveRole(grantor, role as Role);
     if (!(await this.repo.insert(environment, username, role as Role, await hashPassword(password)))) {
-      throw new ConflictError(`user '${username}' already exists`);
+      throw new ConflictError(`user '${username}' already exists`).coded(AuthErrorCode.UserExists);
     }
     return view((await this.repo.find(environment, username)) as UserRow);
   }
@@ -76,7 +77,7 @@ export class UsersService {
       change.role === undefined ? null : roleProblem(change.role),
     ]);
     if (change.password === undefined && change.role === undefined) {
-      throw new ValidationError('give password or role to change');
+      throw new ValidationError('give password or role to change').coded(AuthErrorCode.InvalidUser);
     }
     const role = change.role as Role | undefined;
     if (role !== undefined) mayGiveRole(grantor, role);
@@ -126,9 +127,12 @@ export class UsersService {
   }
 
   private outcome(result: 'done' | 'missing' | 'last-admin', username: string): void {
-    if (result === 'missing') throw new NotFoundError(`user '${username}' does not exist`);
+    if (result === 'missing')
+      throw new NotFoundError(`user '${username}' does not exist`).coded(AuthErrorCode.UserNotFound);
     if (result === 'last-admin') {
-      throw new ConflictError(`user '${username}' is the last admin: make another user admin first`);
+      throw new ConflictError(`user '${username}' is the last admin: make another user admin first`).coded(
+        AuthErrorCode.LastAdmin,
+      );
     }
   }
 }
@@ -143,7 +147,10 @@ function mayTouchUser(grantor: Grantor, user: UserRow, act: 'change' | 'delete')
 
 function check(problems: (ErrorDetail | null)[]): void {
   const details = problems.filter((p): p is ErrorDetail => p !== null);
-  if (details.length > 0) throw new ValidationError(`${details[0].field} ${details[0].problem}`, details);
+  if (details.length > 0)
+    throw new ValidationError(`${details[0].field} ${details[0].problem}`, details).coded(
+      AuthErrorCode.InvalidUser,
+    );
 }
 
 function usernameProblem(u: unknown): ErrorDetail | null {

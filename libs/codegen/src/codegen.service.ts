@@ -3,6 +3,7 @@ import { Logger } from 'pino';
 import { AiService } from '@tapyard/ai';
 import { LOGGER, NotFoundError, UnprocessableError, ValidationError, errorMessage } from '@tapyard/core';
 import { PipelineDefinition, PipelinesService, SchemaField, TypedBatch } from '@tapyard/pipelines';
+import { CodegenErrorCode } from './codegen-errors';
 import { CodegenRepository, Origin } from './codegen.repository';
 import { ScriptAuthor } from './script-author';
 import type { ScriptRunSpec } from './script-runner';
@@ -108,13 +109,13 @@ export class CodegenService {
     if (record === null || record.storage !== 'github' || record.repoPath === null) {
       throw new ValidationError(
         `the ${k} script of pipeline '${def.name}' is not stored in a code repository`,
-      );
+      ).coded(CodegenErrorCode.NotInRepository);
     }
     const head = await this.store.head(environment, record);
     if (head === null || head.text === null) {
       throw new UnprocessableError(
         `${record.repoPath} is not on the repository's branch head: nothing to pull`,
-      );
+      ).coded(CodegenErrorCode.NothingToPull);
     }
     const live = await this.store.read(environment, record);
     if (head.text === live) {
@@ -165,7 +166,9 @@ export class CodegenService {
     await this.numberFirst(environment, def.name, k);
     const wanted = await this.repo.version(environment, def.name, k, version);
     if (wanted === null) {
-      throw new NotFoundError(`the ${k} script of pipeline '${def.name}' has no version ${version}`);
+      throw new NotFoundError(`the ${k} script of pipeline '${def.name}' has no version ${version}`).coded(
+        CodegenErrorCode.VersionNotFound,
+      );
     }
     const record = await this.repo.find(environment, def.name, k);
     const live = record ? await this.store.read(environment, record) : null;
@@ -177,18 +180,18 @@ export class CodegenService {
     if (wanted.contractVersion !== CONTRACT_VERSION) {
       throw new UnprocessableError(
         `version ${version} was written for script contract ${wanted.contractVersion}, not ${CONTRACT_VERSION}; nothing changed`,
-      );
+      ).coded(CodegenErrorCode.VersionMismatch);
     }
     if (wanted.fingerprint !== now) {
       throw new UnprocessableError(
         `version ${version} was written for a different instruction or source schema than the pipeline has now; nothing changed`,
-      );
+      ).coded(CodegenErrorCode.VersionMismatch);
     }
     const checked = await this.author.check(k, wanted.script, columns);
     if (checked.problems.length > 0) {
       throw new UnprocessableError(
         `version ${version} no longer passes the script checks: ${checked.problems.join('; ')}`,
-      );
+      ).coded(CodegenErrorCode.ChecksFailed);
     }
     const at = await this.store.write(
       environment,
@@ -368,12 +371,14 @@ export class CodegenService {
     if (!isCodegenKind(kind)) {
       throw new ValidationError(`unknown script kind '${kind}': dataQuality or transformation`, [
         { field: 'kind', problem: 'is not dataQuality or transformation' },
-      ]);
+      ]).coded(CodegenErrorCode.UnknownKind);
     }
     const instruction = instructionOf(def, kind);
     if (needsInstruction && instruction === null) {
       const field = kind === 'dataQuality' ? 'dataQuality.aiInstruction' : 'transformation.aiInstruction';
-      throw new ValidationError(`pipeline '${pipeline}' has no ${field}`, [{ field, problem: 'is not set' }]);
+      throw new ValidationError(`pipeline '${pipeline}' has no ${field}`, [
+        { field, problem: 'is not set' },
+      ]).coded(CodegenErrorCode.NoInstruction);
     }
     return { def, k: kind, instruction };
   }

@@ -7,3 +7,4 @@ export type { CodegenKind } from './script-contract';
 export { RunningScript, failureWithoutValues } from './script-runner';
 export type { ScriptRunSpec } from './script-runner';
 export { checkScript } from './script-checks';
+export { CodegenErrorCode } from './codegen-errors';

@@ -1,21 +1,6 @@
-import { resolve } from 'node:path';
 import { FIELD_TYPES, FieldType, SchemaField } from '@tapyard/pipelines';
-import { pythonFacts } from '@tapyard/sandbox';
+import { scriptFactsOf } from '@tapyard/sandbox';
 import { ALLOWED_IMPORTS, CodegenKind, ENTRY_POINTS } from './script-contract';
-
-/** Ships beside the compiled code (see build in package.json). */
-const FACTS_SCRIPT = resolve(__dirname, '..', 'python', 'codegen_facts.py');
-
-interface CodegenFacts {
-  syntaxError: string | null;
-  functions: Record<string, { async: boolean; positional: number; required: number; vararg: boolean }>;
-  imports: string[];
-  relativeImports: boolean;
-  risky: string[];
-  dunder: string[];
-  outputColumns: [string, string][] | null;
-  outputProblem: string | null;
-}
 
 export interface CheckedScript {
   problems: string[];
@@ -39,9 +24,9 @@ export async function checkScript(
   if (script.length > MAX_SCRIPT_CHARS) {
     return { problems: [`the script is longer than ${MAX_SCRIPT_CHARS} characters`], outputColumns: [] };
   }
-  const r = await pythonFacts(python, FACTS_SCRIPT, script);
+  const r = await scriptFactsOf(python, script);
   if ('problem' in r) return { problems: [r.problem], outputColumns: [] };
-  const f = r.facts as unknown as CodegenFacts;
+  const f = r.facts;
   if (f.syntaxError)
     return { problems: [`it does not parse as Python 3: ${f.syntaxError}`], outputColumns: [] };
   const problems: string[] = [];
@@ -49,10 +34,10 @@ export async function checkScript(
   const fn = f.functions[entry];
   if (!fn) problems.push(`it does not define ${entry}(rows) at module level`);
   else if (fn.async) problems.push(`${entry}() must be a plain function, not async`);
-  else if (fn.required > 1 || (fn.positional < 1 && !fn.vararg))
+  else if (fn.args.length - fn.defaults > 1 || (fn.args.length < 1 && !fn.vararg))
     problems.push(`${entry}() must take exactly one argument, the batch of rows`);
   const allowed = new Set(ALLOWED_IMPORTS);
-  const outside = f.imports.filter((m) => !allowed.has(m.split('.')[0]));
+  const outside = f.modules.filter((m) => !allowed.has(m.split('.')[0]));
   if (outside.length > 0)
     problems.push(
       `it imports modules outside the allowed standard library: ${outside.slice(0, 10).join(', ')}`,

@@ -3,6 +3,7 @@ import { Logger } from 'pino';
 import { FeatureModel } from '@tapyard/ai';
 import { LOGGER, UnprocessableError, errorMessage } from '@tapyard/core';
 import { PipelineDefinition } from '@tapyard/pipelines';
+import { CodegenErrorCode } from './codegen-errors';
 import { CodegenRepository, NewLive, Origin, ScriptRecord } from './codegen.repository';
 import { CodegenListener, JobLanded, scriptColumns } from './codegen.types';
 import { Candidate, CandidateRefused, ScriptAuthor } from './script-author';
@@ -152,7 +153,7 @@ export class ScriptLifecycle {
     if (checked.problems.length > 0) {
       throw new UnprocessableError(
         `${record.repoPath ?? 'the file'} at ${sha.slice(0, 12)} does not meet the script contract: ${checked.problems.join('; ')}`,
-      );
+      ).coded(CodegenErrorCode.ChecksFailed);
     }
     await this.goLive(environment, def.name, kind, record, false, {
       origin: 'repository',

@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { CodeRepositoryService, OpenRepository, RepositoryConflictError } from '@tapyard/code-repository';
-import { ConflictError, TapyardError, UpstreamError, errorMessage } from '@tapyard/core';
+import { ConflictError, DomainCode, TapyardError, UpstreamError, errorMessage } from '@tapyard/core';
 import { ObjectNotFoundError, ObjectStore } from '@tapyard/objectstore';
+import { CodegenErrorCode } from './codegen-errors';
 import { CodegenKind, SCRIPT_FILES } from './script-contract';
 import type { ScriptRecord, Storage } from './codegen.repository';
 
@@ -14,7 +15,9 @@ export interface StoredAt {
 }
 
 /** The repository file was edited since the recorded commit: nothing was committed. */
-export class ScriptConflictError extends ConflictError {}
+export class ScriptConflictError extends ConflictError {
+  override domainCode: DomainCode = CodegenErrorCode.RepositoryEdited;
+}
 
 const MAX_SCRIPT_BYTES = 1 << 20;
 
@@ -63,7 +66,9 @@ export class ScriptStore {
           'text/x-python; charset=utf-8',
         );
       } catch (err) {
-        throw new UpstreamError(`the script could not be stored in the object store: ${errorMessage(err)}`);
+        throw new UpstreamError(
+          `the script could not be stored in the object store: ${errorMessage(err)}`,
+        ).coded(CodegenErrorCode.NotStored);
       }
       return { storage: 'minio', objectKey: key, repoPath: null, commitSha: null };
     }

@@ -11,5 +11,6 @@ export * from './http/multipart';
 export * from './http/linger';
 export * from './text/safe-text';
 export * from './text/linear-regex';
+export * from './text/sql-ident';
 export * from './validation/optional';
 export * from './metrics';

@@ -3,7 +3,7 @@ export * from './registry';
 export * from './destinations.module';
 export * from './postgres/postgres.destination';
 export * from './postgres/section';
-export { quoteIdent, rejectsTable } from './postgres/created-tables';
+export { rejectsTable } from './postgres/created-tables';
 export { escapeCopyText } from './postgres/copy-text';
 export * from './postgres/pg-pools';
 export * from './mongodb/mongo-clients';

@@ -26,6 +26,7 @@ import {
 import { ScriptSet, profileRun } from './evidence-run';
 import { BlastRadius, Evidence, Incident, IncidentListItem, ScriptVersionChange } from './incident.types';
 import { IncidentsRepository } from './incidents.repository';
+import { IncidentErrorCode } from './incident-errors';
 
 /**
  * Incidents of pipelines: every CodeGen script that replaces an earlier version opens one, with evidence
@@ -69,7 +70,8 @@ export class IncidentsService implements OnModuleInit, CodegenListener {
    */
   async evidence(environment: string, id: string, caller: DataReader | null): Promise<Evidence> {
     const incident = await this.found(environment, id);
-    if (incident.evidence === null) throw new NotFoundError(`incident '${id}' has no evidence yet`);
+    if (incident.evidence === null)
+      throw new NotFoundError(`incident '${id}' has no evidence yet`).coded(IncidentErrorCode.NoEvidence);
     if (caller === null) return incident.evidence;
     const pipeline = await this.pipelines.find(environment, incident.subjectName);
     const readsRows =
@@ -139,7 +141,8 @@ export class IncidentsService implements OnModuleInit, CodegenListener {
    */
   async verify(environment: string, id: string): Promise<Incident> {
     const incident = await this.found(environment, id);
-    if (incident.status === 'resolved') throw new ConflictError(`incident '${id}' is resolved`);
+    if (incident.status === 'resolved')
+      throw new ConflictError(`incident '${id}' is resolved`).coded(IncidentErrorCode.Resolved);
     const pipeline = incident.subjectName;
     const evidence = await this.compute(environment, pipeline, incident.scriptVersions);
     let versions = incident.scriptVersions;
@@ -151,7 +154,7 @@ export class IncidentsService implements OnModuleInit, CodegenListener {
         if (live === null || changed === null || live.script !== changed.script) {
           throw new ConflictError(
             `the ${c.kind} script of '${pipeline}' changed since version ${c.after}: nothing was restored`,
-          );
+          ).coded(IncidentErrorCode.ScriptChanged);
         }
         await this.codegen.restore(environment, pipeline, c.kind, c.before, { quiet: true });
       }
@@ -179,7 +182,8 @@ export class IncidentsService implements OnModuleInit, CodegenListener {
 
   private async found(environment: string, id: string): Promise<Incident & { evidence: Evidence | null }> {
     const incident = UUID.test(id) ? await this.repo.find(environment, id) : null;
-    if (incident === null) throw new NotFoundError(`incident '${id}' does not exist`);
+    if (incident === null)
+      throw new NotFoundError(`incident '${id}' does not exist`).coded(IncidentErrorCode.NotFound);
     return incident;
   }
 

@@ -8,3 +8,4 @@ export type {
   IncidentListItem,
   ScriptVersionChange,
 } from './incident.types';
+export { IncidentErrorCode } from './incident-errors';

@@ -1,2 +1,3 @@
 export * from './metadata.module';
 export * from './metadata.service';
+export * from './metadata-errors';

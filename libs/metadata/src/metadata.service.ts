@@ -10,6 +10,7 @@ import {
 } from '@tapyard/pipelines';
 import { SecretsService, TENANT_MAPPINGS_SECRET } from '@tapyard/secrets';
 import { VectorStoresService } from '@tapyard/vector-stores';
+import { MetadataErrorCode } from './metadata-errors';
 
 export interface Column {
   name: string;
@@ -117,7 +118,8 @@ export class MetadataService {
         ORDER BY a.attnum`,
       [s, table],
     );
-    if (rows.length === 0) throw new NotFoundError(`table '${s}.${table}' does not exist`);
+    if (rows.length === 0)
+      throw new NotFoundError(`table '${s}.${table}' does not exist`).coded(MetadataErrorCode.TableNotFound);
     return rows;
   }
 
@@ -139,7 +141,9 @@ export class MetadataService {
     const visible = await this.mongoDatabases(viewer);
     if (database !== undefined) {
       if (!visible.includes(database)) {
-        throw new NotFoundError(`MongoDB database '${database}' does not exist`);
+        throw new NotFoundError(`MongoDB database '${database}' does not exist`).coded(
+          MetadataErrorCode.DatabaseNotFound,
+        );
       }
       return this.collectionsOf(database);
     }
@@ -175,7 +179,9 @@ export class MetadataService {
   private async pool(viewer: Viewer, database?: string) {
     const name = database ?? this.config.database.name;
     if (database !== undefined && !(await this.postgresDatabases(viewer)).includes(name)) {
-      throw new NotFoundError(`PostgreSQL database '${name}' does not exist`);
+      throw new NotFoundError(`PostgreSQL database '${name}' does not exist`).coded(
+        MetadataErrorCode.DatabaseNotFound,
+      );
     }
     return this.pools.get(name);
   }
@@ -185,7 +191,7 @@ export class MetadataService {
     const own = this.confinement(environmentOf(viewer)).postgres;
     const s = schema ?? own?.schema ?? 'public';
     if (isPlatformSchema(s) || (own && s !== own.schema) || (await this.hidden(viewer)).schemas.has(s)) {
-      throw new NotFoundError(`schema '${s}' does not exist`);
+      throw new NotFoundError(`schema '${s}' does not exist`).coded(MetadataErrorCode.SchemaNotFound);
     }
     return s;
   }

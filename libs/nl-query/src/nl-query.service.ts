@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { AiService, head } from '@tapyard/ai';
-import { CONFIG, TapyardConfig } from '@tapyard/core';
+import { CONFIG, TapyardConfig, quoteIdent } from '@tapyard/core';
 import { MetadataService } from '@tapyard/metadata';
 import { confinementOf } from '@tapyard/pipelines';
 import { looksSensitive } from '@tapyard/profiling';
@@ -121,13 +121,12 @@ export class NlQueryService {
       .filter((c) => !looksSensitive(c.name) && !/bytea|json|vector|\[\]/.test(c.type))
       .slice(0, 12);
     if (picked.length === 0) return {};
-    const q = (s: string): string => `"${s.replace(/"/g, '""')}"`;
     const client = await this.runner.connect(database);
     try {
       await client.query('BEGIN READ ONLY');
       await client.query('SET LOCAL statement_timeout = 2000');
       const res = await client.query<Record<string, string | null>>(
-        `SELECT ${picked.map((c, i) => `left(${q(c.name)}::text, 40) AS c${i}`).join(', ')} FROM ${q(schema)}.${q(table)} LIMIT ${SAMPLES * 3}`,
+        `SELECT ${picked.map((c, i) => `left(${quoteIdent(c.name)}::text, 40) AS c${i}`).join(', ')} FROM ${quoteIdent(schema)}.${quoteIdent(table)} LIMIT ${SAMPLES * 3}`,
       );
       const out: Record<string, string[]> = {};
       picked.forEach((c, i) => {

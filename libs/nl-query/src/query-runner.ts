@@ -7,9 +7,11 @@ import {
   TapyardConfig,
   ValidationError,
   errorMessage,
+  quoteIdent,
 } from '@tapyard/core';
 import { PgPools, databasePool } from '@tapyard/destinations';
 import { confinementOf, isPlatformSchema } from '@tapyard/pipelines';
+import { QueryErrorCode } from './query-errors';
 import { RelationRef } from './sql-safety';
 
 export interface QueryRows {
@@ -18,8 +20,6 @@ export interface QueryRows {
   rowCount: number;
   truncated: boolean;
 }
-
-const ident = (s: string): string => `"${s.replace(/"/g, '""')}"`;
 
 /** Rows fetched per round trip at most; the byte cap holds whatever their size. */
 const BATCH = 100;
@@ -63,7 +63,7 @@ export class QueryRunner implements OnModuleDestroy {
         throw new RateLimitedError(
           `every connection for queries (QUERY_POOL_SIZE=${this.config.query.poolSize}) is busy; try again`,
           Math.ceil(this.config.query.timeoutMs / 1000),
-        );
+        ).coded(QueryErrorCode.PoolBusy);
       }
       throw err;
     }
@@ -95,7 +95,7 @@ export class QueryRunner implements OnModuleDestroy {
       // Every table name is qualified already; only built-ins are looked up, so nothing of the
       // caller's schema shadows one and no name reaches a catalog relation by the path.
       await client.query('SET LOCAL search_path = pg_catalog');
-      await client.query(`SET LOCAL ROLE ${ident(role)}`);
+      await client.query(`SET LOCAL ROLE ${quoteIdent(role)}`);
       // The server measures each row (as text) before it reaches the running total, and fails the row
       // that is over the cap alone or would take the result over it: no such row is ever sent, however
       // large its values. OFFSET 0 keeps the measure from being computed twice.
@@ -124,7 +124,7 @@ export class QueryRunner implements OnModuleDestroy {
           if (rows.length === 0) {
             throw new ValidationError(
               `the first row of the result is larger than ${cap} bytes (QUERY_MAX_RESULT_BYTES); select less`,
-            );
+            ).coded(QueryErrorCode.ResultTooLarge);
           }
           truncated = true;
           break;
@@ -159,7 +159,7 @@ export class QueryRunner implements OnModuleDestroy {
       if (isPlatformSchema(s) || s !== schema) {
         throw new ValidationError(
           `the query may read tables of schema '${schema}' only, and never a platform schema`,
-        );
+        ).coded(QueryErrorCode.SchemaRefused);
       }
     }
     const tenant = confinementOf(this.config, env).tenant;
@@ -172,7 +172,7 @@ export class QueryRunner implements OnModuleDestroy {
       const role = tenant ? await this.tenantRole(client, env) : await this.operatorRole(client);
       const missing: string[] = [];
       for (const t of tables) {
-        const name = `${ident(t.schema ?? schema)}.${ident(t.name)}`;
+        const name = `${quoteIdent(t.schema ?? schema)}.${quoteIdent(t.name)}`;
         const has = await client.query<{ ok: boolean }>(
           `SELECT has_schema_privilege($1, $2, 'USAGE') AND has_table_privilege($1, $3, 'SELECT') AS ok`,
           [role, t.schema ?? schema, name],
@@ -180,8 +180,8 @@ export class QueryRunner implements OnModuleDestroy {
         if (!has.rows[0]?.ok) missing.push(name);
       }
       if (missing.length > 0) {
-        await client.query(`GRANT USAGE ON SCHEMA ${ident(schema)} TO ${ident(role)}`);
-        for (const name of missing) await client.query(`GRANT SELECT ON ${name} TO ${ident(role)}`);
+        await client.query(`GRANT USAGE ON SCHEMA ${quoteIdent(schema)} TO ${quoteIdent(role)}`);
+        for (const name of missing) await client.query(`GRANT SELECT ON ${name} TO ${quoteIdent(role)}`);
       }
       await client.query('COMMIT');
       return role;
@@ -192,7 +192,7 @@ export class QueryRunner implements OnModuleDestroy {
       if (code === '42501') {
         throw new ValidationError(
           `the platform cannot give read access to a table of schema '${schema}' (it does not own it)`,
-        );
+        ).coded(QueryErrorCode.SchemaRefused);
       }
       throw err;
     } finally {

@@ -1,5 +1,6 @@
 import { parse } from 'libpg-query';
-import { ValidationError } from '@tapyard/core';
+import { DomainCode, ValidationError, quoteIdent } from '@tapyard/core';
+import { QueryErrorCode } from './query-errors';
 
 /** A table the statement reads: schema as written (null: unqualified), name. */
 export interface RelationRef {
@@ -34,6 +35,7 @@ const CATALOG_TYPES = new Set([
 
 /** Why a statement may not run, in one sentence for the caller (400). */
 export class UnsafeSqlError extends ValidationError {
+  override domainCode: DomainCode = QueryErrorCode.UnsafeSql;
   constructor(reason: string) {
     super(`the generated SQL was refused: ${reason}`, [{ field: 'sql', problem: reason }]);
   }
@@ -97,7 +99,7 @@ export async function checkReadOnlySql(sql: string): Promise<RelationRef[]> {
 export async function qualifyRelations(sql: string, schema: string): Promise<string> {
   const { unqualifiedAt } = await inspect(sql);
   const bytes = Buffer.from(sql, 'utf8');
-  const prefix = Buffer.from(`"${schema.replace(/"/g, '""')}".`, 'utf8');
+  const prefix = Buffer.from(`${quoteIdent(schema)}.`, 'utf8');
   const parts: Buffer[] = [];
   let from = 0;
   for (const at of [...unqualifiedAt].sort((a, b) => a - b)) {

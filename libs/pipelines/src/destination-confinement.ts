@@ -1,6 +1,7 @@
-import { TapyardConfig, ValidationError } from '@tapyard/core';
+import { DomainCode, PG_MAX_IDENTIFIER_BYTES, TapyardConfig, ValidationError } from '@tapyard/core';
 import { BUCKET_PURPOSES, bucketName } from '@tapyard/objectstore';
 import { configuredSections } from './destination-sections';
+import { PipelineErrorCode } from './pipeline-errors';
 import { PipelineDefinition, VectorStoreName } from './pipeline.types';
 
 /**
@@ -13,8 +14,6 @@ export const SYSTEM_SCHEMAS: readonly string[] = ['information_schema', 'pg_cata
 export const RESERVED_MONGO_DATABASES: readonly string[] = ['admin', 'config', 'local', 'tapyard_internal'];
 /** Suffix of the rejects table or collection beside each data table or collection. */
 export const REJECTS_SUFFIX = '_rejects';
-/** PostgreSQL truncates identifiers beyond this many bytes (NAMEDATALEN - 1). */
-export const PG_MAX_IDENTIFIER_BYTES = 63;
 
 /**
  * Where an environment's pipelines may load. The operator environment (TAPYARD_ENV; the only one of a
@@ -49,6 +48,7 @@ export function confinementOf(config: TapyardConfig, environment: string): Confi
 
 /** A destination outside the caller's confinement, or a platform-owned place: 400 naming it. */
 export class DestinationNotAllowedError extends ValidationError {
+  override domainCode: DomainCode = PipelineErrorCode.DestinationRefused;
   constructor(
     readonly destination: string,
     reason: string,

@@ -1,4 +1,5 @@
 import { ValidationError } from '@tapyard/core';
+import { PipelineErrorCode } from './pipeline-errors';
 
 /**
  * The small expression language of `derive` steps: column names, 'string' literals, numbers,
@@ -66,11 +67,15 @@ export function parseExpression(src: string): Expr {
   try {
     tokens = tokenize(src);
   } catch (err) {
-    throw new ValidationError(`derive expression '${src}' is invalid: ${(err as Error).message}`);
+    throw new ValidationError(`derive expression '${src}' is invalid: ${(err as Error).message}`).coded(
+      PipelineErrorCode.InvalidExpression,
+    );
   }
   let pos = 0;
   const fail = (why: string): never => {
-    throw new ValidationError(`derive expression '${src}' is invalid: ${why}`);
+    throw new ValidationError(`derive expression '${src}' is invalid: ${why}`).coded(
+      PipelineErrorCode.InvalidExpression,
+    );
   };
   const primary = (): Expr => {
     const tok = tokens[pos++];

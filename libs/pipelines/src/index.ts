@@ -3,6 +3,7 @@ export * from './destination-sections';
 export * from './dto/pipeline-config.dto';
 export * from './expression';
 export * from './pipeline-definition';
+export * from './pipeline-errors';
 export * from './pipeline-policy';
 export * from './pipeline-scope';
 export * from './pipeline.types';

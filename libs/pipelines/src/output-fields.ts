@@ -1,5 +1,6 @@
 /** The output schema of a pipeline; apart so the stage thread loads it without the DTOs. */
 import { ValidationError } from '@tapyard/core';
+import { PipelineErrorCode } from './pipeline-errors';
 import { columnsOf, parseExpression } from './expression';
 import { SchemaField, TransformationStep } from './pipeline.types';
 
@@ -10,7 +11,9 @@ export function outputFields(fields: SchemaField[], steps: TransformationStep[])
     const where = `transformation.mappings[${i}]`;
     const has = (name: string) => cols.some((c) => c.name === name);
     const fail = (problem: string): never => {
-      throw new ValidationError(`${where} ${problem}`, [{ field: where, problem }]);
+      throw new ValidationError(`${where} ${problem}`, [{ field: where, problem }]).coded(
+        PipelineErrorCode.Invalid,
+      );
     };
     switch (s.op) {
       case 'rename':

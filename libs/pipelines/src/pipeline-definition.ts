@@ -3,6 +3,7 @@ import { DestinationDefaults } from './destination-confinement';
 import { destinationSections } from './destination-sections';
 import { PipelineConfigDto } from './dto/pipeline-config.dto';
 import { outputFields } from './output-fields';
+import { PipelineErrorCode } from './pipeline-errors';
 
 export { outputFields } from './output-fields';
 import {
@@ -95,7 +96,7 @@ export function toDefinition(dto: PipelineConfigDto, defaults: DestinationDefaul
     throw new ValidationError(
       `pipeline '${dto.name}' is invalid: ${problems[0].field} ${problems[0].problem}`,
       problems,
-    );
+    ).coded(PipelineErrorCode.Invalid);
   }
   return {
     name: dto.name,

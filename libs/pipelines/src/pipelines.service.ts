@@ -1,11 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { isDeepStrictEqual } from 'node:util';
 import type { AccessCheck } from '@tapyard/auth';
-import { CONFIG, ConflictError, NotFoundError, TapyardConfig } from '@tapyard/core';
+import { CONFIG, ConflictError, DomainCode, NotFoundError, TapyardConfig } from '@tapyard/core';
 import { assertDestinationAllowed, destinationDefaults } from './destination-confinement';
 import { configuredSections } from './destination-sections';
 import { PipelineConfigDto } from './dto/pipeline-config.dto';
 import { toDefinition } from './pipeline-definition';
+import { PipelineErrorCode } from './pipeline-errors';
 import { PipelinePolicy } from './pipeline-policy';
 import { PipelineDefinition, SchemaField, StoredPipeline } from './pipeline.types';
 import { LOCK_NOT_AVAILABLE, PipelineRow, PipelinesRepository } from './pipelines.repository';
@@ -20,6 +21,7 @@ export interface PipelineListItem {
 }
 
 export class PipelineNotFoundError extends NotFoundError {
+  override domainCode: DomainCode = PipelineErrorCode.NotFound;
   constructor(name: string) {
     super(`pipeline '${name}' does not exist`);
   }
@@ -27,6 +29,7 @@ export class PipelineNotFoundError extends NotFoundError {
 
 /** A delete of the pipeline began and did not finish: nothing may load into it or change it. */
 export class PipelineDeletingError extends ConflictError {
+  override domainCode: DomainCode = PipelineErrorCode.Deleting;
   constructor(name: string) {
     super(
       `pipeline '${name}' is being deleted (an earlier DELETE did not finish): repeat the DELETE to complete it`,
@@ -149,7 +152,7 @@ export class PipelinesService {
       if ((err as { code?: string }).code === LOCK_NOT_AVAILABLE) {
         throw new ConflictError(
           `pipeline '${name}' has a load creating its destination objects or writing its files; repeat the DELETE when it ends`,
-        );
+        ).coded(PipelineErrorCode.LoadRunning);
       }
       throw err;
     }

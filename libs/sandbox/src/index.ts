@@ -14,4 +14,5 @@ export { VenvCache } from './venvs';
 export type { Venv, VenvCacheOptions } from './venvs';
 export { DEFAULT_HARNESS_PATH } from './harness-path';
 export { resolveInterpreter } from './interpreter';
-export { pythonFacts } from './facts-script';
+export { scriptFactsOf } from './facts-script';
+export type { FunctionSignature, PythonScriptFacts } from './facts-script';

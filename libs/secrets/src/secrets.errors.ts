@@ -1,6 +1,17 @@
-import { InternalError, NotFoundError } from '@tapyard/core';
+import { DomainCode, InternalError, NotFoundError } from '@tapyard/core';
+
+/** The domain codes of secret errors: the error body's `code`. */
+export const SecretErrorCode = {
+  NotFound: 'secret.not_found',
+  /** A name of the platform's access state (API keys, tenant mappings). */
+  Reserved: 'secret.reserved',
+  InvalidName: 'secret.invalid_name',
+  /** Not an object of string fields within the limits. */
+  InvalidBody: 'secret.invalid_body',
+} as const satisfies Record<string, DomainCode>;
 
 export class SecretNotFoundError extends NotFoundError {
+  override domainCode: DomainCode = SecretErrorCode.NotFound;
   constructor(name: string) {
     super(`secret '${name}' does not exist`);
   }

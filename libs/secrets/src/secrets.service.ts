@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { CONFIG, TapyardConfig, ValidationError } from '@tapyard/core';
 import { maskFields } from './masking';
 import { SecretCipher } from './secret-cipher';
-import { SecretNotFoundError, SecretUnreadableError } from './secrets.errors';
+import { SecretErrorCode, SecretNotFoundError, SecretUnreadableError } from './secrets.errors';
 import { SecretsRepository } from './secrets.repository';
 import { SecretEntity } from './secret.entity';
 
@@ -141,7 +141,7 @@ function refuseAccessState(name: string): void {
   if (isAccessSecret(name)) {
     throw new ValidationError(
       `secret '${name}' is reserved for the platform's access state (API keys, tenant mappings), managed by the keys API (/keys)`,
-    );
+    ).coded(SecretErrorCode.Reserved);
   }
 }
 
@@ -149,18 +149,23 @@ function validateName(name: string): void {
   if (!NAME_RE.test(name) || name.includes('..')) {
     throw new ValidationError(
       `secret name '${name.slice(0, 80)}' is invalid: use 1-200 characters of A-Z, a-z, 0-9, '.', '_', '-' and '/', starting with a letter or digit`,
-    );
+    ).coded(SecretErrorCode.InvalidName);
   }
 }
 
 function validateFields(fields: unknown): SecretFields {
   if (typeof fields !== 'object' || fields === null || Array.isArray(fields)) {
-    throw new ValidationError('secret body must be a JSON object of field names to string values');
+    throw new ValidationError('secret body must be a JSON object of field names to string values').coded(
+      SecretErrorCode.InvalidBody,
+    );
   }
   const entries = Object.entries(fields as Record<string, unknown>);
-  if (entries.length === 0) throw new ValidationError('secret body must hold at least one field');
+  if (entries.length === 0)
+    throw new ValidationError('secret body must hold at least one field').coded(SecretErrorCode.InvalidBody);
   if (entries.length > MAX_FIELDS) {
-    throw new ValidationError(`secret has ${entries.length} fields; at most ${MAX_FIELDS} are allowed`);
+    throw new ValidationError(`secret has ${entries.length} fields; at most ${MAX_FIELDS} are allowed`).coded(
+      SecretErrorCode.InvalidBody,
+    );
   }
   const details: { field: string; problem: string }[] = [];
   for (const [k, v] of entries) {
@@ -172,7 +177,9 @@ function validateFields(fields: unknown): SecretFields {
   }
   if (details.length > 0) {
     // Names only: the offending values may be secret.
-    throw new ValidationError(`secret field '${details[0].field}' ${details[0].problem}`, details);
+    throw new ValidationError(`secret field '${details[0].field}' ${details[0].problem}`, details).coded(
+      SecretErrorCode.InvalidBody,
+    );
   }
   return Object.fromEntries(entries) as SecretFields;
 }

@@ -1,22 +1,15 @@
-import { resolve } from 'node:path';
-import { pythonFacts } from '@tapyard/sandbox';
+import { FunctionSignature, scriptFactsOf } from '@tapyard/sandbox';
 
-/** What script_facts.py reports about a script's syntax tree. */
+/** The facts of a tap script that its checks read (see PythonScriptFacts in the sandbox). */
 export interface ScriptFacts {
   syntaxError: string | null;
-  fetch: {
-    async: boolean;
-    args: string[];
-    kwonly: string[];
-    vararg: boolean;
-    kwarg: boolean;
-    defaults: number;
-  } | null;
+  /** The top-level fetch() a tap must define. */
+  fetch: FunctionSignature | null;
   imports: string[];
   /** Top-level modules that are not in the standard library. */
   thirdParty: string[];
   relativeImports: boolean;
-  /** exec / eval / compile / __import__ / importlib.import_module calls. */
+  /** exec / eval / compile / __import__ / importlib.import_module, called or named. */
   dynamicCode: string[];
   /** Environment variables read by literal name. */
   envReads: string[];
@@ -26,15 +19,25 @@ export interface ScriptFacts {
   retryNames: string[];
 }
 
-/** Ships beside the compiled code, like the sandbox's harness (see build in package.json). */
-const FACTS_SCRIPT = resolve(__dirname, '..', 'python', 'script_facts.py');
-
 /** The script's facts from Python's own parser (see pythonFacts: isolated, bounded, nothing run). */
 export async function scriptFacts(python: string, script: string): Promise<ScriptFacts> {
-  const r = await pythonFacts(python, FACTS_SCRIPT, script);
+  const r = await scriptFactsOf(python, script);
   if ('problem' in r) return empty(r.problem);
-  const facts = r.facts as Partial<ScriptFacts>;
-  return facts.syntaxError ? empty(facts.syntaxError) : (facts as ScriptFacts);
+  const f = r.facts;
+  if (f.syntaxError) return empty(f.syntaxError);
+  return {
+    syntaxError: null,
+    fetch: f.functions.fetch ?? null,
+    imports: f.imports,
+    thirdParty: f.thirdParty,
+    relativeImports: f.relativeImports,
+    dynamicCode: f.dynamicCode,
+    envReads: f.envReads,
+    dynamicEnv: f.dynamicEnv,
+    raiseForStatus: f.raiseForStatus,
+    retry: f.retry,
+    retryNames: f.retryNames,
+  };
 }
 
 function empty(syntaxError: string): ScriptFacts {

@@ -3,14 +3,10 @@ import {
   ApiAcceptedResponse,
   ApiBody,
   ApiConsumes,
-  ApiNotFoundResponse,
   ApiOkResponse,
   ApiOperation,
-  ApiPayloadTooLargeResponse,
   ApiProduces,
-  ApiServiceUnavailableResponse,
   ApiTags,
-  ApiUnsupportedMediaTypeResponse,
 } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { Logger } from 'pino';
@@ -19,7 +15,7 @@ import { CONFIG, LOGGER, TapyardConfig, errorMessage } from '@tapyard/core';
 import { Access, AuditLog } from '../auth/access';
 import { Requires } from '../auth/access-rule';
 import { RequestAccess, RequestEnvironment } from '../http/environment.decorator';
-import { ErrorBodyDto } from '../http/error-body.dto';
+import { ApiErrors } from '../http/api-errors.decorator';
 import { AgentEvent, agentLoop } from './agent-loop';
 import { AssistantTools } from './assistant-tools';
 import { Attachment, AttachmentsService, ATTACHMENT_LIMIT } from './attachments.service';
@@ -58,8 +54,7 @@ export class AssistantController {
   @ApiConsumes('multipart/form-data')
   @ApiBody({ type: AttachmentFormDto })
   @ApiOkResponse({ type: AttachmentDto })
-  @ApiPayloadTooLargeResponse({ type: ErrorBodyDto })
-  @ApiUnsupportedMediaTypeResponse({ type: ErrorBodyDto })
+  @ApiErrors(413, 415)
   attach(
     @RequestEnvironment() env: string,
     @RequestAccess() access: Access,
@@ -91,13 +86,12 @@ export class AssistantController {
       'during long tool calls. Disconnecting cancels too: the model call in flight is aborted and no further tool runs.',
   })
   @ApiOkResponse({ description: 'text/event-stream' })
-  @ApiNotFoundResponse({
-    type: ErrorBodyDto,
-    description:
+  @ApiErrors({
+    404:
       "An attachment that is not the caller's (or expired); a confirm or reject naming no pending action of this " +
       'caller and conversation (unknown, answered already, or expired)',
+    503: "No model provider (secret 'ai')",
   })
-  @ApiServiceUnavailableResponse({ type: ErrorBodyDto, description: "No model provider (secret 'ai')" })
   async chat(
     @RequestEnvironment() env: string,
     @RequestAccess() access: Access,
@@ -194,9 +188,8 @@ export class AssistantController {
       '`{stopReason: "cancelled"}`. Only the caller who started the turn can cancel it.',
   })
   @ApiAcceptedResponse({ type: TurnCancelledDto })
-  @ApiNotFoundResponse({
-    type: ErrorBodyDto,
-    description: 'No running turn with that id for this caller (unknown, ended, or started by someone else)',
+  @ApiErrors({
+    404: 'No running turn with that id for this caller (unknown, ended, or started by someone else)',
   })
   async cancel(
     @RequestEnvironment() env: string,

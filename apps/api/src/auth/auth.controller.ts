@@ -1,17 +1,10 @@
 import { Body, Controller, Get, HttpCode, Inject, Post, Req, Res } from '@nestjs/common';
-import {
-  ApiForbiddenResponse,
-  ApiOkResponse,
-  ApiOperation,
-  ApiTags,
-  ApiTooManyRequestsResponse,
-  ApiUnauthorizedResponse,
-} from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { Logger } from 'pino';
 import { CSRF_COOKIE, LoginLimiter, SESSION_COOKIE, SessionStore, UsersService } from '@tapyard/auth';
 import { CONFIG, LOGGER, NotFoundError, TapyardConfig, UnauthorizedError } from '@tapyard/core';
-import { ErrorBodyDto } from '../http/error-body.dto';
+import { ApiErrors } from '../http/api-errors.decorator';
 import { RequestAccess } from '../http/environment.decorator';
 import { TapyardRequest } from '../http/request-context';
 import { StatusOkDto } from '../secrets/secrets.dto';
@@ -47,9 +40,10 @@ export class AuthController {
       'password. From another address the owner waits at most the account back-off. Tap runs cannot log in (403).',
   })
   @ApiOkResponse({ type: LoginResultDto })
-  @ApiUnauthorizedResponse({ type: ErrorBodyDto, description: 'Wrong username or password' })
-  @ApiForbiddenResponse({ type: ErrorBodyDto, description: 'Sent by a tap run (marked by the egress proxy)' })
-  @ApiTooManyRequestsResponse({ type: ErrorBodyDto })
+  @ApiErrors(429, {
+    401: 'Wrong username or password',
+    403: 'Sent by a tap run (marked by the egress proxy)',
+  })
   async login(
     @Req() req: TapyardRequest,
     @Res({ passthrough: true }) res: Response,
@@ -90,7 +84,7 @@ export class AuthController {
       '(403 otherwise, and the session stays); an expired or unknown cookie is simply cleared.',
   })
   @ApiOkResponse({ type: StatusOkDto })
-  @ApiForbiddenResponse({ type: ErrorBodyDto, description: 'Live session cookie without its x-csrf-token' })
+  @ApiErrors({ 403: 'Live session cookie without its x-csrf-token' })
   async logout(@Req() req: TapyardRequest, @Res({ passthrough: true }) res: Response): Promise<StatusOkDto> {
     const id = cookies(req).get(SESSION_COOKIE);
     if (id && this.config.auth.useUserAuth) await this.sessions.destroy(this.config.environment, id);

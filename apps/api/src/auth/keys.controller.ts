@@ -1,14 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post } from '@nestjs/common';
-import {
-  ApiBadRequestResponse,
-  ApiConflictResponse,
-  ApiCreatedResponse,
-  ApiForbiddenResponse,
-  ApiNotFoundResponse,
-  ApiOkResponse,
-  ApiOperation,
-  ApiTags,
-} from '@nestjs/swagger';
+import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import {
   ApiKeysService,
   FULL_ACCESS,
@@ -18,7 +9,7 @@ import {
   assertMayGrant,
 } from '@tapyard/auth';
 import { CONFIG, TapyardConfig, ValidationError } from '@tapyard/core';
-import { ErrorBodyDto } from '../http/error-body.dto';
+import { ApiErrors } from '../http/api-errors.decorator';
 import { RequestAccess, RequestEnvironment } from '../http/environment.decorator';
 import { Access } from './access';
 import { Requires } from './access-rule';
@@ -34,10 +25,7 @@ import {
 } from './auth.dto';
 import { StatusOkDto } from '../secrets/secrets.dto';
 
-const GRANT_REFUSED = {
-  type: ErrorBodyDto,
-  description: 'The caller does not hold every capability involved (the message names the first ones)',
-};
+const GRANT_REFUSED = 'The caller does not hold every capability involved (the message names the first ones)';
 
 const LABEL_PARAM = 'label';
 
@@ -69,12 +57,11 @@ export class KeysController {
       'same scope; `*:*` only from `*:*`. `tenant` (multi-tenant mode, operator environment) needs `*:*`.',
   })
   @ApiCreatedResponse({ type: IssuedKeyDto })
-  @ApiBadRequestResponse({
-    type: ErrorBodyDto,
-    description: 'Bad or reserved label, unknown template, bad capability, tenant not allowed',
+  @ApiErrors({
+    400: 'Bad or reserved label, unknown template, bad capability, tenant not allowed',
+    403: GRANT_REFUSED,
+    409: 'The label exists (revoked labels stay taken)',
   })
-  @ApiForbiddenResponse(GRANT_REFUSED)
-  @ApiConflictResponse({ type: ErrorBodyDto, description: 'The label exists (revoked labels stay taken)' })
   async issue(
     @RequestEnvironment() env: string,
     @RequestAccess() access: Access,
@@ -94,9 +81,7 @@ export class KeysController {
     description: 'The caller receives a working value, so it must hold every capability of the key.',
   })
   @ApiOkResponse({ type: RotatedKeyDto })
-  @ApiForbiddenResponse(GRANT_REFUSED)
-  @ApiNotFoundResponse({ type: ErrorBodyDto })
-  @ApiConflictResponse({ type: ErrorBodyDto, description: 'The key is revoked' })
+  @ApiErrors(404, { 403: GRANT_REFUSED, 409: 'The key is revoked' })
   async rotate(
     @RequestEnvironment() env: string,
     @RequestAccess() access: Access,
@@ -115,8 +100,7 @@ export class KeysController {
       'The caller must hold every capability of the key (a key:delete key cannot cut off bootstrap).',
   })
   @ApiOkResponse({ type: RevokedKeyDto })
-  @ApiForbiddenResponse(GRANT_REFUSED)
-  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  @ApiErrors(404, { 403: GRANT_REFUSED })
   async revoke(
     @RequestEnvironment() env: string,
     @RequestAccess() access: Access,
@@ -137,11 +121,10 @@ export class KeysController {
       'secret through /secrets, which is refused.',
   })
   @ApiOkResponse({ type: TenantMappedDto })
-  @ApiBadRequestResponse({
-    type: ErrorBodyDto,
-    description: 'Not multi-tenant, not the operator, short key, bad or operator tenant',
+  @ApiErrors({
+    400: 'Not multi-tenant, not the operator, short key, bad or operator tenant',
+    403: GRANT_REFUSED,
   })
-  @ApiForbiddenResponse(GRANT_REFUSED)
   async mapKey(
     @RequestEnvironment() env: string,
     @RequestAccess() access: Access,
@@ -161,8 +144,7 @@ export class KeysController {
     description: 'Keys issued into a tenant are revoked with DELETE /keys/{label} by the tenant instead.',
   })
   @ApiOkResponse({ type: StatusOkDto })
-  @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'The value is not mapped' })
-  @ApiForbiddenResponse(GRANT_REFUSED)
+  @ApiErrors({ 404: 'The value is not mapped', 403: GRANT_REFUSED })
   async unmapKey(
     @RequestEnvironment() env: string,
     @RequestAccess() access: Access,

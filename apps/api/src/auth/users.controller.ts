@@ -1,27 +1,15 @@
 import { Body, Controller, Delete, Get, Param, Post, Put } from '@nestjs/common';
-import {
-  ApiBadRequestResponse,
-  ApiConflictResponse,
-  ApiCreatedResponse,
-  ApiForbiddenResponse,
-  ApiNotFoundResponse,
-  ApiOkResponse,
-  ApiOperation,
-  ApiTags,
-} from '@nestjs/swagger';
+import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { UsersService } from '@tapyard/auth';
-import { ErrorBodyDto } from '../http/error-body.dto';
+import { ApiErrors } from '../http/api-errors.decorator';
 import { RequestAccess, RequestEnvironment } from '../http/environment.decorator';
 import { StatusOkDto } from '../secrets/secrets.dto';
 import { Access } from './access';
 import { Requires } from './access-rule';
 import { CreateUserDto, UpdateUserDto, UserDto } from './auth.dto';
 
-const ROLE_REFUSED = {
-  type: ErrorBodyDto,
-  description:
-    'The caller does not hold every capability of the role involved (admin: *:*); the message names them',
-};
+const ROLE_REFUSED =
+  'The caller does not hold every capability of the role involved (admin: *:*); the message names them';
 
 @ApiTags('users')
 @Controller('users')
@@ -43,9 +31,7 @@ export class UsersController {
     description: 'The caller must hold every capability of the role it gives (admin = `*:*`).',
   })
   @ApiCreatedResponse({ type: UserDto })
-  @ApiForbiddenResponse(ROLE_REFUSED)
-  @ApiBadRequestResponse({ type: ErrorBodyDto })
-  @ApiConflictResponse({ type: ErrorBodyDto, description: 'The username exists' })
+  @ApiErrors(400, { 403: ROLE_REFUSED, 409: 'The username exists' })
   create(
     @RequestEnvironment() env: string,
     @RequestAccess() access: Access,
@@ -63,9 +49,7 @@ export class UsersController {
       'another role ends every login session of that user (the caller’s own too, when it changes itself).',
   })
   @ApiOkResponse({ type: UserDto })
-  @ApiForbiddenResponse(ROLE_REFUSED)
-  @ApiNotFoundResponse({ type: ErrorBodyDto })
-  @ApiConflictResponse({ type: ErrorBodyDto, description: 'Would leave no admin' })
+  @ApiErrors(404, { 403: ROLE_REFUSED, 409: 'Would leave no admin' })
   update(
     @RequestEnvironment() env: string,
     @RequestAccess() access: Access,
@@ -84,9 +68,7 @@ export class UsersController {
       'inherit the old sessions.',
   })
   @ApiOkResponse({ type: StatusOkDto })
-  @ApiForbiddenResponse(ROLE_REFUSED)
-  @ApiNotFoundResponse({ type: ErrorBodyDto })
-  @ApiConflictResponse({ type: ErrorBodyDto, description: 'The last admin' })
+  @ApiErrors(404, { 403: ROLE_REFUSED, 409: 'The last admin' })
   async remove(
     @RequestEnvironment() env: string,
     @RequestAccess() access: Access,

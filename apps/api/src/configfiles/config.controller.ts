@@ -1,18 +1,10 @@
 import { Body, Controller, HttpCode, Post, Req } from '@nestjs/common';
-import {
-  ApiBadRequestResponse,
-  ApiBody,
-  ApiConsumes,
-  ApiOkResponse,
-  ApiOperation,
-  ApiServiceUnavailableResponse,
-  ApiTags,
-} from '@nestjs/swagger';
+import { ApiBody, ApiConsumes, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Request } from 'express';
 import { ConfigFilesService } from '@tapyard/configfiles';
 import { Requires } from '../auth/access-rule';
 import { RequestEnvironment } from '../http/environment.decorator';
-import { ErrorBodyDto } from '../http/error-body.dto';
+import { ApiErrors } from '../http/api-errors.decorator';
 import {
   ConfigUploadFormDto,
   GenerateSchemaDto,
@@ -37,8 +29,7 @@ export class ConfigController {
   @ApiConsumes('multipart/form-data')
   @ApiBody({ type: ConfigUploadFormDto })
   @ApiOkResponse({ type: StoredConfigFileDto })
-  @ApiBadRequestResponse({ type: ErrorBodyDto })
-  @ApiServiceUnavailableResponse({ type: ErrorBodyDto, description: 'Object store not configured or down' })
+  @ApiErrors(400, { 503: 'Object store not configured or down' })
   upload(@RequestEnvironment() env: string, @Req() req: Request): Promise<StoredConfigFileDto> {
     return this.files.upload(env, req);
   }
@@ -53,7 +44,7 @@ export class ConfigController {
       'date-time formats. Stored in the validation-schema location as `<name>.json` or `<name>.xsd`.',
   })
   @ApiOkResponse({ type: GeneratedSchemaDto })
-  @ApiBadRequestResponse({ type: ErrorBodyDto, description: 'Unreadable sample, bad name or type' })
+  @ApiErrors({ 400: 'Unreadable sample, bad name or type' })
   generate(@RequestEnvironment() env: string, @Body() body: GenerateSchemaDto): Promise<GeneratedSchemaDto> {
     return this.files.generateSchema(env, body.type, body.name, body.sampleData);
   }

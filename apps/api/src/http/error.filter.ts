@@ -9,6 +9,7 @@ import {
   TapyardError,
   errorMessage,
   drainRequest,
+  httpClassCode,
   isConnectionFailure,
   requestContext,
 } from '@tapyard/core';
@@ -17,6 +18,8 @@ import {
 export interface ErrorBody {
   statusCode: number;
   error: string;
+  /** A domain code (`pipeline.not_found`) where the error has one, else the HTTP class (`not_found`). */
+  code: string;
   message: string;
   details?: ErrorDetail[];
 }
@@ -57,11 +60,12 @@ export class ErrorFilter implements ExceptionFilter {
 
   private toBody(exception: unknown, req: Request): ErrorBody {
     if (exception instanceof TapyardError && exception.status < 500) {
-      return body(exception.status, exception.message, exception.details);
+      return body(exception.status, exception.message, exception.details, exception.domainCode);
     }
     if (exception instanceof TapyardError && exception.status !== 500) {
-      this.logger.warn({ err: errorMessage(exception), code: exception.code }, 'request failed');
-      return body(exception.status, exception.message);
+      const code = exception.domainCode ?? exception.code;
+      this.logger.warn({ err: errorMessage(exception), code }, 'request failed');
+      return body(exception.status, exception.message, undefined, code);
     }
     if (exception instanceof HttpException && exception.getStatus() < 500) {
       return this.fromHttpException(exception, req);
@@ -159,8 +163,13 @@ function isJsonSyntax(raw: unknown): boolean {
   return typeof raw === 'string' && /JSON|Unexpected token|Unexpected end|Expected/.test(raw);
 }
 
-function body(statusCode: number, message: string, details?: ErrorDetail[]): ErrorBody {
-  const b: ErrorBody = { statusCode, error: STATUS_CODES[statusCode] ?? 'Error', message };
+function body(statusCode: number, message: string, details?: ErrorDetail[], code?: string): ErrorBody {
+  const b: ErrorBody = {
+    statusCode,
+    error: STATUS_CODES[statusCode] ?? 'Error',
+    code: code ?? httpClassCode(statusCode),
+    message,
+  };
   if (details && details.length > 0) b.details = details;
   return b;
 }

@@ -1,15 +1,8 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import {
-  ApiBadRequestResponse,
-  ApiConflictResponse,
-  ApiNotFoundResponse,
-  ApiOkResponse,
-  ApiOperation,
-  ApiTags,
-} from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Evidence, Incident, IncidentListItem, IncidentsService } from '@tapyard/incidents';
 import { PipelinesService } from '@tapyard/pipelines';
-import { ErrorBodyDto } from '../http/error-body.dto';
+import { ApiErrors } from '../http/api-errors.decorator';
 import { RequestAccess, RequestEnvironment } from '../http/environment.decorator';
 import { Access } from '../auth/access';
 import { Requires } from '../auth/access-rule';
@@ -73,7 +66,7 @@ export class IncidentsController {
       'by platform code (README "Incidents"). Only incidents of pipelines the caller may read are listed.',
   })
   @ApiOkResponse({ type: [IncidentListItemDto] })
-  @ApiBadRequestResponse({ type: ErrorBodyDto })
+  @ApiErrors(400)
   async list(
     @RequestEnvironment() env: string,
     @RequestAccess() access: Access,
@@ -91,7 +84,7 @@ export class IncidentsController {
   @Requires('pipeline:read', incidentInPath('id'))
   @ApiOperation({ summary: 'One incident' })
   @ApiOkResponse({ type: IncidentDto })
-  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  @ApiErrors(404)
   get(@RequestEnvironment() env: string, @Param('id') id: string): Promise<Incident> {
     return this.incidents.get(env, id);
   }
@@ -105,7 +98,7 @@ export class IncidentsController {
       "rows (`search:query` over the pipeline's scope); others get the counts, rates, types, checks and verdict.",
   })
   @ApiOkResponse({ schema: EVIDENCE_SCHEMA })
-  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  @ApiErrors(404)
   evidence(
     @RequestEnvironment() env: string,
     @RequestAccess() access: Access,
@@ -125,11 +118,7 @@ export class IncidentsController {
       '`before`.',
   })
   @ApiOkResponse({ type: IncidentDto })
-  @ApiNotFoundResponse({ type: ErrorBodyDto })
-  @ApiConflictResponse({
-    type: ErrorBodyDto,
-    description: 'Resolved, or the script changed since the incident',
-  })
+  @ApiErrors(404, { 409: 'Resolved, or the script changed since the incident' })
   verify(@RequestEnvironment() env: string, @Param('id') id: string): Promise<Incident> {
     return this.incidents.verify(env, id);
   }
@@ -139,7 +128,7 @@ export class IncidentsController {
   @Requires('pipeline:update', incidentInPath('id'))
   @ApiOperation({ summary: 'Mark an incident resolved (its verdict and evidence stay)' })
   @ApiOkResponse({ type: IncidentDto })
-  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  @ApiErrors(404)
   resolve(
     @RequestEnvironment() env: string,
     @Param('id') id: string,

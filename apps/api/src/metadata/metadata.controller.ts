@@ -1,10 +1,10 @@
 import { Controller, Get, Query } from '@nestjs/common';
-import { ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CONFIG, TapyardConfig } from '@tapyard/core';
 import { MetadataService } from '@tapyard/metadata';
 import { Requires, ScopeResolver } from '../auth/access-rule';
 import { RequestAccess, RequestEnvironment } from '../http/environment.decorator';
-import { ErrorBodyDto } from '../http/error-body.dto';
+import { ApiErrors } from '../http/api-errors.decorator';
 import { Access } from '../auth/access';
 import {
   ColumnDto,
@@ -62,7 +62,7 @@ export class MetadataController {
       'sees the tenants’ schemas only with full access (`*:*`).',
   })
   @ApiOkResponse(NAMES)
-  @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'No such database' })
+  @ApiErrors({ 404: 'No such database' })
   pgSchemas(@RequestAccess() access: Access, @Query() q: DatabaseQueryDto): Promise<string[]> {
     return this.metadata.postgresSchemas(access.viewer, q.database);
   }
@@ -75,7 +75,7 @@ export class MetadataController {
       'A schema the caller may not see (Tapyard’s own, another tenant’s, a tenant’s for an operator key without `*:*`) is 404.',
   })
   @ApiOkResponse(NAMES)
-  @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'No such database or schema' })
+  @ApiErrors({ 404: 'No such database or schema' })
   pgTables(@RequestAccess() access: Access, @Query() q: TablesQueryDto): Promise<string[]> {
     return this.metadata.postgresTables(access.viewer, q.database, q.schema, q.vectorOnly ?? false);
   }
@@ -84,7 +84,7 @@ export class MetadataController {
   @Requires('metadata:read', postgresDatabase)
   @ApiOperation({ summary: 'Columns of a table with their PostgreSQL types' })
   @ApiOkResponse({ type: [ColumnDto] })
-  @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'No such database or table' })
+  @ApiErrors({ 404: 'No such database or table' })
   pgColumns(@RequestAccess() access: Access, @Query() q: ColumnsQueryDto): Promise<ColumnDto[]> {
     return this.metadata.postgresColumns(access.viewer, q.database, q.schema, q.table);
   }

@@ -1,17 +1,8 @@
 import { Controller, Get, HttpCode, Param, ParseIntPipe, Post, Query } from '@nestjs/common';
-import {
-  ApiBadGatewayResponse,
-  ApiBadRequestResponse,
-  ApiConflictResponse,
-  ApiNotFoundResponse,
-  ApiOkResponse,
-  ApiOperation,
-  ApiTags,
-  ApiUnprocessableEntityResponse,
-} from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CodegenEntry, CodegenService, VersionItem } from '@tapyard/codegen';
 import { ValidationError } from '@tapyard/core';
-import { ErrorBodyDto } from '../http/error-body.dto';
+import { ApiErrors } from '../http/api-errors.decorator';
 import { RequestAccess, RequestEnvironment, RequestSignal } from '../http/environment.decorator';
 import { Access } from '../auth/access';
 import { Requires } from '../auth/access-rule';
@@ -40,8 +31,7 @@ export class CodegenScriptsController {
     description: CONTRACT,
   })
   @ApiOkResponse({ type: CodegenEntriesDto })
-  @ApiNotFoundResponse({ type: ErrorBodyDto })
-  @ApiBadGatewayResponse({ type: ErrorBodyDto, description: 'The code repository could not be reached' })
+  @ApiErrors(404, { 502: 'The code repository could not be reached' })
   entries(
     @RequestEnvironment() env: string,
     @Param('name') name: string,
@@ -53,8 +43,7 @@ export class CodegenScriptsController {
   @Requires('pipeline:read', pipelineInPath('name'))
   @ApiOperation({ summary: 'Version history of a script, newest first' })
   @ApiOkResponse({ type: [CodegenVersionDto] })
-  @ApiBadRequestResponse({ type: ErrorBodyDto, description: 'Unknown kind' })
-  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  @ApiErrors(404, { 400: 'Unknown kind' })
   versions(
     @RequestEnvironment() env: string,
     @Param('name') name: string,
@@ -74,9 +63,10 @@ export class CodegenScriptsController {
       'file edited since the recorded commit is not overwritten (the entry carries `conflict`) unless overwrite=true.',
   })
   @ApiOkResponse({ type: CodegenEntryDto })
-  @ApiBadRequestResponse({ type: ErrorBodyDto, description: 'Unknown kind, or no instruction of that kind' })
-  @ApiNotFoundResponse({ type: ErrorBodyDto })
-  @ApiBadGatewayResponse({ type: ErrorBodyDto, description: 'The model or the store failed' })
+  @ApiErrors(404, {
+    400: 'Unknown kind, or no instruction of that kind',
+    502: 'The model or the store failed',
+  })
   regenerate(
     @RequestEnvironment() env: string,
     @Param('name') name: string,
@@ -96,13 +86,7 @@ export class CodegenScriptsController {
       'Clears a conflict. The file must meet the script contract (422 otherwise, nothing changed).',
   })
   @ApiOkResponse({ type: CodegenEntryDto })
-  @ApiBadRequestResponse({
-    type: ErrorBodyDto,
-    description: 'Unknown kind, no instruction, or not in a repository',
-  })
-  @ApiNotFoundResponse({ type: ErrorBodyDto })
-  @ApiUnprocessableEntityResponse({ type: ErrorBodyDto })
-  @ApiBadGatewayResponse({ type: ErrorBodyDto })
+  @ApiErrors(404, 422, 502, { 400: 'Unknown kind, no instruction, or not in a repository' })
   pull(
     @RequestEnvironment() env: string,
     @Param('name') name: string,
@@ -122,19 +106,12 @@ export class CodegenScriptsController {
       '`codegen-script-restore-version:<kind>` (agent-policy action pipeline:update:codegen-scripts).',
   })
   @ApiOkResponse({ type: CodegenEntryDto })
-  @ApiBadRequestResponse({ type: ErrorBodyDto, description: 'Unknown kind, or no instruction of that kind' })
-  @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'Unknown pipeline or version' })
-  @ApiConflictResponse({
-    type: ErrorBodyDto,
-    description: 'The repository file was edited since the recorded commit',
-  })
-  @ApiUnprocessableEntityResponse({
-    type: ErrorBodyDto,
-    description: 'Written for a different instruction, source schema or script contract',
-  })
-  @ApiBadGatewayResponse({
-    type: ErrorBodyDto,
-    description: 'The script could not be stored; nothing changed',
+  @ApiErrors({
+    400: 'Unknown kind, or no instruction of that kind',
+    404: 'Unknown pipeline or version',
+    409: 'The repository file was edited since the recorded commit',
+    422: 'Written for a different instruction, source schema or script contract',
+    502: 'The script could not be stored; nothing changed',
   })
   restore(
     @RequestEnvironment() env: string,

@@ -1,14 +1,8 @@
 import { Controller, Delete, Get, Query } from '@nestjs/common';
-import {
-  ApiBadRequestResponse,
-  ApiNotFoundResponse,
-  ApiOkResponse,
-  ApiOperation,
-  ApiTags,
-} from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ValidationError } from '@tapyard/core';
 import { JobSummary, JobsFilter, Rollup, StatusEntry, StatusService } from '@tapyard/status';
-import { ErrorBodyDto } from '../http/error-body.dto';
+import { ApiErrors } from '../http/api-errors.decorator';
 import { RequestAccess, RequestEnvironment } from '../http/environment.decorator';
 import { Access } from '../auth/access';
 import { Requires } from '../auth/access-rule';
@@ -49,8 +43,7 @@ export class StatusController {
       ],
     },
   })
-  @ApiBadRequestResponse({ type: ErrorBodyDto, description: 'No token or pipeline name given' })
-  @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'No job has that token' })
+  @ApiErrors({ 400: 'No token or pipeline name given', 404: 'No job has that token' })
   query(
     @RequestEnvironment() env: string,
     @RequestAccess() access: Access,

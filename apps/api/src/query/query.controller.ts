@@ -1,19 +1,10 @@
 import { Body, Controller, HttpCode, Post } from '@nestjs/common';
-import {
-  ApiBadGatewayResponse,
-  ApiBadRequestResponse,
-  ApiNotFoundResponse,
-  ApiOkResponse,
-  ApiOperation,
-  ApiServiceUnavailableResponse,
-  ApiTags,
-  ApiTooManyRequestsResponse,
-} from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CONFIG, TapyardConfig } from '@tapyard/core';
 import { AnswerResult, AnswerService, NlQueryResult, NlQueryService } from '@tapyard/nl-query';
 import { Requires, ScopeResolver } from '../auth/access-rule';
 import { RequestEnvironment, RequestSignal } from '../http/environment.decorator';
-import { ErrorBodyDto } from '../http/error-body.dto';
+import { ApiErrors } from '../http/api-errors.decorator';
 import { AnswerDto, AnswerResultDto, NlQueryDto, NlQueryResultDto } from './query.dto';
 
 /** `search:query:database=<db>` scopes natural-language SQL to databases. */
@@ -53,20 +44,12 @@ export class QueryController {
       'is the statement that ran. Taps call it with their run key (SERVICE_PLATFORM_HOST/PORT).',
   })
   @ApiOkResponse({ type: NlQueryResultDto })
-  @ApiBadRequestResponse({
-    type: ErrorBodyDto,
-    description: 'Unsafe SQL (the reason), a query error or timeout, a first row over QUERY_MAX_RESULT_BYTES',
+  @ApiErrors(502, {
+    400: 'Unsafe SQL (the reason), a query error or timeout, a first row over QUERY_MAX_RESULT_BYTES',
+    429: 'Every connection for queries (QUERY_POOL_SIZE) stayed busy',
+    404: 'A database or schema the caller may not see',
+    503: "No model provider (secret 'ai'), or no query role (see scripts/services)",
   })
-  @ApiTooManyRequestsResponse({
-    type: ErrorBodyDto,
-    description: 'Every connection for queries (QUERY_POOL_SIZE) stayed busy',
-  })
-  @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'A database or schema the caller may not see' })
-  @ApiServiceUnavailableResponse({
-    type: ErrorBodyDto,
-    description: "No model provider (secret 'ai'), or no query role (see scripts/services)",
-  })
-  @ApiBadGatewayResponse({ type: ErrorBodyDto })
   query(
     @RequestEnvironment() env: string,
     @Body() body: NlQueryDto,
@@ -85,7 +68,7 @@ export class QueryController {
       'only `source` values that were given. Typically called with the results of POST /search/{store}.',
   })
   @ApiOkResponse({ type: AnswerResultDto })
-  @ApiServiceUnavailableResponse({ type: ErrorBodyDto, description: "No model provider (secret 'ai')" })
+  @ApiErrors({ 503: "No model provider (secret 'ai')" })
   answer(
     @RequestEnvironment() env: string,
     @Body() body: AnswerDto,

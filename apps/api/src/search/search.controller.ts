@@ -1,19 +1,11 @@
 import { Body, Controller, HttpCode, Param, Post } from '@nestjs/common';
-import {
-  ApiBadRequestResponse,
-  ApiNotFoundResponse,
-  ApiOkResponse,
-  ApiOperation,
-  ApiParam,
-  ApiServiceUnavailableResponse,
-  ApiTags,
-} from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import { VECTOR_STORES } from '@tapyard/pipelines';
 import { SearchService, VectorStoresService } from '@tapyard/vector-stores';
 import { Access } from '../auth/access';
 import { Requires } from '../auth/access-rule';
 import { RequestAccess, RequestEnvironment } from '../http/environment.decorator';
-import { ErrorBodyDto } from '../http/error-body.dto';
+import { ApiErrors } from '../http/api-errors.decorator';
 import { SearchRequestDto, SearchResponseDto } from './search.dto';
 
 @ApiTags('search')
@@ -38,18 +30,10 @@ export class SearchController {
   })
   @ApiParam({ name: 'store', enum: VECTOR_STORES })
   @ApiOkResponse({ type: SearchResponseDto })
-  @ApiBadRequestResponse({
-    type: ErrorBodyDto,
-    description:
-      "Unknown store (names the valid ones), missing container field, a pgvector schema outside the caller's confinement, bad filter; text/plain for a model or dimension mismatch",
-  })
-  @ApiNotFoundResponse({
-    type: ErrorBodyDto,
-    description: 'No such container (or not visible to the caller)',
-  })
-  @ApiServiceUnavailableResponse({
-    type: ErrorBodyDto,
-    description: 'The store is not configured or unreachable',
+  @ApiErrors({
+    400: "Unknown store (names the valid ones), missing container field, a pgvector schema outside the caller's confinement, bad filter; text/plain for a model or dimension mismatch",
+    404: 'No such container (or not visible to the caller)',
+    503: 'The store is not configured or unreachable',
   })
   run(
     @RequestEnvironment() env: string,

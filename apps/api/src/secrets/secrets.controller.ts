@@ -1,15 +1,7 @@
 import { Body, Controller, Delete, Get, Param, Put } from '@nestjs/common';
-import {
-  ApiBadRequestResponse,
-  ApiBody,
-  ApiNotFoundResponse,
-  ApiOkResponse,
-  ApiOperation,
-  ApiParam,
-  ApiTags,
-} from '@nestjs/swagger';
+import { ApiBody, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import { SecretsService } from '@tapyard/secrets';
-import { ErrorBodyDto } from '../http/error-body.dto';
+import { ApiErrors } from '../http/api-errors.decorator';
 import { RequestEnvironment } from '../http/environment.decorator';
 import { Requires } from '../auth/access-rule';
 import { SecretDto, StatusOkDto } from './secrets.dto';
@@ -43,10 +35,7 @@ export class SecretsController {
   @ApiOperation({ summary: 'One secret, sensitive fields masked' })
   @ApiParam(NAME_PARAM)
   @ApiOkResponse({ type: SecretDto })
-  @ApiNotFoundResponse({
-    type: ErrorBodyDto,
-    description: 'No secret of that name in this environment (always for the access state)',
-  })
+  @ApiErrors({ 404: 'No secret of that name in this environment (always for the access state)' })
   get(@RequestEnvironment() env: string, @Param('name') name: string): Promise<SecretDto> {
     return this.secrets.get(env, name);
   }
@@ -66,10 +55,8 @@ export class SecretsController {
     },
   })
   @ApiOkResponse({ type: StatusOkDto })
-  @ApiBadRequestResponse({
-    type: ErrorBodyDto,
-    description:
-      'Not an object of strings, a bad name, or a name of the access state (`*/api-keys`, `api-key-mappings`)',
+  @ApiErrors({
+    400: 'Not an object of strings, a bad name, or a name of the access state (`*/api-keys`, `api-key-mappings`)',
   })
   async put(
     @RequestEnvironment() env: string,
@@ -85,10 +72,7 @@ export class SecretsController {
   @ApiOperation({ summary: 'Delete a secret' })
   @ApiParam(NAME_PARAM)
   @ApiOkResponse({ type: StatusOkDto })
-  @ApiNotFoundResponse({
-    type: ErrorBodyDto,
-    description: 'No secret of that name in this environment (always for the access state)',
-  })
+  @ApiErrors({ 404: 'No secret of that name in this environment (always for the access state)' })
   async remove(@RequestEnvironment() env: string, @Param('name') name: string): Promise<StatusOkDto> {
     await this.secrets.delete(env, name);
     return { status: 'ok' };

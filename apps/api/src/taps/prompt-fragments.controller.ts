@@ -1,14 +1,7 @@
 import { Body, Controller, Delete, Get, Header, HttpCode, Param, Post, Put } from '@nestjs/common';
-import {
-  ApiNotFoundResponse,
-  ApiOkResponse,
-  ApiOperation,
-  ApiProduces,
-  ApiServiceUnavailableResponse,
-  ApiTags,
-} from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import { PromptFragment, PromptFragmentsService, TapAuthoringService } from '@tapyard/tap-authoring';
-import { ErrorBodyDto } from '../http/error-body.dto';
+import { ApiErrors } from '../http/api-errors.decorator';
 import { RequestEnvironment, RequestSignal } from '../http/environment.decorator';
 import { Requires } from '../auth/access-rule';
 import {
@@ -48,10 +41,7 @@ export class PromptFragmentsController {
     description: 'Answers the text only (text/plain); nothing is stored.',
   })
   @ApiOkResponse({ schema: { type: 'string' } })
-  @ApiServiceUnavailableResponse({
-    type: ErrorBodyDto,
-    description: "No model provider: create the secret 'ai'",
-  })
+  @ApiErrors({ 503: "No model provider: create the secret 'ai'" })
   suggest(
     @RequestEnvironment() env: string,
     @Body() body: SuggestPromptFragmentDto,
@@ -68,7 +58,7 @@ export class PromptFragmentsController {
   @Requires('tap:read', 'none')
   @ApiOperation({ summary: 'One fragment (key URL-encoded)' })
   @ApiOkResponse({ type: PromptFragmentDto })
-  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  @ApiErrors(404)
   get(@RequestEnvironment() env: string, @Param('key') key: string): Promise<PromptFragment> {
     return this.fragments.get(env, key);
   }
@@ -95,7 +85,7 @@ export class PromptFragmentsController {
   @Requires('tap:update', 'environment')
   @ApiOperation({ summary: 'Delete a fragment' })
   @ApiOkResponse({ type: OkDto })
-  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  @ApiErrors(404)
   async remove(@RequestEnvironment() env: string, @Param('key') key: string): Promise<OkDto> {
     await this.fragments.delete(env, key);
     return { status: 'ok' };

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { PoolClient } from 'pg';
-import { ConflictError, errorMessage } from '@tapyard/core';
-import { PG_MAX_IDENTIFIER_BYTES, REJECTS_SUFFIX, describeLocation } from '@tapyard/pipelines';
+import { ConflictError, PG_MAX_IDENTIFIER_BYTES, errorMessage, quoteIdent } from '@tapyard/core';
+import { REJECTS_SUFFIX, describeLocation } from '@tapyard/pipelines';
 import { DropOutcome } from '../destination';
 import { CreatedObject } from '../ownership/created-objects';
 
@@ -15,10 +15,6 @@ const HASH_CHARS = 12;
 export type CreatedTable = Extract<CreatedObject, { store: 'postgres' }>;
 /** A table's place, whoever made it. */
 export type TableLocation = Omit<CreatedTable, 'creationId' | 'environment' | 'pipeline'>;
-
-export function quoteIdent(name: string): string {
-  return `"${name.replace(/"/g, '""')}"`;
-}
 
 export const qualified = (l: TableLocation): string => `${quoteIdent(l.schema)}.${quoteIdent(l.name)}`;
 

@@ -9,6 +9,7 @@ import {
   ValidationError,
   errorMessage,
   isConnectionFailure,
+  quoteIdent,
 } from '@tapyard/core';
 import { FieldType, PipelineDefinition } from '@tapyard/pipelines';
 import { extname, join } from 'node:path';
@@ -30,7 +31,6 @@ import {
   creationComment,
   dropTables,
   qualified,
-  quoteIdent,
   rejectsTable,
   tableExists,
 } from './created-tables';

@@ -10,6 +10,7 @@ import {
   UpstreamError,
   ValidationError,
   errorMessage,
+  quoteIdent,
 } from '@tapyard/core';
 import { EgressPolicy, EgressRefused } from '@tapyard/egress';
 import { FieldType, PipelineDefinition } from '@tapyard/pipelines';
@@ -34,7 +35,7 @@ const SQL_TYPES: Record<FieldType, string> = {
   timestamp: 'TIMESTAMP_TZ',
 };
 
-const ident = (name: string): string => `"${name.toUpperCase().replace(/"/g, '""')}"`;
+const ident = (name: string): string => quoteIdent(name.toUpperCase());
 
 interface Settings {
   options: ConnectionOptions;

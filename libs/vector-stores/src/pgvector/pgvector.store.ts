@@ -1,5 +1,5 @@
 import { Pool, PoolClient } from 'pg';
-import { ServiceUnavailableError } from '@tapyard/core';
+import { PG_MAX_IDENTIFIER_BYTES, ServiceUnavailableError, quoteIdent } from '@tapyard/core';
 import { EgressPolicy, EgressRefused } from '@tapyard/egress';
 import type { ChunkRecord, MetadataFilter, SearchHit, VectorStore } from '../vector-store';
 import {
@@ -11,6 +11,9 @@ import { pgTarget } from './pg-target';
 import { pgvectorWhere } from './pgvector-filter';
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_-]{0,62}$/;
+/** An index's name after its table's, cut where PostgreSQL would cut it (table names are ASCII: NAME). */
+const indexName = (table: string, suffix: string): string =>
+  `${table}_${suffix}`.slice(0, PG_MAX_IDENTIFIER_BYTES);
 const UPSERT_BATCH = 1000;
 /** Connection errors: the server is down or unreachable, not a bad request. */
 const UNREACHABLE = new Set([
@@ -22,11 +25,9 @@ const UNREACHABLE = new Set([
   '57P03',
 ]);
 
-const quote = (id: string): string => `"${id.replace(/"/g, '""')}"`;
-
 function split(container: string): { schema: string; table: string; sql: string } {
   const [schema, table] = container.includes('.') ? container.split('.', 2) : ['public', container];
-  return { schema, table, sql: `${quote(schema)}.${quote(table)}` };
+  return { schema, table, sql: `${quoteIdent(schema)}.${quoteIdent(table)}` };
 }
 
 const vectorText = (v: Float32Array): string => `[${Array.from(v).join(',')}]`;
@@ -104,14 +105,14 @@ export class PgvectorStore implements VectorStore {
           throw new VectorDimensionMismatch('pgvector', container, existing, dimension);
         return { created: false };
       }
-      await c.query(`CREATE SCHEMA IF NOT EXISTS ${quote(schema)}`);
+      await c.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`);
       await c.query(
         `CREATE TABLE ${sql} (id uuid PRIMARY KEY, content text NOT NULL, metadata jsonb NOT NULL, embedding vector(${Number(dimension)}) NOT NULL)`,
       );
       await c.query(
-        `CREATE INDEX ${quote(`${table}_embedding_hnsw`)} ON ${sql} USING hnsw (embedding vector_cosine_ops)`,
+        `CREATE INDEX ${quoteIdent(indexName(table, 'embedding_hnsw'))} ON ${sql} USING hnsw (embedding vector_cosine_ops)`,
       );
-      await c.query(`CREATE INDEX ${quote(`${table}_uri`)} ON ${sql} ((metadata ->> 'uri'))`);
+      await c.query(`CREATE INDEX ${quoteIdent(indexName(table, 'uri'))} ON ${sql} ((metadata ->> 'uri'))`);
       return { created: true };
     });
   }

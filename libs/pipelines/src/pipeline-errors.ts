@@ -1,0 +1,14 @@
+import type { DomainCode } from '@tapyard/core';
+
+/** The domain codes of pipeline errors: the error body's `code`. */
+export const PipelineErrorCode = {
+  NotFound: 'pipeline.not_found',
+  /** An earlier DELETE did not finish. */
+  Deleting: 'pipeline.deleting',
+  /** A load is creating the destination objects or writing files: the DELETE waits for it. */
+  LoadRunning: 'pipeline.load_running',
+  /** Outside the caller's confinement, or a platform-owned place. */
+  DestinationRefused: 'pipeline.destination_refused',
+  Invalid: 'pipeline.invalid',
+  InvalidExpression: 'pipeline.invalid_expression',
+} as const satisfies Record<string, DomainCode>;
