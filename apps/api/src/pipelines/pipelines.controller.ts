@@ -1,24 +1,12 @@
 import { Body, Controller, Delete, Get, Header, HttpCode, Post, Query, Req } from '@nestjs/common';
-import {
-  ApiBadRequestResponse,
-  ApiBody,
-  ApiConflictResponse,
-  ApiConsumes,
-  ApiNotFoundResponse,
-  ApiOkResponse,
-  ApiOperation,
-  ApiPayloadTooLargeResponse,
-  ApiProduces,
-  ApiTags,
-  ApiUnsupportedMediaTypeResponse,
-} from '@nestjs/swagger';
+import { ApiBody, ApiConsumes, ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { Request } from 'express';
 import { SchemaDiscoveryService, UploadService } from '@tapyard/ingestion';
 import { PipelineDeletionService } from '@tapyard/pipeline-deletion';
 import { PipelineConfigDto, PipelineDefinition, PipelinesService } from '@tapyard/pipelines';
 import { PipelineAdviceService } from '@tapyard/pipeline-advice';
 import { CodegenService } from '@tapyard/codegen';
-import { ErrorBodyDto } from '../http/error-body.dto';
+import { ApiErrors } from '../http/api-errors.decorator';
 import { RequestAccess, RequestEnvironment, RequestSignal } from '../http/environment.decorator';
 import { Access } from '../auth/access';
 import { Requires } from '../auth/access-rule';
@@ -61,14 +49,9 @@ export class PipelinesController {
       'credentials to the address the pipeline gives.',
   })
   @ApiOkResponse({ type: SavePipelineResultDto })
-  @ApiBadRequestResponse({
-    type: ErrorBodyDto,
-    description:
-      'Invalid configuration, or a destination outside the caller’s confinement; `details` names each field',
-  })
-  @ApiConflictResponse({
-    type: ErrorBodyDto,
-    description: 'The pipeline is being deleted (repeat the DELETE)',
+  @ApiErrors({
+    400: 'Invalid configuration, or a destination outside the caller’s confinement; `details` names each field',
+    409: 'The pipeline is being deleted (repeat the DELETE)',
   })
   async save(
     @RequestEnvironment() env: string,
@@ -84,7 +67,7 @@ export class PipelinesController {
   @Requires('pipeline:read', pipelineInQuery('pipeline'))
   @ApiOperation({ summary: 'The full configuration of a pipeline, with its definition version' })
   @ApiOkResponse({ type: PipelineConfigDto })
-  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  @ApiErrors(404)
   async get(
     @RequestEnvironment() env: string,
     @Query() q: PipelineQueryDto,
@@ -119,10 +102,8 @@ export class PipelinesController {
       'the DELETE to finish.',
   })
   @ApiOkResponse({ type: DeletePipelineResultDto })
-  @ApiNotFoundResponse({ type: ErrorBodyDto })
-  @ApiConflictResponse({
-    type: ErrorBodyDto,
-    description: 'A table in use, or a load creating objects: nothing more was dropped; repeat the DELETE',
+  @ApiErrors(404, {
+    409: 'A table in use, or a load creating objects: nothing more was dropped; repeat the DELETE',
   })
   async remove(
     @RequestEnvironment() env: string,
@@ -152,10 +133,12 @@ export class PipelinesController {
     description: 'The pipeline token',
     schema: { type: 'string', example: '6f1c2d9e-0c7a-4c59-9e55-2f7f1b7e0a11' },
   })
-  @ApiBadRequestResponse({ type: ErrorBodyDto, description: 'Missing file or pipeline field, empty file' })
-  @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'Unknown pipeline' })
-  @ApiPayloadTooLargeResponse({ type: ErrorBodyDto, description: 'File over UPLOAD_LIMIT' })
-  @ApiUnsupportedMediaTypeResponse({ type: ErrorBodyDto, description: 'Not multipart, or a compressed file' })
+  @ApiErrors({
+    400: 'Missing file or pipeline field, empty file',
+    404: 'Unknown pipeline',
+    413: 'File over UPLOAD_LIMIT',
+    415: 'Not multipart, or a compressed file',
+  })
   upload(
     @RequestEnvironment() env: string,
     @RequestAccess() access: Access,
@@ -180,7 +163,7 @@ export class PipelinesController {
   @ApiConsumes('multipart/form-data')
   @ApiBody({ type: GenerateFormDto })
   @ApiOkResponse({ description: 'A partial pipeline configuration, ready for POST /pipeline' })
-  @ApiBadRequestResponse({ type: ErrorBodyDto })
+  @ApiErrors(400)
   async generate(
     @RequestEnvironment() env: string,
     @Req() req: Request,
@@ -212,7 +195,7 @@ export class PipelinesController {
   @ApiConsumes('multipart/form-data')
   @ApiBody({ type: ProfileFormDto })
   @ApiOkResponse({ description: 'The profile' })
-  @ApiBadRequestResponse({ type: ErrorBodyDto })
+  @ApiErrors(400)
   async profile(
     @RequestEnvironment() env: string,
     @Req() req: Request,

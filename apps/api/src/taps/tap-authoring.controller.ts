@@ -1,13 +1,5 @@
 import { Body, Controller, HttpCode, Post } from '@nestjs/common';
-import {
-  ApiBadRequestResponse,
-  ApiBadGatewayResponse,
-  ApiOkResponse,
-  ApiOperation,
-  ApiServiceUnavailableResponse,
-  ApiTags,
-  ApiUnprocessableEntityResponse,
-} from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import {
   BrainstormResult,
   OptimizeResult,
@@ -15,7 +7,7 @@ import {
   ScriptResult,
   TapAuthoringService,
 } from '@tapyard/tap-authoring';
-import { ErrorBodyDto } from '../http/error-body.dto';
+import { ApiErrors } from '../http/api-errors.decorator';
 import { RequestAccess, RequestEnvironment, RequestSignal } from '../http/environment.decorator';
 import { Access } from '../auth/access';
 import { Requires } from '../auth/access-rule';
@@ -59,8 +51,7 @@ export class TapAuthoringController {
       'embedding or vector stores (an answer that does is sent back once). Sends the conversation only.',
   })
   @ApiOkResponse({ type: BrainstormResultDto })
-  @ApiServiceUnavailableResponse({ type: ErrorBodyDto, description: NO_PROVIDER })
-  @ApiBadGatewayResponse({ type: ErrorBodyDto, description: PROVIDER_FAILED })
+  @ApiErrors({ 503: NO_PROVIDER, 502: PROVIDER_FAILED })
   brainstorm(
     @RequestEnvironment() env: string,
     @Body() body: BrainstormDto,
@@ -90,13 +81,12 @@ export class TapAuthoringController {
       'needs secret:use.',
   })
   @ApiOkResponse({ type: ScriptResultDto })
-  @ApiBadRequestResponse({
-    type: ErrorBodyDto,
-    description: 'Unknown secret, tapType change, foreign oldScriptPath',
+  @ApiErrors({
+    400: 'Unknown secret, tapType change, foreign oldScriptPath',
+    422: CHECKS,
+    503: NO_PROVIDER,
+    502: PROVIDER_FAILED,
   })
-  @ApiUnprocessableEntityResponse({ type: ErrorBodyDto, description: CHECKS })
-  @ApiServiceUnavailableResponse({ type: ErrorBodyDto, description: NO_PROVIDER })
-  @ApiBadGatewayResponse({ type: ErrorBodyDto, description: PROVIDER_FAILED })
   generate(
     @RequestEnvironment() env: string,
     @RequestAccess() access: Access,
@@ -114,9 +104,7 @@ export class TapAuthoringController {
     description: 'Sends the script, the error, the diagnosis and the end of the logs. Checked like generate.',
   })
   @ApiOkResponse({ type: ScriptResultDto })
-  @ApiUnprocessableEntityResponse({ type: ErrorBodyDto, description: CHECKS })
-  @ApiServiceUnavailableResponse({ type: ErrorBodyDto, description: NO_PROVIDER })
-  @ApiBadGatewayResponse({ type: ErrorBodyDto, description: PROVIDER_FAILED })
+  @ApiErrors({ 422: CHECKS, 503: NO_PROVIDER, 502: PROVIDER_FAILED })
   fix(
     @RequestEnvironment() env: string,
     @Body() body: FixDto,
@@ -138,8 +126,7 @@ export class TapAuthoringController {
       'version: `rewritten: true`; re-test it and do not optimise in that pass (spec rule 5).',
   })
   @ApiOkResponse({ type: ReviewResultDto })
-  @ApiUnprocessableEntityResponse({ type: ErrorBodyDto, description: CHECKS })
-  @ApiServiceUnavailableResponse({ type: ErrorBodyDto, description: NO_PROVIDER })
+  @ApiErrors({ 422: CHECKS, 503: NO_PROVIDER })
   review(
     @RequestEnvironment() env: string,
     @Body() body: ReviewDto,
@@ -160,8 +147,7 @@ export class TapAuthoringController {
       'server (needs tap:run, and secret:use for a tap with a secret).',
   })
   @ApiOkResponse({ type: OptimizeResultDto })
-  @ApiUnprocessableEntityResponse({ type: ErrorBodyDto, description: CHECKS })
-  @ApiServiceUnavailableResponse({ type: ErrorBodyDto, description: NO_PROVIDER })
+  @ApiErrors({ 422: CHECKS, 503: NO_PROVIDER })
   optimize(
     @RequestEnvironment() env: string,
     @RequestAccess() access: Access,

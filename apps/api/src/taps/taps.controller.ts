@@ -1,13 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Post, Query } from '@nestjs/common';
-import {
-  ApiBadRequestResponse,
-  ApiConflictResponse,
-  ApiNotFoundResponse,
-  ApiOkResponse,
-  ApiOperation,
-  ApiTags,
-  ApiUnprocessableEntityResponse,
-} from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CronResult, TapAuthoringService } from '@tapyard/tap-authoring';
 import {
   LedgerEntry,
@@ -23,7 +15,7 @@ import {
   TestResult,
   TestTapDto,
 } from '@tapyard/taps';
-import { ErrorBodyDto } from '../http/error-body.dto';
+import { ApiErrors } from '../http/api-errors.decorator';
 import { RequestAccess, RequestEnvironment, RequestSignal } from '../http/environment.decorator';
 import { Access } from '../auth/access';
 import { Requires } from '../auth/access-rule';
@@ -82,7 +74,7 @@ export class TapsController {
       '`scriptPath` is set but the object is gone; a tap never given a script has `script: null` and no `scriptMissing`.',
   })
   @ApiOkResponse({ type: TapWithScriptDto })
-  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  @ApiErrors(404)
   get(@RequestEnvironment() env: string, @Query() q: TapQueryDto): Promise<TapWithScript> {
     return this.taps.getWithScript(env, q.name);
   }
@@ -99,10 +91,8 @@ export class TapsController {
       'must target a pipeline with source.fileAttributes.unstructuredAttributes and a vector-store destination.',
   })
   @ApiOkResponse({ type: TapDto })
-  @ApiBadRequestResponse({
-    type: ErrorBodyDto,
-    description:
-      'Invalid name, cron expression or package; tapType change; document-tap compatibility violation',
+  @ApiErrors({
+    400: 'Invalid name, cron expression or package; tapType change; document-tap compatibility violation',
   })
   save(
     @RequestEnvironment() env: string,
@@ -121,7 +111,7 @@ export class TapsController {
       'their ledger and staged documents.',
   })
   @ApiOkResponse({ type: DeleteTapResultDto })
-  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  @ApiErrors(404)
   async remove(@RequestEnvironment() env: string, @Query() q: TapQueryDto): Promise<DeleteTapResultDto> {
     const { ledgerEntriesDeleted } = await this.taps.delete(env, q.name);
     return { status: 'ok', tap: q.name, ledgerEntriesDeleted };
@@ -137,8 +127,7 @@ export class TapsController {
       'count, the columns (normalised for csv) and the logs. Failures of the script are in `error`.',
   })
   @ApiOkResponse({ type: TestResultDto })
-  @ApiBadRequestResponse({ type: ErrorBodyDto })
-  @ApiConflictResponse({ type: ErrorBodyDto, description: 'No script given and none stored' })
+  @ApiErrors(400, { 409: 'No script given and none stored' })
   async test(
     @RequestEnvironment() env: string,
     @RequestAccess() access: Access,
@@ -162,12 +151,7 @@ export class TapsController {
       '`test`: read-only, at most 20 records, never debounced.',
   })
   @ApiOkResponse({ type: RunResultDto })
-  @ApiBadRequestResponse({ type: ErrorBodyDto })
-  @ApiNotFoundResponse({ type: ErrorBodyDto })
-  @ApiConflictResponse({
-    type: ErrorBodyDto,
-    description: 'The tap has no script, or its script object is missing',
-  })
+  @ApiErrors(400, 404, { 409: 'The tap has no script, or its script object is missing' })
   async run(
     @RequestEnvironment() env: string,
     @RequestAccess() access: Access,
@@ -193,9 +177,10 @@ export class TapsController {
       'Already on the target: `migrated: false`, nothing changes.',
   })
   @ApiOkResponse({ type: MigrateStorageResultDto })
-  @ApiBadRequestResponse({ type: ErrorBodyDto, description: "No 'code-repository' secret for target github" })
-  @ApiNotFoundResponse({ type: ErrorBodyDto })
-  @ApiConflictResponse({ type: ErrorBodyDto, description: 'The tap has no script to move' })
+  @ApiErrors(404, {
+    400: "No 'code-repository' secret for target github",
+    409: 'The tap has no script to move',
+  })
   migrateStorage(
     @RequestEnvironment() env: string,
     @Body() body: MigrateStorageDto,
@@ -209,7 +194,7 @@ export class TapsController {
     summary: 'Run history of a tap: the last 50 runs, most recent first (manual and scheduled)',
   })
   @ApiOkResponse({ type: [RunLogEntryDto] })
-  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  @ApiErrors(404)
   async runs(@RequestEnvironment() env: string, @Query() q: TapQueryDto): Promise<RunLogEntry[]> {
     await this.taps.get(env, q.name);
     return this.repo.runs(env, q.name);
@@ -227,10 +212,9 @@ export class TapsController {
       'Returns the expression, an explanation and the next 5 fire times.',
   })
   @ApiOkResponse({ type: CronResultDto })
-  @ApiBadRequestResponse({ type: ErrorBodyDto, description: 'Unknown time zone' })
-  @ApiUnprocessableEntityResponse({
-    type: ErrorBodyDto,
-    description: 'Phrasing not understood (no provider), or the model gave no valid Quartz expression twice',
+  @ApiErrors({
+    400: 'Unknown time zone',
+    422: 'Phrasing not understood (no provider), or the model gave no valid Quartz expression twice',
   })
   cron(
     @RequestEnvironment() env: string,
@@ -244,7 +228,7 @@ export class TapsController {
   @Requires('tap:read', tapInQuery('name'))
   @ApiOperation({ summary: 'Document ledger of a tap: one entry per processed document' })
   @ApiOkResponse({ type: [LedgerEntryDto] })
-  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  @ApiErrors(404)
   async ledgerList(@RequestEnvironment() env: string, @Query() q: TapQueryDto): Promise<LedgerEntry[]> {
     await this.taps.get(env, q.name);
     return this.ledger.list(env, q.name);
@@ -254,7 +238,7 @@ export class TapsController {
   @Requires('tap:update', tapInQuery('name'))
   @ApiOperation({ summary: 'Forget one document (and its staged object): the next run processes it again' })
   @ApiOkResponse({ type: LedgerEntryDto })
-  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  @ApiErrors(404)
   async ledgerRemove(
     @RequestEnvironment() env: string,
     @Query() q: LedgerEntryQueryDto,
@@ -267,7 +251,7 @@ export class TapsController {
   @Requires('tap:update', tapInQuery('name'))
   @ApiOperation({ summary: 'Clear the ledger and staged objects: the next run re-scans every document' })
   @ApiOkResponse({ type: LedgerClearResultDto })
-  @ApiNotFoundResponse({ type: ErrorBodyDto })
+  @ApiErrors(404)
   async ledgerClear(
     @RequestEnvironment() env: string,
     @Query() q: TapQueryDto,
