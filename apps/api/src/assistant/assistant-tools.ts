@@ -10,7 +10,6 @@ import {
   PipelineDefinition,
   PipelinesService,
   isDocumentPipeline,
-  namedSecrets,
 } from '@tapyard/pipelines';
 import { StatusService } from '@tapyard/status';
 import { TapAuthoringService } from '@tapyard/tap-authoring';
@@ -251,10 +250,12 @@ export class AssistantTools {
             incoming,
           ]);
           // As the route: a section naming a secret sends its credentials where the pipeline says.
-          const named = namedSecrets(body.destination as Record<string, unknown> | undefined);
+          const named = this.pipelines.namedSecrets(body.destination as Record<string, unknown> | undefined);
           if (named.length > 0)
             access.require('use', 'secret', {}, `to hand secret '${named[0]}' to a destination`);
           const dto = await validated(PipelineConfigDto, body);
+          // Refused now, as the route refuses the body, not once the caller has confirmed.
+          this.pipelines.checkDestination(dto.destination);
           return async () => {
             const saved = await this.pipelines.save(ctx.env, dto);
             this.codegen.afterSave(ctx.env, saved.name);

@@ -20,7 +20,6 @@ import {
   PipelineDefinition,
   PipelinesService,
   isDocumentPipeline,
-  namedSecrets,
 } from '@tapyard/pipelines';
 import { PipelineAdviceService } from '@tapyard/pipeline-advice';
 import { CodegenService } from '@tapyard/codegen';
@@ -82,7 +81,7 @@ export class PipelinesController {
     @Body() body: PipelineConfigDto,
   ): Promise<SavePipelineResultDto> {
     // A sink sends its secret's credentials to the address the pipeline names: like giving a secret to code.
-    const named = namedSecrets(body.destination);
+    const named = this.pipelines.namedSecrets(body.destination);
     if (named.length > 0)
       access.require('use', 'secret', {}, `to hand secret '${named[0]}' to a destination`);
     const saved = await this.pipelines.save(env, body);
