@@ -16,6 +16,7 @@ import {
   Sink,
   SinkGate,
   destinationsFor,
+  encoderModule,
 } from '@tapyard/destinations';
 import { ConfigFilesService } from '@tapyard/configfiles';
 import { DestinationSections, PipelineDefinition, PipelinesService, outputFields } from '@tapyard/pipelines';
@@ -383,7 +384,7 @@ export class IngestionRunner {
           fileColumns,
           schema,
           loading.map((l) => ({
-            module: l.destination.encoder,
+            module: encoderModule(l.destination.encoder),
             maxBatchRows: l.destination.capabilities.maxBatchRows,
           })),
           scripts.map(({ version: _version, ...spec }) => spec),
