@@ -49,12 +49,14 @@ async function bootAndStop(
   env: Record<string, string>,
 ): Promise<{ packages: Map<string, number>; rssMb: number }> {
   const record = join(mkdtempSync(join(tmpdir(), 'tapyard-loaded-')), 'modules.txt');
+  const started = Date.now();
   const proc: Spawned = spawnApp(app, testEnv({ ...env, TAPYARD_TEST_LOADED_MODULES: record }), [
     '--require',
     PRELOAD,
   ]);
   try {
     await proc.waitFor(ready);
+    const bootMs = Date.now() - started;
     const rssMb = residentMegabytes(proc.child.pid as number);
     proc.child.kill('SIGTERM');
     expect(await proc.exited).toBe(0);
@@ -62,7 +64,7 @@ async function bootAndStop(
     const packages = packagesOf(paths);
     // The figures issue 30 tracks (idle RSS; what stays loaded), for whoever reads the log.
     console.log(
-      `${app}: rss ${rssMb} MB once ready, ${paths.length} module files; by package: ` +
+      `${app}: ready in ${bootMs} ms, rss ${rssMb} MB, ${paths.length} module files; by package: ` +
         [...packages]
           .sort((a, b) => b[1] - a[1])
           .map(([name, n]) => `${name} ${n}`)
