@@ -1,10 +1,10 @@
-import { Destination, EncoderFactory, LoadTarget, Payload } from '@tapyard/destinations';
+import { Destination, EncoderFactory, LoadTarget, Payload, encoderModule } from '@tapyard/destinations';
 import { Value } from '@tapyard/pipelines';
 
 /** Rows (one array of typed values per row) as the destination's own encoder turns them into a payload. */
 export function encodeRows(dest: Destination, target: LoadTarget, rows: Value[][]): Payload {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { createEncoder } = require(dest.encoder) as { createEncoder: EncoderFactory };
+  const { createEncoder } = require(encoderModule(dest.encoder)) as { createEncoder: EncoderFactory };
   return createEncoder(target.columns)({
     columns: target.columns,
     values: target.columns.map((_, c) => rows.map((r) => r[c])),

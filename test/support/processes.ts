@@ -15,10 +15,16 @@ export interface Spawned {
 /**
  * Runs a built app (`npm run build` first; `npm test` does) as its own process. Workers get an
  * ephemeral operations port unless the test names one: tests run several workers at once.
+ * `nodeArgs` go to node before the entry point (a `--require` preload that observes the process).
  */
-export function spawnApp(app: 'api' | 'worker', env: Record<string, string | undefined>): Spawned {
+export function spawnApp(
+  app: 'api' | 'worker',
+  env: Record<string, string | undefined>,
+  nodeArgs: string[] = [],
+): Spawned {
   const ports = app === 'worker' && !('WORKER_HTTP_PORT' in env) ? { WORKER_HTTP_PORT: '0' } : {};
-  const child = spawn(process.execPath, [join(ROOT, 'dist', 'apps', app, 'src', 'main.js')], {
+  const entry = join(ROOT, 'dist', 'apps', app, 'src', 'main.js');
+  const child = spawn(process.execPath, [...nodeArgs, entry], {
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...ports, ...env } as NodeJS.ProcessEnv,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -11,6 +11,7 @@ import { HealthModule, Readiness } from '@tapyard/health';
 import { QueueModule } from '@tapyard/queue';
 import { SecretsModule } from '@tapyard/secrets';
 import { IngestionModule } from '@tapyard/ingestion';
+import { DESTINATION_PLUGINS, DestinationsModule } from '@tapyard/destinations';
 import { PipelinesController } from './pipelines/pipelines.controller';
 import { CodegenScriptsController } from './pipelines/codegen-scripts.controller';
 import { StatusController } from './pipelines/status.controller';
@@ -68,6 +69,7 @@ export class ApiModule {
           exports: [AI_METRICS_REGISTRY, METRICS_REGISTRY],
         },
         LoggingModule.forRoot(logger),
+        DestinationsModule.forRoot(DESTINATION_PLUGINS),
         DatabaseModule,
         QueueModule,
         SecretsModule,

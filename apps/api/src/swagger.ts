@@ -1,9 +1,10 @@
 import { INestApplication } from '@nestjs/common';
-import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { Logger } from 'pino';
 import { Authenticator, SESSION_COOKIE } from '@tapyard/auth';
 import { TapyardConfig, UnauthorizedError } from '@tapyard/core';
+import { DestinationDto, DestinationSection, DestinationSections } from '@tapyard/pipelines';
 import { credentialsOf } from './auth/credentials';
 import { ErrorBodyDto } from './http/error-body.dto';
 
@@ -39,8 +40,28 @@ export function setupSwagger(app: INestApplication, config: TapyardConfig, logge
     .addApiKey({ type: 'apiKey', name: 'x-api-key', in: 'header' }, 'x-api-key')
     .addCookieAuth(SESSION_COOKIE, { type: 'apiKey', in: 'cookie', name: SESSION_COOKIE }, 'session')
     .build();
-  const document = SwaggerModule.createDocument(app, doc, { extraModels: [ErrorBodyDto] });
+  const sections = app.get(DestinationSections).all();
+  const document = SwaggerModule.createDocument(app, doc, {
+    extraModels: [ErrorBodyDto, ...sections.map((s) => s.dto)],
+  });
+  describeDestination(document, sections);
   SwaggerModule.setup('api/docs', app, document, { jsonDocumentUrl: 'api/docs-json' });
+}
+
+/**
+ * `destination` has one optional property per section the app registered, each the section's own
+ * schema: the DTO class cannot declare them (the set is known at boot), so the document is given them.
+ */
+function describeDestination(document: OpenAPIObject, sections: DestinationSection[]): void {
+  const schemas = (document.components ??= {}).schemas ?? {};
+  const properties = Object.fromEntries(
+    sections.map((s) => [
+      s.key,
+      { description: s.description, allOf: [{ $ref: `#/components/schemas/${s.dto.name}` }] },
+    ]),
+  );
+  schemas[DestinationDto.name] = { type: 'object', properties };
+  document.components.schemas = schemas;
 }
 
 /** Lets a docs request through only with a valid key or live session; other paths pass untouched. */

@@ -3,6 +3,7 @@ import { Logger } from 'pino';
 import { ConfigModule, LoggingModule, METRICS_REGISTRY, TapyardConfig } from '@tapyard/core';
 import { Readiness } from '@tapyard/health';
 import { DatabaseModule } from '@tapyard/database';
+import { DESTINATION_PLUGINS, DestinationsModule } from '@tapyard/destinations';
 import { QueueModule } from '@tapyard/queue';
 import { IngestionModule } from '@tapyard/ingestion';
 import { SecretsModule } from '@tapyard/secrets';
@@ -41,6 +42,7 @@ export class WorkerModule {
           exports: [METRICS_REGISTRY],
         },
         LoggingModule.forRoot(logger),
+        DestinationsModule.forRoot(DESTINATION_PLUGINS),
         DatabaseModule,
         QueueModule,
         IngestionModule,

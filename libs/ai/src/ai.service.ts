@@ -1,7 +1,5 @@
 import { createHash } from 'node:crypto';
 import { Inject, Injectable, Optional } from '@nestjs/common';
-import Anthropic from '@anthropic-ai/sdk';
-import OpenAI from 'openai';
 import Ajv, { ValidateFunction } from 'ajv';
 import { Logger } from 'pino';
 import { Registry } from 'prom-client';
@@ -22,7 +20,7 @@ import { AI_SECRET, AiFeature, AiSettings, modelFor, parseAiSettings, providerLa
 import { AiAnswerError, AiCancelledError, AiNotConfiguredError } from './ai.errors';
 import { AiMetrics } from './ai-metrics';
 import { AnthropicChat } from './anthropic-chat';
-import { ChatEvent, ChatModel, ChatRequest, ChatResult } from './chat-model';
+import { ChatEvent, ChatModel, ChatRequest, ChatResult, ProviderErrors } from './chat-model';
 import { OpenAiChat } from './openai-chat';
 import { estimateTokens, jsonObjectIn } from './structured';
 
@@ -176,12 +174,9 @@ export class FeatureModel {
       this.record(started, 'error');
       return err;
     }
-    const cancelled =
-      signal?.aborted ||
-      err instanceof OpenAI.APIUserAbortError ||
-      err instanceof Anthropic.APIUserAbortError;
+    const cancelled = signal?.aborted || err instanceof this.chat.errors.APIUserAbortError;
     this.record(started, cancelled ? 'cancelled' : 'error');
-    return providerError(this.settings, err, cancelled === true);
+    return providerError(this.settings, this.chat.errors, err, cancelled === true);
   }
 
   private validator(schema: Record<string, unknown>): ValidateFunction {
@@ -192,7 +187,12 @@ export class FeatureModel {
 const ajv = new Ajv({ allErrors: true, strict: false });
 
 /** A client library's failure as the caller sees it: named by the provider, never carrying the key. */
-export function providerError(settings: AiSettings, err: unknown, cancelled: boolean): Error {
+export function providerError(
+  settings: AiSettings,
+  errors: ProviderErrors,
+  err: unknown,
+  cancelled: boolean,
+): Error {
   const label = providerLabel(settings);
   const scrub = (text: string): string =>
     settings.apiKey ? text.split(settings.apiKey).join('[redacted]') : text;
@@ -202,14 +202,13 @@ export function providerError(settings: AiSettings, err: unknown, cancelled: boo
     if (e instanceof EgressRefused)
       return new ServiceUnavailableError('ai', `model provider ${label}: ${e.message}`);
   }
-  const connection = err instanceof OpenAI.APIConnectionError || err instanceof Anthropic.APIConnectionError;
-  if (connection) {
+  if (err instanceof errors.APIConnectionError) {
     return new ServiceUnavailableError(
       'ai',
       `the model provider (${label}) is unreachable: ${scrub(errorMessage(err)).slice(0, 200)}`,
     );
   }
-  const api = err instanceof OpenAI.APIError || err instanceof Anthropic.APIError ? err : null;
+  const api = err instanceof errors.APIError ? err : null;
   if (api) {
     const status = api.status ?? 0;
     if (status === 401 || status === 403) {
@@ -284,7 +283,10 @@ export class AiService {
       await found.chat.probe(AbortSignal.timeout(timeoutMs));
       return { status: 'up', message: label };
     } catch (err) {
-      return { status: 'down', message: errorMessage(providerError(found.settings, err, false)) };
+      return {
+        status: 'down',
+        message: errorMessage(providerError(found.settings, found.chat.errors, err, false)),
+      };
     }
   }
 
@@ -307,8 +309,8 @@ export class AiService {
     const fetchImpl = egressFetch(this.policy, 16 * 1024 * 1024);
     const chat =
       settings.provider === 'anthropic'
-        ? new AnthropicChat(settings, fetchImpl)
-        : new OpenAiChat(settings, fetchImpl);
+        ? await AnthropicChat.open(settings, fetchImpl)
+        : await OpenAiChat.open(settings, fetchImpl);
     const made = { fingerprint, settings, chat };
     this.made.set(environment, made);
     return made;

@@ -1,11 +1,11 @@
-import Anthropic from '@anthropic-ai/sdk';
+import type Anthropic from '@anthropic-ai/sdk';
 import type {
   MessageCreateParamsNonStreaming,
   MessageParam,
   Tool,
 } from '@anthropic-ai/sdk/resources/messages';
 import { AiSettings } from './ai-settings';
-import { ChatEvent, ChatModel, ChatRequest, ChatResult, ToolCall } from './chat-model';
+import { ChatEvent, ChatModel, ChatRequest, ChatResult, ProviderErrors, ToolCall } from './chat-model';
 
 /**
  * Anthropic's Messages API through the official client (retries 429/5xx/529 honouring `Retry-After`).
@@ -13,10 +13,17 @@ import { ChatEvent, ChatModel, ChatRequest, ChatResult, ToolCall } from './chat-
  */
 export class AnthropicChat implements ChatModel {
   readonly provider = 'anthropic';
+  readonly errors: ProviderErrors;
   private readonly client: Anthropic;
 
-  constructor(settings: AiSettings, fetchImpl: typeof fetch) {
-    this.client = new Anthropic({
+  /** Loads the client library (the first time Anthropic is used) and makes the model. */
+  static async open(settings: AiSettings, fetchImpl: typeof fetch): Promise<AnthropicChat> {
+    return new AnthropicChat((await import('@anthropic-ai/sdk')).default, settings, fetchImpl);
+  }
+
+  private constructor(AnthropicClient: typeof Anthropic, settings: AiSettings, fetchImpl: typeof fetch) {
+    this.errors = AnthropicClient;
+    this.client = new AnthropicClient({
       apiKey: settings.apiKey ?? 'unused',
       baseURL: settings.baseUrl ?? undefined,
       fetch: fetchImpl,

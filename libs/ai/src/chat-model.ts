@@ -43,9 +43,23 @@ export interface ChatResult {
 
 export type ChatEvent = { type: 'text'; delta: string } | { type: 'done'; result: ChatResult };
 
+/** An error class of a client library (its constructor's arguments are the library's business). */
+type ErrorClass<E extends Error = Error> = abstract new (...args: never[]) => E;
+
+/**
+ * The client library's error classes, so its failures are told apart (cancelled, unreachable, an
+ * answer) by the library that threw them, which is loaded only when the provider is first used.
+ */
+export interface ProviderErrors {
+  APIError: ErrorClass<Error & { status?: number; headers?: { get?(name: string): string | null } }>;
+  APIConnectionError: ErrorClass;
+  APIUserAbortError: ErrorClass;
+}
+
 /** One provider's chat API behind the official client. */
 export interface ChatModel {
   readonly provider: string;
+  readonly errors: ProviderErrors;
   complete(model: string, req: ChatRequest): Promise<ChatResult>;
   /** Text arrives as deltas; tool calls and usage come whole in the final `done` event. */
   stream(model: string, req: ChatRequest): AsyncIterable<ChatEvent>;

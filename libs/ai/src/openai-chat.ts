@@ -1,11 +1,11 @@
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
 import type {
   ChatCompletionCreateParamsNonStreaming,
   ChatCompletionMessageParam,
   ChatCompletionTool,
 } from 'openai/resources/chat/completions';
 import { AiSettings } from './ai-settings';
-import { ChatEvent, ChatModel, ChatRequest, ChatResult, ToolCall } from './chat-model';
+import { ChatEvent, ChatModel, ChatRequest, ChatResult, ProviderErrors, ToolCall } from './chat-model';
 
 /**
  * OpenAI's Chat Completions API through the official client: OpenAI itself and every server that
@@ -14,14 +14,22 @@ import { ChatEvent, ChatModel, ChatRequest, ChatResult, ToolCall } from './chat-
  */
 export class OpenAiChat implements ChatModel {
   readonly provider: string;
+  readonly errors: ProviderErrors;
   private readonly client: OpenAI;
 
-  constructor(
+  /** Loads the client library (the first time a provider speaking this API is used) and makes the model. */
+  static async open(settings: AiSettings, fetchImpl: typeof fetch): Promise<OpenAiChat> {
+    return new OpenAiChat((await import('openai')).default, settings, fetchImpl);
+  }
+
+  private constructor(
+    OpenAiClient: typeof OpenAI,
     private readonly settings: AiSettings,
     fetchImpl: typeof fetch,
   ) {
     this.provider = settings.provider;
-    this.client = new OpenAI({
+    this.errors = OpenAiClient;
+    this.client = new OpenAiClient({
       // Local servers take any key; the client insists on one.
       apiKey: settings.apiKey ?? 'unused',
       baseURL: settings.baseUrl ?? undefined,

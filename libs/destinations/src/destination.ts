@@ -1,3 +1,4 @@
+import { extname, join } from 'node:path';
 import {
   DataLocation,
   DatabaseDestination,
@@ -74,6 +75,19 @@ export type Payload = string | Uint8Array | TypedBatch | CsvChunkPayload;
  */
 export type EncoderFactory = (columns: SchemaField[]) => (batch: TypedBatch) => Payload;
 
+/** The encoders a destination may name; a new one is a module here and a name in this union. */
+export type EncoderName = 'copy-text' | 'typed';
+
+const ENCODER_MODULES: Record<EncoderName, string> = {
+  'copy-text': join(__dirname, 'postgres', `copy-text${extname(__filename)}`),
+  typed: join(__dirname, 'encoders', `typed${extname(__filename)}`),
+};
+
+/** The absolute path of an encoder's module (it exports `createEncoder: EncoderFactory`), for the stage thread. */
+export function encoderModule(name: EncoderName): string {
+  return ENCODER_MODULES[name];
+}
+
 /** What the runner relies on a destination for. */
 export interface Capabilities {
   /**
@@ -84,8 +98,6 @@ export interface Capabilities {
   readonly exactlyOnce: boolean;
   /** New columns can be added to an existing target; without it a job that adds columns fails here. */
   readonly schemaEvolution: boolean;
-  /** Rows arrive in file order (the runner never splits such a destination's stream). */
-  readonly ordered: boolean;
   /** Most rows per payload; the runner cuts batches to this size. null: any size. */
   readonly maxBatchRows: number | null;
   /**
@@ -109,8 +121,8 @@ export interface Destination {
   readonly name: string;
   readonly processName: ProcessName;
   readonly capabilities: Capabilities;
-  /** Absolute path of the module exporting `createEncoder: EncoderFactory`. */
-  readonly encoder: string;
+  /** The encoder that turns the job's typed batches into this destination's payloads. */
+  readonly encoder: EncoderName;
   /** Whether a pipeline with this destination configuration loads here. */
   selects(destination: PipelineDefinition['destination']): boolean;
   /** Where the rows go, for status messages: `tapyard.public.sales`, `s3://bucket/prefix/ (parquet)`. */

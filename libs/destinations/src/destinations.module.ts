@@ -1,7 +1,8 @@
-import { Module, Type } from '@nestjs/common';
+import { DynamicModule, Module, Type } from '@nestjs/common';
 import { Registry } from 'prom-client';
 import { METRICS_REGISTRY } from '@tapyard/core';
 import { ObjectStoreModule } from '@tapyard/objectstore';
+import { DestinationSections } from '@tapyard/pipelines';
 import { SecretsModule } from '@tapyard/secrets';
 import { SinkGate } from './sinks/sink-gate';
 import { SinkLedger } from './sinks/sink-ledger';
@@ -9,28 +10,49 @@ import { DESTINATIONS, Destination } from './destination';
 import { MongoClients } from './mongodb/mongo-clients';
 import { CreatedObjects } from './ownership/created-objects';
 import { PgPools } from './postgres/pg-pools';
-import { DESTINATION_PLUGINS } from './registry';
+import type { DestinationPlugin } from './registry';
 import { metered } from './metered';
 
-const loaders = DESTINATION_PLUGINS.map((p) => p.loader).filter((l): l is Type<Destination> => l !== null);
-
-/** The registered destination plug-ins (registry.ts), by name. */
-@Module({
-  imports: [ObjectStoreModule, SecretsModule],
-  providers: [
-    CreatedObjects,
-    SinkLedger,
-    SinkGate,
-    PgPools,
-    MongoClients,
-    ...loaders,
-    {
-      provide: DESTINATIONS,
-      inject: [{ token: METRICS_REGISTRY, optional: true }, ...loaders],
-      useFactory: (registry: Registry | undefined, ...all: Destination[]) =>
-        new Map(all.map((d) => [d.name, registry ? metered(d, registry) : d])),
-    },
-  ],
-  exports: [DESTINATIONS, PgPools, MongoClients, CreatedObjects, SinkLedger, SinkGate],
-})
-export class DestinationsModule {}
+/**
+ * The destination plug-ins an app registers at boot: their loaders (DESTINATIONS, by name) and the
+ * sections of `destination` they read (DestinationSections, which pipeline validation, confinement
+ * and secret checks go through). Global: every module of the app sees the one registered set.
+ */
+@Module({})
+export class DestinationsModule {
+  static forRoot(plugins: readonly DestinationPlugin[]): DynamicModule {
+    const loaders = plugins.map((p) => p.loader).filter((l): l is Type<Destination> => l !== null);
+    return {
+      module: DestinationsModule,
+      global: true,
+      imports: [ObjectStoreModule, SecretsModule],
+      providers: [
+        CreatedObjects,
+        SinkLedger,
+        SinkGate,
+        PgPools,
+        MongoClients,
+        ...loaders,
+        {
+          provide: DESTINATIONS,
+          inject: [{ token: METRICS_REGISTRY, optional: true }, ...loaders],
+          useFactory: (registry: Registry | undefined, ...all: Destination[]) =>
+            new Map(all.map((d) => [d.name, registry ? metered(d, registry) : d])),
+        },
+        {
+          provide: DestinationSections,
+          useFactory: () => new DestinationSections(plugins.flatMap((p) => p.sections)),
+        },
+      ],
+      exports: [
+        DESTINATIONS,
+        DestinationSections,
+        PgPools,
+        MongoClients,
+        CreatedObjects,
+        SinkLedger,
+        SinkGate,
+      ],
+    };
+  }
+}

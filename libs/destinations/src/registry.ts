@@ -1,5 +1,5 @@
 import { Type } from '@nestjs/common';
-import { DestinationSection, registerDestinationSection } from '@tapyard/pipelines';
+import { DestinationSection } from '@tapyard/pipelines';
 import { Destination } from './destination';
 import { MongoDbDestination } from './mongodb/mongodb.destination';
 import { ObjectStoreDestination } from './objectstore/objectstore.destination';
@@ -26,7 +26,10 @@ export interface DestinationPlugin {
   loader: Type<Destination> | null;
 }
 
-/** Adding a destination: its folder, and one line here. */
+/**
+ * The destination plug-ins the apps register (DestinationsModule.forRoot(DESTINATION_PLUGINS)).
+ * Adding a destination: its folder, and one line here.
+ */
 export const DESTINATION_PLUGINS: readonly DestinationPlugin[] = [
   { sections: [databaseSection], loader: PostgresDestination },
   { sections: [databaseSection], loader: MongoDbDestination },
@@ -38,5 +41,3 @@ export const DESTINATION_PLUGINS: readonly DestinationPlugin[] = [
   { sections: [databricksSection], loader: DatabricksDestination },
   { sections: [snowflakeSection], loader: SnowflakeDestination },
 ];
-
-for (const plugin of DESTINATION_PLUGINS) for (const s of plugin.sections) registerDestinationSection(s);

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Tokenizer as HfTokenizer } from '@huggingface/tokenizers';
+import type { Tokenizer as HfTokenizer } from '@huggingface/tokenizers';
 import { Worker } from 'node:worker_threads';
 import { ServiceUnavailableError } from '@tapyard/core';
 import type { Embedder, Tokenizer } from './embedder';
@@ -189,7 +189,9 @@ async function load(dir: string): Promise<Embedder> {
       `the built-in embedding model is not installed in ${dir} (missing ${missing.join(', ')}): run \`scripts/services up models\` or set EMBEDDING_MODEL_DIR`,
     );
   }
-  const hf = new HfTokenizer(
+  // Loaded with the model: a process that never embeds never pays for it.
+  const { Tokenizer } = await import('@huggingface/tokenizers');
+  const hf = new Tokenizer(
     JSON.parse(readFileSync(join(dir, 'tokenizer.json'), 'utf8')) as object,
     JSON.parse(readFileSync(join(dir, 'tokenizer_config.json'), 'utf8')) as object,
   );

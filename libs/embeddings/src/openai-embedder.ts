@@ -1,4 +1,3 @@
-import OpenAI from 'openai';
 import { ServiceUnavailableError, UpstreamError, ValidationError, errorMessage } from '@tapyard/core';
 import { EgressPolicy, EgressRefused, egressFetch } from '@tapyard/egress';
 import type { Embedder, Tokenizer } from './embedder';
@@ -36,6 +35,8 @@ export async function openAiCompatibleEmbedder(
   }
   // Refused at once, before the client's retries: a refused address will not become allowed.
   await checkAddress(baseURL, policy);
+  // Loaded by the first embedder of this provider: a process that never makes one never pays for it.
+  const { default: OpenAI } = await import('openai');
   const client = new OpenAI({
     // Local servers take any key; the client insists on one.
     apiKey: fields.apiKey || 'unused',
@@ -68,7 +69,7 @@ export async function openAiCompatibleEmbedder(
           { signal },
         );
       } catch (err) {
-        throw providerError(baseURL, err);
+        throw providerError(OpenAI, baseURL, err);
       }
       const rows = [...res.data].sort((a, b) => a.index - b.index);
       if (rows.length !== input.length) {
@@ -91,7 +92,7 @@ export async function openAiCompatibleEmbedder(
 }
 
 /** The provider's failure, named by its address; never the key (the client's messages carry none). */
-function providerError(baseURL: string, err: unknown): Error {
+function providerError(OpenAI: typeof import('openai').default, baseURL: string, err: unknown): Error {
   for (let e: unknown = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
     if (e instanceof EgressRefused) return new ServiceUnavailableError('embedding', e.message);
   }

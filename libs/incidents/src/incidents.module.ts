@@ -1,12 +1,11 @@
 import { Module } from '@nestjs/common';
 import { CodegenModule } from '@tapyard/codegen';
-import { DestinationsModule } from '@tapyard/destinations';
 import { PipelinesModule } from '@tapyard/pipelines';
 import { IncidentsRepository } from './incidents.repository';
 import { IncidentsService } from './incidents.service';
 
 @Module({
-  imports: [CodegenModule, DestinationsModule, PipelinesModule],
+  imports: [CodegenModule, PipelinesModule],
   providers: [IncidentsService, IncidentsRepository],
   exports: [IncidentsService],
 })

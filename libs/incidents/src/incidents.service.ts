@@ -13,7 +13,7 @@ import {
 import { AppAbility, canOn } from '@tapyard/auth';
 import { ConflictError, NotFoundError } from '@tapyard/core';
 import { DESTINATIONS, DestinationRegistry, destinationsFor } from '@tapyard/destinations';
-import { PipelineDefinition, PipelinesService, namedSecrets, pipelineScope } from '@tapyard/pipelines';
+import { DestinationSections, PipelineDefinition, PipelinesService, pipelineScope } from '@tapyard/pipelines';
 import {
   Check,
   DEFAULT_THRESHOLDS,
@@ -42,6 +42,7 @@ export class IncidentsService implements OnModuleInit, CodegenListener {
     private readonly codegen: CodegenService,
     private readonly pipelines: PipelinesService,
     private readonly repo: IncidentsRepository,
+    private readonly sections: DestinationSections,
   ) {}
 
   onModuleInit(): void {
@@ -264,7 +265,7 @@ export class IncidentsService implements OnModuleInit, CodegenListener {
       consumersFromContracts: [],
       lastDownstreamRunAt: '',
       agentsThatQueriedLast7d: [],
-      secretName: namedSecrets(def.destination)[0] ?? '',
+      secretName: this.sections.namedSecrets(def.destination)[0] ?? '',
     };
   }
 }

@@ -4,7 +4,6 @@ import { IncidentsModule } from '@tapyard/incidents';
 import { ConfigFilesModule } from '@tapyard/configfiles';
 import { ObjectStoreModule } from '@tapyard/objectstore';
 import { FileNotifier } from './file-notifier';
-import { DestinationsModule } from '@tapyard/destinations';
 import { PipelinesModule } from '@tapyard/pipelines';
 import { QueueModule } from '@tapyard/queue';
 import { StatusModule } from '@tapyard/status';
@@ -23,7 +22,6 @@ import { UploadService } from './upload.service';
     QueueModule,
     PipelinesModule,
     StatusModule,
-    DestinationsModule,
     ConfigFilesModule,
     ObjectStoreModule,
   ],
@@ -46,7 +44,6 @@ import { UploadService } from './upload.service';
     SchemaDiscoveryService,
     PipelinesModule,
     StatusModule,
-    DestinationsModule,
   ],
 })
 export class IngestionModule {}

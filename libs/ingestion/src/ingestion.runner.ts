@@ -17,9 +17,10 @@ import {
   Sink,
   SinkGate,
   destinationsFor,
+  encoderModule,
 } from '@tapyard/destinations';
 import { ConfigFilesService } from '@tapyard/configfiles';
-import { PipelineDefinition, PipelinesService, destinationsOf, outputFields } from '@tapyard/pipelines';
+import { DestinationSections, PipelineDefinition, PipelinesService, outputFields } from '@tapyard/pipelines';
 import { uniqueNames } from '@tapyard/profiling';
 import { DeferLaterError, IngestPayload, RetryLaterError } from '@tapyard/queue';
 import { JobRef, ProcessName, StatusService, jobRef } from '@tapyard/status';
@@ -83,6 +84,7 @@ export class IngestionRunner {
     private readonly threads: StageThreadPool,
     private readonly codegen: CodegenService,
     private readonly sinkGate: SinkGate,
+    private readonly sections: DestinationSections,
   ) {}
 
   /**
@@ -148,7 +150,7 @@ export class IngestionRunner {
       if (legs.length === 0) {
         throw new StageError(
           'JobRunner',
-          `no destination loads rows for this pipeline (its destinations: ${destinationsOf(def).join(', ') || 'none'})`,
+          `no destination loads rows for this pipeline (its destinations: ${this.sections.loadersOf(def).join(', ') || 'none'})`,
         );
       }
       // A job for sinks takes its place before reading anything: past SINK_CONCURRENCY it goes back to
@@ -376,7 +378,7 @@ export class IngestionRunner {
           fileColumns,
           schema,
           loading.map((l) => ({
-            module: l.destination.encoder,
+            module: encoderModule(l.destination.encoder),
             maxBatchRows: l.destination.capabilities.maxBatchRows,
           })),
           scripts.map(({ version: _version, ...spec }) => spec),

@@ -1,11 +1,10 @@
 import { Module } from '@nestjs/common';
-import { DestinationsModule } from '@tapyard/destinations';
 import { SecretsModule } from '@tapyard/secrets';
 import { VectorStoresModule } from '@tapyard/vector-stores';
 import { MetadataService } from './metadata.service';
 
 @Module({
-  imports: [DestinationsModule, SecretsModule, VectorStoresModule],
+  imports: [SecretsModule, VectorStoresModule],
   providers: [MetadataService],
   exports: [MetadataService],
 })

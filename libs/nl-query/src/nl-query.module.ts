@@ -1,13 +1,12 @@
 import { Module } from '@nestjs/common';
 import { AiModule } from '@tapyard/ai';
-import { DestinationsModule } from '@tapyard/destinations';
 import { MetadataModule } from '@tapyard/metadata';
 import { AnswerService } from './answer.service';
 import { NlQueryService } from './nl-query.service';
 import { QueryRunner } from './query-runner';
 
 @Module({
-  imports: [AiModule, MetadataModule, DestinationsModule],
+  imports: [AiModule, MetadataModule],
   providers: [NlQueryService, QueryRunner, AnswerService],
   exports: [NlQueryService, AnswerService],
 })

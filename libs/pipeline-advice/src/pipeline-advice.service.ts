@@ -8,6 +8,7 @@ import {
   SchemaField,
   destinationDefaults,
   toDefinition,
+  DestinationSections,
 } from '@tapyard/pipelines';
 import { looksSensitive, type DataProfile } from '@tapyard/profiling';
 
@@ -72,6 +73,7 @@ export class PipelineAdviceService {
     @Inject(CONFIG) private readonly config: TapyardConfig,
     @Inject(LOGGER) private readonly logger: Logger,
     private readonly ai: AiService,
+    private readonly sections: DestinationSections,
   ) {}
 
   async forGenerate(
@@ -189,7 +191,7 @@ export class PipelineAdviceService {
         type: 'body',
         metatype: PipelineConfigDto,
       })) as PipelineConfigDto;
-      return toDefinition(dto, destinationDefaults(this.config, env)).dataQuality.rules[0];
+      return toDefinition(dto, destinationDefaults(this.config, env), this.sections).dataQuality.rules[0];
     } catch (err) {
       const body = (err as { getResponse?: () => { message?: string | string[] } }).getResponse?.();
       if (body?.message) return Array.isArray(body.message) ? body.message.join('; ') : body.message;

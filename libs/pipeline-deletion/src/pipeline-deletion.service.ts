@@ -16,7 +16,7 @@ import {
   PipelinesService,
   assertLocationAllowed,
   describeLocation,
-  destinationsOf,
+  DestinationSections,
 } from '@tapyard/pipelines';
 import { LedgerService } from '@tapyard/taps';
 
@@ -52,6 +52,7 @@ export class PipelineDeletionService {
     private readonly sinks: SinkLedger,
     private readonly codegen: CodegenService,
     private readonly incidents: IncidentsService,
+    private readonly sections: DestinationSections,
   ) {}
 
   async delete(environment: string, name: string, deleteData: boolean): Promise<DeletionReport> {
@@ -109,7 +110,7 @@ export class PipelineDeletionService {
       }
     }
     const recorded = new Set(records.map(describeLocation));
-    for (const store of destinationsOf(definition)) {
+    for (const store of this.sections.loadersOf(definition)) {
       for (const l of this.destinations.get(store)?.locations(definition.destination, environment) ?? []) {
         const object = describeLocation(l);
         if (!recorded.has(object)) {

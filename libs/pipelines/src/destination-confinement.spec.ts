@@ -1,11 +1,7 @@
-import '@tapyard/destinations'; // registers the destination sections the rules belong to
 import { TapyardConfig } from '@tapyard/core';
-import {
-  DestinationNotAllowedError,
-  assertDestinationAllowed,
-  confinementOf,
-  destinationDefaults,
-} from './destination-confinement';
+import { DESTINATION_PLUGINS } from '@tapyard/destinations';
+import { DestinationNotAllowedError, confinementOf, destinationDefaults } from './destination-confinement';
+import { DestinationSections } from './destination-sections';
 import { PipelineDefinition } from './pipeline.types';
 
 const config = {
@@ -22,9 +18,12 @@ const mongoDb = (dbName: string, table = 'docs'): PipelineDefinition['destinatio
 const files = (bucket: string | null): PipelineDefinition['destination'] => ({
   objectStore: { bucket, prefix: 'out', format: 'csv' },
 });
+// The sections the rules belong to, as the apps register them.
+const sections = new DestinationSections(DESTINATION_PLUGINS.flatMap((p) => p.sections));
+
 const refusal = (env: string, d: PipelineDefinition['destination']): string | null => {
   try {
-    assertDestinationAllowed(config, env, d);
+    sections.assertAllowed(config, env, d);
     return null;
   } catch (err) {
     expect(err).toBeInstanceOf(DestinationNotAllowedError);

@@ -1,8 +1,7 @@
 import { DomainCode, PG_MAX_IDENTIFIER_BYTES, TapyardConfig, ValidationError } from '@tapyard/core';
 import { BUCKET_PURPOSES, bucketName } from '@tapyard/objectstore';
-import { configuredSections } from './destination-sections';
 import { PipelineErrorCode } from './pipeline-errors';
-import { PipelineDefinition, VectorStoreName } from './pipeline.types';
+import { VectorStoreName } from './pipeline.types';
 
 /**
  * PostgreSQL schemas a pipeline never loads into, in any database: the platform's metadata (`tapyard`)
@@ -87,21 +86,6 @@ export function describeLocation(l: DataLocation): string {
     case 'vectorstore':
       return `${l.vectorStore} container ${l.container}`;
   }
-}
-
-/**
- * Throws DestinationNotAllowedError when a pipeline of `environment` may not load into (or drop)
- * `destination`. Checked when a pipeline is saved, and again by the worker before it loads and by
- * the delete before it drops, so a pipeline stored before a rule existed cannot use a forbidden place.
- * Each section's plug-in says what its section may name.
- */
-export function assertDestinationAllowed(
-  config: TapyardConfig,
-  environment: string,
-  destination: PipelineDefinition['destination'],
-): void {
-  for (const { section, value } of configuredSections(destination))
-    section.confine(config, environment, value);
 }
 
 /** The place rules alone (no naming rules): also applied to what a pipeline recorded as created. */

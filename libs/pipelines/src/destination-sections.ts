@@ -1,8 +1,7 @@
 import { Type as Constructor } from '@nestjs/common';
-import { ApiPropertyOptional } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
-import { ValidateNested } from 'class-validator';
-import { OptionalNotNull, TapyardConfig } from '@tapyard/core';
+import { plainToInstance } from 'class-transformer';
+import { ValidationError as ClassValidationError, validateSync } from 'class-validator';
+import { ErrorDetail, TapyardConfig, ValidationError } from '@tapyard/core';
 import type { DestinationDefaults } from './destination-confinement';
 import type { PipelineDefinition } from './pipeline.types';
 
@@ -29,54 +28,128 @@ export interface DestinationSection<Dto extends object = object, Stored = unknow
   secretName?(section: Stored): string | null;
 }
 
-const sections = new Map<string, DestinationSection>();
-
 /**
- * The body class of `destination`: one optional nested property per registered section, added when
- * the section registers (before the API validates or documents anything).
+ * The body of `destination`: one optional object per registered section. Its sections are checked by
+ * DestinationSections (the set is known only once the app has registered its plug-ins), and the
+ * OpenAPI document lists them at boot.
  */
 export class DestinationDto {
   [key: string]: unknown;
 }
 
-export function registerDestinationSection<Dto extends object, Stored>(
-  section: DestinationSection<Dto, Stored>,
-): void {
-  const known = sections.get(section.key);
-  if (known === (section as unknown as DestinationSection)) return;
-  if (known) throw new Error(`destination section '${section.key}' is registered twice`);
-  sections.set(section.key, section as unknown as DestinationSection);
-  const target = DestinationDto.prototype;
-  ApiPropertyOptional({ type: section.dto, description: section.description })(target, section.key);
-  OptionalNotNull()(target, section.key);
-  ValidateNested()(target, section.key);
-  Type(() => section.dto)(target, section.key);
-}
-
-/** Every registered section; empty means no destination plug-in was loaded (a wiring mistake). */
-export function destinationSections(): DestinationSection[] {
-  if (sections.size === 0) {
-    throw new Error('no destination sections are registered: the app must import @tapyard/destinations');
-  }
-  return [...sections.values()];
-}
-
-/** The sections a definition configures, with their stored values. */
-export function configuredSections(
-  destination: PipelineDefinition['destination'],
-): { section: DestinationSection; value: unknown }[] {
-  return destinationSections()
-    .filter((s) => destination[s.key] !== undefined && destination[s.key] !== null)
-    .map((section) => ({ section, value: destination[section.key] }));
-}
+/** The options the API's ValidationPipe validates bodies with; a section is held to the same. */
+const STRICT = { whitelist: true, forbidNonWhitelisted: true } as const;
 
 /**
- * The secrets a `destination` body names (any section's `secretName`): saving it hands their
- * credentials to the addresses the pipeline gives, so the caller needs `secret:use`.
+ * The destination sections the app registered (DestinationsModule.forRoot provides the one instance,
+ * from the plug-ins it is given at boot): they validate, complete, confine and name the secrets of
+ * a pipeline's `destination`. Nothing here is global: two apps in one process may register their own.
  */
-export function namedSecrets(destination: Record<string, unknown> | undefined | null): string[] {
-  if (!destination) return [];
-  return destinationSections()
-    .map((s) => (destination[s.key] as { secretName?: unknown } | undefined | null)?.secretName)
-    .filter((n): n is string => typeof n === 'string' && n.trim() !== '');
+export class DestinationSections {
+  private readonly byKey = new Map<string, DestinationSection>();
+
+  // Sections are heterogeneous by nature: each has its own DTO and stored form.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  constructor(sections: readonly DestinationSection<any, any>[]) {
+    for (const section of sections) {
+      const known = this.byKey.get(section.key);
+      // Two plug-ins may read one section (postgres and mongodb both read `database`).
+      if (known === section) continue;
+      if (known) throw new Error(`destination section '${section.key}' is registered twice`);
+      this.byKey.set(section.key, section);
+    }
+    if (this.byKey.size === 0) throw new Error('no destination sections are registered: a wiring mistake');
+  }
+
+  all(): DestinationSection[] {
+    return [...this.byKey.values()];
+  }
+
+  /**
+   * The sections a body's `destination` configures, each validated against its DTO as the API
+   * validates any body (unknown properties refused) and returned as that DTO; null and absent sections
+   * are left out. A 400 lists every problem, worded as the API's validation words them.
+   */
+  validate(destination: DestinationDto): Map<DestinationSection, object> {
+    const problems: string[] = [];
+    for (const key of Object.keys(destination)) {
+      if (!this.byKey.has(key)) {
+        problems.push(
+          `destination.${key} should not exist: the destination sections are ${[...this.byKey.keys()].join(', ')}`,
+        );
+      }
+    }
+    // In the order the sections were registered, as definitions have always been stored.
+    const valid = new Map<DestinationSection, object>();
+    for (const section of this.byKey.values()) {
+      const value = destination[section.key];
+      if (value === null || value === undefined) continue;
+      if (typeof value !== 'object' || Array.isArray(value)) {
+        problems.push(`destination.${section.key} must be an object`);
+        continue;
+      }
+      const dto = plainToInstance(section.dto, value);
+      const errors = validateSync(dto, STRICT);
+      if (errors.length === 0) valid.set(section, dto);
+      else problems.push(...messages(errors, `destination.${section.key}`));
+    }
+    if (problems.length > 0) {
+      throw new ValidationError(`invalid request: ${problems[0]}`, problems.map(detail));
+    }
+    return valid;
+  }
+
+  /** The sections a stored definition configures, with their stored values. */
+  configured(
+    destination: PipelineDefinition['destination'],
+  ): { section: DestinationSection; value: unknown }[] {
+    return this.all()
+      .filter((s) => destination[s.key] !== undefined && destination[s.key] !== null)
+      .map((section) => ({ section, value: destination[section.key] }));
+  }
+
+  /** The destination plug-ins a pipeline loads into (`postgres`, `objectstore`, ...), in section order. */
+  loadersOf(def: PipelineDefinition): string[] {
+    return this.configured(def.destination).map(({ section, value }) => section.loadedBy(value));
+  }
+
+  /**
+   * The secrets a `destination` body names (any section's `secretName`): saving it hands their
+   * credentials to the addresses the pipeline gives, so the caller needs `secret:use`.
+   */
+  namedSecrets(destination: Record<string, unknown> | undefined | null): string[] {
+    if (!destination) return [];
+    return this.all()
+      .map((s) => (destination[s.key] as { secretName?: unknown } | undefined | null)?.secretName)
+      .filter((n): n is string => typeof n === 'string' && n.trim() !== '');
+  }
+
+  /**
+   * Throws DestinationNotAllowedError when a pipeline of `environment` may not load into (or drop)
+   * `destination`. Checked when a pipeline is saved, and again by the worker before it loads and by
+   * the delete before it drops, so a pipeline stored before a rule existed cannot use a forbidden place.
+   * Each section's plug-in says what its section may name.
+   */
+  assertAllowed(
+    config: TapyardConfig,
+    environment: string,
+    destination: PipelineDefinition['destination'],
+  ): void {
+    for (const { section, value } of this.configured(destination))
+      section.confine(config, environment, value);
+  }
+}
+
+/** class-validator's findings as the API's ValidationPipe words them: `<path>.<property> <problem>`. */
+function messages(errors: ClassValidationError[], path: string): string[] {
+  return errors.flatMap((e) => [
+    ...Object.values(e.constraints ?? {}).map((m) => `${path}.${m}`),
+    ...messages(e.children ?? [], `${path}.${e.property}`),
+  ]);
+}
+
+/** The detail the error filter makes of a validation message: the field, then the problem. */
+function detail(message: string): ErrorDetail {
+  const sp = message.indexOf(' ');
+  return { field: message.slice(0, sp), problem: message.slice(sp + 1) };
 }

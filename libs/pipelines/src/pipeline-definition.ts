@@ -1,6 +1,6 @@
 import { ErrorDetail, ValidationError, compileLinearRegex, errorMessage } from '@tapyard/core';
 import { DestinationDefaults } from './destination-confinement';
-import { destinationSections } from './destination-sections';
+import { DestinationSections } from './destination-sections';
 import { PipelineConfigDto } from './dto/pipeline-config.dto';
 import { outputFields } from './output-fields';
 import { PipelineErrorCode } from './pipeline-errors';
@@ -24,7 +24,13 @@ const NUMERIC: ReadonlySet<FieldType> = new Set(['int', 'bigint', 'float', 'doub
  * and the cross-field rules checked (unique field names, rules and mappings that refer to columns
  * that exist, compilable regexes and expressions). Every problem is reported at once.
  */
-export function toDefinition(dto: PipelineConfigDto, defaults: DestinationDefaults): PipelineDefinition {
+export function toDefinition(
+  dto: PipelineConfigDto,
+  defaults: DestinationDefaults,
+  sections: DestinationSections,
+): PipelineDefinition {
+  // The sections' own shapes first, as the API checks a body: the rules below read valid sections.
+  const configured = sections.validate(dto.destination);
   const problems: ErrorDetail[] = [];
   const fields: SchemaField[] = dto.source.schemaProperties.fields.map((f) => ({
     name: f.name,
@@ -71,16 +77,14 @@ export function toDefinition(dto: PipelineConfigDto, defaults: DestinationDefaul
   }
 
   const destination: PipelineDefinition['destination'] = {};
-  const sections = destinationSections();
-  for (const section of sections) {
-    const value = dto.destination[section.key];
-    if (value !== undefined && value !== null)
-      destination[section.key] = section.complete(value as object, defaults);
-  }
+  for (const [section, value] of configured) destination[section.key] = section.complete(value, defaults);
   if (Object.keys(destination).length === 0) {
     problems.push({
       field: 'destination',
-      problem: `needs at least one of: ${sections.map((s) => s.key).join(', ')}`,
+      problem: `needs at least one of: ${sections
+        .all()
+        .map((s) => s.key)
+        .join(', ')}`,
     });
   }
 

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { AccessCheck } from '@tapyard/auth';
 import { requireSecretUse } from '@tapyard/secrets';
-import { namedSecrets } from './destination-sections';
+import { DestinationSections } from './destination-sections';
 import { PipelineConfigDto } from './dto/pipeline-config.dto';
 import { pipelineScope } from './pipeline-scope';
 import { PipelineDefinition, isDocumentPipeline } from './pipeline.types';
@@ -12,9 +12,11 @@ import { PipelineDefinition, isDocumentPipeline } from './pipeline.types';
  */
 @Injectable()
 export class PipelinePolicy {
+  constructor(private readonly sections: DestinationSections) {}
+
   /** A sink sends its secret's credentials to the address the pipeline names: like giving a secret to code. */
   assertMaySave(access: AccessCheck, config: Pick<PipelineConfigDto, 'destination'>): void {
-    const named = namedSecrets(config.destination as Record<string, unknown> | undefined);
+    const named = this.sections.namedSecrets(config.destination as Record<string, unknown> | undefined);
     if (named.length > 0) requireSecretUse(access, `to hand secret '${named[0]}' to a destination`);
   }
 

@@ -2,8 +2,8 @@ import { Inject, Injectable } from '@nestjs/common';
 import { isDeepStrictEqual } from 'node:util';
 import type { AccessCheck } from '@tapyard/auth';
 import { CONFIG, ConflictError, DomainCode, NotFoundError, TapyardConfig } from '@tapyard/core';
-import { assertDestinationAllowed, destinationDefaults } from './destination-confinement';
-import { configuredSections } from './destination-sections';
+import { destinationDefaults } from './destination-confinement';
+import { DestinationDto, DestinationSections } from './destination-sections';
 import { PipelineConfigDto } from './dto/pipeline-config.dto';
 import { toDefinition } from './pipeline-definition';
 import { PipelineErrorCode } from './pipeline-errors';
@@ -46,6 +46,7 @@ export class PipelinesService {
   constructor(
     private readonly repo: PipelinesRepository,
     @Inject(CONFIG) private readonly config: TapyardConfig,
+    private readonly sections: DestinationSections,
     private readonly policy: PipelinePolicy,
   ) {}
 
@@ -56,8 +57,8 @@ export class PipelinesService {
     access: AccessCheck,
   ): Promise<{ name: string; version: number }> {
     this.policy.assertMaySave(access, dto);
-    const def = toDefinition(dto, destinationDefaults(this.config, environment));
-    assertDestinationAllowed(this.config, environment, def.destination);
+    const def = toDefinition(dto, destinationDefaults(this.config, environment), this.sections);
+    this.sections.assertAllowed(this.config, environment, def.destination);
     return this.repo.transaction(async (m) => {
       if (await this.repo.insert(environment, def, m)) return { name: def.name, version: 1 };
       const current = (await this.repo.find(environment, def.name, m, true)) as PipelineRow;
@@ -68,6 +69,19 @@ export class PipelinesService {
       await this.repo.update(environment, def, current.version + 1, m);
       return { name: def.name, version: current.version + 1 };
     });
+  }
+
+  /** Throws a 400 listing what is wrong with the sections of a `destination` body (as save would). */
+  checkDestination(destination: DestinationDto): void {
+    this.sections.validate(destination);
+  }
+
+  /**
+   * The secrets a `destination` body names (any registered section's `secretName`): saving it hands
+   * their credentials to the addresses the pipeline gives, so the caller needs `secret:use`.
+   */
+  namedSecrets(destination: Record<string, unknown> | undefined | null): string[] {
+    return this.sections.namedSecrets(destination);
   }
 
   async get(environment: string, name: string): Promise<StoredPipeline> {
@@ -89,7 +103,7 @@ export class PipelinesService {
   async getForLoading(environment: string, name: string): Promise<StoredPipeline> {
     const found = await this.get(environment, name);
     if (found.deletingSince) throw new PipelineDeletingError(name);
-    assertDestinationAllowed(this.config, environment, found.definition.destination);
+    this.sections.assertAllowed(this.config, environment, found.definition.destination);
     return found;
   }
 
@@ -103,7 +117,7 @@ export class PipelinesService {
         name: r.name,
         catalog: r.catalog,
         sourceType: r.definition.source.fileAttributes.format,
-        destinations: destinationsOf(r.definition),
+        destinations: this.sections.loadersOf(r.definition),
         version: r.version,
         updatedAt: new Date(r.updated_at).toISOString(),
       },
@@ -166,11 +180,6 @@ function stored(row: PipelineRow): StoredPipeline {
     updatedAt: row.updated_at,
     deletingSince: row.deleting_since,
   };
-}
-
-/** The destination plug-ins a pipeline loads into (`postgres`, `objectstore`, ...), in section order. */
-export function destinationsOf(def: PipelineDefinition): string[] {
-  return configuredSections(def.destination).map(({ section, value }) => section.loadedBy(value));
 }
 
 /** JSON round trip: drops undefined keys so stored and fresh definitions compare equal. */

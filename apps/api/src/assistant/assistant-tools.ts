@@ -251,6 +251,8 @@ export class AssistantTools {
             destination: body.destination as PipelineConfigDto['destination'],
           });
           const dto = await validated(PipelineConfigDto, body);
+          // Refused now, as the route refuses the body, not once the caller has confirmed.
+          this.pipelines.checkDestination(dto.destination);
           return async () => {
             const saved = await this.pipelines.save(ctx.env, dto, access);
             this.codegen.afterSave(ctx.env, saved.name);

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 
-import { Client } from '@stomp/stompjs';
+import type { Client } from '@stomp/stompjs';
 import { CONFIG, ServiceUnavailableError, TapyardConfig } from '@tapyard/core';
 import { EgressPolicy } from '@tapyard/egress';
 import { PipelineDefinition, TypedBatch } from '@tapyard/pipelines';

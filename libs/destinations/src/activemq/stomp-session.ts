@@ -1,6 +1,6 @@
 import { connect as tlsConnect } from 'node:tls';
-import { Client, IFrame, IStompSocket } from '@stomp/stompjs';
-import { TCPWrapper } from '@stomp/tcp-wrapper';
+import type { Client, IFrame, IStompSocket } from '@stomp/stompjs';
+import type { TCPWrapper } from '@stomp/tcp-wrapper';
 import { ServiceUnavailableError, ValidationError } from '@tapyard/core';
 import { EgressPolicy, EgressRefused } from '@tapyard/egress';
 import { cleanUp } from '../sinks/sink';
@@ -34,9 +34,14 @@ export function brokerOf(secretName: string, fields: Record<string, string>): Br
 }
 
 /** TCPWrapper over TLS, to the vetted address, with the broker's name for the certificate check. */
-function tlsWrapper(address: string, port: number, servername: string): IStompSocket {
+function tlsWrapper(
+  Wrapper: typeof TCPWrapper,
+  address: string,
+  port: number,
+  servername: string,
+): IStompSocket {
   // The base constructor opens the socket: the name is captured here, not set on the instance after.
-  class TlsWrapper extends TCPWrapper {
+  class TlsWrapper extends Wrapper {
     protected override getSocket(p: number, h: string) {
       return tlsConnect({ host: h, port: p, servername });
     }
@@ -62,11 +67,18 @@ export async function openStomp(
     throw err;
   }
   const where = `${broker.host}:${broker.port}`;
+  // Loaded by the first ActiveMQ load: a process that never loads there never pays for them.
+  const [{ Client }, { TCPWrapper }] = await Promise.all([
+    import('@stomp/stompjs'),
+    import('@stomp/tcp-wrapper'),
+  ]);
   return new Promise<Client>((resolve, reject) => {
     let settled = false;
     const client = new Client({
       webSocketFactory: (): IStompSocket =>
-        broker.tls ? tlsWrapper(address, broker.port, broker.host) : new TCPWrapper(address, broker.port),
+        broker.tls
+          ? tlsWrapper(TCPWrapper, address, broker.port, broker.host)
+          : new TCPWrapper(address, broker.port),
       connectHeaders: { login: broker.username, passcode: broker.password, host: broker.host },
       reconnectDelay: 0,
       heartbeatIncoming: 0,

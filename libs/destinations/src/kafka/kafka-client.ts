@@ -1,8 +1,15 @@
 import { Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
-import { Kafka, SASLOptions, logLevel } from 'kafkajs';
+import type { Kafka, SASLOptions } from 'kafkajs';
 import { ValidationError } from '@tapyard/core';
 import { EgressPolicy } from '@tapyard/egress';
+
+export type KafkaSdk = typeof import('kafkajs');
+
+/** KafkaJS, loaded by the first use of a Kafka destination: a process that never loads there never pays for it. */
+export function kafkaSdk(): Promise<KafkaSdk> {
+  return import('kafkajs');
+}
 
 export interface KafkaSettings {
   brokers: string[];
@@ -36,12 +43,13 @@ export function kafkaSettings(secretName: string, fields: Record<string, string>
  * A connect and each request wait `timeoutMs` at most (SINK_REQUEST_TIMEOUT_MS).
  */
 export function kafkaClient(
+  sdk: KafkaSdk,
   s: KafkaSettings,
   policy: EgressPolicy,
   clientId: string,
   timeoutMs: number,
 ): Kafka {
-  return new Kafka({
+  return new sdk.Kafka({
     clientId,
     brokers: s.brokers,
     ssl: s.ssl,
@@ -50,7 +58,7 @@ export function kafkaClient(
     requestTimeout: timeoutMs,
     enforceRequestTimeout: true,
     retry: { retries: 3, initialRetryTime: 200, maxRetryTime: 3000 },
-    logLevel: logLevel.NOTHING,
+    logLevel: sdk.logLevel.NOTHING,
     socketFactory: ({ host, port, ssl, onConnect }) => {
       const raw = new Socket();
       policy.check(host, port).then(

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-import { CompressionTypes, Kafka, KafkaJSError, Message } from 'kafkajs';
+import type { Kafka, Message } from 'kafkajs';
 import { CONFIG, ServiceUnavailableError, TapyardConfig, ValidationError, errorMessage } from '@tapyard/core';
 import { EgressPolicy, EgressRefused } from '@tapyard/egress';
 import { PipelineDefinition } from '@tapyard/pipelines';
@@ -11,7 +11,7 @@ import { jsonRow } from '../sinks/json-rows';
 import { SinkLedger } from '../sinks/sink-ledger';
 import { Delivery, Sink, cleanUp, sectionOf } from '../sinks/sink';
 import { typedBatch } from '../typed-rows';
-import { KafkaSettings, kafkaClient, kafkaSettings } from './kafka-client';
+import { KafkaSdk, KafkaSettings, kafkaClient, kafkaSdk, kafkaSettings } from './kafka-client';
 import { KafkaTarget } from './section';
 
 /** Messages per produce request inside the job's transaction. */
@@ -40,12 +40,13 @@ export class KafkaDestination extends Sink implements Destination {
 
   protected async reach(target: LoadTarget, d: Delivery): Promise<void> {
     const settings = await this.settings(target);
-    const admin = this.client(settings, 'tapyard-probe').admin();
+    const sdk = await kafkaSdk();
+    const admin = this.client(sdk, settings, 'tapyard-probe').admin();
     try {
       await d.call('a connect', () => admin.connect());
       await d.call('describeCluster', () => admin.describeCluster());
     } catch (err) {
-      throw outage(settings, err);
+      throw outage(sdk, settings, err);
     } finally {
       await cleanUp(admin.disconnect(), this.bounds.requestTimeoutMs);
     }
@@ -54,7 +55,8 @@ export class KafkaDestination extends Sink implements Destination {
   /** Creates the topic when missing (one partition per broker default, as the cluster configures). */
   protected async ready(target: LoadTarget, d: Delivery): Promise<void> {
     const settings = await this.settings(target);
-    const admin = this.client(settings, 'tapyard-prepare').admin();
+    const sdk = await kafkaSdk();
+    const admin = this.client(sdk, settings, 'tapyard-prepare').admin();
     try {
       await d.call('a connect', () => admin.connect());
       const topic = targetOf(target.destination).topic;
@@ -78,7 +80,7 @@ export class KafkaDestination extends Sink implements Destination {
         }
       }
     } catch (err) {
-      throw err instanceof ValidationError ? err : outage(settings, err);
+      throw err instanceof ValidationError ? err : outage(sdk, settings, err);
     } finally {
       await cleanUp(admin.disconnect(), this.bounds.requestTimeoutMs);
     }
@@ -93,7 +95,8 @@ export class KafkaDestination extends Sink implements Destination {
   ): Promise<LoadResult> {
     const k = targetOf(target.destination);
     const settings = await this.settings(target);
-    const kafka: Kafka = this.client(settings, 'tapyard-loader');
+    const sdk = await kafkaSdk();
+    const kafka: Kafka = this.client(sdk, settings, 'tapyard-loader');
     const producer = kafka.producer({
       idempotent: true,
       maxInFlightRequests: 1,
@@ -112,7 +115,7 @@ export class KafkaDestination extends Sink implements Destination {
           if (messages.length === 0) return;
           const batch = messages;
           await d.call('a produce request', () =>
-            tx.send({ topic: k.topic, compression: CompressionTypes.GZIP, messages: batch }),
+            tx.send({ topic: k.topic, compression: sdk.CompressionTypes.GZIP, messages: batch }),
           );
           sent += messages.length;
           messages = [];
@@ -144,15 +147,15 @@ export class KafkaDestination extends Sink implements Destination {
         throw err;
       }
     } catch (err) {
-      throw err instanceof ValidationError ? err : outage(settings, err);
+      throw err instanceof ValidationError ? err : outage(sdk, settings, err);
     } finally {
       await cleanUp(producer.disconnect(), this.bounds.requestTimeoutMs);
     }
     return this.finish(target, sent, this.refusals(target), rejects, `Kafka topic ${k.topic}`, d);
   }
 
-  private client(settings: KafkaSettings, clientId: string): Kafka {
-    return kafkaClient(settings, this.policy, clientId, this.bounds.requestTimeoutMs);
+  private client(sdk: KafkaSdk, settings: KafkaSettings, clientId: string): Kafka {
+    return kafkaClient(sdk, settings, this.policy, clientId, this.bounds.requestTimeoutMs);
   }
 
   private async settings(target: LoadTarget): Promise<KafkaSettings> {
@@ -162,11 +165,11 @@ export class KafkaDestination extends Sink implements Destination {
 }
 
 /** A client failure as an outage naming Kafka and the brokers; a refused address is the caller's mistake. */
-function outage(s: KafkaSettings, err: unknown): Error {
+function outage(sdk: KafkaSdk, s: KafkaSettings, err: unknown): Error {
   for (let e: unknown = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
     if (e instanceof EgressRefused)
       return new ValidationError(`the Kafka broker is not allowed: ${e.message}`);
-    if (e instanceof KafkaJSError && (e as { originalError?: unknown }).originalError) {
+    if (e instanceof sdk.KafkaJSError && (e as { originalError?: unknown }).originalError) {
       const inner = (e as { originalError?: unknown }).originalError;
       if (inner instanceof EgressRefused)
         return new ValidationError(`the Kafka broker is not allowed: ${inner.message}`);

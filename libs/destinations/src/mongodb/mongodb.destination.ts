@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { mongo } from 'mongoose';
 import { ServiceUnavailableError, ValidationError, errorMessage, safeText } from '@tapyard/core';
-import { extname, join } from 'node:path';
 import {
   DatabaseDestination,
   FieldType,
@@ -72,12 +71,11 @@ export class MongoDbDestination implements Destination {
   readonly capabilities = {
     exactlyOnce: true,
     schemaEvolution: true,
-    ordered: false,
     maxBatchRows: null,
     csvPassThrough: false,
     retractable: true,
   };
-  readonly encoder = join(__dirname, '..', 'encoders', `typed${extname(__filename)}`);
+  readonly encoder = 'typed';
 
   constructor(
     private readonly clients: MongoClients,

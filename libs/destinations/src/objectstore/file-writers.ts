@@ -1,6 +1,6 @@
 import { createWriteStream, WriteStream } from 'node:fs';
 import { once } from 'node:events';
-import { ParquetSchema, ParquetType, ParquetWriter } from 'parquetjs-lite';
+import type { ParquetType } from 'parquetjs-lite';
 import { FieldType, ObjectFormat, SchemaField } from '@tapyard/pipelines';
 
 /** Writes rows (typed values, null for missing) to one local file in a format. */
@@ -29,6 +29,8 @@ export async function openRowWriter(
   columns: SchemaField[],
 ): Promise<RowFileWriter> {
   if (format === 'parquet') {
+    // Loaded by the first Parquet file written: a process that writes none never pays for it.
+    const { ParquetSchema, ParquetWriter } = await import('parquetjs-lite');
     const schema = new ParquetSchema(
       Object.fromEntries(columns.map((c) => [c.name, { type: PARQUET_TYPES[c.type], optional: true }])),
     );

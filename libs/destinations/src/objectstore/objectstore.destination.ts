@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { extname, join } from 'node:path';
+import { join } from 'node:path';
 import { ServiceUnavailableError, ValidationError, errorMessage } from '@tapyard/core';
 import { ObjectNotFoundError, ObjectStore } from '@tapyard/objectstore';
 import { ObjectStoreDestination as Target, PipelineDefinition } from '@tapyard/pipelines';
@@ -25,12 +25,11 @@ export class ObjectStoreDestination implements Destination {
   readonly capabilities = {
     exactlyOnce: true,
     schemaEvolution: true,
-    ordered: true,
     maxBatchRows: null,
     csvPassThrough: false,
     retractable: true,
   };
-  readonly encoder = join(__dirname, '..', 'encoders', `typed${extname(__filename)}`);
+  readonly encoder = 'typed';
 
   constructor(
     private readonly store: ObjectStore,

@@ -12,7 +12,6 @@ import {
   quoteIdent,
 } from '@tapyard/core';
 import { FieldType, PipelineDefinition } from '@tapyard/pipelines';
-import { extname, join } from 'node:path';
 import { escapeCopyText } from './copy-text';
 import {
   CsvChunkPayload,
@@ -67,12 +66,11 @@ export class PostgresDestination implements Destination {
   readonly capabilities = {
     exactlyOnce: true,
     schemaEvolution: true,
-    ordered: true,
     maxBatchRows: null,
     csvPassThrough: true,
     retractable: true,
   };
-  readonly encoder = join(__dirname, `copy-text${extname(__filename)}`);
+  readonly encoder = 'copy-text';
 
   constructor(
     @Inject(CONFIG) private readonly config: TapyardConfig,

@@ -1,4 +1,3 @@
-import { extname, join } from 'node:path';
 import { ServiceUnavailableError, TapyardConfig, ValidationError } from '@tapyard/core';
 import { EgressPolicy } from '@tapyard/egress';
 import { SecretNotFoundError, SecretsService } from '@tapyard/secrets';
@@ -72,12 +71,11 @@ export abstract class Sink {
   readonly capabilities: Capabilities = {
     exactlyOnce: true,
     schemaEvolution: true,
-    ordered: true,
     maxBatchRows: null,
     csvPassThrough: false,
     retractable: false,
   };
-  readonly encoder = join(__dirname, '..', 'encoders', `typed${extname(__filename)}`);
+  readonly encoder = 'typed';
   protected readonly bounds: TapyardConfig['sinks'];
 
   /**

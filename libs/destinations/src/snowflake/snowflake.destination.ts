@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import snowflake, { Connection, ConnectionOptions } from 'snowflake-sdk';
+import type { Connection, ConnectionOptions } from 'snowflake-sdk';
 import {
   CONFIG,
   ServiceUnavailableError,
@@ -22,7 +22,17 @@ import { Delivery, Sink, sectionOf } from '../sinks/sink';
 import { writeRowFile } from '../typed-rows';
 import { SnowflakeTarget } from './section';
 
-snowflake.configure({ logLevel: 'OFF' });
+type SnowflakeSdk = typeof import('snowflake-sdk');
+let sdk: Promise<SnowflakeSdk> | null = null;
+
+/** The driver, loaded by the first load into Snowflake: a process that never loads there never pays for it. */
+function snowflakeSdk(): Promise<SnowflakeSdk> {
+  sdk ??= import('snowflake-sdk').then((m) => {
+    m.configure({ logLevel: 'OFF' });
+    return m;
+  });
+  return sdk;
+}
 
 const SQL_TYPES: Record<FieldType, string> = {
   boolean: 'BOOLEAN',
@@ -122,7 +132,7 @@ export class SnowflakeDestination extends Sink implements Destination {
     work: (run: (sql: string, boundMs?: number) => Promise<void>) => Promise<void>,
   ): Promise<void> {
     const s = await this.settings(target);
-    const connection: Connection = snowflake.createConnection(s.options);
+    const connection: Connection = (await snowflakeSdk()).createConnection(s.options);
     try {
       // The driver retries a refused login for minutes: an outage is reported sooner.
       await d.call(

@@ -8,6 +8,7 @@ import {
   IsBoolean,
   IsIn,
   IsNotEmpty,
+  IsObject,
   IsOptional,
   IsString,
   Length,
@@ -315,7 +316,7 @@ export class PipelineConfigDto {
     description:
       'Where the rows go: one or more sections, each read by a destination plug-in; one job loads into every one.',
   })
-  @ValidateNested()
-  @Type(() => DestinationDto)
+  // Its sections are validated by the registered plug-ins' DTOs (DestinationSections.validate).
+  @IsObject()
   destination!: DestinationDto;
 }

@@ -1,4 +1,4 @@
-import { ChromaClient, Collection } from 'chromadb';
+import type { ChromaClient, Collection } from 'chromadb';
 import { EgressPolicy } from '@tapyard/egress';
 import type { ChunkMetadata, ChunkRecord, MetadataFilter, SearchHit, VectorStore } from '../vector-store';
 import {
@@ -32,6 +32,8 @@ export class ChromaStore implements VectorStore {
     const open = async (): Promise<ChromaClient> => {
       const url = await vettedUrl(policy, fields.url ?? '', 'chroma');
       const ssl = url.protocol === 'https:';
+      // Loaded by the first use of Chroma: a process that never uses it never pays for it.
+      const { ChromaClient } = await import('chromadb');
       return new ChromaClient({
         host: url.hostname.replace(/^\[|\]$/g, ''),
         port: url.port ? Number(url.port) : ssl ? 443 : 80,

@@ -1,4 +1,4 @@
-import { DataType, MilvusClient } from '@zilliz/milvus2-sdk-node';
+import type { MilvusClient } from '@zilliz/milvus2-sdk-node';
 import { EgressPolicy } from '@tapyard/egress';
 import type { ChunkMetadata, ChunkRecord, MetadataFilter, SearchHit, VectorStore } from '../vector-store';
 import {
@@ -14,6 +14,11 @@ const NAME = /^[A-Za-z_][A-Za-z0-9_]{0,254}$/;
 const BATCH = 1000;
 const PAGE = 16_384;
 const MAX_TEXT = 65_535;
+
+/** The SDK (gRPC, protobuf, thrift), loaded by the first use of Milvus: a process that never uses it never pays for it. */
+function milvusSdk(): Promise<typeof import('@zilliz/milvus2-sdk-node')> {
+  return import('@zilliz/milvus2-sdk-node');
+}
 
 interface Status {
   error_code?: string | number;
@@ -36,6 +41,7 @@ export class MilvusStore implements VectorStore {
     const open = async (): Promise<MilvusClient> => {
       const url = await vettedUrl(policy, fields.url ?? '', 'milvus');
       const port = url.port || (url.protocol === 'https:' ? '443' : '19530');
+      const { MilvusClient } = await milvusSdk();
       const client = new MilvusClient({
         address: `${url.hostname}:${port}`,
         ssl: url.protocol === 'https:',
@@ -90,6 +96,7 @@ export class MilvusStore implements VectorStore {
       if (existing !== dimension) throw new VectorDimensionMismatch('milvus', container, existing, dimension);
       return { created: false };
     }
+    const { DataType } = await milvusSdk();
     return this.conn.call(async (c) => {
       ok(
         await c.createCollection({

@@ -1,4 +1,4 @@
-import weaviate, { Collection, FilterValue, Filters, WeaviateClient } from 'weaviate-client';
+import type { Collection, FilterValue, WeaviateClient } from 'weaviate-client';
 import { EgressPolicy } from '@tapyard/egress';
 import type {
   ChunkMetadata,
@@ -23,6 +23,11 @@ const PAGE = 10_000;
 const PREFIX = 'm_';
 const DIMENSION = /tapyard dimension=(\d+)/;
 
+/** The client (with its gRPC stack), loaded by the first use of Weaviate: a process that never uses it never pays for it. */
+function weaviateSdk(): Promise<typeof import('weaviate-client')> {
+  return import('weaviate-client');
+}
+
 type Kind = 'text' | 'number' | 'boolean';
 
 /**
@@ -46,6 +51,7 @@ export class WeaviateStore implements VectorStore {
       const grpcPort = Number(fields.grpcPort ?? 50051);
       // The gRPC port is a second connection to the same host: it passes the policy too.
       const grpc = await policy.check(new URL(fields.url).hostname, grpcPort);
+      const { default: weaviate } = await weaviateSdk();
       return weaviate.connectToCustom({
         httpHost: url.hostname.replace(/^\[|\]$/g, ''),
         httpPort: url.port ? Number(url.port) : secure ? 443 : 80,
@@ -100,6 +106,7 @@ export class WeaviateStore implements VectorStore {
       }
       return { created: false };
     }
+    const { default: weaviate } = await weaviateSdk();
     return this.conn.call(async (c) => {
       try {
         await c.collections.create({
@@ -190,6 +197,7 @@ export class WeaviateStore implements VectorStore {
     const entries = Object.entries(filter ?? {});
     // A condition on a key no chunk ever had matches nothing (Weaviate would refuse the filter).
     if (entries.some(([k]) => !known.has(PREFIX + k))) return [];
+    const { Filters } = await weaviateSdk();
     const conditions: FilterValue[] = entries.map(([k, v]) => {
       const p = col.filter.byProperty(PREFIX + k);
       return Array.isArray(v) ? p.containsAny(v as never[]) : p.equal(v as never);
