@@ -37,10 +37,10 @@ describe('malformed jobs (real worker process, real Redis)', () => {
   });
 
   /** The job once it reached a final state; a bounded wait on its state, not a sleep. */
-  async function settled(job: Job): Promise<Job> {
+  async function settled(queue: Queue, job: Job): Promise<Job> {
     for (let i = 0; i < 600; i++) {
       const state = await job.getState();
-      if (state === 'failed' || state === 'completed') return (await Job.fromId(job.queue, job.id!)) as Job;
+      if (state === 'failed' || state === 'completed') return (await queue.getJob(job.id!)) as Job;
       await new Promise((r) => setTimeout(r, 50));
     }
     throw new Error(`job ${job.name} never ended`);
@@ -58,19 +58,22 @@ describe('malformed jobs (real worker process, real Redis)', () => {
     };
     // Retries would be spent on a job that can never run: it must fail on its first delivery anyway.
     const bad = await ingest.add('load', payload, { attempts: 5, backoff: { type: 'fixed', delay: 10 } });
-    const failed = await settled(bad);
+    const failed = await settled(ingest, bad);
     expect(await failed.getState()).toBe('failed');
     expect(failed.failedReason).toBe(
       `ingest job 'load' (id ${bad.id}) is malformed: field 'staged' is missing`,
     );
     expect(failed.attemptsMade).toBe(1);
 
-    const unknown = await settled(await ingest.add('reindex', { environment: env }, { attempts: 3 }));
+    const unknown = await settled(ingest, await ingest.add('reindex', { environment: env }, { attempts: 3 }));
     expect(unknown.failedReason).toBe(
       `ingest job 'reindex' (id ${unknown.id}): no such job (known: load, intake, document)`,
     );
 
-    const wrongType = await settled(await maintenance.add(MaintenanceJob.ping, { requestedAt: SECRET }));
+    const wrongType = await settled(
+      maintenance,
+      await maintenance.add(MaintenanceJob.ping, { requestedAt: SECRET }),
+    );
     expect(wrongType.failedReason).toBe(
       `maintenance job 'ping' (id ${wrongType.id}) is malformed: field 'requestedAt' must be a number (got string)`,
     );

@@ -1,5 +1,5 @@
 import { OnWorkerEvent, Processor } from '@nestjs/bullmq';
-import { Inject } from '@nestjs/common';
+import { Inject, Optional } from '@nestjs/common';
 import { Job } from 'bullmq';
 import { Logger } from 'pino';
 import { CONFIG, LOGGER, TapyardConfig } from '@tapyard/core';
@@ -15,12 +15,20 @@ import {
 } from '@tapyard/queue';
 import { InFlightJobs } from './in-flight';
 
+/**
+ * Injection token of what a ping waits for before it answers, given its job. No module of the app
+ * provides it: the test worker (test/support/test-worker.ts) holds pings in flight with it.
+ */
+export const PING_DELAY = 'PING_DELAY';
+export type PingDelay = (job: Job) => Promise<void>;
+
 @Processor(QUEUES.maintenance, { autorun: false })
 export class MaintenanceProcessor extends ConfiguredWorkerHost {
   constructor(
     @Inject(CONFIG) protected readonly config: TapyardConfig,
     @Inject(LOGGER) private readonly logger: Logger,
     private readonly inFlight: InFlightJobs,
+    @Optional() @Inject(PING_DELAY) private readonly delay: PingDelay | null = null,
   ) {
     super();
   }
@@ -38,7 +46,7 @@ export class MaintenanceProcessor extends ConfiguredWorkerHost {
   }
 
   private async ping(data: PingPayload, job: Job): Promise<PingResult> {
-    if (data.holdMs) await new Promise((r) => setTimeout(r, data.holdMs));
+    await this.delay?.(job);
     this.logger.debug({ jobId: job.id }, 'ping handled');
     return {
       environment: this.config.environment,

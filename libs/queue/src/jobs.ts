@@ -147,7 +147,7 @@ const jobFields = {
 /** The checks of every payload, shaped like JobMap: a job without its checks does not compile. */
 const PAYLOADS: { [Q in QueueName]: { [N in JobName<Q>]: Fields<JobPayload<Q, N>> } } = {
   maintenance: {
-    ping: { requestedAt: num, holdMs: optional(num) },
+    ping: { requestedAt: num },
   },
   ingest: {
     load: {
