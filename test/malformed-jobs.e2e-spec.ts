@@ -1,7 +1,9 @@
 import { Job, Queue, QueueEvents } from 'bullmq';
 import { queuePrefix } from '@tapyard/core';
 import { MaintenanceJob, PingResult, QUEUES } from '@tapyard/queue';
+import { TestApi, startApi } from './support/apps';
 import { TEST_REDIS_URL, testEnv, uniqueEnvironment } from './support/env';
+import { waitForJob } from './support/ingest';
 import { Spawned, spawnApp } from './support/processes';
 
 /**
@@ -15,6 +17,7 @@ describe('malformed jobs (real worker process, real Redis)', () => {
   const opts = { connection: { url: TEST_REDIS_URL }, prefix: queuePrefix(env) };
   const SECRET = 'tok-do-not-log-4711';
   let worker: Spawned;
+  let api: TestApi;
   let ingest: Queue;
   let maintenance: Queue;
   let events: QueueEvents;
@@ -24,6 +27,7 @@ describe('malformed jobs (real worker process, real Redis)', () => {
     maintenance = new Queue(QUEUES.maintenance, opts);
     events = new QueueEvents(QUEUES.maintenance, opts);
     await events.waitUntilReady();
+    api = await startApi({ TAPYARD_ENV: env });
     worker = spawnApp('worker', testEnv({ TAPYARD_ENV: env, WORKER_CONCURRENCY: '1' }));
     await worker.waitFor(/Tapyard worker ready/);
   });
@@ -34,6 +38,7 @@ describe('malformed jobs (real worker process, real Redis)', () => {
     await ingest.obliterate({ force: true });
     await maintenance.obliterate({ force: true });
     await Promise.all([ingest.close(), maintenance.close(), events.close()]);
+    await api.close();
   });
 
   /** The job once it reached a final state; a bounded wait on its state, not a sleep. */
@@ -64,6 +69,13 @@ describe('malformed jobs (real worker process, real Redis)', () => {
       `ingest job 'load' (id ${bad.id}) is malformed: field 'staged' is missing`,
     );
     expect(failed.attemptsMade).toBe(1);
+    // Its payload still names a job: whoever waits on that job's status learns it ended, and why.
+    const { rollup } = await waitForJob(api.http, SECRET);
+    expect(rollup.status).toBe('error');
+    expect(rollup.jobs[0].lastError).toEqual({
+      processName: 'JobRunner',
+      description: `the job could not be run: ${failed.failedReason}`,
+    });
 
     const unknown = await settled(ingest, await ingest.add('reindex', { environment: env }, { attempts: 3 }));
     expect(unknown.failedReason).toBe(

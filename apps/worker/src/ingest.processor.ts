@@ -13,6 +13,7 @@ import {
   MalformedJobError,
   QUEUES,
   dispatch,
+  jobFieldsOf,
   readJob,
 } from '@tapyard/queue';
 import { StatusService, jobRef } from '@tapyard/status';
@@ -73,19 +74,25 @@ export class IngestProcessor extends ConfiguredWorkerHost {
 
   /**
    * The runner reports its own failures; BullMQ fails a job only when workers kept dying on it
-   * (stalled too often). Say so in the job's status rather than leaving it `processing` until the
-   * 8-hour timeout.
+   * (stalled too often), or when it is malformed. Say so in the job's status rather than leaving it
+   * `processing` until the 8-hour timeout.
    */
   @OnWorkerEvent('failed')
   async onFailed(job: Job | undefined, err: Error): Promise<void> {
     // A retry the runner asked for has its own status note; BullMQ runs the job again.
     if (!job || err.name === 'RetryLaterError') return;
     if (err instanceof MalformedJobError) {
-      // Its payload is not read further: it may name no job of the status, and it carries tokens.
+      // Not the payload: it carries tokens.
       this.logger.error(
         { jobId: job.id, queue: QUEUES.ingest, name: job.name, reason: err.message },
         'malformed job failed',
       );
+      // Whoever queued it waits on its status (a version skew in a rolling deploy): end it, saying why.
+      const ref = jobFieldsOf(job.data);
+      if (ref === null) return;
+      await this.status
+        .record(ref, 'JobRunner', 'error', `the job could not be run: ${err.message}`, 'error')
+        .catch(() => undefined);
       return;
     }
     await this.status

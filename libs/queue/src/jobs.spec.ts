@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { UnrecoverableError } from 'bullmq';
 import ts from 'typescript';
-import { MalformedJobError, readJob } from './jobs';
+import { MalformedJobError, jobFieldsOf, readJob } from './jobs';
 import { IngestJob, IngestPayload, QUEUES } from './queues';
 
 const load: IngestPayload = {
@@ -81,6 +81,21 @@ describe('readJob', () => {
   });
 });
 
+describe('jobFieldsOf', () => {
+  it('gives the job a malformed payload still names, and nothing else of it', () => {
+    const { staged: _, ...noStaged } = load;
+    expect(jobFieldsOf({ ...noStaged, extra: 'x' })).toEqual({
+      environment: 'dev',
+      pipeline: 'p',
+      pipelineToken: 'tok-secret-1',
+      publisherToken: null,
+      filename: 'a.csv',
+    });
+    expect(jobFieldsOf({ ...load, pipelineToken: undefined })).toBeNull();
+    expect(jobFieldsOf('load')).toBeNull();
+  });
+});
+
 /**
  * What TypeScript says of a module beside jobs.ts: each case below must fail to compile, which only the
  * compiler can tell (ts-jest transpiles without type checking).
@@ -126,19 +141,37 @@ describe('producers and handler maps are checked at compile time', () => {
   });
 
   it.each([
-    ['a payload missing a field', `void queue.enqueue(IngestJob.load, { ...load, staged: undefined });`],
+    [
+      'a payload missing a field',
+      `void queue.enqueue(IngestJob.load, { ...load, staged: undefined });`,
+      "Type 'undefined' is not assignable to type 'string'",
+    ],
     [
       'a field of the wrong type',
       `void queue.enqueue(IngestJob.intake, { ...load, bucket: 'b', key: 'k' });`,
+      "Types of property 'staged' are incompatible",
     ],
-    ['a field no payload has', `void queue.enqueue(IngestJob.load, { ...load, stagedd: 'x' });`],
-    ['a job name the queue does not have', `void queue.enqueue('reindex', load);`],
-    ["another queue's job", `void queue.enqueue('ping', { requestedAt: 1 });`],
+    [
+      'a field no payload has',
+      `void queue.enqueue(IngestJob.load, { ...load, stagedd: 'x' });`,
+      "'stagedd' does not exist in type 'IngestPayload'",
+    ],
+    [
+      'a job name the queue does not have',
+      `void queue.enqueue('reindex', load);`,
+      `Argument of type '"reindex"' is not assignable`,
+    ],
+    [
+      "another queue's job",
+      `void queue.enqueue('ping', { requestedAt: 1 });`,
+      `Argument of type '"ping"' is not assignable`,
+    ],
     [
       'a handler map missing a job',
       `export const some = { load: run, intake: run } satisfies JobHandlers<'ingest'>;`,
+      "Property 'document' is missing",
     ],
-  ])('%s does not compile', (_, body) => {
-    expect(compileErrors(body)).not.toEqual([]);
+  ])('%s does not compile', (_, body, error) => {
+    expect(compileErrors(body).join('\n')).toContain(error);
   });
 });

@@ -1,8 +1,11 @@
 import { Job, JobsOptions, Queue, UnrecoverableError } from 'bullmq';
 import {
   DocumentPayload,
+  IngestJob,
   IngestPayload,
   IntakePayload,
+  JobFields,
+  MaintenanceJob,
   PingPayload,
   PingResult,
   QUEUES,
@@ -11,14 +14,18 @@ import {
 
 /** Every job of every queue: queue → job name → payload. Producers and handlers are typed from it. */
 export interface JobMap {
-  [QUEUES.maintenance]: { ping: PingPayload };
-  [QUEUES.ingest]: { load: IngestPayload; intake: IntakePayload; document: DocumentPayload };
+  [QUEUES.maintenance]: { [MaintenanceJob.ping]: PingPayload };
+  [QUEUES.ingest]: {
+    [IngestJob.load]: IngestPayload;
+    [IngestJob.intake]: IntakePayload;
+    [IngestJob.document]: DocumentPayload;
+  };
 }
 
 /** What a job returns, when its result is read (ping round trips); the others return nothing. */
 export interface ResultMap {
-  [QUEUES.maintenance]: { ping: PingResult };
-  [QUEUES.ingest]: { load: void; intake: void; document: void };
+  [QUEUES.maintenance]: { [MaintenanceJob.ping]: PingResult };
+  [QUEUES.ingest]: { [IngestJob.load]: void; [IngestJob.intake]: void; [IngestJob.document]: void };
 }
 
 export type JobName<Q extends QueueName> = keyof JobMap[Q] & string;
@@ -136,7 +143,7 @@ function object<T>(fields: Fields<T>): Check {
 
 const stream = object<{ staleMs: number }>({ staleMs: num });
 
-const jobFields = {
+const jobFields: Fields<JobFields> = {
   environment: str,
   pipeline: str,
   pipelineToken: str,
@@ -193,4 +200,11 @@ export function readJob<Q extends QueueName>(queue: Q, job: Pick<Job, 'id' | 'na
     throw new MalformedJobError(`${what} is malformed: ${where} ${wrong.problem}`);
   }
   return { queue, name: job.name, data: job.data } as ReadJob<Q>;
+}
+
+/** The job a malformed ingest payload still names (its five JobFields), or null when even those do not fit. */
+export function jobFieldsOf(data: unknown): JobFields | null {
+  if (object(jobFields)(data) !== null) return null;
+  const { environment, pipeline, pipelineToken, publisherToken, filename } = data as JobFields;
+  return { environment, pipeline, pipelineToken, publisherToken, filename };
 }
