@@ -5,8 +5,10 @@ import { Queue, QueueEvents } from 'bullmq';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { queuePrefix } from '@tapyard/core';
-import { MaintenanceJob, PingPayload, PingResult, QUEUES } from '@tapyard/queue';
+import { MaintenanceJob, PingResult, QUEUES } from '@tapyard/queue';
 import { Cluster, startCluster } from './support/cluster';
+import { testWorkerMain } from './support/processes';
+import { HeldPing } from './support/test-worker';
 
 const ADMIN_PASSWORD = randomBytes(12).toString('hex');
 
@@ -40,7 +42,7 @@ const alive = (pid: number): boolean => {
 describe('cluster: API and workers on separate hosts (scripts/cluster)', () => {
   let cluster: Cluster;
   let session = { cookie: '', csrf: '' };
-  let queue: Queue<PingPayload, PingResult>;
+  let queue: Queue<HeldPing, PingResult>;
   let events: QueueEvents;
 
   const call = (method: string, path: string, body?: unknown): Promise<Response> =>
@@ -76,6 +78,8 @@ describe('cluster: API and workers on separate hosts (scripts/cluster)', () => {
   beforeAll(async () => {
     cluster = await startCluster({
       workers: 2,
+      // Pings held for their holdMs: a burst of them reaches every worker host.
+      workerMain: testWorkerMain(),
       env: {
         LOG_LEVEL: 'debug',
         // One job at a time per worker: a burst of pings reaches every worker host.

@@ -2,7 +2,7 @@ import { Job, Queue, QueueEvents } from 'bullmq';
 import { get } from 'node:http';
 import { Client } from 'pg';
 import { ShutdownState, queuePrefix } from '@tapyard/core';
-import { MaintenanceJob, PingPayload, PingResult, QUEUES } from '@tapyard/queue';
+import { MaintenanceJob, PingResult, QUEUES } from '@tapyard/queue';
 import { TestApi, startApi } from './support/apps';
 import {
   TEST_DATABASE_URL,
@@ -14,6 +14,7 @@ import {
 import { csvPipeline, upload, waitForJob } from './support/ingest';
 import { Relay, cuttableProxy } from './support/net';
 import { Spawned, spawnApp } from './support/processes';
+import { HeldPing } from './support/test-worker';
 import { RestSink } from './support/rest-sink';
 import { issueKey, newBootstrapKey } from './support/auth';
 
@@ -141,14 +142,18 @@ describe('operations', () => {
     const rest = new RestSink();
     let api: TestApi;
     let pg: Client;
-    let pings: Queue<PingPayload, PingResult>;
+    let pings: Queue<HeldPing, PingResult>;
     let ingest: Queue;
     let events: QueueEvents;
     const workers: Spawned[] = [];
 
-    const worker = (flags: Record<string, string> = {}): Spawned => {
+    /** A worker process; a `test-worker` holds pings for their `holdMs` and spins on TAPYARD_TEST_SPIN_ON. */
+    const worker = (
+      flags: Record<string, string> = {},
+      app: 'worker' | 'test-worker' = 'worker',
+    ): Spawned => {
       const w = spawnApp(
-        'worker',
+        app,
         testEnv({
           TAPYARD_ENV: env,
           ...TEST_OBJECT_STORE,
@@ -208,13 +213,16 @@ describe('operations', () => {
     });
 
     it('serves /livez, /readyz and /metrics whose figures move with real jobs, stalls and tap runs, with no token, name or file name in a label', async () => {
-      const w = worker({
-        WORKER_CONCURRENCY: '1',
-        SHUTDOWN_GRACE_SECONDS: '1',
-        STAGE_STALL_MS: '1000',
-        TAPYARD_TEST_SPIN_ON: '__ops_spin__',
-        TAP_SCHEDULER_MS: '100',
-      });
+      const w = worker(
+        {
+          WORKER_CONCURRENCY: '1',
+          SHUTDOWN_GRACE_SECONDS: '1',
+          STAGE_STALL_MS: '1000',
+          TAPYARD_TEST_SPIN_ON: '__ops_spin__',
+          TAP_SCHEDULER_MS: '100',
+        },
+        'test-worker',
+      );
       const port = await w.httpPort();
       await w.waitFor(/Tapyard worker ready/);
       expect(await probe(port, '/livez')).toEqual({ status: 200, body: '{"status":"ok"}' });
@@ -302,10 +310,10 @@ describe('operations', () => {
     }, 180000);
 
     it('on SIGTERM readiness turns 503 at once, the running job finishes within the grace, and the worker exits 0', async () => {
-      const w = worker({ SHUTDOWN_GRACE_SECONDS: '60' });
+      const w = worker({ SHUTDOWN_GRACE_SECONDS: '60' }, 'test-worker');
       const port = await w.httpPort();
       await w.waitFor(/Tapyard worker ready/);
-      const job: Job<PingPayload, PingResult> = await pings.add(MaintenanceJob.ping, {
+      const job: Job<HeldPing, PingResult> = await pings.add(MaintenanceJob.ping, {
         requestedAt: Date.now(),
         holdMs: 4000,
       });

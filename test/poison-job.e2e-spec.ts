@@ -5,7 +5,7 @@ import { RollupAnswer, csvPipeline, upload, waitForJob } from './support/ingest'
 /**
  * A job whose stage makes no progress is stopped by the watchdog, ends `error` naming the stage,
  * and the worker serves other jobs meanwhile. No known input stalls a stage any more (the JSON
- * reader and the regex rules are linear), so the test uses the test-only hook TAPYARD_TEST_SPIN_ON:
+ * reader and the regex rules are linear), so the test uses the test worker's hook `spinOn`:
  * a value holding the marker makes DataQuality spin in synchronous code, exactly what a
  * pathological input does to a stage.
  */
@@ -18,12 +18,10 @@ describe('poison jobs', () => {
 
   beforeAll(async () => {
     api = await startApi({ TAPYARD_ENV: env });
-    worker = await startWorker({
-      TAPYARD_ENV: env,
-      STAGE_STALL_MS: String(STALL_MS),
-      TAPYARD_TEST_SPIN_ON: '__spin_forever__',
-      WORKER_CONCURRENCY: '2',
-    });
+    worker = await startWorker(
+      { TAPYARD_ENV: env, STAGE_STALL_MS: String(STALL_MS), WORKER_CONCURRENCY: '2' },
+      { spinOn: '__spin_forever__' },
+    );
     await api.http
       .post('/api/v1/pipeline')
       .send(

@@ -52,7 +52,7 @@ describe('jobs that stall workers', () => {
     }
   }
   async function worker(): Promise<Spawned> {
-    const w = spawnApp('worker', workerEnv);
+    const w = spawnApp('test-worker', workerEnv);
     workers.push(w);
     await w.waitFor(/Tapyard worker ready/);
     return w;

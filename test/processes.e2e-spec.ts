@@ -1,9 +1,10 @@
 import { Job, Queue, QueueEvents } from 'bullmq';
 import { queuePrefix } from '@tapyard/core';
-import { MaintenanceJob, PingPayload, PingResult, QUEUES } from '@tapyard/queue';
+import { MaintenanceJob, PingResult, QUEUES } from '@tapyard/queue';
 import { testEnv, TEST_REDIS_URL, uniqueEnvironment } from './support/env';
 import { blackhole, closedPort } from './support/net';
 import { spawnApp } from './support/processes';
+import { HeldPing } from './support/test-worker';
 
 /** The built apps as real processes: boot errors, scale-out and graceful shutdown. */
 describe('api and worker processes', () => {
@@ -34,7 +35,7 @@ describe('api and worker processes', () => {
 
   describe('workers', () => {
     const env = uniqueEnvironment('proc');
-    let queue: Queue<PingPayload, PingResult>;
+    let queue: Queue<HeldPing, PingResult>;
     let events: QueueEvents;
 
     beforeAll(async () => {
@@ -51,8 +52,8 @@ describe('api and worker processes', () => {
     });
 
     it('two worker processes share one queue', async () => {
-      const w1 = spawnApp('worker', testEnv({ TAPYARD_ENV: env, WORKER_CONCURRENCY: '1' }));
-      const w2 = spawnApp('worker', testEnv({ TAPYARD_ENV: env, WORKER_CONCURRENCY: '1' }));
+      const w1 = spawnApp('test-worker', testEnv({ TAPYARD_ENV: env, WORKER_CONCURRENCY: '1' }));
+      const w2 = spawnApp('test-worker', testEnv({ TAPYARD_ENV: env, WORKER_CONCURRENCY: '1' }));
       try {
         await Promise.all([w1.waitFor(/Tapyard worker ready/), w2.waitFor(/Tapyard worker ready/)]);
         const jobs = await queue.addBulk(
@@ -71,9 +72,9 @@ describe('api and worker processes', () => {
     });
 
     it('on SIGTERM a worker finishes its in-flight job, then exits 0', async () => {
-      const w = spawnApp('worker', testEnv({ TAPYARD_ENV: env }));
+      const w = spawnApp('test-worker', testEnv({ TAPYARD_ENV: env }));
       await w.waitFor(/Tapyard worker ready/);
-      const job: Job<PingPayload, PingResult> = await queue.add(MaintenanceJob.ping, {
+      const job: Job<HeldPing, PingResult> = await queue.add(MaintenanceJob.ping, {
         requestedAt: Date.now(),
         holdMs: 1500,
       });

@@ -7,6 +7,7 @@ import { createApiApp } from '../../apps/api/src/bootstrap';
 import { createWorkerApp } from '../../apps/worker/src/bootstrap';
 import { testEnv } from './env';
 import { LogCapture } from './log-capture';
+import { TestHooks, testHooks } from './test-worker';
 
 export interface TestApi {
   app: NestExpressApplication;
@@ -38,11 +39,19 @@ export interface TestWorker {
   close(): Promise<void>;
 }
 
-export async function startWorker(overrides: Record<string, string | undefined> = {}): Promise<TestWorker> {
+/** The real worker application, in process; `hooks`: with the test hooks (test-worker.ts). */
+export async function startWorker(
+  overrides: Record<string, string | undefined> = {},
+  hooks?: TestHooks,
+): Promise<TestWorker> {
   // Several workers run at once in one test process: each takes an ephemeral operations port.
   const config = loadConfig(testEnv({ WORKER_HTTP_PORT: '0', ...overrides }));
   const logs = new LogCapture();
-  const app = await createWorkerApp(config, createLogger(config.logLevel, 'worker', logs));
+  const app = await createWorkerApp(
+    config,
+    createLogger(config.logLevel, 'worker', logs),
+    hooks ? [testHooks(hooks)] : [],
+  );
   await app.init();
   return { app, config, logs, close: () => app.close() };
 }

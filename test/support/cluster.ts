@@ -119,8 +119,12 @@ async function must(name: string, args: string[], timeoutMs?: number): Promise<s
   return r.stdout;
 }
 
+/**
+ * `workerMain`: the worker hosts' entry point, a path under the repository (`testWorkerMain()`: the test
+ * worker, whose pings are held for their `holdMs`); the built worker when absent.
+ */
 export async function startCluster(
-  opts: { workers?: number; env?: Record<string, string> } = {},
+  opts: { workers?: number; env?: Record<string, string>; workerMain?: string } = {},
 ): Promise<Cluster> {
   // `tyc` + 5 characters: interface names stay under Linux's 15, and each run is a cluster of its own.
   const name = `tyc${randomBytes(4).toString('hex').slice(0, 5)}`;
@@ -139,7 +143,16 @@ export async function startCluster(
   try {
     const out = await must(
       name,
-      ['up', '--workers', String(opts.workers ?? 2), '--env-file', envFile, '--owner', String(process.pid)],
+      [
+        'up',
+        '--workers',
+        String(opts.workers ?? 2),
+        '--env-file',
+        envFile,
+        '--owner',
+        String(process.pid),
+        ...(opts.workerMain ? ['--worker-main', opts.workerMain] : []),
+      ],
       UP_TIMEOUT_MS,
     );
     info = JSON.parse(out) as ClusterInfo;

@@ -8,12 +8,13 @@ import { FileNotifier, IngestionRunner } from '@tapyard/ingestion';
 import {
   ConfiguredWorkerHost,
   DeferLaterError,
-  DocumentPayload,
-  IngestJob,
   IngestPayload,
-  IngestQueueData,
-  IntakePayload,
+  JobHandlers,
+  MalformedJobError,
   QUEUES,
+  dispatch,
+  jobFieldsOf,
+  readJob,
 } from '@tapyard/queue';
 import { StatusService, jobRef } from '@tapyard/status';
 import { InFlightJobs } from './in-flight';
@@ -32,51 +33,68 @@ export class IngestProcessor extends ConfiguredWorkerHost {
     super();
   }
 
-  process(job: Job<IngestQueueData>, token?: string): Promise<void> {
+  /** One handler per ingest job (JobMap): a job without its handler does not compile. */
+  private readonly handlers = {
+    load: (data, job, token) => this.load(data, job, token),
+    intake: (data) => this.notifier.intake(data),
+    document: (data, job) =>
+      this.documents.run(data, { made: job.attemptsMade, max: job.opts.attempts ?? 1 }),
+  } satisfies JobHandlers<typeof QUEUES.ingest>;
+
+  process(job: Job, token?: string): Promise<void> {
     return this.inFlight.run(job, token, () => this.handle(job, token));
   }
 
-  private async handle(job: Job<IngestQueueData>, token?: string): Promise<void> {
+  private async handle(job: Job, token?: string): Promise<void> {
+    // Checked before anything reads it: a job this version cannot run fails once, saying why.
+    const read = readJob(QUEUES.ingest, job);
     // A redelivery of a job that already ended (a re-added payload, a second worker after a stall):
     // its outcome stands, so it loads nothing and reports nothing.
-    if (await this.status.ended(job.data.environment, job.data.pipelineToken)) {
+    if (await this.status.ended(read.data.environment, read.data.pipelineToken)) {
       this.logger.info(
-        { jobId: job.id, name: job.name, pipelineToken: job.data.pipelineToken },
+        { jobId: job.id, name: job.name, pipelineToken: read.data.pipelineToken },
         'job already ended: this delivery is skipped',
       );
       return;
     }
-    if (job.name === IngestJob.load) {
-      const data = job.data as IngestPayload;
-      try {
-        return await this.runner.run(data, { made: job.attemptsMade, max: job.opts.attempts ?? 1 });
-      } catch (err) {
-        if (!(err instanceof DeferLaterError) || token === undefined) throw err;
-        // Back to the queue without spending a delivery: waiting for capacity is not a failure.
-        await job.updateData({ ...data, deferrals: (data.deferrals ?? 0) + 1 });
-        await job.moveToDelayed(Date.now() + err.delayMs, token);
-        throw new DelayedError();
-      }
+    await dispatch(this.handlers, read, job, token);
+  }
+
+  private async load(data: IngestPayload, job: Job, token?: string): Promise<void> {
+    try {
+      return await this.runner.run(data, { made: job.attemptsMade, max: job.opts.attempts ?? 1 });
+    } catch (err) {
+      if (!(err instanceof DeferLaterError) || token === undefined) throw err;
+      // Back to the queue without spending a delivery: waiting for capacity is not a failure.
+      await job.updateData({ ...data, deferrals: (data.deferrals ?? 0) + 1 });
+      await job.moveToDelayed(Date.now() + err.delayMs, token);
+      throw new DelayedError();
     }
-    if (job.name === IngestJob.intake) return this.notifier.intake(job.data as IntakePayload);
-    if (job.name === IngestJob.document) {
-      return this.documents.run(job.data as DocumentPayload, {
-        made: job.attemptsMade,
-        max: job.opts.attempts ?? 1,
-      });
-    }
-    throw new Error(`unknown ingest job '${job.name}'`);
   }
 
   /**
    * The runner reports its own failures; BullMQ fails a job only when workers kept dying on it
-   * (stalled too often). Say so in the job's status rather than leaving it `processing` until the
-   * 8-hour timeout.
+   * (stalled too often), or when it is malformed. Say so in the job's status rather than leaving it
+   * `processing` until the 8-hour timeout.
    */
   @OnWorkerEvent('failed')
-  async onFailed(job: Job<IngestQueueData> | undefined, err: Error): Promise<void> {
+  async onFailed(job: Job | undefined, err: Error): Promise<void> {
     // A retry the runner asked for has its own status note; BullMQ runs the job again.
     if (!job || err.name === 'RetryLaterError') return;
+    if (err instanceof MalformedJobError) {
+      // Not the payload: it carries tokens.
+      this.logger.error(
+        { jobId: job.id, queue: QUEUES.ingest, name: job.name, reason: err.message },
+        'malformed job failed',
+      );
+      // Whoever queued it waits on its status (a version skew in a rolling deploy): end it, saying why.
+      const ref = jobFieldsOf(job.data);
+      if (ref === null) return;
+      await this.status
+        .record(ref, 'JobRunner', 'error', `the job could not be run: ${err.message}`, 'error')
+        .catch(() => undefined);
+      return;
+    }
     await this.status
       .record(
         jobRef(job.data),

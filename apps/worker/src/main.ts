@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import { DynamicModule } from '@nestjs/common';
 import {
   ConfigError,
   createLogger,
@@ -13,11 +14,11 @@ import { WorkerDrain } from './worker-drain';
 /** How long closing may take once the grace is over, before the process exits 1. */
 const CLOSE_MARGIN_MS = 15_000;
 
-async function main(): Promise<void> {
+async function main(extra: DynamicModule[]): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel, 'worker');
   surviveUncaughtErrors(logger);
-  const app = await createWorkerApp(config, logger);
+  const app = await createWorkerApp(config, logger, extra);
   const drain = app.get(WorkerDrain);
   exitGracefullyOnSignals(
     async () => {
@@ -37,9 +38,18 @@ async function main(): Promise<void> {
   );
 }
 
-main().catch((err: unknown) => {
-  console.error(
-    err instanceof ConfigError ? err.message : `tapyard worker failed to start: ${errorMessage(err)}`,
-  );
-  process.exit(1);
-});
+/**
+ * The worker process: runs until a signal ends it, or exits 1 saying why it could not start. `extra`
+ * as for WorkerModule.forRoot: the test worker (test/support/test-worker.ts) starts the same process
+ * with its hooks.
+ */
+export function runWorker(extra: DynamicModule[] = []): void {
+  main(extra).catch((err: unknown) => {
+    console.error(
+      err instanceof ConfigError ? err.message : `tapyard worker failed to start: ${errorMessage(err)}`,
+    );
+    process.exit(1);
+  });
+}
+
+if (require.main === module) runWorker();

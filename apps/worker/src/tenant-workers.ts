@@ -3,7 +3,7 @@ import { Job, Worker } from 'bullmq';
 import { Logger } from 'pino';
 import { TENANT_MAPPINGS_SECRET, tenantEnvironments } from '@tapyard/auth';
 import { CONFIG, LOGGER, TapyardConfig, errorMessage, queuePrefix } from '@tapyard/core';
-import { IngestQueueData, QUEUES } from '@tapyard/queue';
+import { QUEUES } from '@tapyard/queue';
 import { SecretsService } from '@tapyard/secrets';
 import { IngestProcessor } from './ingest.processor';
 
@@ -17,7 +17,7 @@ export const TENANT_SCAN_MS = 5000;
  */
 @Injectable()
 export class TenantWorkers implements OnApplicationBootstrap, OnApplicationShutdown {
-  private readonly workers = new Map<string, Worker<IngestQueueData>>();
+  private readonly workers = new Map<string, Worker>();
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
 
@@ -41,7 +41,7 @@ export class TenantWorkers implements OnApplicationBootstrap, OnApplicationShutd
   }
 
   /** Tenant queues' workers: a shutdown stops them taking jobs. */
-  get consumers(): Worker<IngestQueueData>[] {
+  get consumers(): Worker[] {
     return [...this.workers.values()];
   }
 
@@ -73,10 +73,10 @@ export class TenantWorkers implements OnApplicationBootstrap, OnApplicationShutd
 
   private start(tenant: string): void {
     const { concurrency, lockMs, maxStalls } = this.config.worker;
-    const worker = new Worker<IngestQueueData>(
+    const worker = new Worker(
       QUEUES.ingest,
       // The token lets a load defer itself and a shutdown hand the job back, as in the own queue.
-      (job: Job<IngestQueueData>, token?: string) => this.processor.process(job, token),
+      (job: Job, token?: string) => this.processor.process(job, token),
       {
         connection: { url: this.config.redis.url, maxRetriesPerRequest: null },
         prefix: queuePrefix(tenant),

@@ -107,7 +107,7 @@ export class WorkerMetrics {
       ...[own, ...this.tenants.tenants].map((environment) => ({
         environment,
         kind: QUEUES.ingest,
-        queue: this.queues.ingest(environment),
+        queue: this.queues.ingest(environment).bull,
       })),
     ];
     let timer: NodeJS.Timeout | undefined;

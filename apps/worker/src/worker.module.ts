@@ -30,7 +30,8 @@ class MetricsRegistryModule {}
  */
 @Module({})
 export class WorkerModule {
-  static forRoot(config: TapyardConfig, logger: Logger): DynamicModule {
+  /** `extra`: modules a test worker adds (test/support/test-worker.ts); the app adds none. */
+  static forRoot(config: TapyardConfig, logger: Logger, extra: DynamicModule[] = []): DynamicModule {
     return {
       module: WorkerModule,
       imports: [
@@ -49,6 +50,7 @@ export class WorkerModule {
         SecretsModule,
         TapsModule,
         DocumentsModule,
+        ...extra,
       ],
       providers: [
         InFlightJobs,

@@ -64,7 +64,7 @@ export class FileNotifier {
         staged: false,
       };
       await this.status.record(jobRef(payload), 'FileNotifier', 'begin', `found ${o.key} in ${bucket}`);
-      await this.queues.ingest(environment).add(IngestJob.intake, payload, jobOptions(payload));
+      await this.queues.ingest(environment).enqueue(IngestJob.intake, payload, jobOptions(payload));
       queued++;
     }
     return queued;
@@ -157,8 +157,8 @@ export class FileNotifier {
     const options = loadJobOptions(job.environment, job.pipelineToken, this.config.loadRetry);
     const queue = this.queues.ingest(job.environment);
     const staged = job.pipelineToken;
-    if (isDocumentPipeline(def)) await queue.add(IngestJob.document, { ...job, staged, uri }, options);
-    else await queue.add(IngestJob.load, { ...job, staged }, options);
+    if (isDocumentPipeline(def)) await queue.enqueue(IngestJob.document, { ...job, staged, uri }, options);
+    else await queue.enqueue(IngestJob.load, { ...job, staged }, options);
   }
 
   private async claim(environment: string, key: string, etag: string, token: string): Promise<boolean> {

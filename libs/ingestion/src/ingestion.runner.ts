@@ -1,4 +1,4 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { createReadStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -25,6 +25,7 @@ import { uniqueNames } from '@tapyard/profiling';
 import { DeferLaterError, IngestPayload, RetryLaterError } from '@tapyard/queue';
 import { JobRef, ProcessName, StatusService, jobRef } from '@tapyard/status';
 import { Spool } from './spool';
+import { STAGE_SPIN_ON } from './stage-spin';
 import { Staging } from './staging';
 import { StageError, destinationError, pipelineError } from './stage-error';
 import { Counts } from './stage-thread/protocol';
@@ -85,6 +86,7 @@ export class IngestionRunner {
     private readonly codegen: CodegenService,
     private readonly sinkGate: SinkGate,
     private readonly sections: DestinationSections,
+    @Optional() @Inject(STAGE_SPIN_ON) private readonly spinOn: string | null = null,
   ) {}
 
   /**
@@ -316,7 +318,7 @@ export class IngestionRunner {
           definition: def,
           filename: p.filename,
           rejectsPath,
-          spinOn: this.config.worker.testSpinOn,
+          spinOn: this.spinOn,
           fast,
         },
         { stallMs: this.config.worker.stageStallMs, maxIdle: this.config.worker.concurrency },
@@ -490,7 +492,7 @@ export class IngestionRunner {
     const fa = def.source.fileAttributes;
     return (
       this.config.worker.csvFastPath &&
-      this.config.worker.testSpinOn === null &&
+      this.spinOn === null &&
       fa.format === 'csv' &&
       p.records === undefined &&
       fa.csvAttributes.header &&

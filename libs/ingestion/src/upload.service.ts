@@ -129,9 +129,9 @@ export class UploadService {
       if (admitted.document) {
         await this.queues
           .ingest(environment)
-          .add(IngestJob.document, { ...job, staged, uri: `upload://${got.filename}` }, options);
+          .enqueue(IngestJob.document, { ...job, staged, uri: `upload://${got.filename}` }, options);
       } else {
-        await this.queues.ingest(environment).add(IngestJob.load, { ...job, staged }, options);
+        await this.queues.ingest(environment).enqueue(IngestJob.load, { ...job, staged }, options);
       }
       await this.status.record(
         job,
@@ -174,8 +174,8 @@ export class UploadService {
       await (admitted.document
         ? this.queues
             .ingest(environment)
-            .add(IngestJob.document, { ...job, staged, uri: `upload://${filename}` }, options)
-        : this.queues.ingest(environment).add(IngestJob.load, { ...job, staged }, options));
+            .enqueue(IngestJob.document, { ...job, staged, uri: `upload://${filename}` }, options)
+        : this.queues.ingest(environment).enqueue(IngestJob.load, { ...job, staged }, options));
       await this.status.record(
         job,
         'StreamNotifier',
@@ -245,7 +245,7 @@ export class UploadService {
     );
     await this.queues
       .ingest(environment)
-      .add(
+      .enqueue(
         IngestJob.load,
         { ...job, staged: pipelineToken, stream: { staleMs: UPLOAD_STALE_MS } },
         loadJobOptions(environment, pipelineToken, this.config.loadRetry),
@@ -289,7 +289,7 @@ export class UploadService {
     const job: JobRef = { environment, pipeline, pipelineToken: token, publisherToken, filename };
     await this.status.record(job, 'StreamNotifier', 'begin', `receiving ${filename}`);
     await this.staging.done(environment, got.staged as StagedWriter);
-    await this.queues.ingest(environment).add(IngestJob.intake, payload, jobOptions(payload));
+    await this.queues.ingest(environment).enqueue(IngestJob.intake, payload, jobOptions(payload));
     await this.status.record(
       job,
       'StreamNotifier',

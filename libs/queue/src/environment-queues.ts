@@ -2,7 +2,8 @@ import { InjectQueue } from '@nestjs/bullmq';
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { Queue } from 'bullmq';
 import { CONFIG, TapyardConfig, queuePrefix } from '@tapyard/core';
-import { IngestQueueData, QUEUES } from './queues';
+import { JobQueue } from './jobs';
+import { QUEUES } from './queues';
 
 /**
  * The ingest queue of any environment. The instance's own environment uses the queue registered in
@@ -11,27 +12,32 @@ import { IngestQueueData, QUEUES } from './queues';
  */
 @Injectable()
 export class EnvironmentQueues implements OnApplicationShutdown {
-  private readonly tenants = new Map<string, Queue<IngestQueueData>>();
+  private readonly own: JobQueue<typeof QUEUES.ingest>;
+  private readonly tenants = new Map<string, JobQueue<typeof QUEUES.ingest>>();
 
   constructor(
-    @InjectQueue(QUEUES.ingest) private readonly own: Queue<IngestQueueData>,
+    @InjectQueue(QUEUES.ingest) own: Queue,
     @Inject(CONFIG) private readonly config: TapyardConfig,
-  ) {}
+  ) {
+    this.own = new JobQueue(own);
+  }
 
-  ingest(environment: string): Queue<IngestQueueData> {
+  ingest(environment: string): JobQueue<typeof QUEUES.ingest> {
     if (environment === this.config.environment) return this.own;
     let q = this.tenants.get(environment);
     if (!q) {
-      q = new Queue<IngestQueueData>(QUEUES.ingest, {
-        connection: { url: this.config.redis.url, maxRetriesPerRequest: null },
-        prefix: queuePrefix(environment),
-      });
+      q = new JobQueue(
+        new Queue(QUEUES.ingest, {
+          connection: { url: this.config.redis.url, maxRetriesPerRequest: null },
+          prefix: queuePrefix(environment),
+        }),
+      );
       this.tenants.set(environment, q);
     }
     return q;
   }
 
   async onApplicationShutdown(): Promise<void> {
-    await Promise.all([...this.tenants.values()].map((q) => q.close().catch(() => undefined)));
+    await Promise.all([...this.tenants.values()].map((q) => q.bull.close().catch(() => undefined)));
   }
 }

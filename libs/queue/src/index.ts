@@ -2,3 +2,4 @@ export * from './queues';
 export * from './queue.module';
 export * from './configured-worker-host';
 export * from './environment-queues';
+export * from './jobs';

@@ -19,8 +19,6 @@ export const MaintenanceJob = {
 
 export interface PingPayload {
   requestedAt: number;
-  /** Lets tests hold a job in flight to exercise graceful shutdown. */
-  holdMs?: number;
 }
 
 export interface PingResult {

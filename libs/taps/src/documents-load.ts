@@ -65,7 +65,7 @@ export class DocumentsLoad implements RecordSink {
     );
     await this.deps.queues
       .ingest(environment)
-      .add(
+      .enqueue(
         IngestJob.document,
         { ...job, bucket, key, uri: doc.uri, tap, metadata: boundedMetadata(doc.metadata) },
         loadJobOptions(environment, pipelineToken, this.deps.config.loadRetry),

@@ -156,7 +156,7 @@ export class RecordsLoad implements RecordSink {
     };
     await this.deps.queues
       .ingest(this.ctx.environment)
-      .add(
+      .enqueue(
         IngestJob.load,
         payload,
         loadJobOptions(this.ctx.environment, pipelineToken, this.deps.config.loadRetry),

@@ -118,11 +118,6 @@ export interface TapyardConfig {
     readonly maxStalls: number;
     /** A stage's thread that makes no progress this long is stopped and the job ends `error`. */
     readonly stageStallMs: number;
-    /**
-     * Tests only (TAPYARD_TEST_SPIN_ON): a value holding this text makes the DataQuality stage spin
-     * without end, standing in for a pathological input so the watchdog can be proven.
-     */
-    readonly testSpinOn: string | null;
     /** CSV_FAST_PATH: clean CSV chunks go to PostgreSQL unparsed (off: every row takes the validating path). */
     readonly csvFastPath: boolean;
     /** The worker's probe and metrics port (`/livez`, `/readyz`, `/metrics`); 0: an ephemeral port. */
@@ -492,7 +487,6 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
       lockMs: r.int('WORKER_LOCK_MS', 30000, 1000, 600000),
       maxStalls: r.int('WORKER_MAX_STALLS', 2, 0, 100),
       stageStallMs: r.int('STAGE_STALL_MS', 60000, 100, 24 * 3600000),
-      testSpinOn: r.optional('TAPYARD_TEST_SPIN_ON'),
       csvFastPath: r.bool('CSV_FAST_PATH', true),
       httpPort: r.int('WORKER_HTTP_PORT', 8081, 0, 65535),
       httpHost: r.string('WORKER_HTTP_HOST', '127.0.0.1'),

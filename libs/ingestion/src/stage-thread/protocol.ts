@@ -23,7 +23,7 @@ export interface StartMessage {
    * (fast-csv.ts), clean chunks unparsed. The runner decides (see IngestionRunner.fastPath).
    */
   fast: boolean;
-  /** Tests only: a value holding this text makes DataQuality spin (config.worker.testSpinOn). */
+  /** Tests only: a value holding this text makes DataQuality spin (STAGE_SPIN_ON, set by the test worker). */
   spinOn: string | null;
   /** [0] heartbeat, bumped by the thread while its event loop runs; [1] stage of the row in progress. */
   shared: SharedArrayBuffer;
