@@ -14,7 +14,7 @@ import {
 import { TAP_RUN_HEADER } from '@tapyard/egress';
 import { TapyardRequest } from '../http/request-context';
 import { ACCESS_RULE, AccessRule } from './access-rule';
-import { Access, AuditFields, AuditLog } from './access';
+import { Access, AuditFields, AuditLog } from '@tapyard/auth';
 import { credentialsOf } from './credentials';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);

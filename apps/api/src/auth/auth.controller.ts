@@ -8,7 +8,7 @@ import { ApiErrors } from '../http/api-errors.decorator';
 import { RequestAccess } from '../http/environment.decorator';
 import { TapyardRequest } from '../http/request-context';
 import { StatusOkDto } from '../secrets/secrets.dto';
-import { Access } from './access';
+import { Access } from '@tapyard/auth';
 import { Public, SignedIn } from './access-rule';
 import { LoginDto, LoginResultDto, MeDto } from './auth.dto';
 import { cookies } from './credentials';

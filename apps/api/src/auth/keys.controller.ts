@@ -11,7 +11,7 @@ import {
 import { CONFIG, TapyardConfig, ValidationError } from '@tapyard/core';
 import { ApiErrors } from '../http/api-errors.decorator';
 import { RequestAccess, RequestEnvironment } from '../http/environment.decorator';
-import { Access } from './access';
+import { Access } from '@tapyard/auth';
 import { Requires } from './access-rule';
 import {
   IssueKeyDto,

@@ -4,7 +4,7 @@ import { UsersService } from '@tapyard/auth';
 import { ApiErrors } from '../http/api-errors.decorator';
 import { RequestAccess, RequestEnvironment } from '../http/environment.decorator';
 import { StatusOkDto } from '../secrets/secrets.dto';
-import { Access } from './access';
+import { Access } from '@tapyard/auth';
 import { Requires } from './access-rule';
 import { CreateUserDto, UpdateUserDto, UserDto } from './auth.dto';
 
