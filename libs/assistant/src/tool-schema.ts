@@ -40,10 +40,13 @@ export function toolSchema(args: new () => object): Schema {
       case 'max':
         p.maximum = c[0];
         break;
+      // Both refuse anything but a string.
       case 'maxLength':
+        p.type = 'string';
         p.maxLength = c[0];
         break;
       case 'matches':
+        p.type = 'string';
         p.pattern = (c[0] as RegExp).source;
         break;
       case 'isNotEmpty':
