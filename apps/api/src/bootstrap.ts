@@ -36,9 +36,7 @@ export async function createApiApp(config: TapyardConfig, logger: Logger): Promi
   app.useBodyParser('json', { limit: config.bodyLimitBytes, verify: checkJsonDepth });
   app.setGlobalPrefix(API_PREFIX, { exclude: ['metrics', 'livez', 'readyz'] });
   app.useGlobalFilters(new ErrorFilter(logger));
-  app.useGlobalPipes(
-    new ValidationPipe(VALIDATION_OPTIONS),
-  );
+  app.useGlobalPipes(new ValidationPipe(VALIDATION_OPTIONS));
   assertEveryRouteDeclared(app);
   setupSwagger(app, config, logger);
   return app;

@@ -51,5 +51,8 @@ export function EnumArg(values: readonly string[], opts: { optional?: boolean } 
 
 /** A JSON object, checked further by the tool (e.g. against the DTO of the route it stands for). */
 export function ObjectArg(description: string): PropertyDecorator {
-  return applyDecorators(ApiProperty({ description, type: 'object', additionalProperties: true }), IsObject());
+  return applyDecorators(
+    ApiProperty({ description, type: 'object', additionalProperties: true }),
+    IsObject(),
+  );
 }

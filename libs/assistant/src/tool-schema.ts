@@ -53,13 +53,14 @@ export function toolSchema(args: new () => object): Schema {
         // A blank string: "required" says as much to the model.
         break;
       default:
-        throw new Error(`toolSchema: ${args.name}.${m.propertyName} uses a validator it cannot describe (${m.name ?? m.type})`);
+        throw new Error(
+          `toolSchema: ${args.name}.${m.propertyName} uses a validator it cannot describe (${m.name ?? m.type})`,
+        );
     }
   }
   for (const [name, p] of Object.entries(properties)) {
     const doc = Reflect.getMetadata(DECORATORS.API_MODEL_PROPERTIES, args.prototype, name) as
-      | { description?: string }
-      | undefined;
+      { description?: string } | undefined;
     if (doc?.description) p.description = doc.description;
   }
   return {

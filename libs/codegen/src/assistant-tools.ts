@@ -122,7 +122,8 @@ export class CodegenTools implements ToolSet {
             'pipeline:update',
             await pipelineTarget(this.pipelines, ctx.env, pipeline),
           );
-          return () => this.codegen.restore(ctx.env, pipeline, kind, version, { actor: access.identity.name });
+          return () =>
+            this.codegen.restore(ctx.env, pipeline, kind, version, { actor: access.identity.name });
         },
       }),
     ];

@@ -3,7 +3,14 @@ import { AssistantTool, AssistantToolSet, EnumArg, TextArg, ToolSet, tool } from
 import { CONFIG, TapyardConfig, ValidationError } from '@tapyard/core';
 import { MetadataService } from './metadata.service';
 
-const KINDS = ['databases', 'schemas', 'tables', 'columns', 'mongodb_databases', 'mongodb_collections'] as const;
+const KINDS = [
+  'databases',
+  'schemas',
+  'tables',
+  'columns',
+  'mongodb_databases',
+  'mongodb_collections',
+] as const;
 
 export class DiscoverMetadataArgs {
   @EnumArg(KINDS)

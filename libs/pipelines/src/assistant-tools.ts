@@ -50,7 +50,11 @@ export class PipelineTools implements ToolSet {
         description: 'The full configuration of one pipeline.',
         args: PipelineNameArgs,
         run: async (ctx, { name }) => {
-          ctx.gate.check('get_pipeline', 'pipeline:read', await pipelineTarget(this.pipelines, ctx.env, name));
+          ctx.gate.check(
+            'get_pipeline',
+            'pipeline:read',
+            await pipelineTarget(this.pipelines, ctx.env, name),
+          );
           const p = await this.pipelines.get(ctx.env, name);
           return { ...p.definition, version: p.version };
         },

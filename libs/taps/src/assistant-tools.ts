@@ -24,7 +24,11 @@ export class TestTapArgs {
 }
 
 /** The stored tap a tool names, for ToolGate (none when absent: the tool answers its own 404). */
-export async function tapTarget(repo: TapsRepository, environment: string, name: string): Promise<ScopeTarget[]> {
+export async function tapTarget(
+  repo: TapsRepository,
+  environment: string,
+  name: string,
+): Promise<ScopeTarget[]> {
   const found = await repo.find(environment, name);
   return found ? [{ fields: tapScope(found), hiddenMessage: `tap '${name}' does not exist` }] : [];
 }
@@ -82,7 +86,11 @@ export class TapTools implements ToolSet {
           'records, nothing saved.',
         args: TestTapArgs,
         prepare: async (ctx, { name, script, testLimit = 20 }) => {
-          const access = ctx.gate.check('test_tap', 'tap:run', await tapTargetOrNew(this.repo, ctx.env, name));
+          const access = ctx.gate.check(
+            'test_tap',
+            'tap:run',
+            await tapTargetOrNew(this.repo, ctx.env, name),
+          );
           if (script === undefined) {
             // The stored code as it is, with its secret: what tap:run allows on the route too.
             return async () => (await this.runner.testAs(access, ctx.env, { name }, testLimit)).result;

@@ -53,7 +53,12 @@ export class AttachmentTools implements ToolSet {
           const { head, truncated } = await this.attachments.head(ctx.env, ctx.owner, id, SAMPLE_BYTES);
           const fields = new Map<string, string>();
           if (name) fields.set('pipeline', name);
-          return this.discovery.generateFromSample(ctx.env, { filename: att.filename, fields, head, truncated });
+          return this.discovery.generateFromSample(ctx.env, {
+            filename: att.filename,
+            fields,
+            head,
+            truncated,
+          });
         },
       }),
       tool({
@@ -67,7 +72,13 @@ export class AttachmentTools implements ToolSet {
           const att = await this.attachments.find(ctx.env, ctx.owner, id);
           return async () => {
             const body = await this.attachments.open(ctx.env, ctx.owner, id);
-            const pipelineToken = await this.uploads.uploadStream(ctx.env, pipeline, att.filename, body, access);
+            const pipelineToken = await this.uploads.uploadStream(
+              ctx.env,
+              pipeline,
+              att.filename,
+              body,
+              access,
+            );
             return { pipelineToken };
           };
         },

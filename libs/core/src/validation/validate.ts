@@ -15,7 +15,10 @@ export function invalidRequest(messages: string[]): ValidationError {
     const sp = text.indexOf(' ');
     return { field: sp > 0 ? text.slice(0, sp) : text, problem: sp > 0 ? text.slice(sp + 1) : 'is invalid' };
   });
-  return new ValidationError(messages.length > 0 ? `invalid request: ${messages[0]}` : 'invalid request', details);
+  return new ValidationError(
+    messages.length > 0 ? `invalid request: ${messages[0]}` : 'invalid request',
+    details,
+  );
 }
 
 const pipe = new ValidationPipe(VALIDATION_OPTIONS);
