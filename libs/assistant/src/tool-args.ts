@@ -9,6 +9,9 @@ import { IsIn, IsInt, IsNotEmpty, IsObject, IsOptional, IsString, Max, Min } fro
  * and what is checked cannot drift apart.
  */
 
+/** A tool that takes no arguments (any it is given are refused). */
+export class NoArgs {}
+
 /**
  * A string, trimmed, never blank. An optional one the model sends empty or null reads as absent:
  * models fill optional string fields with "" more often than they leave them out.

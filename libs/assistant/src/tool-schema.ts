@@ -18,7 +18,6 @@ export function toolSchema(args: new () => object): Schema {
       optional.add(m.propertyName);
       continue;
     }
-    if (m.type === ValidationTypes.WHITELIST) continue;
     const c = (m.constraints ?? []) as unknown[];
     switch (m.type === ValidationTypes.CUSTOM_VALIDATION ? m.name : m.type) {
       case 'isString':

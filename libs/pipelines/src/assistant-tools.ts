@@ -1,10 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import { AssistantTool, AssistantToolSet, TextArg, ToolSet, tool } from '@tapyard/assistant';
+import { AssistantTool, AssistantToolSet, NoArgs, TextArg, ToolSet, tool } from '@tapyard/assistant';
 import { ScopeTarget } from '@tapyard/auth';
 import { pipelineScope } from './pipeline-scope';
 import { PipelinesService } from './pipelines.service';
-
-export class NoArgs {}
 
 export class PipelineNameArgs {
   @TextArg('pipeline name')

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { AssistantTool, AssistantToolSet, IntArg, TextArg, ToolSet, tool } from '@tapyard/assistant';
+import { AssistantTool, AssistantToolSet, IntArg, NoArgs, TextArg, ToolSet, tool } from '@tapyard/assistant';
 import { ScopeTarget } from '@tapyard/auth';
 import { TapPolicy } from './tap-policy';
 import { TapRunner } from './tap-runner.service';
@@ -62,7 +62,7 @@ export class TapTools implements ToolSet {
         name: 'list_taps',
         effect: 'read',
         description: 'List the taps the user may read.',
-        args: class NoArgs {},
+        args: NoArgs,
         run: async (ctx) => {
           const access = ctx.gate.check('list_taps', 'tap:read', 'filtered');
           return access.filter(await this.taps.list(ctx.env), 'read', 'tap', tapScope);
