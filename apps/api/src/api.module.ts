@@ -42,10 +42,16 @@ import { NlQueryModule } from '@tapyard/nl-query';
 import { PipelineAdviceModule } from '@tapyard/pipeline-advice';
 import { QueryController } from './query/query.controller';
 import { AssistantController } from './assistant/assistant.controller';
-import { AssistantTools } from './assistant/assistant-tools';
-import { AttachmentsService } from './assistant/attachments.service';
-import { AssistantTurns } from './assistant/assistant-turns';
-import { PendingActions } from './assistant/pending-actions';
+import { AttachmentTools } from './assistant/attachment-tools';
+import { AssistantModule } from '@tapyard/assistant';
+import { PipelineTools } from '@tapyard/pipelines';
+import { CodegenTools } from '@tapyard/codegen';
+import { StatusTools } from '@tapyard/status';
+import { TapTools } from '@tapyard/taps';
+import { TapAuthoringTools } from '@tapyard/tap-authoring';
+import { VectorSearchTools } from '@tapyard/vector-stores';
+import { NlQueryTools } from '@tapyard/nl-query';
+import { MetadataTools } from '@tapyard/metadata';
 
 /** The process's Prometheus registry, for libraries that record their own metrics (model calls). */
 @Module({})
@@ -89,6 +95,7 @@ export class ApiModule {
         IncidentsModule,
         NlQueryModule,
         PipelineAdviceModule,
+        AssistantModule,
       ],
       controllers: [
         PlatformController,
@@ -115,10 +122,16 @@ export class ApiModule {
         { provide: METRICS, useValue: metrics },
         Readiness,
         { provide: APP_GUARD, useClass: AccessGuard },
-        AssistantTools,
-        AttachmentsService,
-        PendingActions,
-        AssistantTurns,
+        // The assistant's tools, declared beside their domains; the assistant finds them by @AssistantToolSet().
+        PipelineTools,
+        AttachmentTools,
+        CodegenTools,
+        StatusTools,
+        TapTools,
+        TapAuthoringTools,
+        VectorSearchTools,
+        NlQueryTools,
+        MetadataTools,
       ],
     };
   }

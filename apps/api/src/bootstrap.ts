@@ -2,7 +2,7 @@ import { ValidationPipe } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { NestExpressApplication } from '@nestjs/platform-express';
 import { Logger } from 'pino';
-import { PinoNestLogger, TapyardConfig } from '@tapyard/core';
+import { PinoNestLogger, TapyardConfig, VALIDATION_OPTIONS } from '@tapyard/core';
 import { ApiModule } from './api.module';
 import { ApiMetrics } from './metrics/metrics';
 import { ErrorFilter } from './http/error.filter';
@@ -36,14 +36,7 @@ export async function createApiApp(config: TapyardConfig, logger: Logger): Promi
   app.useBodyParser('json', { limit: config.bodyLimitBytes, verify: checkJsonDepth });
   app.setGlobalPrefix(API_PREFIX, { exclude: ['metrics', 'livez', 'readyz'] });
   app.useGlobalFilters(new ErrorFilter(logger));
-  app.useGlobalPipes(
-    new ValidationPipe({
-      whitelist: true,
-      forbidNonWhitelisted: true,
-      transform: true,
-      stopAtFirstError: false,
-    }),
-  );
+  app.useGlobalPipes(new ValidationPipe(VALIDATION_OPTIONS));
   assertEveryRouteDeclared(app);
   setupSwagger(app, config, logger);
   return app;

@@ -1,4 +1,5 @@
 export * from './ability';
+export * from './access';
 export * from './access-check';
 export * from './api-keys.service';
 export * from './auth.module';

@@ -8,3 +8,4 @@ export { RunningScript, failureWithoutValues } from './script-runner';
 export type { ScriptRunSpec } from './script-runner';
 export { checkScript } from './script-checks';
 export { CodegenErrorCode } from './codegen-errors';
+export { CodegenTools } from './assistant-tools';

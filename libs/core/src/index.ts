@@ -14,3 +14,4 @@ export * from './text/linear-regex';
 export * from './text/sql-ident';
 export * from './validation/optional';
 export * from './metrics';
+export * from './validation/validate';

@@ -5,3 +5,4 @@ export { UnsafeSqlError, checkReadOnlySql } from './sql-safety';
 export { QueryRunner } from './query-runner';
 export type { RelationRef } from './sql-safety';
 export { QueryErrorCode } from './query-errors';
+export * from './assistant-tools';

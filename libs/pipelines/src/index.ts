@@ -11,3 +11,4 @@ export * from './pipelines.module';
 export * from './pipelines.service';
 export * from './values';
 export * from './dto/unstructured-attributes.dto';
+export * from './assistant-tools';

@@ -7,3 +7,4 @@ export { generatedScriptProblems, preservationProblems } from './script-checks';
 export { scriptFacts } from './script-facts';
 export type { ScriptFacts } from './script-facts';
 export { logSignals } from './log-signals';
+export * from './assistant-tools';

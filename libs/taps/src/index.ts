@@ -8,3 +8,5 @@ export * from './ledger.service';
 export * from './record-sinks';
 export * from './tap-grants';
 export * from './tap-policy';
+export * from './tap-scope';
+export * from './assistant-tools';

@@ -21,3 +21,5 @@ export type { ContainerModel } from './vector-containers';
 export { VectorStoresModule } from './vector-stores.module';
 export { SearchService, checkFilter } from './search.service';
 export type { SearchRequest, SearchResult } from './search.service';
+export { SearchRequestDto } from './search-request.dto';
+export { VectorSearchArgs, VectorSearchTools } from './assistant-tools';

@@ -12,17 +12,22 @@ import type { Request, Response } from 'express';
 import { Logger } from 'pino';
 import { AiService, ChatTurn } from '@tapyard/ai';
 import { CONFIG, LOGGER, TapyardConfig, errorMessage } from '@tapyard/core';
-import { Access, AuditLog } from '../auth/access';
+import { Access, AuditLog } from '@tapyard/auth';
 import { Requires } from '../auth/access-rule';
 import { RequestAccess, RequestEnvironment } from '../http/environment.decorator';
 import { ApiErrors } from '../http/api-errors.decorator';
-import { AgentEvent, agentLoop } from './agent-loop';
-import { AssistantTools } from './assistant-tools';
-import { Attachment, AttachmentsService, ATTACHMENT_LIMIT } from './attachments.service';
+import {
+  AgentEvent,
+  AssistantTools,
+  AssistantTurns,
+  Attachment,
+  AttachmentsService,
+  ATTACHMENT_LIMIT,
+  PendingActions,
+  ToolGate,
+  agentLoop,
+} from '@tapyard/assistant';
 import { AttachmentDto, AttachmentFormDto, CancelTurnDto, ChatDto, TurnCancelledDto } from './assistant.dto';
-import { AssistantTurns } from './assistant-turns';
-import { PendingActions } from './pending-actions';
-import { ToolGate } from './tool-gate';
 
 @ApiTags('assistant')
 @Controller('assistant')

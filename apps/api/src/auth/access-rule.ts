@@ -1,16 +1,9 @@
 import { SetMetadata, applyDecorators } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { ApiExtension, ApiForbiddenResponse, ApiSecurity, ApiUnauthorizedResponse } from '@nestjs/swagger';
-import { Action, Resource, ScopeFields } from '@tapyard/auth';
+import { Action, Resource, ScopeTarget } from '@tapyard/auth';
 import { ErrorBodyDto } from '../http/error-body.dto';
 import { TapyardRequest } from '../http/request-context';
-
-/** One concrete resource a request touches, and what to answer when the caller may not see it. */
-export interface ScopeTarget {
-  fields: ScopeFields;
-  /** The 404 message: a resource outside the caller's scope is answered as absent, not forbidden. */
-  hiddenMessage: string;
-}
 
 /** Finds the resources a request touches (e.g. the pipeline named in the query) before the handler runs. */
 export type ScopeResolver = (req: TapyardRequest, refs: ModuleRef) => Promise<ScopeTarget[]>;

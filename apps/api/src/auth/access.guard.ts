@@ -2,7 +2,17 @@ import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/commo
 import { ModuleRef, Reflector } from '@nestjs/core';
 import { timingSafeEqual } from 'node:crypto';
 import { Logger } from 'pino';
-import { AuthResult, Authenticator, CSRF_HEADER, Identity, canOn, canSome } from '@tapyard/auth';
+import {
+  Access,
+  AuditFields,
+  AuditLog,
+  AuthResult,
+  Authenticator,
+  CSRF_HEADER,
+  Identity,
+  canOn,
+  canSome,
+} from '@tapyard/auth';
 import {
   CONFIG,
   ForbiddenError,
@@ -14,7 +24,6 @@ import {
 import { TAP_RUN_HEADER } from '@tapyard/egress';
 import { TapyardRequest } from '../http/request-context';
 import { ACCESS_RULE, AccessRule } from './access-rule';
-import { Access, AuditFields, AuditLog } from './access';
 import { credentialsOf } from './credentials';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);

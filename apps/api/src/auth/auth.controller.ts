@@ -2,13 +2,12 @@ import { Body, Controller, Get, HttpCode, Inject, Post, Req, Res } from '@nestjs
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { Logger } from 'pino';
-import { CSRF_COOKIE, LoginLimiter, SESSION_COOKIE, SessionStore, UsersService } from '@tapyard/auth';
+import { Access, CSRF_COOKIE, LoginLimiter, SESSION_COOKIE, SessionStore, UsersService } from '@tapyard/auth';
 import { CONFIG, LOGGER, NotFoundError, TapyardConfig, UnauthorizedError } from '@tapyard/core';
 import { ApiErrors } from '../http/api-errors.decorator';
 import { RequestAccess } from '../http/environment.decorator';
 import { TapyardRequest } from '../http/request-context';
 import { StatusOkDto } from '../secrets/secrets.dto';
-import { Access } from './access';
 import { Public, SignedIn } from './access-rule';
 import { LoginDto, LoginResultDto, MeDto } from './auth.dto';
 import { cookies } from './credentials';

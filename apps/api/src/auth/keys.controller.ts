@@ -1,6 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post } from '@nestjs/common';
 import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import {
+  Access,
   ApiKeysService,
   FULL_ACCESS,
   Grantor,
@@ -11,7 +12,6 @@ import {
 import { CONFIG, TapyardConfig, ValidationError } from '@tapyard/core';
 import { ApiErrors } from '../http/api-errors.decorator';
 import { RequestAccess, RequestEnvironment } from '../http/environment.decorator';
-import { Access } from './access';
 import { Requires } from './access-rule';
 import {
   IssueKeyDto,

@@ -1,10 +1,10 @@
 import { ModuleRef } from '@nestjs/core';
-import { ScopeFields } from '@tapyard/auth';
+import { ScopeFields, ScopeTarget } from '@tapyard/auth';
 import { PipelineDefinition, PipelinesService, pipelineScope } from '@tapyard/pipelines';
-import { TapsRepository } from '@tapyard/taps';
+import { TapsRepository, tapScope } from '@tapyard/taps';
 import { IncidentsService } from '@tapyard/incidents';
 import { TapyardRequest } from '../http/request-context';
-import { ScopeResolver, ScopeTarget } from './access-rule';
+import { ScopeResolver } from './access-rule';
 
 /** The fields scopes check on a pipeline and on everything under it (its jobs and their status). */
 export function pipelineFields(
@@ -65,7 +65,7 @@ export const statusQuery: ScopeResolver = async (req, refs) => {
 
 /** The fields scopes check on a tap: its catalog and its type. */
 export function tapFields(tap: { catalog?: string | null; tapType?: string | null }): ScopeFields {
-  return { catalog: tap.catalog ?? null, type: tap.tapType ?? 'structured' };
+  return tapScope(tap);
 }
 
 async function existingTap(refs: ModuleRef, environment: string, name: string): Promise<ScopeTarget[]> {

@@ -1,10 +1,9 @@
 import { Body, Controller, Delete, Get, Param, Post, Put } from '@nestjs/common';
 import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { UsersService } from '@tapyard/auth';
+import { Access, UsersService } from '@tapyard/auth';
 import { ApiErrors } from '../http/api-errors.decorator';
 import { RequestAccess, RequestEnvironment } from '../http/environment.decorator';
 import { StatusOkDto } from '../secrets/secrets.dto';
-import { Access } from './access';
 import { Requires } from './access-rule';
 import { CreateUserDto, UpdateUserDto, UserDto } from './auth.dto';
 

@@ -1,5 +1,5 @@
 import { ExecutionContext, createParamDecorator } from '@nestjs/common';
-import type { Access } from '../auth/access';
+import type { Access } from '@tapyard/auth';
 import { TapyardRequest } from './request-context';
 
 /** The environment the request acts in (TAPYARD_ENV; per tenant in multi-tenant mode). */

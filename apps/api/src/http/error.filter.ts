@@ -10,6 +10,7 @@ import {
   errorMessage,
   drainRequest,
   httpClassCode,
+  invalidRequest,
   isConnectionFailure,
   requestContext,
 } from '@tapyard/core';
@@ -102,16 +103,9 @@ export class ErrorFilter implements ExceptionFilter {
       return body(400, `request body is not valid JSON${at ? ` (error at position ${at[1]})` : ''}`);
     }
     if (Array.isArray(raw)) {
-      // class-validator messages: "<property> <problem>".
-      const details = raw.map((m) => {
-        const text = String(m);
-        const sp = text.indexOf(' ');
-        return {
-          field: sp > 0 ? text.slice(0, sp) : text,
-          problem: sp > 0 ? text.slice(sp + 1) : 'is invalid',
-        };
-      });
-      return body(status, raw.length > 0 ? `invalid request: ${String(raw[0])}` : 'invalid request', details);
+      // class-validator messages, worded as the assistant's tools word them too.
+      const refused = invalidRequest(raw.map(String));
+      return body(status, refused.message, refused.details);
     }
     return body(status, typeof raw === 'string' && raw ? raw : (STATUS_CODES[status] ?? 'request failed'));
   }

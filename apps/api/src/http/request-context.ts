@@ -3,7 +3,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { Logger } from 'pino';
 import { requestContext } from '@tapyard/core';
 import { ApiMetrics } from '../metrics/metrics';
-import type { Access } from '../auth/access';
+import type { Access } from '@tapyard/auth';
 
 /** A request as Tapyard middleware leaves it: with its id and the environment it acts in. */
 export interface TapyardRequest extends Request {

@@ -4,7 +4,7 @@ import { Evidence, Incident, IncidentListItem, IncidentsService } from '@tapyard
 import { PipelinesService } from '@tapyard/pipelines';
 import { ApiErrors } from '../http/api-errors.decorator';
 import { RequestAccess, RequestEnvironment } from '../http/environment.decorator';
-import { Access } from '../auth/access';
+import { Access } from '@tapyard/auth';
 import { Requires } from '../auth/access-rule';
 import { incidentInPath, pipelineFields } from '../auth/scopes';
 import { IncidentDto, IncidentListItemDto, IncidentQueryDto, ResolveIncidentDto } from './incidents.dto';

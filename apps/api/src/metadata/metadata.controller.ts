@@ -5,7 +5,7 @@ import { MetadataService } from '@tapyard/metadata';
 import { Requires, ScopeResolver } from '../auth/access-rule';
 import { RequestAccess, RequestEnvironment } from '../http/environment.decorator';
 import { ApiErrors } from '../http/api-errors.decorator';
-import { Access } from '../auth/access';
+import { Access } from '@tapyard/auth';
 import {
   ColumnDto,
   ColumnsQueryDto,

@@ -1,6 +1,6 @@
 import { Controller, Get, Header, Inject } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { Access } from '../auth/access';
+import { Access } from '@tapyard/auth';
 import { Requires } from '../auth/access-rule';
 import { RequestAccess } from '../http/environment.decorator';
 import { ApiMetrics } from './metrics';

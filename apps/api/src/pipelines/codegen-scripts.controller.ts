@@ -4,7 +4,7 @@ import { CodegenEntry, CodegenService, VersionItem } from '@tapyard/codegen';
 import { ValidationError } from '@tapyard/core';
 import { ApiErrors } from '../http/api-errors.decorator';
 import { RequestAccess, RequestEnvironment, RequestSignal } from '../http/environment.decorator';
-import { Access } from '../auth/access';
+import { Access } from '@tapyard/auth';
 import { Requires } from '../auth/access-rule';
 import { pipelineInPath } from '../auth/scopes';
 import {

@@ -8,7 +8,7 @@ import { PipelineAdviceService } from '@tapyard/pipeline-advice';
 import { CodegenService } from '@tapyard/codegen';
 import { ApiErrors } from '../http/api-errors.decorator';
 import { RequestAccess, RequestEnvironment, RequestSignal } from '../http/environment.decorator';
-import { Access } from '../auth/access';
+import { Access } from '@tapyard/auth';
 import { Requires } from '../auth/access-rule';
 import { pipelineFields, pipelineInBody, pipelineInQuery } from '../auth/scopes';
 import {

@@ -4,7 +4,7 @@ import { ValidationError } from '@tapyard/core';
 import { JobSummary, JobsFilter, Rollup, StatusEntry, StatusService } from '@tapyard/status';
 import { ApiErrors } from '../http/api-errors.decorator';
 import { RequestAccess, RequestEnvironment } from '../http/environment.decorator';
-import { Access } from '../auth/access';
+import { Access } from '@tapyard/auth';
 import { Requires } from '../auth/access-rule';
 import { statusQuery } from '../auth/scopes';
 import {

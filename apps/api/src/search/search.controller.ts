@@ -1,12 +1,12 @@
 import { Body, Controller, HttpCode, Param, Post } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import { VECTOR_STORES } from '@tapyard/pipelines';
-import { SearchService, VectorStoresService } from '@tapyard/vector-stores';
-import { Access } from '../auth/access';
+import { SearchRequestDto, SearchService, VectorStoresService } from '@tapyard/vector-stores';
+import { Access } from '@tapyard/auth';
 import { Requires } from '../auth/access-rule';
 import { RequestAccess, RequestEnvironment } from '../http/environment.decorator';
 import { ApiErrors } from '../http/api-errors.decorator';
-import { SearchRequestDto, SearchResponseDto } from './search.dto';
+import { SearchResponseDto } from './search.dto';
 
 @ApiTags('search')
 @Controller('search')

@@ -9,7 +9,7 @@ import {
 } from '@tapyard/tap-authoring';
 import { ApiErrors } from '../http/api-errors.decorator';
 import { RequestAccess, RequestEnvironment, RequestSignal } from '../http/environment.decorator';
-import { Access } from '../auth/access';
+import { Access } from '@tapyard/auth';
 import { Requires } from '../auth/access-rule';
 import { tapNamedInBody } from '../auth/scopes';
 import {

@@ -17,7 +17,7 @@ import {
 } from '@tapyard/taps';
 import { ApiErrors } from '../http/api-errors.decorator';
 import { RequestAccess, RequestEnvironment, RequestSignal } from '../http/environment.decorator';
-import { Access } from '../auth/access';
+import { Access } from '@tapyard/auth';
 import { Requires } from '../auth/access-rule';
 import { tapFields, tapInBody, tapInQuery, tapNamedInBody } from '../auth/scopes';
 import {

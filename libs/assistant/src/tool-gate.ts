@@ -1,7 +1,15 @@
-import { Action, Identity, Resource, ScopeFields, canOn, canSome } from '@tapyard/auth';
+import {
+  Access,
+  Action,
+  AuditLog,
+  Identity,
+  Resource,
+  ScopeFields,
+  ScopeTarget,
+  canOn,
+  canSome,
+} from '@tapyard/auth';
 import { ForbiddenError, NotFoundError } from '@tapyard/core';
-import { Access, AuditLog } from '../auth/access';
-import { ScopeTarget } from '../auth/access-rule';
 
 /** How a tool's resource is scoped, as the matching route declares it (see ScopeCheck). */
 export type ToolScope = 'environment' | 'filtered' | 'none' | ScopeTarget[];

@@ -1,8 +1,17 @@
 import { Logger } from 'pino';
-import { AccessCheck, Action, Identity, Resource, ScopeFields, canOn } from '@tapyard/auth';
+import type { Identity } from './authenticator';
 import { ForbiddenError, NotFoundError } from '@tapyard/core';
-
+import { ScopeFields, canOn } from './ability';
+import { AccessCheck } from './access-check';
+import { Action, Resource } from './capability';
 export type Outcome = 'grant' | 'would-deny' | 'deny' | 'unmapped';
+
+/** One concrete resource a request touches, and what to answer when the caller may not see it. */
+export interface ScopeTarget {
+  fields: ScopeFields;
+  /** The 404 message: a resource outside the caller's scope is answered as absent, not forbidden. */
+  hiddenMessage: string;
+}
 
 export interface AuditFields {
   route: string;
