@@ -6,9 +6,9 @@
  * `npm test`, where they cost minutes and asserted nothing about speed.
  */
 import { Readable } from 'node:stream';
-import { readCsv } from '../libs/ingestion/src/readers/csv-reader';
-import { csvRows } from '../libs/ingestion/src/fastpath/csv-rows';
-import { compileCsvCheck } from '../libs/ingestion/src/fastpath/csv-check';
+import { readCsv } from '../libs/readers/src/csv-reader';
+import { csvRows } from '../libs/readers/src/fastpath/csv-rows';
+import { compileCsvCheck } from '../libs/readers/src/fastpath/csv-check';
 
 const CSV = { delimiter: ',', quote: '"', escape: null } as const;
 const RUNS = 3;

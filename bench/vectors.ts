@@ -21,7 +21,7 @@ import { chunkText } from '@tapyard/documents';
 import { EgressPolicy } from '@tapyard/egress';
 import { createEmbedder } from '@tapyard/embeddings';
 import type { Embedder } from '@tapyard/embeddings';
-import { CHUNKING_DEFAULTS, VECTOR_STORES, VectorStoreName } from '@tapyard/pipelines';
+import { CHUNKING_DEFAULTS, VECTOR_STORES, VectorStoreName } from '@tapyard/model';
 import { ChunkRecord, VECTOR_STORE_FACTORIES } from '@tapyard/vector-stores';
 import { zip } from '../test/support/archives';
 import { DB_URL, ROOT, benchTarget, postJson, startPlatform, uploadFile, waitForRollup } from './support';

@@ -3,8 +3,8 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { ValidationError } from '@tapyard/core';
-import { EgressPolicy, parseAllowList } from '@tapyard/egress';
+import { ValidationError, parseAllowList } from '@tapyard/core';
+import { EgressPolicy } from '@tapyard/egress';
 import {
   GitRepository,
   RepositoryCommitNotFoundError,

@@ -4,8 +4,8 @@ import { from as copyFrom } from 'pg-copy-streams';
 import { Readable } from 'node:stream';
 import { localDatabaseUrl } from './support/local-peers';
 import { propertyRuns, propertyTimeout } from './support/property-runs';
-import type { CsvAttributes, FieldType, PipelineDefinition } from '../libs/pipelines/src/pipeline.types';
-import { readCsv } from '../libs/ingestion/src/readers/csv-reader';
+import type { CsvAttributes, FieldType, PipelineDefinition } from '../libs/model/src/pipeline.types';
+import { readCsv } from '../libs/readers/src/csv-reader';
 import { BatchBuilder, RowPlan } from '../libs/ingestion/src/row-plan';
 import { createEncoder } from '../libs/destinations/src/postgres/copy-text';
 import {
@@ -14,8 +14,8 @@ import {
   compileCsvCheck,
   copyCsvOptions,
   fastPathBlocker,
-} from '../libs/ingestion/src/fastpath/csv-check';
-import { csvRows, readerInput } from '../libs/ingestion/src/fastpath/csv-rows';
+} from '../libs/readers/src/fastpath/csv-check';
+import { csvRows, readerInput } from '../libs/readers/src/fastpath/csv-rows';
 import { PG_TYPES } from '../libs/destinations/src/postgres/postgres.destination';
 
 type Attrs = Pick<CsvAttributes, 'delimiter' | 'quote' | 'escape'>;

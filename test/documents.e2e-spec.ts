@@ -1,7 +1,7 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { VECTOR_STORES, VectorStoreName } from '@tapyard/pipelines';
+import { VECTOR_STORES, VectorStoreName } from '@tapyard/model';
 import { VECTOR_STORE_FACTORIES, VectorStore } from '@tapyard/vector-stores';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { writeDocxBomb, writePdfBomb } from './support/document-bombs';

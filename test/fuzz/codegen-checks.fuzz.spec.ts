@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { loadConfig } from '@tapyard/core';
 import { checkScript } from '@tapyard/codegen';
-import { FIELD_TYPES } from '@tapyard/pipelines';
+import { FIELD_TYPES } from '@tapyard/model';
 import { testEnv } from '../support/env';
 import { FUZZ_TEST_TIMEOUT, fuzzParameters } from './support/fuzz-options';
 

@@ -1,5 +1,5 @@
 import { Destination, EncoderFactory, LoadTarget, Payload, encoderModule } from '@tapyard/destinations';
-import { Value } from '@tapyard/pipelines';
+import { Value } from '@tapyard/model';
 
 /** Rows (one array of typed values per row) as the destination's own encoder turns them into a payload. */
 export function encodeRows(dest: Destination, target: LoadTarget, rows: Value[][]): Payload {

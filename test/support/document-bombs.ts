@@ -9,7 +9,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { constants, createDeflate, createDeflateRaw, crc32, deflateSync } from 'node:zlib';
 import type { ParseLimits } from '@tapyard/documents';
-import { nodeEntryArgs } from '@tapyard/ingestion';
+import { nodeEntryArgs } from '@tapyard/core';
 
 const MiB = 1024 * 1024;
 const SPACES = Buffer.alloc(MiB, 0x20);

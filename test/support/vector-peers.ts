@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { EgressPolicy } from '@tapyard/egress';
-import type { VectorStoreName } from '@tapyard/pipelines';
+import type { VectorStoreName } from '@tapyard/model';
 
 const cache = new Map<string, Record<string, string>>();
 

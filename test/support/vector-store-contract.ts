@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { EgressPolicy } from '@tapyard/egress';
-import type { VectorStoreName } from '@tapyard/pipelines';
+import type { VectorStoreName } from '@tapyard/model';
 import {
   ChunkRecord,
   VECTOR_STORE_FACTORIES,

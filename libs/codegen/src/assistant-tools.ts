@@ -12,14 +12,14 @@ import {
 import { validateAs } from '@tapyard/core';
 import {
   PipelineConfigDto,
-  PipelineDefinition,
   PipelinePolicy,
   PipelinesService,
   pipelineScope,
   pipelineTarget,
 } from '@tapyard/pipelines';
+import { PipelineDefinition } from '@tapyard/model';
 import { CodegenService } from './codegen.service';
-import { CODEGEN_KINDS, CodegenKind } from './script-contract';
+import { CODEGEN_KINDS, CodegenKind } from '@tapyard/scripts';
 
 export class RegisterPipelineArgs {
   @ObjectArg('the pipeline configuration')

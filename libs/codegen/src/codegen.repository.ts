@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
-import type { SchemaField } from '@tapyard/pipelines';
-import type { CodegenKind } from './script-contract';
+import type { SchemaField } from '@tapyard/model';
+import type { CodegenKind } from '@tapyard/scripts';
 
 export type Origin = 'save' | 'run' | 'regenerate' | 'repository' | 'restore' | 'restore-version';
 export type Storage = 'minio' | 'github';

@@ -2,12 +2,13 @@ import { Inject, Injectable } from '@nestjs/common';
 import { Logger } from 'pino';
 import { AiService } from '@tapyard/ai';
 import { LOGGER, NotFoundError, UnprocessableError, ValidationError, errorMessage } from '@tapyard/core';
-import { PipelineDefinition, PipelinesService, SchemaField, TypedBatch } from '@tapyard/pipelines';
+import { PipelineDefinition, SchemaField, TypedBatch } from '@tapyard/model';
+import { PipelinesService } from '@tapyard/pipelines';
 import { CodegenErrorCode } from './codegen-errors';
 import { CodegenRepository, Origin } from './codegen.repository';
 import { ScriptAuthor } from './script-author';
-import type { ScriptRunSpec } from './script-runner';
-import { CODEGEN_KINDS, CONTRACT_VERSION, CodegenKind, fingerprint, isCodegenKind } from './script-contract';
+import type { ScriptRunSpec } from '@tapyard/scripts';
+import { CODEGEN_KINDS, CONTRACT_VERSION, CodegenKind, fingerprint, isCodegenKind } from '@tapyard/scripts';
 import { ScriptStore } from './script-store';
 import {
   CodegenEntry,

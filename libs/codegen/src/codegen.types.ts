@@ -1,7 +1,7 @@
-import type { PipelineDefinition, SchemaField } from '@tapyard/pipelines';
+import type { PipelineDefinition, SchemaField } from '@tapyard/model';
 import { outputFields } from '@tapyard/pipelines';
 import type { Origin } from './codegen.repository';
-import type { CodegenKind } from './script-contract';
+import type { CodegenKind } from '@tapyard/scripts';
 
 /** Spec "CodeGen script entry". */
 export interface CodegenEntry {

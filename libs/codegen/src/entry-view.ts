@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { AiService } from '@tapyard/ai';
-import { PipelineDefinition } from '@tapyard/pipelines';
+import { PipelineDefinition } from '@tapyard/model';
 import { CodegenRepository, ScriptRecord } from './codegen.repository';
 import { CodegenEntry, NO_PROVIDER, instructionOf, scriptColumns } from './codegen.types';
-import { CodegenKind, fingerprint } from './script-contract';
+import { CodegenKind, fingerprint } from '@tapyard/scripts';
 import { ScriptStore } from './script-store';
 
 /** A script's entry as the spec shows it: the record, its live text, its drift and whether it is pending. */

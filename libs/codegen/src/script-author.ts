@@ -2,13 +2,19 @@ import { Inject, Injectable } from '@nestjs/common';
 import { mkdir } from 'node:fs/promises';
 import { FeatureModel, head } from '@tapyard/ai';
 import { CONFIG, TapyardConfig } from '@tapyard/core';
-import { FieldType, SchemaField, Value, coercer, Invalid } from '@tapyard/pipelines';
-import type { TypedBatch } from '@tapyard/pipelines';
+import { FieldType, SchemaField, Value, coercer, Invalid } from '@tapyard/model';
+import type { TypedBatch } from '@tapyard/model';
 import { Venv, VenvCache, resolveInterpreter } from '@tapyard/sandbox';
 import { CodegenRepository } from './codegen.repository';
 import { checkScript } from './script-checks';
-import { CONTRACT_VERSION, CodegenKind, contractText } from './script-contract';
-import { RunningScript, ScriptRunSpec, failureWithoutValues } from './script-runner';
+import {
+  CONTRACT_VERSION,
+  CodegenKind,
+  contractText,
+  RunningScript,
+  ScriptRunSpec,
+  failureWithoutValues,
+} from '@tapyard/scripts';
 
 /** A script that passed the checks and the dry run, ready to be stored. */
 export interface Candidate {

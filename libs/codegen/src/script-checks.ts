@@ -1,6 +1,6 @@
-import { FIELD_TYPES, FieldType, SchemaField } from '@tapyard/pipelines';
+import { FIELD_TYPES, FieldType, SchemaField } from '@tapyard/model';
 import { scriptFactsOf } from '@tapyard/sandbox';
-import { ALLOWED_IMPORTS, CodegenKind, ENTRY_POINTS } from './script-contract';
+import { ALLOWED_IMPORTS, CodegenKind, ENTRY_POINTS } from '@tapyard/scripts';
 
 export interface CheckedScript {
   problems: string[];

@@ -2,12 +2,12 @@ import { Inject, Injectable } from '@nestjs/common';
 import { Logger } from 'pino';
 import { FeatureModel } from '@tapyard/ai';
 import { LOGGER, UnprocessableError, errorMessage } from '@tapyard/core';
-import { PipelineDefinition } from '@tapyard/pipelines';
+import { PipelineDefinition } from '@tapyard/model';
 import { CodegenErrorCode } from './codegen-errors';
 import { CodegenRepository, NewLive, Origin, ScriptRecord } from './codegen.repository';
 import { CodegenListener, JobLanded, scriptColumns } from './codegen.types';
 import { Candidate, CandidateRefused, ScriptAuthor } from './script-author';
-import { CONTRACT_VERSION, CodegenKind, fingerprint } from './script-contract';
+import { CONTRACT_VERSION, CodegenKind, fingerprint } from '@tapyard/scripts';
 import { ScriptConflictError, ScriptStore, StoredAt } from './script-store';
 
 /**

@@ -3,7 +3,7 @@ import { CodeRepositoryService, OpenRepository, RepositoryConflictError } from '
 import { ConflictError, DomainCode, TapyardError, UpstreamError, errorMessage } from '@tapyard/core';
 import { ObjectNotFoundError, ObjectStore } from '@tapyard/objectstore';
 import { CodegenErrorCode } from './codegen-errors';
-import { CodegenKind, SCRIPT_FILES } from './script-contract';
+import { CodegenKind, SCRIPT_FILES } from '@tapyard/scripts';
 import type { ScriptRecord, Storage } from './codegen.repository';
 
 /** Where a script was written. */

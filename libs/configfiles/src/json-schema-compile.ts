@@ -1,6 +1,7 @@
 /** JSON Schema compilation; apart so the stage thread loads it without the Nest service. */
 import Ajv2020 from 'ajv/dist/2020';
-import { ValidationError, compileLinearRegex, errorMessage } from '@tapyard/core';
+import { ValidationError, errorMessage } from '@tapyard/core';
+import { compileLinearRegex } from '@tapyard/model';
 
 const LINEAR_REGEXP = Object.assign((pattern: string) => compileLinearRegex(pattern), {
   code: 'compileLinearRegex',

@@ -1,11 +1,6 @@
 import { extname, join } from 'node:path';
-import {
-  DataLocation,
-  DatabaseDestination,
-  PipelineDefinition,
-  SchemaField,
-  TypedBatch,
-} from '@tapyard/pipelines';
+import { DataLocation } from '@tapyard/pipelines';
+import { DatabaseDestination, PipelineDefinition, SchemaField, TypedBatch } from '@tapyard/model';
 import { ValidationError } from '@tapyard/core';
 import { ProcessName } from '@tapyard/status';
 import { CreatedObject } from './ownership/created-objects';

@@ -1,4 +1,4 @@
-import type { FieldType, Value } from '@tapyard/pipelines';
+import type { FieldType, Value } from '@tapyard/model';
 
 /**
  * Typed values as JavaScript objects for destinations that store dates as such (documents, Parquet,

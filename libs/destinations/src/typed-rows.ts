@@ -1,4 +1,4 @@
-import { ObjectFormat, TypedBatch, rowText } from '@tapyard/pipelines';
+import { ObjectFormat, TypedBatch, rowText } from '@tapyard/model';
 import { ProcessName } from '@tapyard/status';
 import { LoadTarget, Payload, RejectedRow } from './destination';
 import { jsValue } from './js-values';

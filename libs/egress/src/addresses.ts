@@ -57,12 +57,6 @@ export function isPublicAddress(address: string): boolean {
   return !blocked.check(address, family === 4 ? 'ipv4' : 'ipv6');
 }
 
-/** `[::1]` → `::1`, `Example.COM.` → `example.com`: the form allow-list entries and checks compare. */
-export function normalizeHost(host: string): string {
-  const bare = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
-  return bare.toLowerCase().replace(/\.$/, '');
-}
-
 const loopback = new BlockList();
 loopback.addSubnet('127.0.0.0', 8, 'ipv4');
 loopback.addAddress('::1', 'ipv6');

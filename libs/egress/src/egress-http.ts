@@ -2,7 +2,7 @@ import { LookupAddress } from 'node:dns';
 import { IncomingMessage, request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { LookupFunction, isIP } from 'node:net';
-import { normalizeHost } from './addresses';
+import { normalizeHost } from '@tapyard/core';
 import { EgressPolicy } from './egress-policy';
 
 /** The answer was a redirect: it is not followed, wherever it points. */

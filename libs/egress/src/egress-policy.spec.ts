@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { isPublicAddress } from './addresses';
-import { EgressPolicy, EgressRefused, Resolver, parseEndpoints } from './egress-policy';
+import { parseEndpoints } from '@tapyard/core';
+import { EgressPolicy, EgressRefused, Resolver } from './egress-policy';
 
 const octet = fc.integer({ min: 0, max: 255 });
 const v4 = (a: number, b: number, c: number, d: number): string => `${a}.${b}.${c}.${d}`;

@@ -1,22 +1,10 @@
 import { LookupAddress } from 'node:dns';
 import { lookup } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
-import { isPublicAddress, normalizeHost } from './addresses';
-
-/** An endpoint the operator lets callers reach although it is on a private network. */
-export interface Endpoint {
-  host: string;
-  port: number;
-}
+import { AllowList, Endpoint, normalizeHost } from '@tapyard/core';
+import { isPublicAddress } from './addresses';
 
 export type Resolver = (host: string) => Promise<LookupAddress[]>;
-
-/** An allow-list of private endpoints: exact `host:port`s, whole hosts (any port), and CIDR ranges. */
-export interface AllowList {
-  endpoints: Endpoint[];
-  hosts: string[];
-  ranges: string[];
-}
 
 /** Where a permitted connection goes: the vetted address, never a second lookup of the name. */
 export interface Permit {
@@ -121,52 +109,6 @@ export class EgressPolicy {
       clearTimeout(timer);
     }
   }
-}
-
-/**
- * Parses `host:port,host:port` (IPv6 hosts in brackets: `[fd00::5]:443`); returns the entries or the
- * first problem, naming the entry.
- */
-export function parseEndpoints(text: string): Endpoint[] | string {
-  const out: Endpoint[] = [];
-  for (const raw of text.split(',')) {
-    const entry = raw.trim();
-    if (entry === '') continue;
-    const m = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(entry);
-    const port = m ? Number(m[2]) : 0;
-    if (!m || port < 1 || port > 65535) return `'${entry.slice(0, 80)}' is not host:port`;
-    out.push({ host: normalizeHost(m[1]), port });
-  }
-  return out;
-}
-
-/**
- * Parses an allow-list of `host`, `host:port` and CIDR entries (`10.0.0.0/8`, `[fd00::]/8` or
- * `fd00::/8`), comma-separated; returns it or the first problem, naming the entry.
- */
-export function parseAllowList(text: string): AllowList | string {
-  const out: AllowList = { endpoints: [], hosts: [], ranges: [] };
-  for (const raw of text.split(',')) {
-    const entry = raw.trim();
-    if (entry === '') continue;
-    const cidr = /^\[?([0-9A-Fa-f:.]+)\]?\/(\d{1,3})$/.exec(entry);
-    if (cidr) {
-      const family = isIP(cidr[1]);
-      const bits = Number(cidr[2]);
-      if (family === 0 || bits > (family === 6 ? 128 : 32))
-        return `'${entry.slice(0, 80)}' is not a CIDR range`;
-      out.ranges.push(`${cidr[1]}/${bits}`);
-      continue;
-    }
-    const endpoint = parseEndpoints(entry);
-    if (typeof endpoint !== 'string') {
-      out.endpoints.push(...endpoint);
-      continue;
-    }
-    if (/^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)$/.test(entry)) out.hosts.push(normalizeHost(entry));
-    else return `'${entry.slice(0, 80)}' is not a host, host:port or CIDR range`;
-  }
-  return out;
 }
 
 function key(host: string, port: number): string {

@@ -12,7 +12,8 @@ import { Socket, connect, isIP } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Duplex, finished } from 'node:stream';
-import { isLoopbackAddress, normalizeHost } from './addresses';
+import { normalizeHost } from '@tapyard/core';
+import { isLoopbackAddress } from './addresses';
 import { EgressPolicy, EgressRefused, Permit } from './egress-policy';
 
 /** The platform's own API as the proxy guards it: where it listens and which calls a run may make. */

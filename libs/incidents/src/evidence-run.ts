@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { CodegenKind, RunningScript, ScriptRunSpec, failureWithoutValues } from '@tapyard/codegen';
-import { TypedBatch, rowObject } from '@tapyard/pipelines';
+import { CodegenKind, RunningScript, ScriptRunSpec, failureWithoutValues } from '@tapyard/scripts';
+import { TypedBatch, rowObject } from '@tapyard/model';
 import { looksSensitive } from '@tapyard/profiling';
 import { RunProfile, dqPassRate, profileColumns } from './evidence';
 

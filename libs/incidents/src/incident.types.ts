@@ -1,4 +1,4 @@
-import type { CodegenKind } from '@tapyard/codegen';
+import type { CodegenKind } from '@tapyard/scripts';
 import type { Check, EvidenceDiff, RunProfile, Thresholds, Verdict } from './evidence';
 
 /** Spec "Incident evidence": `scriptVersions` for pipeline incidents. */

@@ -1,19 +1,19 @@
 import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
+import { CODEGEN_KINDS, ScriptRunSpec } from '@tapyard/scripts';
 import {
-  CODEGEN_KINDS,
   CodegenListener,
   CodegenService,
   JobLanded,
   ScriptChange,
-  ScriptRunSpec,
   instructionOf,
   scriptColumns,
 } from '@tapyard/codegen';
 import { AppAbility, canOn } from '@tapyard/auth';
 import { ConflictError, NotFoundError } from '@tapyard/core';
 import { DESTINATIONS, DestinationRegistry, destinationsFor } from '@tapyard/destinations';
-import { DestinationSections, PipelineDefinition, PipelinesService, pipelineScope } from '@tapyard/pipelines';
+import { DestinationSections, PipelinesService, pipelineScope } from '@tapyard/pipelines';
+import { PipelineDefinition } from '@tapyard/model';
 import {
   Check,
   DEFAULT_THRESHOLDS,

@@ -1,14 +1,8 @@
 export * from './ingestion.module';
 export * from './ingestion.runner';
 export * from './upload.service';
-export * from './readers/record-batch';
-export * from './readers/csv-reader';
-export * from './readers/json-reader';
-export * from './readers/xml-reader';
 export * from './schema-discovery.service';
 export * from './file-notifier';
 export * from './spool';
 export * from './staging';
-export * from './readers/stream-ended';
-export { nodeEntryArgs, spawnWorker } from './stage-thread/spawn';
 export type { UploadedSample } from './sample';

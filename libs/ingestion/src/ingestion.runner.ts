@@ -20,7 +20,8 @@ import {
   encoderModule,
 } from '@tapyard/destinations';
 import { ConfigFilesService } from '@tapyard/configfiles';
-import { DestinationSections, PipelineDefinition, PipelinesService, outputFields } from '@tapyard/pipelines';
+import { DestinationSections, PipelinesService, outputFields } from '@tapyard/pipelines';
+import { PipelineDefinition } from '@tapyard/model';
 import { uniqueNames } from '@tapyard/profiling';
 import { DeferLaterError, IngestPayload, RetryLaterError } from '@tapyard/queue';
 import { JobRef, ProcessName, StatusService, jobRef } from '@tapyard/status';
@@ -33,8 +34,9 @@ import { newCounts } from './stage-thread/convert';
 import { StageStalledError, StageThreadError, StageThreadPool } from './stage-thread/stage-thread';
 import { sendInput } from './stage-thread/input-channel';
 import { Fanout } from './fanout';
-import { fastPathBlocker } from './fastpath/csv-check';
-import { CODEGEN_KINDS, CodegenService, ScriptRunSpec, instructionOf } from '@tapyard/codegen';
+import { fastPathBlocker } from '@tapyard/readers';
+import { CODEGEN_KINDS, ScriptRunSpec } from '@tapyard/scripts';
+import { CodegenService, instructionOf } from '@tapyard/codegen';
 
 /** How long a job's end waits for the read of its input to stop. */
 const READ_STOP_WAIT_MS = 5000;

@@ -1,16 +1,17 @@
 // The stage thread loads this file: deep imports keep its module graph small (no Nest modules,
 // DTOs or database drivers), which is what a thread per job costs to start.
-import type {
-  DataQualityRule,
-  FieldType,
-  PipelineDefinition,
-  SchemaField,
-} from '../../pipelines/src/pipeline.types';
-import { Expr, evaluate, parseExpression } from '../../pipelines/src/expression';
-import { outputFields } from '../../pipelines/src/output-fields';
-import { Coerced, Invalid, Value, coercer } from '../../pipelines/src/values/coerce';
-import type { TypedBatch } from '../../pipelines/src/values/typed-batch';
-import { compileLinearRegex } from '../../core/src/text/linear-regex';
+import type { DataQualityRule, FieldType, PipelineDefinition, SchemaField, TypedBatch } from '@tapyard/model';
+import {
+  Expr,
+  evaluate,
+  parseExpression,
+  outputFields,
+  Coerced,
+  Invalid,
+  Value,
+  coercer,
+  compileLinearRegex,
+} from '@tapyard/model';
 
 /** Why a row was not loaded. */
 export interface Rejection {

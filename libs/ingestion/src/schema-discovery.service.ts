@@ -1,7 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Request } from 'express';
 import { CONFIG, TapyardConfig, ValidationError } from '@tapyard/core';
-import { CsvAttributes, SchemaField, destinationDefaults } from '@tapyard/pipelines';
+import { CsvAttributes, SchemaField } from '@tapyard/model';
+import { destinationDefaults } from '@tapyard/pipelines';
 import {
   DataProfile,
   detectHeader,
@@ -9,10 +10,7 @@ import {
   normalizeColumnName,
   profileColumns,
 } from '@tapyard/profiling';
-import { readCsv } from './readers/csv-reader';
-import { readJson } from './readers/json-reader';
-import { readXml } from './readers/xml-reader';
-import { FatalReadError, RecordBatch } from './readers/record-batch';
+import { readCsv, readJson, readXml, FatalReadError, RecordBatch } from '@tapyard/readers';
 import { UploadedSample, boolField, bufferStream, intField, readUploadedSample } from './sample';
 
 /** Generate and profile look at the head of the file only: inference is bounded whatever its size. */

@@ -6,8 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Logger } from 'pino';
 import { CONFIG, LOGGER, TapyardConfig, errorMessage } from '@tapyard/core';
 import { ObjectStore } from '@tapyard/objectstore';
-import { FatalReadError } from './readers/record-batch';
-import { StreamEndedError } from './readers/stream-ended';
+import { FatalReadError, StreamEndedError } from '@tapyard/readers';
 
 /** Where staged inputs live in an environment's `staged` bucket: `spool/<id>/part-NNNNNN`, `…/end`. */
 export const STAGING_PREFIX = 'spool/';

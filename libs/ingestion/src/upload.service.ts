@@ -12,12 +12,8 @@ import {
   readMultipart,
 } from '@tapyard/core';
 import type { AccessCheck } from '@tapyard/auth';
-import {
-  PipelineDeletingError,
-  PipelinePolicy,
-  PipelinesService,
-  isDocumentPipeline,
-} from '@tapyard/pipelines';
+import { PipelineDeletingError, PipelinePolicy, PipelinesService } from '@tapyard/pipelines';
+import { isDocumentPipeline } from '@tapyard/model';
 import { EnvironmentQueues, IngestJob, IntakePayload, loadJobOptions } from '@tapyard/queue';
 import { archiveKind } from '@tapyard/archives';
 import { ObjectStore } from '@tapyard/objectstore';

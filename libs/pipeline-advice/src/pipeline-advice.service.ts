@@ -2,10 +2,9 @@ import { Inject, Injectable, ValidationPipe } from '@nestjs/common';
 import { Logger } from 'pino';
 import { AiService } from '@tapyard/ai';
 import { CONFIG, LOGGER, TapyardConfig, TapyardError, errorMessage } from '@tapyard/core';
+import { DataQualityRule, SchemaField } from '@tapyard/model';
 import {
-  DataQualityRule,
   PipelineConfigDto,
-  SchemaField,
   destinationDefaults,
   toDefinition,
   DestinationSections,

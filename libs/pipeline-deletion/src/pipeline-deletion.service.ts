@@ -1,18 +1,18 @@
-import { SinkLedger } from '@tapyard/destinations';
-import { CodegenService } from '@tapyard/codegen';
-import { IncidentsService } from '@tapyard/incidents';
-import { Inject, Injectable } from '@nestjs/common';
-import { CONFIG, TapyardConfig, errorMessage } from '@tapyard/core';
 import {
+  SinkLedger,
   CreatedObject,
   CreatedObjects,
   DESTINATIONS,
   DestinationRegistry,
   DropOutcome,
 } from '@tapyard/destinations';
+import { CodegenService } from '@tapyard/codegen';
+import { IncidentsService } from '@tapyard/incidents';
+import { Inject, Injectable } from '@nestjs/common';
+import { CONFIG, TapyardConfig, errorMessage } from '@tapyard/core';
 import { VectorContainers, VectorStoresService } from '@tapyard/vector-stores';
+import { PipelineDefinition } from '@tapyard/model';
 import {
-  PipelineDefinition,
   PipelinesService,
   assertLocationAllowed,
   describeLocation,

@@ -2,7 +2,7 @@ import { TapyardConfig } from '@tapyard/core';
 import { DESTINATION_PLUGINS } from '@tapyard/destinations';
 import { DestinationNotAllowedError, confinementOf, destinationDefaults } from './destination-confinement';
 import { DestinationSections } from './destination-sections';
-import { PipelineDefinition } from './pipeline.types';
+import { PipelineDefinition } from '@tapyard/model';
 
 const config = {
   environment: 'ops',

@@ -1,7 +1,6 @@
 import { DomainCode, PG_MAX_IDENTIFIER_BYTES, TapyardConfig, ValidationError } from '@tapyard/core';
 import { BUCKET_PURPOSES, bucketName } from '@tapyard/objectstore';
-import { PipelineErrorCode } from './pipeline-errors';
-import { VectorStoreName } from './pipeline.types';
+import { PipelineErrorCode, VectorStoreName } from '@tapyard/model';
 
 /**
  * PostgreSQL schemas a pipeline never loads into, in any database: the platform's metadata (`tapyard`)

@@ -3,7 +3,7 @@ import { plainToInstance } from 'class-transformer';
 import { ValidationError as ClassValidationError, validateSync } from 'class-validator';
 import { ErrorDetail, TapyardConfig, ValidationError } from '@tapyard/core';
 import type { DestinationDefaults } from './destination-confinement';
-import type { PipelineDefinition } from './pipeline.types';
+import type { PipelineDefinition } from '@tapyard/model';
 
 /**
  * One section of a pipeline's `destination` (`database`, `objectStore`, `kafka`, ...), declared by

@@ -1,12 +1,8 @@
-import { ErrorDetail, ValidationError, compileLinearRegex, errorMessage } from '@tapyard/core';
-import { DestinationDefaults } from './destination-confinement';
-import { DestinationSections } from './destination-sections';
-import { PipelineConfigDto } from './dto/pipeline-config.dto';
-import { outputFields } from './output-fields';
-import { PipelineErrorCode } from './pipeline-errors';
-
-export { outputFields } from './output-fields';
+import { ErrorDetail, ValidationError, errorMessage } from '@tapyard/core';
 import {
+  compileLinearRegex,
+  outputFields,
+  PipelineErrorCode,
   DataQualityRule,
   FieldType,
   PipelineDefinition,
@@ -15,7 +11,12 @@ import {
   TransformationStep,
   CHUNKING_DEFAULTS,
   unstructuredAttributes,
-} from './pipeline.types';
+} from '@tapyard/model';
+import { DestinationDefaults } from './destination-confinement';
+import { DestinationSections } from './destination-sections';
+import { PipelineConfigDto } from './dto/pipeline-config.dto';
+
+export { outputFields } from '@tapyard/model';
 
 const NUMERIC: ReadonlySet<FieldType> = new Set(['int', 'bigint', 'float', 'double']);
 

@@ -4,7 +4,7 @@ import { requireSecretUse } from '@tapyard/secrets';
 import { DestinationSections } from './destination-sections';
 import { PipelineConfigDto } from './dto/pipeline-config.dto';
 import { pipelineScope } from './pipeline-scope';
-import { PipelineDefinition, isDocumentPipeline } from './pipeline.types';
+import { PipelineDefinition, isDocumentPipeline } from '@tapyard/model';
 
 /**
  * Who may do what to a pipeline beyond the capability of the entry point (route or assistant tool,

@@ -1,4 +1,4 @@
-import { PipelineDefinition } from './pipeline.types';
+import { PipelineDefinition } from '@tapyard/model';
 
 /**
  * The fields capability scopes check on a pipeline and on everything under it (its jobs, their status,

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
-import { PipelineDefinition } from './pipeline.types';
+import { PipelineDefinition } from '@tapyard/model';
 
 export interface PipelineRow {
   id: string;

@@ -6,9 +6,8 @@ import { destinationDefaults } from './destination-confinement';
 import { DestinationDto, DestinationSections } from './destination-sections';
 import { PipelineConfigDto } from './dto/pipeline-config.dto';
 import { toDefinition } from './pipeline-definition';
-import { PipelineErrorCode } from './pipeline-errors';
+import { PipelineErrorCode, PipelineDefinition, SchemaField, StoredPipeline } from '@tapyard/model';
 import { PipelinePolicy } from './pipeline-policy';
-import { PipelineDefinition, SchemaField, StoredPipeline } from './pipeline.types';
 import { LOCK_NOT_AVAILABLE, PipelineRow, PipelinesRepository } from './pipelines.repository';
 
 export interface PipelineListItem {

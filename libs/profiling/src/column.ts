@@ -1,4 +1,4 @@
-import { FieldType } from '../../pipelines/src/pipeline.types';
+import { FieldType } from '@tapyard/model';
 import { ColumnProfile, TopValue } from './profile.types';
 import { compareStrings, mean, quantiles, Quantiles, roundTo, stddev } from './stats';
 import { compareTemporalKeys, temporalKey, TemporalKey } from './temporal';

@@ -1,4 +1,4 @@
-import { FieldType, SchemaField } from '../../pipelines/src/pipeline.types';
+import { FieldType, SchemaField } from '@tapyard/model';
 import { columnCells, columnCount, columnNames } from './table';
 import { FLOAT_SIGNIFICANT_DIGITS, ValueKind, classifyValue, significantDigits } from './values';
 

@@ -1,4 +1,4 @@
-import { DataQualityRule, FieldType } from '../../pipelines/src/pipeline.types';
+import { DataQualityRule, FieldType } from '@tapyard/model';
 import { Quantiles } from './stats';
 
 export interface TopValue {

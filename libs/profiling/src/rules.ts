@@ -1,4 +1,4 @@
-import { DataQualityRule } from '../../pipelines/src/pipeline.types';
+import { DataQualityRule } from '@tapyard/model';
 import { canonicalValue, isNumericType } from './column';
 import { suggestPattern } from './patterns';
 import { ProfiledColumn } from './quality';

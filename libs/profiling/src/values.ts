@@ -1,4 +1,4 @@
-import { FieldType } from '../../pipelines/src/pipeline.types';
+import { FieldType } from '@tapyard/model';
 import { isIsoDate, isIsoTimestamp } from './temporal';
 
 /**

@@ -16,3 +16,4 @@ export { DEFAULT_HARNESS_PATH } from './harness-path';
 export { resolveInterpreter } from './interpreter';
 export { scriptFactsOf } from './facts-script';
 export type { FunctionSignature, PythonScriptFacts } from './facts-script';
+export type { UidRange } from './uid-pool';

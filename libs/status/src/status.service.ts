@@ -1,6 +1,7 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { Counter, Registry } from 'prom-client';
-import { ConflictError, METRICS_REGISTRY, NotFoundError, safeText, sharedMetric } from '@tapyard/core';
+import { ConflictError, METRICS_REGISTRY, NotFoundError, sharedMetric } from '@tapyard/core';
+import { safeText } from '@tapyard/model';
 import { EventRow, StatusRepository } from './status.repository';
 import {
   ALL_JOBS,

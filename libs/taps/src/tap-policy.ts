@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { AccessCheck, buildAbility, canOn } from '@tapyard/auth';
 import { ValidationError } from '@tapyard/core';
-import { PipelineDefinition, PipelinesService, pipelineScope } from '@tapyard/pipelines';
+import { PipelineDefinition } from '@tapyard/model';
+import { PipelinesService, pipelineScope } from '@tapyard/pipelines';
 import { requireSecretUse } from '@tapyard/secrets';
 import { changesCode } from './tap-grants';
 import { TapConfig } from './tap.types';

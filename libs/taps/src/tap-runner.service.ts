@@ -15,7 +15,8 @@ import {
 } from '@tapyard/core';
 import { AccessCheck, heldOf, tapGrant } from '@tapyard/auth';
 import { ObjectStore } from '@tapyard/objectstore';
-import { PipelineDefinition, PipelinesService } from '@tapyard/pipelines';
+import { PipelineDefinition } from '@tapyard/model';
+import { PipelinesService } from '@tapyard/pipelines';
 import { EnvironmentQueues } from '@tapyard/queue';
 import { StatusService } from '@tapyard/status';
 import { Staging } from '@tapyard/ingestion';

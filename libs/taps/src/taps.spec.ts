@@ -1,6 +1,6 @@
 import { ColumnNamer, RecordShapeError, SampleSink, asDocument, asRow } from './record-sinks';
 import { documentViolation, isScriptOf } from './taps.service';
-import { PipelineDefinition } from '@tapyard/pipelines';
+import { PipelineDefinition } from '@tapyard/model';
 
 describe('ColumnNamer', () => {
   it('normalises keys like CSV headers, in order of first appearance, keeping distinct keys distinct', () => {

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { ApiProperty, OmitType } from '@nestjs/swagger';
 import { AssistantTool, AssistantToolSet, EnumArg, ToolSet, tool } from '@tapyard/assistant';
-import { VectorStoreName } from '@tapyard/pipelines';
+import { VectorStoreName } from '@tapyard/model';
 import { SearchRequestDto } from './search-request.dto';
 import { SearchService } from './search.service';
 

@@ -1,4 +1,4 @@
-import type { VectorStoreName } from '@tapyard/pipelines';
+import type { VectorStoreName } from '@tapyard/model';
 import { chromaStore } from './chroma/chroma.store';
 import { milvusStore } from './milvus/milvus.store';
 import { pgvectorStore } from './pgvector/pgvector.store';

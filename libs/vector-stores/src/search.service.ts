@@ -1,7 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { CONFIG, TapyardConfig } from '@tapyard/core';
 import { EmbeddingsService } from '@tapyard/embeddings';
-import { VectorStoreName, destinationDefaults, pgvectorSchemaRefusal } from '@tapyard/pipelines';
+import { VectorStoreName } from '@tapyard/model';
+import { destinationDefaults, pgvectorSchemaRefusal } from '@tapyard/pipelines';
 import { VectorContainers } from './vector-containers';
 import { METADATA_KEY, MetadataFilter, MetadataValue, SearchHit } from './vector-store';
 import { VectorContainerMissing, VectorStoreInputError } from './vector-store.errors';

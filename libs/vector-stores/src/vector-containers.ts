@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import type { VectorStoreName } from '@tapyard/pipelines';
+import type { VectorStoreName } from '@tapyard/model';
 import type { VectorStore } from './vector-store';
 import { VectorModelMismatch } from './vector-store.errors';
 

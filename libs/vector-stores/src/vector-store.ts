@@ -1,5 +1,5 @@
 import type { EgressPolicy } from '@tapyard/egress';
-import type { VectorStoreName } from '@tapyard/pipelines';
+import type { VectorStoreName } from '@tapyard/model';
 
 /** A metadata value as every store keeps it: flat scalars only (nested tap metadata arrives as JSON text). */
 export type MetadataValue = string | number | boolean;

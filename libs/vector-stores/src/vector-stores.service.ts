@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
 import { ServiceUnavailableError, CONFIG, TapyardConfig } from '@tapyard/core';
 import { EgressPolicy } from '@tapyard/egress';
-import { VECTOR_STORES, VectorStoreName } from '@tapyard/pipelines';
+import { VECTOR_STORES, VectorStoreName } from '@tapyard/model';
 import { SecretNotFoundError, SecretsService } from '@tapyard/secrets';
 import { VECTOR_STORE_FACTORIES } from './registry';
 import type { VectorStore } from './vector-store';

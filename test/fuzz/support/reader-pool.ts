@@ -4,8 +4,8 @@
  */
 import type { Worker } from 'node:worker_threads';
 import { join } from 'node:path';
-import { spawnWorker } from '../../../libs/ingestion/src/stage-thread/spawn';
-import type { RowError } from '../../../libs/ingestion/src/readers/record-batch';
+import { spawnWorker } from '@tapyard/core';
+import type { RowError } from '../../../libs/readers/src/record-batch';
 
 export interface ReaderJob {
   reader: 'csv' | 'json' | 'xml' | 'tap';

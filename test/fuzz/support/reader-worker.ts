@@ -4,11 +4,11 @@
  */
 import { Readable } from 'node:stream';
 import { parentPort } from 'node:worker_threads';
-import { readCsv } from '../../../libs/ingestion/src/readers/csv-reader';
-import { readJson } from '../../../libs/ingestion/src/readers/json-reader';
-import { readXml } from '../../../libs/ingestion/src/readers/xml-reader';
-import { readTapRecords } from '../../../libs/ingestion/src/readers/tap-records';
-import type { RecordBatch } from '../../../libs/ingestion/src/readers/record-batch';
+import { readCsv } from '../../../libs/readers/src/csv-reader';
+import { readJson } from '../../../libs/readers/src/json-reader';
+import { readXml } from '../../../libs/readers/src/xml-reader';
+import { readTapRecords } from '../../../libs/readers/src/tap-records';
+import type { RecordBatch } from '../../../libs/readers/src/record-batch';
 import type { ReaderJob, ReaderResult } from './reader-pool';
 
 function chunked(data: Uint8Array, size: number): Readable {

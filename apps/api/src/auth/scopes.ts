@@ -1,6 +1,7 @@
 import { ModuleRef } from '@nestjs/core';
 import { ScopeFields, ScopeTarget } from '@tapyard/auth';
-import { PipelineDefinition, PipelinesService, pipelineScope } from '@tapyard/pipelines';
+import { PipelineDefinition } from '@tapyard/model';
+import { PipelinesService, pipelineScope } from '@tapyard/pipelines';
 import { TapsRepository, tapScope } from '@tapyard/taps';
 import { IncidentsService } from '@tapyard/incidents';
 import { TapyardRequest } from '../http/request-context';

@@ -3,7 +3,8 @@ import { ApiBody, ApiConsumes, ApiOkResponse, ApiOperation, ApiProduces, ApiTags
 import type { Request } from 'express';
 import { SchemaDiscoveryService, UploadService } from '@tapyard/ingestion';
 import { PipelineDeletionService } from '@tapyard/pipeline-deletion';
-import { PipelineConfigDto, PipelineDefinition, PipelinesService } from '@tapyard/pipelines';
+import { PipelineConfigDto, PipelinesService } from '@tapyard/pipelines';
+import { PipelineDefinition } from '@tapyard/model';
 import { PipelineAdviceService } from '@tapyard/pipeline-advice';
 import { CodegenService } from '@tapyard/codegen';
 import { ApiErrors } from '../http/api-errors.decorator';

@@ -1,6 +1,6 @@
 import { Body, Controller, HttpCode, Param, Post } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
-import { VECTOR_STORES } from '@tapyard/pipelines';
+import { VECTOR_STORES } from '@tapyard/model';
 import { SearchRequestDto, SearchService, VectorStoresService } from '@tapyard/vector-stores';
 import { Access } from '@tapyard/auth';
 import { Requires } from '../auth/access-rule';

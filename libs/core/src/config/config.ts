@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { AllowList, Endpoint, parseAllowList, parseEndpoints } from '@tapyard/egress';
+import { AllowList, Endpoint, parseAllowList, parseEndpoints } from './allow-list';
 
 export type CapabilityEnforcement = 'enforce' | 'log-only';
 /** Who may read Swagger UI and the OpenAPI JSON: anyone, any valid key or session, or nobody. */

@@ -1,7 +1,7 @@
 import busboy from 'busboy';
 import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
-import { UnsupportedMediaTypeError, ValidationError } from '../errors/errors';
+import { UnsupportedMediaTypeError, ValidationError } from '@tapyard/model';
 
 export interface MultipartPart {
   /** The form field's name. */

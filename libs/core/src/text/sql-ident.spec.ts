@@ -1,4 +1,4 @@
-import { ValidationError } from '../errors/errors';
+import { ValidationError } from '@tapyard/model';
 import { PG_MAX_IDENTIFIER_BYTES, quoteIdent } from './sql-ident';
 
 describe('quoteIdent', () => {

@@ -1,4 +1,4 @@
-import { ValidationError } from '../errors/errors';
+import { ValidationError } from '@tapyard/model';
 
 /** PostgreSQL keeps the first 63 bytes of an identifier (NAMEDATALEN - 1) and silently drops the rest. */
 export const PG_MAX_IDENTIFIER_BYTES = 63;

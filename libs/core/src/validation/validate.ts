@@ -1,5 +1,5 @@
 import { BadRequestException, ValidationPipe, ValidationPipeOptions } from '@nestjs/common';
-import { ValidationError } from '../errors/errors';
+import { ValidationError } from '@tapyard/model';
 
 /** How every request body is validated (the API's global pipe), and every assistant tool's arguments. */
 export const VALIDATION_OPTIONS: ValidationPipeOptions = {

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import type { Client } from '@stomp/stompjs';
 import { CONFIG, ServiceUnavailableError, TapyardConfig } from '@tapyard/core';
 import { EgressPolicy } from '@tapyard/egress';
-import { PipelineDefinition, TypedBatch } from '@tapyard/pipelines';
+import { PipelineDefinition, TypedBatch } from '@tapyard/model';
 import { SecretsService } from '@tapyard/secrets';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 import { jsonRow } from '../sinks/json-rows';

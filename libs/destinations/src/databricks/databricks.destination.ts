@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CONFIG, TapyardConfig } from '@tapyard/core';
 import { EgressPolicy } from '@tapyard/egress';
-import { FieldType, PipelineDefinition } from '@tapyard/pipelines';
+import { FieldType, PipelineDefinition } from '@tapyard/model';
 import { SecretsService } from '@tapyard/secrets';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 

@@ -1,6 +1,5 @@
 // Loaded in the stage thread: type-only imports.
-import type { SchemaField } from '../../../pipelines/src/pipeline.types';
-import type { TypedBatch } from '../../../pipelines/src/values/typed-batch';
+import type { SchemaField, TypedBatch } from '@tapyard/model';
 import type { Payload } from '../destination';
 
 /**

@@ -1,17 +1,17 @@
 import { Injectable } from '@nestjs/common';
 import { mongo } from 'mongoose';
-import { ServiceUnavailableError, ValidationError, errorMessage, safeText } from '@tapyard/core';
+import { ServiceUnavailableError, ValidationError, errorMessage } from '@tapyard/core';
 import {
+  safeText,
   DatabaseDestination,
   FieldType,
   PipelineDefinition,
-  REJECTS_SUFFIX,
   SchemaField,
   TypedBatch,
   Value,
-  describeLocation,
   rowText,
-} from '@tapyard/pipelines';
+} from '@tapyard/model';
+import { REJECTS_SUFFIX, describeLocation } from '@tapyard/pipelines';
 import {
   Destination,
   DropOutcome,

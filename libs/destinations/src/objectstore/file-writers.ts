@@ -1,7 +1,7 @@
 import { createWriteStream, WriteStream } from 'node:fs';
 import { once } from 'node:events';
 import type { ParquetType } from 'parquetjs-lite';
-import { FieldType, ObjectFormat, SchemaField } from '@tapyard/pipelines';
+import { FieldType, ObjectFormat, SchemaField } from '@tapyard/model';
 
 /** Writes rows (typed values, null for missing) to one local file in a format. */
 export interface RowFileWriter {

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ServiceUnavailableError, ValidationError, errorMessage } from '@tapyard/core';
 import { ObjectNotFoundError, ObjectStore } from '@tapyard/objectstore';
-import { ObjectStoreDestination as Target, PipelineDefinition } from '@tapyard/pipelines';
+import { ObjectStoreDestination as Target, PipelineDefinition } from '@tapyard/model';
 import { Destination, DropOutcome, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 import { CreatedObject, CreatedObjects } from '../ownership/created-objects';
 import { writeRowFile } from '../typed-rows';

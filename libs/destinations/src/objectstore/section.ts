@@ -1,12 +1,8 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, Matches } from 'class-validator';
 import { OptionalNotNull } from '@tapyard/core';
-import {
-  DestinationSection,
-  ObjectStoreDestination,
-  assertLocationAllowed,
-  confinementOf,
-} from '@tapyard/pipelines';
+import { DestinationSection, assertLocationAllowed, confinementOf } from '@tapyard/pipelines';
+import { ObjectStoreDestination } from '@tapyard/model';
 
 export class ObjectStoreDestinationDto {
   @ApiPropertyOptional({

@@ -2,12 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
 import { DataSource, QueryRunner } from 'typeorm';
-import {
-  DataLocation,
-  PipelineDeletingError,
-  PipelineNotFoundError,
-  VectorStoreName,
-} from '@tapyard/pipelines';
+import { DataLocation, PipelineDeletingError, PipelineNotFoundError } from '@tapyard/pipelines';
+import { VectorStoreName } from '@tapyard/model';
 
 /** A table, collection or job folder a pipeline created, as recorded when it created it. */
 export type CreatedObject = DataLocation & { creationId: string; environment: string; pipeline: string };

@@ -1,5 +1,4 @@
-import { coercer, Value } from '@tapyard/pipelines';
-import { FieldType } from '@tapyard/pipelines';
+import { coercer, Value, FieldType } from '@tapyard/model';
 import { createEncoder, escapeCopyText } from './copy-text';
 
 describe('escapeCopyText', () => {

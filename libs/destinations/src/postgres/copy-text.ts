@@ -2,8 +2,7 @@
  * PostgreSQL COPY in text format (`FORMAT text`: tab delimiter, `\N` for NULL, backslash escapes):
  * the PostgreSQL plug-in's encoder. Loaded in the stage thread: deep type-only imports.
  */
-import type { FieldType, SchemaField } from '../../../pipelines/src/pipeline.types';
-import type { TypedBatch } from '../../../pipelines/src/values/typed-batch';
+import type { FieldType, SchemaField, TypedBatch } from '@tapyard/model';
 
 /** COPY text for NULL. */
 export const COPY_NULL = '\\N';

@@ -11,7 +11,7 @@ import {
   isConnectionFailure,
   quoteIdent,
 } from '@tapyard/core';
-import { FieldType, PipelineDefinition } from '@tapyard/pipelines';
+import { FieldType, PipelineDefinition } from '@tapyard/model';
 import { escapeCopyText } from './copy-text';
 import {
   CsvChunkPayload,

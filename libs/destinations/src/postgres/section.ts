@@ -3,7 +3,6 @@ import { IsBoolean, Matches } from 'class-validator';
 import { OptionalNotNull } from '@tapyard/core';
 import {
   DataLocation,
-  DatabaseDestination,
   DestinationSection,
   IDENTIFIER,
   SCHEMA_NAME,
@@ -11,6 +10,7 @@ import {
   checkTableName,
   describeLocation,
 } from '@tapyard/pipelines';
+import { DatabaseDestination } from '@tapyard/model';
 
 export class DatabaseDestinationDto {
   @ApiPropertyOptional({

@@ -1,4 +1,4 @@
-import { TypedBatch, rowObject } from '@tapyard/pipelines';
+import { TypedBatch, rowObject } from '@tapyard/model';
 
 // A marker no value can contain by chance: bigints are written as JSON numbers with every digit.
 const BIG = `\u0000big${Math.random().toString(36).slice(2)}:`;

@@ -1,7 +1,7 @@
 import { ServiceUnavailableError, TapyardConfig, ValidationError } from '@tapyard/core';
 import { EgressPolicy } from '@tapyard/egress';
 import { SecretNotFoundError, SecretsService } from '@tapyard/secrets';
-import { PipelineDefinition } from '@tapyard/pipelines';
+import { PipelineDefinition } from '@tapyard/model';
 import { ProcessName } from '@tapyard/status';
 import { Capabilities, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 import { SINK_REJECTS, SinkLedger } from './sink-ledger';

@@ -13,7 +13,7 @@ import {
   quoteIdent,
 } from '@tapyard/core';
 import { EgressPolicy, EgressRefused } from '@tapyard/egress';
-import { FieldType, PipelineDefinition } from '@tapyard/pipelines';
+import { FieldType, PipelineDefinition } from '@tapyard/model';
 import { SecretsService } from '@tapyard/secrets';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 

@@ -1,13 +1,8 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, Matches } from 'class-validator';
 import { OptionalNotNull } from '@tapyard/core';
-import {
-  DestinationSection,
-  VECTOR_STORES,
-  VectorStoreDestination,
-  VectorStoreName,
-  assertLocationAllowed,
-} from '@tapyard/pipelines';
+import { DestinationSection, assertLocationAllowed } from '@tapyard/pipelines';
+import { VECTOR_STORES, VectorStoreDestination, VectorStoreName } from '@tapyard/model';
 
 export class VectorStoreDestinationDto {
   @ApiProperty({ enum: VECTOR_STORES, example: 'pgvector' })

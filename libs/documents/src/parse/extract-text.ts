@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
 import { open, stat } from 'node:fs/promises';
 import { extname, join } from 'node:path';
-import { PARSER_DEFAULTS, ParserOptions } from '@tapyard/pipelines';
-import { nodeEntryArgs } from '@tapyard/ingestion';
+import { PARSER_DEFAULTS, ParserOptions } from '@tapyard/model';
+import { nodeEntryArgs } from '@tapyard/core';
 import { DocumentError } from '../document.errors';
 import type { ExtractedText } from '../document.types';
 import { detectFormat } from './detect-format';

@@ -2,7 +2,7 @@
  * Entry of a parse process: parses the one document it is sent and answers with its text, or why it
  * has none. The parent kills it once answered, which frees all it allocated, native memory included.
  */
-import type { ParserOptions } from '@tapyard/pipelines';
+import type { ParserOptions } from '@tapyard/model';
 import type { DocumentFormat } from '../document.types';
 import type { DecompressionBounds } from './decompression';
 import { parseDocument } from './parsers';

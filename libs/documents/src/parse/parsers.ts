@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import type { FormatCallback, HtmlToTextOptions } from 'html-to-text';
-import type { ParserOptions } from '@tapyard/pipelines';
+import type { ParserOptions } from '@tapyard/model';
 import type { DocumentFormat, ExtractedText } from '../document.types';
 import { DecompressionBounds, DecompressionBudget } from './decompression';
 import { openDocx } from './docx-parts';

@@ -4,9 +4,9 @@
  * encoders and one JSON line per rejected row.
  */
 import type { WriteStream } from 'node:fs';
-import { safeText } from '../../../core/src/text/safe-text';
-import { RecordBatch } from '../readers/record-batch';
-import type { TypedBatch } from '../../../pipelines/src/values/typed-batch';
+import { safeText } from '@tapyard/model';
+import { RecordBatch } from '@tapyard/readers';
+import type { TypedBatch } from '@tapyard/model';
 import { BatchBuilder, RowPlan } from '../row-plan';
 import type { Counts } from './protocol';
 

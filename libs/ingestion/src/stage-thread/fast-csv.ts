@@ -7,13 +7,19 @@
  */
 import type { WriteStream } from 'node:fs';
 import { Readable } from 'node:stream';
-import type { CsvChunkPayload, Payload } from '../../../destinations/src/destination';
-import type { CsvAttributes, SchemaField } from '../../../pipelines/src/pipeline.types';
-import type { TypedBatch } from '../../../pipelines/src/values/typed-batch';
-import { CsvVerdict, compileCsvCheck, copyCsvOptions } from '../fastpath/csv-check';
-import { CsvChunk, CsvRowsPart, csvRows, readerInput } from '../fastpath/csv-rows';
-import { readCsv } from '../readers/csv-reader';
-import { RecordBatch } from '../readers/record-batch';
+import type { CsvChunkPayload, Payload } from '@tapyard/destinations';
+import type { CsvAttributes, SchemaField, TypedBatch } from '@tapyard/model';
+import {
+  CsvVerdict,
+  compileCsvCheck,
+  copyCsvOptions,
+  CsvChunk,
+  CsvRowsPart,
+  csvRows,
+  readerInput,
+  readCsv,
+  RecordBatch,
+} from '@tapyard/readers';
 import { BatchBuilder, RowPlan } from '../row-plan';
 import { convert } from './convert';
 import type { Counts } from './protocol';

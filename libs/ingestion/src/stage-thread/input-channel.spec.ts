@@ -1,6 +1,5 @@
 import { MessageChannel } from 'node:worker_threads';
-import { FatalReadError } from '../readers/record-batch';
-import { StreamEndedError } from '../readers/stream-ended';
+import { FatalReadError, StreamEndedError } from '@tapyard/readers';
 import { INPUT_WINDOW_BYTES, receiveInput, sendInput } from './input-channel';
 
 const MiB = 1 << 20;

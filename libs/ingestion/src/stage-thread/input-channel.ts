@@ -6,8 +6,7 @@
  * byte, and a poll of the file for growth.
  */
 import type { MessagePort } from 'node:worker_threads';
-import { FatalReadError } from '../readers/record-batch';
-import { StreamEndedError } from '../readers/stream-ended';
+import { FatalReadError, StreamEndedError } from '@tapyard/readers';
 
 export type InputMessage =
   | { kind: 'data'; bytes: ArrayBuffer }

@@ -4,9 +4,9 @@
  * data: plain objects, strings, numbers, and the input's port (transferred).
  */
 import type { MessagePort } from 'node:worker_threads';
-import type { PipelineDefinition } from '../../../pipelines/src/pipeline.types';
-import type { Payload } from '../../../destinations/src/destination';
-import type { ScriptRunSpec } from '../../../codegen/src/script-runner';
+import type { PipelineDefinition } from '@tapyard/model';
+import type { Payload } from '@tapyard/destinations';
+import type { ScriptRunSpec } from '@tapyard/scripts';
 
 export interface StartMessage {
   kind: 'start';

@@ -1,11 +1,7 @@
 /** The reader for a job's input, by the pipeline's format (tap output is JSON lines). */
 import type { Readable } from 'node:stream';
-import type { PipelineDefinition } from '../../../pipelines/src/pipeline.types';
-import { readCsv } from '../readers/csv-reader';
-import { readJson } from '../readers/json-reader';
-import { FatalReadError, RecordBatch } from '../readers/record-batch';
-import { readTapRecords } from '../readers/tap-records';
-import { readXml } from '../readers/xml-reader';
+import type { PipelineDefinition } from '@tapyard/model';
+import { readCsv, readJson, FatalReadError, RecordBatch, readTapRecords, readXml } from '@tapyard/readers';
 
 const JSON_LINES_FILE = /\.(jsonl|ndjson)$/i;
 

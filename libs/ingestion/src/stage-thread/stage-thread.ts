@@ -11,7 +11,7 @@ import { Inject, Injectable, OnModuleDestroy, Optional } from '@nestjs/common';
 import { Counter, Registry } from 'prom-client';
 import { METRICS_REGISTRY, sharedMetric } from '@tapyard/core';
 import type { TransferListItem, Worker } from 'node:worker_threads';
-import type { PipelineDefinition } from '@tapyard/pipelines';
+import type { PipelineDefinition } from '@tapyard/model';
 import type { Payload } from '@tapyard/destinations';
 import {
   Counts,

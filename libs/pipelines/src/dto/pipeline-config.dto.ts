@@ -16,7 +16,7 @@ import {
   MaxLength,
   ValidateNested,
 } from 'class-validator';
-import { FIELD_TYPES, FieldType } from '../pipeline.types';
+import { FIELD_TYPES, FieldType } from '@tapyard/model';
 import { DestinationDto } from '../destination-sections';
 
 export const PIPELINE_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;

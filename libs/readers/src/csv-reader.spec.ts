@@ -1,4 +1,4 @@
-import { chunked, thrown } from '../../../../test/support/byte-streams';
+import { chunked, thrown } from '../../../test/support/byte-streams';
 import { readCsv, CsvReadOptions } from './csv-reader';
 import { FatalReadError, RecordBatch, RowError } from './record-batch';
 

@@ -43,9 +43,9 @@
  * input and a chunk may begin with U+FEFF that is data); its line numbers are then relative to
  * the chunk: add `startLine - 1`.
  */
-import type { CsvAttributes } from '../../../pipelines/src/pipeline.types';
-import { DEFAULT_MAX_BYTES, formatBytes, positiveOption } from '../readers/batch-sink';
-import { FatalReadError } from '../readers/record-batch';
+import type { CsvAttributes } from '@tapyard/model';
+import { DEFAULT_MAX_BYTES, formatBytes, positiveOption } from '../batch-sink';
+import { FatalReadError } from '../record-batch';
 
 export interface CsvRowsOptions extends Pick<CsvAttributes, 'delimiter' | 'quote' | 'escape' | 'header'> {
   encoding?: CsvAttributes['encoding'];

@@ -49,8 +49,8 @@
  * bytes with small lookup tables; nothing is allocated per record or field.
  */
 import { isAscii, isUtf8 } from 'node:buffer';
-import type { CsvAttributes, FieldType } from '../../../pipelines/src/pipeline.types';
-import { DEFAULT_MAX_BYTES, positiveOption } from '../readers/batch-sink';
+import type { CsvAttributes, FieldType } from '@tapyard/model';
+import { DEFAULT_MAX_BYTES, positiveOption } from '../batch-sink';
 import { csvChars } from './csv-rows';
 
 export interface CsvCheckOptions extends Pick<CsvAttributes, 'delimiter' | 'quote' | 'escape'> {

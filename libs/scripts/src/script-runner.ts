@@ -3,15 +3,17 @@
  * batch per call (BatchSession), its answers checked against the script contract. Plain code (no Nest):
  * the stage thread runs scripts with it, and the dry run before a script goes live does too.
  */
-import { BatchSession } from '../../sandbox/src/batch-session';
-import { SandboxError } from '../../sandbox/src/errors';
-import type { RunLimits } from '../../sandbox/src/limits';
-import { PythonSandbox, type BwrapMode } from '../../sandbox/src/sandbox';
-import { writeScript, type ScriptFile } from '../../sandbox/src/script-file';
-import type { UidRange } from '../../sandbox/src/uid-pool';
-import type { SchemaField } from '../../pipelines/src/pipeline.types';
-import { Invalid, coercer, type Value } from '../../pipelines/src/values/coerce';
-import type { TypedBatch } from '../../pipelines/src/values/typed-batch';
+import {
+  BatchSession,
+  SandboxError,
+  PythonSandbox,
+  type BwrapMode,
+  writeScript,
+  type ScriptFile,
+} from '@tapyard/sandbox';
+import type { RunLimits, UidRange } from '@tapyard/sandbox';
+import type { SchemaField, TypedBatch } from '@tapyard/model';
+import { Invalid, coercer, type Value } from '@tapyard/model';
 import { CodegenKind, ENTRY_POINTS, KIND_STAGES, SCRIPT_FILES, runnableScript } from './script-contract';
 
 /** Everything a process needs to start a script: structured-clone data, so it crosses into a thread. */

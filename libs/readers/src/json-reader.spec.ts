@@ -1,4 +1,4 @@
-import { chunked, thrown } from '../../../../test/support/byte-streams';
+import { chunked, thrown } from '../../../test/support/byte-streams';
 import { JSON_SHAPE_ERROR, JsonReadOptions, readJson } from './json-reader';
 import { FatalReadError, RecordBatch, RowError } from './record-batch';
 

@@ -1,5 +1,5 @@
 /** The output schema of a pipeline; apart so the stage thread loads it without the DTOs. */
-import { ValidationError } from '@tapyard/core';
+import { ValidationError } from './errors';
 import { PipelineErrorCode } from './pipeline-errors';
 import { columnsOf, parseExpression } from './expression';
 import { SchemaField, TransformationStep } from './pipeline.types';

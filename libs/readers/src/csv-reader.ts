@@ -27,7 +27,7 @@
  * - cells are substrings of their chunk's text: a batch keeps its chunks' text alive until it is
  *   released (header names and RowError.raw are copied).
  */
-import type { CsvAttributes } from '../../../pipelines/src/pipeline.types';
+import type { CsvAttributes } from '@tapyard/model';
 import { ByteInput, ChunkDecoder, DecodedChunk, DEFAULT_MIN_CHUNK, rechunk } from './chunks';
 import {
   BatchSink,

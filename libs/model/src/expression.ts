@@ -1,4 +1,4 @@
-import { ValidationError } from '@tapyard/core';
+import { ValidationError } from './errors';
 import { PipelineErrorCode } from './pipeline-errors';
 
 /**

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { Readable } from 'node:stream';
-import { CsvReadOptions, readCsv } from '../readers/csv-reader';
-import { FatalReadError } from '../readers/record-batch';
+import { CsvReadOptions, readCsv } from '../csv-reader';
+import { FatalReadError } from '../record-batch';
 import { CsvChunk, CsvHeaderPart, CsvRowsOptions, CsvRowsPart, csvRows, readerInput } from './csv-rows';
 import { propertyRuns } from '../../../../test/support/property-runs';
 

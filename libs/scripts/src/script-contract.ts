@@ -5,7 +5,7 @@
  * all read their rules from here. Plain code (no Nest): the stage thread imports it too.
  */
 import { createHash } from 'node:crypto';
-import type { FieldType, SchemaField } from '../../pipelines/src/pipeline.types';
+import type { FieldType, SchemaField } from '@tapyard/model';
 
 export const CONTRACT_VERSION = 1;
 

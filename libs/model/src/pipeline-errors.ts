@@ -1,4 +1,4 @@
-import type { DomainCode } from '@tapyard/core';
+import type { DomainCode } from './errors';
 
 /** The domain codes of pipeline errors: the error body's `code`. */
 export const PipelineErrorCode = {

@@ -1,4 +1,4 @@
-import { chunked } from '../../../../test/support/byte-streams';
+import { chunked } from '../../../test/support/byte-streams';
 import { FatalReadError, RecordBatch, RowError } from './record-batch';
 import { readXml, XML_DOCTYPE_ERROR, XmlReadOptions } from './xml-reader';
 

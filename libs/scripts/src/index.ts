@@ -1,0 +1,2 @@
+export * from './script-contract';
+export * from './script-runner';
