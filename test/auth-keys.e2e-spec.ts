@@ -64,7 +64,7 @@ describe('API keys (USE_API_KEYS=true): issuance, rotation, revocation, capabili
     expect(none.body).toEqual({
       statusCode: 401,
       error: 'Unauthorized',
-      code: 'unauthorized',
+      code: 'auth.authentication_required',
       message: expect.stringMatching(/x-api-key/),
     });
     await a.http.get('/api/v1/pipelines').set('x-api-key', 'tpy_not-a-key').expect(401);

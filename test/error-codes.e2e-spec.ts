@@ -43,8 +43,20 @@ describe('error bodies carry a code: the domain code, else the HTTP class', () =
         h.put('/api/v1/secrets/x').set('content-type', 'application/json').send('{"a": nope}'),
       ),
     ).toBe('validation_failed');
+  });
+
+  it('access: no key, a key without the capability', async () => {
     const anonymous = await api.http.get('/api/v1/pipelines').expect(401);
-    expect(anonymous.body.code).toBe('unauthorized');
+    expect(anonymous.body.code).toBe('auth.authentication_required');
+    const reader = (
+      await api.http
+        .post('/api/v1/keys')
+        .set('x-api-key', boot)
+        .send({ label: `narrow-${randomUUID().slice(0, 8)}`, capabilities: ['pipeline:read'] })
+        .expect(201)
+    ).body as { key: string };
+    const refused = await api.http.delete('/api/v1/secrets/x').set('x-api-key', reader.key).expect(403);
+    expect(refused.body).toMatchObject({ code: 'auth.capability_missing', error: 'Forbidden' });
   });
 
   it('pipelines', async () => {
@@ -95,5 +107,18 @@ describe('error bodies carry a code: the domain code, else the HTTP class', () =
     expect(await codeOf(400, issue('bootstrap', { template: 'reporting' }))).toBe('key.invalid');
     expect(await codeOf(400, issue('odd', { capabilities: ['nonsense'] }))).toBe('auth.invalid_capability');
     expect(await codeOf(404, (h) => h.delete('/api/v1/keys/no-such-key'))).toBe('key.not_found');
+  });
+
+  it('taps', async () => {
+    expect(await codeOf(404, (h) => h.get('/api/v1/tap').query({ name: 'no_such_tap' }))).toBe(
+      'tap.not_found',
+    );
+    expect(
+      await codeOf(400, (h) =>
+        h
+          .post('/api/v1/tap')
+          .send({ name: `t_${randomUUID().slice(0, 8)}`, cronExpression: '0 0 0 1 1 ? 2001' }),
+      ),
+    ).toBe('tap.invalid_cron');
   });
 });

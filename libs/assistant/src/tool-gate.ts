@@ -2,6 +2,7 @@ import {
   Access,
   Action,
   AuditLog,
+  AuthErrorCode,
   Identity,
   Resource,
   ScopeFields,
@@ -49,6 +50,8 @@ export class ToolGate {
     this.audit.write(this.identity, f, grant ? 'grant' : this.enforce ? 'deny' : 'would-deny');
     if (grant || !this.enforce) return access;
     if (hidden) throw new NotFoundError(hidden);
-    throw new ForbiddenError(`'${this.identity.name}' lacks the capability ${capability} for ${route}`);
+    throw new ForbiddenError(`'${this.identity.name}' lacks the capability ${capability} for ${route}`).coded(
+      AuthErrorCode.CapabilityMissing,
+    );
   }
 }

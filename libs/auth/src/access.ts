@@ -4,6 +4,7 @@ import { ForbiddenError, NotFoundError } from '@tapyard/core';
 import { ScopeFields, canOn } from './ability';
 import { AccessCheck } from './access-check';
 import { Action, Resource } from './capability';
+import { AuthErrorCode } from './auth-errors';
 export type Outcome = 'grant' | 'would-deny' | 'deny' | 'unmapped';
 
 /** One concrete resource a request touches, and what to answer when the caller may not see it. */
@@ -68,7 +69,9 @@ export class Access implements AccessCheck {
   /** Throws a 403 naming the capability when the caller lacks it (for this scope, when fields are given). */
   require(action: Action, resource: Resource, fields: ScopeFields = {}, why = 'for this request'): void {
     if (!this.permits(action, resource, fields)) {
-      throw new ForbiddenError(`'${this.identity.name}' lacks the capability ${resource}:${action} ${why}`);
+      throw new ForbiddenError(
+        `'${this.identity.name}' lacks the capability ${resource}:${action} ${why}`,
+      ).coded(AuthErrorCode.CapabilityMissing);
     }
   }
 

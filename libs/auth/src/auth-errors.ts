@@ -4,6 +4,15 @@ import type { DomainCode } from '@tapyard/core';
 export const AuthErrorCode = {
   /** The caller does not hold every capability it grants, rotates or revokes. */
   GrantRefused: 'auth.grant_refused',
+  /** The caller is known but lacks the capability the request needs. */
+  CapabilityMissing: 'auth.capability_missing',
+  /** No credentials, or credentials that are not (or no longer) valid. */
+  AuthenticationRequired: 'auth.authentication_required',
+  LoginFailed: 'auth.login_failed',
+  /** A login-session write without its CSRF token. */
+  CsrfFailed: 'auth.csrf_failed',
+  /** A route a tap run (through the egress proxy) may not call. */
+  TapRunRefused: 'auth.tap_run_refused',
   InvalidCapability: 'auth.invalid_capability',
   LoginRateLimited: 'auth.login_rate_limited',
   KeyExists: 'key.exists',

@@ -10,3 +10,4 @@ export * from './tap-grants';
 export * from './tap-policy';
 export * from './tap-scope';
 export * from './assistant-tools';
+export * from './tap-errors';

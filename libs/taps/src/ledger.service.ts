@@ -4,6 +4,7 @@ import { LOGGER, NotFoundError, errorMessage } from '@tapyard/core';
 import { ObjectStore } from '@tapyard/objectstore';
 import { LedgerEntry } from './tap.types';
 import { TapsRepository } from './taps.repository';
+import { TapErrorCode } from './tap-errors';
 
 /**
  * The document ledger of document taps: `<tap>|<uri>` → content hash and staged object. Removing an
@@ -23,7 +24,10 @@ export class LedgerService {
 
   async removeEntry(environment: string, tap: string, uri: string): Promise<LedgerEntry> {
     const [entry] = await this.repo.removeLedger(environment, tap, uri);
-    if (!entry) throw new NotFoundError(`tap '${tap}' has no ledger entry for '${uri}'`);
+    if (!entry)
+      throw new NotFoundError(`tap '${tap}' has no ledger entry for '${uri}'`).coded(
+        TapErrorCode.LedgerEntryNotFound,
+      );
     await this.removeStaged([entry]);
     return entry;
   }

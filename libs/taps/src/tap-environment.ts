@@ -5,6 +5,7 @@ import { SecretsService } from '@tapyard/secrets';
 import { TapConfig } from './tap.types';
 import { platformEndpoint } from './tap-processes';
 import { assertTapSecret } from './taps.service';
+import { TapErrorCode } from './tap-errors';
 
 /** The script's environment variables, which values are secret (masked in logs), and its run key. */
 export interface ScriptEnv {
@@ -36,7 +37,7 @@ export class TapEnvironment {
         if (!ENV_NAME.test(k)) {
           throw new ValidationError(
             `secret '${tap.secretName}' has field '${k}', which cannot be an environment variable name`,
-          );
+          ).coded(TapErrorCode.SecretInvalid);
         }
         env[k] = v;
         secrets.push(v);
@@ -77,7 +78,9 @@ export class TapEnvironment {
       return await this.secrets.reveal(environment, name);
     } catch (err) {
       if (err instanceof NotFoundError) {
-        throw new ValidationError(`tap '${tap.name}' uses secret '${name}', which does not exist`);
+        throw new ValidationError(`tap '${tap.name}' uses secret '${name}', which does not exist`).coded(
+          TapErrorCode.SecretInvalid,
+        );
       }
       throw err;
     }

@@ -6,6 +6,7 @@ import { PipelinesService, pipelineScope } from '@tapyard/pipelines';
 import { requireSecretUse } from '@tapyard/secrets';
 import { changesCode } from './tap-grants';
 import { TapConfig } from './tap.types';
+import { TapErrorCode } from './tap-errors';
 
 /**
  * Who may do what with a tap beyond the capability of the entry point (route or assistant tool,
@@ -67,7 +68,7 @@ export class TapPolicy {
       `tap '${tap.name}' may not load into pipeline '${tap.targetPipeline}': whoever last changed the tap's ` +
         'code (or started this run) lacks pipeline:upload on it',
       [{ field: 'targetPipeline', problem: 'is outside the tap grant' }],
-    );
+    ).coded(TapErrorCode.TargetRefused);
   }
 
   /** New code, a new secret or new packages hand the tap's secret to code the caller vouches for. */

@@ -17,6 +17,7 @@ import {
   writeScript,
 } from '@tapyard/sandbox';
 import { TapConfig } from './tap.types';
+import { TapErrorCode } from './tap-errors';
 
 /** How a script run ended, as the run result reports it (secrets already masked). */
 export interface ScriptOutcome {
@@ -80,7 +81,9 @@ export class TapProcesses {
       normalizePackageSpecs(packages);
     } catch (err) {
       if (err instanceof PackageSpecError)
-        throw new ValidationError(err.message, [{ field: 'packages', problem: err.message }]);
+        throw new ValidationError(err.message, [{ field: 'packages', problem: err.message }]).coded(
+          TapErrorCode.InvalidPackages,
+        );
       throw err;
     }
   }

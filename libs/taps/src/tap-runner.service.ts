@@ -40,6 +40,7 @@ import { TapsRepository } from './taps.repository';
 import { TapsService, isScriptOf } from './taps.service';
 import { TestTapDto } from './dto/tap-config.dto';
 import { LedgerService } from './ledger.service';
+import { TapErrorCode } from './tap-errors';
 
 type DataType = 'csv' | 'json' | 'document';
 
@@ -115,7 +116,7 @@ export class TapRunner {
     if (body.scriptPath && !isScriptOf(tap.name, body.scriptPath.trim())) {
       throw new ValidationError(`scriptPath must be one of the scripts of tap '${tap.name}'`, [
         { field: 'scriptPath', problem: 'is not a script of this tap' },
-      ]);
+      ]).coded(TapErrorCode.InvalidScriptPath);
     }
     this.policy.assertMayTest(access, stored, tap, body.script !== undefined);
     return { tap, result: await this.test(environment, tap, body.script, testLimit, access.caller) };
@@ -393,7 +394,9 @@ export class TapRunner {
 
   private async script(environment: string, tap: TapConfig): Promise<string> {
     if (tap.scriptPath === null && tap.storage !== 'github') {
-      throw new ConflictError(`tap '${tap.name}' has no script yet: save one with POST /tap {script}`);
+      throw new ConflictError(`tap '${tap.name}' has no script yet: save one with POST /tap {script}`).coded(
+        TapErrorCode.NoScript,
+      );
     }
     const script = await this.taps.liveScript(environment, tap);
     if (script === null) {
@@ -401,7 +404,7 @@ export class TapRunner {
         tap.storage === 'github'
           ? `tap '${tap.name}' cannot run: ${tap.repoPath ?? 'its script'} is missing from commit ${tap.commitSha ?? '?'}`
           : `tap '${tap.name}' cannot run: its script ${tap.scriptPath} is missing from the object store`,
-      );
+      ).coded(TapErrorCode.NoScript);
     }
     return script;
   }
@@ -418,7 +421,7 @@ export class TapRunner {
     if (!found && mode === 'run') {
       throw new ValidationError(
         `tap '${tap.name}' targets pipeline '${tap.targetPipeline}', which does not exist`,
-      );
+      ).coded(TapErrorCode.TargetMissing);
     }
     return found?.definition ?? null;
   }

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { CODE_REPOSITORY_SECRET, CodeRepositoryService, OpenRepository } from '@tapyard/code-repository';
 import { TapyardError, UpstreamError, ValidationError, errorMessage } from '@tapyard/core';
 import { TapConfig } from './tap.types';
+import { TapErrorCode } from './tap-errors';
 
 /**
  * Tap scripts kept in the environment's code repository (`storage: github`): a file per tap,
@@ -44,7 +45,7 @@ export class TapScriptRepository {
       throw new ValidationError(
         `the environment has no code repository: create the secret '${CODE_REPOSITORY_SECRET}' (url, branch, token)`,
         [{ field: 'target', problem: `needs the secret '${CODE_REPOSITORY_SECRET}'` }],
-      );
+      ).coded(TapErrorCode.NoCodeRepository);
     }
     return repo;
   }

@@ -2,7 +2,14 @@ import { Inject, Injectable } from '@nestjs/common';
 import { Logger } from 'pino';
 import type { AccessCheck } from '@tapyard/auth';
 import { randomBytes } from 'node:crypto';
-import { ConflictError, LOGGER, NotFoundError, ValidationError, errorMessage } from '@tapyard/core';
+import {
+  ConflictError,
+  LOGGER,
+  NotFoundError,
+  ValidationError,
+  errorMessage,
+  DomainCode,
+} from '@tapyard/core';
 import { ObjectNotFoundError, ObjectStore } from '@tapyard/objectstore';
 import { PipelineDefinition } from '@tapyard/model';
 import { PipelinesService } from '@tapyard/pipelines';
@@ -16,8 +23,10 @@ import { TapProcesses } from './tap-processes';
 import { changesCode, nextGrant } from './tap-grants';
 import { LedgerService } from './ledger.service';
 import { TapPolicy } from './tap-policy';
+import { TapErrorCode } from './tap-errors';
 
 export class TapNotFoundError extends NotFoundError {
+  override domainCode: DomainCode = TapErrorCode.NotFound;
   constructor(name: string) {
     super(`tap '${name}' does not exist`);
   }
@@ -59,7 +68,7 @@ export function assertTapSecret(secretName: string): void {
     throw new ValidationError(
       `secret '${secretName}' holds the platform's access state and cannot be given to a tap`,
       [{ field: 'secretName', problem: 'is managed by the platform' }],
-    );
+    ).coded(TapErrorCode.SecretRefused);
   }
 }
 
@@ -128,7 +137,8 @@ export class TapsService {
     });
     if (from === to) return result(false);
     const text = await this.liveScript(environment, tap);
-    if (text === null) throw new ConflictError(`tap '${name}' has no script to move`);
+    if (text === null)
+      throw new ConflictError(`tap '${name}' has no script to move`).coded(TapErrorCode.NoScript);
     if (to === 'github') {
       const at = await this.scriptRepository.commit(
         environment,
@@ -168,13 +178,13 @@ export class TapsService {
       throw new ValidationError(
         `tapType cannot change once set: tap '${tap.name}' is ${current.tapType}, not ${tap.tapType}`,
         [{ field: 'tapType', problem: `is ${current.tapType} and cannot change` }],
-      );
+      ).coded(TapErrorCode.Invalid);
     }
     if (tap.scriptPath !== null && dto.script === undefined && !isScriptOf(tap.name, tap.scriptPath)) {
       throw new ValidationError(
         `scriptPath must be one of this tap's scripts, shaped ${SCRIPT_PREFIX}${tap.name}_<suffix>.py`,
         [{ field: 'scriptPath', problem: 'is not a script of this tap' }],
-      );
+      ).coded(TapErrorCode.InvalidScriptPath);
     }
     this.processes.checkPackages(tap.packages);
     if (tap.secretName) assertTapSecret(tap.secretName);
@@ -185,7 +195,7 @@ export class TapsService {
         throw new ValidationError(
           `cron expression '${tap.cronExpression}' never fires again (its years are past)`,
           [{ field: 'cronExpression', problem: 'has no future fire time' }],
-        );
+        ).coded(TapErrorCode.InvalidCron);
       }
     }
     await this.assertCompatible(environment, tap);
@@ -241,7 +251,11 @@ export class TapsService {
     if (tap.tapType !== 'document' || !tap.targetPipeline) return;
     const found = await this.pipelines.find(environment, tap.targetPipeline);
     const violation = documentViolation(tap.targetPipeline, found?.definition ?? null);
-    if (violation) throw new ValidationError(violation, [{ field: 'targetPipeline', problem: violation }]);
+    if (violation) {
+      throw new ValidationError(violation, [{ field: 'targetPipeline', problem: violation }]).coded(
+        TapErrorCode.TargetRefused,
+      );
+    }
   }
 
   /**

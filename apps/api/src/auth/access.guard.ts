@@ -6,6 +6,7 @@ import {
   Access,
   AuditFields,
   AuditLog,
+  AuthErrorCode,
   AuthResult,
   Authenticator,
   CSRF_HEADER,
@@ -66,7 +67,7 @@ export class AccessGuard implements CanActivate {
       // The egress proxy refuses these routes to tap runs already; the mark keeps it so should the
       // proxy's list ever widen. Only the proxy sets it for scripts, and it can only take rights away.
       if (req.header(TAP_RUN_HEADER) !== undefined && !SAFE_METHODS.has(req.method))
-        throw new ForbiddenError(`a tap run may not call ${route}`);
+        throw new ForbiddenError(`a tap run may not call ${route}`).coded(AuthErrorCode.TapRunRefused);
       this.attach(req, auth.ok ? auth.identity : this.authenticator.anonymous(), route);
       if (rule.sessionWrite && auth.ok) this.checkCsrf(req, auth.identity);
       return true;
@@ -79,7 +80,7 @@ export class AccessGuard implements CanActivate {
           : auth.reason === 'unknown session'
             ? 'the login session is not valid (expired or logged out): log in again'
             : 'the API key is not valid (unknown, rotated out or revoked)',
-      );
+      ).coded(AuthErrorCode.AuthenticationRequired);
     }
     const identity = auth.identity;
     this.attach(req, identity, route);
@@ -121,7 +122,7 @@ export class AccessGuard implements CanActivate {
       unmapped
         ? `route ${f.route} declares no capability and is closed`
         : `'${identity.name}' lacks the capability ${f.required} for this request`,
-    );
+    ).coded(AuthErrorCode.CapabilityMissing);
   }
 
   private attach(req: TapyardRequest, identity: Identity, route: string): void {
@@ -138,7 +139,7 @@ export class AccessGuard implements CanActivate {
       this.logger.warn({ route: `${req.method} ${req.path}`, key: identity.name }, 'csrf check failed');
       throw new ForbiddenError(
         `missing or wrong ${CSRF_HEADER} header for a write made with a login session`,
-      );
+      ).coded(AuthErrorCode.CsrfFailed);
     }
   }
 }

@@ -2,7 +2,15 @@ import { Body, Controller, Get, HttpCode, Inject, Post, Req, Res } from '@nestjs
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { Logger } from 'pino';
-import { Access, CSRF_COOKIE, LoginLimiter, SESSION_COOKIE, SessionStore, UsersService } from '@tapyard/auth';
+import {
+  Access,
+  AuthErrorCode,
+  CSRF_COOKIE,
+  LoginLimiter,
+  SESSION_COOKIE,
+  SessionStore,
+  UsersService,
+} from '@tapyard/auth';
 import { CONFIG, LOGGER, NotFoundError, TapyardConfig, UnauthorizedError } from '@tapyard/core';
 import { ApiErrors } from '../http/api-errors.decorator';
 import { RequestAccess } from '../http/environment.decorator';
@@ -57,7 +65,7 @@ export class AuthController {
     if (!user) {
       await this.limiter.failed(env, body.username, address);
       this.logger.warn({ username: body.username.slice(0, 128), address }, 'login failed');
-      throw new UnauthorizedError('wrong username or password');
+      throw new UnauthorizedError('wrong username or password').coded(AuthErrorCode.LoginFailed);
     }
     await this.limiter.succeeded(env, body.username, address);
     const { id, session } = await this.sessions.create(env, user);
