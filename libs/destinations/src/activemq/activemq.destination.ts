@@ -1,14 +1,11 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 
 import type { Client } from '@stomp/stompjs';
-import { CONFIG, ServiceUnavailableError, TapyardConfig } from '@tapyard/core';
-import { EgressPolicy } from '@tapyard/egress';
+import { ServiceUnavailableError } from '@tapyard/core';
 import { PipelineDefinition, TypedBatch } from '@tapyard/model';
-import { SecretsService } from '@tapyard/secrets';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 import { jsonRow } from '../sinks/json-rows';
-import { SinkLedger } from '../sinks/sink-ledger';
 import { Delivery, Sink, sectionOf } from '../sinks/sink';
 import { typedBatch } from '../typed-rows';
 import { ActiveMqTarget } from './section';
@@ -29,9 +26,6 @@ const WINDOW = 500;
 export class ActiveMqDestination extends Sink implements Destination {
   readonly name = 'activemq';
   readonly processName = 'ActiveMQLoader' as const;
-  constructor(@Inject(CONFIG) config: TapyardConfig, secrets: SecretsService, ledger: SinkLedger) {
-    super(config, ledger, secrets, new EgressPolicy(config.egressAllow));
-  }
 
   describe(destination: PipelineDefinition['destination']): string {
     return `ActiveMQ ${targetOf(destination).destination}`;

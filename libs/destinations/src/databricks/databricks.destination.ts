@@ -1,14 +1,10 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CONFIG, TapyardConfig } from '@tapyard/core';
-import { EgressPolicy } from '@tapyard/egress';
 import { FieldType, PipelineDefinition } from '@tapyard/model';
-import { SecretsService } from '@tapyard/secrets';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 
-import { SinkLedger } from '../sinks/sink-ledger';
 import { Delivery, Sink, sectionOf } from '../sinks/sink';
 import { writeRowFile } from '../typed-rows';
 import { DatabricksApi, DatabricksSettings, databricksSettings } from './databricks-api';
@@ -38,9 +34,6 @@ const quote = (name: string): string => `\`${name.replace(/`/g, '``')}\``;
 export class DatabricksDestination extends Sink implements Destination {
   readonly name = 'databricks';
   readonly processName = 'DatabricksLoader' as const;
-  constructor(@Inject(CONFIG) config: TapyardConfig, secrets: SecretsService, ledger: SinkLedger) {
-    super(config, ledger, secrets, new EgressPolicy(config.egressAllow));
-  }
 
   describe(destination: PipelineDefinition['destination']): string {
     return `Databricks table ${targetOf(destination).table}`;

@@ -1,14 +1,12 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import type { Kafka, Message } from 'kafkajs';
-import { CONFIG, ServiceUnavailableError, TapyardConfig, ValidationError, errorMessage } from '@tapyard/core';
-import { EgressPolicy, EgressRefused } from '@tapyard/egress';
+import { ServiceUnavailableError, ValidationError, errorMessage } from '@tapyard/core';
+import { EgressRefused } from '@tapyard/egress';
 import { PipelineDefinition } from '@tapyard/model';
-import { SecretsService } from '@tapyard/secrets';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 import { jsonRow } from '../sinks/json-rows';
-import { SinkLedger } from '../sinks/sink-ledger';
 import { Delivery, Sink, cleanUp, sectionOf } from '../sinks/sink';
 import { typedBatch } from '../typed-rows';
 import { KafkaSdk, KafkaSettings, kafkaClient, kafkaSdk, kafkaSettings } from './kafka-client';
@@ -30,9 +28,6 @@ const BATCH = 1000;
 export class KafkaDestination extends Sink implements Destination {
   readonly name = 'kafka';
   readonly processName = 'KafkaLoader' as const;
-  constructor(@Inject(CONFIG) config: TapyardConfig, secrets: SecretsService, ledger: SinkLedger) {
-    super(config, ledger, secrets, new EgressPolicy(config.egressAllow));
-  }
 
   describe(destination: PipelineDefinition['destination']): string {
     return `Kafka topic ${targetOf(destination).topic}`;

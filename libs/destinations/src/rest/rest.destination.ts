@@ -1,13 +1,11 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-import { CONFIG, ServiceUnavailableError, TapyardConfig, ValidationError, errorMessage } from '@tapyard/core';
+import { ServiceUnavailableError, TapyardConfig, ValidationError, errorMessage } from '@tapyard/core';
 import { EgressPolicy, EgressRefused, egressRequest } from '@tapyard/egress';
 import { PipelineDefinition, rowText } from '@tapyard/model';
-import { SecretsService } from '@tapyard/secrets';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 import { jsonRow } from '../sinks/json-rows';
-import { SinkLedger } from '../sinks/sink-ledger';
 import { Delivery, Sink, sectionOf } from '../sinks/sink';
 import { typedBatch } from '../typed-rows';
 import { RestTarget } from './section';
@@ -36,8 +34,9 @@ interface Pending {
 export class RestDestination extends Sink implements Destination {
   readonly name = 'rest';
   readonly processName = 'RestEndpointRunner' as const;
-  constructor(@Inject(CONFIG) config: TapyardConfig, secrets: SecretsService, ledger: SinkLedger) {
-    super(config, ledger, secrets, new EgressPolicy(config.restSinkAllow, undefined, 'REST_SINK_ALLOW'));
+  /** REST endpoints are the operator's REST_SINK_ALLOW, not the general egress list. */
+  protected override egressPolicy(config: TapyardConfig): EgressPolicy {
+    return new EgressPolicy(config.restSinkAllow, undefined, 'REST_SINK_ALLOW');
   }
 
   describe(destination: PipelineDefinition['destination']): string {

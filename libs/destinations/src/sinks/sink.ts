@@ -1,4 +1,5 @@
-import { ServiceUnavailableError, TapyardConfig, ValidationError } from '@tapyard/core';
+import { Inject } from '@nestjs/common';
+import { CONFIG, ServiceUnavailableError, TapyardConfig, ValidationError } from '@tapyard/core';
 import { EgressPolicy } from '@tapyard/egress';
 import { SecretNotFoundError, SecretsService } from '@tapyard/secrets';
 import { PipelineDefinition } from '@tapyard/model';
@@ -78,17 +79,25 @@ export abstract class Sink {
   readonly encoder = 'typed';
   protected readonly bounds: TapyardConfig['sinks'];
 
+  /** Where the sink may connect on a pipeline's behalf (its address is the pipeline's choice). */
+  protected readonly policy: EgressPolicy;
+
   /**
-   * `policy`: where the sink may connect on a pipeline's behalf (its address is the pipeline's choice).
+   * Every sink is built from the same three (Nest injects a subclass through this constructor);
    * `secrets`: its section names the secret holding its credentials.
    */
-  protected constructor(
-    config: TapyardConfig,
-    protected readonly ledger: SinkLedger,
+  constructor(
+    @Inject(CONFIG) config: TapyardConfig,
     protected readonly secrets: SecretsService,
-    protected readonly policy: EgressPolicy,
+    protected readonly ledger: SinkLedger,
   ) {
     this.bounds = config.sinks;
+    this.policy = this.egressPolicy(config);
+  }
+
+  /** The operator's allow-list of private endpoints this sink may reach (TAP_EGRESS_ALLOW unless overridden). */
+  protected egressPolicy(config: TapyardConfig): EgressPolicy {
+    return new EgressPolicy(config.egressAllow);
   }
 
   abstract describe(destination: PipelineDefinition['destination']): string;

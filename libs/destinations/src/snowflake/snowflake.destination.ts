@@ -1,23 +1,19 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Connection, ConnectionOptions } from 'snowflake-sdk';
 import {
-  CONFIG,
   ServiceUnavailableError,
-  TapyardConfig,
   UpstreamError,
   ValidationError,
   errorMessage,
   quoteIdent,
 } from '@tapyard/core';
-import { EgressPolicy, EgressRefused } from '@tapyard/egress';
+import { EgressRefused } from '@tapyard/egress';
 import { FieldType, PipelineDefinition } from '@tapyard/model';
-import { SecretsService } from '@tapyard/secrets';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 
-import { SinkLedger } from '../sinks/sink-ledger';
 import { Delivery, Sink, sectionOf } from '../sinks/sink';
 import { writeRowFile } from '../typed-rows';
 import { SnowflakeTarget } from './section';
@@ -63,9 +59,6 @@ interface Settings {
 export class SnowflakeDestination extends Sink implements Destination {
   readonly name = 'snowflake';
   readonly processName = 'SnowflakeLoader' as const;
-  constructor(@Inject(CONFIG) config: TapyardConfig, secrets: SecretsService, ledger: SinkLedger) {
-    super(config, ledger, secrets, new EgressPolicy(config.egressAllow));
-  }
 
   describe(destination: PipelineDefinition['destination']): string {
     return `Snowflake table ${targetOf(destination).table.toUpperCase()}`;
