@@ -1,11 +1,12 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { Logger } from 'pino';
 import { TapyardConfig } from '@tapyard/core';
-import { SecretFields } from '@tapyard/secrets';
+import { SecretFields, TENANT_MAPPINGS_SECRET, apiKeysSecretName } from '@tapyard/secrets';
 import { ApiKeysService, KeyRecord } from './api-keys.service';
 import { KeyDigests, newKeyValue } from './key-values';
 import { KeyUsage } from './key-usage';
 import { SecretState } from './secret-state';
+import { TenantsService } from './tenants.service';
 
 jest.mock('node:crypto', () => {
   const actual = jest.requireActual<typeof import('node:crypto')>('node:crypto');
@@ -42,7 +43,9 @@ function serviceWith(
   } as unknown as SecretState;
   const usage = { touch: () => undefined } as unknown as KeyUsage;
   const logger = { info: () => undefined, warn: () => undefined } as unknown as Logger;
-  return { keys: new ApiKeysService(state, usage, digests, {} as TapyardConfig, logger), fields };
+  const config = { environment: 'env', auth: { multiTenant: false } } as TapyardConfig;
+  const tenants = new TenantsService(state, digests, config, logger);
+  return { keys: new ApiKeysService(state, usage, digests, tenants, config, logger), fields };
 }
 
 describe('API key values and matching', () => {
@@ -92,5 +95,67 @@ describe('API key values and matching', () => {
     expect(record.hash).toBe(digests.digest(values[0]));
     expect(record.retired).toEqual([sha256(`old-${values[0]}`)]); // not presented, so not known
     expect(await keys.match('env', values[0])).toMatchObject({ status: 'active' });
+  });
+});
+
+describe('keys of a tenant environment', () => {
+  /** Secrets per environment and name, as the real store keeps them; `failing` names one whose writes fail. */
+  function tenantSetup() {
+    const secrets = new Map<string, SecretFields>();
+    const at = (e: string, n: string) => {
+      const key = `${e}/${n}`;
+      if (!secrets.has(key)) secrets.set(key, {});
+      return secrets.get(key)!;
+    };
+    const failing = { name: '' };
+    const state = {
+      read: async (e: string, n: string) => ({ ...at(e, n) }),
+      mutate: async (e: string, n: string, change: (f: SecretFields) => unknown) => {
+        if (n === failing.name) throw new Error(`secret store unavailable for ${n}`);
+        const copy = { ...at(e, n) };
+        await change(copy);
+        secrets.set(`${e}/${n}`, copy);
+      },
+    } as unknown as SecretState;
+    const usage = { touch: () => undefined, lastUsed: async () => new Map() } as unknown as KeyUsage;
+    const logger = { info: () => undefined, warn: () => undefined } as unknown as Logger;
+    const config = { environment: 'op', auth: { multiTenant: true } } as TapyardConfig;
+    const tenants = new TenantsService(state, digests, config, logger);
+    const keys = new ApiKeysService(state, usage, digests, tenants, config, logger);
+    const root = { capabilities: ['*:*'] } as never;
+    return { keys, tenants, failing, root };
+  }
+
+  it('a rotation whose tenant mapping cannot be written leaves the old value working', async () => {
+    const { keys, tenants, failing, root } = tenantSetup();
+    const issued = await keys.issue('acme', 'loader', { capabilities: ['job:read'] }, root);
+    expect(await tenants.tenantOf(issued.key)).toBe('acme');
+
+    failing.name = TENANT_MAPPINGS_SECRET;
+    await expect(keys.rotate('acme', 'loader', root)).rejects.toThrow(/unavailable/);
+    failing.name = '';
+    expect(await keys.match('acme', issued.key)).toMatchObject({ status: 'active' });
+    expect(await tenants.tenantOf(issued.key)).toBe('acme');
+
+    const rotated = await keys.rotate('acme', 'loader', root);
+    expect(await tenants.tenantOf(rotated.key)).toBe('acme');
+    expect(await keys.match('acme', rotated.key)).toMatchObject({ status: 'active' });
+    expect(await keys.match('acme', issued.key)).toEqual({ status: 'rotated', label: 'loader' });
+  });
+
+  it('a key record that cannot be committed leaves no mapping behind', async () => {
+    const { keys, tenants, failing, root } = tenantSetup();
+    await keys.issue('acme', 'loader', { capabilities: ['job:read'] }, root);
+    const before = await keys.list('acme');
+    // A label clash and a failing key map: neither leaves a mapped digest of the value never given out.
+    await expect(keys.issue('acme', 'loader', { capabilities: ['job:read'] }, root)).rejects.toThrow(
+      /already exists/,
+    );
+    failing.name = apiKeysSecretName('acme');
+    await expect(keys.issue('acme', 'other', { capabilities: ['job:read'] }, root)).rejects.toThrow();
+    failing.name = '';
+    expect(await keys.list('acme')).toEqual(before);
+    const state = (tenants as unknown as { state: SecretState }).state;
+    expect(Object.keys(await state.read('op', TENANT_MAPPINGS_SECRET))).toHaveLength(1);
   });
 });

@@ -17,6 +17,7 @@ import { KeyUsage } from './key-usage';
 import { SecretState } from './secret-state';
 import { TEMPLATES, TEMPLATE_NAMES, TemplateName } from './templates';
 import { AuthErrorCode } from './auth-errors';
+import { TenantsService } from './tenants.service';
 
 /** One key of the map kept in the secret `<environment>/api-keys`: digests only, never a value. */
 export interface KeyRecord {
@@ -58,6 +59,7 @@ export class ApiKeysService {
     private readonly state: SecretState,
     private readonly usage: KeyUsage,
     private readonly digests: KeyDigests,
+    private readonly tenants: TenantsService,
     @Inject(CONFIG) private readonly config: TapyardConfig,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
@@ -85,11 +87,6 @@ export class ApiKeysService {
     return found;
   }
 
-  /** The value digest Tapyard stores (and maps to tenants). */
-  digest(value: string): string {
-    return this.digests.digest(value);
-  }
-
   async list(environment: string): Promise<KeyView[]> {
     const [records, used] = await Promise.all([this.records(environment), this.usage.lastUsed(environment)]);
     return records
@@ -110,7 +107,7 @@ export class ApiKeysService {
     label: string,
     request: IssueRequest,
     grantor: Grantor,
-  ): Promise<{ label: string; key: string; capabilities: string[]; hash: string }> {
+  ): Promise<{ label: string; key: string; capabilities: string[] }> {
     validateLabel(label);
     const { capabilities, template } = grantOf(request);
     assertMayGrant(grantor, capabilities, `issue key '${label}'`);
@@ -124,14 +121,16 @@ export class ApiKeysService {
       revokedAt: null,
       retired: [],
     };
-    await this.state.mutate(environment, apiKeysSecretName(environment), (fields) => {
-      if (fields[label] !== undefined)
-        throw new ConflictError(`an API key labelled '${label}' already exists`).coded(
-          AuthErrorCode.KeyExists,
-        );
-      fields[label] = JSON.stringify(record);
-    });
-    return { label, key, capabilities, hash: record.hash };
+    await this.withTenantMapping(environment, record.hash, () =>
+      this.state.mutate(environment, apiKeysSecretName(environment), (fields) => {
+        if (fields[label] !== undefined)
+          throw new ConflictError(`an API key labelled '${label}' already exists`).coded(
+            AuthErrorCode.KeyExists,
+          );
+        fields[label] = JSON.stringify(record);
+      }),
+    );
+    return { label, key, capabilities };
   }
 
   /**
@@ -143,23 +142,56 @@ export class ApiKeysService {
     environment: string,
     label: string,
     grantor: Grantor,
-  ): Promise<{ label: string; key: string; hash: string }> {
+  ): Promise<{ label: string; key: string }> {
     const key = newKeyValue();
     const hash = this.digests.digest(key);
-    await this.state.mutate(environment, apiKeysSecretName(environment), (fields) => {
-      const record = parseRecord(fields[label]);
-      if (!record)
-        throw new NotFoundError(`API key '${label}' does not exist`).coded(AuthErrorCode.KeyNotFound);
-      assertMayGrant(grantor, record.capabilities, `rotate key '${label}'`);
-      if (record.revokedAt)
-        throw new ConflictError(`API key '${label}' is revoked and cannot be rotated`).coded(
-          AuthErrorCode.KeyRevoked,
+    await this.withTenantMapping(environment, hash, () =>
+      this.state.mutate(environment, apiKeysSecretName(environment), (fields) => {
+        const record = parseRecord(fields[label]);
+        if (!record)
+          throw new NotFoundError(`API key '${label}' does not exist`).coded(AuthErrorCode.KeyNotFound);
+        assertMayGrant(grantor, record.capabilities, `rotate key '${label}'`);
+        if (record.revokedAt)
+          throw new ConflictError(`API key '${label}' is revoked and cannot be rotated`).coded(
+            AuthErrorCode.KeyRevoked,
+          );
+        record.retired = [record.hash, ...record.retired].slice(0, RETIRED_KEPT);
+        record.hash = hash;
+        fields[label] = JSON.stringify(record);
+      }),
+    );
+    return { label, key };
+  }
+
+  /**
+   * A key of a tenant environment authenticates through its `api-key-mappings` entry, so the new
+   * digest is mapped before the key record names it: if the mapping cannot be written, the record is
+   * untouched (a rotated key keeps its old value) instead of committing a value that can never sign
+   * in. A mapping left behind by a failed record names a value nobody was given; it is removed.
+   */
+  private async withTenantMapping(
+    environment: string,
+    digest: string,
+    commit: () => Promise<unknown>,
+  ): Promise<void> {
+    if (!this.config.auth.multiTenant || environment === this.config.environment) {
+      await commit();
+      return;
+    }
+    await this.tenants.map(digest, environment);
+    try {
+      await commit();
+    } catch (err) {
+      await this.tenants
+        .unmapDigest(digest)
+        .catch((cleanup: unknown) =>
+          this.logger.warn(
+            { environment, err: errorMessage(cleanup) },
+            'the mapping of a key that was not committed stays behind (its value was never given out)',
+          ),
         );
-      record.retired = [record.hash, ...record.retired].slice(0, RETIRED_KEPT);
-      record.hash = hash;
-      fields[label] = JSON.stringify(record);
-    });
-    return { label, key, hash };
+      throw err;
+    }
   }
 
   /**

@@ -27,4 +27,6 @@ export const AuthErrorCode = {
   InvalidUser: 'user.invalid',
   TenantNotMapped: 'tenant.not_mapped',
   InvalidTenant: 'tenant.invalid',
+  /** Tenants are managed only in multi-tenant mode, from the operator environment. */
+  OperatorOnly: 'tenant.operator_only',
 } as const satisfies Record<string, DomainCode>;

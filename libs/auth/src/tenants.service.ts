@@ -5,6 +5,8 @@ import { TENANT_MAPPINGS_SECRET } from '@tapyard/secrets';
 import { KeyDigests, PresentedKey, isHmacDigest, isLegacyDigest, matchesDigest } from './key-values';
 import { SecretState } from './secret-state';
 import { AuthErrorCode } from './auth-errors';
+import { Grantor, assertMayGrant } from './ability';
+import { FULL_ACCESS } from './capability';
 
 export { TENANT_MAPPINGS_SECRET };
 const TENANT = /^[a-z][a-z0-9_-]{0,39}$/;
@@ -50,11 +52,56 @@ export class TenantsService {
     return found?.tenant ?? null;
   }
 
+  /**
+   * `tenant` lets the operator environment issue a tenant's first key; tenants issue only their own.
+   * What a caller holds applies in its own environment, so reaching into a tenant takes full access.
+   */
+  issuingEnvironment(environment: string, tenant: string | undefined, grantor: Grantor): string {
+    if (tenant === undefined) return environment;
+    this.validateTarget(tenant);
+    this.assertOperator(environment, grantor, `issue keys into tenant '${tenant}'`);
+    return tenant;
+  }
+
+  /** Acts on tenants from outside them: multi-tenant mode, the operator environment, full access. */
+  assertOperator(environment: string, grantor: Grantor, act: string): void {
+    if (!this.config.auth.multiTenant) {
+      throw new ValidationError('tenants exist only with MULTI_TENANT=true').coded(
+        AuthErrorCode.OperatorOnly,
+      );
+    }
+    if (environment !== this.operatorEnvironment) {
+      throw new ValidationError('tenants are managed only by callers of the operator environment').coded(
+        AuthErrorCode.OperatorOnly,
+      );
+    }
+    assertMayGrant(grantor, [FULL_ACCESS], act);
+  }
+
+  /** An operator maps a key value made elsewhere to a tenant; only its HMAC digest is stored. */
+  async mapValue(environment: string, grantor: Grantor, keyValue: string, tenant: string): Promise<void> {
+    this.assertOperator(environment, grantor, `map keys to tenant '${tenant}'`);
+    await this.map(this.digests.digest(keyValue), tenant);
+  }
+
+  /** An operator removes every mapping of a key value. */
+  async unmapValue(environment: string, grantor: Grantor, keyValue: string): Promise<void> {
+    this.assertOperator(environment, grantor, 'remove tenant mappings');
+    await this.unmap(keyValue);
+  }
+
   /** Maps a key digest (as Tapyard stores it) to a tenant environment. */
   async map(keyDigest: string, tenant: string): Promise<void> {
     this.validateTarget(tenant);
     await this.state.mutate(this.operatorEnvironment, TENANT_MAPPINGS_SECRET, (fields) => {
       fields[keyDigest] = tenant;
+    });
+  }
+
+  /** Removes the mapping of one digest Tapyard wrote (a key whose record was never committed). */
+  async unmapDigest(keyDigest: string): Promise<void> {
+    await this.state.mutate(this.operatorEnvironment, TENANT_MAPPINGS_SECRET, (fields) => {
+      delete fields[keyDigest];
     });
   }
 

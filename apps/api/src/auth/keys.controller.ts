@@ -1,15 +1,7 @@
-import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post } from '@nestjs/common';
 import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import {
-  Access,
-  ApiKeysService,
-  FULL_ACCESS,
-  Grantor,
-  IssueRequest,
-  TenantsService,
-  assertMayGrant,
-} from '@tapyard/auth';
-import { CONFIG, TapyardConfig, ValidationError } from '@tapyard/core';
+import { Access, ApiKeysService, IssueRequest, TenantsService } from '@tapyard/auth';
+import { ValidationError } from '@tapyard/core';
 import { ApiErrors } from '../http/api-errors.decorator';
 import { RequestAccess, RequestEnvironment } from '../http/environment.decorator';
 import { Requires } from './access-rule';
@@ -35,7 +27,6 @@ export class KeysController {
   constructor(
     private readonly keys: ApiKeysService,
     private readonly tenants: TenantsService,
-    @Inject(CONFIG) private readonly config: TapyardConfig,
   ) {}
 
   @Get()
@@ -67,10 +58,8 @@ export class KeysController {
     @RequestAccess() access: Access,
     @Body() body: IssueKeyDto,
   ): Promise<IssuedKeyDto> {
-    const target = this.targetEnvironment(env, body.tenant, access.identity);
-    const issued = await this.keys.issue(target, body.label, grantOf(body), access.identity);
-    await this.mapToTenant(target, issued.hash);
-    return { label: issued.label, key: issued.key, capabilities: issued.capabilities };
+    const target = this.tenants.issuingEnvironment(env, body.tenant, access.identity);
+    return this.keys.issue(target, body.label, grantOf(body), access.identity);
   }
 
   @Post(`:${LABEL_PARAM}/rotate`)
@@ -87,9 +76,7 @@ export class KeysController {
     @RequestAccess() access: Access,
     @Param(LABEL_PARAM) label: string,
   ): Promise<RotatedKeyDto> {
-    const rotated = await this.keys.rotate(env, label, access.identity);
-    await this.mapToTenant(env, rotated.hash);
-    return { label: rotated.label, key: rotated.key };
+    return this.keys.rotate(env, label, access.identity);
   }
 
   @Delete(`:${LABEL_PARAM}`)
@@ -130,9 +117,7 @@ export class KeysController {
     @RequestAccess() access: Access,
     @Body() body: TenantMappingDto,
   ): Promise<TenantMappedDto> {
-    this.operatorOnly(env, access.identity, `map keys to tenant '${body.tenant}'`);
-    this.tenants.validateTarget(body.tenant);
-    await this.tenants.map(this.keys.digest(body.key), body.tenant);
+    await this.tenants.mapValue(env, access.identity, body.key, body.tenant);
     return { status: 'ok', tenant: body.tenant };
   }
 
@@ -150,37 +135,8 @@ export class KeysController {
     @RequestAccess() access: Access,
     @Body() body: TenantUnmappingDto,
   ): Promise<StatusOkDto> {
-    this.operatorOnly(env, access.identity, 'remove tenant mappings');
-    await this.tenants.unmap(body.key);
+    await this.tenants.unmapValue(env, access.identity, body.key);
     return { status: 'ok' };
-  }
-
-  /**
-   * `tenant` lets the operator environment issue a tenant's first key; tenants issue only their own.
-   * What a caller holds applies in its own environment, so reaching into a tenant takes full access.
-   */
-  private targetEnvironment(env: string, tenant: string | undefined, grantor: Grantor): string {
-    if (tenant === undefined) return env;
-    this.tenants.validateTarget(tenant);
-    this.operatorOnly(env, grantor, `issue keys into tenant '${tenant}'`);
-    return tenant;
-  }
-
-  /** Acts on tenants from outside them: multi-tenant mode, the operator environment, full access. */
-  private operatorOnly(env: string, grantor: Grantor, act: string): void {
-    if (!this.config.auth.multiTenant) {
-      throw new ValidationError('tenants exist only with MULTI_TENANT=true');
-    }
-    if (env !== this.config.environment) {
-      throw new ValidationError('tenants are managed only by callers of the operator environment');
-    }
-    assertMayGrant(grantor, [FULL_ACCESS], act);
-  }
-
-  private async mapToTenant(environment: string, digest: string): Promise<void> {
-    if (this.config.auth.multiTenant && environment !== this.config.environment) {
-      await this.tenants.map(digest, environment);
-    }
   }
 }
 
