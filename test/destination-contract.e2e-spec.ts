@@ -8,7 +8,8 @@ import {
   ObjectStoreDestination,
   PostgresDestination,
 } from '@tapyard/destinations';
-import { IngestionRunner, STAGING_PREFIX, Staging } from '@tapyard/ingestion';
+import { IngestionRunner } from '@tapyard/ingestion';
+import { STAGING_PREFIX, Staging } from '@tapyard/intake';
 import { ObjectStore } from '@tapyard/objectstore';
 import { IngestPayload } from '@tapyard/queue';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';

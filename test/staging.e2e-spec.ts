@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { createLogger, loadConfig } from '@tapyard/core';
 import { FatalReadError, StreamEndedError } from '@tapyard/readers';
-import { STAGING_PREFIX, Staging } from '@tapyard/ingestion';
+import { STAGING_PREFIX, Staging } from '@tapyard/intake';
 import { ObjectStore } from '@tapyard/objectstore';
 import { RecordsLoad } from '../libs/taps/src/records-load';
 import { closedPort, cuttableProxy } from './support/net';

@@ -1,7 +1,7 @@
 import { ClientRequest, IncomingMessage, request } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { Client } from 'pg';
-import { STAGING_PREFIX } from '@tapyard/ingestion';
+import { STAGING_PREFIX } from '@tapyard/intake';
 import { ObjectStore } from '@tapyard/objectstore';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { TEST_DATABASE_URL, uniqueEnvironment } from './support/env';

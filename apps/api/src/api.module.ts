@@ -10,7 +10,7 @@ import { DatabaseModule } from '@tapyard/database';
 import { HealthModule, Readiness } from '@tapyard/health';
 import { QueueModule } from '@tapyard/queue';
 import { SecretsModule } from '@tapyard/secrets';
-import { IngestionModule } from '@tapyard/ingestion';
+import { IntakeModule } from '@tapyard/intake';
 import { DESTINATION_PLUGINS, DestinationsModule } from '@tapyard/destinations';
 import { PipelinesController } from './pipelines/pipelines.controller';
 import { CodegenScriptsController } from './pipelines/codegen-scripts.controller';
@@ -80,7 +80,7 @@ export class ApiModule {
         QueueModule,
         SecretsModule,
         HealthModule,
-        IngestionModule,
+        IntakeModule,
         AuthModule,
         RunKeysModule,
         MetadataModule,

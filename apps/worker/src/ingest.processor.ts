@@ -4,7 +4,8 @@ import { DelayedError, Job } from 'bullmq';
 import { Logger } from 'pino';
 import { CONFIG, LOGGER, TapyardConfig, errorMessage } from '@tapyard/core';
 import { DocumentLoader } from '@tapyard/documents';
-import { FileNotifier, IngestionRunner } from '@tapyard/ingestion';
+import { IngestionRunner } from '@tapyard/ingestion';
+import { FileNotifier } from '@tapyard/intake';
 import {
   ConfiguredWorkerHost,
   DeferLaterError,

@@ -1,7 +1,7 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { Logger } from 'pino';
 import { CONFIG, LOGGER, TapyardConfig, errorMessage } from '@tapyard/core';
-import { Staging } from '@tapyard/ingestion';
+import { Staging } from '@tapyard/intake';
 import { ObjectStore } from '@tapyard/objectstore';
 import { TenantWorkers } from './tenant-workers';
 

@@ -1,10 +1,10 @@
 import { Module } from '@nestjs/common';
-import { IngestionModule } from '@tapyard/ingestion';
+import { IntakeModule } from '@tapyard/intake';
 import { VectorStoresModule } from '@tapyard/vector-stores';
 import { DocumentLoader } from './load/document-loader';
 
 @Module({
-  imports: [IngestionModule, VectorStoresModule],
+  imports: [IntakeModule, VectorStoresModule],
   providers: [DocumentLoader],
   exports: [DocumentLoader],
 })

@@ -1,8 +1,2 @@
 export * from './ingestion.module';
 export * from './ingestion.runner';
-export * from './upload.service';
-export * from './schema-discovery.service';
-export * from './file-notifier';
-export * from './spool';
-export * from './staging';
-export type { UploadedSample } from './sample';

@@ -1,49 +1,23 @@
 import { Module } from '@nestjs/common';
 import { CodegenModule } from '@tapyard/codegen';
-import { IncidentsModule } from '@tapyard/incidents';
 import { ConfigFilesModule } from '@tapyard/configfiles';
-import { ObjectStoreModule } from '@tapyard/objectstore';
-import { FileNotifier } from './file-notifier';
-import { PipelinesModule } from '@tapyard/pipelines';
+import { IncidentsModule } from '@tapyard/incidents';
+import { IntakeModule } from '@tapyard/intake';
 import { QueueModule } from '@tapyard/queue';
-import { StatusModule } from '@tapyard/status';
 import { IngestionRunner } from './ingestion.runner';
-import { Spool } from './spool';
-import { Staging } from './staging';
 import { StageThreadPool } from './stage-thread/stage-thread';
-import { SchemaDiscoveryService } from './schema-discovery.service';
-import { UploadService } from './upload.service';
 
+/** The runner that loads a staged input through the stage thread into the destinations (workers). */
 @Module({
   imports: [
     CodegenModule,
     // Listens to script changes and landed jobs wherever scripts run (API and workers).
     IncidentsModule,
     QueueModule,
-    PipelinesModule,
-    StatusModule,
     ConfigFilesModule,
-    ObjectStoreModule,
+    IntakeModule,
   ],
-  providers: [
-    Spool,
-    Staging,
-    UploadService,
-    IngestionRunner,
-    SchemaDiscoveryService,
-    FileNotifier,
-    StageThreadPool,
-  ],
-  exports: [
-    Spool,
-    Staging,
-    UploadService,
-    IngestionRunner,
-    FileNotifier,
-    ObjectStoreModule,
-    SchemaDiscoveryService,
-    PipelinesModule,
-    StatusModule,
-  ],
+  providers: [IngestionRunner, StageThreadPool],
+  exports: [IngestionRunner, IntakeModule],
 })
 export class IngestionModule {}

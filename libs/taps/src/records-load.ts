@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { finished } from 'node:stream/promises';
 import { randomUUID } from 'node:crypto';
 import { TapyardConfig } from '@tapyard/core';
-import { StagedWriter, Staging } from '@tapyard/ingestion';
+import { StagedWriter, Staging } from '@tapyard/intake';
 import { EnvironmentQueues, IngestJob, IngestPayload, loadJobOptions } from '@tapyard/queue';
 import { JobRef, StatusService } from '@tapyard/status';
 import type { RecordChunk } from '@tapyard/sandbox';

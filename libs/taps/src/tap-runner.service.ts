@@ -19,7 +19,7 @@ import { PipelineDefinition } from '@tapyard/model';
 import { PipelinesService } from '@tapyard/pipelines';
 import { EnvironmentQueues } from '@tapyard/queue';
 import { StatusService } from '@tapyard/status';
-import { Staging } from '@tapyard/ingestion';
+import { Staging } from '@tapyard/intake';
 import { DocumentsLoad } from './documents-load';
 import { RecordShapeError, RecordSink, SampleSink } from './record-sinks';
 import { RecordsLoad } from './records-load';

@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { RunKeysModule } from '@tapyard/auth';
 import { CodeRepositoryModule } from '@tapyard/code-repository';
-import { IngestionModule } from '@tapyard/ingestion';
+import { IntakeModule } from '@tapyard/intake';
 import { QueueModule } from '@tapyard/queue';
 import { SecretsModule } from '@tapyard/secrets';
 import { TapEnvironment } from './tap-environment';
@@ -14,7 +14,7 @@ import { TapScriptRepository } from './tap-script-repository';
 import { TapPolicy } from './tap-policy';
 
 @Module({
-  imports: [CodeRepositoryModule, IngestionModule, QueueModule, SecretsModule, RunKeysModule],
+  imports: [CodeRepositoryModule, IntakeModule, QueueModule, SecretsModule, RunKeysModule],
   providers: [
     TapsRepository,
     TapsService,

@@ -7,7 +7,7 @@ import {
   ToolSet,
   tool,
 } from '@tapyard/assistant';
-import { SAMPLE_BYTES, SchemaDiscoveryService, UploadService } from '@tapyard/ingestion';
+import { SAMPLE_BYTES, SchemaDiscoveryService, UploadService } from '@tapyard/intake';
 
 export class GeneratePipelineArgs {
   @TextArg('an attachment of this conversation')

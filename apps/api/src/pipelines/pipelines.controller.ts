@@ -1,7 +1,7 @@
 import { Body, Controller, Delete, Get, Header, HttpCode, Post, Query, Req } from '@nestjs/common';
 import { ApiBody, ApiConsumes, ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { Request } from 'express';
-import { SchemaDiscoveryService, UploadService } from '@tapyard/ingestion';
+import { SchemaDiscoveryService, UploadService } from '@tapyard/intake';
 import { PipelineDeletionService } from '@tapyard/pipeline-deletion';
 import { PipelineConfigDto, PipelinesService } from '@tapyard/pipelines';
 import { PipelineDefinition } from '@tapyard/model';

@@ -5,7 +5,7 @@ import { CONFIG, ServiceUnavailableError, TapyardConfig, errorMessage } from '@t
 import { CreatedObjects } from '@tapyard/destinations';
 import { EmbeddingsService } from '@tapyard/embeddings';
 import type { Embedder } from '@tapyard/embeddings';
-import { Spool, Staging } from '@tapyard/ingestion';
+import { Spool, Staging } from '@tapyard/intake';
 import { ObjectStore } from '@tapyard/objectstore';
 import { PipelineDefinition, unstructuredAttributes } from '@tapyard/model';
 import { PipelinesService } from '@tapyard/pipelines';

@@ -1,0 +1,7 @@
+export * from './intake.module';
+export * from './upload.service';
+export * from './schema-discovery.service';
+export * from './file-notifier';
+export * from './spool';
+export * from './staging';
+export type { UploadedSample } from './sample';
