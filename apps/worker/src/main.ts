@@ -1,3 +1,6 @@
+// First: every module loaded after this is compiled once per host, then read from the cache (a third
+// less CPU to start a process; the cache lives in the OS temp directory or NODE_COMPILE_CACHE).
+import './compile-cache';
 import 'reflect-metadata';
 import { DynamicModule } from '@nestjs/common';
 import {

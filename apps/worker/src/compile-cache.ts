@@ -1,0 +1,3 @@
+import { enableCompileCache } from 'node:module';
+
+enableCompileCache();

