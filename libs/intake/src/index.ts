@@ -1,4 +1,5 @@
 export * from './intake.module';
+export * from './assistant-tools';
 export * from './upload.service';
 export * from './schema-discovery.service';
 export * from './file-notifier';

@@ -7,7 +7,8 @@ import {
   ToolSet,
   tool,
 } from '@tapyard/assistant';
-import { SAMPLE_BYTES, SchemaDiscoveryService, UploadService } from '@tapyard/intake';
+import { SAMPLE_BYTES, SchemaDiscoveryService } from './schema-discovery.service';
+import { UploadService } from './upload.service';
 
 export class GeneratePipelineArgs {
   @TextArg('an attachment of this conversation')
@@ -25,11 +26,7 @@ export class UploadAttachmentArgs {
   pipeline!: string;
 }
 
-/**
- * The tools that read the conversation's attachments into ingestion. Here, not in libs/ingestion
- * beside UploadService, because @tapyard/assistant imports nothing of the domains that declare tools
- * and ingestion's own tool set has yet to be written there.
- */
+/** The tools that read the conversation's attachments: a proposed pipeline, or an upload into one. */
 @Injectable()
 @AssistantToolSet()
 export class AttachmentTools implements ToolSet {
