@@ -3,9 +3,9 @@ import { VECTOR_STORE_FACTORIES, VectorStore } from '@tapyard/vector-stores';
 import { peerPolicy, vectorPeerFields } from './support/vector-peers';
 
 /**
- * pgvector names a container's indexes after its table; PostgreSQL keeps 63 bytes of a name, so a long
- * table's index names are cut to that (as the server itself did before names were quoted by quoteIdent,
- * which refuses longer ones).
+ * PostgreSQL keeps 63 bytes of a name: index names made from a long table name would be cut there and
+ * collide (both indexes of a 62-byte table, or the indexes of two tables sharing a long prefix), so
+ * PostgreSQL chooses them.
  */
 describe('pgvector: a table name near the 63-byte limit', () => {
   let store: VectorStore;
@@ -21,10 +21,28 @@ describe('pgvector: a table name near the 63-byte limit', () => {
     await store.close();
   });
 
-  it.each([48, 55, 61])('a table of %i characters gets its container and indexes', async (length) => {
+  it.each([48, 55, 61, 62, 63])('a table of %i characters gets its container and indexes', async (length) => {
     const container = store.containerName(`t${randomUUID().replace(/-/g, '')}`.padEnd(length, 'x'));
     created.push(container);
     expect(await store.ensure(container, 4)).toEqual({ created: true });
     expect(await store.dimension(container)).toBe(4);
+  });
+
+  it('two tables whose names share their first 60 characters both get their indexes', async () => {
+    const prefix = `t${randomUUID().replace(/-/g, '')}`.padEnd(60, 'x');
+    for (const tail of ['aaa', 'bbb']) {
+      const container = store.containerName(`${prefix}${tail}`);
+      created.push(container);
+      expect(await store.ensure(container, 4)).toEqual({ created: true });
+      await store.upsert(container, [
+        {
+          id: randomUUID(),
+          text: tail,
+          metadata: { uri: `doc-${tail}` },
+          vector: new Float32Array([1, 0, 0, 0]),
+        },
+      ]);
+      expect(await store.chunkIds(container, `doc-${tail}`)).toHaveLength(1);
+    }
   });
 });

@@ -1,5 +1,5 @@
 import { Pool, PoolClient } from 'pg';
-import { PG_MAX_IDENTIFIER_BYTES, ServiceUnavailableError, quoteIdent } from '@tapyard/core';
+import { ServiceUnavailableError, quoteIdent } from '@tapyard/core';
 import { EgressPolicy, EgressRefused } from '@tapyard/egress';
 import type { ChunkRecord, MetadataFilter, SearchHit, VectorStore } from '../vector-store';
 import {
@@ -11,9 +11,6 @@ import { pgTarget } from './pg-target';
 import { pgvectorWhere } from './pgvector-filter';
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_-]{0,62}$/;
-/** An index's name after its table's, cut where PostgreSQL would cut it (table names are ASCII: NAME). */
-const indexName = (table: string, suffix: string): string =>
-  `${table}_${suffix}`.slice(0, PG_MAX_IDENTIFIER_BYTES);
 const UPSERT_BATCH = 1000;
 /** Connection errors: the server is down or unreachable, not a bad request. */
 const UNREACHABLE = new Set([
@@ -109,10 +106,10 @@ export class PgvectorStore implements VectorStore {
       await c.query(
         `CREATE TABLE ${sql} (id uuid PRIMARY KEY, content text NOT NULL, metadata jsonb NOT NULL, embedding vector(${Number(dimension)}) NOT NULL)`,
       );
-      await c.query(
-        `CREATE INDEX ${quoteIdent(indexName(table, 'embedding_hnsw'))} ON ${sql} USING hnsw (embedding vector_cosine_ops)`,
-      );
-      await c.query(`CREATE INDEX ${quoteIdent(indexName(table, 'uri'))} ON ${sql} ((metadata ->> 'uri'))`);
+      // Unnamed: PostgreSQL picks index names unique in the schema (a name made here from a long table
+      // name would be cut to 63 bytes, where two tables or two indexes of one table can collide).
+      await c.query(`CREATE INDEX ON ${sql} USING hnsw (embedding vector_cosine_ops)`);
+      await c.query(`CREATE INDEX ON ${sql} ((metadata ->> 'uri'))`);
       return { created: true };
     });
   }
