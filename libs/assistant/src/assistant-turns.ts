@@ -16,6 +16,8 @@ import {
 const CANCEL_CHANNEL = 'tapyard:assistant-cancel';
 /** How long a running turn stays cancellable: far past any turn (model rounds are bounded by maxIterations). */
 const TURN_TTL_SECONDS = 6 * 60 * 60;
+/** A turn's key holds this once cancelled (until then, `1`). */
+const CANCELLED = 'cancelled';
 
 /** A chat turn running in this process. */
 export interface RunningTurn {
@@ -29,8 +31,10 @@ export interface RunningTurn {
 /**
  * Assistant chat turns, cancellable through any API instance. While a turn runs, Redis holds its key,
  * a digest of the environment, the caller and the turn id, so a cancel names a turn of the caller's
- * own or finds nothing (404); the cancel publishes that key on one channel every instance subscribes
- * to, and the instance running the turn aborts it.
+ * own or finds nothing (404); the cancel marks the key and publishes it on one channel every
+ * instance subscribes to, and the instance running the turn aborts it. Pub/sub drops what is
+ * published while a subscriber reconnects, so on every reconnect the instance reads the marks of
+ * its running turns: a cancel is never lost.
  */
 @Injectable()
 export class AssistantTurns implements OnModuleDestroy {
@@ -70,7 +74,8 @@ export class AssistantTurns implements OnModuleDestroy {
   async cancel(environment: string, owner: string, turnId: string): Promise<void> {
     const k = turnKey(environment, owner, turnId);
     const published = await this.redis.run(async (r) => {
-      if ((await r.exists(k)) === 0) return false;
+      // XX: only a turn still registered; KEEPTTL: the mark ends with it.
+      if ((await r.set(k, CANCELLED, 'KEEPTTL', 'XX')) === null) return false;
       await r.publish(CANCEL_CHANNEL, k);
       return true;
     });
@@ -94,9 +99,18 @@ export class AssistantTurns implements OnModuleDestroy {
   }
 
   private async subscribe(): Promise<Redis> {
-    const sub = new Redis(this.config.redis.url, { connectTimeout: 2000, lazyConnect: true });
+    const sub = new Redis(this.config.redis.url, {
+      connectTimeout: 2000,
+      lazyConnect: true,
+      connectionName: `tapyard-assistant-cancel-${process.pid}`,
+    });
     sub.on('error', (err: Error) => this.logger.warn({ err: err.message }, 'assistant cancel channel'));
     sub.on('message', (_channel: string, k: string) => this.running.get(k)?.abort());
+    let connected = false;
+    sub.on('ready', () => {
+      if (connected) void this.abortMarked();
+      connected = true;
+    });
     try {
       await sub.connect();
       // ioredis subscribes again by itself after a reconnect.
@@ -106,6 +120,20 @@ export class AssistantTurns implements OnModuleDestroy {
       throw err;
     }
     return sub;
+  }
+
+  /** After a reconnect: the turns of this process that were cancelled while nobody listened. */
+  private async abortMarked(): Promise<void> {
+    const keys = [...this.running.keys()];
+    if (keys.length === 0) return;
+    try {
+      const marks = await this.redis.run((r) => r.mget(...keys));
+      keys.forEach((k, i) => {
+        if (marks[i] === CANCELLED) this.running.get(k)?.abort();
+      });
+    } catch (err) {
+      this.logger.warn({ err: errorMessage(err) }, 'assistant cancel marks not read after a reconnect');
+    }
   }
 
   async onModuleDestroy(): Promise<void> {
