@@ -35,6 +35,8 @@ function write(root: string, file: string, text: string): void {
 function layProject(root: string): void {
   mkdirSync(join(root, 'scripts'), { recursive: true });
   copyFileSync(join(repo, 'scripts', 'build'), join(root, 'scripts', 'build'));
+  mkdirSync(join(root, 'scripts', 'lib'));
+  copyFileSync(join(repo, 'scripts', 'lib', 'node.sh'), join(root, 'scripts', 'lib', 'node.sh'));
   symlinkSync(realpathSync(join(repo, 'node_modules')), join(root, 'node_modules'));
   write(
     root,
