@@ -228,7 +228,7 @@ describe('cluster: API and workers on separate hosts (scripts/cluster)', () => {
 
     // Sent from the API host itself, with the API's own REDIS_URL and environment.
     const fromApi = await cluster.exec('api', [
-      'node',
+      process.execPath,
       '-e',
       `const { Queue, QueueEvents } = require(process.argv[1]);
        const opts = { connection: { url: process.env.REDIS_URL }, prefix: 'tapyard:' + process.env.TAPYARD_ENV };

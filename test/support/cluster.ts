@@ -182,7 +182,9 @@ export async function startCluster(
     appPid: async (host) => {
       for (const pid of await pids(host)) {
         try {
-          if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'node') return pid;
+          // By its program, not /proc/<pid>/comm: Node 24 names its main thread `MainThread`.
+          const program = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0];
+          if (program.split('/').pop() === 'node') return pid;
         } catch {
           // gone meanwhile
         }
