@@ -62,6 +62,8 @@ export class RowPlan {
   private readonly checks: Check[][];
   private readonly steps: CompiledStep[];
   private readonly outCoercers: ((raw: string) => Coerced)[];
+  /** schemaContract `discard_rows`: the file columns the schema does not have, by position. */
+  private readonly stray: { index: number; name: string }[];
 
   /**
    * `stage`: where the row in progress is, for a watchdog in another thread: 0 DataQuality,
@@ -84,6 +86,11 @@ export class RowPlan {
     this.outColumns = outputFields(this.fields, def.transformation.mappings);
     this.outCoercers = this.outColumns.map((c) => coercer(c.type));
     this.scratch = new Array<Value>(this.fields.length).fill(null);
+    const known = new Set(this.fields.map((f) => f.name));
+    this.stray =
+      def.schemaContract === 'discard_rows'
+        ? fileColumns.flatMap((name, index) => (known.has(name) ? [] : [{ index, name }]))
+        : [];
   }
 
   get transforms(): boolean {
@@ -95,6 +102,15 @@ export class RowPlan {
    * row is appended to `out` (whose columns are outColumns); a refused one returns why.
    */
   process(row: (string | null)[], line: number, out: BatchBuilder): Rejection | null {
+    for (const s of this.stray) {
+      const cell = row[s.index];
+      if (cell !== null && cell !== undefined && cell !== '') {
+        return {
+          stage: 'DataQuality',
+          reason: `column '${s.name}' is not in the pipeline schema (schema contract 'discard_rows')`,
+        };
+      }
+    }
     const n = this.fields.length;
     const values = this.scratch;
     for (let i = 0; i < n; i++) {
