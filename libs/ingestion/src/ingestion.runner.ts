@@ -567,14 +567,21 @@ export class IngestionRunner {
     const first = loaded[0].result as LoadResult;
     if (first.loaded === 0 && first.rejected > 0) {
       // Nothing usable at all is a failed job, not a warning: the rejects say why.
-      throw new StageError(
-        'DataQuality',
+      const message =
         `nothing was loaded: all ${first.rejected} record(s) were rejected` +
-          (counts?.firstReject ? ` (the first: ${counts.firstReject})` : '') +
-          (first.alreadyLoaded
-            ? ''
-            : `; they are kept in ${first.rejectsLocation ?? `${first.location}_rejects`}`),
+        (counts?.firstReject ? ` (the first: ${counts.firstReject})` : '') +
+        (first.alreadyLoaded
+          ? ''
+          : `; they are kept in ${first.rejectsLocation ?? `${first.location}_rejects`}`);
+      this.logger.warn(
+        { pipelineToken: job.pipelineToken, processName: 'DataQuality', err: message },
+        'ingestion job failed',
       );
+      await this.status.record(job, 'DataQuality', 'error', message, 'error', {
+        loaded: 0,
+        rejected: first.rejected,
+      });
+      return;
     }
     const rejected = Math.max(...loaded.map((l) => (l.result as LoadResult).rejected));
     const outcome = failed.length > 0 || rejected > 0 || note !== null ? 'warning' : 'success';
@@ -587,6 +594,7 @@ export class IngestionRunner {
         (failed.length > 0 ? `; not loaded into ${failed.map((l) => l.destination.name).join(', ')}` : '') +
         (note !== null ? `; ${note}` : ''),
       outcome,
+      { loaded: first.loaded, rejected },
     );
   }
 
