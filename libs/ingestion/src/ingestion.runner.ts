@@ -298,12 +298,16 @@ export class IngestionRunner {
     const rejectsPath = `${await this.spool.reserve(p.environment, p.pipelineToken)}.rejects`;
     const reading = new AbortController();
     const { port1, port2 } = new MessageChannel();
+    const read = { bytes: 0 };
     const sending = sendInput(
-      this.staging.read(p.environment, p.staged, {
-        reader: p.pipelineToken,
-        signal: reading.signal,
-        staleMs: (p.stream ?? p.records?.stream)?.staleMs,
-      }),
+      counted(
+        this.staging.read(p.environment, p.staged, {
+          reader: p.pipelineToken,
+          signal: reading.signal,
+          staleMs: (p.stream ?? p.records?.stream)?.staleMs,
+        }),
+        read,
+      ),
       port1,
       reading.signal,
     );
@@ -440,7 +444,11 @@ export class IngestionRunner {
         });
       const loads = loading.map(async (leg, i) => {
         const d = leg.destination;
-        const progress = this.progressReporter(job, d.processName, () => counts.rejected);
+        const progress = this.progressReporter(job, d.processName, () => ({
+          rejected: counts.rejected,
+          read: read.bytes,
+          size: p.size ?? null,
+        }));
         try {
           leg.result = await d.load(target, fan.stream(i), () => readRejects(rejectsPath), progress.report);
         } catch (err) {
@@ -598,11 +606,15 @@ export class IngestionRunner {
     );
   }
 
-  /** `processing` entries with the rows so far: at most every progressEveryMs, in order, all written before the stage ends. */
+  /**
+   * `processing` entries with the rows so far and the input's bytes read (of how many, and the
+   * percentage, when the size is known): at most every progressEveryMs, in order, all written before
+   * the stage ends.
+   */
   private progressReporter(
     job: JobRef,
     processName: ProcessName,
-    rejected: () => number,
+    sofar: () => { rejected: number; read: number; size: number | null },
   ): { report: (loaded: number) => void; written: () => Promise<void> } {
     let last = Date.now();
     let chain: Promise<void> = Promise.resolve();
@@ -610,7 +622,12 @@ export class IngestionRunner {
       report: (loaded) => {
         if (Date.now() - last < this.config.progressEveryMs) return;
         last = Date.now();
-        const note = `${loaded} rows loaded so far; ${rejected()} rejected`;
+        const { rejected, read, size } = sofar();
+        const note =
+          `${loaded} rows loaded so far; ${rejected} rejected; ` +
+          (size === null
+            ? `${read} bytes read`
+            : `${read} of ${size} bytes read (${Math.min(100, Math.floor((read * 100) / size))}%)`);
         chain = chain.then(() =>
           this.status.record(job, processName, 'processing', note).catch(() => undefined),
         );
@@ -717,6 +734,14 @@ function foreignHeader(
   missing: number,
 ): boolean {
   return unknown * 2 > fileColumns && missing * 2 >= schemaColumns;
+}
+
+/** The input as it is handed to the stage thread, its bytes counted into `read`. */
+async function* counted(source: AsyncIterable<Buffer>, read: { bytes: number }): AsyncGenerator<Buffer> {
+  for await (const part of source) {
+    read.bytes += part.length;
+    yield part;
+  }
 }
 
 async function* readRejects(path: string): AsyncGenerator<RejectedRow> {
