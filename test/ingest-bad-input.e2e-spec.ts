@@ -133,10 +133,18 @@ describe('ingestion bad input', () => {
     }
   });
 
+  it("a header of mostly unknown columns lacking the schema's is refused as another file", async () => {
+    const header = Array.from({ length: 5000 }, (_, i) => `c${i}`).join(',');
+    const row = Array.from({ length: 5000 }, () => '1').join(',');
+    // Before the test below: its job adds 5,000 columns to the schema before PostgreSQL refuses them.
+    await failsWith('p', `a,${header}\n1,${row}\n`, /looks like another file: 5000 of its 5001 columns/);
+  });
+
   it('5,000 columns end as error naming the PostgreSQL limit', async () => {
     const header = Array.from({ length: 5000 }, (_, i) => `c${i}`).join(',');
     const row = Array.from({ length: 5000 }, () => '1').join(',');
-    await failsWith('p', `a,${header}\n1,${row}\n`, /at most 1600 columns/);
+    // The schema's own columns come first: without them the header would be refused as another file's.
+    await failsWith('p', `a,b,${header}\n1,x,${row}\n`, /at most 1600 columns/);
   });
 
   it('JSON that is neither an array nor NDJSON ends as error; NDJSON and arrays load', async () => {

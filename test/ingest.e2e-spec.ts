@@ -67,6 +67,8 @@ describe('ingestion into PostgreSQL (real Postgres and Redis)', () => {
         lastEventAt: expect.stringMatching(/\.\d{3}Z$/),
         elapsed: expect.stringMatching(/^\d+\.\d{3}s$/),
         lastError: null,
+        rowsLoaded: 3,
+        rowsRejected: 0,
       },
     ]);
     // Progress entries (STATUS_PROGRESS_MS is 10 ms here) may appear on a slow machine; their own test covers them.
@@ -181,11 +183,11 @@ describe('ingestion into PostgreSQL (real Postgres and Redis)', () => {
     ]);
   });
 
-  it('adds file columns missing from the schema as string, altering the table', async () => {
+  it('adds file columns missing from the schema as string, altering the table, and warns', async () => {
     await pipeline('evolving', [['id', 'int']]);
     await waitForJob(api.http, await upload(api.http, 'evolving', 'id\n1\n'));
     const token = await upload(api.http, 'evolving', 'id,Note %,id\n2,hello,3\n');
-    expect((await waitForJob(api.http, token)).rollup.status).toBe('success');
+    expect((await waitForJob(api.http, token)).rollup.status).toBe('warning');
     const def = (await api.http.get('/api/v1/pipeline').query({ pipeline: 'evolving' }).expect(200)).body;
     expect(def.source.schemaProperties.fields).toEqual([
       { name: 'id', type: 'int' },
@@ -263,7 +265,15 @@ describe('ingestion into PostgreSQL (real Postgres and Redis)', () => {
     const files = [1, 2, 3, 4, 5, 6].map((n) => `id,extra_${n % 2}\n${n}0,x\n${n}1,y\n`);
     const tokens = await Promise.all(files.map((f, i) => upload(api.http, 'parallel', f, `p${i}.csv`)));
     const results = await Promise.all(tokens.map((t) => waitForJob(api.http, t)));
-    expect(results.map((r) => r.rollup.status)).toEqual(Array(6).fill('success'));
+    // A job that found its extra column new to the schema added it, and says so (warning).
+    for (const r of results) {
+      expect(['success', 'warning']).toContain(r.rollup.status);
+      if (r.rollup.status === 'warning') {
+        const end = r.events.find((e) => e.processName === 'JobRunner' && e.state === 'end');
+        expect(end?.description).toMatch(/new columns added to the schema.*: extra_[01]$/);
+      }
+    }
+    expect(results.filter((r) => r.rollup.status === 'warning').length).toBeGreaterThanOrEqual(2);
     const loaded = await rows('parallel');
     expect(loaded.map((r) => r.id).sort((a, b) => Number(a) - Number(b))).toEqual([
       10, 11, 20, 21, 30, 31, 40, 41, 50, 51, 60, 61,
@@ -271,7 +281,7 @@ describe('ingestion into PostgreSQL (real Postgres and Redis)', () => {
     expect(Object.keys(loaded[0]).sort()).toEqual(['extra_0', 'extra_1', 'id']);
   });
 
-  it('reports progress of a long load as processing entries with the rows so far', async () => {
+  it('reports progress of a long load as processing entries with the rows and bytes so far', async () => {
     await pipeline('progress', [
       ['id', 'int'],
       ['label', 'string'],
@@ -280,15 +290,29 @@ describe('ingestion into PostgreSQL (real Postgres and Redis)', () => {
     for (let i = 0; i < 100_000; i++) csv += `${i},r${i}\n`;
     const { rollup, events } = await waitForJob(api.http, await upload(api.http, 'progress', csv));
     expect(rollup.status).toBe('success');
+    expect(rollup.jobs[0]).toMatchObject({ rowsLoaded: 100_000, rowsRejected: 0 });
     const progress = events.filter((e) => e.state === 'processing');
     expect(progress.length).toBeGreaterThan(0);
-    const counts = progress.map((e) => {
+    // The job starts while the upload arrives: its size is the request's content-length (the file
+    // and the multipart framing), so the percentage is of a total a little above the file's bytes.
+    const notes = progress.map((e) => {
       expect(e.processName).toBe('PostgresLoader');
-      expect(e.description).toMatch(/^\d+ rows loaded so far; 0 rejected$/);
-      return Number(e.description.split(' ')[0]);
+      const m = /^(\d+) rows loaded so far; 0 rejected; (\d+) of (\d+) bytes read \((\d+)%\)$/.exec(
+        e.description,
+      );
+      expect(m).not.toBeNull();
+      const [rows, read, total, percent] = (m as RegExpExecArray).slice(1).map(Number);
+      expect(total).toBeGreaterThan(csv.length);
+      expect(total).toBeLessThan(csv.length + 1000);
+      expect(read).toBeLessThanOrEqual(csv.length);
+      expect(percent).toBe(Math.floor((read * 100) / total));
+      return { rows, read };
     });
+    const counts = notes.map((n) => n.rows);
     expect([...counts].sort((a, b) => a - b)).toEqual(counts);
     expect(counts[counts.length - 1]).toBeLessThanOrEqual(100_000);
+    const reads = notes.map((n) => n.read);
+    expect([...reads].sort((a, b) => a - b)).toEqual(reads);
     const order = events.map((e) => `${e.processName}:${e.state}`);
     expect(order.lastIndexOf('PostgresLoader:processing')).toBeLessThan(order.indexOf('PostgresLoader:end'));
   });

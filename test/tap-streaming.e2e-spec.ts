@@ -51,7 +51,11 @@ describe('tap runs streaming into their load (real Postgres)', () => {
     expect(run.body).toMatchObject({ status: 'success', persisted: true, recordCount: 5000 });
     expect(run.body.pipelineTokens).toHaveLength(1);
     const { rollup: r, events } = await rollup(run.body.publisherToken);
-    expect(r.status).toBe('success');
+    // Schema contract `evolve` (the default): the job added `label` to the schema, and says so.
+    expect(r.status).toBe('warning');
+    expect(events.find((e) => e.processName === 'JobRunner' && e.state === 'end')?.description).toMatch(
+      /new columns added to the schema.*: label$/,
+    );
     const notifier = events.filter((e) => e.processName === 'StreamNotifier').map((e) => e.description);
     expect(notifier[notifier.length - 1]).toMatch(/received 5000 records .* loaded them as they came/);
     // The job began before the script had finished.
@@ -95,8 +99,12 @@ describe('tap runs streaming into their load (real Postgres)', () => {
     });
     expect(run.body.pipelineTokens).toHaveLength(2);
     const { rollup: r, events } = await rollup(run.body.publisherToken);
-    expect(r.status).toBe('success');
+    // The superseded job ends success; the one that loaded added closed_at (schema contract `evolve`).
+    expect(r.jobs.map((j) => j.status).sort()).toEqual(['success', 'warning']);
     expect(events.some((e) => /nothing loaded here: .*'Closed At'/.test(e.description))).toBe(true);
+    expect(events.some((e) => /new columns added to the schema.*: closed_at$/.test(e.description))).toBe(
+      true,
+    );
     const loaded = await rows('late');
     expect(loaded).toHaveLength(2000);
     expect(loaded[1499]).toEqual({ n: 1499, closed_at: null });

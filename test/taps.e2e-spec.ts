@@ -267,8 +267,12 @@ def fetch():
     });
     expect(res.body).not.toHaveProperty('records');
     expect(res.body.pipelineTokens).toHaveLength(1);
-    const { rollup } = await waitForPublisher(api.http, res.body.publisherToken);
-    expect(rollup.status).toBe('success');
+    const { rollup, events } = await waitForPublisher(api.http, res.body.publisherToken);
+    // Schema contract `evolve` (the default): the job that added the columns says so.
+    expect(rollup.status).toBe('warning');
+    expect(events.find((e) => e.processName === 'JobRunner' && e.state === 'end')?.description).toMatch(
+      /new columns added to the schema.*: growth_percent, customer_name$/,
+    );
     expect(rollup.jobs.map((j) => j.pipelineToken)).toEqual(res.body.pipelineTokens);
     const rows = await pg.query(
       `SELECT order_id, growth_percent, customer_name FROM "${schema}".orders ORDER BY order_id`,

@@ -196,10 +196,11 @@ export class IngestionRunner {
       let counts: Counts | null = null;
       let first: { header: string[] | null; width: number | null } = { header: null, width: null };
       let transforms = false;
+      let note: string | null = null;
       const pending = legs.filter((l) => l.result === null && l.error === null);
       if (pending.length > 0) {
         const read = await this.load(p, def, pending);
-        if (read !== null) ({ counts, first, transforms } = read);
+        if (read !== null) ({ counts, first, transforms, note } = read);
       }
 
       if (counts !== null) {
@@ -234,7 +235,7 @@ export class IngestionRunner {
           'an earlier delivery of this job already loaded it',
         );
       }
-      await this.finish(job, legs, counts, attempt);
+      await this.finish(job, legs, counts, note, attempt);
       await this.release(p, 'ended');
     } catch (err) {
       if (err instanceof RetryLaterError || err instanceof DeferLaterError) {
@@ -289,6 +290,7 @@ export class IngestionRunner {
     counts: Counts;
     first: { header: string[] | null; width: number | null };
     transforms: boolean;
+    note: string | null;
   } | null> {
     const job = jobRef(p);
     const started = Date.now();
@@ -296,12 +298,16 @@ export class IngestionRunner {
     const rejectsPath = `${await this.spool.reserve(p.environment, p.pipelineToken)}.rejects`;
     const reading = new AbortController();
     const { port1, port2 } = new MessageChannel();
+    const read = { bytes: 0 };
     const sending = sendInput(
-      this.staging.read(p.environment, p.staged, {
-        reader: p.pipelineToken,
-        signal: reading.signal,
-        staleMs: (p.stream ?? p.records?.stream)?.staleMs,
-      }),
+      counted(
+        this.staging.read(p.environment, p.staged, {
+          reader: p.pipelineToken,
+          signal: reading.signal,
+          staleMs: (p.stream ?? p.records?.stream)?.staleMs,
+        }),
+        read,
+      ),
       port1,
       reading.signal,
     );
@@ -332,7 +338,7 @@ export class IngestionRunner {
     let counts: Counts = newCounts();
     try {
       const first = await session.first().catch(stageFailure);
-      const { fileColumns, definition, added } = await this.plan(p, def, first);
+      const { fileColumns, definition, added, note } = await this.plan(p, def, first);
       const fields = definition.source.schemaProperties.fields;
       const scripts = await this.scripts(p.environment, definition);
       const target: LoadTarget = {
@@ -438,7 +444,11 @@ export class IngestionRunner {
         });
       const loads = loading.map(async (leg, i) => {
         const d = leg.destination;
-        const progress = this.progressReporter(job, d.processName, () => counts.rejected);
+        const progress = this.progressReporter(job, d.processName, () => ({
+          rejected: counts.rejected,
+          read: read.bytes,
+          size: p.size ?? null,
+        }));
         try {
           leg.result = await d.load(target, fan.stream(i), () => readRejects(rejectsPath), progress.report);
         } catch (err) {
@@ -477,7 +487,7 @@ export class IngestionRunner {
           .catch(() => undefined);
       }
       // Every loader failed before the input was read to its end: there are no counts to report.
-      return session.finished ? { counts, first, transforms } : null;
+      return session.finished ? { counts, first, transforms, note } : null;
     } finally {
       session.end();
       await stopReading();
@@ -508,14 +518,16 @@ export class IngestionRunner {
   }
 
   /**
-   * Writes each destination's outcome and the job's: `success` (or `warning` with rejects) when every
-   * destination loaded, `warning` when some did, `error` when none did. A destination that was
-   * unreachable and is exactly-once makes the job run again while deliveries remain.
+   * Writes each destination's outcome and the job's: `success` (or `warning` with rejects, or with a
+   * schema contract `note`) when every destination loaded, `warning` when some did, `error` when none
+   * did. A destination that was unreachable and is exactly-once makes the job run again while
+   * deliveries remain.
    */
   private async finish(
     job: JobRef,
     legs: Leg[],
     counts: Counts | null,
+    note: string | null,
     attempt: { made: number; max: number },
   ): Promise<void> {
     const failed = legs.filter((l) => l.error !== null);
@@ -563,33 +575,46 @@ export class IngestionRunner {
     const first = loaded[0].result as LoadResult;
     if (first.loaded === 0 && first.rejected > 0) {
       // Nothing usable at all is a failed job, not a warning: the rejects say why.
-      throw new StageError(
-        'DataQuality',
+      const message =
         `nothing was loaded: all ${first.rejected} record(s) were rejected` +
-          (counts?.firstReject ? ` (the first: ${counts.firstReject})` : '') +
-          (first.alreadyLoaded
-            ? ''
-            : `; they are kept in ${first.rejectsLocation ?? `${first.location}_rejects`}`),
+        (counts?.firstReject ? ` (the first: ${counts.firstReject})` : '') +
+        (first.alreadyLoaded
+          ? ''
+          : `; they are kept in ${first.rejectsLocation ?? `${first.location}_rejects`}`);
+      this.logger.warn(
+        { pipelineToken: job.pipelineToken, processName: 'DataQuality', err: message },
+        'ingestion job failed',
       );
+      await this.status.record(job, 'DataQuality', 'error', message, 'error', {
+        loaded: 0,
+        rejected: first.rejected,
+      });
+      return;
     }
     const rejected = Math.max(...loaded.map((l) => (l.result as LoadResult).rejected));
-    const outcome = failed.length > 0 || rejected > 0 ? 'warning' : 'success';
+    const outcome = failed.length > 0 || rejected > 0 || note !== null ? 'warning' : 'success';
     const summary = loaded.map((l) => `${(l.result as LoadResult).loaded} loaded into ${l.destination.name}`);
     await this.status.record(
       job,
       'JobRunner',
       'end',
       `${outcome}: ${summary.join(', ')}; ${rejected} rejected` +
-        (failed.length > 0 ? `; not loaded into ${failed.map((l) => l.destination.name).join(', ')}` : ''),
+        (failed.length > 0 ? `; not loaded into ${failed.map((l) => l.destination.name).join(', ')}` : '') +
+        (note !== null ? `; ${note}` : ''),
       outcome,
+      { loaded: first.loaded, rejected },
     );
   }
 
-  /** `processing` entries with the rows so far: at most every progressEveryMs, in order, all written before the stage ends. */
+  /**
+   * `processing` entries with the rows so far and the input's bytes read (of how many, and the
+   * percentage, when the size is known): at most every progressEveryMs, in order, all written before
+   * the stage ends.
+   */
   private progressReporter(
     job: JobRef,
     processName: ProcessName,
-    rejected: () => number,
+    sofar: () => { rejected: number; read: number; size: number | null },
   ): { report: (loaded: number) => void; written: () => Promise<void> } {
     let last = Date.now();
     let chain: Promise<void> = Promise.resolve();
@@ -597,7 +622,12 @@ export class IngestionRunner {
       report: (loaded) => {
         if (Date.now() - last < this.config.progressEveryMs) return;
         last = Date.now();
-        const note = `${loaded} rows loaded so far; ${rejected()} rejected`;
+        const { rejected, read, size } = sofar();
+        const note =
+          `${loaded} rows loaded so far; ${rejected} rejected; ` +
+          (size === null
+            ? `${read} bytes read`
+            : `${read} of ${size} bytes read (${Math.min(100, Math.floor((read * 100) / size))}%)`);
         chain = chain.then(() =>
           this.status.record(job, processName, 'processing', note).catch(() => undefined),
         );
@@ -607,44 +637,110 @@ export class IngestionRunner {
   }
 
   /**
-   * Maps the file's columns onto the schema. CSV columns missing from the schema are added to the
-   * pipeline as `string` (spec rule); a file sharing no column with a multi-column schema is refused,
-   * since that is nearly always a wrong delimiter or header setting.
+   * Maps the file's columns onto the schema under the pipeline's schema contract. In every mode a
+   * header that is mostly foreign to the schema is refused: that is nearly always a wrong file, or a
+   * wrong delimiter or header setting. Then `evolve` adds the file's new columns to the pipeline as
+   * `string` (spec rule) and bumps its version; `freeze` refuses any difference; `discard_columns`
+   * and `discard_rows` leave the schema alone (the RowPlan ignores the unknown columns, or rejects
+   * rows holding a value in one). `note`: what the job's end reports (and why it is a `warning`).
    */
   private async plan(
     p: IngestPayload,
     def: PipelineDefinition,
     first: { header: string[] | null; width: number | null },
-  ): Promise<{ fileColumns: string[]; definition: PipelineDefinition; added: string[] }> {
+  ): Promise<{
+    fileColumns: string[];
+    definition: PipelineDefinition;
+    added: string[];
+    note: string | null;
+  }> {
     const fields = def.source.schemaProperties.fields;
     const fa = def.source.fileAttributes;
-    if (fa.format !== 'csv') return { fileColumns: [fields[0]?.name ?? '_json'], definition: def, added: [] };
+    if (fa.format !== 'csv') {
+      return { fileColumns: [fields[0]?.name ?? '_json'], definition: def, added: [], note: null };
+    }
 
     const width = first.header?.length ?? first.width ?? fields.length;
     const fileColumns = first.header
       ? uniqueNames(first.header)
       : Array.from({ length: width }, (_, i) => fields[i]?.name ?? `column_${i + 1}`);
     const known = new Set(fields.map((f) => f.name));
-    if (first.header && fields.length > 1 && !fileColumns.some((c) => known.has(c))) {
+    const unknown = fileColumns.filter((c) => !known.has(c));
+    const present = new Set(fileColumns);
+    const missing = fields.map((f) => f.name).filter((c) => !present.has(c));
+    const contract = def.schemaContract ?? 'evolve';
+    if (first.header && foreignHeader(fileColumns.length, unknown.length, fields.length, missing.length)) {
       throw new StageError(
         'DataQuality',
-        `none of the file's columns (${fileColumns.slice(0, 5).join(', ')}) is in the pipeline schema ` +
-          `(${fields
-            .slice(0, 5)
-            .map((f) => f.name)
-            .join(', ')}): check the delimiter ('${fa.csvAttributes.delimiter}') and header settings`,
+        `the file looks like another file: ${unknown.length} of its ${fileColumns.length} columns ` +
+          `(${list(unknown)}) are not in the pipeline schema and it lacks ${missing.length} of the schema's ` +
+          `${fields.length} (${list(missing)}); check the delimiter ('${fa.csvAttributes.delimiter}') and header ` +
+          'settings, and that this is the right file',
       );
     }
-    const missing = fileColumns.filter((c) => !known.has(c));
-    let definition = def;
-    if (missing.length > 0) {
-      definition = (await this.pipelines.addColumns(p.environment, p.pipeline, missing)).definition;
-      this.logger.info(
-        { pipeline: p.pipeline, added: missing.length },
-        'added file columns to the pipeline schema',
+    if (contract === 'freeze' && (unknown.length > 0 || missing.length > 0)) {
+      throw new StageError(
+        'DataQuality',
+        "the file's columns differ from the pipeline schema (schema contract 'freeze'): " +
+          [
+            unknown.length > 0 ? `added ${list(unknown)}` : '',
+            missing.length > 0 ? `missing ${list(missing)}` : '',
+          ]
+            .filter(Boolean)
+            .join('; '),
       );
     }
-    return { fileColumns, definition, added: missing };
+    if (unknown.length === 0) return { fileColumns, definition: def, added: [], note: null };
+    if (contract === 'discard_columns') {
+      return {
+        fileColumns,
+        definition: def,
+        added: [],
+        note: `columns not in the schema dropped (schema contract 'discard_columns'): ${list(unknown)}`,
+      };
+    }
+    if (contract === 'discard_rows') return { fileColumns, definition: def, added: [], note: null };
+    const definition = (await this.pipelines.addColumns(p.environment, p.pipeline, unknown)).definition;
+    this.logger.info(
+      { pipeline: p.pipeline, added: unknown.length },
+      'added file columns to the pipeline schema',
+    );
+    return {
+      fileColumns,
+      definition,
+      added: unknown,
+      note: `new columns added to the schema as string (schema contract 'evolve'): ${list(unknown)}`,
+    };
+  }
+}
+
+/** How many names a message lists before it says how many more there are. */
+const LISTED = 10;
+
+function list(names: string[]): string {
+  return names.length <= LISTED
+    ? names.join(', ')
+    : `${names.slice(0, LISTED).join(', ')} and ${names.length - LISTED} more`;
+}
+
+/**
+ * A header is foreign to the schema when most of its columns are unknown and it lacks at least half
+ * of the schema's: a file that adds columns beside the schema's own is an evolution, not a wrong file.
+ */
+function foreignHeader(
+  fileColumns: number,
+  unknown: number,
+  schemaColumns: number,
+  missing: number,
+): boolean {
+  return unknown * 2 > fileColumns && missing * 2 >= schemaColumns;
+}
+
+/** The input as it is handed to the stage thread, its bytes counted into `read`. */
+async function* counted(source: AsyncIterable<Buffer>, read: { bytes: number }): AsyncGenerator<Buffer> {
+  for await (const part of source) {
+    read.bytes += part.length;
+    yield part;
   }
 }
 

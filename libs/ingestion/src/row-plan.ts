@@ -1,6 +1,13 @@
 // The stage thread loads this file: deep imports keep its module graph small (no Nest modules,
 // DTOs or database drivers), which is what a thread per job costs to start.
-import type { DataQualityRule, FieldType, PipelineDefinition, SchemaField, TypedBatch } from '@tapyard/model';
+import type {
+  CsvAttributes,
+  DataQualityRule,
+  FieldType,
+  PipelineDefinition,
+  SchemaField,
+  TypedBatch,
+} from '@tapyard/model';
 import {
   Expr,
   evaluate,
@@ -62,6 +69,10 @@ export class RowPlan {
   private readonly checks: Check[][];
   private readonly steps: CompiledStep[];
   private readonly outCoercers: ((raw: string) => Coerced)[];
+  /** schemaContract `discard_rows`: the file columns the schema does not have, by position. */
+  private readonly stray: { index: number; name: string }[];
+  /** A row's cells as the text a rejected row keeps (`raw`). */
+  readonly rawText: (row: (string | null)[]) => string;
 
   /**
    * `stage`: where the row in progress is, for a watchdog in another thread: 0 DataQuality,
@@ -84,6 +95,13 @@ export class RowPlan {
     this.outColumns = outputFields(this.fields, def.transformation.mappings);
     this.outCoercers = this.outColumns.map((c) => coercer(c.type));
     this.scratch = new Array<Value>(this.fields.length).fill(null);
+    const known = new Set(this.fields.map((f) => f.name));
+    this.stray =
+      def.schemaContract === 'discard_rows'
+        ? fileColumns.flatMap((name, index) => (known.has(name) ? [] : [{ index, name }]))
+        : [];
+    const fa = def.source.fileAttributes;
+    this.rawText = fa.format === 'csv' ? csvLine(fa.csvAttributes) : (row) => row.join(',');
   }
 
   get transforms(): boolean {
@@ -95,6 +113,15 @@ export class RowPlan {
    * row is appended to `out` (whose columns are outColumns); a refused one returns why.
    */
   process(row: (string | null)[], line: number, out: BatchBuilder): Rejection | null {
+    for (const s of this.stray) {
+      const cell = row[s.index];
+      if (cell !== null && cell !== undefined && cell !== '') {
+        return {
+          stage: 'DataQuality',
+          reason: `column '${s.name}' is not in the pipeline schema (schema contract 'discard_rows')`,
+        };
+      }
+    }
     const n = this.fields.length;
     const values = this.scratch;
     for (let i = 0; i < n; i++) {
@@ -146,6 +173,33 @@ export class RowPlan {
     out.push(result, line);
     return null;
   }
+}
+
+/**
+ * A row as one CSV line in the pipeline's own dialect, reading back to the same cells: a cell is
+ * quoted when it holds the delimiter, the quote, the escape or a line break, is empty (`""`: the
+ * empty string, where an unquoted empty field is NULL) or is one of the null markers; NULL is the
+ * empty unquoted field. Files written by the usual tools quote exactly so.
+ */
+export function csvLine(attrs: CsvAttributes): (row: (string | null)[]) => string {
+  const delimiter = attrs.delimiter ?? ',';
+  const quote = attrs.quote ?? null;
+  if (quote === null) return (row) => row.map((c) => c ?? '').join(delimiter);
+  const escape = attrs.escape ?? quote;
+  const nulls = new Set(attrs.nullValues ?? ['']);
+  const special = new RegExp(`[${[delimiter, quote, escape, '\\r', '\\n'].map(escapeClass).join('')}]`);
+  const escaped = new RegExp(`[${[...new Set([quote, escape])].map(escapeClass).join('')}]`, 'g');
+  const cell = (c: string | null): string => {
+    if (c === null) return '';
+    if (c !== '' && !nulls.has(c) && !special.test(c)) return c;
+    return quote + c.replace(escaped, (m) => escape + m) + quote;
+  };
+  return (row) => row.map(cell).join(delimiter);
+}
+
+/** A character as it stands in a regular-expression class. */
+function escapeClass(ch: string): string {
+  return ch.length === 1 ? ch.replace(/[\\\]^-]/g, '\\$&') : ch;
 }
 
 type CompiledStep = (values: Map<string, string | null>) => void;

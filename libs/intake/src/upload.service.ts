@@ -65,8 +65,10 @@ export class UploadService {
   async upload(environment: string, req: Request, access: AccessCheck): Promise<string> {
     const pipelineToken = randomUUID();
     let streamed: JobRef | null = null;
+    const length = Number(req.headers['content-length']);
+    const size = Number.isSafeInteger(length) && length > 0 ? length : undefined;
     const startEarly = async (got: Received): Promise<void> => {
-      streamed = await this.startStreaming(environment, pipelineToken, got, access).catch(() => null);
+      streamed = await this.startStreaming(environment, pipelineToken, got, access, size).catch(() => null);
     };
     let got: Received;
     try {
@@ -127,7 +129,9 @@ export class UploadService {
           .ingest(environment)
           .enqueue(IngestJob.document, { ...job, staged, uri: `upload://${got.filename}` }, options);
       } else {
-        await this.queues.ingest(environment).enqueue(IngestJob.load, { ...job, staged }, options);
+        await this.queues
+          .ingest(environment)
+          .enqueue(IngestJob.load, { ...job, staged, size: got.bytes }, options);
       }
       await this.status.record(
         job,
@@ -171,7 +175,7 @@ export class UploadService {
         ? this.queues
             .ingest(environment)
             .enqueue(IngestJob.document, { ...job, staged, uri: `upload://${filename}` }, options)
-        : this.queues.ingest(environment).enqueue(IngestJob.load, { ...job, staged }, options));
+        : this.queues.ingest(environment).enqueue(IngestJob.load, { ...job, staged, size: bytes }, options));
       await this.status.record(
         job,
         'StreamNotifier',
@@ -218,12 +222,14 @@ export class UploadService {
    * Called when the file part starts: when the pipeline field came first and the file is not an
    * archive, admits the upload and enqueues its job, which reads the file as it arrives. Returns
    * the job, or null to take the upload the classic way (a refusal is then reported after receipt).
+   * `size`: the request's content-length, when it has one.
    */
   private async startStreaming(
     environment: string,
     pipelineToken: string,
     got: Received,
     access: AccessCheck,
+    size: number | undefined,
   ): Promise<JobRef | null> {
     // The fields as they are when the file starts: later ones keep arriving while this runs.
     const pipeline = got.fields.get('pipeline')?.trim();
@@ -243,7 +249,7 @@ export class UploadService {
       .ingest(environment)
       .enqueue(
         IngestJob.load,
-        { ...job, staged: pipelineToken, stream: { staleMs: UPLOAD_STALE_MS } },
+        { ...job, staged: pipelineToken, stream: { staleMs: UPLOAD_STALE_MS }, ...(size ? { size } : {}) },
         loadJobOptions(environment, pipelineToken, this.config.loadRetry),
       );
     return job;

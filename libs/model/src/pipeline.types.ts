@@ -21,6 +21,13 @@ export interface SchemaField {
 
 export type SourceFormat = 'csv' | 'json' | 'xml' | 'unstructured';
 
+/**
+ * What a job does with file columns the schema does not have (and, for `freeze`, with schema columns
+ * the file lacks); dlt's names. Absent from a stored definition: `evolve`.
+ */
+export const SCHEMA_CONTRACTS = ['evolve', 'freeze', 'discard_columns', 'discard_rows'] as const;
+export type SchemaContract = (typeof SCHEMA_CONTRACTS)[number];
+
 export interface CsvAttributes {
   /** One character; `\t` for TSV. Default `,`. */
   delimiter: string;
@@ -156,6 +163,8 @@ export interface PipelineDefinition {
   name: string;
   catalog: string | null;
   description?: string;
+  /** Absent: `evolve`. */
+  schemaContract?: SchemaContract;
   source: {
     fileAttributes: {
       format: SourceFormat;

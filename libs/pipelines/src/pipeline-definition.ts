@@ -107,6 +107,7 @@ export function toDefinition(
     name: dto.name,
     catalog: dto.catalog?.trim() ? dto.catalog.trim() : null,
     ...(dto.description ? { description: dto.description } : {}),
+    ...(dto.schemaContract ? { schemaContract: dto.schemaContract } : {}),
     source: {
       fileAttributes: {
         format,

@@ -169,6 +169,7 @@ const PAYLOADS: { [Q in QueueName]: { [N in JobName<Q>]: Fields<JobPayload<Q, N>
         }),
       ),
       stream: optional(stream),
+      size: optional(num),
     },
     intake: { ...jobFields, bucket: str, key: str, staged: bool },
     document: {

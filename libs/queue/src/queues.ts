@@ -86,6 +86,11 @@ export interface IngestPayload extends JobFields {
    * arrives, until the upload ends it (see Staging). `staleMs` as for tap streams.
    */
   stream?: { staleMs: number };
+  /**
+   * How many bytes the input holds, when known, for progress notes: the staged file's size, or for
+   * an upload still arriving its request's content-length (multipart framing included: an upper bound).
+   */
+  size?: number;
 }
 
 /**

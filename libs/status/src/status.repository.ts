@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { escapeLiteral } from 'pg';
 import { DataSource } from 'typeorm';
-import { JobRef, JobRow, JobStatus, ProcessName, StageState } from './status.types';
+import { JobRef, JobRow, JobRows, JobStatus, ProcessName, StageState } from './status.types';
 
 export interface EventRow {
   id: string;
@@ -17,7 +17,7 @@ export interface EventRow {
 }
 
 const JOB_COLUMNS = `pipeline_token, pipeline, publisher_token, filename, status, last_process, last_state,
-  started_at, last_event_at, ended_at, last_error_process, last_error_description, scope`;
+  started_at, last_event_at, ended_at, last_error_process, last_error_description, scope, rows_loaded, rows_rejected`;
 
 /**
  * The scope fields of the job's pipeline as it is when the job begins (see pipelineScope()): the job
@@ -45,6 +45,7 @@ export class StatusRepository {
    * redelivery, a second worker) and the event is dropped. The per-job lock serialises every writer of
    * the job on any host, so of two racing terminal events exactly one is written; each statement reads
    * a snapshot taken after the lock was granted, so it sees the end the previous holder committed.
+   * `rows`: what the job loaded and rejected, given with its terminal event.
    */
   async record(
     job: JobRef,
@@ -53,6 +54,7 @@ export class StatusRepository {
     description: string,
     epoch: number,
     outcome: JobStatus | null,
+    rows: JobRows | null = null,
   ): Promise<void> {
     const status = outcome ?? (state === 'error' ? 'error' : 'processing');
     const terminal = status !== 'processing';
@@ -68,6 +70,8 @@ export class StatusRepository {
       epoch,
       status,
       terminal,
+      rows?.loaded ?? null,
+      rows?.rejected ?? null,
     ];
     // One message, one round trip: its statements share an implicit transaction (the lock is held to
     // its end, an error rolls it all back), and the insert's snapshot is taken after the lock, so it
@@ -85,9 +89,10 @@ export class StatusRepository {
        )
        INSERT INTO tapyard.jobs AS j (environment, pipeline_token, pipeline, publisher_token, filename, status,
          last_process, last_state, started_at, last_event_at, ended_at, last_error_process, last_error_description,
-         scope)
+         scope, rows_loaded, rows_rejected)
        SELECT $1, $3, $2, $4, $5, $10, $6, $7, $9, $9, CASE WHEN $11 THEN $9::bigint END,
-         CASE WHEN $7 = 'error' THEN $6 END, CASE WHEN $7 = 'error' THEN $8 END, ${PIPELINE_SCOPE} FROM open
+         CASE WHEN $7 = 'error' THEN $6 END, CASE WHEN $7 = 'error' THEN $8 END, ${PIPELINE_SCOPE},
+         $12::bigint, $13::bigint FROM open
        ON CONFLICT (environment, pipeline_token) DO UPDATE SET
          status = EXCLUDED.status,
          last_process = EXCLUDED.last_process,
@@ -95,7 +100,9 @@ export class StatusRepository {
          last_event_at = GREATEST(j.last_event_at, EXCLUDED.last_event_at),
          ended_at = CASE WHEN $11 THEN EXCLUDED.last_event_at END,
          last_error_process = COALESCE(EXCLUDED.last_error_process, j.last_error_process),
-         last_error_description = COALESCE(EXCLUDED.last_error_description, j.last_error_description)`,
+         last_error_description = COALESCE(EXCLUDED.last_error_description, j.last_error_description),
+         rows_loaded = COALESCE(EXCLUDED.rows_loaded, j.rows_loaded),
+         rows_rejected = COALESCE(EXCLUDED.rows_rejected, j.rows_rejected)`,
          values,
        )}`,
     );

@@ -10,6 +10,7 @@ import {
   JOB_TIMEOUT_MS,
   JobRef,
   JobRow,
+  JobRows,
   JobStatus,
   JobSummary,
   JobsFilter,
@@ -66,7 +67,8 @@ export class StatusService {
    * that is not the job's end, such as one destination failing while others load). Descriptions often quote
    * the input (a key, a value, a server's message): control characters are escaped, since one NUL
    * would make PostgreSQL refuse the entry and the job could never reach its terminal state.
-   * The terminal event is final: an event after it is dropped, whoever sends it.
+   * The terminal event is final: an event after it is dropped, whoever sends it. `rows`: what the
+   * job loaded and rejected (the rollup's rowsLoaded and rowsRejected), given with its terminal event.
    */
   record(
     job: JobRef,
@@ -74,10 +76,11 @@ export class StatusService {
     state: StageState,
     description: string,
     outcome: JobStatus | null = null,
+    rows: JobRows | null = null,
   ): Promise<void> {
     const ref = { ...job, filename: safeText(job.filename) };
     return this.repo
-      .record(ref, processName, state, safeText(description), this.clock.now(), outcome)
+      .record(ref, processName, state, safeText(description), this.clock.now(), outcome, rows)
       .then(() => {
         this.counted?.stages.inc({ stage: processName, state });
         if (outcome !== null && outcome !== 'processing') this.counted?.jobs.inc({ outcome });
@@ -213,6 +216,8 @@ export class StatusService {
                 (timedOut ? 'no terminal event within 8 hours of the first event' : 'job failed'),
             }
           : null,
+      rowsLoaded: r.rows_loaded === null ? null : Number(r.rows_loaded),
+      rowsRejected: r.rows_rejected === null ? null : Number(r.rows_rejected),
     };
   }
 }

@@ -81,6 +81,15 @@ export interface RollupJob {
   lastEventAt: string;
   elapsed: string;
   lastError: { processName: string; description: string } | null;
+  /** Rows the job loaded and rejected, once it ended having read its input; null otherwise. */
+  rowsLoaded: number | null;
+  rowsRejected: number | null;
+}
+
+/** What a job's terminal event records of its rows. */
+export interface JobRows {
+  loaded: number;
+  rejected: number;
 }
 
 export interface Rollup {
@@ -105,6 +114,9 @@ export interface JobRow {
   last_error_description: string | null;
   /** The pipeline's scope fields when the job began; null for jobs recorded before scopes were kept. */
   scope: JobScope | null;
+  /** bigint: a number from json_agg, a string from a plain query. */
+  rows_loaded: number | string | null;
+  rows_rejected: number | string | null;
 }
 
 /** `catalog`, `database`, `type`: what capability scopes are checked against. */

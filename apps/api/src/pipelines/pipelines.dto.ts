@@ -144,6 +144,8 @@ export const ROLLUP_EXAMPLE = {
         lastEventAt: '2026-11-22T05:03:51.020Z',
         elapsed: '2.877s',
         lastError: null,
+        rowsLoaded: 49998,
+        rowsRejected: 2,
       },
     ],
   },

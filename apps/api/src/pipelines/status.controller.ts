@@ -30,7 +30,11 @@ export class StatusController {
       'Exactly one query is used, by precedence: `publishertoken` (events of every job with that token, oldest first), ' +
       '`pipelinetoken` (events of one job), `pipelinename` (job summaries, newest first, 50 per `page`). With ' +
       '`withrollup=true` a token query answers `{rollup, events}`: poll until `rollup.allDone`, then read `rollup.status` ' +
-      'and `rollup.jobs[].lastError`. A job with no terminal event 8 hours after its first is `timed_out`. Scoped ' +
+      'and `rollup.jobs[].lastError`; `rollup.jobs[].rowsLoaded` and `rowsRejected` are the numbers of rows a job ' +
+      'loaded and rejected (null until it ends, and for a job that ended before reading its input). Progress ' +
+      'entries (`processing`) of a loader read `N rows loaded so far; M rejected; R of T bytes read (P%)` when the ' +
+      "input's size is known, else `...; R bytes read`. A job with no terminal event 8 hours after its first is " +
+      '`timed_out`. Scoped ' +
       'callers see only jobs whose pipeline was in their scope when the job began; a token with none of those is 404.',
   })
   @ApiOkResponse({

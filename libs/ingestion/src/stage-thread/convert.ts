@@ -101,7 +101,7 @@ export function convert(
       counts.rejected++;
       if (r.stage === 'DataQuality') counts.dq++;
       else counts.tf++;
-      const raw = batch.rows[i].join(',');
+      const raw = plan.rawText(batch.rows[i]);
       rejects.write(
         JSON.stringify({
           line: batch.lines[i],

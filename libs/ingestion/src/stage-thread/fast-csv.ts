@@ -63,7 +63,10 @@ export class FastCsvInput {
     const types = fileColumns.map((c) => fields.find((f) => f.name === c)?.type ?? 'string');
     this.width = fileColumns.length;
     this.columns = fileColumns;
-    this.check = compileCsvCheck({ ...this.attrs, types });
+    // A column the schema does not have (schema contract discard_columns or discard_rows) cannot go
+    // out unparsed: every chunk is then read by the validating path, which drops it or rejects its row.
+    const known = new Set(fields.map((f) => f.name));
+    this.check = fileColumns.every((c) => known.has(c)) ? compileCsvCheck({ ...this.attrs, types }) : null;
     this.copyOptions = copyCsvOptions(this.attrs);
   }
 

@@ -16,7 +16,7 @@ import {
   MaxLength,
   ValidateNested,
 } from 'class-validator';
-import { FIELD_TYPES, FieldType } from '@tapyard/model';
+import { FIELD_TYPES, FieldType, SCHEMA_CONTRACTS, SchemaContract } from '@tapyard/model';
 import { DestinationDto } from '../destination-sections';
 
 export const PIPELINE_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
@@ -293,6 +293,19 @@ export class PipelineConfigDto {
   @IsString()
   @MaxLength(2000)
   description?: string;
+
+  @ApiPropertyOptional({
+    enum: SCHEMA_CONTRACTS,
+    default: 'evolve',
+    description:
+      "What a job does when the file's columns differ from the schema. `evolve`: new columns join the schema as " +
+      'string (the job ends `warning` naming them); `freeze`: the job is refused, naming the added and missing ' +
+      'columns; `discard_columns`: unknown columns are dropped (`warning` naming them); `discard_rows`: rows with ' +
+      'a value in an unknown column are rejected. In every mode a header whose columns are mostly unknown is refused.',
+  })
+  @OptionalNotNull()
+  @IsIn(SCHEMA_CONTRACTS as unknown as string[])
+  schemaContract?: SchemaContract;
 
   @ApiProperty({ type: SourceDto })
   @ValidateNested()
