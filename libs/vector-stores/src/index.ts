@@ -11,6 +11,7 @@ export { METADATA_KEY } from './vector-store';
 export {
   VectorContainerMissing,
   VectorDimensionMismatch,
+  VectorStoreErrorCode,
   VectorStoreInputError,
 } from './vector-store.errors';
 export { VECTOR_STORE_FACTORIES } from './registry';

@@ -6,7 +6,7 @@ import { VECTOR_STORES, VectorStoreName } from '@tapyard/model';
 import { SecretNotFoundError, SecretsService } from '@tapyard/secrets';
 import { VECTOR_STORE_FACTORIES } from './registry';
 import type { VectorStore } from './vector-store';
-import { VectorStoreInputError } from './vector-store.errors';
+import { VectorStoreErrorCode, VectorStoreInputError } from './vector-store.errors';
 
 /**
  * The vector stores of an environment: each configured by the secret named after it (docs/documents.md, "Vector
@@ -59,7 +59,7 @@ export class VectorStoresService implements OnModuleDestroy {
       throw new ServiceUnavailableError(
         name,
         `vector store ${name} is not configured in environment '${environment}': create the secret '${name}' (see docs/documents.md, "Vector store secrets")`,
-      );
+      ).coded(VectorStoreErrorCode.NotConfigured);
     }
     return store;
   }
