@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { AssistantTool, AssistantToolSet, EnumArg, TextArg, ToolSet, tool } from '@tapyard/assistant';
 import { CONFIG, TapyardConfig, ValidationError } from '@tapyard/core';
 import { MetadataService } from './metadata.service';
+import { MetadataErrorCode } from './metadata-errors';
 
 const KINDS = [
   'databases',
@@ -84,7 +85,10 @@ export class MetadataTools implements ToolSet {
           ]);
           if (kind === 'schemas') return this.metadata.postgresSchemas(viewer, db);
           if (kind === 'tables') return this.metadata.postgresTables(viewer, db, schema);
-          if (table === undefined) throw new ValidationError("argument 'table' must be a non-empty string");
+          if (table === undefined)
+            throw new ValidationError("argument 'table' must be a non-empty string").coded(
+              MetadataErrorCode.InvalidRequest,
+            );
           return this.metadata.postgresColumns(viewer, db, schema, table);
         },
       }),
