@@ -68,6 +68,7 @@ export class MetadataTools implements ToolSet {
                 'metadata',
                 { database: db },
                 `MongoDB database '${db}' does not exist`,
+                MetadataErrorCode.DatabaseNotFound,
               );
               return this.metadata.mongoCollections(access.viewer, db);
             }
@@ -81,7 +82,11 @@ export class MetadataTools implements ToolSet {
           }
           const database = db ?? this.config.database.name;
           const { viewer } = ctx.gate.check('discover_metadata', 'metadata:read', [
-            { fields: { database }, hiddenMessage: `PostgreSQL database '${database}' does not exist` },
+            {
+              fields: { database },
+              hiddenMessage: `PostgreSQL database '${database}' does not exist`,
+              hiddenCode: MetadataErrorCode.DatabaseNotFound,
+            },
           ]);
           if (kind === 'schemas') return this.metadata.postgresSchemas(viewer, db);
           if (kind === 'tables') return this.metadata.postgresTables(viewer, db, schema);
