@@ -218,6 +218,9 @@ describe('API keys (USE_API_KEYS=true): issuance, rotation, revocation, capabili
       .set('x-api-key', sales)
       .expect(404);
     expect(absent.body.message).toBe("pipeline 'nope' does not exist");
+    // The domain code too: a hidden pipeline's 404 must not tell itself apart by its code.
+    expect(absent.body.code).toBe('pipeline.not_found');
+    expect(hidden.body.code).toBe(absent.body.code);
     await a.http
       .delete('/api/v1/pipeline')
       .query({ pipeline: 'hr_people' })
@@ -233,6 +236,7 @@ describe('API keys (USE_API_KEYS=true): issuance, rotation, revocation, capabili
       .attach('file', Buffer.from('id\n1\n'), 'a.csv')
       .expect(404);
     expect(hrUpload.body.message).toBe("pipeline 'hr_people' does not exist");
+    expect(hrUpload.body.code).toBe('pipeline.not_found');
     const hrToken = await uploadAs(boot, 'hr_people');
     const salesToken = await uploadAs(sales, 'sales_orders');
     // Status follows the job's pipeline catalog.

@@ -2,17 +2,23 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { VECTOR_STORES, VectorStoreName } from '@tapyard/model';
-import { VECTOR_STORE_FACTORIES, VectorStore } from '@tapyard/vector-stores';
+import type { VectorStore } from '@tapyard/vector-stores';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { writeDocxBomb, writePdfBomb } from './support/document-bombs';
 import { CORPUS, documentTapScript } from './support/documents';
 import { TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
 import { waitForJob, waitForPublisher } from './support/ingest';
-import { peerAllowList, peerPolicy, vectorPeerFields } from './support/vector-peers';
+import {
+  VECTOR_STORE_REGISTRY,
+  openVectorStore,
+  peerAllowList,
+  peerPolicy,
+  vectorPeerFields,
+} from './support/vector-peers';
 
 /** The stores whose plug-in is registered: each runs the same document flow against its real server. */
 const FIXTURES = join(__dirname, 'corpora', 'documents');
-const STORES = VECTOR_STORES.filter((s) => VECTOR_STORE_FACTORIES[s]) as VectorStoreName[];
+const STORES = VECTOR_STORES.filter((s) => VECTOR_STORE_REGISTRY.factory(s)) as VectorStoreName[];
 
 describe.each(STORES)('documents into %s: tap and upload, search, idempotence, deleteData', (store) => {
   const env = uniqueEnvironment(`docs-${store}`);
@@ -55,7 +61,7 @@ describe.each(STORES)('documents into %s: tap and upload, search, idempotence, d
     api = await startApi(flags);
     worker = await startWorker(flags);
     if (store !== 'pgvector') await api.http.put(`/api/v1/secrets/${store}`).send(fields).expect(200);
-    direct = VECTOR_STORE_FACTORIES[store]!(fields, peerPolicy(fields));
+    direct = openVectorStore(store, fields, peerPolicy(fields));
     container = direct.containerName(collection);
     await api.http
       .post('/api/v1/pipeline')

@@ -121,4 +121,28 @@ describe('error bodies carry a code: the domain code, else the HTTP class', () =
       ),
     ).toBe('tap.invalid_cron');
   });
+
+  it('vector stores, config files, uploads', async () => {
+    const search = { query: 'anything', collection: 'docs' };
+    expect(await codeOf(400, (h) => h.post('/api/v1/search/bogus').send(search))).toBe(
+      'vector_store.invalid_request',
+    );
+    // Nothing configures Milvus in a fresh environment.
+    expect(await codeOf(503, (h) => h.post('/api/v1/search/milvus').send(search))).toBe(
+      'vector_store.not_configured',
+    );
+    expect(await codeOf(400, (h) => h.post('/api/v1/config/upload').field('type', 'javascript'))).toBe(
+      'config_file.missing_field',
+    );
+    expect(
+      await codeOf(400, (h) =>
+        h.post('/api/v1/config/upload').field('type', 'nonsense').attach('file', Buffer.from('x'), 'a.js'),
+      ),
+    ).toBe('config_file.unknown_type');
+    expect(
+      await codeOf(400, (h) =>
+        h.post('/api/v1/pipeline/upload').attach('file', Buffer.from('id\n1\n'), 'rows.csv'),
+      ),
+    ).toBe('upload.missing_field');
+  });
 });

@@ -1,6 +1,7 @@
 import { HealthService, AvailabilityService } from '@tapyard/health';
 import { SecretsService } from '@tapyard/secrets';
 import { AiService } from '@tapyard/ai';
+import { VECTOR_STORE_PLUGINS, VectorStoreRegistry } from '@tapyard/vector-stores';
 import { createLogger, loadConfig } from '@tapyard/core';
 import { LogCapture } from './support/log-capture';
 import { testEnv } from './support/env';
@@ -26,7 +27,12 @@ describe('health when every peer is down', () => {
       reveal: () => new Promise(() => undefined),
     } as unknown as SecretsService;
     const logger = createLogger('error', 'api', new LogCapture());
-    const health = new HealthService(config, secrets, new AiService(config, logger, secrets));
+    const health = new HealthService(
+      config,
+      secrets,
+      new AiService(config, logger, secrets),
+      new VectorStoreRegistry(VECTOR_STORE_PLUGINS),
+    );
     try {
       const started = Date.now();
       const status = await health.all(config.environment);

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { VECTOR_STORE_FACTORIES, VectorStore } from '@tapyard/vector-stores';
-import { peerPolicy, vectorPeerFields } from './support/vector-peers';
+import type { VectorStore } from '@tapyard/vector-stores';
+import { openVectorStore, peerPolicy, vectorPeerFields } from './support/vector-peers';
 
 /**
  * PostgreSQL keeps 63 bytes of a name: index names made from a long table name would be cut there and
@@ -13,7 +13,7 @@ describe('pgvector: a table name near the 63-byte limit', () => {
 
   beforeAll(async () => {
     const fields = vectorPeerFields('pgvector');
-    store = VECTOR_STORE_FACTORIES.pgvector!(fields, peerPolicy(fields));
+    store = openVectorStore('pgvector', fields, peerPolicy(fields));
     await store.probe();
   });
   afterAll(async () => {

@@ -240,17 +240,22 @@ describe('policy: every entry point obeys the same rule', () => {
   });
 
   describe('a tap feeds only a pipeline its saver and its runner may upload to (TapPolicy)', () => {
-    const refusedFeed = { status: 404, message: "pipeline 'target' does not exist" };
+    // The message and domain code of a pipeline that does not exist: the refusal reveals nothing.
+    const refusedFeed = {
+      status: 404,
+      code: 'pipeline.not_found',
+      message: "pipeline 'target' does not exist",
+    };
     /** Each route that takes a target or starts a run, with its case or why it does not feed. */
     const routes: Record<string, (() => Promise<void>) | string> = {
       'POST /tap': async () => {
         const res = await post(noFeed, '/tap', { name: 'nf_save', targetPipeline: 'target', script });
-        expect({ status: res.status, message: res.body.message }).toEqual(refusedFeed);
+        expect({ status: res.status, code: res.body.code, message: res.body.message }).toEqual(refusedFeed);
         await get(admin, '/tap', { name: 'nf_save' }).expect(404);
       },
       'POST /tap/run': async () => {
         const res = await post(noFeed, '/tap/run', { name: 'fed', mode: 'run' });
-        expect({ status: res.status, message: res.body.message }).toEqual(refusedFeed);
+        expect({ status: res.status, code: res.body.code, message: res.body.message }).toEqual(refusedFeed);
         // Refused before the debounce claim and the run history.
         expect((await get(admin, '/tap/runs', { name: 'fed' }).expect(200)).body).toEqual([]);
       },
@@ -394,8 +399,9 @@ describe('policy: every entry point obeys the same rule', () => {
         .set('x-api-key', uploaderA)
         .field('pipeline', 'target')
         .attach('file', Buffer.from('n\n1\n'), 'rows.csv');
-      expect({ status: res.status, message: res.body.message }).toEqual({
+      expect({ status: res.status, code: res.body.code, message: res.body.message }).toEqual({
         status: 404,
+        code: 'pipeline.not_found',
         message: "pipeline 'target' does not exist",
       });
       const uploading = Object.keys(TOOL_RULES).filter((t) => TOOL_RULES[t].includes('upload'));

@@ -3,13 +3,8 @@ import { AddressInfo, createServer } from 'node:net';
 import { QdrantClient } from '@qdrant/js-client-rest';
 import { ChromaClient } from 'chromadb';
 import { ServiceUnavailableError } from '@tapyard/core';
-import {
-  VECTOR_STORE_FACTORIES,
-  VectorDimensionMismatch,
-  VectorStore,
-  VectorStoreInputError,
-} from '@tapyard/vector-stores';
-import { peerPolicy, vectorPeerFields } from './support/vector-peers';
+import { VectorDimensionMismatch, VectorStore, VectorStoreInputError } from '@tapyard/vector-stores';
+import { openVectorStore, peerPolicy, vectorPeerFields } from './support/vector-peers';
 
 /**
  * Collections a caller may name in a search that Tapyard did not make (another tool filled them, with
@@ -40,7 +35,7 @@ async function closedPort(): Promise<number> {
 
 function open(store: 'qdrant' | 'chroma'): { vs: VectorStore; url: URL } {
   const fields = vectorPeerFields(store);
-  return { vs: VECTOR_STORE_FACTORIES[store]!(fields, peerPolicy(fields)), url: new URL(fields.url) };
+  return { vs: openVectorStore(store, fields, peerPolicy(fields)), url: new URL(fields.url) };
 }
 
 describe('qdrant: collections made elsewhere, other dimensions', () => {
@@ -81,7 +76,7 @@ describe('qdrant: collections made elsewhere, other dimensions', () => {
 
   it('names the reason it cannot reach a server', async () => {
     const unavailable = async (url: string): Promise<string> => {
-      const dead = VECTOR_STORE_FACTORIES.qdrant!({ url }, peerPolicy({ url }));
+      const dead = openVectorStore('qdrant', { url }, peerPolicy({ url }));
       const err = await dead.probe().then(
         () => null,
         (e: unknown) => e,
@@ -157,7 +152,7 @@ describe('chroma: collections made elsewhere, other dimensions', () => {
 
   it('says it cannot reach a server', async () => {
     const fields = { url: 'http://127.0.0.1:9' };
-    const dead = VECTOR_STORE_FACTORIES.chroma!(fields, peerPolicy(fields));
+    const dead = openVectorStore('chroma', fields, peerPolicy(fields));
     const err = await dead.probe().then(
       () => null,
       (e: unknown) => e,

@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { EgressPolicy } from '@tapyard/egress';
 import type { VectorStoreName } from '@tapyard/model';
+import { VECTOR_STORE_PLUGINS, VectorStore, VectorStoreRegistry } from '@tapyard/vector-stores';
 
 const cache = new Map<string, Record<string, string>>();
 
@@ -49,4 +50,18 @@ export function peerAllowList(fields: Record<string, string>): string {
   const out = [`${u.hostname}:${port}`];
   if (fields.grpcPort) out.push(`${u.hostname}:${fields.grpcPort}`);
   return out.join(',');
+}
+
+/** The stores the apps register (VectorStoreRegistryModule.forRoot(VECTOR_STORE_PLUGINS)), for tests that reach a store directly. */
+export const VECTOR_STORE_REGISTRY = new VectorStoreRegistry(VECTOR_STORE_PLUGINS);
+
+/** A store of `name` built by its registered plug-in from `fields`. */
+export function openVectorStore(
+  name: VectorStoreName,
+  fields: Record<string, string>,
+  policy: EgressPolicy,
+): VectorStore {
+  const factory = VECTOR_STORE_REGISTRY.factory(name);
+  if (!factory) throw new Error(`no vector store plug-in registered as ${name}`);
+  return factory(fields, policy);
 }

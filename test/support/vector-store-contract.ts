@@ -3,13 +3,12 @@ import { EgressPolicy } from '@tapyard/egress';
 import type { VectorStoreName } from '@tapyard/model';
 import {
   ChunkRecord,
-  VECTOR_STORE_FACTORIES,
   VectorContainerMissing,
   VectorDimensionMismatch,
   VectorStore,
 } from '@tapyard/vector-stores';
 import { ServiceUnavailableError } from '@tapyard/core';
-import { peerPolicy, vectorPeerFields } from './vector-peers';
+import { openVectorStore, peerPolicy, vectorPeerFields } from './vector-peers';
 
 const DIM = 8;
 
@@ -60,10 +59,8 @@ export function vectorStoreContract(name: VectorStoreName): void {
     };
 
     beforeAll(async () => {
-      const factory = VECTOR_STORE_FACTORIES[name];
-      if (!factory) throw new Error(`no vector store plug-in registered as ${name}`);
       const fields = vectorPeerFields(name);
-      store = factory(fields, peerPolicy(fields));
+      store = openVectorStore(name, fields, peerPolicy(fields));
       await store.probe();
       container = fresh();
       expect(await store.ensure(container, DIM)).toEqual({ created: true });
@@ -180,7 +177,7 @@ export function vectorStoreContract(name: VectorStoreName): void {
 
     it('connects nowhere the egress policy refuses (a loopback address not allow-listed)', async () => {
       const fields = vectorPeerFields(name);
-      const guarded = VECTOR_STORE_FACTORIES[name]!(fields, new EgressPolicy());
+      const guarded = openVectorStore(name, fields, new EgressPolicy());
       await expect(guarded.probe()).rejects.toThrow(/egress policy|refused/i);
       await guarded.close();
     });
@@ -191,7 +188,7 @@ export function vectorStoreContract(name: VectorStoreName): void {
       if (fields.url) fields.url = fields.url.replace(/:\d+/, ':9');
       if (fields.connectionString) fields.connectionString = fields.connectionString.replace(/:\d+\//, ':9/');
       if (fields.port) fields.port = '9';
-      const dead = VECTOR_STORE_FACTORIES[name]!(fields, peerPolicy(fields));
+      const dead = openVectorStore(name, fields, peerPolicy(fields));
       const err = await dead.probe().then(
         () => null,
         (e: unknown) => e,

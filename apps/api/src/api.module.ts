@@ -29,7 +29,7 @@ import { ConfigController } from './configfiles/config.controller';
 import { TapsModule } from '@tapyard/taps';
 import { PipelineDeletionModule } from '@tapyard/pipeline-deletion';
 import { TapsController } from './taps/taps.controller';
-import { VectorStoresModule } from '@tapyard/vector-stores';
+import { VECTOR_STORE_PLUGINS, VectorStoreRegistryModule, VectorStoresModule } from '@tapyard/vector-stores';
 import { SearchController } from './search/search.controller';
 import { AI_METRICS_REGISTRY, AiModule } from '@tapyard/ai';
 import { TapAuthoringModule } from '@tapyard/tap-authoring';
@@ -75,6 +75,7 @@ export class ApiModule {
         },
         LoggingModule.forRoot(logger),
         DestinationsModule.forRoot(DESTINATION_PLUGINS),
+        VectorStoreRegistryModule.forRoot(VECTOR_STORE_PLUGINS),
         DatabaseModule,
         QueueModule,
         SecretsModule,

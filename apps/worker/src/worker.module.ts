@@ -14,6 +14,7 @@ import { RawBucketPoller } from './raw-bucket-poller';
 import { StagingSweeper } from './staging-sweeper';
 import { TapsModule } from '@tapyard/taps';
 import { DocumentsModule } from '@tapyard/documents';
+import { VECTOR_STORE_PLUGINS, VectorStoreRegistryModule } from '@tapyard/vector-stores';
 import { TapScheduler } from './tap-scheduler';
 import { InFlightJobs } from './in-flight';
 import { WorkerDrain } from './worker-drain';
@@ -44,6 +45,7 @@ export class WorkerModule {
         },
         LoggingModule.forRoot(logger),
         DestinationsModule.forRoot(DESTINATION_PLUGINS),
+        VectorStoreRegistryModule.forRoot(VECTOR_STORE_PLUGINS),
         DatabaseModule,
         QueueModule,
         IngestionModule,

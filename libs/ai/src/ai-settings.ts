@@ -1,4 +1,5 @@
 import { ValidationError } from '@tapyard/core';
+import { AiErrorCode } from './ai-error-codes';
 
 /** The secret that configures the language model (contract addendum, "Model providers and embeddings"). */
 export const AI_SECRET = 'ai';
@@ -39,7 +40,9 @@ export interface AiSettings {
 /** Settings from the secret's fields; a field that does not fit is a 400 naming it (never its value). */
 export function parseAiSettings(fields: Record<string, string>): AiSettings {
   const bad = (field: string, problem: string): never => {
-    throw new ValidationError(`secret '${AI_SECRET}' field '${field}' ${problem}`, [{ field, problem }]);
+    throw new ValidationError(`secret '${AI_SECRET}' field '${field}' ${problem}`, [
+      { field, problem },
+    ]).coded(AiErrorCode.InvalidSettings);
   };
   const provider = (fields.provider ?? '').trim() as AiProviderKind;
   if (!AI_PROVIDERS.includes(provider)) bad('provider', `must be one of ${AI_PROVIDERS.join(', ')}`);

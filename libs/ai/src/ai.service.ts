@@ -17,6 +17,7 @@ import {
 import { EgressPolicy, EgressRefused, egressFetch } from '@tapyard/egress';
 import { SecretNotFoundError, SecretsService } from '@tapyard/secrets';
 import { AI_SECRET, AiFeature, AiSettings, modelFor, parseAiSettings, providerLabel } from './ai-settings';
+import { AiErrorCode } from './ai-error-codes';
 import { AiAnswerError, AiCancelledError, AiNotConfiguredError } from './ai.errors';
 import { AiMetrics } from './ai-metrics';
 import { AnthropicChat } from './anthropic-chat';
@@ -140,7 +141,7 @@ export class FeatureModel {
       throw new PayloadTooLargeError(
         `the ${this.feature} prompt is about ${size} tokens, over the ${this.settings.maxInputTokens} the ` +
           `'${AI_SECRET}' secret allows (maxInputTokens); send less text`,
-      );
+      ).coded(AiErrorCode.PromptTooLarge);
     }
     return {
       ...req,
@@ -200,13 +201,15 @@ export function providerError(
     return new AiCancelledError(`the request was cancelled, so the call to ${label} was aborted`);
   for (let e: unknown = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
     if (e instanceof EgressRefused)
-      return new ServiceUnavailableError('ai', `model provider ${label}: ${e.message}`);
+      return new ServiceUnavailableError('ai', `model provider ${label}: ${e.message}`).coded(
+        AiErrorCode.Unavailable,
+      );
   }
   if (err instanceof errors.APIConnectionError) {
     return new ServiceUnavailableError(
       'ai',
       `the model provider (${label}) is unreachable: ${scrub(errorMessage(err)).slice(0, 200)}`,
-    );
+    ).coded(AiErrorCode.Unavailable);
   }
   const api = err instanceof errors.APIError ? err : null;
   if (api) {
@@ -214,23 +217,28 @@ export function providerError(
     if (status === 401 || status === 403) {
       return new UpstreamError(
         `the model provider (${label}) refused the credentials in secret '${AI_SECRET}' (HTTP ${status})`,
-      );
+      ).coded(AiErrorCode.CredentialsRefused);
     }
     if (status === 429) {
       const after = Number(api.headers?.get?.('retry-after') ?? '');
       return new RateLimitedError(
         `the model provider (${label}) is rate limiting requests; retries were exhausted`,
         Number.isFinite(after) && after > 0 ? Math.ceil(after) : 30,
-      );
+      ).coded(AiErrorCode.RateLimited);
     }
     const text = scrub(api.message).slice(0, 300);
     return status >= 500
-      ? new ServiceUnavailableError('ai', `the model provider (${label}) failed with HTTP ${status}: ${text}`)
-      : new UpstreamError(`the model provider (${label}) answered HTTP ${status || 'error'}: ${text}`);
+      ? new ServiceUnavailableError(
+          'ai',
+          `the model provider (${label}) failed with HTTP ${status}: ${text}`,
+        ).coded(AiErrorCode.Unavailable)
+      : new UpstreamError(`the model provider (${label}) answered HTTP ${status || 'error'}: ${text}`).coded(
+          AiErrorCode.ProviderFailed,
+        );
   }
   return new UpstreamError(
     `the call to the model provider (${label}) failed: ${scrub(errorMessage(err)).slice(0, 200)}`,
-  );
+  ).coded(AiErrorCode.ProviderFailed);
 }
 
 /** Model providers per environment, from the `ai` secret; a changed secret gives a new client. */

@@ -9,8 +9,9 @@ import {
   ScopeTarget,
   canOn,
   canSome,
+  hiddenAbsence,
 } from '@tapyard/auth';
-import { ForbiddenError, NotFoundError } from '@tapyard/core';
+import { ForbiddenError } from '@tapyard/core';
 
 /** How a tool's resource is scoped, as the matching route declares it (see ScopeCheck). */
 export type ToolScope = 'environment' | 'filtered' | 'none' | ScopeTarget[];
@@ -35,13 +36,13 @@ export class ToolGate {
     const [resource, action] = capability.split(':') as [Resource, Action];
     const f: { route: string; required: string; scope?: ScopeFields } = { route, required: capability };
     let grant = canSome(this.identity.ability, action, resource);
-    let hidden: string | undefined;
+    let hidden: ScopeTarget | undefined;
     if (grant && scope === 'environment') grant = canOn(this.identity.ability, action, resource, {});
     if (grant && Array.isArray(scope)) {
       for (const t of scope) {
         if (!canOn(this.identity.ability, action, resource, t.fields)) {
           grant = false;
-          hidden = t.hiddenMessage;
+          hidden = t;
           f.scope = t.fields;
           break;
         }
@@ -49,7 +50,7 @@ export class ToolGate {
     }
     this.audit.write(this.identity, f, grant ? 'grant' : this.enforce ? 'deny' : 'would-deny');
     if (grant || !this.enforce) return access;
-    if (hidden) throw new NotFoundError(hidden);
+    if (hidden) throw hiddenAbsence(hidden.hiddenMessage, hidden.hiddenCode);
     throw new ForbiddenError(`'${this.identity.name}' lacks the capability ${capability} for ${route}`).coded(
       AuthErrorCode.CapabilityMissing,
     );

@@ -1,3 +1,4 @@
+import type { DomainCode } from '@tapyard/core';
 import type { AppAbility, ScopeFields } from './ability';
 import type { Action, Resource } from './capability';
 
@@ -16,7 +17,16 @@ export interface Caller {
 export interface AccessCheck {
   /** Throws a 403 naming the capability when the caller lacks it (for this scope, when fields are given). */
   require(action: Action, resource: Resource, fields?: ScopeFields, why?: string): void;
-  /** Throws a 404 with `hiddenMessage` (existence is not revealed) when the caller may not act on it. */
-  assertVisible(action: Action, resource: Resource, fields: ScopeFields, hiddenMessage: string): void;
+  /**
+   * Throws a 404 with `hiddenMessage` and `hiddenCode` (existence is not revealed: the message and domain
+   * code of a real absence) when the caller may not act on it.
+   */
+  assertVisible(
+    action: Action,
+    resource: Resource,
+    fields: ScopeFields,
+    hiddenMessage: string,
+    hiddenCode?: DomainCode,
+  ): void;
   readonly caller: Caller | null;
 }

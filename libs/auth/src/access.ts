@@ -1,6 +1,6 @@
 import { Logger } from 'pino';
 import type { Identity } from './authenticator';
-import { ForbiddenError, NotFoundError } from '@tapyard/core';
+import { DomainCode, ForbiddenError, NotFoundError } from '@tapyard/core';
 import { ScopeFields, canOn } from './ability';
 import { AccessCheck } from './access-check';
 import { Action, Resource } from './capability';
@@ -12,6 +12,14 @@ export interface ScopeTarget {
   fields: ScopeFields;
   /** The 404 message: a resource outside the caller's scope is answered as absent, not forbidden. */
   hiddenMessage: string;
+  /** The domain code of the same resource's real absence (`pipeline.not_found`), so the code does not tell them apart. */
+  hiddenCode?: DomainCode;
+}
+
+/** The 404 a resource outside the caller's scope answers: the message and domain code of a real absence. */
+export function hiddenAbsence(message: string, code?: DomainCode): NotFoundError {
+  const err = new NotFoundError(message);
+  return code ? err.coded(code) : err;
 }
 
 export interface AuditFields {
@@ -62,8 +70,14 @@ export class Access implements AccessCheck {
   }
 
   /** Throws a 404 (not a 403: existence is not revealed) when the caller may not act on this resource. */
-  assertVisible(action: Action, resource: Resource, fields: ScopeFields, hiddenMessage: string): void {
-    if (!this.permits(action, resource, fields)) throw new NotFoundError(hiddenMessage);
+  assertVisible(
+    action: Action,
+    resource: Resource,
+    fields: ScopeFields,
+    hiddenMessage: string,
+    hiddenCode?: DomainCode,
+  ): void {
+    if (!this.permits(action, resource, fields)) throw hiddenAbsence(hiddenMessage, hiddenCode);
   }
 
   /** Throws a 403 naming the capability when the caller lacks it (for this scope, when fields are given). */

@@ -9,6 +9,7 @@ import {
 import { ObjectNotFoundError, ObjectStore, objectUri } from '@tapyard/objectstore';
 import { SchemaSampleError, generateJsonSchema, generateXsd } from '@tapyard/schemas';
 import { compileJsonSchema } from './json-schema-compile';
+import { ConfigFileErrorCode } from './config-file-errors';
 
 export { compileJsonSchema } from './json-schema-compile';
 
@@ -44,14 +45,20 @@ export class ConfigFilesService {
     const { fields, file } = await readForm(req);
     const type = fields.get('type');
     if (!type)
-      throw new ValidationError("multipart field 'type' is required (validation-schema or javascript)");
+      throw new ValidationError("multipart field 'type' is required (validation-schema or javascript)").coded(
+        ConfigFileErrorCode.MissingField,
+      );
     if (!(CONFIG_TYPES as readonly string[]).includes(type)) {
-      throw new ValidationError(`type '${type.slice(0, 40)}' is unknown (one of ${CONFIG_TYPES.join(', ')})`);
+      throw new ValidationError(
+        `type '${type.slice(0, 40)}' is unknown (one of ${CONFIG_TYPES.join(', ')})`,
+      ).coded(ConfigFileErrorCode.UnknownType);
     }
-    if (!file) throw new ValidationError("multipart field 'file' is required");
+    if (!file)
+      throw new ValidationError("multipart field 'file' is required").coded(ConfigFileErrorCode.MissingField);
     const configType = type as ConfigType;
     checkFilename(file.name, configType);
-    if (file.data.length === 0) throw new ValidationError(`the uploaded file '${file.name}' is empty`);
+    if (file.data.length === 0)
+      throw new ValidationError(`the uploaded file '${file.name}' is empty`).coded(ConfigFileErrorCode.Empty);
     if (configType === 'validation-schema') checkSchemaFile(file.name, file.data);
     return this.save(environment, configType, file.name, file.data);
   }
@@ -65,13 +72,14 @@ export class ConfigFilesService {
     if (!FILENAME.test(name) || name.length > 100) {
       throw new ValidationError(
         `name '${name.slice(0, 60)}' is invalid: use letters, digits, '.', '_' and '-' (max 100)`,
-      );
+      ).coded(ConfigFileErrorCode.InvalidName);
     }
     let schema: string;
     try {
       schema = type === 'json-schema' ? generateJsonSchema(name, sampleData) : generateXsd(name, sampleData);
     } catch (err) {
-      if (err instanceof SchemaSampleError) throw new ValidationError(`sampleData: ${err.message}`);
+      if (err instanceof SchemaSampleError)
+        throw new ValidationError(`sampleData: ${err.message}`).coded(ConfigFileErrorCode.InvalidSample);
       throw err;
     }
     const filename = `${name}${type === 'json-schema' ? '.json' : '.xsd'}`;
@@ -86,7 +94,9 @@ export class ConfigFilesService {
       .readText(bucket, `validation-schema/${filename}`, CONFIG_FILE_LIMIT)
       .catch((err: unknown) => {
         if (err instanceof ObjectNotFoundError) {
-          throw new ValidationError(`validation schema '${filename}' does not exist in this environment`);
+          throw new ValidationError(
+            `validation schema '${filename}' does not exist in this environment`,
+          ).coded(ConfigFileErrorCode.SchemaNotFound);
         }
         throw err;
       });
@@ -111,7 +121,7 @@ function checkSchemaFile(filename: string, data: Buffer): void {
   else if (!/<(\w+:)?schema[\s>]/.test(text.slice(0, 4096))) {
     throw new ValidationError(
       `'${filename}' does not look like an XSD (no <xs:schema> element at the start)`,
-    );
+    ).coded(ConfigFileErrorCode.InvalidSchema);
   }
 }
 
@@ -119,12 +129,12 @@ function checkFilename(name: string, type: ConfigType): void {
   if (!FILENAME.test(name) || name.includes('..')) {
     throw new ValidationError(
       `file name '${name.slice(0, 80)}' is invalid: use letters, digits, '.', '_' and '-' (no paths)`,
-    );
+    ).coded(ConfigFileErrorCode.InvalidName);
   }
   if (!EXTENSIONS[type].test(name)) {
     throw new UnsupportedMediaTypeError(
       `'${name}' is not a ${type} file (${type === 'javascript' ? '.js, .mjs or .cjs' : '.json or .xsd'})`,
-    );
+    ).coded(ConfigFileErrorCode.WrongType);
   }
 }
 
@@ -154,6 +164,9 @@ async function readForm(req: Request): Promise<Form> {
       stream.on('end', () => (form.file = { name: filename.trim(), data: Buffer.concat(parts) }));
     },
   });
-  if (tooLarge) throw new PayloadTooLargeError(`config files are limited to ${CONFIG_FILE_LIMIT} bytes`);
+  if (tooLarge)
+    throw new PayloadTooLargeError(`config files are limited to ${CONFIG_FILE_LIMIT} bytes`).coded(
+      ConfigFileErrorCode.TooLarge,
+    );
   return form;
 }

@@ -1,2 +1,3 @@
 export * from './config-files.service';
 export * from './configfiles.module';
+export * from './config-file-errors';

@@ -2,6 +2,7 @@
 import Ajv2020 from 'ajv/dist/2020';
 import { ValidationError, errorMessage } from '@tapyard/core';
 import { compileLinearRegex } from '@tapyard/model';
+import { ConfigFileErrorCode } from './config-file-errors';
 
 const LINEAR_REGEXP = Object.assign((pattern: string) => compileLinearRegex(pattern), {
   code: 'compileLinearRegex',
@@ -13,10 +14,14 @@ export function compileJsonSchema(text: string, filename: string) {
   try {
     schema = JSON.parse(text);
   } catch (err) {
-    throw new ValidationError(`'${filename}' is not valid JSON: ${errorMessage(err)}`);
+    throw new ValidationError(`'${filename}' is not valid JSON: ${errorMessage(err)}`).coded(
+      ConfigFileErrorCode.InvalidSchema,
+    );
   }
   if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) {
-    throw new ValidationError(`'${filename}' is not a JSON Schema (expected an object)`);
+    throw new ValidationError(`'${filename}' is not a JSON Schema (expected an object)`).coded(
+      ConfigFileErrorCode.InvalidSchema,
+    );
   }
   try {
     return new Ajv2020({
@@ -27,6 +32,8 @@ export function compileJsonSchema(text: string, filename: string) {
       code: { regExp: LINEAR_REGEXP },
     }).compile(schema);
   } catch (err) {
-    throw new ValidationError(`'${filename}' is not a valid JSON Schema: ${errorMessage(err)}`);
+    throw new ValidationError(`'${filename}' is not a valid JSON Schema: ${errorMessage(err)}`).coded(
+      ConfigFileErrorCode.InvalidSchema,
+    );
   }
 }

@@ -4,6 +4,7 @@ import { DatabaseDestination, PipelineDefinition, SchemaField, TypedBatch } from
 import { ValidationError } from '@tapyard/core';
 import { ProcessName } from '@tapyard/status';
 import { CreatedObject } from './ownership/created-objects';
+import { DestinationErrorCode } from './destination-errors';
 
 /** Where one job's rows go, and the columns they carry (the pipeline's output schema). */
 export interface LoadTarget {
@@ -19,7 +20,10 @@ export interface LoadTarget {
 
 /** The database section a database destination needs. */
 export function databaseOf(destination: PipelineDefinition['destination']): DatabaseDestination {
-  if (!destination.database) throw new ValidationError('the pipeline has no destination.database');
+  if (!destination.database)
+    throw new ValidationError('the pipeline has no destination.database').coded(
+      DestinationErrorCode.MissingSection,
+    );
   return destination.database;
 }
 

@@ -25,3 +25,4 @@ export * from './databricks/databricks.destination';
 export * from './databricks/section';
 export * from './snowflake/snowflake.destination';
 export * from './snowflake/section';
+export { DestinationErrorCode } from './destination-errors';

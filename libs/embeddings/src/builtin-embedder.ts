@@ -5,6 +5,7 @@ import { Worker } from 'node:worker_threads';
 import { ServiceUnavailableError } from '@tapyard/core';
 import type { Embedder, Tokenizer } from './embedder';
 import { meanPool, normalize } from './vectors';
+import { EmbeddingErrorCode } from './embedding-errors';
 
 export const BUILTIN_MODEL = 'builtin:all-MiniLM-L6-v2';
 /** sentence-transformers reads 256 word pieces, [CLS] and [SEP] included. */
@@ -187,7 +188,7 @@ async function load(dir: string): Promise<Embedder> {
     throw new ServiceUnavailableError(
       'embedding',
       `the built-in embedding model is not installed in ${dir} (missing ${missing.join(', ')}): run \`scripts/services up models\` or set EMBEDDING_MODEL_DIR`,
-    );
+    ).coded(EmbeddingErrorCode.Unavailable);
   }
   // Loaded with the model: a process that never embeds never pays for it.
   const { Tokenizer } = await import('@huggingface/tokenizers');

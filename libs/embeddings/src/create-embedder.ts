@@ -3,6 +3,7 @@ import type { EgressPolicy } from '@tapyard/egress';
 import { builtinEmbedder } from './builtin-embedder';
 import type { Embedder } from './embedder';
 import { openAiCompatibleEmbedder } from './openai-embedder';
+import { EmbeddingErrorCode } from './embedding-errors';
 
 export const EMBEDDING_PROVIDERS = ['builtin', 'openai-compatible'] as const;
 
@@ -24,6 +25,6 @@ export async function createEmbedder(
     default:
       throw new ValidationError(
         `secret 'embedding' names provider '${provider.slice(0, 40)}': use one of ${EMBEDDING_PROVIDERS.join(', ')}`,
-      );
+      ).coded(EmbeddingErrorCode.InvalidSettings);
   }
 }

@@ -2,6 +2,7 @@ import { ServiceUnavailableError, UpstreamError, ValidationError, errorMessage }
 import { EgressPolicy, EgressRefused, egressFetch } from '@tapyard/egress';
 import type { Embedder, Tokenizer } from './embedder';
 import { normalize } from './vectors';
+import { EmbeddingErrorCode } from './embedding-errors';
 
 const BATCH = 64;
 
@@ -21,17 +22,19 @@ export async function openAiCompatibleEmbedder(
   if (!model || !baseURL) {
     throw new ValidationError(
       "secret 'embedding' with provider openai-compatible needs 'baseUrl' and 'model'",
-    );
+    ).coded(EmbeddingErrorCode.InvalidSettings);
   }
   const maxInputTokens = fields.maxInputTokens ? Number(fields.maxInputTokens) : 512;
   if (!Number.isInteger(maxInputTokens) || maxInputTokens < 16) {
-    throw new ValidationError("secret 'embedding' has a maxInputTokens that is not a whole number ≥ 16");
+    throw new ValidationError(
+      "secret 'embedding' has a maxInputTokens that is not a whole number ≥ 16",
+    ).coded(EmbeddingErrorCode.InvalidSettings);
   }
   const dimensions = fields.dimensions ? Number(fields.dimensions) : undefined;
   if (dimensions !== undefined && (!Number.isInteger(dimensions) || dimensions < 1)) {
     throw new ValidationError(
       "secret 'embedding' has a dimensions field that is not a positive whole number",
-    );
+    ).coded(EmbeddingErrorCode.InvalidSettings);
   }
   // Refused at once, before the client's retries: a refused address will not become allowed.
   await checkAddress(baseURL, policy);
@@ -75,7 +78,7 @@ export async function openAiCompatibleEmbedder(
       if (rows.length !== input.length) {
         throw new UpstreamError(
           `the embedding provider at ${baseURL} answered ${rows.length} vectors for ${input.length} inputs`,
-        );
+        ).coded(EmbeddingErrorCode.ProviderFailed);
       }
       for (const r of rows) out.push(normalize(Float32Array.from(r.embedding)));
     }
@@ -94,20 +97,21 @@ export async function openAiCompatibleEmbedder(
 /** The provider's failure, named by its address; never the key (the client's messages carry none). */
 function providerError(OpenAI: typeof import('openai').default, baseURL: string, err: unknown): Error {
   for (let e: unknown = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
-    if (e instanceof EgressRefused) return new ServiceUnavailableError('embedding', e.message);
+    if (e instanceof EgressRefused)
+      return new ServiceUnavailableError('embedding', e.message).coded(EmbeddingErrorCode.Unavailable);
   }
   if (err instanceof OpenAI.APIConnectionError || err instanceof OpenAI.APIConnectionTimeoutError) {
     return new ServiceUnavailableError(
       'embedding',
       `the embedding provider at ${baseURL} is unreachable: ${errorMessage(err)}`,
-    );
+    ).coded(EmbeddingErrorCode.Unavailable);
   }
   if (err instanceof OpenAI.APIError) {
     const status = err.status ?? 0;
     const text = `the embedding provider at ${baseURL} answered ${status || 'an error'}: ${err.message.slice(0, 300)}`;
     return status === 429 || status >= 500
-      ? new ServiceUnavailableError('embedding', text)
-      : new UpstreamError(text);
+      ? new ServiceUnavailableError('embedding', text).coded(EmbeddingErrorCode.Unavailable)
+      : new UpstreamError(text).coded(EmbeddingErrorCode.ProviderFailed);
   }
   return err instanceof Error ? err : new Error(String(err));
 }
@@ -117,15 +121,20 @@ async function checkAddress(baseURL: string, policy: EgressPolicy): Promise<void
   try {
     url = new URL(baseURL);
   } catch {
-    throw new ValidationError("secret 'embedding' has a baseUrl that is not a valid URL");
+    throw new ValidationError("secret 'embedding' has a baseUrl that is not a valid URL").coded(
+      EmbeddingErrorCode.InvalidSettings,
+    );
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new ValidationError("secret 'embedding' has a baseUrl that is not http or https");
+    throw new ValidationError("secret 'embedding' has a baseUrl that is not http or https").coded(
+      EmbeddingErrorCode.InvalidSettings,
+    );
   }
   try {
     await policy.check(url.hostname, url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80);
   } catch (err) {
-    if (err instanceof EgressRefused) throw new ServiceUnavailableError('embedding', err.message);
+    if (err instanceof EgressRefused)
+      throw new ServiceUnavailableError('embedding', err.message).coded(EmbeddingErrorCode.Unavailable);
     throw err;
   }
 }

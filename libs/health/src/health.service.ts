@@ -4,6 +4,7 @@ import { AiService } from '@tapyard/ai';
 import { EgressPolicy } from '@tapyard/egress';
 import { PythonSandbox } from '@tapyard/sandbox';
 import { Secret, SecretsService } from '@tapyard/secrets';
+import { VectorStoreRegistry } from '@tapyard/vector-stores';
 import { probeMongo, probeObjectStore, probePostgres, probeRedis } from './probes/data-stores.probe';
 import { probeKafka } from './probes/kafka.probe';
 import { probeStomp } from './probes/stomp.probe';
@@ -30,6 +31,7 @@ export class HealthService {
     @Inject(CONFIG) private readonly config: TapyardConfig,
     private readonly secrets: SecretsService,
     private readonly ai: AiService,
+    private readonly storeRegistry: VectorStoreRegistry,
   ) {
     this.egress = new EgressPolicy(config.egressAllow);
   }
@@ -104,16 +106,17 @@ export class HealthService {
     }
     const results = await Promise.all(
       VECTOR_STORES.map((store) => {
+        const factory = this.storeRegistry.factory(store);
         const secret = secrets.find((s) => s.name === store);
         if (secret) {
-          return this.run(() => probeVectorStore(store, secret.fields, this.egress));
+          return this.run(() => probeVectorStore(store, factory, secret.fields, this.egress));
         }
         // The operator's embedded default (PGVECTOR_URL): trusted like DATABASE_URL.
         const url = store === 'pgvector' ? this.config.pgvectorUrl : null;
         if (!url) return this.run(null);
         const u = new URL(url);
         const operator = new EgressPolicy([{ host: u.hostname, port: Number(u.port || 5432) }]);
-        return this.run(() => probeVectorStore(store, { connectionString: url }, operator));
+        return this.run(() => probeVectorStore(store, factory, { connectionString: url }, operator));
       }),
     );
     return Object.fromEntries(VECTOR_STORES.map((s, i) => [s, results[i]])) as Record<

@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import type { Request } from 'express';
 import { ValidationError, readMultipart } from '@tapyard/core';
+import { UploadErrorCode } from './upload-errors';
 
 export interface UploadedSample {
   filename: string;
@@ -36,8 +37,10 @@ export async function readUploadedSample(req: Request, maxBytes: number): Promis
       });
     },
   });
-  if (filename === null) throw new ValidationError("multipart field 'file' is required");
-  if (kept === 0) throw new ValidationError(`the uploaded file '${filename}' is empty`);
+  if (filename === null)
+    throw new ValidationError("multipart field 'file' is required").coded(UploadErrorCode.MissingField);
+  if (kept === 0)
+    throw new ValidationError(`the uploaded file '${filename}' is empty`).coded(UploadErrorCode.Empty);
   return { filename, fields, head: Buffer.concat(chunks), truncated };
 }
 
@@ -51,7 +54,7 @@ export function boolField(fields: Map<string, string>, name: string): boolean | 
   if (v === undefined || v === '') return undefined;
   if (v === 'true' || v === '1') return true;
   if (v === 'false' || v === '0') return false;
-  throw new ValidationError(`field '${name}' must be true or false`);
+  throw new ValidationError(`field '${name}' must be true or false`).coded(UploadErrorCode.InvalidField);
 }
 
 export function intField(
@@ -64,7 +67,9 @@ export function intField(
   const v = fields.get(name)?.trim();
   if (v === undefined || v === '') return fallback;
   if (!/^\d+$/.test(v) || Number(v) < min || Number(v) > max) {
-    throw new ValidationError(`field '${name}' must be an integer between ${min} and ${max}`);
+    throw new ValidationError(`field '${name}' must be an integer between ${min} and ${max}`).coded(
+      UploadErrorCode.InvalidField,
+    );
   }
   return Number(v);
 }

@@ -12,6 +12,7 @@ import {
 } from '@tapyard/profiling';
 import { readCsv, readJson, readXml, FatalReadError, RecordBatch } from '@tapyard/readers';
 import { UploadedSample, boolField, bufferStream, intField, readUploadedSample } from './sample';
+import { UploadErrorCode } from './upload-errors';
 
 /** Generate and profile look at the head of the file only: inference is bounded whatever its size. */
 export const SAMPLE_BYTES = 8 * 1024 * 1024;
@@ -131,7 +132,10 @@ function delimiterOf(sample: UploadedSample): string {
   const d = sample.fields.get('delimiter');
   if (d === undefined || d === '') return /\.tsv$/i.test(sample.filename) ? '\t' : ',';
   const v = d === '\\t' || d.toLowerCase() === 'tab' ? '\t' : d;
-  if (v.length !== 1) throw new ValidationError(`delimiter must be one character (got '${d.slice(0, 10)}')`);
+  if (v.length !== 1)
+    throw new ValidationError(`delimiter must be one character (got '${d.slice(0, 10)}')`).coded(
+      UploadErrorCode.InvalidField,
+    );
   return v;
 }
 
@@ -152,7 +156,9 @@ async function csvRows(sample: UploadedSample, delimiter: string, limit: number)
     }
   } catch (err) {
     if (err instanceof FatalReadError)
-      throw new ValidationError(`cannot read the file as CSV: ${err.message}`);
+      throw new ValidationError(`cannot read the file as CSV: ${err.message}`).coded(
+        UploadErrorCode.Unreadable,
+      );
     throw err;
   }
   if (sample.truncated && rows.length > 1) rows.pop();
@@ -163,11 +169,14 @@ async function firstBatch(gen: AsyncGenerator<RecordBatch>, truncated: boolean):
   try {
     const first = await gen.next();
     if (!first.done && first.value.rows.length === 0 && first.value.errors.length > 0 && !truncated) {
-      throw new ValidationError(`the file has no valid record: ${first.value.errors[0].reason}`);
+      throw new ValidationError(`the file has no valid record: ${first.value.errors[0].reason}`).coded(
+        UploadErrorCode.Unreadable,
+      );
     }
     await gen.return(undefined);
   } catch (err) {
-    if (err instanceof FatalReadError) throw new ValidationError(err.message);
+    if (err instanceof FatalReadError)
+      throw new ValidationError(err.message).coded(UploadErrorCode.Unreadable);
     throw err;
   }
 }

@@ -20,6 +20,7 @@ import { ObjectStore } from '@tapyard/objectstore';
 import { JobRef, StatusService } from '@tapyard/status';
 import { STAGING_PREFIX, StagedWriter, Staging } from './staging';
 import { jobOptions } from './file-notifier';
+import { UploadErrorCode } from './upload-errors';
 
 const COMPRESSED = /\.(zip|gz|tgz|tar|jar|bz2|xz|7z)$/i;
 
@@ -84,7 +85,9 @@ export class UploadService {
         // The job took its publisher token from the fields before the file; one sent after it would
         // be silently lost.
         if (publisherTokenOf(got) !== early.publisherToken) {
-          throw new ValidationError("multipart field 'publishertoken' must come before 'file'");
+          throw new ValidationError("multipart field 'publishertoken' must come before 'file'").coded(
+            UploadErrorCode.FieldOrder,
+          );
         }
       } catch (err) {
         await this.abortStream(early, pipelineToken, environment, err);
@@ -103,13 +106,17 @@ export class UploadService {
     try {
       const pipeline = got.fields.get('pipeline')?.trim();
       if (got.tooLarge) this.checkReceived(got);
-      if (!got.filename) throw new ValidationError("multipart field 'file' is required");
+      if (!got.filename)
+        throw new ValidationError("multipart field 'file' is required").coded(UploadErrorCode.MissingField);
       if (got.compressed) {
         throw new UnsupportedMediaTypeError(
           `'${got.filename}' uses a compression Tapyard does not read: use .zip, .jar, .tar, .tar.gz, .tgz or .gz`,
-        );
+        ).coded(UploadErrorCode.UnsupportedFormat);
       }
-      if (!pipeline) throw new ValidationError("multipart field 'pipeline' is required");
+      if (!pipeline)
+        throw new ValidationError("multipart field 'pipeline' is required").coded(
+          UploadErrorCode.MissingField,
+        );
       const admitted = await this.admit(environment, pipeline, publisherTokenOf(got), access);
       const { publisherToken } = admitted;
       this.checkReceived(got);
@@ -162,12 +169,13 @@ export class UploadService {
     if (archiveKind(filename) !== null || COMPRESSED.test(filename)) {
       throw new UnsupportedMediaTypeError(
         `'${filename}' is an archive: upload it through POST /pipeline/upload`,
-      );
+      ).coded(UploadErrorCode.UnsupportedFormat);
     }
     const staged = pipelineToken;
     try {
       const bytes = await this.staging.write(environment, staged, body);
-      if (bytes === 0) throw new ValidationError(`the file '${filename}' is empty`);
+      if (bytes === 0)
+        throw new ValidationError(`the file '${filename}' is empty`).coded(UploadErrorCode.Empty);
       const job: JobRef = { environment, pipeline, pipelineToken, publisherToken: null, filename };
       await this.status.record(job, 'StreamNotifier', 'begin', `receiving ${filename}`);
       const options = loadJobOptions(environment, pipelineToken, this.config.loadRetry);
@@ -203,7 +211,9 @@ export class UploadService {
     this.policy.assertMayUpload(access, pipeline, stored.definition);
     if (stored.deletingSince) throw new PipelineDeletingError(pipeline);
     if (publisherToken && publisherToken.length > 200)
-      throw new ValidationError('publishertoken is longer than 200 characters');
+      throw new ValidationError('publishertoken is longer than 200 characters').coded(
+        UploadErrorCode.InvalidField,
+      );
     if (publisherToken)
       await this.status.claimPublisherToken(environment, publisherToken, stored.definition.catalog);
     return { publisherToken, document: isDocumentPipeline(stored.definition) };
@@ -214,8 +224,9 @@ export class UploadService {
     if (got.tooLarge)
       throw new PayloadTooLargeError(
         `the file is larger than the upload limit (UPLOAD_LIMIT, ${this.config.uploadLimitBytes} bytes)`,
-      );
-    if (got.bytes === 0) throw new ValidationError(`the uploaded file '${got.filename}' is empty`);
+      ).coded(UploadErrorCode.TooLarge);
+    if (got.bytes === 0)
+      throw new ValidationError(`the uploaded file '${got.filename}' is empty`).coded(UploadErrorCode.Empty);
   }
 
   /**

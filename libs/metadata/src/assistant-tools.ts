@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { AssistantTool, AssistantToolSet, EnumArg, TextArg, ToolSet, tool } from '@tapyard/assistant';
 import { CONFIG, TapyardConfig, ValidationError } from '@tapyard/core';
 import { MetadataService } from './metadata.service';
+import { MetadataErrorCode } from './metadata-errors';
 
 const KINDS = [
   'databases',
@@ -67,6 +68,7 @@ export class MetadataTools implements ToolSet {
                 'metadata',
                 { database: db },
                 `MongoDB database '${db}' does not exist`,
+                MetadataErrorCode.DatabaseNotFound,
               );
               return this.metadata.mongoCollections(access.viewer, db);
             }
@@ -80,11 +82,18 @@ export class MetadataTools implements ToolSet {
           }
           const database = db ?? this.config.database.name;
           const { viewer } = ctx.gate.check('discover_metadata', 'metadata:read', [
-            { fields: { database }, hiddenMessage: `PostgreSQL database '${database}' does not exist` },
+            {
+              fields: { database },
+              hiddenMessage: `PostgreSQL database '${database}' does not exist`,
+              hiddenCode: MetadataErrorCode.DatabaseNotFound,
+            },
           ]);
           if (kind === 'schemas') return this.metadata.postgresSchemas(viewer, db);
           if (kind === 'tables') return this.metadata.postgresTables(viewer, db, schema);
-          if (table === undefined) throw new ValidationError("argument 'table' must be a non-empty string");
+          if (table === undefined)
+            throw new ValidationError("argument 'table' must be a non-empty string").coded(
+              MetadataErrorCode.InvalidRequest,
+            );
           return this.metadata.postgresColumns(viewer, db, schema, table);
         },
       }),

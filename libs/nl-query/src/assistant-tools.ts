@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { AssistantTool, AssistantToolSet, IntArg, TextArg, ToolSet, tool } from '@tapyard/assistant';
 import { CONFIG, TapyardConfig } from '@tapyard/core';
+import { MetadataErrorCode } from '@tapyard/metadata';
 import { NlQueryService } from './nl-query.service';
 
 export class SqlQueryArgs {
@@ -36,7 +37,11 @@ export class NlQueryTools implements ToolSet {
         run: async (ctx, { question, database, schema, maxRows }) => {
           const target = database ?? this.config.database.name;
           ctx.gate.check('sql_query', 'search:query', [
-            { fields: { database: target }, hiddenMessage: `PostgreSQL database '${target}' does not exist` },
+            {
+              fields: { database: target },
+              hiddenMessage: `PostgreSQL database '${target}' does not exist`,
+              hiddenCode: MetadataErrorCode.DatabaseNotFound,
+            },
           ]);
           // 0, like absent, is the default cap.
           return this.nl.ask(ctx.env, { question, database, schema, maxRows: maxRows || 100 }, ctx.signal);

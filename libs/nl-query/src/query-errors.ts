@@ -10,4 +10,12 @@ export const QueryErrorCode = {
   ResultTooLarge: 'query.result_too_large',
   /** A schema the query may not read, or whose tables the platform cannot grant. */
   SchemaRefused: 'query.schema_refused',
+  /** The database lacks the query role (or the function that makes tenants' roles): an installation step. */
+  NotInstalled: 'query.not_installed',
+  /** Over QUERY_TIMEOUT_MS. */
+  Timeout: 'query.timeout',
+  /** The query reads something its role may not. */
+  NotPermitted: 'query.not_permitted',
+  /** PostgreSQL refused the query (syntax, types, constraints). */
+  Failed: 'query.failed',
 } as const satisfies Record<string, DomainCode>;

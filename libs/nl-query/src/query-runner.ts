@@ -207,7 +207,7 @@ export class QueryRunner implements OnModuleDestroy {
       throw new ServiceUnavailableError(
         'postgres',
         `the query role '${role}' does not exist; scripts/services creates it (see docs/query.md)`,
-      );
+      ).coded(QueryErrorCode.NotInstalled);
     }
     return role;
   }
@@ -226,7 +226,7 @@ export class QueryRunner implements OnModuleDestroy {
       throw new ServiceUnavailableError(
         'postgres',
         'the function tapyard.query_role that gives each tenant its own query role is not installed; scripts/services installs it (see docs/query.md)',
-      );
+      ).coded(QueryErrorCode.NotInstalled);
     }
     const res = await client.query<{ role: string }>('SELECT tapyard.query_role($1) AS role', [env]);
     return res.rows[0].role;
@@ -243,11 +243,15 @@ function queryError(err: unknown, timeoutMs: number): Error {
   if (code === '57014')
     return new ValidationError(
       `the query ran longer than ${timeoutMs} ms (QUERY_TIMEOUT_MS) and was cancelled`,
-    );
+    ).coded(QueryErrorCode.Timeout);
   if (code === '42501')
-    return new ValidationError(`the query reads something it may not: ${errorMessage(err).slice(0, 200)}`);
+    return new ValidationError(
+      `the query reads something it may not: ${errorMessage(err).slice(0, 200)}`,
+    ).coded(QueryErrorCode.NotPermitted);
   if (code && /^(42|22|2B|0A|21|23|25)/.test(code)) {
-    return new ValidationError(`the query failed: ${errorMessage(err).slice(0, 300)}`);
+    return new ValidationError(`the query failed: ${errorMessage(err).slice(0, 300)}`).coded(
+      QueryErrorCode.Failed,
+    );
   }
   return err instanceof Error ? err : new Error(String(err));
 }

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AssistantTool, AssistantToolSet, NoArgs, TextArg, ToolSet, tool } from '@tapyard/assistant';
 import { ScopeTarget } from '@tapyard/auth';
+import { PipelineErrorCode } from '@tapyard/model';
 import { pipelineScope } from './pipeline-scope';
 import { PipelinesService } from './pipelines.service';
 
@@ -17,7 +18,13 @@ export async function pipelineTarget(
 ): Promise<ScopeTarget[]> {
   const found = await pipelines.find(environment, name);
   return found
-    ? [{ fields: pipelineScope(found.definition), hiddenMessage: `pipeline '${name}' does not exist` }]
+    ? [
+        {
+          fields: pipelineScope(found.definition),
+          hiddenMessage: `pipeline '${name}' does not exist`,
+          hiddenCode: PipelineErrorCode.NotFound,
+        },
+      ]
     : [];
 }
 

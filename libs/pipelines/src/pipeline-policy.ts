@@ -4,7 +4,7 @@ import { requireSecretUse } from '@tapyard/secrets';
 import { DestinationSections } from './destination-sections';
 import { PipelineConfigDto } from './dto/pipeline-config.dto';
 import { pipelineScope } from './pipeline-scope';
-import { PipelineDefinition, isDocumentPipeline } from '@tapyard/model';
+import { PipelineDefinition, PipelineErrorCode, isDocumentPipeline } from '@tapyard/model';
 
 /**
  * Who may do what to a pipeline beyond the capability of the entry point (route or assistant tool,
@@ -25,7 +25,13 @@ export class PipelinePolicy {
    * absent), and for a document pipeline document:upload on its collection too (spec).
    */
   assertMayUpload(access: AccessCheck, name: string, def: PipelineDefinition): void {
-    access.assertVisible('upload', 'pipeline', pipelineScope(def), `pipeline '${name}' does not exist`);
+    access.assertVisible(
+      'upload',
+      'pipeline',
+      pipelineScope(def),
+      `pipeline '${name}' does not exist`,
+      PipelineErrorCode.NotFound,
+    );
     const vs = def.destination.vectorStore;
     if (isDocumentPipeline(def) && vs) {
       access.require(

@@ -8,6 +8,8 @@ export const SecretErrorCode = {
   InvalidName: 'secret.invalid_name',
   /** Not an object of string fields within the limits. */
   InvalidBody: 'secret.invalid_body',
+  /** The configured master key cannot open the stored secret. */
+  Unreadable: 'secret.unreadable',
 } as const satisfies Record<string, DomainCode>;
 
 export class SecretNotFoundError extends NotFoundError {
@@ -19,6 +21,7 @@ export class SecretNotFoundError extends NotFoundError {
 
 /** The row exists but the configured master key cannot open it (wrong key or tampered row). */
 export class SecretUnreadableError extends InternalError {
+  override domainCode: DomainCode = SecretErrorCode.Unreadable;
   constructor(name: string) {
     super(`secret '${name}' cannot be decrypted with the configured master key`);
   }

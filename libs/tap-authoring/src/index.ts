@@ -1,4 +1,5 @@
 export * from './tap-authoring.service';
+export type * from './tap-authoring.types';
 export * from './tap-authoring.module';
 export * from './prompt-fragments/prompt-fragment';
 export * from './prompt-fragments/prompt-fragments.service';

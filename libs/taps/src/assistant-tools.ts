@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AssistantTool, AssistantToolSet, IntArg, NoArgs, TextArg, ToolSet, tool } from '@tapyard/assistant';
 import { ScopeTarget } from '@tapyard/auth';
+import { TapErrorCode } from './tap-errors';
 import { TapPolicy } from './tap-policy';
 import { TapRunner } from './tap-runner.service';
 import { tapScope } from './tap-scope';
@@ -30,7 +31,15 @@ export async function tapTarget(
   name: string,
 ): Promise<ScopeTarget[]> {
   const found = await repo.find(environment, name);
-  return found ? [{ fields: tapScope(found), hiddenMessage: `tap '${name}' does not exist` }] : [];
+  return found
+    ? [
+        {
+          fields: tapScope(found),
+          hiddenMessage: `tap '${name}' does not exist`,
+          hiddenCode: TapErrorCode.NotFound,
+        },
+      ]
+    : [];
 }
 
 /** A stored tap, or one about to be (uncataloged, of `tapType`), as the routes' tapInBody / tapNamedInBody check it. */
@@ -43,7 +52,13 @@ export async function tapTargetOrNew(
   const stored = await tapTarget(repo, environment, name);
   return stored.length > 0
     ? stored
-    : [{ fields: tapScope({ catalog: null, tapType }), hiddenMessage: `tap '${name}' does not exist` }];
+    : [
+        {
+          fields: tapScope({ catalog: null, tapType }),
+          hiddenMessage: `tap '${name}' does not exist`,
+          hiddenCode: TapErrorCode.NotFound,
+        },
+      ];
 }
 
 @Injectable()

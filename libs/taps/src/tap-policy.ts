@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AccessCheck, buildAbility, canOn } from '@tapyard/auth';
 import { ValidationError } from '@tapyard/core';
-import { PipelineDefinition } from '@tapyard/model';
+import { PipelineDefinition, PipelineErrorCode } from '@tapyard/model';
 import { PipelinesService, pipelineScope } from '@tapyard/pipelines';
 import { requireSecretUse } from '@tapyard/secrets';
 import { changesCode } from './tap-grants';
@@ -92,6 +92,7 @@ export class TapPolicy {
       'pipeline',
       pipelineScope(found.definition),
       `pipeline '${pipeline}' does not exist`,
+      PipelineErrorCode.NotFound,
     );
   }
 }

@@ -14,41 +14,17 @@ import {
   sharedMetric,
 } from '@tapyard/core';
 import { AccessCheck, heldOf, tapGrant } from '@tapyard/auth';
-import { ObjectStore } from '@tapyard/objectstore';
 import { PipelineDefinition } from '@tapyard/model';
 import { PipelinesService } from '@tapyard/pipelines';
-import { EnvironmentQueues } from '@tapyard/queue';
-import { StatusService } from '@tapyard/status';
-import { Staging } from '@tapyard/intake';
-import { DocumentsLoad } from './documents-load';
-import { RecordShapeError, RecordSink, SampleSink } from './record-sinks';
-import { RecordsLoad } from './records-load';
-import {
-  PersistedReason,
-  RunLogEntry,
-  RunMode,
-  RunResult,
-  RunTrigger,
-  TapConfig,
-  TestResult,
-} from './tap.types';
-import { TapProcesses, ScriptOutcome } from './tap-processes';
-import { ScriptEnv, TapEnvironment } from './tap-environment';
+import { RunLogEntry, RunMode, RunResult, RunTrigger, TapConfig, TestResult } from './tap.types';
 import { TapCaller, UNLIMITED } from './tap-grants';
+import { TapExecutor } from './tap-executor';
 import { TapPolicy } from './tap-policy';
+import { base } from './tap-run-results';
 import { TapsRepository } from './taps.repository';
 import { TapsService, isScriptOf } from './taps.service';
 import { TestTapDto } from './dto/tap-config.dto';
-import { LedgerService } from './ledger.service';
 import { TapErrorCode } from './tap-errors';
-
-type DataType = 'csv' | 'json' | 'document';
-
-interface Execution {
-  outcome: ScriptOutcome;
-  /** The first record the platform refused, which stopped the run. */
-  shapeError: string | null;
-}
 
 export interface RunOptions {
   mode: RunMode;
@@ -60,9 +36,10 @@ export interface RunOptions {
 }
 
 /**
- * Runs taps: resolves script, secret and target pipeline, runs the script in the sandbox, and either
- * samples the records (test mode, nothing persisted) or hands them to the ingestion path under one
- * publisher token (run mode). Every run and test through /tap/run or a schedule lands in run history.
+ * Runs taps: resolves script, secret and target pipeline, checks what the run may do, and has
+ * TapExecutor run the script in the sandbox and either sample the records (test mode, nothing
+ * persisted) or hand them to the ingestion path under one publisher token (run mode). Every run and
+ * test through /tap/run or a schedule lands in run history.
  */
 @Injectable()
 export class TapRunner {
@@ -75,13 +52,7 @@ export class TapRunner {
     private readonly taps: TapsService,
     private readonly repo: TapsRepository,
     private readonly pipelines: PipelinesService,
-    private readonly store: ObjectStore,
-    private readonly staging: Staging,
-    private readonly status: StatusService,
-    private readonly queues: EnvironmentQueues,
-    private readonly processes: TapProcesses,
-    private readonly ledger: LedgerService,
-    private readonly environment: TapEnvironment,
+    private readonly executor: TapExecutor,
     private readonly policy: TapPolicy,
     @Optional() @Inject(METRICS_REGISTRY) registry?: Registry,
   ) {
@@ -135,7 +106,7 @@ export class TapRunner {
     const target = await this.targetOf(environment, tap, 'test');
     // An unsaved configuration acts with its caller's own rights.
     const grant = caller ? tapGrant(caller.capabilities) : UNLIMITED;
-    const r = await this.testRun(environment, tap, script, target, testLimit, grant);
+    const r = await this.executor.testRun(environment, tap, script, target, testLimit, grant);
     return {
       records: r.records ?? [],
       recordCount: r.recordCount,
@@ -187,8 +158,8 @@ export class TapRunner {
       if (opts.mode === 'run' && target) this.policy.assertGrantMayFeed(tap, target, grant);
       const result =
         opts.mode === 'test'
-          ? await this.testRun(environment, tap, script, target, opts.testLimit ?? 0, grant)
-          : await this.persistRun(environment, tap, script, target, grant);
+          ? await this.executor.testRun(environment, tap, script, target, opts.testLimit ?? 0, grant)
+          : await this.executor.persistRun(environment, tap, script, target, grant);
       await this.finish(environment, entry, result);
       return { ...result, runId: entry.runId };
     } catch (err) {
@@ -214,182 +185,6 @@ export class TapRunner {
     const stored = (await this.repo.grant(environment, tap.name)) ?? UNLIMITED;
     const caller = opts.access?.caller;
     return caller ? heldOf(stored, caller.ability) : stored;
-  }
-
-  private async testRun(
-    environment: string,
-    tap: TapConfig,
-    script: string,
-    target: PipelineDefinition | null,
-    testLimit: number,
-    grant: string[],
-  ): Promise<RunResult> {
-    const dataType = dataTypeOf(tap, target);
-    const sink = new SampleSink(dataType);
-    const env = await this.environment.build(environment, tap, testLimit, grant);
-    const { outcome, shapeError } = await this.execute(tap, script, env, sink);
-    const error = shapeError ?? outcome.error;
-    return {
-      ...base(tap, 'test', dataType),
-      status: error ? 'error' : 'success',
-      persistedReason: 'test_mode',
-      recordCount: sink.count,
-      columns: sink.columns,
-      logs: outcome.logs,
-      isolation: outcome.isolation,
-      error,
-      records: sink.records,
-      recordsTruncated: sink.count > sink.records.length,
-    };
-  }
-
-  private async persistRun(
-    environment: string,
-    tap: TapConfig,
-    script_: string,
-    target: PipelineDefinition | null,
-    grant: string[],
-  ): Promise<RunResult> {
-    const dataType = dataTypeOf(tap, target);
-    const env = await this.environment.build(environment, tap, 0, grant);
-    if (tap.tapType === 'document') return this.documentRun(environment, tap, script_, target, env);
-
-    if (!target) {
-      // The records go nowhere: count them, keep nothing.
-      const counted = new SampleSink(dataType);
-      const { outcome, shapeError } = await this.execute(tap, script_, env, counted);
-      const error = shapeError ?? outcome.error;
-      return {
-        ...base(tap, 'run', dataType),
-        status: error ? 'error' : 'success',
-        persistedReason: error ? 'run_error' : 'no_target_pipeline',
-        recordCount: counted.count,
-        columns: counted.columns,
-        logs: outcome.logs,
-        isolation: outcome.isolation,
-        error,
-      };
-    }
-    const publisherToken = randomUUID();
-    const load = new RecordsLoad(
-      {
-        environment,
-        tap: tap.name,
-        pipeline: tap.targetPipeline,
-        publisherToken,
-        mapKeys: dataType === 'csv',
-        streamAfter: this.config.taps.streamAfter,
-        staleMs: this.config.taps.timeoutMs + 60_000,
-      },
-      { config: this.config, staging: this.staging, status: this.status, queues: this.queues },
-    );
-    let run: Execution;
-    try {
-      run = await this.execute(tap, script_, env, load);
-    } catch (err) {
-      await load.finish(errorMessage(err)).catch(() => undefined);
-      throw err;
-    }
-    const error = run.shapeError ?? run.outcome.error;
-    // A failed script loads nothing: half of a source is worse than none, and the next run has it all.
-    const loaded = await load.finish(error);
-    const result: RunResult = {
-      ...base(tap, 'run', dataType),
-      status: error ? 'error' : 'success',
-      recordCount: load.count,
-      columns: load.count > 0 ? (dataType === 'csv' ? load.namer.columns : load.namer.keys) : null,
-      logs: run.outcome.logs,
-      isolation: run.outcome.isolation,
-      error,
-      ...(loaded.pipelineTokens.length > 0 ? { publisherToken, pipelineTokens: loaded.pipelineTokens } : {}),
-    };
-    if (error) return { ...result, persistedReason: 'run_error' };
-    if (!loaded.persisted) return { ...result, persistedReason: 'no_records' };
-    return { ...result, persisted: true };
-  }
-
-  /**
-   * Document taps: one job per new or changed document (same content hash as the ledger: skipped),
-   * each staged in the environment's staged bucket, all under the run's publisher token.
-   */
-  private async documentRun(
-    environment: string,
-    tap: TapConfig,
-    script: string,
-    target: PipelineDefinition | null,
-    env: ScriptEnv,
-  ): Promise<RunResult> {
-    const publisherToken = randomUUID();
-    const sink = new DocumentsLoad(
-      { environment, tap: tap.name, pipeline: target ? tap.targetPipeline : null, publisherToken },
-      {
-        config: this.config,
-        store: this.store,
-        status: this.status,
-        queues: this.queues,
-        repo: this.repo,
-        ledger: this.ledger,
-      },
-    );
-    const { outcome, shapeError } = await this.execute(tap, script, env, sink);
-    const error = shapeError ?? outcome.error;
-    const { pipelineTokens, unchanged } = sink;
-    const persisted = pipelineTokens.length > 0;
-    const reason: PersistedReason | undefined = persisted
-      ? undefined
-      : error
-        ? 'run_error'
-        : !target
-          ? 'no_target_pipeline'
-          : 'no_records';
-    const logs =
-      unchanged > 0 ? `${outcome.logs}[tapyard] ${unchanged} unchanged document(s) skipped\n` : outcome.logs;
-    return {
-      ...base(tap, 'run', 'document'),
-      status: error ? 'error' : 'success',
-      persisted,
-      ...(reason ? { persistedReason: reason } : {}),
-      ...(persisted ? { publisherToken } : {}),
-      pipelineTokens,
-      recordCount: pipelineTokens.length,
-      logs,
-      isolation: outcome.isolation,
-      error,
-    };
-  }
-
-  /** Runs the script and feeds every record to the sink; a refused record stops the script. */
-  private async execute(
-    tap: TapConfig,
-    script: string,
-    env: ScriptEnv,
-    sink: RecordSink,
-  ): Promise<Execution> {
-    // Loads store the records' text as it came and let the harness check the rows: no parsing here.
-    const textOnly = sink instanceof RecordsLoad;
-    try {
-      const proc = await this.processes.start(tap, script, env.env, env.secrets, textOnly);
-      let shapeError: string | null = null;
-      let index = 0;
-      try {
-        for await (const chunk of proc.chunks) {
-          await sink.add(chunk, index);
-          index += chunk.count;
-        }
-      } catch (err) {
-        if (!(err instanceof RecordShapeError)) {
-          proc.kill();
-          await proc.done.catch(() => undefined);
-          throw err;
-        }
-        shapeError = err.message;
-        proc.kill();
-      }
-      return { outcome: await proc.done, shapeError };
-    } finally {
-      // The key dies with the run; its time to live covers a process that never gets here.
-      await this.environment.release(env);
-    }
   }
 
   private async script(environment: string, tap: TapConfig): Promise<string> {
@@ -458,29 +253,4 @@ export class TapRunner {
     await this.repo.finishRun(environment, entry);
     this.runs?.inc({ mode: entry.mode, trigger: entry.trigger, outcome: r.status });
   }
-}
-
-function dataTypeOf(tap: TapConfig, target: PipelineDefinition | null): DataType {
-  if (tap.tapType === 'document') return 'document';
-  const format = target?.source.fileAttributes.format;
-  // JSON and XML pipelines load into the document database, which keeps records as they are.
-  return format === 'json' || format === 'xml' ? 'json' : 'csv';
-}
-
-function base(tap: TapConfig, mode: RunMode, dataType: string): RunResult {
-  return {
-    tap: tap.name,
-    description: tap.description,
-    status: 'success',
-    mode,
-    targetPipeline: tap.targetPipeline,
-    persisted: false,
-    pipelineTokens: [],
-    recordCount: 0,
-    dataType,
-    columns: null,
-    logs: '',
-    isolation: null,
-    error: null,
-  };
 }

@@ -6,6 +6,7 @@ import { QueueModule } from '@tapyard/queue';
 import { SecretsModule } from '@tapyard/secrets';
 import { TapEnvironment } from './tap-environment';
 import { TapProcesses } from './tap-processes';
+import { TapExecutor } from './tap-executor';
 import { TapRunner } from './tap-runner.service';
 import { TapsRepository } from './taps.repository';
 import { TapsService } from './taps.service';
@@ -20,6 +21,7 @@ import { TapPolicy } from './tap-policy';
     TapsService,
     TapScriptRepository,
     TapRunner,
+    TapExecutor,
     TapProcesses,
     TapEnvironment,
     LedgerService,

@@ -11,9 +11,12 @@ export { METADATA_KEY } from './vector-store';
 export {
   VectorContainerMissing,
   VectorDimensionMismatch,
+  VectorStoreErrorCode,
   VectorStoreInputError,
 } from './vector-store.errors';
-export { VECTOR_STORE_FACTORIES } from './registry';
+export { VECTOR_STORE_FACTORIES, VECTOR_STORE_PLUGINS, VectorStoreRegistry } from './registry';
+export type { VectorStorePlugin } from './registry';
+export { VectorStoreRegistryModule } from './vector-store-registry.module';
 export { VectorModelMismatch } from './vector-store.errors';
 export { VectorStoresService } from './vector-stores.service';
 export { VectorContainers } from './vector-containers';

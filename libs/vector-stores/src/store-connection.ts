@@ -1,4 +1,4 @@
-import { ServiceUnavailableError } from '@tapyard/core';
+import { storeUnavailable } from './vector-store.errors';
 import { EgressRefused, RedirectRefused } from '@tapyard/egress';
 import { isUnreachable, unreachableReason } from './vetted-url';
 
@@ -37,16 +37,16 @@ export class StoreConnection<C> {
     } catch (err) {
       this.client = null;
       // A refused address is a configuration the operator has not allowed: unavailable, saying why.
-      if (err instanceof EgressRefused) throw new ServiceUnavailableError(this.store, err.message);
-      throw new ServiceUnavailableError(this.store, `${this.store} is not usable: ${(err as Error).message}`);
+      if (err instanceof EgressRefused) throw storeUnavailable(this.store, err.message);
+      throw storeUnavailable(this.store, `${this.store} is not usable: ${(err as Error).message}`);
     }
     try {
       return await work(client);
     } catch (err) {
       // Each call may check its address again (a name that now resolves elsewhere).
-      if (err instanceof EgressRefused) throw new ServiceUnavailableError(this.store, err.message);
+      if (err instanceof EgressRefused) throw storeUnavailable(this.store, err.message);
       if (err instanceof RedirectRefused) {
-        throw new ServiceUnavailableError(
+        throw storeUnavailable(
           this.store,
           `${this.store} at ${safeUrl(this.url)} answered with a redirect (HTTP ${err.status}), which is not followed`,
         );
@@ -54,7 +54,7 @@ export class StoreConnection<C> {
       if (this.down(err)) {
         // The reason when the error names one (a code such as ECONNREFUSED; never a header).
         const reason = unreachableReason(err);
-        throw new ServiceUnavailableError(
+        throw storeUnavailable(
           this.store,
           `${this.store} is unreachable at ${safeUrl(this.url)}${reason ? `: ${reason}` : ''}`,
         );

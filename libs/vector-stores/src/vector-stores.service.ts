@@ -4,9 +4,9 @@ import { ServiceUnavailableError, CONFIG, TapyardConfig } from '@tapyard/core';
 import { EgressPolicy } from '@tapyard/egress';
 import { VECTOR_STORES, VectorStoreName } from '@tapyard/model';
 import { SecretNotFoundError, SecretsService } from '@tapyard/secrets';
-import { VECTOR_STORE_FACTORIES } from './registry';
+import { VectorStoreRegistry } from './registry';
 import type { VectorStore } from './vector-store';
-import { VectorStoreInputError } from './vector-store.errors';
+import { VectorStoreErrorCode, VectorStoreInputError } from './vector-store.errors';
 
 /**
  * The vector stores of an environment: each configured by the secret named after it (docs/documents.md, "Vector
@@ -22,6 +22,7 @@ export class VectorStoresService implements OnModuleDestroy {
   constructor(
     @Inject(CONFIG) private readonly config: TapyardConfig,
     private readonly secrets: SecretsService,
+    private readonly registry: VectorStoreRegistry,
   ) {
     this.policy = new EgressPolicy(config.egressAllow);
   }
@@ -38,14 +39,14 @@ export class VectorStoresService implements OnModuleDestroy {
 
   /** The store as configured now, or null when nothing configures it. */
   async find(environment: string, name: VectorStoreName): Promise<VectorStore | null> {
+    const factory = this.registry.factory(name);
+    if (!factory) return null;
     const configured = await this.configuration(environment, name);
     if (!configured) return null;
     const key = `${environment}\u0000${name}`;
     const fingerprint = createHash('sha256').update(JSON.stringify(configured.fields)).digest('hex');
     const known = this.open.get(key);
     if (known?.fingerprint === fingerprint) return known.store;
-    const factory = VECTOR_STORE_FACTORIES[name];
-    if (!factory) return null;
     const store = factory(configured.fields, configured.policy);
     this.open.set(key, { fingerprint, store });
     if (known) void known.store.close().catch(() => undefined);
@@ -54,12 +55,18 @@ export class VectorStoresService implements OnModuleDestroy {
 
   /** The store, or 503 saying how to configure it. */
   async get(environment: string, name: VectorStoreName): Promise<VectorStore> {
+    if (!this.registry.factory(name)) {
+      throw new ServiceUnavailableError(
+        name,
+        `vector store ${name} is not available in this deployment: no plug-in registers it`,
+      ).coded(VectorStoreErrorCode.NotConfigured);
+    }
     const store = await this.find(environment, name);
     if (!store) {
       throw new ServiceUnavailableError(
         name,
         `vector store ${name} is not configured in environment '${environment}': create the secret '${name}' (see docs/documents.md, "Vector store secrets")`,
-      );
+      ).coded(VectorStoreErrorCode.NotConfigured);
     }
     return store;
   }

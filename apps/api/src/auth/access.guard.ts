@@ -13,15 +13,9 @@ import {
   Identity,
   canOn,
   canSome,
+  hiddenAbsence,
 } from '@tapyard/auth';
-import {
-  CONFIG,
-  ForbiddenError,
-  LOGGER,
-  NotFoundError,
-  TapyardConfig,
-  UnauthorizedError,
-} from '@tapyard/core';
+import { CONFIG, DomainCode, ForbiddenError, LOGGER, TapyardConfig, UnauthorizedError } from '@tapyard/core';
 import { TAP_RUN_HEADER } from '@tapyard/egress';
 import { TapyardRequest } from '../http/request-context';
 import { ACCESS_RULE, AccessRule } from './access-rule';
@@ -29,7 +23,7 @@ import { credentialsOf } from './credentials';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
-type Decision = { grant: true } | { grant: false; hiddenMessage?: string };
+type Decision = { grant: true } | { grant: false; hiddenMessage?: string; hiddenCode?: DomainCode };
 
 /**
  * The one gate of every route: authenticates the caller (key or session), selects the environment
@@ -107,7 +101,7 @@ export class AccessGuard implements CanActivate {
     for (const target of await scope(req, this.refs)) {
       if (!canOn(identity.ability, action, resource, target.fields)) {
         f.scope = target.fields;
-        return { grant: false, hiddenMessage: target.hiddenMessage };
+        return { grant: false, hiddenMessage: target.hiddenMessage, hiddenCode: target.hiddenCode };
       }
     }
     return { grant: true };
@@ -117,7 +111,7 @@ export class AccessGuard implements CanActivate {
     const outcome = d.grant ? 'grant' : (unmapped ?? (this.enforce ? 'deny' : 'would-deny'));
     this.audit.write(identity, f, outcome);
     if (d.grant || !this.enforce) return true;
-    if (d.hiddenMessage) throw new NotFoundError(d.hiddenMessage);
+    if (d.hiddenMessage) throw hiddenAbsence(d.hiddenMessage, d.hiddenCode);
     throw new ForbiddenError(
       unmapped
         ? `route ${f.route} declares no capability and is closed`

@@ -1,9 +1,10 @@
 import { ModuleRef } from '@nestjs/core';
 import { ScopeFields, ScopeTarget } from '@tapyard/auth';
-import { PipelineDefinition } from '@tapyard/model';
+import { PipelineDefinition, PipelineErrorCode } from '@tapyard/model';
+import type { DomainCode } from '@tapyard/core';
 import { PipelinesService, pipelineScope } from '@tapyard/pipelines';
-import { TapsRepository, tapScope } from '@tapyard/taps';
-import { IncidentsService } from '@tapyard/incidents';
+import { TapErrorCode, TapsRepository, tapScope } from '@tapyard/taps';
+import { IncidentErrorCode, IncidentsService } from '@tapyard/incidents';
 import { TapyardRequest } from '../http/request-context';
 import { ScopeResolver } from './access-rule';
 
@@ -21,10 +22,11 @@ async function existing(
   environment: string,
   name: string,
   hiddenMessage = `pipeline '${name}' does not exist`,
+  hiddenCode: DomainCode = PipelineErrorCode.NotFound,
 ): Promise<ScopeTarget[]> {
   // An absent pipeline has nothing to hide: the handler answers its own 404. An outage throws (deny).
   const found = await refs.get(PipelinesService, { strict: false }).find(environment, name);
-  return found ? [{ fields: pipelineFields(found.definition), hiddenMessage }] : [];
+  return found ? [{ fields: pipelineFields(found.definition), hiddenMessage, hiddenCode }] : [];
 }
 
 /** The pipeline named by a query parameter (GET/DELETE /pipeline?pipeline=). */
@@ -71,7 +73,15 @@ export function tapFields(tap: { catalog?: string | null; tapType?: string | nul
 
 async function existingTap(refs: ModuleRef, environment: string, name: string): Promise<ScopeTarget[]> {
   const found = await refs.get(TapsRepository, { strict: false }).find(environment, name);
-  return found ? [{ fields: tapFields(found), hiddenMessage: `tap '${name}' does not exist` }] : [];
+  return found
+    ? [
+        {
+          fields: tapFields(found),
+          hiddenMessage: `tap '${name}' does not exist`,
+          hiddenCode: TapErrorCode.NotFound,
+        },
+      ]
+    : [];
 }
 
 /** The tap named by a query parameter (GET/DELETE /tap?name=, /tap/runs, /tap/ledger). */
@@ -111,6 +121,7 @@ export const tapNamedInBody: ScopeResolver = async (req, refs) => {
     {
       fields: tapFields({ catalog: null, tapType: text(body.tapType) }),
       hiddenMessage: `tap '${name ?? ''}' does not exist`,
+      hiddenCode: TapErrorCode.NotFound,
     },
   ];
 };
@@ -130,6 +141,14 @@ export function incidentInPath(param: string): ScopeResolver {
     if (!id) return [];
     const pipeline = await refs.get(IncidentsService, { strict: false }).subjectOf(req.environment, id);
     // The incident's own 404 names the id; an existing one is as visible as its pipeline.
-    return pipeline ? existing(refs, req.environment, pipeline, `incident '${id}' does not exist`) : [];
+    return pipeline
+      ? existing(
+          refs,
+          req.environment,
+          pipeline,
+          `incident '${id}' does not exist`,
+          IncidentErrorCode.NotFound,
+        )
+      : [];
   };
 }

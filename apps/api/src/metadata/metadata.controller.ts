@@ -1,7 +1,7 @@
 import { Controller, Get, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CONFIG, TapyardConfig } from '@tapyard/core';
-import { MetadataService } from '@tapyard/metadata';
+import { MetadataErrorCode, MetadataService } from '@tapyard/metadata';
 import { Requires, ScopeResolver } from '../auth/access-rule';
 import { RequestAccess, RequestEnvironment } from '../http/environment.decorator';
 import { ApiErrors } from '../http/api-errors.decorator';
@@ -22,7 +22,13 @@ const postgresDatabase: ScopeResolver = async (req, refs) => {
     typeof req.query.database === 'string'
       ? req.query.database
       : refs.get<TapyardConfig>(CONFIG, { strict: false }).database.name;
-  return [{ fields: { database: db }, hiddenMessage: `PostgreSQL database '${db}' does not exist` }];
+  return [
+    {
+      fields: { database: db },
+      hiddenMessage: `PostgreSQL database '${db}' does not exist`,
+      hiddenCode: MetadataErrorCode.DatabaseNotFound,
+    },
+  ];
 };
 
 /**
@@ -122,6 +128,7 @@ export class MetadataController {
         'metadata',
         { database: q.database },
         `MongoDB database '${q.database}' does not exist`,
+        MetadataErrorCode.DatabaseNotFound,
       );
       return this.metadata.mongoCollections(access.viewer, q.database);
     }

@@ -1,6 +1,7 @@
 import { Body, Controller, HttpCode, Post } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CONFIG, TapyardConfig } from '@tapyard/core';
+import { MetadataErrorCode } from '@tapyard/metadata';
 import { AnswerResult, AnswerService, NlQueryResult, NlQueryService } from '@tapyard/nl-query';
 import { Requires, ScopeResolver } from '../auth/access-rule';
 import { RequestEnvironment, RequestSignal } from '../http/environment.decorator';
@@ -14,7 +15,13 @@ const queryDatabase: ScopeResolver = async (req, refs) => {
     typeof body.database === 'string'
       ? body.database
       : refs.get<TapyardConfig>(CONFIG, { strict: false }).database.name;
-  return [{ fields: { database: db }, hiddenMessage: `PostgreSQL database '${db}' does not exist` }];
+  return [
+    {
+      fields: { database: db },
+      hiddenMessage: `PostgreSQL database '${db}' does not exist`,
+      hiddenCode: MetadataErrorCode.DatabaseNotFound,
+    },
+  ];
 };
 
 @ApiTags('search')

@@ -10,6 +10,7 @@ import { Delivery, Sink, sectionOf } from '../sinks/sink';
 import { typedBatch } from '../typed-rows';
 import { ActiveMqTarget } from './section';
 import { BrokerAddress, brokerOf, closeStomp, openStomp } from './stomp-session';
+import { DestinationErrorCode } from '../destination-errors';
 
 /** Messages in flight (sent, receipt not yet back) at most. */
 const WINDOW = 500;
@@ -56,7 +57,7 @@ export class ActiveMqDestination extends Sink implements Destination {
       const err = new ServiceUnavailableError(
         'activemq',
         'the ActiveMQ broker connection closed before its receipts came',
-      );
+      ).coded(DestinationErrorCode.Unavailable);
       for (const p of pending.values()) p.reject(err);
       pending.clear();
     };
@@ -98,7 +99,7 @@ export class ActiveMqDestination extends Sink implements Destination {
         new ServiceUnavailableError(
           'activemq',
           'the ActiveMQ broker connection was lost before all rows were sent',
-        ),
+        ).coded(DestinationErrorCode.Unavailable),
       );
     }
     const receipt = randomUUID();

@@ -4,6 +4,7 @@ import type { TCPWrapper } from '@stomp/tcp-wrapper';
 import { ServiceUnavailableError, ValidationError } from '@tapyard/core';
 import { EgressPolicy, EgressRefused } from '@tapyard/egress';
 import { cleanUp } from '../sinks/sink';
+import { DestinationErrorCode } from '../destination-errors';
 
 /** The broker a secret names: `stomp://host:port` or `stomp+ssl://host:port`, with credentials. */
 export interface BrokerAddress {
@@ -19,10 +20,14 @@ export function brokerOf(secretName: string, fields: Record<string, string>): Br
   try {
     url = new URL(fields.url ?? '');
   } catch {
-    throw new ValidationError(`secret '${secretName}' needs a 'url' like stomp://host:61613`);
+    throw new ValidationError(`secret '${secretName}' needs a 'url' like stomp://host:61613`).coded(
+      DestinationErrorCode.InvalidSecret,
+    );
   }
   if (url.protocol !== 'stomp:' && url.protocol !== 'stomp+ssl:') {
-    throw new ValidationError(`secret '${secretName}' url must be stomp:// or stomp+ssl://`);
+    throw new ValidationError(`secret '${secretName}' url must be stomp:// or stomp+ssl://`).coded(
+      DestinationErrorCode.InvalidSecret,
+    );
   }
   return {
     host: url.hostname.replace(/^\[|\]$/g, ''),
@@ -63,7 +68,9 @@ export async function openStomp(
     address = (await policy.check(broker.host, broker.port)).address;
   } catch (err) {
     if (err instanceof EgressRefused)
-      throw new ValidationError(`the ActiveMQ broker is not allowed: ${err.message}`);
+      throw new ValidationError(`the ActiveMQ broker is not allowed: ${err.message}`).coded(
+        DestinationErrorCode.EndpointRefused,
+      );
     throw err;
   }
   const where = `${broker.host}:${broker.port}`;
@@ -93,7 +100,10 @@ export async function openStomp(
       // A broker that went silent would never answer the DISCONNECT a graceful close waits for.
       void client.deactivate({ force: true });
       reject(
-        new ServiceUnavailableError('activemq', `the ActiveMQ broker at ${where} is unavailable: ${why}`),
+        new ServiceUnavailableError(
+          'activemq',
+          `the ActiveMQ broker at ${where} is unavailable: ${why}`,
+        ).coded(DestinationErrorCode.Unavailable),
       );
     };
     const timer = setTimeout(() => fail(`no STOMP CONNECTED within ${timeoutMs} ms`), timeoutMs);

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ServiceUnavailableError, UpstreamError, ValidationError, errorMessage } from '@tapyard/core';
 import { EgressPolicy, EgressRefused, egressRequest } from '@tapyard/egress';
 import { Delivery } from '../sinks/sink';
+import { DestinationErrorCode } from '../destination-errors';
 
 export interface DatabricksSettings {
   host: string;
@@ -17,12 +18,14 @@ export function databricksSettings(secretName: string, f: Record<string, string>
     if (!f[k]?.trim())
       throw new ValidationError(
         `secret '${secretName}' lacks '${k}' (Databricks needs host, token, warehouseId, catalog, schema)`,
-      );
+      ).coded(DestinationErrorCode.InvalidSecret);
   }
   const ident = /^[A-Za-z_][A-Za-z0-9_]{0,254}$/;
   for (const k of ['catalog', 'schema', 'volume']) {
     if (f[k] && !ident.test(f[k]))
-      throw new ValidationError(`secret '${secretName}' field '${k}' is not a plain identifier`);
+      throw new ValidationError(`secret '${secretName}' field '${k}' is not a plain identifier`).coded(
+        DestinationErrorCode.InvalidSecret,
+      );
   }
   const host = /^https?:\/\//.test(f.host)
     ? f.host.replace(/\/+$/, '')
@@ -72,7 +75,7 @@ export class DatabricksApi {
       if (!this.policy.isAllowListed(u.hostname, port)) {
         throw new ValidationError(
           `the Databricks host ${u.host} uses http: only an allow-listed host may (use https)`,
-        );
+        ).coded(DestinationErrorCode.EndpointRefused);
       }
     }
     try {
@@ -93,12 +96,14 @@ export class DatabricksApi {
       );
     } catch (err) {
       if (err instanceof EgressRefused)
-        throw new ValidationError(`the Databricks host is not allowed: ${err.message}`);
+        throw new ValidationError(`the Databricks host is not allowed: ${err.message}`).coded(
+          DestinationErrorCode.EndpointRefused,
+        );
       if (err instanceof ServiceUnavailableError) throw err;
       throw new ServiceUnavailableError(
         'databricks',
         `Databricks at ${u.host} is unreachable: ${errorMessage(err)}`,
-      );
+      ).coded(DestinationErrorCode.Unavailable);
     }
   }
 
@@ -116,11 +121,11 @@ export class DatabricksApi {
       throw new ServiceUnavailableError(
         'databricks',
         `Databricks answered HTTP ${res.status} to a file upload`,
-      );
+      ).coded(DestinationErrorCode.Unavailable);
     if (res.status >= 300)
       throw new UpstreamError(
         `Databricks refused the upload of ${relative}: HTTP ${res.status} ${res.body.slice(0, 200)}`,
-      );
+      ).coded(DestinationErrorCode.UpstreamFailed);
     return path;
   }
 
@@ -143,7 +148,10 @@ export class DatabricksApi {
     const deadline = Date.now() + 10 * 60_000;
     while (answer.status.state === 'PENDING' || answer.status.state === 'RUNNING') {
       if (Date.now() > deadline)
-        throw new ServiceUnavailableError('databricks', 'a Databricks statement ran longer than 10 minutes');
+        throw new ServiceUnavailableError(
+          'databricks',
+          'a Databricks statement ran longer than 10 minutes',
+        ).coded(DestinationErrorCode.Unavailable);
       await sleep(1000, undefined, { signal: this.d.signal });
       const poll = await this.call(
         'GET',
@@ -154,15 +162,19 @@ export class DatabricksApi {
     if (answer.status.state !== 'SUCCEEDED') {
       throw new UpstreamError(
         `Databricks statement ${answer.status.state.toLowerCase()}: ${answer.status.error?.message?.slice(0, 300) ?? 'no reason given'}`,
-      );
+      ).coded(DestinationErrorCode.UpstreamFailed);
     }
   }
 
   private answer(status: number, body: string): StatementAnswer {
     if (status >= 500 || status === 429)
-      throw new ServiceUnavailableError('databricks', `Databricks answered HTTP ${status}`);
+      throw new ServiceUnavailableError('databricks', `Databricks answered HTTP ${status}`).coded(
+        DestinationErrorCode.Unavailable,
+      );
     if (status >= 300)
-      throw new UpstreamError(`Databricks refused the statement: HTTP ${status} ${body.slice(0, 200)}`);
+      throw new UpstreamError(`Databricks refused the statement: HTTP ${status} ${body.slice(0, 200)}`).coded(
+        DestinationErrorCode.UpstreamFailed,
+      );
     return JSON.parse(body) as StatementAnswer;
   }
 }

@@ -3,6 +3,7 @@ import { connect as tlsConnect } from 'node:tls';
 import type { Kafka, SASLOptions } from 'kafkajs';
 import { ValidationError } from '@tapyard/core';
 import { EgressPolicy } from '@tapyard/egress';
+import { DestinationErrorCode } from '../destination-errors';
 
 export type KafkaSdk = typeof import('kafkajs');
 
@@ -23,13 +24,15 @@ export function kafkaSettings(secretName: string, fields: Record<string, string>
     .map((b) => b.trim())
     .filter((b) => b.length > 0);
   if (brokers.length === 0 || brokers.some((b) => !/^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/.test(b))) {
-    throw new ValidationError(`secret '${secretName}' needs 'brokers' as host:port,host:port`);
+    throw new ValidationError(`secret '${secretName}' needs 'brokers' as host:port,host:port`).coded(
+      DestinationErrorCode.InvalidSecret,
+    );
   }
   const mechanism = (fields.mechanism ?? 'plain').toLowerCase();
   if (!['plain', 'scram-sha-256', 'scram-sha-512'].includes(mechanism)) {
     throw new ValidationError(
       `secret '${secretName}' mechanism must be plain, scram-sha-256 or scram-sha-512`,
-    );
+    ).coded(DestinationErrorCode.InvalidSecret);
   }
   const sasl = fields.username
     ? ({ mechanism, username: fields.username, password: fields.password ?? '' } as SASLOptions)

@@ -11,6 +11,7 @@ import { Delivery, Sink, cleanUp, sectionOf } from '../sinks/sink';
 import { typedBatch } from '../typed-rows';
 import { KafkaSdk, KafkaSettings, kafkaClient, kafkaSdk, kafkaSettings } from './kafka-client';
 import { KafkaTarget } from './section';
+import { DestinationErrorCode } from '../destination-errors';
 
 /** Messages per produce request inside the job's transaction. */
 const BATCH = 1000;
@@ -104,7 +105,9 @@ export class KafkaDestination extends Sink implements Destination {
       try {
         const keyAt = k.keyColumn ? target.columns.findIndex((c) => c.name === k.keyColumn) : -1;
         if (k.keyColumn && keyAt < 0)
-          throw new ValidationError(`keyColumn '${k.keyColumn}' is not a column of the pipeline`);
+          throw new ValidationError(`keyColumn '${k.keyColumn}' is not a column of the pipeline`).coded(
+            DestinationErrorCode.LoadRefused,
+          );
         let messages: Message[] = [];
         const flush = async (): Promise<void> => {
           if (messages.length === 0) return;
@@ -163,17 +166,21 @@ export class KafkaDestination extends Sink implements Destination {
 function outage(sdk: KafkaSdk, s: KafkaSettings, err: unknown): Error {
   for (let e: unknown = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
     if (e instanceof EgressRefused)
-      return new ValidationError(`the Kafka broker is not allowed: ${e.message}`);
+      return new ValidationError(`the Kafka broker is not allowed: ${e.message}`).coded(
+        DestinationErrorCode.EndpointRefused,
+      );
     if (e instanceof sdk.KafkaJSError && (e as { originalError?: unknown }).originalError) {
       const inner = (e as { originalError?: unknown }).originalError;
       if (inner instanceof EgressRefused)
-        return new ValidationError(`the Kafka broker is not allowed: ${inner.message}`);
+        return new ValidationError(`the Kafka broker is not allowed: ${inner.message}`).coded(
+          DestinationErrorCode.EndpointRefused,
+        );
     }
   }
   return new ServiceUnavailableError(
     'kafka',
     `the Kafka brokers ${s.brokers.join(',')} are unavailable: ${errorMessage(err).slice(0, 300)}`,
-  );
+  ).coded(DestinationErrorCode.Unavailable);
 }
 
 function targetOf(destination: PipelineDefinition['destination']): KafkaTarget {

@@ -1,6 +1,7 @@
 import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
 import { mongo } from 'mongoose';
 import { CONFIG, ServiceUnavailableError, TapyardConfig, errorMessage } from '@tapyard/core';
+import { DestinationErrorCode } from '../destination-errors';
 
 /**
  * The MongoDB-wire connection (MongoDB, or FerretDB in development), through the driver mongoose
@@ -20,7 +21,10 @@ export class MongoClients implements OnModuleDestroy {
 
   async get(): Promise<mongo.MongoClient> {
     const uri = this.config.mongodb.uri;
-    if (uri === null) throw new ServiceUnavailableError('mongodb', 'MongoDB is not configured (MONGODB_URI)');
+    if (uri === null)
+      throw new ServiceUnavailableError('mongodb', 'MongoDB is not configured (MONGODB_URI)').coded(
+        DestinationErrorCode.Unavailable,
+      );
     const timeoutMs = this.config.mongodb.timeoutMs;
     this.client ??= new mongo.MongoClient(uri, {
       serverSelectionTimeoutMS: timeoutMs,
@@ -29,7 +33,9 @@ export class MongoClients implements OnModuleDestroy {
       .connect()
       .catch((err: unknown) => {
         this.client = null;
-        throw new ServiceUnavailableError('mongodb', `mongodb is unreachable: ${errorMessage(err)}`);
+        throw new ServiceUnavailableError('mongodb', `mongodb is unreachable: ${errorMessage(err)}`).coded(
+          DestinationErrorCode.Unavailable,
+        );
       });
     return this.client;
   }

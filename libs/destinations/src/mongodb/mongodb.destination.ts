@@ -24,6 +24,7 @@ import {
 import { CreatedObject, CreatedObjects } from '../ownership/created-objects';
 import { jsValue } from '../js-values';
 import { MongoClients } from './mongo-clients';
+import { DestinationErrorCode } from '../destination-errors';
 
 /** Collection (in the target database) recording committed loads, keyed by pipeline token. */
 export const LOADS_COLLECTION = '_tapyard_loads';
@@ -327,7 +328,9 @@ function unavailable(err: unknown): Error {
   // around the driver's network error.
   const cause: unknown = err instanceof mongo.MongoBulkWriteError ? err.errorResponse : err;
   if (cause instanceof mongo.MongoNetworkError || cause instanceof mongo.MongoServerSelectionError) {
-    return new ServiceUnavailableError('mongodb', `mongodb became unreachable: ${errorMessage(err)}`);
+    return new ServiceUnavailableError('mongodb', `mongodb became unreachable: ${errorMessage(err)}`).coded(
+      DestinationErrorCode.Unavailable,
+    );
   }
   return new Error(`mongodb: ${errorMessage(err)}`);
 }
@@ -335,9 +338,14 @@ function unavailable(err: unknown): Error {
 const NAME = /^[A-Za-z0-9_][A-Za-z0-9_-]{0,62}$/;
 
 function validateNames(d: DatabaseDestination): void {
-  if (!NAME.test(d.dbName)) throw new ValidationError(`MongoDB database name '${d.dbName}' is invalid`);
+  if (!NAME.test(d.dbName))
+    throw new ValidationError(`MongoDB database name '${d.dbName}' is invalid`).coded(
+      DestinationErrorCode.InvalidName,
+    );
   if (!/^[A-Za-z_][A-Za-z0-9_.-]{0,119}$/.test(d.table) || d.table.startsWith('system.')) {
-    throw new ValidationError(`MongoDB collection name '${d.table}' is invalid`);
+    throw new ValidationError(`MongoDB collection name '${d.table}' is invalid`).coded(
+      DestinationErrorCode.InvalidName,
+    );
   }
 }
 

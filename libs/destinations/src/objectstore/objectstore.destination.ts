@@ -9,6 +9,7 @@ import { Destination, DropOutcome, LoadResult, LoadTarget, Payload, RejectedRow 
 import { CreatedObject, CreatedObjects } from '../ownership/created-objects';
 import { writeRowFile } from '../typed-rows';
 import { endFile, localFile, write } from './file-writers';
+import { DestinationErrorCode } from '../destination-errors';
 
 const EXTENSIONS = { parquet: 'parquet', csv: 'csv', jsonl: 'jsonl' } as const;
 
@@ -184,6 +185,9 @@ export class ObjectStoreDestination implements Destination {
 }
 
 function targetOf(destination: PipelineDefinition['destination']): Target {
-  if (!destination.objectStore) throw new ValidationError('the pipeline has no destination.objectStore');
+  if (!destination.objectStore)
+    throw new ValidationError('the pipeline has no destination.objectStore').coded(
+      DestinationErrorCode.MissingSection,
+    );
   return destination.objectStore;
 }

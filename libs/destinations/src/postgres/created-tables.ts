@@ -4,6 +4,7 @@ import { ConflictError, PG_MAX_IDENTIFIER_BYTES, errorMessage, quoteIdent } from
 import { REJECTS_SUFFIX, describeLocation } from '@tapyard/pipelines';
 import { DropOutcome } from '../destination';
 import { CreatedObject } from '../ownership/created-objects';
+import { DestinationErrorCode } from '../destination-errors';
 
 /** How long a delete waits for a table another session uses (a running load, a reader's lock). */
 const DROP_LOCK_TIMEOUT_MS = 5000;
@@ -92,12 +93,12 @@ function dropFailure(table: CreatedTable | null, err: unknown): Error {
   if (code === LOCK_NOT_AVAILABLE) {
     return new ConflictError(
       `${what} is in use by another session (waited ${DROP_LOCK_TIMEOUT_MS / 1000} s); nothing was dropped in its database`,
-    );
+    ).coded(DestinationErrorCode.DropRefused);
   }
   if (code === DEPENDENT_OBJECTS_STILL_EXIST) {
     return new ConflictError(
       `${what} has objects depending on it (${errorMessage(err)}); nothing was dropped in its database`,
-    );
+    ).coded(DestinationErrorCode.DropRefused);
   }
   return err instanceof Error ? err : new Error(errorMessage(err));
 }

@@ -34,6 +34,7 @@ import {
   tableExists,
 } from './created-tables';
 import { PgPools } from './pg-pools';
+import { DestinationErrorCode } from '../destination-errors';
 
 /** The PostgreSQL column type of each schema type. */
 export const PG_TYPES: Record<FieldType, string> = {
@@ -126,7 +127,7 @@ export class PostgresDestination implements Destination {
     if (target.columns.length > PG_MAX_COLUMNS) {
       throw new ValidationError(
         `PostgreSQL tables hold at most ${PG_MAX_COLUMNS} columns; this load has ${target.columns.length}`,
-      );
+      ).coded(DestinationErrorCode.LoadRefused);
     }
     const [data, rejects] = this.locations(target.destination);
     const s = quoteIdent(data.schema);
@@ -268,7 +269,7 @@ export class PostgresDestination implements Destination {
       throw new ServiceUnavailableError(
         'postgres',
         `cannot connect to PostgreSQL database '${database}': ${errorMessage(err)}`,
-      );
+      ).coded(DestinationErrorCode.Unavailable);
     }
     // The pool listens for errors of idle clients only: without a listener of our own, a connection
     // lost while checked out is an unhandled 'error' event, which ends the worker process.
@@ -286,7 +287,7 @@ export class PostgresDestination implements Destination {
         throw new ServiceUnavailableError(
           'postgres',
           `PostgreSQL database '${database}' became unreachable: ${errorMessage(err)}`,
-        );
+        ).coded(DestinationErrorCode.Unavailable);
       }
       throw err;
     } finally {

@@ -9,6 +9,7 @@ import { jsonRow } from '../sinks/json-rows';
 import { Delivery, Sink, sectionOf } from '../sinks/sink';
 import { typedBatch } from '../typed-rows';
 import { RestTarget } from './section';
+import { DestinationErrorCode } from '../destination-errors';
 
 /** Attempts per batch on 429, 5xx and connection failures, with back-off honouring Retry-After. */
 const ATTEMPTS = 4;
@@ -58,7 +59,7 @@ export class RestDestination extends Sink implements Destination {
       throw new ServiceUnavailableError(
         'rest',
         `the REST endpoint ${safeUrl(r.url)} is unreachable: ${errorMessage(err)}`,
-      );
+      ).coded(DestinationErrorCode.Unavailable);
     }
   }
 
@@ -142,7 +143,9 @@ export class RestDestination extends Sink implements Destination {
         retryAfter = res.headers['retry-after'];
       } catch (err) {
         if (err instanceof EgressRefused)
-          throw new ValidationError(`the REST endpoint is not allowed: ${err.message}`);
+          throw new ValidationError(`the REST endpoint is not allowed: ${err.message}`).coded(
+            DestinationErrorCode.EndpointRefused,
+          );
         // The job's deadline passed: no further attempt.
         if (d.signal.aborted) throw d.signal.reason;
         const message = errorMessage(err);
@@ -163,7 +166,9 @@ export class RestDestination extends Sink implements Destination {
       }
       return `HTTP ${status} from ${safeUrl(r.url)}: ${answer.replace(/\s+/g, ' ').slice(0, 200)}`;
     }
-    throw new ServiceUnavailableError('rest', `${last} (after ${ATTEMPTS} attempts)`);
+    throw new ServiceUnavailableError('rest', `${last} (after ${ATTEMPTS} attempts)`).coded(
+      DestinationErrorCode.Unavailable,
+    );
   }
 
   /** The vetted address (an http URL must be allow-listed: nothing crosses the network in clear text otherwise). */
@@ -174,12 +179,14 @@ export class RestDestination extends Sink implements Destination {
       if (url.protocol === 'http:' && !permit.allowListed) {
         throw new ValidationError(
           `the REST endpoint ${safeUrl(url.href)} uses http: only endpoints in REST_SINK_ALLOW may (use https)`,
-        );
+        ).coded(DestinationErrorCode.EndpointRefused);
       }
       return permit.address;
     } catch (err) {
       if (err instanceof EgressRefused)
-        throw new ValidationError(`the REST endpoint is not allowed: ${err.message}`);
+        throw new ValidationError(`the REST endpoint is not allowed: ${err.message}`).coded(
+          DestinationErrorCode.EndpointRefused,
+        );
       throw err;
     }
   }
@@ -195,12 +202,12 @@ export class RestDestination extends Sink implements Destination {
       if (!/^[A-Za-z0-9-]{1,64}$/.test(s.headerName))
         throw new ValidationError(
           `secret '${r.secretName}' has a headerName that is not an HTTP header name`,
-        );
+        ).coded(DestinationErrorCode.InvalidSecret);
       return { [s.headerName.toLowerCase()]: s.apiKey };
     }
     throw new ValidationError(
       `secret '${r.secretName}' has no token, username + password, or headerName + apiKey`,
-    );
+    ).coded(DestinationErrorCode.InvalidSecret);
   }
 }
 

@@ -6,6 +6,7 @@ import { PipelineDefinition } from '@tapyard/model';
 import { ProcessName } from '@tapyard/status';
 import { Capabilities, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 import { SINK_REJECTS, SinkLedger } from './sink-ledger';
+import { DestinationErrorCode } from '../destination-errors';
 
 /**
  * One job's time at a sink: `signal` aborts when the job's deadline there passes, and `call` bounds
@@ -43,7 +44,7 @@ export class Delivery {
             new ServiceUnavailableError(
               this.sink,
               `${this.label}: no answer to ${what} within ${ms} ms (SINK_REQUEST_TIMEOUT_MS)`,
-            ),
+            ).coded(DestinationErrorCode.Unavailable),
           ),
         ms,
       );
@@ -162,7 +163,7 @@ export abstract class Sink {
         const err = new ServiceUnavailableError(
           this.name,
           `${label}: ${what} did not finish within ${ms} ms (${setting})`,
-        );
+        ).coded(DestinationErrorCode.Unavailable);
         ctl.abort(err);
         reject(err);
       }, ms);
@@ -186,7 +187,9 @@ export abstract class Sink {
       return await this.secrets.reveal(environment, secretName);
     } catch (err) {
       if (err instanceof SecretNotFoundError)
-        throw new ValidationError(`secret '${secretName}' of destination.${this.name} does not exist`);
+        throw new ValidationError(`secret '${secretName}' of destination.${this.name} does not exist`).coded(
+          DestinationErrorCode.InvalidSecret,
+        );
       throw err;
     }
   }
@@ -275,7 +278,10 @@ export class Refusals {
 /** The section a sink reads, or a 400 naming it. */
 export function sectionOf<T>(destination: PipelineDefinition['destination'], key: string): T {
   const s = destination[key] as T | undefined | null;
-  if (s === undefined || s === null) throw new ValidationError(`the pipeline has no destination.${key}`);
+  if (s === undefined || s === null)
+    throw new ValidationError(`the pipeline has no destination.${key}`).coded(
+      DestinationErrorCode.MissingSection,
+    );
   return s;
 }
 

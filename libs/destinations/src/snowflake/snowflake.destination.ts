@@ -17,6 +17,7 @@ import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../de
 import { Delivery, Sink, sectionOf } from '../sinks/sink';
 import { writeRowFile } from '../typed-rows';
 import { SnowflakeTarget } from './section';
+import { DestinationErrorCode } from '../destination-errors';
 
 type SnowflakeSdk = typeof import('snowflake-sdk');
 let sdk: Promise<SnowflakeSdk> | null = null;
@@ -142,7 +143,7 @@ export class SnowflakeDestination extends Sink implements Destination {
       throw new ServiceUnavailableError(
         'snowflake',
         `Snowflake at ${s.where} is unavailable: ${errorMessage(err).slice(0, 200)}`,
-      );
+      ).coded(DestinationErrorCode.Unavailable);
     }
     const run = (sqlText: string, boundMs?: number): Promise<void> =>
       d.call(`a statement`, () => this.execute(connection, s, sqlText), boundMs);
@@ -166,10 +167,14 @@ export class SnowflakeDestination extends Sink implements Destination {
               new ServiceUnavailableError(
                 'snowflake',
                 `Snowflake at ${s.where} failed: ${errorMessage(err).slice(0, 200)}`,
-              ),
+              ).coded(DestinationErrorCode.Unavailable),
             );
           } else
-            reject(new UpstreamError(`Snowflake refused a statement: ${errorMessage(err).slice(0, 300)}`));
+            reject(
+              new UpstreamError(`Snowflake refused a statement: ${errorMessage(err).slice(0, 300)}`).coded(
+                DestinationErrorCode.UpstreamFailed,
+              ),
+            );
         },
       });
     });
@@ -179,10 +184,15 @@ export class SnowflakeDestination extends Sink implements Destination {
     const d = targetOf(target.destination);
     const f = await this.sectionSecret(target.environment, d.secretName);
     for (const k of ['account', 'user', 'warehouse', 'database', 'schema']) {
-      if (!f[k]?.trim()) throw new ValidationError(`secret '${d.secretName}' lacks '${k}'`);
+      if (!f[k]?.trim())
+        throw new ValidationError(`secret '${d.secretName}' lacks '${k}'`).coded(
+          DestinationErrorCode.InvalidSecret,
+        );
     }
     if (!f.password && !f.privateKey)
-      throw new ValidationError(`secret '${d.secretName}' needs 'password' or 'privateKey'`);
+      throw new ValidationError(`secret '${d.secretName}' needs 'password' or 'privateKey'`).coded(
+        DestinationErrorCode.InvalidSecret,
+      );
     const url = new URL(f.accessUrl || `https://${f.account}.snowflakecomputing.com`);
     const port = url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80;
     try {
@@ -190,11 +200,13 @@ export class SnowflakeDestination extends Sink implements Destination {
       if (url.protocol === 'http:' && !permit.allowListed) {
         throw new ValidationError(
           `the Snowflake endpoint ${url.host} uses http: only an allow-listed endpoint may (use https)`,
-        );
+        ).coded(DestinationErrorCode.EndpointRefused);
       }
     } catch (err) {
       if (err instanceof EgressRefused)
-        throw new ValidationError(`the Snowflake endpoint is not allowed: ${err.message}`);
+        throw new ValidationError(`the Snowflake endpoint is not allowed: ${err.message}`).coded(
+          DestinationErrorCode.EndpointRefused,
+        );
       throw err;
     }
     const options = {

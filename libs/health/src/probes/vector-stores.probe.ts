@@ -1,5 +1,5 @@
 import { EgressPolicy } from '@tapyard/egress';
-import { VECTOR_STORE_FACTORIES } from '@tapyard/vector-stores';
+import type { VectorStoreFactory } from '@tapyard/vector-stores';
 
 export const VECTOR_STORES = ['qdrant', 'weaviate', 'milvus', 'chroma', 'pgvector'] as const;
 export type VectorStoreKey = (typeof VECTOR_STORES)[number];
@@ -12,10 +12,10 @@ export type VectorStoreKey = (typeof VECTOR_STORES)[number];
  */
 export async function probeVectorStore(
   store: VectorStoreKey,
+  factory: VectorStoreFactory | null,
   fields: Record<string, string>,
   policy: EgressPolicy,
 ): Promise<void> {
-  const factory = VECTOR_STORE_FACTORIES[store];
   if (!factory) throw new Error(`no plug-in for ${store}`);
   const vs = factory(fields, policy);
   try {

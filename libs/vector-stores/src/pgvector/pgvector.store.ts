@@ -6,6 +6,7 @@ import {
   VectorContainerMissing,
   VectorDimensionMismatch,
   VectorStoreInputError,
+  storeUnavailable,
 } from '../vector-store.errors';
 import { pgTarget } from './pg-target';
 import { pgvectorWhere } from './pgvector-filter';
@@ -64,10 +65,7 @@ export class PgvectorStore implements VectorStore {
       "SELECT 1 AS ok FROM pg_extension WHERE extname = 'vector'",
     );
     if (rows.length === 0) {
-      throw new ServiceUnavailableError(
-        'pgvector',
-        'the vector extension is not installed in the pgvector database',
-      );
+      throw storeUnavailable('pgvector', 'the vector extension is not installed in the pgvector database');
     }
   }
 
@@ -279,11 +277,11 @@ export class PgvectorStore implements VectorStore {
   private unreachable(err: unknown): unknown {
     if (err instanceof ServiceUnavailableError) return err;
     // A refused address is a configuration the operator has not allowed: unavailable, saying why.
-    if (err instanceof EgressRefused) return new ServiceUnavailableError('pgvector', err.message);
+    if (err instanceof EgressRefused) return storeUnavailable('pgvector', err.message);
     const code = (err as { code?: string }).code;
     const message = err instanceof Error ? err.message : String(err);
     if ((code && UNREACHABLE.has(code)) || (/timeout|terminated|connect/i.test(message) && !code)) {
-      return new ServiceUnavailableError(
+      return storeUnavailable(
         'pgvector',
         `pgvector is unreachable at ${this.target.host}:${this.target.port}: ${code ?? message}`,
       );

@@ -1,0 +1,77 @@
+import { EnvReader } from './env-reader';
+
+/** Queue workers: their slots, locks and stalls, and their operations port. */
+export interface WorkerConfig {
+  readonly concurrency: number;
+  readonly lockMs: number;
+  /** Times a job may stall workers (its worker died) before it is failed instead of handed on. */
+  readonly maxStalls: number;
+  /** A stage's thread that makes no progress this long is stopped and the job ends `error`. */
+  readonly stageStallMs: number;
+  /** CSV_FAST_PATH: clean CSV chunks go to PostgreSQL unparsed (off: every row takes the validating path). */
+  readonly csvFastPath: boolean;
+  /** The worker's probe and metrics port (`/livez`, `/readyz`, `/metrics`); 0: an ephemeral port. */
+  readonly httpPort: number;
+  readonly httpHost: string;
+}
+
+/** Inputs staged in the object store (the only file path between hosts). */
+export interface StagingConfig {
+  /**
+   * STAGING_OBJECT_STORE_ENDPOINT: the store staged inputs go through, when not OBJECT_STORE_ENDPOINT
+   * (same credentials); null: that one.
+   */
+  readonly endpoint: string | null;
+  /** STAGING_READ_RETRY_SECONDS: how long a job keeps retrying an object store that fails before it aborts. */
+  readonly readRetryMs: number;
+  /** STAGING_TTL_HOURS: staged inputs untouched this long (their host died) are swept by a worker. */
+  readonly ttlMs: number;
+}
+
+/** Bounds on sinks (REST, Kafka, ActiveMQ, Snowflake, Databricks), so none can hold a worker for good. */
+export interface SinksConfig {
+  /** Longest a sink waits for one answer: a request, a broker's receipts, a statement. */
+  readonly requestTimeoutMs: number;
+  /** Longest one job's delivery to one sink may take, from its set-up to its last answer. */
+  readonly loadTimeoutMs: number;
+  /**
+   * Jobs of one environment that may be delivering to sinks at once in a worker process; below
+   * WORKER_CONCURRENCY, so slow sinks always leave slots to other pipelines.
+   */
+  readonly concurrency: number;
+}
+
+export function readWorker(r: EnvReader, concurrency: number): WorkerConfig {
+  return {
+    concurrency,
+    lockMs: r.int('WORKER_LOCK_MS', 30000, 1000, 600000),
+    maxStalls: r.int('WORKER_MAX_STALLS', 2, 0, 100),
+    stageStallMs: r.int('STAGE_STALL_MS', 60000, 100, 24 * 3600000),
+    csvFastPath: r.bool('CSV_FAST_PATH', true),
+    httpPort: r.int('WORKER_HTTP_PORT', 8081, 0, 65535),
+    httpHost: r.string('WORKER_HTTP_HOST', '127.0.0.1'),
+  };
+}
+
+export function readStaging(r: EnvReader): StagingConfig {
+  return {
+    endpoint: r.url('STAGING_OBJECT_STORE_ENDPOINT', null, ['http', 'https']),
+    readRetryMs: r.int('STAGING_READ_RETRY_SECONDS', 120, 1, 86400) * 1000,
+    ttlMs: r.int('STAGING_TTL_HOURS', 24, 1, 8760) * 3600_000,
+  };
+}
+
+export function readSinks(r: EnvReader, workers: number): SinksConfig {
+  // One slot is always kept from sinks, unless the worker has only one.
+  const concurrency = r.int('SINK_CONCURRENCY', Math.max(1, workers - 1), 1, 256);
+  if (concurrency > workers) {
+    r.problems.push(
+      `SINK_CONCURRENCY (${concurrency}) must not exceed WORKER_CONCURRENCY (${workers}): it bounds the worker slots sinks may hold`,
+    );
+  }
+  return {
+    requestTimeoutMs: r.int('SINK_REQUEST_TIMEOUT_MS', 30_000, 100, 600_000),
+    loadTimeoutMs: r.int('SINK_LOAD_TIMEOUT_MS', 3_600_000, 100, 24 * 3_600_000),
+    concurrency,
+  };
+}

@@ -1,0 +1,219 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { CONFIG, TapyardConfig, errorMessage } from '@tapyard/core';
+import { ObjectStore } from '@tapyard/objectstore';
+import { PipelineDefinition } from '@tapyard/model';
+import { EnvironmentQueues } from '@tapyard/queue';
+import { StatusService } from '@tapyard/status';
+import { Staging } from '@tapyard/intake';
+import { DocumentsLoad } from './documents-load';
+import { RecordShapeError, RecordSink, SampleSink } from './record-sinks';
+import { RecordsLoad } from './records-load';
+import { PersistedReason, RunResult, TapConfig } from './tap.types';
+import { TapProcesses, ScriptOutcome } from './tap-processes';
+import { ScriptEnv, TapEnvironment } from './tap-environment';
+import { TapsRepository } from './taps.repository';
+import { LedgerService } from './ledger.service';
+import { base, dataTypeOf } from './tap-run-results';
+
+interface Execution {
+  outcome: ScriptOutcome;
+  /** The first record the platform refused, which stopped the run. */
+  shapeError: string | null;
+}
+
+/**
+ * Runs a tap's script in the sandbox with its environment and feeds its records somewhere: a sample
+ * (test mode, nothing persisted), the ingestion path under one publisher token (run mode), or one job
+ * per document (document taps). TapRunner decides which, and keeps the run history.
+ */
+@Injectable()
+export class TapExecutor {
+  constructor(
+    @Inject(CONFIG) private readonly config: TapyardConfig,
+    private readonly repo: TapsRepository,
+    private readonly store: ObjectStore,
+    private readonly staging: Staging,
+    private readonly status: StatusService,
+    private readonly queues: EnvironmentQueues,
+    private readonly processes: TapProcesses,
+    private readonly ledger: LedgerService,
+    private readonly environment: TapEnvironment,
+  ) {}
+
+  async testRun(
+    environment: string,
+    tap: TapConfig,
+    script: string,
+    target: PipelineDefinition | null,
+    testLimit: number,
+    grant: string[],
+  ): Promise<RunResult> {
+    const dataType = dataTypeOf(tap, target);
+    const sink = new SampleSink(dataType);
+    const env = await this.environment.build(environment, tap, testLimit, grant);
+    const { outcome, shapeError } = await this.execute(tap, script, env, sink);
+    const error = shapeError ?? outcome.error;
+    return {
+      ...base(tap, 'test', dataType),
+      status: error ? 'error' : 'success',
+      persistedReason: 'test_mode',
+      recordCount: sink.count,
+      columns: sink.columns,
+      logs: outcome.logs,
+      isolation: outcome.isolation,
+      error,
+      records: sink.records,
+      recordsTruncated: sink.count > sink.records.length,
+    };
+  }
+
+  async persistRun(
+    environment: string,
+    tap: TapConfig,
+    script_: string,
+    target: PipelineDefinition | null,
+    grant: string[],
+  ): Promise<RunResult> {
+    const dataType = dataTypeOf(tap, target);
+    const env = await this.environment.build(environment, tap, 0, grant);
+    if (tap.tapType === 'document') return this.documentRun(environment, tap, script_, target, env);
+
+    if (!target) {
+      // The records go nowhere: count them, keep nothing.
+      const counted = new SampleSink(dataType);
+      const { outcome, shapeError } = await this.execute(tap, script_, env, counted);
+      const error = shapeError ?? outcome.error;
+      return {
+        ...base(tap, 'run', dataType),
+        status: error ? 'error' : 'success',
+        persistedReason: error ? 'run_error' : 'no_target_pipeline',
+        recordCount: counted.count,
+        columns: counted.columns,
+        logs: outcome.logs,
+        isolation: outcome.isolation,
+        error,
+      };
+    }
+    const publisherToken = randomUUID();
+    const load = new RecordsLoad(
+      {
+        environment,
+        tap: tap.name,
+        pipeline: tap.targetPipeline,
+        publisherToken,
+        mapKeys: dataType === 'csv',
+        streamAfter: this.config.taps.streamAfter,
+        staleMs: this.config.taps.timeoutMs + 60_000,
+      },
+      { config: this.config, staging: this.staging, status: this.status, queues: this.queues },
+    );
+    let run: Execution;
+    try {
+      run = await this.execute(tap, script_, env, load);
+    } catch (err) {
+      await load.finish(errorMessage(err)).catch(() => undefined);
+      throw err;
+    }
+    const error = run.shapeError ?? run.outcome.error;
+    // A failed script loads nothing: half of a source is worse than none, and the next run has it all.
+    const loaded = await load.finish(error);
+    const result: RunResult = {
+      ...base(tap, 'run', dataType),
+      status: error ? 'error' : 'success',
+      recordCount: load.count,
+      columns: load.count > 0 ? (dataType === 'csv' ? load.namer.columns : load.namer.keys) : null,
+      logs: run.outcome.logs,
+      isolation: run.outcome.isolation,
+      error,
+      ...(loaded.pipelineTokens.length > 0 ? { publisherToken, pipelineTokens: loaded.pipelineTokens } : {}),
+    };
+    if (error) return { ...result, persistedReason: 'run_error' };
+    if (!loaded.persisted) return { ...result, persistedReason: 'no_records' };
+    return { ...result, persisted: true };
+  }
+
+  /**
+   * Document taps: one job per new or changed document (same content hash as the ledger: skipped),
+   * each staged in the environment's staged bucket, all under the run's publisher token.
+   */
+  private async documentRun(
+    environment: string,
+    tap: TapConfig,
+    script: string,
+    target: PipelineDefinition | null,
+    env: ScriptEnv,
+  ): Promise<RunResult> {
+    const publisherToken = randomUUID();
+    const sink = new DocumentsLoad(
+      { environment, tap: tap.name, pipeline: target ? tap.targetPipeline : null, publisherToken },
+      {
+        config: this.config,
+        store: this.store,
+        status: this.status,
+        queues: this.queues,
+        repo: this.repo,
+        ledger: this.ledger,
+      },
+    );
+    const { outcome, shapeError } = await this.execute(tap, script, env, sink);
+    const error = shapeError ?? outcome.error;
+    const { pipelineTokens, unchanged } = sink;
+    const persisted = pipelineTokens.length > 0;
+    const reason: PersistedReason | undefined = persisted
+      ? undefined
+      : error
+        ? 'run_error'
+        : !target
+          ? 'no_target_pipeline'
+          : 'no_records';
+    const logs =
+      unchanged > 0 ? `${outcome.logs}[tapyard] ${unchanged} unchanged document(s) skipped\n` : outcome.logs;
+    return {
+      ...base(tap, 'run', 'document'),
+      status: error ? 'error' : 'success',
+      persisted,
+      ...(reason ? { persistedReason: reason } : {}),
+      ...(persisted ? { publisherToken } : {}),
+      pipelineTokens,
+      recordCount: pipelineTokens.length,
+      logs,
+      isolation: outcome.isolation,
+      error,
+    };
+  }
+
+  /** Runs the script and feeds every record to the sink; a refused record stops the script. */
+  private async execute(
+    tap: TapConfig,
+    script: string,
+    env: ScriptEnv,
+    sink: RecordSink,
+  ): Promise<Execution> {
+    // Loads store the records' text as it came and let the harness check the rows: no parsing here.
+    const textOnly = sink instanceof RecordsLoad;
+    try {
+      const proc = await this.processes.start(tap, script, env.env, env.secrets, textOnly);
+      let shapeError: string | null = null;
+      let index = 0;
+      try {
+        for await (const chunk of proc.chunks) {
+          await sink.add(chunk, index);
+          index += chunk.count;
+        }
+      } catch (err) {
+        if (!(err instanceof RecordShapeError)) {
+          proc.kill();
+          await proc.done.catch(() => undefined);
+          throw err;
+        }
+        shapeError = err.message;
+        proc.kill();
+      }
+      return { outcome: await proc.done, shapeError };
+    } finally {
+      // The key dies with the run; its time to live covers a process that never gets here.
+      await this.environment.release(env);
+    }
+  }
+}
