@@ -22,7 +22,7 @@ import { EgressPolicy } from '@tapyard/egress';
 import { createEmbedder } from '@tapyard/embeddings';
 import type { Embedder } from '@tapyard/embeddings';
 import { CHUNKING_DEFAULTS, VECTOR_STORES, VectorStoreName } from '@tapyard/model';
-import { ChunkRecord, VECTOR_STORE_FACTORIES } from '@tapyard/vector-stores';
+import { ChunkRecord, VECTOR_STORE_PLUGINS, VectorStoreRegistry } from '@tapyard/vector-stores';
 import { zip } from '../test/support/archives';
 import { DB_URL, ROOT, benchTarget, postJson, startPlatform, uploadFile, waitForRollup } from './support';
 
@@ -95,8 +95,9 @@ async function main(): Promise<void> {
   const archive = join(dir, 'corpus.zip');
   await writeFile(archive, zip(docs.map((d) => ({ name: d.name, data: d.text }))));
   const rows: string[] = [];
+  const registry = new VectorStoreRegistry(VECTOR_STORE_PLUGINS);
   for (const store of STORES) {
-    const factory = VECTOR_STORE_FACTORIES[store];
+    const factory = registry.factory(store);
     if (!factory) {
       console.log(`${store}: no plug-in registered; skipped`);
       continue;

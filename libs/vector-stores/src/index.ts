@@ -14,7 +14,7 @@ export {
   VectorStoreErrorCode,
   VectorStoreInputError,
 } from './vector-store.errors';
-export { VECTOR_STORE_FACTORIES, VECTOR_STORE_PLUGINS, VectorStoreRegistry } from './registry';
+export { VECTOR_STORE_PLUGINS, VectorStoreRegistry } from './registry';
 export type { VectorStorePlugin } from './registry';
 export { VectorStoreRegistryModule } from './vector-store-registry.module';
 export { VectorModelMismatch } from './vector-store.errors';

@@ -55,10 +55,3 @@ export class VectorStoreRegistry {
     return [...this.byName.keys()];
   }
 }
-
-/**
- * @deprecated The plug-ins by name, for bench/vectors.ts until it builds a VectorStoreRegistry (bench/
- * is outside this change); apps and tests go through VectorStoreRegistry.
- */
-export const VECTOR_STORE_FACTORIES: Partial<Record<VectorStoreName, VectorStoreFactory>> =
-  Object.fromEntries(VECTOR_STORE_PLUGINS.map((p) => [p.name, p.factory]));
