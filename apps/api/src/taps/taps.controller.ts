@@ -209,11 +209,13 @@ export class TapsController {
       'Deterministic for common phrasings (every N seconds/minutes/hours, daily at, weekdays, weekly on, monthly on ' +
       'day N, last day of month, ...), with or without a model provider. Other phrasings go to the model (secret ' +
       "'ai', feature cron), whose answer is accepted only when it is a valid Quartz expression that fires again. " +
+      'A description written as a cron expression (five to seven fields) is validated as Quartz and explained, ' +
+      'never sent to the model: 400 with the reason when it is not valid Quartz. ' +
       'Returns the expression, an explanation and the next 5 fire times.',
   })
   @ApiOkResponse({ type: CronResultDto })
   @ApiErrors({
-    400: 'Unknown time zone',
+    400: 'Unknown time zone, or a description written as an invalid Quartz expression',
     422: 'Phrasing not understood (no provider), or the model gave no valid Quartz expression twice',
   })
   cron(
