@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
+import { Transform } from 'node:stream';
 import { pipeline as pipeline_ } from 'node:stream/promises';
 import type { Request } from 'express';
 import {
@@ -13,7 +14,8 @@ import {
 } from '@tapyard/core';
 import type { AccessCheck } from '@tapyard/auth';
 import { PipelineDeletingError, PipelinePolicy, PipelinesService } from '@tapyard/pipelines';
-import { isDocumentPipeline } from '@tapyard/model';
+import { PipelineErrorCode, isDocumentPipeline } from '@tapyard/model';
+import { SNIFF_BYTES, sniffContent } from '@tapyard/profiling';
 import { EnvironmentQueues, IngestJob, IntakePayload, loadJobOptions } from '@tapyard/queue';
 import { archiveKind } from '@tapyard/archives';
 import { ObjectStore } from '@tapyard/objectstore';
@@ -36,6 +38,8 @@ interface Received {
   bytes: number;
   tooLarge: boolean;
   compressed: boolean;
+  /** The file's first bytes (up to SNIFF_BYTES): what it is, whatever its name. */
+  head: Buffer;
   /** The file part's staged input (its id is the pipeline token), once the part started. */
   staged: StagedWriter | null;
 }
@@ -115,6 +119,7 @@ export class UploadService {
         await this.stageArchive(environment, pipeline, pipelineToken, publisherToken, got);
         return '';
       }
+      if (!admitted.document) assertDataFile(got.filename, got.head, pipeline);
 
       const job: JobRef = { environment, pipeline, pipelineToken, publisherToken, filename: got.filename };
       await this.status.record(job, 'StreamNotifier', 'begin', `receiving ${got.filename}`);
@@ -162,8 +167,13 @@ export class UploadService {
     }
     const staged = pipelineToken;
     try {
-      const bytes = await this.staging.write(environment, staged, body);
+      const head = new HeadCollector();
+      const tapped = head.tap();
+      // pipe() does not forward a failure: the write must still see one.
+      body.on('error', (err: Error) => tapped.destroy(err));
+      const bytes = await this.staging.write(environment, staged, body.pipe(tapped));
       if (bytes === 0) throw new ValidationError(`the file '${filename}' is empty`);
+      if (!admitted.document) assertDataFile(filename, head.bytes(), pipeline);
       const job: JobRef = { environment, pipeline, pipelineToken, publisherToken: null, filename };
       await this.status.record(job, 'StreamNotifier', 'begin', `receiving ${filename}`);
       const options = loadJobOptions(environment, pipelineToken, this.config.loadRetry);
@@ -231,6 +241,8 @@ export class UploadService {
     const early = publisherTokenOf(got);
     if (!pipeline || !filename || got.compressed || archiveKind(filename) !== null) return null;
     if (isDocumentPipeline((await this.pipelines.get(environment, pipeline)).definition)) return null;
+    // Not a data file: no job starts; the classic path refuses it once received.
+    if (sniffContent(got.head).kind !== 'text') return null;
     const { publisherToken } = await this.admit(environment, pipeline, early, access);
     const job: JobRef = { environment, pipeline, pipelineToken, publisherToken, filename };
     await this.status.record(
@@ -307,6 +319,7 @@ export class UploadService {
       bytes: 0,
       tooLarge: false,
       compressed: false,
+      head: Buffer.alloc(0),
       staged: null,
     };
     const writes: Promise<void>[] = [];
@@ -333,12 +346,19 @@ export class UploadService {
           }
           file.on('limit', () => (got.tooLarge = true));
           got.staged = staged;
+          const head = new HeadCollector();
           track(
-            pipeline_(file, staged).then(() => {
+            pipeline_(file, head.tap(), staged).then(() => {
               got.bytes = staged.bytes;
             }),
           );
-          track(fileStarts(got));
+          // A streaming job starts once the head shows a data file (or the file ended shorter).
+          track(
+            head.seen.then(() => {
+              got.head = head.bytes();
+              return fileStarts(got);
+            }),
+          );
         },
       });
       await Promise.all(writes);
@@ -352,6 +372,50 @@ export class UploadService {
     }
     if (got.staged === null) staged.destroy();
     return got;
+  }
+}
+
+/** 415 naming what the file is when its content is not a data file (the pipeline reads CSV, JSON or XML). */
+function assertDataFile(filename: string, head: Buffer, pipeline: string): void {
+  const sniffed = sniffContent(head);
+  if (sniffed.kind === 'binary') {
+    throw new UnsupportedMediaTypeError(
+      `'${filename}' is ${sniffed.type}; pipeline '${pipeline}' reads CSV, JSON or XML data files ` +
+        '(documents go to a document pipeline)',
+    ).coded(PipelineErrorCode.UnsupportedFile);
+  }
+}
+
+/** Keeps the first SNIFF_BYTES of a stream that passes through it unchanged. */
+class HeadCollector {
+  private readonly chunks: Buffer[] = [];
+  private kept = 0;
+  private reached!: () => void;
+  /** Settles once SNIFF_BYTES went through, or the stream ended or failed before. */
+  readonly seen = new Promise<void>((resolve) => (this.reached = resolve));
+
+  tap(): Transform {
+    const through = new Transform({
+      transform: (chunk: Buffer, _encoding, done) => {
+        if (this.kept < SNIFF_BYTES) {
+          const part = chunk.subarray(0, SNIFF_BYTES - this.kept);
+          this.chunks.push(part);
+          this.kept += part.length;
+          if (this.kept >= SNIFF_BYTES) this.reached();
+        }
+        done(null, chunk);
+      },
+      flush: (done) => {
+        this.reached();
+        done();
+      },
+    });
+    for (const end of ['close', 'error']) through.once(end, () => this.reached());
+    return through;
+  }
+
+  bytes(): Buffer {
+    return Buffer.concat(this.chunks);
   }
 }
 
