@@ -198,7 +198,6 @@ export class TapRunner {
       this.logger[level]({ tap: name, err: message }, 'tap run could not run');
       await this.finish(environment, entry, {
         ...base(tap, opts.mode, 'csv'),
-        status: 'error',
         persistedReason: 'run_error',
         error: message,
       });
@@ -231,7 +230,6 @@ export class TapRunner {
     const error = shapeError ?? outcome.error;
     return {
       ...base(tap, 'test', dataType),
-      status: error ? 'error' : 'success',
       persistedReason: 'test_mode',
       recordCount: sink.count,
       columns: sink.columns,
@@ -255,17 +253,15 @@ export class TapRunner {
     if (tap.tapType === 'document') return this.documentRun(environment, tap, script_, target, env);
 
     if (!target) {
-      // The records go nowhere: count them, keep nothing.
+      // The records go nowhere: counted for the logs, none submitted.
       const counted = new SampleSink(dataType);
       const { outcome, shapeError } = await this.execute(tap, script_, env, counted);
       const error = shapeError ?? outcome.error;
       return {
         ...base(tap, 'run', dataType),
-        status: error ? 'error' : 'success',
         persistedReason: error ? 'run_error' : 'no_target_pipeline',
-        recordCount: counted.count,
         columns: counted.columns,
-        logs: outcome.logs,
+        logs: outcome.logs + notSubmitted(counted.count, 'the tap has no target pipeline'),
         isolation: outcome.isolation,
         error,
       };
@@ -295,10 +291,12 @@ export class TapRunner {
     const loaded = await load.finish(error);
     const result: RunResult = {
       ...base(tap, 'run', dataType),
-      status: error ? 'error' : 'success',
-      recordCount: load.count,
+      // Spec: records submitted. A failed run submits none, whatever the script yielded before failing.
+      recordCount: loaded.persisted ? load.count : 0,
       columns: load.count > 0 ? (dataType === 'csv' ? load.namer.columns : load.namer.keys) : null,
-      logs: run.outcome.logs,
+      logs:
+        run.outcome.logs +
+        (loaded.persisted ? '' : notSubmitted(load.count, 'the run failed, so none was loaded')),
       isolation: run.outcome.isolation,
       error,
       ...(loaded.pipelineTokens.length > 0 ? { publisherToken, pipelineTokens: loaded.pipelineTokens } : {}),
@@ -346,7 +344,6 @@ export class TapRunner {
       unchanged > 0 ? `${outcome.logs}[tapyard] ${unchanged} unchanged document(s) skipped\n` : outcome.logs;
     return {
       ...base(tap, 'run', 'document'),
-      status: error ? 'error' : 'success',
       persisted,
       ...(reason ? { persistedReason: reason } : {}),
       ...(persisted ? { publisherToken } : {}),
@@ -446,7 +443,8 @@ export class TapRunner {
 
   private async finish(environment: string, entry: RunLogEntry, r: RunResult): Promise<void> {
     const finished = new Date();
-    entry.status = r.status;
+    // The history keeps telling failed runs apart; the run result reports them in `error` (spec).
+    entry.status = r.status === 'success' && r.error !== null ? 'error' : r.status;
     entry.finishedAt = finished.toISOString();
     entry.durationMs = finished.getTime() - Date.parse(entry.startedAt);
     entry.recordCount = r.recordCount;
@@ -456,7 +454,7 @@ export class TapRunner {
     entry.error = r.error;
     r.durationMs = entry.durationMs;
     await this.repo.finishRun(environment, entry);
-    this.runs?.inc({ mode: entry.mode, trigger: entry.trigger, outcome: r.status });
+    this.runs?.inc({ mode: entry.mode, trigger: entry.trigger, outcome: entry.status });
   }
 }
 
@@ -465,6 +463,11 @@ function dataTypeOf(tap: TapConfig, target: PipelineDefinition | null): DataType
   const format = target?.source.fileAttributes.format;
   // JSON and XML pipelines load into the document database, which keeps records as they are.
   return format === 'json' || format === 'xml' ? 'json' : 'csv';
+}
+
+/** A line for the logs when the script yielded records that were not submitted. */
+function notSubmitted(yielded: number, why: string): string {
+  return yielded > 0 ? `[tapyard] the script yielded ${yielded} record(s); none was submitted: ${why}\n` : '';
 }
 
 function base(tap: TapConfig, mode: RunMode, dataType: string): RunResult {

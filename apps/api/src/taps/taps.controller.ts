@@ -159,8 +159,9 @@ export class TapsController {
     @RequestSignal() signal: AbortSignal,
   ): Promise<RunResult> {
     const result = await this.runner.run(env, body.name, { mode: body.mode, trigger: 'manual', access });
-    if (result.status !== 'error' && !(result.status === 'success' && result.recordCount === 0))
-      return result;
+    // A diagnosis for a failed run, or one whose script yielded nothing (no columns seen).
+    const yieldedNothing = result.recordCount === 0 && result.columns === null;
+    if (result.status === 'skipped' || (result.error === null && !yieldedNothing)) return result;
     const tap = await this.taps.getWithScript(env, body.name);
     return { ...result, aiExplanation: await this.authoring.explain(env, tap, tap.script, result, signal) };
   }

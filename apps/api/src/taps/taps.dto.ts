@@ -149,7 +149,11 @@ export class TestResultDto {
 export class RunResultDto {
   @ApiProperty() tap!: string;
   @ApiProperty() description!: string;
-  @ApiProperty({ enum: ['success', 'error', 'skipped'] }) status!: string;
+  @ApiProperty({
+    enum: ['success', 'skipped'],
+    description: '`skipped` when debounced; a run that failed is `success` with its reason in `error` (spec)',
+  })
+  status!: string;
   @ApiProperty({ enum: ['run', 'test'] }) mode!: string;
   @ApiProperty() targetPipeline!: string;
   @ApiProperty() persisted!: boolean;
@@ -160,7 +164,12 @@ export class RunResultDto {
   })
   publisherToken?: string;
   @ApiProperty({ type: [String] }) pipelineTokens!: string[];
-  @ApiProperty() recordCount!: number;
+  @ApiProperty({
+    description:
+      'Records submitted to the target pipeline: 0 when the run failed or has no target (the logs say how many the ' +
+      'script yielded); mode `test`: the records the script yielded',
+  })
+  recordCount!: number;
   @ApiProperty() dataType!: string;
   @ApiProperty({ type: [String], nullable: true }) columns!: string[] | null;
   @ApiProperty() logs!: string;
