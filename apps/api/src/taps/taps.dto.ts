@@ -1,7 +1,7 @@
 import { OptionalNotNull } from '@tapyard/core';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+import { IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength } from 'class-validator';
 import { TAP_NAME_PATTERN } from '@tapyard/taps';
 
 const NAME_MESSAGE = 'name must be a tap name (letters, digits, _ and -)';
@@ -32,11 +32,13 @@ export class LedgerEntryQueryDto extends TapQueryDto {
 }
 
 export class TestQueryDto {
-  @ApiPropertyOptional({ example: 100, description: '> 0 sets SERVICE_TAP_TEST_LIMIT in the script process' })
+  @ApiPropertyOptional({
+    example: 100,
+    description: '> 0 sets SERVICE_TAP_TEST_LIMIT in the script process; 0 or less (or absent): no cap (spec)',
+  })
   @OptionalNotNull()
   @Type(() => Number)
   @IsInt({ message: 'testLimit must be an integer' })
-  @Min(0)
   @Max(1_000_000_000)
   testLimit?: number;
 }
