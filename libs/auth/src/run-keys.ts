@@ -50,7 +50,7 @@ export function tapGrant(capabilities: readonly string[]): string[] {
 
 /**
  * The platform routes a tap run may call through the egress proxy: those a run key's actions can
- * reach (RUN_KEY_ACTIONS; an API test keeps the two in step), plus the public `GET /version`. Login,
+ * reach (RUN_KEY_ACTIONS; an API test keeps the two in step), plus `GET /version` (any identity). Login,
  * logout and every other route are refused by the proxy itself, so a script can neither guess
  * passwords nor spend the login limiter's budget of the machine it runs on. `*` is one path segment.
  */
