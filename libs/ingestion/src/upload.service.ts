@@ -69,8 +69,8 @@ export class UploadService {
   async upload(environment: string, req: Request, access: AccessCheck): Promise<string> {
     const pipelineToken = randomUUID();
     let streamed: JobRef | null = null;
-    const startEarly = async (got: Received): Promise<void> => {
-      streamed = await this.startStreaming(environment, pipelineToken, got, access).catch(() => null);
+    const startEarly = async (got: Received, fields: Map<string, string>): Promise<void> => {
+      streamed = await this.startStreaming(environment, pipelineToken, got, fields, access).catch(() => null);
     };
     let got: Received;
     try {
@@ -85,7 +85,7 @@ export class UploadService {
         this.checkReceived(got);
         // The job took its publisher token from the fields before the file; one sent after it would
         // be silently lost.
-        if (publisherTokenOf(got) !== early.publisherToken) {
+        if (publisherTokenOf(got.fields) !== early.publisherToken) {
           throw new ValidationError("multipart field 'publishertoken' must come before 'file'");
         }
       } catch (err) {
@@ -112,7 +112,7 @@ export class UploadService {
         );
       }
       if (!pipeline) throw new ValidationError("multipart field 'pipeline' is required");
-      const admitted = await this.admit(environment, pipeline, publisherTokenOf(got), access);
+      const admitted = await this.admit(environment, pipeline, publisherTokenOf(got.fields), access);
       const { publisherToken } = admitted;
       this.checkReceived(got);
       if (archiveKind(got.filename) !== null) {
@@ -225,20 +225,21 @@ export class UploadService {
   }
 
   /**
-   * Called when the file part starts: when the pipeline field came first and the file is not an
-   * archive, admits the upload and enqueues its job, which reads the file as it arrives. Returns
-   * the job, or null to take the upload the classic way (a refusal is then reported after receipt).
+   * Called once the file's head is in: when the pipeline field came first and the file is a data file
+   * (not an archive), admits the upload and enqueues its job, which reads the file as it arrives.
+   * Returns the job, or null to take the upload the classic way (a refusal is then reported after
+   * receipt). `fields`: those sent before the file; later ones do not count for the job.
    */
   private async startStreaming(
     environment: string,
     pipelineToken: string,
     got: Received,
+    fields: Map<string, string>,
     access: AccessCheck,
   ): Promise<JobRef | null> {
-    // The fields as they are when the file starts: later ones keep arriving while this runs.
-    const pipeline = got.fields.get('pipeline')?.trim();
+    const pipeline = fields.get('pipeline')?.trim();
     const filename = got.filename;
-    const early = publisherTokenOf(got);
+    const early = publisherTokenOf(fields);
     if (!pipeline || !filename || got.compressed || archiveKind(filename) !== null) return null;
     if (isDocumentPipeline((await this.pipelines.get(environment, pipeline)).definition)) return null;
     // Not a data file: no job starts; the classic path refuses it once received.
@@ -306,12 +307,15 @@ export class UploadService {
     );
   }
 
-  /** `fileStarts`: called once the file part begins (its data already flowing into the object store). */
+  /**
+   * `fileStarts`: called once the file's head is in (its data already flowing into the object store),
+   * with the fields sent before the file.
+   */
   private async receive(
     environment: string,
     req: Request,
     token: string,
-    fileStarts: (got: Received) => Promise<void>,
+    fileStarts: (got: Received, fields: Map<string, string>) => Promise<void>,
   ): Promise<Received> {
     const got: Received = {
       fields: new Map(),
@@ -347,6 +351,7 @@ export class UploadService {
           file.on('limit', () => (got.tooLarge = true));
           got.staged = staged;
           const head = new HeadCollector();
+          const fieldsBefore = new Map(got.fields);
           track(
             pipeline_(file, head.tap(), staged).then(() => {
               got.bytes = staged.bytes;
@@ -356,7 +361,7 @@ export class UploadService {
           track(
             head.seen.then(() => {
               got.head = head.bytes();
-              return fileStarts(got);
+              return fileStarts(got, fieldsBefore);
             }),
           );
         },
@@ -419,6 +424,6 @@ class HeadCollector {
   }
 }
 
-function publisherTokenOf(got: Received): string | null {
-  return got.fields.get('publishertoken')?.trim() || null;
+function publisherTokenOf(fields: Map<string, string>): string | null {
+  return fields.get('publishertoken')?.trim() || null;
 }
