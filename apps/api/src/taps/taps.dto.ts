@@ -34,7 +34,8 @@ export class LedgerEntryQueryDto extends TapQueryDto {
 export class TestQueryDto {
   @ApiPropertyOptional({
     example: 100,
-    description: '> 0 sets SERVICE_TAP_TEST_LIMIT in the script process; 0 or less (or absent): no cap (spec)',
+    description:
+      '> 0 sets SERVICE_TAP_TEST_LIMIT in the script process; 0 or less (or absent): no cap (spec)',
   })
   @OptionalNotNull()
   @Type(() => Number)
