@@ -22,6 +22,12 @@ describe('sniffContent', () => {
     unknown.write('MAGIC?', 0);
     expect(sniffContent(unknown)).toEqual({ kind: 'binary', type: 'binary data (it contains NUL bytes)' });
     expect(sniffContent(Buffer.alloc(64, 0x01)).kind).toBe('binary');
+    // Bytes of no known format (encrypted or compressed without a signature): a fixed pseudo-random head.
+    let x = 1;
+    const noise = Buffer.from(
+      Array.from({ length: 4096 }, () => ((x = (x * 1103515245 + 12345) % 2 ** 31) >> 16) & 255),
+    );
+    expect(sniffContent(noise).kind).toBe('binary');
   });
 
   it.each([
