@@ -71,8 +71,9 @@ describe('API keys (USE_API_KEYS=true): issuance, rotation, revocation, capabili
     expect(authFailures(a.logs).map((f) => f.reason)).toEqual(
       expect.arrayContaining(['missing credentials', 'unknown key']),
     );
-    // /version stays public: the UI needs the flags before anyone logs in.
-    const v = await a.http.get('/api/v1/version').expect(200);
+    // Spec rule 3: /version needs a key like every other route; the console reads the flags from /auth/mode.
+    await a.http.get('/api/v1/version').expect(401);
+    const v = await a.http.get('/api/v1/version').set('x-api-key', boot).expect(200);
     expect(v.body).toMatchObject({ useApiKeys: 'true', useUserAuth: 'false' });
   });
 

@@ -132,7 +132,9 @@ describe('every route declares its capability', () => {
         const runKeyRoute =
           rule.kind === 'capability'
             ? runKeyCapabilities([rule.capability ?? '']).length > 0
-            : rule.kind === 'public' && r.method === 'GET' && !probes.includes(r.path);
+            : r.method === 'GET' &&
+              // Public reads, and the one read open to any identity a run has use for.
+              ((rule.kind === 'public' && !probes.includes(r.path)) || r.path === '/version');
         const outside = r.path === '/metrics' || probes.includes(r.path);
         const path = `${outside ? '' : '/api/v1'}${r.path.replace(/:[^/]+/g, 'x')}`;
         return runKeyMayCall(r.method, path) !== runKeyRoute;

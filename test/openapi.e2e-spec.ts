@@ -159,8 +159,10 @@ describe('API_DOCS: who may read the API description', () => {
     const doc = await keyed.http.get('/api/docs-json').set('x-api-key', key).expect(200);
     expect(doc.body.paths['/api/v1/version']).toBeDefined();
     await keyed.http.get('/api/docs/').set('x-api-key', key).expect(200);
-    // Routes that merely start alike are not the docs.
-    await keyed.http.get('/api/v1/version').expect(200);
+    // Routes that merely start alike are not the docs: /version answers its own 401 (it needs a key).
+    const version = await keyed.http.get('/api/v1/version').expect(401);
+    expect(version.body.message).not.toMatch(/API_DOCS/);
+    await keyed.http.get('/api/v1/version').set('x-api-key', key).expect(200);
   });
 
   it('API_DOCS=off serves no description at all', async () => {

@@ -115,7 +115,7 @@ export class TapScheduler implements OnApplicationBootstrap, OnApplicationShutdo
       .run(environment, tap.name, { mode: 'run', trigger: 'schedule' })
       .then((r) =>
         this.logger.info(
-          { environment, tap: tap.name, status: r.status, records: r.recordCount },
+          { environment, tap: tap.name, status: r.status, records: r.recordCount, error: r.error },
           'scheduled tap run finished',
         ),
       )

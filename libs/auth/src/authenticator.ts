@@ -41,6 +41,13 @@ export interface Credentials {
  */
 export const TENANT_MAPPING_LABEL = 'tenant-mapping';
 
+/** The authentication flags a console needs before anyone signs in. */
+export interface AuthMode {
+  useUserAuth: boolean;
+  useApiKeys: boolean;
+  multiTenant: boolean;
+}
+
 /**
  * Turns a request's credentials into an identity, following the spec's USE_USER_AUTH × USE_API_KEYS
  * table: both off is anonymous; a key (when keys are on) wins over a session cookie; with only user
@@ -60,6 +67,12 @@ export class Authenticator {
 
   get enabled(): boolean {
     return this.config.auth.useApiKeys || this.config.auth.useUserAuth;
+  }
+
+  /** Which credentials this instance asks for (addendum: `GET /auth/mode`), and nothing more. */
+  mode(): AuthMode {
+    const { useUserAuth, useApiKeys, multiTenant } = this.config.auth;
+    return { useUserAuth, useApiKeys, multiTenant };
   }
 
   anonymous(): Identity {

@@ -50,12 +50,14 @@ export function tapGrant(capabilities: readonly string[]): string[] {
 
 /**
  * The platform routes a tap run may call through the egress proxy: those a run key's actions can
- * reach (RUN_KEY_ACTIONS; an API test keeps the two in step), plus the public `GET /version`. Login,
- * logout and every other route are refused by the proxy itself, so a script can neither guess
- * passwords nor spend the login limiter's budget of the machine it runs on. `*` is one path segment.
+ * reach (RUN_KEY_ACTIONS; an API test keeps the two in step), plus `GET /version` (any identity: which
+ * platform the script talks to) and the public `GET /auth/mode`. Login, logout and every other route
+ * are refused by the proxy itself, so a script can neither guess passwords nor spend the login
+ * limiter's budget of the machine it runs on. `*` is one path segment.
  */
 export const RUN_KEY_ROUTES: readonly string[] = [
   'GET /api/v1/version',
+  'GET /api/v1/auth/mode',
   'GET /api/v1/pipelines',
   'GET /api/v1/pipeline',
   'GET /api/v1/pipeline/status',

@@ -3,7 +3,6 @@ import type { DomainCode } from '@tapyard/core';
 /** The domain codes of incident errors: the error body's `code`. */
 export const IncidentErrorCode = {
   NotFound: 'incident.not_found',
-  NoEvidence: 'incident.no_evidence',
   Resolved: 'incident.resolved',
   /** A script changed since the incident: nothing was restored. */
   ScriptChanged: 'incident.script_changed',

@@ -32,6 +32,24 @@ export interface Evidence {
   scriptVersions: ScriptVersionChange[];
 }
 
+/**
+ * The evidence while it is still computed (addendum): `verdict` pending with the parts known before
+ * any script ran (what changed, the thresholds, what the pipeline reaches); null for the rest.
+ */
+export interface PendingEvidence {
+  baseline: null;
+  candidate: null;
+  real: null;
+  diff: null;
+  /** Null when the pipeline is gone meanwhile. */
+  blastRadius: BlastRadius | null;
+  thresholds: Thresholds;
+  checks: Check[];
+  verdict: 'pending';
+  computedAt: null;
+  scriptVersions: ScriptVersionChange[];
+}
+
 export interface IncidentListItem {
   id: string;
   subject: 'pipeline';

@@ -24,7 +24,14 @@ import {
   verdictOf,
 } from './evidence';
 import { ScriptSet, profileRun } from './evidence-run';
-import { BlastRadius, Evidence, Incident, IncidentListItem, ScriptVersionChange } from './incident.types';
+import {
+  BlastRadius,
+  Evidence,
+  Incident,
+  IncidentListItem,
+  PendingEvidence,
+  ScriptVersionChange,
+} from './incident.types';
 import { IncidentsRepository } from './incidents.repository';
 import { IncidentErrorCode } from './incident-errors';
 
@@ -67,12 +74,15 @@ export class IncidentsService implements OnModuleInit, CodegenListener {
    * The evidence, with the values it quotes from the pipeline's rows (top values, quantiles) only for a
    * caller who may read those rows: `search:query` over the pipeline's scope, the capability that reads
    * rows from its destination. Counts, rates, types, checks and the verdict are for every reader.
-   * `caller` null: nobody is checked (authentication is off).
+   * `caller` null: nobody is checked (authentication is off). While it is computed: what is known so far.
    */
-  async evidence(environment: string, id: string, caller: DataReader | null): Promise<Evidence> {
+  async evidence(
+    environment: string,
+    id: string,
+    caller: DataReader | null,
+  ): Promise<Evidence | PendingEvidence> {
     const incident = await this.found(environment, id);
-    if (incident.evidence === null)
-      throw new NotFoundError(`incident '${id}' has no evidence yet`).coded(IncidentErrorCode.NoEvidence);
+    if (incident.evidence === null) return this.pending(environment, incident);
     if (caller === null) return incident.evidence;
     const pipeline = await this.pipelines.find(environment, incident.subjectName);
     const readsRows =
@@ -186,6 +196,23 @@ export class IncidentsService implements OnModuleInit, CodegenListener {
     if (incident === null)
       throw new NotFoundError(`incident '${id}' does not exist`).coded(IncidentErrorCode.NotFound);
     return incident;
+  }
+
+  /** No value of any row yet: nothing here needs the data-read check. */
+  private async pending(environment: string, incident: Incident): Promise<PendingEvidence> {
+    const pipeline = await this.pipelines.find(environment, incident.subjectName);
+    return {
+      baseline: null,
+      candidate: null,
+      real: null,
+      diff: null,
+      blastRadius: pipeline === null ? null : this.blastRadius(pipeline.definition),
+      thresholds: DEFAULT_THRESHOLDS,
+      checks: [],
+      verdict: 'pending',
+      computedAt: null,
+      scriptVersions: incident.scriptVersions,
+    };
   }
 
   /** Baseline (the scripts before the change) and candidate (after) on the same sample, compared. */

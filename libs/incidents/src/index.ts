@@ -6,6 +6,7 @@ export type {
   Evidence,
   Incident,
   IncidentListItem,
+  PendingEvidence,
   ScriptVersionChange,
 } from './incident.types';
 export { IncidentErrorCode } from './incident-errors';

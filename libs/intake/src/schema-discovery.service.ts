@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Request } from 'express';
-import { CONFIG, TapyardConfig, ValidationError } from '@tapyard/core';
-import { CsvAttributes, SchemaField } from '@tapyard/model';
+import { CONFIG, TapyardConfig, UnsupportedMediaTypeError, ValidationError } from '@tapyard/core';
+import { CsvAttributes, PipelineErrorCode, SchemaField } from '@tapyard/model';
 import { destinationDefaults } from '@tapyard/pipelines';
 import {
   DataProfile,
@@ -9,6 +9,7 @@ import {
   inferSchema,
   normalizeColumnName,
   profileColumns,
+  sniffContent,
 } from '@tapyard/profiling';
 import { readCsv, readJson, readXml, FatalReadError, RecordBatch } from '@tapyard/readers';
 import { UploadedSample, boolField, bufferStream, intField, readUploadedSample } from './sample';
@@ -48,6 +49,7 @@ export class SchemaDiscoveryService {
     sample: UploadedSample,
     examples?: string[][],
   ): Promise<GeneratedPipeline> {
+    assertDataFile(sample, 'a pipeline is proposed from CSV, JSON or XML samples only');
     const name = pipelineName(sample.fields.get('pipeline')?.trim() || sample.filename);
     const format = detectFormat(sample);
     const defaults = destinationDefaults(this.config, environment);
@@ -106,6 +108,7 @@ export class SchemaDiscoveryService {
 
   async profile(req: Request): Promise<DataProfile & { sampleSize: number; filename: string }> {
     const sample = await readUploadedSample(req, SAMPLE_BYTES * 4);
+    assertDataFile(sample, 'the profile reads CSV samples only');
     const sampleSize = intField(sample.fields, 'sampleSize', 200, 1, 100000);
     const delimiter = delimiterOf(sample);
     const header = boolField(sample.fields, 'header') ?? true;
@@ -113,6 +116,16 @@ export class SchemaDiscoveryService {
     const headerRow = header ? (rows[0] ?? []) : (rows[0]?.map((_, i) => `column_${i + 1}`) ?? []);
     const dataRows = header ? rows.slice(1) : rows;
     return { filename: sample.filename, sampleSize, ...profileColumns(headerRow, dataRows) };
+  }
+}
+
+/** 415 naming what the file is, by its content: a PDF named data.csv is still a PDF. */
+function assertDataFile(sample: UploadedSample, only: string): void {
+  const sniffed = sniffContent(sample.head);
+  if (sniffed.kind === 'binary') {
+    throw new UnsupportedMediaTypeError(
+      `'${sample.filename}' is ${sniffed.type}, not a data file: ${only}`,
+    ).coded(PipelineErrorCode.UnsupportedFile);
   }
 }
 

@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
+import { Transform } from 'node:stream';
 import { pipeline as pipeline_ } from 'node:stream/promises';
 import type { Request } from 'express';
 import {
@@ -13,7 +14,8 @@ import {
 } from '@tapyard/core';
 import type { AccessCheck } from '@tapyard/auth';
 import { PipelineDeletingError, PipelinePolicy, PipelinesService } from '@tapyard/pipelines';
-import { isDocumentPipeline } from '@tapyard/model';
+import { PipelineErrorCode, isDocumentPipeline } from '@tapyard/model';
+import { SNIFF_BYTES, sniffContent } from '@tapyard/profiling';
 import { EnvironmentQueues, IngestJob, IntakePayload, loadJobOptions } from '@tapyard/queue';
 import { archiveKind } from '@tapyard/archives';
 import { ObjectStore } from '@tapyard/objectstore';
@@ -37,6 +39,8 @@ interface Received {
   bytes: number;
   tooLarge: boolean;
   compressed: boolean;
+  /** The file's first bytes (up to SNIFF_BYTES): what it is, whatever its name. */
+  head: Buffer;
   /** The file part's staged input (its id is the pipeline token), once the part started. */
   staged: StagedWriter | null;
 }
@@ -68,8 +72,10 @@ export class UploadService {
     let streamed: JobRef | null = null;
     const length = Number(req.headers['content-length']);
     const size = Number.isSafeInteger(length) && length > 0 ? length : undefined;
-    const startEarly = async (got: Received): Promise<void> => {
-      streamed = await this.startStreaming(environment, pipelineToken, got, access, size).catch(() => null);
+    const startEarly = async (got: Received, fields: Map<string, string>): Promise<void> => {
+      streamed = await this.startStreaming(environment, pipelineToken, got, fields, access, size).catch(
+        () => null,
+      );
     };
     let got: Received;
     try {
@@ -84,7 +90,7 @@ export class UploadService {
         this.checkReceived(got);
         // The job took its publisher token from the fields before the file; one sent after it would
         // be silently lost.
-        if (publisherTokenOf(got) !== early.publisherToken) {
+        if (publisherTokenOf(got.fields) !== early.publisherToken) {
           throw new ValidationError("multipart field 'publishertoken' must come before 'file'").coded(
             UploadErrorCode.FieldOrder,
           );
@@ -117,13 +123,14 @@ export class UploadService {
         throw new ValidationError("multipart field 'pipeline' is required").coded(
           UploadErrorCode.MissingField,
         );
-      const admitted = await this.admit(environment, pipeline, publisherTokenOf(got), access);
+      const admitted = await this.admit(environment, pipeline, publisherTokenOf(got.fields), access);
       const { publisherToken } = admitted;
       this.checkReceived(got);
       if (archiveKind(got.filename) !== null) {
         await this.stageArchive(environment, pipeline, pipelineToken, publisherToken, got);
         return '';
       }
+      if (!admitted.document) assertDataFile(got.filename, got.head, pipeline);
 
       const job: JobRef = { environment, pipeline, pipelineToken, publisherToken, filename: got.filename };
       await this.status.record(job, 'StreamNotifier', 'begin', `receiving ${got.filename}`);
@@ -173,9 +180,14 @@ export class UploadService {
     }
     const staged = pipelineToken;
     try {
-      const bytes = await this.staging.write(environment, staged, body);
+      const head = new HeadCollector();
+      const tapped = head.tap();
+      // pipe() does not forward a failure: the write must still see one.
+      body.on('error', (err: Error) => tapped.destroy(err));
+      const bytes = await this.staging.write(environment, staged, body.pipe(tapped));
       if (bytes === 0)
         throw new ValidationError(`the file '${filename}' is empty`).coded(UploadErrorCode.Empty);
+      if (!admitted.document) assertDataFile(filename, head.bytes(), pipeline);
       const job: JobRef = { environment, pipeline, pipelineToken, publisherToken: null, filename };
       await this.status.record(job, 'StreamNotifier', 'begin', `receiving ${filename}`);
       const options = loadJobOptions(environment, pipelineToken, this.config.loadRetry);
@@ -230,24 +242,27 @@ export class UploadService {
   }
 
   /**
-   * Called when the file part starts: when the pipeline field came first and the file is not an
-   * archive, admits the upload and enqueues its job, which reads the file as it arrives. Returns
-   * the job, or null to take the upload the classic way (a refusal is then reported after receipt).
-   * `size`: the request's content-length, when it has one.
+   * Called once the file's head is in: when the pipeline field came first and the file is a data file
+   * (not an archive), admits the upload and enqueues its job, which reads the file as it arrives.
+   * Returns the job, or null to take the upload the classic way (a refusal is then reported after
+   * receipt). `fields`: those sent before the file; later ones do not count for the job. `size`: the
+   * request's content-length, when it has one.
    */
   private async startStreaming(
     environment: string,
     pipelineToken: string,
     got: Received,
+    fields: Map<string, string>,
     access: AccessCheck,
     size: number | undefined,
   ): Promise<JobRef | null> {
-    // The fields as they are when the file starts: later ones keep arriving while this runs.
-    const pipeline = got.fields.get('pipeline')?.trim();
+    const pipeline = fields.get('pipeline')?.trim();
     const filename = got.filename;
-    const early = publisherTokenOf(got);
+    const early = publisherTokenOf(fields);
     if (!pipeline || !filename || got.compressed || archiveKind(filename) !== null) return null;
     if (isDocumentPipeline((await this.pipelines.get(environment, pipeline)).definition)) return null;
+    // Not a data file: no job starts; the classic path refuses it once received.
+    if (sniffContent(got.head).kind !== 'text') return null;
     const { publisherToken } = await this.admit(environment, pipeline, early, access);
     const job: JobRef = { environment, pipeline, pipelineToken, publisherToken, filename };
     await this.status.record(
@@ -311,12 +326,15 @@ export class UploadService {
     );
   }
 
-  /** `fileStarts`: called once the file part begins (its data already flowing into the object store). */
+  /**
+   * `fileStarts`: called once the file's head is in (its data already flowing into the object store),
+   * with the fields sent before the file.
+   */
   private async receive(
     environment: string,
     req: Request,
     token: string,
-    fileStarts: (got: Received) => Promise<void>,
+    fileStarts: (got: Received, fields: Map<string, string>) => Promise<void>,
   ): Promise<Received> {
     const got: Received = {
       fields: new Map(),
@@ -324,6 +342,7 @@ export class UploadService {
       bytes: 0,
       tooLarge: false,
       compressed: false,
+      head: Buffer.alloc(0),
       staged: null,
     };
     const writes: Promise<void>[] = [];
@@ -350,12 +369,20 @@ export class UploadService {
           }
           file.on('limit', () => (got.tooLarge = true));
           got.staged = staged;
+          const head = new HeadCollector();
+          const fieldsBefore = new Map(got.fields);
           track(
-            pipeline_(file, staged).then(() => {
+            pipeline_(file, head.tap(), staged).then(() => {
               got.bytes = staged.bytes;
             }),
           );
-          track(fileStarts(got));
+          // A streaming job starts once the head shows a data file (or the file ended shorter).
+          track(
+            head.seen.then(() => {
+              got.head = head.bytes();
+              return fileStarts(got, fieldsBefore);
+            }),
+          );
         },
       });
       await Promise.all(writes);
@@ -372,6 +399,50 @@ export class UploadService {
   }
 }
 
-function publisherTokenOf(got: Received): string | null {
-  return got.fields.get('publishertoken')?.trim() || null;
+/** 415 naming what the file is when its content is not a data file (the pipeline reads CSV, JSON or XML). */
+function assertDataFile(filename: string, head: Buffer, pipeline: string): void {
+  const sniffed = sniffContent(head);
+  if (sniffed.kind === 'binary') {
+    throw new UnsupportedMediaTypeError(
+      `'${filename}' is ${sniffed.type}; pipeline '${pipeline}' reads CSV, JSON or XML data files ` +
+        '(documents go to a document pipeline)',
+    ).coded(PipelineErrorCode.UnsupportedFile);
+  }
+}
+
+/** Keeps the first SNIFF_BYTES of a stream that passes through it unchanged. */
+class HeadCollector {
+  private readonly chunks: Buffer[] = [];
+  private kept = 0;
+  private reached!: () => void;
+  /** Settles once SNIFF_BYTES went through, or the stream ended or failed before. */
+  readonly seen = new Promise<void>((resolve) => (this.reached = resolve));
+
+  tap(): Transform {
+    const through = new Transform({
+      transform: (chunk: Buffer, _encoding, done) => {
+        if (this.kept < SNIFF_BYTES) {
+          const part = chunk.subarray(0, SNIFF_BYTES - this.kept);
+          this.chunks.push(part);
+          this.kept += part.length;
+          if (this.kept >= SNIFF_BYTES) this.reached();
+        }
+        done(null, chunk);
+      },
+      flush: (done) => {
+        this.reached();
+        done();
+      },
+    });
+    for (const end of ['close', 'error']) through.once(end, () => this.reached());
+    return through;
+  }
+
+  bytes(): Buffer {
+    return Buffer.concat(this.chunks);
+  }
+}
+
+function publisherTokenOf(fields: Map<string, string>): string | null {
+  return fields.get('publishertoken')?.trim() || null;
 }

@@ -11,4 +11,6 @@ export const PipelineErrorCode = {
   DestinationRefused: 'pipeline.destination_refused',
   Invalid: 'pipeline.invalid',
   InvalidExpression: 'pipeline.invalid_expression',
+  /** The file's content (not its name) shows a type the pipeline cannot read, e.g. a PDF for a CSV pipeline. */
+  UnsupportedFile: 'pipeline.unsupported_file',
 } as const satisfies Record<string, DomainCode>;

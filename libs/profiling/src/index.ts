@@ -8,3 +8,5 @@ export * from './profile.types';
 export * from './profile';
 export * from './patterns';
 export * from './sensitive';
+export { SNIFF_BYTES, sniffContent } from './content-type';
+export type { SniffedContent } from './content-type';

@@ -1,4 +1,4 @@
-import { cronFromEnglish } from './english';
+import { cronFromEnglish, looksLikeCron } from './english';
 import { InvalidCronError, validateQuartz } from './quartz';
 
 // Wednesday 2024-01-10 12:34:56 UTC.
@@ -114,4 +114,28 @@ describe('cronFromEnglish', () => {
   it('refuses an unknown timezone', () => {
     expect(() => cronFromEnglish('daily', 'Nowhere/Land', NOW)).toThrow(InvalidCronError);
   });
+
+  it('validates and explains a description written as a Quartz expression', () => {
+    expect(cronFromEnglish(' 0  30 6 ? * mon-fri ', 'UTC', NOW)).toMatchObject({
+      cronExpression: '0 30 6 ? * mon-fri',
+      explanation: 'At 06:30:00, Monday through Friday',
+      nextRuns: expect.arrayContaining(['2024-01-11T06:30:00.000Z']),
+    });
+    expect(cronFromEnglish('0 0 12 L * ? 2024', 'UTC', NOW)?.nextRuns).toHaveLength(5);
+  });
+
+  it.each([
+    ['0 0 25 * * *', /hours/],
+    ['0 0 7 * * MON', /both specified/],
+    ['0 7 * * *', /5 fields; Quartz needs 6 or 7/],
+    ['0 0 12 1 1 ? 2020', /never fires again/],
+  ])('refuses the invalid Quartz expression %j with the reason', (expression, reason) => {
+    expect(() => cronFromEnglish(expression, 'UTC', NOW)).toThrow(reason);
+    expect(() => cronFromEnglish(expression, 'UTC', NOW)).toThrow(InvalidCronError);
+  });
+
+  it.each(['every 5 minutes on mon wed fri', 'at 7 am on mon and fri', '1st and 15th at 9'])(
+    'reads %j as English, not as an expression',
+    (phrase) => expect(looksLikeCron(phrase)).toBe(false),
+  );
 });

@@ -1,4 +1,4 @@
-import { assertTimezone, describeQuartz, parseQuartz, validateQuartz } from './quartz';
+import { InvalidCronError, assertTimezone, describeQuartz, parseQuartz, validateQuartz } from './quartz';
 
 export interface EnglishSchedule {
   cronExpression: string;
@@ -313,9 +313,29 @@ function dayFields(r: Request): string[] | null {
   return dow === null ? [dom ?? '*', month, '?'] : ['?', month, dow];
 }
 
+// One field of a cron expression: digits, the special characters, L/W and day or month names. A phrase
+// of five to seven such tokens is an expression, never English ("0 0 7 * * MON", "0 7 * * *").
+const CRON_TOKEN = new RegExp(
+  `^(?:[\\d*?/,#-]|LW|L|W|${[...DAYS, ...MONTHS].map((n) => n.slice(0, 3)).join('|')})+$`,
+  'i',
+);
+
+/** Whether `description` is written as a cron expression rather than in words. */
+export function looksLikeCron(description: string): boolean {
+  const tokens = description.trim().split(/\s+/);
+  return (
+    tokens.length >= 5 &&
+    tokens.length <= 7 &&
+    tokens.every((t) => CRON_TOKEN.test(t)) &&
+    tokens.some((t) => /[\d*?]/.test(t))
+  );
+}
+
 /**
  * Turns a common English description of a schedule into a Quartz expression, or null when the
- * phrasing is not understood. Throws InvalidCronError for an unknown timezone.
+ * phrasing is not understood. A description written as a cron expression is validated as Quartz
+ * instead, so that no other schedule is ever proposed for it. Throws InvalidCronError for an unknown
+ * timezone, or with the reason when such an expression is not valid Quartz.
  */
 export function cronFromEnglish(
   description: string,
@@ -323,6 +343,7 @@ export function cronFromEnglish(
   now = new Date(),
 ): EnglishSchedule | null {
   assertTimezone(timezone);
+  if (looksLikeCron(description)) return explained(description.trim().split(/\s+/).join(' '), timezone, now);
   const request = understand(normalize(description));
   if (!request) return null;
   const time = timeFields(request);
@@ -331,11 +352,15 @@ export function cronFromEnglish(
   const cronExpression = [...time, ...days].join(' ');
   // A phrase can ask for an impossible date ("every february 30th"); that is not understood either.
   if (validateQuartz(cronExpression) !== null) return null;
-  return {
-    cronExpression,
-    explanation: describeQuartz(cronExpression),
-    nextRuns: parseQuartz(cronExpression, timezone)
-      .nextRuns(5, now)
-      .map((d) => d.toISOString()),
-  };
+  return explained(cronExpression, timezone, now);
+}
+
+/** Throws InvalidCronError with the reason when `cronExpression` is not valid Quartz or never fires again. */
+function explained(cronExpression: string, timezone: string, now: Date): EnglishSchedule {
+  const schedule = parseQuartz(cronExpression, timezone);
+  const nextRuns = schedule.nextRuns(5, now).map((d) => d.toISOString());
+  if (nextRuns.length === 0) {
+    throw new InvalidCronError(`cron expression '${cronExpression}' never fires again (its years are past)`);
+  }
+  return { cronExpression, explanation: describeQuartz(cronExpression), nextRuns };
 }

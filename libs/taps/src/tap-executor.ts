@@ -56,7 +56,6 @@ export class TapExecutor {
     const error = shapeError ?? outcome.error;
     return {
       ...base(tap, 'test', dataType),
-      status: error ? 'error' : 'success',
       persistedReason: 'test_mode',
       recordCount: sink.count,
       columns: sink.columns,
@@ -80,17 +79,15 @@ export class TapExecutor {
     if (tap.tapType === 'document') return this.documentRun(environment, tap, script_, target, env);
 
     if (!target) {
-      // The records go nowhere: count them, keep nothing.
+      // The records go nowhere: counted for the logs, none submitted.
       const counted = new SampleSink(dataType);
       const { outcome, shapeError } = await this.execute(tap, script_, env, counted);
       const error = shapeError ?? outcome.error;
       return {
         ...base(tap, 'run', dataType),
-        status: error ? 'error' : 'success',
         persistedReason: error ? 'run_error' : 'no_target_pipeline',
-        recordCount: counted.count,
         columns: counted.columns,
-        logs: outcome.logs,
+        logs: outcome.logs + notSubmitted(counted.count, 'the tap has no target pipeline'),
         isolation: outcome.isolation,
         error,
       };
@@ -120,10 +117,12 @@ export class TapExecutor {
     const loaded = await load.finish(error);
     const result: RunResult = {
       ...base(tap, 'run', dataType),
-      status: error ? 'error' : 'success',
-      recordCount: load.count,
+      // Spec: records submitted. A failed run submits none, whatever the script yielded before failing.
+      recordCount: loaded.persisted ? load.count : 0,
       columns: load.count > 0 ? (dataType === 'csv' ? load.namer.columns : load.namer.keys) : null,
-      logs: run.outcome.logs,
+      logs:
+        run.outcome.logs +
+        (loaded.persisted ? '' : notSubmitted(load.count, 'the run failed, so none was loaded')),
       isolation: run.outcome.isolation,
       error,
       ...(loaded.pipelineTokens.length > 0 ? { publisherToken, pipelineTokens: loaded.pipelineTokens } : {}),
@@ -171,7 +170,6 @@ export class TapExecutor {
       unchanged > 0 ? `${outcome.logs}[tapyard] ${unchanged} unchanged document(s) skipped\n` : outcome.logs;
     return {
       ...base(tap, 'run', 'document'),
-      status: error ? 'error' : 'success',
       persisted,
       ...(reason ? { persistedReason: reason } : {}),
       ...(persisted ? { publisherToken } : {}),
@@ -216,4 +214,9 @@ export class TapExecutor {
       await this.environment.release(env);
     }
   }
+}
+
+/** A line for the logs when the script yielded records that were not submitted. */
+function notSubmitted(yielded: number, why: string): string {
+  return yielded > 0 ? `[tapyard] the script yielded ${yielded} record(s); none was submitted: ${why}\n` : '';
 }

@@ -169,7 +169,6 @@ export class TapRunner {
       this.logger[level]({ tap: name, err: message }, 'tap run could not run');
       await this.finish(environment, entry, {
         ...base(tap, opts.mode, 'csv'),
-        status: 'error',
         persistedReason: 'run_error',
         error: message,
       });
@@ -241,7 +240,8 @@ export class TapRunner {
 
   private async finish(environment: string, entry: RunLogEntry, r: RunResult): Promise<void> {
     const finished = new Date();
-    entry.status = r.status;
+    // The history keeps telling failed runs apart; the run result reports them in `error` (spec).
+    entry.status = r.status === 'success' && r.error !== null ? 'error' : r.status;
     entry.finishedAt = finished.toISOString();
     entry.durationMs = finished.getTime() - Date.parse(entry.startedAt);
     entry.recordCount = r.recordCount;
@@ -251,6 +251,6 @@ export class TapRunner {
     entry.error = r.error;
     r.durationMs = entry.durationMs;
     await this.repo.finishRun(environment, entry);
-    this.runs?.inc({ mode: entry.mode, trigger: entry.trigger, outcome: r.status });
+    this.runs?.inc({ mode: entry.mode, trigger: entry.trigger, outcome: entry.status });
   }
 }

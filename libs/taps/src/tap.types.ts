@@ -71,17 +71,18 @@ export interface TestResult {
  */
 export type Isolation = 'bwrap' | 'none' | null;
 
-/** Spec "Run result". */
+/** Spec "Run result". A run that failed is `success` with its `error` (spec Errors); only debounced runs differ. */
 export interface RunResult {
   tap: string;
   description: string;
-  status: 'success' | 'error' | 'skipped';
+  status: 'success' | 'skipped';
   mode: RunMode;
   targetPipeline: string;
   persisted: boolean;
   persistedReason?: PersistedReason;
   publisherToken?: string;
   pipelineTokens: string[];
+  /** Records submitted to the target pipeline (mode `test`: records the script yielded). */
   recordCount: number;
   dataType: string;
   columns: string[] | null;

@@ -5,6 +5,8 @@ import { Logger } from 'pino';
 import {
   Access,
   AuthErrorCode,
+  AuthMode,
+  Authenticator,
   CSRF_COOKIE,
   LoginLimiter,
   SESSION_COOKIE,
@@ -17,7 +19,7 @@ import { RequestAccess } from '../http/environment.decorator';
 import { TapyardRequest } from '../http/request-context';
 import { StatusOkDto } from '../secrets/secrets.dto';
 import { Public, SignedIn } from './access-rule';
-import { LoginDto, LoginResultDto, MeDto } from './auth.dto';
+import { AuthModeDto, LoginDto, LoginResultDto, MeDto } from './auth.dto';
 import { cookies } from './credentials';
 
 @ApiTags('auth')
@@ -27,9 +29,24 @@ export class AuthController {
     private readonly users: UsersService,
     private readonly sessions: SessionStore,
     private readonly limiter: LoginLimiter,
+    private readonly authenticator: Authenticator,
     @Inject(CONFIG) private readonly config: TapyardConfig,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
+
+  @Get('mode')
+  @Public()
+  @ApiOperation({
+    summary: 'Which credentials this instance asks for (no credentials needed)',
+    description:
+      'For a console before anyone signs in: whether to show a login (`useUserAuth`), ask for a pasted key ' +
+      '(`useApiKeys`) and expect tenant keys (`multiTenant`). Nothing else is told here; `GET /version` needs a ' +
+      'key like every other route when API keys are on.',
+  })
+  @ApiOkResponse({ type: AuthModeDto })
+  mode(): AuthMode {
+    return this.authenticator.mode();
+  }
 
   @Post('login')
   @HttpCode(200)

@@ -3,6 +3,17 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, IsArray, IsIn, IsString, MaxLength, MinLength } from 'class-validator';
 import { ROLES, TEMPLATE_NAMES } from '@tapyard/auth';
 
+export class AuthModeDto {
+  @ApiProperty({ example: true, description: 'USE_USER_AUTH: the console offers a login' })
+  useUserAuth!: boolean;
+
+  @ApiProperty({ example: true, description: 'USE_API_KEYS: programmatic requests need an x-api-key' })
+  useApiKeys!: boolean;
+
+  @ApiProperty({ example: false, description: 'MULTI_TENANT: keys select a tenant environment' })
+  multiTenant!: boolean;
+}
+
 export class IssueKeyDto {
   @ApiProperty({
     example: 'reporting-bot',

@@ -1,6 +1,6 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { Evidence, Incident, IncidentListItem, IncidentsService } from '@tapyard/incidents';
+import { Evidence, Incident, IncidentListItem, IncidentsService, PendingEvidence } from '@tapyard/incidents';
 import { PipelinesService } from '@tapyard/pipelines';
 import { ApiErrors } from '../http/api-errors.decorator';
 import { RequestAccess, RequestEnvironment } from '../http/environment.decorator';
@@ -20,8 +20,8 @@ const PROFILE = {
 const EVIDENCE_SCHEMA = {
   type: 'object',
   properties: {
-    baseline: PROFILE,
-    candidate: PROFILE,
+    baseline: { ...PROFILE, nullable: true, description: 'Null while the evidence is computed' },
+    candidate: { ...PROFILE, nullable: true, description: 'Null while the evidence is computed' },
     real: {
       ...PROFILE,
       nullable: true,
@@ -29,12 +29,16 @@ const EVIDENCE_SCHEMA = {
     },
     diff: {
       type: 'object',
+      nullable: true,
       description:
+        'Null while the evidence is computed. ' +
         'columnsAdded, columnsRemoved, typeChanges, recordDeltaPct, recordDeltaVsMeanOfLastN, lastN, nullRateDeltas, quantileShift, dqPassRateDelta',
     },
     blastRadius: {
       type: 'object',
+      nullable: true,
       description:
+        'Null only when the pipeline is gone. ' +
         'downstreamPipelines, downstreamDatasets, ucTables, consumersFromContracts, lastDownstreamRunAt, agentsThatQueriedLast7d, secretName',
     },
     thresholds: {
@@ -44,7 +48,12 @@ const EVIDENCE_SCHEMA = {
     },
     checks: { type: 'array', items: { type: 'object', description: 'name, passed, observed, limit' } },
     verdict: { type: 'string', enum: ['pending', 'pass', 'fail', 'needs-human'] },
-    computedAt: { type: 'string', format: 'date-time' },
+    computedAt: {
+      type: 'string',
+      format: 'date-time',
+      nullable: true,
+      description: 'Null while the evidence is computed',
+    },
     scriptVersions: { type: 'array', items: { type: 'object', description: 'kind, before, after' } },
   },
 };
@@ -95,7 +104,10 @@ export class IncidentsController {
     summary: "An incident's evidence (spec Resources, Incident evidence)",
     description:
       "Values quoted from the pipeline's rows (columns' `topK` and `quantiles`) only for a caller who may read those " +
-      "rows (`search:query` over the pipeline's scope); others get the counts, rates, types, checks and verdict.",
+      "rows (`search:query` over the pipeline's scope); others get the counts, rates, types, checks and verdict. " +
+      'While the evidence is still computed (a second or so after the change): 200 with `verdict` `pending` and the ' +
+      'parts known so far (`scriptVersions`, `thresholds`, `blastRadius`); `baseline`, `candidate`, `diff` and ' +
+      '`computedAt` are null and `checks` is empty until then.',
   })
   @ApiOkResponse({ schema: EVIDENCE_SCHEMA })
   @ApiErrors(404)
@@ -103,7 +115,7 @@ export class IncidentsController {
     @RequestEnvironment() env: string,
     @RequestAccess() access: Access,
     @Param('id') id: string,
-  ): Promise<Evidence> {
+  ): Promise<Evidence | PendingEvidence> {
     return this.incidents.evidence(env, id, access.caller);
   }
 

@@ -125,7 +125,9 @@ export class PipelinesController {
       'Streams the file to the spool (never into memory) and queues a job. Answers the pipeline token as text/plain; ' +
       'follow it with GET /pipeline/status?pipelinetoken=…&withrollup=true. Archives (.zip, .jar, .tar, .tar.gz, .tgz, .gz) ' +
       'are staged to the raw bucket and answered 200 with an empty body; FileNotifier makes each file inside its own job ' +
-      '(follow them by publishertoken). Other compressions are 415; archives without an object store are 503.',
+      '(follow them by publishertoken). Other compressions are 415; archives without an object store are 503. The content ' +
+      'decides, not the name: a PDF, an image or other binary data sent to a CSV, JSON or XML pipeline is 415 naming ' +
+      'the type detected (magic bytes, NUL and control bytes, UTF-16).',
   })
   @ApiConsumes('multipart/form-data')
   @ApiBody({ type: UploadFormDto })
@@ -138,7 +140,7 @@ export class PipelinesController {
     400: 'Missing file or pipeline field, empty file',
     404: 'Unknown pipeline',
     413: 'File over UPLOAD_LIMIT',
-    415: 'Not multipart, or a compressed file',
+    415: 'Not multipart, a compressed file, or a file whose content is not CSV, JSON or XML (e.g. a PDF or an image) for a non-document pipeline',
   })
   upload(
     @RequestEnvironment() env: string,
@@ -164,7 +166,9 @@ export class PipelinesController {
   @ApiConsumes('multipart/form-data')
   @ApiBody({ type: GenerateFormDto })
   @ApiOkResponse({ description: 'A partial pipeline configuration, ready for POST /pipeline' })
-  @ApiErrors(400)
+  @ApiErrors(400, {
+    415: 'The content is not CSV, JSON or XML (e.g. a PDF or an image): the type detected is named',
+  })
   async generate(
     @RequestEnvironment() env: string,
     @Req() req: Request,
@@ -196,7 +200,9 @@ export class PipelinesController {
   @ApiConsumes('multipart/form-data')
   @ApiBody({ type: ProfileFormDto })
   @ApiOkResponse({ description: 'The profile' })
-  @ApiErrors(400)
+  @ApiErrors(400, {
+    415: 'The content is not a CSV sample (e.g. a PDF or an image): the type detected is named',
+  })
   async profile(
     @RequestEnvironment() env: string,
     @Req() req: Request,

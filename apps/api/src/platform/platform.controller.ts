@@ -3,7 +3,7 @@ import { ApiExtraModels, ApiOkResponse, ApiOperation, ApiTags, getSchemaPath } f
 import { CONFIG, TapyardConfig } from '@tapyard/core';
 import { AvailabilityService, HealthService, ServiceStatus } from '@tapyard/health';
 import { RequestEnvironment } from '../http/environment.decorator';
-import { Public, Requires } from '../auth/access-rule';
+import { Requires, SignedIn } from '../auth/access-rule';
 import { HEALTH_EXAMPLE, ServiceStatusDto, VersionInfoDto } from './platform.dto';
 
 @ApiTags('platform')
@@ -17,8 +17,13 @@ export class PlatformController {
   ) {}
 
   @Get('version')
-  @Public()
-  @ApiOperation({ summary: 'Server version, environment and authentication flags' })
+  @SignedIn()
+  @ApiOperation({
+    summary: 'Server version, environment and authentication flags',
+    description:
+      'Any identity may read it; with USE_API_KEYS=true that means a key, like every other route (spec ' +
+      'Authentication rule 3). A console learns the flags before signing in from `GET /auth/mode`.',
+  })
   @ApiOkResponse({ type: VersionInfoDto })
   version(@RequestEnvironment() environment: string): VersionInfoDto {
     const c = this.config;

@@ -137,11 +137,12 @@ export class OptimizeDto extends ReviewDto {
   @IsBoolean()
   verify?: boolean;
 
-  @ApiPropertyOptional({ description: 'SERVICE_TAP_TEST_LIMIT for the verification runs' })
+  @ApiPropertyOptional({
+    description: 'SERVICE_TAP_TEST_LIMIT for the verification runs; 0 or less: no cap, as for /tap/test',
+  })
   @OptionalNotNull()
   @Type(() => Number)
   @IsInt()
-  @Min(0)
   @Max(1_000_000_000)
   testLimit?: number;
 }

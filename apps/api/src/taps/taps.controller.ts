@@ -159,8 +159,9 @@ export class TapsController {
     @RequestSignal() signal: AbortSignal,
   ): Promise<RunResult> {
     const result = await this.runner.run(env, body.name, { mode: body.mode, trigger: 'manual', access });
-    if (result.status !== 'error' && !(result.status === 'success' && result.recordCount === 0))
-      return result;
+    // A diagnosis for a failed run, or one whose script yielded nothing (no columns seen).
+    const yieldedNothing = result.recordCount === 0 && result.columns === null;
+    if (result.status === 'skipped' || (result.error === null && !yieldedNothing)) return result;
     const tap = await this.taps.getWithScript(env, body.name);
     return { ...result, aiExplanation: await this.authoring.explain(env, tap, tap.script, result, signal) };
   }
@@ -209,11 +210,13 @@ export class TapsController {
       'Deterministic for common phrasings (every N seconds/minutes/hours, daily at, weekdays, weekly on, monthly on ' +
       'day N, last day of month, ...), with or without a model provider. Other phrasings go to the model (secret ' +
       "'ai', feature cron), whose answer is accepted only when it is a valid Quartz expression that fires again. " +
+      'A description written as a cron expression (five to seven fields) is validated as Quartz and explained, ' +
+      'never sent to the model: 400 with the reason when it is not valid Quartz. ' +
       'Returns the expression, an explanation and the next 5 fire times.',
   })
   @ApiOkResponse({ type: CronResultDto })
   @ApiErrors({
-    400: 'Unknown time zone',
+    400: 'Unknown time zone, or a description written as an invalid Quartz expression',
     422: 'Phrasing not understood (no provider), or the model gave no valid Quartz expression twice',
   })
   cron(

@@ -1,7 +1,7 @@
 import { OptionalNotNull } from '@tapyard/core';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+import { IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength } from 'class-validator';
 import { TAP_NAME_PATTERN } from '@tapyard/taps';
 
 const NAME_MESSAGE = 'name must be a tap name (letters, digits, _ and -)';
@@ -32,11 +32,14 @@ export class LedgerEntryQueryDto extends TapQueryDto {
 }
 
 export class TestQueryDto {
-  @ApiPropertyOptional({ example: 100, description: '> 0 sets SERVICE_TAP_TEST_LIMIT in the script process' })
+  @ApiPropertyOptional({
+    example: 100,
+    description:
+      '> 0 sets SERVICE_TAP_TEST_LIMIT in the script process; 0 or less (or absent): no cap (spec)',
+  })
   @OptionalNotNull()
   @Type(() => Number)
   @IsInt({ message: 'testLimit must be an integer' })
-  @Min(0)
   @Max(1_000_000_000)
   testLimit?: number;
 }
@@ -149,7 +152,11 @@ export class TestResultDto {
 export class RunResultDto {
   @ApiProperty() tap!: string;
   @ApiProperty() description!: string;
-  @ApiProperty({ enum: ['success', 'error', 'skipped'] }) status!: string;
+  @ApiProperty({
+    enum: ['success', 'skipped'],
+    description: '`skipped` when debounced; a run that failed is `success` with its reason in `error` (spec)',
+  })
+  status!: string;
   @ApiProperty({ enum: ['run', 'test'] }) mode!: string;
   @ApiProperty() targetPipeline!: string;
   @ApiProperty() persisted!: boolean;
@@ -160,7 +167,12 @@ export class RunResultDto {
   })
   publisherToken?: string;
   @ApiProperty({ type: [String] }) pipelineTokens!: string[];
-  @ApiProperty() recordCount!: number;
+  @ApiProperty({
+    description:
+      'Records submitted to the target pipeline: 0 when the run failed or has no target (the logs say how many the ' +
+      'script yielded); mode `test`: the records the script yielded',
+  })
+  recordCount!: number;
   @ApiProperty() dataType!: string;
   @ApiProperty({ type: [String], nullable: true }) columns!: string[] | null;
   @ApiProperty() logs!: string;
