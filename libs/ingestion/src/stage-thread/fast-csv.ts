@@ -60,10 +60,11 @@ export class FastCsvInput {
 
   /** `fileColumns`: the schema names of the file's columns, in file order. */
   plan(fileColumns: string[], fields: SchemaField[]): void {
-    const types = fileColumns.map((c) => fields.find((f) => f.name === c)?.type ?? 'string');
+    const schema = fileColumns.map((c) => fields.find((f) => f.name === c));
+    const types = schema.map((f) => f?.type ?? 'string');
     this.width = fileColumns.length;
     this.columns = fileColumns;
-    this.check = compileCsvCheck({ ...this.attrs, types });
+    this.check = compileCsvCheck({ ...this.attrs, types, limits: schema.map((f) => f ?? {}) });
     this.copyOptions = copyCsvOptions(this.attrs);
   }
 
