@@ -179,7 +179,10 @@ describe('compileCsvCheck: hand-written cases, checked against PostgreSQL', () =
   it('refuses decimals beyond the column scale or precision: PostgreSQL would round them', () => {
     const check = compileCsvCheck({ ...CSV, types: ['decimal'], limits: [{ precision: 6, scale: 2 }] });
     expect(check(Buffer.from('1234.56\n-0001234.5\n.5\n'))).toMatchObject({ clean: true });
-    expect(check(Buffer.from('12.345\n'))).toMatchObject({ clean: false, reason: 'not a plain decimal value' });
+    expect(check(Buffer.from('12.345\n'))).toMatchObject({
+      clean: false,
+      reason: 'not a plain decimal value',
+    });
     expect(check(Buffer.from('12345.6\n'))).toMatchObject({ clean: false });
     const integral = compileCsvCheck({ ...CSV, types: ['decimal'], limits: [{ precision: 3 }] });
     expect(integral(Buffer.from('999\n'))).toMatchObject({ clean: true });

@@ -4,7 +4,10 @@ import { join } from 'node:path';
 import { mongo } from 'mongoose';
 import { Client } from 'pg';
 import { ParquetReader } from 'parquetjs-lite';
-import { decimalFromBytes, registerParquetDecimal } from '../libs/destinations/src/objectstore/parquet-decimal';
+import {
+  decimalFromBytes,
+  registerParquetDecimal,
+} from '../libs/destinations/src/objectstore/parquet-decimal';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { TEST_DATABASE_URL, TEST_MONGODB_URI, TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
 import { upload, waitForJob } from './support/ingest';
@@ -36,7 +39,9 @@ function ordersFile(rows: number): { csv: string; priceCents: bigint; totalCents
     priceCents += unit;
     totalCents += unit * quantity;
     const day = String((i % 28) + 1).padStart(2, '0');
-    lines.push(`${i},customer-${next(5000)},${quantity},${money(unit)},${money(unit * quantity)},2026-11-${day}`);
+    lines.push(
+      `${i},customer-${next(5000)},${quantity},${money(unit)},${money(unit * quantity)},2026-11-${day}`,
+    );
   }
   return { csv: `${lines.join('\n')}\n`, priceCents, totalCents };
 }
@@ -91,7 +96,9 @@ describe('decimal: exact money through generate, PostgreSQL, Parquet, a sink and
 
   let proposal: {
     name: string;
-    source: { schemaProperties: { fields: { name: string; type: string; precision?: number; scale?: number }[] } };
+    source: {
+      schemaProperties: { fields: { name: string; type: string; precision?: number; scale?: number }[] };
+    };
     destination: { database: Record<string, unknown> };
     typeNotes?: { column: string; type: string; reason: string; outliers: number }[];
   };
@@ -146,7 +153,11 @@ describe('decimal: exact money through generate, PostgreSQL, Parquet, a sink and
     const sums = await pg.query(
       `SELECT count(*)::int AS n, sum(unit_price)::text AS price, sum(line_total)::text AS total FROM public.${table}`,
     );
-    expect(sums.rows[0]).toEqual({ n: 50_000, price: asDecimal(file.priceCents), total: asDecimal(file.totalCents) });
+    expect(sums.rows[0]).toEqual({
+      n: 50_000,
+      price: asDecimal(file.priceCents),
+      total: asDecimal(file.totalCents),
+    });
 
     // Parquet: a DECIMAL(18,2) column, read back with the project's reader.
     const bucket = `${env}-output`;
@@ -219,7 +230,9 @@ describe('decimal: exact money through generate, PostgreSQL, Parquet, a sink and
       .send({
         name: `${table}_m`,
         source: { fileAttributes: { format: 'csv' }, schemaProperties: { fields } },
-        destination: { database: { dbName: mongoDb, schema: 'ignored', table: 'orders', usePostgres: false } },
+        destination: {
+          database: { dbName: mongoDb, schema: 'ignored', table: 'orders', usePostgres: false },
+        },
       })
       .expect(200);
     const small = ordersFile(500);

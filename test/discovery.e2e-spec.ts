@@ -53,7 +53,8 @@ describe('pipeline generate and profile', () => {
 
   it('one bad value among the sample: the majority type, the outliers counted in typeNotes', async () => {
     const lines = ['qty,price'];
-    for (let i = 1; i <= 100; i++) lines.push(`${i === 50 ? 'twelve' : i},${i}.${String(i % 100).padStart(2, '0')}`);
+    for (let i = 1; i <= 100; i++)
+      lines.push(`${i === 50 ? 'twelve' : i},${i}.${String(i % 100).padStart(2, '0')}`);
     const res = await generate(lines.join('\n') + '\n', 'lines.csv').expect(200);
     expect(res.body.source.schemaProperties.fields).toEqual([
       { name: 'qty', type: 'int' },

@@ -44,7 +44,8 @@ export async function writeRowFile(
           row[c] = v === null ? null : d !== null ? decimalBytes(String(v), d) : convert[c](v);
           if (typeof v === 'bigint' && format === 'parquet')
             problem = `${target.columns[c].name}: ${String(v)} is beyond ±2^53, which the Parquet writer cannot store exactly`;
-          if (typeof row[c] === 'string' && d !== null) problem = `${target.columns[c].name}: ${String(row[c])}`;
+          if (typeof row[c] === 'string' && d !== null)
+            problem = `${target.columns[c].name}: ${String(row[c])}`;
         }
         if (problem !== null) {
           await reject({ line: b.lines[r], stage, reason: problem, raw: rowText(b, r) });

@@ -283,9 +283,7 @@ describe('profileColumns: recommendations and rules', () => {
       typeNote: { outliers: 1, examples: ['n/a?'] },
     });
     expect(p.columns[0].typeNote?.reason).toMatch(/^1 of 200 sampled values are not numbers/);
-    expect(p.issues).toEqual([
-      expect.objectContaining({ column: 'qty', kind: 'mixed_types', count: 1 }),
-    ]);
+    expect(p.issues).toEqual([expect.objectContaining({ column: 'qty', kind: 'mixed_types', count: 1 })]);
   });
 
   it('proposes decimal with its precision and scale for money', () => {

@@ -40,7 +40,11 @@ function monotonic(sample: ColumnSample): boolean {
   return up || down;
 }
 
-function columnRules({ sample, profile }: ProfiledColumn, rowCount: number, wholeFile: boolean): DataQualityRule[] {
+function columnRules(
+  { sample, profile }: ProfiledColumn,
+  rowCount: number,
+  wholeFile: boolean,
+): DataQualityRule[] {
   const column = profile.name;
   const rules: DataQualityRule[] = [];
   if (rowCount >= 2 && profile.nullCount === 0) rules.push({ type: 'not_null', column });

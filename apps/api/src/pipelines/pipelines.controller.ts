@@ -157,7 +157,7 @@ export class PipelinesController {
       'CSV/TSV: deterministic type inference over the first 1,000 rows (boolean, int, bigint, double, decimal, string, date, ' +
       'timestamp; values with leading zeros stay strings), header detection when `header` is absent, normalised column names. ' +
       'Fractional columns written with a fixed 2-4 places (money, quantities) are `decimal` with `precision` and `scale`, ' +
-      'other fractional ones `double`; single-precision `float` is never proposed. When at most 5% of a column\'s values ' +
+      "other fractional ones `double`; single-precision `float` is never proposed. When at most 5% of a column's values " +
       'do not fit the type the others share, that type is proposed and they are counted. `typeNotes[]` ' +
       '(`{column, type, reason, outliers, examples}`, absent when empty) says why for such columns; POST /pipeline accepts ' +
       'and ignores it, so the proposal registers as is. ' +

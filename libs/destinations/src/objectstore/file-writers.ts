@@ -45,7 +45,11 @@ export async function openRowWriter(
         columns.map((c) => [
           c.name,
           // Its min/max statistics would compare the bytes as text: none rather than wrong ones.
-          { type: PARQUET_TYPES[c.type], optional: true, ...(c.type === 'decimal' ? { statistics: false } : {}) },
+          {
+            type: PARQUET_TYPES[c.type],
+            optional: true,
+            ...(c.type === 'decimal' ? { statistics: false } : {}),
+          },
         ]),
       ),
     );

@@ -16,7 +16,14 @@ declare module 'parquetjs-lite' {
     static openBuffer(buffer: Buffer): Promise<ParquetReader>;
     getCursor(): { next(): Promise<Record<string, unknown> | null> };
     getRowCount(): { toNumber(): number };
-    metadata: { schema: { name: string; converted_type?: number | null; precision?: number | null; scale?: number | null }[] };
+    metadata: {
+      schema: {
+        name: string;
+        converted_type?: number | null;
+        precision?: number | null;
+        scale?: number | null;
+      }[];
+    };
     close(): Promise<void>;
   }
 }

@@ -288,8 +288,7 @@ function decimalCoercer({ precision, scale }: DecimalLimits): (raw: string) => C
   const fixedScale = precision === undefined ? scale : (scale ?? 0);
   const maxFraction = fixedScale ?? NUMERIC_FRACTION_DIGITS;
   const maxInteger = precision === undefined ? NUMERIC_INTEGER_DIGITS : precision - (fixedScale ?? 0);
-  const declared =
-    precision === undefined ? '' : ` (the column is decimal(${precision},${fixedScale ?? 0}))`;
+  const declared = precision === undefined ? '' : ` (the column is decimal(${precision},${fixedScale ?? 0}))`;
   return (raw) => {
     const s = trimmed(raw);
     const n = s.length;

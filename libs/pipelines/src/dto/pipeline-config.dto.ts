@@ -48,7 +48,8 @@ export class SchemaFieldDto {
     minimum: 1,
     maximum: DECIMAL_MAX_PRECISION,
     example: 12,
-    description: '`decimal` only: total significant digits. Absent (with scale): no limit, PostgreSQL `numeric`.',
+    description:
+      '`decimal` only: total significant digits. Absent (with scale): no limit, PostgreSQL `numeric`.',
   })
   @OptionalNotNull()
   @IsInt()
@@ -326,7 +327,8 @@ export class TypeNoteDto {
 
   @ApiProperty({
     example: 0,
-    description: 'Sampled values that do not read as the proposed type (their rows would be rejected at load)',
+    description:
+      'Sampled values that do not read as the proposed type (their rows would be rejected at load)',
   })
   outliers!: number;
 

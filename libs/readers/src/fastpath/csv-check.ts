@@ -177,7 +177,10 @@ export function compileCsvCheck(opts: CsvCheckOptions): (chunk: Buffer) => CsvVe
   const decimalLimits = opts.types.map((_, k) => {
     const { precision, scale } = opts.limits?.[k] ?? {};
     const fixed = precision === undefined ? scale : (scale ?? 0);
-    return { before: precision === undefined ? MAX_TYPED : precision - (fixed ?? 0), after: fixed ?? MAX_TYPED };
+    return {
+      before: precision === undefined ? MAX_TYPED : precision - (fixed ?? 0),
+      after: fixed ?? MAX_TYPED,
+    };
   });
   const sentinel = quote < 0 ? NO_QUOTE_SENTINEL : -1;
 
