@@ -223,6 +223,45 @@ describe('decimal: exact money through generate, PostgreSQL, Parquet, a sink and
     ]);
   });
 
+  it('checks precision and scale: only on decimals, scale within precision, a 400 naming the path', async () => {
+    const config = (field: Record<string, unknown>) => ({
+      name: `${table}_bad`,
+      source: { fileAttributes: { format: 'csv' }, schemaProperties: { fields: [{ name: 'x', ...field }] } },
+      destination: {
+        database: { dbName: 'tapyard_test', schema: 'public', table: `${table}_bad`, usePostgres: true },
+      },
+    });
+    const refused = async (field: Record<string, unknown>) =>
+      (await api.http.post('/api/v1/pipeline').send(config(field)).expect(400)).body as {
+        message: string;
+        details?: { field: string; problem: string }[];
+      };
+    expect((await refused({ type: 'int', precision: 10 })).details).toContainEqual({
+      field: 'source.schemaProperties.fields[0].precision',
+      problem: 'applies to decimal fields only, not int',
+    });
+    expect((await refused({ type: 'decimal', scale: 2 })).details).toContainEqual({
+      field: 'source.schemaProperties.fields[0].scale',
+      problem: 'needs a precision',
+    });
+    expect((await refused({ type: 'decimal', precision: 4, scale: 6 })).details).toContainEqual({
+      field: 'source.schemaProperties.fields[0].scale',
+      problem: 'must be at most the precision (4)',
+    });
+    expect((await refused({ type: 'decimal', precision: 1001 })).message).toMatch(/precision/);
+    expect((await refused({ type: 'decimal', precision: 2.5 })).message).toMatch(/precision/);
+    // Clients that know only the spec's eight types are unaffected; a bare decimal has no limit.
+    await api.http
+      .post('/api/v1/pipeline')
+      .send(config({ type: 'decimal' }))
+      .expect(200);
+    const stored = await api.http
+      .get('/api/v1/pipeline')
+      .query({ pipeline: `${table}_bad` })
+      .expect(200);
+    expect(stored.body.source.schemaProperties.fields).toEqual([{ name: 'x', type: 'decimal' }]);
+  });
+
   it('stores exact decimals in MongoDB: FerretDB has no Decimal128, so as their text', async () => {
     const fields = proposal.source.schemaProperties.fields;
     await api.http
