@@ -56,19 +56,12 @@ export function decimalBytes(text: string, d: FixedDecimal): Buffer | string {
   return twosComplement(neg ? -BigInt(digits) : BigInt(digits));
 }
 
+/** The fewest bytes whose two's complement holds `v`. */
 function twosComplement(v: bigint): Buffer {
-  let hex = (v < 0n ? -v : v).toString(16);
-  if (hex.length % 2 === 1) hex = `0${hex}`;
-  let bytes = Buffer.from(hex, 'hex');
-  // One more byte when the top bit would read as the sign.
-  if (bytes[0] & 0x80) bytes = Buffer.concat([Buffer.from([0]), bytes]);
-  if (v >= 0n) return bytes;
-  for (let i = 0; i < bytes.length; i++) bytes[i] = ~bytes[i] & 0xff;
-  for (let i = bytes.length - 1; i >= 0; i--) {
-    bytes[i] = (bytes[i] + 1) & 0xff;
-    if (bytes[i] !== 0) break;
-  }
-  return bytes;
+  let bits = 8n;
+  while (v < -(1n << (bits - 1n)) || v >= 1n << (bits - 1n)) bits += 8n;
+  const unsigned = v < 0n ? (1n << bits) + v : v;
+  return Buffer.from(unsigned.toString(16).padStart(Number(bits / 4n), '0'), 'hex');
 }
 
 /** The decimal text of a Parquet DECIMAL value read back as bytes. */
