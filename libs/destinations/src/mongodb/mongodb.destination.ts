@@ -168,7 +168,8 @@ export class MongoDbDestination implements Destination {
       for await (const _ of payloads); // drain the reader so its temporary files are closed
       return { loaded: done.loaded, rejected: done.rejected, alreadyLoaded: true, location };
     }
-    const toDoc = documentBuilder(target.columns, await this.clients.decimal128());
+    const decimals = target.columns.some((c) => c.type === 'decimal') && (await this.clients.decimal128());
+    const toDoc = documentBuilder(target.columns, decimals);
     const collection = db.collection<Doc>(table);
     // Rejected rows are written as they come, in batches with ids fixed by the job: a retry meets them.
     const rejectsOut = db.collection<Doc>(`${table}${REJECTS_SUFFIX}`);
