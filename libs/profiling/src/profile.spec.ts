@@ -296,6 +296,9 @@ describe('profileColumns: recommendations and rules', () => {
       min: 3.05,
       max: 100,
     });
+    expect(p.recommendations).toContain(
+      "Column 'price' has a fixed number of places: load it as decimal(18,2), exact, not as float or double.",
+    );
   });
 
   it('does not call a boolean column unique', () => {
