@@ -18,7 +18,9 @@ describe('inferFieldType', () => {
     [['0.1234', '2.5000'], 'decimal'],
     [['0.12345', '2.5'], 'double'],
     [['1.5e3', '2.25'], 'double'],
-    [['0.125', '0.5', '0.25', '0.75'], 'double'],
+    [['0.1', '0.25', '0.5', '0.7'], 'double'],
+    [['21.3', '22.45', '19.8'], 'double'],
+    [['0.12', '0.5', '0.25', '0.75', '0.125'], 'decimal'],
     [['3000000000', '1.5'], 'double'],
     [['1.5', '2.718281828'], 'double'],
     [['1', '9999999999999999999999'], 'string'],
@@ -54,6 +56,9 @@ describe('inferColumnType', () => {
       },
     });
     expect(inferColumnType([`${'9'.repeat(20)}.125`])).toMatchObject({ precision: 38, scale: 3 });
+    // One value with a third place among two-place money: decimal(18,3) keeps it, nothing is refused.
+    const money = [...Array.from({ length: 99 }, (_, i) => `${i}.50`), '7.125'];
+    expect(inferColumnType(money)).toMatchObject({ type: 'decimal', precision: 18, scale: 3 });
   });
 
   it('one bad value among many: the majority type, with the outliers counted', () => {

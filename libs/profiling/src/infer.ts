@@ -62,32 +62,35 @@ function familyOf(kind: Exclude<ValueKind, 'null'>): Family {
 const PLAIN_DECIMAL = /^[+-]?(\d*)(?:\.(\d*))?$/;
 
 /**
- * A fractional column is `decimal` when it is written with a fixed scale of 2 to 4 places (at
- * least half of its fractional values have exactly the largest number of places, none uses an
- * exponent): money and quantities, which a floating type would round. Any other is `double`,
+ * A fractional column is `decimal` when it is written with a fixed scale of 2 to 4 places (the
+ * most common number of places among its fractional values, ties to the larger, is 2 to 4, none
+ * has more than 4, none uses an exponent): money and quantities, which a floating type would
+ * round. Its scale is the largest seen, so no sampled value is refused. Any other is `double`,
  * never single-precision `float`.
  */
 function fractionalType(values: string[]): InferredType {
   let maxScale = 0;
   let maxInteger = 0;
-  const scales: number[] = [];
+  const scales = new Map<number, number>();
   for (const value of values) {
     const m = PLAIN_DECIMAL.exec(value);
     if (m === null) return { type: 'double', note: null };
     const integer = (m[1] ?? '').replace(/^0+/, '').length;
     const scale = (m[2] ?? '').length;
-    if (scale > 0) scales.push(scale);
+    if (scale > 0) scales.set(scale, (scales.get(scale) ?? 0) + 1);
     maxScale = Math.max(maxScale, scale);
     maxInteger = Math.max(maxInteger, integer);
   }
-  const atMax = scales.filter((s) => s === maxScale).length;
-  if (maxScale < DECIMAL_SCALES.min || maxScale > DECIMAL_SCALES.max || atMax * 2 < scales.length)
-    return { type: 'double', note: null };
+  const modal = [...scales].reduce(
+    (a, b) => (b[1] > a[1] || (b[1] === a[1] && b[0] > a[0]) ? b : a),
+    [0, 0],
+  )[0];
+  if (modal < DECIMAL_SCALES.min || maxScale > DECIMAL_SCALES.max) return { type: 'double', note: null };
   const precision = DECIMAL_PRECISIONS.find((p) => p >= maxInteger + maxScale);
-  const example = values.find((v) => PLAIN_DECIMAL.exec(v)?.[2]?.length === maxScale) ?? '';
+  const example = values.find((v) => PLAIN_DECIMAL.exec(v)?.[2]?.length === modal) ?? '';
   const reason =
-    `Values are written with ${maxScale} places after the point (e.g. '${example}'): decimal keeps them exact, ` +
-    `where a floating type would round sums.`;
+    `Values are written with ${modal} places after the point (e.g. '${example}')` +
+    `${maxScale > modal ? `, some with ${maxScale}` : ''}: decimal keeps them exact, where a floating type would round sums.`;
   return precision === undefined
     ? { type: 'decimal', note: { reason, outliers: 0, examples: [] } }
     : { type: 'decimal', precision, scale: maxScale, note: { reason, outliers: 0, examples: [] } };
