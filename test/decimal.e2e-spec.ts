@@ -187,6 +187,38 @@ describe('decimal: exact money through generate, PostgreSQL, Parquet, a sink and
     expect(sent.find((row) => row.order_id === 1)).toMatchObject({ unit_price: firstLine[3] });
   }, 360_000);
 
+  it('takes the CSV fast path into numeric(18,2), and a value beyond the scale in a chunk still goes to rejects', async () => {
+    const name = `${table}_fast`;
+    await api.http
+      .post('/api/v1/pipeline')
+      .send({
+        ...proposal,
+        name,
+        destination: { database: { ...proposal.destination.database, table: name } },
+      })
+      .expect(200);
+    const bad = '50001,z,1,12.345,12.35,2026-11-01\n';
+    const token = await upload(api.http, name, file.csv + bad, 'orders.csv');
+    const { rollup, events } = await waitForJob(api.http, token, 300_000);
+    expect(rollup.status).toBe('warning');
+    const end = events.find((e) => e.processName === 'DataQuality' && e.state === 'end')?.description ?? '';
+    const unparsed = Number(/(\d+) of them went to the destination unparsed/.exec(end)?.[1] ?? 0);
+    expect(unparsed).toBeGreaterThan(40_000);
+    const sums = await pg.query(
+      `SELECT count(*)::int AS n, sum(line_total)::text AS total FROM public.${name}`,
+    );
+    expect(sums.rows[0]).toEqual({ n: 50_000, total: asDecimal(file.totalCents) });
+    const rejects = await pg.query(`SELECT line::int, reason FROM public.${name}_rejects`);
+    expect(rejects.rows).toEqual([
+      {
+        line: 50_002,
+        reason:
+          "column 'unit_price': '12.345' has 3 digits after the decimal point, more than the scale 2 allows (the column is decimal(18,2))",
+      },
+    ]);
+    await pg.query(`DROP TABLE IF EXISTS public.${name}, public.${name}_rejects`);
+  }, 360_000);
+
   it('rejects a value beyond the scale or precision, naming the limit, never rounding it', async () => {
     const token = await upload(
       api.http,
