@@ -84,7 +84,11 @@ describe('decimal: exact money through generate, PostgreSQL, Parquet, a sink and
     minio = new TestMinio();
   }, 60_000);
   afterAll(async () => {
-    await pg.query(`DROP TABLE IF EXISTS public.${table}, public.${table}_rejects`).catch(() => undefined);
+    await pg
+      .query(
+        `DROP TABLE IF EXISTS public.${table}, public.${table}_rejects, public.${table}_fast, public.${table}_fast_rejects`,
+      )
+      .catch(() => undefined);
     await pg.end();
     const client = await new mongo.MongoClient(TEST_MONGODB_URI).connect();
     await client.db(mongoDb).dropDatabase();
@@ -216,7 +220,6 @@ describe('decimal: exact money through generate, PostgreSQL, Parquet, a sink and
           "column 'unit_price': '12.345' has 3 digits after the decimal point, more than the scale 2 allows (the column is decimal(18,2))",
       },
     ]);
-    await pg.query(`DROP TABLE IF EXISTS public.${name}, public.${name}_rejects`);
   }, 360_000);
 
   it('rejects a value beyond the scale or precision, naming the limit, never rounding it', async () => {
