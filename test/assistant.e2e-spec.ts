@@ -602,7 +602,7 @@ describe('assistant: the build-mode agent loop over SSE', () => {
         schemaProperties: {
           fields: [
             { name: 'id', type: 'int' },
-            { name: 'amount', type: 'float' },
+            { name: 'amount', type: 'decimal', precision: 18, scale: 2 },
           ],
         },
       },

@@ -168,6 +168,27 @@ async function expectCleanAndSame(attrs: Attrs, types: FieldType[], text: string
 describe('compileCsvCheck: hand-written cases, checked against PostgreSQL', () => {
   const ALL: FieldType[] = ['int', 'bigint', 'float', 'double', 'boolean', 'date', 'timestamp', 'string'];
 
+  it('accepts plain decimals and loads them as the reference (numeric keeps their scale)', async () => {
+    await expectCleanAndSame(
+      CSV,
+      ['decimal', 'decimal'],
+      ['12.50,-.5', '+0012.5,5.', '-0.00,0', `${'9'.repeat(40)}.${'1'.repeat(20)},`].join('\n') + '\n',
+    );
+  });
+
+  it('refuses decimals beyond the column scale or precision: PostgreSQL would round them', () => {
+    const check = compileCsvCheck({ ...CSV, types: ['decimal'], limits: [{ precision: 6, scale: 2 }] });
+    expect(check(Buffer.from('1234.56\n-0001234.5\n.5\n'))).toMatchObject({ clean: true });
+    expect(check(Buffer.from('12.345\n'))).toMatchObject({
+      clean: false,
+      reason: 'not a plain decimal value',
+    });
+    expect(check(Buffer.from('12345.6\n'))).toMatchObject({ clean: false });
+    const integral = compileCsvCheck({ ...CSV, types: ['decimal'], limits: [{ precision: 3 }] });
+    expect(integral(Buffer.from('999\n'))).toMatchObject({ clean: true });
+    expect(integral(Buffer.from('9.5\n'))).toMatchObject({ clean: false });
+  });
+
   it('accepts clean values of every type, NULLs and quoted strings, and loads them as the reference', async () => {
     await expectCleanAndSame(
       CSV,
@@ -258,6 +279,11 @@ describe('compileCsvCheck: hand-written cases, checked against PostgreSQL', () =
     ['NaN', CSV, ['double'], 'NaN\n', true],
     ['Infinity', CSV, ['double'], 'Infinity\n', true],
     ['a comma decimal', { ...CSV, delimiter: ';' }, ['double'], '1,5\n', true],
+    ['an exponent in a decimal column', CSV, ['decimal'], '1e5\n', true],
+    ['NaN in a decimal column', CSV, ['decimal'], 'NaN\n', true],
+    ['Infinity in a decimal column', CSV, ['decimal'], 'Infinity\n', true],
+    ['two points in a decimal', CSV, ['decimal'], '1.2.3\n', true],
+    ['a lone sign in a decimal column', CSV, ['decimal'], '-\n', true],
     ['a boolean PostgreSQL reads but the reference does not', CSV, ['boolean'], 'on\n', true],
     ['a boolean prefix', CSV, ['boolean'], 'tru\n', true],
     ['an impossible date', CSV, ['date'], '2023-02-29\n', true],
@@ -513,6 +539,7 @@ describe('compileCsvCheck: property, clean chunks load exactly as the reference 
     date: dateText,
     timestamp: tsText,
     string: stringText,
+    decimal: floatText,
   };
   /** Values of the type, in all their shapes (most of them clean). */
   const withSign = (a: fc.Arbitrary<string>) =>
@@ -533,6 +560,10 @@ describe('compileCsvCheck: property, clean chunks load exactly as the reference 
           s + (i ?? '') + (f === null ? '' : `.${f}`) + (e === null ? '' : e[0] + e[1] + String(e[2])),
       ),
     double: fc.double({ noNaN: true, noDefaultInfinity: true, min: -1e300, max: 1e300 }).map(String),
+    decimal: fc
+      .tuple(sign, fc.option(digits(20)), fc.option(digits(12)))
+      .filter(([, i, f]) => i !== null || f !== null)
+      .map(([s, i, f]) => s + (i ?? '') + (f === null ? '' : `.${f}`)),
     boolean: boolText.filter((v) => !['on', 'tr', 'ye'].includes(v.toLowerCase())),
     date: fc
       .tuple(
@@ -588,7 +619,17 @@ describe('compileCsvCheck: property, clean chunks load exactly as the reference 
     { delimiter: '|', quote: null, escape: null },
   );
   const fieldTypes = fc.array(
-    fc.constantFrom<FieldType>('int', 'bigint', 'float', 'double', 'boolean', 'date', 'timestamp', 'string'),
+    fc.constantFrom<FieldType>(
+      'int',
+      'bigint',
+      'float',
+      'double',
+      'boolean',
+      'date',
+      'timestamp',
+      'string',
+      'decimal',
+    ),
     { minLength: 1, maxLength: 4 },
   );
 

@@ -14,7 +14,7 @@ describe('pipeline generate and profile', () => {
     return req.attach('file', Buffer.from(content), filename);
   };
 
-  it('infers the eight types, keeps leading zeros and normalises names', async () => {
+  it('infers the types (decimal and double, never float), keeps leading zeros and normalises names', async () => {
     const csv =
       'ID,Zip Code,Amount %,Small,Big,Ratio,Day,At,Flag,Notes,notes\n' +
       '1,00501,12.5,7,3000000000,0.123456789,2026-01-02,2026-01-02T10:00:00Z,true,hello,a\n' +
@@ -31,7 +31,7 @@ describe('pipeline generate and profile', () => {
           fields: [
             { name: 'id', type: 'int' },
             { name: 'zip_code', type: 'string' },
-            { name: 'amount_percent', type: 'float' },
+            { name: 'amount_percent', type: 'double' },
             { name: 'small', type: 'int' },
             { name: 'big', type: 'bigint' },
             { name: 'ratio', type: 'double' },
@@ -48,6 +48,31 @@ describe('pipeline generate and profile', () => {
       },
     });
     // The proposal registers as is.
+    await api.http.post('/api/v1/pipeline').send(res.body).expect(200);
+  });
+
+  it('one bad value among the sample: the majority type, the outliers counted in typeNotes', async () => {
+    const lines = ['qty,price'];
+    for (let i = 1; i <= 100; i++)
+      lines.push(`${i === 50 ? 'twelve' : i},${i}.${String(i % 100).padStart(2, '0')}`);
+    const res = await generate(lines.join('\n') + '\n', 'lines.csv').expect(200);
+    expect(res.body.source.schemaProperties.fields).toEqual([
+      { name: 'qty', type: 'int' },
+      { name: 'price', type: 'decimal', precision: 18, scale: 2 },
+    ]);
+    expect(res.body.typeNotes).toEqual([
+      {
+        column: 'qty',
+        type: 'int',
+        reason:
+          "1 of 100 sampled values are not numbers (e.g. 'twelve'): proposed int for the others; rows with such " +
+          'values would be rejected at load, with the reason. Use string to keep them as text.',
+        outliers: 1,
+        examples: ['twelve'],
+      },
+      expect.objectContaining({ column: 'price', type: 'decimal', outliers: 0 }),
+    ]);
+    // The proposal, its notes included, registers as is.
     await api.http.post('/api/v1/pipeline').send(res.body).expect(200);
   });
 
@@ -119,6 +144,8 @@ describe('pipeline generate and profile', () => {
         { type: 'allowed_values', column: 'country', values: ['DE', 'FR'] },
       ]),
     );
+    // 200 rows of 300: no range is proposed from a head (`range 1..200` would reject the rest).
+    expect(res.body.suggestedRules.filter((r: { type: string }) => r.type === 'range')).toEqual([]);
     expect(res.body.recommendations.length).toBeGreaterThan(0);
 
     const all = await api.http
@@ -127,6 +154,10 @@ describe('pipeline generate and profile', () => {
       .attach('file', Buffer.from(rows.join('\n') + '\n'), 'p.csv')
       .expect(200);
     expect(all.body.rowCount).toBe(300);
+    // The whole file: ranges, but never for the id (id-like and monotonic).
+    expect(all.body.suggestedRules.filter((r: { type: string }) => r.type === 'range')).toEqual([
+      { type: 'range', column: 'amount', min: 0, max: 1000000 },
+    ]);
     expect(
       all.body.issues.some(
         (i: { kind: string; column: string }) => i.kind === 'outliers' && i.column === 'amount',

@@ -60,7 +60,7 @@ describe('AI advice in pipeline generate and profile (model double)', () => {
       ],
     });
     const prompt = ModelDouble.promptText(double.calls[0]);
-    expect(prompt).toContain('price (float): "9.50", "12.00", "7.25"');
+    expect(prompt).toContain('price (decimal): "9.50", "12.00", "7.25"');
     expect(prompt).toContain('customer_email (string)');
     expect(prompt).not.toContain('@example.com');
   });

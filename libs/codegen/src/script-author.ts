@@ -45,6 +45,7 @@ const SAMPLES: Record<FieldType, Value> = {
   string: 'example',
   date: '2024-01-31',
   timestamp: '2024-01-31T09:30:00Z',
+  decimal: '12.50',
 };
 
 /**
@@ -179,7 +180,7 @@ export class ScriptAuthor {
     const rows: Record<string, unknown>[] = landed
       ? stored.rows
       : [Object.fromEntries(columns.map((c) => [c.name, SAMPLES[c.type]])), {}];
-    const coerce = columns.map((c) => coercer(c.type, false));
+    const coerce = columns.map((c) => coercer(c.type, false, c));
     const values: Value[][] = columns.map((c, i) =>
       rows.map((r) => {
         const v = r[c.name];

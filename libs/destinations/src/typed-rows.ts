@@ -3,6 +3,7 @@ import { ProcessName } from '@tapyard/status';
 import { LoadTarget, Payload, RejectedRow } from './destination';
 import { jsValue } from './js-values';
 import { openRowWriter } from './objectstore/file-writers';
+import { decimalBytes, fixedDecimal } from './objectstore/parquet-decimal';
 
 /** A payload from the typed encoder (what file-writing loaders and sinks receive). */
 export function typedBatch(p: Payload): TypedBatch {
@@ -12,7 +13,8 @@ export function typedBatch(p: Payload): TypedBatch {
 
 /**
  * The job's rows as one local file in `format` (object-store parts, warehouse staging). In Parquet,
- * values beyond ±2^53 are refused (`reject`), never rounded: its writer stores INT64 through doubles.
+ * values beyond ±2^53 are refused (`reject`), never rounded: its writer stores INT64 through doubles;
+ * so is a decimal beyond its column's fixed precision and scale (UNDECLARED_DECIMAL when it has none).
  * Returns the rows written.
  */
 export async function writeRowFile(
@@ -26,25 +28,27 @@ export async function writeRowFile(
 ): Promise<number> {
   const writer = await openRowWriter(format, file, target.columns);
   const convert = target.columns.map((c) => jsValue(c.type));
+  const decimals = target.columns.map((c) =>
+    format === 'parquet' && c.type === 'decimal' ? fixedDecimal(c) : null,
+  );
   const row: unknown[] = new Array(target.columns.length);
   let loaded = 0;
   try {
     for await (const payload of payloads) {
       const b = typedBatch(payload);
       for (let r = 0; r < b.lines.length; r++) {
-        let unsafe = -1;
+        let problem: string | null = null;
         for (let c = 0; c < row.length; c++) {
           const v = b.values[c][r];
-          row[c] = v === null ? null : convert[c](v);
-          if (typeof v === 'bigint' && format === 'parquet') unsafe = c;
+          const d = decimals[c];
+          row[c] = v === null ? null : d !== null ? decimalBytes(String(v), d) : convert[c](v);
+          if (typeof v === 'bigint' && format === 'parquet')
+            problem = `${target.columns[c].name}: ${String(v)} is beyond ±2^53, which the Parquet writer cannot store exactly`;
+          if (typeof row[c] === 'string' && d !== null)
+            problem = `${target.columns[c].name}: ${String(row[c])}`;
         }
-        if (unsafe >= 0) {
-          await reject({
-            line: b.lines[r],
-            stage,
-            reason: `${target.columns[unsafe].name}: ${String(row[unsafe])} is beyond ±2^53, which the Parquet writer cannot store exactly`,
-            raw: rowText(b, r),
-          });
+        if (problem !== null) {
+          await reject({ line: b.lines[r], stage, reason: problem, raw: rowText(b, r) });
           continue;
         }
         await writer.write(row);

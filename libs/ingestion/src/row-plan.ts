@@ -87,13 +87,13 @@ export class RowPlan {
     this.sourceIndex = this.fields.map((f) => fileColumns.indexOf(f.name));
     // A pipeline's own nullValues replace the built-in null tokens of non-string columns.
     const nullTokens = def.source.fileAttributes.csvAttributes?.nullValues === undefined;
-    this.inCoercers = this.fields.map((f) => coercer(f.type, nullTokens));
+    this.inCoercers = this.fields.map((f) => coercer(f.type, nullTokens, f));
     this.checks = this.fields.map((f) =>
       def.dataQuality.rules.filter((r) => r.column === f.name).map((r) => compileRule(r, f.type)),
     );
     this.steps = def.transformation.mappings.map(compileStep);
     this.outColumns = outputFields(this.fields, def.transformation.mappings);
-    this.outCoercers = this.outColumns.map((c) => coercer(c.type));
+    this.outCoercers = this.outColumns.map((c) => coercer(c.type, true, c));
     this.scratch = new Array<Value>(this.fields.length).fill(null);
     const known = new Set(this.fields.map((f) => f.name));
     this.stray =

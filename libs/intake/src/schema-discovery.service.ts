@@ -1,10 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Request } from 'express';
 import { CONFIG, TapyardConfig, UnsupportedMediaTypeError, ValidationError } from '@tapyard/core';
-import { CsvAttributes, PipelineErrorCode, SchemaField } from '@tapyard/model';
+import { CsvAttributes, FieldType, PipelineErrorCode, SchemaField } from '@tapyard/model';
 import { destinationDefaults } from '@tapyard/pipelines';
 import {
   DataProfile,
+  TypeNote,
   detectHeader,
   inferSchema,
   normalizeColumnName,
@@ -30,6 +31,8 @@ export interface GeneratedPipeline {
     schemaProperties: { fields: SchemaField[] };
   };
   destination: { database: { dbName: string; schema: string; table: string; usePostgres: boolean } };
+  /** Columns whose type needs explaining (a decimal's scale, values that do not fit); absent when none. */
+  typeNotes?: (TypeNote & { column: string; type: FieldType })[];
 }
 
 /** `POST /pipeline/generate` and `POST /pipeline/profile`: everything computed by code, deterministically. */
@@ -91,7 +94,8 @@ export class SchemaDiscoveryService {
     const headerRow = header ? (rows[0] ?? []) : [];
     const dataRows = header ? rows.slice(1) : rows;
     const allStrings = boolField(sample.fields, 'allStrings') ?? false;
-    const fields = inferSchema(headerRow, dataRows, { allStrings });
+    const typeNotes: GeneratedPipeline['typeNotes'] = [];
+    const fields = inferSchema(headerRow, dataRows, { allStrings }, typeNotes);
     examples?.push(...dataRows.slice(0, 3));
     return {
       name,
@@ -103,6 +107,7 @@ export class SchemaDiscoveryService {
         schemaProperties: { fields },
       },
       destination,
+      ...(typeNotes.length > 0 ? { typeNotes } : {}),
     };
   }
 
@@ -112,10 +117,13 @@ export class SchemaDiscoveryService {
     const sampleSize = intField(sample.fields, 'sampleSize', 200, 1, 100000);
     const delimiter = delimiterOf(sample);
     const header = boolField(sample.fields, 'header') ?? true;
-    const rows = await csvRows(sample, delimiter, sampleSize + (header ? 1 : 0));
+    // One row more than the sample: whether the sample is the whole file (ranges need that).
+    const read = await csvRows(sample, delimiter, sampleSize + (header ? 2 : 1));
+    const rows = read.slice(0, sampleSize + (header ? 1 : 0));
+    const wholeFile = !sample.truncated && read.length === rows.length;
     const headerRow = header ? (rows[0] ?? []) : (rows[0]?.map((_, i) => `column_${i + 1}`) ?? []);
     const dataRows = header ? rows.slice(1) : rows;
-    return { filename: sample.filename, sampleSize, ...profileColumns(headerRow, dataRows) };
+    return { filename: sample.filename, sampleSize, ...profileColumns(headerRow, dataRows, { wholeFile }) };
   }
 }
 

@@ -23,7 +23,8 @@ export function outputFields(fields: SchemaField[], steps: TransformationStep[])
         break;
       case 'cast':
         if (!has(s.column)) fail(`casts '${s.column}', which does not exist at that step`);
-        cols = cols.map((c) => (c.name === s.column ? { ...c, type: s.type } : c));
+        // A decimal's precision and scale belong to the old type: a cast drops them.
+        cols = cols.map((c) => (c.name === s.column ? { name: c.name, type: s.type } : c));
         break;
       case 'drop':
         if (!has(s.column)) fail(`drops '${s.column}', which does not exist at that step`);

@@ -11,12 +11,23 @@ export const FIELD_TYPES = [
   'string',
   'date',
   'timestamp',
+  // Beside the spec's eight: exact (PostgreSQL numeric), for money and quantities.
+  'decimal',
 ] as const;
 export type FieldType = (typeof FIELD_TYPES)[number];
+
+/** PostgreSQL's own limit on a declared numeric precision. */
+export const DECIMAL_MAX_PRECISION = 1000;
 
 export interface SchemaField {
   name: string;
   type: FieldType;
+  /**
+   * `decimal` only: total significant digits (1..1000) and digits after the point (0..precision;
+   * absent with a precision means 0, as in PostgreSQL's `numeric(p)`). Both absent: no limit.
+   */
+  precision?: number;
+  scale?: number;
 }
 
 export type SourceFormat = 'csv' | 'json' | 'xml' | 'unstructured';

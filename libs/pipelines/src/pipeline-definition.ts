@@ -14,11 +14,11 @@ import {
 } from '@tapyard/model';
 import { DestinationDefaults } from './destination-confinement';
 import { DestinationSections } from './destination-sections';
-import { PipelineConfigDto } from './dto/pipeline-config.dto';
+import { PipelineConfigDto, SchemaFieldDto } from './dto/pipeline-config.dto';
 
 export { outputFields } from '@tapyard/model';
 
-const NUMERIC: ReadonlySet<FieldType> = new Set(['int', 'bigint', 'float', 'double']);
+const NUMERIC: ReadonlySet<FieldType> = new Set(['int', 'bigint', 'float', 'double', 'decimal']);
 
 /**
  * Turns a syntactically valid configuration (the DTO) into a stored definition: defaults filled in,
@@ -33,10 +33,9 @@ export function toDefinition(
   // The sections' own shapes first, as the API checks a body: the rules below read valid sections.
   const configured = sections.validate(dto.destination);
   const problems: ErrorDetail[] = [];
-  const fields: SchemaField[] = dto.source.schemaProperties.fields.map((f) => ({
-    name: f.name,
-    type: f.type,
-  }));
+  const fields: SchemaField[] = dto.source.schemaProperties.fields.map((f, i) =>
+    schemaField(f, `source.schemaProperties.fields[${i}]`, problems),
+  );
   const seen = new Set<string>();
   fields.forEach((f, i) => {
     if (seen.has(f.name))
@@ -136,6 +135,29 @@ export function toDefinition(
     },
     transformation: { mappings, aiInstruction: dto.transformation?.aiInstruction ?? null },
     destination,
+  };
+}
+
+/** A field with a decimal's precision and scale checked: only on decimals, scale within precision. */
+function schemaField(f: SchemaFieldDto, where: string, problems: ErrorDetail[]): SchemaField {
+  const { precision, scale } = f;
+  if (f.type !== 'decimal') {
+    if (precision !== undefined || scale !== undefined)
+      problems.push({
+        field: `${where}.${precision !== undefined ? 'precision' : 'scale'}`,
+        problem: `applies to decimal fields only, not ${f.type}`,
+      });
+    return { name: f.name, type: f.type };
+  }
+  if (scale !== undefined && precision === undefined)
+    problems.push({ field: `${where}.scale`, problem: 'needs a precision' });
+  if (scale !== undefined && precision !== undefined && scale > precision)
+    problems.push({ field: `${where}.scale`, problem: `must be at most the precision (${precision})` });
+  return {
+    name: f.name,
+    type: f.type,
+    ...(precision !== undefined ? { precision } : {}),
+    ...(scale !== undefined ? { scale } : {}),
   };
 }
 

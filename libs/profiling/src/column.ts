@@ -12,11 +12,13 @@ export interface ColumnSample {
   type: FieldType;
   /** Raw cells, one per row ('' where a short row had none). */
   cells: string[];
-  /** Trimmed non-null values, in row order. */
+  /** Trimmed non-null values of the type, in row order. */
   values: string[];
+  /** Trimmed non-null values that do not read as the type (see inferColumnType), in row order. */
+  outliers: string[];
 }
 
-export const NUMERIC_TYPES: ReadonlySet<FieldType> = new Set(['int', 'bigint', 'float', 'double']);
+export const NUMERIC_TYPES: ReadonlySet<FieldType> = new Set(['int', 'bigint', 'float', 'double', 'decimal']);
 
 export function isNumericType(type: FieldType): boolean {
   return NUMERIC_TYPES.has(type);
@@ -33,9 +35,18 @@ export function buildSample(
   sourceName: string,
   cells: string[],
   type: FieldType,
+  fits: (value: string) => boolean = () => true,
 ): ColumnSample {
-  const values = cells.filter((cell) => !isNullValue(cell)).map((cell) => cell.trim());
-  return { index, name, sourceName, type, cells, values };
+  const present = cells.filter((cell) => !isNullValue(cell)).map((cell) => cell.trim());
+  return {
+    index,
+    name,
+    sourceName,
+    type,
+    cells,
+    values: present.filter(fits),
+    outliers: present.filter((v) => !fits(v)),
+  };
 }
 
 /**
@@ -52,9 +63,21 @@ export function canonicalValue(value: string, type: FieldType): string {
     case 'float':
     case 'double':
       return String(Number(value));
+    case 'decimal':
+      return decimalText(value);
     default:
       return value;
   }
+}
+
+/** `+012.50` → `12.5`: one text per decimal value, every digit kept. */
+function decimalText(value: string): string {
+  const neg = value.startsWith('-');
+  const [int, frac = ''] = value.replace(/^[+-]/, '').split('.');
+  const i = int.replace(/^0+/, '') || '0';
+  const f = frac.replace(/0+$/, '');
+  const text = f ? `${i}.${f}` : i;
+  return neg && text !== '0' ? `-${text}` : text;
 }
 
 /** Numeric values ascending; bigints lose digits past 2^53 here, which statistics tolerate. */
@@ -123,7 +146,7 @@ export function profileColumn(sample: ColumnSample, rowCount: number, topK: numb
   const canonical = sample.values.map((value) => canonicalValue(value, sample.type));
   const numeric = isNumericType(sample.type) && sample.values.length > 0;
   const numbers = numeric ? sortedNumbers(sample.values) : [];
-  const nullCount = rowCount - sample.values.length;
+  const nullCount = rowCount - sample.values.length - sample.outliers.length;
   const profile: ColumnProfile = {
     name: sample.name,
     sourceName: sample.sourceName,

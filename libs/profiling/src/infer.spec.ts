@@ -1,4 +1,4 @@
-import { inferFieldType, inferSchema } from './infer';
+import { TypeNote, inferColumnType, inferFieldType, inferSchema } from './infer';
 
 describe('inferFieldType', () => {
   it.each<[string[], string]>([
@@ -10,10 +10,17 @@ describe('inferFieldType', () => {
     [['1', '2147483648'], 'bigint'],
     [['00501', '10001', '90210'], 'string'],
     [['1', '007'], 'string'],
-    [['1', '2', '1.5'], 'float'],
-    [['1.25', 'NULL', '', '2.5'], 'float'],
+    [['1', '2', '1.5'], 'double'],
+    [['1.25', 'NULL', '', '2.5'], 'decimal'],
     [['12345678', '1.5'], 'double'],
-    [['1234567', '1.5'], 'float'],
+    [['1234567', '1.5'], 'double'],
+    [['12.50', '3.99', '100'], 'decimal'],
+    [['0.1234', '2.5000'], 'decimal'],
+    [['0.12345', '2.5'], 'double'],
+    [['1.5e3', '2.25'], 'double'],
+    [['0.1', '0.25', '0.5', '0.7'], 'double'],
+    [['21.3', '22.45', '19.8'], 'double'],
+    [['0.12', '0.5', '0.25', '0.75', '0.125'], 'decimal'],
     [['3000000000', '1.5'], 'double'],
     [['1.5', '2.718281828'], 'double'],
     [['1', '9999999999999999999999'], 'string'],
@@ -27,6 +34,54 @@ describe('inferFieldType', () => {
     [['1.5', 'NaN'], 'string'],
   ])('%j → %s', (values, type) => {
     expect(inferFieldType(values)).toBe(type);
+  });
+});
+
+describe('inferColumnType', () => {
+  it('never proposes single-precision float', () => {
+    for (const values of [['1.5'], ['0.1', '2.2'], ['3.4e38'], ['1', '2.5'], ['12.50', '1e5']])
+      expect(inferFieldType(values)).not.toBe('float');
+  });
+
+  it('proposes decimal for fixed-scale columns, with room to grow, and says why', () => {
+    expect(inferColumnType(['12.50', '1999.99', '0.05'])).toEqual({
+      type: 'decimal',
+      precision: 18,
+      scale: 2,
+      note: {
+        reason:
+          "Values are written with 2 places after the point (e.g. '12.50'): decimal keeps them exact, where a floating type would round sums.",
+        outliers: 0,
+        examples: [],
+      },
+    });
+    expect(inferColumnType([`${'9'.repeat(20)}.125`])).toMatchObject({ precision: 38, scale: 3 });
+    // One value with a third place among two-place money: decimal(18,3) keeps it, nothing is refused.
+    const money = [...Array.from({ length: 99 }, (_, i) => `${i}.50`), '7.125'];
+    expect(inferColumnType(money)).toMatchObject({ type: 'decimal', precision: 18, scale: 3 });
+  });
+
+  it('one bad value among many: the majority type, with the outliers counted', () => {
+    const values = [...Array.from({ length: 99 }, (_, i) => String(i)), 'twelve'];
+    const t = inferColumnType(values);
+    expect(t.type).toBe('int');
+    expect(t.note).toEqual<TypeNote>({
+      reason:
+        "1 of 100 sampled values are not numbers (e.g. 'twelve'): proposed int for the others; rows with such " +
+        'values would be rejected at load, with the reason. Use string to keep them as text.',
+      outliers: 1,
+      examples: ['twelve'],
+    });
+    const dates = [...Array.from({ length: 30 }, () => '2024-01-05'), 'soon'];
+    expect(inferColumnType(dates)).toMatchObject({ type: 'date', note: { outliers: 1 } });
+  });
+
+  it('too many outliers: string, and why', () => {
+    const t = inferColumnType(['1', '2', '3', 'x', 'y']);
+    expect(t.type).toBe('string');
+    expect(t.note?.reason).toBe(
+      "3 of 5 sampled values are numbers, but 2 (more than 5%) are not (e.g. 'x', 'y'): kept as string.",
+    );
   });
 });
 

@@ -45,7 +45,7 @@ describe('profileColumns: statistics', () => {
 
   it('counts distinct values as the loader will store them', () => {
     expect(byName('n')).toMatchObject({
-      inferredType: 'float',
+      inferredType: 'double',
       distinctCount: 2,
       topValues: [
         { value: '1', count: 2 },
@@ -215,13 +215,12 @@ describe('profileColumns: recommendations and rules', () => {
     i < 2 ? 'see above' : i === 2 ? 'call back' : '',
     `0${(i % 9) + 1}/03/2024`,
   ]);
-  const profile = profileColumns(header, rows);
+  const profile = profileColumns(header, rows, { wholeFile: true });
 
   it('suggests rules the sample satisfies', () => {
     expect(profile.suggestedRules).toEqual([
       { type: 'not_null', column: 'id' },
       { type: 'unique', column: 'id' },
-      { type: 'range', column: 'id', min: 1, max: 10 },
       { type: 'not_null', column: 'email' },
       { type: 'unique', column: 'email' },
       { type: 'regex', column: 'email', pattern: EMAIL_PATTERN },
@@ -256,9 +255,50 @@ describe('profileColumns: recommendations and rules', () => {
   });
 
   it('suggests nothing from a single row', () => {
-    expect(profileColumns(['id'], [['1']]).suggestedRules).toEqual([
-      { type: 'range', column: 'id', min: 1, max: 1 },
+    expect(profileColumns(['n'], [['1']], { wholeFile: true }).suggestedRules).toEqual([
+      { type: 'range', column: 'n', min: 1, max: 1 },
     ]);
+    expect(profileColumns(['id'], [['1']], { wholeFile: true }).suggestedRules).toEqual([]);
+  });
+
+  it('proposes ranges only from the whole file, never for id-like or monotonic columns', () => {
+    // 200 rows of a longer file: `range 1..200` for the id would reject every later row.
+    const rows200 = range(200).map((n, i) => [n, n, String(200 - i), String((i * 7) % 13)]);
+    const head = ['ID', 'Seq', 'Countdown', 'Qty'];
+    const ranged = (p: ReturnType<typeof profileColumns>) =>
+      p.suggestedRules.filter((r) => r.type === 'range').map((r) => r.column);
+    expect(ranged(profileColumns(head, rows200))).toEqual([]);
+    expect(ranged(profileColumns(head, rows200, { wholeFile: true }))).toEqual(['qty']);
+  });
+
+  it('types a column by its majority and counts the outliers, saying why', () => {
+    const cells = [...range(199), 'n/a?'];
+    const p = profileColumns(['qty'], column(cells), { wholeFile: true });
+    expect(p.columns[0]).toMatchObject({
+      inferredType: 'int',
+      count: 199,
+      nullCount: 0,
+      min: 1,
+      max: 199,
+      typeNote: { outliers: 1, examples: ['n/a?'] },
+    });
+    expect(p.columns[0].typeNote?.reason).toMatch(/^1 of 200 sampled values are not numbers/);
+    expect(p.issues).toEqual([expect.objectContaining({ column: 'qty', kind: 'mixed_types', count: 1 })]);
+  });
+
+  it('proposes decimal with its precision and scale for money', () => {
+    const p = profileColumns(['price'], column(['12.50', '3.05', '100', '7.5']));
+    expect(p.columns[0]).toMatchObject({
+      inferredType: 'decimal',
+      precision: 18,
+      scale: 2,
+      distinctCount: 4,
+      min: 3.05,
+      max: 100,
+    });
+    expect(p.recommendations).toContain(
+      "Column 'price' has a fixed number of places: load it as decimal(18,2), exact, not as float or double.",
+    );
   });
 
   it('does not call a boolean column unique', () => {

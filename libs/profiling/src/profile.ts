@@ -1,5 +1,5 @@
-import { buildSample, ColumnSample, profileColumn } from './column';
-import { inferFieldType } from './infer';
+import { buildSample, profileColumn } from './column';
+import { fitsType, inferColumnType } from './infer';
 import { DataProfile, ProfileOptions } from './profile.types';
 import { findIssues, ProfiledColumn } from './quality';
 import { recommend } from './recommendations';
@@ -18,8 +18,16 @@ export function profileColumns(header: string[], rows: string[][], opts: Profile
   const width = columnCount(header, rows);
   const names = columnNames(header, width);
   const columns: ProfiledColumn[] = names.map((name, index) => {
-    const sample = sampleColumn(header, rows, name, index);
-    return { sample, profile: profileColumn(sample, rows.length, topK) };
+    const cells = columnCells(rows, index);
+    const inferred = inferColumnType(cells);
+    const sample = buildSample(index, name, header[index] ?? '', cells, inferred.type, (v) =>
+      fitsType(v, inferred.type),
+    );
+    const profile = profileColumn(sample, rows.length, topK);
+    if (inferred.precision !== undefined) profile.precision = inferred.precision;
+    if (inferred.scale !== undefined) profile.scale = inferred.scale;
+    if (inferred.note !== null) profile.typeNote = inferred.note;
+    return { sample, profile };
   });
   const issues = findIssues({ header, rows, columns });
   return {
@@ -28,11 +36,6 @@ export function profileColumns(header: string[], rows: string[][], opts: Profile
     columns: columns.map(({ profile }) => profile),
     issues,
     recommendations: recommend(issues, columns),
-    suggestedRules: suggestRules(columns, rows.length),
+    suggestedRules: suggestRules(columns, rows.length, opts.wholeFile ?? false),
   };
-}
-
-function sampleColumn(header: string[], rows: string[][], name: string, index: number): ColumnSample {
-  const cells = columnCells(rows, index);
-  return buildSample(index, name, header[index] ?? '', cells, inferFieldType(cells));
 }

@@ -1,4 +1,5 @@
 import { DataQualityRule, FieldType } from '@tapyard/model';
+import type { TypeNote } from './infer';
 import { Quantiles } from './stats';
 
 export interface TopValue {
@@ -12,7 +13,12 @@ export interface ColumnProfile {
   /** The header cell as written ('' when the header had none). */
   sourceName: string;
   inferredType: FieldType;
-  /** Non-null values (the row count minus nullCount). */
+  /** `decimal` only: the proposed precision and scale (absent: no limit). */
+  precision?: number;
+  scale?: number;
+  /** Why the column got its type, when that needs saying (a decimal's scale, values that do not fit). */
+  typeNote?: TypeNote;
+  /** Non-null values of the inferred type (the row count minus nullCount and the note's outliers). */
   count: number;
   /** Empty, whitespace-only and null-token cells, including cells missing from short rows. */
   nullCount: number;
@@ -72,4 +78,9 @@ export interface DataProfile {
 export interface ProfileOptions {
   /** How many top values to keep per column; default 5. */
   topK?: number;
+  /**
+   * Whether the rows are the whole file: only then are range rules proposed (a head's min and max
+   * say nothing of the rest). Default false.
+   */
+  wholeFile?: boolean;
 }

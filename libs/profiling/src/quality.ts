@@ -140,11 +140,15 @@ function valueGroup(value: string): ValueGroup {
   return kind === 'date' || kind === 'timestamp' ? 'date/time' : 'text';
 }
 
-/** Only a column that fell back to string can be mixed: int+float and date+timestamp widen. */
+/**
+ * A column that fell back to string, or one typed by its majority with outliers (int+float and
+ * date+timestamp widen: not mixed).
+ */
 const mixedTypes: ColumnCheck = ({ sample }) => {
-  if (sample.type !== 'string' || sample.values.length === 0) return null;
+  const all = [...sample.values, ...sample.outliers];
+  if ((sample.type !== 'string' && sample.outliers.length === 0) || all.length === 0) return null;
   const counts = new Map<ValueGroup, number>();
-  for (const value of sample.values) {
+  for (const value of all) {
     const group = valueGroup(value);
     counts.set(group, (counts.get(group) ?? 0) + 1);
   }
@@ -152,16 +156,20 @@ const mixedTypes: ColumnCheck = ({ sample }) => {
   const groups = GROUP_ORDER.filter((group) => counts.has(group));
   const dominant = groups.reduce((a, b) => ((counts.get(b) ?? 0) > (counts.get(a) ?? 0) ? b : a));
   const others = groups.filter((group) => group !== dominant);
-  const minority = sample.values.length - (counts.get(dominant) ?? 0);
-  const example = sample.values.find((value) => valueGroup(value) !== dominant) ?? '';
+  const minority = all.length - (counts.get(dominant) ?? 0);
+  const example = all.find((value) => valueGroup(value) !== dominant) ?? '';
   const breakdown = others.map((group) => `${counts.get(group)} ${group}`).join(', ');
+  const typed =
+    sample.type === 'string'
+      ? 'it was typed as string'
+      : `it was typed as ${sample.type}, and rows with the other values would be rejected`;
   return {
     column: sample.name,
     kind: 'mixed_types',
     severity: 'warning',
     message:
-      `Column ${quote(sample.name)} is mostly ${dominant} (${counts.get(dominant)} of ${sample.values.length} values) ` +
-      `but also ${breakdown} (e.g. ${quote(example)}); it was typed as string`,
+      `Column ${quote(sample.name)} is mostly ${dominant} (${counts.get(dominant)} of ${all.length} values) ` +
+      `but also ${breakdown} (e.g. ${quote(example)}); ${typed}`,
     count: minority,
   };
 };

@@ -15,6 +15,7 @@ export function recommend(issues: QualityIssue[], columns: ProfiledColumn[]): st
   const sentences = [
     ...issues.map((issue) => adviceFor(issue, columns)),
     ...columns.map(regionalDateAdvice),
+    ...columns.map(decimalAdvice),
     keyAdvice(columns),
   ];
   return [...new Set(sentences.filter((sentence): sentence is string => sentence !== null))];
@@ -58,6 +59,14 @@ function regionalDateAdvice({ sample }: ProfiledColumn): string | null {
   if (sample.type !== 'string' || sample.values.length === 0) return null;
   if (!sample.values.every((value) => REGIONAL_DATE_RE.test(value))) return null;
   return `Column '${sample.name}' holds dates in a regional format: convert them to YYYY-MM-DD to load them as dates.`;
+}
+
+/** Money and quantities: exact, never single-precision float. */
+function decimalAdvice({ profile }: ProfiledColumn): string | null {
+  if (profile.inferredType !== 'decimal') return null;
+  const type =
+    profile.precision === undefined ? 'decimal' : `decimal(${profile.precision},${profile.scale ?? 0})`;
+  return `Column '${profile.name}' has a fixed number of places: load it as ${type}, exact, not as float or double.`;
 }
 
 function isKeyCandidate({ sample, profile }: ProfiledColumn): boolean {

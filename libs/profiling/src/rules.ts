@@ -1,5 +1,5 @@
 import { DataQualityRule } from '@tapyard/model';
-import { canonicalValue, isNumericType } from './column';
+import { ColumnSample, canonicalValue, isIdLikeName, isNumericType } from './column';
 import { suggestPattern } from './patterns';
 import { ProfiledColumn } from './quality';
 import { compareStrings } from './stats';
@@ -15,20 +15,44 @@ const MIN_VALUES_FOR_PATTERN = 3;
  * Rules that the sample satisfies, per column in this order: not_null, unique, range,
  * allowed_values, regex (regex only when allowed_values was not suggested: it would be redundant).
  * Ranges are the exact observed min and max: rounding outward would be a guess about the data the
- * sample did not show; widen them by hand where growth is expected.
+ * sample did not show; widen them by hand where growth is expected. So they are proposed only when
+ * the sample is the whole file (`wholeFile`), and never for an id-like or monotonic column, whose
+ * next value is outside any range by design.
  */
-export function suggestRules(columns: ProfiledColumn[], rowCount: number): DataQualityRule[] {
-  return columns.flatMap((column) => columnRules(column, rowCount));
+export function suggestRules(
+  columns: ProfiledColumn[],
+  rowCount: number,
+  wholeFile: boolean,
+): DataQualityRule[] {
+  return columns.flatMap((column) => columnRules(column, rowCount, wholeFile));
 }
 
-function columnRules({ sample, profile }: ProfiledColumn, rowCount: number): DataQualityRule[] {
+/** Strictly increasing or decreasing in row order (sequences, running timestamps). */
+function monotonic(sample: ColumnSample): boolean {
+  const keys = sample.values.map(Number);
+  if (keys.length < 3 || keys.some((k) => Number.isNaN(k))) return false;
+  let up = true;
+  let down = true;
+  for (let i = 1; i < keys.length && (up || down); i++) {
+    if (keys[i] <= keys[i - 1]) up = false;
+    if (keys[i] >= keys[i - 1]) down = false;
+  }
+  return up || down;
+}
+
+function columnRules(
+  { sample, profile }: ProfiledColumn,
+  rowCount: number,
+  wholeFile: boolean,
+): DataQualityRule[] {
   const column = profile.name;
   const rules: DataQualityRule[] = [];
   if (rowCount >= 2 && profile.nullCount === 0) rules.push({ type: 'not_null', column });
   if (profile.count >= 2 && profile.distinctCount === profile.count && sample.type !== 'boolean') {
     rules.push({ type: 'unique', column });
   }
-  if (isNumericType(sample.type) && profile.min !== null && profile.max !== null) {
+  const rangeable = wholeFile && !isIdLikeName(sample.name) && !monotonic(sample);
+  if (rangeable && isNumericType(sample.type) && profile.min !== null && profile.max !== null) {
     rules.push({ type: 'range', column, min: profile.min, max: profile.max });
   }
   if (sample.type !== 'string') return rules;

@@ -104,6 +104,7 @@ const PY_TYPES: Record<FieldType, string> = {
   string: 'str',
   date: "str 'YYYY-MM-DD'",
   timestamp: "str ISO-8601 with a zone, e.g. '2024-01-31T09:30:00Z'",
+  decimal: "str, the exact decimal, e.g. '12.50' (compute with decimal.Decimal, never float)",
 };
 const FIELD_TYPE_LIST = Object.keys(PY_TYPES).join(', ');
 

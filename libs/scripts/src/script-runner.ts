@@ -138,7 +138,7 @@ export class RunningScript {
   private transformed(batch: TypedBatch, answer: unknown[]): { batch: TypedBatch; rejects: ScriptRejects } {
     const columns = this.outColumns(batch.columns);
     const inputs = batch.columns.length;
-    const coerce = columns.map((c) => coercer(c.type, false));
+    const coerce = columns.map((c) => coercer(c.type, false, c));
     const values: Value[][] = columns.map(() => []);
     const lines: number[] = [];
     const rejects: ScriptRejects = { rows: [], reasons: [] };

@@ -156,8 +156,13 @@ export class PipelinesController {
   @ApiOperation({
     summary: 'Propose a pipeline configuration from a sample file',
     description:
-      'CSV/TSV: deterministic type inference over the first 1,000 rows (boolean, int, bigint, float, double, string, date, ' +
+      'CSV/TSV: deterministic type inference over the first 1,000 rows (boolean, int, bigint, double, decimal, string, date, ' +
       'timestamp; values with leading zeros stay strings), header detection when `header` is absent, normalised column names. ' +
+      'Fractional columns written with a fixed 2-4 places (money, quantities) are `decimal` with `precision` and `scale`, ' +
+      "other fractional ones `double`; single-precision `float` is never proposed. When at most 5% of a column's values " +
+      'do not fit the type the others share, that type is proposed and they are counted. `typeNotes[]` ' +
+      '(`{column, type, reason, outliers, examples}`, absent when empty) says why for such columns; POST /pipeline accepts ' +
+      'and ignores it, so the proposal registers as is. ' +
       'JSON and XML: a single `_json` / `_xml` string field. With a model provider (secret `ai`, feature `advice`), ' +
       '`advice` adds a description and a semantic hint per field (the model sees column names, inferred types and up to ' +
       'three values of columns whose names do not look sensitive); it never changes a type. `advice: {error}` when ' +
@@ -193,6 +198,9 @@ export class PipelinesController {
     description:
       'Per-column statistics (null rate, distinct count, min/max, quantiles, top values, inferred type), quality issues, ' +
       'recommendations and suggested data-quality rules, computed by code over the first `sampleSize` rows (default 200). ' +
+      'Types are inferred as by generate: a column gets `precision`/`scale` when decimal and `typeNote` ' +
+      '(`{reason, outliers, examples}`) when its type needs explaining, its statistics then leave the outliers out. Range ' +
+      'rules are proposed only when the sample is the whole file, and never for id-like or monotonic columns. ' +
       'With a model provider (feature `advice`), `advice` adds model-written `recommendations` and `suggestedRules`, each ' +
       'rule kept only when the pipeline rule schema accepts it against the inferred schema (`refusedRules` says why ' +
       'not); the model sees the column statistics, and top values only of columns whose names do not look sensitive.',

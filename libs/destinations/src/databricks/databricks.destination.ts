@@ -2,15 +2,17 @@ import { Injectable } from '@nestjs/common';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FieldType, PipelineDefinition } from '@tapyard/model';
+import { FieldType, PipelineDefinition, SchemaField } from '@tapyard/model';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 
 import { Delivery, Sink, sectionOf } from '../sinks/sink';
 import { writeRowFile } from '../typed-rows';
+import { warehouseDecimal } from '../objectstore/parquet-decimal';
 import { DatabricksApi, DatabricksSettings, databricksSettings } from './databricks-api';
 import { DatabricksTarget } from './section';
 
-const SQL_TYPES: Record<FieldType, string> = {
+// decimal: see sqlType.
+const SQL_TYPES: Record<Exclude<FieldType, 'decimal'>, string> = {
   boolean: 'BOOLEAN',
   int: 'INT',
   bigint: 'BIGINT',
@@ -20,6 +22,9 @@ const SQL_TYPES: Record<FieldType, string> = {
   date: 'DATE',
   timestamp: 'TIMESTAMP',
 };
+
+const sqlType = (c: SchemaField): string =>
+  c.type === 'decimal' ? warehouseDecimal(c, 'Databricks', 'DECIMAL') : SQL_TYPES[c.type];
 
 const quote = (name: string): string => `\`${name.replace(/`/g, '``')}\``;
 
@@ -45,7 +50,7 @@ export class DatabricksDestination extends Sink implements Destination {
 
   protected async ready(target: LoadTarget, d: Delivery): Promise<void> {
     const s = await this.settings(target);
-    const columns = target.columns.map((c) => `${quote(c.name)} ${SQL_TYPES[c.type]}`).join(', ');
+    const columns = target.columns.map((c) => `${quote(c.name)} ${sqlType(c)}`).join(', ');
     await this.api(s, d).sql(`CREATE TABLE IF NOT EXISTS ${this.table(s, target)} (${columns})`);
   }
 

@@ -12,6 +12,7 @@ import { DestinationErrorCode } from '../destination-errors';
 @Injectable()
 export class MongoClients implements OnModuleDestroy {
   private client: Promise<mongo.MongoClient> | null = null;
+  private decimals: Promise<boolean> | null = null;
 
   constructor(@Inject(CONFIG) private readonly config: TapyardConfig) {}
 
@@ -38,6 +39,23 @@ export class MongoClients implements OnModuleDestroy {
         );
       });
     return this.client;
+  }
+
+  /**
+   * Whether the server stores BSON Decimal128. FerretDB v1 does not: a document holding one makes
+   * it drop the connection ("v has zero value" in its log), so decimals go there as exact text.
+   */
+  async decimal128(): Promise<boolean> {
+    this.decimals ??= this.get()
+      .then((c) => c.db('admin').command({ buildInfo: 1 }))
+      .then((info) => info.ferretdbVersion === undefined)
+      .catch((err: unknown) => {
+        this.decimals = null;
+        throw err instanceof ServiceUnavailableError
+          ? err
+          : new ServiceUnavailableError('mongodb', `mongodb did not answer buildInfo: ${errorMessage(err)}`);
+      });
+    return this.decimals;
   }
 
   async onModuleDestroy(): Promise<void> {

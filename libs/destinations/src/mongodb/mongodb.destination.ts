@@ -169,7 +169,8 @@ export class MongoDbDestination implements Destination {
       for await (const _ of payloads); // drain the reader so its temporary files are closed
       return { loaded: done.loaded, rejected: done.rejected, alreadyLoaded: true, location };
     }
-    const toDoc = documentBuilder(target.columns);
+    const decimals = target.columns.some((c) => c.type === 'decimal') && (await this.clients.decimal128());
+    const toDoc = documentBuilder(target.columns, decimals);
     const collection = db.collection<Doc>(table);
     // Rejected rows are written as they come, in batches with ids fixed by the job: a retry meets them.
     const rejectsOut = db.collection<Doc>(`${table}${REJECTS_SUFFIX}`);
@@ -349,9 +350,13 @@ function validateNames(d: DatabaseDestination): void {
   }
 }
 
-/** Builds the document of one row of a batch, or returns why it cannot. */
+/**
+ * Builds the document of one row of a batch, or returns why it cannot. Decimals are Decimal128
+ * where the server has it (`decimal128`), else their exact text.
+ */
 function documentBuilder(
   columns: SchemaField[],
+  decimal128: boolean,
 ): (batch: TypedBatch, row: number, id: string) => Doc | string {
   if (columns.length === 1 && (columns[0].name === '_json' || columns[0].name === '_xml')) {
     return (batch, row, id) => {
@@ -373,12 +378,17 @@ function documentBuilder(
       }
     };
   }
-  const convert = columns.map((c) => mongoValue(c.type));
+  const convert = columns.map((c) => mongoValue(c.type, decimal128));
   return (batch, row, id) => {
     const doc: Doc = { _id: id };
     for (let c = 0; c < columns.length; c++) {
       const v = batch.values[c][row];
-      doc[columns[c].name] = v === null ? null : convert[c](v);
+      try {
+        doc[columns[c].name] = v === null ? null : convert[c](v);
+      } catch (err) {
+        // Decimal128 holds 34 digits: a longer decimal is refused, never rounded.
+        return `${columns[c].name}: ${errorMessage(err)}`;
+      }
     }
     return doc;
   };
@@ -410,7 +420,8 @@ function keyWithNul(root: unknown): string | null {
 }
 
 /** BSON has no BigInt: integers beyond 2^53 become Int64 (Long). */
-function mongoValue(type: FieldType): (v: Exclude<Value, null>) => unknown {
+function mongoValue(type: FieldType, decimal128: boolean): (v: Exclude<Value, null>) => unknown {
   if (type === 'bigint') return (v) => (typeof v === 'bigint' ? mongo.Long.fromBigInt(v) : v);
+  if (type === 'decimal' && decimal128) return (v) => mongo.Decimal128.fromString(String(v));
   return jsValue(type);
 }

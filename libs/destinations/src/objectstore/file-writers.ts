@@ -2,8 +2,12 @@ import { createWriteStream, WriteStream } from 'node:fs';
 import { once } from 'node:events';
 import type { ParquetType } from 'parquetjs-lite';
 import { FieldType, ObjectFormat, SchemaField } from '@tapyard/model';
+import { FixedDecimal, fixedDecimal, registerParquetDecimal, setDecimalFooter } from './parquet-decimal';
 
-/** Writes rows (typed values, null for missing) to one local file in a format. */
+/**
+ * Writes rows (typed values, null for missing) to one local file in a format. In Parquet, a
+ * decimal's value is its unscaled bytes (parquet-decimal.ts, decimalBytes).
+ */
 export interface RowFileWriter {
   write(row: unknown[]): Promise<void>;
   close(): Promise<void>;
@@ -18,6 +22,7 @@ const PARQUET_TYPES: Record<FieldType, ParquetType> = {
   string: 'UTF8',
   date: 'DATE',
   timestamp: 'TIMESTAMP_MILLIS',
+  decimal: 'DECIMAL',
 };
 
 /** Rows per Parquet row group: the writer holds one group in memory, whatever the file size. */
@@ -31,8 +36,22 @@ export async function openRowWriter(
   if (format === 'parquet') {
     // Loaded by the first Parquet file written: a process that writes none never pays for it.
     const { ParquetSchema, ParquetWriter } = await import('parquetjs-lite');
+    const decimals = new Map<string, FixedDecimal>(
+      columns.filter((c) => c.type === 'decimal').map((c) => [c.name, fixedDecimal(c)]),
+    );
+    if (decimals.size > 0) await registerParquetDecimal();
     const schema = new ParquetSchema(
-      Object.fromEntries(columns.map((c) => [c.name, { type: PARQUET_TYPES[c.type], optional: true }])),
+      Object.fromEntries(
+        columns.map((c) => [
+          c.name,
+          // Its min/max statistics would compare the bytes as text: none rather than wrong ones.
+          {
+            type: PARQUET_TYPES[c.type],
+            optional: true,
+            ...(c.type === 'decimal' ? { statistics: false } : {}),
+          },
+        ]),
+      ),
     );
     const writer = await ParquetWriter.openFile(schema, path);
     writer.setRowGroupSize(ROW_GROUP);
@@ -44,7 +63,10 @@ export async function openRowWriter(
         });
         return writer.appendRow(record);
       },
-      close: () => writer.close(),
+      close: async () => {
+        await writer.close();
+        await setDecimalFooter(path, decimals);
+      },
     };
   }
   const out = localFile(path);

@@ -67,6 +67,7 @@ function textExpression(type: FieldType, v: string): string {
       return `(${v} ? 't' : 'f')`;
     case 'date':
     case 'timestamp':
+    case 'decimal':
       // Checked ASCII without control characters: nothing to escape.
       return v;
     case 'float':

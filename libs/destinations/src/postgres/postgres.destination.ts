@@ -11,7 +11,7 @@ import {
   isConnectionFailure,
   quoteIdent,
 } from '@tapyard/core';
-import { FieldType, PipelineDefinition } from '@tapyard/model';
+import { FieldType, PipelineDefinition, SchemaField } from '@tapyard/model';
 import { escapeCopyText } from './copy-text';
 import {
   CsvChunkPayload,
@@ -46,7 +46,14 @@ export const PG_TYPES: Record<FieldType, string> = {
   string: 'text',
   date: 'date',
   timestamp: 'timestamptz',
+  decimal: 'numeric',
 };
+
+/** A column's PostgreSQL type: a decimal's declared precision and scale become numeric(p,s). */
+export function pgType(c: SchemaField): string {
+  if (c.type === 'decimal' && c.precision !== undefined) return `numeric(${c.precision},${c.scale ?? 0})`;
+  return PG_TYPES[c.type];
+}
 
 // Any constant works as long as every Tapyard process uses the same one.
 const DDL_LOCK_ID = 7_421_002;
@@ -132,7 +139,7 @@ export class PostgresDestination implements Destination {
     const [data, rejects] = this.locations(target.destination);
     const s = quoteIdent(data.schema);
     const t = qualified(data);
-    const cols = target.columns.map((c) => `${quoteIdent(c.name)} ${PG_TYPES[c.type]}`).join(', ');
+    const cols = target.columns.map((c) => `${quoteIdent(c.name)} ${pgType(c)}`).join(', ');
     await this.withClient(data.database, async (client) => {
       // Outside the load transaction, but serialised: concurrent `CREATE … IF NOT EXISTS` can still
       // collide in the catalogs, and ALTER TABLE would wait on running loads, so only missing columns
@@ -158,7 +165,7 @@ export class PostgresDestination implements Destination {
           const missingCols = target.columns.filter((c) => !have.has(c.name));
           if (missingCols.length > 0) {
             await client.query(
-              `ALTER TABLE ${t} ${missingCols.map((c) => `ADD COLUMN IF NOT EXISTS ${quoteIdent(c.name)} ${PG_TYPES[c.type]}`).join(', ')}`,
+              `ALTER TABLE ${t} ${missingCols.map((c) => `ADD COLUMN IF NOT EXISTS ${quoteIdent(c.name)} ${pgType(c)}`).join(', ')}`,
             );
           }
           await client.query(

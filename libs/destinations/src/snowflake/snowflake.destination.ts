@@ -11,11 +11,12 @@ import {
   quoteIdent,
 } from '@tapyard/core';
 import { EgressRefused } from '@tapyard/egress';
-import { FieldType, PipelineDefinition } from '@tapyard/model';
+import { FieldType, PipelineDefinition, SchemaField } from '@tapyard/model';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 
 import { Delivery, Sink, sectionOf } from '../sinks/sink';
 import { writeRowFile } from '../typed-rows';
+import { warehouseDecimal } from '../objectstore/parquet-decimal';
 import { SnowflakeTarget } from './section';
 import { DestinationErrorCode } from '../destination-errors';
 
@@ -31,7 +32,8 @@ function snowflakeSdk(): Promise<SnowflakeSdk> {
   return sdk;
 }
 
-const SQL_TYPES: Record<FieldType, string> = {
+// decimal: see sqlType.
+const SQL_TYPES: Record<Exclude<FieldType, 'decimal'>, string> = {
   boolean: 'BOOLEAN',
   int: 'INTEGER',
   bigint: 'NUMBER(38,0)',
@@ -41,6 +43,9 @@ const SQL_TYPES: Record<FieldType, string> = {
   date: 'DATE',
   timestamp: 'TIMESTAMP_TZ',
 };
+
+const sqlType = (c: SchemaField): string =>
+  c.type === 'decimal' ? warehouseDecimal(c, 'Snowflake', 'NUMBER') : SQL_TYPES[c.type];
 
 const ident = (name: string): string => quoteIdent(name.toUpperCase());
 
@@ -75,10 +80,10 @@ export class SnowflakeDestination extends Sink implements Destination {
     const table = targetOf(target.destination).table.toUpperCase();
     await this.session(target, d, async (run) => {
       await run(
-        `CREATE TABLE IF NOT EXISTS ${table} (${target.columns.map((c) => `${ident(c.name)} ${SQL_TYPES[c.type]}`).join(', ')})`,
+        `CREATE TABLE IF NOT EXISTS ${table} (${target.columns.map((c) => `${ident(c.name)} ${sqlType(c)}`).join(', ')})`,
       );
       for (const c of target.columns)
-        await run(`ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS ${ident(c.name)} ${SQL_TYPES[c.type]}`);
+        await run(`ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS ${ident(c.name)} ${sqlType(c)}`);
     });
   }
 

@@ -2,7 +2,9 @@ import { inferredTypeOf, profileColumns } from './column-profile';
 
 describe('inferredTypeOf', () => {
   it('folds numeric types into number and keeps the rest', () => {
-    expect(['int', 'bigint', 'float', 'double'].map(inferredTypeOf)).toEqual(Array(4).fill('number'));
+    expect(['int', 'bigint', 'float', 'double', 'decimal'].map(inferredTypeOf)).toEqual(
+      Array(5).fill('number'),
+    );
     expect(['string', 'boolean', 'date', 'timestamp', 'json'].map(inferredTypeOf)).toEqual([
       'string',
       'boolean',

@@ -28,10 +28,10 @@ export interface DeclaredColumn {
 
 const TOP_K = 5;
 const TOP_VALUE_CHARS = 100;
-const NUMERIC_TYPES: ReadonlySet<string> = new Set(['int', 'bigint', 'float', 'double']);
+const NUMERIC_TYPES: ReadonlySet<string> = new Set(['int', 'bigint', 'float', 'double', 'decimal']);
 // Few distinct values by nature, so their most frequent ones describe the column without quantiles.
 const TOP_K_TYPES: ReadonlySet<string> = new Set(['string', 'boolean', 'date', 'timestamp']);
-// Accepted only in numeric columns: bigint columns arrive as digit strings to keep precision.
+// Accepted only in numeric columns: bigint and decimal columns arrive as digit strings to keep precision.
 const NUMERIC_TEXT = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
 
 function quantilesOf(values: number[]): Quantiles | undefined {

@@ -60,13 +60,16 @@ export class FastCsvInput {
 
   /** `fileColumns`: the schema names of the file's columns, in file order. */
   plan(fileColumns: string[], fields: SchemaField[]): void {
-    const types = fileColumns.map((c) => fields.find((f) => f.name === c)?.type ?? 'string');
+    const schema = fileColumns.map((c) => fields.find((f) => f.name === c));
+    const types = schema.map((f) => f?.type ?? 'string');
     this.width = fileColumns.length;
     this.columns = fileColumns;
     // A column the schema does not have (schema contract discard_columns or discard_rows) cannot go
     // out unparsed: every chunk is then read by the validating path, which drops it or rejects its row.
     const known = new Set(fields.map((f) => f.name));
-    this.check = fileColumns.every((c) => known.has(c)) ? compileCsvCheck({ ...this.attrs, types }) : null;
+    this.check = fileColumns.every((c) => known.has(c))
+      ? compileCsvCheck({ ...this.attrs, types, limits: schema.map((f) => f ?? {}) })
+      : null;
     this.copyOptions = copyCsvOptions(this.attrs);
   }
 

@@ -24,6 +24,36 @@ describe('coercer', () => {
     expect(coercer('date')('\t2024-01-31\r\n')).toBe('2024-01-31');
   });
 
+  it('decimal: exact canonical text, never rounded; the limits named when exceeded', () => {
+    const c = coercer('decimal');
+    expect(c('12.50')).toBe('12.50');
+    expect(c(' +0012.5 ')).toBe('12.5');
+    expect(c('-.5')).toBe('-0.5');
+    expect(c('5.')).toBe('5');
+    expect(c('-0.00')).toBe('0.00');
+    expect(c('123456789012345678901234567890.123456789')).toBe('123456789012345678901234567890.123456789');
+    expect(c('NULL')).toBeNull();
+    for (const bad of ['1e5', '1.2.3', '1,5', 'NaN', 'Infinity', '-', '.', '$12', '12 50'])
+      expect(reasonOf(c(bad))).toBe(
+        `'${bad}' is not a decimal (expected digits with an optional sign and at most one decimal point, no exponent)`,
+      );
+    const money = coercer('decimal', true, { precision: 6, scale: 2 });
+    expect(money('12.5')).toBe('12.50');
+    expect(money('-9999.99')).toBe('-9999.99');
+    expect(money('0001234')).toBe('1234.00');
+    expect(reasonOf(money('12.345'))).toBe(
+      "'12.345' has 3 digits after the decimal point, more than the scale 2 allows (the column is decimal(6,2))",
+    );
+    expect(reasonOf(money('12345.6'))).toBe(
+      "'12345.6' has 5 digits before the decimal point, more than the 4 allowed (the column is decimal(6,2))",
+    );
+    // A precision alone means scale 0, as numeric(p) does in PostgreSQL.
+    expect(reasonOf(coercer('decimal', true, { precision: 3 })('1.5'))).toBe(
+      "'1.5' has 1 digit after the decimal point, more than the scale 0 allows (the column is decimal(3,0))",
+    );
+    expect(coercer('decimal', true, { precision: 3 })('999')).toBe('999');
+  });
+
   it('without null tokens (a pipeline with its own nullValues) such text is not a value', () => {
     expect(reasonOf(coercer('int', false)(''))).toBe("'' is not an int");
     expect(reasonOf(coercer('date', false)(' NA '))).toBe("'NA' is not a date");

@@ -18,16 +18,20 @@
  * - float (PostgreSQL real) and double: `[+-]digits[.digits][e[+-]digits]` (`-.5`, `5.`, `1e5`);
  *   NaN, Infinity, `1,5` and values PostgreSQL reports as out of range (overflow, or a non-zero
  *   value that underflows to zero) are errors;
+ * - decimal (PostgreSQL numeric): `[+-]digits[.digits]` (`-.5`, `5.`), no exponent, NaN or
+ *   Infinity; never rounded: more digits after the point than the column's scale, or before it
+ *   than precision - scale allow, is an error naming the limit;
  * - date: `YYYY-MM-DD`, a real calendar date (year 0001-9999);
  * - timestamp: `YYYY-MM-DD`, optionally followed by `T` or a space, `HH:MM[:SS[.fraction]]` and
  *   a zone (`Z`, `+HH`, `+HH:MM`, `+HHMM`), every field range-checked (24:00:00 and leap second
  *   :60 are accepted, as PostgreSQL does); a date alone is midnight.
  * Typed values: boolean; int, float (rounded to single precision) and double as numbers; bigint as a
- * number when it is a safe integer, else a BigInt; string, date (`YYYY-MM-DD`) and timestamp as
+ * number when it is a safe integer, else a BigInt; decimal as its canonical text (no `+`, no
+ * leading zeros, `0.5` for `.5`, no sign on zero, the fraction padded to a declared scale); string, date (`YYYY-MM-DD`) and timestamp as
  * text, a timestamp normalised to `YYYY-MM-DDTHH:MM[:SS[.fraction]]` and an explicit zone (`Z` or
  * `±HH:MM`; a value without one is UTC), which PostgreSQL and JavaScript's Date both read.
  */
-import type { FieldType } from '../pipeline.types';
+import type { FieldType, SchemaField } from '../pipeline.types';
 
 /** A value of a schema type, or NULL. */
 export type Value = boolean | number | bigint | string | null;
@@ -46,17 +50,26 @@ const TYPE_NAMES: Record<FieldType, string> = {
   bigint: 'a bigint',
   float: 'a float',
   double: 'a double',
+  decimal: 'a decimal',
   date: 'a date',
   timestamp: 'a timestamp',
 };
+
+/** A decimal column's limits (see SchemaField). */
+export type DecimalLimits = Pick<SchemaField, 'precision' | 'scale'>;
 
 /**
  * A fast specialised coercion function for `type`. `nullTokens` (default): non-string types read
  * empty text and the null tokens as NULL; without it only the caller's NULL is NULL (a pipeline
  * with its own `nullValues` decides that itself), and such text is not a value of the type.
+ * `limits`: a decimal column's precision and scale.
  */
-export function coercer(type: FieldType, nullTokens = true): (raw: string) => Coerced {
-  const base = typeCoercer(type);
+export function coercer(
+  type: FieldType,
+  nullTokens = true,
+  limits: DecimalLimits = {},
+): (raw: string) => Coerced {
+  const base = typeCoercer(type, limits);
   if (nullTokens || type === 'string') return base;
   return (raw) => {
     const s = trimmed(raw);
@@ -64,7 +77,7 @@ export function coercer(type: FieldType, nullTokens = true): (raw: string) => Co
   };
 }
 
-function typeCoercer(type: FieldType): (raw: string) => Coerced {
+function typeCoercer(type: FieldType, limits: DecimalLimits): (raw: string) => Coerced {
   switch (type) {
     case 'string':
       return coerceString;
@@ -78,6 +91,8 @@ function typeCoercer(type: FieldType): (raw: string) => Coerced {
       return (raw) => coerceFloat(raw, true);
     case 'double':
       return (raw) => coerceFloat(raw, false);
+    case 'decimal':
+      return decimalCoercer(limits);
     case 'date':
       return coerceDate;
     case 'timestamp':
@@ -263,6 +278,62 @@ function coerceFloat(raw: string, single: boolean): Coerced {
   if (!isFiniteNumber(stored) || (stored === 0 && nonZero))
     return fail(`${quoted(s)} is out of range for ${what}`);
   return stored;
+}
+
+// PostgreSQL numeric's own limits when a column declares none.
+const NUMERIC_INTEGER_DIGITS = 131072;
+const NUMERIC_FRACTION_DIGITS = 16383;
+
+function decimalCoercer({ precision, scale }: DecimalLimits): (raw: string) => Coerced {
+  const fixedScale = precision === undefined ? scale : (scale ?? 0);
+  const maxFraction = fixedScale ?? NUMERIC_FRACTION_DIGITS;
+  const maxInteger = precision === undefined ? NUMERIC_INTEGER_DIGITS : precision - (fixedScale ?? 0);
+  const declared = precision === undefined ? '' : ` (the column is decimal(${precision},${fixedScale ?? 0}))`;
+  return (raw) => {
+    const s = trimmed(raw);
+    const n = s.length;
+    let i = 0;
+    const c0 = s.charCodeAt(0);
+    const neg = c0 === 0x2d;
+    if (neg || c0 === 0x2b) i = 1;
+    const intStart = i;
+    while (i < n && isDigit(s.charCodeAt(i))) i++;
+    const intEnd = i;
+    let fracStart = i;
+    if (i < n && s.charCodeAt(i) === 0x2e) {
+      fracStart = ++i;
+      while (i < n && isDigit(s.charCodeAt(i))) i++;
+    }
+    const fracEnd = i;
+    if (i !== n || (intEnd === intStart && fracEnd === fracStart)) {
+      if (isNullToken(s)) return null;
+      return fail(
+        `${quoted(s)} is not a decimal (expected digits with an optional sign and at most one decimal point, no exponent)`,
+      );
+    }
+    let lead = intStart;
+    while (lead < intEnd && s.charCodeAt(lead) === 0x30) lead++;
+    const intDigits = intEnd - lead;
+    const fracDigits = fracEnd - fracStart;
+    if (fracDigits > maxFraction)
+      return fail(
+        `${quoted(s)} has ${digitCount(fracDigits)} after the decimal point, more than the scale ${maxFraction} allows${declared}`,
+      );
+    if (intDigits > maxInteger)
+      return fail(
+        `${quoted(s)} has ${digitCount(intDigits)} before the decimal point, more than the ${maxInteger} allowed${declared}`,
+      );
+    const integer = intDigits === 0 ? '0' : s.slice(lead, intEnd);
+    let fraction = s.slice(fracStart, fracEnd);
+    if (fixedScale !== undefined && fracDigits < fixedScale) fraction += '0'.repeat(fixedScale - fracDigits);
+    const zero = intDigits === 0 && !/[1-9]/.test(fraction);
+    const text = fraction.length > 0 ? `${integer}.${fraction}` : integer;
+    return neg && !zero ? `-${text}` : text;
+  };
+}
+
+function digitCount(n: number): string {
+  return n === 1 ? '1 digit' : `${n} digits`;
 }
 
 function digits2(s: string, i: number): number {

@@ -7,16 +7,25 @@ import {
   IsArray,
   IsBoolean,
   IsIn,
+  IsInt,
   IsNotEmpty,
   IsObject,
   IsOptional,
   IsString,
   Length,
   Matches,
+  Max,
   MaxLength,
+  Min,
   ValidateNested,
 } from 'class-validator';
-import { FIELD_TYPES, FieldType, SCHEMA_CONTRACTS, SchemaContract } from '@tapyard/model';
+import {
+  DECIMAL_MAX_PRECISION,
+  FIELD_TYPES,
+  FieldType,
+  SCHEMA_CONTRACTS,
+  SchemaContract,
+} from '@tapyard/model';
 import { DestinationDto } from '../destination-sections';
 
 export const PIPELINE_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
@@ -31,9 +40,42 @@ export class SchemaFieldDto {
   })
   name!: string;
 
-  @ApiProperty({ enum: FIELD_TYPES, example: 'bigint' })
+  @ApiProperty({
+    enum: FIELD_TYPES,
+    example: 'bigint',
+    description:
+      "The spec's eight types, and `decimal`: exact (PostgreSQL numeric(p,s), MongoDB Decimal128, Parquet DECIMAL, " +
+      'a JSON string in sinks). `float` is single precision; use `double` or `decimal` for money.',
+  })
   @IsIn(FIELD_TYPES as unknown as string[])
   type!: FieldType;
+
+  @ApiPropertyOptional({
+    minimum: 1,
+    maximum: DECIMAL_MAX_PRECISION,
+    example: 12,
+    description:
+      '`decimal` only: total significant digits. Absent (with scale): no limit, PostgreSQL `numeric`.',
+  })
+  @OptionalNotNull()
+  @IsInt()
+  @Min(1)
+  @Max(DECIMAL_MAX_PRECISION)
+  precision?: number;
+
+  @ApiPropertyOptional({
+    minimum: 0,
+    maximum: DECIMAL_MAX_PRECISION,
+    example: 2,
+    description:
+      '`decimal` only, with `precision`: digits after the point, at most the precision (default 0, as `numeric(p)`). ' +
+      'A value with more digits after the point, or more before it than precision - scale, is rejected, never rounded.',
+  })
+  @OptionalNotNull()
+  @IsInt()
+  @Min(0)
+  @Max(DECIMAL_MAX_PRECISION)
+  scale?: number;
 }
 
 export class SchemaPropertiesDto {
@@ -275,6 +317,31 @@ export class TransformationDto extends AiInstructionDto {
   mappings?: TransformationStepDto[];
 }
 
+/** One column's type explained by `POST /pipeline/generate` (see profiling's inferColumnType). */
+export class TypeNoteDto {
+  @ApiProperty({ example: 'price' })
+  column!: string;
+
+  @ApiProperty({ enum: FIELD_TYPES, example: 'decimal' })
+  type!: FieldType;
+
+  @ApiProperty({
+    example:
+      "Values are written with 2 places after the point (e.g. '12.50'): decimal keeps them exact, where a floating type would round sums.",
+  })
+  reason!: string;
+
+  @ApiProperty({
+    example: 0,
+    description:
+      'Sampled values that do not read as the proposed type (their rows would be rejected at load)',
+  })
+  outliers!: number;
+
+  @ApiProperty({ type: [String], description: 'Up to three of the outliers, as written' })
+  examples!: string[];
+}
+
 export class PipelineConfigDto {
   @ApiProperty({ example: 'sales' })
   @Matches(PIPELINE_NAME_PATTERN, {
@@ -332,4 +399,15 @@ export class PipelineConfigDto {
   // Its sections are validated by the registered plug-ins' DTOs (DestinationSections.validate).
   @IsObject()
   destination!: DestinationDto;
+
+  @ApiPropertyOptional({
+    type: [TypeNoteDto],
+    description:
+      'Output of `POST /pipeline/generate`: why columns got their types. Accepted so that a proposal registers ' +
+      'as is, and not stored.',
+  })
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(10000)
+  typeNotes?: TypeNoteDto[];
 }

@@ -32,6 +32,9 @@
  *     with a decimal magnitude (10^m <= |v| < 10^(m+1)) within ±37 (real) or ±307 (double), far
  *     from where overflow and underflow rules (the reference's JavaScript arithmetic against
  *     PostgreSQL's strtof/strtod) could differ; zero in any form is fine;
+ *   - decimal: `[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)` with no more digits after the point than the
+ *     column's scale and before it (leading zeros aside) than precision - scale: PostgreSQL would
+ *     round the first and read exponents, NaN and Infinity, which the reference rejects;
  *   - boolean: true/false/yes/no/t/f/y/n/1/0 in any ASCII case (the reference's set; PostgreSQL
  *     reads each the same, and the reference's `t`/`f` output too);
  *   - date: `YYYY-MM-DD`, a real calendar date, year 0001-9999;
@@ -49,7 +52,7 @@
  * bytes with small lookup tables; nothing is allocated per record or field.
  */
 import { isAscii, isUtf8 } from 'node:buffer';
-import type { CsvAttributes, FieldType } from '@tapyard/model';
+import type { CsvAttributes, DecimalLimits, FieldType } from '@tapyard/model';
 import { DEFAULT_MAX_BYTES, positiveOption } from '../batch-sink';
 import { csvChars } from './csv-rows';
 
@@ -59,6 +62,8 @@ export interface CsvCheckOptions extends Pick<CsvAttributes, 'delimiter' | 'quot
   nullValues?: string[];
   /** The schema type of each file column, in file order (their number is the expected width). */
   types: readonly FieldType[];
+  /** Per file column, a decimal column's precision and scale (absent: none declared). */
+  limits?: readonly DecimalLimits[];
   /** The reference's field limit; default 16 MiB. */
   maxFieldBytes?: number;
 }
@@ -126,6 +131,7 @@ const T_FLOAT = 4;
 const T_DOUBLE = 5;
 const T_DATE = 6;
 const T_TIMESTAMP = 7;
+const T_DECIMAL = 8;
 const TYPE_CODES: Record<FieldType, number> = {
   string: T_STRING,
   boolean: T_BOOLEAN,
@@ -135,8 +141,9 @@ const TYPE_CODES: Record<FieldType, number> = {
   double: T_DOUBLE,
   date: T_DATE,
   timestamp: T_TIMESTAMP,
+  decimal: T_DECIMAL,
 };
-const TYPE_NAMES = ['string', 'boolean', 'int', 'bigint', 'float', 'double', 'date', 'timestamp'];
+const TYPE_NAMES = ['string', 'boolean', 'int', 'bigint', 'float', 'double', 'date', 'timestamp', 'decimal'];
 
 const EOL_LF = 1;
 const EOL_CRLF = 2;
@@ -166,6 +173,15 @@ export function compileCsvCheck(opts: CsvCheckOptions): (chunk: Buffer) => CsvVe
   const maxField = positiveOption('maxFieldBytes', opts.maxFieldBytes, DEFAULT_MAX_BYTES);
   const types = Uint8Array.from(opts.types.map((t) => TYPE_CODES[t]));
   const ncols = types.length;
+  // Digits allowed before and after the point in each decimal column (beyond MAX_TYPED: no limit).
+  const decimalLimits = opts.types.map((_, k) => {
+    const { precision, scale } = opts.limits?.[k] ?? {};
+    const fixed = precision === undefined ? scale : (scale ?? 0);
+    return {
+      before: precision === undefined ? MAX_TYPED : precision - (fixed ?? 0),
+      after: fixed ?? MAX_TYPED,
+    };
+  });
   const sentinel = quote < 0 ? NO_QUOTE_SENTINEL : -1;
 
   // Stop tables: the bytes that end a run inside an unquoted string field, a quoted field, and a
@@ -249,7 +265,13 @@ export function compileCsvCheck(opts: CsvCheckOptions): (chunk: Buffer) => CsvVe
           while (p < n && tStops[b[p]] === 0) p++;
           if (p < n && b[p] === quote) return refuse('a quote inside an unquoted field', p);
           // Empty (p === i): NULL to both.
-          if (p > i && (p - i > MAX_TYPED || !typedValue(type, b, i, p))) {
+          const ok =
+            p === i ||
+            (p - i <= MAX_TYPED &&
+              (type === T_DECIMAL
+                ? decimal(b, i, p, decimalLimits[col].before, decimalLimits[col].after)
+                : typedValue(type, b, i, p)));
+          if (!ok) {
             return refuse(`not a plain ${TYPE_NAMES[type]} value`, i);
           }
           i = p;
@@ -374,6 +396,24 @@ function float(b: Buffer, s: number, e: number, maxMagnitude: number): boolean {
     if (b[k] !== ZERO) return within(exp - (k - fracStart + 1), maxMagnitude);
   }
   return true;
+}
+
+/** The decimal grammar, within `before` integer digits (leading zeros aside) and `after` fraction digits. */
+function decimal(b: Buffer, s: number, e: number, before: number, after: number): boolean {
+  let p = s;
+  if (b[p] === PLUS || b[p] === MINUS) p++;
+  while (p < e && b[p] === ZERO) p++;
+  const intStart = p;
+  while (p < e && isDigit(b[p])) p++;
+  const intDigits = p - intStart;
+  const anyInt = p > s && isDigit(b[p - 1]);
+  let fracDigits = 0;
+  if (p < e && b[p] === DOT) {
+    const fracStart = ++p;
+    while (p < e && isDigit(b[p])) p++;
+    fracDigits = p - fracStart;
+  }
+  return p === e && (anyInt || fracDigits > 0) && intDigits <= before && fracDigits <= after;
 }
 
 // Not Math.abs: a global lookup per value is slow inside a vm context (as under Jest).
