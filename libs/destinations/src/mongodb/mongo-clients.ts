@@ -53,7 +53,10 @@ export class MongoClients implements OnModuleDestroy {
         this.decimals = null;
         throw err instanceof ServiceUnavailableError
           ? err
-          : new ServiceUnavailableError('mongodb', `mongodb did not answer buildInfo: ${errorMessage(err)}`);
+          : new ServiceUnavailableError(
+              'mongodb',
+              `mongodb did not answer buildInfo: ${errorMessage(err)}`,
+            ).coded(DestinationErrorCode.Unavailable);
       });
     return this.decimals;
   }

@@ -7,6 +7,7 @@
 import { open } from 'node:fs/promises';
 import { ValidationError } from '@tapyard/core';
 import type { SchemaField } from '@tapyard/model';
+import { DestinationErrorCode } from '../destination-errors';
 
 /** Precision and scale of a decimal column in a file or warehouse that needs both fixed. */
 export interface FixedDecimal {
@@ -37,7 +38,7 @@ export function warehouseDecimal(c: SchemaField, warehouse: string, typeName: st
   if (d.precision > WAREHOUSE_MAX_PRECISION)
     throw new ValidationError(
       `${warehouse} holds decimals of at most ${WAREHOUSE_MAX_PRECISION} digits; column '${c.name}' is decimal(${d.precision},${d.scale})`,
-    );
+    ).coded(DestinationErrorCode.LoadRefused);
   return `${typeName}(${d.precision},${d.scale})`;
 }
 
