@@ -7,6 +7,7 @@ import { ApiModule } from './api.module';
 import { ApiMetrics } from './metrics/metrics';
 import { ErrorFilter } from './http/error.filter';
 import { requestContextMiddleware } from './http/request-context';
+import { JsonBodyInterceptor } from './http/json-body';
 import { checkJsonDepth, rejectNulCharacters } from './http/request-hygiene';
 import { securityHeaders } from './http/security-headers';
 import { API_PREFIX, setupSwagger } from './swagger';
@@ -36,6 +37,7 @@ export async function createApiApp(config: TapyardConfig, logger: Logger): Promi
   app.useBodyParser('json', { limit: config.bodyLimitBytes, verify: checkJsonDepth });
   app.setGlobalPrefix(API_PREFIX, { exclude: ['metrics', 'livez', 'readyz'] });
   app.useGlobalFilters(new ErrorFilter(logger));
+  app.useGlobalInterceptors(new JsonBodyInterceptor());
   app.useGlobalPipes(new ValidationPipe(VALIDATION_OPTIONS));
   assertEveryRouteDeclared(app);
   setupSwagger(app, config, logger);

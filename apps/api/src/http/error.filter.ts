@@ -10,7 +10,6 @@ import {
   errorMessage,
   drainRequest,
   httpClassCode,
-  invalidRequest,
   isConnectionFailure,
   requestContext,
 } from '@tapyard/core';
@@ -101,11 +100,6 @@ export class ErrorFilter implements ExceptionFilter {
       // The parser's own message quotes the input, which may hold a secret: keep only the position.
       const at = /position (\d+)/.exec(String(raw));
       return body(400, `request body is not valid JSON${at ? ` (error at position ${at[1]})` : ''}`);
-    }
-    if (Array.isArray(raw)) {
-      // class-validator messages, worded as the assistant's tools word them too.
-      const refused = invalidRequest(raw.map(String));
-      return body(status, refused.message, refused.details);
     }
     return body(status, typeof raw === 'string' && raw ? raw : (STATUS_CODES[status] ?? 'request failed'));
   }

@@ -161,6 +161,7 @@ export class SourceDto {
   fileAttributes?: FileAttributesDto;
 
   @ApiProperty({ type: SchemaPropertiesDto })
+  @IsObject()
   @ValidateNested()
   @Type(() => SchemaPropertiesDto)
   schemaProperties!: SchemaPropertiesDto;
@@ -295,6 +296,7 @@ export class PipelineConfigDto {
   description?: string;
 
   @ApiProperty({ type: SourceDto })
+  @IsObject()
   @ValidateNested()
   @Type(() => SourceDto)
   source!: SourceDto;
