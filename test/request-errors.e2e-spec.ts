@@ -99,4 +99,17 @@ describe('malformed request bodies', () => {
     const empty = await api.http.post('/api/v1/pipeline').expect(400);
     expect(empty.body.message).toMatch(/^invalid request: name is required/);
   });
+
+  it('refuses a NUL character in a body string with a 400 (no stored text can hold one), not a 500', async () => {
+    // Found by the route fuzz: the tap was saved, and PostgreSQL refused the NUL in its own words.
+    const tap = { name: 'nul_tap', description: 'x', script: 'print(1)', targetPipeline: 'a\u0000b' };
+    const res = await api.http.post('/api/v1/tap').send(tap).expect(400);
+    expect(res.body.message).toBe('request body holds a NUL character (\\u0000) in a string');
+    // An escaped backslash before `u0000` is no NUL.
+    const text = await api.http
+      .post('/api/v1/tap')
+      .send({ ...tap, targetPipeline: '', description: 'C:\\u0000 is a path' })
+      .expect(200);
+    expect(text.body).toMatchObject({ name: 'nul_tap' });
+  });
 });

@@ -8,7 +8,7 @@ import { ApiMetrics } from './metrics/metrics';
 import { ErrorFilter } from './http/error.filter';
 import { requestContextMiddleware } from './http/request-context';
 import { JsonBodyInterceptor } from './http/json-body';
-import { checkJsonDepth, rejectNulCharacters } from './http/request-hygiene';
+import { checkJsonBody, rejectNulCharacters } from './http/request-hygiene';
 import { securityHeaders } from './http/security-headers';
 import { API_PREFIX, setupSwagger } from './swagger';
 import { assertEveryRouteDeclared } from './auth/route-audit';
@@ -34,7 +34,7 @@ export async function createApiApp(config: TapyardConfig, logger: Logger): Promi
   }
   app.use(requestContextMiddleware(logger, config.environment, metrics));
   app.use(rejectNulCharacters);
-  app.useBodyParser('json', { limit: config.bodyLimitBytes, verify: checkJsonDepth });
+  app.useBodyParser('json', { limit: config.bodyLimitBytes, verify: checkJsonBody });
   app.setGlobalPrefix(API_PREFIX, { exclude: ['metrics', 'livez', 'readyz'] });
   app.useGlobalFilters(new ErrorFilter(logger));
   app.useGlobalInterceptors(new JsonBodyInterceptor());

@@ -133,6 +133,8 @@ function fromBodyParserError(e: unknown, req: Request): ErrorBody | null {
       return body(400, 'request body is not valid JSON');
     case 'entity.too.deep':
       return body(400, typeof message === 'string' ? message : 'request body is nested too deeply');
+    case 'entity.nul':
+      return body(400, typeof message === 'string' ? message : 'request body holds a NUL character');
     case 'encoding.unsupported':
       // A single token names a coding we do not speak (415); anything else is not a header value at all.
       return /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(encoding)
