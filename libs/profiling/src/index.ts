@@ -8,3 +8,4 @@ export * from './profile.types';
 export * from './profile';
 export * from './patterns';
 export * from './sensitive';
+export * from './dialect';
