@@ -125,4 +125,22 @@ describe('file inference: delimiters and JSON record arrays', () => {
     // A plain array still needs no path.
     expect((await generate('[{"a":1}]', 'flat.json')).body.source.fileAttributes).toEqual({ format: 'json' });
   });
+
+  it('an upload of a semicolon file into a comma pipeline is refused naming the delimiter the file uses', async () => {
+    const proposal = (await generate(european, 'bestellungen.csv')).body;
+    proposal.name = 'comma_orders';
+    proposal.source.fileAttributes.csvAttributes.delimiter = ',';
+    proposal.destination.database = {
+      ...proposal.destination.database,
+      schema: 'ingest_test',
+      table: table('comma'),
+    };
+    await api.http.post('/api/v1/pipeline').send(proposal).expect(200);
+    const token = await upload(api.http, 'comma_orders', european, 'bestellungen.csv');
+    const { rollup } = await waitForJob(api.http, token);
+    expect(rollup.status).toBe('error');
+    expect(rollup.jobs[0].lastError?.description).toMatch(
+      /check the delimiter \(','\) and header settings; the file looks ';'-delimited$/,
+    );
+  });
 });

@@ -22,7 +22,7 @@ import {
 import { ConfigFilesService } from '@tapyard/configfiles';
 import { DestinationSections, PipelinesService, outputFields } from '@tapyard/pipelines';
 import { PipelineDefinition } from '@tapyard/model';
-import { uniqueNames } from '@tapyard/profiling';
+import { sniffDelimiter, uniqueNames } from '@tapyard/profiling';
 import { DeferLaterError, IngestPayload, RetryLaterError } from '@tapyard/queue';
 import { JobRef, ProcessName, StatusService, jobRef } from '@tapyard/status';
 import { Spool } from './spool';
@@ -632,7 +632,8 @@ export class IngestionRunner {
           `(${fields
             .slice(0, 5)
             .map((f) => f.name)
-            .join(', ')}): check the delimiter ('${fa.csvAttributes.delimiter}') and header settings`,
+            .join(', ')}): check the delimiter ('${fa.csvAttributes.delimiter}') and header settings` +
+          otherDelimiter(first.header, fa.csvAttributes.delimiter, known),
       );
     }
     const missing = fileColumns.filter((c) => !known.has(c));
@@ -651,4 +652,16 @@ export class IngestionRunner {
 async function* readRejects(path: string): AsyncGenerator<RejectedRow> {
   const lines = createInterface({ input: createReadStream(path), crlfDelay: Infinity });
   for await (const line of lines) if (line) yield JSON.parse(line) as RejectedRow;
+}
+
+/**
+ * `; the file looks ';'-delimited`, when the header read with another delimiter than the pipeline's
+ * names columns of the schema (a European export into a comma pipeline); else nothing.
+ */
+function otherDelimiter(header: string[], delimiter: string, known: Set<string>): string {
+  const line = header.join(delimiter);
+  const sniffed = sniffDelimiter(`${line}\n`);
+  if (sniffed === delimiter || !line.includes(sniffed)) return '';
+  if (!uniqueNames(line.split(sniffed)).some((n) => known.has(n))) return '';
+  return `; the file looks ${sniffed === '\t' ? 'tab' : `'${sniffed}'`}-delimited`;
 }
