@@ -1,3 +1,5 @@
+import { Server, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { TestApi, startApi } from './support/apps';
 
 /** Issue 27 item 6: a malformed body is a 400 naming the path and the valid choices, never a 500. */
@@ -95,6 +97,26 @@ describe('malformed request bodies', () => {
         message: `request body must be JSON sent as content-type: application/json (got '${type}')`,
       });
     }
+    // A body without any content-type header (supertest always sets one): a plain Node client on loopback.
+    const server = api.app.getHttpServer() as Server;
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    const untyped = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = httpRequest(
+        { host: '127.0.0.1', port, method: 'POST', path: '/api/v1/pipeline' },
+        (res) => {
+          let body = '';
+          res.on('data', (c: Buffer) => (body += c.toString()));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        },
+      );
+      req.on('error', reject);
+      req.end(JSON.stringify(valid));
+    });
+    expect(untyped.status).toBe(415);
+    expect(JSON.parse(untyped.body).message).toBe(
+      'request body must be JSON sent as content-type: application/json (the request has no content-type)',
+    );
     // No body at all is still read as an empty object: the 400 names what is missing.
     const empty = await api.http.post('/api/v1/pipeline').expect(400);
     expect(empty.body.message).toMatch(/^invalid request: name is required/);
