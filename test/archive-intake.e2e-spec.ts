@@ -79,6 +79,8 @@ describe('archive intake and raw-bucket drops (FileNotifier)', () => {
         { name: 'jan/a.csv', data: 'id,item\n1,pen\n2,ink\n' },
         { name: 'feb/b.csv', data: 'id,item\n3,pad\n' },
         { name: 'readme.md', data: '# notes' },
+        // A data set's licence or notes: text, not rows (issue 27 item 7).
+        { name: 'LICENSE.txt', data: 'id,item\nCC-BY 4.0, attribution required\n' },
         { name: '__MACOSX/jan/._a.csv', data: 'x' },
       ]),
       'pub-zip',
@@ -86,9 +88,8 @@ describe('archive intake and raw-bucket drops (FileNotifier)', () => {
     const { rollup, events } = await settle('pub-zip', 3);
     const byFile = Object.fromEntries(rollup.jobs.map((j) => [j.filename, j.status]));
     expect(byFile).toEqual({ 'orders.zip': 'warning', 'jan/a.csv': 'success', 'feb/b.csv': 'success' });
-    expect(events.some((e) => e.processName === 'FileNotifier' && /skipped 2/.test(e.description))).toBe(
-      true,
-    );
+    const intake = events.find((e) => e.processName === 'FileNotifier' && /skipped 3/.test(e.description));
+    expect(intake?.description).toMatch(/LICENSE\.txt \(unsupported file type\)/);
     expect((await count()) - before).toBe(3);
     // The staged archive is gone from the raw bucket once extracted.
     expect(await minio.keys(`${env}-raw`, '_uploads/')).toEqual([]);

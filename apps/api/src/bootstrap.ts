@@ -7,7 +7,8 @@ import { ApiModule } from './api.module';
 import { ApiMetrics } from './metrics/metrics';
 import { ErrorFilter } from './http/error.filter';
 import { requestContextMiddleware } from './http/request-context';
-import { checkJsonDepth, rejectNulCharacters } from './http/request-hygiene';
+import { JsonBodyInterceptor } from './http/json-body';
+import { checkJsonBody, rejectNulCharacters } from './http/request-hygiene';
 import { securityHeaders } from './http/security-headers';
 import { API_PREFIX, setupSwagger } from './swagger';
 import { assertEveryRouteDeclared } from './auth/route-audit';
@@ -33,9 +34,10 @@ export async function createApiApp(config: TapyardConfig, logger: Logger): Promi
   }
   app.use(requestContextMiddleware(logger, config.environment, metrics));
   app.use(rejectNulCharacters);
-  app.useBodyParser('json', { limit: config.bodyLimitBytes, verify: checkJsonDepth });
+  app.useBodyParser('json', { limit: config.bodyLimitBytes, verify: checkJsonBody });
   app.setGlobalPrefix(API_PREFIX, { exclude: ['metrics', 'livez', 'readyz'] });
   app.useGlobalFilters(new ErrorFilter(logger));
+  app.useGlobalInterceptors(new JsonBodyInterceptor());
   app.useGlobalPipes(new ValidationPipe(VALIDATION_OPTIONS));
   assertEveryRouteDeclared(app);
   setupSwagger(app, config, logger);

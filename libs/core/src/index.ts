@@ -15,3 +15,4 @@ export * from './validation/optional';
 export * from './metrics';
 export * from './validation/validate';
 export * from './threads/spawn';
+export * from './text/did-you-mean';

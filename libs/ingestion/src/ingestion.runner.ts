@@ -22,7 +22,7 @@ import {
 import { ConfigFilesService } from '@tapyard/configfiles';
 import { DestinationSections, PipelinesService, outputFields } from '@tapyard/pipelines';
 import { PipelineDefinition } from '@tapyard/model';
-import { uniqueNames } from '@tapyard/profiling';
+import { sniffDelimiter, uniqueNames } from '@tapyard/profiling';
 import { DeferLaterError, IngestPayload, RetryLaterError } from '@tapyard/queue';
 import { JobRef, ProcessName, StatusService, jobRef } from '@tapyard/status';
 import { Spool } from '@tapyard/intake';
@@ -675,7 +675,8 @@ export class IngestionRunner {
         `the file looks like another file: ${unknown.length} of its ${fileColumns.length} columns ` +
           `(${list(unknown)}) are not in the pipeline schema and it lacks ${missing.length} of the schema's ` +
           `${fields.length} (${list(missing)}); check the delimiter ('${fa.csvAttributes.delimiter}') and header ` +
-          'settings, and that this is the right file',
+          'settings, and that this is the right file' +
+          otherDelimiter(first.header, fa.csvAttributes.delimiter, known),
       );
     }
     if (contract === 'freeze' && (unknown.length > 0 || missing.length > 0)) {
@@ -747,4 +748,16 @@ async function* counted(source: AsyncIterable<Buffer>, read: { bytes: number }):
 async function* readRejects(path: string): AsyncGenerator<RejectedRow> {
   const lines = createInterface({ input: createReadStream(path), crlfDelay: Infinity });
   for await (const line of lines) if (line) yield JSON.parse(line) as RejectedRow;
+}
+
+/**
+ * `; the file looks ';'-delimited`, when the header read with another delimiter than the pipeline's
+ * names columns of the schema (a European export into a comma pipeline); else nothing.
+ */
+function otherDelimiter(header: string[], delimiter: string, known: Set<string>): string {
+  const line = header.join(delimiter);
+  const sniffed = sniffDelimiter(`${line}\n`);
+  if (sniffed === delimiter || !line.includes(sniffed)) return '';
+  if (!uniqueNames(line.split(sniffed)).some((n) => known.has(n))) return '';
+  return `; the file looks ${sniffed === '\t' ? 'tab' : `'${sniffed}'`}-delimited`;
 }

@@ -18,8 +18,12 @@ import { Staging } from './staging';
 /** Key prefix of archives staged by uploads; the raw-bucket poller leaves it alone. */
 export const STAGED_PREFIX = '_uploads/';
 
+/**
+ * The members of an archive a pipeline loads, by name. A CSV pipeline takes `.csv` and `.tsv` only:
+ * a `.txt` beside the data is nearly always a README or a licence, not rows.
+ */
 const READABLE: Record<string, RegExp> = {
-  csv: /\.(csv|tsv|txt)$/i,
+  csv: /\.(csv|tsv)$/i,
   json: /\.(json|ndjson|jsonl)$/i,
   xml: /\.xml$/i,
   unstructured: /\.(pdf|docx|html?|xhtml|md|markdown|txt|text)$/i,

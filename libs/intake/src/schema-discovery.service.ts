@@ -11,8 +11,10 @@ import {
   normalizeColumnName,
   profileColumns,
   sniffContent,
+  sniffDelimiter,
 } from '@tapyard/profiling';
 import { readCsv, readJson, readXml, FatalReadError, RecordBatch } from '@tapyard/readers';
+import { findRecordPath } from '@tapyard/schemas';
 import { UploadedSample, boolField, bufferStream, intField, readUploadedSample } from './sample';
 import { UploadErrorCode } from './upload-errors';
 
@@ -26,6 +28,7 @@ export interface GeneratedPipeline {
     fileAttributes: {
       format: 'csv' | 'json' | 'xml';
       csvAttributes?: CsvAttributes;
+      jsonAttributes?: { recordPath: string };
       xmlAttributes?: { rowElement: string };
     };
     schemaProperties: { fields: SchemaField[] };
@@ -65,11 +68,14 @@ export class SchemaDiscoveryService {
       },
     };
     if (format === 'json') {
-      await firstBatch(readJson(bufferStream(sample.head), {}), sample.truncated);
+      // Records wrapped in an object (`{"data": {"items": [...]}}`) are read from their array, not
+      // loaded as one row holding the whole document.
+      const recordPath = findRecordPath(sample.head.toString('utf8'));
+      await firstBatch(readJson(bufferStream(sample.head), { recordPath }), sample.truncated);
       return {
         name,
         source: {
-          fileAttributes: { format },
+          fileAttributes: { format, ...(recordPath ? { jsonAttributes: { recordPath } } : {}) },
           schemaProperties: { fields: [{ name: '_json', type: 'string' }] },
         },
         destination,
@@ -149,9 +155,16 @@ function detectFormat(sample: UploadedSample): 'csv' | 'json' | 'xml' {
   return first === '[' || first === '{' ? 'json' : first === '<' ? 'xml' : 'csv';
 }
 
+/** Bytes of the head the delimiter is sniffed from (its first lines). */
+const SNIFF_BYTES = 64 * 1024;
+
+/** The form's `delimiter`, else tab for `.tsv`, else the one sniffed from the head (`;` exports, TSV named .csv). */
 function delimiterOf(sample: UploadedSample): string {
   const d = sample.fields.get('delimiter');
-  if (d === undefined || d === '') return /\.tsv$/i.test(sample.filename) ? '\t' : ',';
+  if (d === undefined || d === '') {
+    if (/\.tsv$/i.test(sample.filename)) return '\t';
+    return sniffDelimiter(sample.head.toString('utf8', 0, SNIFF_BYTES).replace(/^\uFEFF/, ''));
+  }
   const v = d === '\\t' || d.toLowerCase() === 'tab' ? '\t' : d;
   if (v.length !== 1)
     throw new ValidationError(`delimiter must be one character (got '${d.slice(0, 10)}')`).coded(

@@ -61,14 +61,28 @@ describe('destination sections, as registered at boot', () => {
 
     const wrong = await refusal(sections, { files: { path: 5, extra: true } });
     expect(wrong.details).toEqual([
-      { field: 'destination.files.property', problem: 'extra should not exist' },
+      { field: 'destination.files.extra', problem: 'should not exist: the properties here are path' },
       { field: 'destination.files.path', problem: 'must be a string' },
     ]);
-    expect(wrong.message).toBe('invalid request: destination.files.property extra should not exist');
+    expect(wrong.message).toBe(
+      'invalid request: destination.files.extra should not exist: the properties here are path',
+    );
+    const misspelt = await refusal(sections, { files: { Path: 'out' } });
+    expect(misspelt.details?.[0]).toEqual({
+      field: 'destination.files.Path',
+      problem: "should not exist (did you mean 'path'?): the properties here are path",
+    });
 
     const unknown = await refusal(sections, { warehouse: { path: 'x' } });
     expect(unknown.details).toEqual([
       { field: 'destination.warehouse', problem: 'should not exist: the destination sections are files' },
+    ]);
+    const nearMiss = await refusal(sections, { Files: { path: 'x' } });
+    expect(nearMiss.details).toEqual([
+      {
+        field: 'destination.Files',
+        problem: "should not exist (did you mean 'files'?): the destination sections are files",
+      },
     ]);
     // A null section means the same as leaving it out.
     for (const destination of [{}, { files: null }]) {

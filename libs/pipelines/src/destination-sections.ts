@@ -1,7 +1,7 @@
 import { Type as Constructor } from '@nestjs/common';
 import { plainToInstance } from 'class-transformer';
-import { ValidationError as ClassValidationError, validateSync } from 'class-validator';
-import { ErrorDetail, TapyardConfig, ValidationError } from '@tapyard/core';
+import { validateSync } from 'class-validator';
+import { ErrorDetail, TapyardConfig, didYouMean, invalidRequest, validationProblems } from '@tapyard/core';
 import type { DestinationDefaults } from './destination-confinement';
 import type { PipelineDefinition } from '@tapyard/model';
 
@@ -71,12 +71,14 @@ export class DestinationSections {
    * are left out. A 400 lists every problem, worded as the API's validation words them.
    */
   validate(destination: DestinationDto): Map<DestinationSection, object> {
-    const problems: string[] = [];
+    const problems: ErrorDetail[] = [];
+    const keys = [...this.byKey.keys()];
     for (const key of Object.keys(destination)) {
       if (!this.byKey.has(key)) {
-        problems.push(
-          `destination.${key} should not exist: the destination sections are ${[...this.byKey.keys()].join(', ')}`,
-        );
+        problems.push({
+          field: `destination.${key}`,
+          problem: `should not exist${didYouMean(key, keys)}: the destination sections are ${keys.join(', ')}`,
+        });
       }
     }
     // In the order the sections were registered, as definitions have always been stored.
@@ -85,17 +87,15 @@ export class DestinationSections {
       const value = destination[section.key];
       if (value === null || value === undefined) continue;
       if (typeof value !== 'object' || Array.isArray(value)) {
-        problems.push(`destination.${section.key} must be an object`);
+        problems.push({ field: `destination.${section.key}`, problem: 'must be an object' });
         continue;
       }
       const dto = plainToInstance(section.dto, value);
       const errors = validateSync(dto, STRICT);
       if (errors.length === 0) valid.set(section, dto);
-      else problems.push(...messages(errors, `destination.${section.key}`));
+      else problems.push(...validationProblems(errors, `destination.${section.key}`));
     }
-    if (problems.length > 0) {
-      throw new ValidationError(`invalid request: ${problems[0]}`, problems.map(detail));
-    }
+    if (problems.length > 0) throw invalidRequest(problems);
     return valid;
   }
 
@@ -138,18 +138,4 @@ export class DestinationSections {
     for (const { section, value } of this.configured(destination))
       section.confine(config, environment, value);
   }
-}
-
-/** class-validator's findings as the API's ValidationPipe words them: `<path>.<property> <problem>`. */
-function messages(errors: ClassValidationError[], path: string): string[] {
-  return errors.flatMap((e) => [
-    ...Object.values(e.constraints ?? {}).map((m) => `${path}.${m}`),
-    ...messages(e.children ?? [], `${path}.${e.property}`),
-  ]);
-}
-
-/** The detail the error filter makes of a validation message: the field, then the problem. */
-function detail(message: string): ErrorDetail {
-  const sp = message.indexOf(' ');
-  return { field: message.slice(0, sp), problem: message.slice(sp + 1) };
 }

@@ -10,3 +10,4 @@ export * from './patterns';
 export * from './sensitive';
 export { SNIFF_BYTES, sniffContent } from './content-type';
 export type { SniffedContent } from './content-type';
+export * from './dialect';

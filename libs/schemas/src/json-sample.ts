@@ -151,3 +151,98 @@ function locateSyntaxError(text: string): number | undefined {
     }
   }
 }
+
+/** How deep under the top-level object a record array is looked for (`data.items` is two). */
+const MAX_RECORD_PATH_DEPTH = 3;
+
+interface Frame {
+  kind: 'object' | 'array';
+  /** Keys from the top-level object, or null inside an array (not addressable by a dot path). */
+  path: string[] | null;
+  key: string | null;
+  expectKey: boolean;
+  expectItem: boolean;
+  items: number;
+  objects: number;
+}
+
+/**
+ * The dot path (`data.items`) of the record array of a JSON document whose top level is one object
+ * wrapping its records, as APIs and exports write them (`{"meta": {...}, "data": {"items": [...]}}`):
+ * the array of objects, at most three keys down, holding the most records. Null for an array or
+ * NDJSON (their records are at the top already) and for an object without such an array (one record).
+ * Reads a head of the file too (a cut-off document): one pass over the text, nothing parsed.
+ */
+export function findRecordPath(text: string): string | null {
+  const stack: Frame[] = [];
+  let best: { path: string; objects: number } | null = null;
+  let seenTop = false;
+  const consider = (frame: Frame): void => {
+    if (frame.kind !== 'array' || frame.path === null || frame.path.length === 0) return;
+    if (frame.path.length > MAX_RECORD_PATH_DEPTH || frame.path.some((k) => k === '' || k.includes('.')))
+      return;
+    if (frame.objects === 0 || frame.objects !== frame.items) return;
+    if (best === null || frame.objects > best.objects)
+      best = { path: frame.path.join('.'), objects: frame.objects };
+  };
+  /** A value starts in the innermost container: counted when that is an array. */
+  const valueStarts = (isObject: boolean): void => {
+    const top = stack[stack.length - 1];
+    if (top?.kind === 'array' && top.expectItem) {
+      top.items++;
+      if (isObject) top.objects++;
+      top.expectItem = false;
+    }
+  };
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === ' ' || c === '\n' || c === '\r' || c === '\t' || c === '\uFEFF') continue;
+    const top = stack[stack.length - 1];
+    if (top === undefined && seenTop) return null; // a second top-level value: NDJSON
+    if (c === '"') {
+      let j = i + 1;
+      while (j < text.length && text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
+      if (top?.kind === 'object' && top.expectKey) {
+        top.key = unescapeKey(text.slice(i + 1, j));
+        top.expectKey = false;
+      } else valueStarts(false);
+      i = j;
+    } else if (c === '{' || c === '[') {
+      if (top === undefined) {
+        if (c === '[') return null;
+        seenTop = true;
+      }
+      valueStarts(c === '{');
+      const path =
+        top === undefined ? [] : top.kind === 'object' && top.path ? [...top.path, top.key ?? ''] : null;
+      stack.push({
+        kind: c === '{' ? 'object' : 'array',
+        path,
+        key: null,
+        expectKey: c === '{',
+        expectItem: c === '[',
+        items: 0,
+        objects: 0,
+      });
+    } else if (c === '}' || c === ']') {
+      const done = stack.pop();
+      if (done) consider(done);
+    } else if (c === ',') {
+      if (top?.kind === 'object') top.expectKey = true;
+      else if (top) top.expectItem = true;
+    } else if (c !== ':') {
+      valueStarts(false);
+    }
+  }
+  // A cut-off head leaves arrays open: what was seen of them counts.
+  for (const frame of stack) consider(frame);
+  return best === null ? null : (best as { path: string }).path;
+}
+
+function unescapeKey(raw: string): string {
+  try {
+    return JSON.parse(`"${raw}"`) as string;
+  } catch {
+    return raw;
+  }
+}

@@ -10,7 +10,6 @@ import {
   errorMessage,
   drainRequest,
   httpClassCode,
-  invalidRequest,
   isConnectionFailure,
   requestContext,
 } from '@tapyard/core';
@@ -102,11 +101,6 @@ export class ErrorFilter implements ExceptionFilter {
       const at = /position (\d+)/.exec(String(raw));
       return body(400, `request body is not valid JSON${at ? ` (error at position ${at[1]})` : ''}`);
     }
-    if (Array.isArray(raw)) {
-      // class-validator messages, worded as the assistant's tools word them too.
-      const refused = invalidRequest(raw.map(String));
-      return body(status, refused.message, refused.details);
-    }
     return body(status, typeof raw === 'string' && raw ? raw : (STATUS_CODES[status] ?? 'request failed'));
   }
 }
@@ -139,6 +133,8 @@ function fromBodyParserError(e: unknown, req: Request): ErrorBody | null {
       return body(400, 'request body is not valid JSON');
     case 'entity.too.deep':
       return body(400, typeof message === 'string' ? message : 'request body is nested too deeply');
+    case 'entity.nul':
+      return body(400, typeof message === 'string' ? message : 'request body holds a NUL character');
     case 'encoding.unsupported':
       // A single token names a coding we do not speak (415); anything else is not a header value at all.
       return /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(encoding)

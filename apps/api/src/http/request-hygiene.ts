@@ -28,17 +28,26 @@ function nulKey(value: unknown, name: string): string | null {
 
 /**
  * body-parser `verify` hook: refuses a JSON body nested deeper than MAX_BODY_DEPTH before it is
- * parsed, since validation and transformation walk it recursively. One pass over the bytes,
- * skipping strings.
+ * parsed, since validation and transformation walk it recursively, and a string holding a NUL
+ * character (`\u0000`), which no PostgreSQL text or JSON column can store: like a NUL in the path, it
+ * would otherwise surface as a 500 from whatever query the value reaches. One pass over the bytes.
  */
-export function checkJsonDepth(_req: Request, _res: Response, buf: Buffer): void {
+export function checkJsonBody(_req: Request, _res: Response, buf: Buffer): void {
   let depth = 0;
   let inString = false;
   for (let i = 0; i < buf.length; i++) {
     const c = buf[i];
     if (inString) {
-      if (c === 0x5c) i++;
-      else if (c === 0x22) inString = false;
+      if (c === 0x5c) {
+        if (buf[i + 1] === 0x75 && buf.toString('latin1', i + 2, i + 6) === '0000') {
+          throw Object.assign(new Error('request body holds a NUL character (\\u0000) in a string'), {
+            status: 400,
+            type: 'entity.nul',
+            expose: true,
+          });
+        }
+        i++;
+      } else if (c === 0x22) inString = false;
     } else if (c === 0x22) inString = true;
     else if (c === 0x5b || c === 0x7b) {
       if (++depth > MAX_BODY_DEPTH) {

@@ -203,6 +203,7 @@ export class SourceDto {
   fileAttributes?: FileAttributesDto;
 
   @ApiProperty({ type: SchemaPropertiesDto })
+  @IsObject()
   @ValidateNested()
   @Type(() => SchemaPropertiesDto)
   schemaProperties!: SchemaPropertiesDto;
@@ -375,6 +376,7 @@ export class PipelineConfigDto {
   schemaContract?: SchemaContract;
 
   @ApiProperty({ type: SourceDto })
+  @IsObject()
   @ValidateNested()
   @Type(() => SourceDto)
   source!: SourceDto;
