@@ -9,3 +9,11 @@ export type {
   ScriptVersionChange,
 } from './incident.types';
 export { IncidentErrorCode } from './incident-errors';
+export type {
+  TapEvidenceSource,
+  TapSampleRun,
+  TapScriptChange,
+  TapScriptOrigin,
+  TapScriptVersion,
+  TapSubject,
+} from './tap-evidence';
