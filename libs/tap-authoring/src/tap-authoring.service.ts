@@ -200,7 +200,7 @@ export class TapAuthoringService {
       schema: SCRIPT_SCHEMA,
       signal,
     });
-    const scriptPath = await this.taps.storeScriptVersion(env, ctx.tapName, answer.script);
+    const scriptPath = await this.taps.storeScriptVersion(env, ctx.tapName, answer.script, 'generate');
     return {
       script: answer.script,
       packages: answer.packages,
@@ -229,7 +229,7 @@ export class TapAuthoringService {
       schema: SCRIPT_SCHEMA,
       signal,
     });
-    const scriptPath = await this.taps.storeScriptVersion(env, ctx.tapName, answer.script);
+    const scriptPath = await this.taps.storeScriptVersion(env, ctx.tapName, answer.script, 'fix');
     return {
       script: answer.script,
       packages: answer.packages,
@@ -255,7 +255,7 @@ export class TapAuthoringService {
       signal,
     );
     if (!answer) return { ...unchanged(ctx, input), rewritten: false };
-    const scriptPath = await this.taps.storeScriptVersion(env, ctx.tapName, answer.script);
+    const scriptPath = await this.taps.storeScriptVersion(env, ctx.tapName, answer.script, 'review');
     return { ...answer, scriptPath, rewritten: true };
   }
 
@@ -290,7 +290,7 @@ export class TapAuthoringService {
       verification = await this.verify(env, ctx, input.script, answer, input.testLimit ?? 0, access.caller);
       if (verification.kept === 'original') return { ...unchanged(ctx, input), verification };
     }
-    const scriptPath = await this.taps.storeScriptVersion(env, ctx.tapName, answer.script);
+    const scriptPath = await this.taps.storeScriptVersion(env, ctx.tapName, answer.script, 'optimize');
     return { ...answer, scriptPath, ...(verification ? { verification } : {}) };
   }
 
