@@ -123,13 +123,18 @@ export function pipelineInPath(param: string): ScopeResolver {
   };
 }
 
-/** /incidents/{id}/…: the pipeline the incident is about. */
+/**
+ * /incidents/{id}/…: the pipeline the incident is about. A tap's incident is checked by the service
+ * against the tap's scope (`tap:` capabilities), which this route capability does not name.
+ */
 export function incidentInPath(param: string): ScopeResolver {
   return async (req: TapyardRequest, refs: ModuleRef) => {
     const id = text((req.params as Record<string, unknown> | undefined)?.[param]);
     if (!id) return [];
-    const pipeline = await refs.get(IncidentsService, { strict: false }).subjectOf(req.environment, id);
+    const subject = await refs.get(IncidentsService, { strict: false }).subjectOf(req.environment, id);
     // The incident's own 404 names the id; an existing one is as visible as its pipeline.
-    return pipeline ? existing(refs, req.environment, pipeline, `incident '${id}' does not exist`) : [];
+    return subject?.subject === 'pipeline'
+      ? existing(refs, req.environment, subject.name, `incident '${id}' does not exist`)
+      : [];
   };
 }
