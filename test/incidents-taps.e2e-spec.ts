@@ -41,6 +41,7 @@ interface Profile {
 interface Evidence {
   baseline: Profile;
   candidate: Profile;
+  real: unknown;
   diff: { recordDeltaPct: number; columnsRemoved: string[]; lastN: number; recordDeltaVsMeanOfLastN: number };
   blastRadius: {
     downstreamPipelines: string[];
@@ -68,7 +69,12 @@ describe('incidents of tap script changes, thresholds, blast radius, values (rea
   let api: TestApi;
   let keyed: TestApi;
   let worker: TestWorker;
-  const flags = () => ({ TAPYARD_ENV: env, ...TEST_OBJECT_STORE, TAP_EGRESS_ALLOW: double.address });
+  const flags = () => ({
+    TAPYARD_ENV: env,
+    ...TEST_OBJECT_STORE,
+    TAP_EGRESS_ALLOW: double.address,
+    TAP_DEBOUNCE_MS: '0',
+  });
   const get = (path: string) => api.http.get(`/api/v1${path}`);
   const post = (path: string, body: object = {}) => api.http.post(`/api/v1${path}`).send(body);
 
@@ -140,6 +146,19 @@ describe('incidents of tap script changes, thresholds, blast radius, values (rea
     expect(ev.baseline.columns.find((c) => c.name === 'label')?.topK).toEqual(
       expect.arrayContaining([{ value: 'Zanzibar', count: 3 }]),
     );
+  });
+
+  it('the first real run of the new script adds its profile as real', async () => {
+    const [incident] = await settled('tap=feeder', 1);
+    expect((await evidenceOf(incident.id)).real).toBeNull();
+    const run = await post('/tap/run', { name: 'feeder', mode: 'run' }).expect(200);
+    expect(run.body).toMatchObject({ persisted: true, recordCount: 5 });
+    let real: { source: string; recordCount: number; runId: string; tapVersion: number } | null = null;
+    for (let i = 0; i < 300 && real === null; i++) {
+      real = (await evidenceOf(incident.id)).real as typeof real;
+      if (real === null) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(real).toMatchObject({ source: 'tap-run', recordCount: 5, runId: run.body.runId, tapVersion: 2 });
   });
 
   it('blastRadius names the destination, the other pipelines loading the same table and the taps feeding it', async () => {
@@ -237,23 +256,24 @@ describe('incidents of tap script changes, thresholds, blast radius, values (rea
   });
 
   it("values need search:query on the destination's database; a tap's incident needs tap:read", async () => {
-    const [tapIncident] = await settled('tap=feeder', 3);
-    const [pipelineIncident] = await settled('pipeline=orders', 1);
     const as = (key: string, id: string) =>
       keyed.http.get(`/api/v1/incidents/${id}/evidence`).set('x-api-key', key);
-
     // search:query scoped to the pipeline's catalog reads no row of its database (POST /query/postgres
     // checks the database): no values.
     const byCatalog = await issueKey(keyed.http, admin, 'inc-by-catalog', {
       capabilities: ['pipeline:read', 'tap:read', 'search:query:catalog=sales'],
     });
-    for (const id of [pipelineIncident.id, tapIncident.id]) {
+    const withoutValues = async (id: string): Promise<void> => {
       const ev = (await as(byCatalog, id).expect(200)).body as Evidence;
       for (const c of [...ev.baseline.columns, ...ev.candidate.columns]) {
         expect(c.topK).toBeUndefined();
         expect(c.quantiles).toBeUndefined();
       }
-    }
+    };
+    const [pipelineIncident] = await settled('pipeline=orders', 1);
+    await withoutValues(pipelineIncident.id);
+    const [tapIncident] = await settled('tap=feeder', 3);
+    await withoutValues(tapIncident.id);
     const analyst = await issueKey(keyed.http, admin, 'inc-analyst', {
       capabilities: ['pipeline:read', 'tap:read', 'search:query:database=tapyard_test'],
     });

@@ -160,6 +160,18 @@ export class IncidentsRepository {
     return rows.map((r) => ({ ...toIncident(r), evidence: r.evidence as Evidence }));
   }
 
+  /** Open incidents of a tap whose candidate is `scriptPath` and that have no real run yet. */
+  async awaitingTapReal(environment: string, tap: string, scriptPath: string): Promise<StoredIncident[]> {
+    const rows = (await this.ds.query(
+      `SELECT ${COLUMNS} FROM tapyard.incidents
+        WHERE environment = $1 AND subject = 'tap' AND subject_name = $2 AND resolved_at IS NULL
+          AND tap_scripts->'after'->>'scriptPath' = $3
+          AND evidence IS NOT NULL AND evidence->'real' = 'null'::jsonb`,
+      [environment, tap, scriptPath],
+    )) as Row[];
+    return rows.map(stored);
+  }
+
   async thresholds(environment: string, pipeline: string): Promise<Partial<Thresholds> | null> {
     const rows = (await this.ds.query(
       `SELECT thresholds FROM tapyard.incident_thresholds WHERE environment = $1 AND pipeline = $2`,

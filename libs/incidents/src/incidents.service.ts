@@ -36,7 +36,7 @@ import {
 } from './incident.types';
 import { IncidentsRepository, StoredIncident } from './incidents.repository';
 import { IncidentErrorCode } from './incident-errors';
-import { TapEvidenceSource, TapScriptChange } from './tap-evidence';
+import { TapEvidenceSource, TapRan, TapScriptChange } from './tap-evidence';
 
 /**
  * Incidents of pipelines and taps: every CodeGen script that replaces an earlier version opens one,
@@ -171,6 +171,25 @@ export class IncidentsService implements OnModuleInit, CodegenListener {
       evidence,
       summaryOf(change.pipeline, versions, evidence),
     );
+  }
+
+  /** The first real run of a tap with an incident's candidate script adds its profile to the evidence. */
+  async tapRan(run: TapRan): Promise<void> {
+    for (const incident of await this.repo.awaitingTapReal(run.environment, run.tap, run.scriptPath)) {
+      const evidence = incident.evidence as Evidence;
+      const real: RunProfile = {
+        ...evidence.candidate,
+        runId: run.runId,
+        source: 'tap-run',
+        recordCount: run.recordCount,
+        // Its records went to the pipeline; they are not profiled column by column here.
+        columns: [],
+        durationMs: run.durationMs,
+        sampledRows: 0,
+        computedAt: new Date().toISOString(),
+      };
+      await this.repo.setEvidence(run.environment, incident.id, { ...evidence, real }, incident.summary);
+    }
   }
 
   /** The first real job running an incident's change adds its profile to the evidence. */

@@ -11,6 +11,7 @@ export type {
 export { IncidentErrorCode } from './incident-errors';
 export type {
   TapEvidenceSource,
+  TapRan,
   TapSampleRun,
   TapScriptChange,
   TapScriptOrigin,

@@ -18,6 +18,17 @@ export interface TapScriptChange {
   origin: TapScriptOrigin;
 }
 
+/** A real run of a tap that loaded its records (what a tap incident's `real` profile is made of). */
+export interface TapRan {
+  environment: string;
+  tap: string;
+  /** The stored script the run executed. */
+  scriptPath: string;
+  runId: string;
+  recordCount: number;
+  durationMs: number;
+}
+
 /** One run of a tap script in the sandbox, nothing loaded: its record count and the records kept. */
 export interface TapSampleRun {
   recordCount: number;

@@ -19,6 +19,7 @@ import { PipelineDefinition } from '@tapyard/model';
 import { PipelinesService } from '@tapyard/pipelines';
 import { EnvironmentQueues } from '@tapyard/queue';
 import { StatusService } from '@tapyard/status';
+import { IncidentsService } from '@tapyard/incidents';
 import { Staging } from '@tapyard/ingestion';
 import { DocumentsLoad } from './documents-load';
 import { RecordShapeError, RecordSink, SampleSink } from './record-sinks';
@@ -83,6 +84,7 @@ export class TapRunner {
     private readonly ledger: LedgerService,
     private readonly environment: TapEnvironment,
     private readonly policy: TapPolicy,
+    private readonly incidents: IncidentsService,
     @Optional() @Inject(METRICS_REGISTRY) registry?: Registry,
   ) {
     this.runs = registry
@@ -213,6 +215,7 @@ export class TapRunner {
           ? await this.testRun(environment, tap, script, target, opts.testLimit ?? 0, grant)
           : await this.persistRun(environment, tap, script, target, grant);
       await this.finish(environment, entry, result);
+      if (result.persisted && tap.scriptPath !== null) this.ran(environment, tap.name, tap.scriptPath, entry);
       return { ...result, runId: entry.runId };
     } catch (err) {
       const message = errorMessage(err);
@@ -465,6 +468,22 @@ export class TapRunner {
     await this.repo.startRun(environment, entry);
     await this.finish(environment, entry, result);
     return result;
+  }
+
+  /** Tells incidents of a run that loaded (in the background: it never fails the run). */
+  private ran(environment: string, tap: string, scriptPath: string, entry: RunLogEntry): void {
+    this.incidents
+      .tapRan({
+        environment,
+        tap,
+        scriptPath,
+        runId: entry.runId,
+        recordCount: entry.recordCount,
+        durationMs: entry.durationMs ?? 0,
+      })
+      .catch((err: unknown) =>
+        this.logger.warn({ tap, err: errorMessage(err) }, 'tap run not added to its incidents'),
+      );
   }
 
   private async finish(environment: string, entry: RunLogEntry, r: RunResult): Promise<void> {
