@@ -1,6 +1,6 @@
 import type { CodegenKind } from '@tapyard/scripts';
 import type { Check, EvidenceDiff, RunProfile, Thresholds, Verdict } from './evidence';
-import type { TapScriptVersion } from './tap-evidence';
+import type { TapScriptOrigin, TapScriptVersion } from './tap-evidence';
 
 /** Spec "Incident evidence": `scriptVersions` for pipeline incidents. */
 export interface ScriptVersionChange {
@@ -36,10 +36,11 @@ export interface Evidence {
 
 export type IncidentSubject = 'pipeline' | 'tap';
 
-/** Tap incidents: the stored script versions compared. */
+/** Tap incidents: the stored script versions compared, and how the change came about. */
 export interface TapScriptVersions {
   before: TapScriptVersion;
   after: TapScriptVersion;
+  origin: TapScriptOrigin;
 }
 
 export interface IncidentListItem {

@@ -129,7 +129,7 @@ export class IncidentsService implements OnModuleInit, CodegenListener {
    * (a generated version, then the save that adopts it). Evidence: both versions run as the tap.
    */
   async tapScriptChanged(change: TapScriptChange): Promise<void> {
-    const scripts: TapScriptVersions = { before: change.before, after: change.after };
+    const scripts: TapScriptVersions = { before: change.before, after: change.after, origin: change.origin };
     if (await this.repo.hasTapChange(change.environment, change.tap, scripts)) return;
     const id = randomUUID();
     const what = `script of tap '${change.tap}' went from version ${change.before.version} to ${change.after.version} (${change.origin})`;
@@ -551,7 +551,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 function tapSummaryOf(tap: string, scripts: TapScriptVersions, evidence: Evidence): string {
   const failed = evidence.checks.filter((c) => !c.passed).map((c) => `${c.name} (${c.observed})`);
   return (
-    `tap '${tap}' script ${scripts.before.version} → ${scripts.after.version}: ${evidence.verdict}` +
+    `tap '${tap}' script ${scripts.before.version} → ${scripts.after.version} (${scripts.origin}): ${evidence.verdict}` +
     (failed.length > 0 ? `; failed: ${failed.join(', ')}` : '')
   );
 }
