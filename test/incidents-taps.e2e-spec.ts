@@ -44,6 +44,7 @@ interface Evidence {
   real: unknown;
   diff: { recordDeltaPct: number; columnsRemoved: string[]; lastN: number; recordDeltaVsMeanOfLastN: number };
   blastRadius: {
+    lastDownstreamRunAt: string;
     downstreamPipelines: string[];
     downstreamDatasets: { kind: string; coords: string }[];
     consumersFromContracts: string[];
@@ -66,6 +67,7 @@ describe('incidents of tap script changes, thresholds, blast radius, values (rea
   const table = `feed_${env.replace(/[^a-z0-9]/g, '_')}`;
   const double = new ModelDouble();
   const admin = newBootstrapKey();
+  const suiteStarted = Date.now();
   let api: TestApi;
   let keyed: TestApi;
   let worker: TestWorker;
@@ -169,6 +171,10 @@ describe('incidents of tap script changes, thresholds, blast radius, values (rea
     ]);
     expect(blastRadius.downstreamPipelines).toEqual(['feed-copy']);
     expect(blastRadius.consumersFromContracts).toEqual(['tap:feeder']);
+    // The job of the tap's first run (beforeAll) is the last write into the table before the change.
+    const last = Date.parse(blastRadius.lastDownstreamRunAt);
+    expect(last).toBeGreaterThanOrEqual(suiteStarted);
+    expect(last).toBeLessThanOrEqual(Date.now());
   });
 
   it('generate opens a tap incident; the save adopting the generated version opens no second one', async () => {

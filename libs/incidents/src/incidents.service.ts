@@ -14,6 +14,7 @@ import { ConflictError, NotFoundError } from '@tapyard/core';
 import { DESTINATIONS, DestinationRegistry, destinationsFor } from '@tapyard/destinations';
 import { DestinationSections, PipelinesService } from '@tapyard/pipelines';
 import { PipelineDefinition } from '@tapyard/model';
+import { StatusService } from '@tapyard/status';
 import {
   Check,
   DEFAULT_THRESHOLDS,
@@ -54,6 +55,7 @@ export class IncidentsService implements OnModuleInit, CodegenListener {
     private readonly pipelines: PipelinesService,
     private readonly repo: IncidentsRepository,
     private readonly sections: DestinationSections,
+    private readonly status: StatusService,
   ) {}
 
   /** Set once by the taps lib at boot; null in a process without taps (no tap incident is opened there). */
@@ -481,12 +483,18 @@ export class IncidentsService implements OnModuleInit, CodegenListener {
       .map((p) => p.item.name)
       .sort();
     const feeding = this.taps === null ? [] : await this.taps.feeding(environment, def.name);
+    // When those datasets were last written: the latest job of this pipeline or of those sharing them.
+    let lastRun = 0;
+    for (const name of [def.name, ...sharing]) {
+      const [latest] = await this.status.summariesOfPipeline(environment, name, 1);
+      if (latest) lastRun = Math.max(lastRun, latest.updatedAt);
+    }
     return {
       downstreamPipelines: sharing,
       downstreamDatasets: datasets,
       ucTables: datasets.filter((d) => d.kind === 'databricks').map((d) => d.coords),
       consumersFromContracts: feeding.map((tap) => `tap:${tap}`).sort(),
-      lastDownstreamRunAt: '',
+      lastDownstreamRunAt: lastRun > 0 ? new Date(lastRun).toISOString() : '',
       agentsThatQueriedLast7d: [],
       secretName: this.sections.namedSecrets(def.destination)[0] ?? '',
     };

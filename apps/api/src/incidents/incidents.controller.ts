@@ -45,7 +45,8 @@ const EVIDENCE_SCHEMA = {
       description:
         'downstreamPipelines (other pipelines loading the same table, collection, topic or endpoint), ' +
         "downstreamDatasets (the pipeline's destinations and sinks, {kind, coords}), ucTables, consumersFromContracts " +
-        '(the taps feeding the pipeline, `tap:<name>`), lastDownstreamRunAt, agentsThatQueriedLast7d, secretName',
+        '(the taps feeding the pipeline, `tap:<name>`), lastDownstreamRunAt (latest job of those pipelines), ' +
+        'agentsThatQueriedLast7d, secretName',
     },
     thresholds: {
       type: 'object',
