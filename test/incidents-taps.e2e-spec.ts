@@ -309,6 +309,25 @@ describe('incidents of tap script changes, thresholds, blast radius, values (rea
       .expect(404);
   });
 
+  it('the evidence runs with the rights of whoever made the change: without tap:run nothing runs', async () => {
+    const editor = await issueKey(keyed.http, admin, 'inc-tap-editor', {
+      capabilities: ['tap:read', 'tap:update', 'pipeline:read', 'pipeline:upload'],
+    });
+    await keyed.http
+      .post('/api/v1/tap')
+      .set('x-api-key', editor)
+      .send({ name: 'feeder', script: tapScript(7) })
+      .expect(200);
+    const [latest] = await settled('tap=feeder', 4);
+    expect(latest.verdict).toBe('needs-human');
+    const ev = await evidenceOf(latest.id);
+    expect(ev.candidate.recordCount).toBe(0);
+    expect(ev.baseline.recordCount).toBe(0);
+    const runs = ev.checks.find((c) => c.name === 'candidate-runs') as { passed: boolean; observed: string };
+    expect(runs.passed).toBe(false);
+    expect(runs.observed).toContain('tap:run');
+  });
+
   it('tap incidents go with their tap', async () => {
     await api.http.delete('/api/v1/tap').query({ name: 'feeder' }).expect(200);
     expect((await get('/incidents?tap=feeder').expect(200)).body).toEqual([]);

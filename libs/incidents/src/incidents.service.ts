@@ -144,7 +144,7 @@ export class IncidentsService implements OnModuleInit, CodegenListener {
       scriptVersions: [],
       tapScripts: scripts,
     });
-    const evidence = await this.computeTap(change.environment, change.tap, scripts);
+    const evidence = await this.computeTap(change.environment, change.tap, scripts, change.access);
     await this.repo.setEvidence(
       change.environment,
       id,
@@ -233,7 +233,7 @@ export class IncidentsService implements OnModuleInit, CodegenListener {
       throw new ConflictError(`incident '${id}' is resolved`).coded(IncidentErrorCode.Resolved);
     if (incident.tapScripts !== null) {
       // A tap's change is recomputed, never undone here: the tap's own routes roll a script back.
-      const evidence = await this.computeTap(environment, incident.subjectName, incident.tapScripts);
+      const evidence = await this.computeTap(environment, incident.subjectName, incident.tapScripts, access);
       const summary = tapSummaryOf(incident.subjectName, incident.tapScripts, evidence);
       await this.repo.setEvidence(environment, id, evidence, summary);
       return this.get(environment, id, access);
@@ -367,7 +367,12 @@ export class IncidentsService implements OnModuleInit, CodegenListener {
    * Both tap scripts run as test runs of the tap (nothing loaded) and their outputs are compared with
    * each other and with the tap's last outputs, against the thresholds of the pipeline it feeds.
    */
-  private async computeTap(environment: string, tap: string, scripts: TapScriptVersions): Promise<Evidence> {
+  private async computeTap(
+    environment: string,
+    tap: string,
+    scripts: TapScriptVersions,
+    access: AccessCheck,
+  ): Promise<Evidence> {
     const source = this.taps;
     if (source === null) throw new Error('tap incidents need the taps module');
     const subject = await source.subject(environment, tap);
@@ -380,7 +385,7 @@ export class IncidentsService implements OnModuleInit, CodegenListener {
       const run =
         text === null
           ? { recordCount: 0, rows: [], error: `script version ${version.version} is gone`, durationMs: 0 }
-          : await source.sample(environment, tap, text);
+          : await source.sample(environment, tap, text, access);
       return profileTapRun(run, text ?? '', version.version, target?.version ?? 0);
     };
     const baseline = await side('before');

@@ -1,4 +1,4 @@
-import type { ScopeFields } from '@tapyard/auth';
+import type { AccessCheck, ScopeFields } from '@tapyard/auth';
 
 /** How a tap script change came about (the tap routes and AI authoring operations). */
 export type TapScriptOrigin = 'save' | 'generate' | 'fix' | 'review' | 'optimize' | 'migrate';
@@ -16,6 +16,8 @@ export interface TapScriptChange {
   before: TapScriptVersion;
   after: TapScriptVersion;
   origin: TapScriptOrigin;
+  /** Who made the change: the evidence runs with their rights, never more (see TapEvidenceSource.sample). */
+  access: AccessCheck;
 }
 
 /** A real run of a tap that loaded its records (what a tap incident's `real` profile is made of). */
@@ -53,8 +55,11 @@ export interface TapEvidenceSource {
   subject(environment: string, tap: string): Promise<TapSubject | null>;
   /** The text of a stored script version of the tap, or null when it is gone. */
   script(environment: string, tap: string, scriptPath: string): Promise<string | null>;
-  /** Runs a script as the tap would (its secret, state and grant), in test mode: nothing is loaded. */
-  sample(environment: string, tap: string, script: string): Promise<TapSampleRun>;
+  /**
+   * Runs a script of the tap in test mode (nothing loaded), as `access` could test it itself: with its
+   * rights only; refused (the refusal as the run's error) when it may not run new code of this tap.
+   */
+  sample(environment: string, tap: string, script: string, access: AccessCheck): Promise<TapSampleRun>;
   /** Record counts of the tap's last successful real runs, newest first: its last output. */
   lastOutputs(environment: string, tap: string): Promise<number[]>;
   /** Names of the taps feeding a pipeline. */

@@ -200,7 +200,10 @@ export class TapAuthoringService {
       schema: SCRIPT_SCHEMA,
       signal,
     });
-    const scriptPath = await this.taps.storeScriptVersion(env, ctx.tapName, answer.script, 'generate');
+    const scriptPath = await this.taps.storeScriptVersion(env, ctx.tapName, answer.script, {
+      origin: 'generate',
+      access,
+    });
     return {
       script: answer.script,
       packages: answer.packages,
@@ -209,7 +212,7 @@ export class TapAuthoringService {
     };
   }
 
-  async fix(env: string, input: FixInput, signal?: AbortSignal): Promise<ScriptResult> {
+  async fix(env: string, input: FixInput, access: AccessCheck, signal?: AbortSignal): Promise<ScriptResult> {
     const ctx = await this.context(env, input.tapName);
     this.assertOldPath(input.tapName, input.oldScriptPath);
     const model = await this.ai.model(env, 'tapAuthoring');
@@ -229,7 +232,10 @@ export class TapAuthoringService {
       schema: SCRIPT_SCHEMA,
       signal,
     });
-    const scriptPath = await this.taps.storeScriptVersion(env, ctx.tapName, answer.script, 'fix');
+    const scriptPath = await this.taps.storeScriptVersion(env, ctx.tapName, answer.script, {
+      origin: 'fix',
+      access,
+    });
     return {
       script: answer.script,
       packages: answer.packages,
@@ -239,7 +245,12 @@ export class TapAuthoringService {
   }
 
   /** Spec rule 5 and the state table: a rewrite only when the logs show a signal. */
-  async review(env: string, input: ReviewInput, signal?: AbortSignal): Promise<ReviewResult> {
+  async review(
+    env: string,
+    input: ReviewInput,
+    access: AccessCheck,
+    signal?: AbortSignal,
+  ): Promise<ReviewResult> {
     const ctx = await this.context(env, input.tapName);
     this.assertOldPath(input.tapName, input.oldScriptPath);
     const signals = logSignals(input.logs ?? '', input.recordCount);
@@ -255,7 +266,10 @@ export class TapAuthoringService {
       signal,
     );
     if (!answer) return { ...unchanged(ctx, input), rewritten: false };
-    const scriptPath = await this.taps.storeScriptVersion(env, ctx.tapName, answer.script, 'review');
+    const scriptPath = await this.taps.storeScriptVersion(env, ctx.tapName, answer.script, {
+      origin: 'review',
+      access,
+    });
     return { ...answer, scriptPath, rewritten: true };
   }
 
@@ -290,7 +304,10 @@ export class TapAuthoringService {
       verification = await this.verify(env, ctx, input.script, answer, input.testLimit ?? 0, access.caller);
       if (verification.kept === 'original') return { ...unchanged(ctx, input), verification };
     }
-    const scriptPath = await this.taps.storeScriptVersion(env, ctx.tapName, answer.script, 'optimize');
+    const scriptPath = await this.taps.storeScriptVersion(env, ctx.tapName, answer.script, {
+      origin: 'optimize',
+      access,
+    });
     return { ...answer, scriptPath, ...(verification ? { verification } : {}) };
   }
 

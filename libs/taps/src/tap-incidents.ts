@@ -1,5 +1,8 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
+import type { AccessCheck } from '@tapyard/auth';
+import { errorMessage } from '@tapyard/core';
 import { IncidentsService, TapEvidenceSource, TapSampleRun, TapSubject } from '@tapyard/incidents';
+import { TapPolicy } from './tap-policy';
 import { TapRunner } from './tap-runner.service';
 import { TapsRepository } from './taps.repository';
 import { TapsService } from './taps.service';
@@ -16,6 +19,7 @@ export class TapIncidentSource implements TapEvidenceSource, OnModuleInit {
     private readonly taps: TapsService,
     private readonly runner: TapRunner,
     private readonly repo: TapsRepository,
+    private readonly policy: TapPolicy,
   ) {}
 
   onModuleInit(): void {
@@ -31,9 +35,24 @@ export class TapIncidentSource implements TapEvidenceSource, OnModuleInit {
     return this.taps.readScript(environment, scriptPath);
   }
 
-  async sample(environment: string, name: string, script: string): Promise<TapSampleRun> {
+  /**
+   * As the caller could test the script itself (an optimisation's verification): `tap:run` on the tap,
+   * `secret:use` when it has a secret, and the caller's own rights in the run key.
+   */
+  async sample(
+    environment: string,
+    name: string,
+    script: string,
+    access: AccessCheck,
+  ): Promise<TapSampleRun> {
+    const started = Date.now();
     const tap = await this.taps.get(environment, name);
-    const r = await this.runner.evidenceRun(environment, tap, script);
+    try {
+      this.policy.assertMayVerify(access, tap);
+    } catch (err) {
+      return { recordCount: 0, rows: [], error: errorMessage(err), durationMs: Date.now() - started };
+    }
+    const r = await this.runner.test(environment, tap, script, 0, access.caller);
     return {
       recordCount: r.recordCount,
       rows: r.records.filter(

@@ -152,29 +152,6 @@ export class TapRunner {
     };
   }
 
-  /**
-   * A script of a stored tap run as its scheduled runs are (with the tap's stored grant, no record
-   * cap), in test mode: nothing is loaded and no run history is written. For incident evidence.
-   */
-  async evidenceRun(environment: string, tap: TapConfig, script: string): Promise<TestResult> {
-    const started = Date.now();
-    const target = await this.targetOf(environment, tap, 'test');
-    const grant = (await this.repo.grant(environment, tap.name)) ?? UNLIMITED;
-    const r = await this.testRun(environment, tap, script, target, 0, grant);
-    return {
-      records: r.records ?? [],
-      recordCount: r.recordCount,
-      recordsTruncated: r.recordsTruncated ?? false,
-      dataType: r.dataType,
-      columns: r.columns,
-      logs: r.logs,
-      error: r.error,
-      aiExplanation: null,
-      durationMs: Date.now() - started,
-      isolation: r.isolation,
-    };
-  }
-
   /** POST /tap/run and scheduled fires. */
   async run(environment: string, name: string, opts: RunOptions): Promise<RunResult> {
     const tap = await this.taps.get(environment, name);

@@ -35,6 +35,12 @@ export class TapNotFoundError extends NotFoundError {
 
 export const SCRIPT_PREFIX = 'tap-scripts/';
 
+/** How a script change came about and who made it (its incident's evidence runs with their rights). */
+export interface ScriptChangeBy {
+  origin: TapScriptOrigin;
+  access: AccessCheck;
+}
+
 /** Object key of a new script version: `tap-scripts/<name>_<suffix>.py`, the suffix free of `_`. */
 function newScriptKey(name: string): string {
   const stamp = new Date().toISOString().replace(/[-:.]/g, '').replace('Z', '');
@@ -124,7 +130,8 @@ export class TapsService {
   async migrateStorage(
     environment: string,
     name: string,
-    target?: 'minio' | 'github',
+    target: 'minio' | 'github' | undefined,
+    access: AccessCheck,
   ): Promise<MigrateStorageResult> {
     const tap = await this.get(environment, name);
     const from = tap.storage ?? 'minio';
@@ -155,7 +162,7 @@ export class TapsService {
       Object.assign(tap, { storage: 'minio', repoPath: null, commitSha: null });
     }
     await this.repo.updateConfig(environment, tap);
-    this.scriptChanged(environment, tap.name, before, tap.scriptPath, 'migrate');
+    this.scriptChanged(environment, tap.name, before, tap.scriptPath, { origin: 'migrate', access });
     return result(true);
   }
 
@@ -230,21 +237,24 @@ export class TapsService {
       grant,
     );
     if (current && (dto.script !== undefined || tap.scriptPath !== current.scriptPath))
-      this.scriptChanged(environment, tap.name, current.scriptPath, tap.scriptPath, 'save');
+      this.scriptChanged(environment, tap.name, current.scriptPath, tap.scriptPath, {
+        origin: 'save',
+        access,
+      });
     return tap;
   }
 
   /**
    * Stores a script as a new version of the tap's scripts and returns its path; the configuration is
    * not changed (earlier versions stay for rollback; saving the tap with this scriptPath adopts it).
-   * `origin` (an AI authoring operation): the new version is compared with the tap's live script in
-   * an incident.
+   * `change` (an AI authoring operation and its caller): the new version is compared with the tap's
+   * live script in an incident.
    */
   async storeScriptVersion(
     environment: string,
     name: string,
     script: string,
-    origin?: TapScriptOrigin,
+    change?: ScriptChangeBy,
   ): Promise<string> {
     const key = newScriptKey(name);
     await this.store.put(
@@ -253,9 +263,9 @@ export class TapsService {
       Buffer.from(script, 'utf8'),
       'text/x-python; charset=utf-8',
     );
-    if (origin !== undefined) {
+    if (change !== undefined) {
       const live = await this.repo.find(environment, name);
-      if (live) this.scriptChanged(environment, name, live.scriptPath, key, origin);
+      if (live) this.scriptChanged(environment, name, live.scriptPath, key, change);
     }
     return key;
   }
@@ -263,14 +273,14 @@ export class TapsService {
   /**
    * Opens an incident comparing the tap's live script with a new one, in the background: a failure
    * to open it is logged and never fails the change. A tap without a script before has nothing to
-   * compare with.
+   * compare with. The evidence runs with the rights of whoever made the change.
    */
   private scriptChanged(
     environment: string,
     name: string,
     before: string | null,
     after: string | null,
-    origin: TapScriptOrigin,
+    { origin, access }: ScriptChangeBy,
   ): void {
     if (before === null || after === null) return;
     const open = async (): Promise<void> => {
@@ -282,6 +292,7 @@ export class TapsService {
         before: { scriptPath: before, version: number(before) },
         after: { scriptPath: after, version: number(after) },
         origin,
+        access,
       });
     };
     open().catch((err: unknown) =>
