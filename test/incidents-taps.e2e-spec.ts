@@ -50,7 +50,7 @@ interface Evidence {
     consumersFromContracts: string[];
   };
   thresholds: Record<string, unknown>;
-  checks: { name: string; passed: boolean }[];
+  checks: { name: string; passed: boolean; observed: string }[];
   verdict: string;
   scriptVersions?: unknown;
 }
@@ -323,7 +323,7 @@ describe('incidents of tap script changes, thresholds, blast radius, values (rea
     const ev = await evidenceOf(latest.id);
     expect(ev.candidate.recordCount).toBe(0);
     expect(ev.baseline.recordCount).toBe(0);
-    const runs = ev.checks.find((c) => c.name === 'candidate-runs') as { passed: boolean; observed: string };
+    const runs = ev.checks.find((c) => c.name === 'candidate-runs')!;
     expect(runs.passed).toBe(false);
     expect(runs.observed).toContain('tap:run');
   });
