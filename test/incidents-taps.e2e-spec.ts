@@ -225,6 +225,13 @@ describe('incidents of tap script changes, thresholds, blast radius, values (rea
 
     const cleared = await api.http.delete('/api/v1/pipelines/feed/incident-thresholds').expect(200);
     expect(cleared.body).toMatchObject({ custom: false, thresholds: { maxRecordDeltaPct: 20 } });
+    // Verify recomputes with the thresholds in force now, and restores nothing of a tap.
+    const verified = (await post(`/incidents/${latest.id}/verify`).expect(200)).body as Item & {
+      tapVersions: { before: number; after: number };
+    };
+    expect(verified).toMatchObject({ verdict: 'fail', tapVersions: { before: 3, after: 4 } });
+    expect((await evidenceOf(latest.id)).thresholds).toMatchObject({ maxRecordDeltaPct: 20 });
+    expect((await get('/tap').query({ name: 'feeder' }).expect(200)).body.script).toBe(tapScript(10));
   });
 
   it("a pipeline's own thresholds decide its CodeGen incidents too", async () => {
