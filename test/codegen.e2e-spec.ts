@@ -733,6 +733,18 @@ def check(rows):
           .post('/api/v1/tap/migrate-storage')
           .send({ tapName: 'mover', target: 'gitlab' })
           .expect(400);
+
+        // Each move opened a tap incident (issue 28 item 8); the same script both ways passes.
+        let incidents: { summary: string; verdict: string }[] = [];
+        for (let i = 0; i < 600; i++) {
+          incidents = (await http().get('/api/v1/incidents').query({ tap: 'mover' }).expect(200)).body;
+          if (incidents.length === 2 && incidents.every((x) => x.verdict !== 'pending')) break;
+          await new Promise((r) => setTimeout(r, 100));
+        }
+        expect(incidents.map((x) => [x.summary.replace(/:.*/, ''), x.verdict])).toEqual([
+          ["tap 'mover' script 1 → 2 (migrate)", 'pass'],
+          ["tap 'mover' script 1 → 1 (migrate)", 'pass'],
+        ]);
       });
     });
   });

@@ -214,7 +214,7 @@ describe('incidents of CodeGen script changes (real sandbox, worker, Postgres, M
     ]);
   });
 
-  it('answers 404 and 400 clearly; taps have no incidents; readers read, only updaters verify', async () => {
+  it('answers 404 and 400 clearly; an unknown tap has none; readers read, only updaters verify', async () => {
     expect((await get('/incidents/not-an-id').expect(404)).body.message).toContain("'not-an-id'");
     await get('/incidents/00000000-0000-4000-8000-000000000000').expect(404);
     await get('/incidents/00000000-0000-4000-8000-000000000000/evidence').expect(404);

@@ -35,7 +35,7 @@ import { AI_METRICS_REGISTRY, AiModule } from '@tapyard/ai';
 import { TapAuthoringModule } from '@tapyard/tap-authoring';
 import { CodegenModule } from '@tapyard/codegen';
 import { IncidentsModule } from '@tapyard/incidents';
-import { IncidentsController } from './incidents/incidents.controller';
+import { IncidentThresholdsController, IncidentsController } from './incidents/incidents.controller';
 import { TapAuthoringController } from './taps/tap-authoring.controller';
 import { PromptFragmentsController } from './taps/prompt-fragments.controller';
 import { NlQueryModule } from '@tapyard/nl-query';
@@ -103,6 +103,7 @@ export class ApiModule {
         PipelinesController,
         CodegenScriptsController,
         IncidentsController,
+        IncidentThresholdsController,
         StatusController,
         MetricsController,
         ProbesController,

@@ -63,6 +63,7 @@ export const RUN_KEY_ROUTES: readonly string[] = [
   'GET /api/v1/pipeline/status',
   'GET /api/v1/pipelines/*/codegen-scripts',
   'GET /api/v1/pipelines/*/codegen-scripts/*/versions',
+  'GET /api/v1/pipelines/*/incident-thresholds',
   'GET /api/v1/incidents',
   'GET /api/v1/incidents/*',
   'GET /api/v1/incidents/*/evidence',

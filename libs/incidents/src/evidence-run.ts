@@ -2,7 +2,8 @@ import { createHash, randomUUID } from 'node:crypto';
 import { CodegenKind, RunningScript, ScriptRunSpec, failureWithoutValues } from '@tapyard/scripts';
 import { TypedBatch, rowObject } from '@tapyard/model';
 import { looksSensitive } from '@tapyard/profiling';
-import { RunProfile, dqPassRate, profileColumns } from './evidence';
+import { DeclaredColumn, RunProfile, dqPassRate, profileColumns } from './evidence';
+import { TapSampleRun } from './tap-evidence';
 
 /** A pipeline's scripts as one run would execute them, in stage order. */
 export interface ScriptSet {
@@ -66,4 +67,55 @@ export function scriptSha(specs: readonly { kind: CodegenKind; script: string }[
   const h = createHash('sha256');
   for (const s of specs) h.update(`${s.kind}\0${s.script}\0`);
   return h.digest('hex');
+}
+
+/**
+ * Profiles a tap script's test run: its records as it produced them (no data quality runs on a tap),
+ * columns named and typed from the values of the records kept.
+ */
+export function profileTapRun(
+  run: TapSampleRun,
+  script: string,
+  tapVersion: number,
+  pipelineVersion: number,
+): { profile: RunProfile; error: string | null } {
+  return {
+    error: run.error,
+    profile: {
+      runId: randomUUID(),
+      source: 'tap-test-run',
+      recordCount: run.recordCount,
+      columns: profileColumns(run.rows, recordColumns(run.rows), looksSensitive),
+      dqFailures: 0,
+      dqPassRate: 1,
+      durationMs: run.durationMs,
+      scriptSha: createHash('sha256').update(script).digest('hex'),
+      tapVersion,
+      pipelineVersion,
+      sampledRows: run.rows.length,
+      computedAt: new Date().toISOString(),
+    },
+  };
+}
+
+/** Keys in order of first appearance; a column's type is its values' one JS type, `string` when mixed. */
+function recordColumns(rows: readonly Record<string, unknown>[]): DeclaredColumn[] {
+  const types = new Map<string, string | null>();
+  for (const row of rows) {
+    for (const [name, value] of Object.entries(row)) {
+      const type = valueType(value);
+      const seen = types.get(name);
+      if (seen === undefined || seen === null) types.set(name, type);
+      else if (type !== null && type !== seen) types.set(name, 'string');
+    }
+  }
+  return [...types].map(([name, type]) => ({ name, type: type ?? 'string' }));
+}
+
+function valueType(value: unknown): string | null {
+  if (value === null || value === undefined) return null;
+  if (typeof value === 'number') return 'double';
+  if (typeof value === 'boolean') return 'boolean';
+  if (typeof value === 'string') return 'string';
+  return 'json';
 }

@@ -1,5 +1,6 @@
 import type { CodegenKind } from '@tapyard/scripts';
 import type { Check, EvidenceDiff, RunProfile, Thresholds, Verdict } from './evidence';
+import type { TapScriptOrigin, TapScriptVersion } from './tap-evidence';
 
 /** Spec "Incident evidence": `scriptVersions` for pipeline incidents. */
 export interface ScriptVersionChange {
@@ -29,7 +30,17 @@ export interface Evidence {
   checks: Check[];
   verdict: Verdict;
   computedAt: string;
-  scriptVersions: ScriptVersionChange[];
+  /** Pipeline incidents only (spec: absent otherwise). */
+  scriptVersions?: ScriptVersionChange[];
+}
+
+export type IncidentSubject = 'pipeline' | 'tap';
+
+/** Tap incidents: the stored script versions compared, and how the change came about. */
+export interface TapScriptVersions {
+  before: TapScriptVersion;
+  after: TapScriptVersion;
+  origin: TapScriptOrigin;
 }
 
 /**
@@ -52,7 +63,7 @@ export interface PendingEvidence {
 
 export interface IncidentListItem {
   id: string;
-  subject: 'pipeline';
+  subject: IncidentSubject;
   subjectName: string;
   openedAt: string;
   verdict: Verdict;
@@ -64,4 +75,6 @@ export interface Incident extends IncidentListItem {
   resolvedAt: string | null;
   resolution: string | null;
   scriptVersions: ScriptVersionChange[];
+  /** Tap incidents only. */
+  tapVersions?: { before: number; after: number };
 }

@@ -1,11 +1,12 @@
 import { Module } from '@nestjs/common';
 import { CodegenModule } from '@tapyard/codegen';
 import { PipelinesModule } from '@tapyard/pipelines';
+import { StatusModule } from '@tapyard/status';
 import { IncidentsRepository } from './incidents.repository';
 import { IncidentsService } from './incidents.service';
 
 @Module({
-  imports: [CodegenModule, PipelinesModule],
+  imports: [CodegenModule, PipelinesModule, StatusModule],
   providers: [IncidentsService, IncidentsRepository],
   exports: [IncidentsService],
 })

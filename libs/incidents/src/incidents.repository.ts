@@ -1,12 +1,19 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import type { Evidence, Incident, IncidentListItem, ScriptVersionChange } from './incident.types';
-import type { Verdict } from './evidence';
+import type {
+  Evidence,
+  Incident,
+  IncidentListItem,
+  IncidentSubject,
+  ScriptVersionChange,
+  TapScriptVersions,
+} from './incident.types';
+import type { Thresholds, Verdict } from './evidence';
 
 interface Row {
   id: string;
-  subject: 'pipeline';
+  subject: IncidentSubject;
   subject_name: string;
   opened_at: Date;
   verdict: Verdict;
@@ -15,9 +22,13 @@ interface Row {
   script_versions: ScriptVersionChange[];
   resolved_at: Date | null;
   resolution: string | null;
+  tap_scripts: TapScriptVersions | null;
 }
 
-const COLUMNS = `id, subject, subject_name, opened_at, verdict, summary, evidence, script_versions, resolved_at, resolution`;
+const COLUMNS = `id, subject, subject_name, opened_at, verdict, summary, evidence, script_versions, resolved_at, resolution, tap_scripts`;
+
+/** A stored incident with what its evidence is computed from. */
+export type StoredIncident = Incident & { evidence: Evidence | null; tapScripts: TapScriptVersions | null };
 
 const toItem = (r: Row): IncidentListItem => ({
   id: r.id,
@@ -34,6 +45,15 @@ const toIncident = (r: Row): Incident => ({
   resolvedAt: r.resolved_at?.toISOString() ?? null,
   resolution: r.resolution,
   scriptVersions: r.script_versions,
+  ...(r.tap_scripts
+    ? { tapVersions: { before: r.tap_scripts.before.version, after: r.tap_scripts.after.version } }
+    : {}),
+});
+
+const stored = (r: Row): StoredIncident => ({
+  ...toIncident(r),
+  evidence: r.evidence,
+  tapScripts: r.tap_scripts,
 });
 
 @Injectable()
@@ -44,17 +64,41 @@ export class IncidentsRepository {
     environment: string,
     i: {
       id: string;
+      subject: IncidentSubject;
       subjectName: string;
       verdict: Verdict;
       summary: string;
       scriptVersions: ScriptVersionChange[];
+      tapScripts?: TapScriptVersions;
     },
   ): Promise<void> {
     await this.ds.query(
-      `INSERT INTO tapyard.incidents (id, environment, subject, subject_name, verdict, summary, script_versions)
-       VALUES ($1, $2, 'pipeline', $3, $4, $5, $6::jsonb)`,
-      [i.id, environment, i.subjectName, i.verdict, i.summary, JSON.stringify(i.scriptVersions)],
+      `INSERT INTO tapyard.incidents
+         (id, environment, subject, subject_name, verdict, summary, script_versions, tap_scripts)
+       VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8::jsonb)`,
+      [
+        i.id,
+        environment,
+        i.subject,
+        i.subjectName,
+        i.verdict,
+        i.summary,
+        JSON.stringify(i.scriptVersions),
+        i.tapScripts ? JSON.stringify(i.tapScripts) : null,
+      ],
     );
+  }
+
+  /** Whether a tap incident already compares these two stored scripts (adopting a generated version). */
+  async hasTapChange(environment: string, tap: string, change: TapScriptVersions): Promise<boolean> {
+    const rows = (await this.ds.query(
+      `SELECT 1 FROM tapyard.incidents
+        WHERE environment = $1 AND subject = 'tap' AND subject_name = $2
+          AND tap_scripts->'before'->>'scriptPath' = $3 AND tap_scripts->'after'->>'scriptPath' = $4
+        LIMIT 1`,
+      [environment, tap, change.before.scriptPath, change.after.scriptPath],
+    )) as unknown[];
+    return rows.length > 0;
   }
 
   async setEvidence(
@@ -79,23 +123,27 @@ export class IncidentsRepository {
     );
   }
 
-  async find(environment: string, id: string): Promise<(Incident & { evidence: Evidence | null }) | null> {
+  async find(environment: string, id: string): Promise<StoredIncident | null> {
     const rows = (await this.ds.query(
       `SELECT ${COLUMNS} FROM tapyard.incidents WHERE environment = $1 AND id = $2`,
       [environment, id],
     )) as Row[];
-    return rows[0] ? { ...toIncident(rows[0]), evidence: rows[0].evidence } : null;
+    return rows[0] ? stored(rows[0]) : null;
   }
 
+  /** `pipeline` and `tap` select incidents of that subject; given both, the union. */
   async list(
     environment: string,
-    filter: { pipeline?: string; verdict?: string },
+    filter: { pipeline?: string; tap?: string; verdict?: string },
   ): Promise<IncidentListItem[]> {
+    const either = filter.pipeline !== undefined || filter.tap !== undefined;
     const rows = (await this.ds.query(
       `SELECT ${COLUMNS} FROM tapyard.incidents
-        WHERE environment = $1 AND ($2::text IS NULL OR subject_name = $2) AND ($3::text IS NULL OR verdict = $3)
+        WHERE environment = $1 AND ($4::boolean IS FALSE
+            OR (subject = 'pipeline' AND subject_name = $2) OR (subject = 'tap' AND subject_name = $3))
+          AND ($5::text IS NULL OR verdict = $5)
         ORDER BY opened_at DESC LIMIT 500`,
-      [environment, filter.pipeline ?? null, filter.verdict ?? null],
+      [environment, filter.pipeline ?? null, filter.tap ?? null, either, filter.verdict ?? null],
     )) as Row[];
     return rows.map(toItem);
   }
@@ -104,11 +152,47 @@ export class IncidentsRepository {
   async awaitingReal(environment: string, pipeline: string): Promise<(Incident & { evidence: Evidence })[]> {
     const rows = (await this.ds.query(
       `SELECT ${COLUMNS} FROM tapyard.incidents
-        WHERE environment = $1 AND subject_name = $2 AND resolved_at IS NULL AND evidence IS NOT NULL
+        WHERE environment = $1 AND subject = 'pipeline' AND subject_name = $2 AND resolved_at IS NULL
+          AND evidence IS NOT NULL
           AND evidence->'real' = 'null'::jsonb`,
       [environment, pipeline],
     )) as Row[];
     return rows.map((r) => ({ ...toIncident(r), evidence: r.evidence as Evidence }));
+  }
+
+  /** Open incidents of a tap whose candidate is `scriptPath` and that have no real run yet. */
+  async awaitingTapReal(environment: string, tap: string, scriptPath: string): Promise<StoredIncident[]> {
+    const rows = (await this.ds.query(
+      `SELECT ${COLUMNS} FROM tapyard.incidents
+        WHERE environment = $1 AND subject = 'tap' AND subject_name = $2 AND resolved_at IS NULL
+          AND tap_scripts->'after'->>'scriptPath' = $3
+          AND evidence IS NOT NULL AND evidence->'real' = 'null'::jsonb`,
+      [environment, tap, scriptPath],
+    )) as Row[];
+    return rows.map(stored);
+  }
+
+  async thresholds(environment: string, pipeline: string): Promise<Partial<Thresholds> | null> {
+    const rows = (await this.ds.query(
+      `SELECT thresholds FROM tapyard.incident_thresholds WHERE environment = $1 AND pipeline = $2`,
+      [environment, pipeline],
+    )) as { thresholds: Partial<Thresholds> }[];
+    return rows[0]?.thresholds ?? null;
+  }
+
+  async setThresholds(environment: string, pipeline: string, thresholds: Thresholds): Promise<void> {
+    await this.ds.query(
+      `INSERT INTO tapyard.incident_thresholds (environment, pipeline, thresholds) VALUES ($1, $2, $3::jsonb)
+       ON CONFLICT (environment, pipeline) DO UPDATE SET thresholds = EXCLUDED.thresholds, updated_at = now()`,
+      [environment, pipeline, JSON.stringify(thresholds)],
+    );
+  }
+
+  async clearThresholds(environment: string, pipeline: string): Promise<void> {
+    await this.ds.query(`DELETE FROM tapyard.incident_thresholds WHERE environment = $1 AND pipeline = $2`, [
+      environment,
+      pipeline,
+    ]);
   }
 
   async resolve(environment: string, id: string, resolution: string | null): Promise<void> {
@@ -120,9 +204,17 @@ export class IncidentsRepository {
   }
 
   async deletePipeline(environment: string, pipeline: string): Promise<void> {
-    await this.ds.query(`DELETE FROM tapyard.incidents WHERE environment = $1 AND subject_name = $2`, [
-      environment,
-      pipeline,
-    ]);
+    await this.ds.query(
+      `DELETE FROM tapyard.incidents WHERE environment = $1 AND subject = 'pipeline' AND subject_name = $2`,
+      [environment, pipeline],
+    );
+    await this.clearThresholds(environment, pipeline);
+  }
+
+  async deleteTap(environment: string, tap: string): Promise<void> {
+    await this.ds.query(
+      `DELETE FROM tapyard.incidents WHERE environment = $1 AND subject = 'tap' AND subject_name = $2`,
+      [environment, tap],
+    );
   }
 }

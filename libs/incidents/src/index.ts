@@ -10,3 +10,12 @@ export type {
   ScriptVersionChange,
 } from './incident.types';
 export { IncidentErrorCode } from './incident-errors';
+export type {
+  TapEvidenceSource,
+  TapRan,
+  TapSampleRun,
+  TapScriptChange,
+  TapScriptOrigin,
+  TapScriptVersion,
+  TapSubject,
+} from './tap-evidence';

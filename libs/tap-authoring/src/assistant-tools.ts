@@ -58,8 +58,12 @@ export class TapAuthoringTools implements ToolSet {
           'Rewrite a failing tap script from its error and logs (checked, stored as a new version).',
         args: FixTapScriptArgs,
         prepare: async (ctx, { tapName, script, error = '', logs = '' }) => {
-          ctx.gate.check('fix_tap_script', 'tap:update', await tapTargetOrNew(this.taps, ctx.env, tapName));
-          return () => this.authoring.fix(ctx.env, { tapName, script, error, logs }, ctx.signal);
+          const access = ctx.gate.check(
+            'fix_tap_script',
+            'tap:update',
+            await tapTargetOrNew(this.taps, ctx.env, tapName),
+          );
+          return () => this.authoring.fix(ctx.env, { tapName, script, error, logs }, access, ctx.signal);
         },
       }),
     ];

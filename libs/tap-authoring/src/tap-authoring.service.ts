@@ -118,7 +118,10 @@ export class TapAuthoringService {
       schema: SCRIPT_SCHEMA,
       signal,
     });
-    const scriptPath = await this.taps.storeScriptVersion(env, ctx.tapName, answer.script);
+    const scriptPath = await this.taps.storeScriptVersion(env, ctx.tapName, answer.script, {
+      origin: 'generate',
+      access,
+    });
     return {
       script: answer.script,
       packages: answer.packages,
@@ -127,7 +130,7 @@ export class TapAuthoringService {
     };
   }
 
-  async fix(env: string, input: FixInput, signal?: AbortSignal): Promise<ScriptResult> {
+  async fix(env: string, input: FixInput, access: AccessCheck, signal?: AbortSignal): Promise<ScriptResult> {
     const ctx = await this.contexts.load(env, input.tapName);
     assertOldPath(input.tapName, input.oldScriptPath);
     const model = await this.ai.model(env, 'tapAuthoring');
@@ -147,7 +150,10 @@ export class TapAuthoringService {
       schema: SCRIPT_SCHEMA,
       signal,
     });
-    const scriptPath = await this.taps.storeScriptVersion(env, ctx.tapName, answer.script);
+    const scriptPath = await this.taps.storeScriptVersion(env, ctx.tapName, answer.script, {
+      origin: 'fix',
+      access,
+    });
     return {
       script: answer.script,
       packages: answer.packages,
@@ -157,7 +163,12 @@ export class TapAuthoringService {
   }
 
   /** Spec rule 5 and the state table: a rewrite only when the logs show a signal. */
-  async review(env: string, input: ReviewInput, signal?: AbortSignal): Promise<ReviewResult> {
+  async review(
+    env: string,
+    input: ReviewInput,
+    access: AccessCheck,
+    signal?: AbortSignal,
+  ): Promise<ReviewResult> {
     const ctx = await this.contexts.load(env, input.tapName);
     assertOldPath(input.tapName, input.oldScriptPath);
     const signals = logSignals(input.logs ?? '', input.recordCount);
@@ -173,7 +184,10 @@ export class TapAuthoringService {
       signal,
     );
     if (!answer) return { ...unchanged(ctx, input), rewritten: false };
-    const scriptPath = await this.taps.storeScriptVersion(env, ctx.tapName, answer.script);
+    const scriptPath = await this.taps.storeScriptVersion(env, ctx.tapName, answer.script, {
+      origin: 'review',
+      access,
+    });
     return { ...answer, scriptPath, rewritten: true };
   }
 
@@ -215,7 +229,10 @@ export class TapAuthoringService {
       );
       if (verification.kept === 'original') return { ...unchanged(ctx, input), verification };
     }
-    const scriptPath = await this.taps.storeScriptVersion(env, ctx.tapName, answer.script);
+    const scriptPath = await this.taps.storeScriptVersion(env, ctx.tapName, answer.script, {
+      origin: 'optimize',
+      access,
+    });
     return { ...answer, scriptPath, ...(verification ? { verification } : {}) };
   }
 

@@ -16,6 +16,7 @@ import {
 import { AccessCheck, heldOf, tapGrant } from '@tapyard/auth';
 import { PipelineDefinition } from '@tapyard/model';
 import { PipelinesService } from '@tapyard/pipelines';
+import { IncidentsService } from '@tapyard/incidents';
 import { RunLogEntry, RunMode, RunResult, RunTrigger, TapConfig, TestResult } from './tap.types';
 import { TapCaller, UNLIMITED } from './tap-grants';
 import { TapExecutor } from './tap-executor';
@@ -54,6 +55,7 @@ export class TapRunner {
     private readonly pipelines: PipelinesService,
     private readonly executor: TapExecutor,
     private readonly policy: TapPolicy,
+    private readonly incidents: IncidentsService,
     @Optional() @Inject(METRICS_REGISTRY) registry?: Registry,
   ) {
     this.runs = registry
@@ -161,6 +163,7 @@ export class TapRunner {
           ? await this.executor.testRun(environment, tap, script, target, opts.testLimit ?? 0, grant)
           : await this.executor.persistRun(environment, tap, script, target, grant);
       await this.finish(environment, entry, result);
+      if (result.persisted && tap.scriptPath !== null) this.ran(environment, tap.name, tap.scriptPath, entry);
       return { ...result, runId: entry.runId };
     } catch (err) {
       const message = errorMessage(err);
@@ -236,6 +239,22 @@ export class TapRunner {
     await this.repo.startRun(environment, entry);
     await this.finish(environment, entry, result);
     return result;
+  }
+
+  /** Tells incidents of a run that loaded (in the background: it never fails the run). */
+  private ran(environment: string, tap: string, scriptPath: string, entry: RunLogEntry): void {
+    this.incidents
+      .tapRan({
+        environment,
+        tap,
+        scriptPath,
+        runId: entry.runId,
+        recordCount: entry.recordCount,
+        durationMs: entry.durationMs ?? 0,
+      })
+      .catch((err: unknown) =>
+        this.logger.warn({ tap, err: errorMessage(err) }, 'tap run not added to its incidents'),
+      );
   }
 
   private async finish(environment: string, entry: RunLogEntry, r: RunResult): Promise<void> {

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { RunKeysModule } from '@tapyard/auth';
 import { CodeRepositoryModule } from '@tapyard/code-repository';
+import { IncidentsModule } from '@tapyard/incidents';
 import { IntakeModule } from '@tapyard/intake';
 import { QueueModule } from '@tapyard/queue';
 import { SecretsModule } from '@tapyard/secrets';
@@ -13,9 +14,10 @@ import { TapsService } from './taps.service';
 import { LedgerService } from './ledger.service';
 import { TapScriptRepository } from './tap-script-repository';
 import { TapPolicy } from './tap-policy';
+import { TapIncidentSource } from './tap-incidents';
 
 @Module({
-  imports: [CodeRepositoryModule, IntakeModule, QueueModule, SecretsModule, RunKeysModule],
+  imports: [CodeRepositoryModule, IncidentsModule, IntakeModule, QueueModule, SecretsModule, RunKeysModule],
   providers: [
     TapsRepository,
     TapsService,
@@ -26,6 +28,7 @@ import { TapPolicy } from './tap-policy';
     TapEnvironment,
     LedgerService,
     TapPolicy,
+    TapIncidentSource,
   ],
   exports: [TapsService, TapRunner, TapsRepository, LedgerService, TapPolicy],
 })

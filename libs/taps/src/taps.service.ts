@@ -12,6 +12,7 @@ import {
 } from '@tapyard/core';
 import { ObjectNotFoundError, ObjectStore } from '@tapyard/objectstore';
 import { PipelineDefinition } from '@tapyard/model';
+import { IncidentsService, TapScriptOrigin } from '@tapyard/incidents';
 import { PipelinesService } from '@tapyard/pipelines';
 import { parseQuartz } from '@tapyard/schedules';
 import { isAccessSecret } from '@tapyard/secrets';
@@ -33,6 +34,12 @@ export class TapNotFoundError extends NotFoundError {
 }
 
 export const SCRIPT_PREFIX = 'tap-scripts/';
+
+/** How a script change came about and who made it (its incident's evidence runs with their rights). */
+export interface ScriptChangeBy {
+  origin: TapScriptOrigin;
+  access: AccessCheck;
+}
 
 /** Object key of a new script version: `tap-scripts/<name>_<suffix>.py`, the suffix free of `_`. */
 function newScriptKey(name: string): string {
@@ -88,6 +95,7 @@ export class TapsService {
     private readonly scriptRepository: TapScriptRepository,
     private readonly policy: TapPolicy,
     private readonly ledger: LedgerService,
+    private readonly incidents: IncidentsService,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
@@ -122,7 +130,8 @@ export class TapsService {
   async migrateStorage(
     environment: string,
     name: string,
-    target?: 'minio' | 'github',
+    target: 'minio' | 'github' | undefined,
+    access: AccessCheck,
   ): Promise<MigrateStorageResult> {
     const tap = await this.get(environment, name);
     const from = tap.storage ?? 'minio';
@@ -136,6 +145,7 @@ export class TapsService {
       migrated,
     });
     if (from === to) return result(false);
+    const before = tap.scriptPath;
     const text = await this.liveScript(environment, tap);
     if (text === null)
       throw new ConflictError(`tap '${name}' has no script to move`).coded(TapErrorCode.NoScript);
@@ -152,6 +162,7 @@ export class TapsService {
       Object.assign(tap, { storage: 'minio', repoPath: null, commitSha: null });
     }
     await this.repo.updateConfig(environment, tap);
+    this.scriptChanged(environment, tap.name, before, tap.scriptPath, { origin: 'migrate', access });
     return result(true);
   }
 
@@ -225,14 +236,26 @@ export class TapsService {
       scheduleChanged ? (tap.enabled ? next : null) : undefined,
       grant,
     );
+    if (current && (dto.script !== undefined || tap.scriptPath !== current.scriptPath))
+      this.scriptChanged(environment, tap.name, current.scriptPath, tap.scriptPath, {
+        origin: 'save',
+        access,
+      });
     return tap;
   }
 
   /**
    * Stores a script as a new version of the tap's scripts and returns its path; the configuration is
    * not changed (earlier versions stay for rollback; saving the tap with this scriptPath adopts it).
+   * `change` (an AI authoring operation and its caller): the new version is compared with the tap's
+   * live script in an incident.
    */
-  async storeScriptVersion(environment: string, name: string, script: string): Promise<string> {
+  async storeScriptVersion(
+    environment: string,
+    name: string,
+    script: string,
+    change?: ScriptChangeBy,
+  ): Promise<string> {
     const key = newScriptKey(name);
     await this.store.put(
       await this.store.bucket(environment, 'taps'),
@@ -240,7 +263,50 @@ export class TapsService {
       Buffer.from(script, 'utf8'),
       'text/x-python; charset=utf-8',
     );
+    if (change !== undefined) {
+      const live = await this.repo.find(environment, name);
+      if (live) this.scriptChanged(environment, name, live.scriptPath, key, change);
+    }
     return key;
+  }
+
+  /**
+   * Opens an incident comparing the tap's live script with a new one, in the background: a failure
+   * to open it is logged and never fails the change. A tap without a script before has nothing to
+   * compare with. The evidence runs with the rights of whoever made the change.
+   */
+  private scriptChanged(
+    environment: string,
+    name: string,
+    before: string | null,
+    after: string | null,
+    { origin, access }: ScriptChangeBy,
+  ): void {
+    if (before === null || after === null) return;
+    const open = async (): Promise<void> => {
+      const versions = await this.scriptVersions(environment, name);
+      const number = (key: string): number => versions.indexOf(key) + 1;
+      await this.incidents.tapScriptChanged({
+        environment,
+        tap: name,
+        before: { scriptPath: before, version: number(before) },
+        after: { scriptPath: after, version: number(after) },
+        origin,
+        access,
+      });
+    };
+    open().catch((err: unknown) =>
+      this.logger.warn({ tap: name, err: errorMessage(err) }, 'tap script incident not opened'),
+    );
+  }
+
+  /** The tap's stored script keys, oldest first (their suffix starts with the time they were stored). */
+  private async scriptVersions(environment: string, name: string): Promise<string[]> {
+    const bucket = await this.store.bucket(environment, 'taps');
+    return (await this.store.list(bucket, `${SCRIPT_PREFIX}${name}_`))
+      .map((o) => o.key)
+      .filter((key) => isScriptOf(name, key))
+      .sort();
   }
 
   /** Spec rule 1, applied on save and again when the tap runs. */
@@ -266,6 +332,7 @@ export class TapsService {
   async delete(environment: string, name: string): Promise<{ tap: TapConfig; ledgerEntriesDeleted: number }> {
     const tap = await this.get(environment, name);
     const ledger = await this.repo.delete(environment, name);
+    await this.incidents.deleteTap(environment, name);
     await this.removeScripts(environment, name).catch((err: unknown) =>
       this.logger.warn({ tap: name, err: errorMessage(err) }, 'script versions of a deleted tap not removed'),
     );
@@ -275,9 +342,7 @@ export class TapsService {
 
   private async removeScripts(environment: string, name: string): Promise<void> {
     const bucket = await this.store.bucket(environment, 'taps');
-    for (const o of await this.store.list(bucket, `${SCRIPT_PREFIX}${name}_`)) {
-      if (isScriptOf(name, o.key)) await this.store.remove(bucket, o.key);
-    }
+    for (const key of await this.scriptVersions(environment, name)) await this.store.remove(bucket, key);
   }
 
   /** A configuration with defaults, for saving (over the stored one) or for a one-off test. */

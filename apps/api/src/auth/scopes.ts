@@ -134,18 +134,21 @@ export function pipelineInPath(param: string): ScopeResolver {
   };
 }
 
-/** /incidents/{id}/…: the pipeline the incident is about. */
+/**
+ * /incidents/{id}/…: the pipeline the incident is about. A tap's incident is checked by the service
+ * against the tap's scope (`tap:` capabilities), which this route capability does not name.
+ */
 export function incidentInPath(param: string): ScopeResolver {
   return async (req: TapyardRequest, refs: ModuleRef) => {
     const id = text((req.params as Record<string, unknown> | undefined)?.[param]);
     if (!id) return [];
-    const pipeline = await refs.get(IncidentsService, { strict: false }).subjectOf(req.environment, id);
+    const subject = await refs.get(IncidentsService, { strict: false }).subjectOf(req.environment, id);
     // The incident's own 404 names the id; an existing one is as visible as its pipeline.
-    return pipeline
+    return subject?.subject === 'pipeline'
       ? existing(
           refs,
           req.environment,
-          pipeline,
+          subject.name,
           `incident '${id}' does not exist`,
           IncidentErrorCode.NotFound,
         )

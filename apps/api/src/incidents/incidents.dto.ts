@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsOptional, IsString, MaxLength } from 'class-validator';
+import { IsBoolean, IsIn, IsNumber, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
 import { OptionalNotNull } from '@tapyard/core';
 
 const VERDICTS = ['pending', 'pass', 'fail', 'needs-human'];
@@ -12,7 +12,7 @@ export class IncidentQueryDto {
   pipeline?: string;
 
   @ApiPropertyOptional({
-    description: 'Incidents of this tap (tap script changes open none yet: always empty)',
+    description: 'Incidents of this tap (its script changes)',
   })
   @OptionalNotNull()
   @IsString()
@@ -40,9 +40,14 @@ export class ScriptVersionChangeDto {
   after!: number;
 }
 
+export class TapVersionsDto {
+  @ApiProperty({ description: "The tap's script version before the change" }) before!: number;
+  @ApiProperty({ description: 'The version it changed to' }) after!: number;
+}
+
 export class IncidentListItemDto {
   @ApiProperty({ format: 'uuid' }) id!: string;
-  @ApiProperty({ enum: ['pipeline'] }) subject!: string;
+  @ApiProperty({ enum: ['pipeline', 'tap'] }) subject!: string;
   @ApiProperty() subjectName!: string;
   @ApiProperty({ format: 'date-time' }) openedAt!: string;
   @ApiProperty({ enum: VERDICTS }) verdict!: string;
@@ -53,5 +58,58 @@ export class IncidentDto extends IncidentListItemDto {
   @ApiProperty({ enum: ['open', 'resolved'] }) status!: string;
   @ApiProperty({ nullable: true, type: String, format: 'date-time' }) resolvedAt!: string | null;
   @ApiProperty({ nullable: true, type: String }) resolution!: string | null;
-  @ApiProperty({ type: [ScriptVersionChangeDto] }) scriptVersions!: ScriptVersionChangeDto[];
+  @ApiProperty({ type: [ScriptVersionChangeDto], description: 'Empty for tap incidents' })
+  scriptVersions!: ScriptVersionChangeDto[];
+  @ApiPropertyOptional({ type: TapVersionsDto, description: 'Tap incidents only' })
+  tapVersions?: TapVersionsDto;
+}
+
+/** PUT /pipelines/{name}/incident-thresholds: any subset; the others keep their current values. */
+export class IncidentThresholdsDto {
+  @ApiPropertyOptional({
+    description: 'Largest record delta, candidate vs baseline, in percent either way (default 20)',
+  })
+  @OptionalNotNull()
+  @IsNumber({ allowNaN: false, allowInfinity: false })
+  @Min(0)
+  maxRecordDeltaPct?: number;
+
+  @ApiPropertyOptional({ description: 'A candidate may drop columns (default false)' })
+  @OptionalNotNull()
+  @IsBoolean()
+  allowColumnRemoval?: boolean;
+
+  @ApiPropertyOptional({ description: "A candidate may change a column's type (default false)" })
+  @OptionalNotNull()
+  @IsBoolean()
+  allowTypeChange?: boolean;
+
+  @ApiPropertyOptional({
+    description: "Lowest share of rows passing the candidate's data quality, 0..1 (default 0.9)",
+  })
+  @OptionalNotNull()
+  @IsNumber({ allowNaN: false, allowInfinity: false })
+  @Min(0)
+  @Max(1)
+  minDqPassRate?: number;
+
+  @ApiPropertyOptional({ description: "Largest increase of a column's null rate, 0..1 (default 0.1)" })
+  @OptionalNotNull()
+  @IsNumber({ allowNaN: false, allowInfinity: false })
+  @Min(0)
+  @Max(1)
+  maxNullRateIncrease?: number;
+}
+
+export class ThresholdsDto {
+  @ApiProperty() maxRecordDeltaPct!: number;
+  @ApiProperty() allowColumnRemoval!: boolean;
+  @ApiProperty() allowTypeChange!: boolean;
+  @ApiProperty() minDqPassRate!: number;
+  @ApiProperty() maxNullRateIncrease!: number;
+}
+
+export class PipelineThresholdsDto {
+  @ApiProperty({ type: ThresholdsDto }) thresholds!: ThresholdsDto;
+  @ApiProperty({ description: "false: the built-in defaults; true: the pipeline's own" }) custom!: boolean;
 }

@@ -107,10 +107,11 @@ export class TapAuthoringController {
   @ApiErrors({ 422: CHECKS, 503: NO_PROVIDER, 502: PROVIDER_FAILED })
   fix(
     @RequestEnvironment() env: string,
+    @RequestAccess() access: Access,
     @Body() body: FixDto,
     @RequestSignal() signal: AbortSignal,
   ): Promise<ScriptResult> {
-    return this.authoring.fix(env, body, signal);
+    return this.authoring.fix(env, body, access, signal);
   }
 
   @Post('review')
@@ -129,10 +130,11 @@ export class TapAuthoringController {
   @ApiErrors({ 422: CHECKS, 503: NO_PROVIDER })
   review(
     @RequestEnvironment() env: string,
+    @RequestAccess() access: Access,
     @Body() body: ReviewDto,
     @RequestSignal() signal: AbortSignal,
   ): Promise<ReviewResult> {
-    return this.authoring.review(env, body, signal);
+    return this.authoring.review(env, body, access, signal);
   }
 
   @Post('optimize')

@@ -184,9 +184,10 @@ export class TapsController {
   })
   migrateStorage(
     @RequestEnvironment() env: string,
+    @RequestAccess() access: Access,
     @Body() body: MigrateStorageDto,
   ): Promise<MigrateStorageResultDto> {
-    return this.taps.migrateStorage(env, body.tapName, body.target);
+    return this.taps.migrateStorage(env, body.tapName, body.target, access);
   }
 
   @Get('tap/runs')

@@ -35,10 +35,20 @@ export interface EvidenceDiff {
 /** Older jobs say little about the current shape of a source. */
 const MAX_RECENT = 10;
 
+/** A pipeline run's output ratio, rows out over rows in: what recent jobs are compared on. */
+export function outputRatio(p: RunProfile): number {
+  return p.sampledRows === 0 ? 0 : p.recordCount / p.sampledRows;
+}
+
+/**
+ * `recent`: the same measure of recent real runs, newest first (a pipeline's output ratios by
+ * default; a tap compares its record count with its last outputs).
+ */
 export function diffProfiles(
   baseline: RunProfile,
   candidate: RunProfile,
   recentRatios: readonly number[],
+  measure: (p: RunProfile) => number = outputRatio,
 ): EvidenceDiff {
   const before = byName(baseline.columns);
   const after = byName(candidate.columns);
@@ -65,7 +75,7 @@ export function diffProfiles(
     columnsRemoved: [...before.keys()].filter((name) => !after.has(name)).sort(compareText),
     typeChanges,
     recordDeltaPct: round(recordDeltaPct(baseline.recordCount, candidate.recordCount), 2),
-    recordDeltaVsMeanOfLastN: round(deltaVsMean(candidate, recent), 2),
+    recordDeltaVsMeanOfLastN: round(deltaVsMean(measure(candidate), recent), 2),
     lastN: recent.length,
     nullRateDeltas,
     quantileShift,
@@ -78,13 +88,12 @@ function recordDeltaPct(baseline: number, candidate: number): number {
   return ((candidate - baseline) / baseline) * 100;
 }
 
-/** How far the candidate's output/input ratio sits from what recent real jobs kept. */
-function deltaVsMean(candidate: RunProfile, recent: readonly number[]): number {
+/** How far the candidate's measure sits from the mean of what recent real runs gave. */
+function deltaVsMean(value: number, recent: readonly number[]): number {
   if (recent.length === 0) return 0;
   const mean = recent.reduce((sum, r) => sum + r, 0) / recent.length;
   if (mean === 0) return 0;
-  const ratio = candidate.sampledRows === 0 ? 0 : candidate.recordCount / candidate.sampledRows;
-  return ((ratio - mean) / mean) * 100;
+  return ((value - mean) / mean) * 100;
 }
 
 /**
