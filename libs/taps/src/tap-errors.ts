@@ -12,6 +12,8 @@ export const TapErrorCode = {
   InvalidScriptPath: 'tap.invalid_script_path',
   /** A cron expression that never fires again. */
   InvalidCron: 'tap.invalid_cron',
+  /** `timezone` is not an IANA zone name. */
+  InvalidTimezone: 'tap.invalid_timezone',
   /** The target pipeline is outside the tap's grant, or not a pipeline this kind of tap can feed. */
   TargetRefused: 'tap.target_refused',
   TargetMissing: 'tap.target_missing',

@@ -88,6 +88,7 @@ export class TapDto {
   @ApiProperty({ type: [String] }) packages!: string[];
   @ApiProperty({ nullable: true, type: String }) secretName!: string | null;
   @ApiProperty({ nullable: true, type: String, example: '0 0/15 * * * ?' }) cronExpression!: string | null;
+  @ApiProperty({ example: 'Europe/Berlin', description: 'IANA time zone of the schedule' }) timezone!: string;
   @ApiProperty() enabled!: boolean;
   @ApiProperty({ enum: ['structured', 'document'] }) tapType!: string;
   @ApiProperty({ nullable: true, type: String }) catalog!: string | null;
@@ -104,6 +105,14 @@ export class TapWithScriptDto extends TapDto {
     description: 'Present (true) only when scriptPath is set but the object is absent from the object store',
   })
   scriptMissing?: boolean;
+  @ApiProperty({
+    type: [String],
+    example: ['2026-03-30T07:30:00+02:00'],
+    description:
+      "The next five fire times of an enabled schedule, ISO 8601 with the offset of the tap's `timezone`; " +
+      'empty when the tap has no enabled schedule',
+  })
+  nextFireTimes!: string[];
 }
 
 export class DeleteTapResultDto {
