@@ -10,6 +10,8 @@ export const TapErrorCode = {
   /** A field that cannot change once set (tapType). */
   Invalid: 'tap.invalid',
   InvalidScriptPath: 'tap.invalid_script_path',
+  /** A saved script that Python cannot parse. */
+  ScriptSyntax: 'tap.script_syntax',
   /** A cron expression that never fires again. */
   InvalidCron: 'tap.invalid_cron',
   /** `timezone` is not an IANA zone name. */

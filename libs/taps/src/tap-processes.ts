@@ -9,11 +9,13 @@ import {
   PackageSpecError,
   PythonSandbox,
   RecordChunk,
+  SandboxError,
   Venv,
   VenvCache,
   maskSecrets,
   normalizePackageSpecs,
   resolveInterpreter,
+  scriptFactsOf,
   writeScript,
 } from '@tapyard/sandbox';
 import { TapConfig } from './tap.types';
@@ -139,7 +141,7 @@ export class TapProcesses {
       const notes = refusals.map((m) => `[tapyard] egress: ${m}\n`).join('');
       return {
         logs: o.logs + maskSecrets(notes, secrets),
-        error: o.error?.message ?? null,
+        error: o.error ? failureText(o.error) : null,
         durationMs: Date.now() - started,
         isolation: o.isolation,
       };
@@ -149,6 +151,17 @@ export class TapProcesses {
       done,
       kill: () => handle.kill(),
     };
+  }
+
+  /**
+   * Where the script does not parse (`line N: reason`), from Python's own parser, nothing run; null
+   * when it parses, or when the parser could not answer within its bounds (the run will say).
+   */
+  async syntaxError(script: string): Promise<{ line: number | null; reason: string } | null> {
+    const r = await scriptFactsOf(await resolveInterpreter(this.config.taps.python), script);
+    if ('problem' in r || r.facts.syntaxError === null) return null;
+    const m = /^line (\d+): /.exec(r.facts.syntaxError);
+    return { line: m ? Number(m[1]) : null, reason: r.facts.syntaxError };
   }
 
   private cache(): Promise<VenvCache> {
@@ -168,4 +181,16 @@ function finished(outcome: ScriptOutcome): ScriptRun {
     done: Promise.resolve(outcome),
     kill: () => undefined,
   };
+}
+
+/**
+ * The run result's `error`: the harness's sentence, then what points into the script: the offending
+ * line of a syntax error, or the script's own frames (file and line; other files never show).
+ */
+function failureText(err: SandboxError): string {
+  const { text, traceback } = err.details;
+  if (traceback)
+    return `${err.message}\nTraceback (the script's frames, most recent call last):\n${traceback}`;
+  if (err.kind === 'syntax' && text) return `${err.message}\n    ${text.trim()}`;
+  return err.message;
 }

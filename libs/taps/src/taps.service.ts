@@ -216,6 +216,7 @@ export class TapsService {
       ).coded(TapErrorCode.InvalidScriptPath);
     }
     this.processes.checkPackages(tap.packages);
+    if (dto.script !== undefined) await this.assertParses(dto.script);
     if (tap.secretName) assertTapSecret(tap.secretName);
     assertTapTimezone(tap.timezone);
     let next: Date | null = null;
@@ -259,6 +260,17 @@ export class TapsService {
       grant,
     );
     return tap;
+  }
+
+  /** 400 with the line when the script is not Python that parses: saving it would only fail each run. */
+  private async assertParses(script: string): Promise<void> {
+    const found = await this.processes.syntaxError(script);
+    if (!found) return;
+    const text = found.line === null ? '' : (script.split('\n')[found.line - 1] ?? '').trim();
+    const message = `the script does not parse: ${found.reason}${text ? ` (${text.slice(0, 200)})` : ''}`;
+    throw new ValidationError(message, [{ field: 'script', problem: found.reason }]).coded(
+      TapErrorCode.ScriptSyntax,
+    );
   }
 
   /**
