@@ -24,4 +24,6 @@ export const TapErrorCode = {
   InvalidPackages: 'tap.invalid_packages',
   NoCodeRepository: 'tap.no_code_repository',
   LedgerEntryNotFound: 'tap.ledger_entry_not_found',
+  /** PUT /tap/state with a state that is not an object (or null), or too large. */
+  InvalidState: 'tap.invalid_state',
 } as const satisfies Record<string, DomainCode>;

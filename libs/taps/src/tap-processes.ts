@@ -28,6 +28,8 @@ export interface ScriptOutcome {
   durationMs: number;
   /** The isolation the script ran under; null when it never started (e.g. pip failed). */
   isolation: IsolationMode | null;
+  /** The state a fetch(state) left, when it succeeded (see start's `state`). */
+  state?: Record<string, unknown>;
 }
 
 /** Refusals of the egress proxy noted in a run's logs; more only add noise. */
@@ -90,13 +92,17 @@ export class TapProcesses {
     }
   }
 
-  /** `rows`: structured records checked and keyed by the harness, passed on as text only. */
+  /**
+   * `rows`: structured records checked and keyed by the harness, passed on as text only. `state`: the
+   * tap's committed state, for a fetch(state) (see harness.py).
+   */
   async start(
     tap: TapConfig,
     script: string,
     env: Record<string, string>,
     secrets: string[],
     rows = false,
+    state?: Record<string, unknown>,
   ): Promise<ScriptRun> {
     const started = Date.now();
     let venv: Venv;
@@ -134,6 +140,7 @@ export class TapProcesses {
       secrets,
       rows,
       egressSocket: proxy?.socketPath,
+      state,
     });
     const done = handle.outcome.then(async (o) => {
       await Promise.all([file.remove().catch(() => undefined), proxy?.close().catch(() => undefined)]);
@@ -144,6 +151,7 @@ export class TapProcesses {
         error: o.error ? failureText(o.error) : null,
         durationMs: Date.now() - started,
         isolation: o.isolation,
+        ...(o.state ? { state: o.state } : {}),
       };
     });
     return {

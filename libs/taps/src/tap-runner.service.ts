@@ -1,5 +1,6 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import { Logger } from 'pino';
 import { Counter, Registry } from 'prom-client';
 import {
@@ -41,6 +42,7 @@ import { TapsService, isScriptOf } from './taps.service';
 import { TestTapDto } from './dto/tap-config.dto';
 import { LedgerService } from './ledger.service';
 import { TapErrorCode } from './tap-errors';
+import { TapStateView, TapStates } from './tap-states';
 
 type DataType = 'csv' | 'json' | 'document';
 
@@ -49,6 +51,15 @@ interface Execution {
   /** The first record the platform refused, which stopped the run. */
   shapeError: string | null;
 }
+
+/** A persisted run and the state version its script read. */
+interface Bookmark {
+  runId: string;
+  base: TapStateView;
+}
+
+/** How much of a state a test's logs show. */
+const STATE_NOTE_CHARS = 500;
 
 export interface RunOptions {
   mode: RunMode;
@@ -83,6 +94,7 @@ export class TapRunner {
     private readonly ledger: LedgerService,
     private readonly environment: TapEnvironment,
     private readonly policy: TapPolicy,
+    private readonly states: TapStates,
     @Optional() @Inject(METRICS_REGISTRY) registry?: Registry,
   ) {
     this.runs = registry
@@ -188,7 +200,7 @@ export class TapRunner {
       const result =
         opts.mode === 'test'
           ? await this.testRun(environment, tap, script, target, opts.testLimit ?? 0, grant)
-          : await this.persistRun(environment, tap, script, target, grant);
+          : await this.persistRun(environment, tap, script, target, grant, entry.runId);
       await this.finish(environment, entry, result);
       return { ...result, runId: entry.runId };
     } catch (err) {
@@ -227,15 +239,20 @@ export class TapRunner {
     const dataType = dataTypeOf(tap, target);
     const sink = new SampleSink(dataType);
     const env = await this.environment.build(environment, tap, testLimit, grant);
-    const { outcome, shapeError } = await this.execute(tap, script, env, sink);
+    const { state } = await this.states.current(environment, tap.name);
+    const { outcome, shapeError } = await this.execute(tap, script, env, sink, state ?? {});
     const error = shapeError ?? outcome.error;
+    const note =
+      outcome.state && !error
+        ? `[tapyard] state after this test (not kept): ${JSON.stringify(outcome.state).slice(0, STATE_NOTE_CHARS)}\n`
+        : '';
     return {
       ...base(tap, 'test', dataType),
       status: error ? 'error' : 'success',
       persistedReason: 'test_mode',
       recordCount: sink.count,
       columns: sink.columns,
-      logs: outcome.logs,
+      logs: outcome.logs + note,
       isolation: outcome.isolation,
       error,
       records: sink.records,
@@ -249,15 +266,23 @@ export class TapRunner {
     script_: string,
     target: PipelineDefinition | null,
     grant: string[],
+    runId: string,
   ): Promise<RunResult> {
     const dataType = dataTypeOf(tap, target);
     const env = await this.environment.build(environment, tap, 0, grant);
-    if (tap.tapType === 'document') return this.documentRun(environment, tap, script_, target, env);
+    const bookmark: Bookmark = { runId, base: await this.states.current(environment, tap.name) };
+    if (tap.tapType === 'document') return this.documentRun(environment, tap, script_, target, env, bookmark);
 
     if (!target) {
       // The records go nowhere: count them, keep nothing.
       const counted = new SampleSink(dataType);
-      const { outcome, shapeError } = await this.execute(tap, script_, env, counted);
+      const { outcome, shapeError } = await this.execute(
+        tap,
+        script_,
+        env,
+        counted,
+        bookmark.base.state ?? {},
+      );
       const error = shapeError ?? outcome.error;
       return {
         ...base(tap, 'run', dataType),
@@ -265,7 +290,7 @@ export class TapRunner {
         persistedReason: error ? 'run_error' : 'no_target_pipeline',
         recordCount: counted.count,
         columns: counted.columns,
-        logs: outcome.logs,
+        logs: outcome.logs + (await this.keepState(environment, tap, bookmark, outcome, error, null)),
         isolation: outcome.isolation,
         error,
       };
@@ -285,7 +310,7 @@ export class TapRunner {
     );
     let run: Execution;
     try {
-      run = await this.execute(tap, script_, env, load);
+      run = await this.execute(tap, script_, env, load, bookmark.base.state ?? {});
     } catch (err) {
       await load.finish(errorMessage(err)).catch(() => undefined);
       throw err;
@@ -293,12 +318,20 @@ export class TapRunner {
     const error = run.shapeError ?? run.outcome.error;
     // A failed script loads nothing: half of a source is worse than none, and the next run has it all.
     const loaded = await load.finish(error);
+    const stateNote = await this.keepState(
+      environment,
+      tap,
+      bookmark,
+      run.outcome,
+      error,
+      loaded.pipelineTokens,
+    );
     const result: RunResult = {
       ...base(tap, 'run', dataType),
       status: error ? 'error' : 'success',
       recordCount: load.count,
       columns: load.count > 0 ? (dataType === 'csv' ? load.namer.columns : load.namer.keys) : null,
-      logs: run.outcome.logs,
+      logs: run.outcome.logs + stateNote,
       isolation: run.outcome.isolation,
       error,
       ...(loaded.pipelineTokens.length > 0 ? { publisherToken, pipelineTokens: loaded.pipelineTokens } : {}),
@@ -318,6 +351,7 @@ export class TapRunner {
     script: string,
     target: PipelineDefinition | null,
     env: ScriptEnv,
+    bookmark: Bookmark,
   ): Promise<RunResult> {
     const publisherToken = randomUUID();
     const sink = new DocumentsLoad(
@@ -331,9 +365,17 @@ export class TapRunner {
         ledger: this.ledger,
       },
     );
-    const { outcome, shapeError } = await this.execute(tap, script, env, sink);
+    const { outcome, shapeError } = await this.execute(tap, script, env, sink, bookmark.base.state ?? {});
     const error = shapeError ?? outcome.error;
     const { pipelineTokens, unchanged } = sink;
+    const stateNote = await this.keepState(
+      environment,
+      tap,
+      bookmark,
+      outcome,
+      error,
+      target ? pipelineTokens : null,
+    );
     const persisted = pipelineTokens.length > 0;
     const reason: PersistedReason | undefined = persisted
       ? undefined
@@ -343,7 +385,9 @@ export class TapRunner {
           ? 'no_target_pipeline'
           : 'no_records';
     const logs =
-      unchanged > 0 ? `${outcome.logs}[tapyard] ${unchanged} unchanged document(s) skipped\n` : outcome.logs;
+      (unchanged > 0
+        ? `${outcome.logs}[tapyard] ${unchanged} unchanged document(s) skipped\n`
+        : outcome.logs) + stateNote;
     return {
       ...base(tap, 'run', 'document'),
       status: error ? 'error' : 'success',
@@ -364,11 +408,12 @@ export class TapRunner {
     script: string,
     env: ScriptEnv,
     sink: RecordSink,
+    state: Record<string, unknown>,
   ): Promise<Execution> {
     // Loads store the records' text as it came and let the harness check the rows: no parsing here.
     const textOnly = sink instanceof RecordsLoad;
     try {
-      const proc = await this.processes.start(tap, script, env.env, env.secrets, textOnly);
+      const proc = await this.processes.start(tap, script, env.env, env.secrets, textOnly, state);
       let shapeError: string | null = null;
       let index = 0;
       try {
@@ -390,6 +435,37 @@ export class TapRunner {
       // The key dies with the run; its time to live covers a process that never gets here.
       await this.environment.release(env);
     }
+  }
+
+  /**
+   * Keeps the state a run's fetch(state) left as the tap's next version: waiting for the jobs its
+   * records went to (`pipelineTokens`), or committed at once when there was nothing to load. A failed
+   * run, or records that went to no pipeline (null), keep the old one. Returns a note for the logs.
+   */
+  private async keepState(
+    environment: string,
+    tap: TapConfig,
+    bookmark: Bookmark,
+    outcome: ScriptOutcome,
+    error: string | null,
+    pipelineTokens: string[] | null,
+  ): Promise<string> {
+    const { state } = outcome;
+    if (!state || isDeepStrictEqual(state, bookmark.base.state ?? {})) return '';
+    const kept = `version ${bookmark.base.version} stays the tap's state`;
+    if (error) return `[tapyard] new state not kept (the run failed): ${kept}\n`;
+    if (pipelineTokens === null)
+      return `[tapyard] new state not kept (the records went to no pipeline): ${kept}\n`;
+    const status = await this.states.recordRun(environment, tap.name, {
+      runId: bookmark.runId,
+      base: bookmark.base.version,
+      state,
+      pipelineTokens,
+    });
+    if (status === 'discarded')
+      return '[tapyard] new state discarded: the state was set through PUT /tap/state while this run ran\n';
+    if (status === 'committed') return '[tapyard] new state committed (nothing needed loading)\n';
+    return `[tapyard] new state committed once job(s) ${pipelineTokens.join(', ')} have loaded\n`;
   }
 
   private async script(environment: string, tap: TapConfig): Promise<string> {

@@ -12,6 +12,7 @@ import { TapsService } from './taps.service';
 import { LedgerService } from './ledger.service';
 import { TapScriptRepository } from './tap-script-repository';
 import { TapPolicy } from './tap-policy';
+import { TapStates } from './tap-states';
 
 @Module({
   imports: [CodeRepositoryModule, IngestionModule, QueueModule, SecretsModule, RunKeysModule],
@@ -24,7 +25,8 @@ import { TapPolicy } from './tap-policy';
     TapEnvironment,
     LedgerService,
     TapPolicy,
+    TapStates,
   ],
-  exports: [TapsService, TapRunner, TapsRepository, LedgerService, TapPolicy],
+  exports: [TapsService, TapRunner, TapsRepository, LedgerService, TapPolicy, TapStates],
 })
 export class TapsModule {}

@@ -120,7 +120,7 @@ export class TapsRepository {
   }
 
   /**
-   * The tap, its run history and its document ledger, all or nothing (a failed delete leaves the
+   * The tap, its run history, its state versions and its document ledger, all or nothing (a failed delete leaves the
    * ledger with its tap); returns the ledger entries it removed, whose staged objects are the caller's.
    */
   async delete(environment: string, name: string): Promise<LedgerEntry[]> {
@@ -133,6 +133,10 @@ export class TapsRepository {
         ),
       );
       await m.query(`DELETE FROM tapyard.tap_runs WHERE environment = $1 AND tap = $2`, [environment, name]);
+      await m.query(`DELETE FROM tapyard.tap_states WHERE environment = $1 AND tap = $2`, [
+        environment,
+        name,
+      ]);
       await m.query(`DELETE FROM tapyard.taps WHERE environment = $1 AND name = $2`, [environment, name]);
       return ledger.map(toLedgerEntry);
     });
