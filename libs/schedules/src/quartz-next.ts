@@ -36,7 +36,12 @@ function cronerList(field: NumericField, spec: FieldSpec): string {
 
 export type NextFn = (after: Date) => Date | null;
 
-export function buildNext(fields: QuartzFields, timezone: string): NextFn {
+/**
+ * Fire times on a wall clock: croner runs in UTC, whose clock never jumps, and inZone() maps the wall
+ * times onto a zone's instants.
+ */
+export function buildNext(fields: QuartzFields): NextFn {
+  const timezone = 'UTC';
   const options: CronOptions = {
     mode: '6-or-7-parts',
     alternativeWeekdays: true,
@@ -143,15 +148,15 @@ export function inZone(wallNext: NextFn, timezone: string): NextFn {
   const zone = wallClock(timezone);
   const offset = (t: number): number => zoneOffsetMs(zone, new Date(t));
   const instantOf = (wall: number): number => {
-    const before = offset(wall - 12 * 3600_000);
-    const after = offset(wall + 12 * 3600_000);
-    const shown = [wall - before, wall - after].filter((t) => offset(t) === wall - t);
+    const earlier = offset(wall - 12 * 3600_000);
+    const later = offset(wall + 12 * 3600_000);
+    const shown = [wall - earlier, wall - later].filter((t) => offset(t) === wall - t);
     if (shown.length > 0) return Math.min(...shown);
     // In the gap: the transition lies between the two readings; find its second.
-    let [lo, hi] = [wall - after, wall - before];
+    let [lo, hi] = [wall - later, wall - earlier];
     while (hi - lo > 1000) {
       const mid = lo + Math.floor((hi - lo) / 2000) * 1000;
-      if (offset(mid) === after) hi = mid;
+      if (offset(mid) === later) hi = mid;
       else lo = mid;
     }
     return hi;
@@ -159,7 +164,7 @@ export function inZone(wallNext: NextFn, timezone: string): NextFn {
   return (after) => {
     const start = Math.floor(after.getTime() / 1000) * 1000;
     let wall = wallNext(new Date(start + offset(start)));
-    // Ends: wall times only grow, and their instants pass `after` within the zone's largest jump.
+    // Ends: wall times only grow, and their instants pass `after` once past the stretch it may repeat.
     while (wall) {
       const at = instantOf(wall.getTime());
       if (at > after.getTime()) return new Date(at);
@@ -172,7 +177,7 @@ export function inZone(wallNext: NextFn, timezone: string): NextFn {
 const BEFORE_MIN_YEAR = new Date(Date.UTC(MIN_YEAR, 0, 1) - 1000);
 
 export function assertFires(fields: QuartzFields, expression: string): void {
-  if (buildNext(fields, 'UTC')(BEFORE_MIN_YEAR) === null) {
+  if (buildNext(fields)(BEFORE_MIN_YEAR) === null) {
     throw invalid(
       `cron expression '${expression.trim()}' never fires (no date in ${MIN_YEAR}-${MAX_YEAR} matches it)`,
     );

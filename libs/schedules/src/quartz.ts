@@ -30,7 +30,7 @@ export function parseQuartz(expression: string, timezone = 'UTC'): QuartzSchedul
   const fields = parseQuartzFields(expression);
   assertFires(fields, expression);
   assertTimezone(timezone);
-  const next = inZone(buildNext(fields, 'UTC'), timezone);
+  const next = inZone(buildNext(fields), timezone);
   return {
     expression: expression.trim(),
     timezone,
