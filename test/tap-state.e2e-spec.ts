@@ -1,4 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { Pool } from 'pg';
+import { JobRef, StatusService } from '@tapyard/status';
+import { TapStates } from '@tapyard/taps';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { issueKey, newBootstrapKey } from './support/auth';
 import { TEST_DATABASE_URL, TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
@@ -195,9 +198,76 @@ describe('tap state: bookmarks committed with their load (sandbox, worker, Postg
     expect((await state()).state).toEqual({ last_id: 3 });
   });
 
+  it("settles each version from its jobs' final status, whoever wrote it; a partial load is not a commit", async () => {
+    // Job events written as a worker on another host writes them: through the status store, not this API's run.
+    const status = api.app.get(StatusService);
+    const states = api.app.get(TapStates);
+    await post('/tap', { name: 'ledgered', script: CURSOR_SCRIPT }).expect(200);
+    const job = (): JobRef => ({
+      environment: env,
+      pipeline: 'events',
+      pipelineToken: randomUUID(),
+      publisherToken: null,
+      filename: 'tap:ledgered',
+    });
+    const [a1, a2, b, c, d1, d2] = [job(), job(), job(), job(), job(), job()];
+    for (const j of [a1, a2, b, c, d1, d2]) await status.record(j, 'StreamNotifier', 'begin', 'receiving');
+    const version = async (n: number, state: Record<string, unknown>, jobs: JobRef[]): Promise<void> => {
+      const pipelineTokens = jobs.map((j) => j.pipelineToken);
+      expect(
+        await states.recordRun(env, 'ledgered', { runId: randomUUID(), base: n - 1, state, pipelineTokens }),
+      ).toBe('pending');
+    };
+    await version(1, { v: 'a' }, [a1, a2]);
+    await version(2, { v: 'b' }, [b]);
+    await version(3, { v: 'c' }, [c]);
+    await version(4, { v: 'd' }, [d1, d2]);
+    await status.record(a1, 'JobRunner', 'end', 'success: 3 loaded', 'success');
+    // Rejected rows only: a warning that loaded.
+    await status.record(b, 'JobRunner', 'end', 'warning: 2 loaded, 1 rejected', 'warning');
+    // One destination failed beside one that loaded: a partial load.
+    await status.record(c, 'MongoDBLoader', 'error', 'connection refused', 'processing');
+    await status.record(
+      c,
+      'JobRunner',
+      'end',
+      'warning: 3 loaded into postgres; not loaded into mongodb',
+      'warning',
+    );
+    await status.record(d1, 'JobRunner', 'error', 'nothing was loaded', 'error');
+    const history = async (): Promise<Record<number, string>> =>
+      Object.fromEntries(
+        (
+          (await get('/tap/state/history', { name: 'ledgered' }).expect(200)).body as {
+            version: number;
+            status: string;
+          }[]
+        ).map((h) => [h.version, h.status]),
+      );
+    // a2 is still loading: version 1 waits; d1 failed: version 4 is discarded without waiting for d2.
+    expect(await history()).toEqual({ 1: 'pending', 2: 'committed', 3: 'discarded', 4: 'discarded' });
+    expect((await get('/tap/state', { name: 'ledgered' }).expect(200)).body).toMatchObject({
+      state: { v: 'b' },
+      version: 2,
+      pipelineToken: b.pipelineToken,
+    });
+    await status.record(a2, 'JobRunner', 'end', 'success: 3 loaded', 'success');
+    // A redelivery that loads after the job ended is dropped by the job's finality: the verdict stands.
+    await status.record(d1, 'JobRunner', 'end', 'success: late', 'success');
+    expect(await history()).toEqual({ 1: 'committed', 2: 'committed', 3: 'discarded', 4: 'discarded' });
+    // The current state is the committed version with the highest number, not the last to commit.
+    expect((await get('/tap/state', { name: 'ledgered' }).expect(200)).body.state).toEqual({ v: 'b' });
+    const [discarded] = (await get('/tap/state/history', { name: 'ledgered' }).expect(200)).body;
+    expect(discarded.reason).toContain(`job ${d1.pipelineToken} ended error`);
+  });
+
   it('deleting the tap deletes its state versions', async () => {
     await api.http.delete('/api/v1/tap').query({ name: 'cursor' }).set('x-api-key', admin).expect(200);
-    const left = await pg.query(`SELECT 1 FROM tapyard.tap_states WHERE environment = $1`, [env]);
-    expect(left.rowCount).toBe(0);
+    const left = async (tap: string): Promise<number | null> =>
+      (await pg.query(`SELECT 1 FROM tapyard.tap_states WHERE environment = $1 AND tap = $2`, [env, tap]))
+        .rowCount;
+    expect(await left('cursor')).toBe(0);
+    // Another tap's versions stay.
+    expect(await left('ledgered')).toBe(4);
   });
 });
