@@ -324,7 +324,8 @@ export class TapRunner {
       bookmark,
       run.outcome,
       error,
-      loaded.pipelineTokens,
+      // Records that could not be staged are not loaded: their state must not move past them.
+      loaded.persisted ? loaded.pipelineTokens : load.count === 0 ? [] : null,
     );
     const result: RunResult = {
       ...base(tap, 'run', dataType),
@@ -440,7 +441,8 @@ export class TapRunner {
   /**
    * Keeps the state a run's fetch(state) left as the tap's next version: waiting for the jobs its
    * records went to (`pipelineTokens`), or committed at once when there was nothing to load. A failed
-   * run, or records that went to no pipeline (null), keep the old one. Returns a note for the logs.
+   * run, or records that were not loaded (null: no target pipeline, or they could not be staged), keep
+   * the old one. Returns a note for the logs.
    */
   private async keepState(
     environment: string,
@@ -455,7 +457,7 @@ export class TapRunner {
     const kept = `version ${bookmark.base.version} stays the tap's state`;
     if (error) return `[tapyard] new state not kept (the run failed): ${kept}\n`;
     if (pipelineTokens === null)
-      return `[tapyard] new state not kept (the records went to no pipeline): ${kept}\n`;
+      return `[tapyard] new state not kept (its records were not loaded): ${kept}\n`;
     const status = await this.states.recordRun(environment, tap.name, {
       runId: bookmark.runId,
       base: bookmark.base.version,
