@@ -172,7 +172,13 @@ describe('tap state: bookmarks committed with their load (sandbox, worker, Postg
     await runToEnd();
     expect((await state()).state).toEqual({ last_id: 3 });
 
-    for (const body of [{}, { state: [1, 2] }, { state: 'x' }, { state: { big: 'x'.repeat(70_000) } }]) {
+    for (const body of [
+      {},
+      { state: [1, 2] },
+      { state: 'x' },
+      { state: { big: 'x'.repeat(70_000) } },
+      { state: { nul: 'a\u0000b' } },
+    ]) {
       const res = await put('/tap/state', { name: 'cursor' }, body).expect(400);
       expect(res.body.message).toMatch(/state/);
     }

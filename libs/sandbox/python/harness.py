@@ -493,6 +493,7 @@ def wants_state(fetch):
 def encode_state(state):
     """The state for the done line; a state that cannot be stored fails the run (nothing is committed)."""
     import json
+    import re
 
     if not isinstance(state, dict):
         kind = type(state).__name__
@@ -501,6 +502,9 @@ def encode_state(state):
         text = json.dumps(state, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError, RecursionError) as exc:
         raise Failure("bad_state", "the state is not JSON: %s" % exc) from None
+    # An escaped NUL (after an even run of backslashes): PostgreSQL's jsonb cannot hold one.
+    if re.search(r"(?<!\\)(?:\\\\)*\\u0000", text):
+        raise Failure("bad_state", "the state holds a NUL character (\\u0000), which cannot be stored")
     if len(text.encode()) > MAX_STATE_BYTES:
         raise Failure(
             "bad_state",

@@ -87,6 +87,13 @@ describe.each(modes)('harness protocol (bwrap: %s)', (mode) => {
       message: expect.stringMatching(/^the state is not JSON: /),
     });
     expect(bad.outcome.state).toBeUndefined();
+    const nul = await runScript(fx, py('def fetch(state):', '    state["k"] = "a\\x00b"', '    return []'), {
+      state: {},
+    });
+    expect(nul.outcome.error).toMatchObject({
+      kind: 'bad_state',
+      message: expect.stringMatching(/NUL character/),
+    });
     const raised = await runScript(
       fx,
       py(

@@ -50,6 +50,9 @@ interface StateRow {
   reason: string | null;
 }
 
+/** An escaped NUL in JSON text (after an even run of backslashes): PostgreSQL's jsonb cannot hold one. */
+const ESCAPED_NUL = /(?<!\\)(?:\\\\)*\\u0000/;
+
 /** Per-tap advisory locks (two keys, apart from the one-key locks elsewhere): versions are numbered in order. */
 const STATE_LOCK_SPACE = 0x54535453;
 
@@ -108,7 +111,13 @@ export class TapStates {
         { field: 'state', problem: 'is not an object or null' },
       ]).coded(TapErrorCode.InvalidState);
     }
-    const size = Buffer.byteLength(JSON.stringify(state));
+    const text = JSON.stringify(state);
+    if (ESCAPED_NUL.test(text)) {
+      throw new ValidationError('state holds a NUL character (\\u0000), which cannot be stored', [
+        { field: 'state', problem: 'holds a NUL character' },
+      ]).coded(TapErrorCode.InvalidState);
+    }
+    const size = Buffer.byteLength(text);
     if (size > MAX_STATE_BYTES) {
       throw new ValidationError(`state is ${size} bytes of JSON; at most ${MAX_STATE_BYTES} are kept`, [
         { field: 'state', problem: `is larger than ${MAX_STATE_BYTES} bytes` },
