@@ -40,6 +40,7 @@ describe('request hygiene', () => {
       packages: [],
       secretName: null,
       cronExpression: null,
+      timezone: 'UTC',
       enabled: false,
       tapType: 'structured',
       catalog: null,

@@ -20,6 +20,17 @@ describe('script facts: one checker for taps and CodeGen scripts', () => {
       tapType: 'structured',
     }).join(' ');
 
+  it('a tap fetch() takes no arguments, or only the state of an incremental tap', async () => {
+    const withSignature = (signature: string): string =>
+      `import os\n\ndef fetch(${signature}):\n    limit = os.environ.get("SERVICE_TAP_TEST_LIMIT")\n    yield {}\n`;
+    for (const ok of ['', 'state', 'state=None', '*, state', 'state, page=1'])
+      expect(await tapProblems(withSignature(ok))).toBe('');
+    for (const bad of ['cursor', 'state, cursor', 'page, state', '*, key'])
+      expect(await tapProblems(withSignature(bad))).toMatch(
+        /fetch\(\) must take no arguments, or only `state`/,
+      );
+  });
+
   it('reports every fact both kinds read from one parse', async () => {
     const r = await scriptFactsOf(
       python,

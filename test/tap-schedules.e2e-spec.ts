@@ -192,4 +192,75 @@ describe('tap schedules (two workers, real Postgres)', () => {
     expect(next!.getUTCSeconds()).toBe(0);
     await api.http.post('/api/v1/tap').send({ name: 'minutely', enabled: false }).expect(200);
   }, 30000);
+
+  it("reads a schedule in the tap's time zone: GET /tap shows the next five fire times with the offset", async () => {
+    const saved = await api.http
+      .post('/api/v1/tap')
+      .send({ name: 'berlin', script: 'def fetch():\n    return []\n', cronExpression: '0 30 7 ? * MON-FRI' })
+      .expect(200);
+    // Configurations default to UTC; a disabled schedule has no fire times.
+    expect(saved.body.timezone).toBe('UTC');
+    expect((await api.http.get('/api/v1/tap').query({ name: 'berlin' })).body.nextFireTimes).toEqual([]);
+    await api.http
+      .post('/api/v1/tap')
+      .send({ name: 'berlin', timezone: 'Europe/Berlin', enabled: true })
+      .expect(200);
+    const got = await api.http.get('/api/v1/tap').query({ name: 'berlin' }).expect(200);
+    expect(got.body.timezone).toBe('Europe/Berlin');
+    const times: string[] = got.body.nextFireTimes;
+    expect(times).toHaveLength(5);
+    // Checked with Intl, not with the implementation: 07:30 on a weekday in Berlin, offset as Berlin has it then.
+    const berlin = new Intl.DateTimeFormat('en-GB', {
+      timeZone: 'Europe/Berlin',
+      weekday: 'short',
+      hour: '2-digit',
+      minute: '2-digit',
+      timeZoneName: 'longOffset',
+    });
+    for (const t of times) {
+      expect(t).toMatch(/^\d{4}-\d\d-\d\dT07:30:00\+0[12]:00$/);
+      const parts = berlin.formatToParts(new Date(t));
+      const part = (type: string): string | undefined => parts.find((p) => p.type === type)?.value;
+      expect(['Mon', 'Tue', 'Wed', 'Thu', 'Fri']).toContain(part('weekday'));
+      expect(`${part('hour')}:${part('minute')}`).toBe('07:30');
+      expect(part('timeZoneName')).toBe(`GMT${t.slice(-6)}`);
+    }
+    // The schedule's claim is the first of them.
+    expect((await nextFireAt('berlin'))?.toISOString()).toBe(new Date(times[0]).toISOString());
+    await api.http.post('/api/v1/tap').send({ name: 'berlin', enabled: false }).expect(200);
+  });
+
+  it('refuses an unknown time zone with a 400 naming it', async () => {
+    const res = await api.http
+      .post('/api/v1/tap')
+      .send({ name: 'nowhere', cronExpression: '0 0 7 * * ?', timezone: 'Mars/Olympus_Mons' })
+      .expect(400);
+    expect(res.body.message).toMatch(/timezone 'Mars\/Olympus_Mons' is not a known IANA timezone/);
+    expect(res.body.code).toBe('tap.invalid_timezone');
+    await api.http.get('/api/v1/tap').query({ name: 'nowhere' }).expect(404);
+  });
+
+  it("a worker computes the next fire time in the tap's zone", async () => {
+    // Kolkata is UTC+05:30: "every hour on the hour" there is half past in UTC.
+    await api.http
+      .post('/api/v1/tap')
+      .send({
+        name: 'kolkata',
+        script: 'def fetch():\n    return []\n',
+        cronExpression: '0 0 * * * ?',
+        timezone: 'Asia/Kolkata',
+        enabled: true,
+      })
+      .expect(200);
+    expect((await nextFireAt('kolkata'))?.getUTCMinutes()).toBe(30);
+    await pg.query(
+      `UPDATE tapyard.taps SET next_fire_at = now() - interval '1 minute' WHERE environment = $1 AND name = $2`,
+      [env, 'kolkata'],
+    );
+    await until('the overdue kolkata run', async () => (await runs('kolkata')).length >= 1);
+    const next = await nextFireAt('kolkata');
+    expect(next!.getTime()).toBeGreaterThan(Date.now());
+    expect(next!.getUTCMinutes()).toBe(30);
+    await api.http.post('/api/v1/tap').send({ name: 'kolkata', enabled: false }).expect(200);
+  }, 30000);
 });

@@ -115,4 +115,23 @@ describe('tap runs streaming into their load (real Postgres)', () => {
     expect(loaded[1499]).toEqual({ n: 1499, closed_at: null });
     expect(loaded[1500]).toEqual({ n: 1500, closed_at: 'day 1500' });
   }, 60000);
+
+  it("commits an incremental tap's state with the job that loaded, not the superseded one", async () => {
+    await target('bookmarked');
+    const script =
+      'import time\ndef fetch(state):\n    for i in range(state.get("next", 0), 400):\n        if i == 200:\n            time.sleep(0.3)\n' +
+      '        row = {"n": i}\n        if i >= 300:\n            row["Late"] = "x"\n        state["next"] = i + 1\n        yield row\n';
+    await api.http
+      .post('/api/v1/tap')
+      .send({ name: 'marked', script, targetPipeline: 'bookmarked' })
+      .expect(200);
+    const run = await api.http.post('/api/v1/tap/run').send({ name: 'marked', mode: 'run' }).expect(200);
+    expect(run.body.pipelineTokens).toHaveLength(2);
+    const { rollup: r } = await rollup(run.body.publisherToken);
+    expect(r.jobs.map((j) => j.status)).toEqual(['success', 'success']);
+    const state = await api.http.get('/api/v1/tap/state').query({ name: 'marked' }).expect(200);
+    // The streaming job was superseded and loaded nothing: the state names the job that loaded.
+    expect(state.body).toMatchObject({ state: { next: 400 }, pipelineToken: run.body.pipelineTokens[1] });
+    expect(await rows('bookmarked')).toHaveLength(400);
+  }, 60000);
 });

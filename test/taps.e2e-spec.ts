@@ -240,6 +240,45 @@ def fetch():
     await api.http.get('/api/v1/health/services').expect(200);
   });
 
+  it("returns a runtime error with the script's own frames: file and line", async () => {
+    const script = [
+      'import json',
+      'def parse(page):',
+      '    return json.loads(page)',
+      'def fetch():',
+      '    yield {"n": 1}',
+      '    yield parse("{not json")',
+    ].join('\n');
+    await api.http.post('/api/v1/tap').send({ name: 'frames_tap', script }).expect(200);
+    const res = await api.http.post('/api/v1/tap/run').send({ name: 'frames_tap', mode: 'test' }).expect(200);
+    expect(res.body.status).toBe('error');
+    const error: string = res.body.error;
+    expect(error).toMatch(/^fetch\(\) raised json\.decoder\.JSONDecodeError: /);
+    // Innermost last, as Python prints them; only the script's file, never the harness or the library.
+    expect(error).toMatch(/File "frames_tap\.py", line 6, in fetch\n\s+yield parse\("\{not json"\)/);
+    expect(error).toMatch(/File "frames_tap\.py", line 3, in parse\n\s+return json\.loads\(page\)/);
+    expect(error.indexOf('line 6, in fetch')).toBeLessThan(error.indexOf('line 3, in parse'));
+    expect(error).not.toMatch(/harness|json\/decoder\.py|\/tmp\//);
+  });
+
+  it('refuses to save a script that does not parse: 400 with the line', async () => {
+    const saved = await api.http
+      .post('/api/v1/tap')
+      .send({ name: 'parse_tap', script: ROWS_SCRIPT })
+      .expect(200);
+    const broken = 'import os\n\ndef fetch():\n    return [{"a": 1}\n\nx = 2\n';
+    const res = await api.http.post('/api/v1/tap').send({ name: 'parse_tap', script: broken }).expect(400);
+    expect(res.body.code).toBe('tap.script_syntax');
+    expect(res.body.message).toMatch(/^the script does not parse: line 4: /);
+    expect(res.body.message).toContain('return [{"a": 1}');
+    // Nothing changed: the tap keeps its script.
+    const got = await api.http.get('/api/v1/tap').query({ name: 'parse_tap' }).expect(200);
+    expect(got.body).toMatchObject({ scriptPath: saved.body.scriptPath, script: ROWS_SCRIPT });
+    // A new tap with such a script is not created.
+    await api.http.post('/api/v1/tap').send({ name: 'parse_new', script: 'def fetch(:\n' }).expect(400);
+    await api.http.get('/api/v1/tap').query({ name: 'parse_new' }).expect(404);
+  });
+
   it('names an unknown package', async () => {
     const res = await api.http
       .post('/api/v1/tap/test')

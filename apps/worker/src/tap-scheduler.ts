@@ -92,7 +92,7 @@ export class TapScheduler implements OnApplicationBootstrap, OnApplicationShutdo
     let next: Date | null = null;
     if (tap.enabled && tap.cronExpression) {
       try {
-        next = nextFire(tap.cronExpression, now);
+        next = nextFire(tap.cronExpression, tap.timezone, now);
       } catch {
         next = null;
       }

@@ -3,7 +3,7 @@
 Usage:
     python -E -S -u -B harness.py [--uid N --gid N] [--memory BYTES] [--cpu SECONDS]
                                    [--nproc N] [--fsize BYTES] [--egress-port N] [--rows 1]
-                                   [--flush 1] [--] <script_path>
+                                   [--flush 1] [--state 1] [--] <script_path>
 
 -S matters: site-packages (and their .pth files, which run code) are only loaded by this file,
 after privileges are dropped and the limits are set.
@@ -14,16 +14,23 @@ Protocol on file descriptor 3 (ASCII, one item per line, each ending in "\\n"):
     seen for the first time, written before the first record that has them. JSON text never
     starts with "#" either. Every record must then be a dict (else error kind not_row).
   * a control line: "!" followed by one JSON object. Exactly one is written, always last:
-        !{"type":"done","records":N}
+        !{"type":"done","records":N}  (with --state 1 and a fetch(state): ,"state":{...})
         !{"type":"error","kind":K,"message":M, ...details}
-    K is one of no_fetch, syntax, import, fetch_raised, not_iterable, not_json, not_row, memory,
-    internal.
+    K is one of no_fetch, syntax, import, fetch_raised, not_iterable, not_json, not_row, bad_state,
+    memory, internal.
 stdout and stderr belong to the script (its logs); the harness never writes there. stdin is the
 script's too (the platform may feed it requests); the harness never reads it.
 Messages name the script by its file name only, never by a platform path.
 
 --flush 1 (request/response use: the platform waits for each answer before it sends the next
 request): every record is written as soon as it is yielded instead of in batches.
+
+--state 1 (incremental taps): the platform puts the tap's last committed state, a JSON object, in
+the environment variable TAPYARD_TAP_STATE; the harness takes it out of the environment before the
+script loads. A fetch() with a parameter named `state` is called as fetch(state=<that dict>) (an
+empty dict on the first run) and may change the dict as it goes, typically a cursor as records are
+yielded; once every record is written, the dict as it is then goes in the done line. A fetch()
+without that parameter is called as before and no state is reported: old scripts keep working.
 
 --egress-port: the sandbox has its own network namespace with nothing but loopback. The platform's
 egress proxy is a Unix socket bound at EGRESS_SOCKET; a forwarder process listens on
@@ -46,6 +53,8 @@ CONTROL = b"!"
 LIMITS = {}
 PREFIXES = {"import": "importing the script failed: ", "fetch_raised": "fetch() raised "}
 EGRESS_SOCKET = "/run/tapyard/egress.sock"
+STATE_ENV = "TAPYARD_TAP_STATE"
+MAX_STATE_BYTES = 1 << 16
 RELAY_BUFFER = 1 << 18
 
 
@@ -459,6 +468,52 @@ def finish(out, payload, code):
     os._exit(code)
 
 
+def take_state():
+    """The committed state, out of the environment before any script code runs."""
+    import json
+
+    text = os.environ.pop(STATE_ENV, None)
+    try:
+        value = json.loads(text) if text else None
+    except ValueError:
+        raise Failure("internal", "the platform passed a state that is not JSON") from None
+    return value if isinstance(value, dict) else {}
+
+
+def wants_state(fetch):
+    import inspect
+
+    try:
+        parameter = inspect.signature(fetch).parameters.get("state")
+    except (TypeError, ValueError):
+        return False
+    return parameter is not None and parameter.kind != inspect.Parameter.POSITIONAL_ONLY
+
+
+def encode_state(state):
+    """The state for the done line; a state that cannot be stored fails the run (nothing is committed)."""
+    import json
+    import re
+
+    if not isinstance(state, dict):
+        kind = type(state).__name__
+        raise Failure("bad_state", "the state must stay a dict, not %s %s" % (article(kind), kind))
+    try:
+        text = json.dumps(state, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise Failure("bad_state", "the state is not JSON: %s" % exc) from None
+    # An escaped NUL (after an even run of backslashes): PostgreSQL's jsonb cannot hold one.
+    if re.search(r"(?<!\\)(?:\\\\)*\\u0000", text):
+        raise Failure("bad_state", "the state holds a NUL character (\\u0000), which cannot be stored")
+    if len(text.encode()) > MAX_STATE_BYTES:
+        raise Failure(
+            "bad_state",
+            "the state is %d bytes of JSON; at most %d are kept (store a cursor, not the data)"
+            % (len(text.encode()), MAX_STATE_BYTES),
+        )
+    return json.loads(text)
+
+
 def run(script_path, out):
     try:
         import site
@@ -468,6 +523,7 @@ def run(script_path, out):
         raise raised(exc, script_path, "import") from None
     sys.argv = [script_path]
     sys.path[0] = os.path.dirname(script_path)
+    state = take_state() if LIMITS.get("state") == 1 else None
     module = load_script(script_path)
     fetch = getattr(module, "fetch", None)
     if fetch is None:
@@ -475,8 +531,13 @@ def run(script_path, out):
     if not callable(fetch):
         kind = type(fetch).__name__
         raise Failure("no_fetch", "fetch is %s %s, not a function" % (article(kind), kind))
+    arguments = {}
+    if state is not None and wants_state(fetch):
+        arguments["state"] = state
+    else:
+        state = None
     try:
-        records = iterate(fetch())
+        records = iterate(fetch(**arguments))
     except Failure:
         raise
     except BaseException as exc:
@@ -485,7 +546,7 @@ def run(script_path, out):
         # fetch() forked and this is the child: only the original process streams.
         os._exit(0)
     try:
-        return stream(records, out, rows=LIMITS.get("rows") == 1, each=LIMITS.get("flush") == 1)
+        count = stream(records, out, rows=LIMITS.get("rows") == 1, each=LIMITS.get("flush") == 1)
     except NotRow as exc:
         kind = "null" if exc.record is None else type(exc.record).__name__
         raise Failure(
@@ -506,6 +567,10 @@ def run(script_path, out):
         raise
     except BaseException as exc:
         raise raised(exc, script_path, "fetch_raised") from None
+    done = {"type": "done", "records": count}
+    if state is not None:
+        done["state"] = encode_state(state)
+    return done
 
 
 def main():
@@ -536,7 +601,7 @@ def main():
     except BaseException as exc:
         finish(out, {"type": "error", "kind": "internal", "message": describe(exc)}, 1)
     try:
-        count = run(os.path.abspath(script_path), out)
+        done = run(os.path.abspath(script_path), out)
     except Failure as failure:
         finish(out, dict(failure.details, type="error", kind=failure.kind, message=failure.message), 1)
     except ChannelClosed:
@@ -544,7 +609,7 @@ def main():
         os._exit(1)
     except MemoryError:
         finish(out, {"type": "error", "kind": "memory", "message": "MemoryError"}, 1)
-    finish(out, {"type": "done", "records": count}, 0)
+    finish(out, done, 0)
 
 
 if __name__ == "__main__":

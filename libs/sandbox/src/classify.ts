@@ -14,6 +14,7 @@ const PASSTHROUGH: ReadonlySet<string> = new Set<SandboxErrorKind>([
   'not_iterable',
   'not_json',
   'not_row',
+  'bad_state',
 ]);
 
 /** The harness's own report, with secrets masked in everything the script could influence. */

@@ -1,5 +1,5 @@
 /**
- * Why a run failed. The first seven come from the harness (memory is reported as memory_limit);
+ * Why a run failed. The first eight come from the harness (memory is reported as memory_limit);
  * the rest are decided by the parent from limits, signals and exit codes.
  */
 export type SandboxErrorKind =
@@ -10,6 +10,7 @@ export type SandboxErrorKind =
   | 'not_iterable'
   | 'not_json'
   | 'not_row'
+  | 'bad_state'
   | 'memory_limit'
   | 'timeout'
   | 'cpu_limit'

@@ -40,6 +40,74 @@ describe.each(modes)('harness protocol (bwrap: %s)', (mode) => {
     expect(records).toEqual([{ x: 0 }, { x: 1 }, { x: 2 }]);
   });
 
+  it('passes the committed state to fetch(state) and reports the dict it left after the last record', async () => {
+    const { records, outcome } = await runScript(
+      fx,
+      py(
+        'import os',
+        'def fetch(state):',
+        '    since = state.get("cursor", 0)',
+        '    for i in range(since + 1, since + 4):',
+        '        state["cursor"] = i',
+        '        yield {"i": i, "seen_env": "TAPYARD_TAP_STATE" in os.environ}',
+      ),
+      { state: { cursor: 10, other: ['kept'] } },
+    );
+    expect(outcome.error).toBeNull();
+    expect(records).toEqual([11, 12, 13].map((i) => ({ i, seen_env: false })));
+    expect(outcome.state).toEqual({ cursor: 13, other: ['kept'] });
+  });
+
+  it('keeps old scripts working: fetch() without a state parameter reports no state', async () => {
+    const { records, outcome } = await runScript(fx, py('def fetch():', '    return [{"a": 1}]'), {
+      state: { cursor: 1 },
+    });
+    expect(outcome.error).toBeNull();
+    expect(records).toEqual([{ a: 1 }]);
+    expect(outcome.state).toBeUndefined();
+    // Without a state in the request, a fetch(state=None) keeps its default.
+    const plain = await runScript(fx, py('def fetch(state=None):', '    return [{"state": state}]'));
+    expect(plain.records).toEqual([{ state: null }]);
+    expect(plain.outcome.state).toBeUndefined();
+  });
+
+  it('fails the run when the state cannot be stored, and reports no state after an error', async () => {
+    const bad = await runScript(
+      fx,
+      py(
+        'import datetime',
+        'def fetch(state):',
+        '    state["at"] = datetime.date(2026, 1, 1)',
+        '    return []',
+      ),
+      { state: {} },
+    );
+    expect(bad.outcome.error).toMatchObject({
+      kind: 'bad_state',
+      message: expect.stringMatching(/^the state is not JSON: /),
+    });
+    expect(bad.outcome.state).toBeUndefined();
+    const nul = await runScript(fx, py('def fetch(state):', '    state["k"] = "a\\x00b"', '    return []'), {
+      state: {},
+    });
+    expect(nul.outcome.error).toMatchObject({
+      kind: 'bad_state',
+      message: expect.stringMatching(/NUL character/),
+    });
+    const raised = await runScript(
+      fx,
+      py(
+        'def fetch(state):',
+        '    state["cursor"] = 5',
+        '    yield {"a": 1}',
+        '    raise RuntimeError("page 2")',
+      ),
+      { state: {} },
+    );
+    expect(raised.outcome.error?.kind).toBe('fetch_raised');
+    expect(raised.outcome.state).toBeUndefined();
+  });
+
   it('reports a script without fetch', async () => {
     const { outcome } = await runScript(fx, py('x = 1'));
     expect(outcome.error).toMatchObject({

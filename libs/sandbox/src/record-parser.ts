@@ -3,10 +3,10 @@
  *  - a record: JSON text (the harness escapes newlines; JSON text never starts with "!" or "#");
  *  - rows mode: "#" + JSON array of keys seen for the first time, before the record that has them;
  *  - a control line: "!" + JSON object, exactly one and last:
- *      {"type":"done","records":N} or {"type":"error","kind":K,"message":M,...details}.
+ *      {"type":"done","records":N(,"state":{...})} or {"type":"error","kind":K,"message":M,...details}.
  */
 export type ControlMessage =
-  | { type: 'done'; records: number }
+  | { type: 'done'; records: number; state?: Record<string, unknown> }
   | { type: 'error'; kind: string; message: string; [detail: string]: unknown };
 
 const NEWLINE = 0x0a;
@@ -176,6 +176,10 @@ function parseControl(text: string): ControlMessage {
 function isControl(value: unknown): value is ControlMessage {
   if (typeof value !== 'object' || value === null) return false;
   const v = value as Record<string, unknown>;
-  if (v.type === 'done') return typeof v.records === 'number';
+  if (v.type === 'done')
+    return (
+      typeof v.records === 'number' &&
+      (v.state === undefined || (typeof v.state === 'object' && v.state !== null && !Array.isArray(v.state)))
+    );
   return v.type === 'error' && typeof v.kind === 'string' && typeof v.message === 'string';
 }

@@ -40,6 +40,8 @@ export interface RunOutcome {
   recordCount: number;
   outputBytes: number;
   isolation: IsolationMode | null;
+  /** The state fetch(state) left, when the run asked for one (RunRequest.state) and succeeded. */
+  state?: Record<string, unknown>;
 }
 
 export type RecordsCallback = (batch: unknown[]) => void | Promise<void>;
@@ -374,6 +376,9 @@ export class RunHandle implements AsyncIterable<unknown> {
       recordCount: this.parser.count,
       outputBytes: this.outputBytes,
       isolation: this.isolation,
+      ...(error === null && this.parser.control?.type === 'done' && this.parser.control.state
+        ? { state: this.parser.control.state }
+        : {}),
     });
   }
 }

@@ -75,6 +75,12 @@ export interface RunRequest {
    * where the caller waits for a record before it writes the next request (see BatchSession).
    */
   flushEach?: boolean;
+  /**
+   * Incremental taps: the tap's last committed state. A fetch() with a `state` parameter gets it (as
+   * a dict it may change) and the outcome reports the dict as it was once every record was written
+   * (RunOutcome.state); a fetch() without one runs as before.
+   */
+  state?: Record<string, unknown>;
 }
 
 /** Python flags: ignore PYTHON* variables, no site (the harness loads it after dropping), unbuffered logs. */
@@ -151,6 +157,7 @@ export class PythonSandbox {
       ...harnessLimits(limits),
       ...(request.rows ? ['--rows', '1'] : []),
       ...(request.flushEach ? ['--flush', '1'] : []),
+      ...(request.state ? ['--state', '1'] : []),
     ];
     if (!this.isRoot) {
       return isolation === 'none'
@@ -181,7 +188,7 @@ export class PythonSandbox {
    * interpreter, venv, harness and script must be readable by that user.
    */
   private launchDirect(request: RunRequest, harnessArgs: string[], lease: UidLease | null): Launch {
-    const env = sandboxEnv(request.env ?? {}, join(request.venvDir, 'bin'));
+    const env = { ...sandboxEnv(request.env ?? {}, join(request.venvDir, 'bin')), ...stateEnv(request) };
     const args = [...PYTHON_FLAGS, this.harnessPath, ...harnessArgs, '--', request.scriptPath];
     const options: SpawnOptions = {
       env,
@@ -213,7 +220,11 @@ export class PythonSandbox {
       scriptPath: request.scriptPath,
       harnessPath: this.harnessPath,
       tmpBytes: limits.maxFileBytes,
-      env: { ...sandboxEnv(request.env ?? {}, posix.join(SANDBOX_VENV, 'bin')), ...proxyEnv(request) },
+      env: {
+        ...sandboxEnv(request.env ?? {}, posix.join(SANDBOX_VENV, 'bin')),
+        ...proxyEnv(request),
+        ...stateEnv(request),
+      },
       egressSocket: request.egressSocket,
     });
     // As root the harness drops to the run's uid itself, before any venv or script code runs.
@@ -313,6 +324,11 @@ function proxyEnv(request: RunRequest): Record<string, string> {
   if (!request.egressSocket) return {};
   const url = `http://127.0.0.1:${SANDBOX_EGRESS_PORT}`;
   return { HTTP_PROXY: url, HTTPS_PROXY: url, http_proxy: url, https_proxy: url };
+}
+
+/** The harness takes the state out of the environment before the script loads (see harness.py). */
+function stateEnv(request: RunRequest): Record<string, string> {
+  return request.state ? { TAPYARD_TAP_STATE: JSON.stringify(request.state) } : {};
 }
 
 function feed(pipe: Readable | Writable | null | undefined, data: Buffer): void {

@@ -1,4 +1,11 @@
-export { describeQuartz, InvalidCronError, parseQuartz, validateQuartz } from './quartz';
+export {
+  assertTimezone,
+  describeQuartz,
+  InvalidCronError,
+  isoInZone,
+  parseQuartz,
+  validateQuartz,
+} from './quartz';
 export type { QuartzSchedule } from './quartz';
 export { cronFromEnglish } from './english';
 export type { EnglishSchedule } from './english';

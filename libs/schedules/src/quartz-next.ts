@@ -36,7 +36,12 @@ function cronerList(field: NumericField, spec: FieldSpec): string {
 
 export type NextFn = (after: Date) => Date | null;
 
-export function buildNext(fields: QuartzFields, timezone: string): NextFn {
+/**
+ * Fire times on a wall clock: croner runs in UTC, whose clock never jumps, and inZone() maps the wall
+ * times onto a zone's instants.
+ */
+export function buildNext(fields: QuartzFields): NextFn {
+  const timezone = 'UTC';
   const options: CronOptions = {
     mode: '6-or-7-parts',
     alternativeWeekdays: true,
@@ -104,11 +109,75 @@ export function buildNext(fields: QuartzFields, timezone: string): NextFn {
   return (after) => capped(cron.nextRun(after));
 }
 
+/** The zone's offset from UTC at `at`, in milliseconds (Intl gives the local wall clock). */
+export function zoneOffsetMs(zone: Intl.DateTimeFormat, at: Date): number {
+  const parts = zone.formatToParts(at);
+  const get = (type: string): number => Number(parts.find((p) => p.type === type)?.value);
+  const local = Date.UTC(
+    get('year'),
+    get('month') - 1,
+    get('day'),
+    get('hour') % 24,
+    get('minute'),
+    get('second'),
+  );
+  return local - Math.floor(at.getTime() / 1000) * 1000;
+}
+
+export function wallClock(timezone: string): Intl.DateTimeFormat {
+  return new Intl.DateTimeFormat('en-US', {
+    timeZone: timezone,
+    hourCycle: 'h23',
+    year: 'numeric',
+    month: 'numeric',
+    day: 'numeric',
+    hour: 'numeric',
+    minute: 'numeric',
+    second: 'numeric',
+  });
+}
+
+/**
+ * Fire times in `timezone` from a schedule computed on the wall clock (`wallNext` works in UTC, whose
+ * clock never jumps), the way Quartz reads an expression: each wall-clock time fires once. A time the
+ * clock shows twice (fall-back) fires at its first occurrence; a time the clock skips (spring-forward)
+ * fires at the first valid instant after the gap, and all of the gap's times fire there once.
+ * croner's own zone handling differs (it fires a repeated stretch twice and drops some gap times).
+ */
+export function inZone(wallNext: NextFn, timezone: string): NextFn {
+  const zone = wallClock(timezone);
+  const offset = (t: number): number => zoneOffsetMs(zone, new Date(t));
+  const instantOf = (wall: number): number => {
+    const earlier = offset(wall - 12 * 3600_000);
+    const later = offset(wall + 12 * 3600_000);
+    const shown = [wall - earlier, wall - later].filter((t) => offset(t) === wall - t);
+    if (shown.length > 0) return Math.min(...shown);
+    // In the gap: the transition lies between the two readings; find its second.
+    let [lo, hi] = [wall - later, wall - earlier];
+    while (hi - lo > 1000) {
+      const mid = lo + Math.floor((hi - lo) / 2000) * 1000;
+      if (offset(mid) === later) hi = mid;
+      else lo = mid;
+    }
+    return hi;
+  };
+  return (after) => {
+    const start = Math.floor(after.getTime() / 1000) * 1000;
+    let wall = wallNext(new Date(start + offset(start)));
+    // Ends: wall times only grow, and their instants pass `after` once past the stretch it may repeat.
+    while (wall) {
+      const at = instantOf(wall.getTime());
+      if (at > after.getTime()) return new Date(at);
+      wall = wallNext(wall);
+    }
+    return null;
+  };
+}
 // Checking from the start of Quartz's year span makes "never fires" a property of the calendar, not of today.
 const BEFORE_MIN_YEAR = new Date(Date.UTC(MIN_YEAR, 0, 1) - 1000);
 
 export function assertFires(fields: QuartzFields, expression: string): void {
-  if (buildNext(fields, 'UTC')(BEFORE_MIN_YEAR) === null) {
+  if (buildNext(fields)(BEFORE_MIN_YEAR) === null) {
     throw invalid(
       `cron expression '${expression.trim()}' never fires (no date in ${MIN_YEAR}-${MAX_YEAR} matches it)`,
     );

@@ -1,5 +1,5 @@
 import { ValidationError } from '@tapyard/core';
-import { describeQuartz, InvalidCronError, parseQuartz, validateQuartz } from './quartz';
+import { describeQuartz, InvalidCronError, isoInZone, parseQuartz, validateQuartz } from './quartz';
 
 // Wednesday 2024-01-10 12:34:56 UTC. 2024 is a leap year; January 1st 2024 is a Monday.
 const START = '2024-01-10T12:34:56Z';
@@ -233,6 +233,103 @@ describe('parseQuartz', () => {
     expect(caught).toBeInstanceOf(ValidationError);
     expect((caught as InvalidCronError).status).toBe(400);
     expect((caught as InvalidCronError).message).toBe('month value 13 is out of range 1-12');
+  });
+});
+
+/**
+ * Expected values computed independently of the implementation: Intl's `longOffset` names the zone's
+ * offset at an instant ("GMT+02:00"), and the instant of a wall-clock time is found from it.
+ */
+function offsetMinutes(timezone: string, at: number): number {
+  const name = new Intl.DateTimeFormat('en-US', { timeZone: timezone, timeZoneName: 'longOffset' })
+    .formatToParts(new Date(at))
+    .find((p) => p.type === 'timeZoneName')?.value as string;
+  const m = /GMT(?:([+-])(\d\d):(\d\d))?/.exec(name) as RegExpExecArray;
+  return m[1] ? (m[1] === '-' ? -1 : 1) * (Number(m[2]) * 60 + Number(m[3])) : 0;
+}
+function wallTime(timezone: string, y: number, mo: number, d: number, h: number, mi: number): string {
+  const asUtc = Date.UTC(y, mo - 1, d, h, mi);
+  return new Date(asUtc - offsetMinutes(timezone, asUtc - 12 * 3600_000) * 60_000).toISOString();
+}
+function localText(timezone: string, at: Date): string {
+  return new Intl.DateTimeFormat('sv-SE', {
+    timeZone: timezone,
+    dateStyle: 'short',
+    timeStyle: 'short',
+  }).format(at);
+}
+
+describe('time zones and daylight saving (Quartz: wall-clock times)', () => {
+  it('weekdays at 7:30 Europe/Berlin fire at 07:30 Berlin time on both sides of the spring transition', () => {
+    // 2026-03-29 (a Sunday) Berlin moves from CET (+1) to CEST (+2).
+    const runs = parseQuartz('0 30 7 ? * MON-FRI', 'Europe/Berlin').nextRuns(
+      6,
+      new Date('2026-03-25T00:00:00Z'),
+    );
+    const days: [number, number][] = [
+      [3, 25],
+      [3, 26],
+      [3, 27],
+      [3, 30],
+      [3, 31],
+      [4, 1],
+    ];
+    expect(runs.map((d) => d.toISOString())).toEqual(
+      days.map(([mo, d]) => wallTime('Europe/Berlin', 2026, mo, d, 7, 30)),
+    );
+    // Winter 06:30Z, summer 05:30Z.
+    expect(runs[0].toISOString()).toBe('2026-03-25T06:30:00.000Z');
+    expect(runs[3].toISOString()).toBe('2026-03-30T05:30:00.000Z');
+  });
+
+  it('fires a wall-clock time the fall-back shows twice once, at its first occurrence', () => {
+    // 2026-10-25 Berlin shows 02:00-02:59 twice (CEST, then CET); New York 2026-11-01 shows 01:00-01:59 twice.
+    for (const [timezone, start, end] of [
+      ['Europe/Berlin', '2026-10-24T21:59:59Z', '2026-10-25T23:00:00Z'],
+      ['America/New_York', '2026-11-01T03:59:59Z', '2026-11-02T05:00:00Z'],
+    ]) {
+      const runs = parseQuartz('0 0/30 * * * ?', timezone)
+        .nextRuns(60, new Date(start))
+        .filter((d) => d.getTime() < Date.parse(end));
+      const local = runs.map((d) => localText(timezone, d));
+      // Every half hour of the 25-hour day, each wall-clock time once: 48, not 50.
+      expect(new Set(local).size).toBe(local.length);
+      expect(local).toHaveLength(48);
+      for (let i = 1; i < runs.length; i++) {
+        const gap = runs[i].getTime() - runs[i - 1].getTime();
+        // The repeated hour is skipped as a whole: one 90-minute gap, the rest 30 minutes.
+        expect([30, 90]).toContain(gap / 60_000);
+      }
+    }
+    const daily = parseQuartz('0 30 1 * * ?', 'America/New_York').nextRuns(
+      2,
+      new Date('2026-10-31T12:00:00Z'),
+    );
+    expect(daily.map((d) => d.toISOString())).toEqual([
+      // The first 01:30 is still EDT (-4).
+      '2026-11-01T05:30:00.000Z',
+      wallTime('America/New_York', 2026, 11, 2, 1, 30),
+    ]);
+  });
+
+  it('moves a time in the spring-forward gap to the first valid time, once', () => {
+    // New York skips 02:00-02:59 on 2026-03-08: 02:00 and 02:30 both become 03:00 EDT (07:00Z), one fire.
+    const runs = parseQuartz('0 0/30 2 * * ?', 'America/New_York').nextRuns(
+      3,
+      new Date('2026-03-07T12:00:00Z'),
+    );
+    expect(runs.map((d) => localText('America/New_York', d))).toEqual([
+      '2026-03-08 03:00',
+      '2026-03-09 02:00',
+      '2026-03-09 02:30',
+    ]);
+  });
+
+  it('writes fire times as ISO 8601 with the zone offset', () => {
+    expect(isoInZone(new Date('2026-03-30T05:30:00Z'), 'Europe/Berlin')).toBe('2026-03-30T07:30:00+02:00');
+    expect(isoInZone(new Date('2026-03-27T06:30:00Z'), 'Europe/Berlin')).toBe('2026-03-27T07:30:00+01:00');
+    expect(isoInZone(new Date('2026-01-05T12:00:00Z'), 'America/St_Johns')).toBe('2026-01-05T08:30:00-03:30');
+    expect(isoInZone(new Date('2026-01-05T12:00:00Z'), 'UTC')).toBe('2026-01-05T12:00:00Z');
   });
 });
 

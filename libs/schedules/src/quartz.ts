@@ -1,5 +1,5 @@
 import { describeFields } from './quartz-describe';
-import { assertFires, buildNext } from './quartz-next';
+import { assertFires, buildNext, inZone, wallClock, zoneOffsetMs } from './quartz-next';
 import { assertTimezone, InvalidCronError, parseQuartzFields } from './quartz-parse';
 
 export { assertTimezone, InvalidCronError } from './quartz-parse';
@@ -30,7 +30,7 @@ export function parseQuartz(expression: string, timezone = 'UTC'): QuartzSchedul
   const fields = parseQuartzFields(expression);
   assertFires(fields, expression);
   assertTimezone(timezone);
-  const next = buildNext(fields, timezone);
+  const next = inZone(buildNext(fields), timezone);
   return {
     expression: expression.trim(),
     timezone,
@@ -46,4 +46,15 @@ export function parseQuartz(expression: string, timezone = 'UTC'): QuartzSchedul
 /** Deterministic plain-English reading of a Quartz expression; throws InvalidCronError when it is invalid. */
 export function describeQuartz(expression: string): string {
   return describeFields(parseQuartzFields(expression));
+}
+
+/** `at` in ISO 8601 as the zone's wall clock with its offset, e.g. 2026-03-30T07:30:00+02:00. */
+export function isoInZone(at: Date, timezone: string): string {
+  const offset = zoneOffsetMs(wallClock(timezone), at);
+  const local = new Date(Math.floor(at.getTime() / 1000) * 1000 + offset).toISOString().slice(0, 19);
+  if (offset === 0) return `${local}Z`;
+  const minutes = Math.abs(offset) / 60_000;
+  const hh = String(Math.floor(minutes / 60)).padStart(2, '0');
+  const mm = String(minutes % 60).padStart(2, '0');
+  return `${local}${offset < 0 ? '-' : '+'}${hh}:${mm}`;
 }

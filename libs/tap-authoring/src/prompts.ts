@@ -15,8 +15,9 @@ export const PLATFORM_VARS = new Set<string>([
   'SERVICE_TAP_TEST_LIMIT',
 ]);
 
-const SCRIPT_RULES = `A Tapyard tap is one Python 3.11 file that defines a top-level \`def fetch():\` taking no arguments and
-yielding (or returning a list of) records. The platform runs it in a sandbox and loads what it yields.
+const SCRIPT_RULES = `A Tapyard tap is one Python 3.11 file that defines a top-level \`def fetch():\` taking no arguments (or
+\`def fetch(state):\` for incremental loading, below) and yielding (or returning a list of) records. The platform
+runs it in a sandbox and loads what it yields.
 Rules every script follows:
 - Read every credential and setting from environment variables with os.environ / os.getenv. Never write a
   credential's value in the code.
@@ -28,7 +29,13 @@ Rules every script follows:
   "requests==2.32.3"). No exec, eval or __import__.
 - HTTP calls: a timeout on every request, \`raise_for_status()\` (or an explicit check that raises), retries with
   exponential back-off on 429 and 5xx that honour Retry-After, and pagination until the source says it is done.
-- Log progress and problems with print() or logging: the logs come back to the user.`;
+- Log progress and problems with print() or logging: the logs come back to the user.
+- Incremental loading (when the source can filter by a cursor such as updated_at or an increasing id): declare
+  \`def fetch(state):\`. \`state\` is a dict holding the bookmark the last successful load committed (\`{}\` on the
+  first run): read the cursor with a default (\`since = state.get("updated_since", "1970-01-01T00:00:00Z")\`), ask the
+  source only for newer records, and update the dict as records are yielded (\`state["updated_since"] = row["updated_at"]\`).
+  Change the dict in place, never rebind the name; keep only small JSON values in it (a cursor, not data). The platform
+  commits the new state only after the records loaded, so a failed run or load starts again from the old bookmark.`;
 
 const STRUCTURED_RULES = `Structured taps yield flat dict rows (one per record) with consistent keys; nested values may be dicts or lists.`;
 

@@ -32,7 +32,7 @@ const MIN_SECRET_CHARS = 4;
 
 /**
  * Why a generated script may not be stored (empty when it may): it parses as Python 3, defines a
- * fetch() callable without arguments, honours the test limit, reads its secret from the environment
+ * fetch() callable without arguments or with the state alone, honours the test limit, reads its secret from the environment
  * and never inlines a value of it, and imports only the standard library and declared packages.
  * Problems never quote a secret value.
  */
@@ -44,8 +44,8 @@ export function generatedScriptProblems(
   if (facts.syntaxError) return [`it does not parse as Python 3 (${facts.syntaxError})`];
   const problems: string[] = [];
   if (!facts.fetch) problems.push('it does not define a top-level fetch() function');
-  else if (facts.fetch.args.length - facts.fetch.defaults > 0 || facts.fetch.kwonly.length > 0) {
-    problems.push('fetch() must be callable without arguments');
+  else if (!callableByHarness(facts.fetch)) {
+    problems.push('fetch() must take no arguments, or only `state` (incremental taps)');
   }
   if (!facts.envReads.includes(TEST_LIMIT_VAR)) {
     problems.push(`it does not read ${TEST_LIMIT_VAR} from the environment to cap reads in tests`);
@@ -108,4 +108,11 @@ export function preservationProblems(before: ScriptFacts, after: ScriptFacts): s
     problems.push('it removed the status-raising calls (raise_for_status)');
   }
   return problems;
+}
+
+/** The harness calls fetch() or, for incremental taps, fetch(state=...): nothing else may be required. */
+function callableByHarness(fetch: NonNullable<ScriptFacts['fetch']>): boolean {
+  const required = fetch.args.slice(0, fetch.args.length - fetch.defaults);
+  const onlyState = (names: string[]): boolean => names.every((name) => name === 'state');
+  return required.length <= 1 && onlyState(required) && onlyState(fetch.kwonly);
 }

@@ -11,3 +11,4 @@ export * from './tap-policy';
 export * from './tap-scope';
 export * from './assistant-tools';
 export * from './tap-errors';
+export * from './tap-states';

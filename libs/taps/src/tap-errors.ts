@@ -10,8 +10,12 @@ export const TapErrorCode = {
   /** A field that cannot change once set (tapType). */
   Invalid: 'tap.invalid',
   InvalidScriptPath: 'tap.invalid_script_path',
+  /** A saved script that Python cannot parse. */
+  ScriptSyntax: 'tap.script_syntax',
   /** A cron expression that never fires again. */
   InvalidCron: 'tap.invalid_cron',
+  /** `timezone` is not an IANA zone name. */
+  InvalidTimezone: 'tap.invalid_timezone',
   /** The target pipeline is outside the tap's grant, or not a pipeline this kind of tap can feed. */
   TargetRefused: 'tap.target_refused',
   TargetMissing: 'tap.target_missing',
@@ -20,4 +24,6 @@ export const TapErrorCode = {
   InvalidPackages: 'tap.invalid_packages',
   NoCodeRepository: 'tap.no_code_repository',
   LedgerEntryNotFound: 'tap.ledger_entry_not_found',
+  /** PUT /tap/state with a state that is not an object (or null), or too large. */
+  InvalidState: 'tap.invalid_state',
 } as const satisfies Record<string, DomainCode>;

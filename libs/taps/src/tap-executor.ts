@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import { CONFIG, TapyardConfig, errorMessage } from '@tapyard/core';
 import { ObjectStore } from '@tapyard/objectstore';
 import { PipelineDefinition } from '@tapyard/model';
@@ -15,12 +16,22 @@ import { ScriptEnv, TapEnvironment } from './tap-environment';
 import { TapsRepository } from './taps.repository';
 import { LedgerService } from './ledger.service';
 import { base, dataTypeOf } from './tap-run-results';
+import { TapStateView, TapStates } from './tap-states';
 
 interface Execution {
   outcome: ScriptOutcome;
   /** The first record the platform refused, which stopped the run. */
   shapeError: string | null;
 }
+
+/** A persisted run and the state version its script read. */
+interface Bookmark {
+  runId: string;
+  base: TapStateView;
+}
+
+/** How much of a state a test's logs show. */
+const STATE_NOTE_CHARS = 500;
 
 /**
  * Runs a tap's script in the sandbox with its environment and feeds its records somewhere: a sample
@@ -39,6 +50,7 @@ export class TapExecutor {
     private readonly processes: TapProcesses,
     private readonly ledger: LedgerService,
     private readonly environment: TapEnvironment,
+    private readonly states: TapStates,
   ) {}
 
   async testRun(
@@ -52,14 +64,19 @@ export class TapExecutor {
     const dataType = dataTypeOf(tap, target);
     const sink = new SampleSink(dataType);
     const env = await this.environment.build(environment, tap, testLimit, grant);
-    const { outcome, shapeError } = await this.execute(tap, script, env, sink);
+    const { state } = await this.states.current(environment, tap.name);
+    const { outcome, shapeError } = await this.execute(tap, script, env, sink, state ?? {});
     const error = shapeError ?? outcome.error;
+    const note =
+      outcome.state && !error
+        ? `[tapyard] state after this test (not kept): ${JSON.stringify(outcome.state).slice(0, STATE_NOTE_CHARS)}\n`
+        : '';
     return {
       ...base(tap, 'test', dataType),
       persistedReason: 'test_mode',
       recordCount: sink.count,
       columns: sink.columns,
-      logs: outcome.logs,
+      logs: outcome.logs + note,
       isolation: outcome.isolation,
       error,
       records: sink.records,
@@ -73,21 +90,32 @@ export class TapExecutor {
     script_: string,
     target: PipelineDefinition | null,
     grant: string[],
+    runId: string,
   ): Promise<RunResult> {
     const dataType = dataTypeOf(tap, target);
     const env = await this.environment.build(environment, tap, 0, grant);
-    if (tap.tapType === 'document') return this.documentRun(environment, tap, script_, target, env);
+    const bookmark: Bookmark = { runId, base: await this.states.current(environment, tap.name) };
+    if (tap.tapType === 'document') return this.documentRun(environment, tap, script_, target, env, bookmark);
 
     if (!target) {
       // The records go nowhere: counted for the logs, none submitted.
       const counted = new SampleSink(dataType);
-      const { outcome, shapeError } = await this.execute(tap, script_, env, counted);
+      const { outcome, shapeError } = await this.execute(
+        tap,
+        script_,
+        env,
+        counted,
+        bookmark.base.state ?? {},
+      );
       const error = shapeError ?? outcome.error;
       return {
         ...base(tap, 'run', dataType),
         persistedReason: error ? 'run_error' : 'no_target_pipeline',
         columns: counted.columns,
-        logs: outcome.logs + notSubmitted(counted.count, 'the tap has no target pipeline'),
+        logs:
+          outcome.logs +
+          notSubmitted(counted.count, 'the tap has no target pipeline') +
+          (await this.keepState(environment, tap, bookmark, outcome, error, null)),
         isolation: outcome.isolation,
         error,
       };
@@ -107,7 +135,7 @@ export class TapExecutor {
     );
     let run: Execution;
     try {
-      run = await this.execute(tap, script_, env, load);
+      run = await this.execute(tap, script_, env, load, bookmark.base.state ?? {});
     } catch (err) {
       await load.finish(errorMessage(err)).catch(() => undefined);
       throw err;
@@ -115,6 +143,15 @@ export class TapExecutor {
     const error = run.shapeError ?? run.outcome.error;
     // A failed script loads nothing: half of a source is worse than none, and the next run has it all.
     const loaded = await load.finish(error);
+    const stateNote = await this.keepState(
+      environment,
+      tap,
+      bookmark,
+      run.outcome,
+      error,
+      // Records that could not be staged are not loaded: their state must not move past them.
+      loaded.persisted ? loaded.pipelineTokens : load.count === 0 ? [] : null,
+    );
     const result: RunResult = {
       ...base(tap, 'run', dataType),
       // Spec: records submitted. A failed run submits none, whatever the script yielded before failing.
@@ -122,7 +159,8 @@ export class TapExecutor {
       columns: load.count > 0 ? (dataType === 'csv' ? load.namer.columns : load.namer.keys) : null,
       logs:
         run.outcome.logs +
-        (loaded.persisted ? '' : notSubmitted(load.count, 'the run failed, so none was loaded')),
+        (loaded.persisted ? '' : notSubmitted(load.count, 'the run failed, so none was loaded')) +
+        stateNote,
       isolation: run.outcome.isolation,
       error,
       ...(loaded.pipelineTokens.length > 0 ? { publisherToken, pipelineTokens: loaded.pipelineTokens } : {}),
@@ -142,6 +180,7 @@ export class TapExecutor {
     script: string,
     target: PipelineDefinition | null,
     env: ScriptEnv,
+    bookmark: Bookmark,
   ): Promise<RunResult> {
     const publisherToken = randomUUID();
     const sink = new DocumentsLoad(
@@ -155,9 +194,17 @@ export class TapExecutor {
         ledger: this.ledger,
       },
     );
-    const { outcome, shapeError } = await this.execute(tap, script, env, sink);
+    const { outcome, shapeError } = await this.execute(tap, script, env, sink, bookmark.base.state ?? {});
     const error = shapeError ?? outcome.error;
     const { pipelineTokens, unchanged } = sink;
+    const stateNote = await this.keepState(
+      environment,
+      tap,
+      bookmark,
+      outcome,
+      error,
+      target ? pipelineTokens : null,
+    );
     const persisted = pipelineTokens.length > 0;
     const reason: PersistedReason | undefined = persisted
       ? undefined
@@ -167,7 +214,9 @@ export class TapExecutor {
           ? 'no_target_pipeline'
           : 'no_records';
     const logs =
-      unchanged > 0 ? `${outcome.logs}[tapyard] ${unchanged} unchanged document(s) skipped\n` : outcome.logs;
+      (unchanged > 0
+        ? `${outcome.logs}[tapyard] ${unchanged} unchanged document(s) skipped\n`
+        : outcome.logs) + stateNote;
     return {
       ...base(tap, 'run', 'document'),
       persisted,
@@ -187,11 +236,12 @@ export class TapExecutor {
     script: string,
     env: ScriptEnv,
     sink: RecordSink,
+    state: Record<string, unknown>,
   ): Promise<Execution> {
     // Loads store the records' text as it came and let the harness check the rows: no parsing here.
     const textOnly = sink instanceof RecordsLoad;
     try {
-      const proc = await this.processes.start(tap, script, env.env, env.secrets, textOnly);
+      const proc = await this.processes.start(tap, script, env.env, env.secrets, textOnly, state);
       let shapeError: string | null = null;
       let index = 0;
       try {
@@ -213,6 +263,37 @@ export class TapExecutor {
       // The key dies with the run; its time to live covers a process that never gets here.
       await this.environment.release(env);
     }
+  }
+  /**
+   * Keeps the state a run's fetch(state) left as the tap's next version: waiting for the jobs its
+   * records went to (`pipelineTokens`), or committed at once when there was nothing to load. A failed
+   * run, or records that were not loaded (null: no target pipeline, or they could not be staged), keep
+   * the old one. Returns a note for the logs.
+   */
+  private async keepState(
+    environment: string,
+    tap: TapConfig,
+    bookmark: Bookmark,
+    outcome: ScriptOutcome,
+    error: string | null,
+    pipelineTokens: string[] | null,
+  ): Promise<string> {
+    const { state } = outcome;
+    if (!state || isDeepStrictEqual(state, bookmark.base.state ?? {})) return '';
+    const kept = `version ${bookmark.base.version} stays the tap's state`;
+    if (error) return `[tapyard] new state not kept (the run failed): ${kept}\n`;
+    if (pipelineTokens === null)
+      return `[tapyard] new state not kept (its records were not loaded): ${kept}\n`;
+    const status = await this.states.recordRun(environment, tap.name, {
+      runId: bookmark.runId,
+      base: bookmark.base.version,
+      state,
+      pipelineTokens,
+    });
+    if (status === 'discarded')
+      return '[tapyard] new state discarded: the state was set through PUT /tap/state while this run ran\n';
+    if (status === 'committed') return '[tapyard] new state committed (nothing needed loading)\n';
+    return `[tapyard] new state committed once job(s) ${pipelineTokens.join(', ')} have loaded\n`;
   }
 }
 

@@ -9,11 +9,13 @@ import {
   PackageSpecError,
   PythonSandbox,
   RecordChunk,
+  SandboxError,
   Venv,
   VenvCache,
   maskSecrets,
   normalizePackageSpecs,
   resolveInterpreter,
+  scriptFactsOf,
   writeScript,
 } from '@tapyard/sandbox';
 import { TapConfig } from './tap.types';
@@ -26,6 +28,8 @@ export interface ScriptOutcome {
   durationMs: number;
   /** The isolation the script ran under; null when it never started (e.g. pip failed). */
   isolation: IsolationMode | null;
+  /** The state a fetch(state) left, when it succeeded (see start's `state`). */
+  state?: Record<string, unknown>;
 }
 
 /** Refusals of the egress proxy noted in a run's logs; more only add noise. */
@@ -88,13 +92,17 @@ export class TapProcesses {
     }
   }
 
-  /** `rows`: structured records checked and keyed by the harness, passed on as text only. */
+  /**
+   * `rows`: structured records checked and keyed by the harness, passed on as text only. `state`: the
+   * tap's committed state, for a fetch(state) (see harness.py).
+   */
   async start(
     tap: TapConfig,
     script: string,
     env: Record<string, string>,
     secrets: string[],
     rows = false,
+    state?: Record<string, unknown>,
   ): Promise<ScriptRun> {
     const started = Date.now();
     let venv: Venv;
@@ -132,6 +140,7 @@ export class TapProcesses {
       secrets,
       rows,
       egressSocket: proxy?.socketPath,
+      state,
     });
     const done = handle.outcome.then(async (o) => {
       await Promise.all([file.remove().catch(() => undefined), proxy?.close().catch(() => undefined)]);
@@ -139,9 +148,10 @@ export class TapProcesses {
       const notes = refusals.map((m) => `[tapyard] egress: ${m}\n`).join('');
       return {
         logs: o.logs + maskSecrets(notes, secrets),
-        error: o.error?.message ?? null,
+        error: o.error ? failureText(o.error) : null,
         durationMs: Date.now() - started,
         isolation: o.isolation,
+        ...(o.state ? { state: o.state } : {}),
       };
     });
     return {
@@ -149,6 +159,17 @@ export class TapProcesses {
       done,
       kill: () => handle.kill(),
     };
+  }
+
+  /**
+   * Where the script does not parse (`line N: reason`), from Python's own parser, nothing run; null
+   * when it parses, or when the parser could not answer within its bounds (the run will say).
+   */
+  async syntaxError(script: string): Promise<{ line: number | null; reason: string } | null> {
+    const r = await scriptFactsOf(await resolveInterpreter(this.config.taps.python), script);
+    if ('problem' in r || r.facts.syntaxError === null) return null;
+    const m = /^line (\d+): /.exec(r.facts.syntaxError);
+    return { line: m ? Number(m[1]) : null, reason: r.facts.syntaxError };
   }
 
   private cache(): Promise<VenvCache> {
@@ -168,4 +189,16 @@ function finished(outcome: ScriptOutcome): ScriptRun {
     done: Promise.resolve(outcome),
     kill: () => undefined,
   };
+}
+
+/**
+ * The run result's `error`: the harness's sentence, then what points into the script: the offending
+ * line of a syntax error, or the script's own frames (file and line; other files never show).
+ */
+function failureText(err: SandboxError): string {
+  const { text, traceback } = err.details;
+  if (traceback)
+    return `${err.message}\nTraceback (the script's frames, most recent call last):\n${traceback}`;
+  if (err.kind === 'syntax' && text) return `${err.message}\n    ${text.trim()}`;
+  return err.message;
 }

@@ -161,7 +161,7 @@ export class TapRunner {
       const result =
         opts.mode === 'test'
           ? await this.executor.testRun(environment, tap, script, target, opts.testLimit ?? 0, grant)
-          : await this.executor.persistRun(environment, tap, script, target, grant);
+          : await this.executor.persistRun(environment, tap, script, target, grant, entry.runId);
       await this.finish(environment, entry, result);
       if (result.persisted && tap.scriptPath !== null) this.ran(environment, tap.name, tap.scriptPath, entry);
       return { ...result, runId: entry.runId };

@@ -12,6 +12,8 @@ export interface TapConfig {
   packages: string[];
   secretName: string | null;
   cronExpression: string | null;
+  /** IANA zone the schedule's times are read in; configurations stored before it existed read as UTC. */
+  timezone: string;
   enabled: boolean;
   tapType: TapType;
   catalog: string | null;
@@ -35,7 +37,12 @@ export interface MigrateStorageResult {
 }
 
 /** GET /tap: the configuration plus the script body (spec rules for `script` / `scriptMissing`). */
-export type TapWithScript = TapConfig & { script: string | null; scriptMissing?: true };
+export type TapWithScript = TapConfig & {
+  script: string | null;
+  scriptMissing?: true;
+  /** The next five fire times (ISO 8601 with the zone's offset); empty without an enabled schedule. */
+  nextFireTimes: string[];
+};
 
 export type RunMode = 'run' | 'test';
 export type RunTrigger = 'manual' | 'schedule';

@@ -15,6 +15,7 @@ import { LedgerService } from './ledger.service';
 import { TapScriptRepository } from './tap-script-repository';
 import { TapPolicy } from './tap-policy';
 import { TapIncidentSource } from './tap-incidents';
+import { TapStates } from './tap-states';
 
 @Module({
   imports: [CodeRepositoryModule, IncidentsModule, IntakeModule, QueueModule, SecretsModule, RunKeysModule],
@@ -29,7 +30,8 @@ import { TapIncidentSource } from './tap-incidents';
     LedgerService,
     TapPolicy,
     TapIncidentSource,
+    TapStates,
   ],
-  exports: [TapsService, TapRunner, TapsRepository, LedgerService, TapPolicy],
+  exports: [TapsService, TapRunner, TapsRepository, LedgerService, TapPolicy, TapStates],
 })
 export class TapsModule {}

@@ -28,6 +28,11 @@ interface LedgerRow {
   processed_at: Date;
 }
 
+/** A stored configuration with the fields added since it was saved. */
+function stored(config: TapConfig): TapConfig {
+  return { ...config, timezone: config.timezone ?? 'UTC' };
+}
+
 /** TypeORM answers UPDATE and DELETE with `[rows, affected]`, INSERT and SELECT with the rows. */
 function returned<T>(result: unknown): T[] {
   return (
@@ -51,7 +56,7 @@ export class TapsRepository {
       `SELECT config FROM tapyard.taps WHERE environment = $1 AND name = $2`,
       [environment, name],
     );
-    return rows[0]?.config ?? null;
+    return rows[0] ? stored(rows[0].config) : null;
   }
 
   /** The tap's grant (see tap-grants.ts); null when saved before grants existed. */
@@ -68,7 +73,7 @@ export class TapsRepository {
       `SELECT config FROM tapyard.taps WHERE environment = $1 ORDER BY name`,
       [environment],
     );
-    return rows.map((r) => r.config);
+    return rows.map((r) => stored(r.config));
   }
 
   /** Taps of an environment that feed a pipeline. */
@@ -77,7 +82,7 @@ export class TapsRepository {
       `SELECT config FROM tapyard.taps WHERE environment = $1 AND config->>'targetPipeline' = $2`,
       [environment, pipeline],
     );
-    return rows.map((r) => r.config);
+    return rows.map((r) => stored(r.config));
   }
 
   /**
@@ -115,7 +120,7 @@ export class TapsRepository {
   }
 
   /**
-   * The tap, its run history and its document ledger, all or nothing (a failed delete leaves the
+   * The tap, its run history, its state versions and its document ledger, all or nothing (a failed delete leaves the
    * ledger with its tap); returns the ledger entries it removed, whose staged objects are the caller's.
    */
   async delete(environment: string, name: string): Promise<LedgerEntry[]> {
@@ -128,6 +133,10 @@ export class TapsRepository {
         ),
       );
       await m.query(`DELETE FROM tapyard.tap_runs WHERE environment = $1 AND tap = $2`, [environment, name]);
+      await m.query(`DELETE FROM tapyard.tap_states WHERE environment = $1 AND tap = $2`, [
+        environment,
+        name,
+      ]);
       await m.query(`DELETE FROM tapyard.taps WHERE environment = $1 AND name = $2`, [environment, name]);
       return ledger.map(toLedgerEntry);
     });
@@ -167,7 +176,11 @@ export class TapsRepository {
        ORDER BY next_fire_at LIMIT 100`,
       [environments, now],
     );
-    return rows.map((r) => ({ environment: r.environment, config: r.config, nextFireAt: r.next_fire_at }));
+    return rows.map((r) => ({
+      environment: r.environment,
+      config: stored(r.config),
+      nextFireAt: r.next_fire_at,
+    }));
   }
 
   /**

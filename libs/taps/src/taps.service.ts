@@ -14,7 +14,7 @@ import { ObjectNotFoundError, ObjectStore } from '@tapyard/objectstore';
 import { PipelineDefinition } from '@tapyard/model';
 import { IncidentsService, TapScriptOrigin } from '@tapyard/incidents';
 import { PipelinesService } from '@tapyard/pipelines';
-import { parseQuartz } from '@tapyard/schedules';
+import { InvalidCronError, assertTimezone, isoInZone, parseQuartz } from '@tapyard/schedules';
 import { isAccessSecret } from '@tapyard/secrets';
 import { MAX_SCRIPT_BYTES, TapConfigDto } from './dto/tap-config.dto';
 import { MigrateStorageResult, TapConfig, TapWithScript } from './tap.types';
@@ -79,9 +79,35 @@ export function assertTapSecret(secretName: string): void {
   }
 }
 
-/** The next fire time (UTC) after `after`; throws InvalidCronError (400) naming what is wrong. */
-export function nextFire(expression: string, after: Date): Date | null {
-  return parseQuartz(expression, 'UTC').next(after);
+/** The next fire time after `after`, the expression read in `timezone`; throws InvalidCronError (400) naming what is wrong. */
+export function nextFire(expression: string, timezone: string, after: Date): Date | null {
+  return parseQuartz(expression, timezone).next(after);
+}
+
+/** Fire times a tap's schedule will have, in its zone with the offset; none without an enabled schedule. */
+export function fireTimesOf(tap: TapConfig, after: Date, count = 5): string[] {
+  if (!tap.enabled || tap.cronExpression === null) return [];
+  try {
+    return parseQuartz(tap.cronExpression, tap.timezone)
+      .nextRuns(count, after)
+      .map((d) => isoInZone(d, tap.timezone));
+  } catch (err) {
+    // A schedule saved before its rules tightened: it shows no fire times rather than failing the read.
+    if (err instanceof InvalidCronError) return [];
+    throw err;
+  }
+}
+
+/** 400 naming the field when `timezone` is not an IANA zone name. */
+function assertTapTimezone(timezone: string): void {
+  try {
+    assertTimezone(timezone);
+  } catch (err) {
+    if (!(err instanceof InvalidCronError)) throw err;
+    throw new ValidationError(err.message, [
+      { field: 'timezone', problem: 'is not an IANA time zone' },
+    ]).coded(TapErrorCode.InvalidTimezone);
+  }
 }
 
 /** Tap configurations and their script versions in the environment's taps bucket. */
@@ -111,9 +137,12 @@ export class TapsService {
 
   async getWithScript(environment: string, name: string): Promise<TapWithScript> {
     const tap = await this.get(environment, name);
-    if (tap.scriptPath === null && tap.storage !== 'github') return { ...tap, script: null };
+    const nextFireTimes = fireTimesOf(tap, new Date());
+    if (tap.scriptPath === null && tap.storage !== 'github') return { ...tap, script: null, nextFireTimes };
     const script = await this.liveScript(environment, tap);
-    return script === null ? { ...tap, script: null, scriptMissing: true } : { ...tap, script };
+    return script === null
+      ? { ...tap, script: null, scriptMissing: true, nextFireTimes }
+      : { ...tap, script, nextFireTimes };
   }
 
   /** The script a run executes: the repository file at the recorded commit, or the object at scriptPath. */
@@ -198,10 +227,12 @@ export class TapsService {
       ).coded(TapErrorCode.InvalidScriptPath);
     }
     this.processes.checkPackages(tap.packages);
+    if (dto.script !== undefined) await this.assertParses(dto.script);
     if (tap.secretName) assertTapSecret(tap.secretName);
+    assertTapTimezone(tap.timezone);
     let next: Date | null = null;
     if (tap.cronExpression !== null) {
-      next = nextFire(tap.cronExpression, new Date());
+      next = nextFire(tap.cronExpression, tap.timezone, new Date());
       if (next === null) {
         throw new ValidationError(
           `cron expression '${tap.cronExpression}' never fires again (its years are past)`,
@@ -224,7 +255,10 @@ export class TapsService {
       }
     }
     const scheduleChanged =
-      !current || current.cronExpression !== tap.cronExpression || current.enabled !== tap.enabled;
+      !current ||
+      current.cronExpression !== tap.cronExpression ||
+      current.timezone !== tap.timezone ||
+      current.enabled !== tap.enabled;
     const grant = nextGrant(
       current && { grant: await this.repo.grant(environment, tap.name) },
       changesCode(current, tap, dto.script !== undefined),
@@ -242,6 +276,17 @@ export class TapsService {
         access,
       });
     return tap;
+  }
+
+  /** 400 with the line when the script is not Python that parses: saving it would only fail each run. */
+  private async assertParses(script: string): Promise<void> {
+    const found = await this.processes.syntaxError(script);
+    if (!found) return;
+    const text = found.line === null ? '' : (script.split('\n')[found.line - 1] ?? '').trim();
+    const message = `the script does not parse: ${found.reason}${text ? ` (${text.slice(0, 200)})` : ''}`;
+    throw new ValidationError(message, [{ field: 'script', problem: found.reason }]).coded(
+      TapErrorCode.ScriptSyntax,
+    );
   }
 
   /**
@@ -360,6 +405,7 @@ export class TapsService {
       packages: pick('packages', []).map((p) => p.trim()),
       secretName: text(pick('secretName', null)),
       cronExpression: text(pick('cronExpression', null)),
+      timezone: pick('timezone', 'UTC').trim(),
       enabled: pick('enabled', false),
       tapType: pick('tapType', 'structured'),
       catalog: text(pick('catalog', null)),

@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, HttpCode, Post, Query } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Post, Put, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CronResult, TapAuthoringService } from '@tapyard/tap-authoring';
 import {
@@ -9,6 +9,9 @@ import {
   TapConfig,
   TapConfigDto,
   TapRunner,
+  TapStates,
+  TapStateVersion,
+  TapStateView,
   TapsRepository,
   TapsService,
   TapWithScript,
@@ -32,9 +35,12 @@ import {
   RunLogEntryDto,
   RunResultDto,
   RunTapDto,
+  SetTapStateDto,
   TapDto,
   TapListQueryDto,
   TapQueryDto,
+  TapStateDto,
+  TapStateVersionDto,
   TapWithScriptDto,
   TestQueryDto,
   TestResultDto,
@@ -49,6 +55,7 @@ export class TapsController {
     private readonly ledger: LedgerService,
     private readonly repo: TapsRepository,
     private readonly authoring: TapAuthoringService,
+    private readonly states: TapStates,
   ) {}
 
   @Get('taps')
@@ -262,5 +269,51 @@ export class TapsController {
   ): Promise<LedgerClearResultDto> {
     await this.taps.get(env, q.name);
     return { status: 'ok', deleted: await this.ledger.clear(env, q.name) };
+  }
+
+  @Get('tap/state')
+  @Requires('tap:read', tapInQuery('name'))
+  @ApiOperation({
+    summary: "A tap's incremental state: what the next run's fetch(state) gets",
+    description:
+      "The last committed state. A run's new state is committed only once the load it fed committed (every job of " +
+      'the run ended loaded); a failed or partial load keeps the old one.',
+  })
+  @ApiOkResponse({ type: TapStateDto })
+  @ApiErrors(404)
+  async state(@RequestEnvironment() env: string, @Query() q: TapQueryDto): Promise<TapStateView> {
+    await this.taps.get(env, q.name);
+    return this.states.current(env, q.name);
+  }
+
+  @Put('tap/state')
+  @Requires('tap:update', tapInQuery('name'))
+  @ApiOperation({
+    summary: "Set or reset a tap's state",
+    description:
+      '`{state: {...}}` sets it (e.g. to re-load from a date), `{state: null}` resets it; a new version either way.',
+  })
+  @ApiOkResponse({ type: TapStateDto })
+  @ApiErrors(404, { 400: 'state is not a JSON object or null, or larger than 64 KiB' })
+  async setState(
+    @RequestEnvironment() env: string,
+    @Query() q: TapQueryDto,
+    @Body() body: SetTapStateDto,
+  ): Promise<TapStateView> {
+    await this.taps.get(env, q.name);
+    return this.states.set(env, q.name, body.state);
+  }
+
+  @Get('tap/state/history')
+  @Requires('tap:read', tapInQuery('name'))
+  @ApiOperation({
+    summary: "Versions of a tap's state, newest first",
+    description: `Committed, pending (waiting for their load) and discarded versions, with the jobs each waited for; the last 100 and the current one are kept.`,
+  })
+  @ApiOkResponse({ type: [TapStateVersionDto] })
+  @ApiErrors(404)
+  async stateHistory(@RequestEnvironment() env: string, @Query() q: TapQueryDto): Promise<TapStateVersion[]> {
+    await this.taps.get(env, q.name);
+    return this.states.history(env, q.name);
   }
 }

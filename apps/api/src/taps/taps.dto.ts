@@ -1,7 +1,18 @@
 import { OptionalNotNull } from '@tapyard/core';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength } from 'class-validator';
+import {
+  IsIn,
+  IsInt,
+  IsObject,
+  IsOptional,
+  IsString,
+  Matches,
+  Max,
+  MaxLength,
+  Min,
+  ValidateIf,
+} from 'class-validator';
 import { TAP_NAME_PATTERN } from '@tapyard/taps';
 
 const NAME_MESSAGE = 'name must be a tap name (letters, digits, _ and -)';
@@ -91,6 +102,7 @@ export class TapDto {
   @ApiProperty({ type: [String] }) packages!: string[];
   @ApiProperty({ nullable: true, type: String }) secretName!: string | null;
   @ApiProperty({ nullable: true, type: String, example: '0 0/15 * * * ?' }) cronExpression!: string | null;
+  @ApiProperty({ example: 'Europe/Berlin', description: 'IANA time zone of the schedule' }) timezone!: string;
   @ApiProperty() enabled!: boolean;
   @ApiProperty({ enum: ['structured', 'document'] }) tapType!: string;
   @ApiProperty({ nullable: true, type: String }) catalog!: string | null;
@@ -107,6 +119,14 @@ export class TapWithScriptDto extends TapDto {
     description: 'Present (true) only when scriptPath is set but the object is absent from the object store',
   })
   scriptMissing?: boolean;
+  @ApiProperty({
+    type: [String],
+    example: ['2026-03-30T07:30:00+02:00'],
+    description:
+      "The next five fire times of an enabled schedule, ISO 8601 with the offset of the tap's `timezone`; " +
+      'empty when the tap has no enabled schedule',
+  })
+  nextFireTimes!: string[];
 }
 
 export class DeleteTapResultDto {
@@ -247,4 +267,62 @@ export class MigrateStorageResultDto {
     string | null;
   @ApiProperty({ description: 'False when the script was already on the target (nothing changed)' })
   migrated!: boolean;
+}
+
+export class TapStateDto {
+  @ApiProperty({ example: 'github_issues' }) name!: string;
+  @ApiProperty({
+    type: 'object',
+    additionalProperties: true,
+    nullable: true,
+    example: { updated_since: '2026-11-20T08:00:00Z' },
+    description:
+      "The last committed state (what the next run's fetch(state) gets); null: never set, or reset",
+  })
+  state!: Record<string, unknown> | null;
+  @ApiProperty({ nullable: true, type: String, example: '2026-11-27T08:00:05.120Z' }) committedAt!:
+    string | null;
+  @ApiProperty({
+    nullable: true,
+    type: String,
+    description:
+      'The job whose load committed the state; null when set through PUT or by a run that loaded nothing',
+  })
+  pipelineToken!: string | null;
+  @ApiProperty({
+    example: 3,
+    description: 'Version of the state (0: none yet); GET /tap/state/history lists them',
+  })
+  version!: number;
+}
+
+export class SetTapStateDto {
+  @ApiProperty({
+    type: 'object',
+    additionalProperties: true,
+    nullable: true,
+    example: { updated_since: '2026-01-01T00:00:00Z' },
+    description:
+      'The new state (a JSON object, at most 64 KiB), or null to reset it: the next run starts from nothing',
+  })
+  @ValidateIf((o: SetTapStateDto) => o.state !== null)
+  @IsObject({ message: 'state must be a JSON object, or null to reset it' })
+  state!: Record<string, unknown> | null;
+}
+
+export class TapStateVersionDto {
+  @ApiProperty({ example: 3 }) version!: number;
+  @ApiProperty({ type: 'object', additionalProperties: true, nullable: true })
+  state!: Record<string, unknown> | null;
+  @ApiProperty({
+    enum: ['pending', 'committed', 'discarded'],
+    description: '`pending`: waiting for the load its run fed; `discarded`: that load failed (see `reason`)',
+  })
+  status!: string;
+  @ApiProperty({ enum: ['run', 'put'] }) source!: string;
+  @ApiProperty({ nullable: true, type: String }) runId!: string | null;
+  @ApiProperty({ type: [String] }) pipelineTokens!: string[];
+  @ApiProperty() createdAt!: string;
+  @ApiProperty({ nullable: true, type: String }) committedAt!: string | null;
+  @ApiProperty({ nullable: true, type: String }) reason!: string | null;
 }

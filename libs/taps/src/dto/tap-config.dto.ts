@@ -84,6 +84,18 @@ export class TapConfigDto {
   @MaxLength(200)
   cronExpression?: string | null;
 
+  @ApiPropertyOptional({
+    example: 'Europe/Berlin',
+    default: 'UTC',
+    description:
+      "IANA time zone the schedule's times are read in. Daylight saving as Quartz: a time the clock shows twice " +
+      'fires once (its first occurrence); times the clock skips fire at the first valid time after the gap.',
+  })
+  @OptionalNotNull()
+  @IsString()
+  @MaxLength(64)
+  timezone?: string;
+
   @ApiPropertyOptional({ default: false, description: 'Whether the schedule fires' })
   @OptionalNotNull()
   @IsBoolean()
@@ -132,6 +144,18 @@ export class TapConfigDto {
   @IsString()
   @MaxLength(64)
   commitSha?: string | null;
+
+  @ApiPropertyOptional({
+    type: [String],
+    readOnly: true,
+    description: 'Read-only (GET /tap computes it from the schedule); ignored on save',
+  })
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(10)
+  @IsString({ each: true })
+  @MaxLength(40, { each: true })
+  nextFireTimes?: string[];
 }
 
 /** POST /tap/test: a configuration that need not be saved (an inline `script` wins over `scriptPath`). */
