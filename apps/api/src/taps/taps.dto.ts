@@ -10,7 +10,6 @@ import {
   Matches,
   Max,
   MaxLength,
-  Min,
   ValidateIf,
 } from 'class-validator';
 import { TAP_NAME_PATTERN } from '@tapyard/taps';
