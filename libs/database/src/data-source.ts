@@ -15,6 +15,7 @@ import { PromptFragments1764393600000 } from './migrations/1764393600000-prompt-
 import { SinkLoads1764480000000 } from './migrations/1764480000000-sink-loads';
 import { CodegenScripts1764566400000 } from './migrations/1764566400000-codegen-scripts';
 import { Incidents1764652800000 } from './migrations/1764652800000-incidents';
+import { PipelineLoadIds1764739200000 } from './migrations/1764739200000-pipeline-load-ids';
 
 /** Postgres schema holding Tapyard's own metadata; never a destination (see @tapyard/pipelines PLATFORM_SCHEMAS). */
 export const METADATA_SCHEMA = 'tapyard';
@@ -35,6 +36,7 @@ export const MIGRATIONS = [
   SinkLoads1764480000000,
   CodegenScripts1764566400000,
   Incidents1764652800000,
+  PipelineLoadIds1764739200000,
 ];
 
 // Any constant works as long as every Tapyard process uses the same one.

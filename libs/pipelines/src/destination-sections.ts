@@ -37,6 +37,12 @@ export class DestinationDto {
   [key: string]: unknown;
 }
 
+/**
+ * The keys of `destination` that are options of the load, not sections (DestinationOptionsDto,
+ * checked by toDefinition).
+ */
+export const DESTINATION_OPTIONS: readonly string[] = ['writeMode', 'primaryKey'];
+
 /** The options the API's ValidationPipe validates bodies with; a section is held to the same. */
 const STRICT = { whitelist: true, forbidNonWhitelisted: true } as const;
 
@@ -73,7 +79,7 @@ export class DestinationSections {
   validate(destination: DestinationDto): Map<DestinationSection, object> {
     const problems: string[] = [];
     for (const key of Object.keys(destination)) {
-      if (!this.byKey.has(key)) {
+      if (!this.byKey.has(key) && !DESTINATION_OPTIONS.includes(key)) {
         problems.push(
           `destination.${key} should not exist: the destination sections are ${[...this.byKey.keys()].join(', ')}`,
         );
@@ -97,6 +103,21 @@ export class DestinationSections {
       throw new ValidationError(`invalid request: ${problems[0]}`, problems.map(detail));
     }
     return valid;
+  }
+
+  /**
+   * The option keys of a `destination` body (DESTINATION_OPTIONS) as `dto`, with what is wrong with
+   * them worded as validate() words it.
+   */
+  options<T extends object>(
+    destination: DestinationDto,
+    dto: Constructor<T>,
+  ): { value: T; problems: ErrorDetail[] } {
+    const picked = Object.fromEntries(
+      DESTINATION_OPTIONS.filter((k) => destination[k] !== undefined).map((k) => [k, destination[k]]),
+    );
+    const value = plainToInstance(dto, picked);
+    return { value, problems: messages(validateSync(value, STRICT), 'destination').map(detail) };
   }
 
   /** The sections a stored definition configures, with their stored values. */
