@@ -5,18 +5,39 @@ import { join } from 'node:path';
 import { ServiceUnavailableError, ValidationError, errorMessage } from '@tapyard/core';
 import { ObjectNotFoundError, ObjectStore } from '@tapyard/objectstore';
 import { ObjectStoreDestination as Target, PipelineDefinition } from '@tapyard/model';
-import { Destination, DropOutcome, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
+import {
+  Destination,
+  DropOutcome,
+  LoadResult,
+  LoadTarget,
+  Payload,
+  RejectedRow,
+  writeModeOf,
+} from '../destination';
 import { CreatedObject, CreatedObjects } from '../ownership/created-objects';
 import { writeRowFile } from '../typed-rows';
 import { endFile, localFile, write } from './file-writers';
 
 const EXTENSIONS = { parquet: 'parquet', csv: 'csv', jsonl: 'jsonl' } as const;
 
+/** `<prefix>/_LATEST`: which job folder holds the current version of a `replace` pipeline's data. */
+export const LATEST = '_LATEST';
+
+/** The content of `_LATEST`. */
+export interface LatestVersion {
+  pipelineToken: string;
+  /** The job folder, relative to the prefix: `job=<pipelineToken>/`. */
+  folder: string;
+}
+
 /**
  * Writes loaded rows as files under `<bucket>/<prefix>/job=<pipelineToken>/`: `part-00000.<format>`,
  * `_rejects.jsonl` when rows were rejected, and `_SUCCESS` last. Exactly-once effect: every key is
  * fixed by the job, so a redelivery overwrites the same objects (an S3 PUT is atomic), and a job whose
  * `_SUCCESS` exists writes nothing. Keeps the spec's process name (no Spark is involved).
+ * `replace` makes each job a new version of the data: once its files are up, `<prefix>/_LATEST` names
+ * its folder (one PUT, so readers that follow it see the old version or the new, whole); `_SUCCESS`
+ * comes after it, so a delivery that died in between writes both again.
  */
 @Injectable()
 export class ObjectStoreDestination implements Destination {
@@ -131,6 +152,18 @@ export class ObjectStoreDestination implements Destination {
       for await (const r of rejects()) await reject(r);
       await endFile(rejectsOut);
       if (rejected > 0) await this.store.putFile(bucket, `${dir}/_rejects.jsonl`, rejectsFile);
+      if (writeModeOf(target) === 'replace') {
+        const latest: LatestVersion = {
+          pipelineToken: target.pipelineToken,
+          folder: `job=${target.pipelineToken}/`,
+        };
+        await this.store.put(
+          bucket,
+          `${os.prefix}/${LATEST}`,
+          Buffer.from(JSON.stringify(latest)),
+          'application/json',
+        );
+      }
       const result = { loaded, rejected };
       await this.store.put(
         bucket,
@@ -142,6 +175,31 @@ export class ObjectStoreDestination implements Destination {
     } finally {
       await rm(work, { recursive: true, force: true });
     }
+  }
+
+  /**
+   * Removes the job's folder; returns the rows its `_SUCCESS` counted. A `_LATEST` naming it goes too:
+   * there is no current version until the next replace.
+   */
+  async removeRows(target: LoadTarget): Promise<number> {
+    const os = targetOf(target.destination);
+    const bucket = await this.bucketOf(target.destination, target.environment);
+    const dir = `${os.prefix}/job=${target.pipelineToken}`;
+    const done = await this.readSuccess(bucket, `${dir}/_SUCCESS`);
+    const latest = await this.store.readText(bucket, `${os.prefix}/${LATEST}`, 4096).then(
+      (text) => JSON.parse(text) as LatestVersion,
+      (err: unknown) => {
+        if (err instanceof ObjectNotFoundError) return null;
+        throw err;
+      },
+    );
+    if (latest?.pipelineToken === target.pipelineToken) await this.store.remove(bucket, `${os.prefix}/${LATEST}`);
+    // _SUCCESS last: a removal that fails midway is repeated, and still finds the count.
+    const files = (await this.store.list(bucket, `${dir}/`)).sort(
+      (a, b) => Number(a.key.endsWith('/_SUCCESS')) - Number(b.key.endsWith('/_SUCCESS')),
+    );
+    for (const f of files) await this.store.remove(bucket, f.key);
+    return done?.loaded ?? 0;
   }
 
   /** Removes the files of each job folder the pipeline recorded. */
