@@ -11,4 +11,8 @@ export const PipelineErrorCode = {
   DestinationRefused: 'pipeline.destination_refused',
   Invalid: 'pipeline.invalid',
   InvalidExpression: 'pipeline.invalid_expression',
+  /** DELETE /pipeline/jobs/{pipelineToken}/rows: no job of the caller's has that token. */
+  JobNotFound: 'pipeline.job_not_found',
+  /** A job's rows cannot be removed yet (it is running) or at all (its pipeline predates load ids). */
+  RowsNotRemovable: 'pipeline.rows_not_removable',
 } as const satisfies Record<string, DomainCode>;

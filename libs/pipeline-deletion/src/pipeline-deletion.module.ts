@@ -2,13 +2,24 @@ import { Module } from '@nestjs/common';
 import { CodegenModule } from '@tapyard/codegen';
 import { IncidentsModule } from '@tapyard/incidents';
 import { IngestionModule } from '@tapyard/ingestion';
+import { PipelinesModule } from '@tapyard/pipelines';
+import { StatusModule } from '@tapyard/status';
 import { TapsModule } from '@tapyard/taps';
 import { VectorStoresModule } from '@tapyard/vector-stores';
+import { JobRowsService } from './job-rows.service';
 import { PipelineDeletionService } from './pipeline-deletion.service';
 
 @Module({
-  imports: [CodegenModule, IncidentsModule, IngestionModule, TapsModule, VectorStoresModule],
-  providers: [PipelineDeletionService],
-  exports: [PipelineDeletionService],
+  imports: [
+    CodegenModule,
+    IncidentsModule,
+    IngestionModule,
+    PipelinesModule,
+    StatusModule,
+    TapsModule,
+    VectorStoresModule,
+  ],
+  providers: [PipelineDeletionService, JobRowsService],
+  exports: [PipelineDeletionService, JobRowsService],
 })
 export class PipelineDeletionModule {}
