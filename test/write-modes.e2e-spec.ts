@@ -166,11 +166,15 @@ describe('write modes and load ids (real PostgreSQL, FerretDB and MinIO, through
     await api.http.get('/api/v1/pipeline').query({ pipeline: 'refused' }).expect(404);
   });
 
-  it('stores the mode and key, append by default, and lists them in the OpenAPI document', async () => {
-    await save(pgPipeline('plain')).expect(200);
-    expect(
-      (await api.http.get('/api/v1/pipeline').query({ pipeline: 'plain' })).body.destination.writeMode,
-    ).toBe('append');
+  it('stores the mode and key (append, the default, is left out), and lists them in the OpenAPI document', async () => {
+    await save(pgPipeline('plain', { writeMode: 'append' })).expect(200);
+    const plain = (await api.http.get('/api/v1/pipeline').query({ pipeline: 'plain' })).body;
+    expect(Object.keys(plain.destination)).toEqual(['database']);
+    // The same body without the default is the same definition: no new version.
+    expect((await save(pgPipeline('plain')).expect(200)).body.version).toBe(1);
+    await save(pgPipeline('keyed', { writeMode: 'merge', primaryKey: ['id', 'label'] })).expect(200);
+    const keyed = (await api.http.get('/api/v1/pipeline').query({ pipeline: 'keyed' })).body;
+    expect(keyed.destination).toMatchObject({ writeMode: 'merge', primaryKey: ['id', 'label'] });
     const doc = (await api.http.get('/api/docs-json').expect(200)).body;
     expect(doc.components.schemas.DestinationDto.properties.writeMode.enum).toEqual([
       'append',

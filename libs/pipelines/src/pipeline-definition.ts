@@ -143,9 +143,11 @@ export function toDefinition(
       ...(dto.dataQuality?.validationSchema ? { validationSchema: dto.dataQuality.validationSchema } : {}),
     },
     transformation: { mappings, aiInstruction: dto.transformation?.aiInstruction ?? null },
+    // `append` is what a definition without a mode means: not stored, so definitions saved before
+    // write modes existed compare equal when saved again (no version bump).
     destination: {
       ...destination,
-      writeMode,
+      ...(writeMode !== 'append' ? { writeMode } : {}),
       ...(options.value.primaryKey ? { primaryKey: options.value.primaryKey } : {}),
     },
   };
