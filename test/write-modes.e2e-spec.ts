@@ -378,6 +378,35 @@ describe('write modes and load ids (real PostgreSQL, FerretDB and MinIO, through
     expect(left.length).toBeGreaterThan(0);
   });
 
+  it('a replace job that loads no row (every row rejected) fails and leaves the old rows (PostgreSQL, MongoDB, object store)', async () => {
+    const bucket = `${env}-output`;
+    const minio = new TestMinio();
+    const bodies = {
+      pgnone: pgPipeline('pgnone', { writeMode: 'replace' }),
+      mnone: mongoPipeline('mnone', { writeMode: 'replace' }),
+      osnone: {
+        ...pgPipeline('osnone'),
+        destination: { objectStore: { prefix: 'exports/osnone', format: 'csv' }, writeMode: 'replace' },
+      },
+    };
+    for (const [name, body] of Object.entries(bodies)) {
+      await save(body).expect(200);
+      const kept = await load(api, name, csv([[1, 'kept', 1]]));
+      const bad = await upload(api.http, name, 'id,label,amount\nx,bad,1\ny,bad,2\n', 'bad.csv');
+      const { rollup } = await waitForJob(api.http, bad);
+      expect(rollup.status).toBe('error');
+      expect(rollup.jobs[0].lastError?.description).toMatch(/nothing was loaded/);
+      if (name === 'pgnone')
+        expect((await rowsOf(name)).map((r) => [r.label, r.loadId])).toEqual([['kept', kept]]);
+      if (name === 'mnone')
+        expect((await docsOf(name)).map((d) => [d.label, d.loadId])).toEqual([['kept', kept]]);
+      if (name === 'osnone') {
+        const latest = await minio.read(bucket, 'exports/osnone/_LATEST');
+        expect(JSON.parse(latest.toString()).pipelineToken).toBe(kept);
+      }
+    }
+  });
+
   it('a reader while a replace is half written sees the old rows, then the new ones (PostgreSQL and MongoDB)', async () => {
     const cases: [string, Destination, Record<string, unknown>, () => Promise<number>][] = [
       [

@@ -287,7 +287,9 @@ export class MongoDbDestination implements Destination {
     }
     for await (const r of rejects()) await reject(r);
     await reject(null);
-    if (staging) await this.swap(db, staging, table);
+    // A job that loads no document (every one rejected) fails: it replaces nothing.
+    if (staging && loaded > 0) await this.swap(db, staging, table);
+    else if (staging) await collection.drop().catch(() => undefined); // absent when nothing was inserted
     await this.run(() =>
       ledger.replaceOne(
         { _id: target.pipelineToken },

@@ -152,7 +152,8 @@ export class ObjectStoreDestination implements Destination {
       for await (const r of rejects()) await reject(r);
       await endFile(rejectsOut);
       if (rejected > 0) await this.store.putFile(bucket, `${dir}/_rejects.jsonl`, rejectsFile);
-      if (writeModeOf(target) === 'replace') {
+      // A job that writes no row fails: it does not become the current version.
+      if (writeModeOf(target) === 'replace' && loaded > 0) {
         const latest: LatestVersion = {
           pipelineToken: target.pipelineToken,
           folder: `job=${target.pipelineToken}/`,

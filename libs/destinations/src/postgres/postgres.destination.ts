@@ -286,8 +286,12 @@ export class PostgresDestination implements Destination {
       // Serialises writers of the table (two replaces, or a replace and an append, never interleave)
       // while readers go on reading the old rows: ACCESS SHARE does not conflict with this mode.
       await client.query(`LOCK TABLE ${t} IN SHARE ROW EXCLUSIVE MODE`);
+      await client.query('SAVEPOINT tapyard_replace');
       await client.query(`DELETE FROM ${t}`);
-      return copyPayloads(client, t, columns, payloads, progress);
+      const copied = await copyPayloads(client, t, columns, payloads, progress);
+      // A job that loads no row (every row rejected, or none at all) fails: it replaces nothing.
+      if (copied === 0) await client.query('ROLLBACK TO SAVEPOINT tapyard_replace');
+      return copied;
     }
     const key = primaryKeyOf(target);
     // Dropped at COMMIT or ROLLBACK, so a pooled connection never keeps one. The sequence column
