@@ -163,6 +163,14 @@ describe('write modes and load ids (real PostgreSQL, FerretDB and MinIO, through
       destination: { objectStore: { prefix: 'x' }, writeMode: 'merge', primaryKey: ['id'] },
     }).expect(400);
     expect(objectStore.body.message).toMatch(/destination.writeMode merge needs a database section/);
+    const reserved = await save({
+      ...pgPipeline('refused'),
+      source: { schemaProperties: { fields: [...FIELDS, { name: '_tapyard_load_id', type: 'string' }] } },
+    }).expect(400);
+    expect(reserved.body.details).toContainEqual({
+      field: 'source.schemaProperties.fields[3].name',
+      problem: expect.stringMatching(/'_tapyard_load_id' is reserved/),
+    });
     await api.http.get('/api/v1/pipeline').query({ pipeline: 'refused' }).expect(404);
   });
 

@@ -10,6 +10,7 @@ import {
   SourceFormat,
   TransformationStep,
   WriteMode,
+  LOAD_ID_COLUMN,
   CHUNKING_DEFAULTS,
   unstructuredAttributes,
 } from '@tapyard/model';
@@ -97,6 +98,14 @@ export function toDefinition(
   if (options.problems.length === 0) {
     checkWriteMode(writeMode, options.value.primaryKey, destination, fields, mappings, problems);
   }
+  fields.forEach((f, i) => {
+    if (f.name === LOAD_ID_COLUMN) {
+      problems.push({
+        field: `source.schemaProperties.fields[${i}].name`,
+        problem: `'${LOAD_ID_COLUMN}' is reserved: every loaded row carries it (the job's pipeline token)`,
+      });
+    }
+  });
 
   const chunking = fa.unstructuredAttributes?.chunking;
   if (chunking?.overlap != null && chunking.overlap * 2 > (chunking.size ?? CHUNKING_DEFAULTS.size)) {
