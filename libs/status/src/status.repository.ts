@@ -102,7 +102,10 @@ export class StatusRepository {
   }
 
   /** The pipeline a job loaded for, and whether it ended; null when no job has the token. */
-  async job(environment: string, pipelineToken: string): Promise<{ pipeline: string; ended: boolean } | null> {
+  async job(
+    environment: string,
+    pipelineToken: string,
+  ): Promise<{ pipeline: string; ended: boolean } | null> {
     const rows: { pipeline: string; ended: boolean }[] = await this.db.query(
       `SELECT pipeline, ended_at IS NOT NULL AS ended FROM tapyard.jobs WHERE environment = $1 AND pipeline_token = $2`,
       [environment, pipelineToken],

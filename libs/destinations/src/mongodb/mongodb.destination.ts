@@ -317,12 +317,19 @@ export class MongoDbDestination implements Destination {
       await rename(true);
       return;
     } catch (err) {
-      if (!(err instanceof mongo.MongoServerError) || (err.code !== NOT_IMPLEMENTED && !/dropTarget/.test(err.message)))
+      if (
+        !(err instanceof mongo.MongoServerError) ||
+        (err.code !== NOT_IMPLEMENTED && !/dropTarget/.test(err.message))
+      )
         throw unavailable(err);
     }
-    await db.collection(table).drop().catch((err: unknown) => {
-      if (!(err instanceof mongo.MongoServerError && err.code === NAMESPACE_NOT_FOUND)) throw unavailable(err);
-    });
+    await db
+      .collection(table)
+      .drop()
+      .catch((err: unknown) => {
+        if (!(err instanceof mongo.MongoServerError && err.code === NAMESPACE_NOT_FOUND))
+          throw unavailable(err);
+      });
     await this.run(() => rename(false));
   }
 
@@ -333,7 +340,9 @@ export class MongoDbDestination implements Destination {
     const token = target.pipelineToken;
     const removed = await this.run(() => db.collection(table).deleteMany({ [LOAD_ID_COLUMN]: token }));
     await this.run(() =>
-      db.collection<Doc>(`${table}${REJECTS_SUFFIX}`).deleteMany({ _id: { $gte: `${token}:`, $lt: `${token};` } }),
+      db
+        .collection<Doc>(`${table}${REJECTS_SUFFIX}`)
+        .deleteMany({ _id: { $gte: `${token}:`, $lt: `${token};` } }),
     );
     return removed.deletedCount;
   }
@@ -404,7 +413,11 @@ export class MongoDbDestination implements Destination {
    * server stops an ordered batch at its first refused document: the rest is sent again after it.
    * Returns the positions refused, with the server's message.
    */
-  private async upsert(collection: mongo.Collection<Doc>, docs: Doc[], key: string[]): Promise<Map<number, string>> {
+  private async upsert(
+    collection: mongo.Collection<Doc>,
+    docs: Doc[],
+    key: string[],
+  ): Promise<Map<number, string>> {
     const bad = new Map<number, string>();
     let from = 0;
     while (from < docs.length) {

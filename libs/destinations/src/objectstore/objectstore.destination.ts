@@ -194,7 +194,8 @@ export class ObjectStoreDestination implements Destination {
         throw err;
       },
     );
-    if (latest?.pipelineToken === target.pipelineToken) await this.store.remove(bucket, `${os.prefix}/${LATEST}`);
+    if (latest?.pipelineToken === target.pipelineToken)
+      await this.store.remove(bucket, `${os.prefix}/${LATEST}`);
     // _SUCCESS last: a removal that fails midway is repeated, and still finds the count.
     const files = (await this.store.list(bucket, `${dir}/`)).sort(
       (a, b) => Number(a.key.endsWith('/_SUCCESS')) - Number(b.key.endsWith('/_SUCCESS')),

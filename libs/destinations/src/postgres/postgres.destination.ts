@@ -69,7 +69,10 @@ const UNIQUE_VIOLATION = '23505';
 
 /** The unique index a merge upserts through: one per table and key, named within 63 bytes. */
 function keyIndex(schema: string, table: string, key: string[]): string {
-  return `tapyard_key_${createHash('sha256').update(JSON.stringify([schema, table, key])).digest('hex').slice(0, 24)}`;
+  return `tapyard_key_${createHash('sha256')
+    .update(JSON.stringify([schema, table, key]))
+    .digest('hex')
+    .slice(0, 24)}`;
 }
 
 /**
@@ -184,7 +187,8 @@ export class PostgresDestination implements Destination {
           const adds = missingCols.map(
             (c) => `ADD COLUMN IF NOT EXISTS ${quoteIdent(c.name)} ${PG_TYPES[c.type]}`,
           );
-          if (target.loadId && !have.has(LOAD_ID_COLUMN)) adds.push(`ADD COLUMN IF NOT EXISTS ${LOAD_ID_DDL}`);
+          if (target.loadId && !have.has(LOAD_ID_COLUMN))
+            adds.push(`ADD COLUMN IF NOT EXISTS ${LOAD_ID_DDL}`);
           if (adds.length > 0) await client.query(`ALTER TABLE ${t} ${adds.join(', ')}`);
           if (writeModeOf(target) === 'merge') await createKeyIndex(client, data, primaryKeyOf(target));
           await client.query(
@@ -297,7 +301,9 @@ export class PostgresDestination implements Destination {
     // Dropped at COMMIT or ROLLBACK, so a pooled connection never keeps one. The sequence column
     // keeps the file's order: of rows sharing a key, the last one wins.
     await client.query(`CREATE TEMP TABLE tapyard_merge (LIKE ${t} INCLUDING DEFAULTS) ON COMMIT DROP`);
-    await client.query(`ALTER TABLE tapyard_merge ADD COLUMN tapyard_seq bigint GENERATED ALWAYS AS IDENTITY`);
+    await client.query(
+      `ALTER TABLE tapyard_merge ADD COLUMN tapyard_seq bigint GENERATED ALWAYS AS IDENTITY`,
+    );
     const copied = await copyPayloads(client, 'tapyard_merge', columns, payloads, progress);
     const written = [...columns, ...(target.loadId ? [LOAD_ID_COLUMN] : [])].map(quoteIdent);
     const keys = key.map(quoteIdent).join(', ');

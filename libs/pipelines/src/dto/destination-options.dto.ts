@@ -18,7 +18,9 @@ export class DestinationOptionsDto {
       'merge upserts them on primaryKey (PostgreSQL and MongoDB only). Sinks ignore it.',
   })
   @OptionalNotNull()
-  @IsIn(WRITE_MODES as unknown as string[], { message: `writeMode must be one of: ${WRITE_MODES.join(', ')}` })
+  @IsIn(WRITE_MODES as unknown as string[], {
+    message: `writeMode must be one of: ${WRITE_MODES.join(', ')}`,
+  })
   writeMode?: WriteMode;
 
   @ApiPropertyOptional({
