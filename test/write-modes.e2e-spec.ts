@@ -384,6 +384,14 @@ describe('write modes and load ids (real PostgreSQL, FerretDB and MinIO, through
     const left = await minio.keys(bucket, 'exports/osreplace/');
     expect(left.filter((k) => k.includes(second) || k.endsWith('_LATEST'))).toEqual([]);
     expect(left.length).toBeGreaterThan(0);
+    // A later replace names its folder again; a delete with data takes the pointer along.
+    await load(api, 'osreplace', csv([[4, 'd', 4]]));
+    expect(await minio.keys(bucket, 'exports/osreplace/_LATEST')).toHaveLength(1);
+    await api.http
+      .delete('/api/v1/pipeline')
+      .query({ pipeline: 'osreplace', deleteData: 'true' })
+      .expect(200);
+    expect(await minio.keys(bucket, 'exports/osreplace/')).toEqual([]);
   });
 
   it('a replace job that loads no row (every row rejected) fails and leaves the old rows (PostgreSQL, MongoDB, object store)', async () => {

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -110,6 +111,14 @@ export class ObjectStoreDestination implements Destination {
     let failure: unknown = null;
     const result = await this.ownership.claim(target.environment, target.pipeline, async (record) => {
       await record({ store: 'objectstore', bucket, prefix: `${dir}/` }, `job:${target.pipelineToken}`);
+      if (writeModeOf(target) === 'replace') {
+        // Recorded too, so a delete with data takes the pointer along with the folders.
+        const latest = `${os.prefix}/${LATEST}`;
+        const id = createHash('sha256')
+          .update(JSON.stringify([target.environment, target.pipeline, bucket, latest]))
+          .digest('hex');
+        await record({ store: 'objectstore', bucket, prefix: latest }, `latest:${id.slice(0, 32)}`);
+      }
       return this.write(bucket, dir, os, target, payloads, rejects, progress).catch((err: unknown) => {
         failure = err;
         return null;
