@@ -22,8 +22,10 @@ describe('ingestion into PostgreSQL (real Postgres and Redis)', () => {
       .send({ ...csvPipeline(name, table(name), fields), ...extra })
       .expect(200);
   }
+  /** The loaded columns (the load id each row carries is checked in write-modes.e2e-spec.ts). */
   async function rows(name: string, order = 1): Promise<Record<string, unknown>[]> {
-    return (await pg.query(`SELECT * FROM ${schema}."${table(name)}" ORDER BY ${order}`)).rows;
+    const loaded = (await pg.query(`SELECT * FROM ${schema}."${table(name)}" ORDER BY ${order}`)).rows;
+    return loaded.map(({ _tapyard_load_id: _id, ...row }) => row);
   }
 
   beforeAll(async () => {

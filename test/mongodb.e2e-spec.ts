@@ -70,13 +70,26 @@ describe('loads into MongoDB (real FerretDB)', () => {
       'more.ndjson',
     );
     expect((await waitForJob(api.http, ndjsonToken)).rollup.status).toBe('success');
+    // Stored as they come, with the job that loaded each (pipelines created since load ids exist).
     const stored = await docs('orders');
     expect(stored).toEqual(
       [
-        { _id: `${arrayToken}:0`, id: 1, customer: { name: 'Ada', tags: ['vip'] }, total: 12.5 },
-        { _id: `${arrayToken}:1`, id: 2, customer: { name: 'Bob', tags: [] }, total: null },
-        { _id: `${ndjsonToken}:0`, id: 3, nested: { deep: { x: 1 } } },
-        { _id: `${ndjsonToken}:1`, id: 4 },
+        {
+          _id: `${arrayToken}:0`,
+          _tapyard_load_id: arrayToken,
+          id: 1,
+          customer: { name: 'Ada', tags: ['vip'] },
+          total: 12.5,
+        },
+        {
+          _id: `${arrayToken}:1`,
+          _tapyard_load_id: arrayToken,
+          id: 2,
+          customer: { name: 'Bob', tags: [] },
+          total: null,
+        },
+        { _id: `${ndjsonToken}:0`, _tapyard_load_id: ndjsonToken, id: 3, nested: { deep: { x: 1 } } },
+        { _id: `${ndjsonToken}:1`, _tapyard_load_id: ndjsonToken, id: 4 },
       ].sort((a, b) => a._id.localeCompare(b._id)),
     );
 
@@ -89,8 +102,14 @@ describe('loads into MongoDB (real FerretDB)', () => {
     const xmlToken = await upload(api.http, 'items', xml, 'feed.xml');
     expect((await waitForJob(api.http, xmlToken)).rollup.status).toBe('success');
     expect(await docs('items')).toEqual([
-      { _id: `${xmlToken}:0`, '@sku': 'A1', name: 'Pen', price: { '@cur': 'EUR', '#text': '1.50' } },
-      { _id: `${xmlToken}:1`, '@sku': 'B2', name: 'Ink' },
+      {
+        _id: `${xmlToken}:0`,
+        _tapyard_load_id: xmlToken,
+        '@sku': 'A1',
+        name: 'Pen',
+        price: { '@cur': 'EUR', '#text': '1.50' },
+      },
+      { _id: `${xmlToken}:1`, _tapyard_load_id: xmlToken, '@sku': 'B2', name: 'Ink' },
     ]);
   });
 

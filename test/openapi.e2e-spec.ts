@@ -64,16 +64,19 @@ describe('OpenAPI and Swagger UI', () => {
     ]) {
       expect(doc.components.schemas[schema]).toBeDefined();
     }
-    // `destination` is built from the registered plug-ins' sections, each with its own schema.
+    // `destination` is built from the registered plug-ins' sections, each with its own schema, and
+    // the write options every pipeline has.
     expect(Object.keys(doc.components.schemas.DestinationDto.properties).sort()).toEqual([
       'activemq',
       'database',
       'databricks',
       'kafka',
       'objectStore',
+      'primaryKey',
       'rest',
       'snowflake',
       'vectorStore',
+      'writeMode',
     ]);
     expect(doc.components.schemas.KafkaDestinationDto.required).toEqual(['secretName', 'topic']);
     expect(doc.components.schemas.DestinationDto.properties.objectStore.allOf).toEqual([

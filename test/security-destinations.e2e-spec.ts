@@ -309,7 +309,10 @@ describe('destination confinement and deleteData ownership', () => {
         'orders_rejects',
       ]);
       const cols = await a.get('/metadata/postgres/columns').query({ table: 'orders' }).expect(200);
-      expect(cols.body).toEqual([{ name: 'id', type: 'integer' }]);
+      expect(cols.body).toEqual([
+        { name: 'id', type: 'integer' },
+        { name: '_tapyard_load_id', type: 'text' },
+      ]);
       for (const schema of [`t_${tenantB}`, 'public', 'ingest_test', 'tapyard']) {
         const t = await a.get('/metadata/postgres/tables').query({ schema }).expect(404);
         expect(t.body.message).toBe(`schema '${schema}' does not exist`);

@@ -12,8 +12,11 @@ describe('tap runs streaming into their load (real Postgres)', () => {
   let pg: Pool;
 
   const rollup = (token: string) => waitForPublisher(api.http, token);
+  // The loaded columns (the load id each row carries is checked in write-modes.e2e-spec.ts).
   const rows = async (table: string) =>
-    (await pg.query(`SELECT * FROM "${schema}"."${table}" ORDER BY n`)).rows;
+    (await pg.query(`SELECT * FROM "${schema}"."${table}" ORDER BY n`)).rows.map(
+      ({ _tapyard_load_id: _id, ...row }) => row,
+    );
   const target = async (name: string) =>
     api.http
       .post('/api/v1/pipeline')

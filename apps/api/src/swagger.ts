@@ -1,10 +1,16 @@
 import { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
+import type { SchemaObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { Logger } from 'pino';
 import { Authenticator, SESSION_COOKIE } from '@tapyard/auth';
 import { TapyardConfig, UnauthorizedError } from '@tapyard/core';
-import { DestinationDto, DestinationSection, DestinationSections } from '@tapyard/pipelines';
+import {
+  DestinationDto,
+  DestinationOptionsDto,
+  DestinationSection,
+  DestinationSections,
+} from '@tapyard/pipelines';
 import { credentialsOf } from './auth/credentials';
 import { ErrorBodyDto } from './http/error-body.dto';
 
@@ -42,7 +48,7 @@ export function setupSwagger(app: INestApplication, config: TapyardConfig, logge
     .build();
   const sections = app.get(DestinationSections).all();
   const document = SwaggerModule.createDocument(app, doc, {
-    extraModels: [ErrorBodyDto, ...sections.map((s) => s.dto)],
+    extraModels: [ErrorBodyDto, DestinationOptionsDto, ...sections.map((s) => s.dto)],
   });
   describeDestination(document, sections);
   SwaggerModule.setup('api/docs', app, document, { jsonDocumentUrl: 'api/docs-json' });
@@ -50,16 +56,21 @@ export function setupSwagger(app: INestApplication, config: TapyardConfig, logge
 
 /**
  * `destination` has one optional property per section the app registered, each the section's own
- * schema: the DTO class cannot declare them (the set is known at boot), so the document is given them.
+ * schema: the DTO class cannot declare them (the set is known at boot), so the document is given them,
+ * beside the options every pipeline has (writeMode, primaryKey).
  */
 function describeDestination(document: OpenAPIObject, sections: DestinationSection[]): void {
   const schemas = (document.components ??= {}).schemas ?? {};
-  const properties = Object.fromEntries(
-    sections.map((s) => [
-      s.key,
-      { description: s.description, allOf: [{ $ref: `#/components/schemas/${s.dto.name}` }] },
-    ]),
-  );
+  const options = schemas[DestinationOptionsDto.name] as SchemaObject | undefined;
+  const properties = {
+    ...Object.fromEntries(
+      sections.map((s) => [
+        s.key,
+        { description: s.description, allOf: [{ $ref: `#/components/schemas/${s.dto.name}` }] },
+      ]),
+    ),
+    ...(options?.properties ?? {}),
+  };
   schemas[DestinationDto.name] = { type: 'object', properties };
   document.components.schemas = schemas;
 }

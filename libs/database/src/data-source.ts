@@ -15,6 +15,7 @@ import { PromptFragments1764393600000 } from './migrations/1764393600000-prompt-
 import { SinkLoads1764480000000 } from './migrations/1764480000000-sink-loads';
 import { CodegenScripts1764566400000 } from './migrations/1764566400000-codegen-scripts';
 import { Incidents1764652800000 } from './migrations/1764652800000-incidents';
+import { PipelineLoadIds1764739200000 } from './migrations/1764739200000-pipeline-load-ids';
 import { TapStates1764825600000 } from './migrations/1764825600000-tap-states';
 import { IncidentSettings1764912000000 } from './migrations/1764912000000-incident-settings';
 import { JobRowCounts1764998400000 } from './migrations/1764998400000-job-row-counts';
@@ -38,6 +39,7 @@ export const MIGRATIONS = [
   SinkLoads1764480000000,
   CodegenScripts1764566400000,
   Incidents1764652800000,
+  PipelineLoadIds1764739200000,
   TapStates1764825600000,
   IncidentSettings1764912000000,
   JobRowCounts1764998400000,

@@ -1,6 +1,6 @@
 import { extname, join } from 'node:path';
 import { DataLocation } from '@tapyard/pipelines';
-import { DatabaseDestination, PipelineDefinition, SchemaField, TypedBatch } from '@tapyard/model';
+import { DatabaseDestination, PipelineDefinition, SchemaField, TypedBatch, WriteMode } from '@tapyard/model';
 import { ValidationError } from '@tapyard/core';
 import { ProcessName } from '@tapyard/status';
 import { CreatedObject } from './ownership/created-objects';
@@ -16,6 +16,23 @@ export interface LoadTarget {
   pipelineToken: string;
   /** The publisher token the job came under (sinks put it in their message headers). */
   publisherToken?: string | null;
+  /**
+   * Rows written into tables and collections carry LOAD_ID_COLUMN = pipelineToken (pipelines created
+   * since write modes exist; older ones load as they always did).
+   */
+  loadId?: boolean;
+}
+
+/** The target's write mode: definitions stored before write modes existed append. */
+export function writeModeOf(target: Pick<LoadTarget, 'destination'>): WriteMode {
+  return target.destination.writeMode ?? 'append';
+}
+
+/** The key a merge matches rows on (validated present at save). */
+export function primaryKeyOf(target: Pick<LoadTarget, 'destination'>): string[] {
+  const key = target.destination.primaryKey;
+  if (!key || key.length === 0) throw new ValidationError('writeMode merge needs destination.primaryKey');
+  return key;
 }
 
 /** The database section a database destination needs. */
@@ -157,6 +174,11 @@ export interface Destination {
    * what was dropped before it is reported by the next attempt as gone.
    */
   drop(objects: CreatedObject[]): Promise<DropOutcome[]>;
+  /**
+   * Removes the rows one job loaded (and the rows it rejected), by its load id or its job folder;
+   * returns how many loaded rows were removed. Only destinations that can take rows back have it.
+   */
+  removeRows?(target: LoadTarget): Promise<number>;
 }
 
 /** What became of one recorded object; `dropped` false with the reason it was left alone. */

@@ -141,11 +141,11 @@ export class IngestionRunner {
     let stage: ProcessName = 'JobRunner';
     let leaveGate: (() => void) | null = null;
     try {
-      const def = (
-        await this.pipelines.getForLoading(p.environment, p.pipeline).catch((err: unknown) => {
+      const { definition: def, loadId } = await this.pipelines
+        .getForLoading(p.environment, p.pipeline)
+        .catch((err: unknown) => {
           throw pipelineError(p.pipeline, err);
-        })
-      ).definition;
+        });
       const legs: Leg[] = destinationsFor(this.destinations, def.destination).map((destination) => ({
         destination,
         result: null,
@@ -182,6 +182,7 @@ export class IngestionRunner {
         columns: [],
         pipelineToken: p.pipelineToken,
         publisherToken: p.publisherToken,
+        loadId,
       };
       // A redelivery: destinations where an earlier delivery committed are done already.
       for (const leg of legs) {
@@ -199,7 +200,7 @@ export class IngestionRunner {
       let note: string | null = null;
       const pending = legs.filter((l) => l.result === null && l.error === null);
       if (pending.length > 0) {
-        const read = await this.load(p, def, pending);
+        const read = await this.load(p, def, loadId, pending);
         if (read !== null) ({ counts, first, transforms, note } = read);
       }
 
@@ -285,6 +286,7 @@ export class IngestionRunner {
   private async load(
     p: IngestPayload,
     def: PipelineDefinition,
+    loadId: boolean,
     legs: Leg[],
   ): Promise<{
     counts: Counts;
@@ -351,6 +353,7 @@ export class IngestionRunner {
         ],
         pipelineToken: p.pipelineToken,
         publisherToken: p.publisherToken,
+        loadId,
       };
       const transformScript = scripts.find((s) => s.kind === 'transformation');
       const checkScript = scripts.find((s) => s.kind === 'dataQuality');

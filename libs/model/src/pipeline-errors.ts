@@ -13,4 +13,8 @@ export const PipelineErrorCode = {
   InvalidExpression: 'pipeline.invalid_expression',
   /** The file's content (not its name) shows a type the pipeline cannot read, e.g. a PDF for a CSV pipeline. */
   UnsupportedFile: 'pipeline.unsupported_file',
+  /** DELETE /pipeline/jobs/{pipelineToken}/rows: no job of the caller's has that token. */
+  JobNotFound: 'pipeline.job_not_found',
+  /** A job's rows cannot be removed yet (it is running) or at all (its pipeline predates load ids). */
+  RowsNotRemovable: 'pipeline.rows_not_removable',
 } as const satisfies Record<string, DomainCode>;

@@ -109,6 +109,17 @@ export interface VectorStoreDestination {
   schema?: string;
 }
 
+/**
+ * How a job's rows meet what the table or collection already holds: `append` adds them, `replace`
+ * makes them its whole content (readers see the old content or the new, never a mix), `merge` upserts
+ * them on `destination.primaryKey`.
+ */
+export const WRITE_MODES = ['append', 'replace', 'merge'] as const;
+export type WriteMode = (typeof WRITE_MODES)[number];
+
+/** The column every row loaded into a table or collection carries: the job's pipeline token. */
+export const LOAD_ID_COLUMN = '_tapyard_load_id';
+
 export interface DatabaseDestination {
   dbName: string;
   schema: string;
@@ -193,6 +204,10 @@ export interface PipelineDefinition {
     database?: DatabaseDestination;
     objectStore?: ObjectStoreDestination;
     vectorStore?: VectorStoreDestination;
+    /** Absent in definitions stored before write modes existed: `append`. */
+    writeMode?: WriteMode;
+    /** `merge`: the columns a row is matched on. */
+    primaryKey?: string[];
   } & Record<string, unknown>;
 }
 
@@ -202,4 +217,6 @@ export interface StoredPipeline {
   updatedAt: Date;
   /** Set when a delete with data began and has not finished (see PipelinesService.markDeleting). */
   deletingSince: Date | null;
+  /** Its loaded rows carry LOAD_ID_COLUMN (pipelines created since write modes exist). */
+  loadId: boolean;
 }

@@ -37,6 +37,12 @@ export class DestinationDto {
   [key: string]: unknown;
 }
 
+/**
+ * The keys of `destination` that are options of the load, not sections (DestinationOptionsDto,
+ * checked by toDefinition).
+ */
+export const DESTINATION_OPTIONS: readonly string[] = ['writeMode', 'primaryKey'];
+
 /** The options the API's ValidationPipe validates bodies with; a section is held to the same. */
 const STRICT = { whitelist: true, forbidNonWhitelisted: true } as const;
 
@@ -74,10 +80,10 @@ export class DestinationSections {
     const problems: ErrorDetail[] = [];
     const keys = [...this.byKey.keys()];
     for (const key of Object.keys(destination)) {
-      if (!this.byKey.has(key)) {
+      if (!this.byKey.has(key) && !DESTINATION_OPTIONS.includes(key)) {
         problems.push({
           field: `destination.${key}`,
-          problem: `should not exist${didYouMean(key, keys)}: the destination sections are ${keys.join(', ')}`,
+          problem: `should not exist${didYouMean(key, [...keys, ...DESTINATION_OPTIONS])}: the destination sections are ${keys.join(', ')}`,
         });
       }
     }
@@ -97,6 +103,21 @@ export class DestinationSections {
     }
     if (problems.length > 0) throw invalidRequest(problems);
     return valid;
+  }
+
+  /**
+   * The option keys of a `destination` body (DESTINATION_OPTIONS) as `dto`, with what is wrong with
+   * them worded as validate() words it.
+   */
+  options<T extends object>(
+    destination: DestinationDto,
+    dto: Constructor<T>,
+  ): { value: T; problems: ErrorDetail[] } {
+    const picked = Object.fromEntries(
+      DESTINATION_OPTIONS.filter((k) => destination[k] !== undefined).map((k) => [k, destination[k]]),
+    );
+    const value = plainToInstance(dto, picked);
+    return { value, problems: validationProblems(validateSync(value, STRICT), 'destination') };
   }
 
   /** The sections a stored definition configures, with their stored values. */

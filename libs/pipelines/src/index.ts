@@ -1,6 +1,7 @@
 export * from './destination-confinement';
 export * from './destination-sections';
 export * from './dto/pipeline-config.dto';
+export * from './dto/destination-options.dto';
 export * from './pipeline-definition';
 export * from './pipeline-policy';
 export * from './pipeline-scope';

@@ -9,11 +9,14 @@ import {
   SchemaField,
   SourceFormat,
   TransformationStep,
+  WriteMode,
+  LOAD_ID_COLUMN,
   CHUNKING_DEFAULTS,
   unstructuredAttributes,
 } from '@tapyard/model';
 import { DestinationDefaults } from './destination-confinement';
 import { DestinationSections } from './destination-sections';
+import { DestinationOptionsDto } from './dto/destination-options.dto';
 import { PipelineConfigDto, SchemaFieldDto } from './dto/pipeline-config.dto';
 
 export { outputFields } from '@tapyard/model';
@@ -88,6 +91,21 @@ export function toDefinition(
     });
   }
 
+  const options = sections.options(dto.destination, DestinationOptionsDto);
+  problems.push(...options.problems);
+  const writeMode = options.value.writeMode ?? 'append';
+  if (options.problems.length === 0) {
+    checkWriteMode(writeMode, options.value.primaryKey, destination, fields, mappings, problems);
+  }
+  fields.forEach((f, i) => {
+    if (f.name === LOAD_ID_COLUMN) {
+      problems.push({
+        field: `source.schemaProperties.fields[${i}].name`,
+        problem: `'${LOAD_ID_COLUMN}' is reserved: every loaded row carries it (the job's pipeline token)`,
+      });
+    }
+  });
+
   const chunking = fa.unstructuredAttributes?.chunking;
   if (chunking?.overlap != null && chunking.overlap * 2 > (chunking.size ?? CHUNKING_DEFAULTS.size)) {
     problems.push({
@@ -134,7 +152,13 @@ export function toDefinition(
       ...(dto.dataQuality?.validationSchema ? { validationSchema: dto.dataQuality.validationSchema } : {}),
     },
     transformation: { mappings, aiInstruction: dto.transformation?.aiInstruction ?? null },
-    destination,
+    // `append` is what a definition without a mode means: not stored, so definitions saved before
+    // write modes existed compare equal when saved again (no version bump).
+    destination: {
+      ...destination,
+      ...(writeMode !== 'append' ? { writeMode } : {}),
+      ...(options.value.primaryKey ? { primaryKey: options.value.primaryKey } : {}),
+    },
   };
 }
 
@@ -159,6 +183,63 @@ function schemaField(f: SchemaFieldDto, where: string, problems: ErrorDetail[]):
     ...(precision !== undefined ? { precision } : {}),
     ...(scale !== undefined ? { scale } : {}),
   };
+}
+
+/**
+ * `merge` needs a primary key of loaded columns and a destination that can upsert (a database);
+ * `replace` needs one that holds rows (a database or the object store).
+ */
+function checkWriteMode(
+  writeMode: WriteMode,
+  primaryKey: string[] | undefined,
+  destination: PipelineDefinition['destination'],
+  fields: SchemaField[],
+  mappings: TransformationStep[],
+  problems: ErrorDetail[],
+): void {
+  if (writeMode !== 'merge') {
+    if (primaryKey) {
+      problems.push({ field: 'destination.primaryKey', problem: 'applies to writeMode merge only' });
+    }
+    if (writeMode === 'replace' && !destination.database && !destination.objectStore) {
+      problems.push({
+        field: 'destination.writeMode',
+        problem: 'replace needs a database or objectStore section (sinks keep their own semantics)',
+      });
+    }
+    return;
+  }
+  if (!destination.database) {
+    problems.push({
+      field: 'destination.writeMode',
+      problem: 'merge needs a database section (PostgreSQL or MongoDB); objectStore and sinks cannot upsert',
+    });
+  } else if (destination.objectStore) {
+    problems.push({
+      field: 'destination.writeMode',
+      problem: 'merge cannot apply to objectStore, which takes append or replace: use a separate pipeline',
+    });
+  }
+  if (!primaryKey) {
+    problems.push({
+      field: 'destination.primaryKey',
+      problem: 'is required for writeMode merge: the columns a row is matched on',
+    });
+    return;
+  }
+  let columns: string[];
+  try {
+    columns = outputFields(fields, mappings).map((f) => f.name);
+  } catch {
+    return; // the mappings are reported wrong already
+  }
+  const unknown = primaryKey.filter((k) => !columns.includes(k));
+  if (unknown.length > 0) {
+    problems.push({
+      field: 'destination.primaryKey',
+      problem: `names ${unknown.map((k) => `'${k}'`).join(', ')}, not among the loaded columns (${columns.join(', ')})`,
+    });
+  }
 }
 
 function inferFormat(fields: SchemaField[]): SourceFormat {

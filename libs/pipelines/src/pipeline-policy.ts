@@ -6,6 +6,9 @@ import { PipelineConfigDto } from './dto/pipeline-config.dto';
 import { pipelineScope } from './pipeline-scope';
 import { PipelineDefinition, PipelineErrorCode, isDocumentPipeline } from '@tapyard/model';
 
+export const jobNotFoundMessage = (pipelineToken: string): string =>
+  `no job has pipeline token '${pipelineToken}'`;
+
 /**
  * Who may do what to a pipeline beyond the capability of the entry point (route or assistant tool,
  * checked before the call): each rule in one method, called by the service that does the work.
@@ -18,6 +21,14 @@ export class PipelinePolicy {
   assertMaySave(access: AccessCheck, config: Pick<PipelineConfigDto, 'destination'>): void {
     const named = this.sections.namedSecrets(config.destination as Record<string, unknown> | undefined);
     if (named.length > 0) requireSecretUse(access, `to hand secret '${named[0]}' to a destination`);
+  }
+
+  /**
+   * Removing a job's rows: pipeline:delete on the job's pipeline; outside the caller's scope the job
+   * is answered as absent.
+   */
+  assertMayRemoveRows(access: AccessCheck, pipelineToken: string, def: PipelineDefinition): void {
+    access.assertVisible('delete', 'pipeline', pipelineScope(def), jobNotFoundMessage(pipelineToken));
   }
 
   /**

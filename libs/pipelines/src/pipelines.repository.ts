@@ -11,6 +11,7 @@ export interface PipelineRow {
   version: number;
   updated_at: Date;
   deleting_since: Date | null;
+  load_id: boolean;
 }
 
 /** PostgreSQL's lock_not_available: a lock_timeout ran out. */
@@ -35,7 +36,7 @@ export class PipelinesRepository {
     lock = false,
   ): Promise<PipelineRow | null> {
     const rows: PipelineRow[] = await m.query(
-      `SELECT id, name, catalog, definition, version, updated_at, deleting_since FROM tapyard.pipelines
+      `SELECT id, name, catalog, definition, version, updated_at, deleting_since, load_id FROM tapyard.pipelines
        WHERE environment = $1 AND name = $2 ${lock ? 'FOR NO KEY UPDATE' : ''}`,
       [environment, name],
     );
@@ -44,17 +45,20 @@ export class PipelinesRepository {
 
   list(environment: string): Promise<PipelineRow[]> {
     return this.db.query(
-      `SELECT id, name, catalog, definition, version, updated_at, deleting_since FROM tapyard.pipelines
+      `SELECT id, name, catalog, definition, version, updated_at, deleting_since, load_id FROM tapyard.pipelines
        WHERE environment = $1 ORDER BY name`,
       [environment],
     );
   }
 
-  /** Inserts version 1, or does nothing when the row exists (returns whether it inserted). */
+  /**
+   * Inserts version 1, or does nothing when the row exists (returns whether it inserted). A pipeline
+   * created now loads rows carrying their load id.
+   */
   async insert(environment: string, def: PipelineDefinition, m: EntityManager): Promise<boolean> {
     const rows: unknown[] = await m.query(
-      `INSERT INTO tapyard.pipelines (environment, name, catalog, definition, version)
-       VALUES ($1, $2, $3, $4, 1) ON CONFLICT (environment, name) DO NOTHING RETURNING id`,
+      `INSERT INTO tapyard.pipelines (environment, name, catalog, definition, version, load_id)
+       VALUES ($1, $2, $3, $4, 1, true) ON CONFLICT (environment, name) DO NOTHING RETURNING id`,
       [environment, def.name, def.catalog, JSON.stringify(def)],
     );
     return rows.length > 0;

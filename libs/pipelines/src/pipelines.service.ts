@@ -178,6 +178,7 @@ function stored(row: PipelineRow): StoredPipeline {
     version: row.version,
     updatedAt: row.updated_at,
     deletingSince: row.deleting_since,
+    loadId: row.load_id,
   };
 }
 

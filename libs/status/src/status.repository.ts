@@ -108,6 +108,18 @@ export class StatusRepository {
     );
   }
 
+  /** The pipeline a job loaded for, and whether it ended; null when no job has the token. */
+  async job(
+    environment: string,
+    pipelineToken: string,
+  ): Promise<{ pipeline: string; ended: boolean } | null> {
+    const rows: { pipeline: string; ended: boolean }[] = await this.db.query(
+      `SELECT pipeline, ended_at IS NOT NULL AS ended FROM tapyard.jobs WHERE environment = $1 AND pipeline_token = $2`,
+      [environment, pipelineToken],
+    );
+    return rows[0] ?? null;
+  }
+
   /** Whether the job's terminal event is written: a delivery of it then has nothing left to do. */
   async ended(environment: string, pipelineToken: string): Promise<boolean> {
     const rows: unknown[] = await this.db.query(

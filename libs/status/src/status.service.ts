@@ -92,6 +92,11 @@ export class StatusService {
     return this.repo.ended(environment, pipelineToken);
   }
 
+  /** The pipeline a job loaded for, and whether it ended; null when no job of the environment has the token. */
+  job(environment: string, pipelineToken: string): Promise<{ pipeline: string; ended: boolean } | null> {
+    return this.repo.job(environment, pipelineToken);
+  }
+
   /**
    * The query methods take `visible`, which keeps the jobs the caller may see (by their recorded scope);
    * a token none of whose jobs is visible is answered as unknown.

@@ -1,8 +1,8 @@
-import { Body, Controller, Delete, Get, Header, HttpCode, Post, Query, Req } from '@nestjs/common';
+import { Body, Controller, Delete, Get, Header, HttpCode, Param, Post, Query, Req } from '@nestjs/common';
 import { ApiBody, ApiConsumes, ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { Request } from 'express';
 import { SchemaDiscoveryService, UploadService } from '@tapyard/intake';
-import { PipelineDeletionService } from '@tapyard/pipeline-deletion';
+import { JobRowsService, PipelineDeletionService } from '@tapyard/pipeline-deletion';
 import { PipelineConfigDto, PipelinesService } from '@tapyard/pipelines';
 import { PipelineDefinition } from '@tapyard/model';
 import { PipelineAdviceService } from '@tapyard/pipeline-advice';
@@ -16,9 +16,11 @@ import {
   DeletePipelineQueryDto,
   DeletePipelineResultDto,
   GenerateFormDto,
+  JobRowsParamsDto,
   PipelineListItemDto,
   PipelineQueryDto,
   ProfileFormDto,
+  RemovedJobRowsDto,
   SavePipelineResultDto,
   UploadFormDto,
 } from './pipelines.dto';
@@ -31,6 +33,7 @@ export class PipelinesController {
     private readonly uploads: UploadService,
     private readonly discovery: SchemaDiscoveryService,
     private readonly deletion: PipelineDeletionService,
+    private readonly jobRows: JobRowsService,
     private readonly advice: PipelineAdviceService,
     private readonly codegen: CodegenService,
   ) {}
@@ -113,6 +116,30 @@ export class PipelinesController {
     const deleteData = q.deleteData === true;
     const report = await this.deletion.delete(env, q.pipeline, deleteData);
     return { status: 'ok', pipeline: q.pipeline, dataDeleted: deleteData, ...report };
+  }
+
+  @Delete('pipeline/jobs/:pipelineToken/rows')
+  @Requires('pipeline:delete', 'in-handler')
+  @ApiOperation({
+    summary: "Remove one job's rows",
+    description:
+      'Takes back what one ended job loaded: rows carrying its _tapyard_load_id in tables and collections, its ' +
+      'job folder in the object store, and the rows it rejected. Sinks cannot take back what they sent. Needs ' +
+      'pipeline:delete on the job’s pipeline; a job outside the caller’s tenant or scope is answered 404. With ' +
+      'writeMode merge, the rows the job last wrote are removed (the versions they replaced are gone).',
+  })
+  @ApiOkResponse({ type: RemovedJobRowsDto })
+  @ApiErrors({
+    404: 'No job of the caller has that token',
+    409: 'The job is still running, or its pipeline predates load ids, or the pipeline is being deleted',
+  })
+  async removeJobRows(
+    @RequestEnvironment() env: string,
+    @RequestAccess() access: Access,
+    @Param() params: JobRowsParamsDto,
+  ): Promise<RemovedJobRowsDto> {
+    const { removed } = await this.jobRows.remove(env, params.pipelineToken, access);
+    return { status: 'ok', pipelineToken: params.pipelineToken, removed };
   }
 
   @Post('pipeline/upload')

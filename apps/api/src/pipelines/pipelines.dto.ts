@@ -1,7 +1,7 @@
 import { OptionalNotNull } from '@tapyard/core';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsBoolean, IsInt, IsString, Max, Min } from 'class-validator';
+import { IsBoolean, IsInt, IsString, Max, MaxLength, Min } from 'class-validator';
 import { toBool } from '../http/query-transforms';
 
 export class SavePipelineResultDto {
@@ -40,6 +40,26 @@ export class DeletePipelineResultDto {
     description: 'Objects left in place (not created by this pipeline, already gone, or replaced since)',
   })
   skipped!: SkippedObjectDto[];
+}
+
+export class JobRowsParamsDto {
+  @ApiProperty({ example: '6f1c2d9e-0c7a-4c59-9e55-2f7f1b7e0a11', description: 'The job (upload) token' })
+  @IsString()
+  @MaxLength(200)
+  pipelineToken!: string;
+}
+
+export class RemovedJobRowsDto {
+  @ApiProperty({ example: 'ok' }) status!: string;
+  @ApiProperty({ example: '6f1c2d9e-0c7a-4c59-9e55-2f7f1b7e0a11' }) pipelineToken!: string;
+  @ApiProperty({
+    example: { postgres: 1200 },
+    type: 'object',
+    additionalProperties: { type: 'integer' },
+    description:
+      'Rows removed per destination of the pipeline that can take rows back (postgres, mongodb, objectstore)',
+  })
+  removed!: Record<string, number>;
 }
 
 export class PipelineQueryDto {

@@ -1,10 +1,12 @@
 import { Injectable } from '@nestjs/common';
+import { createHash } from 'node:crypto';
 import { mongo } from 'mongoose';
 import { ServiceUnavailableError, ValidationError, errorMessage } from '@tapyard/core';
 import {
   safeText,
   DatabaseDestination,
   FieldType,
+  LOAD_ID_COLUMN,
   PipelineDefinition,
   SchemaField,
   TypedBatch,
@@ -20,6 +22,8 @@ import {
   Payload,
   RejectedRow,
   databaseOf,
+  primaryKeyOf,
+  writeModeOf,
 } from '../destination';
 import { CreatedObject, CreatedObjects } from '../ownership/created-objects';
 import { jsValue } from '../js-values';
@@ -31,6 +35,19 @@ export const LOADS_COLLECTION = '_tapyard_loads';
 const BATCH = 1000;
 const DUPLICATE_KEY = 11000;
 const NAMESPACE_EXISTS = 48;
+const NAMESPACE_NOT_FOUND = 26;
+const NOT_IMPLEMENTED = 238;
+
+/**
+ * Where a `replace` job writes before its documents become the collection: named after the job, so
+ * a redelivery finds what an earlier delivery wrote there (ids are deterministic) and completes it.
+ */
+const replaceStaging = (table: string, token: string): string =>
+  `${table}__tapyard_replace_${createHash('sha256').update(token).digest('hex').slice(0, 16)}`;
+
+/** The unique index a merge upserts through, named after its key. */
+const keyIndexName = (key: string[]): string =>
+  `tapyard_key_${createHash('sha256').update(JSON.stringify(key)).digest('hex').slice(0, 16)}`;
 
 type CollectionLocation = Extract<CreatedObject, { store: 'mongodb' }>;
 type MongoLocation = Omit<CollectionLocation, 'creationId' | 'environment' | 'pipeline'>;
@@ -60,10 +77,15 @@ interface LedgerEntry {
 /**
  * Loads records into the collection `destination.database.table` of database `dbName`, as they
  * are: a `_json` / `_xml` pipeline stores each record's object, other pipelines one field per
- * column with its type. Exactly-once effect without transactions (FerretDB v1 has none): every
+ * column with its type. Exactly-once effect without transactions (FerretDB has none): every
  * record's `_id` is `<pipelineToken>:<n>`, so a redelivered job finds the documents an earlier
  * delivery wrote (duplicate key) instead of adding copies; a ledger entry written after the last batch makes a
  * later redelivery write nothing. Rejected records go to `<collection>_rejects`.
+ *
+ * Write modes keep that: `replace` fills a staging collection named after the job, then renames it
+ * over the collection (atomic with MongoDB's dropTarget; FerretDB lacks it, so there the collection is
+ * dropped, then the staging one renamed: a reader in between finds it absent, never half filled);
+ * `merge` upserts each document on the key in file order, which a redelivery repeats to the same end.
  */
 @Injectable()
 export class MongoDbDestination implements Destination {
@@ -129,7 +151,29 @@ export class MongoDbDestination implements Destination {
       ).map((c) => c.name),
     );
     const missing = wanted.filter((l) => !present.has(l.name));
-    if (missing.length === 0) return;
+    if (missing.length > 0) await this.create(db, target, missing);
+    if (writeModeOf(target) === 'merge') await this.keyIndex(db, target);
+  }
+
+  /** A unique index on the merge key; documents already repeating the key make merging impossible. */
+  private async keyIndex(db: mongo.Db, target: LoadTarget): Promise<void> {
+    const key = primaryKeyOf(target);
+    const { table } = databaseOf(target.destination);
+    await db
+      .collection(table)
+      .createIndex(Object.fromEntries(key.map((k) => [k, 1])), { unique: true, name: keyIndexName(key) })
+      .catch((err: unknown) => {
+        if (err instanceof mongo.MongoServerError && err.code === DUPLICATE_KEY) {
+          throw new ValidationError(
+            `cannot merge into ${describeLocation({ store: 'mongodb', database: db.databaseName, name: table })} ` +
+              `on (${key.join(', ')}): documents already there repeat that key`,
+          );
+        }
+        throw unavailable(err);
+      });
+  }
+
+  private async create(db: mongo.Db, target: LoadTarget, missing: MongoLocation[]): Promise<void> {
     await this.ownership.claim(target.environment, target.pipeline, async (record) => {
       for (const l of missing) {
         const created = await db.createCollection(l.name).then(
@@ -171,7 +215,10 @@ export class MongoDbDestination implements Destination {
     }
     const decimals = target.columns.some((c) => c.type === 'decimal') && (await this.clients.decimal128());
     const toDoc = documentBuilder(target.columns, decimals);
-    const collection = db.collection<Doc>(table);
+    const mode = writeModeOf(target);
+    const staging = mode === 'replace' ? replaceStaging(table, target.pipelineToken) : null;
+    const collection = db.collection<Doc>(staging ?? table);
+    const key = mode === 'merge' ? primaryKeyOf(target) : null;
     // Rejected rows are written as they come, in batches with ids fixed by the job: a retry meets them.
     const rejectsOut = db.collection<Doc>(`${table}${REJECTS_SUFFIX}`);
     let rejected = 0;
@@ -191,10 +238,8 @@ export class MongoDbDestination implements Destination {
       if (pending.length === 0) return;
       const batch = pending;
       pending = [];
-      const bad = await this.insert(
-        collection,
-        batch.map((b) => b.doc),
-      );
+      const docs = batch.map((b) => b.doc);
+      const bad = key ? await this.upsert(collection, docs, key) : await this.insert(collection, docs);
       for (const [i, reason] of bad) {
         await reject({
           line: batch[i].batch.lines[batch[i].row],
@@ -212,6 +257,7 @@ export class MongoDbDestination implements Destination {
         for (let row = 0; row < batch.lines.length; row++) {
           const id = `${target.pipelineToken}:${seq++}`;
           const doc = toDoc(batch, row, id);
+          if (typeof doc !== 'string' && target.loadId) doc[LOAD_ID_COLUMN] = target.pipelineToken;
           if (typeof doc === 'string')
             await reject({
               line: batch.lines[row],
@@ -227,10 +273,14 @@ export class MongoDbDestination implements Destination {
     } catch (err) {
       // Without transactions, a job that fails (e.g. its file turns out malformed) takes back what it
       // wrote; an unreachable server is retried instead, and the retry meets its own ids.
+      // A merge cannot take back its upserts: what it merged before the failure stays.
       if (!(err instanceof ServiceUnavailableError) && seq > 0) {
-        await collection
-          .deleteMany({ _id: { $gte: `${target.pipelineToken}:`, $lt: `${target.pipelineToken};` } })
-          .catch(() => undefined);
+        if (staging) await collection.drop().catch(() => undefined);
+        else if (!key) {
+          await collection
+            .deleteMany({ _id: { $gte: `${target.pipelineToken}:`, $lt: `${target.pipelineToken};` } })
+            .catch(() => undefined);
+        }
         await rejectsOut
           .deleteMany({ _id: { $gte: `${target.pipelineToken}:`, $lt: `${target.pipelineToken};` } })
           .catch(() => undefined);
@@ -239,6 +289,9 @@ export class MongoDbDestination implements Destination {
     }
     for await (const r of rejects()) await reject(r);
     await reject(null);
+    // A job that loads no document (every one rejected) fails: it replaces nothing.
+    if (staging && loaded > 0) await this.swap(db, staging, table);
+    else if (staging) await collection.drop().catch(() => undefined); // absent when nothing was inserted
     await this.run(() =>
       ledger.replaceOne(
         { _id: target.pipelineToken },
@@ -247,6 +300,53 @@ export class MongoDbDestination implements Destination {
       ),
     );
     return { loaded, rejected, alreadyLoaded: false, location };
+  }
+
+  /**
+   * Makes the staging collection the collection. When the server cannot drop the target in the rename
+   * (FerretDB), it is dropped first; a redelivery after a crash in between renames the complete staging
+   * collection then.
+   */
+  private async swap(db: mongo.Db, staging: string, table: string): Promise<void> {
+    const admin = (await this.clients.get()).db('admin');
+    const rename = (dropTarget: boolean) =>
+      admin.command({
+        renameCollection: `${db.databaseName}.${staging}`,
+        to: `${db.databaseName}.${table}`,
+        dropTarget,
+      });
+    try {
+      await rename(true);
+      return;
+    } catch (err) {
+      if (
+        !(err instanceof mongo.MongoServerError) ||
+        (err.code !== NOT_IMPLEMENTED && !/dropTarget/.test(err.message))
+      )
+        throw unavailable(err);
+    }
+    await db
+      .collection(table)
+      .drop()
+      .catch((err: unknown) => {
+        if (!(err instanceof mongo.MongoServerError && err.code === NAMESPACE_NOT_FOUND))
+          throw unavailable(err);
+      });
+    await this.run(() => rename(false));
+  }
+
+  /** Deletes the documents the job loaded (by load id) and the ones it rejected. */
+  async removeRows(target: LoadTarget): Promise<number> {
+    const { dbName, table } = databaseOf(target.destination);
+    const db = await this.db(dbName);
+    const token = target.pipelineToken;
+    const removed = await this.run(() => db.collection(table).deleteMany({ [LOAD_ID_COLUMN]: token }));
+    await this.run(() =>
+      db
+        .collection<Doc>(`${table}${REJECTS_SUFFIX}`)
+        .deleteMany({ _id: { $gte: `${token}:`, $lt: `${token};` } }),
+    );
+    return removed.deletedCount;
   }
 
   /**
@@ -308,6 +408,39 @@ export class MongoDbDestination implements Destination {
       }
       throw unavailable(err);
     }
+  }
+
+  /**
+   * Upserts a batch on the key, in order (a later document of a key replaces an earlier one). The
+   * server stops an ordered batch at its first refused document: the rest is sent again after it.
+   * Returns the positions refused, with the server's message.
+   */
+  private async upsert(
+    collection: mongo.Collection<Doc>,
+    docs: Doc[],
+    key: string[],
+  ): Promise<Map<number, string>> {
+    const bad = new Map<number, string>();
+    let from = 0;
+    while (from < docs.length) {
+      const ops = docs.slice(from).map(({ _id: _unused, ...doc }) => ({
+        replaceOne: {
+          filter: Object.fromEntries(key.map((k) => [k, doc[k] ?? null])),
+          replacement: doc as Doc,
+          upsert: true,
+        },
+      }));
+      try {
+        await collection.bulkWrite(ops, { ordered: true });
+        break;
+      } catch (err) {
+        const first = err instanceof mongo.MongoBulkWriteError ? [err.writeErrors].flat()[0] : undefined;
+        if (first === undefined) throw unavailable(err);
+        bad.set(from + first.index, first.errmsg ?? 'rejected by the server');
+        from += first.index + 1;
+      }
+    }
+    return bad;
   }
 
   private async db(database: string): Promise<mongo.Db> {

@@ -1,11 +1,20 @@
 import { Injectable } from '@nestjs/common';
+import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ServiceUnavailableError, ValidationError, errorMessage } from '@tapyard/core';
 import { ObjectNotFoundError, ObjectStore } from '@tapyard/objectstore';
 import { ObjectStoreDestination as Target, PipelineDefinition } from '@tapyard/model';
-import { Destination, DropOutcome, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
+import {
+  Destination,
+  DropOutcome,
+  LoadResult,
+  LoadTarget,
+  Payload,
+  RejectedRow,
+  writeModeOf,
+} from '../destination';
 import { CreatedObject, CreatedObjects } from '../ownership/created-objects';
 import { writeRowFile } from '../typed-rows';
 import { endFile, localFile, write } from './file-writers';
@@ -13,11 +22,24 @@ import { DestinationErrorCode } from '../destination-errors';
 
 const EXTENSIONS = { parquet: 'parquet', csv: 'csv', jsonl: 'jsonl' } as const;
 
+/** `<prefix>/_LATEST`: which job folder holds the current version of a `replace` pipeline's data. */
+export const LATEST = '_LATEST';
+
+/** The content of `_LATEST`. */
+export interface LatestVersion {
+  pipelineToken: string;
+  /** The job folder, relative to the prefix: `job=<pipelineToken>/`. */
+  folder: string;
+}
+
 /**
  * Writes loaded rows as files under `<bucket>/<prefix>/job=<pipelineToken>/`: `part-00000.<format>`,
  * `_rejects.jsonl` when rows were rejected, and `_SUCCESS` last. Exactly-once effect: every key is
  * fixed by the job, so a redelivery overwrites the same objects (an S3 PUT is atomic), and a job whose
  * `_SUCCESS` exists writes nothing. Keeps the spec's process name (no Spark is involved).
+ * `replace` makes each job a new version of the data: once its files are up, `<prefix>/_LATEST` names
+ * its folder (one PUT, so readers that follow it see the old version or the new, whole); `_SUCCESS`
+ * comes after it, so a delivery that died in between writes both again.
  */
 @Injectable()
 export class ObjectStoreDestination implements Destination {
@@ -90,6 +112,14 @@ export class ObjectStoreDestination implements Destination {
     let failure: unknown = null;
     const result = await this.ownership.claim(target.environment, target.pipeline, async (record) => {
       await record({ store: 'objectstore', bucket, prefix: `${dir}/` }, `job:${target.pipelineToken}`);
+      if (writeModeOf(target) === 'replace') {
+        // Recorded too, so a delete with data takes the pointer along with the folders.
+        const latest = `${os.prefix}/${LATEST}`;
+        const id = createHash('sha256')
+          .update(JSON.stringify([target.environment, target.pipeline, bucket, latest]))
+          .digest('hex');
+        await record({ store: 'objectstore', bucket, prefix: latest }, `latest:${id.slice(0, 32)}`);
+      }
       return this.write(bucket, dir, os, target, payloads, rejects, progress).catch((err: unknown) => {
         failure = err;
         return null;
@@ -132,6 +162,19 @@ export class ObjectStoreDestination implements Destination {
       for await (const r of rejects()) await reject(r);
       await endFile(rejectsOut);
       if (rejected > 0) await this.store.putFile(bucket, `${dir}/_rejects.jsonl`, rejectsFile);
+      // A job that writes no row fails: it does not become the current version.
+      if (writeModeOf(target) === 'replace' && loaded > 0) {
+        const latest: LatestVersion = {
+          pipelineToken: target.pipelineToken,
+          folder: `job=${target.pipelineToken}/`,
+        };
+        await this.store.put(
+          bucket,
+          `${os.prefix}/${LATEST}`,
+          Buffer.from(JSON.stringify(latest)),
+          'application/json',
+        );
+      }
       const result = { loaded, rejected };
       await this.store.put(
         bucket,
@@ -143,6 +186,32 @@ export class ObjectStoreDestination implements Destination {
     } finally {
       await rm(work, { recursive: true, force: true });
     }
+  }
+
+  /**
+   * Removes the job's folder; returns the rows its `_SUCCESS` counted. A `_LATEST` naming it goes too:
+   * there is no current version until the next replace.
+   */
+  async removeRows(target: LoadTarget): Promise<number> {
+    const os = targetOf(target.destination);
+    const bucket = await this.bucketOf(target.destination, target.environment);
+    const dir = `${os.prefix}/job=${target.pipelineToken}`;
+    const done = await this.readSuccess(bucket, `${dir}/_SUCCESS`);
+    const latest = await this.store.readText(bucket, `${os.prefix}/${LATEST}`, 4096).then(
+      (text) => JSON.parse(text) as LatestVersion,
+      (err: unknown) => {
+        if (err instanceof ObjectNotFoundError) return null;
+        throw err;
+      },
+    );
+    if (latest?.pipelineToken === target.pipelineToken)
+      await this.store.remove(bucket, `${os.prefix}/${LATEST}`);
+    // _SUCCESS last: a removal that fails midway is repeated, and still finds the count.
+    const files = (await this.store.list(bucket, `${dir}/`)).sort(
+      (a, b) => Number(a.key.endsWith('/_SUCCESS')) - Number(b.key.endsWith('/_SUCCESS')),
+    );
+    for (const f of files) await this.store.remove(bucket, f.key);
+    return done?.loaded ?? 0;
   }
 
   /** Removes the files of each job folder the pipeline recorded. */

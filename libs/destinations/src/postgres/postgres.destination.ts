@@ -11,7 +11,8 @@ import {
   isConnectionFailure,
   quoteIdent,
 } from '@tapyard/core';
-import { FieldType, PipelineDefinition, SchemaField } from '@tapyard/model';
+import { createHash } from 'node:crypto';
+import { FieldType, LOAD_ID_COLUMN, PipelineDefinition, SchemaField } from '@tapyard/model';
 import { escapeCopyText } from './copy-text';
 import {
   CsvChunkPayload,
@@ -22,6 +23,8 @@ import {
   Payload,
   RejectedRow,
   databaseOf,
+  primaryKeyOf,
+  writeModeOf,
 } from '../destination';
 import { CreatedObject, CreatedObjects } from '../ownership/created-objects';
 import {
@@ -62,10 +65,33 @@ const DDL_LOCK_ID = 7_421_002;
 export const PG_MAX_COLUMNS = 1600;
 
 /**
+ * The session setting a load sets to its pipeline token, read by the load-id column's default: COPY
+ * fills a column it is not given from its default, so the id costs the fast path nothing.
+ */
+const LOAD_ID_SETTING = 'tapyard.load_id';
+// A setting once set in a session reads '' after its transaction, never NULL again: rows written
+// later on that pooled connection by a load without an id must not get ''.
+const LOAD_ID_DEFAULT = `nullif(current_setting('${LOAD_ID_SETTING}', true), '')`;
+const LOAD_ID_DDL = `${quoteIdent(LOAD_ID_COLUMN)} text DEFAULT ${LOAD_ID_DEFAULT}`;
+const UNIQUE_VIOLATION = '23505';
+
+/** The unique index a merge upserts through: one per table and key, named within 63 bytes. */
+function keyIndex(schema: string, table: string, key: string[]): string {
+  return `tapyard_key_${createHash('sha256')
+    .update(JSON.stringify([schema, table, key]))
+    .digest('hex')
+    .slice(0, 24)}`;
+}
+
+/**
  * Loads with COPY FROM STDIN inside one transaction per job, together with a ledger row keyed by
  * the pipeline token (schema `tapyard_meta` of the target database). A worker that dies mid-load
  * leaves nothing (the transaction rolls back); a redelivered job that already committed finds its
  * ledger row and writes nothing. Rejected rows go to `<table>_rejects` in the same transaction.
+ * Every write mode stays inside that one transaction, so exactly-once holds for each: `replace`
+ * deletes the table's rows and copies the job's (readers keep seeing the old rows until COMMIT, and
+ * are never blocked); `merge` copies into a temporary table, then upserts from it through the unique
+ * index on the key.
  */
 @Injectable()
 export class PostgresDestination implements Destination {
@@ -139,7 +165,10 @@ export class PostgresDestination implements Destination {
     const [data, rejects] = this.locations(target.destination);
     const s = quoteIdent(data.schema);
     const t = qualified(data);
-    const cols = target.columns.map((c) => `${quoteIdent(c.name)} ${pgType(c)}`).join(', ');
+    const cols = [
+      ...target.columns.map((c) => `${quoteIdent(c.name)} ${pgType(c)}`),
+      ...(target.loadId ? [LOAD_ID_DDL] : []),
+    ].join(', ');
     await this.withClient(data.database, async (client) => {
       // Outside the load transaction, but serialised: concurrent `CREATE … IF NOT EXISTS` can still
       // collide in the catalogs, and ALTER TABLE would wait on running loads, so only missing columns
@@ -163,11 +192,11 @@ export class PostgresDestination implements Destination {
           );
           const have = new Set(existing.rows.map((r: { column_name: string }) => r.column_name));
           const missingCols = target.columns.filter((c) => !have.has(c.name));
-          if (missingCols.length > 0) {
-            await client.query(
-              `ALTER TABLE ${t} ${missingCols.map((c) => `ADD COLUMN IF NOT EXISTS ${quoteIdent(c.name)} ${pgType(c)}`).join(', ')}`,
-            );
-          }
+          const adds = missingCols.map((c) => `ADD COLUMN IF NOT EXISTS ${quoteIdent(c.name)} ${pgType(c)}`);
+          if (target.loadId && !have.has(LOAD_ID_COLUMN))
+            adds.push(`ADD COLUMN IF NOT EXISTS ${LOAD_ID_DDL}`);
+          if (adds.length > 0) await client.query(`ALTER TABLE ${t} ${adds.join(', ')}`);
+          if (writeModeOf(target) === 'merge') await createKeyIndex(client, data, primaryKeyOf(target));
           await client.query(
             `CREATE TABLE IF NOT EXISTS ${qualified(rejects)} (pipeline_token text NOT NULL,
              line bigint, stage text, reason text, raw text, rejected_at timestamptz NOT NULL DEFAULT now())`,
@@ -208,6 +237,9 @@ export class PostgresDestination implements Destination {
       await client.query('BEGIN');
       try {
         await client.query(`SET LOCAL TimeZone = 'UTC'`);
+        if (target.loadId) {
+          await client.query(`SELECT set_config('${LOAD_ID_SETTING}', $1, true)`, [target.pipelineToken]);
+        }
         const claimed = await client.query(
           `INSERT INTO tapyard_meta.loads (pipeline_token, target) VALUES ($1, $2)
            ON CONFLICT (pipeline_token) DO NOTHING RETURNING pipeline_token`,
@@ -228,13 +260,7 @@ export class PostgresDestination implements Destination {
             rejectsLocation,
           };
         }
-        const loaded = await copyPayloads(
-          client,
-          `${quoteIdent(schema)}.${quoteIdent(table)}`,
-          target.columns.map((c) => c.name),
-          payloads,
-          progress,
-        );
+        const loaded = await this.write(client, target, payloads, progress);
         const rejected = await copyChunks(
           client,
           `COPY ${quoteIdent(schema)}.${quoteIdent(rejectsTable(table))} (pipeline_token, line, stage, reason, raw) FROM STDIN (FORMAT text)`,
@@ -247,6 +273,89 @@ export class PostgresDestination implements Destination {
         );
         await client.query('COMMIT');
         return { loaded, rejected, alreadyLoaded: false, location, rejectsLocation };
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw err;
+      }
+    });
+  }
+
+  /** Writes the job's rows as its write mode says, inside the load's transaction; returns the rows copied. */
+  private async write(
+    client: PoolClient,
+    target: LoadTarget,
+    payloads: AsyncIterable<Payload>,
+    progress: (rowsSoFar: number) => void,
+  ): Promise<number> {
+    const { schema, table } = databaseOf(target.destination);
+    const t = `${quoteIdent(schema)}.${quoteIdent(table)}`;
+    const columns = target.columns.map((c) => c.name);
+    const mode = writeModeOf(target);
+    if (mode === 'append') return copyPayloads(client, t, columns, payloads, progress);
+    if (mode === 'replace') {
+      // Serialises writers of the table (two replaces, or a replace and an append, never interleave)
+      // while readers go on reading the old rows: ACCESS SHARE does not conflict with this mode.
+      await client.query(`LOCK TABLE ${t} IN SHARE ROW EXCLUSIVE MODE`);
+      await client.query('SAVEPOINT tapyard_replace');
+      await client.query(`DELETE FROM ${t}`);
+      const copied = await copyPayloads(client, t, columns, payloads, progress);
+      // A job that loads no row (every row rejected, or none at all) fails: it replaces nothing.
+      if (copied === 0) await client.query('ROLLBACK TO SAVEPOINT tapyard_replace');
+      return copied;
+    }
+    const key = primaryKeyOf(target);
+    // Dropped at COMMIT or ROLLBACK, so a pooled connection never keeps one. The sequence column
+    // keeps the file's order: of rows sharing a key, the last one wins.
+    await client.query(`CREATE TEMP TABLE tapyard_merge (LIKE ${t} INCLUDING DEFAULTS) ON COMMIT DROP`);
+    await client.query(
+      `ALTER TABLE tapyard_merge ADD COLUMN tapyard_seq bigint GENERATED ALWAYS AS IDENTITY`,
+    );
+    const copied = await copyPayloads(client, 'tapyard_merge', columns, payloads, progress);
+    const written = [...columns, ...(target.loadId ? [LOAD_ID_COLUMN] : [])].map(quoteIdent);
+    const keys = key.map(quoteIdent).join(', ');
+    const updated = written.filter((c) => !key.map(quoteIdent).includes(c));
+    await client.query(
+      `INSERT INTO ${t} (${written.join(', ')})
+       SELECT ${written.join(', ')} FROM (
+         SELECT DISTINCT ON (${keys}) * FROM tapyard_merge ORDER BY ${keys}, tapyard_seq DESC) latest
+       ON CONFLICT (${keys}) DO ${
+         updated.length > 0
+           ? `UPDATE SET ${updated.map((c) => `${c} = EXCLUDED.${c}`).join(', ')}`
+           : 'NOTHING'
+       }`,
+    );
+    return copied;
+  }
+
+  /**
+   * Deletes the rows the job loaded (by their load id) and the rows it rejected, in one transaction.
+   * A table without the load-id column holds no rows of a job that carries one.
+   */
+  async removeRows(target: LoadTarget): Promise<number> {
+    const [data, rejects] = this.locations(target.destination);
+    return this.withClient(data.database, async (client) => {
+      await client.query('BEGIN');
+      try {
+        let removed = 0;
+        const { rows } = await client.query<{ present: boolean }>(
+          `SELECT EXISTS (SELECT 1 FROM information_schema.columns
+             WHERE table_schema = $1 AND table_name = $2 AND column_name = $3) AS present`,
+          [data.schema, data.name, LOAD_ID_COLUMN],
+        );
+        if (rows[0].present) {
+          const res = await client.query(
+            `DELETE FROM ${qualified(data)} WHERE ${quoteIdent(LOAD_ID_COLUMN)} = $1`,
+            [target.pipelineToken],
+          );
+          removed = res.rowCount ?? 0;
+        }
+        if (await tableExists(client, rejects)) {
+          await client.query(`DELETE FROM ${qualified(rejects)} WHERE pipeline_token = $1`, [
+            target.pipelineToken,
+          ]);
+        }
+        await client.query('COMMIT');
+        return removed;
       } catch (err) {
         await client.query('ROLLBACK').catch(() => undefined);
         throw err;
@@ -302,6 +411,31 @@ export class PostgresDestination implements Destination {
       // After release: the pool has put its own listener back by then.
       client.removeListener('error', onError);
     }
+  }
+}
+
+/**
+ * The unique index `merge` upserts through (NULLS NOT DISTINCT: a null key matches a null key, as
+ * the merge's own DISTINCT ON treats it). Rows that already repeat the key make it impossible: the
+ * job fails naming the key instead of merging into duplicates.
+ */
+async function createKeyIndex(client: PoolClient, table: TableLocation, key: string[]): Promise<void> {
+  const name = keyIndex(table.schema, table.name, key);
+  // Looked up first: CREATE INDEX locks the table even when the index exists, and would wait for
+  // running loads while holding the DDL lock.
+  if (await tableExists(client, { ...table, name })) return;
+  try {
+    await client.query(
+      `CREATE UNIQUE INDEX ${quoteIdent(name)} ON ${qualified(table)} (${key.map(quoteIdent).join(', ')}) NULLS NOT DISTINCT`,
+    );
+  } catch (err) {
+    if ((err as { code?: string }).code === UNIQUE_VIOLATION) {
+      throw new ValidationError(
+        `cannot merge into ${table.database}.${table.schema}.${table.name} on (${key.join(', ')}): ` +
+          `rows already there repeat that key (${errorMessage(err)})`,
+      );
+    }
+    throw err;
   }
 }
 
