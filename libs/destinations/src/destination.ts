@@ -31,7 +31,10 @@ export function writeModeOf(target: Pick<LoadTarget, 'destination'>): WriteMode 
 /** The key a merge matches rows on (validated present at save). */
 export function primaryKeyOf(target: Pick<LoadTarget, 'destination'>): string[] {
   const key = target.destination.primaryKey;
-  if (!key || key.length === 0) throw new ValidationError('writeMode merge needs destination.primaryKey');
+  if (!key || key.length === 0)
+    throw new ValidationError('writeMode merge needs destination.primaryKey').coded(
+      DestinationErrorCode.LoadRefused,
+    );
   return key;
 }
 

@@ -167,7 +167,7 @@ export class MongoDbDestination implements Destination {
           throw new ValidationError(
             `cannot merge into ${describeLocation({ store: 'mongodb', database: db.databaseName, name: table })} ` +
               `on (${key.join(', ')}): documents already there repeat that key`,
-          );
+          ).coded(DestinationErrorCode.LoadRefused);
         }
         throw unavailable(err);
       });

@@ -433,7 +433,7 @@ async function createKeyIndex(client: PoolClient, table: TableLocation, key: str
       throw new ValidationError(
         `cannot merge into ${table.database}.${table.schema}.${table.name} on (${key.join(', ')}): ` +
           `rows already there repeat that key (${errorMessage(err)})`,
-      );
+      ).coded(DestinationErrorCode.LoadRefused);
     }
     throw err;
   }
