@@ -90,7 +90,7 @@ export class PgvectorStore implements VectorStore {
   }
 
   async ensure(container: string, dimension: number): Promise<{ created: boolean }> {
-    const { schema, sql, table } = split(container);
+    const { schema, sql } = split(container);
     return this.transaction(async (c) => {
       // Two jobs creating the same table at once: the second waits, then finds it.
       await c.query('SELECT pg_advisory_xact_lock(hashtext($1))', [sql]);
