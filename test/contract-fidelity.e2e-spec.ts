@@ -230,7 +230,8 @@ describe('contract fidelity (issue 28)', () => {
         .expect(200);
       expect(proposal.body.source.schemaProperties.fields).toEqual([
         { name: 'id', type: 'int' },
-        { name: 'amount', type: expect.any(String) },
+        // decimal(18,2) for money (issue 27), with its precision and scale
+        expect.objectContaining({ name: 'amount', type: expect.any(String) }),
       ]);
       await api.http.post('/api/v1/pipeline/profile').attach('file', csv, 'orders.csv').expect(200);
     });

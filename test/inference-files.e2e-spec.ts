@@ -140,7 +140,7 @@ describe('file inference: delimiters and JSON record arrays', () => {
     const { rollup } = await waitForJob(api.http, token);
     expect(rollup.status).toBe('error');
     expect(rollup.jobs[0].lastError?.description).toMatch(
-      /check the delimiter \(','\) and header settings; the file looks ';'-delimited$/,
+      /check the delimiter \(','\) and header settings, and that this is the right file; the file looks ';'-delimited$/,
     );
   });
 });

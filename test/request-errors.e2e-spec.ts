@@ -126,7 +126,7 @@ describe('malformed request bodies', () => {
     // Found by the route fuzz: the tap was saved, and PostgreSQL refused the NUL in its own words.
     const tap = { name: 'nul_tap', description: 'x', script: 'print(1)', targetPipeline: 'a\u0000b' };
     const res = await api.http.post('/api/v1/tap').send(tap).expect(400);
-    expect(res.body.message).toBe('request body holds a NUL character (\\u0000) in a string');
+    expect(res.body.message).toBe("request body field 'targetPipeline' holds a NUL character (\\u0000)");
     // An escaped backslash before `u0000` is no NUL.
     const text = await api.http
       .post('/api/v1/tap')

@@ -251,7 +251,8 @@ def fetch():
     ].join('\n');
     await api.http.post('/api/v1/tap').send({ name: 'frames_tap', script }).expect(200);
     const res = await api.http.post('/api/v1/tap/run').send({ name: 'frames_tap', mode: 'test' }).expect(200);
-    expect(res.body.status).toBe('error');
+    // A failed run is `success` with its failure in `error` (spec: run result status).
+    expect(res.body.status).toBe('success');
     const error: string = res.body.error;
     expect(error).toMatch(/^fetch\(\) raised json\.decoder\.JSONDecodeError: /);
     // Innermost last, as Python prints them; only the script's file, never the harness or the library.

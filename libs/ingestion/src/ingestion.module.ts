@@ -5,6 +5,7 @@ import { IncidentsModule } from '@tapyard/incidents';
 import { IntakeModule } from '@tapyard/intake';
 import { QueueModule } from '@tapyard/queue';
 import { IngestionRunner } from './ingestion.runner';
+import { JobOutcome } from './job-outcome';
 import { StageThreadPool } from './stage-thread/stage-thread';
 
 /** The runner that loads a staged input through the stage thread into the destinations (workers). */
@@ -17,7 +18,7 @@ import { StageThreadPool } from './stage-thread/stage-thread';
     ConfigFilesModule,
     IntakeModule,
   ],
-  providers: [IngestionRunner, StageThreadPool],
+  providers: [IngestionRunner, JobOutcome, StageThreadPool],
   exports: [IngestionRunner, IntakeModule],
 })
 export class IngestionModule {}

@@ -8,9 +8,7 @@ import { Logger } from 'pino';
 import { CONFIG, LOGGER, TapyardConfig, errorMessage } from '@tapyard/core';
 import {
   DESTINATIONS,
-  Destination,
   DestinationRegistry,
-  LoadResult,
   LoadTarget,
   Payload,
   RejectedRow,
@@ -22,13 +20,14 @@ import {
 import { ConfigFilesService } from '@tapyard/configfiles';
 import { DestinationSections, PipelinesService, outputFields } from '@tapyard/pipelines';
 import { PipelineDefinition } from '@tapyard/model';
-import { sniffDelimiter, uniqueNames } from '@tapyard/profiling';
 import { DeferLaterError, IngestPayload, RetryLaterError } from '@tapyard/queue';
-import { JobRef, ProcessName, StatusService, jobRef } from '@tapyard/status';
+import { ProcessName, StatusService, jobRef } from '@tapyard/status';
 import { Spool } from '@tapyard/intake';
 import { STAGE_SPIN_ON } from './stage-spin';
 import { Staging } from '@tapyard/intake';
 import { StageError, destinationError, pipelineError } from './stage-error';
+import { planColumns } from './schema-plan';
+import { JobOutcome, Leg } from './job-outcome';
 import { Counts } from './stage-thread/protocol';
 import { newCounts } from './stage-thread/convert';
 import { StageStalledError, StageThreadError, StageThreadPool } from './stage-thread/stage-thread';
@@ -58,13 +57,6 @@ function stageFailure(err: unknown): never {
   throw stageError(err);
 }
 
-/** One destination of a job, and how its load went. */
-interface Leg {
-  destination: Destination;
-  result: LoadResult | null;
-  error: StageError | null;
-}
-
 /**
  * Runs one ingestion job in a worker: read → DataQuality → Transformation (when configured) →
  * JobRunner → every destination the pipeline configures, each with its own loader stage. Rows are
@@ -88,6 +80,7 @@ export class IngestionRunner {
     private readonly codegen: CodegenService,
     private readonly sinkGate: SinkGate,
     private readonly sections: DestinationSections,
+    private readonly outcome: JobOutcome,
     @Optional() @Inject(STAGE_SPIN_ON) private readonly spinOn: string | null = null,
   ) {}
 
@@ -236,7 +229,7 @@ export class IngestionRunner {
           'an earlier delivery of this job already loaded it',
         );
       }
-      await this.finish(job, legs, counts, note, attempt);
+      await this.outcome.finish(job, legs, counts, note, attempt);
       await this.release(p, 'ended');
     } catch (err) {
       if (err instanceof RetryLaterError || err instanceof DeferLaterError) {
@@ -447,7 +440,7 @@ export class IngestionRunner {
         });
       const loads = loading.map(async (leg, i) => {
         const d = leg.destination;
-        const progress = this.progressReporter(job, d.processName, () => ({
+        const progress = this.outcome.progress(job, d.processName, () => ({
           rejected: counts.rejected,
           read: read.bytes,
           size: p.size ?? null,
@@ -526,118 +519,12 @@ export class IngestionRunner {
    * did. A destination that was unreachable and is exactly-once makes the job run again while
    * deliveries remain.
    */
-  private async finish(
-    job: JobRef,
-    legs: Leg[],
-    counts: Counts | null,
-    note: string | null,
-    attempt: { made: number; max: number },
-  ): Promise<void> {
-    const failed = legs.filter((l) => l.error !== null);
-    const retry =
-      failed.length > 0 &&
-      attempt.made + 1 < attempt.max &&
-      failed.every((l) => l.error?.retryable && l.destination.capabilities.exactlyOnce);
-    for (const leg of legs) {
-      const d = leg.destination;
-      if (leg.result !== null) {
-        const r = leg.result;
-        await this.status.record(
-          job,
-          d.processName,
-          'end',
-          r.alreadyLoaded
-            ? `already loaded by an earlier delivery: ${r.loaded} rows in ${r.location}`
-            : `loaded ${r.loaded} rows into ${r.location}` +
-                (r.rejected > 0
-                  ? `; ${r.rejected} rejected rows kept in ${r.rejectsLocation ?? `${r.location}_rejects`}`
-                  : ''),
-        );
-      } else if (leg.error !== null && retry) {
-        await this.status.record(
-          job,
-          d.processName,
-          'processing',
-          `${leg.error.message}; will retry (delivery ${attempt.made + 1} of ${attempt.max})`,
-        );
-      }
-    }
-    if (retry) throw new RetryLaterError(failed.map((l) => l.error?.message).join('; '));
-    const loaded = legs.filter((l) => l.result !== null);
-    for (const [k, leg] of failed.entries()) {
-      const e = leg.error as StageError;
-      // When nothing loaded anywhere, the last failure is the job's terminal event (its lastError).
-      const last = loaded.length === 0 && k === failed.length - 1;
-      this.logger.warn(
-        { pipelineToken: job.pipelineToken, processName: e.processName, err: e.message },
-        'load failed',
-      );
-      await this.status.record(job, e.processName, 'error', e.message, last ? 'error' : 'processing');
-    }
-    if (loaded.length === 0) return;
-    const first = loaded[0].result as LoadResult;
-    if (first.loaded === 0 && first.rejected > 0) {
-      // Nothing usable at all is a failed job, not a warning: the rejects say why.
-      const message =
-        `nothing was loaded: all ${first.rejected} record(s) were rejected` +
-        (counts?.firstReject ? ` (the first: ${counts.firstReject})` : '') +
-        (first.alreadyLoaded
-          ? ''
-          : `; they are kept in ${first.rejectsLocation ?? `${first.location}_rejects`}`);
-      this.logger.warn(
-        { pipelineToken: job.pipelineToken, processName: 'DataQuality', err: message },
-        'ingestion job failed',
-      );
-      await this.status.record(job, 'DataQuality', 'error', message, 'error', {
-        loaded: 0,
-        rejected: first.rejected,
-      });
-      return;
-    }
-    const rejected = Math.max(...loaded.map((l) => (l.result as LoadResult).rejected));
-    const outcome = failed.length > 0 || rejected > 0 || note !== null ? 'warning' : 'success';
-    const summary = loaded.map((l) => `${(l.result as LoadResult).loaded} loaded into ${l.destination.name}`);
-    await this.status.record(
-      job,
-      'JobRunner',
-      'end',
-      `${outcome}: ${summary.join(', ')}; ${rejected} rejected` +
-        (failed.length > 0 ? `; not loaded into ${failed.map((l) => l.destination.name).join(', ')}` : '') +
-        (note !== null ? `; ${note}` : ''),
-      outcome,
-      { loaded: first.loaded, rejected },
-    );
-  }
 
   /**
    * `processing` entries with the rows so far and the input's bytes read (of how many, and the
    * percentage, when the size is known): at most every progressEveryMs, in order, all written before
    * the stage ends.
    */
-  private progressReporter(
-    job: JobRef,
-    processName: ProcessName,
-    sofar: () => { rejected: number; read: number; size: number | null },
-  ): { report: (loaded: number) => void; written: () => Promise<void> } {
-    let last = Date.now();
-    let chain: Promise<void> = Promise.resolve();
-    return {
-      report: (loaded) => {
-        if (Date.now() - last < this.config.progressEveryMs) return;
-        last = Date.now();
-        const { rejected, read, size } = sofar();
-        const note =
-          `${loaded} rows loaded so far; ${rejected} rejected; ` +
-          (size === null
-            ? `${read} bytes read`
-            : `${read} of ${size} bytes read (${Math.min(100, Math.floor((read * 100) / size))}%)`);
-        chain = chain.then(() =>
-          this.status.record(job, processName, 'processing', note).catch(() => undefined),
-        );
-      },
-      written: () => chain,
-    };
-  }
 
   /**
    * Maps the file's columns onto the schema under the pipeline's schema contract. In every mode a
@@ -647,6 +534,7 @@ export class IngestionRunner {
    * and `discard_rows` leave the schema alone (the RowPlan ignores the unknown columns, or rejects
    * rows holding a value in one). `note`: what the job's end reports (and why it is a `warning`).
    */
+  /** The file's columns against the schema (planColumns); `evolve` adds the new ones to the pipeline. */
   private async plan(
     p: IngestPayload,
     def: PipelineDefinition,
@@ -657,87 +545,15 @@ export class IngestionRunner {
     added: string[];
     note: string | null;
   }> {
-    const fields = def.source.schemaProperties.fields;
-    const fa = def.source.fileAttributes;
-    if (fa.format !== 'csv') {
-      return { fileColumns: [fields[0]?.name ?? '_json'], definition: def, added: [], note: null };
-    }
-
-    const width = first.header?.length ?? first.width ?? fields.length;
-    const fileColumns = first.header
-      ? uniqueNames(first.header)
-      : Array.from({ length: width }, (_, i) => fields[i]?.name ?? `column_${i + 1}`);
-    const known = new Set(fields.map((f) => f.name));
-    const unknown = fileColumns.filter((c) => !known.has(c));
-    const present = new Set(fileColumns);
-    const missing = fields.map((f) => f.name).filter((c) => !present.has(c));
-    const contract = def.schemaContract ?? 'evolve';
-    if (first.header && foreignHeader(fileColumns.length, unknown.length, fields.length, missing.length)) {
-      throw new StageError(
-        'DataQuality',
-        `the file looks like another file: ${unknown.length} of its ${fileColumns.length} columns ` +
-          `(${list(unknown)}) are not in the pipeline schema and it lacks ${missing.length} of the schema's ` +
-          `${fields.length} (${list(missing)}); check the delimiter ('${fa.csvAttributes.delimiter}') and header ` +
-          'settings, and that this is the right file' +
-          otherDelimiter(first.header, fa.csvAttributes.delimiter, known),
-      );
-    }
-    if (contract === 'freeze' && (unknown.length > 0 || missing.length > 0)) {
-      throw new StageError(
-        'DataQuality',
-        "the file's columns differ from the pipeline schema (schema contract 'freeze'): " +
-          [
-            unknown.length > 0 ? `added ${list(unknown)}` : '',
-            missing.length > 0 ? `missing ${list(missing)}` : '',
-          ]
-            .filter(Boolean)
-            .join('; '),
-      );
-    }
-    if (unknown.length === 0) return { fileColumns, definition: def, added: [], note: null };
-    if (contract === 'discard_columns') {
-      return {
-        fileColumns,
-        definition: def,
-        added: [],
-        note: `columns not in the schema dropped (schema contract 'discard_columns'): ${list(unknown)}`,
-      };
-    }
-    if (contract === 'discard_rows') return { fileColumns, definition: def, added: [], note: null };
-    const definition = (await this.pipelines.addColumns(p.environment, p.pipeline, unknown)).definition;
+    const { fileColumns, evolve, note } = planColumns(def, first);
+    if (evolve.length === 0) return { fileColumns, definition: def, added: [], note };
+    const definition = (await this.pipelines.addColumns(p.environment, p.pipeline, evolve)).definition;
     this.logger.info(
-      { pipeline: p.pipeline, added: unknown.length },
+      { pipeline: p.pipeline, added: evolve.length },
       'added file columns to the pipeline schema',
     );
-    return {
-      fileColumns,
-      definition,
-      added: unknown,
-      note: `new columns added to the schema as string (schema contract 'evolve'): ${list(unknown)}`,
-    };
+    return { fileColumns, definition, added: evolve, note };
   }
-}
-
-/** How many names a message lists before it says how many more there are. */
-const LISTED = 10;
-
-function list(names: string[]): string {
-  return names.length <= LISTED
-    ? names.join(', ')
-    : `${names.slice(0, LISTED).join(', ')} and ${names.length - LISTED} more`;
-}
-
-/**
- * A header is foreign to the schema when most of its columns are unknown and it lacks at least half
- * of the schema's: a file that adds columns beside the schema's own is an evolution, not a wrong file.
- */
-function foreignHeader(
-  fileColumns: number,
-  unknown: number,
-  schemaColumns: number,
-  missing: number,
-): boolean {
-  return unknown * 2 > fileColumns && missing * 2 >= schemaColumns;
 }
 
 /** The input as it is handed to the stage thread, its bytes counted into `read`. */
@@ -751,16 +567,4 @@ async function* counted(source: AsyncIterable<Buffer>, read: { bytes: number }):
 async function* readRejects(path: string): AsyncGenerator<RejectedRow> {
   const lines = createInterface({ input: createReadStream(path), crlfDelay: Infinity });
   for await (const line of lines) if (line) yield JSON.parse(line) as RejectedRow;
-}
-
-/**
- * `; the file looks ';'-delimited`, when the header read with another delimiter than the pipeline's
- * names columns of the schema (a European export into a comma pipeline); else nothing.
- */
-function otherDelimiter(header: string[], delimiter: string, known: Set<string>): string {
-  const line = header.join(delimiter);
-  const sniffed = sniffDelimiter(`${line}\n`);
-  if (sniffed === delimiter || !line.includes(sniffed)) return '';
-  if (!uniqueNames(line.split(sniffed)).some((n) => known.has(n))) return '';
-  return `; the file looks ${sniffed === '\t' ? 'tab' : `'${sniffed}'`}-delimited`;
 }

@@ -40,7 +40,7 @@ export function checkJsonBody(_req: Request, _res: Response, buf: Buffer): void 
     if (inString) {
       if (c === 0x5c) {
         if (buf[i + 1] === 0x75 && buf.toString('latin1', i + 2, i + 6) === '0000') {
-          throw Object.assign(new Error('request body holds a NUL character (\\u0000) in a string'), {
+          throw Object.assign(new Error(`${nulWhere(buf)} holds a NUL character (\\u0000)`), {
             status: 400,
             type: 'entity.nul',
             expose: true,
@@ -59,4 +59,27 @@ export function checkJsonBody(_req: Request, _res: Response, buf: Buffer): void 
       }
     } else if (c === 0x5d || c === 0x7d) depth--;
   }
+}
+
+/** Where a body's NUL is, for the message: `request body field 'state.cursor'` (or the body's own). */
+function nulWhere(buf: Buffer): string {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(buf.toString('utf8'));
+  } catch {
+    return 'request body';
+  }
+  const walk = (v: unknown, path: string): string | null => {
+    if (typeof v === 'string') return v.includes('\0') ? path : null;
+    if (typeof v !== 'object' || v === null) return null;
+    for (const [k, child] of Object.entries(v)) {
+      const at = Array.isArray(v) ? `${path}[${k}]` : path === '' ? k : `${path}.${k}`;
+      if (k.includes('\0')) return at.replaceAll('\0', '\\u0000');
+      const found = walk(child, at);
+      if (found !== null) return found;
+    }
+    return null;
+  };
+  const path = walk(parsed, '');
+  return path === null || path === '' ? 'request body' : `request body field '${path.slice(0, 200)}'`;
 }

@@ -1,0 +1,136 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { Logger } from 'pino';
+import { CONFIG, LOGGER, TapyardConfig } from '@tapyard/core';
+import { Destination, LoadResult } from '@tapyard/destinations';
+import { RetryLaterError } from '@tapyard/queue';
+import { JobRef, ProcessName, StatusService } from '@tapyard/status';
+import { StageError } from './stage-error';
+import { Counts } from './stage-thread/protocol';
+
+/** One destination of a job, and how its load went. */
+export interface Leg {
+  destination: Destination;
+  result: LoadResult | null;
+  error: StageError | null;
+}
+
+/**
+ * What a job reports as it loads and when it ends: the loaders' progress entries, each loader's end or
+ * error, a retry when every failure can be retried exactly once, and the job's one terminal event
+ * (success, warning, or error when nothing usable loaded) with its row counts.
+ */
+@Injectable()
+export class JobOutcome {
+  constructor(
+    @Inject(CONFIG) private readonly config: TapyardConfig,
+    @Inject(LOGGER) private readonly logger: Logger,
+    private readonly status: StatusService,
+  ) {}
+
+  async finish(
+    job: JobRef,
+    legs: Leg[],
+    counts: Counts | null,
+    note: string | null,
+    attempt: { made: number; max: number },
+  ): Promise<void> {
+    const failed = legs.filter((l) => l.error !== null);
+    const retry =
+      failed.length > 0 &&
+      attempt.made + 1 < attempt.max &&
+      failed.every((l) => l.error?.retryable && l.destination.capabilities.exactlyOnce);
+    for (const leg of legs) {
+      const d = leg.destination;
+      if (leg.result !== null) {
+        const r = leg.result;
+        await this.status.record(
+          job,
+          d.processName,
+          'end',
+          r.alreadyLoaded
+            ? `already loaded by an earlier delivery: ${r.loaded} rows in ${r.location}`
+            : `loaded ${r.loaded} rows into ${r.location}` +
+                (r.rejected > 0
+                  ? `; ${r.rejected} rejected rows kept in ${r.rejectsLocation ?? `${r.location}_rejects`}`
+                  : ''),
+        );
+      } else if (leg.error !== null && retry) {
+        await this.status.record(
+          job,
+          d.processName,
+          'processing',
+          `${leg.error.message}; will retry (delivery ${attempt.made + 1} of ${attempt.max})`,
+        );
+      }
+    }
+    if (retry) throw new RetryLaterError(failed.map((l) => l.error?.message).join('; '));
+    const loaded = legs.filter((l) => l.result !== null);
+    for (const [k, leg] of failed.entries()) {
+      const e = leg.error as StageError;
+      // When nothing loaded anywhere, the last failure is the job's terminal event (its lastError).
+      const last = loaded.length === 0 && k === failed.length - 1;
+      this.logger.warn(
+        { pipelineToken: job.pipelineToken, processName: e.processName, err: e.message },
+        'load failed',
+      );
+      await this.status.record(job, e.processName, 'error', e.message, last ? 'error' : 'processing');
+    }
+    if (loaded.length === 0) return;
+    const first = loaded[0].result as LoadResult;
+    if (first.loaded === 0 && first.rejected > 0) {
+      // Nothing usable at all is a failed job, not a warning: the rejects say why.
+      const message =
+        `nothing was loaded: all ${first.rejected} record(s) were rejected` +
+        (counts?.firstReject ? ` (the first: ${counts.firstReject})` : '') +
+        (first.alreadyLoaded
+          ? ''
+          : `; they are kept in ${first.rejectsLocation ?? `${first.location}_rejects`}`);
+      this.logger.warn(
+        { pipelineToken: job.pipelineToken, processName: 'DataQuality', err: message },
+        'ingestion job failed',
+      );
+      await this.status.record(job, 'DataQuality', 'error', message, 'error', {
+        loaded: 0,
+        rejected: first.rejected,
+      });
+      return;
+    }
+    const rejected = Math.max(...loaded.map((l) => (l.result as LoadResult).rejected));
+    const outcome = failed.length > 0 || rejected > 0 || note !== null ? 'warning' : 'success';
+    const summary = loaded.map((l) => `${(l.result as LoadResult).loaded} loaded into ${l.destination.name}`);
+    await this.status.record(
+      job,
+      'JobRunner',
+      'end',
+      `${outcome}: ${summary.join(', ')}; ${rejected} rejected` +
+        (failed.length > 0 ? `; not loaded into ${failed.map((l) => l.destination.name).join(', ')}` : '') +
+        (note !== null ? `; ${note}` : ''),
+      outcome,
+      { loaded: first.loaded, rejected },
+    );
+  }
+  progress(
+    job: JobRef,
+    processName: ProcessName,
+    sofar: () => { rejected: number; read: number; size: number | null },
+  ): { report: (loaded: number) => void; written: () => Promise<void> } {
+    let last = Date.now();
+    let chain: Promise<void> = Promise.resolve();
+    return {
+      report: (loaded) => {
+        if (Date.now() - last < this.config.progressEveryMs) return;
+        last = Date.now();
+        const { rejected, read, size } = sofar();
+        const note =
+          `${loaded} rows loaded so far; ${rejected} rejected; ` +
+          (size === null
+            ? `${read} bytes read`
+            : `${read} of ${size} bytes read (${Math.min(100, Math.floor((read * 100) / size))}%)`);
+        chain = chain.then(() =>
+          this.status.record(job, processName, 'processing', note).catch(() => undefined),
+        );
+      },
+      written: () => chain,
+    };
+  }
+}
