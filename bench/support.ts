@@ -27,7 +27,8 @@ export function startApp(app: 'api' | 'worker', env: Record<string, string>): Ch
   // Benchmarks may run several workers on this host: each takes an ephemeral operations port.
   const ports = app === 'worker' ? { WORKER_HTTP_PORT: '0' } : {};
   return spawn(process.execPath, [join(ROOT, 'dist', 'apps', app, 'src', 'main.js')], {
-    env: { ...process.env, ...ports, ...env },
+    // The Node flags the apps are deployed with (scripts/lib/node.sh, the Docker image).
+    env: { ...process.env, NODE_OPTIONS: '--max-semi-space-size=8', ...ports, ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
 }

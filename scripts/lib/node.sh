@@ -5,3 +5,7 @@ if [ -x "$(dirname "${BASH_SOURCE[0]}")/../../node_modules/.bin/node" ]; then
   PATH="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../node_modules/.bin" && pwd):$PATH"
   export PATH
 fi
+# The Node flags the apps run with (scripts/up, scripts/cluster; the Docker image sets the same): Node 24
+# sizes the young generation from the machine's memory, which kept an idle API near 240 MB RSS; 8 MB
+# semi-spaces keep it under 200 MB (docs/configuration.md, "Memory").
+export TAPYARD_NODE_OPTIONS="--max-semi-space-size=8"
