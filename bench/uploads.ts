@@ -1,0 +1,152 @@
+/**
+ * `npm run bench:uploads` — many small uploads at once (issue 30, goal 1): UPLOADS uploads of ROWS rows from
+ * CLIENTS clients into PIPELINES pipelines, while POLLERS clients poll job status, against the built API and
+ * one worker on loopback peers. Prints uploads/s over the upload phase, the upload answer's p50/p95, how long
+ * until every job ended, and the pickup (StreamNotifier `end` → JobRunner `begin`, from the status events)
+ * p50/p95. Fails loudly when a job does not end `success`. The goal: ≥ 250 uploads/s, p95 < 300 ms, pickup
+ * p95 < 50 ms on the 2-core machine.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from 'pg';
+import { DB_URL, benchTarget, sleep, startPlatform } from './support';
+
+const UPLOADS = Number(process.env.BENCH_UPLOADS ?? 1200);
+const ROWS = 200;
+const CLIENTS = 32;
+const PIPELINES = 8;
+const POLLERS = 4;
+
+function csv(rows: number): Buffer {
+  const lines = ['id,name,amount'];
+  for (let i = 0; i < rows; i++) lines.push(`${i},name ${i},${(i * 1.25).toFixed(2)}`);
+  return Buffer.from(`${lines.join('\n')}\n`);
+}
+
+function quantile(sorted: number[], q: number): number {
+  return sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+}
+
+async function main(): Promise<void> {
+  const { PORT, BASE, ENV } = benchTarget('bu');
+  const dir = await mkdtemp(join(tmpdir(), 'tapyard-bench-uploads-'));
+  // BENCH_NODE_OPTIONS: flags for the apps instead of the deployed ones (e.g. `--cpu-prof` to profile them).
+  const flags = process.env.BENCH_NODE_OPTIONS;
+  // BENCH_APP_ENV: extra settings for both apps, as `A=1,B=2` (e.g. WORKER_CONCURRENCY=16).
+  const settings = Object.fromEntries(
+    (process.env.BENCH_APP_ENV ?? '')
+      .split(',')
+      .filter(Boolean)
+      .map((kv) => kv.split('=', 2) as [string, string]),
+  );
+  const platform = await startPlatform(ENV, PORT, dir, {
+    ...settings,
+    ...(flags ? { NODE_OPTIONS: flags } : {}),
+  });
+  const pg = new Client({ connectionString: DB_URL });
+  await pg.connect();
+  try {
+    const names = Array.from({ length: PIPELINES }, (_, i) => `small_${i}`);
+    for (const name of names) {
+      const res = await fetch(`${BASE}/pipeline`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          name,
+          source: {
+            fileAttributes: { format: 'csv', csvAttributes: { delimiter: ',', header: true } },
+            schemaProperties: {
+              fields: [
+                { name: 'id', type: 'int' },
+                { name: 'name', type: 'string' },
+                { name: 'amount', type: 'double' },
+              ],
+            },
+          },
+          destination: { database: { table: `${name}_${ENV.replace(/[^a-z0-9]/g, '')}` } },
+        }),
+      });
+      if (!res.ok) throw new Error(`pipeline ${name}: ${res.status} ${await res.text()}`);
+    }
+    const body = csv(ROWS);
+    const tokens: string[] = [];
+    const answers: number[] = [];
+    let next = 0;
+    let uploading = true;
+    // Status pollers: the rollup of a recent upload, as a dashboard would ask for it.
+    const pollers = Array.from({ length: POLLERS }, async () => {
+      while (uploading) {
+        const token = tokens[Math.max(0, tokens.length - 1 - Math.floor(Math.random() * 20))];
+        if (token)
+          await fetch(`${BASE}/pipeline/status?pipelinetoken=${token}&withrollup=true`).then((r) => r.text());
+        else await sleep(5);
+      }
+    });
+    const started = performance.now();
+    await Promise.all(
+      Array.from({ length: CLIENTS }, async () => {
+        for (let i = next++; i < UPLOADS; i = next++) {
+          const form = new FormData();
+          form.set('pipeline', names[i % PIPELINES]);
+          form.set('file', new Blob([body], { type: 'text/csv' }), 'small.csv');
+          const t = performance.now();
+          const res = await fetch(`${BASE}/pipeline/upload`, { method: 'POST', body: form });
+          const text = await res.text();
+          if (!res.ok) throw new Error(`upload ${i}: ${res.status} ${text}`);
+          answers.push(performance.now() - t);
+          tokens.push(text.trim());
+        }
+      }),
+    );
+    const uploadSeconds = (performance.now() - started) / 1000;
+    uploading = false;
+    await Promise.all(pollers);
+
+    // Every job ends; each one's pickup comes from its own status events.
+    for (;;) {
+      const { rows } = await pg.query<{ ended: string; failed: string }>(
+        `SELECT count(*) FILTER (WHERE ended_at IS NOT NULL) AS ended,
+                count(*) FILTER (WHERE ended_at IS NOT NULL AND status <> 'success') AS failed
+           FROM tapyard.jobs WHERE environment = $1`,
+        [ENV],
+      );
+      if (Number(rows[0].failed) > 0) throw new Error(`${rows[0].failed} small uploads did not end success`);
+      if (Number(rows[0].ended) >= UPLOADS) break;
+      await sleep(100);
+    }
+    const allDoneSeconds = (performance.now() - started) / 1000;
+    const { rows: pickups } = await pg.query<{ ms: string }>(
+      `SELECT (min(epoch) FILTER (WHERE process_name = 'JobRunner' AND state = 'begin')
+             - min(epoch) FILTER (WHERE process_name = 'StreamNotifier' AND state = 'end')) AS ms
+         FROM tapyard.status_events WHERE environment = $1 GROUP BY pipeline_token`,
+      [ENV],
+    );
+    const pickup = pickups
+      .map((r) => Number(r.ms))
+      .filter(Number.isFinite)
+      .sort((a, b) => a - b);
+    answers.sort((a, b) => a - b);
+    console.log(
+      `small uploads: ${UPLOADS} × ${ROWS} rows, ${CLIENTS} clients, ${PIPELINES} pipelines, ${POLLERS} status pollers`,
+    );
+    console.log(
+      `  ${(UPLOADS / uploadSeconds).toFixed(0)} uploads/s; answer p50 ${quantile(answers, 0.5).toFixed(0)} ms, ` +
+        `p95 ${quantile(answers, 0.95).toFixed(0)} ms; every job ended after ${allDoneSeconds.toFixed(1)} s ` +
+        `(${(UPLOADS / allDoneSeconds).toFixed(0)} jobs/s)`,
+    );
+    console.log(
+      `  pickup (StreamNotifier end → JobRunner begin): p50 ${quantile(pickup, 0.5)} ms, p95 ${quantile(pickup, 0.95)} ms`,
+    );
+    console.log(`goal: ≥ 250 uploads/s with p95 < 300 ms, pickup p95 < 50 ms`);
+  } finally {
+    await pg.end();
+    await platform.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
