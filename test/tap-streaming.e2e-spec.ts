@@ -122,7 +122,7 @@ describe('tap runs streaming into their load (real Postgres)', () => {
   it("commits an incremental tap's state with the job that loaded, not the superseded one", async () => {
     await target('bookmarked');
     const script =
-      'import time\ndef fetch(state):\n    for i in range(state.get("next", 0), 400):\n        if i == 200:\n            time.sleep(0.3)\n' +
+      'import time\ndef fetch(state):\n    for i in range(state.get("next", 0), 400):\n        if i == 200:\n            time.sleep(2)\n' +
       '        row = {"n": i}\n        if i >= 300:\n            row["Late"] = "x"\n        state["next"] = i + 1\n        yield row\n';
     await api.http
       .post('/api/v1/tap')
