@@ -170,6 +170,9 @@ export class PostgresDestination implements Destination {
       ...(target.loadId ? [LOAD_ID_DDL] : []),
     ].join(', ');
     await this.withClient(data.database, async (client) => {
+      // The common case, a table loaded before: one query finds nothing to create, so a job does not
+      // queue behind every other job's DDL lock (with many small jobs that lock was their pace).
+      if (await ready(client, target, data, rejects)) return;
       // Outside the load transaction, but serialised: concurrent `CREATE … IF NOT EXISTS` can still
       // collide in the catalogs, and ALTER TABLE would wait on running loads, so only missing columns
       // are added. The lock also makes "missing, so this pipeline creates it" true until COMMIT.
@@ -544,4 +547,29 @@ async function* rejectLines(token: string, rejects: AsyncIterable<RejectedRow>):
     }
   }
   if (buf) yield buf;
+}
+
+/**
+ * Whether a load needs no DDL: the ledger table, the data table with every column of the load (and
+ * the load-id column when the pipeline has one) and the rejects table all exist. A merge also needs
+ * its key's unique index: it takes the locked path, which creates it once.
+ */
+async function ready(
+  client: PoolClient,
+  target: LoadTarget,
+  data: TableLocation,
+  rejects: TableLocation,
+): Promise<boolean> {
+  if (writeModeOf(target) === 'merge') return false;
+  const { rows } = await client.query<{ meta: boolean; data: boolean; rejects: boolean; columns: string[] }>(
+    `SELECT to_regclass('tapyard_meta.loads') IS NOT NULL AS meta, to_regclass($1) IS NOT NULL AS data,
+            to_regclass($2) IS NOT NULL AS rejects,
+            ARRAY(SELECT column_name::text FROM information_schema.columns
+                   WHERE table_schema = $3 AND table_name = $4) AS columns`,
+    [qualified(data), qualified(rejects), data.schema, data.name],
+  );
+  const found = rows[0];
+  if (!found.meta || !found.data || !found.rejects) return false;
+  const have = new Set(found.columns);
+  return target.columns.every((c) => have.has(c.name)) && (!target.loadId || have.has(LOAD_ID_COLUMN));
 }
