@@ -1,3 +1,4 @@
+import { BlastRadiusReader } from './blast-radius';
 import { Module } from '@nestjs/common';
 import { CodegenModule } from '@tapyard/codegen';
 import { PipelinesModule } from '@tapyard/pipelines';
@@ -7,7 +8,7 @@ import { IncidentsService } from './incidents.service';
 
 @Module({
   imports: [CodegenModule, PipelinesModule, StatusModule],
-  providers: [IncidentsService, IncidentsRepository],
+  providers: [IncidentsService, IncidentsRepository, BlastRadiusReader],
   exports: [IncidentsService],
 })
 export class IncidentsModule {}

@@ -1,4 +1,4 @@
-import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
+import { Injectable, OnModuleInit } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { CODEGEN_KINDS, ScriptRunSpec } from '@tapyard/scripts';
 import {
@@ -11,10 +11,8 @@ import {
 } from '@tapyard/codegen';
 import { AccessCheck, Action, ScopeFields, canOn } from '@tapyard/auth';
 import { ConflictError, NotFoundError } from '@tapyard/core';
-import { DESTINATIONS, DestinationRegistry, destinationsFor } from '@tapyard/destinations';
-import { DestinationSections, PipelinesService } from '@tapyard/pipelines';
+import { PipelinesService } from '@tapyard/pipelines';
 import { PipelineDefinition } from '@tapyard/model';
-import { StatusService } from '@tapyard/status';
 import {
   Check,
   DEFAULT_THRESHOLDS,
@@ -27,7 +25,6 @@ import {
 } from './evidence';
 import { ScriptSet, profileRun, profileTapRun } from './evidence-run';
 import {
-  BlastRadius,
   Evidence,
   Incident,
   IncidentListItem,
@@ -38,6 +35,7 @@ import {
 } from './incident.types';
 import { IncidentsRepository, StoredIncident } from './incidents.repository';
 import { IncidentErrorCode } from './incident-errors';
+import { BlastRadiusReader, emptyBlastRadius } from './blast-radius';
 import { TapEvidenceSource, TapRan, TapScriptChange } from './tap-evidence';
 
 /**
@@ -51,13 +49,15 @@ import { TapEvidenceSource, TapRan, TapScriptChange } from './tap-evidence';
 @Injectable()
 export class IncidentsService implements OnModuleInit, CodegenListener {
   constructor(
-    @Inject(DESTINATIONS) private readonly destinations: DestinationRegistry,
     private readonly codegen: CodegenService,
     private readonly pipelines: PipelinesService,
     private readonly repo: IncidentsRepository,
-    private readonly sections: DestinationSections,
-    private readonly status: StatusService,
+    private readonly reach: BlastRadiusReader,
   ) {}
+
+  /** The taps feeding a pipeline, for its blast radius (none in a process without taps). */
+  private readonly feeding = (environment: string, pipeline: string): Promise<string[]> =>
+    this.taps === null ? Promise.resolve([]) : this.taps.feeding(environment, pipeline);
 
   /** Set once by the taps lib at boot; null in a process without taps (no tap incident is opened there). */
   private taps: TapEvidenceSource | null = null;
@@ -333,7 +333,7 @@ export class IncidentsService implements OnModuleInit, CodegenListener {
       diff: null,
       blastRadius:
         pipeline !== null
-          ? await this.blastRadius(environment, pipeline.definition)
+          ? await this.reach.of(environment, pipeline.definition, this.feeding)
           : incident.subject === 'tap'
             ? emptyBlastRadius()
             : null,
@@ -433,7 +433,9 @@ export class IncidentsService implements OnModuleInit, CodegenListener {
       candidate: candidate.profile,
       real: null,
       diff,
-      blastRadius: target ? await this.blastRadius(environment, target.definition) : emptyBlastRadius(),
+      blastRadius: target
+        ? await this.reach.of(environment, target.definition, this.feeding)
+        : emptyBlastRadius(),
       thresholds,
       checks,
       // A baseline that does not run leaves nothing to compare with.
@@ -472,7 +474,7 @@ export class IncidentsService implements OnModuleInit, CodegenListener {
       candidate: candidate.profile,
       real: null,
       diff,
-      blastRadius: await this.blastRadius(environment, def),
+      blastRadius: await this.reach.of(environment, def, this.feeding),
       thresholds,
       checks,
       // Evidence from a synthetic sample (nothing landed yet) is not enough to pass or fail a change.
@@ -501,59 +503,6 @@ export class IncidentsService implements OnModuleInit, CodegenListener {
     }
     return specs;
   }
-
-  /**
-   * What a change to the pipeline's output reaches, from what Tapyard knows: its destinations and
-   * sinks, the other pipelines loading the same tables, collections, topics or endpoints, and the taps
-   * feeding it (whose records' contract is its schema). Tapyard keeps no lineage beyond these.
-   */
-  private async blastRadius(environment: string, def: PipelineDefinition): Promise<BlastRadius> {
-    const datasets = this.datasetsOf(def);
-    const keys = new Set(datasets.map(datasetKey));
-    const sharing = (await this.pipelines.listWithDefinitions(environment))
-      .filter(
-        (p) => p.item.name !== def.name && this.datasetsOf(p.definition).some((d) => keys.has(datasetKey(d))),
-      )
-      .map((p) => p.item.name)
-      .sort();
-    const feeding = this.taps === null ? [] : await this.taps.feeding(environment, def.name);
-    // When those datasets were last written: the latest job of this pipeline or of those sharing them.
-    let lastRun = 0;
-    for (const name of [def.name, ...sharing]) {
-      const [latest] = await this.status.summariesOfPipeline(environment, name, 1);
-      if (latest) lastRun = Math.max(lastRun, latest.updatedAt);
-    }
-    return {
-      downstreamPipelines: sharing,
-      downstreamDatasets: datasets,
-      ucTables: datasets.filter((d) => d.kind === 'databricks').map((d) => d.coords),
-      consumersFromContracts: feeding.map((tap) => `tap:${tap}`).sort(),
-      lastDownstreamRunAt: lastRun > 0 ? new Date(lastRun).toISOString() : '',
-      agentsThatQueriedLast7d: [],
-      secretName: this.sections.namedSecrets(def.destination)[0] ?? '',
-    };
-  }
-
-  private datasetsOf(def: PipelineDefinition): { kind: string; coords: string }[] {
-    return destinationsFor(this.destinations, def.destination).map((d) => ({
-      kind: d.name,
-      coords: d.describe(def.destination),
-    }));
-  }
-}
-
-const datasetKey = (d: { kind: string; coords: string }): string => `${d.kind}\0${d.coords}`;
-
-function emptyBlastRadius(): BlastRadius {
-  return {
-    downstreamPipelines: [],
-    downstreamDatasets: [],
-    ucTables: [],
-    consumersFromContracts: [],
-    lastDownstreamRunAt: '',
-    agentsThatQueriedLast7d: [],
-    secretName: '',
-  };
 }
 
 function candidateRuns(error: string | null): Check {
