@@ -134,4 +134,13 @@ describe('malformed request bodies', () => {
       .expect(200);
     expect(text.body).toMatchObject({ name: 'nul_tap' });
   });
+
+  it('a NUL before a hostile nesting is still a plain 400, and the API keeps serving', async () => {
+    // The NUL comes before the depth limit in the bytes: naming its field walks only what precedes it.
+    const deep = `{"a":"x\\u0000","b":${'['.repeat(100_000)}${']'.repeat(100_000)}}`;
+    const res = await api.http.post('/api/v1/tap').set('content-type', 'application/json').send(deep);
+    expect(res.status).toBe(400);
+    expect(res.body.message).toBe("request body field 'a' holds a NUL character (\\u0000)");
+    await api.http.get('/api/v1/version').expect(200);
+  });
 });
