@@ -40,6 +40,7 @@ import {
   positiveOption,
 } from './batch-sink';
 import { FatalReadError, RecordBatch } from './record-batch';
+import { csvChars } from './csv-chars';
 
 export interface CsvReadOptions extends CsvAttributes {
   header: boolean;
@@ -93,16 +94,6 @@ export async function* readCsv(input: ByteInput, opts: CsvReadOptions): AsyncGen
   if (tail.length > 0) tokenizer.feed(tail);
   tokenizer.finish();
   for (let b = sink.take(); b !== undefined; b = sink.take()) yield b;
-}
-
-function singleChar(name: string, value: string, latin1: boolean): number {
-  const code = value.length === 1 ? value.charCodeAt(0) : -1;
-  if (code < 0 || code >= (latin1 ? 0x100 : 0x80) || code === LF || code === CR) {
-    throw new FatalReadError(
-      `the CSV ${name} must be a single ${latin1 ? 'latin1' : 'ASCII'} character other than a line break (got ${JSON.stringify(value)})`,
-    );
-  }
-  return code;
 }
 
 function isBlank(s: string): boolean {
@@ -168,14 +159,7 @@ class CsvTokenizer {
 
   constructor(opts: CsvReadOptions) {
     const latin1 = opts.encoding === 'latin1';
-    this.delim = singleChar('delimiter', opts.delimiter ?? ',', latin1);
-    this.quote = opts.quote === null ? -1 : singleChar('quote', opts.quote ?? '"', latin1);
-    const esc =
-      opts.escape === null || opts.escape === undefined ? -1 : singleChar('escape', opts.escape, latin1);
-    this.esc = esc === this.quote || this.quote < 0 ? -1 : esc;
-    if (this.delim === this.quote || this.delim === this.esc) {
-      throw new FatalReadError('the CSV delimiter must differ from the quote and the escape character');
-    }
+    ({ delim: this.delim, quote: this.quote, esc: this.esc } = csvChars(opts));
     this.maxField = positiveOption('maxFieldBytes', opts.maxFieldBytes, DEFAULT_MAX_BYTES);
     this.maxColumns = positiveOption('maxColumns', opts.maxColumns, 10_000);
     this.expectedColumns =

@@ -54,7 +54,7 @@
 import { isAscii, isUtf8 } from 'node:buffer';
 import type { CsvAttributes, DecimalLimits, FieldType } from '@tapyard/model';
 import { DEFAULT_MAX_BYTES, positiveOption } from '../batch-sink';
-import { csvChars } from './csv-rows';
+import { csvChars } from '../csv-chars';
 
 export interface CsvCheckOptions extends Pick<CsvAttributes, 'delimiter' | 'quote' | 'escape'> {
   encoding?: CsvAttributes['encoding'];

@@ -46,6 +46,7 @@
 import type { CsvAttributes } from '@tapyard/model';
 import { DEFAULT_MAX_BYTES, formatBytes, positiveOption } from '../batch-sink';
 import { FatalReadError } from '../record-batch';
+import { csvChars } from '../csv-chars';
 
 export interface CsvRowsOptions extends Pick<CsvAttributes, 'delimiter' | 'quote' | 'escape' | 'header'> {
   encoding?: CsvAttributes['encoding'];
@@ -142,35 +143,6 @@ export async function* csvRows(
   }
   chunker.finish(out);
   for (const part of out) yield part;
-}
-
-function singleChar(name: string, value: string, latin1: boolean): number {
-  const code = value.length === 1 ? value.charCodeAt(0) : -1;
-  if (code < 0 || code >= (latin1 ? 0x100 : 0x80) || code === LF || code === CR) {
-    throw new FatalReadError(
-      `the CSV ${name} must be a single ${latin1 ? 'latin1' : 'ASCII'} character other than a line break (got ${JSON.stringify(value)})`,
-    );
-  }
-  return code;
-}
-
-/** The CSV special characters as the reference reader resolves them (same checks, same errors). */
-export function csvChars(
-  opts: Pick<CsvAttributes, 'delimiter' | 'quote' | 'escape'> & {
-    encoding?: CsvAttributes['encoding'];
-  },
-): { delim: number; quote: number; esc: number } {
-  const latin1 = opts.encoding === 'latin1';
-  const delim = singleChar('delimiter', opts.delimiter ?? ',', latin1);
-  const quote = opts.quote === null ? -1 : singleChar('quote', opts.quote ?? '"', latin1);
-  const rawEsc =
-    opts.escape === null || opts.escape === undefined ? -1 : singleChar('escape', opts.escape, latin1);
-  // As the reference: an escape equal to the quote (or without quoting) is no separate escape.
-  const esc = rawEsc === quote || quote < 0 ? -1 : rawEsc;
-  if (delim === quote || delim === esc) {
-    throw new FatalReadError('the CSV delimiter must differ from the quote and the escape character');
-  }
-  return { delim, quote, esc };
 }
 
 /** Position of `byte` in `b` at or after `from`, or `b.length` (never stale once past the end). */
