@@ -93,10 +93,14 @@ describe('tap runs streaming into their load (real Postgres)', () => {
     if (exists.rows[0].t) expect(await rows('failing')).toEqual([]);
   }, 60000);
 
+  // The harness sends a batch when a record comes 50 ms after the last one. In the two tests below a
+  // short pause sends the first records on their own (they start the streaming job), and a long one
+  // gives the platform time to read them before the new key is written: a platform that read both at
+  // once would see the key before the job started, and not supersede anything.
   it('restarts the load when a key first appears after the job started, losing nothing', async () => {
     await target('late');
     const script =
-      'import time\ndef fetch():\n    for i in range(2000):\n        if i in (500, 501):\n            time.sleep(0.3)\n        row = {"n": i}\n        if i >= 1500:\n            row["Closed At"] = f"day {i}"\n        yield row\n';
+      'import time\ndef fetch():\n    for i in range(2000):\n        if i == 500:\n            time.sleep(0.1)\n        if i == 501:\n            time.sleep(1.5)\n        row = {"n": i}\n        if i >= 1500:\n            row["Closed At"] = f"day {i}"\n        yield row\n';
     await api.http.post('/api/v1/tap').send({ name: 'sparse', script, targetPipeline: 'late' }).expect(200);
     const run = await api.http.post('/api/v1/tap/run').send({ name: 'sparse', mode: 'run' }).expect(200);
     expect(run.body).toMatchObject({
@@ -122,7 +126,7 @@ describe('tap runs streaming into their load (real Postgres)', () => {
   it("commits an incremental tap's state with the job that loaded, not the superseded one", async () => {
     await target('bookmarked');
     const script =
-      'import time\ndef fetch(state):\n    for i in range(state.get("next", 0), 400):\n        if i == 200:\n            time.sleep(2)\n' +
+      'import time\ndef fetch(state):\n    for i in range(state.get("next", 0), 400):\n        if i == 150:\n            time.sleep(0.1)\n        if i == 200:\n            time.sleep(2)\n' +
       '        row = {"n": i}\n        if i >= 300:\n            row["Late"] = "x"\n        state["next"] = i + 1\n        yield row\n';
     await api.http
       .post('/api/v1/tap')
