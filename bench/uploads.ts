@@ -5,8 +5,11 @@
  * until every job ended, and the pickup (StreamNotifier `end` → JobRunner `begin`, from the status events)
  * p50/p95. Fails loudly when a job does not end `success`. The goal: ≥ 250 uploads/s, p95 < 300 ms, pickup
  * p95 < 50 ms on the 2-core machine.
+ *
+ * BENCH_ROUNDS=N (default 1) repeats the load N times against the same processes and prints the API's and
+ * the worker's resident memory after each round has settled (goal 2: no growth across repeated load runs).
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
@@ -17,6 +20,9 @@ const ROWS = 200;
 const CLIENTS = 32;
 const PIPELINES = 8;
 const POLLERS = 4;
+const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 1));
+/** Idle time after a round before its memory is read: timers, pools and the allocator settle. */
+const SETTLE_MS = 5000;
 
 function csv(rows: number): Buffer {
   const lines = ['id,name,amount'];
@@ -26,6 +32,14 @@ function csv(rows: number): Buffer {
 
 function quantile(sorted: number[], q: number): number {
   return sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+}
+
+/** Resident memory of a process in MB (Linux). */
+async function rssMb(pid: number | undefined): Promise<number> {
+  if (pid === undefined) return NaN;
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1]);
+  return kb / 1024;
 }
 
 async function main(): Promise<void> {
@@ -70,75 +84,97 @@ async function main(): Promise<void> {
       if (!res.ok) throw new Error(`pipeline ${name}: ${res.status} ${await res.text()}`);
     }
     const body = csv(ROWS);
-    const tokens: string[] = [];
-    const answers: number[] = [];
-    let next = 0;
-    let uploading = true;
-    // Status pollers: the rollup of a recent upload, as a dashboard would ask for it.
-    const pollers = Array.from({ length: POLLERS }, async () => {
-      while (uploading) {
-        const token = tokens[Math.max(0, tokens.length - 1 - Math.floor(Math.random() * 20))];
-        if (token)
-          await fetch(`${BASE}/pipeline/status?pipelinetoken=${token}&withrollup=true`).then((r) => r.text());
-        else await sleep(5);
-      }
-    });
-    const started = performance.now();
-    await Promise.all(
-      Array.from({ length: CLIENTS }, async () => {
-        for (let i = next++; i < UPLOADS; i = next++) {
-          const form = new FormData();
-          form.set('pipeline', names[i % PIPELINES]);
-          form.set('file', new Blob([body], { type: 'text/csv' }), 'small.csv');
-          const t = performance.now();
-          const res = await fetch(`${BASE}/pipeline/upload`, { method: 'POST', body: form });
-          const text = await res.text();
-          if (!res.ok) throw new Error(`upload ${i}: ${res.status} ${text}`);
-          answers.push(performance.now() - t);
-          tokens.push(text.trim());
+    const memory: Array<{ api: number; worker: number }> = [];
+    for (let round = 1; round <= ROUNDS; round++) {
+      const tokens: string[] = [];
+      const answers: number[] = [];
+      let next = 0;
+      let uploading = true;
+      // Status pollers: the rollup of a recent upload, as a dashboard would ask for it.
+      const pollers = Array.from({ length: POLLERS }, async () => {
+        while (uploading) {
+          const token = tokens[Math.max(0, tokens.length - 1 - Math.floor(Math.random() * 20))];
+          if (token)
+            await fetch(`${BASE}/pipeline/status?pipelinetoken=${token}&withrollup=true`).then((r) =>
+              r.text(),
+            );
+          else await sleep(5);
         }
-      }),
-    );
-    const uploadSeconds = (performance.now() - started) / 1000;
-    uploading = false;
-    await Promise.all(pollers);
+      });
+      const started = performance.now();
+      await Promise.all(
+        Array.from({ length: CLIENTS }, async () => {
+          for (let i = next++; i < UPLOADS; i = next++) {
+            const form = new FormData();
+            form.set('pipeline', names[i % PIPELINES]);
+            form.set('file', new Blob([body], { type: 'text/csv' }), 'small.csv');
+            const t = performance.now();
+            const res = await fetch(`${BASE}/pipeline/upload`, { method: 'POST', body: form });
+            const text = await res.text();
+            if (!res.ok) throw new Error(`upload ${i}: ${res.status} ${text}`);
+            answers.push(performance.now() - t);
+            tokens.push(text.trim());
+          }
+        }),
+      );
+      const uploadSeconds = (performance.now() - started) / 1000;
+      uploading = false;
+      await Promise.all(pollers);
 
-    // Every job ends; each one's pickup comes from its own status events.
-    for (;;) {
-      const { rows } = await pg.query<{ ended: string; failed: string }>(
-        `SELECT count(*) FILTER (WHERE ended_at IS NOT NULL) AS ended,
+      // Every job ends; each one's pickup comes from its own status events.
+      for (;;) {
+        const { rows } = await pg.query<{ ended: string; failed: string }>(
+          `SELECT count(*) FILTER (WHERE ended_at IS NOT NULL) AS ended,
                 count(*) FILTER (WHERE ended_at IS NOT NULL AND status <> 'success') AS failed
            FROM tapyard.jobs WHERE environment = $1`,
-        [ENV],
-      );
-      if (Number(rows[0].failed) > 0) throw new Error(`${rows[0].failed} small uploads did not end success`);
-      if (Number(rows[0].ended) >= UPLOADS) break;
-      await sleep(100);
-    }
-    const allDoneSeconds = (performance.now() - started) / 1000;
-    const { rows: pickups } = await pg.query<{ ms: string }>(
-      `SELECT (min(epoch) FILTER (WHERE process_name = 'JobRunner' AND state = 'begin')
+          [ENV],
+        );
+        if (Number(rows[0].failed) > 0)
+          throw new Error(`${rows[0].failed} small uploads did not end success`);
+        if (Number(rows[0].ended) >= UPLOADS * round) break;
+        await sleep(100);
+      }
+      const allDoneSeconds = (performance.now() - started) / 1000;
+      const { rows: pickups } = await pg.query<{ ms: string }>(
+        `SELECT (min(epoch) FILTER (WHERE process_name = 'JobRunner' AND state = 'begin')
              - min(epoch) FILTER (WHERE process_name = 'StreamNotifier' AND state = 'end')) AS ms
-         FROM tapyard.status_events WHERE environment = $1 GROUP BY pipeline_token`,
-      [ENV],
-    );
-    const pickup = pickups
-      .map((r) => Number(r.ms))
-      .filter(Number.isFinite)
-      .sort((a, b) => a - b);
-    answers.sort((a, b) => a - b);
-    console.log(
-      `small uploads: ${UPLOADS} × ${ROWS} rows, ${CLIENTS} clients, ${PIPELINES} pipelines, ${POLLERS} status pollers`,
-    );
-    console.log(
-      `  ${(UPLOADS / uploadSeconds).toFixed(0)} uploads/s; answer p50 ${quantile(answers, 0.5).toFixed(0)} ms, ` +
-        `p95 ${quantile(answers, 0.95).toFixed(0)} ms; every job ended after ${allDoneSeconds.toFixed(1)} s ` +
-        `(${(UPLOADS / allDoneSeconds).toFixed(0)} jobs/s)`,
-    );
-    console.log(
-      `  pickup (StreamNotifier end → JobRunner begin): p50 ${quantile(pickup, 0.5)} ms, p95 ${quantile(pickup, 0.95)} ms`,
-    );
+         FROM tapyard.status_events WHERE environment = $1 AND pipeline_token = ANY($2) GROUP BY pipeline_token`,
+        [ENV, tokens],
+      );
+      const pickup = pickups
+        .map((r) => Number(r.ms))
+        .filter(Number.isFinite)
+        .sort((a, b) => a - b);
+      answers.sort((a, b) => a - b);
+      console.log(
+        `${ROUNDS > 1 ? `round ${round}: ` : ''}small uploads: ${UPLOADS} × ${ROWS} rows, ${CLIENTS} clients, ${PIPELINES} pipelines, ${POLLERS} status pollers`,
+      );
+      console.log(
+        `  ${(UPLOADS / uploadSeconds).toFixed(0)} uploads/s; answer p50 ${quantile(answers, 0.5).toFixed(0)} ms, ` +
+          `p95 ${quantile(answers, 0.95).toFixed(0)} ms; every job ended after ${allDoneSeconds.toFixed(1)} s ` +
+          `(${(UPLOADS / allDoneSeconds).toFixed(0)} jobs/s)`,
+      );
+      console.log(
+        `  pickup (StreamNotifier end → JobRunner begin): p50 ${quantile(pickup, 0.5)} ms, p95 ${quantile(pickup, 0.95)} ms`,
+      );
+      if (ROUNDS > 1) {
+        await sleep(SETTLE_MS);
+        const m = { api: await rssMb(platform.api.pid), worker: await rssMb(platform.worker.pid) };
+        memory.push(m);
+        console.log(
+          `  round ${round}: API ${m.api.toFixed(0)} MB, worker ${m.worker.toFixed(0)} MB resident after ${SETTLE_MS / 1000} s idle`,
+        );
+      }
+    }
     console.log(`goal: ≥ 250 uploads/s with p95 < 300 ms, pickup p95 < 50 ms`);
+    if (memory.length > 2) {
+      // Round 1 warms caches and pools; growth is judged from round 2 on.
+      const [from, to] = [memory[1], memory[memory.length - 1]];
+      console.log(
+        `memory from round 2 to round ${memory.length}: API ${(to.api - from.api).toFixed(0)} MB, ` +
+          `worker ${(to.worker - from.worker).toFixed(0)} MB (goal: no growth)`,
+      );
+    }
   } finally {
     await pg.end();
     await platform.stop();

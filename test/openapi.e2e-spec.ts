@@ -92,6 +92,24 @@ describe('OpenAPI and Swagger UI', () => {
     expect(
       doc.paths['/api/v1/pipeline/upload'].post.requestBody.content['multipart/form-data'],
     ).toBeDefined();
+    // A JSON body sent under another content type is 415 on every route that reads one.
+    type Operation = {
+      requestBody?: { content?: Record<string, unknown> };
+      responses: Record<string, { content?: Record<string, { schema?: unknown }> }>;
+    };
+    let jsonBodies = 0;
+    for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, Operation>>)) {
+      for (const [method, op] of Object.entries(item)) {
+        if (!op.requestBody?.content?.['application/json']) continue;
+        jsonBodies++;
+        expect([method, path, op.responses['415']?.content?.['application/json']?.schema]).toEqual([
+          method,
+          path,
+          { $ref: '#/components/schemas/ErrorBodyDto' },
+        ]);
+      }
+    }
+    expect(jsonBodies).toBeGreaterThan(20);
   });
 
   it('GET /metrics serves Prometheus text with route templates, never raw paths', async () => {

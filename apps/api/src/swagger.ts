@@ -51,6 +51,7 @@ export function setupSwagger(app: INestApplication, config: TapyardConfig, logge
     extraModels: [ErrorBodyDto, DestinationOptionsDto, ...sections.map((s) => s.dto)],
   });
   describeDestination(document, sections);
+  describeJsonBodies(document);
   SwaggerModule.setup('api/docs', app, document, { jsonDocumentUrl: 'api/docs-json' });
 }
 
@@ -73,6 +74,23 @@ function describeDestination(document: OpenAPIObject, sections: DestinationSecti
   };
   schemas[DestinationDto.name] = { type: 'object', properties };
   document.components.schemas = schemas;
+}
+
+/**
+ * Every route that reads a JSON body answers 415 to bytes sent under another content type
+ * (JsonBodyInterceptor, one rule for all of them), so each such operation documents it.
+ */
+function describeJsonBodies(document: OpenAPIObject): void {
+  for (const item of Object.values(document.paths)) {
+    for (const op of [item.post, item.put, item.patch, item.delete]) {
+      const content = op?.requestBody && 'content' in op.requestBody ? op.requestBody.content : undefined;
+      if (!op || !content?.['application/json'] || op.responses['415']) continue;
+      op.responses['415'] = {
+        description: 'The body was sent under another content type than application/json',
+        content: { 'application/json': { schema: { $ref: `#/components/schemas/${ErrorBodyDto.name}` } } },
+      };
+    }
+  }
 }
 
 /** Lets a docs request through only with a valid key or live session; other paths pass untouched. */

@@ -159,7 +159,8 @@ describe.each(modes)('batch session (bwrap: %s)', (mode) => {
       const outcome = await session.close();
       expect(outcome.error).toBe(error);
       expect(outcome.signal).toBe('SIGKILL');
-      expect(Date.now() - started).toBeLessThan(5000);
+      // Stopped, not waited for: the script would have slept 60 s (a bound, not a speed measurement).
+      expect(Date.now() - started).toBeLessThan(45_000);
       // Without bwrap's pid namespace the script's pid is the host's: it must be gone.
       if (mode === 'off') expect(() => process.kill(pid as number, 0)).toThrow(/ESRCH/);
     },

@@ -92,6 +92,8 @@ export class DocumentLoader {
 
       local = await this.stage(p);
       const result = await this.load(job, p, def, local, vs, container);
+      // This host's copy goes before the terminal event: nothing of a job outlives its end.
+      local = await this.dropLocal(local);
       await this.status.record(job, 'JobRunner', 'end', result.note, result.outcome);
       await this.cleanUp(p, local, 'ended');
     } catch (err) {
@@ -114,6 +116,7 @@ export class DocumentLoader {
         { pipelineToken: p.pipelineToken, processName: e.processName, err: e.message },
         'document job failed',
       );
+      local = await this.dropLocal(local);
       await this.status.record(
         job,
         e.processName,
@@ -305,12 +308,17 @@ export class DocumentLoader {
     return path;
   }
 
+  private async dropLocal(local: string | null): Promise<null> {
+    if (local) await this.spool.remove(local).catch(() => undefined);
+    return null;
+  }
+
   /**
    * This host's copy goes whenever the job stops; an upload's staged input once the job `ended` (a
    * tap's staged object stays: the tap ledger owns it).
    */
   private async cleanUp(p: DocumentPayload, local: string | null, how: 'ended' | 'again'): Promise<void> {
-    if (local) await this.spool.remove(local).catch(() => undefined);
+    await this.dropLocal(local);
     if (how === 'ended' && p.staged)
       await this.staging.remove(p.environment, p.staged).catch(() => undefined);
   }
