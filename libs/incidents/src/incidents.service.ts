@@ -1,29 +1,10 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { CODEGEN_KINDS, ScriptRunSpec } from '@tapyard/scripts';
-import {
-  CodegenListener,
-  CodegenService,
-  JobLanded,
-  ScriptChange,
-  instructionOf,
-  scriptColumns,
-} from '@tapyard/codegen';
+import { CodegenListener, CodegenService, JobLanded, ScriptChange } from '@tapyard/codegen';
 import { AccessCheck, Action, ScopeFields, canOn } from '@tapyard/auth';
 import { ConflictError, NotFoundError } from '@tapyard/core';
 import { PipelinesService } from '@tapyard/pipelines';
-import { PipelineDefinition } from '@tapyard/model';
-import {
-  Check,
-  DEFAULT_THRESHOLDS,
-  RunProfile,
-  Thresholds,
-  diffProfiles,
-  dqPassRate,
-  runChecks,
-  verdictOf,
-} from './evidence';
-import { ScriptSet, profileRun, profileTapRun } from './evidence-run';
+import { RunProfile, Thresholds, dqPassRate } from './evidence';
 import {
   Evidence,
   Incident,
@@ -35,8 +16,10 @@ import {
 } from './incident.types';
 import { IncidentsRepository, StoredIncident } from './incidents.repository';
 import { IncidentErrorCode } from './incident-errors';
-import { BlastRadiusReader, emptyBlastRadius } from './blast-radius';
 import { TapEvidenceSource, TapRan, TapScriptChange } from './tap-evidence';
+import { IncidentThresholds } from './incident-thresholds';
+import { IncidentEvidence, withoutValues } from './incident-evidence';
+import { summaryOf, tapSummaryOf } from './incident-summaries';
 
 /**
  * Incidents of pipelines and taps: every CodeGen script that replaces an earlier version opens one,
@@ -52,12 +35,9 @@ export class IncidentsService implements OnModuleInit, CodegenListener {
     private readonly codegen: CodegenService,
     private readonly pipelines: PipelinesService,
     private readonly repo: IncidentsRepository,
-    private readonly reach: BlastRadiusReader,
+    private readonly limits: IncidentThresholds,
+    private readonly evidenceBuilder: IncidentEvidence,
   ) {}
-
-  /** The taps feeding a pipeline, for its blast radius (none in a process without taps). */
-  private readonly feeding = (environment: string, pipeline: string): Promise<string[]> =>
-    this.taps === null ? Promise.resolve([]) : this.taps.feeding(environment, pipeline);
 
   /** Set once by the taps lib at boot; null in a process without taps (no tap incident is opened there). */
   private taps: TapEvidenceSource | null = null;
@@ -111,7 +91,13 @@ export class IncidentsService implements OnModuleInit, CodegenListener {
    */
   async evidence(environment: string, id: string, access: AccessCheck): Promise<Evidence | PendingEvidence> {
     const incident = await this.visible(environment, id, access, 'read');
-    if (incident.evidence === null) return this.pending(environment, incident);
+    if (incident.evidence === null)
+      return this.evidenceBuilder.pending(
+        environment,
+        incident,
+        await this.rowsPipeline(environment, incident),
+        this.taps,
+      );
     const readsRows = await this.readsRows(environment, incident, access);
     return readsRows ? incident.evidence : withoutValues(incident.evidence);
   }
@@ -144,7 +130,13 @@ export class IncidentsService implements OnModuleInit, CodegenListener {
       scriptVersions: [],
       tapScripts: scripts,
     });
-    const evidence = await this.computeTap(change.environment, change.tap, scripts, change.access);
+    const evidence = await this.evidenceBuilder.ofTap(
+      change.environment,
+      change.tap,
+      scripts,
+      change.access,
+      this.taps,
+    );
     await this.repo.setEvidence(
       change.environment,
       id,
@@ -166,7 +158,12 @@ export class IncidentsService implements OnModuleInit, CodegenListener {
       summary: `${change.kind} script of '${change.pipeline}' went from version ${change.before} to ${change.after} (${change.origin}); evidence pending`,
       scriptVersions: versions,
     });
-    const evidence = await this.compute(change.environment, change.pipeline, versions);
+    const evidence = await this.evidenceBuilder.ofPipeline(
+      change.environment,
+      change.pipeline,
+      versions,
+      this.taps,
+    );
     await this.repo.setEvidence(
       change.environment,
       id,
@@ -233,13 +230,24 @@ export class IncidentsService implements OnModuleInit, CodegenListener {
       throw new ConflictError(`incident '${id}' is resolved`).coded(IncidentErrorCode.Resolved);
     if (incident.tapScripts !== null) {
       // A tap's change is recomputed, never undone here: the tap's own routes roll a script back.
-      const evidence = await this.computeTap(environment, incident.subjectName, incident.tapScripts, access);
+      const evidence = await this.evidenceBuilder.ofTap(
+        environment,
+        incident.subjectName,
+        incident.tapScripts,
+        access,
+        this.taps,
+      );
       const summary = tapSummaryOf(incident.subjectName, incident.tapScripts, evidence);
       await this.repo.setEvidence(environment, id, evidence, summary);
       return this.get(environment, id, access);
     }
     const pipeline = incident.subjectName;
-    const evidence = await this.compute(environment, pipeline, incident.scriptVersions);
+    const evidence = await this.evidenceBuilder.ofPipeline(
+      environment,
+      pipeline,
+      incident.scriptVersions,
+      this.taps,
+    );
     let versions = incident.scriptVersions;
     if (evidence.verdict === 'fail') {
       for (const c of incident.scriptVersions) {
@@ -277,35 +285,25 @@ export class IncidentsService implements OnModuleInit, CodegenListener {
   }
 
   /** The thresholds a pipeline's evidence is checked against, and whether they are its own. */
-  async thresholds(
-    environment: string,
-    pipeline: string,
-  ): Promise<{ thresholds: Thresholds; custom: boolean }> {
-    await this.pipelines.get(environment, pipeline);
-    const own = await this.repo.thresholds(environment, pipeline);
-    return { thresholds: { ...DEFAULT_THRESHOLDS, ...own }, custom: own !== null };
+  thresholds(environment: string, pipeline: string): Promise<{ thresholds: Thresholds; custom: boolean }> {
+    return this.limits.of(environment, pipeline);
   }
 
   /** Sets a pipeline's thresholds: given fields over the current ones; the next evidence uses them. */
-  async setThresholds(
+  setThresholds(
     environment: string,
     pipeline: string,
     changes: Partial<Thresholds>,
   ): Promise<{ thresholds: Thresholds; custom: boolean }> {
-    const { thresholds } = await this.thresholds(environment, pipeline);
-    const defined = Object.fromEntries(Object.entries(changes).filter(([, v]) => v !== undefined));
-    await this.repo.setThresholds(environment, pipeline, { ...thresholds, ...defined });
-    return this.thresholds(environment, pipeline);
+    return this.limits.set(environment, pipeline, changes);
   }
 
   /** Back to the built-in defaults. */
-  async clearThresholds(
+  clearThresholds(
     environment: string,
     pipeline: string,
   ): Promise<{ thresholds: Thresholds; custom: boolean }> {
-    await this.pipelines.get(environment, pipeline);
-    await this.repo.clearThresholds(environment, pipeline);
-    return this.thresholds(environment, pipeline);
+    return this.limits.clear(environment, pipeline);
   }
 
   deletePipeline(environment: string, pipeline: string): Promise<void> {
@@ -321,33 +319,6 @@ export class IncidentsService implements OnModuleInit, CodegenListener {
     if (incident === null) throw notFound(id);
     return incident;
   }
-
-  /** No value of any row yet: nothing here needs the data-read check. */
-  private async pending(environment: string, incident: StoredIncident): Promise<PendingEvidence> {
-    const name = await this.rowsPipeline(environment, incident);
-    const pipeline = name === null ? null : await this.pipelines.find(environment, name);
-    return {
-      baseline: null,
-      candidate: null,
-      real: null,
-      diff: null,
-      blastRadius:
-        pipeline !== null
-          ? await this.reach.of(environment, pipeline.definition, this.feeding)
-          : incident.subject === 'tap'
-            ? emptyBlastRadius()
-            : null,
-      thresholds:
-        pipeline === null
-          ? DEFAULT_THRESHOLDS
-          : (await this.thresholds(environment, pipeline.definition.name)).thresholds,
-      checks: [],
-      verdict: 'pending',
-      computedAt: null,
-      scriptVersions: incident.scriptVersions,
-    };
-  }
-
   /**
    * The incident, if the caller may `action` it. A pipeline's is checked by the route (its pipeline's
    * scope); a tap's needs the same capability on the tap, and is answered as absent otherwise.
@@ -391,127 +362,6 @@ export class IncidentsService implements OnModuleInit, CodegenListener {
   private async tapSubject(environment: string, tap: string) {
     return this.taps === null ? null : this.taps.subject(environment, tap);
   }
-
-  /**
-   * Both tap scripts run as test runs of the tap (nothing loaded) and their outputs are compared with
-   * each other and with the tap's last outputs, against the thresholds of the pipeline it feeds.
-   */
-  private async computeTap(
-    environment: string,
-    tap: string,
-    scripts: TapScriptVersions,
-    access: AccessCheck,
-  ): Promise<Evidence> {
-    const source = this.taps;
-    if (source === null) throw new Error('tap incidents need the taps module');
-    const subject = await source.subject(environment, tap);
-    const target = subject?.targetPipeline
-      ? await this.pipelines.find(environment, subject.targetPipeline)
-      : null;
-    const side = async (pick: 'before' | 'after') => {
-      const version = scripts[pick];
-      const text = await source.script(environment, tap, version.scriptPath);
-      const run =
-        text === null
-          ? { recordCount: 0, rows: [], error: `script version ${version.version} is gone`, durationMs: 0 }
-          : await source.sample(environment, tap, text, access);
-      return profileTapRun(run, text ?? '', version.version, target?.version ?? 0);
-    };
-    const baseline = await side('before');
-    const candidate = await side('after');
-    const lastOutputs = await source.lastOutputs(environment, tap);
-    const diff = diffProfiles(baseline.profile, candidate.profile, lastOutputs, (p) => p.recordCount);
-    const thresholds = target
-      ? (await this.thresholds(environment, target.definition.name)).thresholds
-      : DEFAULT_THRESHOLDS;
-    const checks: Check[] = [
-      candidateRuns(candidate.error),
-      ...runChecks(diff, candidate.profile, thresholds),
-    ];
-    return {
-      baseline: baseline.profile,
-      candidate: candidate.profile,
-      real: null,
-      diff,
-      blastRadius: target
-        ? await this.reach.of(environment, target.definition, this.feeding)
-        : emptyBlastRadius(),
-      thresholds,
-      checks,
-      // A baseline that does not run leaves nothing to compare with.
-      verdict: verdictOf(checks, baseline.error === null),
-      computedAt: new Date().toISOString(),
-    };
-  }
-
-  /** Baseline (the scripts before the change) and candidate (after) on the same sample, compared. */
-  private async compute(
-    environment: string,
-    pipeline: string,
-    versions: ScriptVersionChange[],
-  ): Promise<Evidence> {
-    const stored = await this.pipelines.get(environment, pipeline);
-    const def = stored.definition;
-    const { batch, landed, recentRatios } = await this.codegen.sample(
-      environment,
-      pipeline,
-      scriptColumns(def),
-    );
-    const side = async (pick: 'before' | 'after'): Promise<ScriptSet> => ({
-      specs: await this.specs(environment, def, versions, pick),
-      pipelineVersion: stored.version,
-    });
-    const baseline = await profileRun(await side('before'), batch, landed);
-    const candidate = await profileRun(await side('after'), batch, landed);
-    const diff = diffProfiles(baseline.profile, candidate.profile, recentRatios);
-    const { thresholds } = await this.thresholds(environment, pipeline);
-    const checks: Check[] = [
-      candidateRuns(candidate.error),
-      ...runChecks(diff, candidate.profile, thresholds),
-    ];
-    return {
-      baseline: baseline.profile,
-      candidate: candidate.profile,
-      real: null,
-      diff,
-      blastRadius: await this.reach.of(environment, def, this.feeding),
-      thresholds,
-      checks,
-      // Evidence from a synthetic sample (nothing landed yet) is not enough to pass or fail a change.
-      verdict: verdictOf(checks, landed),
-      computedAt: new Date().toISOString(),
-      scriptVersions: versions,
-    };
-  }
-
-  /** The run specs of one side: changed kinds at their `before` or `after` version, others as live. */
-  private async specs(
-    environment: string,
-    def: PipelineDefinition,
-    versions: ScriptVersionChange[],
-    pick: 'before' | 'after',
-  ): Promise<ScriptRunSpec[]> {
-    const specs: ScriptRunSpec[] = [];
-    for (const kind of CODEGEN_KINDS) {
-      if (instructionOf(def, kind) === null) continue;
-      const change = versions.find((c) => c.kind === kind);
-      const text = change
-        ? await this.codegen.version(environment, def.name, kind, change[pick])
-        : await this.codegen.live(environment, def.name, kind);
-      if (text === null) continue;
-      specs.push(await this.codegen.runSpec(kind, text.script, text.outputColumns));
-    }
-    return specs;
-  }
-}
-
-function candidateRuns(error: string | null): Check {
-  return {
-    name: 'candidate-runs',
-    passed: error === null,
-    observed: error === null ? 'ran' : error.split('\n')[0].slice(0, 200),
-    limit: 'runs on the sample',
-  };
 }
 
 /** Authentication off: no caller, nothing is checked. */
@@ -523,36 +373,4 @@ function notFound(id: string): NotFoundError {
   return new NotFoundError(`incident '${id}' does not exist`).coded(IncidentErrorCode.NotFound);
 }
 
-/** The evidence without any value quoted from rows: no top values, no value quantiles. */
-function withoutValues(evidence: Evidence): Evidence {
-  const strip = (p: RunProfile): RunProfile => ({
-    ...p,
-    columns: p.columns.map(({ topK: _topK, quantiles: _quantiles, ...column }) => column),
-  });
-  return {
-    ...evidence,
-    baseline: strip(evidence.baseline),
-    candidate: strip(evidence.candidate),
-    real: evidence.real === null ? null : strip(evidence.real),
-  };
-}
-
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-function tapSummaryOf(tap: string, scripts: TapScriptVersions, evidence: Evidence): string {
-  const failed = evidence.checks.filter((c) => !c.passed).map((c) => `${c.name} (${c.observed})`);
-  return (
-    `tap '${tap}' script ${scripts.before.version} → ${scripts.after.version} (${scripts.origin}): ${evidence.verdict}` +
-    (failed.length > 0 ? `; failed: ${failed.join(', ')}` : '')
-  );
-}
-
-function summaryOf(pipeline: string, versions: ScriptVersionChange[], evidence: Evidence): string {
-  const what = versions.map((v) => `${v.kind} ${v.before} → ${v.after}`).join(', ');
-  const failed = evidence.checks.filter((c) => !c.passed).map((c) => `${c.name} (${c.observed})`);
-  return (
-    `'${pipeline}' ${what}: ${evidence.verdict}` +
-    (failed.length > 0 ? `; failed: ${failed.join(', ')}` : '') +
-    (evidence.candidate.source === 'landed-sample' ? '' : '; no landed rows to compare on yet')
-  );
-}

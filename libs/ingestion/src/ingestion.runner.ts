@@ -1,9 +1,7 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
-import { createReadStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { MessageChannel } from 'node:worker_threads';
-import { createInterface } from 'node:readline';
 import { Logger } from 'pino';
 import { CONFIG, LOGGER, TapyardConfig, errorMessage } from '@tapyard/core';
 import {
@@ -11,7 +9,6 @@ import {
   DestinationRegistry,
   LoadTarget,
   Payload,
-  RejectedRow,
   Sink,
   SinkGate,
   destinationsFor,
@@ -33,9 +30,11 @@ import { newCounts } from './stage-thread/convert';
 import { StageStalledError, StageThreadError, StageThreadPool } from './stage-thread/stage-thread';
 import { sendInput } from './stage-thread/input-channel';
 import { Fanout } from './fanout';
-import { fastPathBlocker } from '@tapyard/readers';
-import { CODEGEN_KINDS, ScriptRunSpec } from '@tapyard/scripts';
-import { CodegenService, instructionOf } from '@tapyard/codegen';
+import { CodegenService } from '@tapyard/codegen';
+import { jobScripts, recordLanded, validationSchemaOf } from './job-scripts';
+import { takesFastPath } from './fast-path-choice';
+import { prepareLegs } from './prepare-legs';
+import { counted, readRejects } from './job-input';
 
 /** How long a job's end waits for the read of its input to stop. */
 const READ_STOP_WAIT_MS = 5000;
@@ -83,45 +82,6 @@ export class IngestionRunner {
     private readonly outcome: JobOutcome,
     @Optional() @Inject(STAGE_SPIN_ON) private readonly spinOn: string | null = null,
   ) {}
-
-  /**
-   * The pipeline's CodeGen scripts for this job, in stage order; a kind whose instruction has no script
-   * to run (none written yet, no provider) fails its stage, saying why: rows are never loaded unchecked.
-   */
-  private async scripts(
-    environment: string,
-    def: PipelineDefinition,
-  ): Promise<(ScriptRunSpec & { version: number | null })[]> {
-    const out: (ScriptRunSpec & { version: number | null })[] = [];
-    for (const kind of CODEGEN_KINDS) {
-      const stage = kind === 'dataQuality' ? 'DataQuality' : 'Transformation';
-      try {
-        const live = await this.codegen.forRun(environment, def, kind);
-        if (live === null) continue;
-        out.push({
-          ...(await this.codegen.runSpec(kind, live.script, live.outputColumns)),
-          version: live.version,
-        });
-      } catch (err) {
-        throw new StageError(stage, errorMessage(err));
-      }
-    }
-    return out;
-  }
-
-  /** The text of the pipeline's validation schema, for the stage thread to compile; a missing one fails the job. */
-  private async validationSchema(
-    environment: string,
-    def: PipelineDefinition,
-  ): Promise<{ file: string; text: string } | null> {
-    const file = def.dataQuality.validationSchema;
-    if (!file) return null;
-    try {
-      return { file, text: await this.configFiles.readValidationSchema(environment, file) };
-    } catch (err) {
-      throw new StageError('DataQuality', errorMessage(err));
-    }
-  }
 
   /**
    * `attempt`: which delivery this is. A destination that was unreachable, on a delivery that is not
@@ -197,38 +157,7 @@ export class IngestionRunner {
         if (read !== null) ({ counts, first, transforms, note } = read);
       }
 
-      if (counts !== null) {
-        await this.status.record(
-          job,
-          'DataQuality',
-          'end',
-          `${counts.rows} rows checked, ${counts.dq} rejected` +
-            (counts.unparsed > 0
-              ? `; ${counts.unparsed} of them went to the destination unparsed (fast path)`
-              : ''),
-        );
-        if (transforms) {
-          await this.status.record(
-            job,
-            'Transformation',
-            'end',
-            `${counts.tf} row(s) rejected by the output types`,
-          );
-        }
-        if (counts.rows === 0) {
-          throw new StageError(
-            'DataQuality',
-            first.header ? 'the file has a header row but no data rows' : 'the file holds no records',
-          );
-        }
-      } else if (legs.every((l) => l.result !== null)) {
-        await this.status.record(
-          job,
-          'DataQuality',
-          'end',
-          'an earlier delivery of this job already loaded it',
-        );
-      }
+      await this.outcome.checked(job, legs, counts, first, transforms);
       await this.outcome.finish(job, legs, counts, note, attempt);
       await this.release(p, 'ended');
     } catch (err) {
@@ -307,7 +236,7 @@ export class IngestionRunner {
       reading.signal,
     );
     // Reading, DataQuality and Transformation run in a stage thread under a watchdog.
-    const fast = this.fastPath(p, def, legs);
+    const fast = takesFastPath(this.config, this.spinOn, p, def, legs);
     // A request to the store that hangs must not hold the job's end.
     const stopReading = async () => {
       reading.abort();
@@ -335,7 +264,7 @@ export class IngestionRunner {
       const first = await session.first().catch(stageFailure);
       const { fileColumns, definition, added, note } = await this.plan(p, def, first);
       const fields = definition.source.schemaProperties.fields;
-      const scripts = await this.scripts(p.environment, definition);
+      const scripts = await jobScripts(this.codegen, p.environment, definition);
       const target: LoadTarget = {
         environment: p.environment,
         pipeline: p.pipeline,
@@ -349,35 +278,11 @@ export class IngestionRunner {
         loadId,
       };
       const transformScript = scripts.find((s) => s.kind === 'transformation');
-      const checkScript = scripts.find((s) => s.kind === 'dataQuality');
       const transforms = definition.transformation.mappings.length > 0 || transformScript !== undefined;
-      // Each destination prepares its target; one that cannot is out of this delivery, the others load.
-      // probe() first: an unreachable one fails at once, as an outage, rather than after a connect timeout
-      // inside its preparations.
-      for (const leg of legs) {
-        const d = leg.destination;
-        const down = await d.probe(target).then(
-          () => null,
-          (err: unknown) => err,
-        );
-        if (down !== null) {
-          leg.error = destinationError(d.processName, down);
-          continue;
-        }
-        if (added.length > 0 && !d.capabilities.schemaEvolution) {
-          leg.error = new StageError(
-            d.processName,
-            `${d.name} cannot take new columns (${added.slice(0, 5).join(', ')}): it does not evolve its schema`,
-          );
-          continue;
-        }
-        await d.prepare(target).catch((err: unknown) => {
-          leg.error = destinationError(d.processName, err);
-        });
-      }
+      await prepareLegs(legs, target, added);
       const loading = legs.filter((l) => l.error === null);
       if (loading.length === 0) return null;
-      const schema = await this.validationSchema(p.environment, definition);
+      const schema = await validationSchemaOf(this.configFiles, p.environment, definition);
       await session
         .plan(
           definition,
@@ -390,35 +295,7 @@ export class IngestionRunner {
           scripts.map(({ version: _version, ...spec }) => spec),
         )
         .catch(stageFailure);
-      await this.status.record(
-        job,
-        'DataQuality',
-        'begin',
-        `checking types of ${fields.length} columns and ${definition.dataQuality.rules.length} rule(s)` +
-          (checkScript
-            ? `, then the data-quality script (version ${checkScript.version ?? 'unnumbered'})`
-            : '') +
-          (fast ? '; clean CSV chunks go to the destination unparsed' : ''),
-      );
-      if (transforms) {
-        await this.status.record(
-          job,
-          'Transformation',
-          'begin',
-          `${definition.transformation.mappings.length} mapping step(s)` +
-            (transformScript
-              ? `, then the transformation script (version ${transformScript.version ?? 'unnumbered'})`
-              : ''),
-        );
-      }
-      for (const leg of loading) {
-        await this.status.record(
-          job,
-          leg.destination.processName,
-          'begin',
-          `writing into ${leg.destination.describe(definition.destination)}`,
-        );
-      }
+      await this.outcome.began(job, definition, loading, scripts, { fast, transforms });
 
       let sample: Record<string, unknown>[] = [];
       const fan = new Fanout<Payload>(loading.length);
@@ -458,29 +335,14 @@ export class IngestionRunner {
       if (readFailure !== null) throw readFailure;
       const landed = loading.find((l) => l.result !== null)?.result;
       if (sample.length > 0 && scripts.length > 0 && landed && session.finished) {
-        // What the next CodeGen script is dry-run on and its evidence computed from (kept only for
-        // pipelines with scripts: it is data); losing it only means a synthetic sample.
-        const final = counts;
-        await this.codegen
-          .saveSample(
-            p.environment,
-            p.pipeline,
-            outputFields(fields, definition.transformation.mappings),
-            sample,
-          )
-          .then(() =>
-            this.codegen.jobLanded({
-              environment: p.environment,
-              pipeline: p.pipeline,
-              pipelineToken: p.pipelineToken,
-              versions: scripts.map((s) => ({ kind: s.kind, version: s.version })),
-              rows: final.rows,
-              loaded: landed.loaded,
-              dqFailures: final.dq,
-              durationMs: Date.now() - started,
-            }),
-          )
-          .catch(() => undefined);
+        await recordLanded(this.codegen, p, {
+          columns: outputFields(fields, definition.transformation.mappings),
+          sample,
+          scripts,
+          counts,
+          loaded: landed.loaded,
+          durationMs: Date.now() - started,
+        });
       }
       // Every loader failed before the input was read to its end: there are no counts to report.
       return session.finished ? { counts, first, transforms, note } : null;
@@ -492,41 +354,6 @@ export class IngestionRunner {
   }
 
   /**
-   * Whether the job reads its file on the fast path (stage-thread/fast-csv.ts): a CSV upload with a
-   * header, the default null handling and utf-8, no rules or mappings (they need every value), and
-   * one destination that takes clean CSV as it is.
-   */
-  private fastPath(p: IngestPayload, def: PipelineDefinition, legs: Leg[]): boolean {
-    const fa = def.source.fileAttributes;
-    return (
-      this.config.worker.csvFastPath &&
-      this.spinOn === null &&
-      fa.format === 'csv' &&
-      p.records === undefined &&
-      fa.csvAttributes.header &&
-      fastPathBlocker(fa.csvAttributes) === null &&
-      def.dataQuality.rules.length === 0 &&
-      def.transformation.mappings.length === 0 &&
-      CODEGEN_KINDS.every((k) => instructionOf(def, k) === null) &&
-      legs.length === 1 &&
-      legs[0].destination.capabilities.csvPassThrough
-    );
-  }
-
-  /**
-   * Writes each destination's outcome and the job's: `success` (or `warning` with rejects, or with a
-   * schema contract `note`) when every destination loaded, `warning` when some did, `error` when none
-   * did. A destination that was unreachable and is exactly-once makes the job run again while
-   * deliveries remain.
-   */
-
-  /**
-   * `processing` entries with the rows so far and the input's bytes read (of how many, and the
-   * percentage, when the size is known): at most every progressEveryMs, in order, all written before
-   * the stage ends.
-   */
-
-  /**
    * Maps the file's columns onto the schema under the pipeline's schema contract. In every mode a
    * header that is mostly foreign to the schema is refused: that is nearly always a wrong file, or a
    * wrong delimiter or header setting. Then `evolve` adds the file's new columns to the pipeline as
@@ -534,7 +361,6 @@ export class IngestionRunner {
    * and `discard_rows` leave the schema alone (the RowPlan ignores the unknown columns, or rejects
    * rows holding a value in one). `note`: what the job's end reports (and why it is a `warning`).
    */
-  /** The file's columns against the schema (planColumns); `evolve` adds the new ones to the pipeline. */
   private async plan(
     p: IngestPayload,
     def: PipelineDefinition,
@@ -554,17 +380,4 @@ export class IngestionRunner {
     );
     return { fileColumns, definition, added: evolve, note };
   }
-}
-
-/** The input as it is handed to the stage thread, its bytes counted into `read`. */
-async function* counted(source: AsyncIterable<Buffer>, read: { bytes: number }): AsyncGenerator<Buffer> {
-  for await (const part of source) {
-    read.bytes += part.length;
-    yield part;
-  }
-}
-
-async function* readRejects(path: string): AsyncGenerator<RejectedRow> {
-  const lines = createInterface({ input: createReadStream(path), crlfDelay: Infinity });
-  for await (const line of lines) if (line) yield JSON.parse(line) as RejectedRow;
 }

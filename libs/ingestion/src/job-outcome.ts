@@ -4,7 +4,9 @@ import { CONFIG, LOGGER, TapyardConfig } from '@tapyard/core';
 import { Destination, LoadResult } from '@tapyard/destinations';
 import { RetryLaterError } from '@tapyard/queue';
 import { JobRef, ProcessName, StatusService } from '@tapyard/status';
+import { PipelineDefinition } from '@tapyard/model';
 import { StageError } from './stage-error';
+import { JobScript } from './job-scripts';
 import { Counts } from './stage-thread/protocol';
 
 /** One destination of a job, and how its load went. */
@@ -15,9 +17,10 @@ export interface Leg {
 }
 
 /**
- * What a job reports as it loads and when it ends: the loaders' progress entries, each loader's end or
- * error, a retry when every failure can be retried exactly once, and the job's one terminal event
- * (success, warning, or error when nothing usable loaded) with its row counts.
+ * What a job reports as it loads and when it ends: each stage's begin entry, the checking stages'
+ * end entries, the loaders' progress entries, each loader's end or error, a retry when every failure
+ * can be retried exactly once, and the job's one terminal event (success, warning, or error when
+ * nothing usable loaded) with its row counts.
  */
 @Injectable()
 export class JobOutcome {
@@ -27,6 +30,12 @@ export class JobOutcome {
     private readonly status: StatusService,
   ) {}
 
+  /**
+   * Writes each destination's outcome and the job's: `success` (or `warning` with rejects, or with a
+   * schema contract `note`) when every destination loaded, `warning` when some did, `error` when none
+   * did. A destination that was unreachable and is exactly-once makes the job run again while
+   * deliveries remain.
+   */
   async finish(
     job: JobRef,
     legs: Leg[],
@@ -109,6 +118,99 @@ export class JobOutcome {
       { loaded: first.loaded, rejected },
     );
   }
+  /**
+   * The checking stages' end entries once the input is read (`counts`), or found loaded already by an
+   * earlier delivery. A file without a record fails the job.
+   */
+  async checked(
+    job: JobRef,
+    legs: Leg[],
+    counts: Counts | null,
+    first: { header: string[] | null },
+    transforms: boolean,
+  ): Promise<void> {
+    if (counts !== null) {
+      await this.status.record(
+        job,
+        'DataQuality',
+        'end',
+        `${counts.rows} rows checked, ${counts.dq} rejected` +
+          (counts.unparsed > 0
+            ? `; ${counts.unparsed} of them went to the destination unparsed (fast path)`
+            : ''),
+      );
+      if (transforms) {
+        await this.status.record(
+          job,
+          'Transformation',
+          'end',
+          `${counts.tf} row(s) rejected by the output types`,
+        );
+      }
+      if (counts.rows === 0) {
+        throw new StageError(
+          'DataQuality',
+          first.header ? 'the file has a header row but no data rows' : 'the file holds no records',
+        );
+      }
+    } else if (legs.every((l) => l.result !== null)) {
+      await this.status.record(
+        job,
+        'DataQuality',
+        'end',
+        'an earlier delivery of this job already loaded it',
+      );
+    }
+  }
+
+  /** The `begin` entries of the checking stages and of each loader, once the job's plan is made. */
+  async began(
+    job: JobRef,
+    definition: PipelineDefinition,
+    loading: Leg[],
+    scripts: JobScript[],
+    plan: { fast: boolean; transforms: boolean },
+  ): Promise<void> {
+    const fields = definition.source.schemaProperties.fields;
+    const transformScript = scripts.find((s) => s.kind === 'transformation');
+    const checkScript = scripts.find((s) => s.kind === 'dataQuality');
+    const { fast, transforms } = plan;
+    await this.status.record(
+      job,
+      'DataQuality',
+      'begin',
+      `checking types of ${fields.length} columns and ${definition.dataQuality.rules.length} rule(s)` +
+        (checkScript
+          ? `, then the data-quality script (version ${checkScript.version ?? 'unnumbered'})`
+          : '') +
+        (fast ? '; clean CSV chunks go to the destination unparsed' : ''),
+    );
+    if (transforms) {
+      await this.status.record(
+        job,
+        'Transformation',
+        'begin',
+        `${definition.transformation.mappings.length} mapping step(s)` +
+          (transformScript
+            ? `, then the transformation script (version ${transformScript.version ?? 'unnumbered'})`
+            : ''),
+      );
+    }
+    for (const leg of loading) {
+      await this.status.record(
+        job,
+        leg.destination.processName,
+        'begin',
+        `writing into ${leg.destination.describe(definition.destination)}`,
+      );
+    }
+  }
+
+  /**
+   * `processing` entries with the rows so far and the input's bytes read (of how many, and the
+   * percentage, when the size is known): at most every progressEveryMs, in order, all written before
+   * the stage ends.
+   */
   progress(
     job: JobRef,
     processName: ProcessName,

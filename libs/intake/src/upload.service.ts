@@ -1,21 +1,17 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { Transform } from 'node:stream';
-import { pipeline as pipeline_ } from 'node:stream/promises';
 import type { Request } from 'express';
 import {
   CONFIG,
-  PayloadTooLargeError,
   TapyardConfig,
   UnsupportedMediaTypeError,
   ValidationError,
   errorMessage,
-  readMultipart,
 } from '@tapyard/core';
 import type { AccessCheck } from '@tapyard/auth';
 import { PipelineDeletingError, PipelinePolicy, PipelinesService } from '@tapyard/pipelines';
-import { PipelineErrorCode, isDocumentPipeline } from '@tapyard/model';
-import { SNIFF_BYTES, sniffContent } from '@tapyard/profiling';
+import { isDocumentPipeline } from '@tapyard/model';
+import { sniffContent } from '@tapyard/profiling';
 import { EnvironmentQueues, IngestJob, IntakePayload, loadJobOptions } from '@tapyard/queue';
 import { archiveKind } from '@tapyard/archives';
 import { ObjectStore } from '@tapyard/objectstore';
@@ -23,8 +19,15 @@ import { JobRef, StatusService } from '@tapyard/status';
 import { STAGING_PREFIX, StagedWriter, Staging } from './staging';
 import { jobOptions } from './file-notifier';
 import { UploadErrorCode } from './upload-errors';
-
-const COMPRESSED = /\.(zip|gz|tgz|tar|jar|bz2|xz|7z)$/i;
+import {
+  COMPRESSED,
+  HeadCollector,
+  Received,
+  assertDataFile,
+  checkReceived,
+  publisherTokenOf,
+  receiveUpload,
+} from './upload-receipt';
 
 /**
  * How long a streamed upload may stop growing before its job gives up on it. Only a vanished API
@@ -32,19 +35,6 @@ const COMPRESSED = /\.(zip|gz|tgz|tar|jar|bz2|xz|7z)$/i;
  * then tells the job at once.
  */
 const UPLOAD_STALE_MS = 300_000;
-
-interface Received {
-  fields: Map<string, string>;
-  filename: string | null;
-  bytes: number;
-  tooLarge: boolean;
-  compressed: boolean;
-  /** The file's first bytes (up to SNIFF_BYTES): what it is, whatever its name. */
-  head: Buffer;
-  /** The file part's staged input (its id is the pipeline token), once the part started. */
-  staged: StagedWriter | null;
-}
-
 /**
  * StreamNotifier: streams a multipart upload into the object store as it arrives (never into memory
  * nor onto this host's disk: a job on any worker host reads it, see Staging), records the intake
@@ -79,7 +69,14 @@ export class UploadService {
     };
     let got: Received;
     try {
-      got = await this.receive(environment, req, pipelineToken, startEarly);
+      got = await receiveUpload(
+        this.staging,
+        this.config.uploadLimitBytes,
+        environment,
+        req,
+        pipelineToken,
+        startEarly,
+      );
     } catch (err) {
       if (streamed) await this.abortStream(streamed, pipelineToken, environment, err);
       throw err;
@@ -87,7 +84,7 @@ export class UploadService {
     const early = streamed as JobRef | null;
     if (early) {
       try {
-        this.checkReceived(got);
+        checkReceived(got, this.config.uploadLimitBytes);
         // The job took its publisher token from the fields before the file; one sent after it would
         // be silently lost.
         if (publisherTokenOf(got.fields) !== early.publisherToken) {
@@ -111,7 +108,7 @@ export class UploadService {
     }
     try {
       const pipeline = got.fields.get('pipeline')?.trim();
-      if (got.tooLarge) this.checkReceived(got);
+      if (got.tooLarge) checkReceived(got, this.config.uploadLimitBytes);
       if (!got.filename)
         throw new ValidationError("multipart field 'file' is required").coded(UploadErrorCode.MissingField);
       if (got.compressed) {
@@ -125,7 +122,7 @@ export class UploadService {
         );
       const admitted = await this.admit(environment, pipeline, publisherTokenOf(got.fields), access);
       const { publisherToken } = admitted;
-      this.checkReceived(got);
+      checkReceived(got, this.config.uploadLimitBytes);
       if (archiveKind(got.filename) !== null) {
         await this.stageArchive(environment, pipeline, pipelineToken, publisherToken, got);
         return '';
@@ -231,16 +228,6 @@ export class UploadService {
     return { publisherToken, document: isDocumentPipeline(stored.definition) };
   }
 
-  /** What only the whole file tells: within the upload limit, and not empty. */
-  private checkReceived(got: Received): void {
-    if (got.tooLarge)
-      throw new PayloadTooLargeError(
-        `the file is larger than the upload limit (UPLOAD_LIMIT, ${this.config.uploadLimitBytes} bytes)`,
-      ).coded(UploadErrorCode.TooLarge);
-    if (got.bytes === 0)
-      throw new ValidationError(`the uploaded file '${got.filename}' is empty`).coded(UploadErrorCode.Empty);
-  }
-
   /**
    * Called once the file's head is in: when the pipeline field came first and the file is a data file
    * (not an archive), admits the upload and enqueues its job, which reads the file as it arrives.
@@ -325,124 +312,4 @@ export class UploadService {
       `staged ${got.bytes} bytes in ${bucket}; extraction queued`,
     );
   }
-
-  /**
-   * `fileStarts`: called once the file's head is in (its data already flowing into the object store),
-   * with the fields sent before the file.
-   */
-  private async receive(
-    environment: string,
-    req: Request,
-    token: string,
-    fileStarts: (got: Received, fields: Map<string, string>) => Promise<void>,
-  ): Promise<Received> {
-    const got: Received = {
-      fields: new Map(),
-      filename: null,
-      bytes: 0,
-      tooLarge: false,
-      compressed: false,
-      head: Buffer.alloc(0),
-      staged: null,
-    };
-    const writes: Promise<void>[] = [];
-    // Each is observed at once: one that fails while the body is still parsed must not be an
-    // unhandled rejection; the failure is reported below, after the parse settles.
-    const track = (p: Promise<void>) => {
-      p.catch(() => undefined);
-      writes.push(p);
-    };
-    // Created before the body flows so the file part is piped the moment it starts: no data may
-    // flow unobserved.
-    const staged = await this.staging.writer(environment, token);
-    try {
-      await readMultipart(req, {
-        notMultipart: "upload with Content-Type multipart/form-data and a 'file' part",
-        limits: { files: 1, fields: 20, fieldSize: 64 * 1024, fileSize: this.config.uploadLimitBytes },
-        onField: (name, value) => got.fields.set(name, value),
-        onFile: ({ field, filename, stream: file }) => {
-          if (field !== 'file' || got.filename !== null) return void file.resume();
-          got.filename = (filename || 'upload').replace(/[\r\n\t]/g, ' ').slice(0, 255);
-          if (COMPRESSED.test(got.filename) && archiveKind(got.filename) === null) {
-            got.compressed = true;
-            return void file.resume();
-          }
-          file.on('limit', () => (got.tooLarge = true));
-          got.staged = staged;
-          const head = new HeadCollector();
-          const fieldsBefore = new Map(got.fields);
-          track(
-            pipeline_(file, head.tap(), staged).then(() => {
-              got.bytes = staged.bytes;
-            }),
-          );
-          // A streaming job starts once the head shows a data file (or the file ended shorter).
-          track(
-            head.seen.then(() => {
-              got.head = head.bytes();
-              return fileStarts(got, fieldsBefore);
-            }),
-          );
-        },
-      });
-      await Promise.all(writes);
-    } catch (err) {
-      // A broken or aborted upload leaves nothing behind. The writer is discarded first: a file
-      // part cut off mid-way never ends it.
-      await staged.discard();
-      await Promise.allSettled(writes);
-      await this.staging.remove(environment, token).catch(() => undefined);
-      throw err;
-    }
-    if (got.staged === null) staged.destroy();
-    return got;
-  }
-}
-
-/** 415 naming what the file is when its content is not a data file (the pipeline reads CSV, JSON or XML). */
-function assertDataFile(filename: string, head: Buffer, pipeline: string): void {
-  const sniffed = sniffContent(head);
-  if (sniffed.kind === 'binary') {
-    throw new UnsupportedMediaTypeError(
-      `'${filename}' is ${sniffed.type}; pipeline '${pipeline}' reads CSV, JSON or XML data files ` +
-        '(documents go to a document pipeline)',
-    ).coded(PipelineErrorCode.UnsupportedFile);
-  }
-}
-
-/** Keeps the first SNIFF_BYTES of a stream that passes through it unchanged. */
-class HeadCollector {
-  private readonly chunks: Buffer[] = [];
-  private kept = 0;
-  private reached!: () => void;
-  /** Settles once SNIFF_BYTES went through, or the stream ended or failed before. */
-  readonly seen = new Promise<void>((resolve) => (this.reached = resolve));
-
-  tap(): Transform {
-    const through = new Transform({
-      transform: (chunk: Buffer, _encoding, done) => {
-        if (this.kept < SNIFF_BYTES) {
-          const part = chunk.subarray(0, SNIFF_BYTES - this.kept);
-          this.chunks.push(part);
-          this.kept += part.length;
-          if (this.kept >= SNIFF_BYTES) this.reached();
-        }
-        done(null, chunk);
-      },
-      flush: (done) => {
-        this.reached();
-        done();
-      },
-    });
-    for (const end of ['close', 'error']) through.once(end, () => this.reached());
-    return through;
-  }
-
-  bytes(): Buffer {
-    return Buffer.concat(this.chunks);
-  }
-}
-
-function publisherTokenOf(fields: Map<string, string>): string | null {
-  return fields.get('publishertoken')?.trim() || null;
 }

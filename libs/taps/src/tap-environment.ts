@@ -4,7 +4,7 @@ import { CONFIG, NotFoundError, TapyardConfig, ValidationError } from '@tapyard/
 import { SecretsService } from '@tapyard/secrets';
 import { TapConfig } from './tap.types';
 import { platformEndpoint } from './tap-processes';
-import { assertTapSecret } from './taps.service';
+import { assertTapSecret } from './tap-rules';
 import { TapErrorCode } from './tap-errors';
 
 /** The script's environment variables, which values are secret (masked in logs), and its run key. */

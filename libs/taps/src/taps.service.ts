@@ -1,7 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Logger } from 'pino';
 import type { AccessCheck } from '@tapyard/auth';
-import { randomBytes } from 'node:crypto';
 import {
   ConflictError,
   LOGGER,
@@ -11,11 +10,8 @@ import {
   DomainCode,
 } from '@tapyard/core';
 import { ObjectNotFoundError, ObjectStore } from '@tapyard/objectstore';
-import { PipelineDefinition } from '@tapyard/model';
 import { IncidentsService, TapScriptOrigin } from '@tapyard/incidents';
 import { PipelinesService } from '@tapyard/pipelines';
-import { InvalidCronError, assertTimezone, isoInZone, parseQuartz } from '@tapyard/schedules';
-import { isAccessSecret } from '@tapyard/secrets';
 import { MAX_SCRIPT_BYTES, TapConfigDto } from './dto/tap-config.dto';
 import { MigrateStorageResult, TapConfig, TapWithScript } from './tap.types';
 import { TapScriptRepository } from './tap-script-repository';
@@ -25,6 +21,13 @@ import { changesCode, nextGrant } from './tap-grants';
 import { LedgerService } from './ledger.service';
 import { TapPolicy } from './tap-policy';
 import { TapErrorCode } from './tap-errors';
+import { SCRIPT_PREFIX, isScriptOf, newScriptKey } from './tap-script-keys';
+import { assertTapTimezone, fireTimesOf, nextFire } from './tap-schedule';
+import { assertTapSecret, documentViolation } from './tap-rules';
+
+export { SCRIPT_PREFIX, isScriptOf } from './tap-script-keys';
+export { fireTimesOf, nextFire } from './tap-schedule';
+export { assertTapSecret, documentViolation } from './tap-rules';
 
 export class TapNotFoundError extends NotFoundError {
   override domainCode: DomainCode = TapErrorCode.NotFound;
@@ -33,81 +36,10 @@ export class TapNotFoundError extends NotFoundError {
   }
 }
 
-export const SCRIPT_PREFIX = 'tap-scripts/';
-
 /** How a script change came about and who made it (its incident's evidence runs with their rights). */
 export interface ScriptChangeBy {
   origin: TapScriptOrigin;
   access: AccessCheck;
-}
-
-/** Object key of a new script version: `tap-scripts/<name>_<suffix>.py`, the suffix free of `_`. */
-function newScriptKey(name: string): string {
-  const stamp = new Date().toISOString().replace(/[-:.]/g, '').replace('Z', '');
-  return `${SCRIPT_PREFIX}${name}_${stamp}-${randomBytes(3).toString('hex')}.py`;
-}
-
-/** Whether a key is one of this tap's script versions (tap `a` must not match tap `a_b`'s keys). */
-export function isScriptOf(name: string, key: string): boolean {
-  if (!key.startsWith(`${SCRIPT_PREFIX}${name}_`)) return false;
-  return /^[A-Za-z0-9-]+\.py$/.test(key.slice(SCRIPT_PREFIX.length + name.length + 1));
-}
-
-/**
- * Spec rule 1: a document tap may only feed a pipeline that accepts documents. Returns the violation,
- * or null.
- */
-export function documentViolation(pipeline: string, def: PipelineDefinition | null): string | null {
-  if (!def) return `document tap's target pipeline '${pipeline}' does not exist`;
-  const problems: string[] = [];
-  if (!def.source.fileAttributes.unstructuredAttributes)
-    problems.push('source.fileAttributes.unstructuredAttributes is null');
-  if (!def.destination.vectorStore)
-    problems.push('it has no vector-store destination (qdrant, pgvector, weaviate, milvus or chroma)');
-  return problems.length === 0
-    ? null
-    : `pipeline '${pipeline}' cannot take a document tap: ${problems.join(' and ')}`;
-}
-
-/** Tap scripts get their secret's values: the platform's access state is never one of them. */
-export function assertTapSecret(secretName: string): void {
-  if (isAccessSecret(secretName)) {
-    throw new ValidationError(
-      `secret '${secretName}' holds the platform's access state and cannot be given to a tap`,
-      [{ field: 'secretName', problem: 'is managed by the platform' }],
-    ).coded(TapErrorCode.SecretRefused);
-  }
-}
-
-/** The next fire time after `after`, the expression read in `timezone`; throws InvalidCronError (400) naming what is wrong. */
-export function nextFire(expression: string, timezone: string, after: Date): Date | null {
-  return parseQuartz(expression, timezone).next(after);
-}
-
-/** Fire times a tap's schedule will have, in its zone with the offset; none without an enabled schedule. */
-export function fireTimesOf(tap: TapConfig, after: Date, count = 5): string[] {
-  if (!tap.enabled || tap.cronExpression === null) return [];
-  try {
-    return parseQuartz(tap.cronExpression, tap.timezone)
-      .nextRuns(count, after)
-      .map((d) => isoInZone(d, tap.timezone));
-  } catch (err) {
-    // A schedule saved before its rules tightened: it shows no fire times rather than failing the read.
-    if (err instanceof InvalidCronError) return [];
-    throw err;
-  }
-}
-
-/** 400 naming the field when `timezone` is not an IANA zone name. */
-function assertTapTimezone(timezone: string): void {
-  try {
-    assertTimezone(timezone);
-  } catch (err) {
-    if (!(err instanceof InvalidCronError)) throw err;
-    throw new ValidationError(err.message, [
-      { field: 'timezone', problem: 'is not an IANA time zone' },
-    ]).coded(TapErrorCode.InvalidTimezone);
-  }
 }
 
 /** Tap configurations and their script versions in the environment's taps bucket. */

@@ -5,12 +5,9 @@ import { ServiceUnavailableError, ValidationError, errorMessage } from '@tapyard
 import {
   safeText,
   DatabaseDestination,
-  FieldType,
   LOAD_ID_COLUMN,
   PipelineDefinition,
-  SchemaField,
   TypedBatch,
-  Value,
   rowText,
 } from '@tapyard/model';
 import { REJECTS_SUFFIX, describeLocation } from '@tapyard/pipelines';
@@ -26,24 +23,23 @@ import {
   writeModeOf,
 } from '../destination';
 import { CreatedObject, CreatedObjects } from '../ownership/created-objects';
-import { jsValue } from '../js-values';
 import { MongoClients } from './mongo-clients';
 import { DestinationErrorCode } from '../destination-errors';
+import { Doc, documentBuilder, typedBatch } from './mongo-documents';
+import {
+  DUPLICATE_KEY,
+  insertDocs,
+  mongoCall,
+  replaceStaging,
+  swapIn,
+  unavailable,
+  upsertDocs,
+} from './mongo-writes';
 
 /** Collection (in the target database) recording committed loads, keyed by pipeline token. */
 export const LOADS_COLLECTION = '_tapyard_loads';
 const BATCH = 1000;
-const DUPLICATE_KEY = 11000;
 const NAMESPACE_EXISTS = 48;
-const NAMESPACE_NOT_FOUND = 26;
-const NOT_IMPLEMENTED = 238;
-
-/**
- * Where a `replace` job writes before its documents become the collection: named after the job, so
- * a redelivery finds what an earlier delivery wrote there (ids are deterministic) and completes it.
- */
-const replaceStaging = (table: string, token: string): string =>
-  `${table}__tapyard_replace_${createHash('sha256').update(token).digest('hex').slice(0, 16)}`;
 
 /** The unique index a merge upserts through, named after its key. */
 const keyIndexName = (key: string[]): string =>
@@ -64,8 +60,6 @@ interface CreationMarker {
   at: Date;
 }
 const markerId = (collection: string): string => `created:${collection}`;
-
-type Doc = Record<string, unknown> & { _id: string };
 interface LedgerEntry {
   _id: string;
   loaded: number;
@@ -115,13 +109,13 @@ export class MongoDbDestination implements Destination {
   }
 
   async probe(): Promise<void> {
-    await this.run(async () => (await this.clients.get()).db('admin').command({ ping: 1 }));
+    await mongoCall(async () => (await this.clients.get()).db('admin').command({ ping: 1 }));
   }
 
   async committed(target: LoadTarget): Promise<LoadResult | null> {
     const { dbName, table } = databaseOf(target.destination);
     const db = await this.db(dbName);
-    const done = await this.run(() =>
+    const done = await mongoCall(() =>
       db.collection<LedgerEntry>(LOADS_COLLECTION).findOne({ _id: target.pipelineToken }),
     );
     return done
@@ -145,7 +139,7 @@ export class MongoDbDestination implements Destination {
     const wanted = this.locations(target.destination);
     const present = new Set(
       (
-        await this.run(() =>
+        await mongoCall(() =>
           db.listCollections({ name: { $in: wanted.map((l) => l.name) } }, { nameOnly: true }).toArray(),
         )
       ).map((c) => c.name),
@@ -185,7 +179,7 @@ export class MongoDbDestination implements Destination {
         );
         if (!created) continue;
         const creationId = await record(l);
-        await this.run(() =>
+        await mongoCall(() =>
           db
             .collection<CreationMarker>(LOADS_COLLECTION)
             .replaceOne(
@@ -208,7 +202,7 @@ export class MongoDbDestination implements Destination {
     const db = await this.db(databaseOf(target.destination).dbName);
     const location = `${databaseOf(target.destination).dbName}.${table}`;
     const ledger = db.collection<LedgerEntry>(LOADS_COLLECTION);
-    const done = await this.run(() => ledger.findOne({ _id: target.pipelineToken }));
+    const done = await mongoCall(() => ledger.findOne({ _id: target.pipelineToken }));
     if (done) {
       for await (const _ of payloads); // drain the reader so its temporary files are closed
       return { loaded: done.loaded, rejected: done.rejected, alreadyLoaded: true, location };
@@ -228,7 +222,7 @@ export class MongoDbDestination implements Destination {
       if (refused.length >= BATCH || (r === null && refused.length > 0)) {
         const batch = refused;
         refused = [];
-        await this.insert(rejectsOut, batch);
+        await insertDocs(rejectsOut, batch);
       }
     };
     let seq = 0;
@@ -239,7 +233,7 @@ export class MongoDbDestination implements Destination {
       const batch = pending;
       pending = [];
       const docs = batch.map((b) => b.doc);
-      const bad = key ? await this.upsert(collection, docs, key) : await this.insert(collection, docs);
+      const bad = key ? await upsertDocs(collection, docs, key) : await insertDocs(collection, docs);
       for (const [i, reason] of bad) {
         await reject({
           line: batch[i].batch.lines[batch[i].row],
@@ -290,9 +284,9 @@ export class MongoDbDestination implements Destination {
     for await (const r of rejects()) await reject(r);
     await reject(null);
     // A job that loads no document (every one rejected) fails: it replaces nothing.
-    if (staging && loaded > 0) await this.swap(db, staging, table);
+    if (staging && loaded > 0) await swapIn((await this.clients.get()).db('admin'), db, staging, table);
     else if (staging) await collection.drop().catch(() => undefined); // absent when nothing was inserted
-    await this.run(() =>
+    await mongoCall(() =>
       ledger.replaceOne(
         { _id: target.pipelineToken },
         { loaded, rejected, collection: table, at: new Date() },
@@ -302,46 +296,13 @@ export class MongoDbDestination implements Destination {
     return { loaded, rejected, alreadyLoaded: false, location };
   }
 
-  /**
-   * Makes the staging collection the collection. When the server cannot drop the target in the rename
-   * (FerretDB), it is dropped first; a redelivery after a crash in between renames the complete staging
-   * collection then.
-   */
-  private async swap(db: mongo.Db, staging: string, table: string): Promise<void> {
-    const admin = (await this.clients.get()).db('admin');
-    const rename = (dropTarget: boolean) =>
-      admin.command({
-        renameCollection: `${db.databaseName}.${staging}`,
-        to: `${db.databaseName}.${table}`,
-        dropTarget,
-      });
-    try {
-      await rename(true);
-      return;
-    } catch (err) {
-      if (
-        !(err instanceof mongo.MongoServerError) ||
-        (err.code !== NOT_IMPLEMENTED && !/dropTarget/.test(err.message))
-      )
-        throw unavailable(err);
-    }
-    await db
-      .collection(table)
-      .drop()
-      .catch((err: unknown) => {
-        if (!(err instanceof mongo.MongoServerError && err.code === NAMESPACE_NOT_FOUND))
-          throw unavailable(err);
-      });
-    await this.run(() => rename(false));
-  }
-
   /** Deletes the documents the job loaded (by load id) and the ones it rejected. */
   async removeRows(target: LoadTarget): Promise<number> {
     const { dbName, table } = databaseOf(target.destination);
     const db = await this.db(dbName);
     const token = target.pipelineToken;
-    const removed = await this.run(() => db.collection(table).deleteMany({ [LOAD_ID_COLUMN]: token }));
-    await this.run(() =>
+    const removed = await mongoCall(() => db.collection(table).deleteMany({ [LOAD_ID_COLUMN]: token }));
+    await mongoCall(() =>
       db
         .collection<Doc>(`${table}${REJECTS_SUFFIX}`)
         .deleteMany({ _id: { $gte: `${token}:`, $lt: `${token};` } }),
@@ -359,9 +320,10 @@ export class MongoDbDestination implements Destination {
       if (o.store !== 'mongodb') continue;
       const db = await this.db(o.database);
       const markers = db.collection<CreationMarker>(LOADS_COLLECTION);
-      const marker = await this.run(() => markers.findOne({ _id: markerId(o.name) }));
+      const marker = await mongoCall(() => markers.findOne({ _id: markerId(o.name) }));
       const present =
-        (await this.run(() => db.listCollections({ name: o.name }, { nameOnly: true }).toArray())).length > 0;
+        (await mongoCall(() => db.listCollections({ name: o.name }, { nameOnly: true }).toArray())).length >
+        0;
       if (!present) {
         outcomes.push({ object: o, dropped: false, reason: 'no longer exists' });
       } else if (marker?.creationId !== o.creationId) {
@@ -372,101 +334,22 @@ export class MongoDbDestination implements Destination {
         });
         continue;
       } else {
-        await this.run(() => db.collection(o.name).drop()).catch((err: unknown) => {
+        await mongoCall(() => db.collection(o.name).drop()).catch((err: unknown) => {
           if (err instanceof ServiceUnavailableError) throw err;
           throw new Error(`cannot drop ${describeLocation(o)}: ${errorMessage(err)}`, { cause: err });
         });
         outcomes.push({ object: o, dropped: true });
       }
       if (marker?.creationId === o.creationId) {
-        await this.run(() => markers.deleteOne({ _id: markerId(o.name), creationId: o.creationId }));
+        await mongoCall(() => markers.deleteOne({ _id: markerId(o.name), creationId: o.creationId }));
       }
     }
     return outcomes;
   }
 
-  /**
-   * Inserts a batch, unordered. A duplicate `_id` means an earlier delivery of this job already wrote
-   * that very document (ids are deterministic), so it counts as loaded. Inserts rather than upserts:
-   * FerretDB v1 makes a replace-upsert scan the collection, which turns a large retry quadratic.
-   * Returns the positions the server refused for another reason, with its message.
-   */
-  private async insert(collection: mongo.Collection<Doc>, docs: Doc[]): Promise<Map<number, string>> {
-    try {
-      await collection.insertMany(docs, { ordered: false });
-      return new Map();
-    } catch (err) {
-      if (err instanceof mongo.MongoBulkWriteError) {
-        const errors = Array.isArray(err.writeErrors) ? err.writeErrors : [err.writeErrors];
-        if (errors.length > 0) {
-          return new Map(
-            errors
-              .filter((e) => e.code !== DUPLICATE_KEY)
-              .map((e) => [e.index, e.errmsg ?? 'rejected by the server']),
-          );
-        }
-      }
-      throw unavailable(err);
-    }
-  }
-
-  /**
-   * Upserts a batch on the key, in order (a later document of a key replaces an earlier one). The
-   * server stops an ordered batch at its first refused document: the rest is sent again after it.
-   * Returns the positions refused, with the server's message.
-   */
-  private async upsert(
-    collection: mongo.Collection<Doc>,
-    docs: Doc[],
-    key: string[],
-  ): Promise<Map<number, string>> {
-    const bad = new Map<number, string>();
-    let from = 0;
-    while (from < docs.length) {
-      const ops = docs.slice(from).map(({ _id: _unused, ...doc }) => ({
-        replaceOne: {
-          filter: Object.fromEntries(key.map((k) => [k, doc[k] ?? null])),
-          replacement: doc as Doc,
-          upsert: true,
-        },
-      }));
-      try {
-        await collection.bulkWrite(ops, { ordered: true });
-        break;
-      } catch (err) {
-        const first = err instanceof mongo.MongoBulkWriteError ? [err.writeErrors].flat()[0] : undefined;
-        if (first === undefined) throw unavailable(err);
-        bad.set(from + first.index, first.errmsg ?? 'rejected by the server');
-        from += first.index + 1;
-      }
-    }
-    return bad;
-  }
-
   private async db(database: string): Promise<mongo.Db> {
     return (await this.clients.get()).db(database);
   }
-
-  private async run<T>(op: () => Promise<T>): Promise<T> {
-    try {
-      return await op();
-    } catch (err) {
-      throw unavailable(err);
-    }
-  }
-}
-
-function unavailable(err: unknown): Error {
-  if (err instanceof ServiceUnavailableError) return err;
-  // A batch the connection broke under arrives as a MongoBulkWriteError (without write errors)
-  // around the driver's network error.
-  const cause: unknown = err instanceof mongo.MongoBulkWriteError ? err.errorResponse : err;
-  if (cause instanceof mongo.MongoNetworkError || cause instanceof mongo.MongoServerSelectionError) {
-    return new ServiceUnavailableError('mongodb', `mongodb became unreachable: ${errorMessage(err)}`).coded(
-      DestinationErrorCode.Unavailable,
-    );
-  }
-  return new Error(`mongodb: ${errorMessage(err)}`);
 }
 
 const NAME = /^[A-Za-z0-9_][A-Za-z0-9_-]{0,62}$/;
@@ -481,80 +364,4 @@ function validateNames(d: DatabaseDestination): void {
       DestinationErrorCode.InvalidName,
     );
   }
-}
-
-/**
- * Builds the document of one row of a batch, or returns why it cannot. Decimals are Decimal128
- * where the server has it (`decimal128`), else their exact text.
- */
-function documentBuilder(
-  columns: SchemaField[],
-  decimal128: boolean,
-): (batch: TypedBatch, row: number, id: string) => Doc | string {
-  if (columns.length === 1 && (columns[0].name === '_json' || columns[0].name === '_xml')) {
-    return (batch, row, id) => {
-      const text = batch.values[0][row];
-      try {
-        const v = JSON.parse(typeof text === 'string' ? text : 'null') as unknown;
-        if (typeof v !== 'object' || v === null || Array.isArray(v)) return { value: v, _id: id };
-        // The driver refuses the whole batch for one such name; refuse just the record.
-        const bad = Object.keys(v).find((k) => k.startsWith('$'));
-        if (bad !== undefined)
-          return `field name '${bad.slice(0, 60)}' starts with '$', which MongoDB reserves`;
-        // BSON keys are C strings: the driver refuses the whole batch for one NUL in a key, at any depth.
-        const nul = typeof text === 'string' && text.includes('\\u0000') ? keyWithNul(v) : null;
-        if (nul !== null)
-          return `field name '${JSON.stringify(nul).slice(1, -1).slice(0, 60)}' holds a NUL character, which BSON cannot store`;
-        return { ...(v as Record<string, unknown>), _id: id };
-      } catch (err) {
-        return `record is not valid JSON: ${errorMessage(err)}`;
-      }
-    };
-  }
-  const convert = columns.map((c) => mongoValue(c.type, decimal128));
-  return (batch, row, id) => {
-    const doc: Doc = { _id: id };
-    for (let c = 0; c < columns.length; c++) {
-      const v = batch.values[c][row];
-      try {
-        doc[columns[c].name] = v === null ? null : convert[c](v);
-      } catch (err) {
-        // Decimal128 holds 34 digits: a longer decimal is refused, never rounded.
-        return `${columns[c].name}: ${errorMessage(err)}`;
-      }
-    }
-    return doc;
-  };
-}
-
-function typedBatch(payload: Payload): TypedBatch {
-  if (typeof payload === 'string' || payload instanceof Uint8Array || 'kind' in payload) {
-    throw new Error('the MongoDB loader takes typed batches from its encoder');
-  }
-  return payload;
-}
-
-/** The first key, at any depth, holding a NUL character (iterative: records may be deep). */
-function keyWithNul(root: unknown): string | null {
-  const stack: unknown[] = [root];
-  while (stack.length > 0) {
-    const v = stack.pop();
-    if (typeof v !== 'object' || v === null) continue;
-    if (Array.isArray(v)) {
-      stack.push(...(v as unknown[]));
-      continue;
-    }
-    for (const [k, child] of Object.entries(v as Record<string, unknown>)) {
-      if (k.includes('\0')) return k;
-      stack.push(child);
-    }
-  }
-  return null;
-}
-
-/** BSON has no BigInt: integers beyond 2^53 become Int64 (Long). */
-function mongoValue(type: FieldType, decimal128: boolean): (v: Exclude<Value, null>) => unknown {
-  if (type === 'bigint') return (v) => (typeof v === 'bigint' ? mongo.Long.fromBigInt(v) : v);
-  if (type === 'decimal' && decimal128) return (v) => mongo.Decimal128.fromString(String(v));
-  return jsValue(type);
 }

@@ -2,7 +2,7 @@ import { ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsIn, Matches } from 'class-validator';
 import { OptionalNotNull } from '@tapyard/core';
 import { WRITE_MODES, WriteMode } from '@tapyard/model';
-import { IDENTIFIER } from './pipeline-config.dto';
+import { IDENTIFIER } from './names';
 
 /**
  * The keys of `destination` beside its sections: how the job's rows meet what the table or

@@ -1,0 +1,114 @@
+import { once } from 'node:events';
+import { PoolClient } from 'pg';
+import { from as copyFrom } from 'pg-copy-streams';
+import { quoteIdent } from '@tapyard/core';
+import { escapeCopyText } from './copy-text';
+import { CsvChunkPayload, Payload, RejectedRow } from '../destination';
+
+/**
+ * Loads the payloads in order, one COPY per run of payloads of one kind: COPY text from the encoder,
+ * or clean CSV chunks of the file as they are (one COPY per line ending and column list, which
+ * PostgreSQL fixes per COPY). Returns the rows loaded.
+ */
+export async function copyPayloads(
+  client: PoolClient,
+  table: string,
+  columns: string[],
+  payloads: AsyncIterable<Payload>,
+  progress: (rows: number) => void,
+): Promise<number> {
+  const textColumns = columns.map(quoteIdent).join(', ');
+  const it = payloads[Symbol.asyncIterator]();
+  let next = await it.next();
+  let total = 0;
+  while (!next.done) {
+    const first = next.value;
+    const key = copyKey(first);
+    const sql =
+      typeof first === 'string'
+        ? `COPY ${table} (${textColumns}) FROM STDIN (FORMAT text)`
+        : `COPY ${table} (${csvChunk(first).columns.map(quoteIdent).join(', ')}) FROM STDIN (${csvChunk(first).copyOptions})`;
+    const run = async function* (): AsyncGenerator<CopyData> {
+      while (!next.done && copyKey(next.value) === key) {
+        const p = next.value;
+        yield typeof p === 'string'
+          ? { data: p, rows: countLines(p) }
+          : { data: csvChunk(p).bytes, rows: csvChunk(p).rows };
+        next = await it.next();
+      }
+    };
+    const before = total;
+    total += await copyChunks(client, sql, run(), (rows) => progress(before + rows));
+  }
+  return total;
+}
+
+/** Payloads that share one COPY statement have the same key. */
+function copyKey(p: Payload): string {
+  if (typeof p === 'string') return 'text';
+  const c = csvChunk(p);
+  return `csv:${c.eol ?? 'any'}:${c.copyOptions}:${c.columns.join(',')}`;
+}
+
+function csvChunk(p: Payload): CsvChunkPayload {
+  if (typeof p === 'string' || p instanceof Uint8Array || !('kind' in p)) {
+    throw new Error('the PostgreSQL loader takes COPY text or clean CSV chunks');
+  }
+  return p;
+}
+
+export interface CopyData {
+  data: string | Uint8Array;
+  rows: number;
+}
+
+export /** Streams COPY data with backpressure; returns the number of rows COPY reports. */
+async function copyChunks(
+  client: PoolClient,
+  sql: string,
+  chunks: AsyncIterable<CopyData>,
+  progress: (rows: number) => void,
+): Promise<number> {
+  const stream = client.query(copyFrom(sql));
+  const failed = new Promise<never>((_, reject) => stream.once('error', reject));
+  failed.catch(() => undefined);
+  let rows = 0;
+  try {
+    for await (const chunk of chunks) {
+      if (!stream.write(chunk.data)) await Promise.race([once(stream, 'drain'), failed]);
+      rows += chunk.rows;
+      progress(rows);
+    }
+  } catch (err) {
+    // Abort the COPY (CopyFail) so the connection can roll back; otherwise it waits forever.
+    stream.destroy(err instanceof Error ? err : new Error(String(err)));
+    await Promise.race([once(stream, 'close'), failed]).catch(() => undefined);
+    throw err;
+  }
+  stream.end();
+  await Promise.race([once(stream, 'finish'), failed]);
+  return Number(stream.rowCount ?? rows);
+}
+
+function countLines(chunk: string): number {
+  let n = 0;
+  for (let i = chunk.indexOf('\n'); i !== -1; i = chunk.indexOf('\n', i + 1)) n++;
+  return n;
+}
+export async function* counted(texts: AsyncIterable<string>): AsyncIterable<CopyData> {
+  for await (const data of texts) yield { data, rows: countLines(data) };
+}
+export async function* rejectLines(
+  token: string,
+  rejects: AsyncIterable<RejectedRow>,
+): AsyncIterable<string> {
+  let buf = '';
+  for await (const r of rejects) {
+    buf += `${escapeCopyText(token)}\t${r.line}\t${escapeCopyText(r.stage)}\t${escapeCopyText(r.reason)}\t${escapeCopyText(r.raw)}\n`;
+    if (buf.length > 1 << 16) {
+      yield buf;
+      buf = '';
+    }
+  }
+  if (buf) yield buf;
+}

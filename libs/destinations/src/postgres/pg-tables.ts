@@ -1,0 +1,174 @@
+import { PoolClient } from 'pg';
+import { createHash } from 'node:crypto';
+import { ValidationError, errorMessage, quoteIdent } from '@tapyard/core';
+import { FieldType, LOAD_ID_COLUMN, SchemaField } from '@tapyard/model';
+import { LoadTarget, primaryKeyOf, writeModeOf } from '../destination';
+import { CreatedObjects } from '../ownership/created-objects';
+import { TableLocation, creationComment, qualified, tableExists } from './created-tables';
+import { DestinationErrorCode } from '../destination-errors';
+
+/** The PostgreSQL column type of each schema type. */
+export const PG_TYPES: Record<FieldType, string> = {
+  boolean: 'boolean',
+  int: 'integer',
+  bigint: 'bigint',
+  float: 'real',
+  double: 'double precision',
+  string: 'text',
+  date: 'date',
+  timestamp: 'timestamptz',
+  decimal: 'numeric',
+};
+
+/** A column's PostgreSQL type: a decimal's declared precision and scale become numeric(p,s). */
+export function pgType(c: SchemaField): string {
+  if (c.type === 'decimal' && c.precision !== undefined) return `numeric(${c.precision},${c.scale ?? 0})`;
+  return PG_TYPES[c.type];
+}
+
+// Any constant works as long as every Tapyard process uses the same one.
+const DDL_LOCK_ID = 7_421_002;
+
+/** PostgreSQL's limit on columns per table. */
+export const PG_MAX_COLUMNS = 1600;
+
+/**
+ * The session setting a load sets to its pipeline token, read by the load-id column's default: COPY
+ * fills a column it is not given from its default, so the id costs the fast path nothing.
+ */
+export const LOAD_ID_SETTING = 'tapyard.load_id';
+// A setting once set in a session reads '' after its transaction, never NULL again: rows written
+// later on that pooled connection by a load without an id must not get ''.
+const LOAD_ID_DEFAULT = `nullif(current_setting('${LOAD_ID_SETTING}', true), '')`;
+const LOAD_ID_DDL = `${quoteIdent(LOAD_ID_COLUMN)} text DEFAULT ${LOAD_ID_DEFAULT}`;
+const UNIQUE_VIOLATION = '23505';
+
+/** The unique index a merge upserts through: one per table and key, named within 63 bytes. */
+function keyIndex(schema: string, table: string, key: string[]): string {
+  return `tapyard_key_${createHash('sha256')
+    .update(JSON.stringify([schema, table, key]))
+    .digest('hex')
+    .slice(0, 24)}`;
+}
+
+/**
+ * Creates what a load writes into that is missing: the schema, the ledger, the data table and its
+ * columns (and the merge key's index), the rejects table. Tables this pipeline creates are recorded
+ * as its own.
+ */
+export async function ensureTables(
+  client: PoolClient,
+  ownership: CreatedObjects,
+  target: LoadTarget,
+  data: TableLocation,
+  rejects: TableLocation,
+): Promise<void> {
+  const s = quoteIdent(data.schema);
+  const t = qualified(data);
+  const cols = [
+    ...target.columns.map((c) => `${quoteIdent(c.name)} ${pgType(c)}`),
+    ...(target.loadId ? [LOAD_ID_DDL] : []),
+  ].join(', ');
+  // The common case, a table loaded before: one query finds nothing to create, so a job does not
+  // queue behind every other job's DDL lock (with many small jobs that lock was their pace).
+  if (await ready(client, target, data, rejects)) return;
+  // Outside the load transaction, but serialised: concurrent `CREATE … IF NOT EXISTS` can still
+  // collide in the catalogs, and ALTER TABLE would wait on running loads, so only missing columns
+  // are added. The lock also makes "missing, so this pipeline creates it" true until COMMIT.
+  await client.query('BEGIN');
+  try {
+    await client.query('SELECT pg_advisory_xact_lock($1)', [DDL_LOCK_ID]);
+    await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
+    await client.query(`CREATE SCHEMA IF NOT EXISTS tapyard_meta`);
+    await client.query(
+      `CREATE TABLE IF NOT EXISTS tapyard_meta.loads (pipeline_token text PRIMARY KEY, target text NOT NULL,
+       rows_loaded bigint, rows_rejected bigint, loaded_at timestamptz NOT NULL DEFAULT now())`,
+    );
+    const missing: TableLocation[] = [];
+    for (const l of [data, rejects]) if (!(await tableExists(client, l))) missing.push(l);
+    const build = async (created: Map<TableLocation, string>) => {
+      await client.query(`CREATE TABLE IF NOT EXISTS ${t} (${cols})`);
+      const existing = await client.query(
+        `SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2`,
+        [data.schema, data.name],
+      );
+      const have = new Set(existing.rows.map((r: { column_name: string }) => r.column_name));
+      const missingCols = target.columns.filter((c) => !have.has(c.name));
+      const adds = missingCols.map((c) => `ADD COLUMN IF NOT EXISTS ${quoteIdent(c.name)} ${pgType(c)}`);
+      if (target.loadId && !have.has(LOAD_ID_COLUMN)) adds.push(`ADD COLUMN IF NOT EXISTS ${LOAD_ID_DDL}`);
+      if (adds.length > 0) await client.query(`ALTER TABLE ${t} ${adds.join(', ')}`);
+      if (writeModeOf(target) === 'merge') await createKeyIndex(client, data, primaryKeyOf(target));
+      await client.query(
+        `CREATE TABLE IF NOT EXISTS ${qualified(rejects)} (pipeline_token text NOT NULL,
+         line bigint, stage text, reason text, raw text, rejected_at timestamptz NOT NULL DEFAULT now())`,
+      );
+      for (const [l, creationId] of created) {
+        const comment = creationComment({ ...target, creationId });
+        await client.query(`COMMENT ON TABLE ${qualified(l)} IS ${client.escapeLiteral(comment)}`);
+      }
+      await client.query('COMMIT');
+    };
+    if (missing.length === 0) await build(new Map());
+    else {
+      // Recorded before the tables exist, committed only after they do: a crash in between
+      // leaves a table without a record (never dropped), never a record of someone else's table.
+      await ownership.claim(target.environment, target.pipeline, async (record) => {
+        const created = new Map<TableLocation, string>();
+        for (const l of missing) created.set(l, await record(l));
+        await build(created);
+      });
+    }
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  }
+}
+
+/**
+ * The unique index `merge` upserts through (NULLS NOT DISTINCT: a null key matches a null key, as
+ * the merge's own DISTINCT ON treats it). Rows that already repeat the key make it impossible: the
+ * job fails naming the key instead of merging into duplicates.
+ */
+async function createKeyIndex(client: PoolClient, table: TableLocation, key: string[]): Promise<void> {
+  const name = keyIndex(table.schema, table.name, key);
+  // Looked up first: CREATE INDEX locks the table even when the index exists, and would wait for
+  // running loads while holding the DDL lock.
+  if (await tableExists(client, { ...table, name })) return;
+  try {
+    await client.query(
+      `CREATE UNIQUE INDEX ${quoteIdent(name)} ON ${qualified(table)} (${key.map(quoteIdent).join(', ')}) NULLS NOT DISTINCT`,
+    );
+  } catch (err) {
+    if ((err as { code?: string }).code === UNIQUE_VIOLATION) {
+      throw new ValidationError(
+        `cannot merge into ${table.database}.${table.schema}.${table.name} on (${key.join(', ')}): ` +
+          `rows already there repeat that key (${errorMessage(err)})`,
+      ).coded(DestinationErrorCode.LoadRefused);
+    }
+    throw err;
+  }
+}
+/**
+ * Whether a load needs no DDL: the ledger table, the data table with every column of the load (and
+ * the load-id column when the pipeline has one) and the rejects table all exist. A merge also needs
+ * its key's unique index: it takes the locked path, which creates it once.
+ */
+async function ready(
+  client: PoolClient,
+  target: LoadTarget,
+  data: TableLocation,
+  rejects: TableLocation,
+): Promise<boolean> {
+  if (writeModeOf(target) === 'merge') return false;
+  const { rows } = await client.query<{ meta: boolean; data: boolean; rejects: boolean; columns: string[] }>(
+    `SELECT to_regclass('tapyard_meta.loads') IS NOT NULL AS meta, to_regclass($1) IS NOT NULL AS data,
+            to_regclass($2) IS NOT NULL AS rejects,
+            ARRAY(SELECT column_name::text FROM information_schema.columns
+                   WHERE table_schema = $3 AND table_name = $4) AS columns`,
+    [qualified(data), qualified(rejects), data.schema, data.name],
+  );
+  const found = rows[0];
+  if (!found.meta || !found.data || !found.rejects) return false;
+  const have = new Set(found.columns);
+  return target.columns.every((c) => have.has(c.name)) && (!target.loadId || have.has(LOAD_ID_COLUMN));
+}

@@ -1,0 +1,35 @@
+import { TapyardConfig } from '@tapyard/core';
+import { PipelineDefinition } from '@tapyard/model';
+import { IngestPayload } from '@tapyard/queue';
+import { fastPathBlocker } from '@tapyard/readers';
+import { CODEGEN_KINDS } from '@tapyard/scripts';
+import { instructionOf } from '@tapyard/codegen';
+import { Leg } from './job-outcome';
+
+/**
+ * Whether the job reads its file on the fast path (stage-thread/fast-csv.ts): a CSV upload with a
+ * header, the default null handling and utf-8, no rules or mappings (they need every value), and
+ * one destination that takes clean CSV as it is.
+ */
+export function takesFastPath(
+  config: TapyardConfig,
+  spinOn: string | null,
+  p: IngestPayload,
+  def: PipelineDefinition,
+  legs: Leg[],
+): boolean {
+  const fa = def.source.fileAttributes;
+  return (
+    config.worker.csvFastPath &&
+    spinOn === null &&
+    fa.format === 'csv' &&
+    p.records === undefined &&
+    fa.csvAttributes.header &&
+    fastPathBlocker(fa.csvAttributes) === null &&
+    def.dataQuality.rules.length === 0 &&
+    def.transformation.mappings.length === 0 &&
+    CODEGEN_KINDS.every((k) => instructionOf(def, k) === null) &&
+    legs.length === 1 &&
+    legs[0].destination.capabilities.csvPassThrough
+  );
+}

@@ -1,0 +1,15 @@
+import { createReadStream } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { RejectedRow } from '@tapyard/destinations';
+
+export /** The input as it is handed to the stage thread, its bytes counted into `read`. */
+async function* counted(source: AsyncIterable<Buffer>, read: { bytes: number }): AsyncGenerator<Buffer> {
+  for await (const part of source) {
+    read.bytes += part.length;
+    yield part;
+  }
+}
+export async function* readRejects(path: string): AsyncGenerator<RejectedRow> {
+  const lines = createInterface({ input: createReadStream(path), crlfDelay: Infinity });
+  for await (const line of lines) if (line) yield JSON.parse(line) as RejectedRow;
+}
