@@ -20,7 +20,7 @@ export interface StartMessage {
   rejectsPath: string;
   /**
    * A CSV upload whose only destination takes clean CSV as it is: read on the fast path
-   * (fast-csv.ts), clean chunks unparsed. The runner decides (see IngestionRunner.fastPath).
+   * (fast-csv.ts), clean chunks unparsed. The runner decides (see takesFastPath in fast-path-choice.ts).
    */
   fast: boolean;
   /** Tests only: a value holding this text makes DataQuality spin (STAGE_SPIN_ON, set by the test worker). */
