@@ -150,7 +150,7 @@ maybe('the console, served by the API', () => {
       await page.context().close();
     });
 
-    it('issues a key from a template, shows its value once, and rotates it: the old value stops working', async () => {
+    it('issues a key from a template, shows its value once, rotates it (the old value stops working) and revokes it', async () => {
       const page = await newPage(`${served.url}/admin/keys`);
       await logIn(page, 'admin', password);
       await page.getByLabel('Label').fill('reporter');
@@ -172,6 +172,14 @@ maybe('the console, served by the API', () => {
       await served.api.http.get('/api/v1/pipelines').set('x-api-key', first).expect(401);
       await served.api.http.get('/api/v1/pipelines').set('x-api-key', second).expect(200);
       await shot(page, 'api-keys');
+      await page.getByRole('button', { name: 'Done' }).click();
+      await page.getByRole('button', { name: 'Revoke reporter' }).click();
+      await page.getByRole('button', { name: 'Confirm revoking reporter' }).click();
+      await page
+        .locator('tr[data-label="reporter"]')
+        .getByRole('cell', { name: 'revoked', exact: true })
+        .waitFor();
+      await served.api.http.get('/api/v1/pipelines').set('x-api-key', second).expect(401);
       // Nothing the console holds survives the tab: no storage at all in login mode.
       const stored = await page.evaluate(() => [localStorage.length, sessionStorage.length]);
       expect(stored).toEqual([0, 0]);
@@ -197,12 +205,10 @@ maybe('the console, served by the API', () => {
       expect(sent).not.toBeNull();
       expect(Number(sent?.[1])).toBeGreaterThan(good.length);
       // (The callbacks run in the page; this file is compiled without the DOM's types.)
-      const bar = await page
-        .locator('progress')
-        .evaluate((p) => ({
-          value: (p as unknown as { value: number }).value,
-          max: (p as unknown as { max: number }).max,
-        }));
+      const bar = await page.locator('progress').evaluate((p) => ({
+        value: (p as unknown as { value: number }).value,
+        max: (p as unknown as { max: number }).max,
+      }));
       expect(bar.value).toBe(bar.max);
       expect(await page.getByTestId('rows').textContent()).toBe('3 rows loaded, 0 rejected');
       const stages = await page.getByRole('list', { name: 'Stages' }).textContent();

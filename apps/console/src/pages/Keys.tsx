@@ -92,9 +92,9 @@ export function Keys(): ReactNode {
                     <td>{new Date(k.createdAt).toLocaleString()}</td>
                     <td>{k.lastUsedAt ? new Date(k.lastUsedAt).toLocaleString() : 'never'}</td>
                     <td>{k.revoked ? 'revoked' : 'active'}</td>
-                    <td className="actions">
+                    <td>
                       {!k.revoked && (
-                        <>
+                        <div className="actions">
                           <button
                             type="button"
                             onClick={() => void rotate(k.label)}
@@ -124,7 +124,7 @@ export function Keys(): ReactNode {
                               Revoke
                             </button>
                           )}
-                        </>
+                        </div>
                       )}
                     </td>
                   </tr>
