@@ -10,7 +10,8 @@ import { requestContextMiddleware } from './http/request-context';
 import { JsonBodyInterceptor } from './http/json-body';
 import { checkJsonBody, rejectNulCharacters } from './http/request-hygiene';
 import { securityHeaders } from './http/security-headers';
-import { API_PREFIX, setupSwagger } from './swagger';
+import { consoleDirectory, serveConsole } from './http/console';
+import { API_PREFIX, UNPREFIXED, setupSwagger } from './swagger';
 import { assertEveryRouteDeclared } from './auth/route-audit';
 
 /** Builds the API application without listening, so tests run exactly what production runs. */
@@ -34,8 +35,10 @@ export async function createApiApp(config: TapyardConfig, logger: Logger): Promi
   }
   app.use(requestContextMiddleware(logger, config.environment, metrics));
   app.use(rejectNulCharacters);
+  const consoleDir = consoleDirectory(config.consoleDir);
+  if (consoleDir !== null) app.use(serveConsole(consoleDir));
   app.useBodyParser('json', { limit: config.bodyLimitBytes, verify: checkJsonBody });
-  app.setGlobalPrefix(API_PREFIX, { exclude: ['metrics', 'livez', 'readyz'] });
+  app.setGlobalPrefix(API_PREFIX, { exclude: UNPREFIXED });
   app.useGlobalFilters(new ErrorFilter(logger));
   app.useGlobalInterceptors(new JsonBodyInterceptor());
   app.useGlobalPipes(new ValidationPipe(VALIDATION_OPTIONS));

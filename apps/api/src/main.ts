@@ -12,6 +12,7 @@ import {
   surviveUncaughtErrors,
 } from '@tapyard/core';
 import { createApiApp } from './bootstrap';
+import { consoleDirectory } from './http/console';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -32,6 +33,7 @@ async function main(): Promise<void> {
   const base = `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${config.port}`;
   logger.info(
     {
+      console: consoleDirectory(config.consoleDir) === null ? undefined : `${base}/`,
       api: `${base}/api/v1`,
       docs: config.auth.apiDocs === 'off' ? undefined : `${base}/api/docs`,
       environment: config.environment,

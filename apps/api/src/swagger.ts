@@ -15,6 +15,8 @@ import { credentialsOf } from './auth/credentials';
 import { ErrorBodyDto } from './http/error-body.dto';
 
 export const API_PREFIX = 'api/v1';
+/** Routes outside the prefix: metrics and the probes, where load balancers and scrapers expect them. */
+export const UNPREFIXED = ['metrics', 'livez', 'readyz'];
 /**
  * Version of the interface this server implements (spec, "Versioning"): the OpenAPI `info.version`.
  * The server's own build version is a different thing, reported by `GET /version`.
@@ -31,6 +33,20 @@ const DOCS_PATH = /^\/api\/docs(?:$|[/-])/;
 export function setupSwagger(app: INestApplication, config: TapyardConfig, logger: Logger): void {
   if (config.auth.apiDocs === 'off') return;
   if (config.auth.apiDocs === 'authenticated') app.use(docsForIdentities(app.get(Authenticator), logger));
+  const document = apiDocument(app, config, app.get(DestinationSections).all());
+  SwaggerModule.setup('api/docs', app, document, { jsonDocumentUrl: 'api/docs-json' });
+}
+
+/**
+ * The OpenAPI document of the routes `app` holds. It reads only the controllers' metadata, so an app
+ * created in preview mode (no provider started, no peer reached) gives the same document: the build
+ * generates the console's typed client from it (openapi.ts).
+ */
+export function apiDocument(
+  app: INestApplication,
+  config: TapyardConfig,
+  sections: DestinationSection[],
+): OpenAPIObject {
   const doc = new DocumentBuilder()
     .setTitle('Tapyard')
     .setDescription(
@@ -46,13 +62,12 @@ export function setupSwagger(app: INestApplication, config: TapyardConfig, logge
     .addApiKey({ type: 'apiKey', name: 'x-api-key', in: 'header' }, 'x-api-key')
     .addCookieAuth(SESSION_COOKIE, { type: 'apiKey', in: 'cookie', name: SESSION_COOKIE }, 'session')
     .build();
-  const sections = app.get(DestinationSections).all();
   const document = SwaggerModule.createDocument(app, doc, {
     extraModels: [ErrorBodyDto, DestinationOptionsDto, ...sections.map((s) => s.dto)],
   });
   describeDestination(document, sections);
   describeJsonBodies(document);
-  SwaggerModule.setup('api/docs', app, document, { jsonDocumentUrl: 'api/docs-json' });
+  return document;
 }
 
 /**

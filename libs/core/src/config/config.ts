@@ -42,6 +42,11 @@ export interface TapyardConfig extends PeersConfig {
   readonly dataDir: string;
   readonly logLevel: LogLevel;
   readonly bodyLimitBytes: number;
+  /**
+   * CONSOLE_DIR: the built administration console the API serves at `/`; null: the one built beside the
+   * API (`dist/console`); `off`: none.
+   */
+  readonly consoleDir: string | null;
   readonly uploadLimitBytes: number;
   /**
    * SIGTERM/SIGINT: how long running requests and jobs may take to finish. Past it the API exits 1
@@ -143,6 +148,7 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
     dataDir,
     logLevel: r.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
     bodyLimitBytes: r.size('BODY_LIMIT', '1mb'),
+    consoleDir: r.optional('CONSOLE_DIR'),
     uploadLimitBytes: r.size('UPLOAD_LIMIT', '5gb'),
     shutdownGraceMs: r.int('SHUTDOWN_GRACE_SECONDS', 30, 0, 3600) * 1000,
     healthTimeoutMs: r.int('HEALTH_TIMEOUT_MS', 2000, 100, 30000),

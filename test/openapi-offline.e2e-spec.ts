@@ -1,0 +1,21 @@
+import { offlineDocument } from '../apps/api/src/openapi';
+import { startApi } from './support/apps';
+import { uniqueEnvironment } from './support/env';
+
+/**
+ * The build generates the console's typed client from the document openapi.ts makes without a server:
+ * it must be the very document the running API serves, or the console would be typed against another API.
+ */
+describe('the OpenAPI document made without a server', () => {
+  it('equals the one the API serves at /api/docs-json', async () => {
+    const api = await startApi({ TAPYARD_ENV: uniqueEnvironment('openapi') });
+    try {
+      const served = await api.http.get('/api/docs-json').expect(200);
+      const offline = await offlineDocument(api.config);
+      expect(Object.keys(offline.paths)).toContain('/api/v1/pipeline/upload');
+      expect(JSON.parse(JSON.stringify(offline))).toEqual(served.body);
+    } finally {
+      await api.close();
+    }
+  });
+});
