@@ -253,6 +253,28 @@ describe('scripts/build: a new build beside the running one', () => {
   );
 
   it(
+    'TAPYARD_BUILD_TYPECHECKED=1 (npm test, whose type check runs beside the build) only emits: a type error is left to that check',
+    () => {
+      setVersion(root, 'one');
+      write(root, 'libs/version/src/index.ts', 'export const VERSION: number = "emitted anyway";\n');
+      const r = spawnSync('bash', ['scripts/build'], {
+        cwd: root,
+        encoding: 'utf8',
+        timeout: 300_000,
+        env: { ...process.env, TAPYARD_BUILD_TYPECHECKED: '1' },
+      });
+      expect(r.status).toBe(0);
+      expect(
+        spawnSync(process.execPath, ['-p', "require('./dist/libs/version/src').VERSION"], {
+          cwd: root,
+          encoding: 'utf8',
+        }).stdout.trim(),
+      ).toBe('emitted anyway');
+    },
+    BOUND_MS,
+  );
+
+  it(
     'a failed build leaves dist as it was and nothing behind',
     () => {
       setVersion(root, 'one');
