@@ -1,7 +1,7 @@
 // Jest's order of test files (jest.config.js, testSequencer). Jest starts the longest files first from
 // the durations of its previous run on this machine; a fresh clone has none, and Jest then goes by file
-// size, which started the two-minute contract suite after many short files and left workers idle at the
-// end. Here a file without a duration of its own takes the one recorded in test/durations.json (seconds,
+// size, a rough guess (build-swap, among the slowest, is only the 46th largest file), which leaves workers
+// idle at the end. Here a file without a duration of its own takes the one in test/durations.json (seconds,
 // from a full run; `node test/sequencer.js <jest --json report>` rewrites it). Files in neither (new ones)
 // go first, as Jest puts them, since nothing says they are short.
 'use strict';
