@@ -38,6 +38,8 @@ module.exports = {
   // A bound, not a schedule: tests wait on conditions and end as soon as they hold; a loaded
   // machine (CI on two shared cores) must not turn a slow run into a failure.
   testTimeout: 120000,
+  // The longest files first, also on a fresh clone (test/sequencer.js, test/durations.json).
+  testSequencer: '<rootDir>/test/sequencer.js',
   // More workers than cores: most suites wait on servers (PostgreSQL, MinIO, the sandbox, the apps
   // they spawn). On the 2-core machine the whole run took 730 s with 2 workers, 543 s with 3 and
   // 488 s with 4; 3 keeps room for the suites that time real shutdowns and stalls.

@@ -1,5 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import { Client, IMessage } from '@stomp/stompjs';
 import { TCPWrapper } from '@stomp/tcp-wrapper';
+
+/** The header of the markers `settled` sends through the queue. */
+const MARKER = 'tapyard-test-marker';
 
 /**
  * A STOMP consumer for tests: subscribes to a (wildcard) destination on the local ActiveMQ and keeps
@@ -8,7 +12,8 @@ import { TCPWrapper } from '@stomp/tcp-wrapper';
  */
 export class StompCollector {
   private readonly byDestination = new Map<string, Map<string, Record<string, unknown>>>();
-  private lastAt = Date.now();
+  /** Markers sent by `settled`, by id: called when the marker comes back. */
+  private readonly markers = new Map<string, () => void>();
 
   private constructor(private readonly client: Client) {}
 
@@ -33,18 +38,38 @@ export class StompCollector {
   }
 
   private take(m: IMessage): void {
+    const marker = m.headers[MARKER];
+    if (marker !== undefined) return this.markers.get(marker)?.();
     const dest = m.headers.destination;
     const id = m.headers['tapyard-message-id'] ?? m.headers['message-id'];
     const map = this.byDestination.get(dest) ?? new Map<string, Record<string, unknown>>();
     map.set(id, JSON.parse(m.body) as Record<string, unknown>);
     this.byDestination.set(dest, map);
-    this.lastAt = Date.now();
   }
 
-  /** The bodies received on `destination` once nothing new arrived for a moment. */
-  async settled(destination: string, quietMs = 700): Promise<Record<string, unknown>[]> {
-    await new Promise((r) => setTimeout(r, quietMs));
-    while (Date.now() - this.lastAt < quietMs) await new Promise((r) => setTimeout(r, 100));
+  /**
+   * The bodies received on `destination`, once every message the broker held for it when called has
+   * arrived: a marker sent now is queued behind them, and a queue's one consumer gets its messages in
+   * order. (The sink awaits the broker's receipt for each message, so a job that has ended has all of
+   * its messages in the queue.)
+   */
+  async settled(destination: string, timeoutMs = 60_000): Promise<Record<string, unknown>[]> {
+    const id = randomUUID();
+    let timer: NodeJS.Timeout | undefined;
+    const back = new Promise<void>((resolve, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`no marker back from ${destination} in ${timeoutMs} ms`)),
+        timeoutMs,
+      );
+      this.markers.set(id, resolve);
+    });
+    this.client.publish({ destination, body: '{}', headers: { [MARKER]: id } });
+    try {
+      await back;
+    } finally {
+      clearTimeout(timer);
+      this.markers.delete(id);
+    }
     return [...(this.byDestination.get(destination)?.values() ?? [])];
   }
 

@@ -97,6 +97,12 @@ describe('jobFieldsOf', () => {
 });
 
 /**
+ * Every other file (the standard library, @types/node, BullMQ's and the project's own modules) is the
+ * same for each case: parsed once, not once a case.
+ */
+const parsed = new Map<string, ts.SourceFile | undefined>();
+
+/**
  * What TypeScript says of a module beside jobs.ts: each case below must fail to compile, which only the
  * compiler can tell (ts-jest transpiles without type checking).
  */
@@ -120,10 +126,11 @@ ${body}
   };
   const host = ts.createCompilerHost(options);
   const { getSourceFile, fileExists, readFile } = host;
-  host.getSourceFile = (name, version, ...rest) =>
-    name === file
-      ? ts.createSourceFile(name, source, version)
-      : getSourceFile.call(host, name, version, ...rest);
+  host.getSourceFile = (name, version, ...rest) => {
+    if (name === file) return ts.createSourceFile(name, source, version);
+    if (!parsed.has(name)) parsed.set(name, getSourceFile.call(host, name, version, ...rest));
+    return parsed.get(name);
+  };
   host.fileExists = (name) => name === file || fileExists.call(host, name);
   host.readFile = (name) => (name === file ? source : readFile.call(host, name));
   const program = ts.createProgram([file], options, host);
