@@ -16,6 +16,7 @@ const LAZY_SDKS = [
   '@qdrant/js-client-rest',
   'chromadb',
   'kafkajs',
+  'mongoose',
   '@stomp/stompjs',
   '@stomp/tcp-wrapper',
   'parquetjs-lite',

@@ -1,7 +1,8 @@
 import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
-import { mongo } from 'mongoose';
+import type { mongo } from 'mongoose';
 import { CONFIG, ServiceUnavailableError, TapyardConfig, errorMessage } from '@tapyard/core';
 import { DestinationErrorCode } from '../destination-errors';
+import { loadMongo } from './mongo-driver';
 
 /**
  * The MongoDB-wire connection (MongoDB, or FerretDB in development), through the driver mongoose
@@ -27,11 +28,13 @@ export class MongoClients implements OnModuleDestroy {
         DestinationErrorCode.Unavailable,
       );
     const timeoutMs = this.config.mongodb.timeoutMs;
-    this.client ??= new mongo.MongoClient(uri, {
-      serverSelectionTimeoutMS: timeoutMs,
-      connectTimeoutMS: timeoutMs,
-    })
-      .connect()
+    this.client ??= loadMongo()
+      .then((driver) =>
+        new driver.MongoClient(uri, {
+          serverSelectionTimeoutMS: timeoutMs,
+          connectTimeoutMS: timeoutMs,
+        }).connect(),
+      )
       .catch((err: unknown) => {
         this.client = null;
         throw new ServiceUnavailableError('mongodb', `mongodb is unreachable: ${errorMessage(err)}`).coded(

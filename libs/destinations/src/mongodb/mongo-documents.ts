@@ -1,8 +1,8 @@
-import { mongo } from 'mongoose';
 import { errorMessage } from '@tapyard/core';
 import { FieldType, SchemaField, TypedBatch, Value } from '@tapyard/model';
 import { Payload } from '../destination';
 import { jsValue } from '../js-values';
+import { mongoDriver } from './mongo-driver';
 
 /** A document as loaded: its `_id` is `<pipelineToken>:<n>`, fixed by the job. */
 export type Doc = Record<string, unknown> & { _id: string };
@@ -77,7 +77,7 @@ function keyWithNul(root: unknown): string | null {
 
 /** BSON has no BigInt: integers beyond 2^53 become Int64 (Long). */
 function mongoValue(type: FieldType, decimal128: boolean): (v: Exclude<Value, null>) => unknown {
-  if (type === 'bigint') return (v) => (typeof v === 'bigint' ? mongo.Long.fromBigInt(v) : v);
-  if (type === 'decimal' && decimal128) return (v) => mongo.Decimal128.fromString(String(v));
+  if (type === 'bigint') return (v) => (typeof v === 'bigint' ? mongoDriver().Long.fromBigInt(v) : v);
+  if (type === 'decimal' && decimal128) return (v) => mongoDriver().Decimal128.fromString(String(v));
   return jsValue(type);
 }

@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
-import { mongo } from 'mongoose';
+import type { mongo } from 'mongoose';
 import { ServiceUnavailableError, errorMessage } from '@tapyard/core';
 import { DestinationErrorCode } from '../destination-errors';
 import { Doc } from './mongo-documents';
+import { mongoDriver } from './mongo-driver';
 
 export const DUPLICATE_KEY = 11000;
 const NAMESPACE_NOT_FOUND = 26;
@@ -29,7 +30,7 @@ export async function insertDocs(
     await collection.insertMany(docs, { ordered: false });
     return new Map();
   } catch (err) {
-    if (err instanceof mongo.MongoBulkWriteError) {
+    if (err instanceof mongoDriver().MongoBulkWriteError) {
       const errors = Array.isArray(err.writeErrors) ? err.writeErrors : [err.writeErrors];
       if (errors.length > 0) {
         return new Map(
@@ -67,7 +68,8 @@ export async function upsertDocs(
       await collection.bulkWrite(ops, { ordered: true });
       break;
     } catch (err) {
-      const first = err instanceof mongo.MongoBulkWriteError ? [err.writeErrors].flat()[0] : undefined;
+      const first =
+        err instanceof mongoDriver().MongoBulkWriteError ? [err.writeErrors].flat()[0] : undefined;
       if (first === undefined) throw unavailable(err);
       bad.set(from + first.index, first.errmsg ?? 'rejected by the server');
       from += first.index + 1;
@@ -93,7 +95,7 @@ export async function swapIn(admin: mongo.Db, db: mongo.Db, staging: string, tab
     return;
   } catch (err) {
     if (
-      !(err instanceof mongo.MongoServerError) ||
+      !(err instanceof mongoDriver().MongoServerError) ||
       (err.code !== NOT_IMPLEMENTED && !/dropTarget/.test(err.message))
     )
       throw unavailable(err);
@@ -102,7 +104,7 @@ export async function swapIn(admin: mongo.Db, db: mongo.Db, staging: string, tab
     .collection(table)
     .drop()
     .catch((err: unknown) => {
-      if (!(err instanceof mongo.MongoServerError && err.code === NAMESPACE_NOT_FOUND))
+      if (!(err instanceof mongoDriver().MongoServerError && err.code === NAMESPACE_NOT_FOUND))
         throw unavailable(err);
     });
   await mongoCall(() => rename(false));
@@ -121,8 +123,11 @@ export function unavailable(err: unknown): Error {
   if (err instanceof ServiceUnavailableError) return err;
   // A batch the connection broke under arrives as a MongoBulkWriteError (without write errors)
   // around the driver's network error.
-  const cause: unknown = err instanceof mongo.MongoBulkWriteError ? err.errorResponse : err;
-  if (cause instanceof mongo.MongoNetworkError || cause instanceof mongo.MongoServerSelectionError) {
+  const cause: unknown = err instanceof mongoDriver().MongoBulkWriteError ? err.errorResponse : err;
+  if (
+    cause instanceof mongoDriver().MongoNetworkError ||
+    cause instanceof mongoDriver().MongoServerSelectionError
+  ) {
     return new ServiceUnavailableError('mongodb', `mongodb became unreachable: ${errorMessage(err)}`).coded(
       DestinationErrorCode.Unavailable,
     );

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
-import { mongo } from 'mongoose';
+import type { mongo } from 'mongoose';
 import { ServiceUnavailableError, ValidationError, errorMessage } from '@tapyard/core';
 import {
   safeText,
@@ -35,6 +35,7 @@ import {
   unavailable,
   upsertDocs,
 } from './mongo-writes';
+import { mongoDriver } from './mongo-driver';
 
 /** Collection (in the target database) recording committed loads, keyed by pipeline token. */
 export const LOADS_COLLECTION = '_tapyard_loads';
@@ -157,7 +158,7 @@ export class MongoDbDestination implements Destination {
       .collection(table)
       .createIndex(Object.fromEntries(key.map((k) => [k, 1])), { unique: true, name: keyIndexName(key) })
       .catch((err: unknown) => {
-        if (err instanceof mongo.MongoServerError && err.code === DUPLICATE_KEY) {
+        if (err instanceof mongoDriver().MongoServerError && err.code === DUPLICATE_KEY) {
           throw new ValidationError(
             `cannot merge into ${describeLocation({ store: 'mongodb', database: db.databaseName, name: table })} ` +
               `on (${key.join(', ')}): documents already there repeat that key`,
@@ -173,7 +174,7 @@ export class MongoDbDestination implements Destination {
         const created = await db.createCollection(l.name).then(
           () => true,
           (err: unknown) => {
-            if (err instanceof mongo.MongoServerError && err.code === NAMESPACE_EXISTS) return false;
+            if (err instanceof mongoDriver().MongoServerError && err.code === NAMESPACE_EXISTS) return false;
             throw unavailable(err);
           },
         );

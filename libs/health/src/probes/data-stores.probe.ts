@@ -1,6 +1,5 @@
 import { Client as PgClient, ClientConfig } from 'pg';
 import Redis from 'ioredis';
-import { mongo } from 'mongoose';
 import { Client as MinioClient } from 'minio';
 
 function onAbort(signal: AbortSignal, close: () => unknown): void {
@@ -55,7 +54,9 @@ export async function probeRedis(url: string, timeoutMs: number, signal: AbortSi
 export async function probeMongo(uri: string, timeoutMs: number, signal: AbortSignal): Promise<void> {
   // Under our own deadline, so the driver's reason (e.g. ECONNREFUSED) wins over "no answer".
   const driverTimeout = Math.max(100, Math.floor(timeoutMs * 0.75));
-  const client = new mongo.MongoClient(uri, {
+  // mongoose (its driver) loads on the first probe, not with every process that never asks.
+  const { MongoClient } = (await import('mongoose')).mongo;
+  const client = new MongoClient(uri, {
     serverSelectionTimeoutMS: driverTimeout,
     connectTimeoutMS: driverTimeout,
   });
