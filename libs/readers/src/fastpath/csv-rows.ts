@@ -5,7 +5,8 @@
  * reference reader (readCsv + RowPlan) when it is not; both see exactly the records the reference
  * reader would see in the whole file.
  *
- * Record boundaries follow the reference reader (readers/csv-reader.ts), not PostgreSQL: a quote
+ * Record boundaries are the reference reader's (readers/csv-reader.ts), not PostgreSQL's: both run
+ * one grammar (readers/csv-grammar.ts), whose rules are: a quote
  * opens a quoted field only at the start of a field, text after a closing quote is unquoted (a
  * quote there is literal), an escape other than the quote only escapes the quote or itself, and
  * `\n`, `\r\n` and a lone `\r` end a record outside quotes. Where PostgreSQL would cut records
@@ -46,7 +47,12 @@
 import type { CsvAttributes } from '@tapyard/model';
 import { DEFAULT_MAX_BYTES, formatBytes, positiveOption } from '../batch-sink';
 import { FatalReadError } from '../record-batch';
-import { csvChars } from '../csv-chars';
+import { CsvGrammar } from '../csv-grammar';
+import * as grammar from '../csv-grammar';
+
+// Module-local copies: a hot loop then reads constants, not properties of the module object.
+const { CR, FIELD_START, LF, LINE, QUOTED, REC_START, SPACE, STATE_MASK, TAB, TAKE, UNQUOTED, newLine } =
+  grammar;
 
 export interface CsvRowsOptions extends Pick<CsvAttributes, 'delimiter' | 'quote' | 'escape' | 'header'> {
   encoding?: CsvAttributes['encoding'];
@@ -107,19 +113,8 @@ export function readerInput(
   return encoding === 'latin1' ? parts : [UTF8_BOM, ...parts];
 }
 
-const LF = 10;
-const CR = 13;
-const SPACE = 32;
-const TAB = 9;
-
-// Scanner states (the reference tokenizer's, plus BLANK).
-const REC_START = 0; // between records, at a line break or a line start
-const BLANK = 1; // only spaces and tabs since the line start: a blank line or a record
-const FIELD_START = 2;
-const UNQUOTED = 3;
-const QUOTED = 4;
-const QUOTE_SEEN = 5;
-const ESC_SEEN = 6;
+/** Only spaces and tabs since the line start: a blank line or a record (the cutter's own state). */
+const BLANK = 7;
 
 /** Yields the header part (when `header`) and then row-aligned chunks of `input`. */
 export async function* csvRows(
@@ -152,9 +147,7 @@ function find(b: Buffer, byte: number, from: number): number {
 }
 
 class RowChunker {
-  private readonly delim: number;
-  private readonly quote: number;
-  private readonly esc: number;
+  private readonly grammar: CsvGrammar;
   private readonly target: number;
   private readonly maxRecord: number;
   private readonly utf8: boolean;
@@ -192,10 +185,7 @@ class RowChunker {
   private bomProbe: Buffer | null;
 
   constructor(opts: CsvRowsOptions) {
-    const { delim, quote, esc } = csvChars(opts);
-    this.delim = delim;
-    this.quote = quote;
-    this.esc = esc;
+    this.grammar = new CsvGrammar(opts);
     this.target = positiveOption('targetBytes', opts.targetBytes, DEFAULT_TARGET_BYTES);
     this.maxRecord = positiveOption('maxRecordBytes', opts.maxRecordBytes, DEFAULT_MAX_BYTES);
     this.utf8 = opts.encoding !== 'latin1';
@@ -239,12 +229,19 @@ class RowChunker {
     if (this.piecesLen > 0 || this.oversized) this.emitChunk(out, this.piecesLen, false);
   }
 
-  /** Scans one buffer: the hot loop. Searches use Buffer.indexOf (native) wherever it can. */
+  /**
+   * Scans one buffer: the hot loop. The grammar's table decides every transition; native searches
+   * (Buffer.indexOf) only skip, in the fast lanes, bytes that the table would take without a
+   * change of state.
+   */
   private scan(b: Buffer, out: CsvRowsPart[]): void {
     const n = b.length;
-    const delim = this.delim;
-    const quote = this.quote;
-    const esc = this.esc;
+    const g = this.grammar;
+    const step = g.step;
+    const blank = g.blank;
+    const delim = g.delim;
+    const quote = g.quote;
+    const esc = g.esc;
     const base = this.fileOffset;
     let state = this.state;
     let line = this.line;
@@ -301,94 +298,83 @@ class RowChunker {
             this.line = line;
             this.cut(out);
           }
-          if (c === LF) {
-            if (!afterCR) line++;
-            lineStart = true;
-            i++;
-            continue;
-          }
-          if (c === CR) {
-            line++;
-            lineStart = true;
-            i++;
-            continue;
-          }
-          lineStart = false;
-          if ((c === SPACE || c === TAB) && c !== delim && c !== quote) {
+          if (blank[c] !== 0 && c !== quote) {
+            // Maybe a blank line (no record): decided at its first other byte.
+            lineStart = false;
             this.blankOffset = base + i;
             state = BLANK;
             i++;
             continue;
           }
+          const t = step[(REC_START << 8) | c];
+          if ((t & TAKE) !== 0) {
+            // A line break between records.
+            if ((t & LINE) !== 0 && newLine(c, afterCR)) line++;
+            lineStart = true;
+            i++;
+            continue;
+          }
+          lineStart = false;
           this.startRecord(base + i, line);
-          state = FIELD_START;
+          state = t & STATE_MASK;
           continue;
         }
         case BLANK: {
-          let c = b[i];
-          while ((c === SPACE || c === TAB) && c !== delim) {
-            if (++i === n) break;
-            c = b[i];
-          }
+          while (blank[b[i]] !== 0) if (++i === n) break;
           if (i === n) continue;
+          const c = b[i];
           if (c === LF || c === CR) {
-            // A blank line (the reference skips it): not a record.
+            // A blank line: not a record; REC_START takes its line break.
             state = REC_START;
             continue;
           }
+          // A record after all, whose first field began unquoted at the line start (the grammar's
+          // FIELD_START reads a blank byte as unquoted text).
           this.startRecord(this.blankOffset, line);
           state = UNQUOTED;
           continue;
         }
         case FIELD_START: {
-          if (b[i] === quote) {
-            state = QUOTED;
-            i++;
-          } else state = UNQUOTED;
+          // The field's first byte: quoted or not (folded in here, as it follows every delimiter).
+          const f = step[(FIELD_START << 8) | b[i]];
+          if ((f & TAKE) !== 0) i++;
+          state = f & STATE_MASK;
           continue;
         }
         case UNQUOTED: {
+          // Skip to the record's line break, or to a quote that opens a field (one right after a
+          // delimiter; a quote at `i` itself is mid-field), or to the last byte of the buffer.
           if (nextLF < i) nextLF = find(b, LF, i);
           if (nextCR < i) nextCR = find(b, CR, i);
           const eol = nextLF < nextCR ? nextLF : nextCR;
-          let opened = false;
           if (nextQ < i) nextQ = find(b, quote, i);
-          while (nextQ < eol) {
-            const q = nextQ;
-            // A quote opens a quoted field only right after a delimiter seen in this state (a
-            // quote at `i` itself is mid-field: FIELD_START would have taken it).
-            if (q > i && b[q - 1] === delim) {
-              opened = true;
-              break;
-            }
-            nextQ = find(b, quote, q + 1);
-          }
-          if (opened) {
-            state = QUOTED;
-            i = nextQ + 1;
+          while (nextQ < eol && !(nextQ > i && b[nextQ - 1] === delim)) nextQ = find(b, quote, nextQ + 1);
+          if (nextQ < eol) {
+            // The delimiter before it was taken: the quote is read at a field start.
+            const f = step[(FIELD_START << 8) | quote];
+            i = (f & TAKE) !== 0 ? nextQ + 1 : nextQ;
+            state = f & STATE_MASK;
             continue;
-          }
-          if (eol < n) {
-            state = REC_START;
+          } else if (eol < n) {
             i = eol;
-            continue;
+          } else {
+            // No quote opens before the end: the last byte is read in UNQUOTED (FIELD_START reads
+            // a byte other than the quote the same way), which tells whether a field starts next.
+            i = n - 1;
           }
-          // The record goes on in the next buffer; a delimiter last means a field starts there.
-          state = b[n - 1] === delim ? FIELD_START : UNQUOTED;
-          i = n;
-          continue;
+          break;
         }
         case QUOTED: {
+          // Skip to the next quote or escape; line breaks inside the quoted text still count.
           if (nextQ < i) nextQ = find(b, quote, i);
           let stop = nextQ;
           if (esc >= 0) {
             if (nextE < i) nextE = find(b, esc, i);
             if (nextE < stop) stop = nextE;
           }
-          // Line breaks inside the quoted text still count as physical lines.
           if (nextLF < i) nextLF = find(b, LF, i);
           while (nextLF < stop) {
-            if (!(nextLF > 0 ? b[nextLF - 1] === CR : this.lastCR)) line++;
+            if (newLine(LF, nextLF > 0 ? b[nextLF - 1] === CR : this.lastCR)) line++;
             nextLF = find(b, LF, nextLF + 1);
           }
           if (nextCR < i) nextCR = find(b, CR, i);
@@ -396,37 +382,22 @@ class RowChunker {
             line++;
             nextCR = find(b, CR, nextCR + 1);
           }
-          if (stop === n) {
-            i = n;
-            continue;
-          }
-          i = stop + 1;
-          if (stop === nextE && esc >= 0 && b[stop] === esc) {
-            if (i === n) state = ESC_SEEN;
-            else if (b[i] === quote || b[i] === esc) i++;
-          } else state = QUOTE_SEEN;
+          i = stop;
+          if (i === n) continue;
+          // A quote or an escape: no line break, no record start, just the next state.
+          const t = step[(QUOTED << 8) | b[i]];
+          if ((t & TAKE) !== 0) i++;
+          state = t & STATE_MASK;
           continue;
         }
-        case QUOTE_SEEN: {
-          const c = b[i];
-          if (c === quote) {
-            // A doubled quote: one literal quote.
-            state = QUOTED;
-            i++;
-          } else if (c === delim) {
-            state = FIELD_START;
-            i++;
-          } else if (c === LF || c === CR) state = REC_START;
-          else state = UNQUOTED; // text after the closing quote joins the field
-          continue;
-        }
-        case ESC_SEEN: {
-          const c = b[i];
-          if (c === quote || c === esc) i++;
-          state = QUOTED;
-          continue;
-        }
+        // QUOTE_SEEN and ESC_SEEN: one byte decides.
       }
+      // The grammar's transition for the byte at `i` (never a record start: REC_START is above).
+      const c = b[i];
+      const t = step[(state << 8) | c];
+      if ((t & LINE) !== 0 && newLine(c, i > 0 ? b[i - 1] === CR : this.lastCR)) line++;
+      if ((t & TAKE) !== 0) i++;
+      state = t & STATE_MASK;
     }
 
     if (seg < n) {
