@@ -30,19 +30,12 @@
  */
 import type { CsvAttributes } from '@tapyard/model';
 import { ByteInput, ChunkDecoder, DecodedChunk, DEFAULT_MIN_CHUNK, rechunk } from './chunks';
-import {
-  BatchSink,
-  DEFAULT_BATCH_ROWS,
-  DEFAULT_MAX_BYTES,
-  RAW_BYTES,
-  RAW_LIMIT,
-  detach,
-  formatBytes,
-  positiveOption,
-} from './batch-sink';
-import { FatalReadError, RecordBatch } from './record-batch';
-import { CsvGrammar } from './csv-grammar';
+import { RAW_BYTES, RAW_LIMIT, positiveOption } from './batch-sink';
+import { RecordBatch } from './record-batch';
+import { CsvRecordBuilder, EMPTY_CHUNK, NONE } from './csv-fields';
 import * as grammar from './csv-grammar';
+
+export { DEFAULT_NULL_VALUES } from './csv-fields';
 
 // Module-local copies: a hot loop then reads constants, not properties of the module object.
 const {
@@ -84,15 +77,9 @@ export interface CsvReadOptions extends CsvAttributes {
   minChunkBytes?: number;
 }
 
-/** Unquoted texts read as null when a pipeline names none: the empty field. */
-export const DEFAULT_NULL_VALUES: readonly string[] = [''];
-
-const NONE = 0x7fffffff;
+// Scan-loop table entries (0: a plain byte).
 const STOP = 1;
 const HIGH = 2;
-const EMPTY_CHUNK = new DecodedChunk(Buffer.alloc(0), 'ascii');
-/** `Array`, bound once: a global lookup per row is slow inside a vm context (as under Jest). */
-const RowArray = Array;
 
 /** Reads CSV records from `input` and yields them in batches of up to `batchRows` records. */
 export async function* readCsv(input: ByteInput, opts: CsvReadOptions): AsyncGenerator<RecordBatch> {
@@ -112,86 +99,22 @@ export async function* readCsv(input: ByteInput, opts: CsvReadOptions): AsyncGen
   for (let b = sink.take(); b !== undefined; b = sink.take()) yield b;
 }
 
-/** A line holding nothing but blank bytes (spaces and tabs, see CsvGrammar.blank). */
-function isBlank(s: string, blank: Uint8Array): boolean {
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c > 0xff || blank[c] === 0) return false;
-  }
-  return true;
-}
-
-class CsvTokenizer {
-  readonly sink: BatchSink;
-  private readonly grammar: CsvGrammar;
-  private readonly maxField: number;
-  private readonly maxColumns: number;
-  private readonly expectedColumns: number | undefined;
-  private readonly limitText: string;
+class CsvTokenizer extends CsvRecordBuilder {
   private readonly unquotedStops: Uint8Array;
   private readonly quotedStops: Uint8Array;
-  /** Unquoted texts that are null (none: every cell is text), and the longest of them. */
-  private readonly nulls: Set<string> | null;
-  private readonly nullMaxLen: number;
 
   private state = REC_START;
-  /** Current physical line (1-based). */
-  private line = 1;
   /** Whether the previous chunk ended with \r (for a \r\n split across chunks). */
   private prevCR = false;
-  private recLine = 1;
-  private quoteLine = 1;
-  private cells: (string | null)[] = [];
-  /** The text of field 1 when it was read as null (a null marker may still be a blank line). */
-  private firstNullText: string | null = null;
-  private fieldCount = 0;
-  private fieldQuoted = false;
-  private rowError: string | null = null;
-  /** Pieces of the current field when it straddles chunks or holds escapes. */
-  private parts: string[] = [];
-  private partsLen = 0;
-  private carrying = false;
-  private oversize = false;
-  /** The start of the current record, from earlier chunks, for RowError.raw. */
-  private rawHead = '';
-  private headerPending: boolean;
-  /** Expected fields per record; -1 until known. */
-  private width = -1;
-  /** Fields of a record that are decoded and kept (more only count). */
-  private cellLimit: number;
-  private records = 0;
-
-  // The chunk being scanned.
-  private chunk = EMPTY_CHUNK;
-  private nextNul = NONE;
-  private badPos: number[] = [];
-  private badOffsets: number[] = [];
-  private badIdx = 0;
-  private nextBad = NONE;
 
   constructor(opts: CsvReadOptions) {
-    const latin1 = opts.encoding === 'latin1';
-    const grammar = new CsvGrammar(opts);
-    this.grammar = grammar;
-    this.maxField = positiveOption('maxFieldBytes', opts.maxFieldBytes, DEFAULT_MAX_BYTES);
-    this.maxColumns = positiveOption('maxColumns', opts.maxColumns, 10_000);
-    this.expectedColumns =
-      opts.expectedColumns === undefined
-        ? undefined
-        : positiveOption('expectedColumns', opts.expectedColumns, 1);
-    this.limitText = formatBytes(this.maxField);
-    this.sink = new BatchSink(positiveOption('batchRows', opts.batchRows, DEFAULT_BATCH_ROWS));
-    this.headerPending = opts.header;
-    const nullValues = opts.nullValues ?? DEFAULT_NULL_VALUES;
-    this.nulls = nullValues.length > 0 ? new Set(nullValues) : null;
-    this.nullMaxLen = Math.max(0, ...nullValues.map((v) => v.length));
-    if (this.expectedColumns !== undefined) this.width = this.expectedColumns;
-    this.cellLimit = opts.header || this.width < 0 ? this.maxColumns : this.width;
+    super(opts);
+    const grammar = this.grammar;
     // Scan-loop tables: STOP hands the byte to the grammar; HIGH is a byte of a UTF-8 multi-byte
     // character (in utf-8 mode the special characters are ASCII, so never both).
     this.unquotedStops = grammar.stops(UNQUOTED);
     this.quotedStops = grammar.stops(QUOTED);
-    if (!latin1) {
+    if (opts.encoding !== 'latin1') {
       for (const t of [this.unquotedStops, this.quotedStops]) {
         for (let c = 0x80; c < 0x100; c++) t[c] = HIGH;
       }
@@ -314,158 +237,11 @@ class CsvTokenizer {
         this.endField(0, 0, 0, 0);
         this.endRecord(0, 0);
         break;
-      case EOF_UNTERMINATED: {
-        const reason = `unterminated quoted field starting at line ${this.quoteLine}`;
-        this.records++;
-        if (this.headerPending)
-          throw new FatalReadError(`the header row is unusable: ${reason}`, this.recLine);
-        this.sink.addError(this.recLine, reason, this.rawHead);
+      case EOF_UNTERMINATED:
+        this.endUnterminated();
         break;
-      }
     }
     this.state = REC_START;
-    if (this.records === 0) throw new FatalReadError('the file is empty');
-    this.sink.finish(true);
-  }
-
-  private markRow(reason: string): void {
-    if (this.rowError === null) this.rowError = reason;
-  }
-
-  /** A NUL byte or invalid UTF-8 before `e` in field `idx` (0-based): the first one by position. */
-  private markBytes(idx: number, e: number): void {
-    if (this.nextNul < e && this.nextNul <= this.nextBad) this.markRow(`NUL byte in field ${idx + 1}`);
-    else this.markRow(`invalid UTF-8 at byte offset ${this.badOffsets[this.badIdx]}`);
-  }
-
-  /** Keeps bytes [s, e) as a piece of the field in progress (bounded by maxFieldBytes). */
-  /** `hs`/`he`: counts of bytes >= 0x80 in the chunk before s and before e. */
-  private pushPart(s: number, e: number, hs: number, he: number): void {
-    this.carrying = true;
-    if (this.rowError === null && this.fieldCount < this.cellLimit) this.appendPart(s, e, hs, he);
-  }
-
-  private appendPart(s: number, e: number, hs: number, he: number): void {
-    if (e <= s || this.oversize) return;
-    const len = e - s;
-    if (this.partsLen + len > this.maxField) {
-      this.oversize = true;
-      this.parts = [];
-      this.partsLen = 0;
-      return;
-    }
-    this.parts.push(this.chunk.field(s, e, hs === he));
-    this.partsLen += len;
-  }
-
-  /** Removes the escape character kept at the end of the previous chunk. */
-  private dropLastChar(): void {
-    const last = this.parts.pop();
-    if (last !== undefined) {
-      this.parts.push(last.slice(0, -1));
-      this.partsLen--;
-    }
-  }
-
-  /** The field ends at `e`; `hs`/`he`: counts of bytes >= 0x80 in the chunk before s and before e. */
-  private endField(s: number, e: number, hs: number, he: number): void {
-    if (e < s) e = s;
-    const idx = this.fieldCount++;
-    if (this.nextNul < e || this.nextBad < e) {
-      this.markBytes(idx, e);
-      if (this.nextNul < e) {
-        const next = this.chunk.bytes.indexOf(0, e);
-        this.nextNul = next < 0 ? NONE : next;
-      }
-      if (this.nextBad < e) {
-        const bad = this.badPos;
-        let k = this.badIdx;
-        while (k < bad.length && bad[k] < e) k++;
-        this.badIdx = k;
-        this.nextBad = k < bad.length ? bad[k] : NONE;
-      }
-    }
-    if (!this.carrying) {
-      if (this.rowError !== null || idx >= this.cellLimit) return;
-      if (e - s > this.maxField) {
-        this.markRow(`field ${idx + 1} exceeds ${this.limitText}`);
-        return;
-      }
-      this.setCell(idx, this.chunk.field(s, e, hs === he));
-      return;
-    }
-    if (this.rowError === null && idx < this.cellLimit) {
-      this.appendPart(s, e, hs, he);
-      if (this.oversize) this.markRow(`field ${idx + 1} exceeds ${this.limitText}`);
-      else this.setCell(idx, this.parts.length === 1 ? this.parts[0] : this.parts.join(''));
-    }
-    this.parts = [];
-    this.partsLen = 0;
-    this.carrying = false;
-    this.oversize = false;
-  }
-
-  private setCell(idx: number, text: string): void {
-    const nulls = this.nulls;
-    if (
-      nulls !== null &&
-      !this.fieldQuoted &&
-      !this.headerPending &&
-      text.length <= this.nullMaxLen &&
-      nulls.has(text)
-    ) {
-      this.cells[idx] = null;
-      if (idx === 0) this.firstNullText = text;
-    } else this.cells[idx] = text;
-  }
-
-  /** The record ends at `pos` (its terminator) in the current chunk. */
-  private endRecord(recStart: number, pos: number): void {
-    const count = this.fieldCount;
-    const error = this.rowError;
-    const cells = this.cells;
-    this.cells = this.width > 0 ? new RowArray<string>(this.width) : [];
-    this.fieldCount = 0;
-    this.rowError = null;
-    const first = cells[0] ?? this.firstNullText ?? '';
-    this.firstNullText = null;
-    if (count === 1 && error === null && !this.fieldQuoted && isBlank(first, this.grammar.blank)) return;
-    this.records++;
-    if (this.headerPending) {
-      this.headerPending = false;
-      if (count > this.maxColumns) {
-        throw new FatalReadError(
-          `the header has ${count} columns, more than the limit of ${this.maxColumns}`,
-          this.recLine,
-        );
-      }
-      if (error !== null) throw new FatalReadError(`the header row is unusable: ${error}`, this.recLine);
-      if (cells.length > count) cells.length = count;
-      this.sink.setHeader(cells.map((c) => detach(c ?? '')));
-      if (this.width < 0) this.width = count;
-      this.cellLimit = this.width;
-      return;
-    }
-    if (this.width < 0) {
-      if (count > this.maxColumns) {
-        throw new FatalReadError(
-          `the first record has ${count} fields, more than the limit of ${this.maxColumns}`,
-          this.recLine,
-        );
-      }
-      this.width = count;
-      this.cellLimit = count;
-    }
-    if (error === null && count === this.width) {
-      this.sink.addRow(cells, this.recLine);
-      return;
-    }
-    const reason = error ?? `row has ${count} fields, expected ${this.width}`;
-    const head = this.rawHead;
-    const raw =
-      head.length >= RAW_LIMIT
-        ? head
-        : head + this.chunk.slice(recStart, Math.min(pos, recStart + RAW_BYTES));
-    this.sink.addError(this.recLine, reason, raw);
+    this.endInput();
   }
 }
