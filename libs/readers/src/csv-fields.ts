@@ -23,6 +23,7 @@ import { FatalReadError } from './record-batch';
 /** Unquoted texts read as null when a pipeline names none: the empty field. */
 export const DEFAULT_NULL_VALUES: readonly string[] = [''];
 
+/** No NUL byte or invalid UTF-8 ahead in the chunk. */
 export const NONE = 0x7fffffff;
 export const EMPTY_CHUNK = new DecodedChunk(Buffer.alloc(0), 'ascii');
 /** `Array`, bound once: a global lookup per row is slow inside a vm context (as under Jest). */
@@ -37,6 +38,7 @@ function isBlank(s: string, blank: Uint8Array): boolean {
   return true;
 }
 
+/** Fields and records of the reference reader, fed by its tokenizer (a subclass: calls stay monomorphic). */
 export class CsvRecordBuilder {
   protected readonly grammar: CsvGrammar;
   readonly sink: BatchSink;

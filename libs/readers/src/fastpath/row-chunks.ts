@@ -59,6 +59,7 @@ export function readerInput(
   return encoding === 'latin1' ? parts : [UTF8_BOM, ...parts];
 }
 
+/** The cutter's chunks in progress and their emission, extended by its scanner (RowChunker). */
 export class ChunkAssembly {
   protected readonly target: number;
   protected readonly maxRecord: number;
