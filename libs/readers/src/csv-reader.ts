@@ -4,8 +4,9 @@
  * file size.
  *
  * How it is fast: each input chunk (64 KiB..1 MiB) is validated once natively (isAscii/isUtf8,
- * see ChunkDecoder) and decoded once as latin1; the tokenizer walks the chunk's bytes with a small
- * state machine (table-driven inner loops) and cuts each ASCII field out of that text with one
+ * see ChunkDecoder) and decoded once as latin1; the tokenizer walks the chunk's bytes with the
+ * shared CSV grammar (csv-grammar.ts: one transition table, also run by the fast path's cutter;
+ * table-driven inner loops skip the plain bytes) and cuts each ASCII field out of that text with one
  * `substring`; only a field with multi-byte characters is decoded on its own as UTF-8. Fields
  * that straddle a chunk boundary or hold an escaped quote are assembled from parts. NUL bytes
  * and invalid UTF-8 are found with one native search per chunk, then attributed to fields by
@@ -29,18 +30,38 @@
  */
 import type { CsvAttributes } from '@tapyard/model';
 import { ByteInput, ChunkDecoder, DecodedChunk, DEFAULT_MIN_CHUNK, rechunk } from './chunks';
-import {
-  BatchSink,
-  DEFAULT_BATCH_ROWS,
-  DEFAULT_MAX_BYTES,
-  RAW_BYTES,
-  RAW_LIMIT,
-  detach,
-  formatBytes,
-  positiveOption,
-} from './batch-sink';
-import { FatalReadError, RecordBatch } from './record-batch';
-import { csvChars } from './csv-chars';
+import { RAW_BYTES, RAW_LIMIT, positiveOption } from './batch-sink';
+import { RecordBatch } from './record-batch';
+import { CsvRecordBuilder, EMPTY_CHUNK, NONE } from './csv-fields';
+import * as grammar from './csv-grammar';
+
+export { DEFAULT_NULL_VALUES } from './csv-fields';
+
+// Module-local copies: a hot loop then reads constants, not properties of the module object.
+const {
+  QUOTE_MARK,
+  CLOSED_FIELD,
+  AT_MARK,
+  CR,
+  END_FIELD,
+  END_RECORD,
+  EOF_RECORD,
+  EOF_UNTERMINATED,
+  ESC_SEEN,
+  FIELD_START,
+  LINE,
+  MARK,
+  NEXT_FIELD,
+  QUOTED,
+  QUOTE_SEEN,
+  REC_START,
+  SPLIT,
+  STATE_MASK,
+  TAKE,
+  UNQUOTED,
+  atEnd,
+  newLine,
+} = grammar;
 
 export interface CsvReadOptions extends CsvAttributes {
   header: boolean;
@@ -56,27 +77,9 @@ export interface CsvReadOptions extends CsvAttributes {
   minChunkBytes?: number;
 }
 
-/** Unquoted texts read as null when a pipeline names none: the empty field. */
-export const DEFAULT_NULL_VALUES: readonly string[] = [''];
-
-const LF = 10;
-const CR = 13;
-const SPACE = 32;
-const TAB = 9;
-const NONE = 0x7fffffff;
+// Scan-loop table entries (0: a plain byte).
 const STOP = 1;
 const HIGH = 2;
-const EMPTY_CHUNK = new DecodedChunk(Buffer.alloc(0), 'ascii');
-/** `Array`, bound once: a global lookup per row is slow inside a vm context (as under Jest). */
-const RowArray = Array;
-
-// Tokenizer states.
-const REC_START = 0; // between records (blank lines are skipped here)
-const FIELD_START = 1; // after a delimiter
-const UNQUOTED = 2;
-const QUOTED = 3;
-const QUOTE_SEEN = 4; // a quote inside a quoted field: closing, or the first of a doubled quote
-const ESC_SEEN = 5; // an escape (other than the quote) inside a quoted field
 
 /** Reads CSV records from `input` and yields them in batches of up to `batchRows` records. */
 export async function* readCsv(input: ByteInput, opts: CsvReadOptions): AsyncGenerator<RecordBatch> {
@@ -96,93 +99,26 @@ export async function* readCsv(input: ByteInput, opts: CsvReadOptions): AsyncGen
   for (let b = sink.take(); b !== undefined; b = sink.take()) yield b;
 }
 
-function isBlank(s: string): boolean {
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c !== SPACE && c !== TAB) return false;
-  }
-  return true;
-}
-
-class CsvTokenizer {
-  readonly sink: BatchSink;
-  private readonly delim: number;
-  private readonly quote: number;
-  /** -1 when there is no separate escape (doubled quotes only). */
-  private readonly esc: number;
-  private readonly maxField: number;
-  private readonly maxColumns: number;
-  private readonly expectedColumns: number | undefined;
-  private readonly limitText: string;
+class CsvTokenizer extends CsvRecordBuilder {
   private readonly unquotedStops: Uint8Array;
   private readonly quotedStops: Uint8Array;
-  /** Unquoted texts that are null (none: every cell is text), and the longest of them. */
-  private readonly nulls: Set<string> | null;
-  private readonly nullMaxLen: number;
 
   private state = REC_START;
-  /** Current physical line (1-based). */
-  private line = 1;
   /** Whether the previous chunk ended with \r (for a \r\n split across chunks). */
   private prevCR = false;
-  private recLine = 1;
-  private quoteLine = 1;
-  private cells: (string | null)[] = [];
-  /** The text of field 1 when it was read as null (a null marker may still be a blank line). */
-  private firstNullText: string | null = null;
-  private fieldCount = 0;
-  private fieldQuoted = false;
-  private rowError: string | null = null;
-  /** Pieces of the current field when it straddles chunks or holds escapes. */
-  private parts: string[] = [];
-  private partsLen = 0;
-  private carrying = false;
-  private oversize = false;
-  private closeQ = -1;
-  private escPos = -1;
-  /** The start of the current record, from earlier chunks, for RowError.raw. */
-  private rawHead = '';
-  private headerPending: boolean;
-  /** Expected fields per record; -1 until known. */
-  private width = -1;
-  /** Fields of a record that are decoded and kept (more only count). */
-  private cellLimit: number;
-  private records = 0;
-
-  // The chunk being scanned.
-  private chunk = EMPTY_CHUNK;
-  private nextNul = NONE;
-  private badPos: number[] = [];
-  private badOffsets: number[] = [];
-  private badIdx = 0;
-  private nextBad = NONE;
 
   constructor(opts: CsvReadOptions) {
-    const latin1 = opts.encoding === 'latin1';
-    ({ delim: this.delim, quote: this.quote, esc: this.esc } = csvChars(opts));
-    this.maxField = positiveOption('maxFieldBytes', opts.maxFieldBytes, DEFAULT_MAX_BYTES);
-    this.maxColumns = positiveOption('maxColumns', opts.maxColumns, 10_000);
-    this.expectedColumns =
-      opts.expectedColumns === undefined
-        ? undefined
-        : positiveOption('expectedColumns', opts.expectedColumns, 1);
-    this.limitText = formatBytes(this.maxField);
-    this.sink = new BatchSink(positiveOption('batchRows', opts.batchRows, DEFAULT_BATCH_ROWS));
-    this.headerPending = opts.header;
-    const nullValues = opts.nullValues ?? DEFAULT_NULL_VALUES;
-    this.nulls = nullValues.length > 0 ? new Set(nullValues) : null;
-    this.nullMaxLen = Math.max(0, ...nullValues.map((v) => v.length));
-    if (this.expectedColumns !== undefined) this.width = this.expectedColumns;
-    this.cellLimit = opts.header || this.width < 0 ? this.maxColumns : this.width;
-    // Scan-loop stop tables: STOP ends the run; HIGH is a byte of a UTF-8 multi-byte character.
-    this.unquotedStops = new Uint8Array(256);
-    this.quotedStops = new Uint8Array(256);
-    if (!latin1) {
-      this.unquotedStops.fill(HIGH, 0x80);
-      this.quotedStops.fill(HIGH, 0x80);
+    super(opts);
+    const grammar = this.grammar;
+    // Scan-loop tables: STOP hands the byte to the grammar; HIGH is a byte of a UTF-8 multi-byte
+    // character (in utf-8 mode the special characters are ASCII, so never both).
+    this.unquotedStops = grammar.stops(UNQUOTED);
+    this.quotedStops = grammar.stops(QUOTED);
+    if (opts.encoding !== 'latin1') {
+      for (const t of [this.unquotedStops, this.quotedStops]) {
+        for (let c = 0x80; c < 0x100; c++) t[c] = HIGH;
+      }
     }
-    for (const c of [this.delim, LF, CR]) this.unquotedStops[c] = STOP;
-    for (const c of [this.quote, this.esc, LF, CR]) if (c >= 0) this.quotedStops[c] = STOP;
   }
 
   feed(chunk: DecodedChunk): void {
@@ -196,162 +132,90 @@ class CsvTokenizer {
     this.badIdx = 0;
     this.nextBad = chunk.badPos.length > 0 ? chunk.badPos[0] : NONE;
 
-    const delim = this.delim;
-    const quote = this.quote;
-    const esc = this.esc;
+    const step = this.grammar.step;
     const unquotedStops = this.unquotedStops;
     const quotedStops = this.quotedStops;
     let state = this.state;
     let i = 0;
     let segStart = 0;
     let recStart = 0;
+    // Where the field's text may end (a closing quote or an escape): see MARK; -1 when that byte
+    // was in an earlier chunk.
+    let mark = -1;
     // Count of UTF-8 bytes >= 0x80 before position i, and before segStart: a field without any
     // is ASCII and is cut out of the chunk's latin1 text; one with some is decoded as UTF-8.
     let high = 0;
     let segHigh = 0;
 
     while (i < n) {
-      switch (state) {
-        case REC_START: {
-          const c = s[i];
-          if (c === LF) {
-            if (i > 0 ? s[i - 1] !== CR : !this.prevCR) this.line++;
-            i++;
-            continue;
-          }
-          if (c === CR) {
-            this.line++;
-            i++;
-            continue;
-          }
-          this.recLine = this.line;
-          recStart = i;
-          this.rawHead = '';
-          state = FIELD_START;
-          continue;
-        }
-        case FIELD_START: {
-          if (s[i] === quote) {
-            state = QUOTED;
-            this.fieldQuoted = true;
-            this.quoteLine = this.line;
-            i++;
-            segStart = i;
-            segHigh = high;
-            continue;
-          }
-          this.fieldQuoted = false;
-          segStart = i;
-          segHigh = high;
-          state = UNQUOTED;
-          continue;
-        }
-        case UNQUOTED: {
-          // Runs of unquoted fields stay in this loop (the common case).
-          for (;;) {
-            let c = 0;
-            while (i < n) {
-              c = s[i];
-              const stop = unquotedStops[c];
-              if (stop !== 0) {
-                if (stop === STOP) break;
-                high++;
-              }
-              i++;
-            }
-            if (i === n) break;
-            this.endField(segStart, i, segHigh, high);
-            if (c !== delim) {
-              this.endRecord(recStart, i);
-              state = REC_START;
-              break;
-            }
-            i++;
-            if (i === n || s[i] === quote) {
-              state = FIELD_START;
-              break;
-            }
-            // The next field starts unquoted (this one may have been quoted, then continued).
-            this.fieldQuoted = false;
-            segStart = i;
-            segHigh = high;
-          }
-          continue;
-        }
-        case QUOTED: {
-          let c = 0;
-          while (i < n) {
-            c = s[i];
-            const stop = quotedStops[c];
-            if (stop !== 0) {
-              if (stop === STOP) break;
-              high++;
-            }
-            i++;
-          }
-          if (i === n) continue;
-          if (c === quote) {
-            state = QUOTE_SEEN;
-            this.closeQ = i;
-          } else if (c === esc) {
-            state = ESC_SEEN;
-            this.escPos = i;
-          } else if (c === CR) {
-            this.line++;
-          } else if (i > 0 ? s[i - 1] !== CR : !this.prevCR) {
-            this.line++;
+      if (state === FIELD_START) {
+        // The field's first byte: quoted or not (folded in here, as it follows every delimiter).
+        const f = step[(FIELD_START << 8) | s[i]];
+        if ((f & TAKE) !== 0) i++;
+        state = f & STATE_MASK;
+        this.fieldQuoted = state === QUOTED;
+        if (state === QUOTED) this.quoteLine = this.line;
+        segStart = i;
+        segHigh = high;
+      }
+      // Scan loop: skip the bytes the grammar only takes (the common case).
+      if (state === UNQUOTED || state === QUOTED) {
+        const stops = state === UNQUOTED ? unquotedStops : quotedStops;
+        while (i < n) {
+          const stop = stops[s[i]];
+          if (stop !== 0) {
+            if (stop === STOP) break;
+            high++;
           }
           i++;
-          continue;
         }
-        case QUOTE_SEEN: {
-          const c = s[i];
-          if (c === quote) {
-            // A doubled quote: one literal quote (the second one starts the next piece).
-            this.pushPart(segStart, this.closeQ, segHigh, high);
-            segStart = i;
-            segHigh = high;
-            state = QUOTED;
-            i++;
-          } else if (c === delim) {
-            this.endField(segStart, this.closeQ, segHigh, high);
-            state = FIELD_START;
-            i++;
-          } else if (c === LF || c === CR) {
-            this.endField(segStart, this.closeQ, segHigh, high);
-            this.endRecord(recStart, i);
-            state = REC_START;
-          } else {
-            // Text after the closing quote joins the field.
-            this.pushPart(segStart, this.closeQ, segHigh, high);
-            segStart = i;
-            segHigh = high;
-            state = UNQUOTED;
-          }
-          continue;
-        }
-        case ESC_SEEN: {
-          const c = s[i];
-          if (c === quote || c === esc) {
-            if (this.escPos >= 0) this.pushPart(segStart, this.escPos, segHigh, high);
-            else this.dropLastChar();
-            segStart = i;
-            segHigh = high;
-            i++;
-          }
-          state = QUOTED;
-          continue;
+        if (i === n) break;
+      }
+      // Every other byte: the grammar's transition.
+      let c = s[i];
+      let t = step[(state << 8) | c];
+      if (t === QUOTE_MARK) {
+        mark = i++;
+        state = QUOTE_SEEN;
+        if (i === n) break;
+        // The byte after the quote decides at once (most often a delimiter: the field is closed).
+        c = s[i];
+        t = step[(QUOTE_SEEN << 8) | c];
+      }
+      if (t === NEXT_FIELD || t === CLOSED_FIELD) {
+        this.endField(segStart, t === NEXT_FIELD ? i : mark, segHigh, high);
+        i++;
+        state = FIELD_START;
+        continue;
+      }
+      const next = t & STATE_MASK;
+      if (t >= END_FIELD) {
+        if ((t & END_FIELD) !== 0) this.endField(segStart, (t & AT_MARK) !== 0 ? mark : i, segHigh, high);
+        if ((t & END_RECORD) !== 0) this.endRecord(recStart, i);
+        if ((t & MARK) !== 0) mark = i;
+        if ((t & SPLIT) !== 0) {
+          if (mark >= 0) this.pushPart(segStart, mark, segHigh, high);
+          else if (state === ESC_SEEN) this.dropLastChar();
+          else this.carrying = true;
+          segStart = i;
+          segHigh = high;
         }
       }
+      if ((t & LINE) !== 0 && newLine(c, i > 0 ? s[i - 1] === CR : this.prevCR)) this.line++;
+      if ((t & TAKE) !== 0) i++;
+      if (state === REC_START && next === FIELD_START) {
+        this.recLine = this.line;
+        recStart = i;
+        this.rawHead = '';
+      }
+      state = next;
     }
 
     // End of the chunk: keep the field in progress, attribute leftover NUL/invalid UTF-8 to it.
     if (state === UNQUOTED || state === QUOTED || state === ESC_SEEN) {
       this.pushPart(segStart, n, segHigh, high);
-      this.escPos = -1;
     } else if (state === QUOTE_SEEN) {
-      this.pushPart(segStart, this.closeQ, segHigh, high);
-      this.closeQ = -1;
+      this.pushPart(segStart, mark, segHigh, high);
     }
     if (state !== REC_START) {
       if (this.nextNul < n || this.nextBad < n) this.markBytes(this.fieldCount, n);
@@ -366,168 +230,18 @@ class CsvTokenizer {
     this.chunk = EMPTY_CHUNK;
     this.nextNul = NONE;
     this.nextBad = NONE;
-    switch (this.state) {
-      case FIELD_START:
-      case UNQUOTED:
-      case QUOTE_SEEN:
+    switch (atEnd(this.state)) {
+      case EOF_RECORD:
         // A delimiter at the very end: the last field is empty and unquoted.
         if (this.state === FIELD_START) this.fieldQuoted = false;
         this.endField(0, 0, 0, 0);
         this.endRecord(0, 0);
         break;
-      case QUOTED:
-      case ESC_SEEN: {
-        const reason = `unterminated quoted field starting at line ${this.quoteLine}`;
-        this.records++;
-        if (this.headerPending)
-          throw new FatalReadError(`the header row is unusable: ${reason}`, this.recLine);
-        this.sink.addError(this.recLine, reason, this.rawHead);
+      case EOF_UNTERMINATED:
+        this.endUnterminated();
         break;
-      }
     }
     this.state = REC_START;
-    if (this.records === 0) throw new FatalReadError('the file is empty');
-    this.sink.finish(true);
-  }
-
-  private markRow(reason: string): void {
-    if (this.rowError === null) this.rowError = reason;
-  }
-
-  /** A NUL byte or invalid UTF-8 before `e` in field `idx` (0-based): the first one by position. */
-  private markBytes(idx: number, e: number): void {
-    if (this.nextNul < e && this.nextNul <= this.nextBad) this.markRow(`NUL byte in field ${idx + 1}`);
-    else this.markRow(`invalid UTF-8 at byte offset ${this.badOffsets[this.badIdx]}`);
-  }
-
-  /** Keeps bytes [s, e) as a piece of the field in progress (bounded by maxFieldBytes). */
-  /** `hs`/`he`: counts of bytes >= 0x80 in the chunk before s and before e. */
-  private pushPart(s: number, e: number, hs: number, he: number): void {
-    this.carrying = true;
-    if (this.rowError === null && this.fieldCount < this.cellLimit) this.appendPart(s, e, hs, he);
-  }
-
-  private appendPart(s: number, e: number, hs: number, he: number): void {
-    if (e <= s || this.oversize) return;
-    const len = e - s;
-    if (this.partsLen + len > this.maxField) {
-      this.oversize = true;
-      this.parts = [];
-      this.partsLen = 0;
-      return;
-    }
-    this.parts.push(this.chunk.field(s, e, hs === he));
-    this.partsLen += len;
-  }
-
-  /** Removes the escape character kept at the end of the previous chunk. */
-  private dropLastChar(): void {
-    const last = this.parts.pop();
-    if (last !== undefined) {
-      this.parts.push(last.slice(0, -1));
-      this.partsLen--;
-    }
-  }
-
-  /** The field ends at `e`; `hs`/`he`: counts of bytes >= 0x80 in the chunk before s and before e. */
-  private endField(s: number, e: number, hs: number, he: number): void {
-    if (e < s) e = s;
-    const idx = this.fieldCount++;
-    if (this.nextNul < e || this.nextBad < e) {
-      this.markBytes(idx, e);
-      if (this.nextNul < e) {
-        const next = this.chunk.bytes.indexOf(0, e);
-        this.nextNul = next < 0 ? NONE : next;
-      }
-      if (this.nextBad < e) {
-        const bad = this.badPos;
-        let k = this.badIdx;
-        while (k < bad.length && bad[k] < e) k++;
-        this.badIdx = k;
-        this.nextBad = k < bad.length ? bad[k] : NONE;
-      }
-    }
-    if (!this.carrying) {
-      if (this.rowError !== null || idx >= this.cellLimit) return;
-      if (e - s > this.maxField) {
-        this.markRow(`field ${idx + 1} exceeds ${this.limitText}`);
-        return;
-      }
-      this.setCell(idx, this.chunk.field(s, e, hs === he));
-      return;
-    }
-    if (this.rowError === null && idx < this.cellLimit) {
-      this.appendPart(s, e, hs, he);
-      if (this.oversize) this.markRow(`field ${idx + 1} exceeds ${this.limitText}`);
-      else this.setCell(idx, this.parts.length === 1 ? this.parts[0] : this.parts.join(''));
-    }
-    this.parts = [];
-    this.partsLen = 0;
-    this.carrying = false;
-    this.oversize = false;
-  }
-
-  private setCell(idx: number, text: string): void {
-    const nulls = this.nulls;
-    if (
-      nulls !== null &&
-      !this.fieldQuoted &&
-      !this.headerPending &&
-      text.length <= this.nullMaxLen &&
-      nulls.has(text)
-    ) {
-      this.cells[idx] = null;
-      if (idx === 0) this.firstNullText = text;
-    } else this.cells[idx] = text;
-  }
-
-  /** The record ends at `pos` (its terminator) in the current chunk. */
-  private endRecord(recStart: number, pos: number): void {
-    const count = this.fieldCount;
-    const error = this.rowError;
-    const cells = this.cells;
-    this.cells = this.width > 0 ? new RowArray<string>(this.width) : [];
-    this.fieldCount = 0;
-    this.rowError = null;
-    const first = cells[0] ?? this.firstNullText ?? '';
-    this.firstNullText = null;
-    if (count === 1 && error === null && !this.fieldQuoted && isBlank(first)) return;
-    this.records++;
-    if (this.headerPending) {
-      this.headerPending = false;
-      if (count > this.maxColumns) {
-        throw new FatalReadError(
-          `the header has ${count} columns, more than the limit of ${this.maxColumns}`,
-          this.recLine,
-        );
-      }
-      if (error !== null) throw new FatalReadError(`the header row is unusable: ${error}`, this.recLine);
-      if (cells.length > count) cells.length = count;
-      this.sink.setHeader(cells.map((c) => detach(c ?? '')));
-      if (this.width < 0) this.width = count;
-      this.cellLimit = this.width;
-      return;
-    }
-    if (this.width < 0) {
-      if (count > this.maxColumns) {
-        throw new FatalReadError(
-          `the first record has ${count} fields, more than the limit of ${this.maxColumns}`,
-          this.recLine,
-        );
-      }
-      this.width = count;
-      this.cellLimit = count;
-    }
-    if (error === null && count === this.width) {
-      this.sink.addRow(cells, this.recLine);
-      return;
-    }
-    const reason = error ?? `row has ${count} fields, expected ${this.width}`;
-    const head = this.rawHead;
-    const raw =
-      head.length >= RAW_LIMIT
-        ? head
-        : head + this.chunk.slice(recStart, Math.min(pos, recStart + RAW_BYTES));
-    this.sink.addError(this.recLine, reason, raw);
+    this.endInput();
   }
 }

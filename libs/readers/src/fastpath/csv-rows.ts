@@ -5,7 +5,8 @@
  * reference reader (readCsv + RowPlan) when it is not; both see exactly the records the reference
  * reader would see in the whole file.
  *
- * Record boundaries follow the reference reader (readers/csv-reader.ts), not PostgreSQL: a quote
+ * Record boundaries are the reference reader's (readers/csv-reader.ts), not PostgreSQL's: both run
+ * one grammar (readers/csv-grammar.ts), whose rules are: a quote
  * opens a quoted field only at the start of a field, text after a closing quote is unquoted (a
  * quote there is literal), an escape other than the quote only escapes the quote or itself, and
  * `\n`, `\r\n` and a lone `\r` end a record outside quotes. Where PostgreSQL would cut records
@@ -44,9 +45,16 @@
  * the chunk: add `startLine - 1`.
  */
 import type { CsvAttributes } from '@tapyard/model';
-import { DEFAULT_MAX_BYTES, formatBytes, positiveOption } from '../batch-sink';
-import { FatalReadError } from '../record-batch';
-import { csvChars } from '../csv-chars';
+import { CsvGrammar } from '../csv-grammar';
+import * as grammar from '../csv-grammar';
+import { ChunkAssembly, CsvRowsPart, UTF8_BOM } from './row-chunks';
+
+export type { CsvChunk, CsvHeaderPart, CsvRowsPart } from './row-chunks';
+export { DEFAULT_TARGET_BYTES, readerInput } from './row-chunks';
+
+// Module-local copies: a hot loop then reads constants, not properties of the module object.
+const { CR, FIELD_START, LF, LINE, QUOTED, REC_START, SPACE, STATE_MASK, TAB, TAKE, UNQUOTED, newLine } =
+  grammar;
 
 export interface CsvRowsOptions extends Pick<CsvAttributes, 'delimiter' | 'quote' | 'escape' | 'header'> {
   encoding?: CsvAttributes['encoding'];
@@ -56,70 +64,8 @@ export interface CsvRowsOptions extends Pick<CsvAttributes, 'delimiter' | 'quote
   maxRecordBytes?: number;
 }
 
-/** The header record's bytes (see the module comment). */
-export interface CsvHeaderPart {
-  kind: 'header';
-  bytes: Buffer;
-  /** File byte offset of `bytes[0]` (3 after a dropped BOM). */
-  offset: number;
-}
-
-/** Whole records (or a piece of a run, see the module comment). */
-export interface CsvChunk {
-  kind: 'chunk';
-  bytes: Buffer;
-  /** File byte offset of `bytes[0]` (a dropped BOM counts). */
-  offset: number;
-  /** 1-based physical line of `bytes[0]`: add `startLine - 1` to the reference's lines for this chunk. */
-  startLine: number;
-  /**
-   * Physical line where the first record that starts in this chunk starts (the numbering of
-   * RecordBatch.lines); `startLine` when no record starts here.
-   */
-  firstLine: number;
-  /**
-   * Records that start in this chunk, exactly as the reference counts them (rows plus row
-   * errors; blank lines are not records). In a run, a record whose line begins with more than
-   * `maxRecordBytes` of spaces is counted in the piece where its first other byte is.
-   */
-  records: number;
-  /** Begins inside a record that an earlier piece began (part of a run). */
-  continues: boolean;
-  /** Ends inside a record that the next piece continues (part of a run). */
-  open: boolean;
-}
-
-export type CsvRowsPart = CsvHeaderPart | CsvChunk;
-
-export const DEFAULT_TARGET_BYTES = 1024 * 1024;
-
-const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
-
-/**
- * The input for reading one chunk or run with the reference reader in utf-8 mode: a BOM first,
- * which readCsv drops, so that a U+FEFF at the start of the chunk stays data, as in the file.
- */
-export function readerInput(
-  bytes: Buffer | Buffer[],
-  encoding: CsvAttributes['encoding'] = 'utf-8',
-): Buffer[] {
-  const parts = Array.isArray(bytes) ? bytes : [bytes];
-  return encoding === 'latin1' ? parts : [UTF8_BOM, ...parts];
-}
-
-const LF = 10;
-const CR = 13;
-const SPACE = 32;
-const TAB = 9;
-
-// Scanner states (the reference tokenizer's, plus BLANK).
-const REC_START = 0; // between records, at a line break or a line start
-const BLANK = 1; // only spaces and tabs since the line start: a blank line or a record
-const FIELD_START = 2;
-const UNQUOTED = 3;
-const QUOTED = 4;
-const QUOTE_SEEN = 5;
-const ESC_SEEN = 6;
+/** Only spaces and tabs since the line start: a blank line or a record (the cutter's own state). */
+const BLANK = 7;
 
 /** Yields the header part (when `header`) and then row-aligned chunks of `input`. */
 export async function* csvRows(
@@ -151,55 +97,23 @@ function find(b: Buffer, byte: number, from: number): number {
   return j < 0 ? b.length : j;
 }
 
-class RowChunker {
-  private readonly delim: number;
-  private readonly quote: number;
-  private readonly esc: number;
-  private readonly target: number;
-  private readonly maxRecord: number;
+class RowChunker extends ChunkAssembly {
+  private readonly grammar: CsvGrammar;
   private readonly utf8: boolean;
 
   // Scanner state carried from one input buffer to the next.
   private state = REC_START;
-  /** Physical line (1-based) at the scan position. */
-  private line = 1;
   /** The last byte of the previous buffer was `\r` (a `\n` first in this one pairs with it). */
   private lastCR = false;
   /** The scan position follows a complete line break (or the start): a chunk may be cut here. */
   private lineStart = true;
-  /** BLANK: where the line started. */
-  private blankOffset = 0;
-  /** The record in progress: file offset and line of its first byte. */
-  private recOffset = 0;
-  private recLine = 1;
-  /** The current record is being emitted in pieces (a run). */
-  private oversized = false;
-
-  // The chunk in progress: the bytes not yet emitted, as views of input buffers.
-  private pieces: Buffer[] = [];
-  private piecesLen = 0;
-  private chunkOffset = 0;
-  private chunkStartLine = 1;
-  private chunkFirstLine = 0;
-  private chunkRecords = 0;
-  private chunkContinues = false;
-
-  private headerPending: boolean;
-  private headerSeen = false;
-  /** File offset of the next buffer's first byte. */
-  private fileOffset = 0;
   /** utf-8: the first bytes, held until it is known whether they are a BOM. */
   private bomProbe: Buffer | null;
 
   constructor(opts: CsvRowsOptions) {
-    const { delim, quote, esc } = csvChars(opts);
-    this.delim = delim;
-    this.quote = quote;
-    this.esc = esc;
-    this.target = positiveOption('targetBytes', opts.targetBytes, DEFAULT_TARGET_BYTES);
-    this.maxRecord = positiveOption('maxRecordBytes', opts.maxRecordBytes, DEFAULT_MAX_BYTES);
+    super(opts);
+    this.grammar = new CsvGrammar(opts);
     this.utf8 = opts.encoding !== 'latin1';
-    this.headerPending = opts.header;
     this.bomProbe = this.utf8 ? Buffer.alloc(0) : null;
   }
 
@@ -239,12 +153,19 @@ class RowChunker {
     if (this.piecesLen > 0 || this.oversized) this.emitChunk(out, this.piecesLen, false);
   }
 
-  /** Scans one buffer: the hot loop. Searches use Buffer.indexOf (native) wherever it can. */
+  /**
+   * Scans one buffer: the hot loop. The grammar's table decides every transition; native searches
+   * (Buffer.indexOf) only skip, in the fast lanes, bytes that the table would take without a
+   * change of state.
+   */
   private scan(b: Buffer, out: CsvRowsPart[]): void {
     const n = b.length;
-    const delim = this.delim;
-    const quote = this.quote;
-    const esc = this.esc;
+    const g = this.grammar;
+    const step = g.step;
+    const blank = g.blank;
+    const delim = g.delim;
+    const quote = g.quote;
+    const esc = g.esc;
     const base = this.fileOffset;
     let state = this.state;
     let line = this.line;
@@ -301,94 +222,83 @@ class RowChunker {
             this.line = line;
             this.cut(out);
           }
-          if (c === LF) {
-            if (!afterCR) line++;
-            lineStart = true;
-            i++;
-            continue;
-          }
-          if (c === CR) {
-            line++;
-            lineStart = true;
-            i++;
-            continue;
-          }
-          lineStart = false;
-          if ((c === SPACE || c === TAB) && c !== delim && c !== quote) {
+          if (blank[c] !== 0 && c !== quote) {
+            // Maybe a blank line (no record): decided at its first other byte.
+            lineStart = false;
             this.blankOffset = base + i;
             state = BLANK;
             i++;
             continue;
           }
+          const t = step[(REC_START << 8) | c];
+          if ((t & TAKE) !== 0) {
+            // A line break between records.
+            if ((t & LINE) !== 0 && newLine(c, afterCR)) line++;
+            lineStart = true;
+            i++;
+            continue;
+          }
+          lineStart = false;
           this.startRecord(base + i, line);
-          state = FIELD_START;
+          state = t & STATE_MASK;
           continue;
         }
         case BLANK: {
-          let c = b[i];
-          while ((c === SPACE || c === TAB) && c !== delim) {
-            if (++i === n) break;
-            c = b[i];
-          }
+          while (blank[b[i]] !== 0) if (++i === n) break;
           if (i === n) continue;
+          const c = b[i];
           if (c === LF || c === CR) {
-            // A blank line (the reference skips it): not a record.
+            // A blank line: not a record; REC_START takes its line break.
             state = REC_START;
             continue;
           }
+          // A record after all, whose first field began unquoted at the line start (the grammar's
+          // FIELD_START reads a blank byte as unquoted text).
           this.startRecord(this.blankOffset, line);
           state = UNQUOTED;
           continue;
         }
         case FIELD_START: {
-          if (b[i] === quote) {
-            state = QUOTED;
-            i++;
-          } else state = UNQUOTED;
+          // The field's first byte: quoted or not (folded in here, as it follows every delimiter).
+          const f = step[(FIELD_START << 8) | b[i]];
+          if ((f & TAKE) !== 0) i++;
+          state = f & STATE_MASK;
           continue;
         }
         case UNQUOTED: {
+          // Skip to the record's line break, or to a quote that opens a field (one right after a
+          // delimiter; a quote at `i` itself is mid-field), or to the last byte of the buffer.
           if (nextLF < i) nextLF = find(b, LF, i);
           if (nextCR < i) nextCR = find(b, CR, i);
           const eol = nextLF < nextCR ? nextLF : nextCR;
-          let opened = false;
           if (nextQ < i) nextQ = find(b, quote, i);
-          while (nextQ < eol) {
-            const q = nextQ;
-            // A quote opens a quoted field only right after a delimiter seen in this state (a
-            // quote at `i` itself is mid-field: FIELD_START would have taken it).
-            if (q > i && b[q - 1] === delim) {
-              opened = true;
-              break;
-            }
-            nextQ = find(b, quote, q + 1);
-          }
-          if (opened) {
-            state = QUOTED;
-            i = nextQ + 1;
+          while (nextQ < eol && !(nextQ > i && b[nextQ - 1] === delim)) nextQ = find(b, quote, nextQ + 1);
+          if (nextQ < eol) {
+            // The delimiter before it was taken: the quote is read at a field start.
+            const f = step[(FIELD_START << 8) | quote];
+            i = (f & TAKE) !== 0 ? nextQ + 1 : nextQ;
+            state = f & STATE_MASK;
             continue;
-          }
-          if (eol < n) {
-            state = REC_START;
+          } else if (eol < n) {
             i = eol;
-            continue;
+          } else {
+            // No quote opens before the end: the last byte is read in UNQUOTED (FIELD_START reads
+            // a byte other than the quote the same way), which tells whether a field starts next.
+            i = n - 1;
           }
-          // The record goes on in the next buffer; a delimiter last means a field starts there.
-          state = b[n - 1] === delim ? FIELD_START : UNQUOTED;
-          i = n;
-          continue;
+          break;
         }
         case QUOTED: {
+          // Skip to the next quote or escape; line breaks inside the quoted text still count.
           if (nextQ < i) nextQ = find(b, quote, i);
           let stop = nextQ;
           if (esc >= 0) {
             if (nextE < i) nextE = find(b, esc, i);
             if (nextE < stop) stop = nextE;
           }
-          // Line breaks inside the quoted text still count as physical lines.
           if (nextLF < i) nextLF = find(b, LF, i);
           while (nextLF < stop) {
-            if (!(nextLF > 0 ? b[nextLF - 1] === CR : this.lastCR)) line++;
+            if (newLine(LF, nextLF > 0 ? b[nextLF - 1] === CR : this.lastCR)) line++;
             nextLF = find(b, LF, nextLF + 1);
           }
           if (nextCR < i) nextCR = find(b, CR, i);
@@ -396,37 +306,22 @@ class RowChunker {
             line++;
             nextCR = find(b, CR, nextCR + 1);
           }
-          if (stop === n) {
-            i = n;
-            continue;
-          }
-          i = stop + 1;
-          if (stop === nextE && esc >= 0 && b[stop] === esc) {
-            if (i === n) state = ESC_SEEN;
-            else if (b[i] === quote || b[i] === esc) i++;
-          } else state = QUOTE_SEEN;
+          i = stop;
+          if (i === n) continue;
+          // A quote or an escape: no line break, no record start, just the next state.
+          const t = step[(QUOTED << 8) | b[i]];
+          if ((t & TAKE) !== 0) i++;
+          state = t & STATE_MASK;
           continue;
         }
-        case QUOTE_SEEN: {
-          const c = b[i];
-          if (c === quote) {
-            // A doubled quote: one literal quote.
-            state = QUOTED;
-            i++;
-          } else if (c === delim) {
-            state = FIELD_START;
-            i++;
-          } else if (c === LF || c === CR) state = REC_START;
-          else state = UNQUOTED; // text after the closing quote joins the field
-          continue;
-        }
-        case ESC_SEEN: {
-          const c = b[i];
-          if (c === quote || c === esc) i++;
-          state = QUOTED;
-          continue;
-        }
+        // QUOTE_SEEN and ESC_SEEN: one byte decides.
       }
+      // The grammar's transition for the byte at `i` (never a record start: REC_START is above).
+      const c = b[i];
+      const t = step[(state << 8) | c];
+      if ((t & LINE) !== 0 && newLine(c, i > 0 ? b[i - 1] === CR : this.lastCR)) line++;
+      if ((t & TAKE) !== 0) i++;
+      state = t & STATE_MASK;
     }
 
     if (seg < n) {
@@ -439,114 +334,5 @@ class RowChunker {
     this.lastCR = b[n - 1] === CR;
     this.fileOffset = base + n;
     if (state !== REC_START) this.checkLength(out, state === BLANK);
-  }
-
-  /** Whether to cut at a line start, `size` bytes into the chunk in progress. */
-  private wantsCut(size: number): boolean {
-    if (this.headerPending) return this.headerSeen;
-    if (this.oversized) return true;
-    return size >= this.target;
-  }
-
-  private startRecord(offset: number, line: number): void {
-    this.recOffset = offset;
-    this.recLine = line;
-    if (this.headerPending) {
-      this.headerSeen = true;
-      return;
-    }
-    this.chunkRecords++;
-    if (this.chunkFirstLine === 0) this.chunkFirstLine = line;
-  }
-
-  /** Cut at the scan position (a line start): everything pending becomes one part. */
-  private cut(out: CsvRowsPart[]): void {
-    if (this.headerPending) {
-      out.push({ kind: 'header', bytes: this.take(this.piecesLen), offset: this.chunkOffset });
-      this.headerPending = false;
-      this.chunkOffset += out[out.length - 1].bytes.length;
-      this.chunkStartLine = this.line;
-      return;
-    }
-    this.emitChunk(out, this.piecesLen, false);
-    this.oversized = false;
-    this.chunkContinues = false;
-  }
-
-  /** At the end of a buffer inside a record (or a maybe-blank line): bound what is held. */
-  private checkLength(out: CsvRowsPart[], blank: boolean): void {
-    const start = blank ? this.blankOffset : this.recOffset;
-    if (this.fileOffset - start <= this.maxRecord) return;
-    if (this.headerPending) {
-      throw new FatalReadError(
-        `the header row is longer than ${formatBytes(this.maxRecord)} (or does not end), too long to read on its own`,
-      );
-    }
-    if (!this.oversized) {
-      this.oversized = true;
-      // The records before the long one form a normal chunk (the long one is counted already
-      // unless its line is still only spaces).
-      const before = blank ? this.chunkRecords : this.chunkRecords - 1;
-      if (before > 0) {
-        const recLine = this.recLine;
-        const len = start - this.chunkOffset;
-        const records = this.chunkRecords;
-        this.chunkRecords = before;
-        this.emitChunk(out, len, false);
-        this.chunkStartLine = blank ? this.line : recLine;
-        this.chunkRecords = records - before;
-        if (!blank) this.chunkFirstLine = recLine;
-      }
-    }
-    this.emitChunk(out, this.piecesLen, true);
-    this.chunkContinues = true;
-  }
-
-  /** Emits the first `len` pending bytes as a chunk; the rest starts the next chunk. */
-  private emitChunk(out: CsvRowsPart[], len: number, open: boolean): void {
-    const bytes = this.take(len);
-    out.push({
-      kind: 'chunk',
-      bytes,
-      offset: this.chunkOffset,
-      startLine: this.chunkStartLine,
-      firstLine: this.chunkRecords > 0 ? this.chunkFirstLine : this.chunkStartLine,
-      records: this.chunkRecords,
-      continues: this.chunkContinues,
-      open,
-    });
-    this.chunkOffset += len;
-    // Callers that cut mid-buffer set the line themselves before cutting (see scan).
-    this.chunkStartLine = this.line;
-    this.chunkFirstLine = 0;
-    this.chunkRecords = 0;
-  }
-
-  /** The first `len` pending bytes as one Buffer (a view when they lie in one input buffer). */
-  private take(len: number): Buffer {
-    const pieces = this.pieces;
-    if (len === this.piecesLen) {
-      this.pieces = [];
-      this.piecesLen = 0;
-      return pieces.length === 1 ? pieces[0] : Buffer.concat(pieces, len);
-    }
-    const taken: Buffer[] = [];
-    let left = len;
-    let k = 0;
-    while (left > 0) {
-      const p = pieces[k];
-      if (p.length <= left) {
-        taken.push(p);
-        left -= p.length;
-        k++;
-      } else {
-        taken.push(p.subarray(0, left));
-        pieces[k] = p.subarray(left);
-        left = 0;
-      }
-    }
-    this.pieces = pieces.slice(k);
-    this.piecesLen -= len;
-    return taken.length === 1 ? taken[0] : Buffer.concat(taken, len);
   }
 }
