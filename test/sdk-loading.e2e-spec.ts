@@ -18,7 +18,7 @@ const LAZY_SDKS = [
   'kafkajs',
   '@stomp/stompjs',
   '@stomp/tcp-wrapper',
-  'parquetjs-lite',
+  '@dsnp/parquetjs',
   'onnxruntime-node',
   '@huggingface/tokenizers',
   'openai',
