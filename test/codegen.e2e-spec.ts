@@ -250,6 +250,31 @@ describe('CodeGen scripts (model double, real sandbox, MinIO, Postgres and a loo
       expect(described).toContain('transformation script (version 1)');
     });
 
+    it('runs the scripts over a file of several batches: every row once, rejects of each stage kept', async () => {
+      // 12,000 rows: three batches of the stage thread, the next one converted while the script works.
+      const lines = ['id,amount'];
+      for (let id = 1; id <= 12_000; id++) {
+        const amount = id % 1000 === 7 ? -1 : id % 1000 === 9 ? 'oops' : (id % 50) / 4;
+        lines.push(`${id},${amount}`);
+      }
+      const { job, loaded, rejects } = await load(`${lines.join('\n')}\n`);
+      expect(job.rollup.status).toBe('warning');
+      expect(loaded).toHaveLength(12_000 - 24);
+      expect(loaded.every((r) => Number(r.amount_cents) === Math.round(r.amount * 100))).toBe(true);
+      expect(loaded.map((r) => r.id)).toEqual(
+        Array.from({ length: 12_000 }, (_, i) => i + 1).filter((id) => id % 1000 !== 7 && id % 1000 !== 9),
+      );
+      // Line = id + 1 (the header is line 1); DataQuality holds both the type check's and the script's rejects.
+      expect(rejects.map((r) => [r.line - 1, r.stage, r.reason.startsWith('amount is negative')])).toEqual(
+        Array.from({ length: 12 }, (_, k) => [
+          [k * 1000 + 7, 'DataQuality', true],
+          [k * 1000 + 9, 'DataQuality', false],
+        ]).flat(),
+      );
+      const described = job.events.map((e) => `${e.processName}:${e.description}`).join('\n');
+      expect(described).toContain('12000 rows checked, 24 rejected');
+    });
+
     it('keeps the live script when a new one fails its checks or its dry run, saying why', async () => {
       double.script(reply(DQ_NETWORK), reply(DQ_NETWORK));
       const refused = (await regenerate().expect(200)).body;

@@ -3,19 +3,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { mongo } from 'mongoose';
 import { Client } from 'pg';
-import { ParquetReader } from 'parquetjs-lite';
-import {
-  decimalFromBytes,
-  registerParquetDecimal,
-} from '../libs/destinations/src/objectstore/parquet-decimal';
+import { ParquetReader } from '@dsnp/parquetjs';
+import { decimalFromBytes } from '../libs/destinations/src/objectstore/parquet-decimal';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { TEST_DATABASE_URL, TEST_MONGODB_URI, TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
 import { upload, waitForJob } from './support/ingest';
 import { TestMinio } from './support/minio';
+import { parquetRows } from './support/parquet';
 import { RestSink } from './support/rest-sink';
 
-/** Parquet's converted type DECIMAL (parquet.thrift). */
+/** Parquet's converted type DECIMAL and physical type FIXED_LEN_BYTE_ARRAY (parquet.thrift). */
 const PARQUET_DECIMAL = 5;
+const FIXED_LEN_BYTE_ARRAY = 7;
 
 /**
  * An orders-like file, the same on every run (a linear congruential generator, no Math.random):
@@ -167,20 +166,22 @@ describe('decimal: exact money through generate, PostgreSQL, Parquet, a sink and
     const bucket = `${env}-output`;
     const local = join(mkdtempSync(join(tmpdir(), 'dec-')), 'part.parquet');
     writeFileSync(local, await minio.read(bucket, `exports/${table}/job=${token}/part-00000.parquet`));
-    await registerParquetDecimal();
     const reader = await ParquetReader.openFile(local);
-    const element = reader.metadata.schema.find((e) => e.name === 'line_total');
-    expect(element).toMatchObject({ converted_type: PARQUET_DECIMAL, precision: 18, scale: 2 });
-    const cursor = reader.getCursor();
-    let parquetTotal = 0n;
-    let parquetRows = 0;
-    for (let r = await cursor.next(); r; r = await cursor.next()) {
-      parquetTotal += cents(decimalFromBytes(r.line_total as Buffer, 2));
-      parquetRows++;
-    }
+    const element = reader.metadata?.schema.find((e) => e.name === 'line_total');
+    // 18 digits fit 8 bytes of two's complement (what Spark and pyarrow write for decimal(18,2)).
+    expect(element).toMatchObject({
+      type: FIXED_LEN_BYTE_ARRAY,
+      type_length: 8,
+      converted_type: PARQUET_DECIMAL,
+      precision: 18,
+      scale: 2,
+    });
     await reader.close();
-    expect(parquetRows).toBe(50_000);
-    expect(parquetTotal).toBe(file.totalCents);
+    const rows = await parquetRows(local);
+    expect(rows).toHaveLength(50_000);
+    expect(rows.reduce((sum, r) => sum + cents(decimalFromBytes(r.line_total as Buffer, 2)), 0n)).toBe(
+      file.totalCents,
+    );
 
     // The sink: every value a JSON string, exactly as the file wrote it.
     const sent = sink.rows('/orders');

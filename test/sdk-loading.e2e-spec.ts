@@ -19,7 +19,7 @@ const LAZY_SDKS = [
   'mongoose',
   '@stomp/stompjs',
   '@stomp/tcp-wrapper',
-  'parquetjs-lite',
+  '@dsnp/parquetjs',
   'onnxruntime-node',
   '@huggingface/tokenizers',
   'openai',

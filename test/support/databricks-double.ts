@@ -1,6 +1,6 @@
 import { IncomingMessage, Server, ServerResponse, createServer } from 'node:http';
 import { AddressInfo } from 'node:net';
-import { ParquetReader } from 'parquetjs-lite';
+import { parquetRows } from './parquet';
 
 /**
  * A loopback stand-in for a Databricks workspace, speaking the two REST APIs the loader uses: the
@@ -102,13 +102,10 @@ export class DatabricksDouble {
       if (!table) throw new Error(`table ${copy[1]} does not exist`);
       for (const [path, bytes] of this.files) {
         if (!path.startsWith(copy[2]) || table.loaded.has(path)) continue;
-        const reader = await ParquetReader.openBuffer(bytes);
-        const cursor = reader.getCursor();
-        for (let row = await cursor.next(); row; row = await cursor.next()) {
+        for (const row of await parquetRows(bytes)) {
           for (const k of Object.keys(row)) if (!table.columns.includes(k)) table.columns.push(k);
           table.rows.push(row);
         }
-        await reader.close();
         table.loaded.add(path);
       }
       return;

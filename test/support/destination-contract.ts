@@ -2,10 +2,10 @@ import { Type } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { Relay, cuttableProxy } from './net';
+import { parquetRows } from './parquet';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { mongo } from 'mongoose';
-import { ParquetReader } from 'parquetjs-lite';
 import { Client } from 'pg';
 import {
   Destination,
@@ -191,14 +191,10 @@ const objectStore: DestinationFixture = {
     const scratch = await mkdtemp(join(tmpdir(), 'tapyard-contract-'));
     const prefix = (name: string) => `ct/${name}/`;
     const keys = (name: string) => minio.keys(bucket, prefix(name));
-    const parquetRows = async (key: string): Promise<Record<string, unknown>[]> => {
+    const objectRows = async (key: string): Promise<Record<string, unknown>[]> => {
       const local = join(scratch, `${suffix()}.parquet`);
       await writeFile(local, await minio.read(bucket, key));
-      const reader = await ParquetReader.openFile(local);
-      const out: Record<string, unknown>[] = [];
-      const cursor = reader.getCursor();
-      for (let row = await cursor.next(); row; row = await cursor.next()) out.push(row);
-      await reader.close();
+      const out = await parquetRows(local);
       await rm(local);
       return out;
     };
@@ -215,7 +211,7 @@ const objectStore: DestinationFixture = {
       async rows(name, columns) {
         const out: Row[] = [];
         for (const key of (await keys(name)).filter((k) => k.endsWith('.parquet'))) {
-          for (const d of await parquetRows(key)) out.push(pick(d, columns));
+          for (const d of await objectRows(key)) out.push(pick(d, columns));
         }
         return out;
       },

@@ -13,8 +13,8 @@ export function typedBatch(p: Payload): TypedBatch {
 
 /**
  * The job's rows as one local file in `format` (object-store parts, warehouse staging). In Parquet,
- * values beyond ±2^53 are refused (`reject`), never rounded: its writer stores INT64 through doubles;
- * so is a decimal beyond its column's fixed precision and scale (UNDECLARED_DECIMAL when it has none).
+ * a decimal beyond its column's fixed precision and scale (UNDECLARED_DECIMAL when it has none) is
+ * refused (`reject`), never rounded.
  * Returns the rows written.
  */
 export async function writeRowFile(
@@ -42,8 +42,6 @@ export async function writeRowFile(
           const v = b.values[c][r];
           const d = decimals[c];
           row[c] = v === null ? null : d !== null ? decimalBytes(String(v), d) : convert[c](v);
-          if (typeof v === 'bigint' && format === 'parquet')
-            problem = `${target.columns[c].name}: ${String(v)} is beyond ±2^53, which the Parquet writer cannot store exactly`;
           if (typeof row[c] === 'string' && d !== null)
             problem = `${target.columns[c].name}: ${String(row[c])}`;
         }

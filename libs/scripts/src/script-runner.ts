@@ -12,7 +12,7 @@ import {
   type ScriptFile,
 } from '@tapyard/sandbox';
 import type { RunLimits, UidRange } from '@tapyard/sandbox';
-import type { SchemaField, TypedBatch } from '@tapyard/model';
+import type { FieldType, SchemaField, TypedBatch } from '@tapyard/model';
 import { Invalid, coercer, type Value } from '@tapyard/model';
 import { CodegenKind, ENTRY_POINTS, KIND_STAGES, SCRIPT_FILES, runnableScript } from './script-contract';
 
@@ -114,7 +114,10 @@ export class RunningScript {
         batch: { ...batch, columns: this.outColumns(batch.columns) },
         rejects: { rows: [], reasons: [] },
       };
-    const answer = await this.call(batchJson(batch));
+    const outputs = this.spec.kind === 'transformation' ? this.spec.outputColumns.map((c) => c.name) : [];
+    const got = await this.call(batchLine(batch, outputs));
+    if ('columnar' in got) return this.fromColumns(batch, got.columnar);
+    const answer = got.result;
     const entry = ENTRY_POINTS[this.spec.kind];
     if (!Array.isArray(answer) || answer.length !== n) {
       const got = Array.isArray(answer) ? `${answer.length} entries` : describe(answer);
@@ -123,16 +126,18 @@ export class RunningScript {
     return this.spec.kind === 'dataQuality' ? verdicts(batch, answer) : this.transformed(batch, answer);
   }
 
-  private async call(line: string): Promise<unknown> {
+  /** The script's answer: a transformation's by column, or what the entry point returned. */
+  private async call(line: string): Promise<{ columnar: ColumnarAnswer } | { result: unknown }> {
     let answer: unknown;
     try {
       answer = await this.session.call(line, this.spec.batchTimeoutMs);
     } catch (err) {
       throw this.failure(err);
     }
-    return typeof answer === 'object' && answer !== null && 'result' in answer
-      ? (answer as { result: unknown }).result
-      : answer;
+    if (typeof answer === 'object' && answer !== null && 'result' in answer)
+      return { result: (answer as { result: unknown }).result };
+    if (this.spec.kind === 'transformation' && isColumnar(answer)) return { columnar: answer };
+    throw new ScriptFailure('the script driver answered something else than a batch');
   }
 
   private transformed(batch: TypedBatch, answer: unknown[]): { batch: TypedBatch; rejects: ScriptRejects } {
@@ -178,6 +183,89 @@ export class RunningScript {
       lines.push(batch.lines[i]);
     }
     return { batch: { columns, values, lines }, rejects };
+  }
+
+  /**
+   * A transformation's answer by column (see runnableScript): a null column is the input's, as
+   * typed; in the others a value equal to the one given is kept and any other is checked by its
+   * column type's rules, the row's first problem (in column order) rejecting it.
+   */
+  private fromColumns(
+    batch: TypedBatch,
+    answer: ColumnarAnswer,
+  ): { batch: TypedBatch; rejects: ScriptRejects } {
+    const columns = this.outColumns(batch.columns);
+    const n = batch.lines.length;
+    const dropped = new Set(answer.dropped);
+    const kept: number[] = [];
+    for (let i = 0; i < n; i++) if (!dropped.has(i)) kept.push(i);
+    if (
+      answer.columns.length !== columns.length ||
+      answer.columns.some((c) => c !== null && c.length !== kept.length)
+    )
+      throw new ScriptFailure('the transformation driver answered a malformed batch');
+    const inputs = batch.columns.length;
+    const problems: (string | null)[] = new Array<string | null>(kept.length).fill(null);
+    const values: Value[][] = columns.map((c, k) => {
+      const given = k < inputs ? batch.values[k] : null;
+      const got = answer.columns[k];
+      if (got === null) {
+        if (given === null) throw new ScriptFailure('the transformation driver answered a malformed batch');
+        return dropped.size === 0 ? given : kept.map((i) => given[i]);
+      }
+      const coerce = coercer(c.type, false, c);
+      const exact = exactNumber(c.type);
+      const out: Value[] = new Array<Value>(kept.length);
+      for (let r = 0; r < kept.length; r++) {
+        const raw = got[r];
+        if (given !== null && raw === given[kept[r]]) {
+          out[r] = raw as Value;
+          continue;
+        }
+        if (typeof raw === 'number' && exact(raw)) {
+          // What the text of the number would coerce to, without the text (-0 reads as 0).
+          out[r] = raw + 0;
+          continue;
+        }
+        const v = toValue(raw, coerce);
+        if (v instanceof Invalid) {
+          problems[r] ??= `column '${c.name}' after the transformation: ${v.reason}`;
+          out[r] = null;
+        } else out[r] = v;
+      }
+      return out;
+    });
+    const rejects: ScriptRejects = { rows: [], reasons: [] };
+    const rejected = new Set<number>();
+    for (let r = 0, d = 0; r < kept.length || d < answer.dropped.length;) {
+      // Rejects in row order, as the row-wise answer gives them.
+      const nextDropped = d < answer.dropped.length ? answer.dropped[d] : Infinity;
+      const nextKept = r < kept.length ? kept[r] : Infinity;
+      if (nextDropped < nextKept) {
+        rejects.rows.push(nextDropped);
+        rejects.reasons.push('the transformation rejected this row');
+        d++;
+        continue;
+      }
+      const problem = problems[r];
+      if (problem !== null) {
+        rejects.rows.push(nextKept);
+        rejects.reasons.push(problem);
+        rejected.add(r);
+      }
+      r++;
+    }
+    if (rejected.size === 0)
+      return { batch: { columns, values, lines: kept.map((i) => batch.lines[i]) }, rejects };
+    const keep = (_: unknown, r: number): boolean => !rejected.has(r);
+    return {
+      batch: {
+        columns,
+        values: values.map((col) => col.filter(keep)),
+        lines: kept.filter(keep).map((i) => batch.lines[i]),
+      },
+      rejects,
+    };
   }
 
   /** The script's error as one message: its exception and its own frames, never a platform path. */
@@ -262,17 +350,43 @@ function describe(v: unknown): string {
   return typeof v === 'object' ? 'a dict' : `a ${typeof v}`;
 }
 
-/** The batch as the script's rows: a JSON list of objects (BigInts as exact JSON integers). */
-export function batchJson(batch: TypedBatch): string {
-  const names = batch.columns.map((c) => `${JSON.stringify(c.name)}:`);
-  const parts: string[] = [];
-  for (let r = 0; r < batch.lines.length; r++) {
-    const cells: string[] = [];
-    for (let c = 0; c < names.length; c++) {
-      const v = batch.values[c][r];
-      cells.push(names[c] + (typeof v === 'bigint' ? v.toString() : JSON.stringify(v)));
-    }
-    parts.push(`{${cells.join(',')}}`);
+/** Numbers a column type takes as they are: its coercer would read their text back unchanged. */
+function exactNumber(type: FieldType): (v: number) => boolean {
+  switch (type) {
+    case 'double':
+      return Number.isFinite;
+    case 'int':
+      return (v) => Number.isInteger(v) && v >= -2147483648 && v <= 2147483647;
+    case 'bigint':
+      return Number.isSafeInteger;
+    default:
+      return () => false;
   }
-  return `[${parts.join(',')}]`;
+}
+
+/** A transformation's answer by column (see runnableScript). */
+interface ColumnarAnswer {
+  columns: (unknown[] | null)[];
+  dropped: number[];
+}
+
+function isColumnar(answer: unknown): answer is ColumnarAnswer {
+  if (typeof answer !== 'object' || answer === null || Array.isArray(answer)) return false;
+  const a = answer as Partial<ColumnarAnswer>;
+  return Array.isArray(a.columns) && Array.isArray(a.dropped);
+}
+
+/**
+ * The batch as the driver reads it (see runnableScript): the column names, the row count and one
+ * JSON array per column (BigInts as exact JSON integers), plus the names of the columns a
+ * transformation adds.
+ */
+export function batchLine(batch: TypedBatch, outputs: readonly string[]): string {
+  const columns = batch.values.map((col, c) =>
+    batch.columns[c].type === 'bigint'
+      ? `[${col.map((v) => (typeof v === 'bigint' ? v.toString() : JSON.stringify(v))).join(',')}]`
+      : JSON.stringify(col),
+  );
+  const names = JSON.stringify(batch.columns.map((c) => c.name));
+  return `{"names":${names},"rows":${batch.lines.length},"outputs":${JSON.stringify(outputs)},"columns":[${columns.join(',')}]}`;
 }

@@ -1,12 +1,13 @@
 import { createWriteStream, WriteStream } from 'node:fs';
 import { once } from 'node:events';
-import type { ParquetType } from 'parquetjs-lite';
+import type { FieldDefinition, ParquetType } from '@dsnp/parquetjs';
 import { FieldType, ObjectFormat, SchemaField } from '@tapyard/model';
-import { FixedDecimal, fixedDecimal, registerParquetDecimal, setDecimalFooter } from './parquet-decimal';
+import { decimalWidth, fixedDecimal } from './parquet-decimal';
 
 /**
  * Writes rows (typed values, null for missing) to one local file in a format. In Parquet, a
- * decimal's value is its unscaled bytes (parquet-decimal.ts, decimalBytes).
+ * decimal's value is its unscaled integer in the column's fixed width (parquet-decimal.ts,
+ * decimalBytes) and a bigint an exact INT64 (number or BigInt).
  */
 export interface RowFileWriter {
   write(row: unknown[]): Promise<void>;
@@ -25,6 +26,24 @@ const PARQUET_TYPES: Record<FieldType, ParquetType> = {
   decimal: 'DECIMAL',
 };
 
+/**
+ * A decimal is a FIXED_LEN_BYTE_ARRAY of the width its precision needs, whatever the precision: the
+ * library's INT64 decimals go through doubles. Its min/max statistics would compare the bytes
+ * unsigned: none rather than wrong ones.
+ */
+function parquetField(c: SchemaField): FieldDefinition {
+  if (c.type !== 'decimal') return { type: PARQUET_TYPES[c.type], optional: true };
+  const d = fixedDecimal(c);
+  return {
+    type: 'DECIMAL',
+    optional: true,
+    precision: d.precision,
+    scale: d.scale,
+    typeLength: decimalWidth(d),
+    statistics: false,
+  };
+}
+
 /** Rows per Parquet row group: the writer holds one group in memory, whatever the file size. */
 const ROW_GROUP = 10_000;
 
@@ -35,26 +54,9 @@ export async function openRowWriter(
 ): Promise<RowFileWriter> {
   if (format === 'parquet') {
     // Loaded by the first Parquet file written: a process that writes none never pays for it.
-    const { ParquetSchema, ParquetWriter } = await import('parquetjs-lite');
-    const decimals = new Map<string, FixedDecimal>(
-      columns.filter((c) => c.type === 'decimal').map((c) => [c.name, fixedDecimal(c)]),
-    );
-    if (decimals.size > 0) await registerParquetDecimal();
-    const schema = new ParquetSchema(
-      Object.fromEntries(
-        columns.map((c) => [
-          c.name,
-          // Its min/max statistics would compare the bytes as text: none rather than wrong ones.
-          {
-            type: PARQUET_TYPES[c.type],
-            optional: true,
-            ...(c.type === 'decimal' ? { statistics: false } : {}),
-          },
-        ]),
-      ),
-    );
-    const writer = await ParquetWriter.openFile(schema, path);
-    writer.setRowGroupSize(ROW_GROUP);
+    const { ParquetSchema, ParquetWriter } = await import('@dsnp/parquetjs');
+    const schema = new ParquetSchema(Object.fromEntries(columns.map((c) => [c.name, parquetField(c)])));
+    const writer = await ParquetWriter.openFile(schema, path, { rowGroupSize: ROW_GROUP, mode: 0o600 });
     return {
       write: (row) => {
         const record: Record<string, unknown> = {};
@@ -63,10 +65,7 @@ export async function openRowWriter(
         });
         return writer.appendRow(record);
       },
-      close: async () => {
-        await writer.close();
-        await setDecimalFooter(path, decimals);
-      },
+      close: () => writer.close(),
     };
   }
   const out = localFile(path);

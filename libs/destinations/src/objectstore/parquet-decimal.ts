@@ -1,10 +1,8 @@
 /**
- * Parquet DECIMAL for parquetjs-lite, which has no such type: values are written as BYTE_ARRAY
- * (the unscaled integer, big-endian two's complement, any precision), and the column's
- * precision and scale, which its writer cannot set, are put into the footer once the file is
- * closed. Its reader then reads the column back as those bytes (see decimalFromBytes).
+ * Parquet DECIMAL: the unscaled integer as big-endian two's complement in a FIXED_LEN_BYTE_ARRAY
+ * as wide as the column's precision needs (decimalWidth), exact at any precision; the writer puts
+ * precision and scale in the footer's schema.
  */
-import { open } from 'node:fs/promises';
 import { ValidationError } from '@tapyard/core';
 import type { SchemaField } from '@tapyard/model';
 import { DestinationErrorCode } from '../destination-errors';
@@ -54,15 +52,22 @@ export function decimalBytes(text: string, d: FixedDecimal): Buffer | string {
   const digits = (int + frac.padEnd(d.scale, '0')).replace(/^0+(?=\d)/, '');
   if (digits.length > d.precision && /[1-9]/.test(digits))
     return `${text} has more digits than decimal(${d.precision},${d.scale}) holds`;
-  return twosComplement(neg ? -BigInt(digits) : BigInt(digits));
+  return twosComplement(neg ? -BigInt(digits) : BigInt(digits), decimalWidth(d));
 }
 
-/** The fewest bytes whose two's complement holds `v`. */
-function twosComplement(v: bigint): Buffer {
-  let bits = 8n;
-  while (v < -(1n << (bits - 1n)) || v >= 1n << (bits - 1n)) bits += 8n;
+/** Bytes of a FIXED_LEN_BYTE_ARRAY whose two's complement holds every value of `d.precision` digits. */
+export function decimalWidth(d: FixedDecimal): number {
+  const largest = 10n ** BigInt(d.precision) - 1n;
+  let bytes = 1;
+  while (largest >= 1n << BigInt(8 * bytes - 1)) bytes++;
+  return bytes;
+}
+
+/** `v` in `bytes` bytes of two's complement (it fits: decimalBytes checked the digits). */
+function twosComplement(v: bigint, bytes: number): Buffer {
+  const bits = BigInt(8 * bytes);
   const unsigned = v < 0n ? (1n << bits) + v : v;
-  return Buffer.from(unsigned.toString(16).padStart(Number(bits / 4n), '0'), 'hex');
+  return Buffer.from(unsigned.toString(16).padStart(bytes * 2, '0'), 'hex');
 }
 
 /** The decimal text of a Parquet DECIMAL value read back as bytes. */
@@ -73,54 +78,4 @@ export function decimalFromBytes(bytes: Buffer, scale: number): string {
   const digits = (neg ? -v : v).toString().padStart(scale + 1, '0');
   const text = scale === 0 ? digits : `${digits.slice(0, -scale)}.${digits.slice(-scale)}`;
   return neg ? `-${text}` : text;
-}
-
-/** Makes parquetjs-lite's schema, writer and reader accept the type `DECIMAL` (bytes as they are). */
-export async function registerParquetDecimal(): Promise<void> {
-  const { PARQUET_LOGICAL_TYPES } = await import('parquetjs-lite/lib/types');
-  PARQUET_LOGICAL_TYPES.DECIMAL ??= {
-    primitiveType: 'BYTE_ARRAY',
-    originalType: 'DECIMAL',
-    toPrimitive: (v: unknown) => {
-      if (!Buffer.isBuffer(v)) throw new Error('a Parquet DECIMAL value must be its unscaled bytes');
-      return v;
-    },
-  };
-}
-
-/**
- * Sets precision and scale on the footer's schema elements of `decimals` (by column name): the
- * footer is rewritten after the data pages, whose offsets it keeps.
- */
-export async function setDecimalFooter(path: string, decimals: Map<string, FixedDecimal>): Promise<void> {
-  if (decimals.size === 0) return;
-  const { FileMetaData } = await import('parquetjs-lite/gen-nodejs/parquet_types');
-  const { decodeThrift, serializeThrift } = await import('parquetjs-lite/lib/util');
-  const file = await open(path, 'r+');
-  try {
-    const size = (await file.stat()).size;
-    const trailer = Buffer.alloc(8);
-    await file.read(trailer, 0, 8, size - 8);
-    if (trailer.subarray(4).toString() !== 'PAR1') throw new Error(`${path} is not a Parquet file`);
-    const footerSize = trailer.readUInt32LE(0);
-    const footerAt = size - 8 - footerSize;
-    const footer = Buffer.alloc(footerSize);
-    await file.read(footer, 0, footerSize, footerAt);
-    const metadata = new FileMetaData();
-    decodeThrift(metadata, footer);
-    for (const element of metadata.schema) {
-      const d = decimals.get(element.name);
-      if (d === undefined) continue;
-      element.precision = d.precision;
-      element.scale = d.scale;
-    }
-    const encoded = serializeThrift(metadata);
-    const tail = Buffer.alloc(8);
-    tail.writeUInt32LE(encoded.length, 0);
-    tail.write('PAR1', 4);
-    await file.truncate(footerAt);
-    await file.write(Buffer.concat([encoded, tail]), 0, encoded.length + 8, footerAt);
-  } finally {
-    await file.close();
-  }
 }

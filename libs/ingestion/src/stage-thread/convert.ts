@@ -3,7 +3,6 @@
  * rules) and Transformation through the RowPlan, giving a typed batch for the destinations'
  * encoders and one JSON line per rejected row.
  */
-import type { WriteStream } from 'node:fs';
 import { safeText } from '@tapyard/model';
 import { RecordBatch } from '@tapyard/readers';
 import type { TypedBatch } from '@tapyard/model';
@@ -62,6 +61,11 @@ export function newCounts(): Counts {
   return { rows: 0, rejected: 0, dq: 0, tf: 0, firstReject: null, unparsed: 0 };
 }
 
+/** Where rejected rows go, one JSON line each: the job's rejects file, or a batch's own lines. */
+export interface RejectSink {
+  write(line: string): unknown;
+}
+
 /**
  * One batch: its accepted rows, typed; rejected rows go to `rejects`. `spin` (tests only) is called
  * with each row before DataQuality.
@@ -70,7 +74,7 @@ export function convert(
   batch: RecordBatch,
   plan: RowPlan,
   counts: Counts,
-  rejects: WriteStream,
+  rejects: RejectSink,
   reasons: (string | null)[] | null,
   spin: ((row: (string | null)[]) => void) | null,
   out: BatchBuilder,

@@ -15,7 +15,7 @@ import type { SchemaField } from '@tapyard/model';
 import { rowObject, rowText, type TypedBatch, safeText } from '@tapyard/model';
 import { RunningScript, KIND_STAGES } from '@tapyard/scripts';
 import { Counts, FromThread, HEARTBEAT, STAGE, StartMessage, ToThread } from './protocol';
-import { RecordValidator, convert, newCounts, recordValidator } from './convert';
+import { RecordValidator, RejectSink, convert, newCounts, recordValidator } from './convert';
 import { readInput } from './read-input';
 import { receiveInput } from './input-channel';
 import { FastCsvInput } from './fast-csv';
@@ -36,10 +36,22 @@ interface Job {
   fast: FastCsvInput | null;
   /** The pipeline's CodeGen scripts, started at plan, in stage order. */
   scripts: RunningScript[];
+  /** The next batch, read and converted while the scripts work on this one (see `next`). */
+  ahead: Ahead | null;
   /** The first rows as typed, before any script (see FromThread 'end'), and their size as JSON. */
   sample: Record<string, unknown>[];
   sampleBytes: number;
   sampleFull: boolean;
+}
+
+/**
+ * A batch converted ahead, with what converting it counted and rejected kept apart: they join the
+ * job's when the batch's turn comes, so counts and the rejects file read as if converted then.
+ */
+interface Ahead {
+  typed: Promise<TypedBatch | null>;
+  counts: Counts;
+  rejects: string[];
 }
 
 // Enough rows for evidence to mean something (one row is 0.5 %), few enough to keep as metadata.
@@ -102,6 +114,7 @@ async function handle(msg: ToThread): Promise<void> {
       rejects: null,
       counts: newCounts(),
       scripts: [],
+      ahead: null,
       sample: [],
       sampleBytes: 0,
       sampleFull: false,
@@ -172,27 +185,74 @@ async function handle(msg: ToThread): Promise<void> {
     } else postBatch(j, [payloads]);
     return;
   }
+  const typed = await nextTyped(j);
+  if (typed === null) {
+    await close(j.rejects);
+    for (const script of j.scripts.splice(0)) await script.close().catch(() => undefined);
+    post(j.id, { kind: 'end', counts: j.counts, sample: j.sample });
+    return;
+  }
+  if (!j.sampleFull) keepSample(j, typed);
+  let out = typed;
+  if (j.scripts.length > 0) {
+    // Python works on this batch in its own process meanwhile: the thread reads and converts the next.
+    const scripted = runScripts(j, typed);
+    j.ahead = convertAhead(j);
+    out = await scripted;
+  }
+  postBatch(
+    j,
+    j.encoders.map((encode) => encode(out)),
+  );
+}
+
+function convertAhead(j: Job): Ahead {
+  const counts = newCounts();
+  const rejects: string[] = [];
+  const typed = (async () => {
+    // A turn of the event loop first: the current batch's line is on its way to the script.
+    await new Promise((resolve) => setImmediate(resolve));
+    return readTyped(j, counts, { write: (line) => rejects.push(line) });
+  })();
+  // Its failure (a read error) is the next request's answer, not an unhandled rejection now.
+  typed.catch(() => undefined);
+  return { typed, counts, rejects };
+}
+
+/** The job's next batch as typed (null at the end of the input): converted ahead, or now. */
+async function nextTyped(j: Job): Promise<TypedBatch | null> {
+  const ahead = j.ahead;
+  if (ahead === null) return readTyped(j, j.counts, j.rejects as WriteStream);
+  j.ahead = null;
+  const typed = await ahead.typed;
+  const c = ahead.counts;
+  j.counts.firstReject ??= c.firstReject;
+  j.counts.rows += c.rows;
+  j.counts.rejected += c.rejected;
+  j.counts.dq += c.dq;
+  j.counts.tf += c.tf;
+  j.counts.unparsed += c.unparsed;
+  for (const line of ahead.rejects) (j.rejects as WriteStream).write(line);
+  return typed;
+}
+
+async function readTyped(j: Job, counts: Counts, rejects: RejectSink): Promise<TypedBatch | null> {
+  const plan = j.plan as RowPlan;
   let batch = j.first;
   j.first = null;
   if (batch === null) {
     const r = await readerOf(j).next();
-    if (r.done) {
-      await close(j.rejects);
-      for (const script of j.scripts.splice(0)) await script.close().catch(() => undefined);
-      post(j.id, { kind: 'end', counts: j.counts, sample: j.sample });
-      return;
-    }
+    if (r.done) return null;
     batch = r.value;
   }
   const reasons = j.validator ? await j.validator(batch.rows.map((r) => r[0] ?? '')) : null;
   if (shared !== null) shared[STAGE] = 0;
-  let typed = convert(batch, j.plan, j.counts, j.rejects, reasons, j.spin, j.builder);
-  if (!j.sampleFull) keepSample(j, typed);
+  return convert(batch, plan, counts, rejects, reasons, j.spin, j.builder as BatchBuilder);
+}
+
+async function runScripts(j: Job, typed: TypedBatch): Promise<TypedBatch> {
   for (const script of j.scripts) typed = await runScript(j, script, typed);
-  postBatch(
-    j,
-    j.encoders.map((encode) => encode(typed)),
-  );
+  return typed;
 }
 
 /** One batch through a CodeGen script; the rows it rejects go to the rejects with its reason. */

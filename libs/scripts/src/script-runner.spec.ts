@@ -1,0 +1,179 @@
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { SchemaField, TypedBatch } from '@tapyard/model';
+import { VenvCache, resolveInterpreter, type Venv } from '@tapyard/sandbox';
+import { RunningScript, ScriptFailure } from './script-runner';
+import type { CodegenKind } from './script-contract';
+
+const COLUMNS: SchemaField[] = [
+  { name: 'id', type: 'int' },
+  { name: 'big', type: 'bigint' },
+  { name: 'amount', type: 'double' },
+  { name: 'label', type: 'string' },
+  { name: 'day', type: 'date' },
+];
+const BIG = 9007199254740993n;
+const py = (...lines: string[]): string => `${lines.join('\n')}\n`;
+
+/** Four rows; the second has nulls, the third a bigint beyond 2^53. */
+function batch(): TypedBatch {
+  return {
+    columns: COLUMNS,
+    values: [
+      [1, 2, 3, 4],
+      [10, null, BIG, -5],
+      [1.5, null, 2.25, -0.5],
+      ['a', null, 'c', 'd'],
+      ['2026-03-01', null, '2026-03-03', '2026-03-04'],
+    ],
+    lines: [2, 3, 4, 5],
+  };
+}
+
+/** Real scripts in the real sandbox (bwrap), fed through the driver the stage thread uses. */
+describe('RunningScript', () => {
+  let root: string;
+  let venv: Venv;
+  const running: RunningScript[] = [];
+  beforeAll(async () => {
+    // The venv's directory is mounted into the sandbox, whose user must be able to read it.
+    root = await mkdtemp(join(tmpdir(), 'tapyard-scripts-'));
+    await chmod(root, 0o755);
+    const python = await resolveInterpreter(process.env.TAPYARD_SANDBOX_PYTHON ?? 'python3');
+    venv = await new VenvCache({ root, python }).ensure([]);
+  });
+  afterAll(async () => {
+    for (const r of running) r.kill();
+    await rm(root, { recursive: true, force: true });
+  });
+
+  async function start(kind: CodegenKind, script: string, outputColumns: SchemaField[] = []) {
+    const r = await RunningScript.start({
+      kind,
+      script,
+      outputColumns,
+      python: venv.python,
+      venvDir: venv.dir,
+      bwrap: 'require',
+      limits: { timeoutMs: 60_000, maxRecordBytes: 1 << 24, maxOutputBytes: Number.MAX_SAFE_INTEGER },
+      batchTimeoutMs: 30_000,
+    });
+    running.push(r);
+    return r;
+  }
+
+  it('gives a data-quality script every row as a dict of typed values and keeps the rows it passes', async () => {
+    const script = await start(
+      'dataQuality',
+      py(
+        'def check(rows):',
+        '    out = []',
+        '    for r in rows:',
+        '        if r["big"] is None:',
+        '            out.append("big is missing")',
+        '        elif r["big"] == 9007199254740993 and r["day"] == "2026-03-03" and r["amount"] == 2.25:',
+        '            out.append(None)',
+        '        else:',
+        '            out.append(False if r["id"] == 4 else None)',
+        '    return out',
+      ),
+    );
+    const out = await script.apply(batch());
+    expect(out.batch.lines).toEqual([2, 4]);
+    expect(out.batch.values[1]).toEqual([10, BIG]);
+    expect(out.rejects).toEqual({
+      rows: [1, 3],
+      reasons: ['big is missing', 'rejected by the data-quality script'],
+    });
+    await script.close();
+  });
+
+  it('types a transformation’s rows: added and changed values checked, unchanged ones kept exactly, None rows and bad values rejected in row order', async () => {
+    const script = await start(
+      'transformation',
+      py(
+        'OUTPUT_COLUMNS = {"twice": "double", "tag": "string"}',
+        '',
+        'def transform(rows):',
+        '    out = []',
+        '    for r in rows:',
+        '        if r["id"] == 2:',
+        '            out.append(None)',
+        '            continue',
+        '        r = dict(r, twice=r["amount"] * 2, tag="t%d" % r["id"])',
+        '        if r["id"] == 4:',
+        '            r["day"] = "not a date"',
+        '        if r["id"] == 1:',
+        '            r["amount"] = 7',
+        '        out.append(r)',
+        '    return out',
+      ),
+      [
+        { name: 'twice', type: 'double' },
+        { name: 'tag', type: 'string' },
+      ],
+    );
+    const out = await script.apply(batch());
+    expect(out.batch.columns.map((c) => c.name)).toEqual([
+      'id',
+      'big',
+      'amount',
+      'label',
+      'day',
+      'twice',
+      'tag',
+    ]);
+    expect(out.batch.lines).toEqual([2, 4]);
+    // The bigint beyond 2^53 comes back to the digit (JSON numbers would round it).
+    expect(out.batch.values).toEqual([
+      [1, 3],
+      [10, BIG],
+      [7, 2.25],
+      ['a', 'c'],
+      ['2026-03-01', '2026-03-03'],
+      [3, 4.5],
+      ['t1', 't3'],
+    ]);
+    expect(out.rejects.rows).toEqual([1, 3]);
+    expect(out.rejects.reasons[0]).toBe('the transformation rejected this row');
+    expect(out.rejects.reasons[1]).toMatch(/^column 'day' after the transformation: /);
+    // A second batch through the same process.
+    const again = await script.apply(batch());
+    expect(again.batch.lines).toEqual([2, 4]);
+    await script.close();
+  });
+
+  it('names what is wrong with a transformation’s answer: a left-out column rejects the row, a non-dict row fails the batch', async () => {
+    const leaves = await start(
+      'transformation',
+      py(
+        'OUTPUT_COLUMNS = {"extra": "int"}',
+        '',
+        'def transform(rows):',
+        '    return [dict(r, extra=1) if r["id"] != 3 else {"id": 3} for r in rows]',
+      ),
+      [{ name: 'extra', type: 'int' }],
+    );
+    const out = await leaves.apply(batch());
+    expect(out.batch.lines).toEqual([2, 3, 5]);
+    expect(out.batch.values[5]).toEqual([1, 1, 1]);
+    expect(out.rejects).toEqual({ rows: [2], reasons: ["transform() left out column 'big'"] });
+    await leaves.close();
+
+    const lists = await start(
+      'transformation',
+      py('OUTPUT_COLUMNS = {}', '', 'def transform(rows):', '    return [list(r.values()) for r in rows]'),
+    );
+    await expect(lists.apply(batch())).rejects.toThrow(
+      new ScriptFailure('transform() must return a dict (or None) per row; row 0 is a list'),
+    );
+    lists.kill();
+
+    const short = await start('dataQuality', py('def check(rows):', '    return [None]'));
+    await expect(short.apply(batch())).rejects.toThrow(
+      'check() must return a list with one entry per row (4 rows), got 1 entries',
+    );
+    short.kill();
+  });
+});
