@@ -4,7 +4,7 @@ import { EgressPolicy } from '@tapyard/egress';
 import { SecretNotFoundError, SecretsService } from '@tapyard/secrets';
 import { PipelineDefinition } from '@tapyard/model';
 import { ProcessName } from '@tapyard/status';
-import { Capabilities, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
+import { Capabilities, EncoderName, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 import { SINK_REJECTS, SinkLedger } from './sink-ledger';
 import { DestinationErrorCode } from '../destination-errors';
 
@@ -77,7 +77,7 @@ export abstract class Sink {
     csvPassThrough: false,
     retractable: false,
   };
-  readonly encoder = 'typed';
+  readonly encoder: EncoderName = 'typed';
   protected readonly bounds: TapyardConfig['sinks'];
 
   /** Where the sink may connect on a pipeline's behalf (its address is the pipeline's choice). */
