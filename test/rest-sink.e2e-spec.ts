@@ -166,6 +166,16 @@ describe('REST endpoint sink', () => {
     expect(new Set(wide().map((r) => r.headers['idempotency-key'])).size).toBe(9);
   });
 
+  it("sends a job's batches over at most 4 kept-alive connections", async () => {
+    await pipeline('kept', { url: url('/kept'), batchSize: 2 });
+    const { rollup } = await send('kept', 40);
+    expect(rollup.status).toBe('success');
+    const reqs = sink.requests.filter((r) => r.path === '/kept' && r.method === 'POST');
+    expect(reqs).toHaveLength(20);
+    expect(new Set(reqs.map((r) => r.clientPort)).size).toBeLessThanOrEqual(4);
+    expect(sink.rows('/kept')).toHaveLength(40);
+  });
+
   it('never follows a redirect: the batch is refused, saying so', async () => {
     await pipeline('moved', { url: url('/moved'), batchSize: 1 });
     sink.failBatch(0, { status: 302, headers: { location: 'http://169.254.169.254/latest/meta-data' } });

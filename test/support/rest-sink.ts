@@ -13,6 +13,8 @@ export interface SinkRequest {
   headers: IncomingMessage['headers'];
   rows: number;
   at: number;
+  /** The client's port: requests on one kept-alive connection share it. */
+  clientPort: number;
 }
 
 /**
@@ -102,6 +104,7 @@ export class RestSink {
       headers: req.headers,
       rows: rows.length,
       at: Date.now(),
+      clientPort: req.socket.remotePort ?? 0,
     });
     if (this.hung.has(path)) {
       this.held.add(res);

@@ -1,4 +1,6 @@
 import { Injectable } from '@nestjs/common';
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import { ServiceUnavailableError, TapyardConfig, ValidationError, errorMessage } from '@tapyard/core';
@@ -89,6 +91,11 @@ export class RestDestination extends Sink implements Destination {
     };
     const url = new URL(r.url);
     await this.vet(url);
+    // One job's batches share up to IN_FLIGHT connections, closed when the delivery ends.
+    const agent = new (url.protocol === 'https:' ? HttpsAgent : HttpAgent)({
+      keepAlive: true,
+      maxSockets: IN_FLIGHT,
+    });
     let loaded = 0;
     const refused = this.refusals(target);
     let batchNo = 0;
@@ -98,7 +105,7 @@ export class RestDestination extends Sink implements Destination {
     let failure: { reason: unknown } | null = null;
     const sendOne = async (batch: Pending, key: string): Promise<void> => {
       const body = r.format === 'ndjson' ? `${batch.rows.join('\n')}\n` : `[${batch.rows.join(',')}]`;
-      const outcome = await this.post(r, { ...headers, 'idempotency-key': key }, body, d);
+      const outcome = await this.post(r, { ...headers, 'idempotency-key': key }, body, agent, d);
       if (outcome === null) {
         loaded += batch.rows.length;
         progress(loaded);
@@ -145,6 +152,7 @@ export class RestDestination extends Sink implements Destination {
     }
     // Nothing is left travelling once the delivery answers, whatever its outcome.
     await Promise.all(inFlight);
+    agent.destroy();
     if (failure !== null) throw (failure as { reason: unknown }).reason;
     return this.finish(target, loaded, refused, rejects, `${r.method} ${safeUrl(r.url)}`, d);
   }
@@ -154,6 +162,7 @@ export class RestDestination extends Sink implements Destination {
     r: RestTarget,
     headers: Record<string, string>,
     body: string,
+    agent: HttpAgent,
     d: Delivery,
   ): Promise<string | null> {
     let last = '';
@@ -163,7 +172,14 @@ export class RestDestination extends Sink implements Destination {
       let retryAfter: string | undefined;
       try {
         const res = await d.call(r.method, (signal) =>
-          egressRequest(this.policy, r.url, { method: r.method, headers, body, maxBytes: 4096, signal }),
+          egressRequest(this.policy, r.url, {
+            method: r.method,
+            headers,
+            body,
+            maxBytes: 4096,
+            signal,
+            agent,
+          }),
         );
         status = res.status;
         answer = res.body;
