@@ -61,7 +61,7 @@ export class Delivery {
 }
 
 /**
- * What every sink shares (REST, brokers, warehouses): typed batches in, a delivery record per job
+ * What every sink shares (REST, brokers, warehouses): its encoder's batches in, a delivery record per job
  * (a redelivery sends nothing), refused rows kept in the ledger, and nothing to take back on
  * deleteData: what was delivered is the receiver's. Every answer a sink waits for is bounded
  * (SINK_REQUEST_TIMEOUT_MS), and so is a job's whole set-up and delivery (SINK_LOAD_TIMEOUT_MS);.
