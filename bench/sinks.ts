@@ -1,7 +1,9 @@
 /**
  * `npm run bench:sinks` — rows/s into each sink through Tapyard (upload → rollup done) against that
  * sink's own client producing the same rows as JSON, bare, on the same box in the same run:
- * - Kafka: KafkaJS, idempotent transactional producer, GZIP, 1,000 messages a request (as the loader);
+ * - Kafka: KafkaJS, idempotent transactional producer, GZIP, 1,000 messages a request, each with the
+ *   headers the loader sends (pipeline, tokens, row, message id): the same messages; a second line
+ *   times the values alone, without headers, for reference;
  * - ActiveMQ: @stomp/stompjs, persistent messages, receipts awaited with 500 in flight (as the loader);
  * - REST: fetch POSTing JSON arrays of 500 rows to the same loopback receiver.
  * BENCH_SINK_ROWS rows (default 200,000) of the narrow file, BENCH_AMQ_ROWS (20,000) for ActiveMQ, whose queues
@@ -62,7 +64,22 @@ async function timed(work: () => Promise<void>): Promise<number> {
   return Number(process.hrtime.bigint() - started) / 1e9;
 }
 
-async function bareKafka(brokers: string, rows: string[]): Promise<void> {
+/** The headers the Kafka loader puts on each message (built before the clock starts, like the rows). */
+function kafkaHeaders(rows: number): Record<string, string>[] {
+  const token = randomUUID();
+  return Array.from({ length: rows }, (_, i) => ({
+    'tapyard-pipeline': 'bench_kafka',
+    'tapyard-pipeline-token': token,
+    'tapyard-row': String(i + 2),
+    'tapyard-message-id': `${token}:${i + 2}`,
+  }));
+}
+
+async function bareKafka(
+  brokers: string,
+  rows: string[],
+  headers: Record<string, string>[] | null,
+): Promise<void> {
   const kafka = new Kafka({ clientId: 'bench', brokers: [brokers], logLevel: logLevel.NOTHING });
   const producer = kafka.producer({
     idempotent: true,
@@ -75,7 +92,9 @@ async function bareKafka(brokers: string, rows: string[]): Promise<void> {
     await tx.send({
       topic: `bench.bare.${ENV}`,
       compression: CompressionTypes.GZIP,
-      messages: rows.slice(i, i + 1000).map((value) => ({ value })),
+      messages: rows
+        .slice(i, i + 1000)
+        .map((value, j) => (headers ? { value, headers: headers[i + j] } : { value })),
     });
   }
   await tx.commit();
@@ -177,13 +196,14 @@ async function main(): Promise<void> {
     const amqCsv = join(dir, 'amq.csv');
     await writeCsv(amqCsv, AMQ_ROWS, NARROW_COLUMNS);
     const rows = jsonRows(ROWS);
+    const headers = kafkaHeaders(ROWS);
     const sinks: [string, object, number, string, () => Promise<void>][] = [
       [
         'kafka',
         { kafka: { secretName: 'kafka', topic: `bench.${ENV}` } },
         ROWS,
         csv,
-        () => bareKafka(kafka.brokers, rows),
+        () => bareKafka(kafka.brokers, rows, headers),
       ],
       [
         'activemq',
@@ -218,6 +238,13 @@ async function main(): Promise<void> {
         `${name.padEnd(9)} Tapyard ${Math.round(a).toLocaleString('en')} rows/s (upload to rollup done), ` +
           `bare client ${Math.round(b).toLocaleString('en')} rows/s: ratio ${(a / b).toFixed(2)}`,
       );
+      if (name === 'kafka') {
+        const valuesOnly = count / (await timed(() => bareKafka(kafka.brokers, rows, null)));
+        console.log(
+          `${''.padEnd(9)} (bare client, values without headers: ${Math.round(valuesOnly).toLocaleString('en')} rows/s: ` +
+            `ratio ${(a / valuesOnly).toFixed(2)})`,
+        );
+      }
     }
     if (received < ROWS * 2) console.log(`(the REST receiver counted ${received} rows)`);
     await drain(amq, `/queue/bench.${ENV}`);

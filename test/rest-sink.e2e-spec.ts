@@ -79,7 +79,13 @@ describe('REST endpoint sink', () => {
     const before = sink.requests.length;
     const { token, rollup } = await send('nd', 5);
     expect(rollup.status).toBe('success');
-    const reqs = sink.requests.slice(before).filter((r) => r.path === '/nd' && r.method === 'PUT');
+    // Batches travel side by side (they may arrive in any order): in batch order here.
+    const reqs = sink.requests
+      .slice(before)
+      .filter((r) => r.path === '/nd' && r.method === 'PUT')
+      .sort((a, b) =>
+        String(a.headers['idempotency-key']).localeCompare(String(b.headers['idempotency-key'])),
+      );
     expect(reqs.map((r) => r.rows)).toEqual([2, 2, 1]);
     expect(reqs.map((r) => r.headers['idempotency-key'])).toEqual([`${token}:0`, `${token}:1`, `${token}:2`]);
     expect(reqs[0].headers).toMatchObject({
@@ -88,7 +94,9 @@ describe('REST endpoint sink', () => {
       'x-tapyard-pipeline': 'nd',
       'x-tapyard-pipeline-token': token,
     });
-    expect(sink.rows('/nd')).toEqual([1, 2, 3, 4, 5].map((i) => ({ id: i, name: `n${i}` })));
+    expect(sink.rows('/nd').sort((a, b) => Number(a.id) - Number(b.id))).toEqual(
+      [1, 2, 3, 4, 5].map((i) => ({ id: i, name: `n${i}` })),
+    );
   });
 
   it('authenticates with basic credentials or an API-key header from the secret', async () => {
@@ -117,23 +125,60 @@ describe('REST endpoint sink', () => {
 
   it('a batch refused with 4xx becomes rejected rows with the status; the rest loads (warning)', async () => {
     await pipeline('picky', { url: url('/picky'), batchSize: 3 });
-    sink.fail({ status: 422, body: '{"error":"name too short"}' });
+    sink.failBatch(0, { status: 422, body: '{"error":"name too short"}' });
     const { rollup } = await send('picky', 7);
     expect(rollup.status).toBe('warning');
-    expect(sink.rows('/picky').map((r) => r.id)).toEqual([4, 5, 6, 7]);
+    expect(
+      sink
+        .rows('/picky')
+        .map((r) => Number(r.id))
+        .sort((a, b) => a - b),
+    ).toEqual([4, 5, 6, 7]);
     const { rows } = await pg.query(
-      'SELECT line, reason FROM tapyard.sink_rejects WHERE environment = $1 AND pipeline = $2 ORDER BY line',
+      'SELECT line, reason, raw FROM tapyard.sink_rejects WHERE environment = $1 AND pipeline = $2 ORDER BY line',
       [env, 'picky'],
     );
     expect(rows.map((r: { line: number }) => r.line)).toEqual([2, 3, 4]);
+    expect(JSON.parse(rows[0].raw)).toEqual({ id: 1, name: 'n1' });
     expect(rows[0].reason).toMatch(
       /^HTTP 422 from http:\/\/127\.0\.0\.1:\d+\/picky: \{"error":"name too short"\}/,
     );
   });
 
+  it('keeps up to 4 batches in flight, never more, and each arrives once after a retry', async () => {
+    await pipeline('wide', { url: url('/wide'), batchSize: 1 });
+    sink.hang('/wide');
+    const token = await upload(api.http, 'wide', csv(9), 'wide.csv');
+    // The receiver answers nothing yet: only a sink that pipelines has several batches waiting.
+    for (let i = 0; i < 200 && sink.hanging < 4; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(sink.hanging).toBe(4);
+    const wide = () => sink.requests.filter((r) => r.path === '/wide' && r.method === 'POST');
+    expect(new Set(wide().map((r) => r.headers['idempotency-key'])).size).toBe(4);
+    sink.release('/wide');
+    const { rollup } = await waitForJob(api.http, token);
+    expect(rollup.status).toBe('success');
+    expect(
+      sink
+        .rows('/wide')
+        .map((r) => Number(r.id))
+        .sort((a, b) => a - b),
+    ).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(new Set(wide().map((r) => r.headers['idempotency-key'])).size).toBe(9);
+  });
+
+  it("sends a job's batches over at most 4 kept-alive connections", async () => {
+    await pipeline('kept', { url: url('/kept'), batchSize: 2 });
+    const { rollup } = await send('kept', 40);
+    expect(rollup.status).toBe('success');
+    const reqs = sink.requests.filter((r) => r.path === '/kept' && r.method === 'POST');
+    expect(reqs).toHaveLength(20);
+    expect(new Set(reqs.map((r) => r.clientPort)).size).toBeLessThanOrEqual(4);
+    expect(sink.rows('/kept')).toHaveLength(40);
+  });
+
   it('never follows a redirect: the batch is refused, saying so', async () => {
     await pipeline('moved', { url: url('/moved'), batchSize: 1 });
-    sink.fail({ status: 302, headers: { location: 'http://169.254.169.254/latest/meta-data' } });
+    sink.failBatch(0, { status: 302, headers: { location: 'http://169.254.169.254/latest/meta-data' } });
     const { rollup } = await send('moved', 2);
     expect(rollup.status).toBe('warning');
     expect(sink.requests.some((r) => r.path.startsWith('/latest'))).toBe(false);

@@ -1,12 +1,20 @@
 import { IncomingMessage, Server, ServerResponse, createServer } from 'node:http';
 import { AddressInfo } from 'node:net';
 
+interface Answer {
+  status: number;
+  headers?: Record<string, string>;
+  body?: string;
+}
+
 export interface SinkRequest {
   path: string;
   method: string;
   headers: IncomingMessage['headers'];
   rows: number;
   at: number;
+  /** The client's port: requests on one kept-alive connection share it. */
+  clientPort: number;
 }
 
 /**
@@ -20,7 +28,8 @@ export class RestSink {
   readonly requests: SinkRequest[] = [];
   private readonly stored = new Map<string, Record<string, unknown>[]>();
   private readonly seenKeys = new Set<string>();
-  private readonly scripted: { status: number; headers?: Record<string, string>; body?: string }[] = [];
+  private readonly scripted: Answer[] = [];
+  private readonly scriptedBatches = new Map<number, Answer>();
   private readonly hung = new Set<string>();
   private readonly held = new Set<ServerResponse>();
   private server: Server | null = null;
@@ -39,8 +48,16 @@ export class RestSink {
   }
 
   /** The next requests get these answers (in order) instead of being stored. */
-  fail(...answers: { status: number; headers?: Record<string, string>; body?: string }[]): void {
+  fail(...answers: Answer[]): void {
     this.scripted.push(...answers);
+  }
+
+  /**
+   * The first request of batch `n` (Idempotency-Key `<token>:<n>`) gets this answer instead of being
+   * stored, whatever order the batches in flight arrive in.
+   */
+  failBatch(n: number, answer: Answer): void {
+    this.scriptedBatches.set(n, answer);
   }
 
   /** Requests to `path` are read and left unanswered. */
@@ -87,18 +104,21 @@ export class RestSink {
       headers: req.headers,
       rows: rows.length,
       at: Date.now(),
+      clientPort: req.socket.remotePort ?? 0,
     });
     if (this.hung.has(path)) {
       this.held.add(res);
       res.on('close', () => this.held.delete(res));
       return;
     }
-    const scripted = this.scripted.shift();
+    const key = req.headers['idempotency-key'];
+    const batch = typeof key === 'string' ? Number(key.split(':').pop()) : NaN;
+    const scripted = this.scriptedBatches.get(batch) ?? this.scripted.shift();
+    this.scriptedBatches.delete(batch);
     if (scripted) {
       res.writeHead(scripted.status, scripted.headers ?? {}).end(scripted.body ?? '');
       return;
     }
-    const key = req.headers['idempotency-key'];
     if (typeof key === 'string' && this.seenKeys.has(`${path}|${key}`)) {
       res.writeHead(200).end('{"duplicate":true}');
       return;

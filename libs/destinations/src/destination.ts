@@ -83,8 +83,15 @@ export interface CsvChunkPayload {
   columns: string[];
 }
 
+/** Rows as JSON object texts (the json-rows encoder), with the source line of each. */
+export interface JsonRowsPayload {
+  kind: 'json-rows';
+  rows: string[];
+  lines: number[];
+}
+
 /** What a destination's encoder makes of one batch, handed as is to its loader. */
-export type Payload = string | Uint8Array | TypedBatch | CsvChunkPayload;
+export type Payload = string | Uint8Array | TypedBatch | CsvChunkPayload | JsonRowsPayload;
 
 /**
  * The module a destination names as its `encoder` exports this. It runs in the job's stage thread,
@@ -95,10 +102,11 @@ export type Payload = string | Uint8Array | TypedBatch | CsvChunkPayload;
 export type EncoderFactory = (columns: SchemaField[]) => (batch: TypedBatch) => Payload;
 
 /** The encoders a destination may name; a new one is a module here and a name in this union. */
-export type EncoderName = 'copy-text' | 'typed';
+export type EncoderName = 'copy-text' | 'json-rows' | 'typed';
 
 const ENCODER_MODULES: Record<EncoderName, string> = {
   'copy-text': join(__dirname, 'postgres', `copy-text${extname(__filename)}`),
+  'json-rows': join(__dirname, 'encoders', `json-rows${extname(__filename)}`),
   typed: join(__dirname, 'encoders', `typed${extname(__filename)}`),
 };
 

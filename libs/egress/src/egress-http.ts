@@ -1,5 +1,5 @@
 import { LookupAddress } from 'node:dns';
-import { IncomingMessage, request as httpRequest } from 'node:http';
+import { Agent, IncomingMessage, request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { LookupFunction, isIP } from 'node:net';
 import { normalizeHost } from '@tapyard/core';
@@ -23,6 +23,11 @@ export interface EgressRequestInit {
   signal?: AbortSignal;
   /** Bytes of the answer read at most; the rest is dropped. */
   maxBytes?: number;
+  /**
+   * Keeps connections open between requests to the same URL (a sink's batches); each connection is
+   * still made to an address the policy vetted. Default: a new connection per request.
+   */
+  agent?: Agent;
 }
 
 export interface EgressResponse {
@@ -85,7 +90,7 @@ function egressOpen(policy: EgressPolicy, url: string, init: EgressRequestInit):
           headers: init.headers,
           signal: init.signal,
           lookup,
-          agent: false,
+          agent: init.agent ?? false,
         });
         req.on('error', reject);
         req.on('response', (res) => {

@@ -6,9 +6,9 @@ import { ServiceUnavailableError, ValidationError, errorMessage } from '@tapyard
 import { EgressRefused } from '@tapyard/egress';
 import { PipelineDefinition } from '@tapyard/model';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
-import { jsonRow } from '../sinks/json-rows';
+import { fieldText } from '../encoders/json-rows';
+import { jsonRows } from '../sinks/json-rows';
 import { Delivery, Sink, cleanUp, sectionOf } from '../sinks/sink';
-import { typedBatch } from '../typed-rows';
 import { KafkaSdk, KafkaSettings, kafkaClient, kafkaSdk, kafkaSettings } from './kafka-client';
 import { KafkaTarget } from './section';
 import { DestinationErrorCode } from '../destination-errors';
@@ -29,6 +29,7 @@ const BATCH = 1000;
 export class KafkaDestination extends Sink implements Destination {
   readonly name = 'kafka';
   readonly processName = 'KafkaLoader' as const;
+  override readonly encoder = 'json-rows';
 
   describe(destination: PipelineDefinition['destination']): string {
     return `Kafka topic ${targetOf(destination).topic}`;
@@ -119,21 +120,21 @@ export class KafkaDestination extends Sink implements Destination {
           messages = [];
           progress(sent);
         };
+        const pipeline = target.pipeline;
+        const token = target.pipelineToken;
+        const publisher = target.publisherToken;
         for await (const payload of payloads) {
-          const b = typedBatch(payload);
-          for (let i = 0; i < b.lines.length; i++) {
-            const key = keyAt >= 0 ? b.values[keyAt][i] : null;
-            messages.push({
-              key: key === null ? null : String(key),
-              value: jsonRow(b, i),
-              headers: {
-                'tapyard-pipeline': target.pipeline,
-                'tapyard-pipeline-token': target.pipelineToken,
-                ...(target.publisherToken ? { 'tapyard-publisher-token': target.publisherToken } : {}),
-                'tapyard-row': String(b.lines[i]),
-                'tapyard-message-id': `${target.pipelineToken}:${b.lines[i]}`,
-              },
-            });
+          const b = jsonRows(payload);
+          for (let i = 0; i < b.rows.length; i++) {
+            const line = String(b.lines[i]);
+            const headers: Record<string, string> = {
+              'tapyard-pipeline': pipeline,
+              'tapyard-pipeline-token': token,
+              'tapyard-row': line,
+              'tapyard-message-id': `${token}:${line}`,
+            };
+            if (publisher) headers['tapyard-publisher-token'] = publisher;
+            messages.push({ key: keyAt >= 0 ? keyText(b.rows[i], keyAt) : null, value: b.rows[i], headers });
             if (messages.length >= BATCH) await flush();
           }
         }
@@ -181,6 +182,13 @@ function outage(sdk: KafkaSdk, s: KafkaSettings, err: unknown): Error {
     'kafka',
     `the Kafka brokers ${s.brokers.join(',')} are unavailable: ${errorMessage(err).slice(0, 300)}`,
   ).coded(DestinationErrorCode.Unavailable);
+}
+
+/** The key column's value as text (as String() writes it: a string as itself), or null. */
+function keyText(row: string, column: number): string | null {
+  const text = fieldText(row, column);
+  if (text === 'null') return null;
+  return text.charCodeAt(0) === 0x22 ? (JSON.parse(text) as string) : text;
 }
 
 function targetOf(destination: PipelineDefinition['destination']): KafkaTarget {

@@ -51,7 +51,7 @@ function copyKey(p: Payload): string {
 }
 
 function csvChunk(p: Payload): CsvChunkPayload {
-  if (typeof p === 'string' || p instanceof Uint8Array || !('kind' in p)) {
+  if (typeof p === 'string' || p instanceof Uint8Array || !('kind' in p) || p.kind !== 'csv') {
     throw new Error('the PostgreSQL loader takes COPY text or clean CSV chunks');
   }
   return p;

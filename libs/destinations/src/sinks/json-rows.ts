@@ -1,13 +1,21 @@
-import { TypedBatch, rowObject } from '@tapyard/model';
+import { SchemaField, TypedBatch } from '@tapyard/model';
+import { rowJsonWriter } from '../encoders/json-rows';
+import { JsonRowsPayload, Payload } from '../destination';
 
-// A marker no value can contain by chance: bigints are written as JSON numbers with every digit.
-const BIG = `\u0000big${Math.random().toString(36).slice(2)}:`;
-const BIG_RE = new RegExp(`"${BIG.replace('\u0000', '\\\\u0000')}(-?\\d+)"`, 'g');
+const writers = new WeakMap<SchemaField[], (batch: TypedBatch, row: number) => string>();
 
-/** One row as a JSON object text: dates and timestamps as ISO strings, bigints exact. */
+/** One row as a JSON object text (as the json-rows encoder writes it), for sinks that take typed batches. */
 export function jsonRow(batch: TypedBatch, row: number): string {
-  const text = JSON.stringify(rowObject(batch, row), (_k, v: unknown) =>
-    typeof v === 'bigint' ? `${BIG}${v}` : v,
-  );
-  return text.includes('big') ? text.replace(BIG_RE, '$1') : text;
+  let write = writers.get(batch.columns);
+  if (write === undefined) {
+    write = rowJsonWriter(batch.columns);
+    writers.set(batch.columns, write);
+  }
+  return write(batch, row);
+}
+
+/** A payload from the json-rows encoder (what the Kafka and REST sinks receive). */
+export function jsonRows(p: Payload): JsonRowsPayload {
+  if (typeof p === 'object' && p !== null && 'kind' in p && p.kind === 'json-rows') return p;
+  throw new Error('this sink takes JSON rows from its encoder');
 }

@@ -4,7 +4,7 @@ import { EgressPolicy } from '@tapyard/egress';
 import { SecretNotFoundError, SecretsService } from '@tapyard/secrets';
 import { PipelineDefinition } from '@tapyard/model';
 import { ProcessName } from '@tapyard/status';
-import { Capabilities, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
+import { Capabilities, EncoderName, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 import { SINK_REJECTS, SinkLedger } from './sink-ledger';
 import { DestinationErrorCode } from '../destination-errors';
 
@@ -61,7 +61,7 @@ export class Delivery {
 }
 
 /**
- * What every sink shares (REST, brokers, warehouses): typed batches in, a delivery record per job
+ * What every sink shares (REST, brokers, warehouses): its encoder's batches in, a delivery record per job
  * (a redelivery sends nothing), refused rows kept in the ledger, and nothing to take back on
  * deleteData: what was delivered is the receiver's. Every answer a sink waits for is bounded
  * (SINK_REQUEST_TIMEOUT_MS), and so is a job's whole set-up and delivery (SINK_LOAD_TIMEOUT_MS);.
@@ -77,7 +77,7 @@ export abstract class Sink {
     csvPassThrough: false,
     retractable: false,
   };
-  readonly encoder = 'typed';
+  readonly encoder: EncoderName = 'typed';
   protected readonly bounds: TapyardConfig['sinks'];
 
   /** Where the sink may connect on a pipeline's behalf (its address is the pipeline's choice). */

@@ -311,7 +311,8 @@ function postBatch(j: Job, payloads: Payload[][]): void {
   const transfer: ArrayBuffer[] = [];
   for (const p of payloads.flat()) {
     if (p instanceof Uint8Array) transfer.push(p.buffer as ArrayBuffer);
-    else if (typeof p === 'object' && 'kind' in p) transfer.push(p.bytes.buffer as ArrayBuffer);
+    else if (typeof p === 'object' && 'kind' in p && p.kind === 'csv')
+      transfer.push(p.bytes.buffer as ArrayBuffer);
   }
   port?.postMessage(
     { id: j.id, reply: { kind: 'batch', payloads, counts: j.counts } satisfies FromThread },
