@@ -248,7 +248,6 @@ function compile(opts: CsvCheckOptions): (chunk: Buffer, prefix: boolean) => Csv
     // Prefix mode: the end of the last whole record, and the line breaks inside quotes up to it.
     let end = 0;
     let breaks = 0;
-    let recBreaks = 0;
     // Prefix mode, a record that reaches the end of the buffer: it is not checked yet.
     const incomplete = (): CsvPrefixVerdict => ({
       clean: true,
@@ -259,7 +258,7 @@ function compile(opts: CsvCheckOptions): (chunk: Buffer, prefix: boolean) => Csv
     });
     while (i < n) {
       const recStart = i;
-      recBreaks = 0;
+      let recBreaks = 0;
       let c = b[i];
       if (c === LF || c === CR) return refuse('a blank line', i);
       if (c === BACKSLASH && i + 1 >= n && prefix) return incomplete();
