@@ -55,7 +55,7 @@ function parts(bytes: Buffer, sizes: number[]): Buffer[] {
 }
 
 /** Everything FastCsvInput hands out for `input`, and the rejects' lines. */
-async function run(input: Buffer[]) {
+async function run(input: Buffer[], fields = definition().source.schemaProperties.fields) {
   const dir = mkdtempSync(join(tmpdir(), 'fast-csv-'));
   try {
     const def = definition();
@@ -67,7 +67,7 @@ async function run(input: Buffer[]) {
     );
     const header = await fast.header();
     const columns = header ?? [];
-    fast.plan(columns, def.source.schemaProperties.fields);
+    fast.plan(columns, fields);
     const plan = new RowPlan(def, columns);
     const builder = new BatchBuilder(plan.outColumns);
     const counts = newCounts();
@@ -131,6 +131,15 @@ describe('FastCsvInput: clean records checked where they lie', () => {
       expect(counts.rows).toBe(3_000);
       expect(csv.reduce((n, p) => n + p.rows, 0) + parsedRows + counts.rejected).toBe(3_000);
     }
+  });
+
+  it('reads every record through the validating path when the schema lacks a file column', async () => {
+    const bytes = file(2_000, '\n', (i) => (i === 1_500 ? '1500,x,bad,2026-03-01' : null));
+    const fields = definition().source.schemaProperties.fields.filter((f) => f.name !== 'label');
+    const { csv, parsedRows, rejectLines } = await run(parts(bytes, [10_000]), fields);
+    expect(csv).toEqual([]);
+    expect(parsedRows).toBe(1_999);
+    expect(rejectLines).toEqual([1_501]);
   });
 
   it('checks a file with no line break after its last record, and a record longer than a part', async () => {
