@@ -12,6 +12,7 @@ import {
   CsvCheckOptions,
   CsvVerdict,
   compileCsvCheck,
+  compileCsvPrefixCheck,
   copyCsvOptions,
   fastPathBlocker,
 } from '../libs/readers/src/fastpath/csv-check';
@@ -831,6 +832,44 @@ describe('compileCsvCheck: property, clean chunks load exactly as the reference 
         propertyRuns(RUNS_REFERENCE, 19),
       );
       expect(clean).toBeGreaterThan(RUNS_REFERENCE / 25);
+    },
+    propertyTimeout(120_000),
+  );
+  it(
+    'checks the start of a chunk as it arrives: stops at a record end, as the whole chunk is checked (no database)',
+    async () => {
+      let clean = 0;
+      let cut = 0;
+      await fc.assert(
+        fc.asyncProperty(chunkCase, fc.nat(), async (c, at) => {
+          const chunk = encode(c);
+          const whole = verdict(c.attrs, c.types, chunk);
+          if (!whole.clean) return;
+          clean++;
+          const k = at % (chunk.length + 1);
+          const v = compileCsvPrefixCheck({ ...c.attrs, types: c.types })(chunk.subarray(0, k));
+          if (!v.clean) throw new Error(`a start of a clean chunk refused: ${v.reason}`);
+          expect(v.end).toBeLessThanOrEqual(k);
+          const done = chunk.subarray(0, v.end);
+          // Whole records, each with its line break, on the physical lines the cutter counts.
+          if (v.records > 0) {
+            expect(verdict(c.attrs, c.types, done)).toEqual({ clean: true, records: v.records, eol: v.eol });
+            expect(done[v.end - 1] === 10 || done[v.end - 1] === 13).toBe(true);
+          }
+          const breaks = [...done].filter((b, i) => b === 13 || (b === 10 && done[i - 1] !== 13)).length;
+          expect(v.lines).toBe(breaks);
+          // The rest is whole records too: checked on their own, they make up the chunk's count.
+          if (v.end < chunk.length) {
+            const rest = verdict(c.attrs, c.types, chunk.subarray(v.end));
+            expect(rest.clean && rest.records).toBe(whole.records - v.records);
+          } else expect(v.records).toBe(whole.records);
+          if (v.end < k) cut++;
+        }),
+        propertyRuns(RUNS_REFERENCE, 23),
+      );
+      // Clean chunks, and cuts inside a record, must be common.
+      expect(clean).toBeGreaterThan(RUNS_REFERENCE / 25);
+      expect(cut).toBeGreaterThan(clean / 3);
     },
     propertyTimeout(120_000),
   );

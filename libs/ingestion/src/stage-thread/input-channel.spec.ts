@@ -62,6 +62,25 @@ describe('a job input from the runner to its stage thread', () => {
     expect(slab[500]).toBe(7);
   });
 
+  it('counts a buffer the thread transferred on as taken: the sender goes on past a window', async () => {
+    const { port1, port2 } = new MessageChannel();
+    // Where the fast path sends a part's clean records: the part's buffer leaves the thread with them.
+    const onward = new MessageChannel();
+    async function* source() {
+      for (let i = 0; i < 3 * (INPUT_WINDOW_BYTES / MiB); i++) yield Buffer.alloc(MiB, i);
+    }
+    const sending = sendInput(source(), port1, new AbortController().signal);
+    let parts = 0;
+    for await (const b of receiveInput(port2)) {
+      onward.port1.postMessage(b, [b.buffer as ArrayBuffer]);
+      expect(b.length).toBe(0);
+      parts++;
+    }
+    await sending;
+    expect(parts).toBe(3 * (INPUT_WINDOW_BYTES / MiB));
+    onward.port1.close();
+  });
+
   it("ends the thread's read as the writer ended it: superseded, aborted, or unreadable", async () => {
     const cases: [Error, (e: Error | null) => void][] = [
       [

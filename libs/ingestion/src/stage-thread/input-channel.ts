@@ -114,8 +114,10 @@ export async function* receiveInput(port: MessagePort): AsyncGenerator<Buffer> {
           ? new FatalReadError(m.message)
           : new StreamEndedError(m.ended === 'superseded', m.message);
       }
+      // Counted before it is handed out: the reader may transfer the buffer on (detaching it).
+      const taken = m.bytes.byteLength;
       yield Buffer.from(m.bytes);
-      port.postMessage({ taken: m.bytes.byteLength } satisfies InputAck);
+      port.postMessage({ taken } satisfies InputAck);
     }
   } finally {
     port.close();

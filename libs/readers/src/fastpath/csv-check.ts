@@ -85,6 +85,18 @@ export type CsvVerdict =
     };
 
 /**
+ * The check of a buffer that may end inside a record (a part of a file as it arrives): the whole
+ * records at its start that end with their line break, checked as one chunk. `end` is where they
+ * stop (the rest is an incomplete record, to be checked with what follows), `lines` the physical
+ * lines they take (records plus the line breaks inside their quoted fields). A record whose line
+ * break is a `\r` at the very end is left for later (the next byte may be its `\n`). `records` is
+ * 0 when no record ends in the buffer.
+ */
+export type CsvPrefixVerdict =
+  | { clean: true; records: number; eol: CsvLineEnding | null; end: number; lines: number }
+  | Extract<CsvVerdict, { clean: false }>;
+
+/**
  * Why a pipeline's CSV settings can never take the fast path, or null when they can (per chunk,
  * compileCsvCheck then decides).
  */
@@ -166,6 +178,24 @@ for (const c of 'tTfFyYnN10') BOOL1[c.charCodeAt(0)] = 1;
 
 /** Compiles the check for one pipeline's CSV settings and file columns. */
 export function compileCsvCheck(opts: CsvCheckOptions): (chunk: Buffer) => CsvVerdict {
+  const check = compile(opts);
+  return (chunk) => {
+    const v = check(chunk, false);
+    return v.clean ? { clean: true, records: v.records, eol: v.eol } : v;
+  };
+}
+
+/**
+ * The same check for a buffer that may end inside a record (see CsvPrefixVerdict): the fast path
+ * checks each part of an upload where it lies, and cuts it where the check found the last record
+ * end, instead of cutting it first and checking the pieces (one pass over the bytes, no copy).
+ */
+export function compileCsvPrefixCheck(opts: CsvCheckOptions): (b: Buffer) => CsvPrefixVerdict {
+  const check = compile(opts);
+  return (b) => check(b, true);
+}
+
+function compile(opts: CsvCheckOptions): (chunk: Buffer, prefix: boolean) => CsvPrefixVerdict {
   const blocker = fastPathBlocker(opts);
   if (blocker !== null) throw new Error(`the CSV fast path does not apply: ${blocker}`);
   if (opts.types.length === 0) throw new Error('the CSV fast path needs at least one column');
@@ -195,9 +225,9 @@ export function compileCsvCheck(opts: CsvCheckOptions): (chunk: Buffer) => CsvVe
   // quote) is literal to the reference and opens a quoted section for PostgreSQL.
   for (const c of [delim, LF, CR, quote]) if (c >= 0) typedStops[c] = 1;
 
-  const refuse = (reason: string, offset: number): CsvVerdict => ({ clean: false, reason, offset });
+  const refuse = (reason: string, offset: number): CsvPrefixVerdict => ({ clean: false, reason, offset });
 
-  return (b: Buffer): CsvVerdict => {
+  return (b: Buffer, prefix: boolean): CsvPrefixVerdict => {
     const n = b.length;
     const nul = b.indexOf(0);
     if (nul >= 0) return refuse('a NUL byte', nul);
@@ -205,7 +235,9 @@ export function compileCsvCheck(opts: CsvCheckOptions): (chunk: Buffer) => CsvVe
       const s = b.indexOf(sentinel);
       if (s >= 0) return refuse('the byte 0x01 (the quote given to PostgreSQL when there is none)', s);
     }
-    if (!isAscii(b) && !isUtf8(b)) return refuse('invalid UTF-8', 0);
+    // A buffer that ends inside a record may end inside a character: those bytes wait for the rest.
+    const whole = prefix ? b.subarray(0, n - truncatedUtf8(b)) : b;
+    if (!isAscii(whole) && !isUtf8(whole)) return refuse('invalid UTF-8', 0);
 
     const sStops = stringStops;
     const tStops = typedStops;
@@ -213,10 +245,23 @@ export function compileCsvCheck(opts: CsvCheckOptions): (chunk: Buffer) => CsvVe
     let i = 0;
     let records = 0;
     let eol = 0;
+    // Prefix mode: the end of the last whole record, and the line breaks inside quotes up to it.
+    let end = 0;
+    let breaks = 0;
+    // Prefix mode, a record that reaches the end of the buffer: it is not checked yet.
+    const incomplete = (): CsvPrefixVerdict => ({
+      clean: true,
+      records,
+      eol: EOL_NAMES[eol],
+      end,
+      lines: records + breaks,
+    });
     while (i < n) {
       const recStart = i;
+      let recBreaks = 0;
       let c = b[i];
       if (c === LF || c === CR) return refuse('a blank line', i);
+      if (c === BACKSLASH && i + 1 >= n && prefix) return incomplete();
       if (c === BACKSLASH && i + 1 < n && b[i + 1] === DOT) return refuse('a line starting with \\.', i);
       let col = 0;
       for (;;) {
@@ -227,7 +272,7 @@ export function compileCsvCheck(opts: CsvCheckOptions): (chunk: Buffer) => CsvVe
           let p = i + 1;
           for (;;) {
             while (p < n && quotedStops[b[p]] === 0) p++;
-            if (p >= n) return refuse('an unterminated quoted field', start);
+            if (p >= n) return prefix ? incomplete() : refuse('an unterminated quoted field', start);
             c = b[p];
             if (c === quote) {
               if (p + 1 < n && b[p + 1] === quote) {
@@ -242,13 +287,15 @@ export function compileCsvCheck(opts: CsvCheckOptions): (chunk: Buffer) => CsvVe
               p += p + 1 < n && (b[p + 1] === quote || b[p + 1] === esc) ? 2 : 1;
               continue;
             }
-            // A line break inside the quotes.
+            // A line break inside the quotes (\r\n is one line, as the cutter counts).
+            if (c === CR || p === 0 || b[p - 1] !== CR) recBreaks++;
             p++;
             if (p + 1 < n && b[p] === BACKSLASH && b[p + 1] === DOT)
               return refuse('a line starting with \\.', p);
           }
           i = p;
           if (i - start - 2 > maxField) return refuse('a field longer than the limit', start);
+          if (i >= n && prefix) return incomplete();
           if (i < n) {
             c = b[i];
             if (c !== delim && c !== LF && c !== CR) return refuse('text after a closing quote', i);
@@ -256,6 +303,7 @@ export function compileCsvCheck(opts: CsvCheckOptions): (chunk: Buffer) => CsvVe
         } else if (type === T_STRING) {
           let p = i;
           while (p < n && sStops[b[p]] === 0) p++;
+          if (p >= n && prefix) return incomplete();
           if (p < n && b[p] === quote) return refuse('a quote inside an unquoted field', p);
           if (p - start > maxField) return refuse('a field longer than the limit', start);
           if (ncols === 1 && onlyBlanks(b, start, p)) return refuse('a line of spaces and tabs', start);
@@ -263,6 +311,8 @@ export function compileCsvCheck(opts: CsvCheckOptions): (chunk: Buffer) => CsvVe
         } else {
           let p = i;
           while (p < n && tStops[b[p]] === 0) p++;
+          // The value may go on in the next buffer: checked once it is whole.
+          if (p >= n && prefix) return incomplete();
           if (p < n && b[p] === quote) return refuse('a quote inside an unquoted field', p);
           // Empty (p === i): NULL to both.
           const ok =
@@ -280,11 +330,13 @@ export function compileCsvCheck(opts: CsvCheckOptions): (chunk: Buffer) => CsvVe
         if (i < n && b[i] === delim) {
           if (col === ncols) return refuse('more fields than columns', i);
           i++;
+          if (i >= n && prefix) return incomplete();
           continue;
         }
         if (col !== ncols) return refuse('fewer fields than columns', recStart);
         break;
       }
+      if (prefix && (i >= n || (b[i] === CR && i + 1 >= n))) return incomplete();
       records++;
       if (i >= n) break;
       let t: number;
@@ -302,11 +354,26 @@ export function compileCsvCheck(opts: CsvCheckOptions): (chunk: Buffer) => CsvVe
         if (eol !== 0) return refuse('mixed line endings', i - 1);
         eol = t;
       }
+      end = i;
+      breaks += recBreaks;
     }
+    if (prefix) return incomplete();
     // Nothing to load: the reference alone decides what an empty file is.
     if (records === 0) return refuse('no records', 0);
-    return { clean: true, records, eol: EOL_NAMES[eol] };
+    return { clean: true, records, eol: EOL_NAMES[eol], end: n, lines: records + breaks };
   };
+}
+
+/** How many bytes at the end of `b` start a UTF-8 character that they do not finish. */
+function truncatedUtf8(b: Buffer): number {
+  const n = b.length;
+  for (let k = 1; k <= 3 && k <= n; k++) {
+    const c = b[n - k];
+    if ((c & 0xc0) === 0x80) continue;
+    const length = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+    return length > k ? k : 0;
+  }
+  return 0;
 }
 
 function onlyBlanks(b: Buffer, s: number, e: number): boolean {
