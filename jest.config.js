@@ -33,6 +33,8 @@ module.exports = {
       roots: ['<rootDir>/test'],
       testRegex: '.*\\.(spec|e2e-spec)\\.ts$',
       globalSetup: '<rootDir>/test/global-setup.ts',
+      // Node's, removing the object-store buckets of the environments a file made once it is done.
+      testEnvironment: '<rootDir>/test/environment.js',
     },
   ],
   // A bound, not a schedule: tests wait on conditions and end as soon as they hold; a loaded

@@ -27,8 +27,10 @@ minio_start() {
   fi
   mkdir -p "$dir/data"
   log "starting minio on 127.0.0.1:$MINIO_PORT (data in $dir)"
+  # The scanner (usage accounting, lifecycle, healing) serves nothing a local peer needs, and at its default
+  # speed it took most of a core once the store held many buckets: slowest leaves the 2 cores to the work.
   MINIO_ROOT_USER="$TAPYARD_MINIO_USER" MINIO_ROOT_PASSWORD="$TAPYARD_MINIO_PASSWORD" MINIO_BROWSER=off \
-    start_daemon minio "$dir/minio.log" "$BIN/minio" server "$dir/data" --quiet \
+    MINIO_SCANNER_SPEED=slowest start_daemon minio "$dir/minio.log" "$BIN/minio" server "$dir/data" --quiet \
     --address "127.0.0.1:$MINIO_PORT" --console-address "127.0.0.1:$((MINIO_PORT + 1))"
   wait_for 60 minio_ready || die "minio did not become ready (see $dir/minio.log)"
   minio_credentials_mark >"$dir/credentials.sha256"

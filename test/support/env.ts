@@ -20,7 +20,13 @@ export const TEST_MONGODB_URI = process.env.TEST_MONGODB_URI ?? LOCAL_MONGODB_UR
 
 /** A fresh environment name per suite: suites isolate themselves and run in any order. */
 export function uniqueEnvironment(label: string): string {
-  return `t-${label}-${randomBytes(4).toString('hex')}`.toLowerCase().slice(0, 40);
+  const environment = `t-${label}-${randomBytes(4).toString('hex')}`.toLowerCase().slice(0, 40);
+  // The e2e project's environment (test/environment.js) removes their buckets when the file is done.
+  const g = globalThis as {
+    __tapyardEnvironments?: { store: typeof TEST_OBJECT_STORE; environments: string[] };
+  };
+  (g.__tapyardEnvironments ??= { store: TEST_OBJECT_STORE, environments: [] }).environments.push(environment);
+  return environment;
 }
 
 /** The environment variables of a test instance; nothing is read from the developer's shell. */

@@ -1,0 +1,46 @@
+/**
+ * The e2e project's Jest environment: Node's, plus one duty at the end of each test file. Every e2e
+ * suite makes fresh environments (uniqueEnvironment), and each app it starts makes that environment's
+ * buckets in the shared object store. Left there, a run leaves thousands, and MinIO's CPU grows with
+ * its bucket count (half a core at 8,000) until it slows the rest of the run. So once a file is done
+ * (its apps closed by its own afterAll hooks) the buckets of the environments it made are removed, with
+ * their objects, by MinIO's force delete. A bucket that cannot be removed is left to the next run's
+ * sweep (test/global-setup.ts).
+ */
+const { TestEnvironment } = require('jest-environment-node');
+const { Client } = require('minio');
+
+class E2eEnvironment extends TestEnvironment {
+  async teardown() {
+    const made = this.global.__tapyardEnvironments;
+    if (made && made.environments.length > 0) await removeBuckets(made).catch(() => undefined);
+    await super.teardown();
+  }
+}
+
+async function removeBuckets({ store, environments }) {
+  const url = new URL(store.OBJECT_STORE_ENDPOINT);
+  const client = new Client({
+    endPoint: url.hostname,
+    port: Number(url.port || 80),
+    useSSL: url.protocol === 'https:',
+    accessKey: store.OBJECT_STORE_ACCESS_KEY,
+    secretKey: store.OBJECT_STORE_SECRET_KEY,
+  });
+  const prefixes = environments.map((e) => `${e}-`);
+  const mine = (await client.listBuckets()).filter((b) => prefixes.some((p) => b.name.startsWith(p)));
+  // The client has no option for MinIO's `x-minio-force-delete`; its request method takes headers.
+  await Promise.all(
+    mine.map((b) =>
+      client
+        .makeRequestAsyncOmit(
+          { method: 'DELETE', bucketName: b.name, headers: { 'x-minio-force-delete': 'true' } },
+          '',
+          [204],
+        )
+        .catch(() => undefined),
+    ),
+  );
+}
+
+module.exports = E2eEnvironment;
