@@ -130,3 +130,25 @@ describe('docker/compose.yaml: API and worker replicas', () => {
     for (const name of bare) expect(required).toContain(name);
   });
 });
+
+describe('docker/Dockerfile: the build stage has what `npm run build` reads', () => {
+  // No engine here to build the image: the build stage's COPY lines are checked against what the
+  // build script reads (scripts/build sources scripts/lib; the console is under apps/).
+  const dockerfile = readFileSync(join(dockerDir, 'Dockerfile'), 'utf8');
+  const buildStage = dockerfile.slice(0, dockerfile.indexOf('RUN npm run build'));
+  const copied = [...buildStage.matchAll(/^COPY (?!--from)(.+) \S+$/gm)].flatMap((m) => m[1].split(/\s+/));
+
+  it('copies the sources, the compiler settings and the build scripts before building', () => {
+    expect(buildStage.length).toBeGreaterThan(0);
+    for (const needed of [
+      'package.json',
+      'package-lock.json',
+      'tsconfig.json',
+      'tsconfig.build.json',
+      'apps',
+      'libs',
+      'scripts',
+    ])
+      expect(copied).toContain(needed);
+  });
+});
