@@ -8,7 +8,7 @@
  * sweep (test/global-setup.ts).
  */
 const { TestEnvironment } = require('jest-environment-node');
-const { Client } = require('minio');
+const { forceRemoveBucket, storeClient } = require('./support/minio-buckets');
 
 class E2eEnvironment extends TestEnvironment {
   async teardown() {
@@ -19,28 +19,10 @@ class E2eEnvironment extends TestEnvironment {
 }
 
 async function removeBuckets({ store, environments }) {
-  const url = new URL(store.OBJECT_STORE_ENDPOINT);
-  const client = new Client({
-    endPoint: url.hostname,
-    port: Number(url.port || 80),
-    useSSL: url.protocol === 'https:',
-    accessKey: store.OBJECT_STORE_ACCESS_KEY,
-    secretKey: store.OBJECT_STORE_SECRET_KEY,
-  });
+  const client = storeClient(store);
   const prefixes = environments.map((e) => `${e}-`);
   const mine = (await client.listBuckets()).filter((b) => prefixes.some((p) => b.name.startsWith(p)));
-  // The client has no option for MinIO's `x-minio-force-delete`; its request method takes headers.
-  await Promise.all(
-    mine.map((b) =>
-      client
-        .makeRequestAsyncOmit(
-          { method: 'DELETE', bucketName: b.name, headers: { 'x-minio-force-delete': 'true' } },
-          '',
-          [204],
-        )
-        .catch(() => undefined),
-    ),
-  );
+  await Promise.all(mine.map((b) => forceRemoveBucket(client, b.name).catch(() => undefined)));
 }
 
 module.exports = E2eEnvironment;

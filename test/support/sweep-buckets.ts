@@ -1,5 +1,5 @@
-import { Client } from 'minio';
 import { TEST_OBJECT_STORE } from './env';
+import { forceRemoveBucket, storeClient } from './minio-buckets';
 
 /** Test environments' buckets (`t-<label>-<hex>-<purpose>`, see uniqueEnvironment). */
 const TEST_BUCKET = /^t-[a-z0-9-]+-[a-z]+$/;
@@ -21,14 +21,7 @@ export async function sweepStaleTestBuckets({
   removed: number;
   left: number;
 }> {
-  const url = new URL(TEST_OBJECT_STORE.OBJECT_STORE_ENDPOINT);
-  const client = new Client({
-    endPoint: url.hostname,
-    port: Number(url.port || 80),
-    useSSL: url.protocol === 'https:',
-    accessKey: TEST_OBJECT_STORE.OBJECT_STORE_ACCESS_KEY,
-    secretKey: TEST_OBJECT_STORE.OBJECT_STORE_SECRET_KEY,
-  });
+  const client = storeClient(TEST_OBJECT_STORE);
   const cutoff = Date.now() - olderThanMs;
   const stale = (await client.listBuckets())
     .filter((b) => matches(b.name) && b.creationDate.getTime() <= cutoff)
@@ -36,21 +29,11 @@ export async function sweepStaleTestBuckets({
   const deadline = Date.now() + budgetMs;
   let removed = 0;
   let next = 0;
-  // The client has no option for MinIO's `x-minio-force-delete`; its request method takes headers.
-  const request = (
-    client as unknown as {
-      makeRequestAsyncOmit(o: object, payload: string, codes: number[]): Promise<void>;
-    }
-  ).makeRequestAsyncOmit.bind(client);
   await Promise.all(
     Array.from({ length: 8 }, async () => {
       while (next < stale.length && Date.now() < deadline) {
         const bucketName = stale[next++];
-        await request(
-          { method: 'DELETE', bucketName, headers: { 'x-minio-force-delete': 'true' } },
-          '',
-          [204],
-        ).then(
+        await forceRemoveBucket(client, bucketName).then(
           () => removed++,
           () => undefined,
         );
