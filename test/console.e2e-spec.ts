@@ -1,69 +1,32 @@
-import { existsSync, mkdirSync } from 'node:fs';
-import { AddressInfo } from 'node:net';
-import { join } from 'node:path';
-import { Browser, Page, chromium } from 'playwright-core';
-import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
+import { Browser, Page } from 'playwright-core';
+import { TestWorker, startWorker } from './support/apps';
 import { issueKey, newBootstrapKey } from './support/auth';
+import {
+  Served,
+  consoleDescribe,
+  logIn,
+  newPage as openPage,
+  openBrowser,
+  serve,
+  shot,
+} from './support/console-browser';
 import { uniqueEnvironment } from './support/env';
 import { csvPipeline } from './support/ingest';
 
 /**
  * The administration console in a real browser (Debian's chromium driven by playwright-core) against the
- * real API serving the built console (`npm run build` makes dist/console), with a real worker and peers.
- * One browser for the file; each test its own context (cookies, session storage). Screenshots of each
- * page go to .artifacts/console/ (gitignored).
+ * real API serving the built console, with a real worker and peers. One browser for the file; each test its
+ * own context. Screenshots of each page go to .artifacts/console/ (gitignored).
  */
-const ROOT = join(__dirname, '..');
-const CONSOLE_DIR = join(ROOT, 'dist', 'console');
-const ARTIFACTS = join(ROOT, '.artifacts', 'console');
-const CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => existsSync(p));
-
-const missing = !CHROMIUM
-  ? 'chromium is not installed (scripts/services up chromium)'
-  : !existsSync(join(CONSOLE_DIR, 'index.html'))
-    ? 'the console is not built (npm run build)'
-    : null;
-if (missing) console.log(`test/console.e2e-spec.ts skipped: ${missing}`);
-const maybe = missing ? describe.skip : describe;
-
-interface Served {
-  api: TestApi;
-  url: string;
-}
-
-async function serve(overrides: Record<string, string>): Promise<Served> {
-  const api = await startApi({ CONSOLE_DIR, ...overrides });
-  await api.app.listen(0, '127.0.0.1');
-  const { port } = api.app.getHttpServer().address() as AddressInfo;
-  return { api, url: `http://127.0.0.1:${port}` };
-}
-
-async function shot(page: Page, name: string): Promise<void> {
-  await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
-}
-
-maybe('the console, served by the API', () => {
+consoleDescribe('test/console.e2e-spec.ts')('the console, served by the API', () => {
   let browser: Browser;
 
   beforeAll(async () => {
-    mkdirSync(ARTIFACTS, { recursive: true });
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+    browser = await openBrowser();
   });
   afterAll(() => browser?.close());
 
-  async function newPage(url: string, width = 1280): Promise<Page> {
-    const context = await browser.newContext({ viewport: { width, height: 900 } });
-    const page = await context.newPage();
-    await page.goto(url);
-    return page;
-  }
-
-  async function logIn(page: Page, username: string, password: string): Promise<void> {
-    await page.getByLabel('Username').fill(username);
-    await page.getByLabel('Password').fill(password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByTestId('identity').waitFor();
-  }
+  const newPage = (url: string, width = 1280): Promise<Page> => openPage(browser, url, width);
 
   describe('USE_USER_AUTH=true, USE_API_KEYS=true: a login', () => {
     const env = uniqueEnvironment('console');
