@@ -365,6 +365,56 @@ describe('operations', () => {
       second.child.kill('SIGTERM');
       expect(await second.exited).toBe(0);
     }, 180000);
+
+    it('a scheduled tap run still running when the grace ends is stopped, says why, and its fire is run at once by another worker', async () => {
+      const flags = { SHUTDOWN_GRACE_SECONDS: '1', TAP_SCHEDULER_MS: '100' };
+      await api.http
+        .post('/api/v1/tap')
+        .send({
+          name: 'opsslow',
+          script:
+            'import time\n\ndef fetch():\n    time.sleep(600)\n    return [{"id": 1, "label": "slow"}]\n',
+          targetPipeline: 'opsmetered',
+          cronExpression: '0 0 0 1 1 ?',
+          enabled: true,
+        })
+        .expect(200);
+      const runs = async () =>
+        (await api.http.get('/api/v1/tap/runs').query({ name: 'opsslow' }).expect(200)).body as {
+          runId: string;
+          trigger: string;
+          status: string;
+          error: string | null;
+        }[];
+      const fireAt = (
+        await pg.query<{ at: Date }>(
+          `UPDATE tapyard.taps SET next_fire_at = date_trunc('milliseconds', now() - interval '5 seconds')
+           WHERE environment = $1 AND name = 'opsslow' RETURNING next_fire_at AS at`,
+          [env],
+        )
+      ).rows[0].at;
+      const first = worker(flags);
+      await until('the scheduled run to start', async () => (await runs()).length === 1);
+      first.child.kill('SIGTERM');
+      expect(await first.exited).toBe(0);
+      expect(first.output()).toContain('"tapRunsHandedBack":1');
+      const [stopped] = await runs();
+      expect(stopped).toMatchObject({ trigger: 'schedule', status: 'error' });
+      expect(stopped.error).toContain('its fire handed back to another worker');
+      const given = await pg.query<{ at: Date }>(
+        `SELECT next_fire_at AS at FROM tapyard.taps WHERE environment = $1 AND name = 'opsslow'`,
+        [env],
+      );
+      expect(given.rows[0].at.getTime()).toBe(fireAt.getTime());
+
+      // Without the hand-back the fire would wait for next year's; another worker takes it at once.
+      const second = worker(flags);
+      await until('the fire to run again', async () => (await runs()).length === 2);
+      const again = (await runs()).find((r) => r.runId !== stopped.runId);
+      expect(again).toMatchObject({ trigger: 'schedule', status: 'running' });
+      second.child.kill('SIGKILL');
+      await second.exited;
+    }, 180000);
   });
   it("multi-tenant: a tenant's job still running when the grace ends is handed back to the tenant's queue and loaded once by another worker", async () => {
     const operator = uniqueEnvironment('opsmt');

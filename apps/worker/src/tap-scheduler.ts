@@ -22,7 +22,8 @@ const SWEEP_EVERY_MS = 60_000;
 export class TapScheduler implements OnApplicationBootstrap, OnApplicationShutdown {
   private timer: NodeJS.Timeout | null = null;
   private ticking: Promise<void> | null = null;
-  private readonly running = new Set<Promise<unknown>>();
+  /** Runs in progress, with what a hand-back needs to give their fire time to another worker. */
+  private readonly running = new Map<Promise<unknown>, Fire>();
   private swept = 0;
 
   constructor(
@@ -58,10 +59,33 @@ export class TapScheduler implements OnApplicationBootstrap, OnApplicationShutdo
   /** Resolves when the poll in progress and every run in progress have ended. */
   async idle(): Promise<void> {
     await this.ticking;
-    await Promise.allSettled([...this.running]);
+    await Promise.allSettled([...this.running.keys()]);
   }
 
-  /** Runs in progress finish (a draining worker bounds the wait by its grace). */
+  /**
+   * At the end of a shutdown grace: stops the runs still in progress (each ends `error` saying so, nothing
+   * of it loaded, its state kept), waits up to `withinMs` for them to record that, and gives each fire time
+   * back (the tap's next fire set to it again, unless someone changed the schedule meanwhile) so the next
+   * worker polling runs it at once, instead of the fire being lost until the next one. Returns how many
+   * fires were handed back.
+   */
+  async handBack(withinMs: number): Promise<number> {
+    this.stop();
+    const fires = [...this.running];
+    for (const [, fire] of fires) fire.stop.abort(HANDED_BACK);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.allSettled(fires.map(([run]) => run)),
+      new Promise((resolve) => (timer = setTimeout(resolve, withinMs))),
+    ]);
+    clearTimeout(timer);
+    const given = await Promise.allSettled(
+      fires.map(([, f]) => this.repo.refire(f.environment, f.tap, f.next, f.fireAt)),
+    );
+    return given.filter((g) => g.status === 'fulfilled' && g.value).length;
+  }
+
+  /** Runs in progress finish (a draining worker bounds the wait by its grace, then hands them back). */
   async onApplicationShutdown(): Promise<void> {
     this.stop();
     await this.idle();
@@ -111,8 +135,9 @@ export class TapScheduler implements OnApplicationBootstrap, OnApplicationShutdo
       },
       'tap schedule fired',
     );
+    const stop = new AbortController();
     const run = this.runner
-      .run(environment, tap.name, { mode: 'run', trigger: 'schedule' })
+      .run(environment, tap.name, { mode: 'run', trigger: 'schedule', signal: stop.signal })
       .then((r) =>
         this.logger.info(
           { environment, tap: tap.name, status: r.status, records: r.recordCount, error: r.error },
@@ -123,6 +148,18 @@ export class TapScheduler implements OnApplicationBootstrap, OnApplicationShutdo
         this.logger.warn({ environment, tap: tap.name, err: errorMessage(err) }, 'scheduled tap run failed'),
       )
       .finally(() => this.running.delete(run));
-    this.running.add(run);
+    this.running.set(run, { environment, tap: tap.name, fireAt: d.nextFireAt, next, stop });
   }
 }
+
+interface Fire {
+  environment: string;
+  tap: string;
+  fireAt: Date;
+  /** The next fire time this worker's claim set. */
+  next: Date | null;
+  stop: AbortController;
+}
+
+const HANDED_BACK =
+  'this worker shut down before the run finished: the run was stopped and its fire handed back to another worker';

@@ -10,6 +10,9 @@ import { TapScheduler } from './tap-scheduler';
 import { TenantWorkers } from './tenant-workers';
 import { WorkerMetrics } from './worker-metrics';
 
+/** How long stopped tap runs may take to record their end before their fire times are given back. */
+const TAP_HAND_BACK_MS = 5_000;
+
 /** `finished`: everything ended within the grace; `handed-back`: running jobs went back to their queue. */
 export type DrainOutcome = 'finished' | 'handed-back';
 
@@ -19,7 +22,8 @@ export type DrainOutcome = 'finished' | 'handed-back';
  * the deadline are moved back to the head of their queue, lock released and no delivery spent, so
  * another worker takes them at once rather than after the lock expires. Their work in this process
  * is dropped with the process (loads are exactly-once: an uncommitted transaction rolls back).
- * Scheduled tap runs cannot be handed back: one still running is closed as abandoned by the sweep.
+ * Scheduled tap runs still running are stopped (each ends `error` saying why, nothing of it loaded) and
+ * their fire times given back, so the next worker polling runs them at once.
  */
 @Injectable()
 export class WorkerDrain {
@@ -62,6 +66,7 @@ export class WorkerDrain {
     // up for, so a job moved back would be taken again here, by a process about to exit.
     await Promise.all(workers.map((w) => w.close(true).catch(() => undefined)));
     const held = this.inFlight.held();
+    const tapRuns = this.scheduler.handBack(TAP_HAND_BACK_MS);
     // Their connections are closed: the moves go through connections of their own.
     const queues = new Map<string, Queue>();
     const moved = await Promise.allSettled(
@@ -82,6 +87,7 @@ export class WorkerDrain {
       }),
     );
     await Promise.all([...queues.values()].map((q) => q.close().catch(() => undefined)));
+    const tapRunsHandedBack = await tapRuns;
     const failed = moved.flatMap((m) => (m.status === 'rejected' ? [errorMessage(m.reason)] : []));
     this.logger.warn(
       {
@@ -89,7 +95,7 @@ export class WorkerDrain {
         handedBack: held.length - failed.length,
         // A job that ended just before its move cannot be moved: nothing is lost.
         notMoved: failed,
-        tapRunsAbandoned: this.scheduler.runs,
+        tapRunsHandedBack,
       },
       'shutdown grace over: running jobs handed back to their queue',
     );

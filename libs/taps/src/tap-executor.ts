@@ -7,6 +7,7 @@ import { PipelineDefinition } from '@tapyard/model';
 import { EnvironmentQueues } from '@tapyard/queue';
 import { StatusService } from '@tapyard/status';
 import { Staging } from '@tapyard/intake';
+import { SandboxError } from '@tapyard/sandbox';
 import { DocumentsLoad } from './documents-load';
 import { RecordShapeError, RecordSink, SampleSink } from './record-sinks';
 import { RecordsLoad } from './records-load';
@@ -91,11 +92,13 @@ export class TapExecutor {
     target: PipelineDefinition | null,
     grant: string[],
     runId: string,
+    signal?: AbortSignal,
   ): Promise<RunResult> {
     const dataType = dataTypeOf(tap, target);
     const env = await this.environment.build(environment, tap, 0, grant);
     const bookmark: Bookmark = { runId, base: await this.states.current(environment, tap.name) };
-    if (tap.tapType === 'document') return this.documentRun(environment, tap, script_, target, env, bookmark);
+    if (tap.tapType === 'document')
+      return this.documentRun(environment, tap, script_, target, env, bookmark, signal);
 
     if (!target) {
       // The records go nowhere: counted for the logs, none submitted.
@@ -106,6 +109,7 @@ export class TapExecutor {
         env,
         counted,
         bookmark.base.state ?? {},
+        signal,
       );
       const error = shapeError ?? outcome.error;
       return {
@@ -135,7 +139,7 @@ export class TapExecutor {
     );
     let run: Execution;
     try {
-      run = await this.execute(tap, script_, env, load, bookmark.base.state ?? {});
+      run = await this.execute(tap, script_, env, load, bookmark.base.state ?? {}, signal);
     } catch (err) {
       await load.finish(errorMessage(err)).catch(() => undefined);
       throw err;
@@ -181,6 +185,7 @@ export class TapExecutor {
     target: PipelineDefinition | null,
     env: ScriptEnv,
     bookmark: Bookmark,
+    signal?: AbortSignal,
   ): Promise<RunResult> {
     const publisherToken = randomUUID();
     const sink = new DocumentsLoad(
@@ -194,7 +199,14 @@ export class TapExecutor {
         ledger: this.ledger,
       },
     );
-    const { outcome, shapeError } = await this.execute(tap, script, env, sink, bookmark.base.state ?? {});
+    const { outcome, shapeError } = await this.execute(
+      tap,
+      script,
+      env,
+      sink,
+      bookmark.base.state ?? {},
+      signal,
+    );
     const error = shapeError ?? outcome.error;
     const { pipelineTokens, unchanged } = sink;
     const stateNote = await this.keepState(
@@ -237,11 +249,17 @@ export class TapExecutor {
     env: ScriptEnv,
     sink: RecordSink,
     state: Record<string, unknown>,
+    signal?: AbortSignal,
   ): Promise<Execution> {
     // Loads store the records' text as it came and let the harness check the rows: no parsing here.
     const textOnly = sink instanceof RecordsLoad;
+    let stop: (() => void) | undefined;
     try {
       const proc = await this.processes.start(tap, script, env.env, env.secrets, textOnly, state);
+      // A stopped run ends like a failed one (nothing of it loaded, its state kept), saying why.
+      stop = () => proc.kill(new SandboxError('killed', String(signal?.reason ?? 'the run was stopped')));
+      if (signal?.aborted) stop();
+      else signal?.addEventListener('abort', stop, { once: true });
       let shapeError: string | null = null;
       let index = 0;
       try {
@@ -260,6 +278,7 @@ export class TapExecutor {
       }
       return { outcome: await proc.done, shapeError };
     } finally {
+      if (stop) signal?.removeEventListener('abort', stop);
       // The key dies with the run; its time to live covers a process that never gets here.
       await this.environment.release(env);
     }

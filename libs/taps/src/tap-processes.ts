@@ -44,7 +44,8 @@ export function platformEndpoint(config: TapyardConfig): { host: string; port: n
 export interface ScriptRun {
   chunks: AsyncIterable<RecordChunk>;
   done: Promise<ScriptOutcome>;
-  kill(): void;
+  /** Stops the run; the outcome reports `reason` (default: stopped by the caller). */
+  kill(reason?: SandboxError): void;
 }
 
 /**
@@ -157,7 +158,7 @@ export class TapProcesses {
     return {
       chunks: handle.chunks({ parse: !rows }),
       done,
-      kill: () => handle.kill(),
+      kill: (reason) => handle.kill(reason),
     };
   }
 

@@ -34,6 +34,10 @@ export interface RunOptions {
   testLimit?: number;
   /** Who started a manual run, checked by TapPolicy; scheduled runs have none (the tap's grant bounds them). */
   access?: AccessCheck;
+  /** The history entry's id, when the caller must know it before the run ends (the scheduler's hand-back). */
+  runId?: string;
+  /** Stops a run: it ends `error` with the signal's reason, nothing of it loaded, its state kept. */
+  signal?: AbortSignal;
 }
 
 /**
@@ -129,7 +133,7 @@ export class TapRunner {
     // Refused before the debounce claim and the history entry: a caller who may not feed leaves no trace.
     if (opts.mode === 'run' && opts.access) await this.policy.assertMayRun(opts.access, environment, tap);
     const entry: RunLogEntry = {
-      runId: randomUUID(),
+      runId: opts.runId ?? randomUUID(),
       tap: name,
       mode: opts.mode,
       trigger: opts.trigger,
@@ -161,7 +165,7 @@ export class TapRunner {
       const result =
         opts.mode === 'test'
           ? await this.executor.testRun(environment, tap, script, target, opts.testLimit ?? 0, grant)
-          : await this.executor.persistRun(environment, tap, script, target, grant, entry.runId);
+          : await this.executor.persistRun(environment, tap, script, target, grant, entry.runId, opts.signal);
       await this.finish(environment, entry, result);
       if (result.persisted && tap.scriptPath !== null) this.ran(environment, tap.name, tap.scriptPath, entry);
       return { ...result, runId: entry.runId };

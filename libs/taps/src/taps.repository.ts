@@ -200,6 +200,23 @@ export class TapsRepository {
     return rows.length > 0;
   }
 
+  /**
+   * Gives a fire time back after its run was stopped (a worker's shutdown): the tap fires at `fireAt` again,
+   * unless its next fire time is no longer the one the claim set (the schedule changed, or another fire
+   * happened). `true` when given back.
+   */
+  async refire(environment: string, name: string, claimed: Date | null, fireAt: Date): Promise<boolean> {
+    const rows = returned<unknown>(
+      await this.db.query(
+        `UPDATE tapyard.taps SET next_fire_at = $4
+         WHERE environment = $1 AND name = $2 AND next_fire_at IS NOT DISTINCT FROM $3
+         RETURNING name`,
+        [environment, name, claimed, fireAt],
+      ),
+    );
+    return rows.length > 0;
+  }
+
   async startRun(environment: string, e: RunLogEntry): Promise<void> {
     await this.db.query(
       `INSERT INTO tapyard.tap_runs (run_id, environment, tap, mode, trigger, status, started_at)
