@@ -222,9 +222,15 @@ function ItemView({
             Tool <code>{item.name}</code>{' '}
             {item.error ? 'refused or failed' : item.result === undefined ? 'running…' : 'done'}
           </summary>
+          <p className="hint">Arguments</p>
           <pre>{JSON.stringify(item.args, null, 2)}</pre>
           {item.error && <p className="problem">{item.error}</p>}
-          {item.result !== undefined && <pre>{JSON.stringify(item.result, null, 2)}</pre>}
+          {item.result !== undefined && (
+            <>
+              <p className="hint">Result</p>
+              <pre>{JSON.stringify(item.result, null, 2)}</pre>
+            </>
+          )}
         </details>
       );
     case 'pending':

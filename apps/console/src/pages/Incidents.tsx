@@ -255,7 +255,7 @@ function IncidentDetail({ id, changed }: { id: string; changed: () => void }): R
         </>
       )}
       {incident && open && (
-        <div className="actions">
+        <div className="row">
           <Refused reason={refused} />
           <button type="button" onClick={() => void act('verify')} disabled={refused !== null || busy}>
             Verify
