@@ -8,6 +8,7 @@ import {
   pastedKeyProblem,
   signInKind,
 } from './logic/auth-mode';
+import { DataPage } from './pages/data-pages';
 import { Keys } from './pages/Keys';
 import { Overview } from './pages/Overview';
 import { Pipelines } from './pages/Pipelines';
@@ -24,6 +25,10 @@ const PAGES: { path: string; title: string }[] = [
   { path: '/', title: 'Overview' },
   { path: '/pipelines', title: 'Pipelines' },
   { path: '/admin/keys', title: 'API keys' },
+  { path: '/documents', title: 'Documents and search' },
+  { path: '/query', title: 'Query' },
+  { path: '/assistant', title: 'Assistant' },
+  { path: '/incidents', title: 'CodeGen and incidents' },
 ];
 
 export function App(): ReactNode {
@@ -139,6 +144,10 @@ function Shell({
         {page.path === '/' && <Overview />}
         {page.path === '/pipelines' && <Pipelines />}
         {page.path === '/admin/keys' && <Keys />}
+        {page.path === '/documents' && <DataPage name="documents" />}
+        {page.path === '/query' && <DataPage name="query" />}
+        {page.path === '/assistant' && <DataPage name="assistant" />}
+        {page.path === '/incidents' && <DataPage name="incidents" />}
       </main>
     </div>
   );

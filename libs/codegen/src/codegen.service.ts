@@ -75,6 +75,32 @@ export class CodegenService {
     }));
   }
 
+  /** One version as listed, with its text: what a reader compares before restoring it. */
+  async versionWithScript(
+    environment: string,
+    pipeline: string,
+    kind: string,
+    version: number,
+  ): Promise<VersionItem & { script: string }> {
+    const { def, k } = await this.target(environment, pipeline, kind, false);
+    await this.numberFirst(environment, def.name, k);
+    const v = await this.repo.version(environment, def.name, k, version);
+    if (v === null) {
+      throw new NotFoundError(`the ${k} script of pipeline '${def.name}' has no version ${version}`).coded(
+        CodegenErrorCode.VersionNotFound,
+      );
+    }
+    return {
+      version: v.version,
+      origin: v.origin,
+      model: v.model,
+      generatedAt: v.generatedAt,
+      fingerprint: v.fingerprint,
+      commitSha: v.commitSha,
+      script: v.script,
+    };
+  }
+
   /**
    * Writes a new script with the model. A script that fails its checks or dry run leaves the entry
    * pending with the reason (the live one keeps running); a repository file edited since the recorded

@@ -11,6 +11,7 @@ import {
   CodegenEntriesDto,
   CodegenEntryDto,
   CodegenVersionDto,
+  CodegenVersionScriptDto,
   RegenerateQueryDto,
 } from './codegen-scripts.dto';
 
@@ -50,6 +51,27 @@ export class CodegenScriptsController {
     @Param('kind') kind: string,
   ): Promise<VersionItem[]> {
     return this.codegen.versions(env, name, kind);
+  }
+
+  @Get(':kind/versions/:version')
+  @Requires('pipeline:read', pipelineInPath('name'))
+  @ApiOperation({
+    summary: 'One version of a script with its text',
+    description: 'What the console compares (a diff of two versions) before a restore.',
+  })
+  @ApiOkResponse({ type: CodegenVersionScriptDto })
+  @ApiErrors({ 400: 'Unknown kind', 404: 'Unknown pipeline or version' })
+  version(
+    @RequestEnvironment() env: string,
+    @Param('name') name: string,
+    @Param('kind') kind: string,
+    @Param(
+      'version',
+      new ParseIntPipe({ exceptionFactory: () => new ValidationError('version must be an integer') }),
+    )
+    version: number,
+  ): Promise<CodegenVersionScriptDto> {
+    return this.codegen.versionWithScript(env, name, kind, version);
   }
 
   @Post(':kind/regenerate')

@@ -75,3 +75,7 @@ export class CodegenVersionDto {
   @ApiProperty({ nullable: true, type: String }) fingerprint!: string | null;
   @ApiProperty({ nullable: true, type: String }) commitSha!: string | null;
 }
+
+export class CodegenVersionScriptDto extends CodegenVersionDto {
+  @ApiProperty({ description: "The version's text as it was stored" }) script!: string;
+}

@@ -98,7 +98,7 @@ interface JobState {
   events: StatusEntry[];
 }
 
-function Upload({ pipeline }: { pipeline: string }): ReactNode {
+export function Upload({ pipeline }: { pipeline: string }): ReactNode {
   const refused = useRefusal('pipeline:upload');
   const [file, setFile] = useState<File | null>(null);
   const [sent, setSent] = useState<{ sent: number; total: number } | null>(null);
