@@ -11,6 +11,9 @@ import {
 import { Keys } from './pages/Keys';
 import { Overview } from './pages/Overview';
 import { Pipelines } from './pages/Pipelines';
+import { Secrets } from './pages/Secrets';
+import { Tenants } from './pages/Tenants';
+import { Users } from './pages/Users';
 import { navigate, usePath } from './router';
 import { SessionContext } from './session';
 
@@ -24,6 +27,9 @@ const PAGES: { path: string; title: string }[] = [
   { path: '/', title: 'Overview' },
   { path: '/pipelines', title: 'Pipelines' },
   { path: '/admin/keys', title: 'API keys' },
+  { path: '/admin/users', title: 'Users' },
+  { path: '/admin/secrets', title: 'Secrets' },
+  { path: '/admin/tenants', title: 'Tenants' },
 ];
 
 export function App(): ReactNode {
@@ -139,6 +145,9 @@ function Shell({
         {page.path === '/' && <Overview />}
         {page.path === '/pipelines' && <Pipelines />}
         {page.path === '/admin/keys' && <Keys />}
+        {page.path === '/admin/users' && <Users />}
+        {page.path === '/admin/secrets' && <Secrets />}
+        {page.path === '/admin/tenants' && <Tenants />}
       </main>
     </div>
   );
