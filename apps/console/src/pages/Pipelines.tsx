@@ -27,6 +27,7 @@ export function Pipelines(): ReactNode {
   const pipelines = list.data;
   const [search, setSearch] = useState('');
   const [open, setOpen] = useState<Open>(null);
+  const [notice, setNotice] = useState<string | null>(null);
   const createRefused = useRefusal('pipeline:create');
   const deleteRefused = useRefusal('pipeline:delete');
 
@@ -41,6 +42,11 @@ export function Pipelines(): ReactNode {
   return (
     <>
       <Problem text={list.problem} />
+      {notice && (
+        <p className="notice" role="status">
+          {notice}
+        </p>
+      )}
       <div className="actions">
         <label className="search">
           Search pipelines
@@ -55,7 +61,10 @@ export function Pipelines(): ReactNode {
       <div className="actions">
         <button
           type="button"
-          onClick={() => setOpen({ kind: 'create' })}
+          onClick={() => {
+            setNotice(null);
+            setOpen({ kind: 'create' });
+          }}
           disabled={createRefused !== null}
           title={createRefused ?? undefined}
         >
@@ -131,8 +140,9 @@ export function Pipelines(): ReactNode {
         <DeletePipeline
           key={open.pipeline}
           pipeline={open.pipeline}
-          deleted={() => {
+          deleted={(report) => {
             setOpen(null);
+            setNotice(report);
             void list.reload();
           }}
         />
@@ -142,11 +152,16 @@ export function Pipelines(): ReactNode {
 }
 
 /** Delete with its data, once the pipeline's exact name is typed. */
-function DeletePipeline({ pipeline, deleted }: { pipeline: string; deleted: () => void }): ReactNode {
+function DeletePipeline({
+  pipeline,
+  deleted,
+}: {
+  pipeline: string;
+  deleted: (report: string) => void;
+}): ReactNode {
   const [typed, setTyped] = useState('');
   const [withData, setWithData] = useState(true);
   const [problem, setProblem] = useState<string | null>(null);
-  const [report, setReport] = useState<string | null>(null);
 
   const submit = async (e: FormEvent): Promise<void> => {
     e.preventDefault();
@@ -156,19 +171,12 @@ function DeletePipeline({ pipeline, deleted }: { pipeline: string; deleted: () =
       params: { query: { pipeline, deleteData: withData } },
     });
     if (!data) return setProblem(problemOf(error, response));
-    setReport(
+    deleted(
       `Pipeline ${pipeline} deleted${data.dataDeleted ? ' with its data' : ''}.` +
         (data.skipped?.length ? ` Left in place: ${data.skipped.map((s) => s.object).join(', ')}.` : ''),
     );
-    deleted();
   };
 
-  if (report)
-    return (
-      <p className="notice" role="status">
-        {report}
-      </p>
-    );
   return (
     <section aria-labelledby="delete-title" className="panel">
       <h2 id="delete-title">Delete {pipeline}</h2>

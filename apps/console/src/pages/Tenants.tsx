@@ -1,4 +1,4 @@
-import { type FormEvent, type ReactNode, useContext, useEffect, useState } from 'react';
+import { type FormEvent, type ReactNode, useContext, useEffect, useId, useState } from 'react';
 import { api, problemOf, type Schemas } from '../api/client';
 import { Problem, Refused } from '../components';
 import { tenantRefusal } from '../logic/tenants';
@@ -43,6 +43,7 @@ function FirstKey({ refused, issued }: { refused: string | null; issued: (s: Sho
   const [tenant, setTenant] = useState('');
   const [label, setLabel] = useState('');
   const [template, setTemplate] = useState<Template>('full-access');
+  const templateId = useId();
   const [problem, setProblem] = useState<string | null>(null);
   const submit = async (e: FormEvent): Promise<void> => {
     e.preventDefault();
@@ -74,14 +75,18 @@ function FirstKey({ refused, issued }: { refused: string | null; issued: (s: Sho
               autoComplete="off"
             />
           </label>
-          <label>
-            Key template
-            <select value={template} onChange={(e) => setTemplate(e.target.value as Template)}>
+          <div className="field">
+            <label htmlFor={templateId}>Key template</label>
+            <select
+              id={templateId}
+              value={template}
+              onChange={(e) => setTemplate(e.target.value as Template)}
+            >
               {TEMPLATES.map((t) => (
                 <option key={t}>{t}</option>
               ))}
             </select>
-          </label>
+          </div>
           <button type="submit">Issue tenant key</button>
         </fieldset>
       </form>

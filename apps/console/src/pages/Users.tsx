@@ -1,4 +1,4 @@
-import { type FormEvent, type ReactNode, useState } from 'react';
+import { type FormEvent, type ReactNode, useId, useState } from 'react';
 import { api, problemOf, type Schemas } from '../api/client';
 import { Problem, Refused } from '../components';
 import { useRefusal } from '../session';
@@ -139,6 +139,7 @@ function CreateUser({ refused, created }: { refused: string | null; created: () 
   const [username, setUsername] = useState('');
   const [password, setPassword] = useState('');
   const [role, setRole] = useState<Role>('viewer');
+  const roleId = useId();
   const [problem, setProblem] = useState<string | null>(null);
 
   const submit = async (e: FormEvent): Promise<void> => {
@@ -178,14 +179,15 @@ function CreateUser({ refused, created }: { refused: string | null; created: () 
               autoComplete="new-password"
             />
           </label>
-          <label>
-            Role
-            <select value={role} onChange={(e) => setRole(e.target.value as Role)}>
+          {/* Not wrapped: a wrapping label would take the options' text into the select's name. */}
+          <div className="field">
+            <label htmlFor={roleId}>Role</label>
+            <select id={roleId} value={role} onChange={(e) => setRole(e.target.value as Role)}>
               {ROLES.map((r) => (
                 <option key={r}>{r}</option>
               ))}
             </select>
-          </label>
+          </div>
           <button type="submit">Create user</button>
         </fieldset>
       </form>
