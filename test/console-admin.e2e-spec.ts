@@ -239,12 +239,28 @@ consoleDescribe('test/console-admin.e2e-spec.ts')('the console’s administratio
       await page.getByRole('button', { name: `Edit ${table}_kept` }).click();
       await page.getByText('Your role (viewer) lacks the capability pipeline:update.').waitFor();
       expect(await page.getByRole('button', { name: 'Save changes' }).isDisabled()).toBe(true);
+      // Each page fits a phone-width screen: wide tables scroll inside their box, forms wrap.
+      await page.setViewportSize({ width: 390, height: 900 });
+      const overflow = (): Promise<number> =>
+        page.evaluate(() => {
+          const w = globalThis as unknown as {
+            innerWidth: number;
+            document: { documentElement: { scrollWidth: number } };
+          };
+          return w.document.documentElement.scrollWidth - w.innerWidth;
+        });
+      expect(await overflow()).toBeLessThanOrEqual(0);
       await page.getByRole('link', { name: 'Users' }).click();
       await page.getByText('Your role (viewer) lacks the capability user:read.').waitFor();
+      expect(await overflow()).toBeLessThanOrEqual(0);
       expect(await page.getByRole('button', { name: 'Create user' }).isDisabled()).toBe(true);
       await page.getByRole('link', { name: 'Secrets' }).click();
       await page.getByText('Your role (viewer) lacks the capability secret:read.').waitFor();
       expect(await page.getByRole('button', { name: 'Save secret' }).isDisabled()).toBe(true);
+      expect(await overflow()).toBeLessThanOrEqual(0);
+      await page.getByRole('link', { name: 'Tenants' }).click();
+      await page.getByText('This instance is not multi-tenant', { exact: false }).waitFor();
+      expect(await overflow()).toBeLessThanOrEqual(0);
       await shot(page, 'secrets-viewer');
       await page.context().close();
     });

@@ -212,7 +212,7 @@ function SecretForm({
             />
           </label>
           {rows.map((r, i) => (
-            <div className="actions" key={i}>
+            <div className="field-row" key={i}>
               <label>
                 Field {i + 1}
                 <input
