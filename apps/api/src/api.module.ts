@@ -15,6 +15,7 @@ import { DESTINATION_PLUGINS, DestinationsModule } from '@tapyard/destinations';
 import { PipelinesController } from './pipelines/pipelines.controller';
 import { CodegenScriptsController } from './pipelines/codegen-scripts.controller';
 import { StatusController } from './pipelines/status.controller';
+import { JobsController } from './pipelines/jobs.controller';
 import { PlatformController } from './platform/platform.controller';
 import { SecretsController } from './secrets/secrets.controller';
 import { ApiMetrics } from './metrics/metrics';
@@ -105,6 +106,7 @@ export class ApiModule {
         IncidentsController,
         IncidentThresholdsController,
         StatusController,
+        JobsController,
         MetricsController,
         ProbesController,
         AuthController,

@@ -12,6 +12,9 @@ import { DataPage } from './pages/data-pages';
 import { Keys } from './pages/Keys';
 import { Overview } from './pages/Overview';
 import { Pipelines } from './pages/Pipelines';
+import { Secrets } from './pages/Secrets';
+import { Tenants } from './pages/Tenants';
+import { Users } from './pages/Users';
 import { navigate, usePath } from './router';
 import { SessionContext } from './session';
 
@@ -29,6 +32,9 @@ const PAGES: { path: string; title: string }[] = [
   { path: '/query', title: 'Query' },
   { path: '/assistant', title: 'Assistant' },
   { path: '/incidents', title: 'CodeGen and incidents' },
+  { path: '/admin/users', title: 'Users' },
+  { path: '/admin/secrets', title: 'Secrets' },
+  { path: '/admin/tenants', title: 'Tenants' },
 ];
 
 export function App(): ReactNode {
@@ -148,6 +154,9 @@ function Shell({
         {page.path === '/query' && <DataPage name="query" />}
         {page.path === '/assistant' && <DataPage name="assistant" />}
         {page.path === '/incidents' && <DataPage name="incidents" />}
+        {page.path === '/admin/users' && <Users />}
+        {page.path === '/admin/secrets' && <Secrets />}
+        {page.path === '/admin/tenants' && <Tenants />}
       </main>
     </div>
   );

@@ -190,6 +190,24 @@ export interface Destination {
    * returns how many loaded rows were removed. Only destinations that can take rows back have it.
    */
   removeRows?(target: LoadTarget): Promise<number>;
+  /**
+   * A page of what one job left here, read back by its load id: the rows it loaded (`loaded`, each an
+   * object of column → JSON value) or the rows it rejected (`rejects`, line order). Only destinations
+   * that keep rows where they can be read back have it.
+   */
+  readRows?(target: LoadTarget, which: 'loaded' | 'rejects', page: RowsPage): Promise<ReadBack>;
+}
+
+/** Which rows of a job to read back. */
+export interface RowsPage {
+  limit: number;
+  offset: number;
+}
+
+/** A page of a job's rows read back, and where they were read (`tapyard.public.sales`). */
+export interface ReadBack {
+  location: string;
+  rows: Record<string, unknown>[];
 }
 
 /** What became of one recorded object; `dropped` false with the reason it was left alone. */

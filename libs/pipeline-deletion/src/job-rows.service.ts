@@ -10,6 +10,7 @@ import {
   PipelinePolicy,
   PipelinesService,
   jobNotFoundMessage,
+  pipelineScope,
 } from '@tapyard/pipelines';
 import { StatusService } from '@tapyard/status';
 
@@ -24,6 +25,15 @@ export class JobNotFoundError extends NotFoundError {
 /** A job whose rows cannot be taken back now (it runs) or ever (they carry no load id). */
 export class RowsNotRemovableError extends ConflictError {
   override domainCode: DomainCode = PipelineErrorCode.RowsNotRemovable;
+}
+
+/** A page of one job's loaded or rejected rows, read back from the first destination that keeps them. */
+export interface JobRowsPage {
+  /** Where they were read; null when no destination of the pipeline can read rows back (sinks, files). */
+  location: string | null;
+  /** The pipeline's columns, in schema order (the keys of each loaded row). */
+  columns: string[];
+  rows: Record<string, unknown>[];
 }
 
 export interface RemovedRows {
@@ -47,6 +57,56 @@ export class JobRowsService {
     private readonly status: StatusService,
     private readonly sections: DestinationSections,
   ) {}
+
+  /**
+   * Reads back a page of what a job left: `rejects` (line, stage, reason) needs job:read on the job, as
+   * its status does; `loaded` rows are data, so search:query on the pipeline's database too (as the SQL
+   * route would need to read them). A job the caller may not see is answered as absent.
+   */
+  async read(
+    environment: string,
+    pipelineToken: string,
+    access: AccessCheck,
+    which: 'loaded' | 'rejects',
+    page: { limit: number; offset: number },
+  ): Promise<JobRowsPage> {
+    const job = await this.status.job(environment, pipelineToken);
+    const stored = job && (await this.pipelines.find(environment, job.pipeline));
+    if (!job || !stored) throw new JobNotFoundError(pipelineToken);
+    const def = stored.definition;
+    access.assertVisible(
+      'read',
+      'job',
+      job.scope ?? pipelineScope(def),
+      jobNotFoundMessage(pipelineToken),
+      PipelineErrorCode.JobNotFound,
+    );
+    if (which === 'loaded') {
+      access.require(
+        'query',
+        'search',
+        { database: def.destination.database?.dbName ?? null },
+        'to read the rows a job loaded',
+      );
+    }
+    this.sections.assertAllowed(this.config, environment, def.destination);
+    const columns =
+      which === 'loaded'
+        ? def.source.schemaProperties.fields.map((f) => f.name)
+        : ['line', 'stage', 'reason'];
+    const reader = destinationsFor(this.destinations, def.destination).find((d) => d.readRows);
+    if (!reader?.readRows) return { location: null, columns, rows: [] };
+    const target = {
+      environment,
+      pipeline: job.pipeline,
+      destination: def.destination,
+      columns: def.source.schemaProperties.fields,
+      pipelineToken,
+      loadId: stored.loadId,
+    };
+    const { location, rows } = await reader.readRows(target, which, page);
+    return { location, columns, rows };
+  }
 
   async remove(environment: string, pipelineToken: string, access: AccessCheck): Promise<RemovedRows> {
     const job = await this.status.job(environment, pipelineToken);

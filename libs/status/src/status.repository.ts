@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { escapeLiteral } from 'pg';
 import { DataSource } from 'typeorm';
-import { JobRef, JobRow, JobRows, JobStatus, ProcessName, StageState } from './status.types';
+import { JobRef, JobRow, JobRows, JobScope, JobStatus, ProcessName, StageState } from './status.types';
 
 export interface EventRow {
   id: string;
@@ -112,9 +112,9 @@ export class StatusRepository {
   async job(
     environment: string,
     pipelineToken: string,
-  ): Promise<{ pipeline: string; ended: boolean } | null> {
-    const rows: { pipeline: string; ended: boolean }[] = await this.db.query(
-      `SELECT pipeline, ended_at IS NOT NULL AS ended FROM tapyard.jobs WHERE environment = $1 AND pipeline_token = $2`,
+  ): Promise<{ pipeline: string; ended: boolean; scope: JobScope | null } | null> {
+    const rows: { pipeline: string; ended: boolean; scope: JobScope | null }[] = await this.db.query(
+      `SELECT pipeline, ended_at IS NOT NULL AS ended, scope FROM tapyard.jobs WHERE environment = $1 AND pipeline_token = $2`,
       [environment, pipelineToken],
     );
     return rows[0] ?? null;
@@ -190,6 +190,15 @@ export class StatusRepository {
       `SELECT ${JOB_COLUMNS} FROM tapyard.jobs WHERE environment = $1 AND pipeline = $2
        ORDER BY started_at DESC, pipeline_token LIMIT $3 OFFSET $4`,
       [environment, pipeline, limit, offset],
+    );
+  }
+
+  /** Jobs of every pipeline of the environment, newest first. */
+  recentJobs(environment: string, limit: number, offset: number): Promise<JobRow[]> {
+    return this.db.query(
+      `SELECT ${JOB_COLUMNS} FROM tapyard.jobs WHERE environment = $1
+       ORDER BY started_at DESC, pipeline_token LIMIT $2 OFFSET $3`,
+      [environment, limit, offset],
     );
   }
 

@@ -13,8 +13,11 @@ import {
   JobRows,
   JobStatus,
   JobSummary,
+  JobScope,
   JobsFilter,
   ProcessName,
+  RECENT_BATCH,
+  RECENT_PAGE_SIZE,
   Rollup,
   RollupJob,
   RollupJobStatus,
@@ -92,8 +95,14 @@ export class StatusService {
     return this.repo.ended(environment, pipelineToken);
   }
 
-  /** The pipeline a job loaded for, and whether it ended; null when no job of the environment has the token. */
-  job(environment: string, pipelineToken: string): Promise<{ pipeline: string; ended: boolean } | null> {
+  /**
+   * The pipeline a job loaded for, whether it ended and its recorded scope; null when no job of the
+   * environment has the token.
+   */
+  job(
+    environment: string,
+    pipelineToken: string,
+  ): Promise<{ pipeline: string; ended: boolean; scope: JobScope | null } | null> {
     return this.repo.job(environment, pipelineToken);
   }
 
@@ -178,6 +187,24 @@ export class StatusService {
       (page - 1) * SUMMARY_PAGE_SIZE,
     );
     return visible(rows).map(toSummary);
+  }
+
+  /**
+   * The newest jobs of every pipeline the caller may see, as rollup entries, `RECENT_PAGE_SIZE` per page.
+   * Visibility is decided per job (its recorded scope), so the jobs are read in batches until the page is
+   * full or none are left: a scoped caller's page is never short because others' jobs came first.
+   */
+  async recentJobs(environment: string, page: number, visible = ALL_JOBS): Promise<RollupJob[]> {
+    const wanted = page * RECENT_PAGE_SIZE;
+    const batch = Math.max(wanted, RECENT_BATCH);
+    const shown: JobRow[] = [];
+    for (let offset = 0; shown.length < wanted; offset += batch) {
+      const rows = await this.repo.recentJobs(environment, batch, offset);
+      shown.push(...visible(rows));
+      if (rows.length < batch) break;
+    }
+    const now = this.clock.now();
+    return shown.slice(wanted - RECENT_PAGE_SIZE, wanted).map((r) => this.rollupJob(r, now));
   }
 
   deleteAll(environment: string): Promise<number> {

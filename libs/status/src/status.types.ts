@@ -135,3 +135,7 @@ export const systemClock: Clock = { now: () => Date.now() };
 
 export const JOB_TIMEOUT_MS = 8 * 60 * 60 * 1000;
 export const SUMMARY_PAGE_SIZE = 50;
+/** Jobs per page of the recent jobs of every pipeline (`GET /pipeline/jobs`). */
+export const RECENT_PAGE_SIZE = 20;
+/** Jobs read per query while filling a page of recent jobs for a scoped caller. */
+export const RECENT_BATCH = 200;

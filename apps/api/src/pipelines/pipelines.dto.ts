@@ -184,3 +184,81 @@ export const SUMMARY_EXAMPLE = {
   totalTime: '2.877s',
   status: 'end',
 };
+
+export class PageQueryDto {
+  @ApiPropertyOptional({ default: 1, description: 'Page number, from 1' })
+  @OptionalNotNull()
+  @Transform(({ value }) => (typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value))
+  @IsInt({ message: 'page must be a positive integer' })
+  @Min(1, { message: 'page must be a positive integer' })
+  @Max(1000000)
+  page?: number;
+}
+
+export class JobErrorDto {
+  @ApiProperty({ example: 'PostgresLoader' }) processName!: string;
+  @ApiProperty({ example: 'connection refused' }) description!: string;
+}
+
+export class RecentJobDto {
+  @ApiProperty({ example: '6f1c2d9e-0c7a-4c59-9e55-2f7f1b7e0a11' }) pipelineToken!: string;
+  @ApiProperty({ example: 'sales' }) pipeline!: string;
+  @ApiProperty({ example: 'sales-2026-11.csv' }) filename!: string;
+  @ApiProperty({ enum: ['processing', 'success', 'warning', 'error', 'timed_out'] }) status!: string;
+  @ApiProperty({ example: '2026-11-22T05:03:48.143Z' }) startedAt!: string;
+  @ApiProperty({ example: '2026-11-22T05:03:51.020Z' }) lastEventAt!: string;
+  @ApiProperty({ example: '2.877s' }) elapsed!: string;
+  @ApiProperty({ type: JobErrorDto, nullable: true }) lastError!: JobErrorDto | null;
+  @ApiProperty({ type: 'integer', nullable: true, description: 'null until the job ends' })
+  rowsLoaded!: number | null;
+  @ApiProperty({ type: 'integer', nullable: true, description: 'null until the job ends' })
+  rowsRejected!: number | null;
+}
+
+export class JobRejectDto {
+  @ApiProperty({ example: 7, description: 'Line of the input (1 is the header of a CSV file with one)' })
+  line!: number;
+  @ApiProperty({ example: 'DataQuality' }) stage!: string;
+  @ApiProperty({ example: "column 'qty': 'abc' is not an int" }) reason!: string;
+}
+
+export class JobRejectsPageDto {
+  @ApiProperty({ example: '6f1c2d9e-0c7a-4c59-9e55-2f7f1b7e0a11' }) pipelineToken!: string;
+  @ApiProperty({
+    type: 'string',
+    nullable: true,
+    example: 'tapyard.public.sales_rejects',
+    description: 'Where they were read; null when no destination of the pipeline keeps rows to read back',
+  })
+  location!: string | null;
+  @ApiProperty({ example: 1 }) page!: number;
+  @ApiProperty({ example: 50 }) pageSize!: number;
+  @ApiProperty({ type: [JobRejectDto], description: 'In line order; fewer than pageSize on the last page' })
+  rejects!: JobRejectDto[];
+}
+
+export class JobRowsPageDto {
+  @ApiProperty({ example: '6f1c2d9e-0c7a-4c59-9e55-2f7f1b7e0a11' }) pipelineToken!: string;
+  @ApiProperty({
+    type: 'string',
+    nullable: true,
+    example: 'tapyard.public.sales',
+    description: 'Where they were read; null when no destination of the pipeline keeps rows to read back',
+  })
+  location!: string | null;
+  @ApiProperty({ example: 1 }) page!: number;
+  @ApiProperty({ example: 50 }) pageSize!: number;
+  @ApiProperty({
+    type: [String],
+    example: ['id', 'item'],
+    description: "The pipeline's columns, in schema order",
+  })
+  columns!: string[];
+  @ApiProperty({
+    type: 'array',
+    items: { type: 'object', additionalProperties: true },
+    example: [{ id: 1, item: 'apple' }],
+    description: 'Rows as JSON objects (column → value; dates as ISO text)',
+  })
+  rows!: Record<string, unknown>[];
+}

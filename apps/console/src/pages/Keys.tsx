@@ -1,13 +1,14 @@
-import { type FormEvent, type ReactNode, useCallback, useEffect, useId, useState } from 'react';
+import { type FormEvent, type ReactNode, useId, useState } from 'react';
 import { api, problemOf, type Schemas } from '../api/client';
 import { Problem, Refused } from '../components';
 import { useRefusal } from '../session';
+import { useLoaded } from '../useLoaded';
 
 type Template = NonNullable<Schemas['IssueKeyDto']['template']>;
 const TEMPLATES: Template[] = ['read-only', 'rag-builder', 'reporting', 'ops', 'full-access'];
 
 /** A value the API shows once (issue, rotate): on screen until dismissed, never stored anywhere. */
-interface Shown {
+export interface Shown {
   label: string;
   key: string;
   action: 'issued' | 'rotated';
@@ -18,20 +19,12 @@ export function Keys(): ReactNode {
   const createRefused = useRefusal('key:create');
   const rotateRefused = useRefusal('key:update');
   const revokeRefused = useRefusal('key:delete');
-  const [keys, setKeys] = useState<Schemas['KeyViewDto'][] | null>(null);
+  const list = useLoaded(() => api.GET('/api/v1/keys'), readRefused);
+  const keys = list.data;
+  const load = list.reload;
   const [problem, setProblem] = useState<string | null>(null);
   const [shown, setShown] = useState<Shown | null>(null);
   const [confirming, setConfirming] = useState<string | null>(null);
-
-  const load = useCallback(async () => {
-    const { data, error, response } = await api.GET('/api/v1/keys');
-    if (data) setKeys(data);
-    else setProblem(problemOf(error, response));
-  }, []);
-
-  useEffect(() => {
-    if (!readRefused) void load();
-  }, [load, readRefused]);
 
   const rotate = async (label: string): Promise<void> => {
     setProblem(null);
@@ -55,7 +48,7 @@ export function Keys(): ReactNode {
 
   return (
     <>
-      <Problem text={problem} />
+      <Problem text={problem ?? list.problem} />
       {shown && <ShownOnce shown={shown} dismiss={() => setShown(null)} />}
       <IssueForm
         refused={createRefused}
@@ -236,7 +229,7 @@ function IssueForm({
   );
 }
 
-function ShownOnce({ shown, dismiss }: { shown: Shown; dismiss: () => void }): ReactNode {
+export function ShownOnce({ shown, dismiss }: { shown: Shown; dismiss: () => void }): ReactNode {
   const [copied, setCopied] = useState<string | null>(null);
   const copy = async (): Promise<void> => {
     try {

@@ -1,15 +1,13 @@
 import { type ReactNode, useEffect, useState } from 'react';
 import { api, problemOf, type Schemas } from '../api/client';
 import { Problem, Refused, StatusBadge } from '../components';
-import type { Rollup, RollupJob } from '../logic/rollup-view';
 import { useRefusal } from '../session';
 import { OpenIncidents } from './OpenIncidents';
 
 type Services = Record<string, Schemas['ServiceStatusDto']>;
 
-/** Jobs shown: the newest of the first pipelines listed, each with its rollup status. */
-const RECENT_JOBS = 8;
-const PIPELINES_SCANNED = 20;
+/** Jobs per page of `GET /pipeline/jobs`: a full page means there may be more. */
+const RECENT_PAGE = 20;
 
 export function Overview(): ReactNode {
   return (
@@ -54,45 +52,27 @@ function Health(): ReactNode {
 
 function RecentJobs(): ReactNode {
   const refused = useRefusal('job:read');
-  const [jobs, setJobs] = useState<RollupJob[] | null>(null);
+  const [page, setPage] = useState(1);
+  const [jobs, setJobs] = useState<Schemas['RecentJobDto'][] | null>(null);
   const [problem, setProblem] = useState<string | null>(null);
   useEffect(() => {
     if (refused) return;
-    void (async () => {
-      const list = await api.GET('/api/v1/pipelines');
-      if (!list.data) return setProblem(problemOf(list.error, list.response));
-      const summaries = await Promise.all(
-        list.data.slice(0, PIPELINES_SCANNED).map(async (p) => {
-          const { data } = await api.GET('/api/v1/pipeline/status', {
-            params: { query: { pipelinename: p.name } },
-          });
-          return (data ?? []) as { pipelineToken: string; createdAt: number }[];
-        }),
-      );
-      const newest = summaries
-        .flat()
-        .sort((a, b) => b.createdAt - a.createdAt)
-        .slice(0, RECENT_JOBS);
-      const rollups = await Promise.all(
-        newest.map(async (s) => {
-          const { data } = await api.GET('/api/v1/pipeline/status', {
-            params: { query: { pipelinetoken: s.pipelineToken, withrollup: true } },
-          });
-          return (data as { rollup: Rollup } | undefined)?.rollup.jobs[0];
-        }),
-      );
-      setJobs(rollups.filter((j): j is RollupJob => j !== undefined));
-    })();
-  }, [refused]);
+    void api
+      .GET('/api/v1/pipeline/jobs', { params: { query: { page } } })
+      .then(({ data, error, response }) => {
+        if (data) setJobs(data);
+        else setProblem(problemOf(error, response));
+      });
+  }, [refused, page]);
   return (
     <section aria-labelledby="jobs-title">
       <h2 id="jobs-title">Recent jobs</h2>
       <Refused reason={refused} />
       <Problem text={problem} />
-      {jobs && jobs.length === 0 && <p>No jobs yet: upload a file on the Pipelines page.</p>}
+      {jobs && jobs.length === 0 && page === 1 && <p>No jobs yet: upload a file on the Pipelines page.</p>}
       {jobs && jobs.length > 0 && (
         <div className="table-wrap">
-          <table>
+          <table aria-label="Recent jobs">
             <thead>
               <tr>
                 <th scope="col">Pipeline</th>
@@ -121,6 +101,16 @@ function RecentJobs(): ReactNode {
               ))}
             </tbody>
           </table>
+        </div>
+      )}
+      {jobs && (page > 1 || jobs.length === RECENT_PAGE) && (
+        <div className="actions">
+          <button type="button" disabled={page === 1} onClick={() => setPage(page - 1)}>
+            Newer jobs
+          </button>
+          <button type="button" disabled={jobs.length < RECENT_PAGE} onClick={() => setPage(page + 1)}>
+            Older jobs
+          </button>
         </div>
       )}
     </section>

@@ -1,7 +1,9 @@
 import { type FormEvent, type ReactNode, useEffect, useMemo, useState } from 'react';
-import { api, clientWithUploadProgress, problemOf, type Schemas } from '../api/client';
+import { api, clientWithUploadProgress, problemOf } from '../api/client';
 import { Problem, Refused, StatusBadge } from '../components';
+import { confirmsDeletion } from '../logic/pipeline-form';
 import {
+  type RejectView,
   type Rollup,
   type StatusEntry,
   rejectsOf,
@@ -10,22 +12,24 @@ import {
   stagesOf,
 } from '../logic/rollup-view';
 import { useRefusal } from '../session';
+import { useLoaded } from '../useLoaded';
+import { CreateFromSample, EditPipeline } from './PipelineEditor';
+import { JobRejects, RowsPreview } from './PipelineRows';
 
 /** How often a running job's status is read again. */
 const POLL_MS = 1000;
 
-export function Pipelines(): ReactNode {
-  const [pipelines, setPipelines] = useState<Schemas['PipelineListItemDto'][] | null>(null);
-  const [problem, setProblem] = useState<string | null>(null);
-  const [search, setSearch] = useState('');
-  const [selected, setSelected] = useState<string | null>(null);
+/** The panel open under the list: one pipeline's upload, edit or delete, or a new pipeline. */
+type Open = { kind: 'upload' | 'edit' | 'delete'; pipeline: string } | { kind: 'create' } | null;
 
-  useEffect(() => {
-    void api.GET('/api/v1/pipelines').then(({ data, error, response }) => {
-      if (data) setPipelines(data);
-      else setProblem(problemOf(error, response));
-    });
-  }, []);
+export function Pipelines(): ReactNode {
+  const list = useLoaded(() => api.GET('/api/v1/pipelines'));
+  const pipelines = list.data;
+  const [search, setSearch] = useState('');
+  const [open, setOpen] = useState<Open>(null);
+  const [notice, setNotice] = useState<string | null>(null);
+  const createRefused = useRefusal('pipeline:create');
+  const deleteRefused = useRefusal('pipeline:delete');
 
   const shown = useMemo(() => {
     const q = search.trim().toLowerCase();
@@ -33,19 +37,40 @@ export function Pipelines(): ReactNode {
       (p) => q === '' || p.name.toLowerCase().includes(q) || (p.catalog ?? '').toLowerCase().includes(q),
     );
   }, [pipelines, search]);
+  const selected = open && open.kind !== 'create' ? open.pipeline : null;
 
   return (
     <>
-      <Problem text={problem} />
-      <label className="search">
-        Search pipelines
-        <input
-          type="search"
-          value={search}
-          onChange={(e) => setSearch(e.target.value)}
-          placeholder="name or catalog"
-        />
-      </label>
+      <Problem text={list.problem} />
+      {notice && (
+        <p className="notice" role="status">
+          {notice}
+        </p>
+      )}
+      <div className="actions">
+        <label className="search">
+          Search pipelines
+          <input
+            type="search"
+            value={search}
+            onChange={(e) => setSearch(e.target.value)}
+            placeholder="name or catalog"
+          />
+        </label>
+      </div>
+      <div className="actions">
+        <button
+          type="button"
+          onClick={() => {
+            setNotice(null);
+            setOpen({ kind: 'create' });
+          }}
+          disabled={createRefused !== null}
+          title={createRefused ?? undefined}
+        >
+          New pipeline from a sample
+        </button>
+      </div>
       {pipelines && (
         <div className="table-wrap">
           <table aria-label="Pipelines">
@@ -64,7 +89,7 @@ export function Pipelines(): ReactNode {
             </thead>
             <tbody>
               {shown.map((p) => (
-                <tr key={p.name} aria-selected={p.name === selected}>
+                <tr key={p.name} aria-selected={p.name === selected} data-pipeline={p.name}>
                   <td>{p.name}</td>
                   <td>{p.catalog ?? '–'}</td>
                   <td>{p.sourceType}</td>
@@ -72,13 +97,31 @@ export function Pipelines(): ReactNode {
                   <td>{p.version}</td>
                   <td>{new Date(p.updatedAt).toLocaleString()}</td>
                   <td>
-                    <button
-                      type="button"
-                      onClick={() => setSelected(p.name)}
-                      aria-label={`Load a file into ${p.name}`}
-                    >
-                      Load a file
-                    </button>
+                    <div className="actions">
+                      <button
+                        type="button"
+                        onClick={() => setOpen({ kind: 'upload', pipeline: p.name })}
+                        aria-label={`Load a file into ${p.name}`}
+                      >
+                        Load a file
+                      </button>
+                      <button
+                        type="button"
+                        onClick={() => setOpen({ kind: 'edit', pipeline: p.name })}
+                        aria-label={`Edit ${p.name}`}
+                      >
+                        Edit
+                      </button>
+                      <button
+                        type="button"
+                        onClick={() => setOpen({ kind: 'delete', pipeline: p.name })}
+                        disabled={deleteRefused !== null}
+                        title={deleteRefused ?? undefined}
+                        aria-label={`Delete ${p.name}`}
+                      >
+                        Delete
+                      </button>
+                    </div>
                   </td>
                 </tr>
               ))}
@@ -87,8 +130,71 @@ export function Pipelines(): ReactNode {
           {shown.length === 0 && <p>No pipeline matches.</p>}
         </div>
       )}
-      {selected && <Upload key={selected} pipeline={selected} />}
+      {pipelines && (createRefused || deleteRefused) && <Refused reason={createRefused ?? deleteRefused} />}
+      {open?.kind === 'create' && <CreateFromSample saved={() => void list.reload()} />}
+      {open?.kind === 'upload' && <Upload key={open.pipeline} pipeline={open.pipeline} />}
+      {open?.kind === 'edit' && (
+        <EditPipeline key={open.pipeline} name={open.pipeline} saved={() => void list.reload()} />
+      )}
+      {open?.kind === 'delete' && (
+        <DeletePipeline
+          key={open.pipeline}
+          pipeline={open.pipeline}
+          deleted={(report) => {
+            setOpen(null);
+            setNotice(report);
+            void list.reload();
+          }}
+        />
+      )}
     </>
+  );
+}
+
+/** Delete with its data, once the pipeline's exact name is typed. */
+function DeletePipeline({
+  pipeline,
+  deleted,
+}: {
+  pipeline: string;
+  deleted: (report: string) => void;
+}): ReactNode {
+  const [typed, setTyped] = useState('');
+  const [withData, setWithData] = useState(true);
+  const [problem, setProblem] = useState<string | null>(null);
+
+  const submit = async (e: FormEvent): Promise<void> => {
+    e.preventDefault();
+    if (!confirmsDeletion(typed, pipeline)) return;
+    setProblem(null);
+    const { data, error, response } = await api.DELETE('/api/v1/pipeline', {
+      params: { query: { pipeline, deleteData: withData } },
+    });
+    if (!data) return setProblem(problemOf(error, response));
+    deleted(
+      `Pipeline ${pipeline} deleted${data.dataDeleted ? ' with its data' : ''}.` +
+        (data.skipped?.length ? ` Left in place: ${data.skipped.map((s) => s.object).join(', ')}.` : ''),
+    );
+  };
+
+  return (
+    <section aria-labelledby="delete-title" className="panel">
+      <h2 id="delete-title">Delete {pipeline}</h2>
+      <form onSubmit={submit}>
+        <label className="inline-check">
+          <input type="checkbox" checked={withData} onChange={(e) => setWithData(e.target.checked)} />
+          Also delete the data it loaded (its table, rejects and job files)
+        </label>
+        <label>
+          Type the pipeline's name ({pipeline}) to confirm
+          <input value={typed} onChange={(e) => setTyped(e.target.value)} autoComplete="off" />
+        </label>
+        <button type="submit" className="danger" disabled={!confirmsDeletion(typed, pipeline)}>
+          Delete pipeline
+        </button>
+      </form>
+      <Problem text={problem} />
+    </section>
   );
 }
 
@@ -215,31 +321,46 @@ export function Upload({ pipeline }: { pipeline: string }): ReactNode {
               {rollupJob.lastError.processName}: {rollupJob.lastError.description}
             </p>
           )}
-          {rejects.length > 0 && (
-            <table aria-label="Rejected rows">
-              <thead>
-                <tr>
-                  <th scope="col">Line</th>
-                  <th scope="col">Reason</th>
-                </tr>
-              </thead>
-              <tbody>
-                {rejects.map((r) => (
-                  <tr key={`${r.line}:${r.reason}`}>
-                    <td>{r.line}</td>
-                    <td>{r.reason}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
+          {job.rollup?.allDone && rollupJob && (rollupJob.rowsRejected ?? 0) > 0 && (
+            <JobRejects token={job.token} fallback={<StatusRejects rejects={rejects} kept={kept} />} />
           )}
-          {kept && (
-            <p>
-              Rejected rows, with their line numbers and reasons, are kept in <code>{kept}</code>.
-            </p>
+          {job.rollup?.allDone && rollupJob && (rollupJob.rowsRejected ?? 0) === 0 && (
+            <StatusRejects rejects={rejects} kept={kept} />
           )}
+          {job.rollup?.allDone && (rollupJob?.rowsLoaded ?? 0) > 0 && <RowsPreview token={job.token} />}
         </div>
       )}
     </section>
+  );
+}
+
+/** Rejects as the status tells them, for a job whose destinations keep none to read back. */
+function StatusRejects({ rejects, kept }: { rejects: RejectView[]; kept: string | null }): ReactNode {
+  return (
+    <>
+      {rejects.length > 0 && (
+        <table aria-label="Rejected rows">
+          <thead>
+            <tr>
+              <th scope="col">Line</th>
+              <th scope="col">Reason</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rejects.map((r) => (
+              <tr key={`${r.line}:${r.reason}`}>
+                <td>{r.line}</td>
+                <td>{r.reason}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {kept && (
+        <p>
+          Rejected rows, with their line numbers and reasons, are kept in <code>{kept}</code>.
+        </p>
+      )}
+    </>
   );
 }

@@ -8,7 +8,9 @@ import {
   LoadResult,
   LoadTarget,
   Payload,
+  ReadBack,
   RejectedRow,
+  RowsPage,
   databaseOf,
 } from '../destination';
 import { CreatedObject, CreatedObjects } from '../ownership/created-objects';
@@ -203,6 +205,37 @@ export class PostgresDestination implements Destination {
         await client.query('ROLLBACK').catch(() => undefined);
         throw err;
       }
+    });
+  }
+
+  /**
+   * Rows as JSON (dates ISO, exact decimals as numbers) so that any column type reads the same; a table
+   * not there yet (nothing loaded) or without the load-id column (a pipeline older than load ids) holds
+   * none of the job's rows.
+   */
+  async readRows(target: LoadTarget, which: 'loaded' | 'rejects', page: RowsPage): Promise<ReadBack> {
+    const [data, rejects] = this.locations(target.destination);
+    const at = which === 'loaded' ? data : rejects;
+    const location = `${at.database}.${at.schema}.${at.name}`;
+    return this.withClient(at.database, async (client) => {
+      const { rows: present } = await client.query<{ ok: boolean }>(
+        `SELECT EXISTS (SELECT 1 FROM information_schema.columns
+           WHERE table_schema = $1 AND table_name = $2 AND column_name = $3) AS ok`,
+        [at.schema, at.name, which === 'loaded' ? LOAD_ID_COLUMN : 'pipeline_token'],
+      );
+      if (!present[0].ok) return { location, rows: [] };
+      const sql =
+        which === 'loaded'
+          ? `SELECT to_jsonb(t) - '${LOAD_ID_COLUMN}' AS row FROM ${qualified(at)} t
+             WHERE ${quoteIdent(LOAD_ID_COLUMN)} = $1 ORDER BY ctid LIMIT $2 OFFSET $3`
+          : `SELECT jsonb_build_object('line', line, 'stage', stage, 'reason', reason) AS row
+             FROM ${qualified(at)} WHERE pipeline_token = $1 ORDER BY line, ctid LIMIT $2 OFFSET $3`;
+      const { rows } = await client.query<{ row: Record<string, unknown> }>(sql, [
+        target.pipelineToken,
+        page.limit,
+        page.offset,
+      ]);
+      return { location, rows: rows.map((r) => r.row) };
     });
   }
 
