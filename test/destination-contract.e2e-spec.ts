@@ -27,6 +27,17 @@ describe('destination contract: fixtures', () => {
       [...CONTRACT_FIXTURES.keys()].filter((k) => !REGISTERED_LOADERS.includes(k)).map((k) => k.name),
     ).toEqual([]);
   });
+
+  it('the two contract files share the registered loaders between them, each loader in one', () => {
+    const first = contractShare('first');
+    const second = contractShare('second');
+    expect(first.length).toBeGreaterThan(0);
+    expect(second.length).toBeGreaterThan(0);
+    expect(first.filter((l) => second.includes(l))).toEqual([]);
+    expect([...first, ...second].map((l) => l.name).sort()).toEqual(
+      REGISTERED_LOADERS.map((l) => l.name).sort(),
+    );
+  });
 });
 
 describeDestinationContract(contractShare('first'));
