@@ -1,11 +1,13 @@
 import { lstatSync, readlinkSync, realpathSync } from 'node:fs';
-import { basename, dirname, posix } from 'node:path';
+import { basename, dirname, join, posix } from 'node:path';
 import { PythonLayout } from './python-layout';
 
 /** Fixed paths inside the sandbox: the script sees these, never the platform's layout. */
 export const SANDBOX_VENV = '/venv';
 export const SANDBOX_SCRIPT_DIR = '/tap';
 export const SANDBOX_HARNESS = '/sandbox/harness.py';
+/** The modules harness.py imports, beside it (sys.path[0] is the harness's directory). */
+export const HARNESS_PACKAGE = '_tapyard_harness';
 /** Where the platform's egress proxy socket appears; the harness relays 127.0.0.1:EGRESS_PORT to it. */
 export const SANDBOX_EGRESS_SOCKET = '/run/tapyard/egress.sock';
 export const SANDBOX_EGRESS_PORT = 3128;
@@ -61,6 +63,10 @@ export function bwrapArgs(plan: BwrapPlan): string[] {
   mounts.bindReadOnly(plan.venvDir, SANDBOX_VENV);
   mounts.bindReadOnly(plan.scriptPath, posix.join(SANDBOX_SCRIPT_DIR, basename(plan.scriptPath)));
   mounts.bindReadOnly(plan.harnessPath, SANDBOX_HARNESS);
+  mounts.bindReadOnly(
+    join(dirname(plan.harnessPath), HARNESS_PACKAGE),
+    posix.join(posix.dirname(SANDBOX_HARNESS), HARNESS_PACKAGE),
+  );
   if (plan.egressSocket) mounts.bind(plan.egressSocket, SANDBOX_EGRESS_SOCKET);
   const env = Object.entries(plan.env).flatMap(([k, v]) => ['--setenv', k, v]);
   return [
