@@ -11,6 +11,7 @@ import {
 import { Keys } from './pages/Keys';
 import { Overview } from './pages/Overview';
 import { Pipelines } from './pages/Pipelines';
+import { Taps } from './pages/Taps';
 import { navigate, usePath } from './router';
 import { SessionContext } from './session';
 
@@ -23,6 +24,7 @@ type State =
 const PAGES: { path: string; title: string }[] = [
   { path: '/', title: 'Overview' },
   { path: '/pipelines', title: 'Pipelines' },
+  { path: '/taps', title: 'Taps' },
   { path: '/admin/keys', title: 'API keys' },
 ];
 
@@ -138,6 +140,7 @@ function Shell({
         <h1>{page.title}</h1>
         {page.path === '/' && <Overview />}
         {page.path === '/pipelines' && <Pipelines />}
+        {page.path === '/taps' && <Taps />}
         {page.path === '/admin/keys' && <Keys />}
       </main>
     </div>
