@@ -12,6 +12,14 @@ export interface CodeEditorProps {
   readOnly?: boolean;
 }
 
+/** Inside the shadow root the page's style sheet does not apply: the editor's look is its own theme. */
+const THEME = EditorView.theme({
+  '&': { minHeight: '12rem', maxHeight: '32rem', backgroundColor: '#fff', fontSize: '0.9rem' },
+  '&.cm-focused': { outline: '3px solid #3b82f6', outlineOffset: '2px' },
+  '.cm-scroller': { fontFamily: 'ui-monospace, monospace', overflow: 'auto' },
+  '.cm-content, .cm-gutter': { minHeight: '12rem' },
+});
+
 /**
  * A Python editor (CodeMirror 6: syntax highlighting, line numbers, bracket matching, undo, search). Loaded
  * with React.lazy by the pages using it, so the editor's code is fetched only when one opens.
@@ -25,13 +33,21 @@ export default function CodeEditor({ label, value, onChange, readOnly = false }:
 
   useEffect(() => {
     if (!host.current) return;
+    // CodeMirror makes its styles at run time. In the document they would be an inline <style>, which the
+    // console's Content-Security-Policy (style-src 'self') refuses; in a shadow root they are constructed
+    // style sheets, which it allows. (The shadow root outlives a remount: attachShadow works once.)
+    const root = host.current.shadowRoot ?? host.current.attachShadow({ mode: 'open' });
+    const parent = document.createElement('div');
+    root.appendChild(parent);
     const v = new EditorView({
-      parent: host.current,
+      root,
+      parent,
       state: EditorState.create({
         doc: value,
         extensions: [
           basicSetup,
           python(),
+          THEME,
           EditorState.readOnly.of(readOnly),
           EditorView.editable.of(!readOnly),
           EditorView.contentAttributes.of({ 'aria-label': label }),
@@ -44,6 +60,7 @@ export default function CodeEditor({ label, value, onChange, readOnly = false }:
     view.current = v;
     return () => {
       v.destroy();
+      parent.remove();
       view.current = null;
     };
     // Created once per mount: the value is kept in step below; the label and mode do not change.
