@@ -1,4 +1,5 @@
-import { Browser, Page } from 'playwright-core';
+import { join } from 'node:path';
+import { Browser, Locator, Page } from 'playwright-core';
 import { newBootstrapKey } from './support/auth';
 import {
   Served,
@@ -53,6 +54,25 @@ consoleDescribe('test/console-taps.e2e-spec.ts')('the console: Taps', () => {
 
   const newPage = (path: string, width = 1280): Promise<Page> =>
     openPage(browser, `${served.url}${path}`, width);
+
+  /** The part of the page from `first` to `last` (for docs/images, kept small), beside the full-page shots. */
+  async function regionShot(page: Page, first: Locator, last: Locator, name: string): Promise<void> {
+    const [a, b] = [await first.boundingBox(), await last.boundingBox()];
+    if (!a || !b) throw new Error(`${name}: nothing to photograph`);
+    // Bounding boxes are in the viewport; a full-page clip is in the page.
+    const scrolled = await page.evaluate(() => (globalThis as unknown as { scrollY: number }).scrollY);
+    const top = Math.max(0, scrolled + a.y - 8);
+    await page.screenshot({
+      path: join(__dirname, '..', '.artifacts', 'console', `${name}.png`),
+      fullPage: true,
+      clip: {
+        x: 0,
+        y: top,
+        width: page.viewportSize()?.width ?? 1280,
+        height: scrolled + b.y + b.height + 8 - top,
+      },
+    });
+  }
 
   /** Replaces the editor's whole text as typed input (CodeMirror's own input handling). */
   async function typeScript(page: Page, script: string): Promise<void> {
@@ -153,7 +173,16 @@ consoleDescribe('test/console-taps.e2e-spec.ts')('the console: Taps', () => {
     expect(await history.locator('td').allTextContents()).toEqual(
       expect.arrayContaining(['run', 'manual', 'success', '3']),
     );
+    // The saved tap tested again: the page with the editor, the records, the logs and the history.
+    await page.getByRole('button', { name: 'Test', exact: true }).click();
+    await page.getByRole('table', { name: 'Test records' }).waitFor();
     await shot(page, 'taps-editor');
+    await regionShot(
+      page,
+      page.getByRole('heading', { name: 'Script' }),
+      page.getByRole('region', { name: 'Test result' }),
+      'taps-editor-region',
+    );
     await page.context().close();
   });
 
@@ -214,6 +243,12 @@ consoleDescribe('test/console-taps.e2e-spec.ts')('the console: Taps', () => {
     // Nothing is adopted before the person saves it.
     await served.api.http.get('/api/v1/tap?name=demo').set('x-api-key', boot).expect(404);
     await shot(page, 'taps-ai-diff');
+    await regionShot(
+      page,
+      page.getByRole('heading', { name: 'Script' }),
+      page.getByRole('button', { name: 'Save this version' }),
+      'taps-ai-diff-region',
+    );
     await page.getByRole('button', { name: 'Save this version' }).click();
     await page.getByRole('heading', { name: 'Tap demo' }).waitFor();
     const saved = await served.api.http.get('/api/v1/tap?name=demo').set('x-api-key', boot).expect(200);
