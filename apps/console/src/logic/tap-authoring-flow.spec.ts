@@ -8,6 +8,7 @@ const tested = (script: string, error: string | null = null, recordCount = 1): F
   durationMs: 40,
   logs: '',
   error,
+  aiExplanation: null,
 });
 
 describe('the AI authoring flow (spec rule 5 and the optimise regression guard)', () => {

@@ -13,6 +13,8 @@ export interface TestFacts {
   durationMs: number;
   logs: string;
   error: string | null;
+  /** The model's diagnosis of a failed or empty test (`aiExplanation`), handed to Fix. */
+  aiExplanation: string | null;
 }
 
 /** The last review of a script and whether it rewrote it. */

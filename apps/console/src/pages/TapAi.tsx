@@ -94,7 +94,13 @@ export function TapAi(props: Props): ReactNode {
           })
         : action === 'fix'
           ? api.POST('/api/v1/tap/fix', {
-              body: { ...base, script: before, error: test?.error ?? '', logs: test?.logs ?? '' },
+              body: {
+                ...base,
+                script: before,
+                error: test?.error ?? '',
+                logs: test?.logs ?? '',
+                ...(test?.aiExplanation ? { diagnosis: test.aiExplanation } : {}),
+              },
             })
           : action === 'review'
             ? api.POST('/api/v1/tap/review', { body: { ...base, ...facts } })
