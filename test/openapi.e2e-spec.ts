@@ -112,6 +112,13 @@ describe('OpenAPI and Swagger UI', () => {
     expect(jsonBodies).toBeGreaterThan(20);
   });
 
+  it("documents the tap configuration's nullable text fields as strings (the console's typed client reads them)", async () => {
+    const doc = (await api.http.get('/api/docs-json').expect(200)).body;
+    const { properties } = doc.components.schemas.TapConfigDto;
+    for (const field of ['scriptPath', 'targetPipeline', 'secretName', 'cronExpression', 'catalog'])
+      expect([field, properties[field].type, properties[field].nullable]).toEqual([field, 'string', true]);
+  });
+
   it('GET /metrics serves Prometheus text with route templates, never raw paths', async () => {
     await api.http.put('/api/v1/secrets/metrics-canary-name').send({ a: 'b' }).expect(200);
     const res = await api.http.get('/metrics').expect(200);

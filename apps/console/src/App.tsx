@@ -15,6 +15,7 @@ import { Pipelines } from './pages/Pipelines';
 import { Secrets } from './pages/Secrets';
 import { Tenants } from './pages/Tenants';
 import { Users } from './pages/Users';
+import { Taps } from './pages/Taps';
 import { navigate, usePath } from './router';
 import { SessionContext } from './session';
 
@@ -27,11 +28,12 @@ type State =
 const PAGES: { path: string; title: string }[] = [
   { path: '/', title: 'Overview' },
   { path: '/pipelines', title: 'Pipelines' },
-  { path: '/admin/keys', title: 'API keys' },
+  { path: '/taps', title: 'Taps' },
   { path: '/documents', title: 'Documents and search' },
   { path: '/query', title: 'Query' },
   { path: '/assistant', title: 'Assistant' },
   { path: '/incidents', title: 'CodeGen and incidents' },
+  { path: '/admin/keys', title: 'API keys' },
   { path: '/admin/users', title: 'Users' },
   { path: '/admin/secrets', title: 'Secrets' },
   { path: '/admin/tenants', title: 'Tenants' },
@@ -149,6 +151,7 @@ function Shell({
         <h1>{page.title}</h1>
         {page.path === '/' && <Overview />}
         {page.path === '/pipelines' && <Pipelines />}
+        {page.path === '/taps' && <Taps />}
         {page.path === '/admin/keys' && <Keys />}
         {page.path === '/documents' && <DataPage name="documents" />}
         {page.path === '/query' && <DataPage name="query" />}

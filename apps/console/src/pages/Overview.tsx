@@ -3,6 +3,7 @@ import { api, problemOf, type Schemas } from '../api/client';
 import { Problem, Refused, StatusBadge } from '../components';
 import { useRefusal } from '../session';
 import { OpenIncidents } from './OpenIncidents';
+import { FailingTaps } from './TapsFailing';
 
 type Services = Record<string, Schemas['ServiceStatusDto']>;
 
@@ -15,6 +16,7 @@ export function Overview(): ReactNode {
       <Health />
       <RecentJobs />
       <OpenIncidents />
+      <FailingTaps />
     </>
   );
 }

@@ -33,6 +33,7 @@ export class TapConfigDto {
 
   @ApiPropertyOptional({
     example: 'tap-scripts/github_issues_20261122T101530-3f9a.py',
+    type: String,
     nullable: true,
     description: 'An existing script version of this tap (e.g. to roll back); `script` writes a new one',
   })
@@ -50,7 +51,13 @@ export class TapConfigDto {
   @MaxLength(MAX_SCRIPT_BYTES)
   script?: string;
 
-  @ApiPropertyOptional({ example: 'issues', default: '', description: 'Pipeline fed by run mode' })
+  @ApiPropertyOptional({
+    example: 'issues',
+    default: '',
+    type: String,
+    nullable: true,
+    description: 'Pipeline fed by run mode',
+  })
   @IsOptional()
   @IsString()
   @MaxLength(128)
@@ -66,6 +73,7 @@ export class TapConfigDto {
 
   @ApiPropertyOptional({
     example: 'github',
+    type: String,
     nullable: true,
     description: 'Its fields become environment variables',
   })
@@ -76,6 +84,7 @@ export class TapConfigDto {
 
   @ApiPropertyOptional({
     example: '0 0 7 ? * MON-FRI',
+    type: String,
     nullable: true,
     description: 'Quartz cron, seconds first',
   })
@@ -106,7 +115,7 @@ export class TapConfigDto {
   @IsIn(TAP_TYPES as unknown as string[])
   tapType?: TapType;
 
-  @ApiPropertyOptional({ example: 'engineering', nullable: true })
+  @ApiPropertyOptional({ example: 'engineering', type: String, nullable: true })
   @IsOptional()
   @IsString()
   @MaxLength(200)
