@@ -66,6 +66,7 @@ export const RUN_KEY_ROUTES: readonly string[] = [
   'GET /api/v1/pipeline/jobs/*/rows',
   'GET /api/v1/pipelines/*/codegen-scripts',
   'GET /api/v1/pipelines/*/codegen-scripts/*/versions',
+  'GET /api/v1/pipelines/*/codegen-scripts/*/versions/*',
   'GET /api/v1/pipelines/*/incident-thresholds',
   'GET /api/v1/incidents',
   'GET /api/v1/incidents/*',
