@@ -273,7 +273,7 @@ consoleDescribe('test/console-data.e2e-spec.ts')(
       const checks = page.getByRole('table', { name: 'Checks' });
       expect(await checks.locator('tr.failed').count()).toBeGreaterThan(0);
       await page.getByText('dataQuality: version 1 → 2').click();
-      const diff = page.getByRole('table', { name: 'dataQuality version 1 against 2' });
+      const diff = page.getByRole('figure', { name: 'dataQuality version 1 against 2' });
       await diff.waitFor();
       expect(await diff.locator('tr.diff-added').textContent()).toContain('amount below 100');
       expect(await diff.locator('tr.diff-removed').textContent()).toContain('amount is negative');

@@ -1,6 +1,5 @@
 import { toCsv } from './csv';
 import { type Evidence, failedChecks, nullRateSeries, quantileSeries, topValueSeries } from './evidence-view';
-import { lineDiff } from './line-diff';
 import { containerField, filterOf, searchBody } from './search-form';
 import { sseParser } from './sse';
 
@@ -66,21 +65,6 @@ describe('search form', () => {
     expect(filterOf([])).toEqual({});
     expect(filterOf([{ key: 'a b', value: 'x' }]).problem).toContain('"a b"');
     expect(filterOf([{ key: 'k', value: '[{"a":1}]' }]).problem).toContain('Filter k');
-  });
-});
-
-describe('lineDiff', () => {
-  it('keeps common lines and numbers removed and added ones in their own file', () => {
-    const d = lineDiff('a\nb\nc\n', 'a\nB\nc\nd\n');
-    expect(d).toEqual([
-      { kind: 'same', text: 'a', before: 1, after: 1 },
-      { kind: 'added', text: 'B', after: 2 },
-      { kind: 'removed', text: 'b', before: 2 },
-      { kind: 'same', text: 'c', before: 3, after: 3 },
-      { kind: 'added', text: 'd', after: 4 },
-    ]);
-    expect(lineDiff('same\n', 'same')).toEqual([{ kind: 'same', text: 'same', before: 1, after: 1 }]);
-    expect(lineDiff('', 'x')).toEqual([{ kind: 'added', text: 'x', after: 1 }]);
   });
 });
 

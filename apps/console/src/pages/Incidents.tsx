@@ -1,7 +1,7 @@
 import { type ReactNode, useCallback, useEffect, useState } from 'react';
 import { api, problemOf, type Schemas } from '../api/client';
 import { Chart } from '../components/Chart';
-import { VersionDiff } from '../components/VersionDiff';
+import { DiffView } from '../components/DiffView';
 import { Problem, Refused, StatusBadge } from '../components';
 import {
   type Evidence,
@@ -307,9 +307,7 @@ function CompareVersions({
   }, [pipeline, kind, before, after]);
   if (problem) return <Problem text={problem} />;
   if (!texts) return <p>Reading the two versions…</p>;
-  return (
-    <VersionDiff before={texts[0]} after={texts[1]} label={`${kind} version ${before} against ${after}`} />
-  );
+  return <DiffView before={texts[0]} after={texts[1]} label={`${kind} version ${before} against ${after}`} />;
 }
 
 function Scripts(): ReactNode {
