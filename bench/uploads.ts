@@ -42,6 +42,15 @@ async function rssMb(pid: number | undefined): Promise<number> {
   return kb / 1024;
 }
 
+/** CPU seconds (user + system) a process has used so far (Linux; clock ticks of 1/100 s). */
+async function cpuSeconds(pid: number | undefined): Promise<number> {
+  if (pid === undefined) return NaN;
+  // The fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
 async function main(): Promise<void> {
   const { PORT, BASE, ENV } = benchTarget('bu');
   const dir = await mkdtemp(join(tmpdir(), 'tapyard-bench-uploads-'));
@@ -101,6 +110,10 @@ async function main(): Promise<void> {
           else await sleep(5);
         }
       });
+      const cpuBefore = {
+        api: await cpuSeconds(platform.api.pid),
+        worker: await cpuSeconds(platform.worker.pid),
+      };
       const started = performance.now();
       await Promise.all(
         Array.from({ length: CLIENTS }, async () => {
@@ -135,6 +148,11 @@ async function main(): Promise<void> {
         await sleep(100);
       }
       const allDoneSeconds = (performance.now() - started) / 1000;
+      // CPU per upload is what a loaded machine does not blur: the run's times stretch, its CPU does not.
+      const cpu = {
+        api: (await cpuSeconds(platform.api.pid)) - cpuBefore.api,
+        worker: (await cpuSeconds(platform.worker.pid)) - cpuBefore.worker,
+      };
       const { rows: pickups } = await pg.query<{ ms: string }>(
         `SELECT (min(epoch) FILTER (WHERE process_name = 'JobRunner' AND state = 'begin')
              - min(epoch) FILTER (WHERE process_name = 'StreamNotifier' AND state = 'end')) AS ms
@@ -156,6 +174,10 @@ async function main(): Promise<void> {
       );
       console.log(
         `  pickup (StreamNotifier end → JobRunner begin): p50 ${quantile(pickup, 0.5)} ms, p95 ${quantile(pickup, 0.95)} ms`,
+      );
+      console.log(
+        `  CPU: API ${cpu.api.toFixed(1)} s, worker ${cpu.worker.toFixed(1)} s ` +
+          `(${((cpu.api * 1000) / UPLOADS).toFixed(1)} and ${((cpu.worker * 1000) / UPLOADS).toFixed(1)} ms per upload)`,
       );
       if (ROUNDS > 1) {
         await sleep(SETTLE_MS);
