@@ -66,6 +66,16 @@ describe('small uploads carried in their job', () => {
     expect([...epochs].sort((a, b) => a - b)).toEqual(epochs);
   });
 
+  it('refuses a publisher token sent after the file when the pipeline came before it, as a streamed upload does', async () => {
+    const res = await api.http
+      .post('/api/v1/pipeline/upload')
+      .field('pipeline', 'small')
+      .attach('file', Buffer.from(csv(3)), 'late.csv')
+      .field('publishertoken', `${env}-late`);
+    expect(res.status).toBe(400);
+    expect(res.body.message).toMatch(/publishertoken' must come before 'file'/);
+  });
+
   it('stages a file past the bound, which the unreachable store then refuses', async () => {
     const big = csv(Math.ceil(INLINE_UPLOAD_BYTES / 10));
     expect(big.length).toBeGreaterThan(INLINE_UPLOAD_BYTES);

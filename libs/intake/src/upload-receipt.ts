@@ -29,6 +29,8 @@ export interface Received {
   staged: StagedWriter | null;
   /** The whole file, when it was received in memory (`whole`) rather than staged. */
   body: Buffer | null;
+  /** The fields sent before the file part. */
+  before: Map<string, string>;
 }
 
 /** Collects a file part known to be small (its request's content-length is bounded) in memory. */
@@ -68,6 +70,7 @@ export async function receiveUpload(
     head: Buffer.alloc(0),
     staged: null,
     body: null,
+    before: new Map(),
   };
   const writes: Promise<void>[] = [];
   // Each is observed at once: one that fails while the body is still parsed must not be an
@@ -92,6 +95,7 @@ export async function receiveUpload(
           return void file.resume();
         }
         file.on('limit', () => (got.tooLarge = true));
+        got.before = new Map(got.fields);
         const head = new HeadCollector();
         if (staged === null) {
           const memory = new Collected();
@@ -105,7 +109,7 @@ export async function receiveUpload(
           return;
         }
         got.staged = staged;
-        const fieldsBefore = new Map(got.fields);
+        const fieldsBefore = got.before;
         track(
           pipeline_(file, head.tap(), staged).then(() => {
             got.bytes = staged.bytes;

@@ -141,6 +141,12 @@ export class UploadService {
 
       const job: JobRef = { environment, pipeline, pipelineToken, publisherToken, filename: got.filename };
       if (got.body !== null && !admitted.document) {
+        // As for a streamed upload (whose job takes the fields sent before the file), whatever the size.
+        if (got.before.has('pipeline') && publisherTokenOf(got.before) !== publisherToken) {
+          throw new ValidationError("multipart field 'publishertoken' must come before 'file'").coded(
+            UploadErrorCode.FieldOrder,
+          );
+        }
         await this.enqueueInline(job, got.body);
         return pipelineToken;
       }
