@@ -97,8 +97,9 @@ export async function startPlatform(
   return { api, worker, stop };
 }
 
+/** Up to a minute: a loaded machine (other sessions building, testing) starts the apps slowly. */
 export async function waitHttp(url: string): Promise<void> {
-  for (let i = 0; i < 200; i++) {
+  for (let i = 0; i < 600; i++) {
     try {
       if ((await fetch(url)).ok) return;
     } catch {

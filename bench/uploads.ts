@@ -42,6 +42,30 @@ async function rssMb(pid: number | undefined): Promise<number> {
   return kb / 1024;
 }
 
+/** CPU seconds (user + system) a process has used so far (Linux; clock ticks of 1/100 s). */
+async function cpuSeconds(pid: number | undefined): Promise<number> {
+  if (pid === undefined) return NaN;
+  // The fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/**
+ * fetch(), once more when the API closed a kept-alive connection as it was reused (ECONNRESET: Node's
+ * server drops a connection idle for 5 s, the rounds' settle time, and a heap snapshot pauses it): the
+ * request never reached the handler, so sending it again does not count an upload twice.
+ */
+async function send(url: string, init?: RequestInit): Promise<Response> {
+  try {
+    return await fetch(url, init);
+  } catch (err) {
+    const code = (err as { cause?: { code?: string } }).cause?.code;
+    if (code !== 'ECONNRESET' && code !== 'UND_ERR_SOCKET') throw err;
+    return fetch(url, init);
+  }
+}
+
 async function main(): Promise<void> {
   const { PORT, BASE, ENV } = benchTarget('bu');
   const dir = await mkdtemp(join(tmpdir(), 'tapyard-bench-uploads-'));
@@ -95,12 +119,16 @@ async function main(): Promise<void> {
         while (uploading) {
           const token = tokens[Math.max(0, tokens.length - 1 - Math.floor(Math.random() * 20))];
           if (token)
-            await fetch(`${BASE}/pipeline/status?pipelinetoken=${token}&withrollup=true`).then((r) =>
+            await send(`${BASE}/pipeline/status?pipelinetoken=${token}&withrollup=true`).then((r) =>
               r.text(),
             );
           else await sleep(5);
         }
       });
+      const cpuBefore = {
+        api: await cpuSeconds(platform.api.pid),
+        worker: await cpuSeconds(platform.worker.pid),
+      };
       const started = performance.now();
       await Promise.all(
         Array.from({ length: CLIENTS }, async () => {
@@ -109,7 +137,7 @@ async function main(): Promise<void> {
             form.set('pipeline', names[i % PIPELINES]);
             form.set('file', new Blob([body], { type: 'text/csv' }), 'small.csv');
             const t = performance.now();
-            const res = await fetch(`${BASE}/pipeline/upload`, { method: 'POST', body: form });
+            const res = await send(`${BASE}/pipeline/upload`, { method: 'POST', body: form });
             const text = await res.text();
             if (!res.ok) throw new Error(`upload ${i}: ${res.status} ${text}`);
             answers.push(performance.now() - t);
@@ -135,6 +163,11 @@ async function main(): Promise<void> {
         await sleep(100);
       }
       const allDoneSeconds = (performance.now() - started) / 1000;
+      // CPU per upload is what a loaded machine does not blur: the run's times stretch, its CPU does not.
+      const cpu = {
+        api: (await cpuSeconds(platform.api.pid)) - cpuBefore.api,
+        worker: (await cpuSeconds(platform.worker.pid)) - cpuBefore.worker,
+      };
       const { rows: pickups } = await pg.query<{ ms: string }>(
         `SELECT (min(epoch) FILTER (WHERE process_name = 'JobRunner' AND state = 'begin')
              - min(epoch) FILTER (WHERE process_name = 'StreamNotifier' AND state = 'end')) AS ms
@@ -156,6 +189,10 @@ async function main(): Promise<void> {
       );
       console.log(
         `  pickup (StreamNotifier end → JobRunner begin): p50 ${quantile(pickup, 0.5)} ms, p95 ${quantile(pickup, 0.95)} ms`,
+      );
+      console.log(
+        `  CPU: API ${cpu.api.toFixed(1)} s, worker ${cpu.worker.toFixed(1)} s ` +
+          `(${((cpu.api * 1000) / UPLOADS).toFixed(1)} and ${((cpu.worker * 1000) / UPLOADS).toFixed(1)} ms per upload)`,
       );
       if (ROUNDS > 1) {
         await sleep(SETTLE_MS);

@@ -299,7 +299,8 @@ describe('cluster: data paths across hosts (API host, worker hosts, services hos
         if (service === 'minio') {
           const form = new FormData();
           form.append('pipeline', table);
-          form.append('file', new Blob(['id,label\n1,a\n']), 'small.csv');
+          // Past INLINE_UPLOAD_BYTES: a smaller upload travels in its job and needs no object store.
+          form.append('file', new Blob([csv(1, 5_000)]), 'staged.csv');
           const res = await fetch(`${cluster.apiUrl}/pipeline/upload`, {
             method: 'POST',
             body: form,

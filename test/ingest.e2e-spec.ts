@@ -119,7 +119,8 @@ describe('ingestion into PostgreSQL (real Postgres and Redis)', () => {
       filename: 'sales.csv',
       state: 'begin',
       code: 'begin',
-      description: 'receiving sales.csv; loading while it arrives',
+      // A small upload is received whole, carried in its job (the streamed path: upload-streaming).
+      description: 'receiving sales.csv',
       epoch: expect.any(Number),
     });
 

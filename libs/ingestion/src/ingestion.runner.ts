@@ -18,7 +18,7 @@ import { ConfigFilesService } from '@tapyard/configfiles';
 import { DestinationSections, PipelinesService, outputFields } from '@tapyard/pipelines';
 import { PipelineDefinition } from '@tapyard/model';
 import { DeferLaterError, IngestPayload, RetryLaterError } from '@tapyard/queue';
-import { ProcessName, StatusService, jobRef } from '@tapyard/status';
+import { JobEvents, ProcessName, StatusService, jobRef } from '@tapyard/status';
 import { Spool } from '@tapyard/intake';
 import { STAGE_SPIN_ON } from './stage-spin';
 import { Staging } from '@tapyard/intake';
@@ -34,7 +34,7 @@ import { CodegenService } from '@tapyard/codegen';
 import { jobScripts, recordLanded, validationSchemaOf } from './job-scripts';
 import { takesFastPath } from './fast-path-choice';
 import { prepareLegs } from './prepare-legs';
-import { counted, readRejects } from './job-input';
+import { counted, inlineInput, inputWhole, readRejects } from './job-input';
 
 /** How long a job's end waits for the read of its input to stop. */
 const READ_STOP_WAIT_MS = 5000;
@@ -90,7 +90,7 @@ export class IngestionRunner {
    * `warning` when another destination loaded.
    */
   async run(p: IngestPayload, attempt: { made: number; max: number } = { made: 0, max: 1 }): Promise<void> {
-    const job = jobRef(p);
+    const events = this.status.of(jobRef(p));
     let stage: ProcessName = 'JobRunner';
     let leaveGate: (() => void) | null = null;
     try {
@@ -118,16 +118,15 @@ export class IngestionRunner {
           const message =
             `${this.sinkGate.limit} job(s) of this environment are delivering to sinks (SINK_CONCURRENCY); ` +
             'this one waits in the queue, keeping worker slots for other pipelines';
-          if (!p.deferrals) await this.status.record(job, 'JobRunner', 'processing', message);
+          if (!p.deferrals) await events.record('JobRunner', 'processing', message);
           throw new DeferLaterError(message, SINK_DEFER_MS + Math.floor(Math.random() * SINK_DEFER_MS));
         }
       }
-      await this.status.record(
-        job,
-        'JobRunner',
-        'begin',
-        `loading ${p.filename} into ${legs.map((l) => `${l.destination.name} ${l.destination.describe(def.destination)}`).join(', ')}`,
-      );
+      const begin = `loading ${p.filename} into ${legs.map((l) => `${l.destination.name} ${l.destination.describe(def.destination)}`).join(', ')}`;
+      // An input still arriving may keep the job waiting for its first bytes: its begin is told at once.
+      // One already whole is planned within milliseconds: its begin (with its time) goes with the stages'.
+      if (inputWhole(p)) events.add('JobRunner', 'begin', begin);
+      else await events.record('JobRunner', 'begin', begin);
       const base: LoadTarget = {
         environment: p.environment,
         pipeline: p.pipeline,
@@ -153,30 +152,30 @@ export class IngestionRunner {
       let note: string | null = null;
       const pending = legs.filter((l) => l.result === null && l.error === null);
       if (pending.length > 0) {
-        const read = await this.load(p, def, loadId, pending);
+        const read = await this.load(p, events, def, loadId, pending);
         if (read !== null) ({ counts, first, transforms, note } = read);
       }
 
-      await this.outcome.checked(job, legs, counts, first, transforms);
-      await this.outcome.finish(job, legs, counts, note, attempt);
+      this.outcome.checked(events, legs, counts, first, transforms);
+      await this.outcome.finish(events, legs, counts, note, attempt);
       await this.release(p, 'ended');
     } catch (err) {
       if (err instanceof RetryLaterError || err instanceof DeferLaterError) {
+        await events.flush();
         // Another worker may take the next delivery: it copies the staged input again.
         await this.release(p, 'again');
         throw err;
       }
       if (err instanceof StageError && err.superseded) {
         // Not a failure: the tap run moved its records to another job before this one committed.
-        await this.status.record(job, 'JobRunner', 'end', `nothing loaded here: ${err.message}`, 'success');
+        await events.record('JobRunner', 'end', `nothing loaded here: ${err.message}`, 'success');
         await this.release(p, 'again');
         return;
       }
       const processName = err instanceof StageError ? err.processName : stage;
       const message = errorMessage(err);
       if (err instanceof StageError && err.retryable && attempt.made + 1 < attempt.max) {
-        await this.status.record(
-          job,
+        await events.record(
           processName,
           'processing',
           `${message}; will retry (delivery ${attempt.made + 1} of ${attempt.max})`,
@@ -185,7 +184,7 @@ export class IngestionRunner {
         throw new RetryLaterError(message);
       }
       this.logger.warn({ pipelineToken: p.pipelineToken, processName, err: message }, 'ingestion job failed');
-      await this.status.record(job, processName, 'error', message, 'error');
+      await events.record(processName, 'error', message, 'error');
       await this.release(p, 'ended');
     } finally {
       leaveGate?.();
@@ -197,7 +196,9 @@ export class IngestionRunner {
    * its successor reads the same input) leaves it.
    */
   private async release(p: IngestPayload, how: 'ended' | 'again'): Promise<void> {
-    if (how === 'ended') await this.staging.remove(p.environment, p.staged).catch(() => undefined);
+    // An input carried in the job was never staged.
+    if (how === 'ended' && p.inline === undefined)
+      await this.staging.remove(p.environment, p.staged).catch(() => undefined);
   }
 
   /**
@@ -207,6 +208,7 @@ export class IngestionRunner {
    */
   private async load(
     p: IngestPayload,
+    events: JobEvents,
     def: PipelineDefinition,
     loadId: boolean,
     legs: Leg[],
@@ -216,25 +218,21 @@ export class IngestionRunner {
     transforms: boolean;
     note: string | null;
   } | null> {
-    const job = jobRef(p);
     const started = Date.now();
     // The runner reads the staged input as it arrives and hands it to the stage thread as it goes.
     const rejectsPath = `${await this.spool.reserve(p.environment, p.pipelineToken)}.rejects`;
     const reading = new AbortController();
     const { port1, port2 } = new MessageChannel();
     const read = { bytes: 0 };
-    const sending = sendInput(
-      counted(
-        this.staging.read(p.environment, p.staged, {
-          reader: p.pipelineToken,
-          signal: reading.signal,
-          staleMs: (p.stream ?? p.records?.stream)?.staleMs,
-        }),
-        read,
-      ),
-      port1,
-      reading.signal,
-    );
+    const input =
+      p.inline !== undefined
+        ? inlineInput(p.inline)
+        : this.staging.read(p.environment, p.staged, {
+            reader: p.pipelineToken,
+            signal: reading.signal,
+            staleMs: (p.stream ?? p.records?.stream)?.staleMs,
+          });
+    const sending = sendInput(counted(input, read), port1, reading.signal);
     // Reading, DataQuality and Transformation run in a stage thread under a watchdog.
     const fast = takesFastPath(this.config, this.spinOn, p, def, legs);
     // A request to the store that hangs must not hold the job's end.
@@ -295,7 +293,7 @@ export class IngestionRunner {
           scripts.map(({ version: _version, ...spec }) => spec),
         )
         .catch(stageFailure);
-      await this.outcome.began(job, definition, loading, scripts, { fast, transforms });
+      await this.outcome.began(events, definition, loading, scripts, { fast, transforms });
 
       let sample: Record<string, unknown>[] = [];
       const fan = new Fanout<Payload>(loading.length);
@@ -317,7 +315,7 @@ export class IngestionRunner {
         });
       const loads = loading.map(async (leg, i) => {
         const d = leg.destination;
-        const progress = this.outcome.progress(job, d.processName, () => ({
+        const progress = this.outcome.progress(events, d.processName, () => ({
           rejected: counts.rejected,
           read: read.bytes,
           size: p.size ?? null,

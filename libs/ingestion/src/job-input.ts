@@ -1,6 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { RejectedRow } from '@tapyard/destinations';
+import { IngestPayload } from '@tapyard/queue';
 
 export /** The input as it is handed to the stage thread, its bytes counted into `read`. */
 async function* counted(source: AsyncIterable<Buffer>, read: { bytes: number }): AsyncGenerator<Buffer> {
@@ -12,4 +13,14 @@ async function* counted(source: AsyncIterable<Buffer>, read: { bytes: number }):
 export async function* readRejects(path: string): AsyncGenerator<RejectedRow> {
   const lines = createInterface({ input: createReadStream(path), crlfDelay: Infinity });
   for await (const line of lines) if (line) yield JSON.parse(line) as RejectedRow;
+}
+
+/** Whether the job's input is complete when the job starts (nothing is still writing it). */
+export function inputWhole(p: IngestPayload): boolean {
+  return p.stream === undefined && p.records?.stream === undefined;
+}
+
+/** The input a small upload carried in its job (IngestPayload.inline). */
+export async function* inlineInput(base64: string): AsyncGenerator<Buffer> {
+  yield Buffer.from(base64, 'base64');
 }

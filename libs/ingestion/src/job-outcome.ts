@@ -3,7 +3,7 @@ import { Logger } from 'pino';
 import { CONFIG, LOGGER, TapyardConfig } from '@tapyard/core';
 import { Destination, LoadResult } from '@tapyard/destinations';
 import { RetryLaterError } from '@tapyard/queue';
-import { JobRef, ProcessName, StatusService } from '@tapyard/status';
+import { JobEvents, ProcessName } from '@tapyard/status';
 import { PipelineDefinition } from '@tapyard/model';
 import { StageError } from './stage-error';
 import { JobScript } from './job-scripts';
@@ -27,17 +27,16 @@ export class JobOutcome {
   constructor(
     @Inject(CONFIG) private readonly config: TapyardConfig,
     @Inject(LOGGER) private readonly logger: Logger,
-    private readonly status: StatusService,
   ) {}
 
   /**
    * Writes each destination's outcome and the job's: `success` (or `warning` with rejects, or with a
    * schema contract `note`) when every destination loaded, `warning` when some did, `error` when none
    * did. A destination that was unreachable and is exactly-once makes the job run again while
-   * deliveries remain.
+   * deliveries remain. The loaders' end entries and the job's end are written in one round trip.
    */
   async finish(
-    job: JobRef,
+    events: JobEvents,
     legs: Leg[],
     counts: Counts | null,
     note: string | null,
@@ -52,8 +51,7 @@ export class JobOutcome {
       const d = leg.destination;
       if (leg.result !== null) {
         const r = leg.result;
-        await this.status.record(
-          job,
+        events.add(
           d.processName,
           'end',
           r.alreadyLoaded
@@ -64,27 +62,29 @@ export class JobOutcome {
                   : ''),
         );
       } else if (leg.error !== null && retry) {
-        await this.status.record(
-          job,
+        events.add(
           d.processName,
           'processing',
           `${leg.error.message}; will retry (delivery ${attempt.made + 1} of ${attempt.max})`,
         );
       }
     }
-    if (retry) throw new RetryLaterError(failed.map((l) => l.error?.message).join('; '));
+    if (retry) {
+      await events.flush();
+      throw new RetryLaterError(failed.map((l) => l.error?.message).join('; '));
+    }
     const loaded = legs.filter((l) => l.result !== null);
     for (const [k, leg] of failed.entries()) {
       const e = leg.error as StageError;
       // When nothing loaded anywhere, the last failure is the job's terminal event (its lastError).
       const last = loaded.length === 0 && k === failed.length - 1;
       this.logger.warn(
-        { pipelineToken: job.pipelineToken, processName: e.processName, err: e.message },
+        { pipelineToken: events.job.pipelineToken, processName: e.processName, err: e.message },
         'load failed',
       );
-      await this.status.record(job, e.processName, 'error', e.message, last ? 'error' : 'processing');
+      await events.record(e.processName, 'error', e.message, last ? 'error' : 'processing');
     }
-    if (loaded.length === 0) return;
+    if (loaded.length === 0) return events.flush();
     const first = loaded[0].result as LoadResult;
     if (first.loaded === 0 && first.rejected > 0) {
       // Nothing usable at all is a failed job, not a warning: the rejects say why.
@@ -95,10 +95,10 @@ export class JobOutcome {
           ? ''
           : `; they are kept in ${first.rejectsLocation ?? `${first.location}_rejects`}`);
       this.logger.warn(
-        { pipelineToken: job.pipelineToken, processName: 'DataQuality', err: message },
+        { pipelineToken: events.job.pipelineToken, processName: 'DataQuality', err: message },
         'ingestion job failed',
       );
-      await this.status.record(job, 'DataQuality', 'error', message, 'error', {
+      await events.record('DataQuality', 'error', message, 'error', {
         loaded: 0,
         rejected: first.rejected,
       });
@@ -107,8 +107,7 @@ export class JobOutcome {
     const rejected = Math.max(...loaded.map((l) => (l.result as LoadResult).rejected));
     const outcome = failed.length > 0 || rejected > 0 || note !== null ? 'warning' : 'success';
     const summary = loaded.map((l) => `${(l.result as LoadResult).loaded} loaded into ${l.destination.name}`);
-    await this.status.record(
-      job,
+    await events.record(
       'JobRunner',
       'end',
       `${outcome}: ${summary.join(', ')}; ${rejected} rejected` +
@@ -120,18 +119,18 @@ export class JobOutcome {
   }
   /**
    * The checking stages' end entries once the input is read (`counts`), or found loaded already by an
-   * earlier delivery. A file without a record fails the job.
+   * earlier delivery, kept to be written with the job's end (finish()). A file without a record fails
+   * the job.
    */
-  async checked(
-    job: JobRef,
+  checked(
+    events: JobEvents,
     legs: Leg[],
     counts: Counts | null,
     first: { header: string[] | null },
     transforms: boolean,
-  ): Promise<void> {
+  ): void {
     if (counts !== null) {
-      await this.status.record(
-        job,
+      events.add(
         'DataQuality',
         'end',
         `${counts.rows} rows checked, ${counts.dq} rejected` +
@@ -140,12 +139,7 @@ export class JobOutcome {
             : ''),
       );
       if (transforms) {
-        await this.status.record(
-          job,
-          'Transformation',
-          'end',
-          `${counts.tf} row(s) rejected by the output types`,
-        );
+        events.add('Transformation', 'end', `${counts.tf} row(s) rejected by the output types`);
       }
       if (counts.rows === 0) {
         throw new StageError(
@@ -154,18 +148,16 @@ export class JobOutcome {
         );
       }
     } else if (legs.every((l) => l.result !== null)) {
-      await this.status.record(
-        job,
-        'DataQuality',
-        'end',
-        'an earlier delivery of this job already loaded it',
-      );
+      events.add('DataQuality', 'end', 'an earlier delivery of this job already loaded it');
     }
   }
 
-  /** The `begin` entries of the checking stages and of each loader, once the job's plan is made. */
+  /**
+   * The `begin` entries of the checking stages and of each loader, once the job's plan is made: written
+   * in one round trip with what the job kept before (its JobRunner begin, for an input already whole).
+   */
   async began(
-    job: JobRef,
+    events: JobEvents,
     definition: PipelineDefinition,
     loading: Leg[],
     scripts: JobScript[],
@@ -175,8 +167,7 @@ export class JobOutcome {
     const transformScript = scripts.find((s) => s.kind === 'transformation');
     const checkScript = scripts.find((s) => s.kind === 'dataQuality');
     const { fast, transforms } = plan;
-    await this.status.record(
-      job,
+    events.add(
       'DataQuality',
       'begin',
       `checking types of ${fields.length} columns and ${definition.dataQuality.rules.length} rule(s)` +
@@ -186,8 +177,7 @@ export class JobOutcome {
         (fast ? '; clean CSV chunks go to the destination unparsed' : ''),
     );
     if (transforms) {
-      await this.status.record(
-        job,
+      events.add(
         'Transformation',
         'begin',
         `${definition.transformation.mappings.length} mapping step(s)` +
@@ -197,13 +187,13 @@ export class JobOutcome {
       );
     }
     for (const leg of loading) {
-      await this.status.record(
-        job,
+      events.add(
         leg.destination.processName,
         'begin',
         `writing into ${leg.destination.describe(definition.destination)}`,
       );
     }
+    await events.flush();
   }
 
   /**
@@ -212,7 +202,7 @@ export class JobOutcome {
    * the stage ends.
    */
   progress(
-    job: JobRef,
+    events: JobEvents,
     processName: ProcessName,
     sofar: () => { rejected: number; read: number; size: number | null },
   ): { report: (loaded: number) => void; written: () => Promise<void> } {
@@ -228,9 +218,7 @@ export class JobOutcome {
           (size === null
             ? `${read} bytes read`
             : `${read} of ${size} bytes read (${Math.min(100, Math.floor((read * 100) / size))}%)`);
-        chain = chain.then(() =>
-          this.status.record(job, processName, 'processing', note).catch(() => undefined),
-        );
+        chain = chain.then(() => events.record(processName, 'processing', note).catch(() => undefined));
       },
       written: () => chain,
     };

@@ -1,4 +1,4 @@
-import { Transform } from 'node:stream';
+import { Transform, Writable } from 'node:stream';
 import { pipeline as pipeline_ } from 'node:stream/promises';
 import type { Request } from 'express';
 import {
@@ -27,12 +27,30 @@ export interface Received {
   head: Buffer;
   /** The file part's staged input (its id is the pipeline token), once the part started. */
   staged: StagedWriter | null;
+  /** The whole file, when it was received in memory (`whole`) rather than staged. */
+  body: Buffer | null;
+  /** The fields sent before the file part. */
+  before: Map<string, string>;
+}
+
+/** Collects a file part known to be small (its request's content-length is bounded) in memory. */
+class Collected extends Writable {
+  readonly chunks: Buffer[] = [];
+  bytes = 0;
+
+  override _write(chunk: Buffer, _encoding: BufferEncoding, done: () => void): void {
+    this.chunks.push(chunk);
+    this.bytes += chunk.length;
+    done();
+  }
 }
 
 /**
  * Receives a multipart upload, its file part streamed into the staged input `token` as it arrives.
  * `fileStarts`: called once the file's head is in (its data already flowing into the object store),
- * with the fields sent before the file.
+ * with the fields sent before the file. `whole`: the request is small (its content-length says so,
+ * and Node's parser holds the body to it): the file is received in memory instead, nothing is staged
+ * and `fileStarts` is not called.
  */
 export async function receiveUpload(
   staging: Staging,
@@ -41,6 +59,7 @@ export async function receiveUpload(
   req: Request,
   token: string,
   fileStarts: (got: Received, fields: Map<string, string>) => Promise<void>,
+  whole = false,
 ): Promise<Received> {
   const got: Received = {
     fields: new Map(),
@@ -50,6 +69,8 @@ export async function receiveUpload(
     compressed: false,
     head: Buffer.alloc(0),
     staged: null,
+    body: null,
+    before: new Map(),
   };
   const writes: Promise<void>[] = [];
   // Each is observed at once: one that fails while the body is still parsed must not be an
@@ -60,7 +81,7 @@ export async function receiveUpload(
   };
   // Created before the body flows so the file part is piped the moment it starts: no data may
   // flow unobserved.
-  const staged = await staging.writer(environment, token);
+  const staged = whole ? null : await staging.writer(environment, token);
   try {
     await readMultipart(req, {
       notMultipart: "upload with Content-Type multipart/form-data and a 'file' part",
@@ -74,9 +95,21 @@ export async function receiveUpload(
           return void file.resume();
         }
         file.on('limit', () => (got.tooLarge = true));
-        got.staged = staged;
+        got.before = new Map(got.fields);
         const head = new HeadCollector();
-        const fieldsBefore = new Map(got.fields);
+        if (staged === null) {
+          const memory = new Collected();
+          track(
+            pipeline_(file, head.tap(), memory).then(() => {
+              got.body = Buffer.concat(memory.chunks);
+              got.bytes = memory.bytes;
+              got.head = head.bytes();
+            }),
+          );
+          return;
+        }
+        got.staged = staged;
+        const fieldsBefore = got.before;
         track(
           pipeline_(file, head.tap(), staged).then(() => {
             got.bytes = staged.bytes;
@@ -95,12 +128,16 @@ export async function receiveUpload(
   } catch (err) {
     // A broken or aborted upload leaves nothing behind. The writer is discarded first: a file
     // part cut off mid-way never ends it.
+    if (staged === null) {
+      await Promise.allSettled(writes);
+      throw err;
+    }
     await staged.discard();
     await Promise.allSettled(writes);
     await staging.remove(environment, token).catch(() => undefined);
     throw err;
   }
-  if (got.staged === null) staged.destroy();
+  if (got.staged === null) staged?.destroy();
   return got;
 }
 

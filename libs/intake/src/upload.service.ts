@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
+import { Readable } from 'node:stream';
 import type { Request } from 'express';
 import {
   CONFIG,
@@ -36,6 +37,13 @@ import {
  */
 const UPLOAD_STALE_MS = 300_000;
 /**
+ * An upload whose request (multipart framing included) is at most this large is received whole in
+ * memory and its file carried in its job (base64 in Redis, shared by every host) instead of staged in
+ * the object store: its job makes no object-store request at all. Larger ones, and those without a
+ * content-length, stream as before. Bounds what Redis holds per queued or kept job (~43 KB).
+ */
+export const INLINE_UPLOAD_BYTES = 32 * 1024;
+/**
  * StreamNotifier: streams a multipart upload into the object store as it arrives (never into memory
  * nor onto this host's disk: a job on any worker host reads it, see Staging), records the intake
  * events and enqueues the job. When the `pipeline` field comes before the file (as clients send it),
@@ -62,6 +70,7 @@ export class UploadService {
     let streamed: JobRef | null = null;
     const length = Number(req.headers['content-length']);
     const size = Number.isSafeInteger(length) && length > 0 ? length : undefined;
+    const whole = size !== undefined && size <= INLINE_UPLOAD_BYTES;
     const startEarly = async (got: Received, fields: Map<string, string>): Promise<void> => {
       streamed = await this.startStreaming(environment, pipelineToken, got, fields, access, size).catch(
         () => null,
@@ -76,6 +85,7 @@ export class UploadService {
         req,
         pipelineToken,
         startEarly,
+        whole,
       );
     } catch (err) {
       if (streamed) await this.abortStream(streamed, pipelineToken, environment, err);
@@ -130,8 +140,18 @@ export class UploadService {
       if (!admitted.document) assertDataFile(got.filename, got.head, pipeline);
 
       const job: JobRef = { environment, pipeline, pipelineToken, publisherToken, filename: got.filename };
+      if (got.body !== null && !admitted.document) {
+        // As for a streamed upload (whose job takes the fields sent before the file), whatever the size.
+        if (got.before.has('pipeline') && publisherTokenOf(got.before) !== publisherToken) {
+          throw new ValidationError("multipart field 'publishertoken' must come before 'file'").coded(
+            UploadErrorCode.FieldOrder,
+          );
+        }
+        await this.enqueueInline(job, got.body);
+        return pipelineToken;
+      }
       await this.status.record(job, 'StreamNotifier', 'begin', `receiving ${got.filename}`);
-      await this.staging.done(environment, got.staged as StagedWriter);
+      await this.finishStaging(environment, pipelineToken, got);
       const staged = pipelineToken;
       const options = loadJobOptions(environment, pipelineToken, this.config.loadRetry);
       // A document is read whole by its parser, so it is queued once received (never streamed).
@@ -152,9 +172,49 @@ export class UploadService {
       );
       return pipelineToken;
     } catch (err) {
-      if (got.staged) await this.staging.remove(environment, pipelineToken).catch(() => undefined);
+      if (got.staged || got.body)
+        await this.staging.remove(environment, pipelineToken).catch(() => undefined);
       throw err;
     }
+  }
+
+  /**
+   * A small file received whole: its job carries it. The intake's begin and end are one write, made
+   * before the job exists, so they stay ahead of everything the job writes.
+   */
+  private async enqueueInline(job: JobRef, body: Buffer): Promise<void> {
+    const { environment, pipelineToken } = job;
+    await this.status.recordAll(job, [
+      this.status.event('StreamNotifier', 'begin', `receiving ${job.filename}`),
+      this.status.event('StreamNotifier', 'end', `received ${body.length} bytes; queued for processing`),
+    ]);
+    try {
+      await this.queues
+        .ingest(environment)
+        .enqueue(
+          IngestJob.load,
+          { ...job, staged: pipelineToken, inline: body.toString('base64'), size: body.length },
+          loadJobOptions(environment, pipelineToken, this.config.loadRetry),
+        );
+    } catch (err) {
+      // The job never started: its status says so rather than staying `processing`.
+      await this.status
+        .record(
+          job,
+          'StreamNotifier',
+          'error',
+          `the upload could not be queued: ${errorMessage(err)}`,
+          'error',
+        )
+        .catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** The received file as a finished staged input: ended when it was streamed there, written when received whole. */
+  private async finishStaging(environment: string, token: string, got: Received): Promise<void> {
+    if (got.body !== null) await this.staging.write(environment, token, Readable.from([got.body]));
+    else await this.staging.done(environment, got.staged as StagedWriter);
   }
 
   /**
@@ -303,7 +363,7 @@ export class UploadService {
     };
     const job: JobRef = { environment, pipeline, pipelineToken: token, publisherToken, filename };
     await this.status.record(job, 'StreamNotifier', 'begin', `receiving ${filename}`);
-    await this.staging.done(environment, got.staged as StagedWriter);
+    await this.finishStaging(environment, token, got);
     await this.queues.ingest(environment).enqueue(IngestJob.intake, payload, jobOptions(payload));
     await this.status.record(
       job,

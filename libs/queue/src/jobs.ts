@@ -169,6 +169,7 @@ const PAYLOADS: { [Q in QueueName]: { [N in JobName<Q>]: Fields<JobPayload<Q, N>
         }),
       ),
       stream: optional(stream),
+      inline: optional(str),
       size: optional(num),
     },
     intake: { ...jobFields, bucket: str, key: str, staged: bool },

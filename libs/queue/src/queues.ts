@@ -87,6 +87,11 @@ export interface IngestPayload extends JobFields {
    */
   stream?: { staleMs: number };
   /**
+   * A small upload received whole (at most INLINE_UPLOAD_BYTES), base64: the job reads its input
+   * from here and nothing of it is staged. Redis is shared by every host, so any worker can run it.
+   */
+  inline?: string;
+  /**
    * How many bytes the input holds, when known, for progress notes: the staged file's size, or for
    * an upload still arriving its request's content-length (multipart framing included: an upper bound).
    */

@@ -34,77 +34,81 @@ const PIPELINE_SCOPE = `(SELECT jsonb_build_object('catalog', p.catalog,
  */
 const JOB_LOCK_SPACE = 0x54594a42;
 
+/** One event as written: `epoch` is when it happened, which may be before the batch holding it is written. */
+export interface RecordedEvent {
+  processName: ProcessName;
+  state: StageState;
+  description: string;
+  epoch: number;
+  outcome: JobStatus | null;
+  rows: JobRows | null;
+}
+
+/** One event into the job's events and its summary row, unless the job has ended ($11: terminal). */
+const RECORD_EVENT = `WITH open AS (
+    SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM tapyard.jobs
+      WHERE environment = $1 AND pipeline_token = $3 AND ended_at IS NOT NULL)
+  ), ev AS (
+    INSERT INTO tapyard.status_events
+      (environment, pipeline, pipeline_token, publisher_token, filename, process_name, state, description, epoch)
+    SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9 FROM open
+  )
+  INSERT INTO tapyard.jobs AS j (environment, pipeline_token, pipeline, publisher_token, filename, status,
+    last_process, last_state, started_at, last_event_at, ended_at, last_error_process, last_error_description,
+    scope, rows_loaded, rows_rejected)
+  SELECT $1, $3, $2, $4, $5, $10, $6, $7, $9, $9, CASE WHEN $11 THEN $9::bigint END,
+    CASE WHEN $7 = 'error' THEN $6 END, CASE WHEN $7 = 'error' THEN $8 END, ${PIPELINE_SCOPE},
+    $12::bigint, $13::bigint FROM open
+  ON CONFLICT (environment, pipeline_token) DO UPDATE SET
+    status = EXCLUDED.status,
+    last_process = EXCLUDED.last_process,
+    last_state = EXCLUDED.last_state,
+    last_event_at = GREATEST(j.last_event_at, EXCLUDED.last_event_at),
+    ended_at = CASE WHEN $11 THEN EXCLUDED.last_event_at END,
+    last_error_process = COALESCE(EXCLUDED.last_error_process, j.last_error_process),
+    last_error_description = COALESCE(EXCLUDED.last_error_description, j.last_error_description),
+    rows_loaded = COALESCE(EXCLUDED.rows_loaded, j.rows_loaded),
+    rows_rejected = COALESCE(EXCLUDED.rows_rejected, j.rows_rejected)`;
+
 @Injectable()
 export class StatusRepository {
   constructor(@InjectDataSource() private readonly db: DataSource) {}
 
   /**
-   * Appends the event and folds it into the job's summary row. The latest event decides the job status:
-   * an explicit outcome, `error` for an error event, otherwise `processing`. A job's terminal event is
-   * final: once the summary row has ended, nothing more of the job is written (a late stage, a
-   * redelivery, a second worker) and the event is dropped. The per-job lock serialises every writer of
-   * the job on any host, so of two racing terminal events exactly one is written; each statement reads
-   * a snapshot taken after the lock was granted, so it sees the end the previous holder committed.
-   * `rows`: what the job loaded and rejected, given with its terminal event.
+   * Appends the events, in order, and folds each into the job's summary row. The latest event decides
+   * the job status: an explicit outcome, `error` for an error event, otherwise `processing`. A job's
+   * terminal event is final: once the summary row has ended, nothing more of the job is written (a late
+   * stage, a redelivery, a second worker, the rest of this batch) and the events are dropped. The per-job
+   * lock serialises every writer of the job on any host, so of two racing terminal events exactly one
+   * is written; each statement reads a snapshot taken after the lock was granted (and after the
+   * statements before it), so it sees the end the previous holder, or this batch, wrote.
    */
-  async record(
-    job: JobRef,
-    processName: ProcessName,
-    state: StageState,
-    description: string,
-    epoch: number,
-    outcome: JobStatus | null,
-    rows: JobRows | null = null,
-  ): Promise<void> {
-    const status = outcome ?? (state === 'error' ? 'error' : 'processing');
-    const terminal = status !== 'processing';
-    const values: (string | number | boolean | null)[] = [
-      job.environment,
-      job.pipeline,
-      job.pipelineToken,
-      job.publisherToken,
-      job.filename,
-      processName,
-      state,
-      description,
-      epoch,
-      status,
-      terminal,
-      rows?.loaded ?? null,
-      rows?.rejected ?? null,
-    ];
-    // One message, one round trip: its statements share an implicit transaction (the lock is held to
-    // its end, an error rolls it all back), and the insert's snapshot is taken after the lock, so it
-    // sees a terminal event another writer committed meanwhile. Without parameters, values are literals.
+  async record(job: JobRef, events: readonly RecordedEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    // One message, one round trip whatever the number of events: its statements share an implicit
+    // transaction (the lock is held to its end, an error rolls it all back). Without parameters,
+    // values are literals.
+    const statements = events.map((e) => {
+      const status = e.outcome ?? (e.state === 'error' ? 'error' : 'processing');
+      return inline(RECORD_EVENT, [
+        job.environment,
+        job.pipeline,
+        job.pipelineToken,
+        job.publisherToken,
+        job.filename,
+        e.processName,
+        e.state,
+        e.description,
+        e.epoch,
+        status,
+        status !== 'processing',
+        e.rows?.loaded ?? null,
+        e.rows?.rejected ?? null,
+      ]);
+    });
     await this.db.query(
       `SELECT pg_advisory_xact_lock(${JOB_LOCK_SPACE}, hashtext(${literal(`${job.environment}:${job.pipelineToken}`)}));
-       ${inline(
-         `WITH open AS (
-         SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM tapyard.jobs
-           WHERE environment = $1 AND pipeline_token = $3 AND ended_at IS NOT NULL)
-       ), ev AS (
-         INSERT INTO tapyard.status_events
-           (environment, pipeline, pipeline_token, publisher_token, filename, process_name, state, description, epoch)
-         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9 FROM open
-       )
-       INSERT INTO tapyard.jobs AS j (environment, pipeline_token, pipeline, publisher_token, filename, status,
-         last_process, last_state, started_at, last_event_at, ended_at, last_error_process, last_error_description,
-         scope, rows_loaded, rows_rejected)
-       SELECT $1, $3, $2, $4, $5, $10, $6, $7, $9, $9, CASE WHEN $11 THEN $9::bigint END,
-         CASE WHEN $7 = 'error' THEN $6 END, CASE WHEN $7 = 'error' THEN $8 END, ${PIPELINE_SCOPE},
-         $12::bigint, $13::bigint FROM open
-       ON CONFLICT (environment, pipeline_token) DO UPDATE SET
-         status = EXCLUDED.status,
-         last_process = EXCLUDED.last_process,
-         last_state = EXCLUDED.last_state,
-         last_event_at = GREATEST(j.last_event_at, EXCLUDED.last_event_at),
-         ended_at = CASE WHEN $11 THEN EXCLUDED.last_event_at END,
-         last_error_process = COALESCE(EXCLUDED.last_error_process, j.last_error_process),
-         last_error_description = COALESCE(EXCLUDED.last_error_description, j.last_error_description),
-         rows_loaded = COALESCE(EXCLUDED.rows_loaded, j.rows_loaded),
-         rows_rejected = COALESCE(EXCLUDED.rows_rejected, j.rows_rejected)`,
-         values,
-       )}`,
+       ${statements.join(';\n')}`,
     );
   }
 

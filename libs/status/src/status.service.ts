@@ -2,7 +2,7 @@ import { Inject, Injectable, Optional } from '@nestjs/common';
 import { Counter, Registry } from 'prom-client';
 import { ConflictError, METRICS_REGISTRY, NotFoundError, sharedMetric } from '@tapyard/core';
 import { safeText } from '@tapyard/model';
-import { EventRow, StatusRepository } from './status.repository';
+import { EventRow, RecordedEvent, StatusRepository } from './status.repository';
 import {
   ALL_JOBS,
   CLOCK,
@@ -81,13 +81,38 @@ export class StatusService {
     outcome: JobStatus | null = null,
     rows: JobRows | null = null,
   ): Promise<void> {
+    return this.recordAll(job, [this.event(processName, state, description, outcome, rows)]);
+  }
+
+  /**
+   * Events of one job written together, in order, in one round trip (each as record() writes it): a
+   * stage change that makes several entries at once costs one statement, not one each.
+   */
+  recordAll(job: JobRef, events: readonly RecordedEvent[]): Promise<void> {
+    if (events.length === 0) return Promise.resolve();
     const ref = { ...job, filename: safeText(job.filename) };
-    return this.repo
-      .record(ref, processName, state, safeText(description), this.clock.now(), outcome, rows)
-      .then(() => {
-        this.counted?.stages.inc({ stage: processName, state });
-        if (outcome !== null && outcome !== 'processing') this.counted?.jobs.inc({ outcome });
-      });
+    return this.repo.record(ref, events).then(() => {
+      for (const e of events) {
+        this.counted?.stages.inc({ stage: e.processName, state: e.state });
+        if (e.outcome !== null && e.outcome !== 'processing') this.counted?.jobs.inc({ outcome: e.outcome });
+      }
+    });
+  }
+
+  /** An event as it happens now, to write with record() or recordAll() (its description made safe). */
+  event(
+    processName: ProcessName,
+    state: StageState,
+    description: string,
+    outcome: JobStatus | null = null,
+    rows: JobRows | null = null,
+  ): RecordedEvent {
+    return { processName, state, description: safeText(description), epoch: this.clock.now(), outcome, rows };
+  }
+
+  /** The events of one job, written in batches (see JobEvents). */
+  of(job: JobRef): JobEvents {
+    return new JobEvents(this, job);
   }
 
   /** Whether the job has its terminal event: a delivery of it then must neither load nor write. */
@@ -251,6 +276,44 @@ export class StatusService {
       rowsLoaded: r.rows_loaded === null ? null : Number(r.rows_loaded),
       rowsRejected: r.rows_rejected === null ? null : Number(r.rows_rejected),
     };
+  }
+}
+
+/**
+ * One job's events as its run makes them: `add` keeps an event (with the time it happened) until the
+ * next `record` or `flush`, which writes everything kept and its own event in one round trip, in
+ * order. A run adds the entries of a stage change (each stage's begin, each stage's end) and writes
+ * them at once; a job that stops between writes what it kept before its error, so the job's events
+ * and their order are those it would have written one by one.
+ */
+export class JobEvents {
+  private kept: RecordedEvent[] = [];
+
+  constructor(
+    private readonly status: StatusService,
+    readonly job: JobRef,
+  ) {}
+
+  add(processName: ProcessName, state: StageState, description: string): void {
+    this.kept.push(this.status.event(processName, state, description));
+  }
+
+  record(
+    processName: ProcessName,
+    state: StageState,
+    description: string,
+    outcome: JobStatus | null = null,
+    rows: JobRows | null = null,
+  ): Promise<void> {
+    const events = [...this.kept, this.status.event(processName, state, description, outcome, rows)];
+    this.kept = [];
+    return this.status.recordAll(this.job, events);
+  }
+
+  flush(): Promise<void> {
+    const events = this.kept;
+    this.kept = [];
+    return this.status.recordAll(this.job, events);
   }
 }
 

@@ -1,0 +1,88 @@
+import { Client } from 'pg';
+import { INLINE_UPLOAD_BYTES } from '@tapyard/intake';
+import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
+import { TEST_DATABASE_URL, uniqueEnvironment } from './support/env';
+import { closedPort } from './support/net';
+import { csvPipeline, upload, waitForJob } from './support/ingest';
+
+/**
+ * A small upload (its request at most INLINE_UPLOAD_BYTES) is carried in its job: nothing of it goes
+ * through the staging object store, so it loads even while that store is unreachable. A larger one
+ * is staged as before, and refused while the store is down.
+ */
+describe('small uploads carried in their job', () => {
+  const env = uniqueEnvironment('upsmall');
+  const table = `upsmall_${env.replace(/[^a-z0-9]/g, '_')}`;
+  let api: TestApi;
+  let worker: TestWorker;
+  let pg: Client;
+
+  beforeAll(async () => {
+    const flags = {
+      TAPYARD_ENV: env,
+      STAGING_OBJECT_STORE_ENDPOINT: `http://127.0.0.1:${await closedPort()}`,
+      STAGING_READ_RETRY_SECONDS: '1',
+    };
+    api = await startApi(flags);
+    worker = await startWorker(flags);
+    pg = new Client({ connectionString: TEST_DATABASE_URL });
+    await pg.connect();
+    await api.http
+      .post('/api/v1/pipeline')
+      .send(
+        csvPipeline('small', table, [
+          ['id', 'int'],
+          ['label', 'string'],
+        ]),
+      )
+      .expect(200);
+  });
+  afterAll(async () => {
+    await pg.end();
+    await worker.close();
+    await api.close();
+  });
+
+  const csv = (rows: number): string =>
+    `id,label\n${Array.from({ length: rows }, (_, i) => `${i},label ${i}`).join('\n')}\n`;
+
+  it('loads a small file without the staging store, with the contract events in order', async () => {
+    const token = await upload(api.http, 'small', csv(50), 'small.csv');
+    const done = await waitForJob(api.http, token);
+    expect(done.rollup.status).toBe('success');
+    const { rows } = await pg.query(`SELECT count(*)::int AS n FROM ingest_test."${table}"`);
+    expect(rows[0].n).toBe(50);
+    expect(done.events.map((e) => `${e.processName} ${e.state}`)).toEqual([
+      'StreamNotifier begin',
+      'StreamNotifier end',
+      'JobRunner begin',
+      'DataQuality begin',
+      'PostgresLoader begin',
+      'DataQuality end',
+      'PostgresLoader end',
+      'JobRunner end',
+    ]);
+    const epochs = done.events.map((e) => e.epoch);
+    expect([...epochs].sort((a, b) => a - b)).toEqual(epochs);
+  });
+
+  it('refuses a publisher token sent after the file when the pipeline came before it, as a streamed upload does', async () => {
+    const res = await api.http
+      .post('/api/v1/pipeline/upload')
+      .field('pipeline', 'small')
+      .attach('file', Buffer.from(csv(3)), 'late.csv')
+      .field('publishertoken', `${env}-late`);
+    expect(res.status).toBe(400);
+    expect(res.body.message).toMatch(/publishertoken' must come before 'file'/);
+  });
+
+  it('stages a file past the bound, which the unreachable store then refuses', async () => {
+    const big = csv(Math.ceil(INLINE_UPLOAD_BYTES / 10));
+    expect(big.length).toBeGreaterThan(INLINE_UPLOAD_BYTES);
+    const res = await api.http
+      .post('/api/v1/pipeline/upload')
+      .field('pipeline', 'small')
+      .attach('file', Buffer.from(big), 'big.csv');
+    expect(res.status).toBe(503);
+  });
+});
