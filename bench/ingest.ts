@@ -131,18 +131,39 @@ async function againstCopy(
   return run;
 }
 
-/** A file SCALE times larger through the same pipeline: its rate, and the worker's peak RSS after it. */
+/** Resident set of a process now (VmRSS), in MB. */
+function rssMb(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
+}
+
+/**
+ * Resets the worker's VmHWM before a load (Linux sets it to the current RSS on "5" into clear_refs)
+ * and returns the line that reports the load's own peak, with the RSS it started from: memory an
+ * earlier load left resident (and not yet given back) is in that floor, not in the load's growth.
+ */
+function peakOf(workerPid: number): () => string {
+  const reset = resetPeakRss(workerPid);
+  const start = rssMb(workerPid);
+  return () =>
+    reset
+      ? `worker peak RSS during it ${peakRssMb(workerPid).toFixed(0)} MB (from ${start.toFixed(0)} MB at its start)`
+      : `worker peak RSS now ${peakRssMb(workerPid).toFixed(0)} MB (could not reset the peak)`;
+}
+
+/**
+ * A file SCALE times larger through the same pipeline, right after the 1× loads so that the two
+ * peaks compare the file's size alone: its rate, and the worker's peak RSS during it.
+ */
 async function scaleCheck(dir: string, workerPid: number): Promise<void> {
   if (SCALE <= 1) return;
   const bigFile = join(dir, 'bench-big.csv');
   const bigBytes = await writeCsv(bigFile, ROWS * SCALE);
-  // The peak so far came from the other loads (NDJSON into MongoDB, the zipped set): Linux resets a
-  // process's VmHWM to its current RSS on "5" into clear_refs, so the figure is this load's own.
-  const reset = resetPeakRss(workerPid);
+  const peak = peakOf(workerPid);
   const big = await ingest(bigFile, 'bench');
+  await rm(bigFile, { force: true });
   console.log(
-    `${SCALE}× file (${(bigBytes / 1e6).toFixed(0)} MB): ${((ROWS * SCALE) / big.seconds).toFixed(0)} rows/s; ` +
-      `worker peak RSS ${reset ? 'during it' : 'now (could not reset the peak)'} ${peakRssMb(workerPid).toFixed(0)} MB`,
+    `${SCALE}× file (${(bigBytes / 1e6).toFixed(0)} MB): ${((ROWS * SCALE) / big.seconds).toFixed(0)} rows/s; ${peak()}`,
   );
 }
 
@@ -157,7 +178,7 @@ async function main(): Promise<void> {
     await pg.query('CREATE SCHEMA IF NOT EXISTS bench');
     // BENCH_DOCUMENTS_ONLY=1: only NDJSON into MongoDB (with the worker's peak RSS).
     if (process.env.BENCH_DOCUMENTS_ONLY === '1') {
-      await documentsAndArchives(dir, '', 0);
+      await documentsAndArchives(dir, '', 0, worker.pid as number);
       console.log(`worker peak RSS:        ${peakRssMb(worker.pid as number).toFixed(0)} MB (goal < 300)`);
       return;
     }
@@ -168,10 +189,8 @@ async function main(): Promise<void> {
     const file = join(dir, 'bench.csv');
     const quiet = await againstCopy(pg, dir, file, 'bench', COLUMNS);
     console.log(`worker peak RSS:        ${peakRssMb(worker.pid as number).toFixed(0)} MB (goal < 300)`);
-    if (process.env.BENCH_RATIOS_ONLY === '1') {
-      await scaleCheck(dir, worker.pid as number);
-      return;
-    }
+    await scaleCheck(dir, worker.pid as number);
+    if (process.env.BENCH_RATIOS_ONLY === '1') return;
 
     // Rollup polling against a bare JSON route of the same app.
     const bare = await rps(`${BASE}/version`, POLL_SECONDS);
@@ -228,9 +247,7 @@ async function main(): Promise<void> {
         `the fast path: ${(ROWS / quiet.seconds).toFixed(0)} rows/s`,
     );
 
-    await documentsAndArchives(dir, file, quiet.seconds);
-
-    await scaleCheck(dir, worker.pid as number);
+    await documentsAndArchives(dir, file, quiet.seconds, worker.pid as number);
   } finally {
     await platform.stop();
     await pg.query('DROP SCHEMA IF EXISTS bench CASCADE').catch(() => undefined);
@@ -243,7 +260,12 @@ async function main(): Promise<void> {
  * NDJSON into MongoDB vs a plain bulk insert with the same driver (mongoimport-style: parse, insertMany
  * in batches of 1,000, unordered), and a zipped CSV through FileNotifier vs the uncompressed upload.
  */
-async function documentsAndArchives(dir: string, csv: string, uncompressedSeconds: number): Promise<void> {
+async function documentsAndArchives(
+  dir: string,
+  csv: string,
+  uncompressedSeconds: number,
+  workerPid: number,
+): Promise<void> {
   const ndjson = join(dir, 'bench.ndjson');
   const out = createWriteStream(ndjson);
   for (let i = 0; i < MONGO_RECORDS; i++) {
@@ -286,10 +308,11 @@ async function documentsAndArchives(dir: string, csv: string, uncompressedSecond
       body: JSON.stringify(docsPipeline),
     });
     if (!saved.ok) throw new Error(`pipeline: ${saved.status} ${await saved.text()}`);
+    const peak = peakOf(workerPid);
     const loaded = await ingest(ndjson, 'bench_docs', 'bench.ndjson');
     const tapyard = MONGO_RECORDS / loaded.seconds;
     console.log(
-      `NDJSON → MongoDB (${MONGO_RECORDS} records): ${tapyard.toFixed(0)} records/s vs bulk insert ${baseline.toFixed(0)} records/s (ratio ${(tapyard / baseline).toFixed(2)})`,
+      `NDJSON → MongoDB (${MONGO_RECORDS} records): ${tapyard.toFixed(0)} records/s vs bulk insert ${baseline.toFixed(0)} records/s (ratio ${(tapyard / baseline).toFixed(2)}); ${peak()}`,
     );
   } finally {
     await db.dropDatabase().catch(() => undefined);

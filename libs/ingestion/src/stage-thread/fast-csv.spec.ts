@@ -154,3 +154,69 @@ describe('FastCsvInput: clean records checked where they lie', () => {
     expect(Buffer.concat(csv.map((p) => p.bytes))).toEqual(bytes.subarray(bytes.indexOf('\n') + 1));
   });
 });
+
+describe('FastCsvInput: memory bounded by the bytes in flight, not by the file', () => {
+  const PART = 1 << 20;
+  // Every record the same length, so the bytes handed out follow from the rows counted.
+  const record = (i: number) =>
+    `${String(i).padStart(9, '0')},1.25,label ${String(i % 1000).padStart(4, '0')},2026-03-01\n`;
+  const RECORD_BYTES = record(1).length;
+  const HEADER = 'id,amount,label,day\n';
+
+  /**
+   * The most bytes read from the input and not yet handed out, over a file of `parts` parts;
+   * `bad`: a record the byte check refuses early, so the rest goes through the cutter.
+   */
+  async function mostHeld(parts: number, bad: boolean): Promise<{ held: number; rows: number }> {
+    const perPart = Math.floor(PART / RECORD_BYTES);
+    let pulled = 0;
+    const input = (async function* () {
+      for (let p = 0; p < parts; p++) {
+        let s = p === 0 ? HEADER : '';
+        for (let k = 0; k < perPart; k++) {
+          const i = p * perPart + k + 1;
+          s += bad && i === 10 ? `${String(i).padStart(9, '0')},1.2x,label 0000,2026-03-01\n` : record(i);
+        }
+        const b = Buffer.from(s);
+        pulled += b.length;
+        yield b;
+      }
+    })();
+    const def = definition();
+    const fast = new FastCsvInput(input, def.source.fileAttributes.csvAttributes);
+    const columns = (await fast.header()) ?? [];
+    fast.plan(columns, def.source.schemaProperties.fields);
+    const plan = new RowPlan(def, columns);
+    const builder = new BatchBuilder(plan.outColumns);
+    const counts = newCounts();
+    const dir = mkdtempSync(join(tmpdir(), 'fast-csv-'));
+    const rejects = createWriteStream(join(dir, 'rejects.jsonl'));
+    let held = 0;
+    try {
+      for (;;) {
+        const out = await fast.next(plan, builder, (b) => [b], counts, rejects);
+        if (out === null) break;
+        // Rows counts the rejected ones too (the refused record is as long as the others).
+        held = Math.max(held, pulled - HEADER.length - counts.rows * RECORD_BYTES);
+      }
+    } finally {
+      await new Promise<void>((r) => rejects.end(() => r()));
+      rmSync(dir, { recursive: true, force: true });
+    }
+    return { held, rows: counts.rows };
+  }
+
+  it('holds at most about a part, for a file of 4 parts as for one of 16, clean or through the cutter', async () => {
+    for (const bad of [false, true]) {
+      const small = await mostHeld(4, bad);
+      const large = await mostHeld(16, bad);
+      expect(large.rows).toBe(4 * small.rows);
+      // A part and the cutter's chunk beside it at most: nothing that grows with the file.
+      expect({ bad, small: small.held <= 2 * PART, large: large.held <= 2 * PART }).toEqual({
+        bad,
+        small: true,
+        large: true,
+      });
+    }
+  });
+});

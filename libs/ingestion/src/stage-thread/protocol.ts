@@ -77,7 +77,13 @@ export type FromThread =
    * Every row is read and the rejects file is closed; `sample`: the first rows as typed (before any
    * script), for the dry run of the pipeline's next script.
    */
-  | { kind: 'end'; counts: Counts; sample: Record<string, unknown>[] }
+  | {
+      kind: 'end';
+      counts: Counts;
+      sample: Record<string, unknown>[];
+      /** The most heap the thread's V8 held during the job (sampled per batch); see StageThreadPool. */
+      heapBytes: number;
+    }
   | {
       kind: 'error';
       message: string;

@@ -5,7 +5,10 @@
  * the runner waits on the thread, it watches the thread's heartbeat; a thread whose event loop makes
  * no progress for STAGE_STALL_MS (a stage stuck in synchronous work on a pathological input) is
  * terminated, and the job ends `error` naming the stage. Threads are pooled per worker process and
- * reused after a clean job; a thread that was stopped or abandoned mid-job is never reused.
+ * reused after a clean job; a thread that was stopped or abandoned mid-job is never reused, nor one
+ * whose heap grew past STAGE_THREAD_MAX_HEAP_BYTES: the memory a thread once took stays resident in
+ * the process while the thread lives (freed by V8, kept by the allocator), and only its exit gives it
+ * back, so a pooled thread would keep a large job's peak as the worker's floor.
  */
 import { Inject, Injectable, OnModuleDestroy, Optional } from '@nestjs/common';
 import { Counter, Registry } from 'prom-client';
@@ -49,6 +52,12 @@ export class StageThreadError extends Error {
   }
 }
 
+/**
+ * A thread whose heap passed this during a job is not reused. The CSV fast path stays under 20 MB
+ * and small jobs far under; a large file on the validating path reaches about 50 MB.
+ */
+export const STAGE_THREAD_MAX_HEAP_BYTES = 40 << 20;
+
 interface PooledThread {
   worker: Worker;
   shared: SharedArrayBuffer;
@@ -83,7 +92,7 @@ export class StageThreadPool implements OnModuleDestroy {
   /** Starts a job's stages on a thread; the session must be ended with `end()`. */
   async start(
     job: Omit<StartMessage, 'kind' | 'shared'>,
-    opts: { stallMs: number; maxIdle: number },
+    opts: { stallMs: number; maxIdle: number; maxHeapBytes?: number },
   ): Promise<StageSession> {
     if (this.closed) throw new Error('the worker is shutting down');
     const thread = this.idle.pop() ?? {
@@ -95,6 +104,7 @@ export class StageThreadPool implements OnModuleDestroy {
     const session = new StageSession(
       thread,
       opts.stallMs,
+      opts.maxHeapBytes ?? STAGE_THREAD_MAX_HEAP_BYTES,
       (reusable) => {
         this.busy.delete(thread);
         if (reusable && !this.closed && this.idle.length < opts.maxIdle) this.idle.push(thread);
@@ -122,6 +132,7 @@ export class StageSession {
   private failed: Error | null = null;
   private done = false;
   private prefetched: Promise<Reply> | null = null;
+  private heapBytes = 0;
   private jobId = -1;
   private lastBeat = -1;
   private lastMove = Date.now();
@@ -136,6 +147,7 @@ export class StageSession {
   constructor(
     private readonly thread: PooledThread,
     private readonly stallMs: number,
+    private readonly maxHeapBytes: number,
     private readonly release: (reusable: boolean) => void,
     private readonly onStall: (stage: (typeof STAGE_NAMES)[number]) => void,
   ) {
@@ -187,6 +199,7 @@ export class StageSession {
     const r = await pending;
     if (r.kind === 'end') {
       this.done = true;
+      this.heapBytes = r.heapBytes;
       return { end: r.counts, sample: r.sample };
     }
     const batch = expect(r, 'batch');
@@ -200,7 +213,7 @@ export class StageSession {
     return this.done;
   }
 
-  /** Ends the session; the thread goes back to the pool only after a clean end. */
+  /** Ends the session; the thread goes back to the pool only after a clean end, its heap within bounds. */
   end(): void {
     clearInterval(this.timer);
     const w = this.thread.worker;
@@ -208,7 +221,7 @@ export class StageSession {
     w.off('error', this.onError);
     w.off('exit', this.onExit);
     const clean = this.failed === null && this.waiters.length === 0 && this.done;
-    this.release(clean);
+    this.release(clean && this.heapBytes <= this.maxHeapBytes);
   }
 
   private request(msg: ToThread, transfer: TransferListItem[] = []): Promise<Reply> {

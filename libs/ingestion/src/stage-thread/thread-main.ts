@@ -7,6 +7,7 @@
 import 'reflect-metadata';
 import { WriteStream, createWriteStream } from 'node:fs';
 import { Readable } from 'node:stream';
+import { getHeapStatistics } from 'node:v8';
 import { parentPort } from 'node:worker_threads';
 import { FatalReadError, RecordBatch, StreamEndedError } from '@tapyard/readers';
 import { BatchBuilder, RowPlan } from '../row-plan';
@@ -42,6 +43,8 @@ interface Job {
   sample: Record<string, unknown>[];
   sampleBytes: number;
   sampleFull: boolean;
+  /** The most heap seen at a batch boundary (see FromThread 'end'). */
+  heapBytes: number;
 }
 
 /**
@@ -118,6 +121,7 @@ async function handle(msg: ToThread): Promise<void> {
       sample: [],
       sampleBytes: 0,
       sampleFull: false,
+      heapBytes: 0,
       spin:
         spinOn === null
           ? null
@@ -177,11 +181,13 @@ async function handle(msg: ToThread): Promise<void> {
   }
   // next
   if (j.plan === null || j.builder === null || j.rejects === null) throw new Error("'next' before 'plan'");
+  // What the previous batch grew the heap to (the last batch's shows in the final count below).
+  j.heapBytes = Math.max(j.heapBytes, getHeapStatistics().total_heap_size);
   if (j.fast) {
     const payloads = await j.fast.next(j.plan, j.builder, j.encoders[0], j.counts, j.rejects);
     if (payloads === null) {
       await close(j.rejects);
-      post(j.id, { kind: 'end', counts: j.counts, sample: [] });
+      post(j.id, { kind: 'end', counts: j.counts, sample: [], heapBytes: j.heapBytes });
     } else postBatch(j, [payloads]);
     return;
   }
@@ -189,7 +195,7 @@ async function handle(msg: ToThread): Promise<void> {
   if (typed === null) {
     await close(j.rejects);
     for (const script of j.scripts.splice(0)) await script.close().catch(() => undefined);
-    post(j.id, { kind: 'end', counts: j.counts, sample: j.sample });
+    post(j.id, { kind: 'end', counts: j.counts, sample: j.sample, heapBytes: j.heapBytes });
     return;
   }
   if (!j.sampleFull) keepSample(j, typed);
