@@ -13,7 +13,7 @@
  * the machine has no core to spare for it); asserts nothing.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
@@ -22,6 +22,7 @@ import {
   DB_URL,
   NARROW_COLUMNS,
   benchTarget,
+  cpuSeconds,
   sleep,
   startPlatform,
   uploadFile,
@@ -98,17 +99,6 @@ async function ready(name: string): Promise<void> {
     await sleep(100);
   }
   throw new Error(`the scripts of ${name} did not become ready`);
-}
-
-/**
- * CPU seconds the worker has used, with its reaped children (the sandboxed scripts): fields 14-17 of
- * /proc/<pid>/stat, in clock ticks of 1/100 s (Linux's USER_HZ).
- */
-async function cpuSeconds(pid: number): Promise<number> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  // After the command: field 3 (state) is fields[0], so field 14 (utime) is fields[11].
-  return fields.slice(11, 15).reduce((sum, f) => sum + Number(f), 0) / 100;
 }
 
 interface Figures {

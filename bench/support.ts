@@ -1,6 +1,7 @@
 /** Shared by the benchmarks: the built apps as processes, uploads streamed from disk, rollup polling. */
 import { ChildProcess, spawn } from 'node:child_process';
 import { createReadStream, createWriteStream, existsSync, statSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { dirname, join } from 'node:path';
 import { LOCAL_OBJECT_STORE, LOCAL_REDIS_URL, localDatabaseUrl } from '../test/support/local-peers';
@@ -128,6 +129,17 @@ export async function waitForRollup(base: string, query: string, jobs = 1): Prom
     }
     await sleep(50);
   }
+}
+
+/**
+ * CPU seconds a process has used, with its reaped children (a worker's sandboxed scripts): fields
+ * 14-17 of /proc/<pid>/stat, in clock ticks of 1/100 s (Linux's USER_HZ).
+ */
+export async function cpuSeconds(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // After the command: field 3 (state) is fields[0], so field 14 (utime) is fields[11].
+  return fields.slice(11, 15).reduce((sum, f) => sum + Number(f), 0) / 100;
 }
 
 /** Streams a multipart upload from disk (the file never sits in this process's memory). */

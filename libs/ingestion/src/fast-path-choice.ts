@@ -4,12 +4,14 @@ import { IngestPayload } from '@tapyard/queue';
 import { fastPathBlocker } from '@tapyard/readers';
 import { CODEGEN_KINDS } from '@tapyard/scripts';
 import { instructionOf } from '@tapyard/codegen';
+import { rulesOnFastPath } from './data-quality-rules';
 import { Leg } from './job-outcome';
 
 /**
  * Whether the job reads its file on the fast path (stage-thread/fast-csv.ts): a CSV upload with a
- * header, the default null handling and utf-8, no rules or mappings (they need every value), and
- * one destination that takes clean CSV as it is.
+ * header, the default null handling and utf-8, data-quality rules the byte check can apply to each
+ * field (see rulesOnFastPath), no mappings or scripts (they need every value), and one destination
+ * that takes clean CSV as it is.
  */
 export function takesFastPath(
   config: TapyardConfig,
@@ -26,7 +28,7 @@ export function takesFastPath(
     p.records === undefined &&
     fa.csvAttributes.header &&
     fastPathBlocker(fa.csvAttributes) === null &&
-    def.dataQuality.rules.length === 0 &&
+    rulesOnFastPath(def.dataQuality.rules) &&
     def.transformation.mappings.length === 0 &&
     CODEGEN_KINDS.every((k) => instructionOf(def, k) === null) &&
     legs.length === 1 &&

@@ -1,13 +1,6 @@
 // The stage thread loads this file: deep imports keep its module graph small (no Nest modules,
 // DTOs or database drivers), which is what a thread per job costs to start.
-import type {
-  CsvAttributes,
-  DataQualityRule,
-  FieldType,
-  PipelineDefinition,
-  SchemaField,
-  TypedBatch,
-} from '@tapyard/model';
+import type { CsvAttributes, PipelineDefinition, SchemaField, TypedBatch } from '@tapyard/model';
 import {
   Expr,
   evaluate,
@@ -17,8 +10,8 @@ import {
   Invalid,
   Value,
   coercer,
-  compileLinearRegex,
 } from '@tapyard/model';
+import { Check, compileRule } from './data-quality-rules';
 
 /** Why a row was not loaded. */
 export interface Rejection {
@@ -52,8 +45,6 @@ export class BatchBuilder {
     return batch;
   }
 }
-
-type Check = (value: string | null) => string | null;
 
 /**
  * Everything needed to turn a file row into typed values, compiled once per job: where each schema
@@ -225,53 +216,4 @@ function compileStep(step: PipelineDefinition['transformation']['mappings'][numb
         );
     }
   }
-}
-
-function compileRule(rule: DataQualityRule, type: FieldType): Check {
-  switch (rule.type) {
-    case 'not_null':
-      return (v) => (v === null ? 'is null (rule not_null)' : null);
-    case 'unique': {
-      const seen = new Set<string>();
-      return (v) => {
-        if (v === null) return null;
-        if (seen.has(v)) return `value '${short(v)}' is a duplicate (rule unique)`;
-        seen.add(v);
-        return null;
-      };
-    }
-    case 'range': {
-      const numeric = type !== 'date' && type !== 'timestamp';
-      const key = (x: number | string): number => (numeric ? Number(x) : Date.parse(String(x)));
-      const min = rule.min === undefined ? null : key(rule.min);
-      const max = rule.max === undefined ? null : key(rule.max);
-      return (v) => {
-        if (v === null) return null;
-        const k = key(v);
-        if (min !== null && k < min) return `value '${short(v)}' is below ${rule.min} (rule range)`;
-        if (max !== null && k > max) return `value '${short(v)}' is above ${rule.max} (rule range)`;
-        return null;
-      };
-    }
-    case 'regex': {
-      // Compiled once per job; linear time whatever the pattern and the value (RE2 semantics).
-      const re = compileLinearRegex(rule.pattern);
-      return (v) =>
-        v === null || re.test(v) ? null : `value '${short(v)}' does not match /${rule.pattern}/ (rule regex)`;
-    }
-    case 'allowed_values': {
-      const allowed = new Set(rule.values);
-      return (v) =>
-        v === null || allowed.has(v)
-          ? null
-          : `value '${short(v)}' is not one of the allowed values (rule allowed_values)`;
-    }
-    case 'type_conformance':
-      // Coercion to the schema type already enforces it for every column.
-      return () => null;
-  }
-}
-
-function short(v: string): string {
-  return v.length > 100 ? `${v.slice(0, 100)}…` : v;
 }

@@ -12,10 +12,9 @@
  * file, the input goes through the cutter (csvRows) instead, chunk by chunk: clean chunks still go
  * out unparsed, the others through the validating path.
  */
-import type { WriteStream } from 'node:fs';
 import { Readable } from 'node:stream';
 import type { CsvChunkPayload, Payload } from '@tapyard/destinations';
-import type { CsvAttributes, SchemaField, TypedBatch } from '@tapyard/model';
+import type { CsvAttributes, DataQualityRule, SchemaField, TypedBatch } from '@tapyard/model';
 import {
   CsvHeaderPart,
   CsvLineEnding,
@@ -31,8 +30,9 @@ import {
   readCsv,
   RecordBatch,
 } from '@tapyard/readers';
+import { fastPathCellRules } from '../data-quality-rules';
 import { BatchBuilder, RowPlan } from '../row-plan';
-import { convert } from './convert';
+import { RejectSink, convert } from './convert';
 import type { Counts } from './protocol';
 
 /**
@@ -119,8 +119,11 @@ export class FastCsvInput {
     return null;
   }
 
-  /** `fileColumns`: the schema names of the file's columns, in file order. */
-  plan(fileColumns: string[], fields: SchemaField[]): void {
+  /**
+   * `fileColumns`: the schema names of the file's columns, in file order. A record that fails one of
+   * the `rules` is never clean: the validating path rejects it (see fastPathCellRules).
+   */
+  plan(fileColumns: string[], fields: SchemaField[], rules: readonly DataQualityRule[] = []): void {
     const schema = fileColumns.map((c) => fields.find((f) => f.name === c));
     const types = schema.map((f) => f?.type ?? 'string');
     this.width = fileColumns.length;
@@ -128,8 +131,9 @@ export class FastCsvInput {
     // A column the schema does not have (schema contract discard_columns or discard_rows) cannot go
     // out unparsed: every chunk is then read by the validating path, which drops it or rejects its row.
     const known = new Set(fields.map((f) => f.name));
-    if (fileColumns.every((c) => known.has(c))) {
-      const opts = { ...this.attrs, types, limits: schema.map((f) => f ?? {}) };
+    const cellRules = fastPathCellRules(rules, fields, fileColumns);
+    if (fileColumns.every((c) => known.has(c)) && cellRules !== null) {
+      const opts = { ...this.attrs, types, limits: schema.map((f) => f ?? {}), cellRules };
       this.check = compileCsvCheck(opts);
       this.prefixCheck = compileCsvPrefixCheck(opts);
     }
@@ -145,7 +149,7 @@ export class FastCsvInput {
     builder: BatchBuilder,
     encode: (batch: TypedBatch) => Payload[],
     counts: Counts,
-    rejects: WriteStream,
+    rejects: RejectSink,
   ): Promise<Payload[] | null> {
     while (this.parts === null) {
       const check = this.prefixCheck;
@@ -270,7 +274,7 @@ export class FastCsvInput {
     builder: BatchBuilder,
     encode: (batch: TypedBatch) => Payload[],
     counts: Counts,
-    rejects: WriteStream,
+    rejects: RejectSink,
   ): Promise<Payload[] | null> {
     const parts = this.parts as AsyncGenerator<CsvRowsPart>;
     for (;;) {

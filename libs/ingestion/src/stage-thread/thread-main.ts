@@ -151,7 +151,11 @@ async function handle(msg: ToThread): Promise<void> {
   if (msg.kind === 'plan') {
     j.plan = new RowPlan(msg.definition, msg.fileColumns, shared === null ? null : shared.subarray(STAGE));
     j.builder = new BatchBuilder(j.plan.outColumns);
-    j.fast?.plan(msg.fileColumns, msg.definition.source.schemaProperties.fields);
+    j.fast?.plan(
+      msg.fileColumns,
+      msg.definition.source.schemaProperties.fields,
+      msg.definition.dataQuality.rules,
+    );
     let columns = j.plan.outColumns;
     for (const spec of msg.scripts) {
       try {

@@ -44,6 +44,8 @@
  *   In these columns an unquoted empty field is NULL to both.
  * Strings: any other text is the same to both, quoted delimiters, line breaks and escaped quotes
  * included; an unquoted empty field is NULL to both, `""` the empty string to both.
+ * - a record with a cell that fails the pipeline's data-quality rules (`cellRules`, given as the
+ *   reference reader's cell): the reference path rejects it, with its reason and line.
  *
  * Only the default null handling is eligible (see fastPathBlocker): a pipeline with its own
  * `nullValues`, or in latin1, never takes the fast path (the caller checks).
@@ -67,6 +69,63 @@ export interface CsvCheckOptions extends Pick<CsvAttributes, 'delimiter' | 'quot
   limits?: readonly DecimalLimits[];
   /** The reference's field limit; default 16 MiB. */
   maxFieldBytes?: number;
+  /**
+   * Per file column, the pipeline's data-quality rules there (absent or null: none). A record with a
+   * cell that fails them is refused, so that the validating path rejects it with its reason.
+   */
+  cellRules?: readonly (CsvCellRule | null)[];
+}
+
+/** The data-quality rules of one file column, as the check applies them to each cell. */
+export interface CsvCellRule {
+  /** Whether NULL (an unquoted empty field) passes. */
+  readonly nullPasses: boolean;
+  /** Whether a cell that is not NULL passes. */
+  readonly passes: (cell: CsvCell) => boolean;
+}
+
+/**
+ * A cell that is not NULL, as the check hands it to a CsvCellRule: its bytes (valid UTF-8, a quoted
+ * field's quotes and escapes undone) and, decoded on demand, its text as the reference reader gives
+ * it. One object is reused for every cell: a rule must not keep it.
+ */
+export class CsvCell {
+  /** The cell is bytes [start, end) of `bytes`. */
+  bytes: Buffer = Buffer.alloc(0);
+  start = 0;
+  end = 0;
+  private ascii = true;
+  /** The buffer decoded as latin1, once, when a first ASCII cell's text is asked for. */
+  private latin1: string | null = null;
+  private decoded: string | null = null;
+
+  /** The cell's text (the reference reader's cell). */
+  text(): string {
+    if (this.decoded === null) {
+      const { bytes, start, end } = this;
+      // As the reference reader: one native decoding per buffer and a substring per ASCII cell (a
+      // native call per cell costs more than checking the rest of the record).
+      if (this.ascii || asciiRange(bytes, start, end)) {
+        this.latin1 ??= bytes.toString('latin1');
+        this.decoded = this.latin1.substring(start, end);
+      } else this.decoded = bytes.toString('utf8', start, end);
+    }
+    return this.decoded;
+  }
+
+  /** Starts on a buffer (`ascii`: all of it is). */
+  reset(bytes: Buffer, ascii: boolean): void {
+    this.bytes = bytes;
+    this.ascii = ascii;
+    this.latin1 = null;
+  }
+
+  at(start: number, end: number): CsvCell {
+    this.start = start;
+    this.end = end;
+    this.decoded = null;
+    return this;
+  }
 }
 
 export type CsvLineEnding = 'lf' | 'crlf' | 'cr';
@@ -183,6 +242,12 @@ function compile(opts: CsvCheckOptions): (chunk: Buffer, prefix: boolean) => Csv
     };
   });
   const sentinel = quote < 0 ? NO_QUOTE_SENTINEL : -1;
+  const cellRules = opts.types.map((_, k) => opts.cellRules?.[k] ?? null);
+  const ruled = cellRules.some((r) => r !== null);
+  const cell = new CsvCell();
+  /** Whether the cell [s, e) of the buffer being checked (`isNull`: NULL) passes `rule`. */
+  const passes = (rule: CsvCellRule, s: number, e: number, isNull: boolean): boolean =>
+    isNull ? rule.nullPasses : rule.passes(cell.at(s, e));
 
   // Stop tables: the bytes that end a run inside an unquoted string field, a quoted field, and a
   // value of another type.
@@ -207,7 +272,11 @@ function compile(opts: CsvCheckOptions): (chunk: Buffer, prefix: boolean) => Csv
     }
     // A buffer that ends inside a record may end inside a character: those bytes wait for the rest.
     const whole = prefix ? b.subarray(0, n - truncatedUtf8(b)) : b;
-    if (!isAscii(whole) && !isUtf8(whole)) return refuse('invalid UTF-8', 0);
+    const ascii = isAscii(whole);
+    if (!ascii && !isUtf8(whole)) return refuse('invalid UTF-8', 0);
+    // The rules' cells: valid UTF-8, as a field never ends inside a character (the special
+    // characters are ASCII).
+    if (ruled) cell.reset(b, ascii);
 
     const sStops = stringStops;
     const tStops = typedStops;
@@ -240,6 +309,7 @@ function compile(opts: CsvCheckOptions): (chunk: Buffer, prefix: boolean) => Csv
         if (i < n && b[i] === quote) {
           if (type !== T_STRING) return refuse(`a quoted value in a ${TYPE_NAMES[type]} column`, i);
           let p = i + 1;
+          let escaped = false;
           for (;;) {
             while (p < n && quotedStops[b[p]] === 0) p++;
             if (p >= n) return prefix ? incomplete() : refuse('an unterminated quoted field', start);
@@ -248,13 +318,17 @@ function compile(opts: CsvCheckOptions): (chunk: Buffer, prefix: boolean) => Csv
               if (p + 1 < n && b[p + 1] === quote) {
                 if (esc >= 0) return refuse('a doubled quote where the escape is not the quote', p);
                 p += 2;
+                escaped = true;
                 continue;
               }
               p++;
               break;
             }
             if (c === esc) {
-              p += p + 1 < n && (b[p + 1] === quote || b[p + 1] === esc) ? 2 : 1;
+              if (p + 1 < n && (b[p + 1] === quote || b[p + 1] === esc)) {
+                p += 2;
+                escaped = true;
+              } else p++;
               continue;
             }
             // A line break inside the quotes (\r\n is one line, as the cutter counts).
@@ -270,6 +344,13 @@ function compile(opts: CsvCheckOptions): (chunk: Buffer, prefix: boolean) => Csv
             c = b[i];
             if (c !== delim && c !== LF && c !== CR) return refuse('text after a closing quote', i);
           }
+          const rule = ruled ? cellRules[col] : null;
+          if (rule !== null) {
+            const ok = escaped
+              ? rule.passes(unescapedCell(b, start + 1, i - 1, quote, esc))
+              : passes(rule, start + 1, i - 1, false);
+            if (!ok) return refuse('a value that fails a data-quality rule', start);
+          }
         } else if (type === T_STRING) {
           let p = i;
           while (p < n && sStops[b[p]] === 0) p++;
@@ -277,6 +358,10 @@ function compile(opts: CsvCheckOptions): (chunk: Buffer, prefix: boolean) => Csv
           if (p < n && b[p] === quote) return refuse('a quote inside an unquoted field', p);
           if (p - start > maxField) return refuse('a field longer than the limit', start);
           if (ncols === 1 && onlyBlanks(b, start, p)) return refuse('a line of spaces and tabs', start);
+          const rule = ruled ? cellRules[col] : null;
+          // An unquoted empty field is NULL (the default null handling: see fastPathBlocker).
+          if (rule !== null && !passes(rule, start, p, p === start))
+            return refuse('a value that fails a data-quality rule', start);
           i = p;
         } else {
           let p = i;
@@ -294,6 +379,10 @@ function compile(opts: CsvCheckOptions): (chunk: Buffer, prefix: boolean) => Csv
           if (!ok) {
             return refuse(`not a plain ${TYPE_NAMES[type]} value`, i);
           }
+          const rule = ruled ? cellRules[col] : null;
+          // The value's grammar is ASCII; the reference's typed value is NULL exactly when the cell is.
+          if (rule !== null && !passes(rule, i, p, p === i))
+            return refuse('a value that fails a data-quality rule', i);
           i = p;
         }
         col++;
@@ -334,6 +423,22 @@ function compile(opts: CsvCheckOptions): (chunk: Buffer, prefix: boolean) => Csv
   };
 }
 
+/**
+ * The cell of bytes [s, e), a quoted field's inside, without its escapes, as the reference reads it:
+ * a doubled quote is one quote, the escape before the quote or itself is dropped (elsewhere it stays).
+ */
+function unescapedCell(b: Buffer, s: number, e: number, quote: number, esc: number): CsvCell {
+  const out = Buffer.alloc(e - s);
+  let k = 0;
+  for (let p = s; p < e; p++) {
+    if ((b[p] === quote || b[p] === esc) && p + 1 < e && (b[p + 1] === quote || b[p + 1] === esc)) p++;
+    out[k++] = b[p];
+  }
+  const cell = new CsvCell();
+  cell.reset(out, false);
+  return cell.at(0, k);
+}
+
 /** How many bytes at the end of `b` start a UTF-8 character that they do not finish. */
 function truncatedUtf8(b: Buffer): number {
   const n = b.length;
@@ -344,6 +449,11 @@ function truncatedUtf8(b: Buffer): number {
     return length > k ? k : 0;
   }
   return 0;
+}
+
+function asciiRange(b: Buffer, s: number, e: number): boolean {
+  for (let k = s; k < e; k++) if (b[k] >= 0x80) return false;
+  return true;
 }
 
 function onlyBlanks(b: Buffer, s: number, e: number): boolean {
