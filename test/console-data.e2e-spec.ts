@@ -153,10 +153,8 @@ consoleDescribe('test/console-data.e2e-spec.ts')(
 
     it('shows the SQL before anything runs, then runs it into a table and downloads it as CSV', async () => {
       const sql = 'SELECT region, count(*) AS n FROM sales GROUP BY region ORDER BY region';
-      double.script(
-        { json: { sql, explanation: 'Counts the sales of each region.' } },
-        { json: { sql, explanation: 'Counts the sales of each region.' } },
-      );
+      // One reply: Run sends the statement shown, so the model is not asked again.
+      double.script({ json: { sql, explanation: 'Counts the sales of each region.' } });
       const page = await newPage('/query');
       await page.getByLabel('Question', { exact: true }).fill('How many sales per region?');
       await page.getByLabel('Schema', { exact: true }).fill(schema);
@@ -173,6 +171,7 @@ consoleDescribe('test/console-data.e2e-spec.ts')(
       const table = page.getByRole('table', { name: 'Query result' });
       await table.waitFor();
       expect(await table.locator('tbody tr').allTextContents()).toEqual(['east10', 'north10', 'south10']);
+      expect(double.calls).toHaveLength(1);
       const [download] = await Promise.all([
         page.waitForEvent('download'),
         page.getByRole('link', { name: 'Download CSV' }).click(),

@@ -114,6 +114,31 @@ describe('natural-language SQL and answers (real PostgreSQL, model double)', () 
     });
   });
 
+  it('runs a reviewed statement as given, without the model, through the same checks as a written one', async () => {
+    double.script(sqlReply('SELECT region, count(*) FROM sales GROUP BY region ORDER BY region'));
+    const dry = await ask({ question: 'sales per region', execute: false }).expect(200);
+    const calls = double.calls.length;
+    const ran = await ask({ question: 'sales per region', sql: dry.body.sql }).expect(200);
+    expect(double.calls.length).toBe(calls);
+    expect(ran.body).toMatchObject({ sql: dry.body.sql, columns: ['region', 'count'], rowCount: 3 });
+    expect(ran.body.rows).toEqual([
+      ['east', '83'],
+      ['north', '83'],
+      ['south', '84'],
+    ]);
+    // A given statement is no more trusted than a written one.
+    for (const [sql, reason] of [
+      [`DELETE FROM "${schema}".sales`, /Delete statement/],
+      ['SELECT * FROM tapyard.api_keys', /api_keys/],
+      ['SELECT 1; SELECT 2', /refused/],
+    ] as const) {
+      const refused = await ask({ question: 'x', sql }).expect(400);
+      expect(refused.body.message).toMatch(reason);
+    }
+    expect(double.calls.length).toBe(calls);
+    expect((await pg.query(`SELECT count(*)::int AS n FROM "${schema}".sales`)).rows[0].n).toBe(250);
+  });
+
   it('caps the bytes of a result on the server: a huge value is refused, many rows are cut and flagged', async () => {
     // 4 MB: 60 times the 64 KB cap, and made well within QUERY_TIMEOUT_MS on a loaded machine (30 MB was not).
     double.script(sqlReply("SELECT repeat('y', 4000000) AS y"));

@@ -11,6 +11,8 @@ export interface NlQueryInput {
   question: string;
   database?: string;
   schema?: string;
+  /** A statement to run instead of asking the model: it passes the same checks as a written one. */
+  sql?: string;
   execute?: boolean;
   maxRows?: number;
 }
@@ -54,20 +56,10 @@ export class NlQueryService {
     const schema = input.schema ?? confinementOf(this.config, env).postgres?.schema ?? 'public';
     // Both answer 404 for what the caller may not see (platform schemas, other tenants).
     const tables = (await this.metadata.postgresTables(env, input.database, schema)).slice(0, MAX_TABLES);
-    const model = await this.ai.model(env, 'sql');
-    const context = await this.describe(env, input.database, database, schema, tables);
-    const answer = await model.json<{ sql: string; explanation: string }>({
-      name: 'sql_query',
-      schema: SQL_SCHEMA,
-      system:
-        'You write exactly one read-only PostgreSQL query (SELECT, WITH … SELECT or VALUES) that answers the ' +
-        `question from these tables of schema "${schema}" (the search path; write table names unqualified). Use only ` +
-        'built-in functions (aggregates, math, string, date, JSON). No writes, no DDL, no locking clauses, no ' +
-        'semicolons. Answer with one JSON object: {"sql": string, "explanation": string (one or two sentences)}.\n\n' +
-        head(context, model.inputChars(4000)),
-      messages: [{ role: 'user', content: head(input.question, 4000) }],
-      signal,
-    });
+    const answer =
+      input.sql === undefined
+        ? await this.write(env, input, database, schema, tables, signal)
+        : { sql: input.sql, explanation: 'The statement given, run as it was reviewed.' };
     const written = answer.sql.trim().replace(/;\s*$/, '');
     const relations = await checkReadOnlySql(written);
     const known = new Set(tables);
@@ -85,6 +77,31 @@ export class NlQueryService {
     if (input.execute === false) return { ...base, columns: [], rows: [], rowCount: 0, truncated: false };
     const rows = await this.runner.run(env, database, schema, sql, relations, input.maxRows ?? 100);
     return { ...base, ...rows };
+  }
+
+  /** The model's statement for the question, from the schema of what the caller may read. */
+  private async write(
+    env: string,
+    input: NlQueryInput,
+    database: string,
+    schema: string,
+    tables: string[],
+    signal?: AbortSignal,
+  ): Promise<{ sql: string; explanation: string }> {
+    const model = await this.ai.model(env, 'sql');
+    const context = await this.describe(env, input.database, database, schema, tables);
+    return model.json<{ sql: string; explanation: string }>({
+      name: 'sql_query',
+      schema: SQL_SCHEMA,
+      system:
+        'You write exactly one read-only PostgreSQL query (SELECT, WITH … SELECT or VALUES) that answers the ' +
+        `question from these tables of schema "${schema}" (the search path; write table names unqualified). Use only ` +
+        'built-in functions (aggregates, math, string, date, JSON). No writes, no DDL, no locking clauses, no ' +
+        'semicolons. Answer with one JSON object: {"sql": string, "explanation": string (one or two sentences)}.\n\n' +
+        head(context, model.inputChars(4000)),
+      messages: [{ role: 'user', content: head(input.question, 4000) }],
+      signal,
+    });
   }
 
   /** Tables, columns and types, with a few sample values from columns that do not look sensitive. */

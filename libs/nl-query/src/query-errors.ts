@@ -2,7 +2,7 @@ import type { DomainCode } from '@tapyard/core';
 
 /** The domain codes of natural-language query errors: the error body's `code`. */
 export const QueryErrorCode = {
-  /** The generated SQL is not one read-only statement on the allowed tables and functions. */
+  /** The SQL (written or given) is not one read-only statement on the allowed tables and functions. */
   UnsafeSql: 'query.unsafe_sql',
   /** Every connection for queries (QUERY_POOL_SIZE) stayed busy. */
   PoolBusy: 'query.pool_busy',

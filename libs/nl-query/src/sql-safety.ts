@@ -37,7 +37,7 @@ const CATALOG_TYPES = new Set([
 export class UnsafeSqlError extends ValidationError {
   override domainCode: DomainCode = QueryErrorCode.UnsafeSql;
   constructor(reason: string) {
-    super(`the generated SQL was refused: ${reason}`, [{ field: 'sql', problem: reason }]);
+    super(`the SQL was refused: ${reason}`, [{ field: 'sql', problem: reason }]);
   }
 }
 

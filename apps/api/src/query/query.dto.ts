@@ -31,6 +31,18 @@ export class NlQueryDto {
   @MaxLength(63)
   schema?: string;
 
+  @ApiPropertyOptional({
+    description:
+      'A statement to run instead of asking the model (typically the `sql` an `execute: false` call returned, as ' +
+      'reviewed): it goes through the same checks as a written one (a single read query, only tables of the ' +
+      'schema the caller may query, qualified, read-only, time-limited); `question` is kept for the record',
+    example: 'SELECT count(*) FROM sales',
+  })
+  @OptionalNotNull()
+  @IsString()
+  @MaxLength(20_000)
+  sql?: string;
+
   @ApiPropertyOptional({ default: true, description: 'false: return the SQL and explanation only' })
   @OptionalNotNull()
   @IsBoolean()
@@ -47,7 +59,8 @@ export class NlQueryDto {
 
 export class NlQueryResultDto {
   @ApiProperty({
-    description: "The statement that ran: the model's, with every table name qualified with the schema",
+    description:
+      "The statement that ran: the model's (or the one given), with every table name qualified with the schema",
     example:
       "SELECT date_trunc('month', sold_at) AS month, sum(amount) AS revenue FROM public.sales GROUP BY 1 ORDER BY 2 DESC",
   })

@@ -9,9 +9,8 @@ type Answer = Schemas['NlQueryResultDto'];
 
 /**
  * Natural-language SQL in two steps: the question is first sent with `execute: false`, so the person
- * reads the statement and its explanation before anything runs; Run asks again with `execute: true`.
- * The model writes the statement afresh on that second call, so the page shows the statement that ran
- * (the API's `sql`) and says so when it differs from the one proposed.
+ * reads the statement and its explanation before anything runs; Run sends that very statement back
+ * (`sql`), which the API checks as it checks a written one and runs without asking the model again.
  */
 export function Query(): ReactNode {
   const refused = useRefusal('search:query');
@@ -24,10 +23,16 @@ export function Query(): ReactNode {
   const [busy, setBusy] = useState<'proposing' | 'running' | null>(null);
   const [download, setDownload] = useState<string | null>(null);
 
-  const ask = async (execute: boolean): Promise<Answer | null> => {
+  const ask = async (execute: boolean, sql?: string): Promise<Answer | null> => {
     setProblem(null);
     const { data, error, response } = await api.POST('/api/v1/query/postgres', {
-      body: { question, execute, maxRows, ...(schema.trim() ? { schema: schema.trim() } : {}) },
+      body: {
+        question,
+        execute,
+        maxRows,
+        ...(sql === undefined ? {} : { sql }),
+        ...(schema.trim() ? { schema: schema.trim() } : {}),
+      },
     });
     if (!data) setProblem(problemOf(error, response));
     return data ?? null;
@@ -41,9 +46,9 @@ export function Query(): ReactNode {
     setBusy(null);
   };
 
-  const run = async (): Promise<void> => {
+  const run = async (sql: string): Promise<void> => {
     setBusy('running');
-    setResult(await ask(true));
+    setResult(await ask(true, sql));
     setBusy(null);
   };
 
@@ -56,8 +61,6 @@ export function Query(): ReactNode {
     setDownload(url);
     return () => URL.revokeObjectURL(url);
   }, [result]);
-
-  const differs = proposal && result && normalised(proposal.sql) !== normalised(result.sql);
 
   return (
     <>
@@ -111,7 +114,7 @@ export function Query(): ReactNode {
             Nothing has run yet. Only one read-only statement over the tables of the schema can run, checked
             by the platform.
           </p>
-          <button type="button" onClick={run} disabled={busy !== null}>
+          <button type="button" onClick={() => run(proposal.sql)} disabled={busy !== null}>
             {busy === 'running' ? 'Running…' : 'Run it'}
           </button>
         </section>
@@ -119,14 +122,6 @@ export function Query(): ReactNode {
       {result && (
         <section aria-labelledby="result-title" className="panel">
           <h2 id="result-title">Result</h2>
-          {differs && (
-            <>
-              <p className="notice" role="status">
-                The model wrote a different statement when asked to run it; this is the one that ran:
-              </p>
-              <pre className="sql">{result.sql}</pre>
-            </>
-          )}
           <p>
             {result.rowCount} row{result.rowCount === 1 ? '' : 's'}
             {result.truncated ? ' (truncated: more rows than asked for, or over the size cap)' : ''}.{' '}
@@ -164,9 +159,4 @@ export function Query(): ReactNode {
       )}
     </>
   );
-}
-
-/** Statements compared as written, spacing and a final semicolon aside. */
-function normalised(sql: string): string {
-  return sql.replace(/\s+/g, ' ').replace(/;\s*$/, '').trim();
 }
