@@ -105,7 +105,12 @@ describe('JSON sinks: CSV fast path vs the validating path', () => {
         'SELECT line, stage, reason, raw FROM tapyard.sink_rejects WHERE environment = $1 AND pipeline = $2 ORDER BY line',
         [run.env, 'jf'],
       );
-      results.push({ rows: [...sink.texts(`/${run.name}`)].sort(), rejects: rejects.rows });
+      // The receiver's path differs by run, and the refusals name it.
+      const reasons = rejects.rows.map((r: { reason: string }) => ({
+        ...r,
+        reason: r.reason.replace(`/${run.name}:`, '/<path>:'),
+      }));
+      results.push({ rows: [...sink.texts(`/${run.name}`)].sort(), rejects: reasons });
     }
     const [fast, reference] = results;
     expect(fast.rows.length).toBe(reference.rows.length);
@@ -126,6 +131,7 @@ describe('JSON sinks: CSV fast path vs the validating path', () => {
     expect(byId.get('31000')).toBe(
       '{"id":31000,"amount":null,"ratio":null,"label":null,"flag":null,"day":null,"at":null,"absent":null}',
     );
-    expect(byId.get(String(9_007_199_254_740_000 + 7 * 13))).toMatch(/^\{"id":9007199254740091,/);
+    // Beyond 2^53: every digit, as a number.
+    expect(byId.get('9007199255259974')).toMatch(/^\{"id":9007199255259974,"amount":/);
   });
 });
