@@ -106,7 +106,7 @@ describe('JSON sinks: CSV fast path vs the validating path', () => {
         [run.env, 'jf'],
       );
       // The receiver's path differs by run, and the refusals name it.
-      const reasons = rejects.rows.map((r: { reason: string }) => ({
+      const reasons = rejects.rows.map((r: { line: number; stage: string; reason: string; raw: string }) => ({
         ...r,
         reason: r.reason.replace(`/${run.name}:`, '/<path>:'),
       }));
