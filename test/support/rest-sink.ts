@@ -27,6 +27,8 @@ export interface SinkRequest {
 export class RestSink {
   readonly requests: SinkRequest[] = [];
   private readonly stored = new Map<string, Record<string, unknown>[]>();
+  /** NDJSON rows as the sink wrote them, per path (a JSON parse would lose a bigint's digits). */
+  private readonly storedTexts = new Map<string, string[]>();
   private readonly seenKeys = new Set<string>();
   private readonly scripted: Answer[] = [];
   private readonly scriptedBatches = new Map<number, Answer>();
@@ -80,6 +82,11 @@ export class RestSink {
     return this.stored.get(path) ?? [];
   }
 
+  /** The NDJSON lines stored for `path`, as they were sent. */
+  texts(path: string): string[] {
+    return this.storedTexts.get(path) ?? [];
+  }
+
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
@@ -125,6 +132,11 @@ export class RestSink {
     }
     if (typeof key === 'string') this.seenKeys.add(`${path}|${key}`);
     this.stored.set(path, [...this.rows(path), ...rows]);
+    if (type.includes('ndjson')) {
+      const texts = this.storedTexts.get(path) ?? [];
+      for (const line of text.split('\n')) if (line !== '') texts.push(line);
+      this.storedTexts.set(path, texts);
+    }
     res.writeHead(201, { 'content-type': 'application/json' }).end(`{"stored":${rows.length}}`);
   }
 }

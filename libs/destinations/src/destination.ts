@@ -1,6 +1,13 @@
 import { extname, join } from 'node:path';
 import { DataLocation } from '@tapyard/pipelines';
-import { DatabaseDestination, PipelineDefinition, SchemaField, TypedBatch, WriteMode } from '@tapyard/model';
+import {
+  CsvAttributes,
+  DatabaseDestination,
+  PipelineDefinition,
+  SchemaField,
+  TypedBatch,
+  WriteMode,
+} from '@tapyard/model';
 import { ValidationError } from '@tapyard/core';
 import { ProcessName } from '@tapyard/status';
 import { CreatedObject } from './ownership/created-objects';
@@ -75,6 +82,8 @@ export interface CsvChunkPayload {
   bytes: Uint8Array;
   /** Records in `bytes`. */
   rows: number;
+  /** The file's physical line where the first record starts (the lines of the rows an encoder writes). */
+  line: number;
   /** The chunk's line ending (PostgreSQL takes one per COPY); null when it has no line break. */
   eol: 'lf' | 'crlf' | 'cr' | null;
   /** `FORMAT csv, DELIMITER …, QUOTE …, ESCAPE …`. */
@@ -109,6 +118,30 @@ const ENCODER_MODULES: Record<EncoderName, string> = {
   'json-rows': join(__dirname, 'encoders', `json-rows${extname(__filename)}`),
   typed: join(__dirname, 'encoders', `typed${extname(__filename)}`),
 };
+
+/**
+ * The encoder module of a destination that also takes CSV uploads on the fast path (see
+ * encodesCsv) exports this besides its EncoderFactory: it writes its payloads from the fields of a
+ * clean chunk (one the fast path's byte check passed) straight away, with the same values as the
+ * typed path, in the stage thread. `fileColumns`: the schema names of the file's columns, in file order.
+ */
+export type CsvEncoderFactory = (
+  columns: SchemaField[],
+  fileColumns: string[],
+  csv: Pick<CsvAttributes, 'delimiter' | 'quote' | 'escape'>,
+) => (chunk: CsvChunkPayload) => Payload;
+
+/** Encoders whose module exports `createCsvEncoder` (a CsvEncoderFactory). */
+const CSV_ENCODERS: ReadonlySet<EncoderName> = new Set<EncoderName>(['json-rows']);
+
+/**
+ * Whether a destination with this encoder can take a CSV upload on the fast path: its encoder
+ * writes clean chunks from their fields (no typed batch, no object per row), as PostgreSQL's
+ * COPY takes them as they are (Capabilities.csvPassThrough).
+ */
+export function encodesCsv(name: EncoderName): boolean {
+  return CSV_ENCODERS.has(name);
+}
 
 /** The absolute path of an encoder's module (it exports `createEncoder: EncoderFactory`), for the stage thread. */
 export function encoderModule(name: EncoderName): string {

@@ -1,4 +1,5 @@
 import { TapyardConfig } from '@tapyard/core';
+import { encodesCsv } from '@tapyard/destinations';
 import { PipelineDefinition } from '@tapyard/model';
 import { IngestPayload } from '@tapyard/queue';
 import { fastPathBlocker } from '@tapyard/readers';
@@ -11,7 +12,8 @@ import { Leg } from './job-outcome';
  * Whether the job reads its file on the fast path (stage-thread/fast-csv.ts): a CSV upload with a
  * header, the default null handling and utf-8, data-quality rules the byte check can apply to each
  * field (see rulesOnFastPath), no mappings or scripts (they need every value), and one destination
- * that takes clean CSV as it is.
+ * that takes clean CSV as it is, or whose encoder writes its payloads from clean CSV chunks' fields
+ * (the JSON sinks: see encodesCsv).
  */
 export function takesFastPath(
   config: TapyardConfig,
@@ -32,6 +34,6 @@ export function takesFastPath(
     def.transformation.mappings.length === 0 &&
     CODEGEN_KINDS.every((k) => instructionOf(def, k) === null) &&
     legs.length === 1 &&
-    legs[0].destination.capabilities.csvPassThrough
+    (legs[0].destination.capabilities.csvPassThrough || encodesCsv(legs[0].destination.encoder))
   );
 }

@@ -8,3 +8,4 @@ export * from './xml-reader';
 export * from './tap-records';
 export * from './fastpath/csv-rows';
 export * from './fastpath/csv-check';
+export * from './csv-chars';

@@ -1,25 +1,9 @@
 // Loaded in the stage thread: type-only imports.
-import type { SchemaField, TypedBatch, Value } from '@tapyard/model';
+import type { SchemaField, TypedBatch } from '@tapyard/model';
 import type { JsonRowsPayload } from '../destination';
+import { jsonValue, namePrefixes } from './json-value';
 
-/**
- * One value as JSON text, as JSON.stringify writes it, except bigints: every digit, as a number
- * (JSON.stringify refuses them).
- */
-function jsonValue(v: Value): string {
-  switch (typeof v) {
-    case 'string':
-      return JSON.stringify(v);
-    case 'number':
-      return Number.isFinite(v) ? String(v) : 'null';
-    case 'bigint':
-      return String(v);
-    case 'boolean':
-      return v ? 'true' : 'false';
-    default:
-      return 'null';
-  }
-}
+export { createCsvEncoder } from './csv-json';
 
 /**
  * Writes rows of batches with these columns as JSON object texts, names in column order: the name
@@ -27,7 +11,7 @@ function jsonValue(v: Value): string {
  */
 export function rowJsonWriter(columns: SchemaField[]): (batch: TypedBatch, row: number) => string {
   if (columns.length === 0) return () => '{}';
-  const names = columns.map((c, i) => `${i === 0 ? '{' : ','}${JSON.stringify(c.name)}:`);
+  const names = namePrefixes(columns);
   return (batch, row) => {
     let text = '';
     for (let c = 0; c < names.length; c++) text += names[c] + jsonValue(batch.values[c][row]);

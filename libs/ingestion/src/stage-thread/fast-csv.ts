@@ -187,7 +187,7 @@ export class FastCsvInput {
           return out;
         }
         if (v.records > 0) {
-          out.push(this.payload(copyOf(probe.subarray(0, v.end)), v, counts));
+          out.push(this.payload(copyOf(probe.subarray(0, v.end)), v, this.line, counts));
           this.line += v.lines;
           this.pos = v.end - carry.length;
           this.carry = null;
@@ -214,7 +214,7 @@ export class FastCsvInput {
       // A view of the part: its buffer goes to the runner with it (only this payload refers to it).
       const owned = b.byteOffset === 0 && b.buffer.byteLength === b.length;
       const bytes = rest.subarray(0, v.end);
-      out.push(this.payload(owned ? bytes : copyOf(bytes), v, counts));
+      out.push(this.payload(owned ? bytes : copyOf(bytes), v, this.line, counts));
       this.line += v.lines;
     }
     this.carry = v.end < rest.length ? Buffer.from(rest.subarray(v.end)) : null;
@@ -230,7 +230,7 @@ export class FastCsvInput {
       this.leave();
       return null;
     }
-    const p = this.payload(copyOf(this.carry), v, counts);
+    const p = this.payload(copyOf(this.carry), v, this.line, counts);
     this.carry = null;
     return [p];
   }
@@ -238,6 +238,7 @@ export class FastCsvInput {
   private payload(
     bytes: Uint8Array,
     v: { records: number; eol: CsvLineEnding | null },
+    line: number,
     counts: Counts,
   ): CsvChunkPayload {
     this.tally.clean++;
@@ -247,6 +248,7 @@ export class FastCsvInput {
       kind: 'csv',
       bytes,
       rows: v.records,
+      line,
       eol: v.eol,
       copyOptions: this.copyOptions,
       columns: this.columns,
@@ -285,7 +287,7 @@ export class FastCsvInput {
       const verdict = part.open || part.continues || this.check === null ? null : this.check(part.bytes);
       if (verdict?.clean) {
         // A copy of just these bytes: the chunk may be a view into a larger input buffer.
-        return [this.payload(copyOf(part.bytes), verdict, counts)];
+        return [this.payload(copyOf(part.bytes), verdict, this.lineShift + part.firstLine, counts)];
       }
       this.tally.checked++;
       const out: Payload[] = [];

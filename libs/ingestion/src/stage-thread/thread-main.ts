@@ -11,8 +11,8 @@ import { getHeapStatistics } from 'node:v8';
 import { parentPort } from 'node:worker_threads';
 import { FatalReadError, RecordBatch, StreamEndedError } from '@tapyard/readers';
 import { BatchBuilder, RowPlan } from '../row-plan';
-import type { Payload } from '@tapyard/destinations';
-import type { SchemaField } from '@tapyard/model';
+import type { CsvChunkPayload, CsvEncoderFactory, EncoderFactory, Payload } from '@tapyard/destinations';
+import type { PipelineDefinition, SchemaField } from '@tapyard/model';
 import { rowObject, rowText, type TypedBatch, safeText } from '@tapyard/model';
 import { RunningScript, KIND_STAGES } from '@tapyard/scripts';
 import { Counts, FromThread, HEARTBEAT, STAGE, StartMessage, ToThread } from './protocol';
@@ -30,6 +30,8 @@ interface Job {
   plan: RowPlan | null;
   builder: BatchBuilder | null;
   encoders: ((batch: TypedBatch) => Payload[])[];
+  /** On the fast path, for an encoder that writes clean CSV chunks itself (CsvEncoderFactory): its CSV form. */
+  csvEncoder: ((chunk: CsvChunkPayload) => Payload[]) | null;
   validator: RecordValidator | null;
   rejects: WriteStream | null;
   counts: Counts;
@@ -113,6 +115,7 @@ async function handle(msg: ToThread): Promise<void> {
       plan: null,
       builder: null,
       encoders: [],
+      csvEncoder: null,
       validator: null,
       rejects: null,
       counts: newCounts(),
@@ -168,6 +171,10 @@ async function handle(msg: ToThread): Promise<void> {
       }
     }
     j.encoders = msg.encoders.map((e) => encoderOf(e.module, e.maxBatchRows, columns));
+    if (j.fast && msg.encoders.length === 1) {
+      const e = msg.encoders[0];
+      j.csvEncoder = csvEncoderOf(e.module, e.maxBatchRows, columns, msg.fileColumns, msg.definition);
+    }
     if (msg.schema !== null) {
       try {
         j.validator = await recordValidator(
@@ -192,7 +199,7 @@ async function handle(msg: ToThread): Promise<void> {
     if (payloads === null) {
       await close(j.rejects);
       post(j.id, { kind: 'end', counts: j.counts, sample: [], heapBytes: j.heapBytes });
-    } else postBatch(j, [payloads]);
+    } else postBatch(j, [j.csvEncoder === null ? payloads : payloads.flatMap(encodeCsv(j.csvEncoder))]);
     return;
   }
   const typed = await nextTyped(j);
@@ -330,7 +337,7 @@ function postBatch(j: Job, payloads: Payload[][]): void {
   );
 }
 
-type EncoderModule = { createEncoder: (columns: SchemaField[]) => (batch: TypedBatch) => Payload };
+type EncoderModule = { createEncoder: EncoderFactory; createCsvEncoder?: CsvEncoderFactory };
 
 /** A destination's encoder, cutting batches to its limit first. */
 function encoderOf(
@@ -356,6 +363,39 @@ function encoderOf(
     }
     return out;
   };
+}
+
+/**
+ * The CSV form of a destination's encoder (null when its module has none: the clean chunks then go
+ * out as they are), cutting its payloads to the destination's limit.
+ */
+function csvEncoderOf(
+  module: string,
+  maxBatchRows: number | null,
+  columns: SchemaField[],
+  fileColumns: string[],
+  definition: PipelineDefinition,
+): ((chunk: CsvChunkPayload) => Payload[]) | null {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const factory = (require(module) as EncoderModule).createCsvEncoder;
+  if (factory === undefined) return null;
+  const encode = factory(columns, fileColumns, definition.source.fileAttributes.csvAttributes);
+  if (maxBatchRows === null) return (chunk) => [encode(chunk)];
+  return (chunk) => {
+    const p = encode(chunk);
+    if (typeof p !== 'object' || !('kind' in p) || p.kind !== 'json-rows') return [p];
+    const out: Payload[] = [];
+    for (let from = 0; from < p.rows.length; from += maxBatchRows) {
+      const to = from + maxBatchRows;
+      out.push({ kind: 'json-rows', rows: p.rows.slice(from, to), lines: p.lines.slice(from, to) });
+    }
+    return out;
+  };
+}
+
+/** Clean chunks through the CSV form of the encoder; the chunks the validating path read are encoded already. */
+function encodeCsv(csv: (chunk: CsvChunkPayload) => Payload[]): (p: Payload) => Payload[] {
+  return (p) => (typeof p === 'object' && 'kind' in p && p.kind === 'csv' ? csv(p) : [p]);
 }
 
 function failure(err: unknown): FromThread {
