@@ -5,6 +5,7 @@ import type { Request } from 'express';
 import {
   CONFIG,
   TapyardConfig,
+  ServiceUnavailableError,
   UnsupportedMediaTypeError,
   ValidationError,
   errorMessage,
@@ -66,6 +67,13 @@ export class UploadService {
 
   /** `access` is checked against the pipeline (PipelinePolicy) before anything is queued. */
   async upload(environment: string, req: Request, access: AccessCheck): Promise<string> {
+    // A small upload would not need it, but an instance that takes files only when they are small is a trap.
+    if (!this.store.configured) {
+      throw new ServiceUnavailableError(
+        'objectstore',
+        'the object store is not configured (OBJECT_STORE_ENDPOINT)',
+      );
+    }
     const pipelineToken = randomUUID();
     let streamed: JobRef | null = null;
     const length = Number(req.headers['content-length']);
