@@ -14,6 +14,8 @@ export class StompCollector {
   private readonly byDestination = new Map<string, Map<string, Record<string, unknown>>>();
   /** Markers sent by `settled`, by id: called when the marker comes back. */
   private readonly markers = new Map<string, () => void>();
+  /** The waits of `settled` still running: `close` ends them, so none outlives its test file. */
+  private readonly waits = new Set<{ timer: NodeJS.Timeout; reject: (err: Error) => void }>();
 
   private constructor(private readonly client: Client) {}
 
@@ -55,25 +57,35 @@ export class StompCollector {
    */
   async settled(destination: string, timeoutMs = 60_000): Promise<Record<string, unknown>[]> {
     const id = randomUUID();
-    let timer: NodeJS.Timeout | undefined;
+    let wait: { timer: NodeJS.Timeout; reject: (err: Error) => void } | undefined;
     const back = new Promise<void>((resolve, reject) => {
-      timer = setTimeout(
+      const timer = setTimeout(
         () => reject(new Error(`no marker back from ${destination} in ${timeoutMs} ms`)),
         timeoutMs,
       );
+      wait = { timer, reject };
+      this.waits.add(wait);
       this.markers.set(id, resolve);
     });
     this.client.publish({ destination, body: '{}', headers: { [MARKER]: id } });
     try {
       await back;
     } finally {
-      clearTimeout(timer);
+      if (wait) {
+        clearTimeout(wait.timer);
+        this.waits.delete(wait);
+      }
       this.markers.delete(id);
     }
     return [...(this.byDestination.get(destination)?.values() ?? [])];
   }
 
   async close(): Promise<void> {
+    for (const w of this.waits) {
+      clearTimeout(w.timer);
+      w.reject(new Error('the collector was closed while waiting for a marker'));
+    }
+    this.waits.clear();
     await this.client.deactivate();
   }
 }
