@@ -91,6 +91,7 @@ describe('ingestion bad input', () => {
         .attach('file', Buffer.from('a,b\n1,2\n'), 'x.csv')
         .expect(503);
       expect(refused.body.message).toMatch(/object store is not configured/);
+      expect(refused.body.code).toBe('upload.no_object_store');
     } finally {
       await bare.close();
     }

@@ -13,6 +13,8 @@ export const UploadErrorCode = {
   TooLarge: 'upload.too_large',
   /** A compression Tapyard does not read, or an archive where a single file is expected. */
   UnsupportedFormat: 'upload.unsupported_format',
+  /** The instance has no object store (OBJECT_STORE_ENDPOINT), so it takes no uploads. */
+  NoObjectStore: 'upload.no_object_store',
   /** The sample cannot be read as its format (schema discovery). */
   Unreadable: 'upload.unreadable',
 } as const satisfies Record<string, DomainCode>;

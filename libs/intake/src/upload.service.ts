@@ -72,7 +72,7 @@ export class UploadService {
       throw new ServiceUnavailableError(
         'objectstore',
         'the object store is not configured (OBJECT_STORE_ENDPOINT)',
-      );
+      ).coded(UploadErrorCode.NoObjectStore);
     }
     const pipelineToken = randomUUID();
     let streamed: JobRef | null = null;
