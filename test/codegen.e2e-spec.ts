@@ -7,6 +7,7 @@ import { TEST_DATABASE_URL, TEST_OBJECT_STORE, uniqueEnvironment } from './suppo
 import { GitServer, startGitServer } from './support/git-server';
 import { csvPipeline, upload, waitForJob } from './support/ingest';
 import { ModelDouble } from './support/model-double';
+import { until } from './support/wait';
 
 /**
  * CodeGen scripts end to end: the real API and worker, Postgres, MinIO, the real sandbox running the
@@ -514,10 +515,14 @@ def check(rows):
     });
 
     it('numbers a script stored before versioning as 1 on the first history read', async () => {
+      const seen = double.calls.length;
       await http()
         .post('/api/v1/pipeline')
         .send({ ...pipelineBody(DQ_INSTRUCTION, null), name: 'legacy' })
         .expect(200);
+      // The save writes a script in the background: with no reply scripted, its call and the client's two
+      // retries fail. Waited for, so none of them takes a reply a later test scripts for itself.
+      await until("the save's script attempts to end", () => double.calls.length >= seen + 3);
       await pg.query(
         `INSERT INTO tapyard.codegen_scripts (environment, pipeline, kind, contract_version, storage, object_key, origin, model)
          SELECT environment, 'legacy', kind, contract_version, storage, object_key, origin, model
