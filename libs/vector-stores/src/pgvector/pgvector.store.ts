@@ -153,11 +153,11 @@ export class PgvectorStore implements VectorStore {
   ): Promise<SearchHit[]> {
     const where = pgvectorWhere(filter, 3);
     const rows = await this.transaction(async (c) => {
-      // The HNSW scan yields ef_search candidates before the filter: widen it so a filter or a large
-      // topK still finds enough (pgvector 0.6 has no iterative scans).
-      await c.query(
-        `SET LOCAL hnsw.ef_search = ${filter && Object.keys(filter).length ? 400 : Math.max(40, topK)}`,
-      );
+      // The HNSW scan yields ef_search candidates before the filter, so a filtered search could miss
+      // the very match it asks for (pgvector 0.6 has no iterative scans; many near-equal vectors make it
+      // likely): a filtered search is exact, over the rows the filter keeps. Unfiltered, ef_search covers topK.
+      if (filter && Object.keys(filter).length) await c.query('SET LOCAL enable_indexscan = off');
+      else await c.query(`SET LOCAL hnsw.ef_search = ${Math.max(40, topK)}`);
       return this.onTable<{
         id: string;
         content: string;
