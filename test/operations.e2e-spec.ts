@@ -401,6 +401,12 @@ describe('operations', () => {
       const [stopped] = await runs();
       expect(stopped).toMatchObject({ trigger: 'schedule', status: 'error' });
       expect(stopped.error).toContain('its fire handed back to another worker');
+      // The worker's own line says what the history says (it printed `success` with the error beside it).
+      const finished = first
+        .output()
+        .split('\n')
+        .find((l) => l.includes('scheduled tap run finished'));
+      expect(finished).toContain('"status":"error"');
       const given = await pg.query<{ at: Date }>(
         `SELECT next_fire_at AS at FROM tapyard.taps WHERE environment = $1 AND name = 'opsslow'`,
         [env],

@@ -139,8 +139,16 @@ export class TapScheduler implements OnApplicationBootstrap, OnApplicationShutdo
     const run = this.runner
       .run(environment, tap.name, { mode: 'run', trigger: 'schedule', signal: stop.signal })
       .then((r) =>
+        // The API's RunResult keeps `success` for a run that ended with an error (the contract's shape); the log
+        // says what the run's history entry says.
         this.logger.info(
-          { environment, tap: tap.name, status: r.status, records: r.recordCount, error: r.error },
+          {
+            environment,
+            tap: tap.name,
+            status: r.error ? 'error' : r.status,
+            records: r.recordCount,
+            error: r.error,
+          },
           'scheduled tap run finished',
         ),
       )

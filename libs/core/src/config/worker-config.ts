@@ -8,7 +8,7 @@ export interface WorkerConfig {
   readonly maxStalls: number;
   /** A stage's thread that makes no progress this long is stopped and the job ends `error`. */
   readonly stageStallMs: number;
-  /** CSV_FAST_PATH: clean CSV chunks go to PostgreSQL unparsed (off: every row takes the validating path). */
+  /** CSV_FAST_PATH: clean CSV chunks skip per-row typing: PostgreSQL gets them unparsed, JSON sinks rows written from their fields (off: every row takes the validating path). */
   readonly csvFastPath: boolean;
   /** The worker's probe and metrics port (`/livez`, `/readyz`, `/metrics`); 0: an ephemeral port. */
   readonly httpPort: number;
