@@ -9,11 +9,20 @@
  */
 const { TestEnvironment } = require('jest-environment-node');
 const { forceRemoveBucket, storeClient } = require('./support/minio-buckets');
+const { removeEnvironmentTopics } = require('./support/kafka-topics');
 
 class E2eEnvironment extends TestEnvironment {
   async teardown() {
     const made = this.global.__tapyardEnvironments;
-    if (made && made.environments.length > 0) await removeBuckets(made).catch(() => undefined);
+    if (made && made.environments.length > 0) {
+      // Likewise the Kafka topics of those environments, in a file that read any (support/kafka-topic.ts
+      // names the broker): a partition left costs the broker CPU for as long as it runs.
+      const kafka = this.global.__tapyardKafkaBrokers;
+      await Promise.all([
+        removeBuckets(made).catch(() => undefined),
+        kafka ? removeEnvironmentTopics(kafka, made.environments).catch(() => undefined) : undefined,
+      ]);
+    }
     await super.teardown();
   }
 }

@@ -11,6 +11,8 @@ KAFKA_CONTROLLER_PORT="${TAPYARD_KAFKA_CONTROLLER_PORT:-9093}"
 KAFKA_RELAYED_PORT="${TAPYARD_KAFKA_RELAYED_PORT:-9094}"
 KAFKA_RELAY_PORT="${TAPYARD_KAFKA_RELAY_PORT:-19094}"
 KAFKA_DIR="$TAPYARD_HOME/kafka"
+# Bumped when a setting that only applies to a freshly formatted data directory changes.
+KAFKA_LAYOUT=internal-topics-1
 
 kafka_java() { java -Dlog4j.configuration="file:$KAFKA_DIR/log4j.properties" -cp "$KAFKA_DIR/libs/*" "$@"; }
 
@@ -69,6 +71,18 @@ offsets.topic.replication.factor=1
 transaction.state.log.replication.factor=1
 transaction.state.log.min.isr=1
 group.initial.rebalance.delay.ms=0
+# A test broker: one partition for each internal topic (50 by default: 100 partitions the broker keeps
+# loaded, checkpointed and, for the offsets topic, compacted, whatever the load), no no-op records
+# appended to the metadata log every 500 ms (a single-node quorum has nobody to prove liveness to), and
+# threads for two cores.
+offsets.topic.num.partitions=1
+transaction.state.log.num.partitions=1
+metadata.max.idle.interval.ms=0
+num.network.threads=2
+num.io.threads=2
+num.recovery.threads.per.data.dir=1
+background.threads=2
+log.cleaner.threads=1
 PROPS
   cat >"$KAFKA_DIR/log4j.properties" <<'LOG4J'
 log4j.rootLogger=WARN, stdout
@@ -78,11 +92,18 @@ log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
 # One line when the broker is up, so the log shows each start.
 log4j.logger.kafka.server.KafkaRaftServer=INFO
 LOG4J
+  # The internal topics keep the partition count they were made with: data from a broker of another layout
+  # (test topics of earlier runs only: the suites make their own) starts afresh.
+  if [ -f "$KAFKA_DIR/data/meta.properties" ] && [ "$(cat "$KAFKA_DIR/data-layout" 2>/dev/null)" != "$KAFKA_LAYOUT" ]; then
+    log "kafka: clearing $KAFKA_DIR/data (made with other internal topic settings)"
+    rm -rf "$KAFKA_DIR/data" && mkdir -p "$KAFKA_DIR/data"
+  fi
   if [ ! -f "$KAFKA_DIR/data/meta.properties" ]; then
     [ -s "$KAFKA_DIR/cluster-id" ] || kafka_java kafka.tools.StorageTool random-uuid >"$KAFKA_DIR/cluster-id"
     log "formatting kafka storage in $KAFKA_DIR/data"
     kafka_java kafka.tools.StorageTool format -t "$(cat "$KAFKA_DIR/cluster-id")" -c "$KAFKA_DIR/server.properties" >&2 \
       || die "formatting kafka storage failed"
+    echo "$KAFKA_LAYOUT" >"$KAFKA_DIR/data-layout"
   fi
 }
 
@@ -92,7 +113,9 @@ kafka_start() {
   kafka_configure
   log "starting kafka $KAFKA_VERSION on 127.0.0.1:$KAFKA_PORT, controller $KAFKA_CONTROLLER_PORT (data in $KAFKA_DIR/data)"
   # shellcheck disable=SC2086 # KAFKA_HEAP_OPTS holds several JVM flags, as in Kafka's own scripts.
-  start_daemon kafka "$KAFKA_DIR/kafka.log" java ${KAFKA_HEAP_OPTS:--Xms512M -Xmx512M} \
+  # The serial collector: the parallel and concurrent threads of G1 (Kafka's default) cost CPU on an idle
+  # broker and a heap this small gains nothing from them.
+  start_daemon kafka "$KAFKA_DIR/kafka.log" java ${KAFKA_HEAP_OPTS:--Xms128M -Xmx512M} -XX:+UseSerialGC \
     -Djava.awt.headless=true -Dlog4j.configuration="file:$KAFKA_DIR/log4j.properties" \
     -cp "$KAFKA_DIR/libs/*" kafka.Kafka "$KAFKA_DIR/server.properties"
   wait_for 90 kafka_ready || die "kafka did not become ready (see $KAFKA_DIR/kafka.log)"

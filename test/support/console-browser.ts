@@ -3,6 +3,7 @@ import { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Browser, Page, chromium } from 'playwright-core';
 import { TestApi, startApi } from './apps';
+import { awaitPeerStarted } from './peer-marks';
 
 /**
  * What every browser test of the console shares: Debian's chromium driven by playwright-core against the real
@@ -12,7 +13,12 @@ import { TestApi, startApi } from './apps';
 const ROOT = join(__dirname, '..', '..');
 export const CONSOLE_DIR = join(ROOT, 'dist', 'console');
 const ARTIFACTS = join(ROOT, '.artifacts', 'console');
-const CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => existsSync(p));
+/** Debian's chromium; under `npm test`, looked for once its services step has installed it. */
+function findChromium(): string | undefined {
+  awaitPeerStarted('chromium');
+  return ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => existsSync(p));
+}
+const CHROMIUM = findChromium();
 
 /** Why this machine cannot run the console's browser tests, or null when it can. */
 export const consoleMissing: string | null = !CHROMIUM

@@ -13,6 +13,8 @@ export interface TopicMessage {
  * when it reaches them, not after a quiet moment.
  */
 export async function readTopic(brokers: string, topic: string): Promise<TopicMessage[]> {
+  // The e2e environment (test/environment.js) deletes the topics of this file's environments at its end.
+  (globalThis as { __tapyardKafkaBrokers?: string }).__tapyardKafkaBrokers = brokers;
   const kafka = new Kafka({ clientId: 'tapyard-test', brokers: [brokers], logLevel: logLevel.NOTHING });
   const admin = kafka.admin();
   await admin.connect();

@@ -1,0 +1,83 @@
+import { randomBytes } from 'node:crypto';
+import { Kafka, logLevel } from 'kafkajs';
+import { sweepStaleTestTopics } from './support/kafka-topics';
+import { peerFields } from './support/vector-peers';
+
+// The e2e project's Jest environment, loaded as Jest loads it (plain CommonJS).
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const E2eEnvironment = require('./environment') as new (
+  config: { globalConfig: object; projectConfig: object },
+  context: object,
+) => { global: Record<string, unknown>; setup(): Promise<void>; teardown(): Promise<void> };
+
+describe('the Kafka topics of test runs', () => {
+  let brokers: string;
+  let kafka: Kafka;
+  const id = randomBytes(4).toString('hex');
+  const made: string[] = [];
+
+  beforeAll(() => {
+    brokers = peerFields('kafka').brokers;
+    kafka = new Kafka({ clientId: 'tapyard-test', brokers: [brokers], logLevel: logLevel.NOTHING });
+  });
+  afterAll(async () => {
+    const admin = kafka.admin();
+    await admin.connect();
+    const left = (await admin.listTopics()).filter((t) => made.includes(t));
+    if (left.length > 0) await admin.deleteTopics({ topics: left });
+    await admin.disconnect();
+  });
+
+  /** Makes each topic with one message written `ageMs` ago (the producer sets a record's time). */
+  const write = async (topics: string[], ageMs = 0) => {
+    made.push(...topics);
+    const producer = kafka.producer();
+    await producer.connect();
+    for (const topic of topics)
+      await producer.send({ topic, messages: [{ value: '{}', timestamp: String(Date.now() - ageMs) }] });
+    await producer.disconnect();
+  };
+  const existing = async () => {
+    const admin = kafka.admin();
+    await admin.connect();
+    const topics = await admin.listTopics();
+    await admin.disconnect();
+    return made.filter((t) => topics.includes(t));
+  };
+
+  it("deletes a file's topics when the file is done, and only the environments it made", async () => {
+    const mine = [`t-a-${id}`, `t-b-${id}`];
+    const other = `t-c-${id}`;
+    await write([`ct.${mine[0]}.one`, `ct.${mine[0]}.two`, `fan.${mine[1]}.all`, `ct.${other}.one`]);
+    const env = new E2eEnvironment(
+      { globalConfig: {}, projectConfig: { testEnvironmentOptions: {}, globals: {} } },
+      { console, docblockPragmas: {}, testPath: __filename },
+    );
+    await env.setup();
+    // What a file's uniqueEnvironment and readTopic calls leave on its global.
+    env.global.__tapyardEnvironments = { store: {}, environments: mine };
+    env.global.__tapyardKafkaBrokers = brokers;
+    await env.teardown();
+    expect(await existing()).toEqual([`ct.${other}.one`]);
+  });
+
+  it('sweeps the test topics whose last message is older than the bound, never an empty or recent one', async () => {
+    const old = `ct.t-old-${id}.x`;
+    const recent = `ct.t-new-${id}.x`;
+    const empty = `ct.t-nil-${id}.x`;
+    const unrelated = `bench.t-old-${id}`;
+    await write([old, unrelated], 4 * 3600_000);
+    await write([recent]);
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.createTopics({ topics: [{ topic: empty }] });
+    await admin.disconnect();
+    made.push(empty);
+    // The global setup's sweep as it runs (other runs' stale topics on the broker go too).
+    const swept = await sweepStaleTestTopics(brokers, { olderThanMs: 3 * 3600_000, budgetMs: 30_000 });
+    expect(swept.removed).toBeGreaterThanOrEqual(1);
+    const left = await existing();
+    expect(left).not.toContain(old);
+    expect(left).toEqual(expect.arrayContaining([empty, recent, unrelated]));
+  });
+});
