@@ -1,6 +1,8 @@
 import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
-import { Pool } from 'pg';
+import { Pool, PoolClient } from 'pg';
 import { CONFIG, TapyardConfig } from '@tapyard/core';
+
+const POOL_SIZE = 4;
 
 /** One small pool per target database on the destination server (POSTGRES_DESTINATION_URL, default the platform's). */
 @Injectable()
@@ -11,10 +13,29 @@ export class PgPools implements OnModuleDestroy {
 
   get(database: string): Pool {
     return databasePool(this.pools, this.config.database.destinationUrl, database, {
-      max: 4,
+      max: POOL_SIZE,
       connectionTimeoutMillis: 10000,
       application_name: 'tapyard-loader',
     });
+  }
+
+  /**
+   * A connection the pool can give now without making anyone wait (a load's further COPY stream),
+   * or null. Errors of the connection while it is out are ignored here: the COPY on it fails.
+   */
+  async spare(database: string): Promise<{ client: PoolClient; release: (err?: Error) => void } | null> {
+    const pool = this.get(database);
+    if (pool.waitingCount > 0 || (pool.idleCount === 0 && pool.totalCount >= POOL_SIZE)) return null;
+    const client = await pool.connect();
+    const onError = () => undefined;
+    client.on('error', onError);
+    return {
+      client,
+      release: (err) => {
+        client.release(err);
+        client.removeListener('error', onError);
+      },
+    };
   }
 
   async onModuleDestroy(): Promise<void> {
