@@ -83,7 +83,11 @@ export async function copyStreams(
   const pull = (): Promise<IteratorResult<Payload>> => {
     const next = tail.then(async () => {
       if (failure !== null) throw failure;
-      const r = await source.next();
+      const r = await source.next().catch((err: unknown) => {
+        // The input failed: the other streams stop at their next pull instead of ending cleanly.
+        failure ??= err;
+        throw err;
+      });
       if (!r.done) {
         seen += payloadBytes(r.value);
         if (!closed && opening === null && seen >= plan.minBytes) {
