@@ -267,10 +267,14 @@ describe('PostgreSQL loads on two COPY streams', () => {
     try {
       await tables(other, 'one');
       const dest = new PostgresDestination(cfg, otherPools, null as unknown as CreatedObjects);
-      // The second connection was taken, asked, and given back (or, wrongly, opened a stream).
-      const pool = otherPools.get('loads');
-      const decided = async () =>
-        (pool.totalCount >= 2 && pool.idleCount >= 1) || (await twoStreams(other)());
+      // A second loader connection was taken and has asked (then was given back, or, wrongly, opened a stream).
+      const decided = async () => {
+        const { rows } = await other.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity
+            WHERE datname = current_database() AND application_name = 'tapyard-loader' AND query <> ''`,
+        );
+        return rows[0].n >= 2;
+      };
       const result = await dest.load(target('one'), chunks(decided), none, () => undefined);
       const total = ROWS_PER_CHUNK * CHUNKS;
       expect(result.loaded).toBe(total);

@@ -236,7 +236,7 @@ export class PostgresDestination implements Destination {
    */
   private settle(client: PoolClient, database: string, pipelineToken: string): Promise<number> {
     return settlePrepared(client, pipelineToken, async () => {
-      const runner = await this.pools.get(database).connect();
+      const runner = await this.pools.streams(database).connect();
       return [runner, () => runner.release()];
     });
   }
