@@ -252,6 +252,22 @@ describe('PostgreSQL loads on two COPY streams', () => {
     }
   });
 
+  it('further streams never take the connections jobs start on, and none is waited for', async () => {
+    // Four loads' second streams, as when four large jobs run at once.
+    const spares = [];
+    for (let i = 0; i < 4; i++) spares.push(await pools.spare('loads'));
+    try {
+      expect(spares.every((s) => s !== null)).toBe(true);
+      // A fifth stream is not opened (its load goes on with one), rather than waited for.
+      expect(await pools.spare('loads')).toBeNull();
+      // Every job still gets its first connection.
+      const firsts = await Promise.all([1, 2, 3, 4].map(() => pools.get('loads').connect()));
+      for (const c of firsts) c.release();
+    } finally {
+      for (const s of spares) s?.release();
+    }
+  });
+
   it('a server that allows no prepared transactions loads on one stream', async () => {
     const plain = await startPrivatePostgres({ max_prepared_transactions: '0' });
     const admin = new Client({ connectionString: plain.url('postgres') });
