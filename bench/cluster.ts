@@ -4,7 +4,7 @@
  * Redis and MinIO), against one `psql \copy` stream of the same files into the services host's PostgreSQL.
  * Needs root (network namespaces) and a build. Prints figures; asserts nothing. Options (environment):
  * BENCH_ROWS_PER_FILE (default 50,000; 20 files of the nine-column file of bench:ingest), BENCH_FILES
- * (default 20), BENCH_WORKERS (default 1,2,4).
+ * (default 20), BENCH_WORKERS (default 1,2,4); PG_COPY_STREAMS is passed to the apps (default 2).
  *
  * The hosts share this machine's cores (printed), so the figures show how the load spreads, not what
  * separate machines would add.
@@ -134,7 +134,11 @@ async function main(): Promise<void> {
     cluster = await startCluster({
       workers: Math.min(...WORKER_COUNTS),
       // The harness waits for the apps' ready lines, which are logged at info.
-      env: { UPLOAD_LIMIT: '20gb' },
+      // PG_COPY_STREAMS=1 measures the single-stream load against the default's two.
+      env: {
+        UPLOAD_LIMIT: '20gb',
+        ...(process.env.PG_COPY_STREAMS ? { PG_COPY_STREAMS: process.env.PG_COPY_STREAMS } : {}),
+      },
     });
     const base = cluster.apiUrl;
     const pg = new Client({ connectionString: cluster.services.databaseUrl });
@@ -171,6 +175,17 @@ async function main(): Promise<void> {
     // What each host spent: on machines of their own, the slowest host bounds the load, not the sum.
     console.log(`  CPU seconds, psql \\copy: ${describeCpu(copied.cpu)} (client: psql)`);
     console.log(`  CPU seconds, Tapyard: ${describeCpu(loaded.cpu)} (client: the uploading bench process)`);
+    // Each COPY stream of a load is a transaction of its own (PG_COPY_STREAMS): how many the file took.
+    const streams = new Client({ connectionString: c.services.databaseUrl });
+    await streams.connect();
+    try {
+      const { rows } = await streams.query<{ n: number }>(
+        `SELECT count(DISTINCT xmin::text)::int - 1 AS n FROM bench.cluster_single`,
+      );
+      console.log(`  COPY streams of the load (transactions that wrote its rows): ${rows[0].n}`);
+    } finally {
+      await streams.end();
+    }
 
     // Each worker count loads into a table of its own, after a small warm-up load (JIT, pools, table).
     for (const workers of [...WORKER_COUNTS].sort((a, b) => a - b)) {

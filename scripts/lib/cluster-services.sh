@@ -19,7 +19,7 @@ postgres_up() {
   fi
   if ! postgres_answers; then
     pg_run "$PGVECTOR_PG/bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-      -o "-c listen_addresses=$SUBNET.1 -c port=5432 -c unix_socket_directories=$dir/run -c max_connections=300" \
+      -o "-c listen_addresses=$SUBNET.1 -c port=5432 -c unix_socket_directories=$dir/run -c max_connections=300 -c max_prepared_transactions=64" \
       start >/dev/null || fail "postgres did not start (see $dir/server.log)"
   fi
   [ -f "$dir/.secured" ] && return 0

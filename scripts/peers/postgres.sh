@@ -42,6 +42,12 @@ max_connections = 300
 fsync = on
 CONF
   fi
+  # Two COPY streams per large load (PG_COPY_STREAMS) join through prepared transactions. The server
+  # reads this at start only: a running one keeps loading on one stream until it is restarted.
+  if ! grep -q '^max_prepared_transactions' "$custom"; then
+    echo 'max_prepared_transactions = 64' >>"$custom"
+    postgres_ready && log "max_prepared_transactions set in $custom: restart PostgreSQL for it to take effect (pg_ctlcluster $v $PG_CLUSTER restart)"
+  fi
 }
 
 # The platform's role: a password, no superuser (no COPY ... TO PROGRAM, no server files, no other roles),

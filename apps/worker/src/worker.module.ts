@@ -12,6 +12,7 @@ import { MaintenanceProcessor } from './maintenance.processor';
 import { TenantWorkers } from './tenant-workers';
 import { RawBucketPoller } from './raw-bucket-poller';
 import { StagingSweeper } from './staging-sweeper';
+import { PreparedSweeper } from './prepared-sweeper';
 import { TapsModule } from '@tapyard/taps';
 import { DocumentsModule } from '@tapyard/documents';
 import { VECTOR_STORE_PLUGINS, VectorStoreRegistryModule } from '@tapyard/vector-stores';
@@ -61,6 +62,7 @@ export class WorkerModule {
         TenantWorkers,
         RawBucketPoller,
         StagingSweeper,
+        PreparedSweeper,
         TapScheduler,
         WorkerMetrics,
         Readiness,

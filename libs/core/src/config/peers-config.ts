@@ -8,6 +8,13 @@ export interface PeersConfig {
     readonly poolSize: number;
     /** The PostgreSQL server the PostgreSQL destination loads into (default: the metadata server). */
     readonly destinationUrl: string;
+    /**
+     * COPY streams one append load may use on the destination server (two-phase commit joins them);
+     * 1 keeps every load on one connection.
+     */
+    readonly copyStreams: number;
+    /** Bytes a load copies on its first stream before it opens the others: small loads keep one. */
+    readonly copyStreamMinBytes: number;
   };
   readonly redis: { readonly url: string };
   readonly mongodb: {
@@ -47,6 +54,8 @@ export function readPeers(r: EnvReader, environment: string): PeersConfig {
       poolSize: r.int('DATABASE_POOL_SIZE', 10, 1, 200),
       destinationUrl:
         r.url('POSTGRES_DESTINATION_URL', null, ['postgres', 'postgresql']) ?? databaseUrl ?? '',
+      copyStreams: r.int('PG_COPY_STREAMS', 2, 1, 4),
+      copyStreamMinBytes: r.int('PG_COPY_STREAM_MIN_BYTES', 8 << 20, 0, 1 << 30),
     },
     redis: { url: r.url('REDIS_URL', 'redis://127.0.0.1:6379', ['redis', 'rediss']) ?? '' },
     mongodb: {

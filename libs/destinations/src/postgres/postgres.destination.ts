@@ -1,6 +1,13 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { PoolClient } from 'pg';
-import { CONFIG, TapyardConfig, ValidationError, quoteIdent } from '@tapyard/core';
+import {
+  CONFIG,
+  ServiceUnavailableError,
+  TapyardConfig,
+  ValidationError,
+  errorMessage,
+  quoteIdent,
+} from '@tapyard/core';
 import { LOAD_ID_COLUMN, PipelineDefinition } from '@tapyard/model';
 import {
   Destination,
@@ -12,6 +19,7 @@ import {
   RejectedRow,
   RowsPage,
   databaseOf,
+  writeModeOf,
 } from '../destination';
 import { CreatedObject, CreatedObjects } from '../ownership/created-objects';
 import {
@@ -28,6 +36,16 @@ import { copyChunks, counted, rejectLines } from './pg-copy';
 import { withPgClient } from './pg-connection';
 import { LOAD_ID_SETTING, PG_MAX_COLUMNS, ensureTables } from './pg-tables';
 import { writeRows } from './write-modes';
+import {
+  ExtraStream,
+  abandonStreams,
+  commitStreams,
+  copyStreams,
+  gidPrefix,
+  preparedTokens,
+  prepareStreams,
+  settlePrepared,
+} from './copy-streams';
 
 export { PG_MAX_COLUMNS, PG_TYPES, pgType } from './pg-tables';
 
@@ -39,7 +57,9 @@ export { PG_MAX_COLUMNS, PG_TYPES, pgType } from './pg-tables';
  * Every write mode stays inside that one transaction, so exactly-once holds for each: `replace`
  * deletes the table's rows and copies the job's (readers keep seeing the old rows until COMMIT, and
  * are never blocked); `merge` copies into a temporary table, then upserts from it through the unique
- * index on the key.
+ * index on the key. A large append may copy on two connections at once (PG_COPY_STREAMS), still as
+ * one load: the further streams are prepared transactions that commit with the ledger row (see
+ * copy-streams.ts).
  */
 @Injectable()
 export class PostgresDestination implements Destination {
@@ -77,8 +97,15 @@ export class PostgresDestination implements Destination {
   async committed(target: LoadTarget): Promise<LoadResult | null> {
     const { dbName, schema, table } = databaseOf(target.destination);
     return this.withClient(dbName, async (client) => {
-      const ledger = await client.query(`SELECT to_regclass('tapyard_meta.loads') IS NOT NULL AS present`);
-      if (!(ledger.rows[0] as { present: boolean }).present) return null;
+      const ledger = await client.query<{ present: boolean; pending: boolean }>(
+        `SELECT to_regclass('tapyard_meta.loads') IS NOT NULL AS present,
+                EXISTS (SELECT 1 FROM pg_prepared_xacts
+                         WHERE database = current_database() AND starts_with(gid, $1)) AS pending`,
+        [gidPrefix(target.pipelineToken)],
+      );
+      if (!ledger.rows[0].present) return null;
+      // An earlier delivery died with streams prepared: they commit or roll back with its ledger row.
+      if (ledger.rows[0].pending) await this.settle(client, dbName, target.pipelineToken);
       const prev = await client.query(
         `SELECT rows_loaded, rows_rejected FROM tapyard_meta.loads WHERE pipeline_token = $1 AND rows_loaded IS NOT NULL`,
         [target.pipelineToken],
@@ -126,6 +153,7 @@ export class PostgresDestination implements Destination {
     const location = `${dbName}.${schema}.${table}`;
     const rejectsLocation = `${dbName}.${schema}.${rejectsTable(table)}`;
     return this.withClient(dbName, async (client) => {
+      let extras: ExtraStream[] = [];
       await client.query('BEGIN');
       try {
         await client.query(`SET LOCAL TimeZone = 'UTC'`);
@@ -139,6 +167,8 @@ export class PostgresDestination implements Destination {
         );
         if (claimed.rowCount === 0) {
           await client.query('ROLLBACK');
+          // The load that committed may have died before it committed its further streams.
+          await this.settle(client, dbName, target.pipelineToken);
           const prev = await client.query(
             `SELECT rows_loaded, rows_rejected FROM tapyard_meta.loads WHERE pipeline_token = $1`,
             [target.pipelineToken],
@@ -152,7 +182,25 @@ export class PostgresDestination implements Destination {
             rejectsLocation,
           };
         }
-        const loaded = await writeRows(client, target, payloads, progress);
+        let loaded: number;
+        if (writeModeOf(target) === 'append' && this.config.database.copyStreams > 1) {
+          ({ loaded, extras } = await copyStreams(
+            client,
+            () => this.pools.spare(dbName),
+            {
+              streams: this.config.database.copyStreams,
+              minBytes: this.config.database.copyStreamMinBytes,
+              pipelineToken: target.pipelineToken,
+              loadId: target.loadId === true,
+              table: `${quoteIdent(schema)}.${quoteIdent(table)}`,
+              columns: target.columns.map((c) => c.name),
+            },
+            payloads,
+            progress,
+          ));
+        } else {
+          loaded = await writeRows(client, target, payloads, progress);
+        }
         const rejected = await copyChunks(
           client,
           `COPY ${quoteIdent(schema)}.${quoteIdent(rejectsTable(table))} (pipeline_token, line, stage, reason, raw) FROM STDIN (FORMAT text)`,
@@ -163,13 +211,59 @@ export class PostgresDestination implements Destination {
           `UPDATE tapyard_meta.loads SET rows_loaded = $2, rows_rejected = $3 WHERE pipeline_token = $1`,
           [target.pipelineToken, loaded, rejected],
         );
+        await prepareStreams(extras);
+        // The decision: the ledger row commits, and with it every stream prepared above.
         await client.query('COMMIT');
+        await commitStreams(extras, client).catch((err: unknown) => {
+          // Loaded as far as the ledger goes: a retry of the job commits what is still prepared.
+          throw new ServiceUnavailableError(
+            'postgres',
+            `PostgreSQL database '${dbName}' did not commit a prepared COPY stream of this load: ${errorMessage(err)}`,
+          ).coded(DestinationErrorCode.Unavailable);
+        });
         return { loaded, rejected, alreadyLoaded: false, location, rejectsLocation };
       } catch (err) {
         await client.query('ROLLBACK').catch(() => undefined);
+        await abandonStreams(extras, { primary: client, pipelineToken: target.pipelineToken });
         throw err;
       }
     });
+  }
+
+  /**
+   * Settles the streams of a two-stream load of `pipelineToken` still prepared in `database`, as its
+   * ledger row says (see copy-streams.ts); `client` is outside a transaction.
+   */
+  private settle(client: PoolClient, database: string, pipelineToken: string): Promise<number> {
+    return settlePrepared(client, pipelineToken, async () => {
+      const runner = await this.pools.streams(database).connect();
+      return [runner, () => runner.release()];
+    });
+  }
+
+  /**
+   * Settles what loads left prepared in every database of the destination server (their worker
+   * died between PREPARE and COMMIT PREPARED, and no delivery of the job came back); returns how
+   * many prepared streams it found.
+   */
+  async sweepPrepared(): Promise<number> {
+    // pg_prepared_xacts lists the whole server's: any database of it answers.
+    const server = decodeURIComponent(new URL(this.config.database.destinationUrl).pathname.slice(1));
+    const databases = await this.withClient(server || this.config.database.name, async (client) => {
+      const { rows } = await client.query<{ database: string }>(
+        `SELECT DISTINCT database FROM pg_prepared_xacts WHERE starts_with(gid, 'tapyard:')`,
+      );
+      return rows.map((r) => r.database);
+    });
+    let found = 0;
+    for (const database of databases) {
+      found += await this.withClient(database, async (client) => {
+        let n = 0;
+        for (const token of await preparedTokens(client)) n += await this.settle(client, database, token);
+        return n;
+      });
+    }
+    return found;
   }
 
   /**
