@@ -329,6 +329,28 @@ export class CodegenService {
     return { script, outputColumns: record.outputColumns, version: record.version };
   }
 
+  /**
+   * The live script of a kind as forRun gives it when that takes no model call and no write (a
+   * script fits, or a conflict keeps the recorded commit): what a job starts before it has planned
+   * its load. Undefined when forRun would have more to do; null when the kind has no instruction.
+   */
+  async readyForRun(
+    environment: string,
+    def: PipelineDefinition,
+    kind: CodegenKind,
+  ): Promise<{ script: string; outputColumns: SchemaField[]; version: number } | null | undefined> {
+    const instruction = instructionOf(def, kind);
+    if (instruction === null) return null;
+    const record = await this.repo.find(environment, def.name, kind);
+    if (record === null || record.version === null) return undefined;
+    if (record.fingerprint !== fingerprint(instruction, scriptColumns(def)) && !record.conflictReason)
+      return undefined;
+    const script = await this.store.read(environment, record);
+    return script === null
+      ? undefined
+      : { script, outputColumns: record.outputColumns, version: record.version };
+  }
+
   /** A sample of the rows a job landed, for the next dry run. */
   saveSample(
     environment: string,

@@ -31,7 +31,7 @@ import { StageStalledError, StageThreadError, StageThreadPool } from './stage-th
 import { sendInput } from './stage-thread/input-channel';
 import { Fanout } from './fanout';
 import { CodegenService } from '@tapyard/codegen';
-import { jobScripts, recordLanded, validationSchemaOf } from './job-scripts';
+import { jobScripts, readyJobScripts, recordLanded, validationSchemaOf } from './job-scripts';
 import { takesFastPath } from './fast-path-choice';
 import { prepareLegs } from './prepare-legs';
 import { counted, inlineInput, inputWhole, readRejects } from './job-input';
@@ -257,12 +257,23 @@ export class IngestionRunner {
         await stopReading();
         throw err;
       });
+    // The scripts' sandboxes (cgroups, namespaces, interpreter) start while the first batch is read
+    // and the load planned, not after: their start-up is much of what a script costs a short job.
+    const ready = readyJobScripts(this.codegen, p.environment, def).then((scripts) => {
+      session.warm((scripts ?? []).map(({ version: _version, ...spec }) => spec));
+      return scripts;
+    });
     let counts: Counts = newCounts();
     try {
       const first = await session.first().catch(stageFailure);
       const { fileColumns, definition, added, note } = await this.plan(p, def, first);
       const fields = definition.source.schemaProperties.fields;
-      const scripts = await jobScripts(this.codegen, p.environment, definition);
+      // Looked up again only when the plan changed the definition (an evolved schema).
+      const early = await ready;
+      const scripts =
+        definition === def && early !== null
+          ? early
+          : await jobScripts(this.codegen, p.environment, definition);
       const target: LoadTarget = {
         environment: p.environment,
         pipeline: p.pipeline,

@@ -36,6 +36,30 @@ export async function jobScripts(
   return out;
 }
 
+/**
+ * The scripts jobScripts would give when that takes no model call and no write, looked up before
+ * the job is planned so their sandboxes start while its input is read; null when a kind has none
+ * ready (or the lookup fails): jobScripts then decides, after the plan, as before.
+ */
+export async function readyJobScripts(
+  codegen: CodegenService,
+  environment: string,
+  def: PipelineDefinition,
+): Promise<JobScript[] | null> {
+  try {
+    const out: JobScript[] = [];
+    for (const kind of CODEGEN_KINDS) {
+      const live = await codegen.readyForRun(environment, def, kind);
+      if (live === undefined) return null;
+      if (live === null) continue;
+      out.push({ ...(await codegen.runSpec(kind, live.script, live.outputColumns)), version: live.version });
+    }
+    return out;
+  } catch {
+    return null;
+  }
+}
+
 /** The text of the pipeline's validation schema, for the stage thread to compile; a missing one fails the job. */
 export async function validationSchemaOf(
   configFiles: ConfigFilesService,

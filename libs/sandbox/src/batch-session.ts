@@ -44,16 +44,17 @@ export class BatchSession {
   }
 
   /**
-   * Writes `line` (one JSON text, no newline inside; the session appends "\n") to the script's
-   * stdin and resolves with the next record the script yields. Rejects with the run's SandboxError
-   * (script traceback in its details, secrets masked) when the script fails or exits before
-   * answering, and with kind "timeout", killing the run, when no answer comes within timeoutMs
-   * (counted from the call's turn, so the first call includes the script's start-up). Calls are
-   * serialized: a second call waits for the first.
+   * Writes `input` to the script's stdin and resolves with the next record the script yields: a
+   * string is one line (a JSON text, no newline inside; the session appends "\n"), bytes are
+   * written as they are (the caller frames them, and the script reads them from sys.stdin.buffer).
+   * Rejects with the run's SandboxError (script traceback in its details, secrets masked) when the
+   * script fails or exits before answering, and with kind "timeout", killing the run, when no
+   * answer comes within timeoutMs (counted from the call's turn, so the first call includes the
+   * script's start-up). Calls are serialized: a second call waits for the first.
    */
-  call(line: string, timeoutMs: number): Promise<unknown> {
+  call(input: string | Uint8Array, timeoutMs: number): Promise<unknown> {
     if (this.closing) return Promise.reject(new Error('the batch session is closed'));
-    if (line.includes('\n')) {
+    if (typeof input === 'string' && input.includes('\n')) {
       return Promise.reject(new TypeError('a batch session call takes one line: it must not contain "\\n"'));
     }
     if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > MAX_TIMEOUT_MS) {
@@ -63,7 +64,8 @@ export class BatchSession {
     }
     this.calls += 1;
     const number = this.calls;
-    const answer = this.tail.then(() => this.exchange(line, timeoutMs, number));
+    const data = typeof input === 'string' ? `${input}\n` : input;
+    const answer = this.tail.then(() => this.exchange(data, timeoutMs, number));
     this.tail = answer.catch(() => undefined);
     return answer;
   }
@@ -87,7 +89,7 @@ export class BatchSession {
     return this.handle.outcome;
   }
 
-  private exchange(line: string, timeoutMs: number, number: number): Promise<unknown> {
+  private exchange(data: string | Uint8Array, timeoutMs: number, number: number): Promise<unknown> {
     if (this.failure) return Promise.reject(this.failure);
     return new Promise((resolve, reject) => {
       const call: PendingCall = {
@@ -100,12 +102,12 @@ export class BatchSession {
         }, timeoutMs),
       };
       this.pending = call;
-      void this.send(line, call);
+      void this.send(data, call);
     });
   }
 
   /** Problems writing are not reported here: the call settles by its answer, the run's end or its timeout. */
-  private async send(line: string, call: PendingCall): Promise<void> {
+  private async send(data: string | Uint8Array, call: PendingCall): Promise<void> {
     await this.handle.started;
     const input = this.handle.input();
     if (!input) return;
@@ -113,7 +115,7 @@ export class BatchSession {
     // of it): wait for the pipe instead of piling lines up in memory.
     await drained(input);
     if (this.pending !== call || input.destroyed) return;
-    input.write(`${line}\n`);
+    input.write(data);
   }
 
   /**

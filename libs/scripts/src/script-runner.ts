@@ -14,6 +14,7 @@ import {
 import type { RunLimits, UidRange } from '@tapyard/sandbox';
 import type { FieldType, SchemaField, TypedBatch } from '@tapyard/model';
 import { Invalid, coercer, type Value } from '@tapyard/model';
+import { batchFrame } from './batch-frame';
 import { CodegenKind, ENTRY_POINTS, KIND_STAGES, SCRIPT_FILES, runnableScript } from './script-contract';
 
 /** Everything a process needs to start a script: structured-clone data, so it crosses into a thread. */
@@ -115,7 +116,8 @@ export class RunningScript {
         rejects: { rows: [], reasons: [] },
       };
     const outputs = this.spec.kind === 'transformation' ? this.spec.outputColumns.map((c) => c.name) : [];
-    const got = await this.call(batchLine(batch, outputs));
+    const got = await this.call(batchFrame(batch, outputs));
+    if ('pass' in got) return { batch, rejects: { rows: [], reasons: [] } };
     if ('columnar' in got) return this.fromColumns(batch, got.columnar);
     const answer = got.result;
     const entry = ENTRY_POINTS[this.spec.kind];
@@ -126,17 +128,23 @@ export class RunningScript {
     return this.spec.kind === 'dataQuality' ? verdicts(batch, answer) : this.transformed(batch, answer);
   }
 
-  /** The script's answer: a transformation's by column, or what the entry point returned. */
-  private async call(line: string): Promise<{ columnar: ColumnarAnswer } | { result: unknown }> {
+  /**
+   * The script's answer: a data-quality script's "every row passes", a transformation's by column,
+   * or what the entry point returned.
+   */
+  private async call(
+    frame: Buffer,
+  ): Promise<{ pass: true } | { columnar: ColumnarAnswer } | { result: unknown }> {
     let answer: unknown;
     try {
-      answer = await this.session.call(line, this.spec.batchTimeoutMs);
+      answer = await this.session.call(frame, this.spec.batchTimeoutMs);
     } catch (err) {
       throw this.failure(err);
     }
     if (typeof answer === 'object' && answer !== null && 'result' in answer)
       return { result: (answer as { result: unknown }).result };
-    if (this.spec.kind === 'transformation' && isColumnar(answer)) return { columnar: answer };
+    if (this.spec.kind === 'dataQuality' && isPass(answer)) return { pass: true };
+    if (this.spec.kind === 'transformation' && isColumnar(answer)) return { columnar: unpacked(answer) };
     throw new ScriptFailure('the script driver answered something else than a batch');
   }
 
@@ -364,29 +372,45 @@ function exactNumber(type: FieldType): (v: number) => boolean {
   }
 }
 
-/** A transformation's answer by column (see runnableScript). */
+/** A transformation's answer by column (see runnableScript), its packed columns unpacked. */
 interface ColumnarAnswer {
   columns: (unknown[] | null)[];
   dropped: number[];
 }
 
-function isColumnar(answer: unknown): answer is ColumnarAnswer {
+/** A column of doubles as the driver packs it: base64 of their bytes, and the rows that are None. */
+interface PackedDoubles {
+  f8: string;
+  nulls: number[];
+}
+
+function isPass(answer: unknown): boolean {
+  return typeof answer === 'object' && answer !== null && (answer as { pass?: unknown }).pass === true;
+}
+
+function isColumnar(answer: unknown): answer is { columns: unknown[]; dropped: number[] } {
   if (typeof answer !== 'object' || answer === null || Array.isArray(answer)) return false;
   const a = answer as Partial<ColumnarAnswer>;
   return Array.isArray(a.columns) && Array.isArray(a.dropped);
 }
 
-/**
- * The batch as the driver reads it (see runnableScript): the column names, the row count and one
- * JSON array per column (BigInts as exact JSON integers), plus the names of the columns a
- * transformation adds.
- */
-export function batchLine(batch: TypedBatch, outputs: readonly string[]): string {
-  const columns = batch.values.map((col, c) =>
-    batch.columns[c].type === 'bigint'
-      ? `[${col.map((v) => (typeof v === 'bigint' ? v.toString() : JSON.stringify(v))).join(',')}]`
-      : JSON.stringify(col),
-  );
-  const names = JSON.stringify(batch.columns.map((c) => c.name));
-  return `{"names":${names},"rows":${batch.lines.length},"outputs":${JSON.stringify(outputs)},"columns":[${columns.join(',')}]}`;
+function unpacked(answer: { columns: unknown[]; dropped: number[] }): ColumnarAnswer {
+  const columns = answer.columns.map((c) => {
+    if (c === null || Array.isArray(c)) return c;
+    const p = c as Partial<PackedDoubles>;
+    if (typeof p.f8 !== 'string' || !Array.isArray(p.nulls))
+      throw new ScriptFailure('the transformation driver answered a malformed batch');
+    const bytes = Buffer.from(p.f8, 'base64');
+    if (bytes.length % 8 !== 0)
+      throw new ScriptFailure('the transformation driver answered a malformed batch');
+    // A copy: the decoded bytes need not sit at a multiple of 8 in their pool.
+    const values: (number | null)[] = Array.from(new Float64Array(new Uint8Array(bytes).buffer));
+    for (const i of p.nulls) {
+      if (!Number.isInteger(i) || i < 0 || i >= values.length)
+        throw new ScriptFailure('the transformation driver answered a malformed batch');
+      values[i] = null;
+    }
+    return values;
+  });
+  return { columns, dropped: answer.dropped };
 }

@@ -51,7 +51,17 @@ export interface NextMessage {
   kind: 'next';
 }
 
-export type ToThread = StartMessage | PlanMessage | NextMessage;
+/**
+ * The scripts the job will most likely run, sent while its first batch is read and its load planned:
+ * their sandboxed processes start now, and `plan` takes those it names again. Never answered (the
+ * replies are matched to requests in order).
+ */
+export interface WarmMessage {
+  kind: 'warm';
+  scripts: ScriptRunSpec[];
+}
+
+export type ToThread = StartMessage | PlanMessage | NextMessage | WarmMessage;
 
 /** Counts of a job's rows, as the status entries report them. */
 export interface Counts {

@@ -1,8 +1,12 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { readFile, readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { MessageChannel } from 'node:worker_threads';
 import type { PipelineDefinition } from '@tapyard/model';
+import { VenvCache, resolveInterpreter } from '@tapyard/sandbox';
+import type { ScriptRunSpec } from '@tapyard/scripts';
 import { sendInput } from './input-channel';
 import { StageThreadPool } from './stage-thread';
 
@@ -84,5 +88,97 @@ describe('the stage thread pool', () => {
     expect(idle()).toBe(0);
     await job(1 << 30);
     expect(idle()).toBe(1);
+  });
+});
+
+/** The pids of the processes running as `uid` (a sandboxed script drops to its run's uid). */
+async function processesOf(uid: number): Promise<number[]> {
+  const pids: number[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const status = await readFile(`/proc/${entry}/status`, 'utf8').catch(() => '');
+    if (new RegExp(`^Uid:\\s+${uid}\\s`, 'm').test(status)) pids.push(Number(entry));
+  }
+  return pids.sort((a, b) => a - b);
+}
+
+describe('a job warming its scripts', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'stage-warm-'));
+  const pool = new StageThreadPool();
+  let spec: ScriptRunSpec;
+  // A uid of its own for the run: the only one, so a second process for the script could not start.
+  const uid = 1_900_000_000 + Math.floor(Math.random() * 1_000_000);
+
+  beforeAll(async () => {
+    chmodSync(dir, 0o755);
+    const python = await resolveInterpreter(process.env.TAPYARD_SANDBOX_PYTHON ?? 'python3');
+    const venv = await new VenvCache({ root: join(dir, 'venvs'), python }).ensure([]);
+    spec = {
+      kind: 'dataQuality',
+      script: 'def check(rows):\n    return [None if r["label"] != "b" else "no b" for r in rows]\n',
+      outputColumns: [],
+      python: venv.python,
+      venvDir: venv.dir,
+      bwrap: 'require',
+      uids: { first: uid, last: uid },
+      limits: { timeoutMs: 60_000 },
+      batchTimeoutMs: 30_000,
+    };
+  });
+  afterAll(async () => {
+    await pool.onModuleDestroy();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('starts them before the input can be read, and plan runs those very processes', async () => {
+    const { port1, port2 } = new MessageChannel();
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const sending = sendInput(
+      (async function* () {
+        await gate;
+        yield Buffer.from('id,label\n1,a\n2,b\n3,c\n');
+      })(),
+      port1,
+      new AbortController().signal,
+    );
+    const def = definition();
+    const session = await pool.start(
+      {
+        input: port2,
+        records: null,
+        definition: def,
+        filename: 'a.csv',
+        rejectsPath: join(dir, 'rejects.jsonl'),
+        spinOn: null,
+        fast: false,
+      },
+      { stallMs: 60_000, maxIdle: 1, maxHeapBytes: 1 << 30 },
+    );
+    try {
+      session.warm([spec]);
+      // The input has not sent a byte yet: the script's process comes up regardless.
+      let warmed: number[] = [];
+      for (let i = 0; i < 600 && warmed.length === 0; i++) {
+        warmed = await processesOf(uid);
+        if (warmed.length === 0) await sleep(50);
+      }
+      expect(warmed.length).toBeGreaterThan(0);
+      open();
+      await session.first();
+      await session.plan(def, ['id', 'label'], null, [], [spec]);
+      // The run's only uid is the warmed process's: plan took it rather than start another.
+      expect(await processesOf(uid)).toEqual(warmed);
+      let rejected = -1;
+      for (let i = 0; i < 10 && !session.finished; i++) {
+        const r = await session.next();
+        if ('end' in r) rejected = r.end.rejected;
+      }
+      expect(rejected).toBe(1);
+    } finally {
+      session.end();
+      open();
+      await sending;
+    }
   });
 });

@@ -131,6 +131,9 @@ export class StageSession {
   private waiters: { resolve: (r: Reply) => void; reject: (e: Error) => void }[] = [];
   private failed: Error | null = null;
   private done = false;
+  /** Set by end(): the thread may be another job's from then on. */
+  private ended = false;
+  private planned = false;
   private prefetched: Promise<Reply> | null = null;
   private heapBytes = 0;
   private jobId = -1;
@@ -174,6 +177,16 @@ export class StageSession {
     return { header: r.header, width: r.width };
   }
 
+  /**
+   * Starts the scripts the job will most likely run (see WarmMessage) while the first batch is read
+   * and the load planned; a no-op once the job is planned, failed or ended.
+   */
+  warm(scripts: PlanMessage['scripts']): void {
+    if (this.ended || this.planned || this.failed || scripts.length === 0) return;
+    const msg: ToThread = { kind: 'warm', scripts };
+    this.thread.worker.postMessage(msg);
+  }
+
   async plan(
     definition: PipelineDefinition,
     fileColumns: string[],
@@ -181,6 +194,7 @@ export class StageSession {
     encoders: PlanMessage['encoders'],
     scripts: PlanMessage['scripts'],
   ): Promise<void> {
+    this.planned = true;
     expect(
       await this.request({ kind: 'plan', definition, fileColumns, schema, encoders, scripts }),
       'planned',
@@ -215,6 +229,7 @@ export class StageSession {
 
   /** Ends the session; the thread goes back to the pool only after a clean end, its heap within bounds. */
   end(): void {
+    this.ended = true;
     clearInterval(this.timer);
     const w = this.thread.worker;
     w.off('message', this.onMessage);

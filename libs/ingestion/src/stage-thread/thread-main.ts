@@ -14,7 +14,7 @@ import { BatchBuilder, RowPlan } from '../row-plan';
 import type { CsvChunkPayload, CsvEncoderFactory, EncoderFactory, Payload } from '@tapyard/destinations';
 import type { PipelineDefinition, SchemaField } from '@tapyard/model';
 import { rowObject, rowText, type TypedBatch, safeText } from '@tapyard/model';
-import { RunningScript, KIND_STAGES } from '@tapyard/scripts';
+import { RunningScript, KIND_STAGES, type ScriptRunSpec } from '@tapyard/scripts';
 import { Counts, FromThread, HEARTBEAT, STAGE, StartMessage, ToThread } from './protocol';
 import { RecordValidator, RejectSink, convert, newCounts, recordValidator } from './convert';
 import { readInput } from './read-input';
@@ -39,6 +39,8 @@ interface Job {
   fast: FastCsvInput | null;
   /** The pipeline's CodeGen scripts, started at plan, in stage order. */
   scripts: RunningScript[];
+  /** Scripts started ahead of plan (WarmMessage), by their spec's JSON; plan takes those it runs. */
+  warm: Map<string, Promise<RunningScript | null>>;
   /** The next batch, read and converted while the scripts work on this one (see `next`). */
   ahead: Ahead | null;
   /** The first rows as typed, before any script (see FromThread 'end'), and their size as JSON. */
@@ -80,12 +82,37 @@ let job: Job | null = null;
 let jobs = 0;
 
 port.on('message', (msg: ToThread) => {
+  if (msg.kind === 'warm') {
+    warm(msg.scripts);
+    return;
+  }
   const current = msg.kind === 'start' ? ++jobs : jobs;
   handle(msg).catch((err: unknown) => {
-    for (const script of job?.scripts.splice(0) ?? []) script.kill();
+    if (job !== null) stopScripts(job);
     post(current, failure(err));
   });
 });
+
+/** Starts the job's likely scripts before plan; one that fails to start is started again at plan. */
+function warm(scripts: ScriptRunSpec[]): void {
+  const j = job;
+  if (j === null || j.plan !== null) return;
+  for (const spec of scripts) {
+    const key = JSON.stringify(spec);
+    if (!j.warm.has(key))
+      j.warm.set(
+        key,
+        RunningScript.start(spec).catch(() => null),
+      );
+  }
+}
+
+/** Kills the job's scripts, those started ahead of plan and not taken included. */
+function stopScripts(j: Job): void {
+  for (const script of j.scripts.splice(0)) script.kill();
+  for (const started of j.warm.values()) void started.then((script) => script?.kill());
+  j.warm.clear();
+}
 
 function post(id: number, reply: FromThread): void {
   port?.postMessage({ id, reply });
@@ -94,7 +121,7 @@ function post(id: number, reply: FromThread): void {
 async function handle(msg: ToThread): Promise<void> {
   if (msg.kind === 'start') {
     // The previous job of this thread ended (or failed): its scripts go with it.
-    for (const script of job?.scripts ?? []) script.kill();
+    if (job !== null) stopScripts(job);
     if (shared === null) {
       shared = new Int32Array(msg.shared);
       const beat = shared;
@@ -120,6 +147,7 @@ async function handle(msg: ToThread): Promise<void> {
       rejects: null,
       counts: newCounts(),
       scripts: [],
+      warm: new Map(),
       ahead: null,
       sample: [],
       sampleBytes: 0,
@@ -160,16 +188,24 @@ async function handle(msg: ToThread): Promise<void> {
       msg.definition.dataQuality.rules,
     );
     let columns = j.plan.outColumns;
+    const warmed = new Map(j.warm);
+    j.warm.clear();
     for (const spec of msg.scripts) {
       try {
-        const script = await RunningScript.start(spec);
+        const key = JSON.stringify(spec);
+        const ahead = warmed.get(key);
+        warmed.delete(key);
+        const script = (ahead && (await ahead)) ?? (await RunningScript.start(spec));
         j.scripts.push(script);
         columns = script.outColumns(columns);
       } catch (err) {
+        for (const started of warmed.values()) void started.then((script) => script?.kill());
         post(j.id, { kind: 'error', cause: 'script', stage: KIND_STAGES[spec.kind], message: message(err) });
         return;
       }
     }
+    // Started for a plan that changed (the definition evolved): not this job's scripts.
+    for (const started of warmed.values()) void started.then((script) => script?.kill());
     j.encoders = msg.encoders.map((e) => encoderOf(e.module, e.maxBatchRows, columns));
     if (j.fast && msg.encoders.length === 1) {
       const e = msg.encoders[0];
