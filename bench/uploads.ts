@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { DB_URL, benchTarget, sleep, startPlatform } from './support';
+import { checkComparable } from './support';
 
 const UPLOADS = Number(process.env.BENCH_UPLOADS ?? 1200);
 const ROWS = 200;
@@ -219,6 +220,7 @@ async function main(): Promise<void> {
   }
 }
 
+checkComparable();
 main().catch((err: unknown) => {
   console.error(err);
   process.exit(1);
