@@ -83,10 +83,12 @@ export async function startPlatform(
   port: number,
   dir: string,
   extra: Record<string, string> = {},
+  /** Settings for one of the two only (e.g. each its own `--inspect` port). */
+  only: { api?: Record<string, string>; worker?: Record<string, string> } = {},
 ): Promise<BenchPlatform> {
   const env = platformEnv(environment, port, DB_URL, dir, extra);
-  const api = startApp('api', env);
-  const worker = startApp('worker', env);
+  const api = startApp('api', { ...env, ...only.api });
+  const worker = startApp('worker', { ...env, ...only.worker });
   const stop = async () => {
     await Promise.all(
       [api, worker].map(async (p) => {
