@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import { Client } from 'pg';
 import { Cluster, startCluster } from '../test/support/cluster';
 import { COLUMNS, postJson, uploadFile, waitForRollup, writeCsv } from './support';
+import { checkComparable } from './support';
 
 const ROWS_PER_FILE = Number(process.env.BENCH_ROWS_PER_FILE ?? 50_000);
 const FILES = Number(process.env.BENCH_FILES ?? 20);
@@ -207,6 +208,7 @@ async function main(): Promise<void> {
   }
 }
 
+checkComparable();
 main().catch((err: unknown) => {
   console.error(err);
   process.exit(1);

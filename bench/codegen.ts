@@ -29,6 +29,7 @@ import {
   waitForRollup,
   writeCsv,
 } from './support';
+import { checkComparable } from './support';
 
 const ROWS = Number(process.env.BENCH_CODEGEN_ROWS ?? 200_000);
 const ROUNDS = Number(process.env.BENCH_CODEGEN_ROUNDS ?? 2);
@@ -173,6 +174,7 @@ async function main(): Promise<void> {
   }
 }
 
+checkComparable();
 main().catch((err: unknown) => {
   console.error(err);
   process.exit(1);

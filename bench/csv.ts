@@ -9,6 +9,7 @@ import { Readable } from 'node:stream';
 import { readCsv } from '../libs/readers/src/csv-reader';
 import { csvRows } from '../libs/readers/src/fastpath/csv-rows';
 import { compileCsvCheck } from '../libs/readers/src/fastpath/csv-check';
+import { checkComparable } from './support';
 
 const CSV = { delimiter: ',', quote: '"', escape: null } as const;
 const RUNS = 3;
@@ -98,6 +99,7 @@ async function main(): Promise<void> {
   });
 }
 
+checkComparable();
 main().catch((err: unknown) => {
   console.error(err);
   process.exit(1);

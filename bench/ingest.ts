@@ -31,6 +31,7 @@ import {
   waitForRollup,
   writeCsv,
 } from './support';
+import { checkComparable } from './support';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
 const SCALE = Number(process.env.BENCH_SCALE_CHECK ?? 4);
@@ -386,6 +387,7 @@ async function documentsAndArchives(
   );
 }
 
+checkComparable();
 main().catch((err: unknown) => {
   console.error(err);
   process.exit(1);

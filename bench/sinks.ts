@@ -30,6 +30,7 @@ import {
   waitForRollup,
   writeCsv,
 } from './support';
+import { checkComparable } from './support';
 
 const ROWS = Number(process.env.BENCH_SINK_ROWS ?? 200_000);
 // Persistent messages with receipts run at some 1,700/s on the development box: fewer rows, same ratio.
@@ -256,6 +257,7 @@ async function main(): Promise<void> {
   }
 }
 
+checkComparable();
 main().catch((err: unknown) => {
   console.error(err);
   process.exit(1);

@@ -1,8 +1,16 @@
 /** Shared by the benchmarks: the built apps as processes, uploads streamed from disk, rollup polling. */
 import { ChildProcess, spawn } from 'node:child_process';
-import { createReadStream, createWriteStream, existsSync, statSync } from 'node:fs';
+import {
+  createReadStream,
+  createWriteStream,
+  existsSync,
+  readFileSync,
+  readdirSync,
+  statSync,
+} from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { request } from 'node:http';
+import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { LOCAL_OBJECT_STORE, LOCAL_REDIS_URL, localDatabaseUrl } from '../test/support/local-peers';
 
@@ -75,10 +83,12 @@ export async function startPlatform(
   port: number,
   dir: string,
   extra: Record<string, string> = {},
+  /** Settings for one of the two only (e.g. each its own `--inspect` port). */
+  only: { api?: Record<string, string>; worker?: Record<string, string> } = {},
 ): Promise<BenchPlatform> {
   const env = platformEnv(environment, port, DB_URL, dir, extra);
-  const api = startApp('api', env);
-  const worker = startApp('worker', env);
+  const api = startApp('api', { ...env, ...only.api });
+  const worker = startApp('worker', { ...env, ...only.worker });
   const stop = async () => {
     await Promise.all(
       [api, worker].map(async (p) => {
@@ -265,5 +275,158 @@ export async function benchPipeline(
     destination: {
       database: { dbName: new URL(DB_URL).pathname.slice(1), schema: p.schema, table: p.table },
     },
+  });
+}
+
+/**
+ * CPU seconds the whole machine spent during a run, and how much of it the run itself accounts for: this
+ * bench with every process it started (its API, worker, psql, sandboxed scripts), and the local peers
+ * it loads (Postgres, Redis, MinIO, the brokers and stores of scripts/services). The rest went to other
+ * processes (another session's build or tests, a hypervisor's steal) and stretched the run's times.
+ */
+export interface MachineReadings {
+  /** Capacity: every core's time over the run, idle included. */
+  totalSeconds: number;
+  /** Not idle, of any process, the kernel, or stolen by the hypervisor. */
+  busySeconds: number;
+  benchSeconds: number;
+  peerSeconds: number;
+}
+
+/** The share of the machine other processes may take before a run's figures stop being comparable. */
+export const BUSY_LIMIT = 0.25;
+
+export interface Comparability {
+  comparable: boolean;
+  /** The line printed after the figures: what the machine did, and why the run does not count if so. */
+  line: string;
+}
+
+/**
+ * Whether a run's figures compare with another run's: no other process took more than BUSY_LIMIT of the
+ * machine, and every peer the bench measures against answered (a missing peer is a missing figure, never
+ * a skipped row).
+ */
+export function comparability(r: MachineReadings, missingPeers: string[] = []): Comparability {
+  const others = Math.max(0, r.busySeconds - r.benchSeconds - r.peerSeconds);
+  const share = r.totalSeconds > 0 ? others / r.totalSeconds : 0;
+  const reasons = [
+    ...(share > BUSY_LIMIT
+      ? [
+          `other processes took ${pct(share)} of the machine during the run (limit ${pct(BUSY_LIMIT)}): the machine was busy`,
+        ]
+      : []),
+    ...missingPeers.map((why) => `peer missing: ${why}`),
+  ];
+  const figures =
+    `machine: ${r.totalSeconds.toFixed(0)} CPU s of capacity, this bench ${r.benchSeconds.toFixed(1)} s, ` +
+    `its peers ${r.peerSeconds.toFixed(1)} s, other processes ${others.toFixed(1)} s (${pct(share)})`;
+  return reasons.length === 0
+    ? { comparable: true, line: `${figures}: comparable` }
+    : { comparable: false, line: `${figures}\nNOT COMPARABLE: ${reasons.join('; ')}` };
+}
+
+function pct(share: number): string {
+  return `${(share * 100).toFixed(0)} %`;
+}
+
+/** Clock ticks per second of /proc (Linux's USER_HZ). */
+const TICKS = 100;
+
+interface ProcessTicks {
+  ppid: number;
+  comm: string;
+  /** utime + stime + cutime + cstime: its own CPU and that of the children it reaped. */
+  ticks: number;
+}
+
+interface MachineSample {
+  total: number;
+  busy: number;
+  processes: Map<number, ProcessTicks>;
+}
+
+function sampleMachine(): MachineSample {
+  // cpu user nice system idle iowait irq softirq steal (guest time is already inside user).
+  const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0].split(/\s+/).slice(1, 9).map(Number);
+  const processes = new Map<number, ProcessTicks>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue; // exited meanwhile
+    }
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    processes.set(Number(entry), {
+      comm: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')),
+      ppid: Number(fields[1]),
+      ticks: fields.slice(11, 15).reduce((sum, f) => sum + Number(f), 0),
+    });
+  }
+  const sum = (xs: number[]): number => xs.reduce((a, b) => a + b, 0);
+  return { total: sum(cpu), busy: sum(cpu) - cpu[3] - cpu[4], processes };
+}
+
+/** The local peers' processes: Postgres and Redis by name, the daemons of scripts/services by pid file. */
+function peerRoots(sample: MachineSample): Set<number> {
+  const roots = new Set<number>();
+  for (const [pid, p] of sample.processes)
+    if (p.comm === 'postgres' || p.comm === 'redis-server') roots.add(pid);
+  const home = process.env.TAPYARD_HOME ?? join(homedir(), '.cache', 'tapyard');
+  try {
+    for (const file of readdirSync(home).filter((f) => f.endsWith('.pid')))
+      roots.add(Number(readFileSync(join(home, file), 'utf8').trim()));
+  } catch {
+    /* no daemons started by scripts/services */
+  }
+  return roots;
+}
+
+/** CPU ticks of the processes in `roots` and all their descendants. */
+function treeTicks(sample: MachineSample, roots: Set<number>): number {
+  const inTree = (pid: number): boolean => {
+    for (let p = pid, hops = 0; p > 1 && hops < 64; p = sample.processes.get(p)?.ppid ?? 0, hops++)
+      if (roots.has(p)) return true;
+    return false;
+  };
+  let ticks = 0;
+  for (const [pid, p] of sample.processes) if (inTree(pid)) ticks += p.ticks;
+  return ticks;
+}
+
+const missingPeers: string[] = [];
+
+/** A peer the bench measures against did not answer: the run still prints what it has, then fails. */
+export function peerMissing(why: string): void {
+  console.log(`peer missing: ${why}`);
+  missingPeers.push(why);
+}
+
+/**
+ * Call first in a bench: samples the machine now and again as the bench exits, prints the verdict after
+ * its figures, and makes the exit code non-zero when the run is not comparable. BENCH_ALLOW_BUSY=1 keeps
+ * the exit code (the NOT COMPARABLE line is printed all the same), for iterating on a shared machine.
+ */
+export function checkComparable(): void {
+  const start = sampleMachine();
+  const self = new Set([process.pid]);
+  const startBench = treeTicks(start, self);
+  const startPeers = treeTicks(start, peerRoots(start));
+  process.once('exit', () => {
+    const end = sampleMachine();
+    const verdict = comparability(
+      {
+        totalSeconds: (end.total - start.total) / TICKS,
+        busySeconds: (end.busy - start.busy) / TICKS,
+        benchSeconds: Math.max(0, treeTicks(end, self) - startBench) / TICKS,
+        peerSeconds: Math.max(0, treeTicks(end, peerRoots(end)) - startPeers) / TICKS,
+      },
+      missingPeers,
+    );
+    console.log(verdict.line);
+    if (!verdict.comparable && process.env.BENCH_ALLOW_BUSY !== '1' && !process.exitCode)
+      process.exitCode = 1;
   });
 }

@@ -25,6 +25,7 @@ import {
   waitForRollup,
   writeCsv,
 } from './support';
+import { checkComparable } from './support';
 
 const RUNS = Number(process.env.BENCH_TAP_RUNS ?? 20);
 const ROWS = Number(process.env.BENCH_TAP_ROWS ?? 1_000_000);
@@ -175,6 +176,7 @@ async function main(): Promise<void> {
   }
 }
 
+checkComparable();
 main().catch((err: unknown) => {
   console.error(err);
   process.exit(1);

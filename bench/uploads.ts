@@ -8,12 +8,17 @@
  *
  * BENCH_ROUNDS=N (default 1) repeats the load N times against the same processes and prints the API's and
  * the worker's resident memory after each round has settled (goal 2: no growth across repeated load runs).
+ * BENCH_HEAP_DIR=<dir> also opens both apps' inspectors and prints their heap after a forced GC each round,
+ * and writes heap snapshots there after the rounds of BENCH_HEAP_SNAPSHOTS (e.g. `3,12`; bench/heap-diff.ts
+ * compares two).
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
+import { Inspector } from './heap';
 import { DB_URL, benchTarget, sleep, startPlatform } from './support';
+import { checkComparable } from './support';
 
 const UPLOADS = Number(process.env.BENCH_UPLOADS ?? 1200);
 const ROWS = 200;
@@ -78,10 +83,22 @@ async function main(): Promise<void> {
       .filter(Boolean)
       .map((kv) => kv.split('=', 2) as [string, string]),
   );
-  const platform = await startPlatform(ENV, PORT, dir, {
-    ...settings,
-    ...(flags ? { NODE_OPTIONS: flags } : {}),
-  });
+  const heapDir = process.env.BENCH_HEAP_DIR;
+  const snapshotRounds = (process.env.BENCH_HEAP_SNAPSHOTS ?? '').split(',').map(Number);
+  const inspect = (offset: number): Record<string, string> =>
+    heapDir
+      ? { NODE_OPTIONS: `${flags ?? '--max-semi-space-size=8'} --inspect=127.0.0.1:${PORT + offset}` }
+      : {};
+  const platform = await startPlatform(
+    ENV,
+    PORT,
+    dir,
+    { ...settings, ...(flags ? { NODE_OPTIONS: flags } : {}) },
+    { api: inspect(3000), worker: inspect(6000) },
+  );
+  const inspectors = heapDir
+    ? { api: await Inspector.connect(PORT + 3000), worker: await Inspector.connect(PORT + 6000) }
+    : undefined;
   const pg = new Client({ connectionString: DB_URL });
   await pg.connect();
   try {
@@ -201,6 +218,15 @@ async function main(): Promise<void> {
         console.log(
           `  round ${round}: API ${m.api.toFixed(0)} MB, worker ${m.worker.toFixed(0)} MB resident after ${SETTLE_MS / 1000} s idle`,
         );
+        for (const [app, inspector] of Object.entries(inspectors ?? {})) {
+          const h = await inspector.heapAfterGc();
+          console.log(
+            `  ${app} after a full GC: heap ${h.heapUsedMb.toFixed(1)} MB, external ${h.externalMb.toFixed(1)} MB ` +
+              `(array buffers ${h.arrayBuffersMb.toFixed(1)}), RSS ${h.rssMb.toFixed(0)} MB`,
+          );
+          if (heapDir && snapshotRounds.includes(round))
+            await inspector.snapshot(join(heapDir, `${app}-round${round}.heapsnapshot`));
+        }
       }
     }
     console.log(`goal: ≥ 250 uploads/s with p95 < 300 ms, pickup p95 < 50 ms`);
@@ -213,12 +239,14 @@ async function main(): Promise<void> {
       );
     }
   } finally {
+    for (const inspector of Object.values(inspectors ?? {})) inspector.close();
     await pg.end();
     await platform.stop();
     await rm(dir, { recursive: true, force: true });
   }
 }
 
+checkComparable();
 main().catch((err: unknown) => {
   console.error(err);
   process.exit(1);

@@ -25,6 +25,7 @@ import { CHUNKING_DEFAULTS, VECTOR_STORES, VectorStoreName } from '@tapyard/mode
 import { ChunkRecord, VECTOR_STORE_PLUGINS, VectorStoreRegistry } from '@tapyard/vector-stores';
 import { zip } from '../test/support/archives';
 import { DB_URL, ROOT, benchTarget, postJson, startPlatform, uploadFile, waitForRollup } from './support';
+import { checkComparable, peerMissing } from './support';
 
 const DOCS = Number(process.env.BENCH_VECTOR_DOCS ?? 200);
 const SEARCH_CHUNKS = Number(process.env.BENCH_VECTOR_SEARCH_CHUNKS ?? 100_000);
@@ -99,14 +100,14 @@ async function main(): Promise<void> {
   for (const store of STORES) {
     const factory = registry.factory(store);
     if (!factory) {
-      console.log(`${store}: no plug-in registered; skipped`);
+      peerMissing(`${store}: no plug-in registered`);
       continue;
     }
     let fields: Record<string, string>;
     try {
       fields = peerFields(store);
     } catch (err) {
-      console.log(`${store}: peer not available (${(err as Error).message.split('\n')[0]}); skipped`);
+      peerMissing(`${store}: ${(err as Error).message.split('\n')[0]}`);
       continue;
     }
     const u = new URL(fields.url ?? fields.connectionString);
@@ -235,6 +236,7 @@ async function main(): Promise<void> {
   for (const r of rows) console.log(r);
 }
 
+checkComparable();
 main().then(
   () => process.exit(0),
   (err: unknown) => {

@@ -24,6 +24,8 @@ const LAZY_SDKS = [
   '@huggingface/tokenizers',
   'openai',
   '@anthropic-ai/sdk',
+  // Not a vendor SDK, but as heavy: PostgreSQL's parser in WebAssembly, for the query routes' SQL checks.
+  'libpg-query',
 ];
 
 const PRELOAD = join(__dirname, 'support', 'loaded-modules.js');

@@ -1,4 +1,3 @@
-import { parse } from 'libpg-query';
 import { DomainCode, ValidationError, quoteIdent } from '@tapyard/core';
 import { QueryErrorCode } from './query-errors';
 
@@ -118,6 +117,9 @@ export async function qualifyRelations(sql: string, schema: string): Promise<str
 async function inspect(sql: string): Promise<CheckedSql> {
   let tree: { stmts?: { stmt: Node }[] };
   try {
+    // Loaded on first use: the module instantiates PostgreSQL's parser (WebAssembly, ~10 MB resident and
+    // a 128 MB memory reserved) as it loads, which a process that never checks a query should not carry.
+    const { parse } = await import('libpg-query');
     tree = (await parse(sql)) as { stmts?: { stmt: Node }[] };
   } catch (err) {
     throw new UnsafeSqlError(`it does not parse as PostgreSQL (${(err as Error).message.slice(0, 200)})`);

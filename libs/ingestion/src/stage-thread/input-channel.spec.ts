@@ -1,4 +1,6 @@
-import { MessageChannel } from 'node:worker_threads';
+import { queryObjects, setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { MessageChannel, MessagePort } from 'node:worker_threads';
 import { FatalReadError, StreamEndedError } from '@tapyard/readers';
 import { INPUT_WINDOW_BYTES, receiveInput, sendInput } from './input-channel';
 
@@ -129,5 +131,44 @@ describe('a job input from the runner to its stage thread', () => {
     expect(out.bytes.toString()).toBe('x');
     expect(out.error).toBeInstanceOf(FatalReadError);
     void sending;
+  });
+
+  it('reaches a thread that starts reading only after the runner sent everything and let go of its port', async () => {
+    const { port1, port2 } = new MessageChannel();
+    async function* source() {
+      for (let i = 0; i < 5; i++) yield Buffer.from(`part ${i};`);
+    }
+    await sendInput(source(), port1, new AbortController().signal);
+    const out = await drain(receiveInput(port2));
+    expect(out.error).toBeNull();
+    expect(out.bytes.toString()).toBe('part 0;part 1;part 2;part 3;part 4;');
+  });
+
+  it('leaves no port behind once a job is done: a worker runs jobs for days', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const ports = async () => {
+      gc();
+      return queryObjects(MessagePort, { format: 'count' });
+    };
+    const before = await ports();
+    const JOBS = 100;
+    for (let i = 0; i < JOBS; i++) {
+      const { port1, port2 } = new MessageChannel();
+      async function* source() {
+        yield Buffer.from('id,name\n1,a\n');
+      }
+      const sending = sendInput(source(), port1, new AbortController().signal);
+      const out = await drain(receiveInput(port2));
+      await sending;
+      expect(out.error).toBeNull();
+    }
+    // Closed ports go at a collection once their close has been handled: a few turns of the loop.
+    let left = await ports();
+    for (let turn = 0; turn < 20 && left - before >= JOBS / 10; turn++) {
+      await new Promise((r) => setImmediate(r));
+      left = await ports();
+    }
+    expect(left - before).toBeLessThan(JOBS / 10);
   });
 });

@@ -24,7 +24,7 @@ export const INPUT_WINDOW_BYTES = 16 << 20;
 
 /**
  * Sends `source` into `port` until it ends (then `end`), fails (then `failed`, with the reason) or
- * `signal` aborts (then the port is closed). Waits while the thread holds a full window.
+ * `signal` aborts, and closes the port. Waits while the thread holds a full window.
  */
 export async function sendInput(
   source: AsyncIterable<Buffer>,
@@ -38,14 +38,13 @@ export async function sendInput(
     inFlight -= m.taken;
     wake?.();
   };
-  let handedOver = false;
   const onGone = () => {
     gone = true;
     wake?.();
   };
   // Stopped, even while the source hangs (a store that does not answer): the thread's read fails now.
   const onAbort = () => {
-    if (!handedOver) port.close();
+    port.close();
     onGone();
   };
   port.on('message', onAck);
@@ -69,20 +68,21 @@ export async function sendInput(
       }
       if (stopped()) return;
       port.postMessage({ kind: 'end' } satisfies InputMessage);
-      handedOver = true;
     } catch (err) {
       if (stopped()) return;
       const ended = err instanceof StreamEndedError ? (err.superseded ? 'superseded' : 'aborted') : null;
       const message = err instanceof Error ? err.message : String(err);
       port.postMessage({ kind: 'failed', ended, message } satisfies InputMessage);
-      handedOver = true;
     }
   } finally {
     port.off('message', onAck);
     port.off('close', onGone);
     signal.removeEventListener('abort', onAbort);
-    // After `end` or `failed` the thread closes the port once it has read them.
-    if (!handedOver) port.close();
+    // Closed in every case: what was posted before reaches the thread first (the close follows it in the
+    // thread's queue). Left open after `end`, a port whose listeners are gone stops reading, never sees
+    // the thread close its end, and stays in the process with the acknowledgements queued to it: one
+    // port and its messages per job, for the life of the worker.
+    port.close();
   }
 }
 
