@@ -443,10 +443,33 @@ def fetch():
       .post('/api/v1/tap')
       .send({ name: 'busy', script: 'def fetch():\n    return []\n' })
       .expect(200);
-    for (let i = 0; i < 53; i++)
+    // 51 earlier runs as finished runs leave them, a day old and scheduled (53 sandboxed runs took
+    // half a minute); each of the two real runs below trims the history when it finishes.
+    const seeded = await pg.query<{ started_at: Date }>(
+      `INSERT INTO tapyard.tap_runs (run_id, environment, tap, mode, trigger, status, started_at, finished_at)
+       SELECT gen_random_uuid(), $1, 'busy', 'run', 'schedule', 'success', t, t
+       FROM generate_series(0, 50) AS i, LATERAL (SELECT now() - interval '1 day' + i * interval '1 minute') AS s(t)
+       RETURNING started_at`,
+      [env],
+    );
+    expect(seeded.rows).toHaveLength(51);
+    for (let i = 0; i < 2; i++)
       await api.http.post('/api/v1/tap/run').send({ name: 'busy', mode: 'test' }).expect(200);
+    const stored = await pg.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM tapyard.tap_runs WHERE environment = $1 AND tap = 'busy'`,
+      [env],
+    );
+    expect(stored.rows[0].n).toBe(50);
     const res = await api.http.get('/api/v1/tap/runs').query({ name: 'busy' }).expect(200);
-    expect(res.body).toHaveLength(50);
+    const runs = res.body as { mode: string; trigger: string; startedAt: string }[];
+    expect(runs).toHaveLength(50);
+    // The newest kept: both real runs, then the 48 newest earlier ones (the three oldest are gone).
+    expect(runs.slice(0, 2).map((r) => [r.mode, r.trigger])).toEqual([
+      ['test', 'manual'],
+      ['test', 'manual'],
+    ]);
+    const earlier = seeded.rows.map((r) => r.started_at.getTime()).sort((a, b) => b - a);
+    expect(runs.slice(2).map((r) => Date.parse(r.startedAt))).toEqual(earlier.slice(0, 48));
   }, 120000);
 
   it('deletes a tap with every script version and its history', async () => {

@@ -26,7 +26,15 @@ describe('loads into MongoDB (real FerretDB)', () => {
     client.db(dbName).collection(collection).find({}).sort({ _id: 1 }).toArray();
 
   beforeAll(async () => {
-    const flags = { TAPYARD_ENV: env, MONGODB_URI: TEST_MONGODB_URI, STATUS_PROGRESS_MS: '50' };
+    const flags = {
+      TAPYARD_ENV: env,
+      MONGODB_URI: TEST_MONGODB_URI,
+      STATUS_PROGRESS_MS: '50',
+      // The queue's workers take turns checking for stalled jobs, one check per interval whoever makes
+      // it (BullMQ's stalled-check key, set for WORKER_LOCK_MS): at the default 30 s, a check this
+      // worker made before the takeover case closed it held off that case's workers for up to 30 s.
+      WORKER_LOCK_MS: '5000',
+    };
     api = await startApi(flags);
     worker = await startWorker(flags);
     client = await new mongo.MongoClient(TEST_MONGODB_URI).connect();
