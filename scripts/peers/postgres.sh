@@ -43,10 +43,9 @@ fsync = on
 CONF
   fi
   # Two COPY streams per large load (PG_COPY_STREAMS) join through prepared transactions. The server
-  # reads this at start only: a running one keeps loading on one stream until it is restarted.
+  # reads this at start only: postgres_start restarts a running one that has it off.
   if ! grep -q '^max_prepared_transactions' "$custom"; then
     echo 'max_prepared_transactions = 64' >>"$custom"
-    postgres_ready && log "max_prepared_transactions set in $custom: restart PostgreSQL for it to take effect (pg_ctlcluster $v $PG_CLUSTER restart)"
   fi
 }
 
@@ -113,7 +112,14 @@ SQL
 postgres_start() {
   postgres_install
   postgres_configure
-  if postgres_ready; then
+  if postgres_ready && [ "$(pg_admin -Atc 'show max_prepared_transactions')" = 0 ]; then
+    # A server started before the setting was written (an older checkout, or Debian's own start at install)
+    # would load on one COPY stream for ever: restarted once, it reads it.
+    local v; v=$(pg_version)
+    log "restarting postgres $v for max_prepared_transactions (two COPY streams per large load)"
+    pg_ctlcluster "$v" "$PG_CLUSTER" restart || true
+    wait_for 30 postgres_ready || die "postgres did not become ready (see /var/log/postgresql/)"
+  elif postgres_ready; then
     log "postgres already running on 127.0.0.1:$PG_PORT"
   else
     local v; v=$(pg_version)
