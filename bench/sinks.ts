@@ -136,6 +136,28 @@ async function bareKafka(
   await producer.disconnect();
 }
 
+/**
+ * The STOMP session, or an error within 30 s: a broker that refuses or drops the connection would
+ * otherwise leave the bench waiting silently (reconnectDelay 0 never retries).
+ */
+async function connected(client: Stomp): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      client.onConnect = () => resolve();
+      client.onStompError = (frame) => reject(new Error(`ActiveMQ refused the session: ${frame.body}`));
+      client.onWebSocketClose = () => reject(new Error('ActiveMQ closed the STOMP connection'));
+      timer = setTimeout(
+        () => reject(new Error('ActiveMQ did not open a STOMP session within 30 s')),
+        30_000,
+      );
+      client.activate();
+    });
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Takes every message off a queue (benchmarks leave nothing behind on the shared broker). */
 async function drain(fields: Record<string, string>, queue: string): Promise<void> {
   const u = new URL(fields.url);
@@ -145,10 +167,7 @@ async function drain(fields: Record<string, string>, queue: string): Promise<voi
     reconnectDelay: 0,
     debug: () => undefined,
   });
-  await new Promise<void>((resolve) => {
-    client.onConnect = () => resolve();
-    client.activate();
-  });
+  await connected(client);
   let last = Date.now();
   client.subscribe(queue, () => (last = Date.now()));
   while (Date.now() - last < 2000) await new Promise((r) => setTimeout(r, 200));
@@ -163,10 +182,7 @@ async function bareStomp(fields: Record<string, string>, rows: string[]): Promis
     reconnectDelay: 0,
     debug: () => undefined,
   });
-  await new Promise<void>((resolve) => {
-    client.onConnect = () => resolve();
-    client.activate();
-  });
+  await connected(client);
   let inFlight: Promise<void>[] = [];
   for (const body of rows) {
     const receipt = randomUUID();
