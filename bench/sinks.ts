@@ -22,8 +22,10 @@ import { TCPWrapper } from '@stomp/tcp-wrapper';
 import { CompressionTypes, Kafka, logLevel } from 'kafkajs';
 import {
   NARROW_COLUMNS,
+  BenchPlatform,
   ROOT,
   benchTarget,
+  cpuSeconds,
   postJson,
   startPlatform,
   uploadFile,
@@ -36,6 +38,10 @@ const ROWS = Number(process.env.BENCH_SINK_ROWS ?? 200_000);
 // Persistent messages with receipts run at some 1,700/s on the development box: fewer rows, same ratio.
 const AMQ_ROWS = Number(process.env.BENCH_AMQ_ROWS ?? 20_000);
 const { PORT, BASE, ENV } = benchTarget('benchsink');
+// BENCH_SINKS: the sinks to measure (`kafka,activemq,rest`, the default), to iterate on one.
+const ONLY = new Set((process.env.BENCH_SINKS ?? 'kafka,activemq,rest').split(','));
+// Rows per REST request, on both sides.
+const REST_BATCH = Number(process.env.BENCH_REST_BATCH ?? 500);
 
 function peer(name: string): Record<string, string> {
   const out = execFileSync('bash', [join(ROOT, 'scripts', 'services'), 'up', name], { encoding: 'utf8' });
@@ -57,6 +63,35 @@ function jsonRows(rows: number): string[] {
     );
   }
   return out;
+}
+
+/**
+ * When the job's stages began and ended, in ms from the upload's start (epochs are the same host's
+ * clock): what overlapped the upload, and where the time went.
+ */
+async function timeline(token: string, began: number, answered: number): Promise<string> {
+  const events = (await (await fetch(`${BASE}/pipeline/status?pipelinetoken=${token}`)).json()) as {
+    processName: string;
+    state: string;
+    epoch: number;
+  }[];
+  const steps = events
+    .filter((e) => e.state !== 'processing')
+    .map((e) => `${e.processName} ${e.state} ${e.epoch - began}`);
+  return `ms from the upload's start: upload answered ${answered}; ${steps.join(', ')}`;
+}
+
+/** CPU seconds of the bench's API and worker so far. */
+async function appsCpu(platform: BenchPlatform): Promise<number> {
+  const pids = [platform.api.pid, platform.worker.pid].filter((p): p is number => p !== undefined);
+  const each = await Promise.all(pids.map((p) => cpuSeconds(p)));
+  return each.reduce((a, b) => a + b, 0);
+}
+
+/** CPU seconds of this process since `since` (process.cpuUsage()). */
+function benchCpu(since: NodeJS.CpuUsage): number {
+  const d = process.cpuUsage(since);
+  return (d.user + d.system) / 1e6;
 }
 
 async function timed(work: () => Promise<void>): Promise<number> {
@@ -102,6 +137,28 @@ async function bareKafka(
   await producer.disconnect();
 }
 
+/**
+ * The STOMP session, or an error within 30 s: a broker that refuses or drops the connection would
+ * otherwise leave the bench waiting silently (reconnectDelay 0 never retries).
+ */
+async function connected(client: Stomp): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      client.onConnect = () => resolve();
+      client.onStompError = (frame) => reject(new Error(`ActiveMQ refused the session: ${frame.body}`));
+      client.onWebSocketClose = () => reject(new Error('ActiveMQ closed the STOMP connection'));
+      timer = setTimeout(
+        () => reject(new Error('ActiveMQ did not open a STOMP session within 30 s')),
+        30_000,
+      );
+      client.activate();
+    });
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Takes every message off a queue (benchmarks leave nothing behind on the shared broker). */
 async function drain(fields: Record<string, string>, queue: string): Promise<void> {
   const u = new URL(fields.url);
@@ -111,10 +168,7 @@ async function drain(fields: Record<string, string>, queue: string): Promise<voi
     reconnectDelay: 0,
     debug: () => undefined,
   });
-  await new Promise<void>((resolve) => {
-    client.onConnect = () => resolve();
-    client.activate();
-  });
+  await connected(client);
   let last = Date.now();
   client.subscribe(queue, () => (last = Date.now()));
   while (Date.now() - last < 2000) await new Promise((r) => setTimeout(r, 200));
@@ -129,10 +183,7 @@ async function bareStomp(fields: Record<string, string>, rows: string[]): Promis
     reconnectDelay: 0,
     debug: () => undefined,
   });
-  await new Promise<void>((resolve) => {
-    client.onConnect = () => resolve();
-    client.activate();
-  });
+  await connected(client);
   let inFlight: Promise<void>[] = [];
   for (const body of rows) {
     const receipt = randomUUID();
@@ -152,11 +203,11 @@ async function bareStomp(fields: Record<string, string>, rows: string[]): Promis
 }
 
 async function bareRest(url: string, rows: string[]): Promise<void> {
-  for (let i = 0; i < rows.length; i += 500) {
+  for (let i = 0; i < rows.length; i += REST_BATCH) {
     const res = await fetch(url, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: `[${rows.slice(i, i + 500).join(',')}]`,
+      body: `[${rows.slice(i, i + REST_BATCH).join(',')}]`,
     });
     if (!res.ok) throw new Error(`receiver answered ${res.status}`);
   }
@@ -182,6 +233,8 @@ async function main(): Promise<void> {
   const platform = await startPlatform(ENV, PORT, dir, {
     TAP_EGRESS_ALLOW: `${kafka.brokers},127.0.0.1:${new URL(amq.url).port}`,
     REST_SINK_ALLOW: `127.0.0.1:${restPort}`,
+    // BENCH_NODE_OPTIONS: flags for the apps instead of the deployed ones (`--cpu-prof` to profile them).
+    ...(process.env.BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS } : {}),
   });
   try {
     const put = (name: string, fields: object) =>
@@ -215,29 +268,45 @@ async function main(): Promise<void> {
       ],
       [
         'rest',
-        { rest: { url: `http://127.0.0.1:${restPort}/tapyard`, batchSize: 500 } },
+        { rest: { url: `http://127.0.0.1:${restPort}/tapyard`, batchSize: REST_BATCH } },
         ROWS,
         csv,
         () => bareRest(`http://127.0.0.1:${restPort}/bare`, rows),
       ],
     ];
     console.log(`narrow file: ${ROWS} rows per sink (${AMQ_ROWS} for ActiveMQ)`);
-    for (const [name, destination, count, file, bare] of sinks) {
+    for (const [name, destination, count, file, bare] of sinks.filter(([name]) => ONLY.has(name))) {
       await postJson(`${BASE}/pipeline`, {
         name: `bench_${name}`,
         source: { schemaProperties: { fields: NARROW_COLUMNS.map(([n, type]) => ({ name: n, type })) } },
         destination,
       });
+      const apps = await appsCpu(platform);
+      let self = process.cpuUsage();
+      const began = Date.now();
+      let token = '';
+      let answered = 0;
       const viaTapyard = await timed(async () => {
-        const token = await uploadFile(BASE, file, `bench_${name}`);
+        token = await uploadFile(BASE, file, `bench_${name}`);
+        answered = Date.now() - began;
         await waitForRollup(BASE, `pipelinetoken=${token}`);
       });
+      const steps = await timeline(token, began, answered);
+      const tapyardCpu = { apps: (await appsCpu(platform)) - apps, bench: benchCpu(self) };
+      const before = received;
+      self = process.cpuUsage();
       const bareSeconds = await timed(bare);
+      const bareCpu = benchCpu(self);
+      if (name === 'rest' && received - before !== count)
+        throw new Error(`the REST receiver counted ${received - before} rows of the bare client's ${count}`);
       const a = count / viaTapyard;
       const b = count / bareSeconds;
       console.log(
         `${name.padEnd(9)} Tapyard ${Math.round(a).toLocaleString('en')} rows/s (upload to rollup done), ` +
-          `bare client ${Math.round(b).toLocaleString('en')} rows/s: ratio ${(a / b).toFixed(2)}`,
+          `bare client ${Math.round(b).toLocaleString('en')} rows/s: ratio ${(a / b).toFixed(2)}\n` +
+          `${''.padEnd(9)} CPU s: Tapyard's API and worker ${tapyardCpu.apps.toFixed(2)}, this process ` +
+          `(uploader, poller${name === 'rest' ? ', receiver' : ''}) ${tapyardCpu.bench.toFixed(2)}; ` +
+          `bare ${bareCpu.toFixed(2)} (${bareSeconds.toFixed(2)} s)\n${''.padEnd(9)} ${steps}`,
       );
       if (name === 'kafka') {
         const valuesOnly = count / (await timed(() => bareKafka(kafka.brokers, rows, null)));
@@ -247,7 +316,9 @@ async function main(): Promise<void> {
         );
       }
     }
-    if (received < ROWS * 2) console.log(`(the REST receiver counted ${received} rows)`);
+    // Every row Tapyard sent arrived (a lost batch would flatter its figure).
+    if (ONLY.has('rest') && received !== ROWS * 2)
+      throw new Error(`the REST receiver counted ${received} rows, not ${ROWS * 2}`);
     await drain(amq, `/queue/bench.${ENV}`);
     await drain(amq, `/queue/bench.bare.${ENV}`);
   } finally {

@@ -55,13 +55,19 @@ export async function egressRequest(
       if (size < maxBytes) chunks.push(c.subarray(0, maxBytes - size));
       size += c.length;
     });
-    res.on('end', () =>
+    res.on('end', () => {
+      // Node parses the header lines into an object only when asked: most callers read the status
+      // and body alone (a sink's batch answered 2xx), so the object is made on first use.
+      let headers: Record<string, string> | undefined;
       resolve({
         status: res.statusCode ?? 0,
         body: Buffer.concat(chunks).toString('utf8'),
-        headers: headersOf(res),
-      }),
-    );
+        get headers() {
+          headers ??= headersOf(res);
+          return headers;
+        },
+      });
+    });
     res.on('error', reject);
   });
 }

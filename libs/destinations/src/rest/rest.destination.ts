@@ -4,7 +4,7 @@ import { Agent as HttpsAgent } from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import { ServiceUnavailableError, TapyardConfig, ValidationError, errorMessage } from '@tapyard/core';
-import { EgressPolicy, EgressRefused, egressRequest } from '@tapyard/egress';
+import { EgressPolicy, EgressRefused, EgressResponse, egressRequest } from '@tapyard/egress';
 import { PipelineDefinition } from '@tapyard/model';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 import { Delivery, Sink, sectionOf } from '../sinks/sink';
@@ -167,11 +167,9 @@ export class RestDestination extends Sink implements Destination {
   ): Promise<string | null> {
     let last = '';
     for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
-      let status: number;
-      let answer: string;
-      let retryAfter: string | undefined;
+      let res: EgressResponse;
       try {
-        const res = await d.call(r.method, (signal) =>
+        res = await d.call(r.method, (signal) =>
           egressRequest(this.policy, r.url, {
             method: r.method,
             headers,
@@ -181,9 +179,6 @@ export class RestDestination extends Sink implements Destination {
             agent,
           }),
         );
-        status = res.status;
-        answer = res.body;
-        retryAfter = res.headers['retry-after'];
       } catch (err) {
         if (err instanceof EgressRefused)
           throw new ValidationError(`the REST endpoint is not allowed: ${err.message}`).coded(
@@ -200,14 +195,17 @@ export class RestDestination extends Sink implements Destination {
         if (attempt < ATTEMPTS) await sleep(backoff(attempt), undefined, { signal: d.signal });
         continue;
       }
+      const status = res.status;
       if (status >= 200 && status < 300) return null;
       if (status === 429 || status >= 500 || status === 408) {
         last = `the REST endpoint ${safeUrl(r.url)} answered HTTP ${status}`;
         if (attempt < ATTEMPTS)
-          await sleep(retryWait(retryAfter) ?? backoff(attempt), undefined, { signal: d.signal });
+          await sleep(retryWait(res.headers['retry-after']) ?? backoff(attempt), undefined, {
+            signal: d.signal,
+          });
         continue;
       }
-      return `HTTP ${status} from ${safeUrl(r.url)}: ${answer.replace(/\s+/g, ' ').slice(0, 200)}`;
+      return `HTTP ${status} from ${safeUrl(r.url)}: ${res.body.replace(/\s+/g, ' ').slice(0, 200)}`;
     }
     throw new ServiceUnavailableError('rest', `${last} (after ${ATTEMPTS} attempts)`).coded(
       DestinationErrorCode.Unavailable,
