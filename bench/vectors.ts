@@ -30,7 +30,16 @@ import type { Embedder } from '@tapyard/embeddings';
 import { CHUNKING_DEFAULTS, VECTOR_STORES, VectorStoreName } from '@tapyard/model';
 import { ChunkRecord, VECTOR_STORE_PLUGINS, VectorStoreRegistry } from '@tapyard/vector-stores';
 import { zip } from '../test/support/archives';
-import { DB_URL, ROOT, benchTarget, postJson, startPlatform, uploadFile, waitForRollup } from './support';
+import {
+  DB_URL,
+  ROOT,
+  benchTarget,
+  cpuSeconds,
+  postJson,
+  startPlatform,
+  uploadFile,
+  waitForRollup,
+} from './support';
 
 const DOCS = Number(process.env.BENCH_VECTOR_DOCS ?? 200);
 const SEARCH_CHUNKS = Number(process.env.BENCH_VECTOR_SEARCH_CHUNKS ?? 100_000);
@@ -182,13 +191,17 @@ async function main(): Promise<void> {
         destination: { vectorStore: { store, collection } },
       });
       const publisher = randomUUID();
+      const apps = [platform.api.pid ?? 0, platform.worker.pid ?? 0];
+      const cpu = await Promise.all(apps.map(cpuSeconds));
       t = performance.now();
       // The corpus as one zipped set: FileNotifier makes each document its own job.
       await uploadFile(BASE, archive, 'bench_docs', 'corpus.zip', publisher);
       await waitForRollup(BASE, `publishertoken=${publisher}`, docs.length + 1, POLL_MS);
       ingestRate = chunks.length / ((performance.now() - t) / 1000);
+      const [api, worker] = (await Promise.all(apps.map(cpuSeconds))).map((c, i) => c - cpu[i]);
       console.log(
-        `${store}: platform ingest ${ingestRate.toFixed(1)} chunks/s (load average ${loadavg()[0].toFixed(1)})`,
+        `${store}: platform ingest ${ingestRate.toFixed(1)} chunks/s in ${((performance.now() - t) / 1000).toFixed(1)} s ` +
+          `(CPU: API ${api.toFixed(1)} s, worker ${worker.toFixed(1)} s; load average ${loadavg()[0].toFixed(1)})`,
       );
       await fetch(`${BASE}/pipeline?pipeline=bench_docs&deleteData=true`, { method: 'DELETE' });
     } finally {
