@@ -121,12 +121,15 @@ export async function waitHttp(url: string): Promise<void> {
   throw new Error(`${url} did not answer`);
 }
 
-/** Polls the rollup of a token query until `jobs` jobs are done; throws unless all succeeded. */
-export async function waitForRollup(base: string, query: string, jobs = 1): Promise<void> {
+/**
+ * Polls the rollup of a token query every `everyMs` until `jobs` jobs are done; throws unless all
+ * succeeded. A status reply of many jobs costs the API real CPU: a long load of many jobs polls slower.
+ */
+export async function waitForRollup(base: string, query: string, jobs = 1, everyMs = 50): Promise<void> {
   for (;;) {
     const reply = await fetch(`${base}/pipeline/status?${query}&withrollup=true`);
     if (reply.status === 404) {
-      await sleep(50);
+      await sleep(everyMs);
       continue;
     }
     const res = (await reply.json()) as {
@@ -137,7 +140,7 @@ export async function waitForRollup(base: string, query: string, jobs = 1): Prom
         throw new Error(`bench load ended ${res.rollup.status}: ${JSON.stringify(res.rollup.jobs)}`);
       return;
     }
-    await sleep(50);
+    await sleep(everyMs);
   }
 }
 

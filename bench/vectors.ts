@@ -1,20 +1,26 @@
 /**
  * `npm run bench:vectors` — documents into vector stores, per store (BENCH_STORES, default all five):
- * 1. the embedder alone: chunks/s of the built-in model embedding the corpus's chunks in this process;
+ * 1. the embedder alone: chunks/s of the built-in model embedding the corpus's chunks in this process
+ *    (the worker's own embedder: same model, same ONNX threads, same batching), measured before and
+ *    after each store's platform run; the two must agree within NOT_COMPARABLE, else the run fails;
  * 2. the store alone: chunks/s of bulk upserts of the same chunks, vectors precomputed, into a fresh
  *    container;
  * 3. the platform: the corpus (BENCH_VECTOR_DOCS Markdown documents, default 200) uploaded over HTTP
- *    as one zipped set into a document pipeline (one job per document), until every job is done; chunks/s, and its ratio
- *    to the slower of 1 and 2 (the goal is ≥ 0.8);
+ *    as one zipped set into a document pipeline (one job per document), until every job is done (polled
+ *    every POLL_MS: a status reply of 200 jobs costs the API real CPU, which 20 polls a second took
+ *    from the embedder); chunks/s, and its ratio to the slower of 1 (the mean of before and after)
+ *    and 2 (the goal is ≥ 0.8);
  * 4. search latency at BENCH_VECTOR_SEARCH_CHUNKS (default 100,000) chunks: vectors made from the
  *    corpus's embeddings (mixes of two, normalised), bulk-loaded, then p50/p95 of 200 `search` calls
  *    (topK 5) straight to the store, with and without a metadata filter.
- * Each store's peer is started by `scripts/services up <store>`. Asserts nothing.
+ * Each store's peer is started by `scripts/services up <store>`. Exits 1 when a store's run was not
+ * comparable (the embedder alone moved by more than NOT_COMPARABLE between before and after: the
+ * shared machine's load changed under the run).
  */
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '@tapyard/core';
 import { chunkText } from '@tapyard/documents';
@@ -24,12 +30,25 @@ import type { Embedder } from '@tapyard/embeddings';
 import { CHUNKING_DEFAULTS, VECTOR_STORES, VectorStoreName } from '@tapyard/model';
 import { ChunkRecord, VECTOR_STORE_PLUGINS, VectorStoreRegistry } from '@tapyard/vector-stores';
 import { zip } from '../test/support/archives';
-import { DB_URL, ROOT, benchTarget, postJson, startPlatform, uploadFile, waitForRollup } from './support';
-import { checkComparable, peerMissing } from './support';
+import {
+  DB_URL,
+  ROOT,
+  benchTarget,
+  checkComparable,
+  cpuSeconds,
+  peerMissing,
+  postJson,
+  startPlatform,
+  uploadFile,
+  waitForRollup,
+} from './support';
 
 const DOCS = Number(process.env.BENCH_VECTOR_DOCS ?? 200);
 const SEARCH_CHUNKS = Number(process.env.BENCH_VECTOR_SEARCH_CHUNKS ?? 100_000);
 const QUERIES = 200;
+const POLL_MS = 1000;
+/** Largest relative change of the embedder-alone rate between before and after a platform run. */
+const NOT_COMPARABLE = 0.25;
 const STORES = (process.env.BENCH_STORES?.split(',') ?? [...VECTOR_STORES]) as VectorStoreName[];
 const { PORT, BASE } = benchTarget('benchvec');
 
@@ -87,10 +106,18 @@ async function main(): Promise<void> {
     `corpus: ${DOCS} documents, ${chunks.length} chunks of at most ${size} tokens (${embedder.model})`,
   );
 
-  let t = performance.now();
-  const vectors = await embedder.embed(chunks.map((c) => c.text));
-  const embedRate = chunks.length / ((performance.now() - t) / 1000);
-  console.log(`embedder alone: ${embedRate.toFixed(0)} chunks/s`);
+  const embedAlone = async (): Promise<{ rate: number; vectors: Float32Array[] }> => {
+    const start = performance.now();
+    const out = await embedder.embed(chunks.map((c) => c.text));
+    const rate = chunks.length / ((performance.now() - start) / 1000);
+    console.log(`embedder alone: ${rate.toFixed(1)} chunks/s (load average ${loadavg()[0].toFixed(1)})`);
+    return { rate, vectors: out };
+  };
+  let t: number;
+  const first = await embedAlone();
+  const vectors = first.vectors;
+  let embedBefore = first.rate;
+  let failed = false;
 
   const dir = await mkdtemp(join(tmpdir(), 'tapyard-bench-vectors-'));
   const archive = join(dir, 'corpus.zip');
@@ -143,6 +170,8 @@ async function main(): Promise<void> {
     // 3. The platform: uploads into a document pipeline, every job done.
     const env = `benchvec-${store}-${Date.now().toString(36)}`;
     const platform = await startPlatform(env, PORT, dir, {
+      // BENCH_NODE_OPTIONS: flags for the apps instead of the deployed ones (e.g. `--cpu-prof` to profile them).
+      ...(process.env.BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS } : {}),
       ...(store === 'pgvector'
         ? { PGVECTOR_URL: fields.connectionString }
         : { TAP_EGRESS_ALLOW: allowList(fields) }),
@@ -164,15 +193,29 @@ async function main(): Promise<void> {
         destination: { vectorStore: { store, collection } },
       });
       const publisher = randomUUID();
+      const apps = [platform.api.pid ?? 0, platform.worker.pid ?? 0];
+      const cpu = await Promise.all(apps.map(cpuSeconds));
       t = performance.now();
       // The corpus as one zipped set: FileNotifier makes each document its own job.
       await uploadFile(BASE, archive, 'bench_docs', 'corpus.zip', publisher);
-      await waitForRollup(BASE, `publishertoken=${publisher}`, docs.length + 1);
+      await waitForRollup(BASE, `publishertoken=${publisher}`, docs.length + 1, POLL_MS);
       ingestRate = chunks.length / ((performance.now() - t) / 1000);
+      const [api, worker] = (await Promise.all(apps.map(cpuSeconds))).map((c, i) => c - cpu[i]);
+      console.log(
+        `${store}: platform ingest ${ingestRate.toFixed(1)} chunks/s in ${((performance.now() - t) / 1000).toFixed(1)} s ` +
+          `(CPU: API ${api.toFixed(1)} s, worker ${worker.toFixed(1)} s; load average ${loadavg()[0].toFixed(1)})`,
+      );
       await fetch(`${BASE}/pipeline?pipeline=bench_docs&deleteData=true`, { method: 'DELETE' });
     } finally {
       await platform.stop();
     }
+    const embedAfter = (await embedAlone()).rate;
+    const embedRate = (embedBefore + embedAfter) / 2;
+    const drift = Math.abs(embedBefore - embedAfter) / Math.max(embedBefore, embedAfter);
+    const comparable = drift <= NOT_COMPARABLE;
+    failed ||= !comparable;
+    const embedBeforeRun = embedBefore;
+    embedBefore = embedAfter;
 
     // 4. Search at scale.
     const big = vs.containerName(`bench_search_${Date.now().toString(36)}`);
@@ -225,8 +268,9 @@ async function main(): Promise<void> {
     await vs.close();
     const ratio = ingestRate / Math.min(embedRate, upsertRate);
     const row =
-      `${store}: ingest ${ingestRate.toFixed(0)} chunks/s, embedder ${embedRate.toFixed(0)}, upsert ${upsertRate.toFixed(0)}; ` +
-      `ratio ${ratio.toFixed(2)} | search at ${SEARCH_CHUNKS} chunks p50 ${percentile(plain, 50).toFixed(1)} ms p95 ` +
+      `${store}: ingest ${ingestRate.toFixed(1)} chunks/s, embedder ${embedRate.toFixed(1)} ` +
+      `(${embedBeforeRun.toFixed(1)} before, ${embedAfter.toFixed(1)} after), upsert ${upsertRate.toFixed(0)}; ` +
+      `ratio ${ratio.toFixed(2)}${comparable ? '' : ` NOT COMPARABLE (the embedder alone moved ${(drift * 100).toFixed(0)} %)`} | search at ${SEARCH_CHUNKS} chunks p50 ${percentile(plain, 50).toFixed(1)} ms p95 ` +
       `${percentile(plain, 95).toFixed(1)} ms; filtered p50 ${percentile(filtered, 50).toFixed(1)} ms p95 ${percentile(filtered, 95).toFixed(1)} ms`;
     console.log(row);
     rows.push(row);
@@ -234,6 +278,11 @@ async function main(): Promise<void> {
   await rm(dir, { recursive: true, force: true });
   console.log('\nsummary');
   for (const r of rows) console.log(r);
+  if (failed) {
+    throw new Error(
+      `not comparable: the embedder alone moved by more than ${NOT_COMPARABLE * 100} % across a store's platform run (the machine's load changed); run again on a quieter machine`,
+    );
+  }
 }
 
 checkComparable();

@@ -9,7 +9,7 @@ import {
   storeUnavailable,
 } from '../vector-store.errors';
 import { pgTarget } from './pg-target';
-import { pgvectorWhere } from './pgvector-filter';
+import { pgvectorSearch, vectorText } from './pgvector-filter';
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_-]{0,62}$/;
 const UPSERT_BATCH = 1000;
@@ -27,8 +27,6 @@ function split(container: string): { schema: string; table: string; sql: string 
   const [schema, table] = container.includes('.') ? container.split('.', 2) : ['public', container];
   return { schema, table, sql: `${quoteIdent(schema)}.${quoteIdent(table)}` };
 }
-
-const vectorText = (v: Float32Array): string => `[${Array.from(v).join(',')}]`;
 
 /**
  * pgvector: a container is a table `schema.table` (id uuid, content text, metadata jsonb, embedding
@@ -108,6 +106,8 @@ export class PgvectorStore implements VectorStore {
       // name would be cut to 63 bytes, where two tables or two indexes of one table can collide).
       await c.query(`CREATE INDEX ON ${sql} USING hnsw (embedding vector_cosine_ops)`);
       await c.query(`CREATE INDEX ON ${sql} ((metadata ->> 'uri'))`);
+      // Filtered searches are exact scans of the rows a filter keeps: this index finds those rows.
+      await c.query(`CREATE INDEX ON ${sql} USING gin (metadata jsonb_path_ops)`);
       return { created: true };
     });
   }
@@ -151,26 +151,15 @@ export class PgvectorStore implements VectorStore {
     topK: number,
     filter?: MetadataFilter,
   ): Promise<SearchHit[]> {
-    const where = pgvectorWhere(filter, 3);
+    const q = pgvectorSearch(vector, topK, filter);
     const rows = await this.transaction(async (c) => {
-      // The HNSW scan yields ef_search candidates before the filter, so a filtered search could miss
-      // the very match it asks for (pgvector 0.6 has no iterative scans; many near-equal vectors make it
-      // likely): a filtered search is exact, over the rows the filter keeps. Unfiltered, ef_search covers topK.
-      if (filter && Object.keys(filter).length) await c.query('SET LOCAL enable_indexscan = off');
-      else await c.query(`SET LOCAL hnsw.ef_search = ${Math.max(40, topK)}`);
+      await c.query(q.setting);
       return this.onTable<{
         id: string;
         content: string;
         metadata: Record<string, string | number | boolean>;
         similarity: number;
-      }>(
-        container,
-        (t) =>
-          `SELECT id, content, metadata, 1 - (embedding <=> $1::vector) AS similarity FROM ${t}
-            WHERE ${where.sql} ORDER BY embedding <=> $1::vector LIMIT $2`,
-        [vectorText(vector), topK, ...where.params],
-        c,
-      );
+      }>(container, q.sql, q.params, c);
     });
     return rows.map((r) => ({
       id: r.id,
