@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { PoolClient } from 'pg';
+import { PoolClient, QueryResult } from 'pg';
 import { CONFIG, TapyardConfig, ValidationError, quoteIdent } from '@tapyard/core';
 import { LOAD_ID_COLUMN, PipelineDefinition } from '@tapyard/model';
 import {
@@ -24,12 +24,15 @@ import {
 } from './created-tables';
 import { PgPools } from './pg-pools';
 import { DestinationErrorCode } from '../destination-errors';
-import { copyChunks, counted, rejectLines } from './pg-copy';
+import { copyRejects, rejectLines } from './pg-copy';
 import { withPgClient } from './pg-connection';
 import { LOAD_ID_SETTING, PG_MAX_COLUMNS, ensureTables } from './pg-tables';
 import { writeRows } from './write-modes';
 
 export { PG_MAX_COLUMNS, PG_TYPES, pgType } from './pg-tables';
+
+/** What PostgreSQL answers for the ledger of a database no job loaded yet: no such table, or no such schema. */
+const NO_LEDGER = new Set(['42P01', '3F000']);
 
 /**
  * Loads with COPY FROM STDIN inside one transaction per job, together with a ledger row keyed by
@@ -77,13 +80,18 @@ export class PostgresDestination implements Destination {
   async committed(target: LoadTarget): Promise<LoadResult | null> {
     const { dbName, schema, table } = databaseOf(target.destination);
     return this.withClient(dbName, async (client) => {
-      const ledger = await client.query(`SELECT to_regclass('tapyard_meta.loads') IS NOT NULL AS present`);
-      if (!(ledger.rows[0] as { present: boolean }).present) return null;
-      const prev = await client.query(
-        `SELECT rows_loaded, rows_rejected FROM tapyard_meta.loads WHERE pipeline_token = $1 AND rows_loaded IS NOT NULL`,
-        [target.pipelineToken],
-      );
-      const row = prev.rows[0] as { rows_loaded: string; rows_rejected: string } | undefined;
+      // One round trip per job: a database without the ledger yet (no load ever) answers "no such
+      // table", which means nothing committed there.
+      const prev = await client
+        .query(
+          `SELECT rows_loaded, rows_rejected FROM tapyard_meta.loads WHERE pipeline_token = $1 AND rows_loaded IS NOT NULL`,
+          [target.pipelineToken],
+        )
+        .catch((err: unknown) => {
+          if (NO_LEDGER.has((err as { code?: string }).code ?? '')) return null;
+          throw err;
+        });
+      const row = prev?.rows[0] as { rows_loaded: string; rows_rejected: string } | undefined;
       if (!row) return null;
       return {
         loaded: Number(row.rows_loaded),
@@ -126,18 +134,18 @@ export class PostgresDestination implements Destination {
     const location = `${dbName}.${schema}.${table}`;
     const rejectsLocation = `${dbName}.${schema}.${rejectsTable(table)}`;
     return this.withClient(dbName, async (client) => {
-      await client.query('BEGIN');
+      // The transaction's start and the ledger claim go in one message (values as literals: a
+      // multi-statement message takes no parameters), and the ledger's counts with the COMMIT: a small
+      // job.s load is then two round trips and its COPY (a clean job sends no COPY of rejects), not eight.
+      const token = client.escapeLiteral(target.pipelineToken);
       try {
-        await client.query(`SET LOCAL TimeZone = 'UTC'`);
-        if (target.loadId) {
-          await client.query(`SELECT set_config('${LOAD_ID_SETTING}', $1, true)`, [target.pipelineToken]);
-        }
-        const claimed = await client.query(
-          `INSERT INTO tapyard_meta.loads (pipeline_token, target) VALUES ($1, $2)
-           ON CONFLICT (pipeline_token) DO NOTHING RETURNING pipeline_token`,
-          [target.pipelineToken, location],
-        );
-        if (claimed.rowCount === 0) {
+        const opened = (await client.query(
+          `BEGIN; SET LOCAL TimeZone = 'UTC';
+         ${target.loadId ? `SELECT set_config('${LOAD_ID_SETTING}', ${token}, true);` : ''}
+         INSERT INTO tapyard_meta.loads (pipeline_token, target) VALUES (${token}, ${client.escapeLiteral(location)})
+         ON CONFLICT (pipeline_token) DO NOTHING RETURNING pipeline_token`,
+        )) as unknown as QueryResult[];
+        if (opened[opened.length - 1].rowCount === 0) {
           await client.query('ROLLBACK');
           const prev = await client.query(
             `SELECT rows_loaded, rows_rejected FROM tapyard_meta.loads WHERE pipeline_token = $1`,
@@ -153,17 +161,15 @@ export class PostgresDestination implements Destination {
           };
         }
         const loaded = await writeRows(client, target, payloads, progress);
-        const rejected = await copyChunks(
+        const rejected = await copyRejects(
           client,
           `COPY ${quoteIdent(schema)}.${quoteIdent(rejectsTable(table))} (pipeline_token, line, stage, reason, raw) FROM STDIN (FORMAT text)`,
-          counted(rejectLines(target.pipelineToken, rejects())),
-          () => undefined,
+          rejectLines(target.pipelineToken, rejects()),
         );
         await client.query(
-          `UPDATE tapyard_meta.loads SET rows_loaded = $2, rows_rejected = $3 WHERE pipeline_token = $1`,
-          [target.pipelineToken, loaded, rejected],
+          `UPDATE tapyard_meta.loads SET rows_loaded = ${loaded}, rows_rejected = ${rejected} WHERE pipeline_token = ${token};
+           COMMIT`,
         );
-        await client.query('COMMIT');
         return { loaded, rejected, alreadyLoaded: false, location, rejectsLocation };
       } catch (err) {
         await client.query('ROLLBACK').catch(() => undefined);
