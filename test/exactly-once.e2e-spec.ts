@@ -106,7 +106,7 @@ describe('exactly-once loads', () => {
       before + 2,
     );
   });
-  it('a small job costs its loader few round trips: one ledger check, the claim, its COPY, the counts with the COMMIT', async () => {
+  it('a small job costs its loader few round trips: no probe query, one ledger check, the claim, its COPY, the counts with the COMMIT', async () => {
     const dest = api.app.get(PostgresDestination);
     const target = {
       environment: env,
@@ -144,6 +144,7 @@ describe('exactly-once loads', () => {
       [2000002, 'trips', 2.5],
     ];
     try {
+      await dest.probe(target);
       expect(await dest.committed(target)).toBeNull();
       const clean = await dest.load(
         target,
@@ -158,8 +159,8 @@ describe('exactly-once loads', () => {
       pool.off('acquire', onAcquire as never);
       for (const restore of restores) restore();
     }
-    // Was nine: two for the ledger check, then BEGIN, SET, the claim, COPY, an empty COPY of rejects,
-    // UPDATE and COMMIT each on its own.
+    // Was ten: the probe's query, two for the ledger check, then BEGIN, SET, the claim, COPY, an empty
+    // COPY of rejects, UPDATE and COMMIT each on its own.
     expect(sent).toHaveLength(4);
     expect(
       (

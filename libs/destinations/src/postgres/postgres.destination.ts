@@ -72,9 +72,14 @@ export class PostgresDestination implements Destination {
     return `${dbName}.${schema}.${table}`;
   }
 
-  /** The platform database answers (each target database is checked when its load connects). */
-  async probe(): Promise<void> {
-    await this.withClient(this.config.database.name, (client) => client.query('SELECT 1'));
+  /**
+   * A connection to the target database (the platform's without one) can be had. A pooled connection
+   * is taken without a query: every job probes, and one lost since fails the job's next statement
+   * as unreachable all the same.
+   */
+  async probe(target?: LoadTarget): Promise<void> {
+    const database = target ? databaseOf(target.destination).dbName : this.config.database.name;
+    await this.withClient(database, () => Promise.resolve());
   }
 
   async committed(target: LoadTarget): Promise<LoadResult | null> {
