@@ -10,8 +10,12 @@ import type { ScriptRunSpec } from '@tapyard/scripts';
 
 export interface StartMessage {
   kind: 'start';
-  /** The job's input, sent by the runner as it reads it (see input-channel.ts); transferred. */
-  input: MessagePort;
+  /**
+   * The job's input, transferred: a port the runner sends it through as it reads it (see
+   * input-channel.ts), or the whole input when the job carried it (a small upload), which saves the
+   * thread round trips of a channel for a few KiB.
+   */
+  input: MessagePort | ArrayBuffer;
   /** Tap output: JSON lines of records, mapped onto these columns for CSV pipelines. */
   records: { keys: string[]; columns: string[] } | null;
   definition: PipelineDefinition;
