@@ -1,7 +1,7 @@
 /**
  * Messages between a job's main-thread runner and its stage thread, which reads the file and runs
  * DataQuality and Transformation on it (see stage-thread.ts). Everything here is structured-clone
- * data: plain objects, strings, numbers, and the input's port (transferred).
+ * data: plain objects, strings, numbers, and the input's port or bytes (transferred).
  */
 import type { MessagePort } from 'node:worker_threads';
 import type { PipelineDefinition } from '@tapyard/model';
