@@ -1,5 +1,6 @@
 import { Client } from 'pg';
-import { PostgresDestination } from '@tapyard/destinations';
+import { PgPools, PostgresDestination, rejectsTable } from '@tapyard/destinations';
+import { encodeRows } from './support/destinations';
 import { TestApi, startApi } from './support/apps';
 import { TEST_DATABASE_URL, testEnv, uniqueEnvironment } from './support/env';
 import { csvPipeline, upload, waitForJob } from './support/ingest';
@@ -104,5 +105,112 @@ describe('exactly-once loads', () => {
     expect(Number((await pg.query(`SELECT count(*) FROM ingest_test."${table}"`)).rows[0].count)).toBe(
       before + 2,
     );
+  });
+  it('a small job costs its loader few round trips: no probe query, one ledger check, the claim, its COPY, the counts with the COMMIT', async () => {
+    const dest = api.app.get(PostgresDestination);
+    const target = {
+      environment: env,
+      pipeline: 'once',
+      destination: { database: { dbName: 'tapyard_test', schema: 'ingest_test', table, usePostgres: true } },
+      columns: [
+        { name: 'id', type: 'int' as const },
+        { name: 'label', type: 'string' as const },
+        { name: 'amount', type: 'double' as const },
+      ],
+      pipelineToken: `trips-${env}`,
+    };
+    await dest.prepare(target);
+    // Every message the loader sends on its connections to the target database, counted as sent.
+    const pool = api.app.get(PgPools).get('tapyard_test');
+    const sent: string[] = [];
+    const counted = new Set<unknown>();
+    const restores: (() => void)[] = [];
+    const onAcquire = (client: { query: (...args: unknown[]) => unknown }) => {
+      if (counted.has(client)) return;
+      counted.add(client);
+      const query = client.query;
+      client.query = function (this: unknown, ...args: unknown[]) {
+        const q = args[0];
+        sent.push(typeof q === 'string' ? q : ((q as { text?: string }).text ?? 'COPY'));
+        return query.apply(this, args);
+      };
+      restores.push(() => {
+        client.query = query;
+      });
+    };
+    pool.on('acquire', onAcquire as never);
+    const rows = [
+      [2000001, 'few', 1.5],
+      [2000002, 'trips', 2.5],
+    ];
+    try {
+      await dest.probe(target);
+      expect(await dest.committed(target)).toBeNull();
+      const clean = await dest.load(
+        target,
+        (async function* () {
+          yield encodeRows(dest, target, rows);
+        })(),
+        async function* () {},
+        () => undefined,
+      );
+      expect(clean).toMatchObject({ loaded: 2, rejected: 0, alreadyLoaded: false });
+    } finally {
+      pool.off('acquire', onAcquire as never);
+      for (const restore of restores) restore();
+    }
+    // Was ten: the probe's query, two for the ledger check, then BEGIN, SET, the claim, COPY, an empty
+    // COPY of rejects, UPDATE and COMMIT each on its own.
+    expect(sent).toHaveLength(4);
+    expect(
+      (
+        await pg.query(
+          `SELECT rows_loaded, rows_rejected FROM tapyard_meta.loads WHERE pipeline_token = $1`,
+          [target.pipelineToken],
+        )
+      ).rows,
+    ).toEqual([{ rows_loaded: '2', rows_rejected: '0' }]);
+    expect(await dest.committed(target)).toMatchObject({ loaded: 2, rejected: 0, alreadyLoaded: true });
+
+    // A job with rejected rows still writes them, in the same transaction.
+    const withRejects = { ...target, pipelineToken: `trips-rejects-${env}` };
+    const result = await dest.load(
+      withRejects,
+      (async function* () {
+        yield encodeRows(dest, withRejects, [[2000003, 'kept', 3.5]]);
+      })(),
+      async function* () {
+        yield { line: 3, stage: 'DataQuality', reason: 'not a number', raw: 'x,y,z' };
+      },
+      () => undefined,
+    );
+    expect(result).toMatchObject({ loaded: 1, rejected: 1, alreadyLoaded: false });
+    expect(
+      (
+        await pg.query(
+          `SELECT line, reason FROM ingest_test."${rejectsTable(table)}" WHERE pipeline_token = $1`,
+          [withRejects.pipelineToken],
+        )
+      ).rows,
+    ).toEqual([{ line: '3', reason: 'not a number' }]);
+  });
+
+  it('a database no job loaded yet has no ledger: nothing committed there', async () => {
+    const dest = api.app.get(PostgresDestination);
+    // The server's maintenance database: no pipeline may load there, so it never has the ledger.
+    const pool = api.app.get(PgPools).get('postgres');
+    const { rows } = await pool.query<{ present: boolean }>(
+      `SELECT to_regclass('tapyard_meta.loads') IS NOT NULL AS present`,
+    );
+    expect(rows).toEqual([{ present: false }]);
+    expect(
+      await dest.committed({
+        environment: env,
+        pipeline: 'once',
+        destination: { database: { dbName: 'postgres', schema: 'ingest_test', table, usePostgres: true } },
+        columns: [],
+        pipelineToken: `fresh-${env}`,
+      }),
+    ).toBeNull();
   });
 });

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { rm } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { MessageChannel } from 'node:worker_threads';
+import { MessageChannel, MessagePort } from 'node:worker_threads';
 import { Logger } from 'pino';
 import { CONFIG, LOGGER, TapyardConfig, errorMessage } from '@tapyard/core';
 import {
@@ -222,17 +222,23 @@ export class IngestionRunner {
     // The runner reads the staged input as it arrives and hands it to the stage thread as it goes.
     const rejectsPath = `${await this.spool.reserve(p.environment, p.pipelineToken)}.rejects`;
     const reading = new AbortController();
-    const { port1, port2 } = new MessageChannel();
     const read = { bytes: 0 };
-    const input =
-      p.inline !== undefined
-        ? inlineInput(p.inline)
-        : this.staging.read(p.environment, p.staged, {
-            reader: p.pipelineToken,
-            signal: reading.signal,
-            staleMs: (p.stream ?? p.records?.stream)?.staleMs,
-          });
-    const sending = sendInput(counted(input, read), port1, reading.signal);
+    let input: MessagePort | ArrayBuffer;
+    let sending: Promise<void> = Promise.resolve();
+    if (p.inline !== undefined) {
+      // A small upload's input goes whole with the thread's start: no channel and its messages.
+      input = inlineInput(p.inline);
+      read.bytes = input.byteLength;
+    } else {
+      const { port1, port2 } = new MessageChannel();
+      const staged = this.staging.read(p.environment, p.staged, {
+        reader: p.pipelineToken,
+        signal: reading.signal,
+        staleMs: (p.stream ?? p.records?.stream)?.staleMs,
+      });
+      sending = sendInput(counted(staged, read), port1, reading.signal);
+      input = port2;
+    }
     // Reading, DataQuality and Transformation run in a stage thread under a watchdog.
     const fast = takesFastPath(this.config, this.spinOn, p, def, legs);
     // A request to the store that hangs must not hold the job's end.
@@ -243,7 +249,7 @@ export class IngestionRunner {
     const session = await this.threads
       .start(
         {
-          input: port2,
+          input,
           records: p.records ? { keys: p.records.keys, columns: p.records.columns } : null,
           definition: def,
           filename: p.filename,

@@ -20,7 +20,11 @@ export function inputWhole(p: IngestPayload): boolean {
   return p.stream === undefined && p.records?.stream === undefined;
 }
 
-/** The input a small upload carried in its job (IngestPayload.inline). */
-export async function* inlineInput(base64: string): AsyncGenerator<Buffer> {
-  yield Buffer.from(base64, 'base64');
+/**
+ * The input a small upload carried in its job (IngestPayload.inline), in a buffer of its own to
+ * transfer to the stage thread (a small Buffer may be a view of a shared pool).
+ */
+export function inlineInput(base64: string): ArrayBuffer {
+  const bytes = Buffer.from(base64, 'base64');
+  return new Uint8Array(bytes).buffer;
 }

@@ -112,3 +112,22 @@ export async function* rejectLines(
   }
   if (buf) yield buf;
 }
+
+/**
+ * COPYs the job's rejected rows; a job without any (the common case) sends no COPY at all, which
+ * would cost two round trips for nothing. Returns the rows COPY took.
+ */
+export async function copyRejects(
+  client: PoolClient,
+  sql: string,
+  lines: AsyncIterable<string>,
+): Promise<number> {
+  const it = lines[Symbol.asyncIterator]();
+  const first = await it.next();
+  if (first.done) return 0;
+  const all = async function* (): AsyncIterable<string> {
+    yield first.value;
+    for (let next = await it.next(); !next.done; next = await it.next()) yield next.value;
+  };
+  return copyChunks(client, sql, counted(all()), () => undefined);
+}

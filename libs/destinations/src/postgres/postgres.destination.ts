@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { PoolClient } from 'pg';
+import { PoolClient, QueryResult } from 'pg';
 import {
   CONFIG,
   ServiceUnavailableError,
@@ -32,7 +32,7 @@ import {
 } from './created-tables';
 import { PgPools } from './pg-pools';
 import { DestinationErrorCode } from '../destination-errors';
-import { copyChunks, counted, rejectLines } from './pg-copy';
+import { copyRejects, rejectLines } from './pg-copy';
 import { withPgClient } from './pg-connection';
 import { LOAD_ID_SETTING, PG_MAX_COLUMNS, ensureTables } from './pg-tables';
 import { writeRows } from './write-modes';
@@ -48,6 +48,9 @@ import {
 } from './copy-streams';
 
 export { PG_MAX_COLUMNS, PG_TYPES, pgType } from './pg-tables';
+
+/** What PostgreSQL answers for the ledger of a database no job loaded yet: no such table, or no such schema. */
+const NO_LEDGER = new Set(['42P01', '3F000']);
 
 /**
  * Loads with COPY FROM STDIN inside one transaction per job, together with a ledger row keyed by
@@ -89,29 +92,41 @@ export class PostgresDestination implements Destination {
     return `${dbName}.${schema}.${table}`;
   }
 
-  /** The platform database answers (each target database is checked when its load connects). */
-  async probe(): Promise<void> {
-    await this.withClient(this.config.database.name, (client) => client.query('SELECT 1'));
+  /**
+   * A connection to the target database (the platform's without one) can be had. A pooled connection
+   * is taken without a query: every job probes, and one lost since fails the job's next statement
+   * as unreachable all the same.
+   */
+  async probe(target?: LoadTarget): Promise<void> {
+    const database = target ? databaseOf(target.destination).dbName : this.config.database.name;
+    await this.withClient(database, () => Promise.resolve());
   }
 
   async committed(target: LoadTarget): Promise<LoadResult | null> {
     const { dbName, schema, table } = databaseOf(target.destination);
     return this.withClient(dbName, async (client) => {
-      const ledger = await client.query<{ present: boolean; pending: boolean }>(
-        `SELECT to_regclass('tapyard_meta.loads') IS NOT NULL AS present,
-                EXISTS (SELECT 1 FROM pg_prepared_xacts
-                         WHERE database = current_database() AND starts_with(gid, $1)) AS pending`,
-        [gidPrefix(target.pipelineToken)],
-      );
-      if (!ledger.rows[0].present) return null;
-      // An earlier delivery died with streams prepared: they commit or roll back with its ledger row.
-      if (ledger.rows[0].pending) await this.settle(client, dbName, target.pipelineToken);
-      const prev = await client.query(
-        `SELECT rows_loaded, rows_rejected FROM tapyard_meta.loads WHERE pipeline_token = $1 AND rows_loaded IS NOT NULL`,
-        [target.pipelineToken],
-      );
-      const row = prev.rows[0] as { rows_loaded: string; rows_rejected: string } | undefined;
-      if (!row) return null;
+      // One round trip per job: the ledger row and whether an earlier delivery left streams prepared. A
+      // database without the ledger yet (no load ever, so nothing prepared either) answers "no such table".
+      const read = () =>
+        client.query<{ rows_loaded: string | null; rows_rejected: string | null; pending: boolean }>(
+          `SELECT l.rows_loaded, l.rows_rejected,
+                  EXISTS (SELECT 1 FROM pg_prepared_xacts
+                           WHERE database = current_database() AND starts_with(gid, $2)) AS pending
+             FROM (SELECT 1) one
+             LEFT JOIN tapyard_meta.loads l ON l.pipeline_token = $1 AND l.rows_loaded IS NOT NULL`,
+          [target.pipelineToken, gidPrefix(target.pipelineToken)],
+        );
+      let ledger = await read().catch((err: unknown) => {
+        if (NO_LEDGER.has((err as { code?: string }).code ?? '')) return null;
+        throw err;
+      });
+      if (ledger?.rows[0].pending) {
+        // An earlier delivery died with streams prepared: they commit or roll back with its ledger row.
+        await this.settle(client, dbName, target.pipelineToken);
+        ledger = await read();
+      }
+      const row = ledger?.rows[0];
+      if (!row || row.rows_loaded === null) return null;
       return {
         loaded: Number(row.rows_loaded),
         rejected: Number(row.rows_rejected),
@@ -154,18 +169,18 @@ export class PostgresDestination implements Destination {
     const rejectsLocation = `${dbName}.${schema}.${rejectsTable(table)}`;
     return this.withClient(dbName, async (client) => {
       let extras: ExtraStream[] = [];
-      await client.query('BEGIN');
+      // The transaction's start and the ledger claim go in one message (values as literals: a
+      // multi-statement message takes no parameters), and the ledger's counts with the COMMIT: a small
+      // job.s load is then two round trips and its COPY (a clean job sends no COPY of rejects), not eight.
+      const token = client.escapeLiteral(target.pipelineToken);
       try {
-        await client.query(`SET LOCAL TimeZone = 'UTC'`);
-        if (target.loadId) {
-          await client.query(`SELECT set_config('${LOAD_ID_SETTING}', $1, true)`, [target.pipelineToken]);
-        }
-        const claimed = await client.query(
-          `INSERT INTO tapyard_meta.loads (pipeline_token, target) VALUES ($1, $2)
-           ON CONFLICT (pipeline_token) DO NOTHING RETURNING pipeline_token`,
-          [target.pipelineToken, location],
-        );
-        if (claimed.rowCount === 0) {
+        const opened = (await client.query(
+          `BEGIN; SET LOCAL TimeZone = 'UTC';
+         ${target.loadId ? `SELECT set_config('${LOAD_ID_SETTING}', ${token}, true);` : ''}
+         INSERT INTO tapyard_meta.loads (pipeline_token, target) VALUES (${token}, ${client.escapeLiteral(location)})
+         ON CONFLICT (pipeline_token) DO NOTHING RETURNING pipeline_token`,
+        )) as unknown as QueryResult[];
+        if (opened[opened.length - 1].rowCount === 0) {
           await client.query('ROLLBACK');
           // The load that committed may have died before it committed its further streams.
           await this.settle(client, dbName, target.pipelineToken);
@@ -201,19 +216,17 @@ export class PostgresDestination implements Destination {
         } else {
           loaded = await writeRows(client, target, payloads, progress);
         }
-        const rejected = await copyChunks(
+        const rejected = await copyRejects(
           client,
           `COPY ${quoteIdent(schema)}.${quoteIdent(rejectsTable(table))} (pipeline_token, line, stage, reason, raw) FROM STDIN (FORMAT text)`,
-          counted(rejectLines(target.pipelineToken, rejects())),
-          () => undefined,
-        );
-        await client.query(
-          `UPDATE tapyard_meta.loads SET rows_loaded = $2, rows_rejected = $3 WHERE pipeline_token = $1`,
-          [target.pipelineToken, loaded, rejected],
+          rejectLines(target.pipelineToken, rejects()),
         );
         await prepareStreams(extras);
         // The decision: the ledger row commits, and with it every stream prepared above.
-        await client.query('COMMIT');
+        await client.query(
+          `UPDATE tapyard_meta.loads SET rows_loaded = ${loaded}, rows_rejected = ${rejected} WHERE pipeline_token = ${token};
+           COMMIT`,
+        );
         await commitStreams(extras, client).catch((err: unknown) => {
           // Loaded as far as the ledger goes: a retry of the job commits what is still prepared.
           throw new ServiceUnavailableError(

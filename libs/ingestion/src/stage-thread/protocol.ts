@@ -1,7 +1,7 @@
 /**
  * Messages between a job's main-thread runner and its stage thread, which reads the file and runs
  * DataQuality and Transformation on it (see stage-thread.ts). Everything here is structured-clone
- * data: plain objects, strings, numbers, and the input's port (transferred).
+ * data: plain objects, strings, numbers, and the input's port or bytes (transferred).
  */
 import type { MessagePort } from 'node:worker_threads';
 import type { PipelineDefinition } from '@tapyard/model';
@@ -10,8 +10,12 @@ import type { ScriptRunSpec } from '@tapyard/scripts';
 
 export interface StartMessage {
   kind: 'start';
-  /** The job's input, sent by the runner as it reads it (see input-channel.ts); transferred. */
-  input: MessagePort;
+  /**
+   * The job's input, transferred: a port the runner sends it through as it reads it (see
+   * input-channel.ts), or the whole input when the job carried it (a small upload), which saves the
+   * thread round trips of a channel for a few KiB.
+   */
+  input: MessagePort | ArrayBuffer;
   /** Tap output: JSON lines of records, mapped onto these columns for CSV pipelines. */
   records: { keys: string[]; columns: string[] } | null;
   definition: PipelineDefinition;

@@ -89,6 +89,36 @@ describe('the stage thread pool', () => {
     await job(1 << 30);
     expect(idle()).toBe(1);
   });
+  it("takes a small job's whole input with its start, without an input channel", async () => {
+    const def = definition();
+    const bytes = new Uint8Array(Buffer.from('id,label\n1,a\n2,b\n3,c\n')).buffer;
+    const session = await pool.start(
+      {
+        input: bytes,
+        records: null,
+        definition: def,
+        filename: 'inline.csv',
+        rejectsPath: join(dir, 'inline-rejects.jsonl'),
+        spinOn: null,
+        fast: false,
+      },
+      { stallMs: 60_000, maxIdle: 1, maxHeapBytes: 1 << 30 },
+    );
+    try {
+      expect(await session.first()).toEqual({ header: ['id', 'label'], width: 2 });
+      await session.plan(def, ['id', 'label'], null, [], []);
+      let rows = -1;
+      for (let i = 0; i < 10 && !session.finished; i++) {
+        const r = await session.next();
+        if ('end' in r) rows = r.end.rows;
+      }
+      expect(rows).toBe(3);
+      // Transferred: the runner no longer holds the bytes.
+      expect(bytes.byteLength).toBe(0);
+    } finally {
+      session.end();
+    }
+  });
 });
 
 /** The pids of the processes running as `uid` (a sandboxed script drops to its run's uid). */

@@ -128,7 +128,10 @@ async function handle(msg: ToThread): Promise<void> {
       setInterval(() => Atomics.add(beat, HEARTBEAT, 1), 100);
     }
     // Two parts read ahead at most: the sender's window bounds the rest.
-    const input = Readable.from(receiveInput(msg.input), { highWaterMark: 2 });
+    const input = Readable.from(
+      msg.input instanceof ArrayBuffer ? [Buffer.from(msg.input)] : receiveInput(msg.input),
+      { highWaterMark: 2 },
+    );
     const spinOn = msg.spinOn;
     const fast = msg.fast
       ? new FastCsvInput(input, msg.definition.source.fileAttributes.csvAttributes)
