@@ -3,7 +3,6 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadAll } from 'js-yaml';
-import { awaitPeerStarted } from './support/peer-marks';
 
 /**
  * The Helm chart in deploy/helm/tapyard: `helm lint`, `helm template`, and every rendered manifest checked
@@ -21,7 +20,6 @@ interface Tools {
 }
 
 function installTools(): Tools | string {
-  awaitPeerStarted('helm');
   const up = spawnSync('bash', [join(root, 'scripts', 'services'), 'up', 'helm'], {
     encoding: 'utf8',
     timeout: 20 * 60_000,

@@ -3,7 +3,6 @@ import { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Browser, Page, chromium } from 'playwright-core';
 import { TestApi, startApi } from './apps';
-import { awaitPeerStarted } from './peer-marks';
 
 /**
  * What every browser test of the console shares: Debian's chromium driven by playwright-core against the real
@@ -13,12 +12,7 @@ import { awaitPeerStarted } from './peer-marks';
 const ROOT = join(__dirname, '..', '..');
 export const CONSOLE_DIR = join(ROOT, 'dist', 'console');
 const ARTIFACTS = join(ROOT, '.artifacts', 'console');
-/** Debian's chromium; under `npm test`, looked for once its services step has installed it. */
-function findChromium(): string | undefined {
-  awaitPeerStarted('chromium');
-  return ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => existsSync(p));
-}
-const CHROMIUM = findChromium();
+const CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => existsSync(p));
 
 /** Why this machine cannot run the console's browser tests, or null when it can. */
 export const consoleMissing: string | null = !CHROMIUM

@@ -3,7 +3,6 @@ import { join } from 'node:path';
 import { EgressPolicy } from '@tapyard/egress';
 import type { VectorStoreName } from '@tapyard/model';
 import { VECTOR_STORE_PLUGINS, VectorStore, VectorStoreRegistry } from '@tapyard/vector-stores';
-import { awaitPeerStarted } from './peer-marks';
 
 const cache = new Map<string, Record<string, string>>();
 
@@ -19,7 +18,6 @@ export function vectorPeerFields(store: VectorStoreName): Record<string, string>
 export function peerFields(store: string): Record<string, string> {
   const known = cache.get(store);
   if (known) return known;
-  awaitPeerStarted(store);
   const out = execFileSync('bash', [join(__dirname, '..', '..', 'scripts', 'services'), 'up', store], {
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'inherit'],
