@@ -148,7 +148,8 @@ describe('archive intake and raw-bucket drops (FileNotifier)', () => {
     expect(await count()).toBe(before);
     // The service keeps serving.
     await api.http.get('/api/v1/pipelines').expect(200);
-  });
+    // Eight uploads one after the other, a 64 MB bomb among them: over two minutes on a loaded machine.
+  }, 300_000);
 
   it('a .bz2 upload is 415 naming the formats it reads', async () => {
     const res = await api.http

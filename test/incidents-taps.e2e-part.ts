@@ -3,6 +3,7 @@ import { issueKey, newBootstrapKey } from './support/auth';
 import { TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
 import { csvPipeline, upload, waitForJob } from './support/ingest';
 import { ModelDouble } from './support/model-double';
+import { until } from './support/wait';
 
 /**
  * Issue 28 items 8 and 9 (addendum "Incidents"; spec "Incident evidence"): a tap script change opens an
@@ -253,6 +254,11 @@ describe('incidents of tap script changes, thresholds, blast radius, values (rea
       'id,amount\n' +
       Array.from({ length: 10 }, (_, i) => `${i + 1},${i === 3 ? -5 : (i + 1) * 30}`).join('\n') +
       '\n';
+    // The pipeline's save writes its first script in the background; a job before that has none to run
+    // (under load the upload came first, and the baseline was a failed job).
+    await until('the first data-quality script to be written', async () =>
+      Boolean((await get('/pipelines/orders/codegen-scripts').expect(200)).body.dataQuality?.script),
+    );
     await waitForJob(api.http, await upload(api.http, 'orders', csv, 'orders.csv'));
     // Under the defaults this change fails (incidents.e2e-spec): 4 of 10 rejected, 33 % fewer rows.
     await api.http

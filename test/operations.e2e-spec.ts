@@ -198,9 +198,14 @@ describe('operations', () => {
         })
         .expect(200);
     }, 60000);
+    // A test that fails before stopping its workers must not leave them taking the next test's jobs (one
+    // failure then failed every later test of the file).
+    afterEach(async () => {
+      const left = workers.splice(0);
+      for (const w of left) if (w.child.exitCode === null) w.child.kill('SIGKILL');
+      await Promise.all(left.map((w) => w.exited));
+    });
     afterAll(async () => {
-      for (const w of workers) if (w.child.exitCode === null) w.child.kill('SIGKILL');
-      await Promise.all(workers.map((w) => w.exited));
       await pings.obliterate({ force: true });
       await ingest.obliterate({ force: true });
       await pings.close();
@@ -217,7 +222,8 @@ describe('operations', () => {
         {
           WORKER_CONCURRENCY: '1',
           SHUTDOWN_GRACE_SECONDS: '1',
-          STAGE_STALL_MS: '1000',
+          // Above a loaded machine's stage-thread start (a 40-row job was once stopped as stalled at 1 s).
+          STAGE_STALL_MS: '4000',
           TAPYARD_TEST_SPIN_ON: '__ops_spin__',
           TAP_SCHEDULER_MS: '100',
         },
