@@ -139,7 +139,11 @@ describe('PostgreSQL loads on two COPY streams', () => {
     const result = await destination.load(t, chunks(twoStreams(db)), none, (n) => progress.push(n));
     const total = ROWS_PER_CHUNK * CHUNKS;
     expect(result).toMatchObject({ loaded: total, rejected: 0, alreadyLoaded: false });
-    expect(await summary(db, 'two')).toEqual({ rows: total, ids: total, xacts: 2 });
+    // Every row once. Which stream took the second half's chunks is scheduling: under load the first stream
+    // took them all before the second pulled one (CI, twice), so the second may have prepared nothing.
+    const twoRows = await summary(db, 'two');
+    expect(twoRows).toMatchObject({ rows: total, ids: total });
+    expect([1, 2]).toContain(twoRows.xacts);
     expect(Math.max(...progress)).toBe(total);
     expect(await prepared(db)).toEqual([]);
     const ledger = await db.query(
@@ -222,7 +226,11 @@ describe('PostgreSQL loads on two COPY streams', () => {
     const result = await destination.load(t, chunks(twoStreams(db)), none, () => undefined);
     const total = ROWS_PER_CHUNK * CHUNKS;
     expect(result.loaded).toBe(total);
-    expect(await summary(db, 'undecided')).toEqual({ rows: total, ids: total, xacts: 2 });
+    // Every row once. Which stream took the second half's chunks is scheduling: under load the first stream
+    // took them all before the second pulled one (CI, twice), so the second may have prepared nothing.
+    const undecidedRows = await summary(db, 'undecided');
+    expect(undecidedRows).toMatchObject({ rows: total, ids: total });
+    expect([1, 2]).toContain(undecidedRows.xacts);
   });
 
   it('a stream left prepared after the decision commits when the job comes again, or at the sweep', async () => {
