@@ -321,7 +321,9 @@ describe('operations', () => {
       await w.waitFor(/Tapyard worker ready/);
       const job: Job<HeldPing, PingResult> = await pings.add(MaintenanceJob.ping, {
         requestedAt: Date.now(),
-        holdMs: 4000,
+        // Long enough that a loaded machine's probes all land before the job ends and the worker exits
+        // (a probe in flight while it exits is reset).
+        holdMs: 12000,
       });
       await until('the job to run', async () => (await job.getState()) === 'active');
       w.child.kill('SIGTERM');
@@ -331,7 +333,7 @@ describe('operations', () => {
       });
       expect((await probe(port, '/readyz')).body).toBe('{"status":"unavailable"}');
       expect((await probe(port, '/livez')).status).toBe(200);
-      const result = await job.waitUntilFinished(events, 30000);
+      const result = await job.waitUntilFinished(events, 60000);
       expect(result.workerPid).toBe(w.child.pid);
       expect(await w.exited).toBe(0);
       expect(w.output()).not.toContain('handed back');

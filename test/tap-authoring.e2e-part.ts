@@ -36,7 +36,13 @@ describe('tap authoring with a model provider (OpenAI wire double, real sandbox,
 
   beforeAll(async () => {
     await double.start();
-    const flags = { TAPYARD_ENV: env, ...TEST_OBJECT_STORE, TAP_EGRESS_ALLOW: double.address };
+    // A loaded machine can take more than the default 2 s to read the 'ai' secret and reach the double.
+    const flags = {
+      TAPYARD_ENV: env,
+      ...TEST_OBJECT_STORE,
+      TAP_EGRESS_ALLOW: double.address,
+      HEALTH_TIMEOUT_MS: '10000',
+    };
     api = await startApi(flags);
     api2 = await startApi(flags);
     await api.http
