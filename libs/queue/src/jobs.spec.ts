@@ -104,7 +104,7 @@ const parsed = new Map<string, ts.SourceFile | undefined>();
 
 /**
  * What TypeScript says of a module beside jobs.ts: each case below must fail to compile, which only the
- * compiler can tell (ts-jest transpiles without type checking).
+ * compiler can tell (Jest transpiles without type checking).
  */
 function compileErrors(body: string): string[] {
   const file = join(__dirname, 'typed-jobs-check.ts');

@@ -196,7 +196,7 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
 }
 
 function readPackageVersion(): string {
-  // dist/libs/core/src/config -> repository root, or libs/core/src/config under ts-jest.
+  // dist/libs/core/src/config -> repository root, or libs/core/src/config under Jest.
   for (const rel of ['../../../../../package.json', '../../../../package.json']) {
     const p = join(__dirname, rel);
     if (existsSync(p)) {
