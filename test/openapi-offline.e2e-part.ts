@@ -1,3 +1,4 @@
+import { SwaggerModule } from '@nestjs/swagger';
 import { offlineDocument } from '../apps/api/src/openapi';
 import { startApi } from './support/apps';
 import { uniqueEnvironment } from './support/env';
@@ -15,6 +16,25 @@ describe('the OpenAPI document made without a server', () => {
       expect(Object.keys(offline.paths)).toContain('/api/v1/pipeline/upload');
       expect(JSON.parse(JSON.stringify(offline))).toEqual(served.body);
     } finally {
+      await api.close();
+    }
+  });
+
+  // Building it scans every controller and DTO, as much CPU as the rest of the boot: a process that
+  // never serves it (a replica, most test apps) must not pay for it.
+  it('is built on the first request for it, not at boot, and then kept', async () => {
+    const built = jest.spyOn(SwaggerModule, 'createDocument');
+    const api = await startApi({ TAPYARD_ENV: uniqueEnvironment('openapi-lazy') });
+    try {
+      expect(built).not.toHaveBeenCalled();
+      const first = await api.http.get('/api/docs-json').expect(200);
+      expect(built).toHaveBeenCalledTimes(1);
+      await api.http.get('/api/docs/swagger-ui-init.js').expect(200);
+      const again = await api.http.get('/api/docs-json').expect(200);
+      expect(again.body).toEqual(first.body);
+      expect(built).toHaveBeenCalledTimes(1);
+    } finally {
+      built.mockRestore();
       await api.close();
     }
   });

@@ -33,8 +33,12 @@ const DOCS_PATH = /^\/api\/docs(?:$|[/-])/;
 export function setupSwagger(app: INestApplication, config: TapyardConfig, logger: Logger): void {
   if (config.auth.apiDocs === 'off') return;
   if (config.auth.apiDocs === 'authenticated') app.use(docsForIdentities(app.get(Authenticator), logger));
-  const document = apiDocument(app, config, app.get(DestinationSections).all());
-  SwaggerModule.setup('api/docs', app, document, { jsonDocumentUrl: 'api/docs-json' });
+  const sections = app.get(DestinationSections).all();
+  // Built on the first request for it, then kept: building it scans every controller and DTO, about
+  // as much CPU as the rest of the boot, which most processes (replicas, tests) would spend for nothing.
+  SwaggerModule.setup('api/docs', app, () => apiDocument(app, config, sections), {
+    jsonDocumentUrl: 'api/docs-json',
+  });
 }
 
 /**
