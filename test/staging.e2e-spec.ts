@@ -274,10 +274,11 @@ describe('staging (inputs between hosts, through the object store)', () => {
         new Staging(noRedis, logger, counting, signals),
         counting,
         'unsignalled',
-        300,
+        1000,
       );
       expect(r.got).toBe('1,a\n2,b\n');
       expect(signals.live).toBe(false);
+      // Polled: the part and the end marker every 20 ms or so.
       expect(r.requestsWhileIdle).toBeGreaterThan(8);
     } finally {
       signals.onModuleDestroy();
