@@ -4,7 +4,9 @@
  * Redis and MinIO), against one `psql \copy` stream of the same files into the services host's PostgreSQL.
  * Needs root (network namespaces) and a build. Prints figures; asserts nothing. Options (environment):
  * BENCH_ROWS_PER_FILE (default 50,000; 20 files of the nine-column file of bench:ingest), BENCH_FILES
- * (default 20), BENCH_WORKERS (default 1,2,4); PG_COPY_STREAMS is passed to the apps (default 2).
+ * (default 20), BENCH_WORKERS (default 1,2,4); PG_COPY_STREAMS is passed to the apps (default 2);
+ * BENCH_NODE_OPTIONS adds Node flags to the API and worker hosts (e.g. `--cpu-prof --cpu-prof-dir=DIR`, DIR
+ * writable inside a host and kept after it: /run/tapyard/<name> is the one shared path the harness binds).
  *
  * The hosts share this machine's cores (printed), so the figures show how the load spreads, not what
  * separate machines would add.
@@ -139,6 +141,9 @@ async function main(): Promise<void> {
       env: {
         UPLOAD_LIMIT: '20gb',
         ...(process.env.PG_COPY_STREAMS ? { PG_COPY_STREAMS: process.env.PG_COPY_STREAMS } : {}),
+        ...(process.env.BENCH_NODE_OPTIONS
+          ? { TAPYARD_APP_NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS }
+          : {}),
       },
     });
     const base = cluster.apiUrl;
@@ -203,12 +208,17 @@ async function main(): Promise<void> {
       );
     }
   } finally {
+    if (cluster) {
+      // The hosts' processes detached from this one: their CPU is the bench's peers', taken before they stop.
+      const hosts = ['svc', ...Object.keys((await cluster.refresh()).hosts)];
+      machine.countAsPeers((await Promise.all(hosts.map((h) => cluster?.pids(h) ?? []))).flat());
+    }
     await cluster?.stop();
     await rm(dir, { recursive: true, force: true });
   }
 }
 
-checkComparable();
+const machine = checkComparable();
 main().catch((err: unknown) => {
   console.error(err);
   process.exit(1);

@@ -341,6 +341,8 @@ interface ProcessTicks {
   comm: string;
   /** utime + stime + cutime + cstime: its own CPU and that of the children it reaped. */
   ticks: number;
+  /** When it started (clock ticks after boot): with the pid, names one process even after pid reuse. */
+  startTime: number;
 }
 
 interface MachineSample {
@@ -366,6 +368,7 @@ function sampleMachine(): MachineSample {
       comm: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')),
       ppid: Number(fields[1]),
       ticks: fields.slice(11, 15).reduce((sum, f) => sum + Number(f), 0),
+      startTime: Number(fields[19]),
     });
   }
   const sum = (xs: number[]): number => xs.reduce((a, b) => a + b, 0);
@@ -387,15 +390,20 @@ function peerRoots(sample: MachineSample): Set<number> {
   return roots;
 }
 
-/** CPU ticks of the processes in `roots` and all their descendants. */
-function treeTicks(sample: MachineSample, roots: Set<number>): number {
+/** The processes in `roots` and all their descendants. */
+function treePids(sample: MachineSample, roots: Set<number>): Set<number> {
   const inTree = (pid: number): boolean => {
     for (let p = pid, hops = 0; p > 1 && hops < 64; p = sample.processes.get(p)?.ppid ?? 0, hops++)
       if (roots.has(p)) return true;
     return false;
   };
+  return new Set([...sample.processes.keys()].filter(inTree));
+}
+
+/** CPU ticks of the processes in `roots` and all their descendants. */
+function treeTicks(sample: MachineSample, roots: Set<number>): number {
   let ticks = 0;
-  for (const [pid, p] of sample.processes) if (inTree(pid)) ticks += p.ticks;
+  for (const pid of treePids(sample, roots)) ticks += (sample.processes.get(pid) as ProcessTicks).ticks;
   return ticks;
 }
 
@@ -408,28 +416,68 @@ export function peerMissing(why: string): void {
 }
 
 /**
+ * What the machine, the bench's own process tree and its peers spent since the watch was made. Peers are
+ * the local services (Postgres and Redis by name, the daemons of scripts/services by pid file) and the
+ * processes `countAsPeers` names: a harness's daemons (scripts/cluster's services and app hosts) leave the
+ * bench's process tree when they detach, and would otherwise count as other processes.
+ */
+export class MachineWatch {
+  private readonly start = sampleMachine();
+  private readonly self = new Set([process.pid]);
+  private readonly startBench = treeTicks(this.start, this.self);
+  private readonly startPeers = treeTicks(this.start, peerRoots(this.start));
+  /** The harness's processes when last counted: their ticks since the start, by pid and start time. */
+  private harness = new Map<string, { pid: number; ticks: number }>();
+
+  /**
+   * `pids` and their descendants, as they are now, are the bench's peers: their CPU since the watch
+   * started is taken now and counted even after they exit. Call again to update (a child that exited
+   * meanwhile is in its parent's times), last just before stopping them.
+   */
+  countAsPeers(pids: Iterable<number>): void {
+    const now = sampleMachine();
+    this.harness = new Map();
+    for (const pid of treePids(now, new Set(pids))) {
+      const p = now.processes.get(pid) as ProcessTicks;
+      const before = this.start.processes.get(pid);
+      const base = before?.startTime === p.startTime ? before.ticks : 0;
+      this.harness.set(`${pid}@${p.startTime}`, { pid, ticks: p.ticks - base });
+    }
+  }
+
+  readings(): MachineReadings {
+    const end = sampleMachine();
+    const peers = treePids(end, peerRoots(end));
+    const bench = treePids(end, this.self);
+    let harness = 0;
+    for (const [key, h] of this.harness) {
+      const p = end.processes.get(h.pid);
+      // Still running: counted with the bench's tree or the peers' when it is in them, else here.
+      if (p && key === `${h.pid}@${p.startTime}` && (peers.has(h.pid) || bench.has(h.pid))) continue;
+      harness += h.ticks;
+    }
+    return {
+      totalSeconds: (end.total - this.start.total) / TICKS,
+      busySeconds: (end.busy - this.start.busy) / TICKS,
+      benchSeconds: Math.max(0, treeTicks(end, this.self) - this.startBench) / TICKS,
+      peerSeconds: (Math.max(0, treeTicks(end, peerRoots(end)) - this.startPeers) + harness) / TICKS,
+    };
+  }
+}
+
+/**
  * Call first in a bench: samples the machine now and again as the bench exits, prints the verdict after
  * its figures, and makes the exit code non-zero when the run is not comparable. BENCH_ALLOW_BUSY=1 keeps
  * the exit code (the NOT COMPARABLE line is printed all the same), for iterating on a shared machine.
+ * Returns the watch, for a bench whose harness daemons leave its process tree (`countAsPeers`).
  */
-export function checkComparable(): void {
-  const start = sampleMachine();
-  const self = new Set([process.pid]);
-  const startBench = treeTicks(start, self);
-  const startPeers = treeTicks(start, peerRoots(start));
+export function checkComparable(): MachineWatch {
+  const watch = new MachineWatch();
   process.once('exit', () => {
-    const end = sampleMachine();
-    const verdict = comparability(
-      {
-        totalSeconds: (end.total - start.total) / TICKS,
-        busySeconds: (end.busy - start.busy) / TICKS,
-        benchSeconds: Math.max(0, treeTicks(end, self) - startBench) / TICKS,
-        peerSeconds: Math.max(0, treeTicks(end, peerRoots(end)) - startPeers) / TICKS,
-      },
-      missingPeers,
-    );
+    const verdict = comparability(watch.readings(), missingPeers);
     console.log(verdict.line);
     if (!verdict.comparable && process.env.BENCH_ALLOW_BUSY !== '1' && !process.exitCode)
       process.exitCode = 1;
   });
+  return watch;
 }

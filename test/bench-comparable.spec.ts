@@ -1,4 +1,7 @@
-import { BUSY_LIMIT, comparability } from '../bench/support';
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { BUSY_LIMIT, MachineWatch, comparability } from '../bench/support';
 
 /** A run of 60 s on 2 cores: 120 CPU seconds of capacity. */
 const run = (busy: number, bench: number, peers: number) => ({
@@ -36,5 +39,50 @@ describe('a bench run is comparable only on a machine the bench had to itself', 
 
   it('reads a remainder below zero (the samples are a moment apart) as no other load', () => {
     expect(comparability(run(50, 45, 10)).comparable).toBe(true);
+  });
+});
+
+describe("a harness's detached daemons count as the bench's peers", () => {
+  /** CPU ticks (utime + stime) of a process, or null once it is gone. */
+  const ticksOf = (pid: number): number | null => {
+    try {
+      const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+      return f[0] === 'Z' ? null : Number(f[11]) + Number(f[12]);
+    } catch {
+      return null;
+    }
+  };
+
+  it('counts what a process outside the bench tree spent, after it exited', async () => {
+    const counted = new MachineWatch();
+    const uncounted = new MachineWatch();
+    // Started by a shell that exits at once, so it is re-parented away from this process's tree,
+    // as scripts/cluster's services and app hosts are. It burns 0.4 CPU s, then idles until killed.
+    const burn =
+      'const t = process.cpuUsage(); while (process.cpuUsage(t).user < 400000); setInterval(() => {}, 1000)';
+    const pid = Number(
+      execFileSync(
+        'sh',
+        ['-c', `"$0" -e "$1" >/dev/null 2>&1 </dev/null & echo $!`, process.execPath, burn],
+        {
+          encoding: 'utf8',
+        },
+      ).trim(),
+    );
+    try {
+      for (let i = 0; i < 1200 && (ticksOf(pid) ?? 0) < 40; i++) await sleep(50);
+      expect(ticksOf(pid)).toBeGreaterThanOrEqual(40);
+      counted.countAsPeers([pid]);
+    } finally {
+      process.kill(pid, 'SIGKILL');
+    }
+    for (let i = 0; i < 200 && ticksOf(pid) !== null; i++) await sleep(50);
+    expect(ticksOf(pid)).toBeNull();
+
+    const withHarness = counted.readings();
+    const without = uncounted.readings();
+    // Read a moment apart, so the local services' work between the two readings is noise next to 0.4 s.
+    expect(withHarness.peerSeconds - without.peerSeconds).toBeGreaterThanOrEqual(0.38);
+    expect(Math.abs(withHarness.benchSeconds - without.benchSeconds)).toBeLessThan(0.2);
   });
 });

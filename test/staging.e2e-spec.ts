@@ -3,9 +3,10 @@ import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createLogger, loadConfig } from '@tapyard/core';
 import { FatalReadError, StreamEndedError } from '@tapyard/readers';
-import { STAGING_PREFIX, Staging } from '@tapyard/intake';
+import { STAGING_PREFIX, Staging, StagingSignals } from '@tapyard/intake';
 import { ObjectStore } from '@tapyard/objectstore';
 import { RecordsLoad } from '../libs/taps/src/records-load';
 import { closedPort, cuttableProxy } from './support/net';
@@ -203,6 +204,106 @@ describe('staging (inputs between hosts, through the object store)', () => {
     await new Promise((r) => setTimeout(r, 1000));
     await expect(load.finish(null)).resolves.toEqual({ persisted: false, pipelineTokens: [] });
     await relay.close();
+  });
+
+  /** The real store, counting the object reads a reader makes. */
+  class CountingStore extends ObjectStore {
+    gets = 0;
+    override async getBuffer(bucket: string, key: string, maxBytes: number): Promise<Buffer | null> {
+      this.gets++;
+      return super.getBuffer(bucket, key, maxBytes);
+    }
+  }
+
+  /** Reads `id` while a writer writes one line, waits `idleMs` with the reader waiting, then ends with a second. */
+  async function waitingReader(
+    s: Staging,
+    counting: CountingStore,
+    id: string,
+    idleMs: number,
+    ready: () => boolean = () => true,
+  ): Promise<{ got: string; requestsWhileIdle: number }> {
+    const w = await s.writer(env, id);
+    const reading = s.read(env, id, { reader: `job-${id}` });
+    w.write(Buffer.from('1,a\n'));
+    let got = ((await reading.next()).value as Buffer).toString();
+    for (let i = 0; i < 200 && !ready(); i++) await sleep(25);
+    expect(ready()).toBe(true);
+    const before = counting.gets;
+    const next = reading.next();
+    // The reader waits for the next part meanwhile: what it asks the store while nothing arrives.
+    await sleep(idleMs);
+    const requestsWhileIdle = counting.gets - before;
+    w.end(Buffer.from('2,b\n'));
+    await new Promise((r) => w.once('finish', r));
+    await s.done(env, w);
+    got += ((await next).value as Buffer).toString();
+    expect((await reading.next()).done).toBe(true);
+    await s.remove(env, id);
+    return { got, requestsWhileIdle };
+  }
+
+  it('a reader waiting on a writer asks the store when the writer signals a part, not every few milliseconds', async () => {
+    const counting = new CountingStore(config, logger);
+    const signals = new StagingSignals(config, logger);
+    try {
+      const r = await waitingReader(
+        new Staging(config, logger, counting, signals),
+        counting,
+        'signalled',
+        1500,
+        () => signals.live,
+      );
+      expect(r.got).toBe('1,a\n2,b\n');
+      // Polling, the reader asked twice (part, end marker) every 20 ms or so: over a hundred reads in 1.5 s.
+      // Signalled, it looks once on its own after SIGNALLED_POLL_MS (part, end, stop marker).
+      expect(r.requestsWhileIdle).toBeLessThanOrEqual(8);
+    } finally {
+      signals.onModuleDestroy();
+    }
+  });
+
+  it('without Redis a reader polls and still gets every part; a writer that does not signal is polled too', async () => {
+    const noRedis = loadConfig(
+      testEnv({ TAPYARD_ENV: env, REDIS_URL: `redis://127.0.0.1:${await closedPort()}` }),
+    );
+    const counting = new CountingStore(noRedis, logger);
+    const signals = new StagingSignals(noRedis, logger);
+    try {
+      const r = await waitingReader(
+        new Staging(noRedis, logger, counting, signals),
+        counting,
+        'unsignalled',
+        1000,
+      );
+      expect(r.got).toBe('1,a\n2,b\n');
+      expect(signals.live).toBe(false);
+      // Polled: the part and the end marker every 20 ms or so.
+      expect(r.requestsWhileIdle).toBeGreaterThan(8);
+    } finally {
+      signals.onModuleDestroy();
+    }
+    // The reader listens, the writer (an older host, or one whose Redis is away) never signals.
+    const readerSignals = new StagingSignals(config, logger);
+    const silentWriter = new Staging(config, logger, new ObjectStore(config, logger));
+    const reader = new Staging(config, logger, counting, readerSignals);
+    try {
+      const w = await silentWriter.writer(env, 'silent-writer');
+      const reading = readAll(reader.read(env, 'silent-writer'));
+      for (const line of ['1\n', '2\n', '3\n']) {
+        w.write(Buffer.from(line));
+        await sleep(300);
+      }
+      w.end();
+      await new Promise((r) => w.once('finish', r));
+      await silentWriter.done(env, w);
+      const got = await reading;
+      expect(got.error).toBeNull();
+      expect(got.bytes.toString()).toBe('1\n2\n3\n');
+      await silentWriter.remove(env, 'silent-writer');
+    } finally {
+      readerSignals.onModuleDestroy();
+    }
   });
 
   it('names that are not tokens are refused; the sweep removes only inputs older than the TTL', async () => {

@@ -91,8 +91,10 @@ run_app() { # run_app <host>: becomes the host's bwrap (its pid is the host's fi
   # Each host listens on its own address only; the worker's HTTP port is for its probes.
   # The host's PATH is the system's: the project's Node (scripts/lib/node.sh) is named by its path.
   local node_bin; node_bin=$(readlink -f "$(command -v node)")
+  # Node flags for a run (a bench's --cpu-prof): the --env-file's TAPYARD_APP_NODE_OPTIONS, after the defaults.
+  local extra_flags; extra_flags=$(sed -n 's/^TAPYARD_APP_NODE_OPTIONS=//p' "$STATE/extra.env" 2>/dev/null | tail -n 1)
   in_view "$host" env PORT=$API_PORT HOST="$ip" WORKER_HTTP_PORT=$WORKER_HTTP WORKER_HTTP_HOST="$ip" \
-    NODE_OPTIONS="$TAPYARD_NODE_OPTIONS" \
+    NODE_OPTIONS="$TAPYARD_NODE_OPTIONS${extra_flags:+ $extra_flags}" \
     "$node_bin" "$ROOT/$main"
 }
 

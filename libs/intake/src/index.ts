@@ -7,3 +7,4 @@ export * from './file-notifier';
 export * from './spool';
 export * from './staging';
 export type { UploadedSample } from './sample';
+export * from './staging-signals';

@@ -7,6 +7,7 @@ import { FileNotifier } from './file-notifier';
 import { SchemaDiscoveryService } from './schema-discovery.service';
 import { Spool } from './spool';
 import { Staging } from './staging';
+import { StagingSignals } from './staging-signals';
 import { UploadService } from './upload.service';
 
 /**
@@ -15,7 +16,7 @@ import { UploadService } from './upload.service';
  */
 @Module({
   imports: [QueueModule, PipelinesModule, StatusModule, ObjectStoreModule],
-  providers: [Spool, Staging, UploadService, SchemaDiscoveryService, FileNotifier],
+  providers: [Spool, Staging, StagingSignals, UploadService, SchemaDiscoveryService, FileNotifier],
   exports: [
     Spool,
     Staging,

@@ -1,4 +1,4 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { open } from 'node:fs/promises';
 import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -7,6 +7,7 @@ import { Logger } from 'pino';
 import { CONFIG, LOGGER, TapyardConfig, errorMessage } from '@tapyard/core';
 import { ObjectStore } from '@tapyard/objectstore';
 import { FatalReadError, StreamEndedError } from '@tapyard/readers';
+import { StagingSignals, StagingWatch } from './staging-signals';
 
 /** Where staged inputs live in an environment's `staged` bucket: `spool/<id>/part-NNNNNN`, `…/end`. */
 export const STAGING_PREFIX = 'spool/';
@@ -22,6 +23,11 @@ const MARKER_BYTES = 4096;
 const MAX_PART_BYTES = 64 << 20;
 /** How often a reader waiting for a part looks for its stop marker. */
 const STOP_CHECK_MS = 250;
+/**
+ * With signals (StagingSignals), how long a waiting reader trusts them before it looks anyway: a lost
+ * message (a Redis reconnect) costs at most this much.
+ */
+const SIGNALLED_POLL_MS = 1000;
 /** A writer silent this long without an end marker is gone (a host that died mid-upload). */
 const DEFAULT_STALE_MS = 300_000;
 /** A staging id is a token the platform made (a job's pipeline token), never a client's name. */
@@ -65,6 +71,8 @@ export class StagedWriter extends Writable {
     private readonly store: ObjectStore,
     private readonly bucket: string,
     readonly id: string,
+    /** Tells the readers a part was written (StagingSignals), so they need not poll for it. */
+    private readonly written: () => void = () => undefined,
   ) {
     super({ highWaterMark: 1 << 20 });
     // A failed part is reported to whoever writes or ends the stream (pipeline, `finished`); an
@@ -126,6 +134,7 @@ export class StagedWriter extends Writable {
   private put(chunks: Buffer[]): void {
     const put: Promise<void> = this.store
       .putChunks(this.bucket, partKey(this.id, this.parts++), chunks, 'application/octet-stream')
+      .then(this.written)
       .catch((err: unknown) => {
         this.failure ??= err instanceof Error ? err : new Error(errorMessage(err));
       })
@@ -168,6 +177,7 @@ export class Staging {
     @Inject(CONFIG) private readonly config: TapyardConfig,
     @Inject(LOGGER) private readonly logger: Logger,
     platformStore: ObjectStore,
+    @Optional() private readonly signals?: StagingSignals,
   ) {
     const endpoint = config.staging.endpoint;
     this.store =
@@ -177,7 +187,10 @@ export class Staging {
   }
 
   async writer(environment: string, id: string): Promise<StagedWriter> {
-    return new StagedWriter(this.store, await this.bucket(environment), checkedId(id));
+    const bucket = await this.bucket(environment);
+    const signals = this.signals;
+    signals?.prepare();
+    return new StagedWriter(this.store, bucket, checkedId(id), () => signals?.notify(bucket, id));
   }
 
   /** The whole of `body` as a finished staged input; returns its size in bytes. */
@@ -196,17 +209,17 @@ export class Staging {
 
   /** Every part is written: the readers read to the end and stop. */
   async done(environment: string, w: StagedWriter): Promise<void> {
-    await this.marker(environment, endKey(w.id), `done ${w.parts}`);
+    await this.marker(environment, w.id, endKey(w.id), `done ${w.parts}`);
   }
 
   /** The input is refused after all: its readers fail without committing, saying why. */
   async abort(environment: string, id: string, reason: string): Promise<void> {
-    await this.marker(environment, endKey(checkedId(id)), `abort ${reason}`);
+    await this.marker(environment, id, endKey(checkedId(id)), `abort ${reason}`);
   }
 
   /** One reader stops (its load moved to another job reading the same input), committing nothing. */
   async supersede(environment: string, id: string, reader: string, reason: string): Promise<void> {
-    await this.marker(environment, stopKey(checkedId(id), reader), `superseded ${reason}`);
+    await this.marker(environment, id, stopKey(checkedId(id), reader), `superseded ${reason}`);
   }
 
   /**
@@ -227,50 +240,77 @@ export class Staging {
     let idleSince = Date.now();
     let failingSince: number | null = null;
     let stopCheckedAt = 0;
-    while (!signal?.aborted) {
-      let body: Buffer | null = null;
-      try {
-        const bucket = await this.bucket(environment);
-        body = await this.store.getBuffer(bucket, partKey(id, part), MAX_PART_BYTES);
-        if (body === null) {
-          const end = await this.text(bucket, endKey(id));
-          // A stop marker is rare (a tap run moving its load): looked for a few times a second while
-          // waiting, and always before an end is taken, so a stopped reader never ends as if done.
-          if (reader && (end !== null || Date.now() - stopCheckedAt >= STOP_CHECK_MS)) {
-            stopCheckedAt = Date.now();
-            const stop = await this.text(bucket, stopKey(id, reader));
-            if (stop !== null) throw ended(stop);
+    // Signalled: the reader asks the store when the writer says it wrote something. A writer that does
+    // not signal (found new data on a fallback look) is polled for the rest of the read.
+    let watch: StagingWatch | null;
+    let trusted = true;
+    let signalled = false;
+    let timedOut = false;
+    try {
+      watch = this.signals?.watch(await this.bucket(environment), id) ?? null;
+    } catch {
+      watch = null; // no store yet: the loop below reports it
+    }
+    try {
+      while (!signal?.aborted) {
+        const seen = watch?.version ?? 0;
+        let body: Buffer | null = null;
+        let end: string | null = null;
+        try {
+          const bucket = await this.bucket(environment);
+          body = await this.store.getBuffer(bucket, partKey(id, part), MAX_PART_BYTES);
+          if (body === null) {
+            end = await this.text(bucket, endKey(id));
+            // A stop marker is rare (a tap run moving its load): looked for a few times a second while
+            // waiting, after a signal that brought nothing else, and always before an end is taken, so
+            // a stopped reader never ends as if done.
+            if (reader && (end !== null || signalled || Date.now() - stopCheckedAt >= STOP_CHECK_MS)) {
+              stopCheckedAt = Date.now();
+              const stop = await this.text(bucket, stopKey(id, reader));
+              if (stop !== null) throw ended(stop);
+            }
+            if (end !== null && !end.startsWith('done ')) throw ended(end);
+            // `done`, and every part read: the end. (A part not listed yet is read on the next pass.)
+            if (end !== null && part >= Number(end.slice(5))) return;
+            if (Date.now() - idleSince > staleMs) {
+              throw new FatalReadError(
+                `the data stopped arriving (nothing for ${Math.round(staleMs / 1000)} s); nothing was loaded`,
+              );
+            }
           }
-          if (end !== null && !end.startsWith('done ')) throw ended(end);
-          // `done`, and every part read: the end. (A part not listed yet is read on the next pass.)
-          if (end !== null && part >= Number(end.slice(5))) return;
-          if (Date.now() - idleSince > staleMs) {
+          failingSince = null;
+        } catch (err) {
+          if (err instanceof FatalReadError) throw err;
+          if (signal?.aborted) return;
+          failingSince ??= Date.now();
+          if (Date.now() - failingSince > retryMs) {
             throw new FatalReadError(
-              `the data stopped arriving (nothing for ${Math.round(staleMs / 1000)} s); nothing was loaded`,
+              `the object store failed while the job read its input (${errorMessage(err)}); nothing was loaded`,
             );
           }
+          pause = Math.max(pause, 200);
         }
-        failingSince = null;
-      } catch (err) {
-        if (err instanceof FatalReadError) throw err;
-        if (signal?.aborted) return;
-        failingSince ??= Date.now();
-        if (Date.now() - failingSince > retryMs) {
-          throw new FatalReadError(
-            `the object store failed while the job read its input (${errorMessage(err)}); nothing was loaded`,
-          );
+        if (timedOut && (body !== null || end !== null)) trusted = false;
+        timedOut = false;
+        if (body !== null) {
+          part++;
+          pause = 5;
+          idleSince = Date.now();
+          yield body;
+          continue;
         }
-        pause = Math.max(pause, 200);
+        // An end with parts still to come (not yet listed) gets no further signal: polled.
+        if (watch?.live && trusted && end === null && failingSince === null) {
+          signalled = await watch.changed(seen, SIGNALLED_POLL_MS, signal);
+          timedOut = !signalled;
+          continue;
+        }
+        signalled = false;
+        await sleep(pause, undefined, { signal }).catch(() => undefined);
+        pause = Math.min(pause * 2, Date.now() - idleSince < 2000 ? 20 : 250);
       }
-      if (body !== null) {
-        part++;
-        pause = 5;
-        idleSince = Date.now();
-        yield body;
-        continue;
-      }
-      await sleep(pause, undefined, { signal }).catch(() => undefined);
-      pause = Math.min(pause * 2, Date.now() - idleSince < 2000 ? 20 : 250);
+    } finally {
+      watch?.close();
     }
   }
 
@@ -319,10 +359,12 @@ export class Staging {
     return (await this.store.getBuffer(bucket, key, MARKER_BYTES))?.toString('utf8') ?? null;
   }
 
-  private async marker(environment: string, key: string, text: string): Promise<void> {
+  private async marker(environment: string, id: string, key: string, text: string): Promise<void> {
     // Cut in bytes, as the reader bounds it (a reason may quote a long error).
     const body = Buffer.from(text).subarray(0, MARKER_BYTES);
-    await this.store.put(await this.bucket(environment), key, body, 'text/plain; charset=utf-8');
+    const bucket = await this.bucket(environment);
+    await this.store.put(bucket, key, body, 'text/plain; charset=utf-8');
+    this.signals?.notify(bucket, id);
   }
 
   /** Without an object store this fails as a 503 naming OBJECT_STORE_ENDPOINT: there is no local fallback. */
