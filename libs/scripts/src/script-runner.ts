@@ -46,6 +46,9 @@ export function failureWithoutValues(err: unknown): string {
 }
 
 export class RunningScript {
+  /** The failure that ended the run: an answer that could not be read. */
+  private broken: Error | null = null;
+
   private constructor(
     private readonly spec: ScriptRunSpec,
     private readonly session: BatchSession,
@@ -92,6 +95,7 @@ export class RunningScript {
         batch: { ...batch, columns: this.outColumns(batch.columns) },
         rejects: { rows: [], reasons: [] },
       };
+    if (this.broken) throw this.broken;
     const outputs = this.spec.kind === 'transformation' ? this.spec.outputColumns.map((c) => c.name) : [];
     let answer: unknown;
     try {
@@ -99,7 +103,15 @@ export class RunningScript {
     } catch (err) {
       throw this.failure(err);
     }
-    return readAnswer(this.spec.kind, this.spec.outputColumns, batch, answer);
+    try {
+      return readAnswer(this.spec.kind, this.spec.outputColumns, batch, answer);
+    } catch (err) {
+      // Whatever the script wrote after an answer that did not fit would be taken as the next
+      // batch's answer: the run ends with its first unreadable answer.
+      this.broken = err instanceof Error ? err : new Error(String(err));
+      this.session.kill();
+      throw this.broken;
+    }
   }
 
   /** The script's error as one message: its exception and its own frames, never a platform path. */
