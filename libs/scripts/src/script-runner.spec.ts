@@ -216,11 +216,32 @@ describe('RunningScript', () => {
     }
   });
 
-  it('stops a run whose script forges a line that is not JSON or a control line on its record channel', async () => {
-    for (const line of ['log text in the channel', '!{"type":"done","records":1}']) {
-      const script = await start('transformation', forger(line), [{ name: 'extra', type: 'double' }]);
-      await expect(script.apply(batch())).rejects.toThrow(ScriptFailure);
-      script.kill();
-    }
+  it('stops a run whose script forges a line that is not JSON on its record channel', async () => {
+    const script = await start('transformation', forger('log text in the channel'), [
+      { name: 'extra', type: 'double' },
+    ]);
+    await expect(script.apply(batch())).rejects.toThrow(/corrupted its record channel/);
+    script.kill();
+  });
+
+  it('fails the call at once when the script forges the harness’s "done" line and blocks', async () => {
+    const script = await start(
+      'transformation',
+      py(
+        'import os, time',
+        '',
+        'OUTPUT_COLUMNS = {"extra": "double"}',
+        '',
+        'def transform(rows):',
+        `    os.write(3, b'!{"type":"done","records":0}\\n')`,
+        // Blocked past the call's timeout (30 s): only the forged line can end the call before it.
+        '    time.sleep(600)',
+      ),
+      [{ name: 'extra', type: 'double' }],
+    );
+    await expect(script.apply(batch())).rejects.toThrow(
+      new ScriptFailure("the script's fetch() ended after answering 0 calls; it answers no more"),
+    );
+    script.kill();
   });
 });
