@@ -131,17 +131,19 @@ export class BatchSession {
     } catch {
       // batches() only throws on misuse (a second consumer); the outcome says how the run ended.
     }
-    const outcome = await this.handle.outcome;
     const answers = `${this.answered} call${this.answered === 1 ? '' : 's'}`;
-    this.failure ??=
-      outcome.error ??
-      new SandboxError(
-        'crashed',
-        `the script's fetch() ended after answering ${answers}; it answers no more`,
-        {
-          ...(outcome.exitCode === null ? {} : { exitCode: outcome.exitCode }),
-        },
-      );
+    const ended = `the script's fetch() ended after answering ${answers}; it answers no more`;
+    // After the "done" line nothing more is read: the calls fail now, not when the process exits
+    // (a script may write that line itself and block, which would leave them to their timeout).
+    if (this.handle.fetchEnded) {
+      this.failure ??= new SandboxError('crashed', ended);
+      this.settle(this.failure);
+    }
+    const outcome = await this.handle.outcome;
+    if (!this.failure) {
+      const exit = outcome.exitCode === null ? {} : { exitCode: outcome.exitCode };
+      this.failure = outcome.error ?? new SandboxError('crashed', ended, exit);
+    }
     this.settle(this.failure);
   }
 

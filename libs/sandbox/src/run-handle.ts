@@ -155,6 +155,14 @@ export class RunHandle implements AsyncIterable<unknown> {
   }
 
   /**
+   * Whether the harness said the script's fetch() returned (its "done" line arrived): the channel
+   * carries no record after it, whatever the process still does.
+   */
+  get fetchEnded(): boolean {
+    return this.parser.control?.type === 'done';
+  }
+
+  /**
    * The script's stdin (RunRequest.stdin) once `started` has settled; null when stdin was not
    * requested, before the launch, or once the child is gone. Write errors (EPIPE when the script
    * died) are swallowed on the stream: the outcome says what happened to the script.

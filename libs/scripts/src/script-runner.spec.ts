@@ -176,4 +176,72 @@ describe('RunningScript', () => {
     );
     short.kill();
   });
+
+  /** A script that writes its own line to the record channel (fd 3) before the driver answers. */
+  function forger(line: string): string {
+    return py(
+      'import os',
+      '',
+      'OUTPUT_COLUMNS = {"extra": "double"}',
+      '',
+      'def transform(rows):',
+      `    os.write(3, ${JSON.stringify(line + '\n')}.encode())`,
+      '    return [dict(r, extra=1.5) for r in rows]',
+    );
+  }
+
+  it('fails the batch, naming the driver’s answer, when the script forges a packed answer on its record channel', async () => {
+    const extra: SchemaField[] = [{ name: 'extra', type: 'double' }];
+    const packed = (values: number[]): { f8: string; nulls: number[] } => ({
+      f8: Buffer.from(new Float64Array(values).buffer).toString('base64'),
+      nulls: [],
+    });
+    // Four rows: an answer dropping row 7 would load all four and report a rejected row that is not there.
+    for (const forged of [
+      { columns: [null, null, null, null, null, packed([1, 2, 3, 4])], dropped: [7] },
+      { columns: [null, null, null, null, null, packed([1, 2])], dropped: [1, 1] },
+      { columns: [null, null, null, null, null, packed([1, 2, 3, 4, 5, 6, 7, 8])], dropped: [] },
+      { columns: [null, null, null, null, null, { f8: 'AAAA', nulls: [] }], dropped: [] },
+      { columns: [null, null, null, null, null, packed([1, 2, 3, 4])], dropped: ['x'] },
+    ]) {
+      const script = await start('transformation', forger(JSON.stringify(forged)), extra);
+      await expect(script.apply(batch())).rejects.toThrow(
+        new ScriptFailure('the transformation driver answered a malformed batch'),
+      );
+      // The script's own answer still on its way is never taken for the next batch's: the run is over.
+      await expect(script.apply(batch())).rejects.toThrow(
+        new ScriptFailure('the transformation driver answered a malformed batch'),
+      );
+      script.kill();
+    }
+  });
+
+  it('stops a run whose script forges a line that is not JSON on its record channel', async () => {
+    const script = await start('transformation', forger('log text in the channel'), [
+      { name: 'extra', type: 'double' },
+    ]);
+    await expect(script.apply(batch())).rejects.toThrow(/corrupted its record channel/);
+    script.kill();
+  });
+
+  it('fails the call at once when the script forges the harness’s "done" line and blocks', async () => {
+    const script = await start(
+      'transformation',
+      py(
+        'import os, time',
+        '',
+        'OUTPUT_COLUMNS = {"extra": "double"}',
+        '',
+        'def transform(rows):',
+        `    os.write(3, b'!{"type":"done","records":0}\\n')`,
+        // Blocked past the call's timeout (30 s): only the forged line can end the call before it.
+        '    time.sleep(600)',
+      ),
+      [{ name: 'extra', type: 'double' }],
+    );
+    await expect(script.apply(batch())).rejects.toThrow(
+      new ScriptFailure("the script's fetch() ended after answering 0 calls; it answers no more"),
+    );
+    script.kill();
+  });
 });
