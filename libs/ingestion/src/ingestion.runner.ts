@@ -1,5 +1,5 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
-import { rm } from 'node:fs/promises';
+import { unlink } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { MessageChannel, MessagePort } from 'node:worker_threads';
 import { Logger } from 'pino';
@@ -368,7 +368,10 @@ export class IngestionRunner {
     } finally {
       session.end();
       await stopReading();
-      await rm(rejectsPath, { force: true });
+      // unlink: one system call where rm() makes three (two lstat first), per job.
+      await unlink(rejectsPath).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== 'ENOENT') throw err;
+      });
     }
   }
 
