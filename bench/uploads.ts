@@ -12,7 +12,7 @@
  * and writes heap snapshots there after the rounds of BENCH_HEAP_SNAPSHOTS (e.g. `3,12`; bench/heap-diff.ts
  * compares two).
  */
-import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, readlink, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis from 'ioredis';
@@ -79,6 +79,45 @@ async function treeCpuSeconds(root: number | undefined): Promise<number> {
     if (!/^\d+$/.test(entry)) continue;
     const f = await statFields(Number(entry));
     if (f !== null && Number(f[1]) === root) total += sum(f, 11, 14);
+  }
+  return total;
+}
+
+/** The local TCP ports of a process's sockets (its inodes matched in /proc/net/tcp). */
+async function localPorts(pid: number | undefined): Promise<Set<number>> {
+  const ports = new Set<number>();
+  if (pid === undefined) return ports;
+  const inodes = new Set<string>();
+  for (const fd of await readdir(`/proc/${pid}/fd`).catch(() => [] as string[])) {
+    const target = await readlink(`/proc/${pid}/fd/${fd}`).catch(() => '');
+    const m = /^socket:\[(\d+)\]$/.exec(target);
+    if (m) inodes.add(m[1]);
+  }
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    const text = await readFile(table, 'utf8').catch(() => '');
+    for (const line of text.split('\n').slice(1)) {
+      const f = line.trim().split(/\s+/);
+      if (f.length > 9 && inodes.has(f[9])) ports.add(parseInt(f[1].split(':')[1], 16));
+    }
+  }
+  return ports;
+}
+
+/**
+ * CPU seconds of the PostgreSQL backends serving the API's and the worker's connections (found by their
+ * client ports): the database work of this load alone, without other sessions' or background writers'.
+ */
+async function appBackendsCpuSeconds(pg: Client, pids: (number | undefined)[]): Promise<number> {
+  const ports = new Set<number>();
+  for (const pid of pids) for (const port of await localPorts(pid)) ports.add(port);
+  const { rows } = await pg.query<{ pid: number }>(
+    'SELECT pid FROM pg_stat_activity WHERE client_port = ANY($1::int[])',
+    [[...ports]],
+  );
+  let total = 0;
+  for (const { pid } of rows) {
+    const f = await statFields(pid);
+    if (f !== null) total += (Number(f[11]) + Number(f[12])) / 100;
   }
   return total;
 }
@@ -207,6 +246,7 @@ async function main(): Promise<void> {
         api: await cpuSeconds(platform.api.pid),
         worker: await cpuSeconds(platform.worker.pid),
         pg: await treeCpuSeconds(servers.pg),
+        backends: await appBackendsCpuSeconds(pg, [platform.api.pid, platform.worker.pid]),
         redis: await treeCpuSeconds(servers.redis),
       };
       const countsBefore = { xacts: await transactions(pg), calls: await redisCalls(redis) };
@@ -249,6 +289,9 @@ async function main(): Promise<void> {
         api: (await cpuSeconds(platform.api.pid)) - cpuBefore.api,
         worker: (await cpuSeconds(platform.worker.pid)) - cpuBefore.worker,
         pg: (await treeCpuSeconds(servers.pg)) - cpuBefore.pg,
+        // Backends opened during the round count from zero.
+        backends:
+          (await appBackendsCpuSeconds(pg, [platform.api.pid, platform.worker.pid])) - cpuBefore.backends,
         redis: (await treeCpuSeconds(servers.redis)) - cpuBefore.redis,
       };
       // Counted once every job ended, on servers other sessions may use too: a ceiling, per upload.
@@ -282,8 +325,9 @@ async function main(): Promise<void> {
       console.log(
         `  CPU: API ${cpu.api.toFixed(1)} s, worker ${cpu.worker.toFixed(1)} s ` +
           `(${((cpu.api * 1000) / UPLOADS).toFixed(1)} and ${((cpu.worker * 1000) / UPLOADS).toFixed(1)} ms per upload); ` +
-          `PostgreSQL ${cpu.pg.toFixed(1)} s, Redis ${cpu.redis.toFixed(1)} s ` +
-          `(${((cpu.pg * 1000) / UPLOADS).toFixed(1)} and ${((cpu.redis * 1000) / UPLOADS).toFixed(1)} ms per upload)`,
+          `PostgreSQL ${cpu.pg.toFixed(1)} s (the apps' backends ${cpu.backends.toFixed(1)} s), Redis ${cpu.redis.toFixed(1)} s ` +
+          `(${((cpu.pg * 1000) / UPLOADS).toFixed(1)} (${((cpu.backends * 1000) / UPLOADS).toFixed(1)}) and ` +
+          `${((cpu.redis * 1000) / UPLOADS).toFixed(1)} ms per upload; servers shared with other sessions)`,
       );
       const perUpload = (n: number): string => (n / UPLOADS).toFixed(1);
       console.log(
