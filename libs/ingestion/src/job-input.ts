@@ -11,7 +11,6 @@ async function* counted(source: AsyncIterable<Buffer>, read: { bytes: number }):
   }
 }
 /** The rejects of a job that has none. */
-// eslint-disable-next-line require-yield
 export async function* noRejects(): AsyncGenerator<RejectedRow> {}
 
 export async function* readRejects(path: string): AsyncGenerator<RejectedRow> {
