@@ -33,7 +33,6 @@ export interface Received {
   before: Map<string, string>;
 }
 
-/** Collects a file part known to be small (its request's content-length is bounded) in memory. */
 /**
  * Receives a multipart upload, its file part streamed into the staged input `token` as it arrives.
  * `fileStarts`: called once the file's head is in (its data already flowing into the object store),
