@@ -12,13 +12,15 @@
  * and writes heap snapshots there after the rounds of BENCH_HEAP_SNAPSHOTS (e.g. `3,12`; bench/heap-diff.ts
  * compares two).
  */
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, readlink, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Redis from 'ioredis';
 import { Client } from 'pg';
 import { Inspector } from './heap';
 import { DB_URL, benchTarget, sleep, startPlatform } from './support';
 import { checkComparable } from './support';
+import { LOCAL_REDIS_URL } from '../test/support/local-peers';
 
 const UPLOADS = Number(process.env.BENCH_UPLOADS ?? 1200);
 const ROWS = 200;
@@ -54,6 +56,96 @@ async function cpuSeconds(pid: number | undefined): Promise<number> {
   const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** The fields of /proc/<pid>/stat after the command name (which may hold spaces); null once it exited. */
+async function statFields(pid: number): Promise<string[] | null> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => null);
+  return stat === null ? null : stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
+/**
+ * CPU seconds of a server and its children (PostgreSQL's backends): the postmaster's own and its exited
+ * children's times (cutime, cstime), plus each live child's. Shared servers: other sessions' queries count.
+ */
+async function treeCpuSeconds(root: number | undefined): Promise<number> {
+  if (root === undefined) return NaN;
+  const sum = (f: string[], from: number, to: number): number =>
+    f.slice(from, to + 1).reduce((a, v) => a + Number(v), 0) / 100;
+  const own = await statFields(root);
+  if (own === null) return NaN;
+  let total = sum(own, 11, 14);
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const f = await statFields(Number(entry));
+    if (f !== null && Number(f[1]) === root) total += sum(f, 11, 14);
+  }
+  return total;
+}
+
+/** The local TCP ports of a process's sockets (its inodes matched in /proc/net/tcp). */
+async function localPorts(pid: number | undefined): Promise<Set<number>> {
+  const ports = new Set<number>();
+  if (pid === undefined) return ports;
+  const inodes = new Set<string>();
+  for (const fd of await readdir(`/proc/${pid}/fd`).catch(() => [] as string[])) {
+    const target = await readlink(`/proc/${pid}/fd/${fd}`).catch(() => '');
+    const m = /^socket:\[(\d+)\]$/.exec(target);
+    if (m) inodes.add(m[1]);
+  }
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    const text = await readFile(table, 'utf8').catch(() => '');
+    for (const line of text.split('\n').slice(1)) {
+      const f = line.trim().split(/\s+/);
+      if (f.length > 9 && inodes.has(f[9])) ports.add(parseInt(f[1].split(':')[1], 16));
+    }
+  }
+  return ports;
+}
+
+/**
+ * CPU seconds of the PostgreSQL backends serving the API's and the worker's connections (found by their
+ * client ports): the database work of this load alone, without other sessions' or background writers'.
+ */
+async function appBackendsCpuSeconds(pg: Client, pids: (number | undefined)[]): Promise<number> {
+  const ports = new Set<number>();
+  for (const pid of pids) for (const port of await localPorts(pid)) ports.add(port);
+  const { rows } = await pg.query<{ pid: number }>(
+    'SELECT pid FROM pg_stat_activity WHERE client_port = ANY($1::int[])',
+    [[...ports]],
+  );
+  let total = 0;
+  for (const { pid } of rows) {
+    const f = await statFields(pid);
+    if (f !== null) total += (Number(f[11]) + Number(f[12])) / 100;
+  }
+  return total;
+}
+
+/** The pid of the local Redis server (by its command name), if this machine runs one. */
+async function redisPid(): Promise<number | undefined> {
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const comm = await readFile(`/proc/${entry}/comm`, 'utf8').catch(() => '');
+    if (comm.trim() === 'redis-server') return Number(entry);
+  }
+  return undefined;
+}
+
+/** Calls per Redis command so far (INFO commandstats): what BullMQ and the apps sent, all clients. */
+async function redisCalls(redis: Redis): Promise<Map<string, number>> {
+  const info = await redis.info('commandstats');
+  const calls = new Map<string, number>();
+  for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) calls.set(m[1], Number(m[2]));
+  return calls;
+}
+
+/** PostgreSQL transactions of the benchmark's database so far (each statement outside one counts one). */
+async function transactions(pg: Client): Promise<number> {
+  const { rows } = await pg.query<{ n: string }>(
+    'SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()',
+  );
+  return Number(rows[0].n);
 }
 
 /**
@@ -101,6 +193,14 @@ async function main(): Promise<void> {
     : undefined;
   const pg = new Client({ connectionString: DB_URL });
   await pg.connect();
+  // The servers' CPU per upload too (the budget of issue 30 counts all four processes): PostgreSQL's
+  // postmaster is our backend's parent.
+  const { rows: backend } = await pg.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+  const redis = new Redis(process.env.BENCH_REDIS_URL ?? LOCAL_REDIS_URL);
+  const servers = {
+    pg: Number((await statFields(backend[0].pid))?.[1]),
+    redis: await redisPid(),
+  };
   try {
     const names = Array.from({ length: PIPELINES }, (_, i) => `small_${i}`);
     for (const name of names) {
@@ -145,7 +245,11 @@ async function main(): Promise<void> {
       const cpuBefore = {
         api: await cpuSeconds(platform.api.pid),
         worker: await cpuSeconds(platform.worker.pid),
+        pg: await treeCpuSeconds(servers.pg),
+        backends: await appBackendsCpuSeconds(pg, [platform.api.pid, platform.worker.pid]),
+        redis: await treeCpuSeconds(servers.redis),
       };
+      const countsBefore = { xacts: await transactions(pg), calls: await redisCalls(redis) };
       const started = performance.now();
       await Promise.all(
         Array.from({ length: CLIENTS }, async () => {
@@ -184,7 +288,18 @@ async function main(): Promise<void> {
       const cpu = {
         api: (await cpuSeconds(platform.api.pid)) - cpuBefore.api,
         worker: (await cpuSeconds(platform.worker.pid)) - cpuBefore.worker,
+        pg: (await treeCpuSeconds(servers.pg)) - cpuBefore.pg,
+        // Backends opened during the round count from zero.
+        backends:
+          (await appBackendsCpuSeconds(pg, [platform.api.pid, platform.worker.pid])) - cpuBefore.backends,
+        redis: (await treeCpuSeconds(servers.redis)) - cpuBefore.redis,
       };
+      // Counted once every job ended, on servers other sessions may use too: a ceiling, per upload.
+      const xacts = (await transactions(pg)) - countsBefore.xacts;
+      const calls = [...(await redisCalls(redis))]
+        .map(([cmd, n]) => [cmd, n - (countsBefore.calls.get(cmd) ?? 0)] as const)
+        .filter(([, n]) => n > 0)
+        .sort((a, b) => b[1] - a[1]);
       const { rows: pickups } = await pg.query<{ ms: string }>(
         `SELECT (min(epoch) FILTER (WHERE process_name = 'JobRunner' AND state = 'begin')
              - min(epoch) FILTER (WHERE process_name = 'StreamNotifier' AND state = 'end')) AS ms
@@ -209,7 +324,19 @@ async function main(): Promise<void> {
       );
       console.log(
         `  CPU: API ${cpu.api.toFixed(1)} s, worker ${cpu.worker.toFixed(1)} s ` +
-          `(${((cpu.api * 1000) / UPLOADS).toFixed(1)} and ${((cpu.worker * 1000) / UPLOADS).toFixed(1)} ms per upload)`,
+          `(${((cpu.api * 1000) / UPLOADS).toFixed(1)} and ${((cpu.worker * 1000) / UPLOADS).toFixed(1)} ms per upload); ` +
+          `PostgreSQL ${cpu.pg.toFixed(1)} s (the apps' backends ${cpu.backends.toFixed(1)} s), Redis ${cpu.redis.toFixed(1)} s ` +
+          `(${((cpu.pg * 1000) / UPLOADS).toFixed(1)} (${((cpu.backends * 1000) / UPLOADS).toFixed(1)}) and ` +
+          `${((cpu.redis * 1000) / UPLOADS).toFixed(1)} ms per upload; servers shared with other sessions)`,
+      );
+      const perUpload = (n: number): string => (n / UPLOADS).toFixed(1);
+      console.log(
+        `  per upload: ${perUpload(xacts)} PostgreSQL transactions, ` +
+          `${perUpload(calls.reduce((a, [, n]) => a + n, 0))} Redis commands (` +
+          `${calls
+            .slice(0, 24)
+            .map(([cmd, n]) => `${cmd} ${perUpload(n)}`)
+            .join(', ')})`,
       );
       if (ROUNDS > 1) {
         await sleep(SETTLE_MS);
@@ -241,6 +368,7 @@ async function main(): Promise<void> {
   } finally {
     for (const inspector of Object.values(inspectors ?? {})) inspector.close();
     await pg.end();
+    redis.disconnect();
     await platform.stop();
     await rm(dir, { recursive: true, force: true });
   }

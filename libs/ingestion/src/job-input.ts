@@ -10,6 +10,9 @@ async function* counted(source: AsyncIterable<Buffer>, read: { bytes: number }):
     yield part;
   }
 }
+/** The rejects of a job that has none. */
+export async function* noRejects(): AsyncGenerator<RejectedRow> {}
+
 export async function* readRejects(path: string): AsyncGenerator<RejectedRow> {
   const lines = createInterface({ input: createReadStream(path), crlfDelay: Infinity });
   for await (const line of lines) if (line) yield JSON.parse(line) as RejectedRow;

@@ -284,7 +284,7 @@ export class UploadService {
     publisherToken: string | null,
     access: AccessCheck,
   ): Promise<{ publisherToken: string | null; document: boolean }> {
-    const stored = await this.pipelines.get(environment, pipeline);
+    const stored = await this.pipelines.getCached(environment, pipeline);
     this.policy.assertMayUpload(access, pipeline, stored.definition);
     if (stored.deletingSince) throw new PipelineDeletingError(pipeline);
     if (publisherToken && publisherToken.length > 200)
@@ -315,7 +315,7 @@ export class UploadService {
     const filename = got.filename;
     const early = publisherTokenOf(fields);
     if (!pipeline || !filename || got.compressed || archiveKind(filename) !== null) return null;
-    if (isDocumentPipeline((await this.pipelines.get(environment, pipeline)).definition)) return null;
+    if (isDocumentPipeline((await this.pipelines.getCached(environment, pipeline)).definition)) return null;
     // Not a data file: no job starts; the classic path refuses it once received.
     if (sniffContent(got.head).kind !== 'text') return null;
     const { publisherToken } = await this.admit(environment, pipeline, early, access);

@@ -9,3 +9,4 @@ export * from './pipelines.module';
 export * from './pipelines.service';
 export * from './dto/unstructured-attributes.dto';
 export * from './assistant-tools';
+export * from './pipeline-cache';

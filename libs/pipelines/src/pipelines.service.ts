@@ -7,6 +7,7 @@ import { DestinationDto, DestinationSections } from './destination-sections';
 import { PipelineConfigDto } from './dto/pipeline-config.dto';
 import { toDefinition } from './pipeline-definition';
 import { PipelineErrorCode, PipelineDefinition, SchemaField, StoredPipeline } from '@tapyard/model';
+import { PipelineCache } from './pipeline-cache';
 import { PipelinePolicy } from './pipeline-policy';
 import { LOCK_NOT_AVAILABLE, PipelineRow, PipelinesRepository } from './pipelines.repository';
 
@@ -47,6 +48,7 @@ export class PipelinesService {
     @Inject(CONFIG) private readonly config: TapyardConfig,
     private readonly sections: DestinationSections,
     private readonly policy: PipelinePolicy,
+    private readonly cache: PipelineCache,
   ) {}
 
   /** Create or update, as `access` may (the catalog was checked by the entry point, the rest here). */
@@ -58,16 +60,18 @@ export class PipelinesService {
     this.policy.assertMaySave(access, dto);
     const def = toDefinition(dto, destinationDefaults(this.config, environment), this.sections);
     this.sections.assertAllowed(this.config, environment, def.destination);
-    return this.repo.transaction(async (m) => {
-      if (await this.repo.insert(environment, def, m)) return { name: def.name, version: 1 };
+    const saved = await this.repo.transaction(async (m) => {
+      if (await this.repo.insert(environment, def, m)) return { name: def.name, version: 1, changed: true };
       const current = (await this.repo.find(environment, def.name, m, true)) as PipelineRow;
       if (current.deleting_since) throw new PipelineDeletingError(def.name);
       if (isDeepStrictEqual(normalise(current.definition), normalise(def))) {
-        return { name: def.name, version: current.version };
+        return { name: def.name, version: current.version, changed: false };
       }
       await this.repo.update(environment, def, current.version + 1, m);
-      return { name: def.name, version: current.version + 1 };
+      return { name: def.name, version: current.version + 1, changed: true };
     });
+    if (saved.changed) await this.cache.changed(environment, def.name);
+    return { name: saved.name, version: saved.version };
   }
 
   /** Throws a 400 listing what is wrong with the sections of a `destination` body (as save would). */
@@ -89,6 +93,17 @@ export class PipelinesService {
     return found;
   }
 
+  /**
+   * As `get`, from this process's cache when it holds the pipeline (PipelineCache: every change made
+   * here is heard by every process before the change is answered). For the lookups of every upload
+   * and job; reads that show a pipeline to its owner go to the database.
+   */
+  async getCached(environment: string, name: string): Promise<StoredPipeline> {
+    const found = await this.cache.get(environment, name, () => this.find(environment, name));
+    if (!found) throw new PipelineNotFoundError(name);
+    return found;
+  }
+
   /** Null only when absent: a database outage throws, it is never "no such pipeline". */
   async find(environment: string, name: string): Promise<StoredPipeline | null> {
     const row = await this.repo.find(environment, name);
@@ -100,7 +115,7 @@ export class PipelinesService {
    * takes no loads, and one stored before a confinement rule existed cannot load outside it.
    */
   async getForLoading(environment: string, name: string): Promise<StoredPipeline> {
-    const found = await this.get(environment, name);
+    const found = await this.getCached(environment, name);
     if (found.deletingSince) throw new PipelineDeletingError(name);
     this.sections.assertAllowed(this.config, environment, found.definition.destination);
     return found;
@@ -129,12 +144,14 @@ export class PipelinesService {
       this.repo.markDeleting(environment, name, ROW_LOCK_TIMEOUT_MS),
     );
     if (!marked) throw new PipelineNotFoundError(name);
+    await this.cache.changed(environment, name);
   }
 
   /** Removes the configuration, and with it the records of what it created (not the objects). */
   async delete(environment: string, name: string): Promise<void> {
     const deleted = await this.busy(name, () => this.repo.delete(environment, name, ROW_LOCK_TIMEOUT_MS));
     if (!deleted) throw new PipelineNotFoundError(name);
+    await this.cache.changed(environment, name);
   }
 
   /**
@@ -142,7 +159,7 @@ export class PipelinesService {
    * the version; concurrent jobs adding the same column add it once.
    */
   async addColumns(environment: string, name: string, columns: string[]): Promise<StoredPipeline> {
-    return this.repo.transaction(async (m) => {
+    const updated = await this.repo.transaction(async (m) => {
       const row = await this.repo.find(environment, name, m, true);
       if (!row) throw new PipelineNotFoundError(name);
       const fields = row.definition.source.schemaProperties.fields;
@@ -156,6 +173,9 @@ export class PipelinesService {
       await this.repo.update(environment, def, row.version + 1, m);
       return { ...stored(row), definition: def, version: row.version + 1, updatedAt: new Date() };
     });
+    // Also when another job added them first: that job's change may not be heard here yet.
+    await this.cache.changed(environment, name);
+    return updated;
   }
 
   private async busy<T>(name: string, work: () => Promise<T>): Promise<T> {
