@@ -92,11 +92,18 @@ export interface CsvChunkPayload {
   columns: string[];
 }
 
-/** Rows as JSON object texts (the json-rows encoder), with the source line of each. */
+/**
+ * Rows as JSON object texts (the json-rows encoder): one UTF-8 buffer per batch, rows one after the
+ * other with a comma between them, so that any run of rows is the inside of a JSON array and a batch
+ * crosses from the stage thread as one transferred buffer, not one string per row.
+ */
 export interface JsonRowsPayload {
   kind: 'json-rows';
-  rows: string[];
-  lines: number[];
+  bytes: Uint8Array;
+  /** Byte offset just past each row in `bytes` (the next row starts one byte further, past the comma). */
+  ends: Int32Array;
+  /** The source line of each row. */
+  lines: Int32Array;
 }
 
 /** What a destination's encoder makes of one batch, handed as is to its loader. */

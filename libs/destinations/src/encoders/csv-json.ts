@@ -16,6 +16,7 @@ import { Invalid, coercer } from '@tapyard/model';
 import type { CsvChunkPayload, JsonRowsPayload } from '../destination';
 import { csvChars } from '@tapyard/readers';
 import { jsonValue, namePrefixes } from './json-value';
+import { packRows } from './pack-rows';
 
 const LF = 10;
 const CR = 13;
@@ -203,6 +204,6 @@ export function createCsvEncoder(
       for (let k = 0; k < names.length; k++) row += names[k] + value(t, k);
       rows[r] = names.length === 0 ? '{}' : `${row}}`;
     }
-    return { kind: 'json-rows', rows, lines };
+    return packRows(rows, lines);
   };
 }

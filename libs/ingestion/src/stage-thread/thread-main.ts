@@ -11,7 +11,13 @@ import { getHeapStatistics } from 'node:v8';
 import { parentPort } from 'node:worker_threads';
 import { FatalReadError, RecordBatch, StreamEndedError } from '@tapyard/readers';
 import { BatchBuilder, RowPlan } from '../row-plan';
-import type { CsvChunkPayload, CsvEncoderFactory, EncoderFactory, Payload } from '@tapyard/destinations';
+import type {
+  CsvChunkPayload,
+  CsvEncoderFactory,
+  EncoderFactory,
+  JsonRowsPayload,
+  Payload,
+} from '@tapyard/destinations';
 import type { PipelineDefinition, SchemaField } from '@tapyard/model';
 import { rowObject, rowText, type TypedBatch, safeText } from '@tapyard/model';
 import { RunningScript, KIND_STAGES, type ScriptRunSpec } from '@tapyard/scripts';
@@ -362,21 +368,27 @@ function readerOf(j: Job): AsyncGenerator<RecordBatch> {
   return j.batches;
 }
 
-/** Bytes travel by transfer (each payload owns its buffer), the rest by copy. */
+/** Bytes travel by transfer (each payload owns its buffers), the rest by copy. */
 function postBatch(j: Job, payloads: Payload[][]): void {
-  const transfer: ArrayBuffer[] = [];
+  const transfer = new Set<ArrayBuffer>();
   for (const p of payloads.flat()) {
-    if (p instanceof Uint8Array) transfer.push(p.buffer as ArrayBuffer);
+    if (p instanceof Uint8Array) transfer.add(p.buffer as ArrayBuffer);
     else if (typeof p === 'object' && 'kind' in p && p.kind === 'csv')
-      transfer.push(p.bytes.buffer as ArrayBuffer);
+      transfer.add(p.bytes.buffer as ArrayBuffer);
+    else if (typeof p === 'object' && 'kind' in p && p.kind === 'json-rows')
+      for (const a of [p.bytes, p.ends, p.lines]) transfer.add(a.buffer as ArrayBuffer);
   }
-  port?.postMessage(
-    { id: j.id, reply: { kind: 'batch', payloads, counts: j.counts } satisfies FromThread },
-    transfer,
-  );
+  port?.postMessage({ id: j.id, reply: { kind: 'batch', payloads, counts: j.counts } satisfies FromThread }, [
+    ...transfer,
+  ]);
 }
 
-type EncoderModule = { createEncoder: EncoderFactory; createCsvEncoder?: CsvEncoderFactory };
+type EncoderModule = {
+  createEncoder: EncoderFactory;
+  createCsvEncoder?: CsvEncoderFactory;
+  /** Cuts a JsonRowsPayload (the json-rows encoder's module has it). */
+  sliceRows?: (p: JsonRowsPayload, from: number, to: number) => JsonRowsPayload;
+};
 
 /** A destination's encoder, cutting batches to its limit first. */
 function encoderOf(
@@ -416,18 +428,17 @@ function csvEncoderOf(
   definition: PipelineDefinition,
 ): ((chunk: CsvChunkPayload) => Payload[]) | null {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const factory = (require(module) as EncoderModule).createCsvEncoder;
+  const { createCsvEncoder: factory, sliceRows } = require(module) as EncoderModule;
   if (factory === undefined) return null;
   const encode = factory(columns, fileColumns, definition.source.fileAttributes.csvAttributes);
   if (maxBatchRows === null) return (chunk) => [encode(chunk)];
   return (chunk) => {
     const p = encode(chunk);
-    if (typeof p !== 'object' || !('kind' in p) || p.kind !== 'json-rows') return [p];
+    if (typeof p !== 'object' || !('kind' in p) || p.kind !== 'json-rows' || sliceRows === undefined)
+      return [p];
     const out: Payload[] = [];
-    for (let from = 0; from < p.rows.length; from += maxBatchRows) {
-      const to = from + maxBatchRows;
-      out.push({ kind: 'json-rows', rows: p.rows.slice(from, to), lines: p.lines.slice(from, to) });
-    }
+    for (let from = 0; from < p.ends.length; from += maxBatchRows)
+      out.push(sliceRows(p, from, Math.min(from + maxBatchRows, p.ends.length)));
     return out;
   };
 }
