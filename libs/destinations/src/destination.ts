@@ -130,13 +130,14 @@ const ENCODER_MODULES: Record<EncoderName, string> = {
  * The encoder module of a destination that also takes CSV uploads on the fast path (see
  * encodesCsv) exports this besides its EncoderFactory: it writes its payloads from the fields of a
  * clean chunk (one the fast path's byte check passed) straight away, with the same values as the
- * typed path, in the stage thread. `fileColumns`: the schema names of the file's columns, in file order.
+ * typed path, in the stage thread: lazily, a few thousand rows a payload, so the thread hands each
+ * piece over as it is written. `fileColumns`: the schema names of the file's columns, in file order.
  */
 export type CsvEncoderFactory = (
   columns: SchemaField[],
   fileColumns: string[],
   csv: Pick<CsvAttributes, 'delimiter' | 'quote' | 'escape'>,
-) => (chunk: CsvChunkPayload) => Payload;
+) => (chunk: CsvChunkPayload) => Iterable<Payload>;
 
 /** Encoders whose module exports `createCsvEncoder` (a CsvEncoderFactory). */
 const CSV_ENCODERS: ReadonlySet<EncoderName> = new Set<EncoderName>(['json-rows']);

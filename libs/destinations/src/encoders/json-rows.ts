@@ -6,7 +6,7 @@ import { packRows } from './pack-rows';
 
 export { packRows, sliceRows } from './pack-rows';
 
-export { createCsvEncoder } from './csv-json';
+export { CSV_PIECE_ROWS, createCsvEncoder } from './csv-json';
 
 /**
  * Writes rows of batches with these columns as JSON object texts, names in column order: the name
