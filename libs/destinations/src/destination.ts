@@ -92,11 +92,18 @@ export interface CsvChunkPayload {
   columns: string[];
 }
 
-/** Rows as JSON object texts (the json-rows encoder), with the source line of each. */
+/**
+ * Rows as JSON object texts (the json-rows encoder): one UTF-8 buffer per batch, rows one after the
+ * other with a comma between them, so that any run of rows is the inside of a JSON array and a batch
+ * crosses from the stage thread as one transferred buffer, not one string per row.
+ */
 export interface JsonRowsPayload {
   kind: 'json-rows';
-  rows: string[];
-  lines: number[];
+  bytes: Uint8Array;
+  /** Byte offset just past each row in `bytes` (the next row starts one byte further, past the comma). */
+  ends: Int32Array;
+  /** The source line of each row. */
+  lines: Int32Array;
 }
 
 /** What a destination's encoder makes of one batch, handed as is to its loader. */
@@ -123,13 +130,14 @@ const ENCODER_MODULES: Record<EncoderName, string> = {
  * The encoder module of a destination that also takes CSV uploads on the fast path (see
  * encodesCsv) exports this besides its EncoderFactory: it writes its payloads from the fields of a
  * clean chunk (one the fast path's byte check passed) straight away, with the same values as the
- * typed path, in the stage thread. `fileColumns`: the schema names of the file's columns, in file order.
+ * typed path, in the stage thread: lazily, a few thousand rows a payload, so the thread hands each
+ * piece over as it is written. `fileColumns`: the schema names of the file's columns, in file order.
  */
 export type CsvEncoderFactory = (
   columns: SchemaField[],
   fileColumns: string[],
   csv: Pick<CsvAttributes, 'delimiter' | 'quote' | 'escape'>,
-) => (chunk: CsvChunkPayload) => Payload;
+) => (chunk: CsvChunkPayload) => Iterable<Payload>;
 
 /** Encoders whose module exports `createCsvEncoder` (a CsvEncoderFactory). */
 const CSV_ENCODERS: ReadonlySet<EncoderName> = new Set<EncoderName>(['json-rows']);

@@ -14,6 +14,7 @@ export * from './vectorstore/section';
 export * from './ownership/created-objects';
 export * from './rest/rest.destination';
 export * from './rest/section';
+export { jsonRowText } from './sinks/json-rows';
 export * from './sinks/sink-ledger';
 export { Sink } from './sinks/sink';
 export { SinkGate } from './sinks/sink-gate';

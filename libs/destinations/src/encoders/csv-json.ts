@@ -16,6 +16,7 @@ import { Invalid, coercer } from '@tapyard/model';
 import type { CsvChunkPayload, JsonRowsPayload } from '../destination';
 import { csvChars } from '@tapyard/readers';
 import { jsonValue, namePrefixes } from './json-value';
+import { packRows } from './pack-rows';
 
 const LF = 10;
 const CR = 13;
@@ -75,11 +76,17 @@ function isDigit(c: number): boolean {
   return c >= ZERO && c <= ZERO + 9;
 }
 
+/**
+ * Rows per payload at most: a staged part (4 MiB, some 100,000 narrow rows) goes out in pieces, so the
+ * loader sends a part's first rows while the stage thread writes the rest, instead of waiting for all.
+ */
+export const CSV_PIECE_ROWS = 4096;
+
 export function createCsvEncoder(
   columns: SchemaField[],
   fileColumns: string[],
   csv: Pick<CsvAttributes, 'delimiter' | 'quote' | 'escape'>,
-): (chunk: CsvChunkPayload) => JsonRowsPayload {
+): (chunk: CsvChunkPayload) => Generator<JsonRowsPayload> {
   const { delim, quote, esc } = csvChars(csv);
   const width = fileColumns.length;
   const names = namePrefixes(columns);
@@ -142,67 +149,71 @@ export function createCsvEncoder(
     return jsonValue(v);
   };
 
-  return (chunk) => {
+  return function* (chunk) {
     const b = chunk.bytes;
     const t = Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('utf8');
     const n = t.length;
-    const rows = new Array<string>(chunk.rows);
-    const lines = new Array<number>(chunk.rows);
     let line = chunk.line;
     let i = 0;
-    for (let r = 0; r < chunk.rows; r++) {
-      lines[r] = line;
-      for (let f = 0; f < width; f++) {
-        if (t.charCodeAt(i) === quote) {
-          let p = i + 1;
-          let escapes = false;
-          for (;;) {
-            const c = t.charCodeAt(p);
-            if (c === quote) {
-              if (esc < 0 && t.charCodeAt(p + 1) === quote) {
-                escapes = true;
-                p += 2;
-                continue;
+    for (let done = 0; done < chunk.rows;) {
+      const count = Math.min(CSV_PIECE_ROWS, chunk.rows - done);
+      const rows = new Array<string>(count);
+      const lines = new Array<number>(count);
+      for (let r = 0; r < count; r++) {
+        lines[r] = line;
+        for (let f = 0; f < width; f++) {
+          if (t.charCodeAt(i) === quote) {
+            let p = i + 1;
+            let escapes = false;
+            for (;;) {
+              const c = t.charCodeAt(p);
+              if (c === quote) {
+                if (esc < 0 && t.charCodeAt(p + 1) === quote) {
+                  escapes = true;
+                  p += 2;
+                  continue;
+                }
+                break;
               }
-              break;
-            }
-            if (c === esc) {
-              const next = t.charCodeAt(p + 1);
-              if (next === quote || next === esc) {
-                escapes = true;
-                p += 2;
-                continue;
+              if (c === esc) {
+                const next = t.charCodeAt(p + 1);
+                if (next === quote || next === esc) {
+                  escapes = true;
+                  p += 2;
+                  continue;
+                }
               }
+              // A line break inside the quotes: \r\n counts once, as the reader counts lines.
+              if (c === LF || (c === CR && t.charCodeAt(p + 1) !== LF)) line++;
+              p++;
             }
-            // A line break inside the quotes: \r\n counts once, as the reader counts lines.
-            if (c === LF || (c === CR && t.charCodeAt(p + 1) !== LF)) line++;
-            p++;
+            starts[f] = i + 1;
+            ends[f] = p;
+            quoted[f] = escapes ? 2 : 1;
+            i = p + 1;
+          } else {
+            let p = i;
+            for (; p < n; p++) {
+              const c = t.charCodeAt(p);
+              if (c === delim || c === LF || c === CR) break;
+            }
+            starts[f] = i;
+            ends[f] = p;
+            quoted[f] = 0;
+            i = p;
           }
-          starts[f] = i + 1;
-          ends[f] = p;
-          quoted[f] = escapes ? 2 : 1;
-          i = p + 1;
-        } else {
-          let p = i;
-          for (; p < n; p++) {
-            const c = t.charCodeAt(p);
-            if (c === delim || c === LF || c === CR) break;
-          }
-          starts[f] = i;
-          ends[f] = p;
-          quoted[f] = 0;
-          i = p;
+          // The delimiter after every field but the last.
+          if (f + 1 < width) i++;
         }
-        // The delimiter after every field but the last.
-        if (f + 1 < width) i++;
+        // The record's line break (none after the chunk's last record, possibly).
+        if (i < n) i += t.charCodeAt(i) === CR && t.charCodeAt(i + 1) === LF ? 2 : 1;
+        line++;
+        let row = '';
+        for (let k = 0; k < names.length; k++) row += names[k] + value(t, k);
+        rows[r] = names.length === 0 ? '{}' : `${row}}`;
       }
-      // The record's line break (none after the chunk's last record, possibly).
-      if (i < n) i += t.charCodeAt(i) === CR && t.charCodeAt(i + 1) === LF ? 2 : 1;
-      line++;
-      let row = '';
-      for (let k = 0; k < names.length; k++) row += names[k] + value(t, k);
-      rows[r] = names.length === 0 ? '{}' : `${row}}`;
+      done += count;
+      yield packRows(rows, lines);
     }
-    return { kind: 'json-rows', rows, lines };
   };
 }

@@ -2,8 +2,11 @@
 import type { SchemaField, TypedBatch } from '@tapyard/model';
 import type { JsonRowsPayload } from '../destination';
 import { jsonValue, namePrefixes } from './json-value';
+import { packRows } from './pack-rows';
 
-export { createCsvEncoder } from './csv-json';
+export { packRows, sliceRows } from './pack-rows';
+
+export { CSV_PIECE_ROWS, createCsvEncoder } from './csv-json';
 
 /**
  * Writes rows of batches with these columns as JSON object texts, names in column order: the name
@@ -28,7 +31,7 @@ export function createEncoder(columns: SchemaField[]): (batch: TypedBatch) => Js
   return (batch) => {
     const rows = new Array<string>(batch.lines.length);
     for (let r = 0; r < rows.length; r++) rows[r] = write(batch, r);
-    return { kind: 'json-rows', rows, lines: batch.lines };
+    return packRows(rows, batch.lines);
   };
 }
 

@@ -7,7 +7,7 @@ import { EgressRefused } from '@tapyard/egress';
 import { PipelineDefinition } from '@tapyard/model';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 import { fieldText } from '../encoders/json-rows';
-import { jsonRows } from '../sinks/json-rows';
+import { jsonRows, jsonRowBytes, jsonRowText } from '../sinks/json-rows';
 import { Delivery, Sink, cleanUp, sectionOf } from '../sinks/sink';
 import { KafkaSdk, KafkaSettings, kafkaClient, kafkaSdk, kafkaSettings } from './kafka-client';
 import { KafkaTarget } from './section';
@@ -125,7 +125,7 @@ export class KafkaDestination extends Sink implements Destination {
         const publisher = target.publisherToken;
         for await (const payload of payloads) {
           const b = jsonRows(payload);
-          for (let i = 0; i < b.rows.length; i++) {
+          for (let i = 0; i < b.ends.length; i++) {
             const line = String(b.lines[i]);
             const headers: Record<string, string> = {
               'tapyard-pipeline': pipeline,
@@ -134,7 +134,9 @@ export class KafkaDestination extends Sink implements Destination {
               'tapyard-message-id': `${token}:${line}`,
             };
             if (publisher) headers['tapyard-publisher-token'] = publisher;
-            messages.push({ key: keyAt >= 0 ? keyText(b.rows[i], keyAt) : null, value: b.rows[i], headers });
+            // The row's bytes as they came from the stage thread (a view): KafkaJS copies them once.
+            const key = keyAt >= 0 ? keyText(jsonRowText(b, i), keyAt) : null;
+            messages.push({ key, value: jsonRowBytes(b, i), headers });
             if (messages.length >= BATCH) await flush();
           }
         }

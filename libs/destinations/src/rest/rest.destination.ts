@@ -8,7 +8,8 @@ import { EgressPolicy, EgressRefused, EgressResponse, egressRequest } from '@tap
 import { PipelineDefinition } from '@tapyard/model';
 import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../destination';
 import { Delivery, Sink, sectionOf } from '../sinks/sink';
-import { jsonRows } from '../sinks/json-rows';
+import { jsonRows, jsonRowText } from '../sinks/json-rows';
+import { RowRun, restBody } from './rest-body';
 import { RestTarget } from './section';
 import { DestinationErrorCode } from '../destination-errors';
 
@@ -23,8 +24,8 @@ const MAX_WAIT_MS = 30_000;
 const IN_FLIGHT = 4;
 
 interface Pending {
-  rows: string[];
-  lines: number[];
+  runs: RowRun[];
+  rows: number;
 }
 
 /**
@@ -99,33 +100,35 @@ export class RestDestination extends Sink implements Destination {
     let loaded = 0;
     const refused = this.refusals(target);
     let batchNo = 0;
-    let pending: Pending = { rows: [], lines: [] };
+    let pending: Pending = { runs: [], rows: 0 };
     const inFlight = new Set<Promise<void>>();
     // The first batch that could not be delivered: the delivery stops there and fails with it.
     let failure: { reason: unknown } | null = null;
     const sendOne = async (batch: Pending, key: string): Promise<void> => {
-      const body = r.format === 'ndjson' ? `${batch.rows.join('\n')}\n` : `[${batch.rows.join(',')}]`;
+      const body = restBody(batch.runs, r.format === 'ndjson' ? 'ndjson' : 'json');
       const outcome = await this.post(r, { ...headers, 'idempotency-key': key }, body, agent, d);
       if (outcome === null) {
-        loaded += batch.rows.length;
+        loaded += batch.rows;
         progress(loaded);
         return;
       }
-      for (let i = 0; i < batch.lines.length; i++) {
-        const raw = batch.rows[i];
-        await refused.add({
-          line: batch.lines[i],
-          stage: this.processName,
-          reason: outcome,
-          raw: raw.length > 1000 ? raw.slice(0, 1000) : raw,
-        });
+      for (const { payload, from, to } of batch.runs) {
+        for (let i = from; i < to; i++) {
+          const raw = jsonRowText(payload, i);
+          await refused.add({
+            line: payload.lines[i],
+            stage: this.processName,
+            reason: outcome,
+            raw: raw.length > 1000 ? raw.slice(0, 1000) : raw,
+          });
+        }
       }
     };
     // Batches are cut by row count, whatever the payloads: a redelivery sends the same keys.
     const send = async (): Promise<void> => {
-      if (pending.rows.length === 0) return;
+      if (pending.rows === 0) return;
       const batch = pending;
-      pending = { rows: [], lines: [] };
+      pending = { runs: [], rows: 0 };
       const sending: Promise<void> = sendOne(batch, `${target.pipelineToken}:${batchNo++}`).then(
         () => void inFlight.delete(sending),
         (err: unknown) => {
@@ -139,10 +142,12 @@ export class RestDestination extends Sink implements Destination {
     try {
       for await (const payload of payloads) {
         const b = jsonRows(payload);
-        for (let i = 0; i < b.rows.length && failure === null; i++) {
-          pending.rows.push(b.rows[i]);
-          pending.lines.push(b.lines[i]);
-          if (pending.rows.length >= r.batchSize) await send();
+        for (let i = 0; i < b.ends.length && failure === null;) {
+          const to = Math.min(b.ends.length, i + r.batchSize - pending.rows);
+          pending.runs.push({ payload: b, from: i, to });
+          pending.rows += to - i;
+          i = to;
+          if (pending.rows >= r.batchSize) await send();
         }
         if (failure !== null) break;
       }
@@ -161,7 +166,7 @@ export class RestDestination extends Sink implements Destination {
   private async post(
     r: RestTarget,
     headers: Record<string, string>,
-    body: string,
+    body: Buffer,
     agent: HttpAgent,
     d: Delivery,
   ): Promise<string | null> {

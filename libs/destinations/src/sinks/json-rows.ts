@@ -19,3 +19,24 @@ export function jsonRows(p: Payload): JsonRowsPayload {
   if (typeof p === 'object' && p !== null && 'kind' in p && p.kind === 'json-rows') return p;
   throw new Error('this sink takes JSON rows from its encoder');
 }
+
+/** Where row `r` of a payload starts in its bytes. */
+export function jsonRowStart(p: JsonRowsPayload, r: number): number {
+  return r === 0 ? 0 : p.ends[r - 1] + 1;
+}
+
+/** Row `r`'s JSON text as bytes (a view, no copy). */
+export function jsonRowBytes(p: JsonRowsPayload, r: number): Buffer {
+  return Buffer.from(p.bytes.buffer, p.bytes.byteOffset + jsonRowStart(p, r), p.ends[r] - jsonRowStart(p, r));
+}
+
+/** Row `r`'s JSON text. */
+export function jsonRowText(p: JsonRowsPayload, r: number): string {
+  return jsonRowBytes(p, r).toString('utf8');
+}
+
+/** Rows `from` to `to` (exclusive, at least one), comma-separated as they are stored: a view, no copy. */
+export function jsonRowRun(p: JsonRowsPayload, from: number, to: number): Buffer {
+  const start = jsonRowStart(p, from);
+  return Buffer.from(p.bytes.buffer, p.bytes.byteOffset + start, p.ends[to - 1] - start);
+}

@@ -6,16 +6,20 @@ import {
   CsvEncoderFactory,
   EncoderFactory,
   JsonRowsPayload,
+  Payload,
   encoderModule,
   encodesCsv,
+  jsonRowText,
 } from '@tapyard/destinations';
 import { BatchBuilder, RowPlan } from '../row-plan';
 
 // As the stage thread loads them (thread-main.ts): by the module path the destination names.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { createEncoder, createCsvEncoder } = require(encoderModule('json-rows')) as {
+const { createEncoder, createCsvEncoder, packRows, CSV_PIECE_ROWS } = require(encoderModule('json-rows')) as {
   createEncoder: EncoderFactory;
   createCsvEncoder: CsvEncoderFactory;
+  packRows: (rows: string[], lines: number[]) => JsonRowsPayload;
+  CSV_PIECE_ROWS: number;
 };
 
 /** The schema, in its own order; the file has its columns in another (FILE_COLUMNS), and lacks `missing`. */
@@ -209,10 +213,24 @@ async function reference(chunk: Buffer, attrs: CsvAttributes): Promise<{ rows: s
     expect(batch.errors).toEqual([]);
     batch.rows.forEach((row, i) => expect(plan.process(row, batch.lines[i], builder)).toBeNull());
     const p = encode(builder.take()) as JsonRowsPayload;
-    out.rows.push(...p.rows);
+    out.rows.push(...texts(p));
     out.lines.push(...p.lines);
   }
   return out;
+}
+
+/** A chunk's pieces as one payload (their rows and lines in order); checks each piece's size. */
+function whole(pieces: Iterable<Payload>): JsonRowsPayload {
+  const all = [...pieces] as JsonRowsPayload[];
+  for (const p of all) expect(p.ends.length).toBeLessThanOrEqual(CSV_PIECE_ROWS);
+  return packRows(
+    all.flatMap((p) => texts(p)),
+    all.flatMap((p) => [...p.lines]),
+  );
+}
+
+function texts(p: JsonRowsPayload): string[] {
+  return Array.from(p.ends, (_, r) => jsonRowText(p, r));
 }
 
 const RFC: CsvAttributes = { delimiter: ',', header: true, quote: '"', escape: '"', encoding: 'utf-8' };
@@ -258,10 +276,12 @@ describe('json-rows from clean CSV chunks (the fast path into sinks)', () => {
         columns: FILE_COLUMNS,
       };
       const expected = await reference(chunk, attrs);
-      const got = encode(payload) as JsonRowsPayload;
-      expect(got.rows).toEqual(expected.rows);
-      expect(got.lines).toEqual(expected.lines.map((l) => l + startLine - 1));
-      compared += got.rows.length;
+      const got = whole(encode(payload));
+      expect(texts(got)).toEqual(expected.rows);
+      // The chunk's bytes are the inside of a JSON array of its rows, whatever their characters.
+      expect(Buffer.from(got.bytes).toString('utf8')).toBe(expected.rows.join(','));
+      expect([...got.lines]).toEqual(expected.lines.map((l) => l + startLine - 1));
+      compared += got.ends.length;
       multiline += got.lines.filter((l, i) => i > 0 && l - got.lines[i - 1] > 1).length;
     }
     expect(compared).toBe(clean.length);
@@ -270,6 +290,44 @@ describe('json-rows from clean CSV chunks (the fast path into sinks)', () => {
     const all = clean.join('\n');
     for (const shape of ['😀', '+', 'e', '9223372036854775807', '.5', '0.0000001', '1234567890123456'])
       expect(all).toContain(shape);
+  });
+
+  it('writes a large chunk in pieces, rows spanning lines continuing across them', async () => {
+    const attrs = RFC;
+    const types = FILE_COLUMNS.map((c) => (FIELDS.find((f) => f.name === c) as SchemaField).type);
+    const limits = FILE_COLUMNS.map((c) => FIELDS.find((f) => f.name === c) as SchemaField);
+    const check = compileCsvCheck({ ...attrs, types, limits });
+    const clean = rows(11, 10_000, attrs).filter((r) => check(Buffer.from(r + '\n')).clean);
+    expect(clean.length).toBeGreaterThan(2 * CSV_PIECE_ROWS);
+    const chunk = Buffer.from(clean.join('\n'));
+    const v = check(chunk);
+    if (!v.clean) throw new Error(`the chunk was refused: ${v.reason}`);
+    const pieces = [
+      ...createCsvEncoder(
+        FIELDS,
+        FILE_COLUMNS,
+        attrs,
+      )({
+        kind: 'csv',
+        bytes: new Uint8Array(chunk),
+        rows: v.records,
+        line: 2,
+        eol: v.eol,
+        copyOptions: '',
+        columns: FILE_COLUMNS,
+      }),
+    ] as JsonRowsPayload[];
+    expect(pieces.map((p) => p.ends.length)).toEqual([
+      CSV_PIECE_ROWS,
+      CSV_PIECE_ROWS,
+      clean.length - 2 * CSV_PIECE_ROWS,
+    ]);
+    const expected = await reference(chunk, attrs);
+    const got = whole(pieces);
+    expect(texts(got)).toEqual(expected.rows);
+    expect([...got.lines]).toEqual(expected.lines.map((l) => l + 1));
+    // Quoted line breaks before the cuts: the pieces' lines continue from the physical lines.
+    expect(got.lines.filter((l, i) => i > 0 && l - got.lines[i - 1] > 1).length).toBeGreaterThan(10);
   });
 
   it('writes null for the schema columns the file lacks, and for empty unquoted fields', () => {
@@ -292,10 +350,8 @@ describe('json-rows from clean CSV chunks (the fast path into sinks)', () => {
       copyOptions: '',
       columns: ['n', 's'],
     };
-    expect(encode(payload)).toEqual({
-      kind: 'json-rows',
-      rows: ['{"s":null,"n":null,"gone":null}', '{"s":"","n":7,"gone":null}'],
-      lines: [5, 6],
-    });
+    const got = whole(encode(payload));
+    expect(texts(got)).toEqual(['{"s":null,"n":null,"gone":null}', '{"s":"","n":7,"gone":null}']);
+    expect([...got.lines]).toEqual([5, 6]);
   });
 });

@@ -36,7 +36,6 @@ function definition(): PipelineDefinition {
 describe('the stage thread pool', () => {
   const dir = mkdtempSync(join(tmpdir(), 'stage-pool-'));
   const pool = new StageThreadPool();
-  const idle = () => (pool as unknown as { idle: unknown[] }).idle.length;
 
   afterAll(async () => {
     await pool.onModuleDestroy();
@@ -80,15 +79,56 @@ describe('the stage thread pool', () => {
     }
   }
 
-  it('reuses a thread after a clean job, unless its heap grew past the bound (then its memory goes with it)', async () => {
+  /** The ids of the idle threads, oldest first. */
+  const idleIds = () =>
+    (pool as unknown as { idle: { worker: { threadId: number } }[] }).idle.map((t) => t.worker.threadId);
+
+  it('has a thread started before the first job, and the job runs on it', async () => {
+    pool.onApplicationBootstrap();
+    const [ready] = idleIds();
+    expect(idleIds()).toHaveLength(1);
     await job(1 << 30);
-    expect(idle()).toBe(1);
-    // Any heap is past a bound of one byte: the thread is let go, not pooled.
-    await job(1);
-    expect(idle()).toBe(0);
-    await job(1 << 30);
-    expect(idle()).toBe(1);
+    // The job took the started thread and gave it back after its clean end.
+    expect(idleIds()).toEqual([ready]);
   });
+
+  it('reuses a thread after a clean job, unless its heap grew past the bound (then a new one replaces it)', async () => {
+    await job(1 << 30);
+    const [used] = idleIds();
+    expect(idleIds()).toHaveLength(1);
+    // Any heap is past a bound of one byte: the thread is let go, and a fresh one is started for the next job.
+    await job(1);
+    expect(idleIds()).toHaveLength(1);
+    expect(idleIds()).not.toContain(used);
+    const [fresh] = idleIds();
+    await job(1 << 30);
+    expect(idleIds()).toEqual([fresh]);
+  });
+
+  it('never gives a job the thread of a job that ended before its input did', async () => {
+    await job(1 << 30);
+    const [used] = idleIds();
+    const def = definition();
+    const session = await pool.start(
+      {
+        input: new Uint8Array(Buffer.from('id,label\n1,a\n')).buffer,
+        records: null,
+        definition: def,
+        filename: 'cut.csv',
+        rejectsPath: join(dir, 'cut-rejects.jsonl'),
+        spinOn: null,
+        fast: false,
+      },
+      { stallMs: 60_000, maxIdle: 1, maxHeapBytes: 1 << 30 },
+    );
+    await session.first();
+    // Ended mid-job (a failed load): the thread may still be working on it.
+    session.end();
+    expect(idleIds()).toHaveLength(1);
+    expect(idleIds()).not.toContain(used);
+    await job(1 << 30);
+  });
+
   it("takes a small job's whole input with its start, without an input channel", async () => {
     const def = definition();
     const bytes = new Uint8Array(Buffer.from('id,label\n1,a\n2,b\n3,c\n')).buffer;

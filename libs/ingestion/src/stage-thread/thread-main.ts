@@ -11,7 +11,13 @@ import { getHeapStatistics } from 'node:v8';
 import { parentPort } from 'node:worker_threads';
 import { FatalReadError, RecordBatch, StreamEndedError } from '@tapyard/readers';
 import { BatchBuilder, RowPlan } from '../row-plan';
-import type { CsvChunkPayload, CsvEncoderFactory, EncoderFactory, Payload } from '@tapyard/destinations';
+import type {
+  CsvChunkPayload,
+  CsvEncoderFactory,
+  EncoderFactory,
+  JsonRowsPayload,
+  Payload,
+} from '@tapyard/destinations';
 import type { PipelineDefinition, SchemaField } from '@tapyard/model';
 import { rowObject, rowText, type TypedBatch, safeText } from '@tapyard/model';
 import { RunningScript, KIND_STAGES, type ScriptRunSpec } from '@tapyard/scripts';
@@ -31,7 +37,9 @@ interface Job {
   builder: BatchBuilder | null;
   encoders: ((batch: TypedBatch) => Payload[])[];
   /** On the fast path, for an encoder that writes clean CSV chunks itself (CsvEncoderFactory): its CSV form. */
-  csvEncoder: ((chunk: CsvChunkPayload) => Payload[]) | null;
+  csvEncoder: ((chunk: CsvChunkPayload) => Iterable<Payload[]>) | null;
+  /** The rest of the part being written by csvEncoder, one batch a request. */
+  pieces: Iterator<Payload[]> | null;
   validator: RecordValidator | null;
   rejects: WriteStream | null;
   counts: Counts;
@@ -146,6 +154,7 @@ async function handle(msg: ToThread): Promise<void> {
       builder: null,
       encoders: [],
       csvEncoder: null,
+      pieces: null,
       validator: null,
       rejects: null,
       counts: newCounts(),
@@ -234,11 +243,20 @@ async function handle(msg: ToThread): Promise<void> {
   // What the previous batch grew the heap to (the last batch's shows in the final count below).
   j.heapBytes = Math.max(j.heapBytes, getHeapStatistics().total_heap_size);
   if (j.fast) {
+    const piece = j.pieces?.next();
+    if (piece !== undefined && piece.done !== true) return postBatch(j, [piece.value]);
+    j.pieces = null;
     const payloads = await j.fast.next(j.plan, j.builder, j.encoders[0], j.counts, j.rejects);
     if (payloads === null) {
       await close(j.rejects);
       post(j.id, { kind: 'end', counts: j.counts, sample: [], heapBytes: j.heapBytes });
-    } else postBatch(j, [j.csvEncoder === null ? payloads : payloads.flatMap(encodeCsv(j.csvEncoder))]);
+    } else if (j.csvEncoder === null) postBatch(j, [payloads]);
+    else {
+      // The part's first piece now, the others on the next requests (the loaders start on it meanwhile).
+      j.pieces = pieces(payloads, j.csvEncoder);
+      const first = j.pieces.next();
+      postBatch(j, [first.done === true ? [] : first.value]);
+    }
     return;
   }
   const typed = await nextTyped(j);
@@ -362,21 +380,27 @@ function readerOf(j: Job): AsyncGenerator<RecordBatch> {
   return j.batches;
 }
 
-/** Bytes travel by transfer (each payload owns its buffer), the rest by copy. */
+/** Bytes travel by transfer (each payload owns its buffers), the rest by copy. */
 function postBatch(j: Job, payloads: Payload[][]): void {
-  const transfer: ArrayBuffer[] = [];
+  const transfer = new Set<ArrayBuffer>();
   for (const p of payloads.flat()) {
-    if (p instanceof Uint8Array) transfer.push(p.buffer as ArrayBuffer);
+    if (p instanceof Uint8Array) transfer.add(p.buffer as ArrayBuffer);
     else if (typeof p === 'object' && 'kind' in p && p.kind === 'csv')
-      transfer.push(p.bytes.buffer as ArrayBuffer);
+      transfer.add(p.bytes.buffer as ArrayBuffer);
+    else if (typeof p === 'object' && 'kind' in p && p.kind === 'json-rows')
+      for (const a of [p.bytes, p.ends, p.lines]) transfer.add(a.buffer as ArrayBuffer);
   }
-  port?.postMessage(
-    { id: j.id, reply: { kind: 'batch', payloads, counts: j.counts } satisfies FromThread },
-    transfer,
-  );
+  port?.postMessage({ id: j.id, reply: { kind: 'batch', payloads, counts: j.counts } satisfies FromThread }, [
+    ...transfer,
+  ]);
 }
 
-type EncoderModule = { createEncoder: EncoderFactory; createCsvEncoder?: CsvEncoderFactory };
+type EncoderModule = {
+  createEncoder: EncoderFactory;
+  createCsvEncoder?: CsvEncoderFactory;
+  /** Cuts a JsonRowsPayload (the json-rows encoder's module has it). */
+  sliceRows?: (p: JsonRowsPayload, from: number, to: number) => JsonRowsPayload;
+};
 
 /** A destination's encoder, cutting batches to its limit first. */
 function encoderOf(
@@ -414,27 +438,38 @@ function csvEncoderOf(
   columns: SchemaField[],
   fileColumns: string[],
   definition: PipelineDefinition,
-): ((chunk: CsvChunkPayload) => Payload[]) | null {
+): ((chunk: CsvChunkPayload) => Iterable<Payload[]>) | null {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const factory = (require(module) as EncoderModule).createCsvEncoder;
+  const { createCsvEncoder: factory, sliceRows } = require(module) as EncoderModule;
   if (factory === undefined) return null;
   const encode = factory(columns, fileColumns, definition.source.fileAttributes.csvAttributes);
-  if (maxBatchRows === null) return (chunk) => [encode(chunk)];
-  return (chunk) => {
-    const p = encode(chunk);
-    if (typeof p !== 'object' || !('kind' in p) || p.kind !== 'json-rows') return [p];
-    const out: Payload[] = [];
-    for (let from = 0; from < p.rows.length; from += maxBatchRows) {
-      const to = from + maxBatchRows;
-      out.push({ kind: 'json-rows', rows: p.rows.slice(from, to), lines: p.lines.slice(from, to) });
+  return function* (chunk) {
+    for (const p of encode(chunk)) {
+      const cut = maxBatchRows !== null && sliceRows !== undefined;
+      if (!cut || typeof p !== 'object' || !('kind' in p) || p.kind !== 'json-rows') {
+        yield [p];
+        continue;
+      }
+      const out: Payload[] = [];
+      for (let from = 0; from < p.ends.length; from += maxBatchRows)
+        out.push(sliceRows(p, from, Math.min(from + maxBatchRows, p.ends.length)));
+      yield out;
     }
-    return out;
   };
 }
 
-/** Clean chunks through the CSV form of the encoder; the chunks the validating path read are encoded already. */
-function encodeCsv(csv: (chunk: CsvChunkPayload) => Payload[]): (p: Payload) => Payload[] {
-  return (p) => (typeof p === 'object' && 'kind' in p && p.kind === 'csv' ? csv(p) : [p]);
+/**
+ * A part's payloads as the batches the thread posts: clean chunks through the CSV form of the encoder,
+ * piece by piece; the chunks the validating path read are encoded already.
+ */
+function* pieces(
+  payloads: Payload[],
+  csv: (chunk: CsvChunkPayload) => Iterable<Payload[]>,
+): Generator<Payload[]> {
+  for (const p of payloads) {
+    if (typeof p === 'object' && 'kind' in p && p.kind === 'csv') yield* csv(p);
+    else yield [p];
+  }
 }
 
 function failure(err: unknown): FromThread {
