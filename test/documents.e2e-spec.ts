@@ -12,6 +12,7 @@ import { countingPgRelay } from './support/net';
 import { waitForJob, waitForPublisher } from './support/ingest';
 import {
   VECTOR_STORE_REGISTRY,
+  dropPgvectorTable,
   openVectorStore,
   peerAllowList,
   peerPolicy,
@@ -279,6 +280,7 @@ describe.each(STORES)('documents into %s: tap and upload, search, idempotence, d
 
 describe('decompression bombs uploaded to the worker', () => {
   const env = uniqueEnvironment('docs-bomb');
+  const collection = `kb_bomb_${env.slice(-8).replace(/[^a-z0-9]/g, '')}`;
   let api: TestApi;
   let worker: TestWorker;
   let dir: string;
@@ -301,7 +303,7 @@ describe('decompression bombs uploaded to the worker', () => {
         destination: {
           vectorStore: {
             store: 'pgvector',
-            collection: `kb_bomb_${env.slice(-8).replace(/[^a-z0-9]/g, '')}`,
+            collection,
           },
         },
       })
@@ -311,6 +313,7 @@ describe('decompression bombs uploaded to the worker', () => {
   afterAll(async () => {
     await worker?.close();
     await api?.close();
+    await dropPgvectorTable(collection).catch(() => undefined);
     await rm(dir, { recursive: true, force: true });
   });
 
