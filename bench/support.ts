@@ -8,7 +8,7 @@ import {
   readdirSync,
   statSync,
 } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { readFile, readdir } from 'node:fs/promises';
 import { request } from 'node:http';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -153,6 +153,24 @@ export async function cpuSeconds(pid: number): Promise<number> {
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   // After the command: field 3 (state) is fields[0], so field 14 (utime) is fields[11].
   return fields.slice(11, 15).reduce((sum, f) => sum + Number(f), 0) / 100;
+}
+
+/**
+ * CPU seconds of each thread of a process, summed by thread name (`MainThread`, `WorkerThread` for a
+ * Node worker thread and the native threads it starts, `V8Worker` for the collector and compiler,
+ * `libuv-worker`): where a process's CPU went, from /proc/<pid>/task/<tid>/stat. A thread that ended
+ * is not listed (its CPU stays in the process's total).
+ */
+export async function threadCpuSeconds(pid: number): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  for (const tid of await readdir(`/proc/${pid}/task`).catch(() => [] as string[])) {
+    const stat = await readFile(`/proc/${pid}/task/${tid}/stat`, 'utf8').catch(() => null);
+    if (!stat) continue;
+    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    out.set(name, (out.get(name) ?? 0) + (Number(fields[11]) + Number(fields[12])) / 100);
+  }
+  return out;
 }
 
 /** Streams a multipart upload from disk (the file never sits in this process's memory). */

@@ -39,6 +39,7 @@ import {
   peerMissing,
   postJson,
   startPlatform,
+  threadCpuSeconds,
   uploadFile,
   waitForRollup,
 } from './support';
@@ -195,12 +196,23 @@ async function main(): Promise<void> {
       const publisher = randomUUID();
       const apps = [platform.api.pid ?? 0, platform.worker.pid ?? 0];
       const cpu = await Promise.all(apps.map(cpuSeconds));
+      const threads = await threadCpuSeconds(platform.worker.pid ?? 0);
       t = performance.now();
       // The corpus as one zipped set: FileNotifier makes each document its own job.
       await uploadFile(BASE, archive, 'bench_docs', 'corpus.zip', publisher);
       await waitForRollup(BASE, `publishertoken=${publisher}`, docs.length + 1, POLL_MS);
       ingestRate = chunks.length / ((performance.now() - t) / 1000);
       const [api, worker] = (await Promise.all(apps.map(cpuSeconds))).map((c, i) => c - cpu[i]);
+      // The worker's CPU by thread: its main thread (parsing, chunking, tokenizing, protocol writes)
+      // against the model's (the embedding thread and the ONNX threads it starts, all `WorkerThread`).
+      const byThread = [...(await threadCpuSeconds(platform.worker.pid ?? 0))]
+        .map(([name, s]) => [name, s - (threads.get(name) ?? 0)] as const)
+        .filter(([, s]) => s >= 0.05)
+        .sort((a, b) => b[1] - a[1]);
+      const per = (s: number) => `${((s * 1000) / docs.length).toFixed(0)} ms/document`;
+      console.log(
+        `${store}: worker CPU by thread: ${byThread.map(([name, s]) => `${name} ${s.toFixed(1)} s (${per(s)})`).join(', ')}`,
+      );
       console.log(
         `${store}: platform ingest ${ingestRate.toFixed(1)} chunks/s in ${((performance.now() - t) / 1000).toFixed(1)} s ` +
           `(CPU: API ${api.toFixed(1)} s, worker ${worker.toFixed(1)} s; load average ${loadavg()[0].toFixed(1)})`,

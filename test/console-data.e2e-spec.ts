@@ -15,7 +15,7 @@ import {
 import { TEST_DATABASE_URL, TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
 import { csvPipeline, upload, waitForJob } from './support/ingest';
 import { ModelDouble } from './support/model-double';
-import { vectorPeerFields } from './support/vector-peers';
+import { dropPgvectorTable, vectorPeerFields } from './support/vector-peers';
 
 const DQ_V1 = `def check(rows):
     return [("amount is negative" if r["amount"] is not None and r["amount"] < 0 else None) for r in rows]
@@ -89,6 +89,7 @@ consoleDescribe('test/console-data.e2e-spec.ts')(
     }, 120_000);
     afterAll(async () => {
       await pg?.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await dropPgvectorTable(collection).catch(() => undefined);
       await pg?.end();
       await browser?.close();
       await worker?.close();

@@ -1,15 +1,18 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Client } from 'pg';
 import { VECTOR_STORES, VectorStoreName } from '@tapyard/model';
 import type { VectorStore } from '@tapyard/vector-stores';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { writeDocxBomb, writePdfBomb } from './support/document-bombs';
 import { CORPUS, documentTapScript } from './support/documents';
-import { TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
+import { TEST_DATABASE_URL, TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
+import { countingPgRelay } from './support/net';
 import { waitForJob, waitForPublisher } from './support/ingest';
 import {
   VECTOR_STORE_REGISTRY,
+  dropPgvectorTable,
   openVectorStore,
   peerAllowList,
   peerPolicy,
@@ -27,6 +30,8 @@ describe.each(STORES)('documents into %s: tap and upload, search, idempotence, d
   let worker: TestWorker;
   let direct: VectorStore;
   let container: string;
+  /** pgvector: the worker reaches it through this relay, which counts its statements on the container. */
+  let relay: Awaited<ReturnType<typeof countingPgRelay>> | null = null;
 
   const searchBody = (query: string, extra: Record<string, unknown> = {}) => ({
     query,
@@ -59,7 +64,14 @@ describe.each(STORES)('documents into %s: tap and upload, search, idempotence, d
         : { TAP_EGRESS_ALLOW: peerAllowList(fields) }),
     };
     api = await startApi(flags);
-    worker = await startWorker(flags);
+    if (store === 'pgvector') {
+      const url = new URL(fields.connectionString);
+      relay = await countingPgRelay(Number(url.port), collection);
+      url.port = String(relay.port);
+      worker = await startWorker({ ...flags, PGVECTOR_URL: url.toString() });
+    } else {
+      worker = await startWorker(flags);
+    }
     if (store !== 'pgvector') await api.http.put(`/api/v1/secrets/${store}`).send(fields).expect(200);
     direct = openVectorStore(store, fields, peerPolicy(fields));
     container = direct.containerName(collection);
@@ -78,6 +90,7 @@ describe.each(STORES)('documents into %s: tap and upload, search, idempotence, d
     await direct?.close();
     await worker?.close();
     await api?.close();
+    await relay?.close();
   });
 
   it('loads a document tap: one job per document under one publisher token, then finds the right one first', async () => {
@@ -165,6 +178,34 @@ describe.each(STORES)('documents into %s: tap and upload, search, idempotence, d
     expect(hits[0].metadata.uri).toBe('upload://parking.html');
   });
 
+  it('loads a small document into a container it prepared in three status writes and, in pgvector, three statements', async () => {
+    // The first job may prepare the container (its cache of prepared containers is short-lived).
+    const warm = await uploadDoc(api, '# Bikes\n\nBicycles go in the rack by the east door.', 'bikes.md');
+    expect((await waitForJob(api.http, warm)).rollup.status).toBe('success');
+    const before = relay?.count() ?? 0;
+    const token = await uploadDoc(api, '# Lockers\n\nLockers are on the second floor.', 'lockers.md');
+    const done = await waitForJob(api.http, token);
+    expect(done.rollup.status).toBe('success');
+    // The worker's events (the upload's own are the API's): those written together share their
+    // transaction, one round trip: the begin; parsed and chunked; the end.
+    const db = new Client({ connectionString: TEST_DATABASE_URL });
+    await db.connect();
+    try {
+      const writes = await db.query<{ n: string }>(
+        `SELECT count(DISTINCT xmin::text) AS n FROM tapyard.status_events
+          WHERE environment = $1 AND pipeline_token = $2
+            AND process_name IN ('JobRunner', 'DataQuality', 'Transformation', 'VectorStoreLoader')`,
+        [env, token],
+      );
+      expect(Number(writes.rows[0].n)).toBe(3);
+    } finally {
+      await db.end();
+    }
+    // The container is known to exist with the model's dimension: whether it still does, the
+    // document's chunk ids, the upsert.
+    if (relay) expect(relay.count() - before).toBe(3);
+  });
+
   it('loads uploads of a PDF, a DOCX and an HTML file, each found by its own subject; a broken file ends error saying why', async () => {
     const pdf = await uploadDoc(
       api,
@@ -239,6 +280,7 @@ describe.each(STORES)('documents into %s: tap and upload, search, idempotence, d
 
 describe('decompression bombs uploaded to the worker', () => {
   const env = uniqueEnvironment('docs-bomb');
+  const collection = `kb_bomb_${env.slice(-8).replace(/[^a-z0-9]/g, '')}`;
   let api: TestApi;
   let worker: TestWorker;
   let dir: string;
@@ -261,7 +303,7 @@ describe('decompression bombs uploaded to the worker', () => {
         destination: {
           vectorStore: {
             store: 'pgvector',
-            collection: `kb_bomb_${env.slice(-8).replace(/[^a-z0-9]/g, '')}`,
+            collection,
           },
         },
       })
@@ -271,6 +313,7 @@ describe('decompression bombs uploaded to the worker', () => {
   afterAll(async () => {
     await worker?.close();
     await api?.close();
+    await dropPgvectorTable(collection).catch(() => undefined);
     await rm(dir, { recursive: true, force: true });
   });
 

@@ -91,3 +91,56 @@ describe('pgvector: a filtered search reads the rows its filter keeps through an
     expect(hits.map((h) => h.id)).toEqual(expected);
   });
 });
+
+describe('pgvector: a table made before the metadata index gets it when the platform prepares it', () => {
+  let store: VectorStore;
+  let pg: Client;
+  let container: string;
+
+  beforeAll(async () => {
+    const fields = vectorPeerFields('pgvector');
+    store = openVectorStore('pgvector', fields, peerPolicy(fields));
+    container = store.containerName(`older_${randomUUID().replace(/-/g, '')}`);
+    pg = new Client({ connectionString: fields.connectionString });
+    await pg.connect();
+  });
+  afterAll(async () => {
+    await pg?.end();
+    await store?.drop(container).catch(() => undefined);
+    await store?.close();
+  });
+
+  const metadataIndexes = async (): Promise<string[]> =>
+    (
+      await pg.query<{ def: string }>(
+        `SELECT pg_get_indexdef(indexrelid) AS def FROM pg_index WHERE indrelid = to_regclass($1)`,
+        [container],
+      )
+    ).rows
+      .map((r) => r.def)
+      .filter((d) => d.includes('USING gin (metadata jsonb_path_ops)'));
+
+  it('creates the GIN index once, keeping the rows, however often the table is prepared', async () => {
+    // The table as the platform made it before the index existed.
+    await pg.query(
+      `CREATE TABLE ${container} (id uuid PRIMARY KEY, content text NOT NULL, metadata jsonb NOT NULL, embedding vector(4) NOT NULL)`,
+    );
+    await pg.query(`CREATE INDEX ON ${container} USING hnsw (embedding vector_cosine_ops)`);
+    await pg.query(`CREATE INDEX ON ${container} ((metadata ->> 'uri'))`);
+    const kept: ChunkRecord = {
+      id: randomUUID(),
+      text: 'kept',
+      metadata: { uri: 'doc://old', shard: 1 },
+      vector: new Float32Array([1, 0, 0, 0]),
+    };
+    await store.upsert(container, [kept]);
+    expect(await metadataIndexes()).toEqual([]);
+
+    await expect(store.ensure(container, 4)).resolves.toEqual({ created: false });
+    expect(await metadataIndexes()).toHaveLength(1);
+    await store.ensure(container, 4);
+    expect(await metadataIndexes()).toHaveLength(1);
+    const hits = await store.search(container, new Float32Array([1, 0, 0, 0]), 5, { shard: 1 });
+    expect(hits.map((h) => h.id)).toEqual([kept.id]);
+  });
+});

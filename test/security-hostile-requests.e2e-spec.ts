@@ -9,7 +9,7 @@ import { TEST_OBJECT_STORE, testEnv, uniqueEnvironment } from './support/env';
 import { waitForPublisher } from './support/ingest';
 import { closedPort } from './support/net';
 import { Spawned, spawnApp } from './support/processes';
-import { vectorPeerFields } from './support/vector-peers';
+import { dropPgvectorTable, vectorPeerFields } from './support/vector-peers';
 
 /**
  * Hostile requests and jobs against real processes: a multipart body cut off inside its file part,
@@ -196,6 +196,7 @@ describe('document taps: a filename is metadata, never a path', () => {
   afterAll(async () => {
     await worker.close();
     await api.close();
+    await dropPgvectorTable(`pages_${env.slice(-8)}`).catch(() => undefined);
   });
 
   it('loads documents named like paths without writing outside the spool, and the worker keeps working', async () => {

@@ -159,6 +159,36 @@ describe('staging (inputs between hosts, through the object store)', () => {
     expect((await stat(join(dir, 'empty'))).size).toBe(0);
   });
 
+  it('a finished input is downloaded by its end marker: one request per part and one for the marker, none for a missing part', async () => {
+    const body = randomBytes(9 * 1024 * 1024 + 7);
+    await staging.write(env, 'finished', Readable.from([body]));
+    const gets = jest.spyOn(store, 'getBuffer');
+    try {
+      await staging.download(env, 'finished', join(dir, 'finished'));
+      const keys = gets.mock.calls.map((c) => c[1].slice(`${STAGING_PREFIX}finished/`.length));
+      expect(keys).toEqual(['end', 'part-000000', 'part-000001', 'part-000002']);
+    } finally {
+      gets.mockRestore();
+    }
+    expect(sha(await readFile(join(dir, 'finished')))).toBe(sha(body));
+  });
+
+  it('a download begun while its input is still written waits for the rest and gets the whole of it', async () => {
+    const body = randomBytes(5 * 1024 * 1024 + 99);
+    const w = await staging.writer(env, 'unfinished');
+    w.write(body.subarray(0, 4 * 1024 * 1024 + 1));
+    const downloading = staging.download(env, 'unfinished', join(dir, 'unfinished'));
+    // The first part reaches the store while the download waits for the end marker.
+    for (let i = 0; i < 200 && (await objects('unfinished')).length === 0; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    w.end(body.subarray(4 * 1024 * 1024 + 1));
+    await new Promise<void>((resolve, reject) => w.on('finish', resolve).on('error', reject));
+    await staging.done(env, w);
+    await downloading;
+    expect(sha(await readFile(join(dir, 'unfinished')))).toBe(sha(body));
+  });
+
   it('an object store that keeps failing fails the reader after STAGING_READ_RETRY_SECONDS, saying so', async () => {
     const down = loadConfig(
       testEnv({

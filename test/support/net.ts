@@ -92,3 +92,66 @@ export async function cuttableProxy(targetPort: number, listenPort = 0): Promise
       }),
   };
 }
+
+/**
+ * A relay to a PostgreSQL server that counts the client's round trips (a simple query, or an
+ * extended-protocol exchange up to its Sync) whose bytes hold `marker` (a table's name, in the text or
+ * a parameter): the statements a client sent about that table, whatever else shares the connection.
+ */
+export async function countingPgRelay(
+  targetPort: number,
+  marker: string,
+): Promise<{ port: number; count(): number; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const needle = Buffer.from(marker);
+  let counted = 0;
+  const server: Server = createServer((client) => {
+    const upstream = connect({ host: '127.0.0.1', port: targetPort });
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('error', () => undefined);
+      s.on('close', () => sockets.delete(s));
+    }
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+    let pending = Buffer.alloc(0);
+    let started = false;
+    let exchange = false;
+    client.on('data', (chunk: Buffer) => {
+      upstream.write(chunk);
+      pending = Buffer.concat([pending, chunk]);
+      // Frontend messages: the startup message has no type byte; every other one is a type byte
+      // and a length that counts itself.
+      for (;;) {
+        const head = started ? 1 : 0;
+        if (pending.length < head + 4) break;
+        const length = pending.readInt32BE(head);
+        if (pending.length < head + length) break;
+        const type = started ? String.fromCharCode(pending[0]) : '';
+        const body = pending.subarray(head + 4, head + length);
+        pending = pending.subarray(head + length);
+        if (!started) {
+          // An SSLRequest (80877103) is answered before the real startup message.
+          started = body.readInt32BE(0) !== 80877103;
+          continue;
+        }
+        if ((type === 'Q' || type === 'P' || type === 'B') && body.includes(needle)) exchange = true;
+        if (type === 'Q' || type === 'S') {
+          if (exchange) counted++;
+          exchange = false;
+        }
+      }
+    });
+    upstream.pipe(client);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as { port: number }).port,
+    count: () => counted,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}

@@ -65,3 +65,17 @@ export function openVectorStore(
   if (!factory) throw new Error(`no vector store plug-in registered as ${name}`);
   return factory(fields, policy);
 }
+
+/**
+ * Drops a pgvector table a test's pipeline made in the shared local database (`public.<collection>`
+ * unless named with its schema): the suites run again and again, and nothing else removes it.
+ */
+export async function dropPgvectorTable(collection: string): Promise<void> {
+  const fields = vectorPeerFields('pgvector');
+  const store = openVectorStore('pgvector', fields, peerPolicy(fields));
+  try {
+    await store.drop(collection.includes('.') ? collection : store.containerName(collection));
+  } finally {
+    await store.close();
+  }
+}

@@ -10,7 +10,7 @@ import { ObjectStore } from '@tapyard/objectstore';
 import { PipelineDefinition, unstructuredAttributes } from '@tapyard/model';
 import { PipelinesService } from '@tapyard/pipelines';
 import { DocumentPayload, RetryLaterError } from '@tapyard/queue';
-import { JobOutcome, JobRef, ProcessName, StatusService, jobRef } from '@tapyard/status';
+import { JobEvents, JobOutcome, ProcessName, StatusService, jobRef } from '@tapyard/status';
 import { ChunkRecord, VectorContainers, VectorStore, VectorStoresService } from '@tapyard/vector-stores';
 import { chunkText } from '../chunk/chunk-text';
 import { DocumentError } from '../document.errors';
@@ -31,6 +31,8 @@ class DocumentStageError extends Error {
 
 /** Chunks embedded and written per step: bounds memory and gives progress notes. */
 const SLICE = 256;
+/** How long a container this process prepared is taken as prepared (see DocumentLoader.prepare). */
+const PREPARED_FOR_MS = 60_000;
 
 /**
  * One document into the pipeline's vector store: parse (DataQuality), chunk and embed
@@ -41,6 +43,8 @@ const SLICE = 256;
 @Injectable()
 export class DocumentLoader {
   private readonly logger = new Logger(DocumentLoader.name);
+  /** Per store client (a changed secret makes a new one): containers prepared, until when. */
+  private readonly prepared = new WeakMap<VectorStore, Map<string, number>>();
 
   constructor(
     @Inject(CONFIG) private readonly config: TapyardConfig,
@@ -56,7 +60,9 @@ export class DocumentLoader {
   ) {}
 
   async run(p: DocumentPayload, attempt: { made: number; max: number } = { made: 0, max: 1 }): Promise<void> {
-    const job = jobRef(p);
+    // A job's events go in three writes (begin; parsed and chunked; end), each holding what was kept
+    // since the last: eight round trips per document, each under the job's lock, were worker CPU.
+    const events = this.status.of(jobRef(p));
     let local: string | null = null;
     try {
       const def = (
@@ -83,28 +89,23 @@ export class DocumentLoader {
         );
       });
       const container = vs.containerName(target.collection, target.schema);
-      await this.status.record(
-        job,
-        'JobRunner',
-        'begin',
-        `loading document ${p.uri} into ${vs.name} '${container}'`,
-      );
+      await events.record('JobRunner', 'begin', `loading document ${p.uri} into ${vs.name} '${container}'`);
 
       local = await this.stage(p);
-      const result = await this.load(job, p, def, local, vs, container);
+      const result = await this.load(events, p, def, local, vs, container);
       // This host's copy goes before the terminal event: nothing of a job outlives its end.
       local = await this.dropLocal(local);
-      await this.status.record(job, 'JobRunner', 'end', result.note, result.outcome);
+      await events.record('JobRunner', 'end', result.note, result.outcome);
       await this.cleanUp(p, local, 'ended');
     } catch (err) {
       if (err instanceof RetryLaterError) {
+        await events.flush();
         await this.cleanUp(p, local, 'again');
         throw err;
       }
       const e = err instanceof DocumentStageError ? err : classify(err);
       if (e.retryable && attempt.made + 1 < attempt.max) {
-        await this.status.record(
-          job,
+        await events.record(
           e.processName,
           'processing',
           `${e.message}; will retry (delivery ${attempt.made + 1} of ${attempt.max})`,
@@ -117,19 +118,13 @@ export class DocumentLoader {
         'document job failed',
       );
       local = await this.dropLocal(local);
-      await this.status.record(
-        job,
-        e.processName,
-        e.outcome === 'warning' ? 'end' : 'error',
-        e.message,
-        e.outcome,
-      );
+      await events.record(e.processName, e.outcome === 'warning' ? 'end' : 'error', e.message, e.outcome);
       await this.cleanUp(p, local, 'ended');
     }
   }
 
   private async load(
-    job: JobRef,
+    events: JobEvents,
     p: DocumentPayload,
     def: PipelineDefinition,
     path: string,
@@ -138,7 +133,7 @@ export class DocumentLoader {
   ): Promise<{ note: string; outcome: JobOutcome }> {
     const attrs = unstructuredAttributes(def.source.fileAttributes.unstructuredAttributes);
 
-    await this.status.record(job, 'DataQuality', 'begin', `parsing ${p.filename}`);
+    events.add('DataQuality', 'begin', `parsing ${p.filename}`);
     const bounds = this.config.documents;
     const extracted = await extractText({ path, filename: p.filename }, attrs.parser, {
       maxDecompressedBytes: bounds.maxDecompressedBytes,
@@ -154,8 +149,7 @@ export class DocumentLoader {
       throw err;
     });
     const contentHash = await sha256File(path);
-    await this.status.record(
-      job,
+    events.add(
       'DataQuality',
       'end',
       `${extracted.format}: ${extracted.text.length} characters of text${extracted.pages ? ` from ${extracted.pages} pages` : ''}${
@@ -163,7 +157,7 @@ export class DocumentLoader {
       }`,
     );
 
-    await this.status.record(job, 'Transformation', 'begin', 'chunking and embedding');
+    events.add('Transformation', 'begin', 'chunking and embedding');
     const embedder = await this.embedder(p.environment);
     const size = Math.min(attrs.chunking.size, embedder.maxInputTokens - 2);
     const chunks = chunkText(extracted.text, embedder.tokenizer, { ...attrs.chunking, size });
@@ -185,29 +179,12 @@ export class DocumentLoader {
       },
     }));
 
-    await this.status.record(
-      job,
+    await events.record(
       'VectorStoreLoader',
       'begin',
       `writing ${records.length} chunks into ${vs.name} '${container}'`,
     );
-    const prepared = await this.withStore(vs, () =>
-      this.created.claim(p.environment, p.pipeline, async (record) => {
-        const r = await this.containers.prepare(p.environment, vs, container, {
-          model: embedder.model,
-          dimension: embedder.dimension,
-        });
-        // One record per container however many jobs raced to create it (a store may accept the
-        // same create twice): the id is derived from the container itself.
-        if (r.created) {
-          await record(
-            { store: 'vectorstore', vectorStore: vs.name, container },
-            chunkId(`${p.environment}/${p.pipeline}`, 0, `${vs.name}/${container}`),
-          );
-        }
-        return r;
-      }),
-    );
+    const prepared = await this.prepare(p, vs, container, embedder);
     const existing = new Set(await this.withStore(vs, () => vs.chunkIds(container, p.uri)));
     const wanted = new Set(records.map((r) => r.id));
     const missing = records.filter((r) => !existing.has(r.id));
@@ -228,16 +205,14 @@ export class DocumentLoader {
       await this.withStore(vs, () => vs.upsert(container, batch));
       embedded += slice.length;
       if (missing.length > SLICE) {
-        await this.status.record(
-          job,
+        await events.record(
           'VectorStoreLoader',
           'processing',
           `${embedded} of ${missing.length} new chunks written`,
         );
       }
     }
-    await this.status.record(
-      job,
+    events.add(
       'Transformation',
       'end',
       `${chunks.length} chunks of at most ${size} tokens (${embedder.model}); ${missing.length} embedded, ${chunks.length - missing.length} unchanged`,
@@ -247,7 +222,7 @@ export class DocumentLoader {
       missing.length === 0 && stale.length === 0
         ? `unchanged: the ${chunks.length} chunks of ${p.uri} are already in ${vs.name} '${container}'; nothing written`
         : `${missing.length} chunks written, ${stale.length} stale chunks removed${prepared.created ? ` (created '${container}')` : ''}`;
-    await this.status.record(job, 'VectorStoreLoader', 'end', note);
+    events.add('VectorStoreLoader', 'end', note);
     if (chunks.length === 0) {
       return {
         note: `${p.uri} gave no text to load${stale.length ? `; its ${stale.length} old chunks were removed` : ''}`,
@@ -255,6 +230,49 @@ export class DocumentLoader {
       };
     }
     return { note, outcome: 'success' };
+  }
+
+  /**
+   * The container made ready for the embedder's vectors (created, recorded, its model checked: a
+   * transaction and about nine queries). A container this process prepared for the same model within
+   * PREPARED_FOR_MS is only checked to still exist with that dimension (one query): a worker loads
+   * documents into one container in bursts, and a dropped or replaced container is prepared again.
+   */
+  private async prepare(
+    p: DocumentPayload,
+    vs: VectorStore,
+    container: string,
+    embedder: Embedder,
+  ): Promise<{ created: boolean }> {
+    const key = `${p.environment}\u0000${p.pipeline}\u0000${container}\u0000${embedder.model}\u0000${embedder.dimension}`;
+    const known = this.prepared.get(vs);
+    const until = known?.get(key);
+    if (until !== undefined && until > Date.now()) {
+      const dimension = await this.withStore(vs, () => vs.dimension(container));
+      if (dimension === embedder.dimension) return { created: false };
+      known?.delete(key);
+    }
+    const result = await this.withStore(vs, () =>
+      this.created.claim(p.environment, p.pipeline, async (record) => {
+        const r = await this.containers.prepare(p.environment, vs, container, {
+          model: embedder.model,
+          dimension: embedder.dimension,
+        });
+        // One record per container however many jobs raced to create it (a store may accept the
+        // same create twice): the id is derived from the container itself.
+        if (r.created) {
+          await record(
+            { store: 'vectorstore', vectorStore: vs.name, container },
+            chunkId(`${p.environment}/${p.pipeline}`, 0, `${vs.name}/${container}`),
+          );
+        }
+        return r;
+      }),
+    );
+    const entries = known ?? new Map<string, number>();
+    entries.set(key, Date.now() + PREPARED_FOR_MS);
+    this.prepared.set(vs, entries);
+    return result;
   }
 
   private async embedder(environment: string): Promise<Embedder> {

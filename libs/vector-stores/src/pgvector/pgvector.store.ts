@@ -96,6 +96,7 @@ export class PgvectorStore implements VectorStore {
       if (existing !== null) {
         if (existing !== dimension)
           throw new VectorDimensionMismatch('pgvector', container, existing, dimension);
+        await this.ensureMetadataIndex(c, sql);
         return { created: false };
       }
       await c.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`);
@@ -110,6 +111,24 @@ export class PgvectorStore implements VectorStore {
       await c.query(`CREATE INDEX ON ${sql} USING gin (metadata jsonb_path_ops)`);
       return { created: true };
     });
+  }
+
+  /**
+   * A table made before filtered searches had their GIN index gets it when the platform next prepares
+   * the table. Built here, inside the preparing transaction under its advisory lock, not CONCURRENTLY
+   * (which cannot run in a transaction, can leave an invalid index behind when it fails, and two
+   * preparers could each build one): writes to the table wait while it is built, once; searches do
+   * not. An operator with a large table can build it beforehand with CREATE INDEX CONCURRENTLY, which
+   * this check then finds.
+   */
+  private async ensureMetadataIndex(c: PoolClient, sql: string): Promise<void> {
+    const found = await c.query(
+      `SELECT 1 FROM pg_index i
+        WHERE i.indrelid = to_regclass($1) AND i.indisvalid
+          AND pg_get_indexdef(i.indexrelid) LIKE '%USING gin (metadata jsonb_path_ops)%'`,
+      [sql],
+    );
+    if (found.rowCount === 0) await c.query(`CREATE INDEX ON ${sql} USING gin (metadata jsonb_path_ops)`);
   }
 
   async chunkIds(container: string, uri: string): Promise<string[]> {
