@@ -28,6 +28,19 @@ export async function blackhole(): Promise<{ port: number; close(): Promise<void
   };
 }
 
+/** A connection to `targetPort` for `client`, each closed with the other, both tracked in `sockets`. */
+function connectUpstream(client: Socket, targetPort: number, sockets: Set<Socket>): Socket {
+  const upstream = connect({ host: '127.0.0.1', port: targetPort });
+  for (const s of [client, upstream]) {
+    sockets.add(s);
+    s.on('error', () => undefined);
+    s.on('close', () => sockets.delete(s));
+  }
+  client.on('close', () => upstream.destroy());
+  upstream.on('close', () => client.destroy());
+  return upstream;
+}
+
 /**
  * A TCP relay to a local port that a test can cut (every connection dropped, new ones refused) and
  * restore: an outage of a real server, without stopping it for the other suites. `cutAfter(n)` cuts
@@ -55,14 +68,7 @@ export async function cuttableProxy(targetPort: number, listenPort = 0): Promise
   };
   const server: Server = createServer((client) => {
     if (down) return client.destroy();
-    const upstream = connect({ host: '127.0.0.1', port: targetPort });
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on('error', () => undefined);
-      s.on('close', () => sockets.delete(s));
-    }
-    client.on('close', () => upstream.destroy());
-    upstream.on('close', () => client.destroy());
+    const upstream = connectUpstream(client, targetPort, sockets);
     client.on('data', (chunk: Buffer) => {
       if (down) return;
       sent += chunk.length;
@@ -106,14 +112,7 @@ export async function countingPgRelay(
   const needle = Buffer.from(marker);
   let counted = 0;
   const server: Server = createServer((client) => {
-    const upstream = connect({ host: '127.0.0.1', port: targetPort });
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on('error', () => undefined);
-      s.on('close', () => sockets.delete(s));
-    }
-    client.on('close', () => upstream.destroy());
-    upstream.on('close', () => client.destroy());
+    const upstream = connectUpstream(client, targetPort, sockets);
     let pending = Buffer.alloc(0);
     let started = false;
     let exchange = false;
