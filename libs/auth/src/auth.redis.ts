@@ -1,6 +1,6 @@
 import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
-import Redis from 'ioredis';
-import { CONFIG, ServiceUnavailableError, TapyardConfig, errorMessage } from '@tapyard/core';
+import type Redis from 'ioredis';
+import { CONFIG, ServiceUnavailableError, TapyardConfig, errorMessage, sideConnection } from '@tapyard/core';
 
 /**
  * The Redis connection auth state lives on (sessions, login counters, key-map versions), so every API
@@ -11,12 +11,8 @@ export class AuthRedis implements OnModuleDestroy {
   private readonly client: Redis;
 
   constructor(@Inject(CONFIG) config: TapyardConfig) {
-    this.client = new Redis(config.redis.url, {
-      maxRetriesPerRequest: 1,
-      connectTimeout: 2000,
-      lazyConnect: true,
-    });
-    this.client.on('error', () => undefined); // surfaced per command below
+    // Failures surface per command below.
+    this.client = sideConnection(config.redis.url, 'auth', { lazyConnect: true });
   }
 
   async run<T>(command: (redis: Redis) => Promise<T>): Promise<T> {

@@ -16,3 +16,4 @@ export * from './metrics';
 export * from './validation/validate';
 export * from './threads/spawn';
 export * from './text/did-you-mean';
+export * from './redis/side-connection';

@@ -1,7 +1,7 @@
 import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
-import Redis from 'ioredis';
+import type Redis from 'ioredis';
 import { Logger } from 'pino';
-import { CONFIG, LOGGER, TapyardConfig, errorMessage } from '@tapyard/core';
+import { CONFIG, LOGGER, TapyardConfig, errorMessage, sideConnection } from '@tapyard/core';
 
 /** One channel for every staged input of every environment: a message names its bucket and id. */
 const CHANNEL = 'tapyard:staging:changed';
@@ -147,13 +147,7 @@ export class StagingSignals implements OnModuleDestroy {
   }
 
   private connect(role: string, options: { enableOfflineQueue?: boolean; lazyConnect: boolean }): Redis {
-    const r = new Redis(this.config.redis.url, {
-      ...options,
-      maxRetriesPerRequest: 1,
-      connectTimeout: 2000,
-      connectionName: `tapyard-staging-${role}-${process.pid}`,
-    });
-    r.on('error', () => undefined); // a hint only: readers poll while Redis is away
-    return r;
+    // A hint only: readers poll while Redis is away.
+    return sideConnection(this.config.redis.url, `staging-${role}`, options);
   }
 }

@@ -1,7 +1,7 @@
 import { Inject, Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
-import Redis from 'ioredis';
+import type Redis from 'ioredis';
 import { Logger } from 'pino';
-import { CONFIG, LOGGER, TapyardConfig, errorMessage } from '@tapyard/core';
+import { CONFIG, LOGGER, TapyardConfig, errorMessage, sideConnection } from '@tapyard/core';
 import { StoredPipeline } from '@tapyard/model';
 
 /** Every process's cache listens here; a message names the pipeline (`environment\0name`) that changed. */
@@ -117,15 +117,9 @@ export class PipelineCache implements OnModuleInit, OnModuleDestroy {
   }
 
   private connect(role: string): Redis {
-    const redis = new Redis(this.config.redis.url, {
-      connectTimeout: 2000,
-      maxRetriesPerRequest: 1,
-      // Subscribed again by `listen` itself, which also knows to start afresh.
-      autoResubscribe: false,
-      connectionName: `tapyard-pipelines-${role}-${process.pid}`,
-    });
-    redis.on('error', () => undefined); // a lost connection stops the cache; publish failures are logged
-    return redis;
+    // A lost connection stops the cache; publish failures are logged. Subscribed again by `listen`
+    // itself, which also knows to start afresh.
+    return sideConnection(this.config.redis.url, `pipelines-${role}`, { autoResubscribe: false });
   }
 }
 
