@@ -56,7 +56,7 @@ done
 echo "$project $*" >>runs
 case $project in
   unit) touch unit-began; echo '{"numPassedTests":3,"numFailedTests":0,"testResults":[]}' >"$out";;
-  *) echo '{"numPassedTests":5,"numFailedTests":1,"testResults":[]}' >"$out";;
+  *) touch e2e-began; echo '{"numPassedTests":5,"numFailedTests":1,"testResults":[]}' >"$out";;
 esac
 `,
     );
@@ -85,6 +85,31 @@ esac
     // What was asked of `npm test` goes to both runs.
     for (const line of lines) expect(line).toMatch(/ some\/path$/);
     // The two static checks, the unit run's 3 and the e2e run's 5 passed and 1 failed.
+    expect(out.trim().split('\n').pop()).toBe('10 passed, 1 failed');
+    expect(code).toBe(1);
+  });
+
+  it('starts the e2e project once the build and the peers are up, beside the static checks, and counts them after it', async () => {
+    // The lint and the type check end only once the e2e run has begun (else they give up after 60 s,
+    // failing): the e2e run waits for neither, whatever the machine's speed.
+    const afterE2e = (what: string) =>
+      `#!/bin/sh\nfor i in $(seq 600); do [ -e e2e-began ] && exit 0; sleep 0.1; done\necho "${what}"; exit 1\n`;
+    stub('node_modules/.bin/tsc', afterE2e('the e2e run waited for the type check'));
+    stub('node_modules/.bin/eslint', afterE2e('the e2e run waited for the lint'));
+    const { code, out } = await npmTest('#!/bin/sh\nexit 0\n');
+    expect(out).not.toMatch(/waited for/);
+    expect(runs().map((l) => l.split(' ')[0])).toEqual(['unit', 'e2e']);
+    // Each step's header says when it ran, in seconds since the start; the checks' come after the e2e run.
+    const headers = out.split('\n').filter((l) => l.startsWith('==> '));
+    expect(headers).toEqual([
+      expect.stringMatching(/^==> build \(\d+-\d+ s\)$/),
+      expect.stringMatching(/^==> local services \(\d+-\d+ s\)$/),
+      expect.stringMatching(/^==> jest \(e2e project\) \(from \d+ s\)$/),
+      expect.stringMatching(/^==> jest \(e2e project\) ended \(\d+-\d+ s\)$/),
+      expect.stringMatching(/^==> lint \(eslint \+ prettier\) \(\d+-\d+ s\)$/),
+      expect.stringMatching(/^==> type check \(\d+-\d+ s\)$/),
+      expect.stringMatching(/^==> jest \(unit project\) \(\d+-\d+ s\)$/),
+    ]);
     expect(out.trim().split('\n').pop()).toBe('10 passed, 1 failed');
     expect(code).toBe(1);
   });
