@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import {
   chmodSync,
   copyFileSync,
@@ -33,14 +33,9 @@ describe('npm test (scripts/test)', () => {
     copyFileSync(join(root, 'scripts', 'test'), join(dir, 'scripts', 'test'));
     copyFileSync(join(root, 'scripts', 'lib', 'node.sh'), join(dir, 'scripts', 'lib', 'node.sh'));
     writeFileSync(join(dir, 'package-lock.json'), '{}\n');
-    // The build ends only once the unit run has begun, or the services failed (else it gives up after
-    // 60 s, failing): it proves the unit project does not wait for the build, whatever the machine's speed.
+    // The build marks its end: the unit run must not begin before it (it would take the cores from it).
     writeFileSync(join(dir, 'package.json'), JSON.stringify({ scripts: { build: 'bash build.sh' } }));
-    stub(
-      'build.sh',
-      'for i in $(seq 600); do\n  { [ -e unit-began ] || [ -e services-failed ]; } && exit 0\n  sleep 0.1\ndone\n' +
-        'echo "the unit run waited for the build"; exit 1\n',
-    );
+    stub('build.sh', 'nice >build-niceness; sleep 1; touch built\n');
     for (const tool of ['eslint', 'prettier', 'tsc'])
       stub(`node_modules/.bin/${tool}`, '#!/bin/sh\nexit 0\n');
     // Each Jest run says which project it ran and writes its report: unit 3 passed, e2e 5 passed and 1 failed.
@@ -55,7 +50,7 @@ for a in "$@"; do
 done
 echo "$project $*" >>runs
 case $project in
-  unit) touch unit-began; echo '{"numPassedTests":3,"numFailedTests":0,"testResults":[]}' >"$out";;
+  unit) [ -e built ] || echo "the unit run began beside the build" >>runs; echo '{"numPassedTests":3,"numFailedTests":0,"testResults":[]}' >"$out";;
   *) touch e2e-began; echo '{"numPassedTests":5,"numFailedTests":1,"testResults":[]}' >"$out";;
 esac
 `,
@@ -77,11 +72,11 @@ esac
   const runs = () =>
     existsSync(join(dir, 'runs')) ? readFileSync(join(dir, 'runs'), 'utf8').trim().split('\n') : [];
 
-  it('runs the unit project without waiting for the build, the e2e project after it, and counts both', async () => {
+  it('runs the unit project and the e2e project once the build has ended, and counts both', async () => {
     const { code, out } = await npmTest('#!/bin/sh\nexit 0\n', 'some/path');
-    expect(out).not.toMatch(/waited for the build/);
     const lines = runs();
-    expect(lines.map((l) => l.split(' ')[0])).toEqual(['unit', 'e2e']);
+    // Both begin once the build has ended, in either order; nothing else was written.
+    expect(lines.map((l) => l.split(' ')[0]).sort()).toEqual(['e2e', 'unit']);
     // What was asked of `npm test` goes to both runs.
     for (const line of lines) expect(line).toMatch(/ some\/path$/);
     // The two static checks, the unit run's 3 and the e2e run's 5 passed and 1 failed.
@@ -93,12 +88,16 @@ esac
     // The lint and the type check end only once the e2e run has begun (else they give up after 60 s,
     // failing): the e2e run waits for neither, whatever the machine's speed.
     const afterE2e = (what: string) =>
-      `#!/bin/sh\nfor i in $(seq 600); do [ -e e2e-began ] && exit 0; sleep 0.1; done\necho "${what}"; exit 1\n`;
+      `#!/bin/sh\nnice >>niceness\nfor i in $(seq 600); do [ -e e2e-began ] && exit 0; sleep 0.1; done\necho "${what}"; exit 1\n`;
     stub('node_modules/.bin/tsc', afterE2e('the e2e run waited for the type check'));
     stub('node_modules/.bin/eslint', afterE2e('the e2e run waited for the lint'));
     const { code, out } = await npmTest('#!/bin/sh\nexit 0\n');
     expect(out).not.toMatch(/waited for/);
-    expect(runs().map((l) => l.split(' ')[0])).toEqual(['unit', 'e2e']);
+    expect(
+      runs()
+        .map((l) => l.split(' ')[0])
+        .sort(),
+    ).toEqual(['e2e', 'unit']);
     // Each step's header says when it ran, in seconds since the start; the checks' come after the e2e run.
     const headers = out.split('\n').filter((l) => l.startsWith('==> '));
     expect(headers).toEqual([
@@ -110,6 +109,13 @@ esac
       expect.stringMatching(/^==> type check \(\d+-\d+ s\)$/),
       expect.stringMatching(/^==> jest \(unit project\) \(\d+-\d+ s\)$/),
     ]);
+    // The checks give way to the build and the e2e run; the build's niceness is the caller's.
+    const base = Number(execFileSync('nice', { encoding: 'utf8' }));
+    expect(readFileSync(join(dir, 'niceness'), 'utf8').trim().split('\n')).toEqual([
+      `${base + 10}`,
+      `${base + 10}`,
+    ]);
+    expect(readFileSync(join(dir, 'build-niceness'), 'utf8').trim()).toBe(`${base}`);
     expect(out.trim().split('\n').pop()).toBe('10 passed, 1 failed');
     expect(code).toBe(1);
   });
