@@ -57,6 +57,8 @@ module.exports = {
   testSequencer: '<rootDir>/test/sequencer.js',
   // More workers than cores: most suites wait on servers (PostgreSQL, MinIO, the sandbox, the apps
   // they spawn). On the 2-core machine the whole run took 730 s with 2 workers, 543 s with 3 and
-  // 488 s with 4; 3 keeps room for the suites that time real shutdowns and stalls.
-  maxWorkers: 3,
+  // 488 s with 4; the twelve longest e2e files (the suites that time shutdowns and stalls among them)
+  // took 223 s with 3, 207 s with 4 and 217 s with 5 (load 11 to 17), passing at 3 and 4; at 5 a wait
+  // of the console's outran its bound. `npm test` runs the unit project with 3 beside the e2e run.
+  maxWorkers: 4,
 };
