@@ -27,8 +27,8 @@ const IDLE_CONNECTIONS = 8;
  * come, so a 4 MiB part arrives without a Buffer, a copy or a stream event per 64 KiB socket read (on
  * the worker, those and the garbage they made were most of reading the staged input). Only what S3
  * answers a GET is taken: a status line, headers and a `content-length` body; anything else (chunked
- * or unbounded bodies, informational answers, bytes past the body) fails the request and drops the
- * connection.
+ * or unbounded bodies, informational answers, bytes past the body) fails the request, or drops the
+ * connection once its answer is whole.
  */
 export class HttpGetter {
   private readonly idle: Connection[] = [];
@@ -226,9 +226,11 @@ class Connection {
       throw new Error(`the object store refused the request (HTTP ${code}) with a ${length}-byte body`);
     // Its own memory, so the body can be handed to a thread without a copy.
     const answer: GetAnswer = { status: code, headers, body: Buffer.allocUnsafeSlow(length) };
-    const early = s.got - (end + 4);
-    if (early > length) throw new Error('the object store sent more than its content-length');
-    this.headBuf.copy(answer.body, 0, end + 4, s.got);
+    // Bytes past the body (in the read that brought the head) are a confused server: the answer is
+    // taken, the connection not used again, as when they come in a read of their own.
+    const early = Math.min(s.got - (end + 4), length);
+    if (early < s.got - (end + 4)) this.keep = false;
+    this.headBuf.copy(answer.body, 0, end + 4, end + 4 + early);
     Object.assign(s, { kind: 'body', got: early, answer });
   }
 
