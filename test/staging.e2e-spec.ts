@@ -239,9 +239,13 @@ describe('staging (inputs between hosts, through the object store)', () => {
   /** The real store, counting the object reads a reader makes. */
   class CountingStore extends ObjectStore {
     gets = 0;
+    /** Reads of objects that were not there. */
+    misses = 0;
     override async getBuffer(bucket: string, key: string, maxBytes: number): Promise<Buffer | null> {
       this.gets++;
-      return super.getBuffer(bucket, key, maxBytes);
+      const got = await super.getBuffer(bucket, key, maxBytes);
+      if (got === null) this.misses++;
+      return got;
     }
   }
 
@@ -288,6 +292,40 @@ describe('staging (inputs between hosts, through the object store)', () => {
       // Polling, the reader asked twice (part, end marker) every 20 ms or so: over a hundred reads in 1.5 s.
       // Signalled, it looks once on its own after SIGNALLED_POLL_MS (part, end, stop marker).
       expect(r.requestsWhileIdle).toBeLessThanOrEqual(8);
+    } finally {
+      signals.onModuleDestroy();
+    }
+  });
+
+  it('a reader of a writer that counts its parts asks the store only for parts that exist', async () => {
+    const counting = new CountingStore(config, logger);
+    const signals = new StagingSignals(config, logger);
+    try {
+      const s = new Staging(config, logger, counting, signals);
+      const w = await s.writer(env, 'counted');
+      const reading = readAll(s.read(env, 'counted', { reader: 'job-counted' }));
+      for (let i = 0; i < 200 && !signals.live; i++) await sleep(25);
+      expect(signals.live).toBe(true);
+      // Until the subscription was up the reader polled: its misses then are not the point.
+      const before = counting.misses;
+      const parts = [1, 2, 3, 4, 5, 6].map(() => randomBytes(4 << 20));
+      for (const part of parts) {
+        await new Promise<void>((r, j) => w.write(part, (err) => (err ? j(err) : r())));
+        // The reader catches up and waits for the next part, as it does behind an upload.
+        await sleep(150);
+      }
+      w.end();
+      await new Promise((r) => w.once('finish', r));
+      await s.done(env, w);
+      const got = await reading;
+      expect(got.error).toBeNull();
+      expect(sha(got.bytes)).toBe(sha(Buffer.concat(parts)));
+      // Without counts the reader asked for the part after each one and for the end marker (and its
+      // stop marker), none there yet: two or three misses a part (20 here). Now a poll that may have
+      // been on its way when the subscription came up, then only once the end is announced: the part
+      // after the last one, and the stop marker looked for before an end is taken.
+      expect(counting.misses - before).toBeLessThanOrEqual(5);
+      await s.remove(env, 'counted');
     } finally {
       signals.onModuleDestroy();
     }

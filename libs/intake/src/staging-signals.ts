@@ -5,10 +5,22 @@ import { CONFIG, LOGGER, TapyardConfig, errorMessage, sideConnection } from '@ta
 
 /** One channel for every staged input of every environment: a message names its bucket and id. */
 const CHANNEL = 'tapyard:staging:changed';
+/**
+ * The same news with what it is: `<bucket>/<id> <parts>` (that many parts are written, all of those
+ * before them too) or `<bucket>/<id> marker` (an end or stop marker). A reader that has it asks the
+ * store only for parts that exist. CHANNEL still carries every message, for readers of older hosts.
+ */
+const COUNTED_CHANNEL = 'tapyard:staging:counted';
 
 interface Watched {
   /** Bumped by every message naming the input (and by a reconnect, when messages may have been lost). */
   version: number;
+  /** Whether the writer's messages say what they announce (since the last reconnect). */
+  counted: boolean;
+  /** Parts the writer announced written. */
+  parts: number;
+  /** A marker was announced: the reader looks at everything again. */
+  marked: boolean;
   watchers: number;
   wake: Set<() => void>;
 }
@@ -19,6 +31,11 @@ export interface StagingWatch {
   readonly version: number;
   /** Whether signals arrive now (the subscription is up): otherwise the reader polls as it would without. */
   readonly live: boolean;
+  /**
+   * Whether part number `part` is not written yet as far as the writer said (it counts its parts, and
+   * announced neither that part nor a marker): the reader waits instead of asking the store.
+   */
+  unannounced(part: number): boolean;
   /** Resolves with true once `version` differs from `seen`, false after `ms` or when `signal` aborts. */
   changed(seen: number, ms: number, signal?: AbortSignal): Promise<boolean>;
   close(): void;
@@ -52,11 +69,21 @@ export class StagingSignals implements OnModuleDestroy {
     this.publisher ??= this.connect('publisher', { enableOfflineQueue: false, lazyConnect: false });
   }
 
-  /** Tells the readers of `bucket`/`id` to look again; never fails (a reader falls back to polling). */
-  notify(bucket: string, id: string): void {
+  /**
+   * Tells the readers of `bucket`/`id` to look again: `parts` are written, or a `marker`; never fails (a
+   * reader falls back to polling). The counted message goes first, so a reader that has it can leave
+   * the plain one aside.
+   */
+  notify(bucket: string, id: string, what: number | 'marker'): void {
     this.prepare();
     if (this.publisher?.status !== 'ready') return;
-    this.publisher.publish(CHANNEL, `${bucket}/${id}`).catch(() => undefined);
+    const key = `${bucket}/${id}`;
+    this.publisher
+      .pipeline()
+      .publish(COUNTED_CHANNEL, `${key} ${what}`)
+      .publish(CHANNEL, key)
+      .exec()
+      .catch(() => undefined);
   }
 
   watch(bucket: string, id: string): StagingWatch {
@@ -64,7 +91,7 @@ export class StagingSignals implements OnModuleDestroy {
     const key = `${bucket}/${id}`;
     let w = this.watched.get(key);
     if (!w) {
-      w = { version: 0, watchers: 0, wake: new Set() };
+      w = { version: 0, watchers: 0, wake: new Set(), counted: false, parts: 0, marked: false };
       this.watched.set(key, w);
     }
     w.watchers++;
@@ -78,6 +105,7 @@ export class StagingSignals implements OnModuleDestroy {
       get live() {
         return live();
       },
+      unannounced: (part) => entry.counted && !entry.marked && entry.parts <= part,
       changed: (seen, ms, signal) =>
         new Promise<boolean>((resolve) => {
           if (entry.version !== seen || signal?.aborted) return resolve(entry.version !== seen);
@@ -114,17 +142,20 @@ export class StagingSignals implements OnModuleDestroy {
     const sub = this.connect('subscriber', { lazyConnect: true });
     this.subscriber = sub;
     let once = false;
-    sub.on('message', (_channel: string, key: string) => this.bump(this.watched.get(key)));
+    sub.on('message', (channel: string, message: string) => this.received(channel, message));
     sub.on('close', () => (this.subscribed = false));
     // ioredis subscribes again after a reconnect; what was published meanwhile is lost: everyone looks again.
     sub.on('ready', () => {
       if (!once || this.subscriber !== sub) return;
       this.subscribed = true;
-      for (const w of this.watched.values()) this.bump(w);
+      for (const w of this.watched.values()) {
+        w.counted = false; // counts published meanwhile are lost
+        this.bump(w);
+      }
     });
     sub
       .connect()
-      .then(() => sub.subscribe(CHANNEL))
+      .then(() => sub.subscribe(COUNTED_CHANNEL, CHANNEL))
       .then(() => {
         once = true;
         if (this.subscriber === sub) this.subscribed = true;
@@ -138,6 +169,25 @@ export class StagingSignals implements OnModuleDestroy {
           'staging signals unavailable: readers poll the object store',
         );
       });
+  }
+
+  private received(channel: string, message: string): void {
+    if (channel !== COUNTED_CHANNEL) {
+      const w = this.watched.get(message);
+      // A counting writer's plain message repeats the counted one before it.
+      if (!w?.counted) this.bump(w);
+      return;
+    }
+    const space = message.lastIndexOf(' ');
+    const w = this.watched.get(message.slice(0, space));
+    if (!w) return;
+    const what = message.slice(space + 1);
+    const parts = Number(what);
+    if (what === 'marker') w.marked = true;
+    else if (Number.isSafeInteger(parts)) w.parts = Math.max(w.parts, parts);
+    else return;
+    w.counted = true;
+    this.bump(w);
   }
 
   private bump(w: Watched | undefined): void {

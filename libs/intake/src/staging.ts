@@ -61,6 +61,9 @@ export class StagedWriter extends Writable {
   bytes = 0;
   /** Parts started so far (their number is the part count once the writer finished). */
   parts = 0;
+  /** Parts written so far, every one before them too (parts finish out of order). */
+  private announced = 0;
+  private readonly finished = new Set<number>();
   private buffered: Buffer[] = [];
   private size = 0;
   private readonly inflight = new Set<Promise<void>>();
@@ -71,8 +74,8 @@ export class StagedWriter extends Writable {
     private readonly store: ObjectStore,
     private readonly bucket: string,
     readonly id: string,
-    /** Tells the readers a part was written (StagingSignals), so they need not poll for it. */
-    private readonly written: () => void = () => undefined,
+    /** Tells the readers how many parts are written (StagingSignals), so they need not poll for them. */
+    private readonly written: (parts: number) => void = () => undefined,
   ) {
     super({ highWaterMark: 1 << 20 });
     // A failed part is reported to whoever writes or ends the stream (pipeline, `finished`); an
@@ -132,14 +135,23 @@ export class StagedWriter extends Writable {
   }
 
   private put(chunks: Buffer[]): void {
+    const n = this.parts++;
     const put: Promise<void> = this.store
-      .putChunks(this.bucket, partKey(this.id, this.parts++), chunks, 'application/octet-stream')
-      .then(this.written)
+      .putChunks(this.bucket, partKey(this.id, n), chunks, 'application/octet-stream')
+      .then(() => this.finishedPart(n))
       .catch((err: unknown) => {
         this.failure ??= err instanceof Error ? err : new Error(errorMessage(err));
       })
       .finally(() => this.inflight.delete(put));
     this.inflight.add(put);
+  }
+
+  /** Announced only when the parts written without a gap grew: a reader needs them in order. */
+  private finishedPart(n: number): void {
+    this.finished.add(n);
+    const before = this.announced;
+    while (this.finished.delete(this.announced)) this.announced++;
+    if (this.announced > before) this.written(this.announced);
   }
 
   private async room(): Promise<void> {
@@ -190,7 +202,7 @@ export class Staging {
     const bucket = await this.bucket(environment);
     const signals = this.signals;
     signals?.prepare();
-    return new StagedWriter(this.store, bucket, checkedId(id), () => signals?.notify(bucket, id));
+    return new StagedWriter(this.store, bucket, checkedId(id), (parts) => signals?.notify(bucket, id, parts));
   }
 
   /** The whole of `body` as a finished staged input; returns its size in bytes. */
@@ -254,6 +266,13 @@ export class Staging {
     try {
       while (!signal?.aborted) {
         const seen = watch?.version ?? 0;
+        // The writer counts what it announces and has not announced this part: no request to the store
+        // (each miss was two, a part and the end marker, and most parts were waited for so).
+        if (watch?.live && trusted && !timedOut && failingSince === null && watch.unannounced(part)) {
+          signalled = await watch.changed(seen, SIGNALLED_POLL_MS, signal);
+          timedOut = !signalled;
+          continue;
+        }
         let body: Buffer | null = null;
         let end: string | null = null;
         try {
@@ -396,7 +415,7 @@ export class Staging {
     const body = Buffer.from(text).subarray(0, MARKER_BYTES);
     const bucket = await this.bucket(environment);
     await this.store.put(bucket, key, body, 'text/plain; charset=utf-8');
-    this.signals?.notify(bucket, id);
+    this.signals?.notify(bucket, id, 'marker');
   }
 
   /** Without an object store this fails as a 503 naming OBJECT_STORE_ENDPOINT: there is no local fallback. */

@@ -1,7 +1,8 @@
 import { Agent as HttpAgent, IncomingMessage, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { crc32 } from 'node:zlib';
-import { signV4 } from 'minio/dist/main/signing.js';
+import { GetAnswer, HttpGetter } from './http-get';
+import { SigV4, amzDate } from './sigv4';
 
 /** What the store answered when it refused a request: its S3 error code and message. */
 export class S3RequestError extends Error {
@@ -40,12 +41,23 @@ export class S3Requests {
   private readonly url: URL;
   private readonly agent: HttpAgent;
   private readonly send: typeof httpRequest;
+  private readonly signer: SigV4;
+  /** GETs over plain HTTP read straight into the part's memory (HttpGetter); over TLS, through Node's client. */
+  private readonly getter: HttpGetter | null;
 
   constructor(private readonly endpoint: S3Endpoint) {
     this.url = new URL(endpoint.endpoint);
     const https = this.url.protocol === 'https:';
     this.agent = https ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
     this.send = https ? httpsRequest : httpRequest;
+    this.signer = new SigV4(endpoint.accessKey, endpoint.secretKey, endpoint.region);
+    this.getter = https
+      ? null
+      : new HttpGetter({
+          host: this.url.hostname.replace(/^\[|\]$/g, ''),
+          port: Number(this.url.port || 80),
+          idleMs: endpoint.idleTimeoutMs ?? IDLE_TIMEOUT_MS,
+        });
   }
 
   /** One object from its chunks (written as they are, never concatenated). */
@@ -76,35 +88,62 @@ export class S3Requests {
    * such object. An object larger than `maxBytes` is refused before its body is read.
    */
   async get(bucket: string, key: string, maxBytes: number): Promise<Buffer | null> {
+    const refuseLarger = (length: number) => {
+      if (length > maxBytes)
+        throw new Error(`object '${key}' has ${length} bytes; at most ${maxBytes} are read`);
+    };
+    if (this.getter) {
+      const { path, headers } = this.signed('GET', bucket, key, { 'x-amz-checksum-mode': 'ENABLED' });
+      let head = `GET ${path} HTTP/1.1\r\n`;
+      for (const [name, value] of Object.entries(headers)) head += `${name}: ${value}\r\n`;
+      return checked(key, await this.getter.get(`${head}\r\n`, refuseLarger));
+    }
     const res = await this.request('GET', bucket, key, { 'x-amz-checksum-mode': 'ENABLED' });
-    if (res.statusCode === 404) {
-      const err = await refusal(res);
-      if (err.code === 'NoSuchKey') return null;
-      throw err;
+    const chunks: Buffer[] = [];
+    if (res.statusCode !== undefined && res.statusCode >= 200 && res.statusCode < 300) {
+      const length = Number(res.headers['content-length']);
+      if (!Number.isSafeInteger(length)) {
+        res.destroy();
+        throw new Error(`object '${key}' came without a content-length`);
+      }
+      try {
+        refuseLarger(length);
+      } catch (err) {
+        res.destroy();
+        throw err;
+      }
     }
-    await expectOk(res);
-    const length = Number(res.headers['content-length']);
-    if (!Number.isSafeInteger(length) || length > maxBytes) {
-      res.destroy();
-      throw new Error(
-        `object '${key}' has ${res.headers['content-length']} bytes; at most ${maxBytes} are read`,
-      );
-    }
-    const body = Buffer.allocUnsafeSlow(length);
-    let at = 0;
-    let crc = 0;
+    let size = 0;
     for await (const chunk of res as AsyncIterable<Buffer>) {
-      if (at + chunk.length > length) throw new Error(`object '${key}' is longer than its content-length`);
-      chunk.copy(body, at);
-      crc = crc32(chunk, crc);
-      at += chunk.length;
+      chunks.push(chunk);
+      size += chunk.length;
     }
-    if (at !== length) throw new Error(`object '${key}' ended after ${at} of ${length} bytes`);
-    const expected = res.headers['x-amz-checksum-crc32'];
-    if (typeof expected === 'string' && expected !== checksum(crc)) {
-      throw new Error(`object '${key}' does not match its CRC32 checksum: it was corrupted on the way`);
-    }
-    return body;
+    // Its own memory (a small Buffer.concat would share Node's pool, which a transfer would detach).
+    const body = Buffer.allocUnsafeSlow(size);
+    size = 0;
+    for (const c of chunks) size += c.copy(body, size);
+    const headers = new Map<string, string>();
+    for (const [name, value] of Object.entries(res.headers))
+      if (typeof value === 'string') headers.set(name, value);
+    return checked(key, { status: res.statusCode ?? 0, headers, body });
+  }
+
+  /** The request's path and headers, `authorization` among them. */
+  private signed(
+    method: 'GET' | 'PUT',
+    bucket: string,
+    key: string,
+    extra: Record<string, string>,
+  ): { path: string; headers: Record<string, string> } {
+    const path = `/${bucket}/${key.split('/').map(escapeSegment).join('/')}`;
+    const headers: Record<string, string> = {
+      host: this.url.host,
+      'x-amz-date': amzDate(new Date()),
+      'x-amz-content-sha256': 'UNSIGNED-PAYLOAD',
+      ...extra,
+    };
+    headers.authorization = this.signer.authorization(method, path, headers, 'UNSIGNED-PAYLOAD');
+    return { path, headers };
   }
 
   private request(
@@ -114,23 +153,7 @@ export class S3Requests {
     extra: Record<string, string>,
     body: readonly Buffer[] = [],
   ): Promise<IncomingMessage> {
-    const path = `/${bucket}/${key.split('/').map(escapeSegment).join('/')}`;
-    const date = new Date();
-    const headers: Record<string, string> = {
-      host: this.url.host,
-      'x-amz-date': amzDate(date),
-      'x-amz-content-sha256': 'UNSIGNED-PAYLOAD',
-      ...extra,
-    };
-    const { accessKey, secretKey, region } = this.endpoint;
-    headers.authorization = signV4(
-      { method, path, headers, protocol: this.url.protocol },
-      accessKey,
-      secretKey,
-      region,
-      date,
-      'UNSIGNED-PAYLOAD',
-    );
+    const { path, headers } = this.signed(method, bucket, key, extra);
     return new Promise<IncomingMessage>((resolve, reject) => {
       const req = this.send(
         {
@@ -163,17 +186,25 @@ function escapeSegment(s: string): string {
   return encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 }
 
-function amzDate(d: Date): string {
-  return d
-    .toISOString()
-    .replace(/[-:]/g, '')
-    .replace(/\.\d{3}/, '');
-}
-
 function checksum(crc: number): string {
   const b = Buffer.allocUnsafe(4);
   b.writeUInt32BE(crc >>> 0);
   return b.toString('base64');
+}
+
+/** A GET's body, null for a missing object; refusals and corrupted bodies throw. */
+function checked(key: string, answer: GetAnswer): Buffer | null {
+  const { status, headers, body } = answer;
+  if (status < 200 || status >= 300) {
+    const err = refusalOf(status, body.toString('utf8', 0, Math.min(body.length, ERROR_BODY_BYTES)));
+    if (status === 404 && err.code === 'NoSuchKey') return null;
+    throw err;
+  }
+  const expected = headers.get('x-amz-checksum-crc32');
+  if (expected !== undefined && expected !== checksum(crc32(body))) {
+    throw new Error(`object '${key}' does not match its CRC32 checksum: it was corrupted on the way`);
+  }
+  return body;
 }
 
 async function expectOk(res: IncomingMessage): Promise<void> {
@@ -187,11 +218,11 @@ async function refusal(res: IncomingMessage): Promise<S3RequestError> {
     text += chunk.toString('utf8');
     if (text.length >= ERROR_BODY_BYTES) break; // leaving the loop ends the response
   }
+  return refusalOf(res.statusCode ?? 0, text);
+}
+
+function refusalOf(status: number, text: string): S3RequestError {
   const tag = (name: string) => new RegExp(`<${name}>([^<]*)</${name}>`).exec(text)?.[1] ?? '';
-  const code = tag('Code') || `HTTP ${res.statusCode}`;
-  return new S3RequestError(
-    res.statusCode ?? 0,
-    code,
-    `${code}: ${tag('Message') || 'the store refused the request'}`,
-  );
+  const code = tag('Code') || `HTTP ${status}`;
+  return new S3RequestError(status, code, `${code}: ${tag('Message') || 'the store refused the request'}`);
 }
