@@ -36,7 +36,8 @@ without that parameter is called as before and no state is reported: old scripts
 --script-stdin 1 (a sandbox started before its script is known, e.g. CodeGen's warm sandboxes): the
 script is not a file; the harness confines itself, loads site and then reads the script from stdin (its
 UTF-8 length in 4 bytes, little-endian, then the text) and runs it under <script_path>'s name, which
-tracebacks show. stdin then goes on as the script's. Ending stdin before the script leaves quietly.
+tracebacks show. stdin then goes on as the script's. Ending stdin before the script ends the run
+with no records (done, 0).
 
 --egress-port: the sandbox has its own network namespace with nothing but loopback. The platform's
 egress proxy is a Unix socket bound at EGRESS_SOCKET; a forwarder process listens on
@@ -118,7 +119,7 @@ def run(script_path, out):
         # Started ahead of its script: everything above is done, the process now waits for the text.
         source = read_script(sys.stdin.buffer)
         if source is None:
-            os._exit(0)
+            return {"type": "done", "records": 0}
     module = load_script(script_path, source)
     fetch = getattr(module, "fetch", None)
     if fetch is None:

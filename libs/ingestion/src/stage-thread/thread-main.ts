@@ -21,7 +21,7 @@ import type {
 import type { PipelineDefinition, SchemaField } from '@tapyard/model';
 import { rowObject, rowText, type TypedBatch, safeText } from '@tapyard/model';
 import { RunningScript, KIND_STAGES, WarmScript, warmKey, type ScriptRunSpec } from '@tapyard/scripts';
-import { Counts, FromThread, HEARTBEAT, STAGE, StartMessage, ToThread } from './protocol';
+import { Counts, FromThread, HEARTBEAT, RETIRED, STAGE, StartMessage, ToThread } from './protocol';
 import { RecordValidator, RejectSink, convert, newCounts, recordValidator } from './convert';
 import { readInput } from './read-input';
 import { receiveInput } from './input-channel';
@@ -96,10 +96,20 @@ let jobs = 0;
  */
 const spares = new Map<string, WarmScript>();
 const MAX_SPARES = 4;
+/** The pool let go of this thread (RetireMessage): no more warm sandboxes. */
+let retired = false;
 
 port.on('message', (msg: ToThread) => {
   if (msg.kind === 'warm') {
     warm(msg.scripts);
+    return;
+  }
+  if (msg.kind === 'retire') {
+    retired = true;
+    if (job !== null) stopScripts(job);
+    const stopping = [...spares.values()].map((spare) => spare.stop());
+    spares.clear();
+    void Promise.all(stopping).then(() => port?.postMessage(RETIRED));
     return;
   }
   const current = msg.kind === 'start' ? ++jobs : jobs;
@@ -134,7 +144,9 @@ async function takeOrStart(j: Job, spec: ScriptRunSpec): Promise<RunningScript> 
 
 /** After a job: a warm sandbox for each kind of script it ran, for this thread's next job. */
 function replenish(j: Job): void {
-  for (const spec of j.specs.splice(0)) {
+  const specs = j.specs.splice(0);
+  if (retired) return;
+  for (const spec of specs) {
     const key = warmKey(spec);
     if (spares.has(key)) continue;
     const oldest = spares.keys().next();

@@ -9,6 +9,11 @@ from .failures import Failure, article, describe, raised
 def read_script(stream):
     """A script sent on stdin (--script-stdin 1): its UTF-8 length (4 bytes, little-endian), then the text.
     None when stdin ends first: the platform let go of a sandbox started ahead of a script."""
+    # What loading it and streaming its records import anyway, imported while nothing waits for it.
+    import json  # noqa: F401
+    import linecache  # noqa: F401
+    import types  # noqa: F401
+
     head = stream.read(4)
     if len(head) < 4:
         return None
@@ -21,11 +26,11 @@ def read_script(stream):
 
 def load_script(script_path, source=None):
     """Imports the script from its file or, given `source`, from that text under the same name."""
-    import importlib.util
-
     name = "_tapyard_tap_%d" % PID
     try:
         if source is None:
+            import importlib.util
+
             spec = importlib.util.spec_from_file_location(name, script_path)
             module = importlib.util.module_from_spec(spec)
             sys.modules[name] = module
