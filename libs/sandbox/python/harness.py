@@ -3,7 +3,7 @@
 Usage:
     python -E -S -u -B harness.py [--uid N --gid N] [--memory BYTES] [--cpu SECONDS]
                                    [--nproc N] [--fsize BYTES] [--egress-port N] [--rows 1]
-                                   [--flush 1] [--state 1] [--] <script_path>
+                                   [--flush 1] [--state 1] [--script-stdin 1] [--] <script_path>
 
 -S matters: site-packages (and their .pth files, which run code) are only loaded by this file,
 after privileges are dropped and the limits are set.
@@ -19,7 +19,8 @@ Protocol on file descriptor 3 (ASCII, one item per line, each ending in "\\n"):
     K is one of no_fetch, syntax, import, fetch_raised, not_iterable, not_json, not_row, bad_state,
     memory, internal.
 stdout and stderr belong to the script (its logs); the harness never writes there. stdin is the
-script's too (the platform may feed it requests); the harness never reads it.
+script's too (the platform may feed it requests); the harness only reads the script there with
+--script-stdin 1.
 Messages name the script by its file name only, never by a platform path.
 
 --flush 1 (request/response use: the platform waits for each answer before it sends the next
@@ -31,6 +32,12 @@ script loads. A fetch() with a parameter named `state` is called as fetch(state=
 empty dict on the first run) and may change the dict as it goes, typically a cursor as records are
 yielded; once every record is written, the dict as it is then goes in the done line. A fetch()
 without that parameter is called as before and no state is reported: old scripts keep working.
+
+--script-stdin 1 (a sandbox started before its script is known, e.g. CodeGen's warm sandboxes): the
+script is not a file; the harness confines itself, loads site and then reads the script from stdin (its
+UTF-8 length in 4 bytes, little-endian, then the text) and runs it under <script_path>'s name, which
+tracebacks show. stdin then goes on as the script's. Ending stdin before the script ends the run
+with no records (done, 0).
 
 --egress-port: the sandbox has its own network namespace with nothing but loopback. The platform's
 egress proxy is a Unix socket bound at EGRESS_SOCKET; a forwarder process listens on
@@ -51,7 +58,7 @@ from _tapyard_harness.confine import close_other_fds, drop_privileges, set_limit
 from _tapyard_harness.egress import start_egress_forwarder
 from _tapyard_harness.failures import Failure, article, describe, raised
 from _tapyard_harness.records import ChannelClosed, NotJson, NotRow, stream
-from _tapyard_harness.script import iterate, load_script
+from _tapyard_harness.script import iterate, load_script, read_script
 from _tapyard_harness.state import encode_state, take_state, wants_state
 
 CONTROL = b"!"
@@ -107,7 +114,13 @@ def run(script_path, out):
     sys.argv = [script_path]
     sys.path[0] = os.path.dirname(script_path)
     state = take_state() if LIMITS.get("state") == 1 else None
-    module = load_script(script_path)
+    source = None
+    if LIMITS.get("script-stdin") == 1:
+        # Started ahead of its script: everything above is done, the process now waits for the text.
+        source = read_script(sys.stdin.buffer)
+        if source is None:
+            return {"type": "done", "records": 0}
+    module = load_script(script_path, source)
     fetch = getattr(module, "fetch", None)
     if fetch is None:
         raise Failure("no_fetch", "the script does not define a fetch() function")

@@ -51,6 +51,35 @@ describe.each(modes)('batch session (bwrap: %s)', (mode) => {
   }
 
   it(
+    'prestarts a run that takes its script from stdin, once; one let go of or killed before its script ends quietly',
+    async () => {
+      const request = { scriptPath: '/summing.py', python: fx.venv.python, venvDir: fx.venv.dir };
+      const session = BatchSession.prestart(fx.sandbox, request);
+      expect(await session.begin(SUMMING)).toBe(true);
+      await expect(session.begin(SUMMING)).rejects.toThrow('begin() comes once, before any call');
+      expect(await session.call(JSON.stringify({ rows: [{ x: 2 }, { x: 3 }] }), 5000)).toEqual({
+        n: 2,
+        sum: 5,
+      });
+      expect(await session.close()).toMatchObject({ error: null, exitCode: 0, recordCount: 1 });
+
+      // The script's name is the one its file would have had: the harness never reads a file for it.
+      const failing = BatchSession.prestart(fx.sandbox, request);
+      expect(await failing.begin(py('def fetch():', '    raise ValueError("no")'))).toBe(true);
+      const err = await rejection(failing.call('{}', 5000));
+      expect(err.details.traceback).toBe('  File "summing.py", line 2, in fetch\n    raise ValueError("no")');
+
+      const unused = BatchSession.prestart(fx.sandbox, request);
+      expect(await unused.close()).toMatchObject({ error: null, exitCode: 0, recordCount: 0 });
+
+      const killed = BatchSession.prestart(fx.sandbox, request);
+      killed.kill();
+      expect(await killed.begin(SUMMING)).toBe(false);
+    },
+    TEST_MS,
+  );
+
+  it(
     'answers 200 calls in order on one process',
     async () => {
       const session = await start(SUMMING);

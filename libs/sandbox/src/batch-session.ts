@@ -29,6 +29,7 @@ export class BatchSession {
   /** Calls run one after the other: this settles when the last queued one has. */
   private tail: Promise<unknown> = Promise.resolve();
   private calls = 0;
+  private began = false;
   private answered = 0;
   private closing: Promise<RunOutcome> | null = null;
 
@@ -41,6 +42,34 @@ export class BatchSession {
     // onRecords would claim the records the session answers calls with.
     const run = sandbox.run({ ...request, stdin: true, flushEach: true, rows: false, onRecords: undefined });
     return new BatchSession(run);
+  }
+
+  /**
+   * Starts a sandbox ahead of its script (RunRequest.scriptFromStdin): bwrap, the cgroups, the
+   * interpreter and the harness start now and wait; begin() hands the script over, once. Nothing
+   * of a script ever ran in it before, so taking it is as isolated as a fresh start.
+   */
+  static prestart(sandbox: PythonSandbox, request: RunRequest): BatchSession {
+    return BatchSession.start(sandbox, { ...request, scriptFromStdin: true });
+  }
+
+  /**
+   * Sends a prestarted run its script and restarts its wall clock. False when the run is over (it
+   * died or was killed while it waited): start a fresh one instead. Before any call.
+   */
+  async begin(script: string): Promise<boolean> {
+    if (this.began || this.calls > 0) throw new Error('begin() comes once, before any call');
+    this.began = true;
+    if (this.failure || this.closing) return false;
+    await this.handle.started;
+    const input = this.handle.input();
+    if (!input || this.failure) return false;
+    const text = Buffer.from(script, 'utf8');
+    const head = Buffer.alloc(4);
+    head.writeUInt32LE(text.length);
+    this.handle.restartClock();
+    input.write(Buffer.concat([head, text]));
+    return true;
   }
 
   /**

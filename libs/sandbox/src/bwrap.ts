@@ -48,6 +48,8 @@ export interface BwrapPlan {
   layout: PythonLayout;
   venvDir: string;
   scriptPath: string;
+  /** The script comes on stdin (RunRequest.scriptFromStdin): nothing is mounted at scriptPath. */
+  scriptFromStdin?: boolean;
   harnessPath: string;
   tmpBytes: number;
   env: Readonly<Record<string, string>>;
@@ -61,7 +63,8 @@ export function bwrapArgs(plan: BwrapPlan): string[] {
   mounts.system();
   for (const dir of pythonDirs(plan.layout, plan.venvDir)) mounts.bindReadOnly(dir, dir);
   mounts.bindReadOnly(plan.venvDir, SANDBOX_VENV);
-  mounts.bindReadOnly(plan.scriptPath, posix.join(SANDBOX_SCRIPT_DIR, basename(plan.scriptPath)));
+  if (!plan.scriptFromStdin)
+    mounts.bindReadOnly(plan.scriptPath, posix.join(SANDBOX_SCRIPT_DIR, basename(plan.scriptPath)));
   mounts.bindReadOnly(plan.harnessPath, SANDBOX_HARNESS);
   mounts.bindReadOnly(
     join(dirname(plan.harnessPath), HARNESS_PACKAGE),

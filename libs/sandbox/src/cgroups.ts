@@ -11,8 +11,12 @@ const CPU_PERIOD_US = 100_000;
 const CPU_QUOTA_US = 100_000;
 /** bwrap's own two processes (the monitor and the namespace's pid 1) live in the run's cgroup too. */
 const BWRAP_PROCESSES = 2;
-/** A killed run's last zombies may take a while to be reaped before the cgroup can go. */
-const REMOVE_ROUNDS = 100;
+/**
+ * A run's last processes (bwrap's pid 1 dies just after the monitor the platform waits for) may take
+ * a while to be reaped before the cgroup can go: retried after 1, 2, 4... ms, then every 50 ms, for
+ * about 5 s in all. Most runs are gone within a few milliseconds; a flat 50 ms was on every job's path.
+ */
+const REMOVE_WAIT_MS = 5_000;
 const REMOVE_PAUSE_MS = 50;
 
 export interface CgroupLimits {
@@ -110,7 +114,7 @@ export class RunCgroup {
 }
 
 async function removeDir(dir: string): Promise<boolean> {
-  for (let round = 0; round < REMOVE_ROUNDS; round += 1) {
+  for (let round = 0, waited = 0; waited < REMOVE_WAIT_MS; round += 1) {
     try {
       await rmdir(dir);
       return true;
@@ -119,7 +123,9 @@ async function removeDir(dir: string): Promise<boolean> {
       if (code === 'ENOENT') return true;
       if (code !== 'EBUSY') return false;
     }
-    await sleep(REMOVE_PAUSE_MS);
+    const pause = Math.min(2 ** round, REMOVE_PAUSE_MS);
+    await sleep(pause);
+    waited += pause;
   }
   return false;
 }

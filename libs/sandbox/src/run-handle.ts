@@ -173,6 +173,17 @@ export class RunHandle implements AsyncIterable<unknown> {
   }
 
   /**
+   * For a run started ahead of its work (BatchSession.prestart): the wall-clock limit and the
+   * duration count from now, not from the spawn, so the time it waited costs its work nothing.
+   */
+  restartClock(): void {
+    this.startedAt = performance.now();
+    if (this.deadline === null || this.exit || this.settled) return;
+    clearTimeout(this.deadline);
+    this.deadline = setTimeout(() => this.onDeadline(), this.limits.timeoutMs);
+  }
+
+  /**
    * Stops the run (the whole process tree). The outcome reports `reason` (its message is used as
    * is, so it must not carry secrets), by default kind "killed".
    */

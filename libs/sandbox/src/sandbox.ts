@@ -42,8 +42,16 @@ export interface PythonSandboxOptions {
 export type RunSeparation = 'cgroup' | 'uid' | 'user-namespace' | 'shared-uid';
 
 export interface RunRequest {
-  /** The tap script; see writeScript() for a file the sandbox user can read. */
+  /**
+   * The tap script; see writeScript() for a file the sandbox user can read. With scriptFromStdin only
+   * its file name counts: the name the script runs under (tracebacks show it).
+   */
   scriptPath: string;
+  /**
+   * Starts the sandbox before its script is known: the harness confines itself and waits for the
+   * script on stdin (stdin: true; BatchSession.prestart frames it). No script file is read or mounted.
+   */
+  scriptFromStdin?: boolean;
   /** The venv's interpreter, e.g. from VenvCache.ensure(); must live inside venvDir. */
   python: string;
   venvDir: string;
@@ -158,6 +166,7 @@ export class PythonSandbox {
       ...(request.rows ? ['--rows', '1'] : []),
       ...(request.flushEach ? ['--flush', '1'] : []),
       ...(request.state ? ['--state', '1'] : []),
+      ...(request.scriptFromStdin ? ['--script-stdin', '1'] : []),
     ];
     if (!this.isRoot) {
       return isolation === 'none'
@@ -218,6 +227,7 @@ export class PythonSandbox {
       layout,
       venvDir: request.venvDir,
       scriptPath: request.scriptPath,
+      scriptFromStdin: request.scriptFromStdin,
       harnessPath: this.harnessPath,
       tmpBytes: limits.maxFileBytes,
       env: {

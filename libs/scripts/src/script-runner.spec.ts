@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SchemaField, TypedBatch } from '@tapyard/model';
 import { VenvCache, resolveInterpreter, type Venv } from '@tapyard/sandbox';
-import { RunningScript, ScriptFailure } from './script-runner';
+import { RunningScript, ScriptFailure, WarmScript, type ScriptRunSpec } from './script-runner';
 import type { CodegenKind } from './script-contract';
 
 const COLUMNS: SchemaField[] = [
@@ -48,8 +48,8 @@ describe('RunningScript', () => {
     await rm(root, { recursive: true, force: true });
   });
 
-  async function start(kind: CodegenKind, script: string, outputColumns: SchemaField[] = []) {
-    const r = await RunningScript.start({
+  function spec(kind: CodegenKind, script: string, outputColumns: SchemaField[] = []): ScriptRunSpec {
+    return {
       kind,
       script,
       outputColumns,
@@ -58,10 +58,86 @@ describe('RunningScript', () => {
       bwrap: 'require',
       limits: { timeoutMs: 60_000, maxRecordBytes: 1 << 24, maxOutputBytes: Number.MAX_SAFE_INTEGER },
       batchTimeoutMs: 30_000,
-    });
+    };
+  }
+
+  async function start(kind: CodegenKind, script: string, outputColumns: SchemaField[] = []) {
+    const r = await RunningScript.start(spec(kind, script, outputColumns));
     running.push(r);
     return r;
   }
+
+  /** The script in a sandbox started before it was known (as the stage thread's warm ones are). */
+  async function warm(kind: CodegenKind, script: string, outputColumns: SchemaField[] = []) {
+    const s = spec(kind, script, outputColumns);
+    const sandbox = WarmScript.start(s);
+    const r = await sandbox.take(s);
+    if (r === null) throw new Error('the warm sandbox was gone');
+    running.push(r);
+    // Handed over once: a second script never gets the same sandbox.
+    expect(await sandbox.take(s)).toBeNull();
+    return r;
+  }
+
+  it('runs a script handed to a warm sandbox as a fresh start runs it: same rows, same failures and traceback', async () => {
+    const transform = py(
+      'OUTPUT_COLUMNS = {"twice": "double"}',
+      '',
+      'def transform(rows):',
+      '    return [None if r["id"] == 2 else dict(r, twice=(r["amount"] or 0) * 2) for r in rows]',
+    );
+    const columns: SchemaField[] = [{ name: 'twice', type: 'double' }];
+    const cold = await start('transformation', transform, columns);
+    const hot = await warm('transformation', transform, columns);
+    expect(await hot.apply(batch())).toEqual(await cold.apply(batch()));
+    await Promise.all([cold.close(), hot.close()]);
+
+    const failing = py('def check(rows):', '    return [rows[0]["label"] + 1 for r in rows]');
+    const errors = await Promise.all(
+      [start, warm].map(async (begin) => {
+        const script = await begin('dataQuality', failing);
+        const err = await script.apply(batch()).catch((e: unknown) => e);
+        script.kill();
+        return err;
+      }),
+    );
+    expect(errors[0]).toBeInstanceOf(ScriptFailure);
+    expect((errors[1] as Error).message).toBe((errors[0] as Error).message);
+    // The script's own line is quoted, though the warm sandbox never had a file of it.
+    expect((errors[1] as Error).message).toContain('File "data_quality.py", line 2, in check');
+    expect((errors[1] as Error).message).toContain('return [rows[0]["label"] + 1 for r in rows]');
+
+    const syntax = await warm('dataQuality', py('def check(rows)', '    return []'));
+    await expect(syntax.apply(batch())).rejects.toThrow(/syntax error on line 1/);
+    syntax.kill();
+  });
+
+  it('gives every job a sandbox of its own: what one script left in its module and its /tmp, the next one never sees', async () => {
+    const leave = py(
+      'import builtins',
+      '',
+      'def check(rows):',
+      '    builtins.LEFT_BEHIND = "secret of job 1"',
+      '    with open("/tmp/left-behind", "w") as f:',
+      '        f.write("secret of job 1")',
+      '    return [None] * len(rows)',
+    );
+    const look = py(
+      'import builtins, os',
+      '',
+      'def check(rows):',
+      '    seen = [hasattr(builtins, "LEFT_BEHIND"), os.path.exists("/tmp/left-behind")]',
+      '    return ["saw what job 1 left: %r" % seen if any(seen) else None for r in rows]',
+    );
+    const first = await warm('dataQuality', leave);
+    expect((await first.apply(batch())).rejects.rows).toEqual([]);
+    // Job 1's script is still alive while the next warm sandbox is taken (as under concurrency).
+    const second = await warm('dataQuality', look);
+    const seen = await second.apply(batch());
+    expect(seen.rejects.reasons).toEqual([]);
+    expect(seen.batch.lines).toEqual([2, 3, 4, 5]);
+    await Promise.all([first.close(), second.close()]);
+  });
 
   it('gives a data-quality script every row as a dict of typed values and keeps the rows it passes', async () => {
     const script = await start(

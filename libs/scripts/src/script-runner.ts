@@ -52,7 +52,8 @@ export class RunningScript {
   private constructor(
     private readonly spec: ScriptRunSpec,
     private readonly session: BatchSession,
-    private readonly file: ScriptFile,
+    /** null for a script handed to a warm sandbox (WarmScript): it has no file. */
+    private readonly file: ScriptFile | null,
     private readonly scriptLines: number,
   ) {}
 
@@ -60,14 +61,18 @@ export class RunningScript {
     const { text, scriptLines } = runnableScript(spec.kind, spec.script);
     // The file name shows in tracebacks: the script's own name (as a module name).
     const file = await writeScript(text, { fileName: SCRIPT_FILES[spec.kind].replace('-', '_') });
-    const sandbox = new PythonSandbox({ bwrap: spec.bwrap, uids: spec.uids, limits: spec.limits });
-    const session = BatchSession.start(sandbox, {
+    const session = BatchSession.start(sandboxOf(spec), {
       scriptPath: file.path,
       python: spec.python,
       venvDir: spec.venvDir,
       env: {},
     });
     return new RunningScript(spec, session, file, scriptLines);
+  }
+
+  /** A script WarmScript.take() handed to its sandbox. */
+  static handedOver(spec: ScriptRunSpec, session: BatchSession, scriptLines: number): RunningScript {
+    return new RunningScript(spec, session, null, scriptLines);
   }
 
   get stage(): 'DataQuality' | 'Transformation' {
@@ -143,12 +148,73 @@ export class RunningScript {
       await this.session.close();
     } finally {
       clearTimeout(timer);
-      await this.file.remove().catch(() => undefined);
+      await this.file?.remove().catch(() => undefined);
     }
   }
 
   kill(): void {
     this.session.kill();
-    void this.file.remove().catch(() => undefined);
+    void this.file?.remove().catch(() => undefined);
   }
+}
+
+/** What a warm sandbox is started with: everything of a run but the script. */
+export type WarmSpec = Omit<ScriptRunSpec, 'script' | 'outputColumns'>;
+
+/** Specs with the same key can take each other's warm sandbox. */
+export function warmKey(spec: WarmSpec): string {
+  const { kind, python, venvDir, bwrap, uids, limits, batchTimeoutMs } = spec;
+  return JSON.stringify([kind, python, venvDir, bwrap, uids ?? null, limits, batchTimeoutMs]);
+}
+
+/**
+ * A sandbox started ahead of its script (the stage thread keeps one per kind of script it ran, started
+ * after each job): bwrap, the run's cgroups and uid, the interpreter, the harness and site are ready,
+ * and the harness waits for the script on stdin. take() gives it one job's script; it is never taken
+ * twice, so no job or tenant sees what another's script left in memory or in its /tmp.
+ */
+export class WarmScript {
+  private taken = false;
+
+  private constructor(
+    readonly key: string,
+    private readonly session: BatchSession,
+  ) {}
+
+  static start(spec: WarmSpec): WarmScript {
+    const session = BatchSession.prestart(sandboxOf(spec), {
+      // Only the name counts: the one tracebacks show, as for a script file.
+      scriptPath: `/${SCRIPT_FILES[spec.kind].replace('-', '_')}`,
+      python: spec.python,
+      venvDir: spec.venvDir,
+      env: {},
+    });
+    return new WarmScript(warmKey(spec), session);
+  }
+
+  /** The script running in this sandbox; null when the sandbox is gone (then start one as usual). */
+  async take(spec: ScriptRunSpec): Promise<RunningScript | null> {
+    if (this.taken || warmKey(spec) !== this.key) return null;
+    this.taken = true;
+    const { text, scriptLines } = runnableScript(spec.kind, spec.script);
+    if (!(await this.session.begin(text))) {
+      this.session.kill();
+      return null;
+    }
+    return RunningScript.handedOver(spec, this.session, scriptLines);
+  }
+
+  kill(): void {
+    this.session.kill();
+  }
+
+  /** Kills it and settles once its uid and cgroups are given back. */
+  async stop(): Promise<void> {
+    this.session.kill();
+    await this.session.close();
+  }
+}
+
+function sandboxOf(spec: WarmSpec): PythonSandbox {
+  return new PythonSandbox({ bwrap: spec.bwrap, uids: spec.uids, limits: spec.limits });
 }

@@ -65,7 +65,17 @@ export interface WarmMessage {
   scripts: ScriptRunSpec[];
 }
 
-export type ToThread = StartMessage | PlanMessage | NextMessage | WarmMessage;
+/**
+ * The pool lets go of the thread: it stops its warm sandboxes and gives back their uids and cgroups,
+ * which a terminated thread never would, then answers RETIRED (outside the job replies).
+ */
+export interface RetireMessage {
+  kind: 'retire';
+}
+
+export const RETIRED = 'tapyard-stage-thread-retired';
+
+export type ToThread = StartMessage | PlanMessage | NextMessage | WarmMessage | RetireMessage;
 
 /** Counts of a job's rows, as the status entries report them. */
 export interface Counts {

@@ -252,3 +252,105 @@ describe('a job warming its scripts', () => {
     }
   });
 });
+
+describe('warm sandboxes between jobs', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'stage-spare-'));
+  const pool = new StageThreadPool();
+  let spec: ScriptRunSpec;
+  // Two uids of their own: the job's script, and the warm sandbox started for the next job.
+  const first = 1_900_000_000 + 2 * Math.floor(Math.random() * 500_000);
+  const uids = [first, first + 1];
+  const processes = async () => (await Promise.all(uids.map(processesOf))).flat();
+
+  beforeAll(async () => {
+    chmodSync(dir, 0o755);
+    const python = await resolveInterpreter(process.env.TAPYARD_SANDBOX_PYTHON ?? 'python3');
+    const venv = await new VenvCache({ root: join(dir, 'venvs'), python }).ensure([]);
+    spec = {
+      kind: 'dataQuality',
+      script: 'def check(rows):\n    return [None if r["label"] != "b" else "no b" for r in rows]\n',
+      outputColumns: [],
+      python: venv.python,
+      venvDir: venv.dir,
+      bwrap: 'require',
+      uids: { first, last: first + 1 },
+      limits: { timeoutMs: 60_000 },
+      batchTimeoutMs: 30_000,
+    };
+  });
+  afterAll(async () => {
+    await pool.onModuleDestroy();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** A job of three rows through the script on the pool's one thread; its rejected count. */
+  async function job(script: string): Promise<number> {
+    const { port1, port2 } = new MessageChannel();
+    const sending = sendInput(
+      (async function* () {
+        yield Buffer.from('id,label\n1,a\n2,b\n3,c\n');
+      })(),
+      port1,
+      new AbortController().signal,
+    );
+    const def = definition();
+    const session = await pool.start(
+      {
+        input: port2,
+        records: null,
+        definition: def,
+        filename: 'a.csv',
+        rejectsPath: join(dir, 'rejects.jsonl'),
+        spinOn: null,
+        fast: false,
+      },
+      { stallMs: 60_000, maxIdle: 1, maxHeapBytes: 1 << 30 },
+    );
+    try {
+      await session.first();
+      await session.plan(def, ['id', 'label'], null, [], [{ ...spec, script }]);
+      let rejected = -1;
+      for (let i = 0; i < 10 && !session.finished; i++) {
+        const r = await session.next();
+        if ('end' in r) rejected = r.end.rejected;
+      }
+      return rejected;
+    } finally {
+      session.end();
+      await sending;
+    }
+  }
+
+  it('starts one after a job, hands it to the next job once, and stops it (uid given back) when the thread is let go', async () => {
+    const reasons = async () =>
+      (await readFile(join(dir, 'rejects.jsonl'), 'utf8'))
+        .trim()
+        .split('\n')
+        .map((line) => (JSON.parse(line) as { reason: string }).reason);
+    const byUid = 'import os\n\ndef check(rows):\n    return ["uid %d" % os.getuid() for r in rows]\n';
+    expect(await job(byUid)).toBe(3);
+    const [used] = await reasons();
+    const spareUid = uids.find((u) => `uid ${u}` !== used) as number;
+    // The job's own script leaves; a warm process (the harness waiting for a script) comes up as the other uid.
+    for (let i = 0; i < 600; i++) {
+      const [mine, spare] = await Promise.all(
+        [uids.find((u) => u !== spareUid) as number, spareUid].map(processesOf),
+      );
+      if (mine.length === 0 && spare.length === 1) break;
+      await sleep(50);
+    }
+    expect(await processes()).toEqual(await processesOf(spareUid));
+    expect(await processesOf(spareUid)).toHaveLength(1);
+    // Another pipeline's script (another tenant's, as far as the sandbox knows) runs in that very process:
+    // its uid was held by the warm one, so a sandbox started for the job would have had the other.
+    expect(await job(byUid.replace('"uid %d"', '"then uid %d"'))).toBe(3);
+    expect(await reasons()).toEqual([`then uid ${spareUid}`, `then uid ${spareUid}`, `then uid ${spareUid}`]);
+    await pool.onModuleDestroy();
+    // Nothing runs as either uid, and no lease file of this process holds them.
+    expect(await processes()).toEqual([]);
+    const leases = (await readdir('/run/tapyard/sandbox-uids')).filter((f) =>
+      uids.some((u) => f.startsWith(`${u}.${process.pid}.`)),
+    );
+    expect(leases).toEqual([]);
+  });
+});

@@ -25,6 +25,7 @@ import {
   HEARTBEAT,
   PlanMessage,
   STAGE,
+  RETIRED,
   STAGE_NAMES,
   StartMessage,
   ToThread,
@@ -121,7 +122,7 @@ export class StageThreadPool implements OnApplicationBootstrap, OnModuleDestroy 
         this.busy.delete(thread);
         if (reusable && !this.closed && this.idle.length < opts.maxIdle) this.keep(thread);
         else {
-          void thread.worker.terminate();
+          void retire(thread);
           this.ready();
         }
       },
@@ -155,7 +156,34 @@ export class StageThreadPool implements OnApplicationBootstrap, OnModuleDestroy 
     this.closed = true;
     const all = [...this.idle, ...this.busy];
     this.idle = [];
-    await Promise.all(all.map((t) => t.worker.terminate()));
+    await Promise.all(all.map(retire));
+  }
+}
+
+/** A stalled thread never answers: it is terminated after this long regardless. */
+const RETIRE_WAIT_MS = 2_000;
+
+/** Lets the thread stop its warm sandboxes (see RetireMessage), then terminates it. */
+async function retire(thread: PooledThread): Promise<void> {
+  let answered: () => void = () => undefined;
+  const onMessage = (msg: unknown) => {
+    if (msg === RETIRED) answered();
+  };
+  thread.worker.on('message', onMessage);
+  const timer = new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, RETIRE_WAIT_MS);
+    answered = () => {
+      clearTimeout(t);
+      resolve();
+    };
+  });
+  try {
+    const msg: ToThread = { kind: 'retire' };
+    thread.worker.postMessage(msg);
+    await timer;
+  } finally {
+    thread.worker.off('message', onMessage);
+    await thread.worker.terminate();
   }
 }
 

@@ -20,8 +20,8 @@ import type {
 } from '@tapyard/destinations';
 import type { PipelineDefinition, SchemaField } from '@tapyard/model';
 import { rowObject, rowText, type TypedBatch, safeText } from '@tapyard/model';
-import { RunningScript, KIND_STAGES, type ScriptRunSpec } from '@tapyard/scripts';
-import { Counts, FromThread, HEARTBEAT, STAGE, StartMessage, ToThread } from './protocol';
+import { RunningScript, KIND_STAGES, WarmScript, warmKey, type ScriptRunSpec } from '@tapyard/scripts';
+import { Counts, FromThread, HEARTBEAT, RETIRED, STAGE, StartMessage, ToThread } from './protocol';
 import { RecordValidator, RejectSink, convert, newCounts, recordValidator } from './convert';
 import { readInput } from './read-input';
 import { receiveInput } from './input-channel';
@@ -49,6 +49,8 @@ interface Job {
   scripts: RunningScript[];
   /** Scripts started ahead of plan (WarmMessage), by their spec's JSON; plan takes those it runs. */
   warm: Map<string, Promise<RunningScript | null>>;
+  /** The specs of the scripts the job started: warm sandboxes for them are ready after it. */
+  specs: ScriptRunSpec[];
   /** The next batch, read and converted while the scripts work on this one (see `next`). */
   ahead: Ahead | null;
   /** The first rows as typed, before any script (see FromThread 'end'), and their size as JSON. */
@@ -88,10 +90,26 @@ if (port === null) throw new Error('thread-main runs only as a worker thread');
 let shared: Int32Array | null = null;
 let job: Job | null = null;
 let jobs = 0;
+/**
+ * Warm sandboxes by warmKey: one for each kind of script this thread ran (at most MAX_SPARES), started
+ * after the job that used the last one. A job takes it instead of starting its script's sandbox then.
+ */
+const spares = new Map<string, WarmScript>();
+const MAX_SPARES = 4;
+/** The pool let go of this thread (RetireMessage): no more warm sandboxes. */
+let retired = false;
 
 port.on('message', (msg: ToThread) => {
   if (msg.kind === 'warm') {
     warm(msg.scripts);
+    return;
+  }
+  if (msg.kind === 'retire') {
+    retired = true;
+    if (job !== null) stopScripts(job);
+    const stopping = [...spares.values()].map((spare) => spare.stop());
+    spares.clear();
+    void Promise.all(stopping).then(() => port?.postMessage(RETIRED));
     return;
   }
   const current = msg.kind === 'start' ? ++jobs : jobs;
@@ -110,8 +128,33 @@ function warm(scripts: ScriptRunSpec[]): void {
     if (!j.warm.has(key))
       j.warm.set(
         key,
-        RunningScript.start(spec).catch(() => null),
+        takeOrStart(j, spec).catch(() => null),
       );
+  }
+}
+
+/** The script in a warm sandbox when one is ready, else in one started now. */
+async function takeOrStart(j: Job, spec: ScriptRunSpec): Promise<RunningScript> {
+  j.specs.push(spec);
+  const key = warmKey(spec);
+  const spare = spares.get(key);
+  spares.delete(key);
+  return (await spare?.take(spec)) ?? RunningScript.start(spec);
+}
+
+/** After a job: a warm sandbox for each kind of script it ran, for this thread's next job. */
+function replenish(j: Job): void {
+  const specs = j.specs.splice(0);
+  if (retired) return;
+  for (const spec of specs) {
+    const key = warmKey(spec);
+    if (spares.has(key)) continue;
+    const oldest = spares.keys().next();
+    if (spares.size >= MAX_SPARES && oldest.done !== true) {
+      spares.get(oldest.value)?.kill();
+      spares.delete(oldest.value);
+    }
+    spares.set(key, WarmScript.start(spec));
   }
 }
 
@@ -120,6 +163,7 @@ function stopScripts(j: Job): void {
   for (const script of j.scripts.splice(0)) script.kill();
   for (const started of j.warm.values()) void started.then((script) => script?.kill());
   j.warm.clear();
+  replenish(j);
 }
 
 function post(id: number, reply: FromThread): void {
@@ -160,6 +204,7 @@ async function handle(msg: ToThread): Promise<void> {
       counts: newCounts(),
       scripts: [],
       warm: new Map(),
+      specs: [],
       ahead: null,
       sample: [],
       sampleBytes: 0,
@@ -207,7 +252,7 @@ async function handle(msg: ToThread): Promise<void> {
         const key = JSON.stringify(spec);
         const ahead = warmed.get(key);
         warmed.delete(key);
-        const script = (ahead && (await ahead)) ?? (await RunningScript.start(spec));
+        const script = (ahead && (await ahead)) ?? (await takeOrStart(j, spec));
         j.scripts.push(script);
         columns = script.outColumns(columns);
       } catch (err) {
@@ -262,8 +307,12 @@ async function handle(msg: ToThread): Promise<void> {
   const typed = await nextTyped(j);
   if (typed === null) {
     await close(j.rejects);
-    for (const script of j.scripts.splice(0)) await script.close().catch(() => undefined);
+    // Every answer is in: the job ends now, while the scripts' sandboxes exit and give back their
+    // uid and cgroups (tens of milliseconds, which each job waited for before).
+    const scripts = j.scripts.splice(0);
     post(j.id, { kind: 'end', counts: j.counts, sample: j.sample, heapBytes: j.heapBytes });
+    for (const script of scripts) void script.close().catch(() => undefined);
+    replenish(j);
     return;
   }
   if (!j.sampleFull) keepSample(j, typed);
