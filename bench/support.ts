@@ -123,9 +123,15 @@ export async function waitHttp(url: string): Promise<void> {
 
 /**
  * Polls the rollup of a token query every `everyMs` until `jobs` jobs are done; throws unless all
- * succeeded. A status reply of many jobs costs the API real CPU: a long load of many jobs polls slower.
+ * succeeded; returns the jobs. A status reply of many jobs costs the API real CPU: a long load of many
+ * jobs polls slower.
  */
-export async function waitForRollup(base: string, query: string, jobs = 1, everyMs = 50): Promise<void> {
+export async function waitForRollup(
+  base: string,
+  query: string,
+  jobs = 1,
+  everyMs = 50,
+): Promise<{ lastEventAt: string }[]> {
   for (;;) {
     const reply = await fetch(`${base}/pipeline/status?${query}&withrollup=true`);
     if (reply.status === 404) {
@@ -133,12 +139,12 @@ export async function waitForRollup(base: string, query: string, jobs = 1, every
       continue;
     }
     const res = (await reply.json()) as {
-      rollup: { allDone: boolean; status: string; jobs: { lastError: unknown }[] };
+      rollup: { allDone: boolean; status: string; jobs: { lastError: unknown; lastEventAt: string }[] };
     };
     if (res.rollup.allDone && res.rollup.jobs.length >= jobs) {
       if (res.rollup.status !== 'success')
         throw new Error(`bench load ended ${res.rollup.status}: ${JSON.stringify(res.rollup.jobs)}`);
-      return;
+      return res.rollup.jobs;
     }
     await sleep(everyMs);
   }

@@ -52,6 +52,8 @@ export interface Relay {
   cut(): void;
   restore(): void;
   cutAfter(bytes: number): void;
+  /** Bytes the clients sent upstream so far. */
+  sent(): number;
   close(): Promise<void>;
 }
 
@@ -91,6 +93,7 @@ export async function cuttableProxy(targetPort: number, listenPort = 0): Promise
     cutAfter: (bytes) => {
       tripAt = sent + bytes;
     },
+    sent: () => sent,
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();

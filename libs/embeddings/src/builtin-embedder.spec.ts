@@ -1,5 +1,6 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import { builtinEmbedder } from './builtin-embedder';
 import { cosine } from './vectors';
 
@@ -38,6 +39,36 @@ describe('built-in embedder (all-MiniLM-L6-v2 int8, real model files)', () => {
     const [v] = await e.embed([long]);
     expect(v).toHaveLength(384);
     expect(e.tokenizer.count('Unbelievably, a cat!')).toBe(9);
+  });
+
+  it('hands the model thread its next run before the answer to the run before arrives, with the same vectors', async () => {
+    const e = await builtinEmbedder(DIR);
+    const texts = Array.from(
+      { length: 96 },
+      (_, i) => `sentence number ${i} about ${i % 7 ? 'cats' : 'stocks'}`,
+    );
+    const one = await Promise.all(texts.slice(0, 8).map(async (t) => (await e.embed([t]))[0]));
+    // Runs posted to the model thread by the time each answer comes back.
+    const posted = jest.spyOn(Worker.prototype, 'postMessage');
+    const emit = Worker.prototype.emit;
+    const postedAtAnswer: number[] = [];
+    const answers = jest.spyOn(Worker.prototype, 'emit').mockImplementation(function (
+      this: Worker,
+      event: string | symbol,
+      ...args: unknown[]
+    ) {
+      if (event === 'message') postedAtAnswer.push(posted.mock.calls.length);
+      return emit.call(this, event, ...args);
+    });
+    try {
+      const vectors = await e.embed(texts);
+      // Three runs of 32: the second was posted before the first answer, the third before the second's.
+      expect(postedAtAnswer).toEqual([2, 3, 3]);
+      for (let i = 0; i < one.length; i++) expect(cosine(vectors[i], one[i])).toBeGreaterThan(0.9999);
+    } finally {
+      answers.mockRestore();
+      posted.mockRestore();
+    }
   });
 
   it('names the fix when the model files are missing', async () => {

@@ -11,6 +11,13 @@ export const BUILTIN_MODEL = 'builtin:all-MiniLM-L6-v2';
 /** sentence-transformers reads 256 word pieces, [CLS] and [SEP] included. */
 const MAX_TOKENS = 256;
 const BATCH = 32;
+/**
+ * Runs handed to the model's thread and not answered yet. With two, the thread starts the next run
+ * the moment one ends, instead of waiting for this thread to see the answer and send more: in a
+ * worker this thread is busy with the loads' protocol work, and the documents of the run just ended
+ * go off to be written while the next run computes.
+ */
+const IN_FLIGHT = 2;
 const FILES = ['model_quantized.onnx', 'tokenizer.json', 'tokenizer_config.json'];
 
 /**
@@ -32,7 +39,7 @@ class BuiltinEmbedder implements Embedder {
 
   /** Inputs waiting for the model, from every caller: one run takes up to BATCH of them. */
   private readonly queue: { ids: number[]; done: (v: Float32Array) => void; fail: (e: Error) => void }[] = [];
-  private running = false;
+  private running = 0;
 
   async embed(texts: string[], signal?: AbortSignal): Promise<Float32Array[]> {
     signal?.throwIfAborted();
@@ -51,21 +58,22 @@ class BuiltinEmbedder implements Embedder {
   }
 
   private pump(): void {
-    if (this.running || this.queue.length === 0) return;
-    this.running = true;
-    // Similar lengths together: less padding per run.
-    const window = this.queue.splice(0, BATCH * 4).sort((a, b) => a.ids.length - b.ids.length);
-    const batch = window.slice(0, BATCH);
-    this.queue.unshift(...window.slice(BATCH));
-    this.run(batch.map((e) => e.ids))
-      .then(
-        (vectors) => batch.forEach((e, k) => e.done(vectors[k])),
-        (err: Error) => batch.forEach((e) => e.fail(err)),
-      )
-      .finally(() => {
-        this.running = false;
-        this.pump();
-      });
+    while (this.running < IN_FLIGHT && this.queue.length > 0) {
+      this.running++;
+      // Similar lengths together: less padding per run.
+      const window = this.queue.splice(0, BATCH * 4).sort((a, b) => a.ids.length - b.ids.length);
+      const batch = window.slice(0, BATCH);
+      this.queue.unshift(...window.slice(BATCH));
+      this.run(batch.map((e) => e.ids))
+        .then(
+          (vectors) => batch.forEach((e, k) => e.done(vectors[k])),
+          (err: Error) => batch.forEach((e) => e.fail(err)),
+        )
+        .finally(() => {
+          this.running--;
+          this.pump();
+        });
+    }
   }
 
   private ids(text: string): number[] {
@@ -153,7 +161,12 @@ const session = ort.InferenceSession.create(workerData.model, {
   // Idle pool threads must sleep, not spin: they share two cores with the rest of the worker.
   extra: { session: { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } } },
 });
-parentPort.on('message', async ({ id, ids, mask, shape }) => {
+// One run at a time, in the order sent: a run waiting here starts as soon as the one before ends.
+let last = Promise.resolve();
+parentPort.on('message', (m) => {
+  last = last.then(() => run(m));
+});
+async function run({ id, ids, mask, shape }) {
   try {
     const s = await session;
     const out = await s.run({
@@ -166,7 +179,7 @@ parentPort.on('message', async ({ id, ids, mask, shape }) => {
   } catch (err) {
     parentPort.postMessage({ id, error: String((err && err.message) || err) });
   }
-});
+}
 `;
 
 const loaded = new Map<string, Promise<Embedder>>();

@@ -29,6 +29,35 @@ export function pgvectorWhere(
 
 export const vectorText = (v: Float32Array): string => `[${Array.from(v).join(',')}]`;
 
+/** PostgreSQL's type oid of `real` (float4), fixed by the server. */
+const FLOAT4_OID = 700;
+
+/**
+ * Vectors of one dimension as one `real[]` parameter in PostgreSQL's binary array format, all of them
+ * end to end (the statement cuts row i's vector out as elements i*d+1 .. (i+1)*d). As text each
+ * vector was about 7 KB of decimals to print, send and parse (17 digits a float); here the float32
+ * values go as they are, 8 bytes each (a length and the value), and arrive bit for bit.
+ */
+export function vectorsBinary(vectors: Float32Array[], dimension: number): Buffer {
+  const n = vectors.length * dimension;
+  const buf = Buffer.allocUnsafe(20 + n * 8);
+  buf.writeInt32BE(1, 0); // dimensions
+  buf.writeInt32BE(0, 4); // no nulls
+  buf.writeInt32BE(FLOAT4_OID, 8);
+  buf.writeInt32BE(n, 12);
+  buf.writeInt32BE(1, 16); // lower bound
+  let at = 20;
+  for (const v of vectors) {
+    if (v.length !== dimension)
+      throw new RangeError(`a vector of ${v.length} values among vectors of ${dimension}`);
+    for (let i = 0; i < dimension; i++, at += 8) {
+      buf.writeInt32BE(4, at);
+      buf.writeFloatBE(v[i], at + 4);
+    }
+  }
+  return buf;
+}
+
 /**
  * A search of a table: the setting its transaction runs first, then the statement. The HNSW scan
  * yields ef_search candidates before the filter, so a filtered search could miss the very match it

@@ -9,7 +9,7 @@ import {
   storeUnavailable,
 } from '../vector-store.errors';
 import { pgTarget } from './pg-target';
-import { pgvectorSearch, vectorText } from './pgvector-filter';
+import { pgvectorSearch, vectorsBinary } from './pgvector-filter';
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_-]{0,62}$/;
 const UPSERT_BATCH = 1000;
@@ -143,17 +143,29 @@ export class PgvectorStore implements VectorStore {
   async upsert(container: string, chunks: ChunkRecord[]): Promise<void> {
     for (let i = 0; i < chunks.length; i += UPSERT_BATCH) {
       const batch = chunks.slice(i, i + UPSERT_BATCH);
+      const dimension = batch[0].vector.length;
+      if (batch.some((c) => c.vector.length !== dimension)) {
+        throw new VectorStoreInputError(
+          'pgvector: the chunks of one upsert must have vectors of one dimension',
+        );
+      }
+      // The vectors travel as one binary real[] (see vectorsBinary): row o's is its o-th slice.
       await this.onTable(
         container,
         (t) =>
           `INSERT INTO ${t} (id, content, metadata, embedding)
-           SELECT * FROM unnest($1::uuid[], $2::text[], $3::jsonb[], $4::text[]::vector[])
+           SELECT u.id, u.content, u.metadata, ($4::real[])[(u.o - 1) * $5 + 1 : u.o * $5]::vector
+             FROM unnest($1::uuid[], $2::text[], $3::jsonb[]) WITH ORDINALITY AS u (id, content, metadata, o)
            ON CONFLICT (id) DO UPDATE SET content = EXCLUDED.content, metadata = EXCLUDED.metadata, embedding = EXCLUDED.embedding`,
         [
           batch.map((c) => c.id),
           batch.map((c) => c.text),
           batch.map((c) => JSON.stringify(c.metadata)),
-          batch.map((c) => vectorText(c.vector)),
+          vectorsBinary(
+            batch.map((c) => c.vector),
+            dimension,
+          ),
+          dimension,
         ],
       );
     }
