@@ -29,6 +29,9 @@ const COMMA = 0x2c;
 const CLOSE = 0x7d;
 
 const utf8 = new TextEncoder();
+const NULL = utf8.encode('null');
+const TRUE = utf8.encode('true');
+const FALSE = utf8.encode('false');
 
 const K_STRING = 0;
 const K_INTEGER = 1;
@@ -146,11 +149,11 @@ export function createCsvEncoder(
   /** Column `k`'s value as JSON, written at `at`. */
   const value = (b: Buffer, k: number): void => {
     const f = source[k];
-    if (f < 0) return putText('null');
+    if (f < 0) return put(NULL, 0, 4);
     const s = starts[f];
     const e = ends[f];
     const q = quoted[f];
-    if (q === 0 && s === e) return putText('null');
+    if (q === 0 && s === e) return put(NULL, 0, 4);
     switch (kinds[k]) {
       case K_STRING: {
         // Valid UTF-8 (the check saw to it) without a quote, a backslash or a control character
@@ -176,7 +179,7 @@ export function createCsvEncoder(
         break;
       }
       case K_BOOLEAN:
-        return putText(TRUE_START[b[s]] === 1 ? 'true' : 'false');
+        return TRUE_START[b[s]] === 1 ? put(TRUE, 0, 4) : put(FALSE, 0, 5);
       case K_DATE:
         room(2);
         out[at++] = QUOTE;
