@@ -145,6 +145,26 @@ describe('REST endpoint sink', () => {
     );
   });
 
+  it('retries a batch whose connection was reset before the answer, with the same key: stored once', async () => {
+    await pipeline('reset', { url: url('/reset'), batchSize: 3 });
+    // The receiver stores batch 1, then resets the connection: the sink must send it again, and
+    // the receiver recognises the key (at-least-once, effectively once for a receiver honouring it).
+    sink.resetBatch(1);
+    const { token, rollup } = await send('reset', 8);
+    expect(rollup.status).toBe('success');
+    const keys = sink.requests
+      .filter((r) => r.path === '/reset' && r.method === 'POST')
+      .map((r) => String(r.headers['idempotency-key']))
+      .sort();
+    expect(keys).toEqual([`${token}:0`, `${token}:1`, `${token}:1`, `${token}:2`]);
+    expect(
+      sink
+        .rows('/reset')
+        .map((r) => Number(r.id))
+        .sort((a, b) => a - b),
+    ).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+  });
+
   it('keeps up to 4 batches in flight, never more, and each arrives once after a retry', async () => {
     await pipeline('wide', { url: url('/wide'), batchSize: 1 });
     sink.hang('/wide');

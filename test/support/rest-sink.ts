@@ -33,6 +33,7 @@ export class RestSink {
   private readonly scripted: Answer[] = [];
   private readonly scriptedBatches = new Map<number, Answer>();
   private readonly hung = new Set<string>();
+  private readonly resets = new Set<number>();
   private readonly held = new Set<ServerResponse>();
   private server: Server | null = null;
   port = 0;
@@ -60,6 +61,14 @@ export class RestSink {
    */
   failBatch(n: number, answer: Answer): void {
     this.scriptedBatches.set(n, answer);
+  }
+
+  /**
+   * The first request of batch `n` is stored (its key seen), then its connection is reset before any
+   * answer: the sender cannot tell whether the batch arrived.
+   */
+  resetBatch(n: number): void {
+    this.resets.add(n);
   }
 
   /** Requests to `path` are read and left unanswered. */
@@ -136,6 +145,10 @@ export class RestSink {
       const texts = this.storedTexts.get(path) ?? [];
       for (const line of text.split('\n')) if (line !== '') texts.push(line);
       this.storedTexts.set(path, texts);
+    }
+    if (this.resets.delete(batch)) {
+      req.socket.resetAndDestroy();
+      return;
     }
     res.writeHead(201, { 'content-type': 'application/json' }).end(`{"stored":${rows.length}}`);
   }

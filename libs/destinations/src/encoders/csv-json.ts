@@ -1,8 +1,9 @@
 /**
  * The json-rows encoder's CSV form: rows of a clean CSV chunk (one the fast path's byte check
  * passed, libs/readers/src/fastpath/csv-check.ts) written as JSON object texts straight from
- * their fields, in the stage thread, with the same text as the typed path (reader, coercers,
- * rowJsonWriter) gives for them: no row array, typed batch or value object per row. The check
+ * their fields' bytes into the payload's bytes, in the stage thread, with the same text as the
+ * typed path (reader, coercers, rowJsonWriter) gives for them: no string per row (their building,
+ * joining and encoding cost twice the rest), typed batch or value object per row. The check
  * guarantees what is relied on here: exactly one field per file column, no quoted value outside
  * string columns, and in those only plain values of the column's type (no spaces, no null tokens).
  * The common shapes are written from the field's text; the others (a `+` or leading zeros, floats,
@@ -16,13 +17,21 @@ import { Invalid, coercer } from '@tapyard/model';
 import type { CsvChunkPayload, JsonRowsPayload } from '../destination';
 import { csvChars } from '@tapyard/readers';
 import { jsonValue, namePrefixes } from './json-value';
-import { packRows } from './pack-rows';
 
 const LF = 10;
 const CR = 13;
 const ZERO = 0x30;
 const MINUS = 0x2d;
 const DOT = 0x2e;
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COMMA = 0x2c;
+const CLOSE = 0x7d;
+
+const utf8 = new TextEncoder();
+const NULL = utf8.encode('null');
+const TRUE = utf8.encode('true');
+const FALSE = utf8.encode('false');
 
 const K_STRING = 0;
 const K_INTEGER = 1;
@@ -49,26 +58,26 @@ const TRUE_START = new Uint8Array(128);
 for (const c of 'tTyY1') TRUE_START[c.charCodeAt(0)] = 1;
 
 /**
- * Whether a double's text is already what String() writes for its value: at most 15 significant
- * digits (so no shorter text reads back to the same double: DBL_DIG), no sign but `-` on a non-zero
- * value, no leading zeros, a fraction without trailing zeros, no exponent, and at least 1e-6 (below,
- * String() writes an exponent). Converting costs more than the rest of a row's JSON.
+ * Whether a double's text (bytes `s` to `e`) is already what String() writes for its value: at most
+ * 15 significant digits (so no shorter text reads back to the same double: DBL_DIG), no sign but `-`
+ * on a non-zero value, no leading zeros, a fraction without trailing zeros, no exponent, and at least
+ * 1e-6 (below, String() writes an exponent). Converting costs more than the rest of a row's JSON.
  */
-function shortestDouble(t: string, s: number, e: number): boolean {
-  let p = t.charCodeAt(s) === MINUS ? s + 1 : s;
+function shortestDouble(t: Uint8Array, s: number, e: number): boolean {
+  let p = t[s] === MINUS ? s + 1 : s;
   const intStart = p;
-  while (p < e && isDigit(t.charCodeAt(p))) p++;
+  while (p < e && isDigit(t[p])) p++;
   const intDigits = p - intStart;
-  if (intDigits === 0 || (intDigits > 1 && t.charCodeAt(intStart) === ZERO)) return false;
-  const zeroInt = intDigits === 1 && t.charCodeAt(intStart) === ZERO;
+  if (intDigits === 0 || (intDigits > 1 && t[intStart] === ZERO)) return false;
+  const zeroInt = intDigits === 1 && t[intStart] === ZERO;
   if (p === e) return !zeroInt && intDigits <= 15;
-  if (t.charCodeAt(p) !== DOT || p + 1 === e || t.charCodeAt(e - 1) === ZERO) return false;
+  if (t[p] !== DOT || p + 1 === e || t[e - 1] === ZERO) return false;
   const fracStart = ++p;
-  while (p < e && isDigit(t.charCodeAt(p))) p++;
+  while (p < e && isDigit(t[p])) p++;
   if (p !== e) return false;
   if (!zeroInt) return intDigits + (e - fracStart) <= 15;
   let lead = fracStart;
-  while (t.charCodeAt(lead) === ZERO) lead++;
+  while (t[lead] === ZERO) lead++;
   return lead - fracStart < 6 && e - lead <= 15;
 }
 
@@ -89,86 +98,125 @@ export function createCsvEncoder(
 ): (chunk: CsvChunkPayload) => Generator<JsonRowsPayload> {
   const { delim, quote, esc } = csvChars(csv);
   const width = fileColumns.length;
-  const names = namePrefixes(columns);
+  const names = namePrefixes(columns).map((n) => utf8.encode(n));
   // Per output column: the file column it reads (-1: none, always null), its kind and coercer.
   const source = columns.map((c) => fileColumns.indexOf(c.name));
   const kinds = columns.map((c) => KINDS[c.type]);
   const coerce = columns.map((c) => coercer(c.type, true, c));
-  // The current record's fields: where each starts and ends in the chunk's text, and whether it
+  // The current record's fields: where each starts and ends in the chunk's bytes, and whether it
   // was quoted (1) or quoted with escapes to undo (2). Reused: nothing is allocated per record.
   const starts = new Int32Array(width);
   const ends = new Int32Array(width);
   const quoted = new Uint8Array(width);
+  // The piece being written, reused across pieces (each payload gets a copy it owns): rows go
+  // from the chunk's bytes to these bytes, with no string per row or per plain field.
+  let out = new Uint8Array(1 << 16);
+  let at = 0;
 
-  const unescape = (t: string, s: number, e: number): string => {
-    let out = '';
-    let from = s;
-    for (let p = s; p < e; p++) {
+  const room = (bytes: number): void => {
+    if (at + bytes <= out.length) return;
+    const bigger = new Uint8Array(Math.max(out.length * 2, at + bytes));
+    bigger.set(out.subarray(0, at));
+    out = bigger;
+  };
+  const put = (from: Uint8Array, s: number, e: number): void => {
+    room(e - s);
+    for (let p = s; p < e; p++) out[at++] = from[p];
+  };
+  const putText = (text: string): void => {
+    room(text.length * 3);
+    at += utf8.encodeInto(text, out.subarray(at)).written;
+  };
+
+  const unescape = (t: string): string => {
+    let text = '';
+    let from = 0;
+    for (let p = 0; p < t.length; p++) {
       const c = t.charCodeAt(p);
       // A doubled quote is one quote; an escape drops itself before the quote or itself only.
       const drop =
         esc < 0
           ? c === quote
-          : c === esc && p + 1 < e && (t.charCodeAt(p + 1) === quote || t.charCodeAt(p + 1) === esc);
+          : c === esc && p + 1 < t.length && (t.charCodeAt(p + 1) === quote || t.charCodeAt(p + 1) === esc);
       if (drop) {
-        out += t.slice(from, p);
+        text += t.slice(from, p);
         from = ++p;
       }
     }
-    return out + t.slice(from, e);
+    return text + t.slice(from);
   };
 
-  const value = (t: string, k: number): string => {
+  /** Column `k`'s value as JSON, written at `at`. */
+  const value = (b: Buffer, k: number): void => {
     const f = source[k];
-    if (f < 0) return 'null';
+    if (f < 0) return put(NULL, 0, 4);
     const s = starts[f];
     const e = ends[f];
     const q = quoted[f];
-    if (q === 0 && s === e) return 'null';
+    if (q === 0 && s === e) return put(NULL, 0, 4);
     switch (kinds[k]) {
-      case K_STRING:
-        return JSON.stringify(q === 2 ? unescape(t, s, e) : t.slice(s, e));
+      case K_STRING: {
+        // Valid UTF-8 (the check saw to it) without a quote, a backslash or a control character
+        // is its own JSON string text, as JSON.stringify would write it.
+        let p = s;
+        if (q !== 2) while (p < e && b[p] >= 0x20 && b[p] !== QUOTE && b[p] !== BACKSLASH) p++;
+        if (p < e || q === 2) {
+          const text = b.toString('utf8', s, e);
+          return putText(JSON.stringify(q === 2 ? unescape(text) : text));
+        }
+        room(2);
+        out[at++] = QUOTE;
+        put(b, s, e);
+        room(1);
+        out[at++] = QUOTE;
+        return;
+      }
       case K_INTEGER: {
         // Digits without a sign or leading zero are their own JSON (a bigint too: every digit).
-        const c = t.charCodeAt(s);
-        const first = c === MINUS && e - s > 1 ? t.charCodeAt(s + 1) : c;
-        if ((first > ZERO && first <= ZERO + 9) || (e - s === 1 && c === ZERO)) return t.slice(s, e);
+        const c = b[s];
+        const first = c === MINUS && e - s > 1 ? b[s + 1] : c;
+        if ((first > ZERO && first <= ZERO + 9) || (e - s === 1 && c === ZERO)) return put(b, s, e);
         break;
       }
       case K_BOOLEAN:
-        return TRUE_START[t.charCodeAt(s)] === 1 ? 'true' : 'false';
+        return TRUE_START[b[s]] === 1 ? put(TRUE, 0, 4) : put(FALSE, 0, 5);
       case K_DATE:
-        return `"${t.slice(s, e)}"`;
+        room(2);
+        out[at++] = QUOTE;
+        put(b, s, e);
+        room(1);
+        out[at++] = QUOTE;
+        return;
       case K_DOUBLE:
-        if (shortestDouble(t, s, e)) return t.slice(s, e);
+        if (shortestDouble(b, s, e)) return put(b, s, e);
     }
-    const v = coerce[k](t.slice(s, e));
+    const v = coerce[k](b.toString('utf8', s, e));
     // The check passed it: a refusal here is a disagreement between the two, never data to send.
     if (v instanceof Invalid)
       throw new Error(`the CSV fast path let through a value its coercer refuses: ${v.reason}`);
-    return jsonValue(v);
+    putText(jsonValue(v));
   };
 
   return function* (chunk) {
-    const b = chunk.bytes;
-    const t = Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('utf8');
-    const n = t.length;
+    const b = Buffer.from(chunk.bytes.buffer, chunk.bytes.byteOffset, chunk.bytes.byteLength);
+    const n = b.length;
     let line = chunk.line;
     let i = 0;
     for (let done = 0; done < chunk.rows;) {
       const count = Math.min(CSV_PIECE_ROWS, chunk.rows - done);
-      const rows = new Array<string>(count);
-      const lines = new Array<number>(count);
+      const rowEnds = new Int32Array(count);
+      const lines = new Int32Array(count);
+      at = 0;
       for (let r = 0; r < count; r++) {
         lines[r] = line;
         for (let f = 0; f < width; f++) {
-          if (t.charCodeAt(i) === quote) {
+          if (b[i] === quote) {
             let p = i + 1;
             let escapes = false;
             for (;;) {
-              const c = t.charCodeAt(p);
+              const c = b[p];
               if (c === quote) {
-                if (esc < 0 && t.charCodeAt(p + 1) === quote) {
+                if (esc < 0 && b[p + 1] === quote) {
                   escapes = true;
                   p += 2;
                   continue;
@@ -176,7 +224,7 @@ export function createCsvEncoder(
                 break;
               }
               if (c === esc) {
-                const next = t.charCodeAt(p + 1);
+                const next = b[p + 1];
                 if (next === quote || next === esc) {
                   escapes = true;
                   p += 2;
@@ -184,7 +232,7 @@ export function createCsvEncoder(
                 }
               }
               // A line break inside the quotes: \r\n counts once, as the reader counts lines.
-              if (c === LF || (c === CR && t.charCodeAt(p + 1) !== LF)) line++;
+              if (c === LF || (c === CR && b[p + 1] !== LF)) line++;
               p++;
             }
             starts[f] = i + 1;
@@ -194,7 +242,7 @@ export function createCsvEncoder(
           } else {
             let p = i;
             for (; p < n; p++) {
-              const c = t.charCodeAt(p);
+              const c = b[p];
               if (c === delim || c === LF || c === CR) break;
             }
             starts[f] = i;
@@ -206,14 +254,26 @@ export function createCsvEncoder(
           if (f + 1 < width) i++;
         }
         // The record's line break (none after the chunk's last record, possibly).
-        if (i < n) i += t.charCodeAt(i) === CR && t.charCodeAt(i + 1) === LF ? 2 : 1;
+        if (i < n) i += b[i] === CR && b[i + 1] === LF ? 2 : 1;
         line++;
-        let row = '';
-        for (let k = 0; k < names.length; k++) row += names[k] + value(t, k);
-        rows[r] = names.length === 0 ? '{}' : `${row}}`;
+        if (names.length === 0) putText('{}');
+        for (let k = 0; k < names.length; k++) {
+          put(names[k], 0, names[k].length);
+          value(b, k);
+        }
+        if (names.length > 0) {
+          room(1);
+          out[at++] = CLOSE;
+        }
+        rowEnds[r] = at;
+        // Rows are stored comma-separated (as packRows joins them): none after the last.
+        if (r + 1 < count) {
+          room(1);
+          out[at++] = COMMA;
+        }
       }
       done += count;
-      yield packRows(rows, lines);
+      yield { kind: 'json-rows', bytes: out.slice(0, at), ends: rowEnds, lines };
     }
   };
 }

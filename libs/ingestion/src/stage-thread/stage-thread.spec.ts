@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { MessageChannel } from 'node:worker_threads';
+import { JsonRowsPayload, encoderModule, jsonRowText } from '@tapyard/destinations';
 import type { PipelineDefinition } from '@tapyard/model';
 import { VenvCache, resolveInterpreter } from '@tapyard/sandbox';
 import type { ScriptRunSpec } from '@tapyard/scripts';
@@ -158,6 +159,73 @@ describe('the stage thread pool', () => {
     } finally {
       session.end();
     }
+  });
+});
+
+describe("a destination's maxBatchRows on JSON rows", () => {
+  const dir = mkdtempSync(join(tmpdir(), 'stage-cut-'));
+  const pool = new StageThreadPool();
+
+  afterAll(async () => {
+    await pool.onModuleDestroy();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** The json-rows payloads of a 10-row job cut to 3 rows at most: rows, lines and texts per payload. */
+  async function payloadsOf(fast: boolean): Promise<{ rows: string[]; lines: number[] }[]> {
+    const def = definition();
+    const csv = `id,label\n${Array.from({ length: 10 }, (_, i) => `${i + 1},"r ""${i + 1}"" é"`).join('\n')}\n`;
+    const session = await pool.start(
+      {
+        input: new Uint8Array(Buffer.from(csv)).buffer,
+        records: null,
+        definition: def,
+        filename: 'cut.csv',
+        rejectsPath: join(dir, `${fast}-rejects.jsonl`),
+        spinOn: null,
+        fast,
+      },
+      { stallMs: 60_000, maxIdle: 1, maxHeapBytes: 1 << 30 },
+    );
+    const out: { rows: string[]; lines: number[] }[] = [];
+    try {
+      await session.first();
+      await session.plan(
+        def,
+        ['id', 'label'],
+        null,
+        [{ module: encoderModule('json-rows'), maxBatchRows: 3 }],
+        [],
+      );
+      for (let i = 0; i < 20 && !session.finished; i++) {
+        const r = await session.next();
+        if ('end' in r) break;
+        // payloads[0]: the one destination's payloads of this batch.
+        for (const p of r.payloads[0]) {
+          const rows = p as JsonRowsPayload;
+          out.push({
+            rows: Array.from(rows.ends, (_, k) => jsonRowText(rows, k)),
+            lines: Array.from(rows.lines),
+          });
+        }
+      }
+    } finally {
+      session.end();
+    }
+    return out;
+  }
+
+  it.each([
+    ['the CSV fast path', true],
+    ['the typed path', false],
+  ])('cuts every payload to at most that many rows, in order, on %s', async (_path, fast) => {
+    const payloads = await payloadsOf(fast);
+    expect(payloads.length).toBeGreaterThanOrEqual(4);
+    for (const p of payloads) expect(p.rows.length).toBeLessThanOrEqual(3);
+    expect(payloads.flatMap((p) => p.lines)).toEqual(Array.from({ length: 10 }, (_, i) => i + 2));
+    expect(payloads.flatMap((p) => p.rows)).toEqual(
+      Array.from({ length: 10 }, (_, i) => JSON.stringify({ id: i + 1, label: `r "${i + 1}" é` })),
+    );
   });
 });
 
