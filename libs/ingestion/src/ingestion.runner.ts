@@ -251,6 +251,8 @@ export class IngestionRunner {
     }
     // A request to the store that hangs must not hold the job's end.
     const stopReading = async () => {
+      // An input carried in the job is read by nothing (and a timer per job is not free).
+      if (whole !== null) return;
       reading.abort();
       await Promise.race([sending, sleep(READ_STOP_WAIT_MS, undefined, { ref: false })]);
     };
