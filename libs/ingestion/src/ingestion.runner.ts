@@ -203,8 +203,8 @@ export class IngestionRunner {
   }
 
   /**
-   * Reads the job's input once in a stage thread and loads it into every pending destination side
-   * by side. A failure of one destination is kept on its leg (the others go on); a failure of the
+   * Reads the job's input once, in a stage thread (a small whole input: on this thread, see
+   * local-stage.ts), and loads it into every pending destination side by side. A failure of one destination is kept on its leg (the others go on); a failure of the
    * input ends them all and is thrown.
    */
   private async load(
