@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Client } from 'pg';
 import { INLINE_UPLOAD_BYTES } from '@tapyard/intake';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
@@ -8,7 +11,9 @@ import { csvPipeline, upload, waitForJob } from './support/ingest';
 /**
  * A small upload (its request at most INLINE_UPLOAD_BYTES) is carried in its job: nothing of it goes
  * through the staging object store, so it loads even while that store is unreachable. A larger one
- * is staged as before, and refused while the store is down.
+ * is staged as before, and refused while the store is down. Its job is read, checked and loaded on
+ * the worker's main thread, its rejects kept in memory: the worker here has no usable spool
+ * directory (a file stands where it should be), which a job through the stage thread needs.
  */
 describe('small uploads carried in their job', () => {
   const env = uniqueEnvironment('upsmall');
@@ -16,6 +21,9 @@ describe('small uploads carried in their job', () => {
   let api: TestApi;
   let worker: TestWorker;
   let pg: Client;
+  const scratch = mkdtempSync(join(tmpdir(), 'upsmall-'));
+  const notADirectory = join(scratch, 'spool');
+  writeFileSync(notADirectory, '');
 
   beforeAll(async () => {
     const flags = {
@@ -24,7 +32,7 @@ describe('small uploads carried in their job', () => {
       STAGING_READ_RETRY_SECONDS: '1',
     };
     api = await startApi(flags);
-    worker = await startWorker(flags);
+    worker = await startWorker({ ...flags, TAPYARD_SPOOL_DIR: notADirectory });
     pg = new Client({ connectionString: TEST_DATABASE_URL });
     await pg.connect();
     await api.http
@@ -41,6 +49,7 @@ describe('small uploads carried in their job', () => {
     await pg.end();
     await worker.close();
     await api.close();
+    rmSync(scratch, { recursive: true, force: true });
   });
 
   const csv = (rows: number): string =>
@@ -64,6 +73,22 @@ describe('small uploads carried in their job', () => {
     ]);
     const epochs = done.events.map((e) => e.epoch);
     expect([...epochs].sort((a, b) => a - b)).toEqual(epochs);
+  });
+
+  it('checks a small file on the main thread: its bad rows are rejected with their reasons, the rest load', async () => {
+    const before = await pg.query(`SELECT count(*)::int AS n FROM ingest_test."${table}"`);
+    const token = await upload(api.http, 'small', 'id,label\n1,one\nx,two\n3,three\n', 'rejects.csv');
+    const done = await waitForJob(api.http, token);
+    expect(done.rollup.status).toBe('warning');
+    const after = await pg.query(`SELECT count(*)::int AS n FROM ingest_test."${table}"`);
+    expect(after.rows[0].n - before.rows[0].n).toBe(2);
+    const rejects = await pg.query(
+      `SELECT line::int, stage, raw, reason FROM ingest_test."${table}_rejects" WHERE pipeline_token = $1`,
+      [token],
+    );
+    expect(rejects.rows).toEqual([
+      { line: 3, stage: 'DataQuality', raw: 'x,two', reason: expect.stringMatching(/id/) },
+    ]);
   });
 
   it('refuses a publisher token sent after the file when the pipeline came before it, as a streamed upload does', async () => {

@@ -35,6 +35,7 @@ import { jobScripts, readyJobScripts, recordLanded, validationSchemaOf } from '.
 import { takesFastPath } from './fast-path-choice';
 import { prepareLegs } from './prepare-legs';
 import { counted, inlineInput, inputWhole, noRejects, readRejects } from './job-input';
+import { LocalStage, StageRun, runsOnMainThread } from './local-stage';
 
 /** How long a job's end waits for the read of its input to stop. */
 const READ_STOP_WAIT_MS = 5000;
@@ -202,8 +203,8 @@ export class IngestionRunner {
   }
 
   /**
-   * Reads the job's input once in a stage thread and loads it into every pending destination side
-   * by side. A failure of one destination is kept on its leg (the others go on); a failure of the
+   * Reads the job's input once, in a stage thread (a small whole input: on this thread, see
+   * local-stage.ts), and loads it into every pending destination side by side. A failure of one destination is kept on its leg (the others go on); a failure of the
    * input ends them all and is thrown.
    */
   private async load(
@@ -219,16 +220,25 @@ export class IngestionRunner {
     note: string | null;
   } | null> {
     const started = Date.now();
-    // The runner reads the staged input as it arrives and hands it to the stage thread as it goes.
-    const rejectsPath = `${await this.spool.reserve(p.environment, p.pipelineToken)}.rejects`;
+    // Reading, DataQuality and Transformation run in a stage thread under a watchdog, or, for a small
+    // whole input, on this thread with the same functions (local-stage.ts).
+    const fast = takesFastPath(this.config, this.spinOn, p, def, legs);
+    // A small upload's input, carried in its job.
+    const whole = p.inline !== undefined ? inlineInput(p.inline) : null;
+    const local =
+      whole !== null && runsOnMainThread(p, def, this.spinOn)
+        ? new LocalStage({ input: Buffer.from(whole), definition: def, filename: p.filename, fast })
+        : null;
+    // Its rejects stay in memory: no spool file.
+    const rejectsPath =
+      local === null ? `${await this.spool.reserve(p.environment, p.pipelineToken)}.rejects` : null;
     const reading = new AbortController();
-    const read = { bytes: 0 };
+    const read = { bytes: whole?.byteLength ?? 0 };
     let input: MessagePort | ArrayBuffer;
     let sending: Promise<void> = Promise.resolve();
-    if (p.inline !== undefined) {
-      // A small upload's input goes whole with the thread's start: no channel and its messages.
-      input = inlineInput(p.inline);
-      read.bytes = input.byteLength;
+    if (whole !== null) {
+      // Whole with the thread's start when it goes there: no channel and its messages.
+      input = whole;
     } else {
       const { port1, port2 } = new MessageChannel();
       const staged = this.staging.read(p.environment, p.staged, {
@@ -239,30 +249,32 @@ export class IngestionRunner {
       sending = sendInput(counted(staged, read), port1, reading.signal);
       input = port2;
     }
-    // Reading, DataQuality and Transformation run in a stage thread under a watchdog.
-    const fast = takesFastPath(this.config, this.spinOn, p, def, legs);
     // A request to the store that hangs must not hold the job's end.
     const stopReading = async () => {
+      // An input carried in the job is read by nothing (and a timer per job is not free).
+      if (whole !== null) return;
       reading.abort();
       await Promise.race([sending, sleep(READ_STOP_WAIT_MS, undefined, { ref: false })]);
     };
-    const session = await this.threads
-      .start(
-        {
-          input,
-          records: p.records ? { keys: p.records.keys, columns: p.records.columns } : null,
-          definition: def,
-          filename: p.filename,
-          rejectsPath,
-          spinOn: this.spinOn,
-          fast,
-        },
-        { stallMs: this.config.worker.stageStallMs, maxIdle: this.config.worker.concurrency },
-      )
-      .catch(async (err: unknown) => {
-        await stopReading();
-        throw err;
-      });
+    const session: StageRun =
+      local ??
+      (await this.threads
+        .start(
+          {
+            input,
+            records: p.records ? { keys: p.records.keys, columns: p.records.columns } : null,
+            definition: def,
+            filename: p.filename,
+            rejectsPath: rejectsPath as string,
+            spinOn: this.spinOn,
+            fast,
+          },
+          { stallMs: this.config.worker.stageStallMs, maxIdle: this.config.worker.concurrency },
+        )
+        .catch(async (err: unknown) => {
+          await stopReading();
+          throw err;
+        }));
     // The scripts' sandboxes (cgroups, namespaces, interpreter) start while the first batch is read
     // and the load planned, not after: their start-up is much of what a script costs a short job.
     const ready = readyJobScripts(this.codegen, p.environment, def).then((scripts) => {
@@ -333,7 +345,11 @@ export class IngestionRunner {
       // The file is opened only when the thread, at the input's end, counted rejected rows: most jobs
       // have none, and its system calls were a visible part of a small job's cost.
       const rejects = () =>
-        session.finished && counts.rejected === 0 ? noRejects() : readRejects(rejectsPath);
+        local !== null
+          ? local.rejects()
+          : session.finished && counts.rejected === 0
+            ? noRejects()
+            : readRejects(rejectsPath as string);
       const loads = loading.map(async (leg, i) => {
         const d = leg.destination;
         const progress = this.outcome.progress(events, d.processName, () => ({
@@ -369,9 +385,10 @@ export class IngestionRunner {
       session.end();
       await stopReading();
       // unlink: one system call where rm() makes three (two lstat first), per job.
-      await unlink(rejectsPath).catch((err: NodeJS.ErrnoException) => {
-        if (err.code !== 'ENOENT') throw err;
-      });
+      if (rejectsPath !== null)
+        await unlink(rejectsPath).catch((err: NodeJS.ErrnoException) => {
+          if (err.code !== 'ENOENT') throw err;
+        });
     }
   }
 
