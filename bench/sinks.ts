@@ -121,6 +121,8 @@ async function bareKafka(
     bootstrapBrokers: [brokers],
     idempotent: true,
     transactionalId: `bench-${randomUUID()}`,
+    // The run's topic is new: made by the first produce request, as KafkaJS did by default.
+    autocreateTopics: true,
     timeout: 60_000,
     compression: 'gzip',
     serializers: { value: stringSerializer, headerKey: stringSerializer, headerValue: stringSerializer },
