@@ -70,6 +70,7 @@ export function kafkaSettings(secretName: string, fields: Record<string, string>
 class EgressGate {
   readonly pinned = new Map<string, { address: string; family: 4 | 6 }>();
   constructor(
+    private readonly sdk: KafkaSdk,
     readonly policy: EgressPolicy,
     readonly tls: boolean,
   ) {}
@@ -100,7 +101,8 @@ class EgressGate {
             get({ host: permit.address, port: broker.port }, callback);
           }
         },
-        (err: Error) => callback(err),
+        // As the library's own error that says not to retry: asking again gets the same answer.
+        (err: Error) => callback(new this.sdk.UserError(err.message, { cause: err })),
       );
     };
     pool.get = ((broker: Broker, callback?: Callback<Connection>) => {
@@ -136,12 +138,13 @@ function watchPools(): void {
  * (SINK_REQUEST_TIMEOUT_MS), with three retries.
  */
 export function kafkaOptions(
+  sdk: KafkaSdk,
   s: KafkaSettings,
   policy: EgressPolicy,
   clientId: string,
   timeoutMs: number,
 ): BaseOptions {
-  const gate = new EgressGate(policy, s.ssl);
+  const gate = new EgressGate(sdk, policy, s.ssl);
   return {
     clientId,
     bootstrapBrokers: s.brokers,

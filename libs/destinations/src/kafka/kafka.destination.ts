@@ -42,7 +42,7 @@ export class KafkaDestination extends Sink implements Destination {
   protected async reach(target: LoadTarget, d: Delivery): Promise<void> {
     const settings = await this.settings(target);
     const sdk = await kafkaSdk();
-    const admin = new sdk.Admin(this.options(settings, 'tapyard-probe'));
+    const admin = new sdk.Admin(this.options(sdk, settings, 'tapyard-probe'));
     try {
       await d.call('a metadata request', () => admin.metadata({ topics: [] }));
     } catch (err) {
@@ -56,7 +56,7 @@ export class KafkaDestination extends Sink implements Destination {
   protected async ready(target: LoadTarget, d: Delivery): Promise<void> {
     const settings = await this.settings(target);
     const sdk = await kafkaSdk();
-    const admin = new sdk.Admin(this.options(settings, 'tapyard-prepare'));
+    const admin = new sdk.Admin(this.options(sdk, settings, 'tapyard-prepare'));
     const topic = targetOf(target.destination).topic;
     try {
       if (!(await d.call('listTopics', () => admin.listTopics())).includes(topic)) {
@@ -100,7 +100,7 @@ export class KafkaDestination extends Sink implements Destination {
         DestinationErrorCode.LoadRefused,
       );
     const producer: KafkaProducer = new sdk.Producer({
-      ...this.options(settings, 'tapyard-loader'),
+      ...this.options(sdk, settings, 'tapyard-loader'),
       idempotent: true,
       transactionalId: `tapyard-${target.environment}-${target.pipelineToken}`,
       // Sent as the transaction's timeout too: the coordinator aborts a transaction open longer.
@@ -167,8 +167,8 @@ export class KafkaDestination extends Sink implements Destination {
     return this.finish(target, sent, this.refusals(target), rejects, `Kafka topic ${k.topic}`, d);
   }
 
-  private options(settings: KafkaSettings, clientId: string): BaseOptions {
-    return kafkaOptions(settings, this.policy, clientId, this.bounds.requestTimeoutMs);
+  private options(sdk: KafkaSdk, settings: KafkaSettings, clientId: string): BaseOptions {
+    return kafkaOptions(sdk, settings, this.policy, clientId, this.bounds.requestTimeoutMs);
   }
 
   private async settings(target: LoadTarget): Promise<KafkaSettings> {
