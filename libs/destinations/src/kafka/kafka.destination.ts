@@ -16,6 +16,15 @@ import { DestinationErrorCode } from '../destination-errors';
 /** Messages per produce request inside the job's transaction. */
 const BATCH = 1000;
 
+/** The names of the headers each message carries, encoded once. */
+const HEADER = {
+  pipeline: Buffer.from('tapyard-pipeline'),
+  token: Buffer.from('tapyard-pipeline-token'),
+  row: Buffer.from('tapyard-row'),
+  messageId: Buffer.from('tapyard-message-id'),
+  publisher: Buffer.from('tapyard-publisher-token'),
+};
+
 /** The brokers' default `transaction.max.timeout.ms`: a longer transaction timeout is refused. */
 const MAX_TRANSACTION_MS = 900_000;
 
@@ -107,11 +116,8 @@ export class KafkaDestination extends Sink implements Destination {
       timeout: Math.min(this.bounds.loadTimeoutMs, MAX_TRANSACTION_MS),
       compression: 'gzip',
       partitioner: keyPartitioner(sdk),
-      serializers: {
-        key: sdk.stringSerializer,
-        headerKey: sdk.stringSerializer,
-        headerValue: sdk.stringSerializer,
-      },
+      // Header names and values go as bytes (the library's default): the job's own are encoded once.
+      serializers: { key: sdk.stringSerializer },
     });
     let sent = 0;
     try {
@@ -132,20 +138,21 @@ export class KafkaDestination extends Sink implements Destination {
           progress(sent);
         };
         const topic = k.topic;
-        const pipeline = target.pipeline;
         const token = target.pipelineToken;
-        const publisher = target.publisherToken;
+        const pipeline = Buffer.from(target.pipeline);
+        const tokenBytes = Buffer.from(token);
+        const publisher = target.publisherToken ? Buffer.from(target.publisherToken) : null;
         for await (const payload of payloads) {
           const b = jsonRows(payload);
           for (let i = 0; i < b.ends.length; i++) {
             const line = String(b.lines[i]);
-            const headers: Record<string, string> = {
-              'tapyard-pipeline': pipeline,
-              'tapyard-pipeline-token': token,
-              'tapyard-row': line,
-              'tapyard-message-id': `${token}:${line}`,
-            };
-            if (publisher) headers['tapyard-publisher-token'] = publisher;
+            const headers = new Map<Buffer, Buffer>([
+              [HEADER.pipeline, pipeline],
+              [HEADER.token, tokenBytes],
+              [HEADER.row, Buffer.from(line)],
+              [HEADER.messageId, Buffer.from(`${token}:${line}`)],
+            ]);
+            if (publisher) headers.set(HEADER.publisher, publisher);
             // The row's bytes as they came from the stage thread (a view), framed into the request as they are.
             const key = keyAt >= 0 ? (keyText(jsonRowText(b, i), keyAt) ?? undefined) : undefined;
             messages.push({ topic, key, value: jsonRowBytes(b, i), headers });
@@ -177,14 +184,14 @@ export class KafkaDestination extends Sink implements Destination {
   }
 }
 
-type KafkaProducer = Producer<string, Buffer, string, string>;
-type KafkaMessage = MessageToProduce<string, Buffer, string, string>;
+type KafkaProducer = Producer<string, Buffer, Buffer, Buffer>;
+type KafkaMessage = MessageToProduce<string, Buffer, Buffer, Buffer>;
 
 /**
  * Keys partitioned as the Java client (and KafkaJS before) does, murmur2 masked positive, so a key
  * keeps its partition; keyless messages round robin.
  */
-function keyPartitioner(sdk: KafkaSdk): Partitioner<string, Buffer, string, string> {
+function keyPartitioner(sdk: KafkaSdk): Partitioner<string, Buffer, Buffer, Buffer> {
   let next = 0;
   return (message, key) => (key ? sdk.compatibilityPartitioner(message, key) : next++ & 0x7fffffff);
 }
