@@ -23,7 +23,15 @@ const shared = {
         module: { type: 'commonjs' },
       },
     ],
+    // The Kafka client ships ES modules only; Node requires them (require(esm)), Jest's module loader
+    // does not without --experimental-vm-modules: in-process tests (an in-process worker, the tests'
+    // consumer) get it as CommonJS.
+    '^.+/node_modules/@platformatic/.+\\.js$': [
+      '@swc/jest',
+      { jsc: { parser: { syntax: 'ecmascript' }, target: 'es2022' }, module: { type: 'commonjs' } },
+    ],
   },
+  transformIgnorePatterns: ['/node_modules/(?!@platformatic/)'],
   moduleNameMapper: {
     '^@tapyard/(.*)$': '<rootDir>/libs/$1/src',
     // The Milvus SDK's bulk writer loads thrift, which requires an ESM-only uuid; Node 20 runs that

@@ -1,8 +1,8 @@
 /**
  * `npm run bench:sinks` — rows/s into each sink through Tapyard (upload → rollup done) against that
  * sink's own client producing the same rows as JSON, bare, on the same box in the same run:
- * - Kafka: KafkaJS, idempotent transactional producer, GZIP, 1,000 messages a request, each with the
- *   headers the loader sends (pipeline, tokens, row, message id): the same messages; a second line
+ * - Kafka: @platformatic/kafka (the loader's client), idempotent transactional producer, GZIP, 1,000
+ *   messages a request, each with the headers the loader sends (pipeline, tokens, row, message id): the same messages; a second line
  *   times the values alone, without headers, for reference;
  * - ActiveMQ: @stomp/stompjs, persistent messages, receipts awaited with 500 in flight (as the loader);
  * - REST: fetch POSTing JSON arrays of 500 rows to the same loopback receiver.
@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client as Stomp } from '@stomp/stompjs';
 import { TCPWrapper } from '@stomp/tcp-wrapper';
-import { CompressionTypes, Kafka, logLevel } from 'kafkajs';
+import { Producer, stringSerializer } from '@platformatic/kafka';
 import {
   NARROW_COLUMNS,
   BenchPlatform,
@@ -116,25 +116,28 @@ async function bareKafka(
   rows: string[],
   headers: Record<string, string>[] | null,
 ): Promise<void> {
-  const kafka = new Kafka({ clientId: 'bench', brokers: [brokers], logLevel: logLevel.NOTHING });
-  const producer = kafka.producer({
+  const producer = new Producer({
+    clientId: 'bench',
+    bootstrapBrokers: [brokers],
     idempotent: true,
-    maxInFlightRequests: 1,
     transactionalId: `bench-${randomUUID()}`,
+    // The run's topic is new: made by the first produce request, as KafkaJS did by default.
+    autocreateTopics: true,
+    timeout: 60_000,
+    compression: 'gzip',
+    serializers: { value: stringSerializer, headerKey: stringSerializer, headerValue: stringSerializer },
   });
-  await producer.connect();
-  const tx = await producer.transaction();
+  const tx = await producer.beginTransaction({ producerId: -1n, producerEpoch: -1 });
+  const topic = `bench.bare.${ENV}`;
   for (let i = 0; i < rows.length; i += 1000) {
     await tx.send({
-      topic: `bench.bare.${ENV}`,
-      compression: CompressionTypes.GZIP,
       messages: rows
         .slice(i, i + 1000)
-        .map((value, j) => (headers ? { value, headers: headers[i + j] } : { value })),
+        .map((value, j) => (headers ? { topic, value, headers: headers[i + j] } : { topic, value })),
     });
   }
   await tx.commit();
-  await producer.disconnect();
+  await producer.close();
 }
 
 /**

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { Kafka, logLevel } from 'kafkajs';
+import { Admin, Producer, stringSerializers } from '@platformatic/kafka';
 import { sweepStaleTestTopics } from './support/kafka-topics';
 import { peerFields } from './support/vector-peers';
 
@@ -12,36 +12,35 @@ const E2eEnvironment = require('./environment') as new (
 
 describe('the Kafka topics of test runs', () => {
   let brokers: string;
-  let kafka: Kafka;
+  let admin: Admin;
   const id = randomBytes(4).toString('hex');
   const made: string[] = [];
 
   beforeAll(() => {
     brokers = peerFields('kafka').brokers;
-    kafka = new Kafka({ clientId: 'tapyard-test', brokers: [brokers], logLevel: logLevel.NOTHING });
+    admin = new Admin({ clientId: 'tapyard-test', bootstrapBrokers: [brokers] });
   });
   afterAll(async () => {
-    const admin = kafka.admin();
-    await admin.connect();
     const left = (await admin.listTopics()).filter((t) => made.includes(t));
     if (left.length > 0) await admin.deleteTopics({ topics: left });
-    await admin.disconnect();
+    await admin.close();
   });
 
   /** Makes each topic with one message written `ageMs` ago (the producer sets a record's time). */
   const write = async (topics: string[], ageMs = 0) => {
     made.push(...topics);
-    const producer = kafka.producer();
-    await producer.connect();
+    const producer = new Producer({
+      clientId: 'tapyard-test',
+      bootstrapBrokers: [brokers],
+      serializers: stringSerializers,
+      autocreateTopics: true,
+    });
     for (const topic of topics)
-      await producer.send({ topic, messages: [{ value: '{}', timestamp: String(Date.now() - ageMs) }] });
-    await producer.disconnect();
+      await producer.send({ messages: [{ topic, value: '{}', timestamp: BigInt(Date.now() - ageMs) }] });
+    await producer.close();
   };
   const existing = async () => {
-    const admin = kafka.admin();
-    await admin.connect();
     const topics = await admin.listTopics();
-    await admin.disconnect();
     return made.filter((t) => topics.includes(t));
   };
 
@@ -68,10 +67,7 @@ describe('the Kafka topics of test runs', () => {
     const unrelated = `bench.t-old-${id}`;
     await write([old, unrelated], 4 * 3600_000);
     await write([recent]);
-    const admin = kafka.admin();
-    await admin.connect();
-    await admin.createTopics({ topics: [{ topic: empty }] });
-    await admin.disconnect();
+    await admin.createTopics({ topics: [empty] });
     made.push(empty);
     // The global setup's sweep as it runs (other runs' stale topics on the broker go too).
     const swept = await sweepStaleTestTopics(brokers, { olderThanMs: 3 * 3600_000, budgetMs: 30_000 });

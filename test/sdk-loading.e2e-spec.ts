@@ -15,7 +15,7 @@ const LAZY_SDKS = [
   'weaviate-client',
   '@qdrant/js-client-rest',
   'chromadb',
-  'kafkajs',
+  '@platformatic/kafka',
   'mongoose',
   '@stomp/stompjs',
   '@stomp/tcp-wrapper',

@@ -3,6 +3,7 @@ import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { TEST_DATABASE_URL, uniqueEnvironment } from './support/env';
 import { upload, waitForJob } from './support/ingest';
 import { readTopic } from './support/kafka-topic';
+import { Relay, cuttableProxy } from './support/net';
 import { RestSink } from './support/rest-sink';
 import { StompCollector } from './support/stomp-collector';
 import { peerFields } from './support/vector-peers';
@@ -20,6 +21,8 @@ describe('sinks: one job fans out to PostgreSQL, Kafka, ActiveMQ and REST', () =
   let worker: TestWorker;
   let pg: Client;
   let amq: StompCollector;
+  // To the broker's listener that advertises 127.0.0.1:19094, a port the egress policy does not allow.
+  let relayed: Relay;
   const kafkaBrokers = () => peerFields('kafka').brokers;
   const amqFields = () => peerFields('activemq');
   const csv = (n: number) =>
@@ -27,11 +30,12 @@ describe('sinks: one job fans out to PostgreSQL, Kafka, ActiveMQ and REST', () =
 
   beforeAll(async () => {
     await sink.start();
+    relayed = await cuttableProxy(Number(process.env.TAPYARD_KAFKA_RELAYED_PORT ?? 9094));
     const brokerPort = new URL(`kafka://${kafkaBrokers()}`).port;
     const amqPort = new URL(amqFields().url).port;
     const flags = {
       TAPYARD_ENV: env,
-      TAP_EGRESS_ALLOW: `127.0.0.1:${brokerPort},127.0.0.1:${amqPort}`,
+      TAP_EGRESS_ALLOW: `127.0.0.1:${brokerPort},127.0.0.1:${amqPort},127.0.0.1:${relayed.port}`,
       REST_SINK_ALLOW: `127.0.0.1:${sink.port}`,
       LOAD_RETRY_ATTEMPTS: '1',
     };
@@ -51,6 +55,7 @@ describe('sinks: one job fans out to PostgreSQL, Kafka, ActiveMQ and REST', () =
     await worker.close();
     await api.close();
     await sink.stop();
+    await relayed.close();
   });
 
   const pipeline = (name: string, rest: Record<string, unknown>) =>
@@ -118,6 +123,28 @@ describe('sinks: one job fans out to PostgreSQL, Kafka, ActiveMQ and REST', () =
     expect(Number((await pg.query(`SELECT count(*) FROM "${schema}".partial`)).rows[0].count)).toBe(30);
     expect(await readTopic(kafkaBrokers(), `fan.${env}.partial`)).toHaveLength(30);
     expect(await amq.settled(`/queue/fan.${env}.partial`)).toHaveLength(30);
+  });
+
+  it('Kafka: a broker the cluster names is connected only when the egress policy allows it', async () => {
+    // The bootstrap address is allowed; the broker its metadata names (127.0.0.1:19094) is not.
+    await api.http
+      .put('/api/v1/secrets/kafka-relayed')
+      .send({ brokers: `127.0.0.1:${relayed.port}` })
+      .expect(200);
+    await api.http
+      .post('/api/v1/pipeline')
+      .send({
+        name: 'leader',
+        source: { schemaProperties: { fields: [{ name: 'id', type: 'int' }] } },
+        destination: { kafka: { secretName: 'kafka-relayed', topic: `fan.${env}.leader` } },
+      })
+      .expect(200);
+    const token = await upload(api.http, 'leader', 'id\n1\n2\n', 'leader.csv');
+    const { rollup, events } = await waitForJob(api.http, token);
+    expect(rollup.status).toBe('error');
+    expect(events.find((e) => e.processName === 'KafkaLoader' && e.state === 'error')?.description).toMatch(
+      /the Kafka broker is not allowed: connection to 127\.0\.0\.1:19094 refused by the egress policy/,
+    );
   });
 
   it('/health/services probes the real brokers configured for the platform (KAFKA_BROKERS, ACTIVEMQ_URL)', async () => {

@@ -1,10 +1,22 @@
 import { randomBytes } from 'node:crypto';
-import { Kafka, logLevel } from 'kafkajs';
+import { Admin, Consumer, FetchIsolationLevels, stringDeserializers } from '@platformatic/kafka';
 
 export interface TopicMessage {
   key: string | null;
   value: Record<string, unknown>;
   headers: Record<string, string>;
+}
+
+/** Each partition's end offset (the next offset to be written), by partition. */
+async function endOffsets(admin: Admin, topic: string): Promise<bigint[]> {
+  const metadata = await admin.metadata({ topics: [topic] });
+  const count = metadata.topics.get(topic)?.partitionsCount ?? 0;
+  const partitions = Array.from({ length: count }, (_, partitionIndex) => ({
+    partitionIndex,
+    timestamp: -1n,
+  }));
+  const [listed] = await admin.listOffsets({ topics: [{ name: topic, partitions }] });
+  return listed.partitions.sort((a, b) => a.partitionIndex - b.partitionIndex).map((p) => p.offset);
 }
 
 /**
@@ -15,49 +27,43 @@ export interface TopicMessage {
 export async function readTopic(brokers: string, topic: string): Promise<TopicMessage[]> {
   // The e2e environment (test/environment.js) deletes the topics of this file's environments at its end.
   (globalThis as { __tapyardKafkaBrokers?: string }).__tapyardKafkaBrokers = brokers;
-  const kafka = new Kafka({ clientId: 'tapyard-test', brokers: [brokers], logLevel: logLevel.NOTHING });
-  const admin = kafka.admin();
-  await admin.connect();
-  const exists = (await admin.listTopics()).includes(topic);
-  const ends = exists ? await admin.fetchTopicOffsets(topic) : [];
-  await admin.disconnect();
-  if (!exists || ends.every((p) => p.high === '0')) return [];
-  // A fetch waits this long for more data, and disconnecting waits for the fetch (5 s by default).
-  const consumer = kafka.consumer({
+  const admin = new Admin({ clientId: 'tapyard-test', bootstrapBrokers: [brokers] });
+  let ends: bigint[] = [];
+  try {
+    if ((await admin.listTopics()).includes(topic)) ends = await endOffsets(admin, topic);
+  } finally {
+    await admin.close();
+  }
+  if (ends.every((o) => o === 0n)) return [];
+  const consumer = new Consumer({
+    clientId: 'tapyard-test',
     groupId: `test-${randomBytes(6).toString('hex')}`,
-    readUncommitted: false,
-    maxWaitTimeInMs: 100,
+    bootstrapBrokers: [brokers],
+    isolationLevel: FetchIsolationLevels.READ_COMMITTED,
+    // A fetch waits this long for more data before answering with what there is.
+    maxWaitTime: 100,
+    deserializers: stringDeserializers,
   });
   const out: TopicMessage[] = [];
-  // The last offset consumed per partition, transaction markers and aborted records included: kafkajs
-  // reports a batch of those too (END_BATCH_PROCESS), after the messages of a batch were handled.
-  const reached = new Map<number, number>();
-  consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
-    reached.set(
-      payload.partition,
-      Math.max(reached.get(payload.partition) ?? -1, Number(payload.lastOffset)),
-    );
-  });
-  await consumer.connect();
   try {
-    await consumer.subscribe({ topics: [topic], fromBeginning: true });
-    await consumer.run({
-      eachMessage: async ({ message }) => {
-        out.push({
-          key: message.key ? String(message.key) : null,
-          value: JSON.parse(String(message.value)) as Record<string, unknown>,
-          headers: Object.fromEntries(Object.entries(message.headers ?? {}).map(([k, v]) => [k, String(v)])),
-        });
-      },
+    const stream = await consumer.consume({ topics: [topic], mode: 'earliest', autocommit: false });
+    stream.on('data', (message) => {
+      out.push({
+        key: message.key ? message.key : null,
+        value: JSON.parse(message.value) as Record<string, unknown>,
+        headers: Object.fromEntries(message.headers),
+      });
     });
+    // The next offset the stream fetches per partition counts transaction markers and aborted records too.
+    const reached = () => ends.every((end, p) => (stream.offsetsToFetch.get(`${topic}:${p}`) ?? -1n) >= end);
     const deadline = Date.now() + 60_000;
-    while (!ends.every((p) => (reached.get(p.partition) ?? -1) >= Number(p.high) - 1)) {
-      if (Date.now() > deadline)
-        throw new Error(`${topic} not read to its end offsets ${JSON.stringify(ends)}`);
+    while (!reached()) {
+      if (Date.now() > deadline) throw new Error(`${topic} not read to its end offsets ${ends.join(',')}`);
       await new Promise((r) => setTimeout(r, 50));
     }
+    await stream.close();
   } finally {
-    await consumer.disconnect();
+    await consumer.close(true);
   }
   return out;
 }

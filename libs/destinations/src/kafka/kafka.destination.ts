@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-import type { Kafka, Message } from 'kafkajs';
+import type { BaseOptions, MessageToProduce, Partitioner, Producer } from '@platformatic/kafka';
 import { ServiceUnavailableError, ValidationError, errorMessage } from '@tapyard/core';
 import { EgressRefused } from '@tapyard/egress';
 import { PipelineDefinition } from '@tapyard/model';
@@ -9,12 +9,24 @@ import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../de
 import { fieldText } from '../encoders/json-rows';
 import { jsonRows, jsonRowBytes, jsonRowText } from '../sinks/json-rows';
 import { Delivery, Sink, cleanUp, sectionOf } from '../sinks/sink';
-import { KafkaSdk, KafkaSettings, kafkaClient, kafkaSdk, kafkaSettings } from './kafka-client';
+import { KafkaSdk, KafkaSettings, kafkaOptions, kafkaSdk, kafkaSettings } from './kafka-client';
 import { KafkaTarget } from './section';
 import { DestinationErrorCode } from '../destination-errors';
 
 /** Messages per produce request inside the job's transaction. */
 const BATCH = 1000;
+
+/** The names of the headers each message carries, encoded once. */
+const HEADER = {
+  pipeline: Buffer.from('tapyard-pipeline'),
+  token: Buffer.from('tapyard-pipeline-token'),
+  row: Buffer.from('tapyard-row'),
+  messageId: Buffer.from('tapyard-message-id'),
+  publisher: Buffer.from('tapyard-publisher-token'),
+};
+
+/** The brokers' default `transaction.max.timeout.ms`: a longer transaction timeout is refused. */
+const MAX_TRANSACTION_MS = 900_000;
 
 /**
  * KafkaLoader: one JSON message per row (key from `keyColumn`), GZIP-compressed, headers
@@ -23,7 +35,8 @@ const BATCH = 1000;
  * transactional id is the job's: read_committed consumers see every row of a job or none, a delivery
  * cut midway is aborted (a redelivery's producer fences it), and a committed job is recorded and
  * never sent again. Connecting, each produce request and the commit wait SINK_REQUEST_TIMEOUT_MS at
- * most (KafkaJS's own retries included).
+ * most (the client's own retries included). The client is @platformatic/kafka (docs/destinations.md
+ * says why); every broker connection it makes passes the egress policy (kafka-client.ts).
  */
 @Injectable()
 export class KafkaDestination extends Sink implements Destination {
@@ -38,48 +51,45 @@ export class KafkaDestination extends Sink implements Destination {
   protected async reach(target: LoadTarget, d: Delivery): Promise<void> {
     const settings = await this.settings(target);
     const sdk = await kafkaSdk();
-    const admin = this.client(sdk, settings, 'tapyard-probe').admin();
+    const admin = new sdk.Admin(this.options(sdk, settings, 'tapyard-probe'));
     try {
-      await d.call('a connect', () => admin.connect());
-      await d.call('describeCluster', () => admin.describeCluster());
+      await d.call('a metadata request', () => admin.metadata({ topics: [] }));
     } catch (err) {
-      throw outage(sdk, settings, err);
+      throw outage(settings, err);
     } finally {
-      await cleanUp(admin.disconnect(), this.bounds.requestTimeoutMs);
+      await cleanUp(admin.close(), this.bounds.requestTimeoutMs);
     }
   }
 
-  /** Creates the topic when missing (one partition per broker default, as the cluster configures). */
+  /** Creates the topic when missing (partitions and replicas as the cluster configures). */
   protected async ready(target: LoadTarget, d: Delivery): Promise<void> {
     const settings = await this.settings(target);
     const sdk = await kafkaSdk();
-    const admin = this.client(sdk, settings, 'tapyard-prepare').admin();
+    const admin = new sdk.Admin(this.options(sdk, settings, 'tapyard-prepare'));
+    const topic = targetOf(target.destination).topic;
     try {
-      await d.call('a connect', () => admin.connect());
-      const topic = targetOf(target.destination).topic;
       if (!(await d.call('listTopics', () => admin.listTopics())).includes(topic)) {
-        // A just-started KRaft broker may not know a new topic's leader yet: asked again, it does.
-        for (let attempt = 1; ; attempt++) {
-          try {
-            await d.call('createTopics', () =>
-              admin.createTopics({ topics: [{ topic }], waitForLeaders: true }),
-            );
-            break;
-          } catch (err) {
-            if (
-              attempt >= 5 ||
-              d.signal.aborted ||
-              !/UNKNOWN_TOPIC_OR_PARTITION|already exists|leader/i.test(errorMessage(err))
-            )
-              throw err;
-            await sleep(300 * attempt, undefined, { signal: d.signal });
-          }
+        try {
+          await d.call('createTopics', () => admin.createTopics({ topics: [topic] }));
+        } catch (err) {
+          // Another job (or worker) made it meanwhile.
+          if (!hasKafkaError(err, 'TOPIC_ALREADY_EXISTS')) throw err;
         }
       }
+      // A just-created topic may have no leader yet: the first produce request would wait for one.
+      for (let attempt = 1; ; attempt++) {
+        const metadata = await d.call('a metadata request', () =>
+          admin.metadata({ topics: [topic], forceUpdate: true }),
+        );
+        const partitions = metadata.topics.get(topic)?.partitions ?? [];
+        if (partitions.length > 0 && partitions.every((p) => p.leader >= 0)) break;
+        if (attempt >= 10) throw new Error(`the topic ${topic} has no leader for every partition yet`);
+        await sleep(100 * attempt, undefined, { signal: d.signal });
+      }
     } catch (err) {
-      throw err instanceof ValidationError ? err : outage(sdk, settings, err);
+      throw err instanceof ValidationError ? err : outage(settings, err);
     } finally {
-      await cleanUp(admin.disconnect(), this.bounds.requestTimeoutMs);
+      await cleanUp(admin.close(), this.bounds.requestTimeoutMs);
     }
   }
 
@@ -93,50 +103,59 @@ export class KafkaDestination extends Sink implements Destination {
     const k = targetOf(target.destination);
     const settings = await this.settings(target);
     const sdk = await kafkaSdk();
-    const kafka: Kafka = this.client(sdk, settings, 'tapyard-loader');
-    const producer = kafka.producer({
+    const keyAt = k.keyColumn ? target.columns.findIndex((c) => c.name === k.keyColumn) : -1;
+    if (k.keyColumn && keyAt < 0)
+      throw new ValidationError(`keyColumn '${k.keyColumn}' is not a column of the pipeline`).coded(
+        DestinationErrorCode.LoadRefused,
+      );
+    const producer: KafkaProducer = new sdk.Producer({
+      ...this.options(sdk, settings, 'tapyard-loader'),
       idempotent: true,
-      maxInFlightRequests: 1,
       transactionalId: `tapyard-${target.environment}-${target.pipelineToken}`,
+      // Sent as the transaction's timeout too: the coordinator aborts a transaction open longer.
+      timeout: Math.min(this.bounds.loadTimeoutMs, MAX_TRANSACTION_MS),
+      compression: 'gzip',
+      partitioner: keyPartitioner(sdk),
+      // Header names and values go as bytes (the library's default): the job's own are encoded once.
+      serializers: { key: sdk.stringSerializer },
     });
     let sent = 0;
     try {
-      await d.call('a connect', () => producer.connect());
-      const tx = await d.call('a transaction', () => producer.transaction());
+      // A new producer asks for its id with none (-1, -1): the library's default (0, 0) claims to be
+      // producer 0's next epoch, which the coordinator refuses (PRODUCER_FENCED) once the job's
+      // transactional id has a producer, i.e. exactly on a redelivery that must fence the earlier one.
+      const tx = await d.call('a transaction', () =>
+        producer.beginTransaction({ producerId: -1n, producerEpoch: -1 }),
+      );
       try {
-        const keyAt = k.keyColumn ? target.columns.findIndex((c) => c.name === k.keyColumn) : -1;
-        if (k.keyColumn && keyAt < 0)
-          throw new ValidationError(`keyColumn '${k.keyColumn}' is not a column of the pipeline`).coded(
-            DestinationErrorCode.LoadRefused,
-          );
-        let messages: Message[] = [];
+        let messages: KafkaMessage[] = [];
         const flush = async (): Promise<void> => {
           if (messages.length === 0) return;
           const batch = messages;
-          await d.call('a produce request', () =>
-            tx.send({ topic: k.topic, compression: sdk.CompressionTypes.GZIP, messages: batch }),
-          );
+          await d.call('a produce request', () => tx.send({ messages: batch }));
           sent += messages.length;
           messages = [];
           progress(sent);
         };
-        const pipeline = target.pipeline;
+        const topic = k.topic;
         const token = target.pipelineToken;
-        const publisher = target.publisherToken;
+        const pipeline = Buffer.from(target.pipeline);
+        const tokenBytes = Buffer.from(token);
+        const publisher = target.publisherToken ? Buffer.from(target.publisherToken) : null;
         for await (const payload of payloads) {
           const b = jsonRows(payload);
           for (let i = 0; i < b.ends.length; i++) {
             const line = String(b.lines[i]);
-            const headers: Record<string, string> = {
-              'tapyard-pipeline': pipeline,
-              'tapyard-pipeline-token': token,
-              'tapyard-row': line,
-              'tapyard-message-id': `${token}:${line}`,
-            };
-            if (publisher) headers['tapyard-publisher-token'] = publisher;
-            // The row's bytes as they came from the stage thread (a view): KafkaJS copies them once.
-            const key = keyAt >= 0 ? keyText(jsonRowText(b, i), keyAt) : null;
-            messages.push({ key, value: jsonRowBytes(b, i), headers });
+            const headers = new Map<Buffer, Buffer>([
+              [HEADER.pipeline, pipeline],
+              [HEADER.token, tokenBytes],
+              [HEADER.row, Buffer.from(line)],
+              [HEADER.messageId, Buffer.from(`${token}:${line}`)],
+            ]);
+            if (publisher) headers.set(HEADER.publisher, publisher);
+            // The row's bytes as they came from the stage thread (a view), framed into the request as they are.
+            const key = keyAt >= 0 ? (keyText(jsonRowText(b, i), keyAt) ?? undefined) : undefined;
+            messages.push({ topic, key, value: jsonRowBytes(b, i), headers });
             if (messages.length >= BATCH) await flush();
           }
         }
@@ -148,15 +167,15 @@ export class KafkaDestination extends Sink implements Destination {
         throw err;
       }
     } catch (err) {
-      throw err instanceof ValidationError ? err : outage(sdk, settings, err);
+      throw err instanceof ValidationError ? err : outage(settings, err);
     } finally {
-      await cleanUp(producer.disconnect(), this.bounds.requestTimeoutMs);
+      await cleanUp(producer.close(true), this.bounds.requestTimeoutMs);
     }
     return this.finish(target, sent, this.refusals(target), rejects, `Kafka topic ${k.topic}`, d);
   }
 
-  private client(sdk: KafkaSdk, settings: KafkaSettings, clientId: string): Kafka {
-    return kafkaClient(sdk, settings, this.policy, clientId, this.bounds.requestTimeoutMs);
+  private options(sdk: KafkaSdk, settings: KafkaSettings, clientId: string): BaseOptions {
+    return kafkaOptions(sdk, settings, this.policy, clientId, this.bounds.requestTimeoutMs);
   }
 
   private async settings(target: LoadTarget): Promise<KafkaSettings> {
@@ -165,24 +184,45 @@ export class KafkaDestination extends Sink implements Destination {
   }
 }
 
+type KafkaProducer = Producer<string, Buffer, Buffer, Buffer>;
+type KafkaMessage = MessageToProduce<string, Buffer, Buffer, Buffer>;
+
+/**
+ * Keys partitioned as the Java client (and KafkaJS before) does, murmur2 masked positive, so a key
+ * keeps its partition; keyless messages round robin.
+ */
+function keyPartitioner(sdk: KafkaSdk): Partitioner<string, Buffer, Buffer, Buffer> {
+  let next = 0;
+  return (message, key) => (key ? sdk.compatibilityPartitioner(message, key) : next++ & 0x7fffffff);
+}
+
+/** Whether the client's error (or one it wraps) is the broker's `id` (e.g. TOPIC_ALREADY_EXISTS). */
+function hasKafkaError(err: unknown, id: string): boolean {
+  return leaves(err).some((e) => (e as { apiId?: unknown }).apiId === id);
+}
+
+/** The errors a client error wraps (the library nests them: "Cannot connect to any broker." → each try). */
+function leaves(err: unknown, depth = 0): unknown[] {
+  if (depth > 6 || !err) return [err];
+  if (err instanceof AggregateError && err.errors.length > 0)
+    return err.errors.flatMap((e: unknown) => leaves(e, depth + 1));
+  const cause = (err as { cause?: unknown }).cause;
+  return cause ? [err, ...leaves(cause, depth + 1)] : [err];
+}
+
 /** A client failure as an outage naming Kafka and the brokers; a refused address is the caller's mistake. */
-function outage(sdk: KafkaSdk, s: KafkaSettings, err: unknown): Error {
-  for (let e: unknown = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    if (e instanceof EgressRefused)
-      return new ValidationError(`the Kafka broker is not allowed: ${e.message}`).coded(
-        DestinationErrorCode.EndpointRefused,
-      );
-    if (e instanceof sdk.KafkaJSError && (e as { originalError?: unknown }).originalError) {
-      const inner = (e as { originalError?: unknown }).originalError;
-      if (inner instanceof EgressRefused)
-        return new ValidationError(`the Kafka broker is not allowed: ${inner.message}`).coded(
-          DestinationErrorCode.EndpointRefused,
-        );
-    }
-  }
+function outage(s: KafkaSettings, err: unknown): Error {
+  const all = leaves(err);
+  const refused = all.find((e) => e instanceof EgressRefused);
+  if (refused)
+    return new ValidationError(`the Kafka broker is not allowed: ${refused.message}`).coded(
+      DestinationErrorCode.EndpointRefused,
+    );
+  // The innermost words say what happened (ECONNREFUSED, the broker's error code), each once.
+  const words = [...new Set(all.filter((e) => !(e instanceof AggregateError)).map((e) => errorMessage(e)))];
   return new ServiceUnavailableError(
     'kafka',
-    `the Kafka brokers ${s.brokers.join(',')} are unavailable: ${errorMessage(err).slice(0, 300)}`,
+    `the Kafka brokers ${s.brokers.join(',')} are unavailable: ${words.join('; ').slice(0, 300)}`,
   ).coded(DestinationErrorCode.Unavailable);
 }
 
