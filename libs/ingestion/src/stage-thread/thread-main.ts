@@ -13,13 +13,14 @@ import { FatalReadError, RecordBatch, StreamEndedError } from '@tapyard/readers'
 import { BatchBuilder, RowPlan } from '../row-plan';
 import type { CsvChunkPayload, Payload } from '@tapyard/destinations';
 import { rowObject, rowText, type TypedBatch, safeText } from '@tapyard/model';
-import { RunningScript, KIND_STAGES, WarmScript, warmKey, type ScriptRunSpec } from '@tapyard/scripts';
+import { RunningScript, KIND_STAGES, type ScriptRunSpec } from '@tapyard/scripts';
 import { Counts, FromThread, HEARTBEAT, RETIRED, STAGE, StartMessage, ToThread } from './protocol';
 import { RecordValidator, RejectSink, convert, newCounts, recordValidator } from './convert';
 import { readInput } from './read-input';
 import { receiveInput } from './input-channel';
 import { FastCsvInput } from './fast-csv';
 import { csvEncoderOf, encoderOf, pieces } from './encoders';
+import { WarmScripts } from './warm-scripts';
 
 interface Job {
   id: number;
@@ -84,26 +85,19 @@ if (port === null) throw new Error('thread-main runs only as a worker thread');
 let shared: Int32Array | null = null;
 let job: Job | null = null;
 let jobs = 0;
-/**
- * Warm sandboxes by warmKey: one for each kind of script this thread ran (at most MAX_SPARES), started
- * after the job that used the last one. A job takes it instead of starting its script's sandbox then.
- */
-const spares = new Map<string, WarmScript>();
-const MAX_SPARES = 4;
-/** The pool let go of this thread (RetireMessage): no more warm sandboxes. */
-let retired = false;
+/** Warm sandboxes for this thread's next jobs. */
+const spares = new WarmScripts();
 
 port.on('message', (msg: ToThread) => {
   if (msg.kind === 'warm') {
-    warm(msg.scripts);
+    startAhead(msg.scripts);
     return;
   }
   if (msg.kind === 'retire') {
-    retired = true;
+    // Retired first, so the job's scripts stopped below start no spares.
+    const retiring = spares.retire();
     if (job !== null) stopScripts(job);
-    const stopping = [...spares.values()].map((spare) => spare.stop());
-    spares.clear();
-    void Promise.all(stopping).then(() => port?.postMessage(RETIRED));
+    void retiring.then(() => port?.postMessage(RETIRED));
     return;
   }
   const current = msg.kind === 'start' ? ++jobs : jobs;
@@ -114,7 +108,7 @@ port.on('message', (msg: ToThread) => {
 });
 
 /** Starts the job's likely scripts before plan; one that fails to start is started again at plan. */
-function warm(scripts: ScriptRunSpec[]): void {
+function startAhead(scripts: ScriptRunSpec[]): void {
   const j = job;
   if (j === null || j.plan !== null) return;
   for (const spec of scripts) {
@@ -127,29 +121,10 @@ function warm(scripts: ScriptRunSpec[]): void {
   }
 }
 
-/** The script in a warm sandbox when one is ready, else in one started now. */
-async function takeOrStart(j: Job, spec: ScriptRunSpec): Promise<RunningScript> {
+/** The job's script, in a warm sandbox when one is ready (remembered for replenishing after the job). */
+function takeOrStart(j: Job, spec: ScriptRunSpec): Promise<RunningScript> {
   j.specs.push(spec);
-  const key = warmKey(spec);
-  const spare = spares.get(key);
-  spares.delete(key);
-  return (await spare?.take(spec)) ?? RunningScript.start(spec);
-}
-
-/** After a job: a warm sandbox for each kind of script it ran, for this thread's next job. */
-function replenish(j: Job): void {
-  const specs = j.specs.splice(0);
-  if (retired) return;
-  for (const spec of specs) {
-    const key = warmKey(spec);
-    if (spares.has(key)) continue;
-    const oldest = spares.keys().next();
-    if (spares.size >= MAX_SPARES && oldest.done !== true) {
-      spares.get(oldest.value)?.kill();
-      spares.delete(oldest.value);
-    }
-    spares.set(key, WarmScript.start(spec));
-  }
+  return spares.take(spec);
 }
 
 /** Kills the job's scripts, those started ahead of plan and not taken included. */
@@ -157,7 +132,7 @@ function stopScripts(j: Job): void {
   for (const script of j.scripts.splice(0)) script.kill();
   for (const started of j.warm.values()) void started.then((script) => script?.kill());
   j.warm.clear();
-  replenish(j);
+  spares.replenish(j.specs.splice(0));
 }
 
 function post(id: number, reply: FromThread): void {
@@ -306,7 +281,7 @@ async function handle(msg: ToThread): Promise<void> {
     const scripts = j.scripts.splice(0);
     post(j.id, { kind: 'end', counts: j.counts, sample: j.sample, heapBytes: j.heapBytes });
     for (const script of scripts) void script.close().catch(() => undefined);
-    replenish(j);
+    spares.replenish(j.specs.splice(0));
     return;
   }
   if (!j.sampleFull) keepSample(j, typed);
