@@ -69,7 +69,14 @@ describe('malformed jobs (real worker process, real Redis)', () => {
       `ingest job 'load' (id ${bad.id}) is malformed: field 'staged' is missing`,
     );
     expect(failed.attemptsMade).toBe(1);
-    // Its payload still names a job: whoever waits on that job's status learns it ended, and why.
+    // Its payload still names a job: whoever waits on that job's status learns it ended, and why. The
+    // worker writes that status in BullMQ's `failed` event, just after the job's state turned failed, so
+    // the token is unknown (404) for a moment: wait for it, bounded.
+    for (let i = 0; i < 200; i++) {
+      const res = await api.http.get('/api/v1/pipeline/status').query({ pipelinetoken: SECRET });
+      if (res.status !== 404) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
     const { rollup } = await waitForJob(api.http, SECRET);
     expect(rollup.status).toBe('error');
     expect(rollup.jobs[0].lastError).toEqual({
