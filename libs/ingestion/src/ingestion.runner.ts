@@ -1,7 +1,4 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
-import { unlink } from 'node:fs/promises';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { MessageChannel, MessagePort } from 'node:worker_threads';
 import { Logger } from 'pino';
 import { CONFIG, LOGGER, TapyardConfig, errorMessage } from '@tapyard/core';
 import {
@@ -28,17 +25,13 @@ import { JobOutcome, Leg } from './job-outcome';
 import { Counts } from './stage-thread/protocol';
 import { newCounts } from './stage-thread/convert';
 import { StageStalledError, StageThreadError, StageThreadPool } from './stage-thread/stage-thread';
-import { sendInput } from './stage-thread/input-channel';
 import { Fanout } from './fanout';
 import { CodegenService } from '@tapyard/codegen';
 import { jobScripts, readyJobScripts, recordLanded, validationSchemaOf } from './job-scripts';
 import { takesFastPath } from './fast-path-choice';
 import { prepareLegs } from './prepare-legs';
-import { counted, inlineInput, inputWhole, noRejects, readRejects } from './job-input';
-import { LocalStage, StageRun, runsOnMainThread } from './local-stage';
-
-/** How long a job's end waits for the read of its input to stop. */
-const READ_STOP_WAIT_MS = 5000;
+import { inputWhole } from './job-input';
+import { openStage } from './job-stage';
 
 /** How long a job waits in the queue for a sink place: this, plus up to as much again (spread out). */
 const SINK_DEFER_MS = 1000;
@@ -204,8 +197,9 @@ export class IngestionRunner {
 
   /**
    * Reads the job's input once, in a stage thread (a small whole input: on this thread, see
-   * local-stage.ts), and loads it into every pending destination side by side. A failure of one destination is kept on its leg (the others go on); a failure of the
-   * input ends them all and is thrown.
+   * job-stage.ts), and loads it into every pending destination side by side. A failure of one
+   * destination is kept on its leg (the others go on); a failure of the input ends them all and is
+   * thrown.
    */
   private async load(
     p: IngestPayload,
@@ -221,60 +215,22 @@ export class IngestionRunner {
   } | null> {
     const started = Date.now();
     // Reading, DataQuality and Transformation run in a stage thread under a watchdog, or, for a small
-    // whole input, on this thread with the same functions (local-stage.ts).
+    // whole input, on this thread with the same functions (job-stage.ts).
     const fast = takesFastPath(this.config, this.spinOn, p, def, legs);
-    // A small upload's input, carried in its job.
-    const whole = p.inline !== undefined ? inlineInput(p.inline) : null;
-    const local =
-      whole !== null && runsOnMainThread(p, def, this.spinOn)
-        ? new LocalStage({ input: Buffer.from(whole), definition: def, filename: p.filename, fast })
-        : null;
-    // Its rejects stay in memory: no spool file.
-    const rejectsPath =
-      local === null ? `${await this.spool.reserve(p.environment, p.pipelineToken)}.rejects` : null;
-    const reading = new AbortController();
-    const read = { bytes: whole?.byteLength ?? 0 };
-    let input: MessagePort | ArrayBuffer;
-    let sending: Promise<void> = Promise.resolve();
-    if (whole !== null) {
-      // Whole with the thread's start when it goes there: no channel and its messages.
-      input = whole;
-    } else {
-      const { port1, port2 } = new MessageChannel();
-      const staged = this.staging.read(p.environment, p.staged, {
-        reader: p.pipelineToken,
-        signal: reading.signal,
-        staleMs: (p.stream ?? p.records?.stream)?.staleMs,
-      });
-      sending = sendInput(counted(staged, read), port1, reading.signal);
-      input = port2;
-    }
-    // A request to the store that hangs must not hold the job's end.
-    const stopReading = async () => {
-      // An input carried in the job is read by nothing (and a timer per job is not free).
-      if (whole !== null) return;
-      reading.abort();
-      await Promise.race([sending, sleep(READ_STOP_WAIT_MS, undefined, { ref: false })]);
-    };
-    const session: StageRun =
-      local ??
-      (await this.threads
-        .start(
-          {
-            input,
-            records: p.records ? { keys: p.records.keys, columns: p.records.columns } : null,
-            definition: def,
-            filename: p.filename,
-            rejectsPath: rejectsPath as string,
-            spinOn: this.spinOn,
-            fast,
-          },
-          { stallMs: this.config.worker.stageStallMs, maxIdle: this.config.worker.concurrency },
-        )
-        .catch(async (err: unknown) => {
-          await stopReading();
-          throw err;
-        }));
+    const stage = await openStage(
+      {
+        threads: this.threads,
+        staging: this.staging,
+        spool: this.spool,
+        stallMs: this.config.worker.stageStallMs,
+        maxIdle: this.config.worker.concurrency,
+        spinOn: this.spinOn,
+      },
+      p,
+      def,
+      fast,
+    );
+    const session = stage.session;
     // The scripts' sandboxes (cgroups, namespaces, interpreter) start while the first batch is read
     // and the load planned, not after: their start-up is much of what a script costs a short job.
     const ready = readyJobScripts(this.codegen, p.environment, def).then((scripts) => {
@@ -342,19 +298,12 @@ export class IngestionRunner {
           // Read errors end every load; each rolls back and the job reports the reason.
           readFailure = stageError(err);
         });
-      // The file is opened only when the thread, at the input's end, counted rejected rows: most jobs
-      // have none, and its system calls were a visible part of a small job's cost.
-      const rejects = () =>
-        local !== null
-          ? local.rejects()
-          : session.finished && counts.rejected === 0
-            ? noRejects()
-            : readRejects(rejectsPath as string);
+      const rejects = () => stage.rejects(counts.rejected);
       const loads = loading.map(async (leg, i) => {
         const d = leg.destination;
         const progress = this.outcome.progress(events, d.processName, () => ({
           rejected: counts.rejected,
-          read: read.bytes,
+          read: stage.read.bytes,
           size: p.size ?? null,
         }));
         try {
@@ -383,12 +332,7 @@ export class IngestionRunner {
       return session.finished ? { counts, first, transforms, note } : null;
     } finally {
       session.end();
-      await stopReading();
-      // unlink: one system call where rm() makes three (two lstat first), per job.
-      if (rejectsPath !== null)
-        await unlink(rejectsPath).catch((err: NodeJS.ErrnoException) => {
-          if (err.code !== 'ENOENT') throw err;
-        });
+      await stage.close();
     }
   }
 
