@@ -123,6 +123,13 @@ export function createCsvEncoder(
     room(e - s);
     for (let p = s; p < e; p++) out[at++] = from[p];
   };
+  /** A field whose bytes need no escape, as a JSON string. */
+  const putQuoted = (from: Uint8Array, s: number, e: number): void => {
+    room(e - s + 2);
+    out[at++] = QUOTE;
+    for (let p = s; p < e; p++) out[at++] = from[p];
+    out[at++] = QUOTE;
+  };
   const putText = (text: string): void => {
     room(text.length * 3);
     at += utf8.encodeInto(text, out.subarray(at)).written;
@@ -164,12 +171,7 @@ export function createCsvEncoder(
           const text = b.toString('utf8', s, e);
           return putText(JSON.stringify(q === 2 ? unescape(text) : text));
         }
-        room(2);
-        out[at++] = QUOTE;
-        put(b, s, e);
-        room(1);
-        out[at++] = QUOTE;
-        return;
+        return putQuoted(b, s, e);
       }
       case K_INTEGER: {
         // Digits without a sign or leading zero are their own JSON (a bigint too: every digit).
@@ -181,12 +183,7 @@ export function createCsvEncoder(
       case K_BOOLEAN:
         return TRUE_START[b[s]] === 1 ? put(TRUE, 0, 4) : put(FALSE, 0, 5);
       case K_DATE:
-        room(2);
-        out[at++] = QUOTE;
-        put(b, s, e);
-        room(1);
-        out[at++] = QUOTE;
-        return;
+        return putQuoted(b, s, e);
       case K_DOUBLE:
         if (shortestDouble(b, s, e)) return put(b, s, e);
     }

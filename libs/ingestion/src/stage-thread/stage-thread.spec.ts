@@ -34,6 +34,52 @@ function definition(): PipelineDefinition {
   };
 }
 
+/**
+ * One small CSV job through a pooled thread, read to its end (each thread's session asks at most ten
+ * times); the counts of its end, or null when it never ended.
+ */
+async function runJob(
+  pool: StageThreadPool,
+  csv: string,
+  rejectsPath: string,
+  opts: { maxHeapBytes: number; scripts: ScriptRunSpec[] },
+): Promise<{ rows: number; rejected: number } | null> {
+  const { port1, port2 } = new MessageChannel();
+  const sending = sendInput(
+    (async function* () {
+      yield Buffer.from(csv);
+    })(),
+    port1,
+    new AbortController().signal,
+  );
+  const def = definition();
+  const session = await pool.start(
+    {
+      input: port2,
+      records: null,
+      definition: def,
+      filename: 'a.csv',
+      rejectsPath,
+      spinOn: null,
+      fast: false,
+    },
+    { stallMs: 60_000, maxIdle: 1, maxHeapBytes: opts.maxHeapBytes },
+  );
+  try {
+    await session.first();
+    await session.plan(def, ['id', 'label'], null, [], opts.scripts);
+    let end: { rows: number; rejected: number } | null = null;
+    for (let i = 0; i < 10 && !session.finished; i++) {
+      const r = await session.next();
+      if ('end' in r) end = r.end;
+    }
+    return end;
+  } finally {
+    session.end();
+    await sending;
+  }
+}
+
 describe('the stage thread pool', () => {
   const dir = mkdtempSync(join(tmpdir(), 'stage-pool-'));
   const pool = new StageThreadPool();
@@ -45,39 +91,11 @@ describe('the stage thread pool', () => {
 
   /** One small job read to its end on a pooled thread, with the pool's heap bound for it (1 GiB: none here reaches it). */
   async function job(maxHeapBytes: number): Promise<void> {
-    const { port1, port2 } = new MessageChannel();
-    const sending = sendInput(
-      (async function* () {
-        yield Buffer.from('id,label\n1,a\n2,b\n');
-      })(),
-      port1,
-      new AbortController().signal,
-    );
-    const def = definition();
-    const session = await pool.start(
-      {
-        input: port2,
-        records: null,
-        definition: def,
-        filename: 'a.csv',
-        rejectsPath: join(dir, 'rejects.jsonl'),
-        spinOn: null,
-        fast: false,
-      },
-      { stallMs: 60_000, maxIdle: 1, maxHeapBytes },
-    );
-    try {
-      await session.first();
-      await session.plan(def, ['id', 'label'], null, [], []);
-      for (let i = 0; i < 10 && !session.finished; i++) {
-        const r = await session.next();
-        if ('end' in r) expect(r.end.rows).toBe(2);
-      }
-      expect(session.finished).toBe(true);
-    } finally {
-      session.end();
-      await sending;
-    }
+    const end = await runJob(pool, 'id,label\n1,a\n2,b\n', join(dir, 'rejects.jsonl'), {
+      maxHeapBytes,
+      scripts: [],
+    });
+    expect(end?.rows).toBe(2);
   }
 
   /** The ids of the idle threads, oldest first. */
@@ -353,40 +371,11 @@ describe('warm sandboxes between jobs', () => {
 
   /** A job of three rows through the script on the pool's one thread; its rejected count. */
   async function job(script: string): Promise<number> {
-    const { port1, port2 } = new MessageChannel();
-    const sending = sendInput(
-      (async function* () {
-        yield Buffer.from('id,label\n1,a\n2,b\n3,c\n');
-      })(),
-      port1,
-      new AbortController().signal,
-    );
-    const def = definition();
-    const session = await pool.start(
-      {
-        input: port2,
-        records: null,
-        definition: def,
-        filename: 'a.csv',
-        rejectsPath: join(dir, 'rejects.jsonl'),
-        spinOn: null,
-        fast: false,
-      },
-      { stallMs: 60_000, maxIdle: 1, maxHeapBytes: 1 << 30 },
-    );
-    try {
-      await session.first();
-      await session.plan(def, ['id', 'label'], null, [], [{ ...spec, script }]);
-      let rejected = -1;
-      for (let i = 0; i < 10 && !session.finished; i++) {
-        const r = await session.next();
-        if ('end' in r) rejected = r.end.rejected;
-      }
-      return rejected;
-    } finally {
-      session.end();
-      await sending;
-    }
+    const end = await runJob(pool, 'id,label\n1,a\n2,b\n3,c\n', join(dir, 'rejects.jsonl'), {
+      maxHeapBytes: 1 << 30,
+      scripts: [{ ...spec, script }],
+    });
+    return end?.rejected ?? -1;
   }
 
   it('starts one after a job, hands it to the next job once, and stops it (uid given back) when the thread is let go', async () => {
