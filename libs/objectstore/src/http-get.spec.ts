@@ -258,6 +258,20 @@ describe('S3Requests.get through the reader (loopback server)', () => {
     expect((err as S3RequestError).code).toBe('AccessDenied');
   });
 
+  it('a name holding CR LF stays inside the request line (no header of its making)', async () => {
+    let seen = '';
+    fake.answers.push((s, request) => {
+      seen = request;
+      ok(Buffer.from('x'))(s, request);
+    });
+    await s3.get('b\r\nx-evil: 1', 'spool/a\r\nx-evil: 2\r\n\r\nGET /b/other', 10);
+    const lines = seen.split('\r\n');
+    expect(lines[0]).toBe(
+      'GET /b%0D%0Ax-evil%3A%201/spool/a%0D%0Ax-evil%3A%202%0D%0A%0D%0AGET%20/b/other HTTP/1.1',
+    );
+    expect(lines.filter((l) => l.toLowerCase().startsWith('x-evil'))).toEqual([]);
+  });
+
   it('the request is signed as the minio client would sign it', async () => {
     let seen = '';
     fake.answers.push((s, request) => {

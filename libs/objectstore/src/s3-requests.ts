@@ -135,7 +135,9 @@ export class S3Requests {
     key: string,
     extra: Record<string, string>,
   ): { path: string; headers: Record<string, string> } {
-    const path = `/${bucket}/${key.split('/').map(escapeSegment).join('/')}`;
+    // Every segment escaped, the bucket's too (a valid bucket name is unchanged by it): no byte of a name
+    // can end the request line or add a header on the hand-written GET.
+    const path = `/${escapeSegment(bucket)}/${key.split('/').map(escapeSegment).join('/')}`;
     const headers: Record<string, string> = {
       host: this.url.host,
       'x-amz-date': amzDate(new Date()),
