@@ -2,7 +2,7 @@ import { type ReactNode, useCallback, useEffect, useState } from 'react';
 import { api, problemOf, type Schemas } from '../api/client';
 import { Chart } from '../components/Chart';
 import { DiffView } from '../components/DiffView';
-import { Problem, Refused, StatusBadge } from '../components';
+import { DataTable, Problem, Refused, StatusBadge } from '../components';
 import {
   type Evidence,
   failedChecks,
@@ -78,44 +78,29 @@ function IncidentList({
       </label>
       {items && items.length === 0 && <p>No incident: no script change has replaced an earlier version.</p>}
       {items && items.length > 0 && (
-        <div className="table-wrap">
-          <table aria-label="Incidents">
-            <thead>
-              <tr>
-                <th scope="col">Opened</th>
-                <th scope="col">Of</th>
-                <th scope="col">Verdict</th>
-                <th scope="col">Summary</th>
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {items.map((i) => (
-                <tr key={i.id} aria-selected={i.id === selected}>
-                  <td>{new Date(i.openedAt).toLocaleString()}</td>
-                  <td>
-                    {i.subject} {i.subjectName}
-                  </td>
-                  <td>
-                    <StatusBadge status={i.verdict} />
-                  </td>
-                  <td>{i.summary}</td>
-                  <td>
-                    <button
-                      type="button"
-                      onClick={() => select(i.id)}
-                      aria-label={`Open the incident of ${i.subjectName}: ${i.summary}`}
-                    >
-                      Open
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable label="Incidents" columns={['Opened', 'Of', 'Verdict', 'Summary', null]}>
+          {items.map((i) => (
+            <tr key={i.id} aria-selected={i.id === selected}>
+              <td>{new Date(i.openedAt).toLocaleString()}</td>
+              <td>
+                {i.subject} {i.subjectName}
+              </td>
+              <td>
+                <StatusBadge status={i.verdict} />
+              </td>
+              <td>{i.summary}</td>
+              <td>
+                <button
+                  type="button"
+                  onClick={() => select(i.id)}
+                  aria-label={`Open the incident of ${i.subjectName}: ${i.summary}`}
+                >
+                  Open
+                </button>
+              </td>
+            </tr>
+          ))}
+        </DataTable>
       )}
     </section>
   );
@@ -199,28 +184,16 @@ function IncidentDetail({ id, changed }: { id: string; changed: () => void }): R
             {failed.length > 0 && ` — failed: ${failed.map((c) => c.name).join(', ')}`}
           </p>
           {evidence.checks.length > 0 && (
-            <div className="table-wrap">
-              <table aria-label="Checks">
-                <thead>
-                  <tr>
-                    <th scope="col">Check</th>
-                    <th scope="col">Passed</th>
-                    <th scope="col">Observed</th>
-                    <th scope="col">Limit</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {evidence.checks.map((c) => (
-                    <tr key={c.name} className={c.passed ? '' : 'failed'}>
-                      <td>{c.name}</td>
-                      <td>{c.passed ? 'yes' : 'no'}</td>
-                      <td>{c.observed}</td>
-                      <td>{c.limit}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+            <DataTable label="Checks" columns={['Check', 'Passed', 'Observed', 'Limit']}>
+              {evidence.checks.map((c) => (
+                <tr key={c.name} className={c.passed ? '' : 'failed'}>
+                  <td>{c.name}</td>
+                  <td>{c.passed ? 'yes' : 'no'}</td>
+                  <td>{c.observed}</td>
+                  <td>{c.limit}</td>
+                </tr>
+              ))}
+            </DataTable>
           )}
           {evidence.baseline && evidence.candidate && (
             <p>

@@ -1,6 +1,6 @@
 import { type FormEvent, type ReactNode, useId, useState } from 'react';
 import { api, problemOf, type Schemas } from '../api/client';
-import { Problem, Refused } from '../components';
+import { ConfirmedAction, DataTable, Problem, Refused } from '../components';
 import { useRefusal } from '../session';
 import { useLoaded } from '../useLoaded';
 
@@ -61,70 +61,45 @@ export function Keys(): ReactNode {
         <h2 id="keys-title">Keys of this environment</h2>
         <Refused reason={readRefused} />
         {keys && (
-          <div className="table-wrap">
-            <table aria-label="API keys">
-              <thead>
-                <tr>
-                  <th scope="col">Label</th>
-                  <th scope="col">Template</th>
-                  <th scope="col">Capabilities</th>
-                  <th scope="col">Created</th>
-                  <th scope="col">Last used</th>
-                  <th scope="col">State</th>
-                  <th scope="col">
-                    <span className="visually-hidden">Actions</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {keys.map((k) => (
-                  <tr key={k.label} data-label={k.label}>
-                    <td>{k.label}</td>
-                    <td>{k.template ?? 'manual'}</td>
-                    <td className="caps">{k.capabilities.join(' ')}</td>
-                    <td>{new Date(k.createdAt).toLocaleString()}</td>
-                    <td>{k.lastUsedAt ? new Date(k.lastUsedAt).toLocaleString() : 'never'}</td>
-                    <td>{k.revoked ? 'revoked' : 'active'}</td>
-                    <td>
-                      {!k.revoked && (
-                        <div className="actions">
-                          <button
-                            type="button"
-                            onClick={() => void rotate(k.label)}
-                            disabled={rotateRefused !== null}
-                            title={rotateRefused ?? undefined}
-                            aria-label={`Rotate ${k.label}`}
-                          >
-                            Rotate
-                          </button>
-                          {confirming === k.label ? (
-                            <button
-                              type="button"
-                              className="danger"
-                              onClick={() => void revoke(k.label)}
-                              aria-label={`Confirm revoking ${k.label}`}
-                            >
-                              Confirm revoke
-                            </button>
-                          ) : (
-                            <button
-                              type="button"
-                              onClick={() => setConfirming(k.label)}
-                              disabled={revokeRefused !== null}
-                              title={revokeRefused ?? undefined}
-                              aria-label={`Revoke ${k.label}`}
-                            >
-                              Revoke
-                            </button>
-                          )}
-                        </div>
-                      )}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <DataTable
+            label="API keys"
+            columns={['Label', 'Template', 'Capabilities', 'Created', 'Last used', 'State', null]}
+          >
+            {keys.map((k) => (
+              <tr key={k.label} data-label={k.label}>
+                <td>{k.label}</td>
+                <td>{k.template ?? 'manual'}</td>
+                <td className="caps">{k.capabilities.join(' ')}</td>
+                <td>{new Date(k.createdAt).toLocaleString()}</td>
+                <td>{k.lastUsedAt ? new Date(k.lastUsedAt).toLocaleString() : 'never'}</td>
+                <td>{k.revoked ? 'revoked' : 'active'}</td>
+                <td>
+                  {!k.revoked && (
+                    <div className="actions">
+                      <button
+                        type="button"
+                        onClick={() => void rotate(k.label)}
+                        disabled={rotateRefused !== null}
+                        title={rotateRefused ?? undefined}
+                        aria-label={`Rotate ${k.label}`}
+                      >
+                        Rotate
+                      </button>
+                      <ConfirmedAction
+                        verb="Revoke"
+                        doing="revoking"
+                        subject={k.label}
+                        asking={confirming === k.label}
+                        refused={revokeRefused}
+                        ask={() => setConfirming(k.label)}
+                        confirm={() => void revoke(k.label)}
+                      />
+                    </div>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </DataTable>
         )}
         {keys && (rotateRefused || revokeRefused) && <Refused reason={rotateRefused ?? revokeRefused} />}
       </section>

@@ -1,6 +1,6 @@
 import { type ReactNode, useEffect, useState } from 'react';
 import { api, problemOf, type Schemas } from '../api/client';
-import { Problem, Refused, StatusBadge } from '../components';
+import { DataTable, Problem, Refused, StatusBadge } from '../components';
 import { useRefusal } from '../session';
 import { OpenIncidents } from './OpenIncidents';
 import { FailingTaps } from './TapsFailing';
@@ -73,37 +73,25 @@ function RecentJobs(): ReactNode {
       <Problem text={problem} />
       {jobs && jobs.length === 0 && page === 1 && <p>No jobs yet: upload a file on the Pipelines page.</p>}
       {jobs && jobs.length > 0 && (
-        <div className="table-wrap">
-          <table aria-label="Recent jobs">
-            <thead>
-              <tr>
-                <th scope="col">Pipeline</th>
-                <th scope="col">File</th>
-                <th scope="col">Status</th>
-                <th scope="col">Rows loaded</th>
-                <th scope="col">Rejected</th>
-                <th scope="col">Started</th>
-                <th scope="col">Took</th>
-              </tr>
-            </thead>
-            <tbody>
-              {jobs.map((j) => (
-                <tr key={j.pipelineToken}>
-                  <td>{j.pipeline}</td>
-                  <td>{j.filename}</td>
-                  <td>
-                    <StatusBadge status={j.status} />
-                    {j.lastError && <small className="error-text"> {j.lastError.description}</small>}
-                  </td>
-                  <td>{j.rowsLoaded ?? '–'}</td>
-                  <td>{j.rowsRejected ?? '–'}</td>
-                  <td>{new Date(j.startedAt).toLocaleString()}</td>
-                  <td>{j.elapsed}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable
+          label="Recent jobs"
+          columns={['Pipeline', 'File', 'Status', 'Rows loaded', 'Rejected', 'Started', 'Took']}
+        >
+          {jobs.map((j) => (
+            <tr key={j.pipelineToken}>
+              <td>{j.pipeline}</td>
+              <td>{j.filename}</td>
+              <td>
+                <StatusBadge status={j.status} />
+                {j.lastError && <small className="error-text"> {j.lastError.description}</small>}
+              </td>
+              <td>{j.rowsLoaded ?? '–'}</td>
+              <td>{j.rowsRejected ?? '–'}</td>
+              <td>{new Date(j.startedAt).toLocaleString()}</td>
+              <td>{j.elapsed}</td>
+            </tr>
+          ))}
+        </DataTable>
       )}
       {jobs && (page > 1 || jobs.length === RECENT_PAGE) && (
         <div className="actions">

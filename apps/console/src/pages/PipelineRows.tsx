@@ -1,6 +1,6 @@
 import { type ReactNode, useEffect, useState } from 'react';
 import { api, problemOf, type Schemas } from '../api/client';
-import { Problem, Refused } from '../components';
+import { DataTable, Problem, Refused } from '../components';
 import { cellText } from '../logic/pipeline-form';
 import { useRefusal } from '../session';
 
@@ -59,26 +59,15 @@ export function JobRejects({ token, fallback }: { token: string; fallback: React
       {answer && answer.location === null && fallback}
       {answer && answer.rejects.length > 0 && (
         <>
-          <div className="table-wrap">
-            <table aria-label="Rejected rows">
-              <thead>
-                <tr>
-                  <th scope="col">Line</th>
-                  <th scope="col">Reason</th>
-                  <th scope="col">Stage</th>
-                </tr>
-              </thead>
-              <tbody>
-                {answer.rejects.map((r) => (
-                  <tr key={`${r.line}:${r.reason}`}>
-                    <td>{r.line}</td>
-                    <td>{r.reason}</td>
-                    <td>{r.stage}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <DataTable label="Rejected rows" columns={['Line', 'Reason', 'Stage']}>
+            {answer.rejects.map((r) => (
+              <tr key={`${r.line}:${r.reason}`}>
+                <td>{r.line}</td>
+                <td>{r.reason}</td>
+                <td>{r.stage}</td>
+              </tr>
+            ))}
+          </DataTable>
           <small>Read from {answer.location}.</small>
           <Pager page={page} full={answer.rejects.length === answer.pageSize} label="rejects" go={setPage} />
         </>
@@ -116,28 +105,15 @@ export function RowsPreview({ token }: { token: string }): ReactNode {
       {answer && answer.location !== null && answer.rows.length === 0 && <p>No rows of this job are left.</p>}
       {answer && answer.rows.length > 0 && (
         <>
-          <div className="table-wrap">
-            <table aria-label="Loaded rows">
-              <thead>
-                <tr>
-                  {answer.columns.map((c) => (
-                    <th scope="col" key={c}>
-                      {c}
-                    </th>
-                  ))}
-                </tr>
-              </thead>
-              <tbody>
-                {answer.rows.map((row, i) => (
-                  <tr key={i}>
-                    {answer.columns.map((c) => (
-                      <td key={c}>{cellText(row[c])}</td>
-                    ))}
-                  </tr>
+          <DataTable label="Loaded rows" columns={answer.columns}>
+            {answer.rows.map((row, i) => (
+              <tr key={i}>
+                {answer.columns.map((c) => (
+                  <td key={c}>{cellText(row[c])}</td>
                 ))}
-              </tbody>
-            </table>
-          </div>
+              </tr>
+            ))}
+          </DataTable>
           <small>Read from {answer.location}.</small>
           <Pager page={page} full={answer.rows.length === answer.pageSize} label="rows" go={setPage} />
         </>

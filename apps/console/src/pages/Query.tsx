@@ -1,6 +1,6 @@
 import { type FormEvent, type ReactNode, useEffect, useState } from 'react';
 import { api, problemOf, type Schemas } from '../api/client';
-import { Problem, Refused } from '../components';
+import { DataTable, Problem, Refused } from '../components';
 import { toCsv } from '../logic/csv';
 import { useRefusal } from '../session';
 import '../data.css';
@@ -131,30 +131,17 @@ export function Query(): ReactNode {
               </a>
             )}
           </p>
-          <div className="table-wrap">
-            <table aria-label="Query result">
-              <thead>
-                <tr>
-                  {result.columns.map((c) => (
-                    <th scope="col" key={c}>
-                      {c}
-                    </th>
-                  ))}
-                </tr>
-              </thead>
-              <tbody>
-                {(result.rows as unknown[][]).map((row, i) => (
-                  <tr key={i}>
-                    {row.map((v, j) => (
-                      <td key={j}>
-                        {v === null ? <em>null</em> : typeof v === 'object' ? JSON.stringify(v) : String(v)}
-                      </td>
-                    ))}
-                  </tr>
+          <DataTable label="Query result" columns={result.columns}>
+            {(result.rows as unknown[][]).map((row, i) => (
+              <tr key={i}>
+                {row.map((v, j) => (
+                  <td key={j}>
+                    {v === null ? <em>null</em> : typeof v === 'object' ? JSON.stringify(v) : String(v)}
+                  </td>
                 ))}
-              </tbody>
-            </table>
-          </div>
+              </tr>
+            ))}
+          </DataTable>
         </section>
       )}
     </>

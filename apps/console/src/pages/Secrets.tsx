@@ -1,6 +1,6 @@
 import { type FormEvent, type ReactNode, useState } from 'react';
 import { api, problemOf, type Schemas } from '../api/client';
-import { Problem, Refused } from '../components';
+import { ConfirmedAction, DataTable, Problem, Refused } from '../components';
 import { useRefusal } from '../session';
 import { useLoaded } from '../useLoaded';
 
@@ -69,70 +69,43 @@ export function Secrets(): ReactNode {
         <Refused reason={readRefused} />
         {list.data && list.data.length === 0 && <p>No secrets yet.</p>}
         {list.data && list.data.length > 0 && (
-          <div className="table-wrap">
-            <table aria-label="Secrets">
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">
-                    <span className="visually-hidden">Actions</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {list.data.map((name) => (
-                  <tr key={name} data-secret={name}>
-                    <td>{name}</td>
-                    <td>
-                      <div className="actions">
-                        <button
-                          type="button"
-                          onClick={() => void show(name)}
-                          aria-label={`Show ${name} masked`}
-                        >
-                          Show (masked)
-                        </button>
-                        <button
-                          type="button"
-                          disabled={writeRefused !== null}
-                          title={writeRefused ?? undefined}
-                          aria-label={`Replace the values of ${name}`}
-                          onClick={async () => {
-                            const { data } = await api.GET('/api/v1/secrets/{name}', {
-                              params: { path: { name } },
-                            });
-                            setEditing({ name, fields: Object.keys(data?.fields ?? {}) });
-                          }}
-                        >
-                          Replace values
-                        </button>
-                        {confirming === name ? (
-                          <button
-                            type="button"
-                            className="danger"
-                            onClick={() => void remove(name)}
-                            aria-label={`Confirm deleting ${name}`}
-                          >
-                            Confirm delete
-                          </button>
-                        ) : (
-                          <button
-                            type="button"
-                            onClick={() => setConfirming(name)}
-                            disabled={deleteRefused !== null}
-                            title={deleteRefused ?? undefined}
-                            aria-label={`Delete ${name}`}
-                          >
-                            Delete
-                          </button>
-                        )}
-                      </div>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <DataTable label="Secrets" columns={['Name', null]}>
+            {list.data.map((name) => (
+              <tr key={name} data-secret={name}>
+                <td>{name}</td>
+                <td>
+                  <div className="actions">
+                    <button type="button" onClick={() => void show(name)} aria-label={`Show ${name} masked`}>
+                      Show (masked)
+                    </button>
+                    <button
+                      type="button"
+                      disabled={writeRefused !== null}
+                      title={writeRefused ?? undefined}
+                      aria-label={`Replace the values of ${name}`}
+                      onClick={async () => {
+                        const { data } = await api.GET('/api/v1/secrets/{name}', {
+                          params: { path: { name } },
+                        });
+                        setEditing({ name, fields: Object.keys(data?.fields ?? {}) });
+                      }}
+                    >
+                      Replace values
+                    </button>
+                    <ConfirmedAction
+                      verb="Delete"
+                      doing="deleting"
+                      subject={name}
+                      asking={confirming === name}
+                      refused={deleteRefused}
+                      ask={() => setConfirming(name)}
+                      confirm={() => void remove(name)}
+                    />
+                  </div>
+                </td>
+              </tr>
+            ))}
+          </DataTable>
         )}
         {shown && (
           <div className="panel" aria-label={`Secret ${shown.name}`} role="region">

@@ -1,6 +1,6 @@
 import type { ReactNode } from 'react';
 import type { Schemas } from '../api/client';
-import { StatusBadge } from '../components';
+import { DataTable, StatusBadge } from '../components';
 import { cellText, recordColumns } from '../logic/taps';
 
 type TestResult = Schemas['TestResultDto'];
@@ -110,42 +110,30 @@ export function History({ runs }: { runs: Run[] }): ReactNode {
       {runs.length === 0 ? (
         <p>No runs yet.</p>
       ) : (
-        <div className="table-wrap">
-          <table aria-label="Run history">
-            <thead>
-              <tr>
-                <th scope="col">Started</th>
-                <th scope="col">Mode</th>
-                <th scope="col">Trigger</th>
-                <th scope="col">Status</th>
-                <th scope="col">Records</th>
-                <th scope="col">Took</th>
-                <th scope="col">Detail</th>
-              </tr>
-            </thead>
-            <tbody>
-              {runs.map((r) => (
-                <tr key={r.runId}>
-                  <td>{new Date(r.startedAt).toLocaleString()}</td>
-                  <td>{r.mode}</td>
-                  <td>{r.trigger}</td>
-                  <td>
-                    <StatusBadge status={r.status} />
-                  </td>
-                  <td>{r.recordCount}</td>
-                  <td>{r.durationMs === null ? '–' : `${r.durationMs} ms`}</td>
-                  <td>
-                    {r.error ? (
-                      <small className="error-text">{r.error}</small>
-                    ) : (
-                      <small>{r.persistedReason ?? (r.persisted ? 'loaded' : '')}</small>
-                    )}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable
+          label="Run history"
+          columns={['Started', 'Mode', 'Trigger', 'Status', 'Records', 'Took', 'Detail']}
+        >
+          {runs.map((r) => (
+            <tr key={r.runId}>
+              <td>{new Date(r.startedAt).toLocaleString()}</td>
+              <td>{r.mode}</td>
+              <td>{r.trigger}</td>
+              <td>
+                <StatusBadge status={r.status} />
+              </td>
+              <td>{r.recordCount}</td>
+              <td>{r.durationMs === null ? '–' : `${r.durationMs} ms`}</td>
+              <td>
+                {r.error ? (
+                  <small className="error-text">{r.error}</small>
+                ) : (
+                  <small>{r.persistedReason ?? (r.persisted ? 'loaded' : '')}</small>
+                )}
+              </td>
+            </tr>
+          ))}
+        </DataTable>
       )}
     </section>
   );

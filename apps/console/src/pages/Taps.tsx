@@ -1,6 +1,6 @@
 import { type ReactNode, useEffect, useState } from 'react';
 import { api, problemOf, type Schemas } from '../api/client';
-import { Problem, Refused, StatusBadge } from '../components';
+import { DataTable, Problem, Refused, StatusBadge } from '../components';
 import { lastRun, scheduleNote } from '../logic/taps';
 import { navigate, useQuery } from '../router';
 import { useRefusal } from '../session';
@@ -67,63 +67,50 @@ function TapList(): ReactNode {
       <Refused reason={refused} />
       {rows && rows.length === 0 && <p>No taps yet.</p>}
       {rows && rows.length > 0 && (
-        <div className="table-wrap">
-          <table aria-label="Taps">
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Target pipeline</th>
-                <th scope="col">Schedule</th>
-                <th scope="col">Next fire time</th>
-                <th scope="col">Last run</th>
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
+        <DataTable
+          label="Taps"
+          columns={['Name', 'Target pipeline', 'Schedule', 'Next fire time', 'Last run', null]}
+        >
+          {rows.map(({ tap, runs, nextFire }) => {
+            const last = lastRun(runs);
+            return (
+              <tr key={tap.name} data-tap={tap.name}>
+                <td>
+                  {tap.name}
+                  {tap.description && <small className="block">{tap.description}</small>}
+                </td>
+                <td>{tap.targetPipeline || '–'}</td>
+                <td>
+                  {tap.cronExpression ? (
+                    <code>
+                      {tap.cronExpression} ({tap.timezone})
+                    </code>
+                  ) : (
+                    '–'
+                  )}
+                </td>
+                <td data-testid="next-fire">
+                  {scheduleNote(tap) ?? (nextFire ? new Date(nextFire).toLocaleString() : '–')}
+                </td>
+                <td data-testid="last-status">
+                  {last ? (
+                    <>
+                      <StatusBadge status={last.status} />{' '}
+                      <small>{new Date(last.startedAt).toLocaleString()}</small>
+                    </>
+                  ) : (
+                    'never run'
+                  )}
+                </td>
+                <td>
+                  <button type="button" onClick={() => openTap(tap.name)} aria-label={`Open ${tap.name}`}>
+                    Open
+                  </button>
+                </td>
               </tr>
-            </thead>
-            <tbody>
-              {rows.map(({ tap, runs, nextFire }) => {
-                const last = lastRun(runs);
-                return (
-                  <tr key={tap.name} data-tap={tap.name}>
-                    <td>
-                      {tap.name}
-                      {tap.description && <small className="block">{tap.description}</small>}
-                    </td>
-                    <td>{tap.targetPipeline || '–'}</td>
-                    <td>
-                      {tap.cronExpression ? (
-                        <code>
-                          {tap.cronExpression} ({tap.timezone})
-                        </code>
-                      ) : (
-                        '–'
-                      )}
-                    </td>
-                    <td data-testid="next-fire">
-                      {scheduleNote(tap) ?? (nextFire ? new Date(nextFire).toLocaleString() : '–')}
-                    </td>
-                    <td data-testid="last-status">
-                      {last ? (
-                        <>
-                          <StatusBadge status={last.status} />{' '}
-                          <small>{new Date(last.startedAt).toLocaleString()}</small>
-                        </>
-                      ) : (
-                        'never run'
-                      )}
-                    </td>
-                    <td>
-                      <button type="button" onClick={() => openTap(tap.name)} aria-label={`Open ${tap.name}`}>
-                        Open
-                      </button>
-                    </td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        </div>
+            );
+          })}
+        </DataTable>
       )}
     </>
   );

@@ -1,6 +1,6 @@
 import { type FormEvent, type ReactNode, useId, useState } from 'react';
 import { api, problemOf, type Schemas } from '../api/client';
-import { Problem, Refused } from '../components';
+import { ConfirmedAction, DataTable, Problem, Refused } from '../components';
 import { useRefusal } from '../session';
 import { useLoaded } from '../useLoaded';
 
@@ -58,76 +58,51 @@ export function Users(): ReactNode {
         <h2 id="users-title">Users</h2>
         <Refused reason={readRefused} />
         {list.data && (
-          <div className="table-wrap">
-            <table aria-label="Users">
-              <thead>
-                <tr>
-                  <th scope="col">Username</th>
-                  <th scope="col">Role</th>
-                  <th scope="col">Created</th>
-                  <th scope="col">
-                    <span className="visually-hidden">Actions</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {list.data.map((u) => (
-                  <tr key={u.username} data-user={u.username}>
-                    <td>{u.username}</td>
-                    <td>
-                      <select
-                        aria-label={`Role of ${u.username}`}
-                        value={u.role}
-                        disabled={updateRefused !== null}
-                        title={updateRefused ?? undefined}
-                        onChange={(e) =>
-                          void change(
-                            u.username,
-                            { role: e.target.value as Role },
-                            `role is now ${e.target.value}`,
-                          )
-                        }
-                      >
-                        {ROLES.map((r) => (
-                          <option key={r}>{r}</option>
-                        ))}
-                      </select>
-                    </td>
-                    <td>{new Date(u.createdAt).toLocaleString()}</td>
-                    <td>
-                      <div className="actions">
-                        <ResetPassword
-                          username={u.username}
-                          refused={updateRefused}
-                          reset={(password) => change(u.username, { password }, 'password reset')}
-                        />
-                        {confirming === u.username ? (
-                          <button
-                            type="button"
-                            className="danger"
-                            onClick={() => void remove(u.username)}
-                            aria-label={`Confirm deleting ${u.username}`}
-                          >
-                            Confirm delete
-                          </button>
-                        ) : (
-                          <button
-                            type="button"
-                            onClick={() => setConfirming(u.username)}
-                            disabled={deleteRefused !== null}
-                            title={deleteRefused ?? undefined}
-                            aria-label={`Delete ${u.username}`}
-                          >
-                            Delete
-                          </button>
-                        )}
-                      </div>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <DataTable label="Users" columns={['Username', 'Role', 'Created', null]}>
+            {list.data.map((u) => (
+              <tr key={u.username} data-user={u.username}>
+                <td>{u.username}</td>
+                <td>
+                  <select
+                    aria-label={`Role of ${u.username}`}
+                    value={u.role}
+                    disabled={updateRefused !== null}
+                    title={updateRefused ?? undefined}
+                    onChange={(e) =>
+                      void change(
+                        u.username,
+                        { role: e.target.value as Role },
+                        `role is now ${e.target.value}`,
+                      )
+                    }
+                  >
+                    {ROLES.map((r) => (
+                      <option key={r}>{r}</option>
+                    ))}
+                  </select>
+                </td>
+                <td>{new Date(u.createdAt).toLocaleString()}</td>
+                <td>
+                  <div className="actions">
+                    <ResetPassword
+                      username={u.username}
+                      refused={updateRefused}
+                      reset={(password) => change(u.username, { password }, 'password reset')}
+                    />
+                    <ConfirmedAction
+                      verb="Delete"
+                      doing="deleting"
+                      subject={u.username}
+                      asking={confirming === u.username}
+                      refused={deleteRefused}
+                      ask={() => setConfirming(u.username)}
+                      confirm={() => void remove(u.username)}
+                    />
+                  </div>
+                </td>
+              </tr>
+            ))}
+          </DataTable>
         )}
         {list.data && (updateRefused || deleteRefused) && <Refused reason={updateRefused ?? deleteRefused} />}
       </section>
