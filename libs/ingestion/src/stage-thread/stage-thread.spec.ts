@@ -355,15 +355,20 @@ describe('a job warming its scripts', () => {
   });
 });
 
-describe('warm sandboxes between jobs', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'stage-spare-'));
+/**
+ * A pool of the describe block's own and a data-quality script's run with two uids of its own: the job's
+ * script, and the warm sandbox started for the next job. `spec()` once beforeAll ran.
+ */
+function sparesSuite(prefix: string): {
+  dir: string;
+  pool: StageThreadPool;
+  uids: number[];
+  spec: () => ScriptRunSpec;
+} {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
   const pool = new StageThreadPool();
-  let spec: ScriptRunSpec;
-  // Two uids of their own: the job's script, and the warm sandbox started for the next job.
   const first = 1_900_000_000 + 2 * Math.floor(Math.random() * 500_000);
-  const uids = [first, first + 1];
-  const processes = async () => (await Promise.all(uids.map(processesOf))).flat();
-
+  let spec: ScriptRunSpec | null = null;
   beforeAll(async () => {
     spec = await sandboxSpec(dir, first, first + 1);
   });
@@ -371,12 +376,18 @@ describe('warm sandboxes between jobs', () => {
     await pool.onModuleDestroy();
     rmSync(dir, { recursive: true, force: true });
   });
+  return { dir, pool, uids: [first, first + 1], spec: () => spec as ScriptRunSpec };
+}
+
+describe('warm sandboxes between jobs', () => {
+  const { dir, pool, uids, spec } = sparesSuite('stage-spare-');
+  const processes = async () => (await Promise.all(uids.map(processesOf))).flat();
 
   /** A job of three rows through the script on the pool's one thread; its rejected count. */
   async function job(script: string): Promise<number> {
     const end = await runJob(pool, 'id,label\n1,a\n2,b\n3,c\n', join(dir, 'rejects.jsonl'), {
       maxHeapBytes: 1 << 30,
-      scripts: [{ ...spec, script }],
+      scripts: [{ ...spec(), script }],
     });
     return end?.rejected ?? -1;
   }
@@ -411,24 +422,12 @@ describe('warm sandboxes between jobs', () => {
 });
 
 describe('warm sandboxes past a thread let go for its heap', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'stage-handover-'));
-  const pool = new StageThreadPool();
-  let spec: ScriptRunSpec;
-  const first = 1_900_000_000 + 2 * Math.floor(Math.random() * 500_000);
-  const uids = [first, first + 1];
-
-  beforeAll(async () => {
-    spec = await sandboxSpec(dir, first, first + 1);
-  });
-  afterAll(async () => {
-    await pool.onModuleDestroy();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const { dir, pool, uids, spec } = sparesSuite('stage-handover-');
 
   /** A job through the script whose heap passes the bound (1 byte): its thread is let go after it. */
   async function job(script: string): Promise<string[]> {
     const rejects = join(dir, 'rejects.jsonl');
-    await runJob(pool, 'id,label\n1,a\n2,b\n', rejects, { maxHeapBytes: 1, scripts: [{ ...spec, script }] });
+    await runJob(pool, 'id,label\n1,a\n2,b\n', rejects, { maxHeapBytes: 1, scripts: [{ ...spec(), script }] });
     return reasonsIn(rejects);
   }
 
@@ -442,7 +441,7 @@ describe('warm sandboxes past a thread let go for its heap', () => {
     return null;
   }
 
-  it("has the thread replacing it start one for the kinds of script it ran, and the next job runs in it", async () => {
+  it('has the thread replacing it start one for the kinds of script it ran, and the next job runs in it', async () => {
     expect(await job(BY_UID)).toHaveLength(2);
     // The let-go thread's own spares die with it; this one is the successor's, so it stays.
     const spare = await waiting();
