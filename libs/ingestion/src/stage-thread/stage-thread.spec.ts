@@ -427,7 +427,10 @@ describe('warm sandboxes past a thread let go for its heap', () => {
   /** A job through the script whose heap passes the bound (1 byte): its thread is let go after it. */
   async function job(script: string): Promise<string[]> {
     const rejects = join(dir, 'rejects.jsonl');
-    await runJob(pool, 'id,label\n1,a\n2,b\n', rejects, { maxHeapBytes: 1, scripts: [{ ...spec(), script }] });
+    await runJob(pool, 'id,label\n1,a\n2,b\n', rejects, {
+      maxHeapBytes: 1,
+      scripts: [{ ...spec(), script }],
+    });
     return reasonsIn(rejects);
   }
 
