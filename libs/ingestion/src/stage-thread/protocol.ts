@@ -6,7 +6,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { PipelineDefinition } from '@tapyard/model';
 import type { Payload } from '@tapyard/destinations';
-import type { ScriptRunSpec } from '@tapyard/scripts';
+import type { ScriptRunSpec, WarmSpec } from '@tapyard/scripts';
 
 export interface StartMessage {
   kind: 'start';
@@ -31,6 +31,11 @@ export interface StartMessage {
   spinOn: string | null;
   /** [0] heartbeat, bumped by the thread while its event loop runs; [1] stage of the row in progress. */
   shared: SharedArrayBuffer;
+  /**
+   * The pool lets the thread go after a job whose heap passed this (see StageThreadPool): the thread then
+   * starts no warm sandboxes after it, and the pool hands their kinds to the thread that takes its place.
+   */
+  maxHeapBytes: number;
 }
 
 export interface PlanMessage {
@@ -75,7 +80,16 @@ export interface RetireMessage {
 
 export const RETIRED = 'tapyard-stage-thread-retired';
 
-export type ToThread = StartMessage | PlanMessage | NextMessage | WarmMessage | RetireMessage;
+/**
+ * Warm sandboxes for the thread's next jobs, for the kinds of script the worker ran lately: sent to the
+ * thread the next job takes when the pool let go of the one that held them. Never answered.
+ */
+export interface SparesMessage {
+  kind: 'spares';
+  specs: WarmSpec[];
+}
+
+export type ToThread = StartMessage | PlanMessage | NextMessage | WarmMessage | RetireMessage | SparesMessage;
 
 /** Counts of a job's rows, as the status entries report them. */
 export interface Counts {

@@ -258,6 +258,35 @@ async function processesOf(uid: number): Promise<number[]> {
   return pids.sort((a, b) => a - b);
 }
 
+/** A data-quality script's run in the real sandbox, as the uids first..last (a venv of its own in `dir`). */
+async function sandboxSpec(dir: string, first: number, last: number): Promise<ScriptRunSpec> {
+  chmodSync(dir, 0o755);
+  const python = await resolveInterpreter(process.env.TAPYARD_SANDBOX_PYTHON ?? 'python3');
+  const venv = await new VenvCache({ root: join(dir, 'venvs'), python }).ensure([]);
+  return {
+    kind: 'dataQuality',
+    script: 'def check(rows):\n    return [None if r["label"] != "b" else "no b" for r in rows]\n',
+    outputColumns: [],
+    python: venv.python,
+    venvDir: venv.dir,
+    bwrap: 'require',
+    uids: { first, last },
+    limits: { timeoutMs: 60_000 },
+    batchTimeoutMs: 30_000,
+  };
+}
+
+/** The rejects' reasons of the last job that wrote `path`. */
+async function reasonsIn(path: string): Promise<string[]> {
+  return (await readFile(path, 'utf8'))
+    .trim()
+    .split('\n')
+    .map((line) => (JSON.parse(line) as { reason: string }).reason);
+}
+
+/** A script rejecting every row with the uid it runs as. */
+const BY_UID = 'import os\n\ndef check(rows):\n    return ["uid %d" % os.getuid() for r in rows]\n';
+
 describe('a job warming its scripts', () => {
   const dir = mkdtempSync(join(tmpdir(), 'stage-warm-'));
   const pool = new StageThreadPool();
@@ -266,20 +295,7 @@ describe('a job warming its scripts', () => {
   const uid = 1_900_000_000 + Math.floor(Math.random() * 1_000_000);
 
   beforeAll(async () => {
-    chmodSync(dir, 0o755);
-    const python = await resolveInterpreter(process.env.TAPYARD_SANDBOX_PYTHON ?? 'python3');
-    const venv = await new VenvCache({ root: join(dir, 'venvs'), python }).ensure([]);
-    spec = {
-      kind: 'dataQuality',
-      script: 'def check(rows):\n    return [None if r["label"] != "b" else "no b" for r in rows]\n',
-      outputColumns: [],
-      python: venv.python,
-      venvDir: venv.dir,
-      bwrap: 'require',
-      uids: { first: uid, last: uid },
-      limits: { timeoutMs: 60_000 },
-      batchTimeoutMs: 30_000,
-    };
+    spec = await sandboxSpec(dir, uid, uid);
   });
   afterAll(async () => {
     await pool.onModuleDestroy();
@@ -339,53 +355,46 @@ describe('a job warming its scripts', () => {
   });
 });
 
-describe('warm sandboxes between jobs', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'stage-spare-'));
+/**
+ * A pool of the describe block's own and a data-quality script's run with two uids of its own: the job's
+ * script, and the warm sandbox started for the next job. `spec()` once beforeAll ran.
+ */
+function sparesSuite(prefix: string): {
+  dir: string;
+  pool: StageThreadPool;
+  uids: number[];
+  spec: () => ScriptRunSpec;
+} {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
   const pool = new StageThreadPool();
-  let spec: ScriptRunSpec;
-  // Two uids of their own: the job's script, and the warm sandbox started for the next job.
   const first = 1_900_000_000 + 2 * Math.floor(Math.random() * 500_000);
-  const uids = [first, first + 1];
-  const processes = async () => (await Promise.all(uids.map(processesOf))).flat();
-
+  let spec: ScriptRunSpec | null = null;
   beforeAll(async () => {
-    chmodSync(dir, 0o755);
-    const python = await resolveInterpreter(process.env.TAPYARD_SANDBOX_PYTHON ?? 'python3');
-    const venv = await new VenvCache({ root: join(dir, 'venvs'), python }).ensure([]);
-    spec = {
-      kind: 'dataQuality',
-      script: 'def check(rows):\n    return [None if r["label"] != "b" else "no b" for r in rows]\n',
-      outputColumns: [],
-      python: venv.python,
-      venvDir: venv.dir,
-      bwrap: 'require',
-      uids: { first, last: first + 1 },
-      limits: { timeoutMs: 60_000 },
-      batchTimeoutMs: 30_000,
-    };
+    spec = await sandboxSpec(dir, first, first + 1);
   });
   afterAll(async () => {
     await pool.onModuleDestroy();
     rmSync(dir, { recursive: true, force: true });
   });
+  return { dir, pool, uids: [first, first + 1], spec: () => spec as ScriptRunSpec };
+}
+
+describe('warm sandboxes between jobs', () => {
+  const { dir, pool, uids, spec } = sparesSuite('stage-spare-');
+  const processes = async () => (await Promise.all(uids.map(processesOf))).flat();
 
   /** A job of three rows through the script on the pool's one thread; its rejected count. */
   async function job(script: string): Promise<number> {
     const end = await runJob(pool, 'id,label\n1,a\n2,b\n3,c\n', join(dir, 'rejects.jsonl'), {
       maxHeapBytes: 1 << 30,
-      scripts: [{ ...spec, script }],
+      scripts: [{ ...spec(), script }],
     });
     return end?.rejected ?? -1;
   }
 
   it('starts one after a job, hands it to the next job once, and stops it (uid given back) when the thread is let go', async () => {
-    const reasons = async () =>
-      (await readFile(join(dir, 'rejects.jsonl'), 'utf8'))
-        .trim()
-        .split('\n')
-        .map((line) => (JSON.parse(line) as { reason: string }).reason);
-    const byUid = 'import os\n\ndef check(rows):\n    return ["uid %d" % os.getuid() for r in rows]\n';
-    expect(await job(byUid)).toBe(3);
+    const reasons = () => reasonsIn(join(dir, 'rejects.jsonl'));
+    expect(await job(BY_UID)).toBe(3);
     const [used] = await reasons();
     const spareUid = uids.find((u) => `uid ${u}` !== used) as number;
     // The job's own script leaves; a warm process (the harness waiting for a script) comes up as the other uid.
@@ -400,7 +409,7 @@ describe('warm sandboxes between jobs', () => {
     expect(await processesOf(spareUid)).toHaveLength(1);
     // Another pipeline's script (another tenant's, as far as the sandbox knows) runs in that very process:
     // its uid was held by the warm one, so a sandbox started for the job would have had the other.
-    expect(await job(byUid.replace('"uid %d"', '"then uid %d"'))).toBe(3);
+    expect(await job(BY_UID.replace('"uid %d"', '"then uid %d"'))).toBe(3);
     expect(await reasons()).toEqual([`then uid ${spareUid}`, `then uid ${spareUid}`, `then uid ${spareUid}`]);
     await pool.onModuleDestroy();
     // Nothing runs as either uid, and no lease file of this process holds them.
@@ -409,5 +418,42 @@ describe('warm sandboxes between jobs', () => {
       uids.some((u) => f.startsWith(`${u}.${process.pid}.`)),
     );
     expect(leases).toEqual([]);
+  });
+});
+
+describe('warm sandboxes past a thread let go for its heap', () => {
+  const { dir, pool, uids, spec } = sparesSuite('stage-handover-');
+
+  /** A job through the script whose heap passes the bound (1 byte): its thread is let go after it. */
+  async function job(script: string): Promise<string[]> {
+    const rejects = join(dir, 'rejects.jsonl');
+    await runJob(pool, 'id,label\n1,a\n2,b\n', rejects, {
+      maxHeapBytes: 1,
+      scripts: [{ ...spec(), script }],
+    });
+    return reasonsIn(rejects);
+  }
+
+  /** The uid of the one process running as either uid once the job's own has left, or null. */
+  async function waiting(): Promise<{ uid: number; pids: number[] } | null> {
+    for (let i = 0; i < 200; i++) {
+      const [a, b] = await Promise.all(uids.map(processesOf));
+      if (a.length + b.length === 1) return { uid: a.length === 1 ? uids[0] : uids[1], pids: [...a, ...b] };
+      await sleep(50);
+    }
+    return null;
+  }
+
+  it('has the thread replacing it start one for the kinds of script it ran, and the next job runs in it', async () => {
+    expect(await job(BY_UID)).toHaveLength(2);
+    // The let-go thread's own spares die with it; this one is the successor's, so it stays.
+    const spare = await waiting();
+    expect(spare).not.toBeNull();
+    await sleep(1000);
+    expect(await processesOf(spare?.uid ?? -1)).toEqual(spare?.pids);
+    expect(await job(BY_UID.replace('"uid %d"', '"then uid %d"'))).toEqual([
+      `then uid ${spare?.uid}`,
+      `then uid ${spare?.uid}`,
+    ]);
   });
 });

@@ -11,7 +11,9 @@
  * let go). A thread that was stopped or abandoned mid-job is never reused, nor one
  * whose heap grew past STAGE_THREAD_MAX_HEAP_BYTES: the memory a thread once took stays resident in
  * the process while the thread lives (freed by V8, kept by the allocator), and only its exit gives it
- * back, so a pooled thread would keep a large job's peak as the worker's floor.
+ * back, so a pooled thread would keep a large job's peak as the worker's floor. Such a thread's warm
+ * sandboxes (CodeGen scripts, see warm-scripts.ts) would go with it: it starts none after that job, and
+ * the thread the next job takes starts them instead, for the kinds of script the worker ran lately.
  */
 import { Inject, Injectable, OnApplicationBootstrap, OnModuleDestroy, Optional } from '@nestjs/common';
 import { Counter, Registry } from 'prom-client';
@@ -19,6 +21,7 @@ import { METRICS_REGISTRY, sharedMetric } from '@tapyard/core';
 import type { TransferListItem, Worker } from 'node:worker_threads';
 import type { PipelineDefinition } from '@tapyard/model';
 import type { Payload } from '@tapyard/destinations';
+import { warmKey, type WarmSpec } from '@tapyard/scripts';
 import {
   Counts,
   FromThread,
@@ -31,6 +34,7 @@ import {
   ToThread,
 } from './protocol';
 import { spawnStageThread } from './spawn';
+import { MAX_SPARES } from './warm-scripts';
 
 /** The thread stopped making progress and was terminated. */
 export class StageStalledError extends Error {
@@ -84,6 +88,11 @@ function spawn(): PooledThread {
 export class StageThreadPool implements OnApplicationBootstrap, OnModuleDestroy {
   private idle: PooledThread[] = [];
   private readonly busy = new Set<PooledThread>();
+  /**
+   * The kinds of script this worker's jobs ran lately, least recent first: a thread keeps warm sandboxes
+   * for its own, and a thread let go (a large job's heap) takes them along, so these go to its successor.
+   */
+  private readonly kinds = new Map<string, WarmSpec>();
   private closed = false;
   /** Threads stopped by the watchdog, by stage, when the process keeps metrics. */
   private readonly stalls: Counter<'stage'> | null;
@@ -106,7 +115,7 @@ export class StageThreadPool implements OnApplicationBootstrap, OnModuleDestroy 
 
   /** Starts a job's stages on a thread; the session must be ended with `end()`. */
   async start(
-    job: Omit<StartMessage, 'kind' | 'shared'>,
+    job: Omit<StartMessage, 'kind' | 'shared' | 'maxHeapBytes'>,
     opts: { stallMs: number; maxIdle: number; maxHeapBytes?: number },
   ): Promise<StageSession> {
     if (this.closed) throw new Error('the worker is shutting down');
@@ -118,12 +127,14 @@ export class StageThreadPool implements OnApplicationBootstrap, OnModuleDestroy 
       thread,
       opts.stallMs,
       opts.maxHeapBytes ?? STAGE_THREAD_MAX_HEAP_BYTES,
-      (reusable) => {
+      (reusable, scripts) => {
         this.busy.delete(thread);
+        this.remember(scripts);
         if (reusable && !this.closed && this.idle.length < opts.maxIdle) this.keep(thread);
         else {
           void retire(thread);
           this.ready();
+          this.handOver();
         }
       },
       (stage) => this.stalls?.inc({ stage }),
@@ -134,6 +145,23 @@ export class StageThreadPool implements OnApplicationBootstrap, OnModuleDestroy 
 
   onApplicationBootstrap(): void {
     this.ready();
+  }
+
+  private remember(scripts: readonly WarmSpec[]): void {
+    for (const spec of scripts) {
+      const key = warmKey(spec);
+      this.kinds.delete(key);
+      this.kinds.set(key, spec);
+    }
+    for (const key of this.kinds.keys()) if (this.kinds.size > MAX_SPARES) this.kinds.delete(key);
+  }
+
+  /** The thread the next job takes (the last idle one) starts warm sandboxes for the recent kinds. */
+  private handOver(): void {
+    const next = this.idle.at(-1);
+    if (this.closed || next === undefined || this.kinds.size === 0) return;
+    const msg: ToThread = { kind: 'spares', specs: [...this.kinds.values()] };
+    next.worker.postMessage(msg);
   }
 
   /** A thread starts now unless one is idle: the next job takes it without waiting for its start. */
@@ -199,6 +227,8 @@ export class StageSession {
   private planned = false;
   private prefetched: Promise<Reply> | null = null;
   private heapBytes = 0;
+  /** The job's scripts as a warm sandbox would be started for them (see StageThreadPool.kinds). */
+  private scripts: WarmSpec[] = [];
   private jobId = -1;
   private lastBeat = -1;
   private lastMove = Date.now();
@@ -214,7 +244,7 @@ export class StageSession {
     private readonly thread: PooledThread,
     private readonly stallMs: number,
     private readonly maxHeapBytes: number,
-    private readonly release: (reusable: boolean) => void,
+    private readonly release: (reusable: boolean, scripts: readonly WarmSpec[]) => void,
     private readonly onStall: (stage: (typeof STAGE_NAMES)[number]) => void,
   ) {
     this.beat = new Int32Array(thread.shared);
@@ -224,11 +254,14 @@ export class StageSession {
     this.timer = setInterval(() => this.watch(), Math.max(20, Math.min(1000, stallMs / 4)));
   }
 
-  begin(job: Omit<StartMessage, 'kind' | 'shared'>): void {
+  begin(job: Omit<StartMessage, 'kind' | 'shared' | 'maxHeapBytes'>): void {
     this.beat[STAGE] = 0;
     // The thread numbers the jobs it is given; this one is the next.
     this.jobId = ++this.thread.jobs;
-    this.firstReply = this.request({ ...job, kind: 'start', shared: this.thread.shared }, [job.input]);
+    this.firstReply = this.request(
+      { ...job, kind: 'start', shared: this.thread.shared, maxHeapBytes: this.maxHeapBytes },
+      [job.input],
+    );
     this.firstReply.catch(() => undefined); // seen when first() is awaited
   }
 
@@ -258,6 +291,8 @@ export class StageSession {
     scripts: PlanMessage['scripts'],
   ): Promise<void> {
     this.planned = true;
+    // Without the script's text and columns: what a warm sandbox needs, kept by the pool a while.
+    this.scripts = scripts.map(({ script: _script, outputColumns: _columns, ...spec }) => spec);
     expect(
       await this.request({ kind: 'plan', definition, fileColumns, schema, encoders, scripts }),
       'planned',
@@ -299,7 +334,7 @@ export class StageSession {
     w.off('error', this.onError);
     w.off('exit', this.onExit);
     const clean = this.failed === null && this.waiters.length === 0 && this.done;
-    this.release(clean && this.heapBytes <= this.maxHeapBytes);
+    this.release(clean && this.heapBytes <= this.maxHeapBytes, this.scripts);
   }
 
   private request(msg: ToThread, transfer: TransferListItem[] = []): Promise<Reply> {

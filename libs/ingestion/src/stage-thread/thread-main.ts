@@ -93,6 +93,10 @@ port.on('message', (msg: ToThread) => {
     startAhead(msg.scripts);
     return;
   }
+  if (msg.kind === 'spares') {
+    spares.replenish(msg.specs);
+    return;
+  }
   if (msg.kind === 'retire') {
     // Retired first, so the job's scripts stopped below start no spares.
     const retiring = spares.retire();
@@ -281,7 +285,10 @@ async function handle(msg: ToThread): Promise<void> {
     const scripts = j.scripts.splice(0);
     post(j.id, { kind: 'end', counts: j.counts, sample: j.sample, heapBytes: j.heapBytes });
     for (const script of scripts) void script.close().catch(() => undefined);
-    spares.replenish(j.specs.splice(0));
+    const specs = j.specs.splice(0);
+    // Past the bound the pool lets this thread go: spares started here would die unused, so the pool
+    // hands their kinds to the thread that replaces it (SparesMessage).
+    if (j.heapBytes <= j.start.maxHeapBytes) spares.replenish(specs);
     return;
   }
   if (!j.sampleFull) keepSample(j, typed);

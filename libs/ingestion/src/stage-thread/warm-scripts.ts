@@ -1,7 +1,7 @@
-import { RunningScript, WarmScript, warmKey, type ScriptRunSpec } from '@tapyard/scripts';
+import { RunningScript, WarmScript, warmKey, type ScriptRunSpec, type WarmSpec } from '@tapyard/scripts';
 
 /** At most this many idle warm sandboxes per stage thread (each holds a uid and cgroups). */
-const MAX_SPARES = 4;
+export const MAX_SPARES = 4;
 
 /**
  * A stage thread's warm sandboxes, by warmKey: one for each kind of script the thread ran, started after
@@ -21,8 +21,11 @@ export class WarmScripts {
     return (await spare?.take(spec)) ?? RunningScript.start(spec);
   }
 
-  /** After a job: a warm sandbox for each kind of script it ran, for this thread's next job. */
-  replenish(specs: ScriptRunSpec[]): void {
+  /**
+   * After a job: a warm sandbox for each kind of script it ran, for this thread's next job (or for the
+   * kinds the pool hands over from a thread it let go).
+   */
+  replenish(specs: WarmSpec[]): void {
     if (this.retired) return;
     for (const spec of specs) {
       const key = warmKey(spec);
