@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import { randomBytes } from 'node:crypto';
 import { NestFactory } from '@nestjs/core';
 import type { OpenAPIObject } from '@nestjs/swagger';
 import { TapyardConfig, createLogger, loadConfig } from '@tapyard/core';
@@ -24,9 +25,19 @@ export async function offlineDocument(config: TapyardConfig): Promise<OpenAPIObj
   return apiDocument(app, config, sections);
 }
 
+/**
+ * The configuration the document is made with. The document holds no secret, so a throwaway master key
+ * stands in for the operator's: the build neither reads that key nor needs one (a fresh machine builds
+ * before anything has generated it).
+ */
+export function offlineConfig(env: NodeJS.ProcessEnv): TapyardConfig {
+  const { TAPYARD_MASTER_KEY_FILE: _file, ...rest } = env;
+  return loadConfig({ ...rest, TAPYARD_MASTER_KEY: randomBytes(32).toString('hex') });
+}
+
 // `node dist/apps/api/src/openapi.js > openapi.json` (scripts/build)
 if (require.main === module) {
-  offlineDocument(loadConfig()).then(
+  offlineDocument(offlineConfig(process.env)).then(
     (document) => process.stdout.write(JSON.stringify(document, null, 2) + '\n'),
     (err: unknown) => {
       console.error('could not build the OpenAPI document:', err);
