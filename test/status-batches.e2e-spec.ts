@@ -135,14 +135,9 @@ describe('status events written in batches', () => {
     const ended = refs[4];
     await status.record(ended, 'JobRunner', 'end', 'ended before', 'success');
     const settled = await sixAtOnce(refs);
-    expect(settled.map((r) => r.status)).toEqual([
-      'fulfilled',
-      'fulfilled',
-      'fulfilled',
-      'rejected',
-      'fulfilled',
-      'fulfilled',
-    ]);
+    expect(settled.map((s) => (s.status === 'fulfilled' ? 'ok' : 'failed')).join(' ')).toBe(
+      'ok ok ok failed ok ok',
+    );
     expect(await events(refs[3])).toEqual([]);
     expect(await summary(refs[3])).toBeUndefined();
     expect((await events(ended)).map((e) => e.state)).toEqual(['end']);
