@@ -94,6 +94,62 @@ describe('status events written in batches', () => {
     expect(await summary(ref)).toMatchObject({ status: 'success', last_process: 'JobRunner' });
   });
 
+  // Six writes made at once: the first two go alone (two writers), the other four wait and go together.
+  const sixAtOnce = (refs: JobRef[]) =>
+    Promise.allSettled(
+      refs.map((ref, i) =>
+        status.recordAll(ref, [
+          status.event('JobRunner', 'begin', `job ${i}`),
+          status.event('JobRunner', 'end', `job ${i} done`, 'success', { loaded: i, rejected: 0 }),
+        ]),
+      ),
+    );
+
+  it("concurrent jobs' writes share one transaction, each job folded on its own", async () => {
+    const refs = Array.from({ length: 6 }, job);
+    const settled = await sixAtOnce(refs);
+    expect(settled.map((r) => r.status)).toEqual(Array(6).fill('fulfilled'));
+    const written = await Promise.all(refs.map(events));
+    for (const [i, rows] of written.entries()) {
+      expect(rows.map((e) => `${e.process_name} ${e.state}`)).toEqual(['JobRunner begin', 'JobRunner end']);
+      expect(await summary(refs[i])).toMatchObject({
+        status: 'success',
+        started_at: rows[0].epoch,
+        ended_at: rows[1].epoch,
+      });
+    }
+    const { rows } = await pg.query<{ rows_loaded: string }>(
+      `SELECT rows_loaded FROM tapyard.jobs WHERE environment = $1 AND pipeline_token = ANY($2) ORDER BY rows_loaded`,
+      [env, refs.map((r) => r.pipelineToken)],
+    );
+    expect(rows.map((r) => Number(r.rows_loaded))).toEqual([0, 1, 2, 3, 4, 5]);
+    // The four that waited were committed together.
+    expect(new Set(written.slice(2).map((w) => w[0].xmin)).size).toBe(1);
+  });
+
+  it('a job PostgreSQL refuses in a shared write fails alone: its neighbours are written, it is not', async () => {
+    const refs = Array.from({ length: 6 }, job);
+    // Too long for the pipeline column: PostgreSQL refuses the write holding it.
+    refs[3] = { ...refs[3], pipeline: 'x'.repeat(200) };
+    // One that ended before: a shared write adds nothing to it either.
+    const ended = refs[4];
+    await status.record(ended, 'JobRunner', 'end', 'ended before', 'success');
+    const settled = await sixAtOnce(refs);
+    expect(settled.map((s) => (s.status === 'fulfilled' ? 'ok' : 'failed')).join(' ')).toBe(
+      'ok ok ok failed ok ok',
+    );
+    expect(await events(refs[3])).toEqual([]);
+    expect(await summary(refs[3])).toBeUndefined();
+    expect((await events(ended)).map((e) => e.state)).toEqual(['end']);
+    for (const i of [0, 1, 2, 5]) {
+      expect((await events(refs[i])).map((e) => `${e.process_name} ${e.state}`)).toEqual([
+        'JobRunner begin',
+        'JobRunner end',
+      ]);
+      expect(await summary(refs[i])).toMatchObject({ status: 'success', last_process: 'JobRunner' });
+    }
+  });
+
   it('a flush with nothing kept writes nothing', async () => {
     const ref = job();
     await status.of(ref).flush();

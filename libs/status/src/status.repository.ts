@@ -26,7 +26,7 @@ const JOB_COLUMNS = `pipeline_token, pipeline, publisher_token, filename, status
 const PIPELINE_SCOPE = `(SELECT jsonb_build_object('catalog', p.catalog,
     'database', p.definition->'destination'->'database'->>'dbName',
     'type', p.definition->'source'->'fileAttributes'->>'format')
-  FROM tapyard.pipelines p WHERE p.environment = $1 AND p.name = $2)`;
+  FROM tapyard.pipelines p WHERE p.environment = l.environment AND p.name = l.pipeline)`;
 
 /**
  * The first key of the per-job advisory locks. Two-key advisory locks never collide with the one-key
@@ -44,27 +44,55 @@ export interface RecordedEvent {
   rows: JobRows | null;
 }
 
-/** One event into the job's events and its summary row, unless the job has ended ($11: terminal). */
-const RECORD_EVENT = `WITH open AS (
-    SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM tapyard.jobs
-      WHERE environment = $1 AND pipeline_token = $3 AND ended_at IS NOT NULL)
-  ), ev AS (
+/** The events of one or more jobs to write together: each job's in order. */
+export interface JobBatch {
+  job: JobRef;
+  events: readonly RecordedEvent[];
+}
+
+/**
+ * Every event of a write, of one job or several, in one statement (planned once, not once per event):
+ * `ev` lists them in order (`ord`); an event is written unless its job has ended, before this write or
+ * by a terminal event earlier in it; each job's summary row is folded from its written events as the
+ * events one by one would fold it (status, last process and state, end from the last; the start from
+ * the first; the latest event time; the last error and row counts given).
+ */
+const RECORD_EVENTS = `WITH ev (ord, environment, pipeline, pipeline_token, publisher_token, filename, process_name,
+    state, description, epoch, status, terminal, rows_loaded, rows_rejected) AS (VALUES %ROWS%
+  ), open AS (
+    SELECT e.* FROM ev e
+    WHERE NOT EXISTS (SELECT 1 FROM tapyard.jobs j
+        WHERE j.environment = e.environment AND j.pipeline_token = e.pipeline_token AND j.ended_at IS NOT NULL)
+      AND NOT EXISTS (SELECT 1 FROM ev t
+        WHERE t.environment = e.environment AND t.pipeline_token = e.pipeline_token AND t.terminal AND t.ord < e.ord)
+  ), written AS (
     INSERT INTO tapyard.status_events
       (environment, pipeline, pipeline_token, publisher_token, filename, process_name, state, description, epoch)
-    SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9 FROM open
+    SELECT environment, pipeline, pipeline_token, publisher_token, filename, process_name, state, description, epoch
+    FROM open ORDER BY ord
+  ), folded AS (
+    SELECT environment, pipeline_token, min(ord) AS first, max(ord) AS last, max(epoch) AS latest,
+      (array_agg(process_name ORDER BY ord DESC) FILTER (WHERE state = 'error'))[1] AS error_process,
+      (array_agg(description ORDER BY ord DESC) FILTER (WHERE state = 'error'))[1] AS error_description,
+      (array_agg(rows_loaded ORDER BY ord DESC) FILTER (WHERE rows_loaded IS NOT NULL))[1] AS rows_loaded,
+      (array_agg(rows_rejected ORDER BY ord DESC) FILTER (WHERE rows_rejected IS NOT NULL))[1] AS rows_rejected
+    FROM open GROUP BY environment, pipeline_token
   )
   INSERT INTO tapyard.jobs AS j (environment, pipeline_token, pipeline, publisher_token, filename, status,
     last_process, last_state, started_at, last_event_at, ended_at, last_error_process, last_error_description,
     scope, rows_loaded, rows_rejected)
-  SELECT $1, $3, $2, $4, $5, $10, $6, $7, $9, $9, CASE WHEN $11 THEN $9::bigint END,
-    CASE WHEN $7 = 'error' THEN $6 END, CASE WHEN $7 = 'error' THEN $8 END, ${PIPELINE_SCOPE},
-    $12::bigint, $13::bigint FROM open
+  SELECT f.environment, f.pipeline_token, l.pipeline, l.publisher_token, l.filename, l.status,
+    l.process_name, l.state, s.epoch, f.latest, CASE WHEN l.terminal THEN l.epoch END,
+    f.error_process, f.error_description,
+    ${PIPELINE_SCOPE},
+    f.rows_loaded, f.rows_rejected
+  FROM folded f JOIN open l ON l.ord = f.last JOIN open s ON s.ord = f.first
   ON CONFLICT (environment, pipeline_token) DO UPDATE SET
     status = EXCLUDED.status,
     last_process = EXCLUDED.last_process,
     last_state = EXCLUDED.last_state,
     last_event_at = GREATEST(j.last_event_at, EXCLUDED.last_event_at),
-    ended_at = CASE WHEN $11 THEN EXCLUDED.last_event_at END,
+    ended_at = EXCLUDED.ended_at,
     last_error_process = COALESCE(EXCLUDED.last_error_process, j.last_error_process),
     last_error_description = COALESCE(EXCLUDED.last_error_description, j.last_error_description),
     rows_loaded = COALESCE(EXCLUDED.rows_loaded, j.rows_loaded),
@@ -80,35 +108,41 @@ export class StatusRepository {
    * terminal event is final: once the summary row has ended, nothing more of the job is written (a late
    * stage, a redelivery, a second worker, the rest of this batch) and the events are dropped. The per-job
    * lock serialises every writer of the job on any host, so of two racing terminal events exactly one
-   * is written; each statement reads a snapshot taken after the lock was granted (and after the
-   * statements before it), so it sees the end the previous holder, or this batch, wrote.
+   * is written; the write reads a snapshot taken after every lock of it was granted, so it sees the end
+   * the previous holder wrote. Several jobs' events may go in one write (see StatusBatcher): their locks
+   * are taken in one order (by key), so two writers holding some of the same jobs cannot deadlock.
    */
-  async record(job: JobRef, events: readonly RecordedEvent[]): Promise<void> {
-    if (events.length === 0) return;
-    // One message, one round trip whatever the number of events: its statements share an implicit
-    // transaction (the lock is held to its end, an error rolls it all back). Without parameters,
-    // values are literals.
-    const statements = events.map((e) => {
-      const status = e.outcome ?? (e.state === 'error' ? 'error' : 'processing');
-      return inline(RECORD_EVENT, [
-        job.environment,
-        job.pipeline,
-        job.pipelineToken,
-        job.publisherToken,
-        job.filename,
-        e.processName,
-        e.state,
-        e.description,
-        e.epoch,
-        status,
-        status !== 'processing',
-        e.rows?.loaded ?? null,
-        e.rows?.rejected ?? null,
-      ]);
-    });
+  async record(batches: readonly JobBatch[]): Promise<void> {
+    const rows: string[] = [];
+    for (const { job, events } of batches) {
+      for (const e of events) {
+        const status = e.outcome ?? (e.state === 'error' ? 'error' : 'processing');
+        const values = [
+          job.environment,
+          job.pipeline,
+          job.pipelineToken,
+          job.publisherToken,
+          job.filename,
+          e.processName,
+          e.state,
+          e.description,
+        ].map((v) => `${literal(v)}::text`);
+        const counts = [e.epoch, e.rows?.loaded ?? null, e.rows?.rejected ?? null].map(
+          (v) => `${literal(v)}::bigint`,
+        );
+        rows.push(
+          `(${rows.length}, ${values.join(', ')}, ${counts[0]}, ${literal(status)}::text, ${literal(status !== 'processing')}, ${counts[1]}, ${counts[2]})`,
+        );
+      }
+    }
+    if (rows.length === 0) return;
+    const keys = [...new Set(batches.map((b) => `${b.job.environment}:${b.job.pipelineToken}`))].sort();
+    // One message, one round trip whatever the number of events and jobs: its statements share an
+    // implicit transaction (the locks are held to its end, an error rolls it all back). Without
+    // parameters, values are literals.
     await this.db.query(
-      `SELECT pg_advisory_xact_lock(${JOB_LOCK_SPACE}, hashtext(${literal(`${job.environment}:${job.pipelineToken}`)}));
-       ${statements.join(';\n')}`,
+      `${keys.map((k) => `SELECT pg_advisory_xact_lock(${JOB_LOCK_SPACE}, hashtext(${literal(k)}))`).join(';\n')};
+       ${RECORD_EVENTS.replace('%ROWS%', rows.join(',\n'))}`,
     );
   }
 
@@ -225,9 +259,4 @@ function literal(v: string | number | boolean | null): string {
     return String(v);
   }
   return escapeLiteral(v);
-}
-
-/** `$n` placeholders of a statement replaced by the values as literals (for a multi-statement message). */
-function inline(sql: string, values: (string | number | boolean | null)[]): string {
-  return sql.replace(/\$(\d+)(?!\d)/g, (_, n: string) => literal(values[Number(n) - 1]));
 }

@@ -3,6 +3,7 @@ import { Counter, Registry } from 'prom-client';
 import { ConflictError, METRICS_REGISTRY, NotFoundError, sharedMetric } from '@tapyard/core';
 import { safeText } from '@tapyard/model';
 import { EventRow, RecordedEvent, StatusRepository } from './status.repository';
+import { StatusBatcher } from './status-batcher';
 import {
   ALL_JOBS,
   CLOCK,
@@ -31,12 +32,14 @@ import {
 export class StatusService {
   /** Stage events and job outcomes as recorded, when the process keeps metrics (labels: names, states). */
   private readonly counted: { stages: Counter<'stage' | 'state'>; jobs: Counter<'outcome'> } | null;
+  private readonly batcher: StatusBatcher;
 
   constructor(
     private readonly repo: StatusRepository,
     @Inject(CLOCK) private readonly clock: Clock,
     @Optional() @Inject(METRICS_REGISTRY) registry?: Registry,
   ) {
+    this.batcher = new StatusBatcher((batches) => this.repo.record(batches));
     this.counted = registry
       ? {
           stages: sharedMetric(
@@ -86,12 +89,13 @@ export class StatusService {
 
   /**
    * Events of one job written together, in order, in one round trip (each as record() writes it): a
-   * stage change that makes several entries at once costs one statement, not one each.
+   * stage change that makes several entries at once costs one statement, not one each; other jobs'
+   * writes made meanwhile may share it (StatusBatcher).
    */
   recordAll(job: JobRef, events: readonly RecordedEvent[]): Promise<void> {
     if (events.length === 0) return Promise.resolve();
     const ref = { ...job, filename: safeText(job.filename) };
-    return this.repo.record(ref, events).then(() => {
+    return this.batcher.record({ job: ref, events }).then(() => {
       for (const e of events) {
         this.counted?.stages.inc({ stage: e.processName, state: e.state });
         if (e.outcome !== null && e.outcome !== 'processing') this.counted?.jobs.inc({ outcome: e.outcome });

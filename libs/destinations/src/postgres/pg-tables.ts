@@ -161,11 +161,13 @@ async function ready(
 ): Promise<boolean> {
   if (writeModeOf(target) === 'merge') return false;
   const { rows } = await client.query<{ meta: boolean; data: boolean; rejects: boolean; columns: string[] }>(
+    // The catalog itself, not information_schema.columns: planning that view costs PostgreSQL ~2 ms
+    // of CPU, and every job asks this.
     `SELECT to_regclass('tapyard_meta.loads') IS NOT NULL AS meta, to_regclass($1) IS NOT NULL AS data,
             to_regclass($2) IS NOT NULL AS rejects,
-            ARRAY(SELECT column_name::text FROM information_schema.columns
-                   WHERE table_schema = $3 AND table_name = $4) AS columns`,
-    [qualified(data), qualified(rejects), data.schema, data.name],
+            ARRAY(SELECT attname::text FROM pg_attribute
+                   WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped) AS columns`,
+    [qualified(data), qualified(rejects)],
   );
   const found = rows[0];
   if (!found.meta || !found.data || !found.rejects) return false;
