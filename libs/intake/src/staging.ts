@@ -237,10 +237,10 @@ export class Staging {
   }
 
   /**
-   * The input's parts, each in a buffer of its own, as they are written; ends at `done`. Throws
-   * StreamEndedError when the writer aborted the input or stopped this reader, FatalReadError when
-   * the writer went silent for `staleMs` or the object store failed for longer than
-   * STAGING_READ_RETRY_SECONDS. An aborted `signal` ends it quietly.
+   * The input's parts, each in a buffer of its own (or one `memory` gave), as they are written;
+   * ends at `done`. Throws StreamEndedError when the writer aborted the input or stopped this
+   * reader, FatalReadError when the writer went silent for `staleMs` or the object store failed for
+   * longer than STAGING_READ_RETRY_SECONDS. An aborted `signal` ends it quietly.
    */
   async *read(environment: string, id: string, options: ReadOptions = {}): AsyncGenerator<Buffer> {
     checkedId(id);

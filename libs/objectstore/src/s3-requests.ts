@@ -84,8 +84,9 @@ export class S3Requests {
   }
 
   /**
-   * The whole object in one buffer of its own (transferable to a thread), or null when there is no
-   * such object. An object larger than `maxBytes` is refused before its body is read.
+   * The whole object in one buffer of its own (transferable to a thread; `memory` may supply it),
+   * or null when there is no such object. An object larger than `maxBytes` is refused before its
+   * body is read.
    */
   async get(bucket: string, key: string, maxBytes: number, memory?: BodyMemory): Promise<Buffer | null> {
     const refuseLarger = (length: number) => {
