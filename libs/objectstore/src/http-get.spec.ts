@@ -110,8 +110,12 @@ describe('HttpGetter: GETs read into the answer’s own memory (loopback server)
   it('a successful body lands in the memory the caller gives; a refusal’s in its own', async () => {
     const body = randomBytes((1 << 20) + 5);
     const xml = '<Error><Code>NoSuchKey</Code></Error>';
-    fake.answers.push(ok(body), (s) =>
-      s.write(Buffer.concat([head('404 Not Found', { 'content-length': xml.length }), Buffer.from(xml)])),
+    fake.answers.push(
+      ok(body),
+      (s) =>
+        void s.write(
+          Buffer.concat([head('404 Not Found', { 'content-length': xml.length }), Buffer.from(xml)]),
+        ),
     );
     const given = Buffer.alloc(body.length);
     const asked: number[] = [];
