@@ -90,6 +90,12 @@ export interface CsvChunkPayload {
   copyOptions: string;
   /** The file's columns, in file order. */
   columns: string[];
+  /**
+   * Set on the job's main thread, never sent between threads: a loader that calls it promises that
+   * nothing reads or writes `bytes` any more (the socket took them), so their memory may hold the
+   * next part of the input. A loader that never calls it leaves the memory to the garbage collector.
+   */
+  written?: () => void;
 }
 
 /**

@@ -292,6 +292,7 @@ export class IngestionRunner {
             return null;
           }
           counts = next.counts;
+          stage.parts?.track(next.payloads);
           return next.payloads;
         })
         .catch((err: unknown) => {

@@ -9,6 +9,7 @@ import { StageThreadPool } from './stage-thread/stage-thread';
 import { sendInput } from './stage-thread/input-channel';
 import { counted, inlineInput, noRejects, readRejects } from './job-input';
 import { LocalStage, StageRun, runsOnMainThread } from './local-stage';
+import { PartBuffers } from './part-buffers';
 
 /** How long a job's end waits for the read of its input to stop. */
 const READ_STOP_WAIT_MS = 5000;
@@ -27,6 +28,8 @@ export interface JobStage {
   session: StageRun;
   /** Bytes of the input read so far (the job's progress). */
   read: { bytes: number };
+  /** The staged input's part buffers, which the batches give back once written (null: no staged input). */
+  parts: PartBuffers | null;
   /** The rows the stage rejected, once its input has ended (`rejected`: how many it counted). */
   rejects(rejected: number): AsyncIterable<RejectedRow>;
   /** After `session.end()`: stops reading the input and removes the rejects file. */
@@ -49,21 +52,30 @@ export async function openStage(
   const read = { bytes: whole?.byteLength ?? 0 };
   if (whole !== null && runsOnMainThread(p, def, deps.spinOn)) {
     const local = new LocalStage({ input: Buffer.from(whole), definition: def, filename: p.filename, fast });
-    return { session: local, read, rejects: () => local.rejects(), close: async () => undefined };
+    return {
+      session: local,
+      read,
+      parts: null,
+      rejects: () => local.rejects(),
+      close: async () => undefined,
+    };
   }
   const rejectsPath = `${await deps.spool.reserve(p.environment, p.pipelineToken)}.rejects`;
   const reading = new AbortController();
   let input: MessagePort | ArrayBuffer;
   let sending: Promise<void> = Promise.resolve();
+  let parts: PartBuffers | null = null;
   if (whole !== null) {
     // Whole with the thread's start: no channel and its messages.
     input = whole;
   } else {
     const { port1, port2 } = new MessageChannel();
+    parts = new PartBuffers();
     const staged = deps.staging.read(p.environment, p.staged, {
       reader: p.pipelineToken,
       signal: reading.signal,
       staleMs: (p.stream ?? p.records?.stream)?.staleMs,
+      memory: parts.memory,
     });
     sending = sendInput(counted(staged, read), port1, reading.signal);
     input = port2;
@@ -95,6 +107,7 @@ export async function openStage(
   return {
     session,
     read,
+    parts,
     // The file is opened only when the thread, at the input's end, counted rejected rows: most jobs
     // have none, and its system calls were a visible part of a small job's cost.
     rejects: (rejected) => (session.finished && rejected === 0 ? noRejects() : readRejects(rejectsPath)),

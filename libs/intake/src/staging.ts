@@ -5,7 +5,7 @@ import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Logger } from 'pino';
 import { CONFIG, LOGGER, TapyardConfig, errorMessage } from '@tapyard/core';
-import { ObjectStore } from '@tapyard/objectstore';
+import { BodyMemory, ObjectStore } from '@tapyard/objectstore';
 import { FatalReadError, StreamEndedError } from '@tapyard/readers';
 import { StagingSignals, StagingWatch } from './staging-signals';
 
@@ -171,6 +171,8 @@ export interface ReadOptions {
   signal?: AbortSignal;
   /** How long without a new part or an end marker means the writer is gone (default 5 min). */
   staleMs?: number;
+  /** Supplies each part's buffer (a job's recycled part buffers: see PartBuffers in ingestion). */
+  memory?: BodyMemory;
 }
 
 /**
@@ -235,10 +237,10 @@ export class Staging {
   }
 
   /**
-   * The input's parts, each in a buffer of its own, as they are written; ends at `done`. Throws
-   * StreamEndedError when the writer aborted the input or stopped this reader, FatalReadError when
-   * the writer went silent for `staleMs` or the object store failed for longer than
-   * STAGING_READ_RETRY_SECONDS. An aborted `signal` ends it quietly.
+   * The input's parts, each in a buffer of its own (or one `memory` gave), as they are written;
+   * ends at `done`. Throws StreamEndedError when the writer aborted the input or stopped this
+   * reader, FatalReadError when the writer went silent for `staleMs` or the object store failed for
+   * longer than STAGING_READ_RETRY_SECONDS. An aborted `signal` ends it quietly.
    */
   async *read(environment: string, id: string, options: ReadOptions = {}): AsyncGenerator<Buffer> {
     checkedId(id);
@@ -277,7 +279,7 @@ export class Staging {
         let end: string | null = null;
         try {
           const bucket = await this.bucket(environment);
-          body = await this.store.getBuffer(bucket, partKey(id, part), MAX_PART_BYTES);
+          body = await this.store.getBuffer(bucket, partKey(id, part), MAX_PART_BYTES, options.memory);
           if (body === null) {
             end = await this.text(bucket, endKey(id));
             // A stop marker is rare (a tap run moving its load): looked for a few times a second while

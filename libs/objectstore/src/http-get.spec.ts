@@ -107,6 +107,27 @@ describe('HttpGetter: GETs read into the answer’s own memory (loopback server)
     expect(fake.connections).toBe(1);
   });
 
+  it('a successful body lands in the memory the caller gives; a refusal’s in its own', async () => {
+    const body = randomBytes((1 << 20) + 5);
+    const xml = '<Error><Code>NoSuchKey</Code></Error>';
+    fake.answers.push(
+      ok(body),
+      (s) =>
+        void s.write(
+          Buffer.concat([head('404 Not Found', { 'content-length': xml.length }), Buffer.from(xml)]),
+        ),
+    );
+    const given = Buffer.alloc(body.length);
+    const asked: number[] = [];
+    const memory = (length: number) => (asked.push(length), given);
+    const got = await getter.get(GET, anyLength, memory);
+    expect(got.body).toBe(given);
+    expect(given.equals(body)).toBe(true);
+    const refused = await getter.get(GET, anyLength, memory);
+    expect(refused.body.toString()).toBe(xml);
+    expect(asked).toEqual([body.length]);
+  });
+
   it('an answer split anywhere (inside the status line, the headers, the body) is put together exactly', async () => {
     const body = randomBytes(300_001);
     const whole = Buffer.concat([head('200 OK', { 'content-length': body.length, etag: '"x"' }), body]);

@@ -38,9 +38,10 @@ export class HttpGetter {
   /**
    * `head` is the request's start line and headers (CRLF-separated, ending with an empty line).
    * `okBodyBytes(length)` sees a successful answer's content-length before its body is read, and
-   * refuses it by throwing.
+   * refuses it by throwing. `memory(length)`, when given, supplies a successful answer's body (exactly
+   * `length` bytes); by default each body gets a buffer of its own.
    */
-  async get(head: string, okBodyBytes: (length: number) => void): Promise<GetAnswer> {
+  async get(head: string, okBodyBytes: (length: number) => void, memory?: BodyMemory): Promise<GetAnswer> {
     for (;;) {
       const reused = this.idle.pop();
       const conn =
@@ -51,7 +52,7 @@ export class HttpGetter {
           (c) => this.forget(c),
         );
       try {
-        return await conn.request(head, okBodyBytes);
+        return await conn.request(head, okBodyBytes, memory ?? ownBuffer);
       } catch (err) {
         // A kept connection the store closed meanwhile fails before any byte of an answer: the GET is
         // idempotent, so it is sent again once, on a new connection.
@@ -78,6 +79,12 @@ export class HttpGetter {
   }
 }
 
+/** Memory for a body of `length` bytes: a Buffer of exactly that length, all of its ArrayBuffer. */
+export type BodyMemory = (length: number) => Buffer;
+
+/** Its own memory, so the body can be handed to a thread without a copy. */
+const ownBuffer: BodyMemory = (length) => Buffer.allocUnsafeSlow(length);
+
 /** A kept connection that failed before any byte of the answer arrived. */
 class StaleConnection extends Error {
   constructor(override readonly cause: Error) {
@@ -94,6 +101,7 @@ type State =
       got: number;
       answer: GetAnswer | null;
       okBodyBytes: (length: number) => void;
+      bodyMemory: BodyMemory;
       resolve: (a: GetAnswer) => void;
       reject: (e: Error) => void;
     };
@@ -135,13 +143,22 @@ class Connection {
     this.socket.on('close', () => this.fail(new Error('the connection to the object store closed')));
   }
 
-  request(head: string, okBodyBytes: (length: number) => void): Promise<GetAnswer> {
+  request(head: string, okBodyBytes: (length: number) => void, memory: BodyMemory): Promise<GetAnswer> {
     if (this.failure) return Promise.reject(new StaleConnection(this.failure));
     const reused = this.used;
     this.used = true;
     this.socket.ref();
     return new Promise<GetAnswer>((resolve, reject) => {
-      this.state = { kind: 'head', reused, got: 0, answer: null, okBodyBytes, resolve, reject };
+      this.state = {
+        kind: 'head',
+        reused,
+        got: 0,
+        answer: null,
+        okBodyBytes,
+        bodyMemory: memory,
+        resolve,
+        reject,
+      };
       this.socket.write(head);
     });
   }
@@ -221,11 +238,11 @@ class Connection {
     const length = declared !== undefined && /^\d{1,15}$/.test(declared) ? Number(declared) : NaN;
     if (!Number.isSafeInteger(length)) throw new Error('the object store answered without a content-length');
     const code = Number(status[2]);
-    if (code >= 200 && code < 300) s.okBodyBytes(length);
+    const ok = code >= 200 && code < 300;
+    if (ok) s.okBodyBytes(length);
     else if (length > REFUSAL_BYTES)
       throw new Error(`the object store refused the request (HTTP ${code}) with a ${length}-byte body`);
-    // Its own memory, so the body can be handed to a thread without a copy.
-    const answer: GetAnswer = { status: code, headers, body: Buffer.allocUnsafeSlow(length) };
+    const answer: GetAnswer = { status: code, headers, body: ok ? s.bodyMemory(length) : ownBuffer(length) };
     // Bytes past the body (in the read that brought the head) are a confused server: the answer is
     // taken, the connection not used again, as when they come in a read of their own.
     const early = Math.min(s.got - (end + 4), length);

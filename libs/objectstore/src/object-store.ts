@@ -13,6 +13,7 @@ import {
   ValidationError,
   errorMessage,
 } from '@tapyard/core';
+import type { BodyMemory } from './http-get';
 import { S3Requests } from './s3-requests';
 
 /** What each environment keeps in the object store, one bucket per purpose. */
@@ -138,10 +139,16 @@ export class ObjectStore implements OnModuleInit {
 
   /**
    * A whole object in one buffer of its own, checked against its CRC32 when it has one; null when
-   * there is no such object. Refuses objects over `maxBytes`.
+   * there is no such object. Refuses objects over `maxBytes`. `memory` may supply the buffer (see
+   * BodyMemory; taken over plain HTTP only).
    */
-  async getBuffer(bucket: string, key: string, maxBytes: number): Promise<Buffer | null> {
-    return this.call(() => this.requireDirect().get(bucket, key, maxBytes));
+  async getBuffer(
+    bucket: string,
+    key: string,
+    maxBytes: number,
+    memory?: BodyMemory,
+  ): Promise<Buffer | null> {
+    return this.call(() => this.requireDirect().get(bucket, key, maxBytes, memory));
   }
 
   /** Throws ObjectNotFoundError when there is no such object. */

@@ -1,7 +1,7 @@
 import { Agent as HttpAgent, IncomingMessage, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { crc32 } from 'node:zlib';
-import { GetAnswer, HttpGetter } from './http-get';
+import { BodyMemory, GetAnswer, HttpGetter } from './http-get';
 import { SigV4, amzDate } from './sigv4';
 
 /** What the store answered when it refused a request: its S3 error code and message. */
@@ -84,10 +84,11 @@ export class S3Requests {
   }
 
   /**
-   * The whole object in one buffer of its own (transferable to a thread), or null when there is no
-   * such object. An object larger than `maxBytes` is refused before its body is read.
+   * The whole object in one buffer of its own (transferable to a thread; `memory` may supply it),
+   * or null when there is no such object. An object larger than `maxBytes` is refused before its
+   * body is read.
    */
-  async get(bucket: string, key: string, maxBytes: number): Promise<Buffer | null> {
+  async get(bucket: string, key: string, maxBytes: number, memory?: BodyMemory): Promise<Buffer | null> {
     const refuseLarger = (length: number) => {
       if (length > maxBytes)
         throw new Error(`object '${key}' has ${length} bytes; at most ${maxBytes} are read`);
@@ -96,7 +97,7 @@ export class S3Requests {
       const { path, headers } = this.signed('GET', bucket, key, { 'x-amz-checksum-mode': 'ENABLED' });
       let head = `GET ${path} HTTP/1.1\r\n`;
       for (const [name, value] of Object.entries(headers)) head += `${name}: ${value}\r\n`;
-      return checked(key, await this.getter.get(`${head}\r\n`, refuseLarger));
+      return checked(key, await this.getter.get(`${head}\r\n`, refuseLarger, memory));
     }
     const res = await this.request('GET', bucket, key, { 'x-amz-checksum-mode': 'ENABLED' });
     const chunks: Buffer[] = [];

@@ -33,7 +33,7 @@ export async function copyPayloads(
         const p = next.value;
         yield typeof p === 'string'
           ? { data: p, rows: countLines(p) }
-          : { data: csvChunk(p).bytes, rows: csvChunk(p).rows };
+          : { data: csvChunk(p).bytes, rows: csvChunk(p).rows, written: csvChunk(p).written };
         next = await it.next();
       }
     };
@@ -60,6 +60,14 @@ function csvChunk(p: Payload): CsvChunkPayload {
 export interface CopyData {
   data: string | Uint8Array;
   rows: number;
+  /** Called once the connection's socket has sent `data` (see CsvChunkPayload.written). */
+  written?: () => void;
+}
+
+/** The connection's socket, to see when it has sent what it was given (pg keeps it as `connection.stream`). */
+function socketOf(client: PoolClient): { writableLength: number } | null {
+  const stream = (client as { connection?: { stream?: { writableLength?: unknown } } }).connection?.stream;
+  return typeof stream?.writableLength === 'number' ? (stream as { writableLength: number }) : null;
 }
 
 export /** Streams COPY data with backpressure; returns the number of rows COPY reports. */
@@ -72,10 +80,21 @@ async function copyChunks(
   const stream = client.query(copyFrom(sql));
   const failed = new Promise<never>((_, reject) => stream.once('error', reject));
   failed.catch(() => undefined);
+  // A chunk's bytes are sent once neither the COPY stream (which holds them until the server is ready
+  // for data) nor the socket (whose unfinished write refers to them) has anything left to write:
+  // `write` returning, or even 'drain', says less.
+  const socket = socketOf(client);
+  const unsent: (() => void)[] = [];
+  const settle = () => {
+    if (socket === null || stream.writableLength > 0 || socket.writableLength > 0) return;
+    for (const written of unsent.splice(0)) written();
+  };
   let rows = 0;
   try {
     for await (const chunk of chunks) {
       if (!stream.write(chunk.data)) await Promise.race([once(stream, 'drain'), failed]);
+      if (chunk.written) unsent.push(chunk.written);
+      settle();
       rows += chunk.rows;
       progress(rows);
     }
@@ -87,6 +106,8 @@ async function copyChunks(
   }
   stream.end();
   await Promise.race([once(stream, 'finish'), failed]);
+  // The server answered the COPY: every byte of it was sent.
+  for (const written of unsent.splice(0)) written();
   return Number(stream.rowCount ?? rows);
 }
 
