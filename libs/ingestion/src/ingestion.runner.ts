@@ -29,7 +29,7 @@ import { Fanout } from './fanout';
 import { CodegenService } from '@tapyard/codegen';
 import { jobScripts, readyJobScripts, recordLanded, validationSchemaOf } from './job-scripts';
 import { takesFastPath } from './fast-path-choice';
-import { prepareLegs } from './prepare-legs';
+import { prepareLegs, startProbes } from './prepare-legs';
 import { inputWhole } from './job-input';
 import { openStage } from './job-stage';
 
@@ -146,7 +146,7 @@ export class IngestionRunner {
       let note: string | null = null;
       const pending = legs.filter((l) => l.result === null && l.error === null);
       if (pending.length > 0) {
-        const read = await this.load(p, events, def, loadId, pending);
+        const read = await this.load(p, events, def, base, pending);
         if (read !== null) ({ counts, first, transforms, note } = read);
       }
 
@@ -205,7 +205,7 @@ export class IngestionRunner {
     p: IngestPayload,
     events: JobEvents,
     def: PipelineDefinition,
-    loadId: boolean,
+    base: LoadTarget,
     legs: Leg[],
   ): Promise<{
     counts: Counts;
@@ -231,6 +231,9 @@ export class IngestionRunner {
       fast,
     );
     const session = stage.session;
+    // The destinations are probed while the stage thread reads the input's first part (after the
+    // thread was given the job: a probe started before slowed the stage's start as much as it saved).
+    const probes = startProbes(legs, base);
     // The scripts' sandboxes (cgroups, namespaces, interpreter) start while the first batch is read
     // and the load planned, not after: their start-up is much of what a script costs a short job.
     const ready = readyJobScripts(this.codegen, p.environment, def).then((scripts) => {
@@ -249,20 +252,16 @@ export class IngestionRunner {
           ? early
           : await jobScripts(this.codegen, p.environment, definition);
       const target: LoadTarget = {
-        environment: p.environment,
-        pipeline: p.pipeline,
+        ...base,
         destination: definition.destination,
         columns: [
           ...outputFields(fields, definition.transformation.mappings),
           ...scripts.flatMap((s) => s.outputColumns),
         ],
-        pipelineToken: p.pipelineToken,
-        publisherToken: p.publisherToken,
-        loadId,
       };
       const transformScript = scripts.find((s) => s.kind === 'transformation');
       const transforms = definition.transformation.mappings.length > 0 || transformScript !== undefined;
-      await prepareLegs(legs, target, added);
+      await prepareLegs(legs, target, added, probes);
       const loading = legs.filter((l) => l.error === null);
       if (loading.length === 0) return null;
       const schema = await validationSchemaOf(this.configFiles, p.environment, definition);
