@@ -223,7 +223,9 @@ async function main(): Promise<void> {
   const receiver = createServer((req, res) => {
     let n = 0;
     req.on('data', (c: Buffer) => {
-      for (const b of c) if (b === 0x7b) n++; // one '{' per row object
+      // One '{' per row object. Counted with indexOf: a byte-by-byte loop made this receiver, shared by
+      // both runs, the slowest part of the REST delivery (the loader waited on it most of the time).
+      for (let i = c.indexOf(0x7b); i >= 0; i = c.indexOf(0x7b, i + 1)) n++;
     });
     req.on('end', () => {
       received += n;
