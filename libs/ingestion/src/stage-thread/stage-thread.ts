@@ -9,9 +9,10 @@
  * let go, so a job finds a thread that has already loaded its modules (some 0.3–0.8 s of a cold
  * start on a busy 2-core machine, every job of a worker that ran none yet or whose last thread was
  * let go). A thread that was stopped or abandoned mid-job is never reused, nor one
- * whose heap grew past STAGE_THREAD_MAX_HEAP_BYTES: the memory a thread once took stays resident in
- * the process while the thread lives (freed by V8, kept by the allocator), and only its exit gives it
- * back, so a pooled thread would keep a large job's peak as the worker's floor. Such a thread's warm
+ * whose heap grew past STAGE_THREAD_MAX_HEAP_BYTES: the heap pages a thread grew to stay resident
+ * while it idles (an idle thread never collects, so V8's memory reducer never runs; a full GC and some
+ * 20 s of idle would give them back, see docs/benchmarks.md, CodeGen), and only its exit gives them
+ * back at once, so a pooled thread would keep a large job's peak as the worker's floor. Such a thread's warm
  * sandboxes (CodeGen scripts, see warm-scripts.ts) would go with it: it starts none after that job, and
  * the thread the next job takes starts them instead, for the kinds of script the worker ran lately.
  */
