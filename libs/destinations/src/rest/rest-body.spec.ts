@@ -86,6 +86,22 @@ describe('REST bodies from the stage thread’s row buffers', () => {
     expect(restBody(runs, 'ndjson').toString('utf8')).toBe(`${TEXTS[2]}\n${TEXTS[3]}\n${TEXTS[6]}\n`);
   });
 
+  it('writes a valid body when runs hold no rows (none at all, or some empty among others)', () => {
+    const p = packRows(
+      TEXTS,
+      TEXTS.map((_t, i) => i + 2),
+    );
+    expect(restBody([], 'json').toString('utf8')).toBe('[]');
+    expect(restBody([], 'ndjson').toString('utf8')).toBe('');
+    const runs: RowRun[] = [
+      { payload: p, from: 1, to: 1 },
+      { payload: p, from: 2, to: 3 },
+      { payload: p, from: 5, to: 5 },
+    ];
+    expect(JSON.parse(restBody(runs, 'json').toString('utf8'))).toEqual([ROWS[2]]);
+    expect(restBody(runs, 'ndjson').toString('utf8')).toBe(`${TEXTS[2]}\n`);
+  });
+
   it('packs no rows as an empty payload', () => {
     const p = packRows([], []);
     expect(p.bytes.length).toBe(0);

@@ -15,11 +15,14 @@ const LF = 0x0a;
  * A request's body, copied once from the payloads' bytes: a JSON array of the rows, or (ndjson)
  * one row per line, the stored commas between rows turned into line breaks.
  */
-export function restBody(runs: RowRun[], format: 'json' | 'ndjson'): Buffer {
+export function restBody(all: RowRun[], format: 'json' | 'ndjson'): Buffer {
+  // A run without rows would add a separator and nothing else (`[a,]`).
+  const runs = all.filter((r) => r.to > r.from);
   const parts = runs.map((r) => jsonRowRun(r.payload, r.from, r.to));
   const size = parts.reduce((n, b) => n + b.length, 0);
   if (format === 'json') {
-    const body = Buffer.allocUnsafe(size + runs.length + 1);
+    // Brackets and the commas between runs: `[]` when there is none.
+    const body = Buffer.allocUnsafe(size + Math.max(runs.length - 1, 0) + 2);
     let at = 0;
     body[at++] = 0x5b; // [
     parts.forEach((b, i) => {
