@@ -58,6 +58,13 @@ export async function readMultipart(req: IncomingMessage, options: MultipartOpti
       // The consumer's own handling (pipeline) reports the failure; this only keeps it from being fatal.
       stream.on('error', () => undefined);
       if (settled) return void stream.resume();
+      // A part its consumer destroyed (a failed write downstream) never asks busboy for more, which
+      // would stall the whole body: the parse fails with the consumer's error instead, and the
+      // answer (say, a 503) goes out once the rest of the body is drained.
+      stream.once('close', () => {
+        if (!stream.readableEnded)
+          fail(stream.errored ?? new ValidationError('the file part was not read to its end'));
+      });
       options.onFile({ field, filename: info.filename ?? '', mimeType: info.mimeType, stream });
     });
     bb.on('error', (err: Error) => fail(new ValidationError(`malformed multipart request: ${err.message}`)));
