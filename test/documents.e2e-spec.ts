@@ -102,6 +102,10 @@ describe.each(STORES)('documents into %s: tap and upload, search, idempotence, d
     expect(run.body.pipelineTokens).toHaveLength(3);
     const done = await waitForPublisher(api.http, run.body.publisherToken);
     expect(done.rollup.jobs).toHaveLength(3);
+    // Each job's last error with its status, so a failure says which document failed and why.
+    expect(done.rollup.jobs.map((j) => [j.filename, j.status, j.lastError])).toEqual(
+      done.rollup.jobs.map((j) => [j.filename, 'success', null]),
+    );
     expect(done.rollup.status).toBe('success');
 
     const hits = await search('How many vacation days do I get each year?', { topK: 3 });
