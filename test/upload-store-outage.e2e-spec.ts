@@ -98,6 +98,8 @@ describe('the staging object store failing in the middle of an upload', () => {
     relay.restore();
     await api.http.get('/api/v1/pipelines').expect(200);
     // Larger than INLINE_UPLOAD_BYTES, so it is staged through the restored store.
-    expect(await upload(api.http, 'outage', `id,label\n${rows(0, 5_000)}`, 'after.csv')).toMatch(/^[0-9a-f-]{36}$/);
+    expect(await upload(api.http, 'outage', `id,label\n${rows(0, 5_000)}`, 'after.csv')).toMatch(
+      /^[0-9a-f-]{36}$/,
+    );
   }, 60_000);
 });
