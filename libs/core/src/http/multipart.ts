@@ -62,8 +62,10 @@ export async function readMultipart(req: IncomingMessage, options: MultipartOpti
       // would stall the whole body: the parse fails with the consumer's error instead, and the
       // answer (say, a 503) goes out once the rest of the body is drained.
       stream.once('close', () => {
-        if (!stream.readableEnded)
-          fail(stream.errored ?? new ValidationError('the file part was not read to its end'));
+        // busboy destroys its parts itself when the body fails (truncated, malformed): its own error
+        // reports that, as a 400.
+        if (stream.readableEnded || bb.destroyed) return;
+        fail(stream.errored ?? new ValidationError('the file part was not read to its end'));
       });
       options.onFile({ field, filename: info.filename ?? '', mimeType: info.mimeType, stream });
     });
