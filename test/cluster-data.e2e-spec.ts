@@ -301,10 +301,18 @@ describe('cluster: data paths across hosts (API host, worker hosts, services hos
           form.append('pipeline', table);
           // Past INLINE_UPLOAD_BYTES: a smaller upload travels in its job and needs no object store.
           form.append('file', new Blob([csv(1, 5_000)]), 'staged.csv');
+          const before = cluster.logs('api').length;
           const res = await fetch(`${cluster.apiUrl}/pipeline/upload`, {
             method: 'POST',
             body: form,
             signal: AbortSignal.timeout(30_000),
+          }).catch((err: Error) => {
+            // A connection error hides the API's side (so it failed in two CI runs, never alone): say what
+            // the API host logged meanwhile.
+            throw new Error(
+              `${err.message} (${String(err.cause)}); the API host logged: ` +
+                cluster.logs('api').slice(before).slice(-4000),
+            );
           });
           expect(res.status).toBe(503);
           expect(((await res.json()) as { message: string }).message).toMatch(/object store/);
