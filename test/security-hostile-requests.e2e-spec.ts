@@ -100,6 +100,12 @@ describe('hostile requests: the API process keeps serving', () => {
     expect(res.status).toBe(200);
   };
 
+  it('keeps idle connections longer than a load balancer would (a reused connection never races its close)', async () => {
+    const res = await fetch(`http://127.0.0.1:${port}/api/v1/version`);
+    await res.text();
+    expect(res.headers.get('keep-alive')).toBe('timeout=65');
+  });
+
   it('knows the multipart routes', () => {
     expect(routes).toEqual(
       expect.arrayContaining([
