@@ -59,7 +59,9 @@ export function dataSourceOptions(config: TapyardConfig): DataSourceOptions {
     migrationsRun: false,
     synchronize: false,
     logging: false,
-    extra: { max: config.database.poolSize, connectionTimeoutMillis: 5000, application_name: 'tapyard' },
+    // A new connection may take seconds on a saturated host (a job failed on a 5 s bound in CI, load ~14 on
+    // 2 cores); a server that refuses fails at once whatever this is. As the destination pools (pg-pools.ts).
+    extra: { max: config.database.poolSize, connectionTimeoutMillis: 10_000, application_name: 'tapyard' },
   };
 }
 
