@@ -2,6 +2,8 @@
  * `npm run bench:cluster` — the same 20-file CSV load through a cluster of 1, 2 and 4 worker hosts
  * (scripts/cluster: the API, the workers and the services on hosts of their own, sharing only PostgreSQL,
  * Redis and MinIO), against one `psql \copy` stream of the same files into the services host's PostgreSQL.
+ * The single file is also copied with psql into a table like the one Tapyard loaded (its load-id column
+ * filled per row, as a Tapyard load fills it), printed beside the goal's ratio.
  * Needs root (network namespaces) and a build. Prints figures; asserts nothing. Options (environment):
  * BENCH_ROWS_PER_FILE (default 50,000; 20 files of the nine-column file of bench:ingest), BENCH_FILES
  * (default 20), BENCH_WORKERS (default 1,2,4); PG_COPY_STREAMS is passed to the apps (default 2);
