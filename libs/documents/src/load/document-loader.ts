@@ -1,7 +1,13 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { CONFIG, ServiceUnavailableError, TapyardConfig, errorMessage } from '@tapyard/core';
+import {
+  CONFIG,
+  ServiceUnavailableError,
+  TapyardConfig,
+  errorMessage,
+  isConnectionFailure,
+} from '@tapyard/core';
 import { CreatedObjects } from '@tapyard/destinations';
 import { EmbeddingsService } from '@tapyard/embeddings';
 import type { Embedder } from '@tapyard/embeddings';
@@ -70,6 +76,8 @@ export class DocumentLoader {
           throw new DocumentStageError(
             'JobRunner',
             `pipeline '${p.pipeline}' cannot load: ${errorMessage(err)}`,
+            'error',
+            mayPass(err),
           );
         })
       ).definition;
@@ -81,12 +89,7 @@ export class DocumentLoader {
         );
       }
       const vs = await this.vectorStores.get(p.environment, target.store).catch((err: unknown) => {
-        throw new DocumentStageError(
-          'JobRunner',
-          errorMessage(err),
-          'error',
-          err instanceof ServiceUnavailableError,
-        );
+        throw new DocumentStageError('JobRunner', errorMessage(err), 'error', mayPass(err));
       });
       const container = vs.containerName(target.collection, target.schema);
       await events.record('JobRunner', 'begin', `loading document ${p.uri} into ${vs.name} '${container}'`);
@@ -198,7 +201,7 @@ export class DocumentLoader {
           'Transformation',
           `embedding with ${embedder.model} failed: ${errorMessage(err)}`,
           'error',
-          err instanceof ServiceUnavailableError,
+          mayPass(err),
         );
       });
       const batch: ChunkRecord[] = slice.map((r, j) => ({ ...r, vector: vectors[j] }));
@@ -277,12 +280,7 @@ export class DocumentLoader {
 
   private async embedder(environment: string): Promise<Embedder> {
     return this.embeddings.forEnvironment(environment).catch((err: unknown) => {
-      throw new DocumentStageError(
-        'Transformation',
-        errorMessage(err),
-        'error',
-        err instanceof ServiceUnavailableError,
-      );
+      throw new DocumentStageError('Transformation', errorMessage(err), 'error', mayPass(err));
     });
   }
 
@@ -296,7 +294,7 @@ export class DocumentLoader {
         'VectorStoreLoader',
         `${vs.name}: ${errorMessage(err)}`,
         'error',
-        err instanceof ServiceUnavailableError,
+        mayPass(err),
       );
     }
   }
@@ -320,7 +318,7 @@ export class DocumentLoader {
         'JobRunner',
         `cannot read the document ${p.uri}: ${errorMessage(err)}`,
         'error',
-        err instanceof ServiceUnavailableError,
+        mayPass(err),
       );
     });
     return path;
@@ -343,9 +341,17 @@ export class DocumentLoader {
 }
 
 function classify(err: unknown): DocumentStageError {
-  if (err instanceof ServiceUnavailableError)
-    return new DocumentStageError('JobRunner', errorMessage(err), 'error', true);
-  return new DocumentStageError('JobRunner', errorMessage(err));
+  return new DocumentStageError('JobRunner', errorMessage(err), 'error', mayPass(err));
+}
+
+/**
+ * Whether a later delivery may succeed: a service that is down, or a connection to one (the platform's
+ * database included) that was dropped or took too long to open. Such a job is retried, not ended: a
+ * document job failed for good in CI when a metadata connection took longer than its 10 s to open under
+ * load, while reading the embedding secret.
+ */
+export function mayPass(err: unknown): boolean {
+  return err instanceof ServiceUnavailableError || isConnectionFailure(err);
 }
 
 function sha256File(path: string): Promise<string> {
