@@ -1,3 +1,6 @@
+/** Test topics: `<prefix>.<environment>.<name>`, the environment one of uniqueEnvironment's. */
+export const TEST_TOPIC: RegExp;
+
 export function removeEnvironmentTopics(brokers: string, environments: string[]): Promise<string[]>;
 
 export function sweepStaleTestTopics(

@@ -67,4 +67,4 @@ function sweepStaleTestTopics(brokers, { olderThanMs, budgetMs, matches = (t) =>
   });
 }
 
-module.exports = { removeEnvironmentTopics, sweepStaleTestTopics };
+module.exports = { TEST_TOPIC, removeEnvironmentTopics, sweepStaleTestTopics };
