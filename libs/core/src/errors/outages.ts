@@ -1,3 +1,5 @@
+import { ServiceUnavailableError } from './errors';
+
 /**
  * Whether an error from a database driver means the server could not be reached or dropped the
  * connection (as opposed to a bad query): an outage is answered 503 and retried, never mistaken for
@@ -18,6 +20,15 @@ export function isConnectionFailure(err: unknown): boolean {
     e = (e.driverError ?? e.cause) as DriverError | undefined;
   }
   return false;
+}
+
+/**
+ * Whether a later attempt may succeed: a service reported down, or a connection to one (the platform's
+ * own database included) that was dropped or took too long to open. A job failing so is retried, not
+ * ended.
+ */
+export function isOutage(err: unknown): boolean {
+  return err instanceof ServiceUnavailableError || isConnectionFailure(err);
 }
 
 interface DriverError {

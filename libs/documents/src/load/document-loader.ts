@@ -1,13 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import {
-  CONFIG,
-  ServiceUnavailableError,
-  TapyardConfig,
-  errorMessage,
-  isConnectionFailure,
-} from '@tapyard/core';
+import { CONFIG, TapyardConfig, errorMessage, isOutage } from '@tapyard/core';
 import { CreatedObjects } from '@tapyard/destinations';
 import { EmbeddingsService } from '@tapyard/embeddings';
 import type { Embedder } from '@tapyard/embeddings';
@@ -77,7 +71,7 @@ export class DocumentLoader {
             'JobRunner',
             `pipeline '${p.pipeline}' cannot load: ${errorMessage(err)}`,
             'error',
-            mayPass(err),
+            isOutage(err),
           );
         })
       ).definition;
@@ -89,7 +83,7 @@ export class DocumentLoader {
         );
       }
       const vs = await this.vectorStores.get(p.environment, target.store).catch((err: unknown) => {
-        throw new DocumentStageError('JobRunner', errorMessage(err), 'error', mayPass(err));
+        throw new DocumentStageError('JobRunner', errorMessage(err), 'error', isOutage(err));
       });
       const container = vs.containerName(target.collection, target.schema);
       await events.record('JobRunner', 'begin', `loading document ${p.uri} into ${vs.name} '${container}'`);
@@ -201,7 +195,7 @@ export class DocumentLoader {
           'Transformation',
           `embedding with ${embedder.model} failed: ${errorMessage(err)}`,
           'error',
-          mayPass(err),
+          isOutage(err),
         );
       });
       const batch: ChunkRecord[] = slice.map((r, j) => ({ ...r, vector: vectors[j] }));
@@ -280,7 +274,7 @@ export class DocumentLoader {
 
   private async embedder(environment: string): Promise<Embedder> {
     return this.embeddings.forEnvironment(environment).catch((err: unknown) => {
-      throw new DocumentStageError('Transformation', errorMessage(err), 'error', mayPass(err));
+      throw new DocumentStageError('Transformation', errorMessage(err), 'error', isOutage(err));
     });
   }
 
@@ -294,7 +288,7 @@ export class DocumentLoader {
         'VectorStoreLoader',
         `${vs.name}: ${errorMessage(err)}`,
         'error',
-        mayPass(err),
+        isOutage(err),
       );
     }
   }
@@ -318,7 +312,7 @@ export class DocumentLoader {
         'JobRunner',
         `cannot read the document ${p.uri}: ${errorMessage(err)}`,
         'error',
-        mayPass(err),
+        isOutage(err),
       );
     });
     return path;
@@ -340,18 +334,13 @@ export class DocumentLoader {
   }
 }
 
-function classify(err: unknown): DocumentStageError {
-  return new DocumentStageError('JobRunner', errorMessage(err), 'error', mayPass(err));
-}
-
 /**
- * Whether a later delivery may succeed: a service that is down, or a connection to one (the platform's
- * database included) that was dropped or took too long to open. Such a job is retried, not ended: a
- * document job failed for good in CI when a metadata connection took longer than its 10 s to open under
- * load, while reading the embedding secret.
+ * Outages are retried (isOutage), the platform database's connections included: a document job failed
+ * for good in CI when a metadata connection took over 10 s to open under load while it read the
+ * embedding secret.
  */
-export function mayPass(err: unknown): boolean {
-  return err instanceof ServiceUnavailableError || isConnectionFailure(err);
+function classify(err: unknown): DocumentStageError {
+  return new DocumentStageError('JobRunner', errorMessage(err), 'error', isOutage(err));
 }
 
 function sha256File(path: string): Promise<string> {

@@ -1,7 +1,7 @@
 import { AddressInfo, Server, Socket, createServer } from 'node:net';
 import { Pool } from 'pg';
-import { ServiceUnavailableError } from '@tapyard/core';
-import { mayPass } from './document-loader';
+import { ServiceUnavailableError } from './errors';
+import { isOutage } from './outages';
 
 /** A TCP server on loopback that does `onConnection` with every connection it gets. */
 async function server(
@@ -39,29 +39,30 @@ async function queryError(port: number, connectionTimeoutMillis: number): Promis
   throw new Error('the query was expected to fail');
 }
 
-describe('document jobs: which failures a later delivery may get past', () => {
+describe('isOutage: which failures a later attempt may get past', () => {
   it('a database connection that took too long to open, or was dropped, is retried; a refusal is not', async () => {
     // A server that takes the connection and never answers: a PostgreSQL too slow to start a session,
-    // as the platform's was under load in CI when a document job read its embedding secret.
+    // as the platform's was under load in CI when a document job read its embedding secret (a document
+    // job, which ended for good on it before, now asks this).
     const silent = await server(() => undefined);
     const dropping = await server((s) => s.destroy());
     try {
       const slow = await queryError(silent.port, 200);
       expect(slow.message).toBe('Connection terminated due to connection timeout');
-      expect(mayPass(slow)).toBe(true);
+      expect(isOutage(slow)).toBe(true);
       // As the metadata repositories pass it on: wrapped, the driver's error as its cause.
-      expect(mayPass(new Error(`cannot read the secret: ${slow.message}`, { cause: slow }))).toBe(true);
+      expect(isOutage(new Error(`cannot read the secret: ${slow.message}`, { cause: slow }))).toBe(true);
 
       const dropped = await queryError(dropping.port, 5000);
       expect(dropped.message).toMatch(/Connection terminated|ECONNRESET/);
-      expect(mayPass(dropped)).toBe(true);
+      expect(isOutage(dropped)).toBe(true);
     } finally {
       await silent.close();
       await dropping.close();
     }
-    expect(mayPass(new ServiceUnavailableError('milvus', 'milvus is unreachable'))).toBe(true);
+    expect(isOutage(new ServiceUnavailableError('milvus', 'milvus is unreachable'))).toBe(true);
     // What the server refused or the caller got wrong stays final: a delivery again would fail the same.
-    expect(mayPass(Object.assign(new Error('relation "x" does not exist'), { code: '42P01' }))).toBe(false);
-    expect(mayPass(new Error("secret 'embedding' has no apiKey"))).toBe(false);
+    expect(isOutage(Object.assign(new Error('relation "x" does not exist'), { code: '42P01' }))).toBe(false);
+    expect(isOutage(new Error("secret 'embedding' has no apiKey"))).toBe(false);
   }, 30_000);
 });
