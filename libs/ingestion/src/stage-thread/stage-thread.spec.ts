@@ -434,11 +434,25 @@ describe('warm sandboxes past a thread let go for its heap', () => {
     return reasonsIn(rejects);
   }
 
-  /** The uid of the one process running as either uid once the job's own has left, or null. */
+  /**
+   * The uid of the one process running as either uid once the job's own has left, or null: the same
+   * one process seen twice, 500 ms apart (under load the job's own may still be leaving while the spare
+   * is not up yet, and one process is then the leaving one).
+   */
   async function waiting(): Promise<{ uid: number; pids: number[] } | null> {
-    for (let i = 0; i < 200; i++) {
+    const single = async () => {
       const [a, b] = await Promise.all(uids.map(processesOf));
-      if (a.length + b.length === 1) return { uid: a.length === 1 ? uids[0] : uids[1], pids: [...a, ...b] };
+      return a.length + b.length === 1
+        ? { uid: a.length === 1 ? uids[0] : uids[1], pids: [...a, ...b] }
+        : null;
+    };
+    for (let i = 0; i < 200; i++) {
+      const seen = await single();
+      if (seen !== null) {
+        await sleep(500);
+        const again = await single();
+        if (again !== null && again.pids[0] === seen.pids[0]) return seen;
+      }
       await sleep(50);
     }
     return null;

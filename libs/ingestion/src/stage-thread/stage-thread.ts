@@ -189,8 +189,14 @@ export class StageThreadPool implements OnApplicationBootstrap, OnModuleDestroy 
   }
 }
 
-/** A stalled thread never answers: it is terminated after this long regardless. */
-const RETIRE_WAIT_MS = 2_000;
+/**
+ * A stalled thread never answers: it is terminated after this long regardless. Longer than stopping a
+ * warm sandbox may take (its processes killed, then its cgroups removed, retried for up to 5 s while
+ * the last process is reaped: libs/sandbox/src/cgroups.ts): a thread terminated before that gives its
+ * uids back leaves their lease files behind, and a uid whose lease names a live process stays taken for
+ * as long as the worker runs (in CI, under load, after the former 2 s).
+ */
+const RETIRE_WAIT_MS = 10_000;
 
 /** Lets the thread stop its warm sandboxes (see RetireMessage), then terminates it. */
 async function retire(thread: PooledThread): Promise<void> {
