@@ -311,7 +311,7 @@ describe('destination confinement and deleteData ownership', () => {
       const cols = await a.get('/metadata/postgres/columns').query({ table: 'orders' }).expect(200);
       expect(cols.body).toEqual([
         { name: 'id', type: 'integer' },
-        { name: '_tapyard_load_id', type: 'text' },
+        { name: '_tapyard_load_id', type: 'uuid' },
       ]);
       for (const schema of [`t_${tenantB}`, 'public', 'ingest_test', 'tapyard']) {
         const t = await a.get('/metadata/postgres/tables').query({ schema }).expect(404);

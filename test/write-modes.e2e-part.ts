@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Client } from 'pg';
 import { mongo } from 'mongoose';
 import {
@@ -15,6 +16,12 @@ import { TEST_DATABASE_URL, TEST_MONGODB_URI, TEST_OBJECT_STORE, uniqueEnvironme
 import { encodeRows } from './support/destinations';
 import { upload, waitForJob } from './support/ingest';
 import { TestMinio } from './support/minio';
+
+/** A job's token is a UUID (the load-id column is one): the same label gives the same token. */
+function tokenOf(label: string): string {
+  const h = createHash('sha256').update(label).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-8${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
 
 const FIELDS = [
   { name: 'id', type: 'int' },
@@ -249,7 +256,7 @@ describe('write modes and load ids (real PostgreSQL, FerretDB and MinIO, through
     expect([...seen].filter((n) => n !== old.length && n !== fresh.length)).toEqual([]);
     const after = await pg.query(
       `SELECT count(*)::int AS n, min(label) AS lo, max(label) AS hi, count(DISTINCT _tapyard_load_id)::int AS jobs,
-              min(_tapyard_load_id) AS job FROM ${table('pgreplace')}`,
+              min(_tapyard_load_id::text) AS job FROM ${table('pgreplace')}`,
     );
     expect(after.rows[0]).toEqual({ n: fresh.length, lo: 'new', hi: 'new', jobs: 1, job: token });
   }, 180_000);
@@ -302,6 +309,49 @@ describe('write modes and load ids (real PostgreSQL, FerretDB and MinIO, through
     expect(columns.rows.map((r) => r.column_name)).toEqual(['id', 'label', 'amount']);
     const res = await api.http.delete(`/api/v1/pipeline/jobs/${token}/rows`).expect(409);
     expect(res.body.code).toBe('pipeline.rows_not_removable');
+  });
+
+  it('the load id is a uuid filled once per load, and a table whose id column is text (made before Nov 2026) keeps working', async () => {
+    await save(pgPipeline('uuidcol')).expect(200);
+    const first = await load(api, 'uuidcol', csv([[1, 'a', 1]]));
+    const second = await load(api, 'uuidcol', csv([[2, 'b', 2]]));
+    const column = await pg.query(
+      `SELECT data_type, column_default FROM information_schema.columns
+        WHERE table_schema = 'ingest_test' AND table_name = $1 AND column_name = '_tapyard_load_id'`,
+      [`${prefix}_uuidcol`],
+    );
+    expect(column.rows).toEqual([{ data_type: 'uuid', column_default: 'tapyard_meta.load_id()' }]);
+    // Folded when each COPY is planned, not when the table was made nor cached across loads.
+    expect((await rowsOf('uuidcol')).map((r) => [r.id, r.loadId])).toEqual([
+      [1, first],
+      [2, second],
+    ]);
+    // A statement outside a load gets no id (the setting is unset, or '' once a load set it).
+    await pg.query(`INSERT INTO ${table('uuidcol')} (id, label, amount) VALUES (3, 'by hand', 3)`);
+    expect((await rowsOf('uuidcol'))[2]).toEqual({ id: 3, label: 'by hand', amount: 3, loadId: null });
+
+    // The column as releases before Nov 2026 made it.
+    await pg.query(
+      `CREATE TABLE ${table('textcol')} (id integer, label text, amount double precision,
+         _tapyard_load_id text DEFAULT nullif(current_setting('tapyard.load_id', true), ''))`,
+    );
+    await save(pgPipeline('textcol')).expect(200);
+    const a = await load(api, 'textcol', csv([[1, 'a', 1]]));
+    const b = await load(api, 'textcol', csv([[2, 'b', 2]]));
+    expect((await rowsOf('textcol')).map((r) => [r.id, r.loadId])).toEqual([
+      [1, a],
+      [2, b],
+    ]);
+    const read = await api.http.get(`/api/v1/pipeline/jobs/${a}/rows`).expect(200);
+    expect(read.body.rows).toEqual([{ id: 1, label: 'a', amount: 1 }]);
+    for (const [name, token, left] of [
+      ['textcol', a, [2]],
+      ['uuidcol', first, [2, 3]],
+    ] as const) {
+      const res = await api.http.delete(`/api/v1/pipeline/jobs/${token}/rows`).expect(200);
+      expect(res.body.removed).toEqual({ postgres: 1 });
+      expect((await rowsOf(name)).map((r) => r.id)).toEqual(left);
+    }
   });
 
   it('MongoDB merge and replace: no duplicates, updated values, only the last file, load ids, rows removable', async () => {
@@ -455,7 +505,7 @@ describe('write modes and load ids (real PostgreSQL, FerretDB and MinIO, through
         pipeline: name,
         destination: { database, writeMode: 'replace' } as unknown as LoadTarget['destination'],
         columns: COLUMNS,
-        pipelineToken: `half-${name}-${env}`,
+        pipelineToken: tokenOf(`half-${name}-${env}`),
         loadId: true,
       };
       let release!: () => void;
@@ -504,7 +554,7 @@ describe('write modes and load ids (real PostgreSQL, FerretDB and MinIO, through
       pipeline: name,
       destination: { database, ...destination } as unknown as LoadTarget['destination'],
       columns: COLUMNS,
-      pipelineToken: `redelivered-${name}-${env}`,
+      pipelineToken: tokenOf(`redelivered-${name}-${env}`),
       loadId: true,
     });
 

@@ -281,7 +281,8 @@ export class PostgresDestination implements Destination {
 
   /**
    * Deletes the rows the job loaded (by their load id) and the rows it rejected, in one transaction.
-   * A table without the load-id column holds no rows of a job that carries one.
+   * A table without the load-id column holds no rows of a job that carries one. The column is compared
+   * as text: tables created before Nov 2026 keep it as text, later ones as uuid.
    */
   async removeRows(target: LoadTarget): Promise<number> {
     const [data, rejects] = this.locations(target.destination);
@@ -296,7 +297,7 @@ export class PostgresDestination implements Destination {
         );
         if (rows[0].present) {
           const res = await client.query(
-            `DELETE FROM ${qualified(data)} WHERE ${quoteIdent(LOAD_ID_COLUMN)} = $1`,
+            `DELETE FROM ${qualified(data)} WHERE ${quoteIdent(LOAD_ID_COLUMN)}::text = $1`,
             [target.pipelineToken],
           );
           removed = res.rowCount ?? 0;
@@ -334,7 +335,7 @@ export class PostgresDestination implements Destination {
       const sql =
         which === 'loaded'
           ? `SELECT to_jsonb(t) - '${LOAD_ID_COLUMN}' AS row FROM ${qualified(at)} t
-             WHERE ${quoteIdent(LOAD_ID_COLUMN)} = $1 ORDER BY ctid LIMIT $2 OFFSET $3`
+             WHERE ${quoteIdent(LOAD_ID_COLUMN)}::text = $1 ORDER BY ctid LIMIT $2 OFFSET $3`
           : `SELECT jsonb_build_object('line', line, 'stage', stage, 'reason', reason) AS row
              FROM ${qualified(at)} WHERE pipeline_token = $1 ORDER BY line, ctid LIMIT $2 OFFSET $3`;
       const { rows } = await client.query<{ row: Record<string, unknown> }>(sql, [
