@@ -7,7 +7,8 @@
  * Needs root (network namespaces) and a build. Prints figures; asserts nothing. Options (environment):
  * BENCH_ROWS_PER_FILE (default 50,000; 20 files of the nine-column file of bench:ingest), BENCH_FILES
  * (default 20), BENCH_WORKERS (default 1,2,4); PG_COPY_STREAMS is passed to the apps (default 2);
- * BENCH_NODE_OPTIONS adds Node flags to the API and worker hosts (e.g. `--cpu-prof --cpu-prof-dir=DIR`, DIR
+ * BENCH_ROUNDS (default 3: rounds of the single file's psql, Tapyard and like-Tapyard copies in turn; its
+ * ratio is of their medians); BENCH_NODE_OPTIONS adds Node flags to the API and worker hosts (e.g. `--cpu-prof --cpu-prof-dir=DIR`, DIR
  * writable inside a host and kept after it: /run/tapyard/<name> is the one shared path the harness binds).
  *
  * The hosts share this machine's cores (printed), so the figures show how the load spreads, not what
@@ -21,13 +22,14 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { Cluster, startCluster } from '../test/support/cluster';
-import { COLUMNS, postJson, uploadFile, waitForRollup, writeCsv } from './support';
+import { COLUMNS, median, postJson, uploadFile, waitForRollup, writeCsv } from './support';
 import { checkComparable } from './support';
 
 const ROWS_PER_FILE = Number(process.env.BENCH_ROWS_PER_FILE ?? 50_000);
 const FILES = Number(process.env.BENCH_FILES ?? 20);
 const WORKER_COUNTS = (process.env.BENCH_WORKERS ?? '1,2,4').split(',').map(Number);
 const TOTAL_ROWS = ROWS_PER_FILE * FILES;
+const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
 
 const seconds = (from: bigint): number => Number(process.hrtime.bigint() - from) / 1e9;
 
@@ -174,41 +176,55 @@ async function main(): Promise<void> {
     const whole = join(dir, 'whole.csv');
     await writeCsv(whole, TOTAL_ROWS, COLUMNS);
     const c = cluster;
-    const copied = await cpuOf(c, ['svc', 'client'], async () => psqlCopy(c.services.databaseUrl, [whole]));
-    const wholePsql = TOTAL_ROWS / copied.result;
     await pipeline(base, 'cluster_single');
     await load(base, 'cluster_single', [warm]);
-    const loaded = await cpuOf(c, ['svc', 'api', 'w1', 'client'], () =>
-      load(base, 'cluster_single', [whole]),
-    );
-    const single = TOTAL_ROWS / loaded.result;
-    console.log(
-      `one ${TOTAL_ROWS}-row file, API host → 1 worker host: ${single.toFixed(0)} rows/s vs psql \\copy ` +
-        `${wholePsql.toFixed(0)} rows/s: ratio ${(single / wholePsql).toFixed(2)}`,
-    );
-    // What each host spent: on machines of their own, the slowest host bounds the load, not the sum.
-    console.log(`  CPU seconds, psql \\copy: ${describeCpu(copied.cpu)} (client: psql)`);
-    console.log(`  CPU seconds, Tapyard: ${describeCpu(loaded.cpu)} (client: the uploading bench process)`);
-    // Each COPY stream of a load is a transaction of its own (PG_COPY_STREAMS): how many the file took.
-    const streams = new Client({ connectionString: c.services.databaseUrl });
-    await streams.connect();
+    const admin = new Client({ connectionString: c.services.databaseUrl });
+    await admin.connect();
+    type Timed = { result: number; cpu: Map<string, Map<string, number>> };
+    type Round = { psql: Timed; tapyard: Timed; same: number; streams: number };
+    const rounds: Round[] = [];
     try {
-      const { rows } = await streams.query<{ n: number }>(
-        `SELECT count(DISTINCT xmin::text)::int - 1 AS n FROM bench.cluster_single`,
-      );
-      console.log(`  COPY streams of the load (transactions that wrote its rows): ${rows[0].n}`);
-      // What the gap is made of: psql into a table like Tapyard's, whose load-id column is filled per row.
-      await streams.query(
-        'CREATE TABLE bench.baseline_load_id (LIKE bench.cluster_single INCLUDING DEFAULTS)',
-      );
-      const same = TOTAL_ROWS / psqlCopy(c.services.databaseUrl, [whole], 'bench.baseline_load_id', true);
-      console.log(
-        `  (psql \\copy into a table like Tapyard's, load id included: ${same.toFixed(0)} rows/s; ` +
-          `Tapyard against it ${(single / same).toFixed(2)})`,
-      );
+      await admin.query('CREATE TABLE bench.baseline_load_id (LIKE bench.cluster_single INCLUDING DEFAULTS)');
+      // Rounds of the three in turn, into emptied tables: a change in the machine's load falls on all.
+      for (let r = 0; r < ROUNDS; r++) {
+        await admin.query('TRUNCATE bench.baseline, bench.cluster_single, bench.baseline_load_id');
+        const psql = await cpuOf(c, ['svc', 'client'], async () => psqlCopy(c.services.databaseUrl, [whole]));
+        const tapyard = await cpuOf(c, ['svc', 'api', 'w1', 'client'], () =>
+          load(base, 'cluster_single', [whole]),
+        );
+        // Each COPY stream of a load is a transaction of its own (PG_COPY_STREAMS): how many the file took.
+        const { rows } = await admin.query<{ n: number }>(
+          `SELECT count(DISTINCT xmin::text)::int AS n FROM bench.cluster_single`,
+        );
+        // What the gap is made of: psql into a table like Tapyard's, load id included.
+        const same = psqlCopy(c.services.databaseUrl, [whole], 'bench.baseline_load_id', true);
+        rounds.push({ psql, tapyard, same, streams: rows[0].n });
+      }
     } finally {
-      await streams.end();
+      await admin.end();
     }
+    const psqlS = median(rounds.map((r) => r.psql.result));
+    const tapyardS = median(rounds.map((r) => r.tapyard.result));
+    const sameS = median(rounds.map((r) => r.same));
+    const list = (xs: number[]) => xs.map((x) => x.toFixed(2)).join(', ');
+    console.log(
+      `one ${TOTAL_ROWS}-row file, API host → 1 worker host: ${(TOTAL_ROWS / tapyardS).toFixed(0)} rows/s vs psql \\copy ` +
+        `${(TOTAL_ROWS / psqlS).toFixed(0)} rows/s: ratio ${(psqlS / tapyardS).toFixed(2)} (medians of ${ROUNDS} rounds; ` +
+        `by round ${rounds.map((r) => (r.psql.result / r.tapyard.result).toFixed(2)).join(', ')}; ` +
+        `seconds psql ${list(rounds.map((r) => r.psql.result))}, Tapyard ${list(rounds.map((r) => r.tapyard.result))})`,
+    );
+    // What each host spent (the round whose Tapyard time is the median): on machines of their own, the
+    // slowest host bounds the load, not the sum.
+    const mid = rounds.find((r) => r.tapyard.result === tapyardS) ?? rounds[0];
+    console.log(`  CPU seconds, psql \\copy: ${describeCpu(mid.psql.cpu)} (client: psql)`);
+    console.log(
+      `  CPU seconds, Tapyard: ${describeCpu(mid.tapyard.cpu)} (client: the uploading bench process)`,
+    );
+    console.log(`  COPY streams of the load (transactions that wrote its rows): ${mid.streams}`);
+    console.log(
+      `  (psql \\copy into a table like Tapyard's, load id included: ${(TOTAL_ROWS / sameS).toFixed(0)} rows/s, ` +
+        `seconds ${list(rounds.map((r) => r.same))}; Tapyard against it ${(sameS / tapyardS).toFixed(2)})`,
+    );
 
     // Each worker count loads into a table of its own, after a small warm-up load (JIT, pools, table).
     for (const workers of [...WORKER_COUNTS].sort((a, b) => a - b)) {

@@ -26,6 +26,7 @@ import {
   benchPipeline,
   benchTarget,
   cpuSeconds,
+  median,
   sleep,
   startPlatform,
   uploadFile,
@@ -223,13 +224,6 @@ async function againstCopy(
   );
   await pg.query(`DROP TABLE ${same}`);
   return runs.find((r) => r.seconds === tapyardS) ?? runs[0];
-}
-
-/** The middle value (the mean of the two middle ones for an even count). */
-function median(xs: number[]): number {
-  const sorted = [...xs].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
 /** Resident set of a process now (VmRSS), in MB. */

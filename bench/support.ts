@@ -505,3 +505,10 @@ export function checkComparable(): MachineWatch {
   });
   return watch;
 }
+
+/** The middle value (the mean of the two middle ones for an even count). */
+export function median(xs: number[]): number {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
