@@ -3,6 +3,9 @@ import { Server, createServer } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { getQueueToken } from '@nestjs/bullmq';
+import { Queue } from 'bullmq';
+import { DocumentPayload, INLINE_UPLOAD_BYTES, IngestJob, IngestQueueData, QUEUES } from '@tapyard/queue';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { zip } from './support/archives';
 import { issueKey, newBootstrapKey } from './support/auth';
@@ -12,7 +15,8 @@ import { vectorPeerFields } from './support/vector-peers';
 
 /**
  * Documents with API keys on, against the embedded pgvector store: container-scoped capabilities,
- * zipped sets through FileNotifier, and a model change refused at search time.
+ * zipped sets through FileNotifier (a small entry carried in its job, a larger one staged), and a model
+ * change refused at search time.
  */
 describe('documents: capabilities, archives, embedding model changes (pgvector)', () => {
   const env = uniqueEnvironment('docs-access');
@@ -127,6 +131,61 @@ describe('documents: capabilities, archives, embedding model changes (pgvector)'
     const jobs = done.jobs.filter((j) => j.filename !== 'policies.zip');
     expect(jobs.map((j) => j.filename).sort()).toEqual(['policies/remote.md', 'policies/travel.pdf']);
     for (const j of jobs) expect(j.status).toBe('success');
+  });
+
+  it('carries an entry (or an upload) of at most INLINE_UPLOAD_BYTES in its job and stages a larger one, all embedded', async () => {
+    const small = '# Budget\n\nThe travel budget is agreed every spring by the finance committee.';
+    const big = `# Ledger\n\n${'The quarterly ledger lists every account and its closing balance. '.repeat(600)}`;
+    expect(Buffer.byteLength(big)).toBeGreaterThan(INLINE_UPLOAD_BYTES);
+    const archive = zip([
+      { name: 'small.md', data: small },
+      { name: 'big.md', data: big },
+    ]);
+    const res = await upload(admin, 'finance', archive, 'ledger.zip').field('publishertoken', 'docs-zip-2');
+    expect(res.status).toBe(200);
+    const done = await rollup({ publishertoken: 'docs-zip-2' }, 3);
+    const jobs = done.jobs.filter((j) => j.filename !== 'ledger.zip') as {
+      filename: string;
+      status: string;
+      pipelineToken: string;
+    }[];
+    expect(jobs.map((j) => [j.filename, j.status]).sort()).toEqual([
+      ['big.md', 'success'],
+      ['small.md', 'success'],
+    ]);
+    const queue = api.app.get<Queue<IngestQueueData>>(getQueueToken(QUEUES.ingest));
+    const data = async (filename: string) => {
+      const token = jobs.find((j) => j.filename === filename)!.pipelineToken;
+      const job = await queue.getJob(`${env}.${token}`);
+      expect(job?.name).toBe(IngestJob.document);
+      return { token, data: job!.data as DocumentPayload };
+    };
+    const carried = await data('small.md');
+    expect(Buffer.from(carried.data.inline ?? '', 'base64').toString()).toBe(small);
+    expect(carried.data.staged).toBeUndefined();
+    const staged = await data('big.md');
+    expect(staged.data.staged).toBe(staged.token);
+    expect(staged.data.inline).toBeUndefined();
+    // A small document uploaded alone travels the same way.
+    const note = '# Petty cash\n\nPetty cash is counted every Friday afternoon.';
+    const token = (await upload(admin, 'finance', note, 'cash.md').expect(200)).text;
+    expect((await rollup({ pipelinetoken: token })).status).toBe('success');
+    const alone = await queue.getJob(`${env}.${token}`);
+    expect(alone?.name).toBe(IngestJob.document);
+    expect(Buffer.from((alone!.data as DocumentPayload).inline ?? '', 'base64').toString()).toBe(note);
+    expect((alone!.data as DocumentPayload).staged).toBeUndefined();
+    for (const [query, uri] of [
+      ['who agrees the travel budget', 'upload://ledger.zip#small.md'],
+      ['closing balance of every account', 'upload://ledger.zip#big.md'],
+      ['when is petty cash counted', 'upload://cash.md'],
+    ]) {
+      const hits = await api.http
+        .post('/api/v1/search/pgvector')
+        .set('x-api-key', admin)
+        .send({ query, table: `finance_${env.slice(-8)}` })
+        .expect(200);
+      expect(hits.body.results[0].metadata.uri).toBe(uri);
+    }
   });
 
   it('scopes search by container: another collection answers 404, its own 200', async () => {

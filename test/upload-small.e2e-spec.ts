@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { INLINE_UPLOAD_BYTES } from '@tapyard/intake';
+import { INLINE_UPLOAD_BYTES } from '@tapyard/queue';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { TEST_DATABASE_URL, uniqueEnvironment } from './support/env';
 import { closedPort } from './support/net';

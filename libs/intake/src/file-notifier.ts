@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { mkdir, readdir, rm } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rm, stat } from 'node:fs/promises';
 import { Logger } from 'pino';
 import { DataSource } from 'typeorm';
 import { ArchiveRefusedError, archiveKind, extractArchive } from '@tapyard/archives';
@@ -10,7 +10,13 @@ import { CONFIG, LOGGER, TapyardConfig, errorMessage, isConnectionFailure } from
 import { ObjectStore } from '@tapyard/objectstore';
 import { PipelineDefinition, isDocumentPipeline } from '@tapyard/model';
 import { PipelinesService } from '@tapyard/pipelines';
-import { EnvironmentQueues, IngestJob, IntakePayload, loadJobOptions } from '@tapyard/queue';
+import {
+  EnvironmentQueues,
+  INLINE_UPLOAD_BYTES,
+  IngestJob,
+  IntakePayload,
+  loadJobOptions,
+} from '@tapyard/queue';
 import { JobRef, StatusService, jobRef } from '@tapyard/status';
 import { Spool } from './spool';
 import { Staging } from './staging';
@@ -148,22 +154,34 @@ export class FileNotifier {
       publisherToken: p.publisherToken ?? p.pipelineToken,
       filename: name.slice(0, 255),
     };
-    await this.staging.write(p.environment, token, createReadStream(path));
+    // A small entry travels in its job, as a small upload does: staging it cost two PUTs here and, for
+    // its job, two GETs, a list and a delete, which the store's and the worker's CPU paid per entry.
+    const small = (await stat(path)).size <= INLINE_UPLOAD_BYTES;
+    const inline = small ? await readFile(path) : undefined;
+    if (!inline) await this.staging.write(p.environment, token, createReadStream(path));
     await rm(path, { force: true });
-    await this.status.record(child, 'FileNotifier', 'begin', `extracted ${name} from ${p.filename}`);
-    await this.status.record(child, 'FileNotifier', 'end', 'queued for processing');
+    await this.status.recordAll(child, [
+      this.status.event('FileNotifier', 'begin', `extracted ${name} from ${p.filename}`),
+      this.status.event('FileNotifier', 'end', 'queued for processing'),
+    ]);
     // An entry's identity: where the archive came from, then its path inside it.
     const origin = p.staged ? `upload://${p.filename}` : `s3://${p.bucket}/${p.key}`;
-    await this.queueLoad(def, child, `${origin}#${name}`);
+    await this.queueLoad(def, child, `${origin}#${name}`, inline);
   }
 
-  /** A document pipeline's file is a document job (one per document, spec); others a load job. Its input is staged under its token. */
-  private async queueLoad(def: PipelineDefinition, job: JobRef, uri: string): Promise<void> {
+  /**
+   * A document pipeline's file is a document job (one per document, spec); others a load job. Its
+   * input is staged under its token, or carried in the job when `inline` is given.
+   */
+  private async queueLoad(def: PipelineDefinition, job: JobRef, uri: string, inline?: Buffer): Promise<void> {
     const options = loadJobOptions(job.environment, job.pipelineToken, this.config.loadRetry);
     const queue = this.queues.ingest(job.environment);
     const staged = job.pipelineToken;
-    if (isDocumentPipeline(def)) await queue.enqueue(IngestJob.document, { ...job, staged, uri }, options);
-    else await queue.enqueue(IngestJob.load, { ...job, staged }, options);
+    const carried = inline ? { inline: inline.toString('base64'), size: inline.length } : {};
+    if (isDocumentPipeline(def)) {
+      const input = inline ? { inline: carried.inline } : { staged };
+      await queue.enqueue(IngestJob.document, { ...job, ...input, uri }, options);
+    } else await queue.enqueue(IngestJob.load, { ...job, staged, ...carried }, options);
   }
 
   private async claim(environment: string, key: string, etag: string, token: string): Promise<boolean> {

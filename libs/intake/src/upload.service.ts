@@ -14,7 +14,13 @@ import type { AccessCheck } from '@tapyard/auth';
 import { PipelineDeletingError, PipelinePolicy, PipelinesService } from '@tapyard/pipelines';
 import { isDocumentPipeline } from '@tapyard/model';
 import { sniffContent } from '@tapyard/profiling';
-import { EnvironmentQueues, IngestJob, IntakePayload, loadJobOptions } from '@tapyard/queue';
+import {
+  EnvironmentQueues,
+  INLINE_UPLOAD_BYTES,
+  IngestJob,
+  IntakePayload,
+  loadJobOptions,
+} from '@tapyard/queue';
 import { archiveKind } from '@tapyard/archives';
 import { ObjectStore } from '@tapyard/objectstore';
 import { JobRef, StatusService } from '@tapyard/status';
@@ -37,13 +43,6 @@ import {
  * then tells the job at once.
  */
 const UPLOAD_STALE_MS = 300_000;
-/**
- * An upload whose request (multipart framing included) is at most this large is received whole in
- * memory and its file carried in its job (base64 in Redis, shared by every host) instead of staged in
- * the object store: its job makes no object-store request at all. Larger ones, and those without a
- * content-length, stream as before. Bounds what Redis holds per queued or kept job (~43 KB).
- */
-export const INLINE_UPLOAD_BYTES = 32 * 1024;
 /**
  * StreamNotifier: streams a multipart upload into the object store as it arrives (never into memory
  * nor onto this host's disk: a job on any worker host reads it, see Staging), records the intake
@@ -148,7 +147,11 @@ export class UploadService {
       if (!admitted.document) assertDataFile(got.filename, got.head, pipeline);
 
       const job: JobRef = { environment, pipeline, pipelineToken, publisherToken, filename: got.filename };
-      if (got.body !== null && !admitted.document) {
+      if (got.body !== null && admitted.document) {
+        await this.enqueueInline(job, got.body, `upload://${got.filename}`);
+        return pipelineToken;
+      }
+      if (got.body !== null) {
         // As for a streamed upload (whose job takes the fields sent before the file), whatever the size.
         if (got.before.has('pipeline') && publisherTokenOf(got.before) !== publisherToken) {
           throw new ValidationError("multipart field 'publishertoken' must come before 'file'").coded(
@@ -187,23 +190,29 @@ export class UploadService {
   }
 
   /**
-   * A small file received whole: its job carries it. The intake's begin and end are one write, made
-   * before the job exists, so they stay ahead of everything the job writes.
+   * A small file received whole: its job carries it (a document job when `documentUri` is given, else
+   * a load job). The intake's begin and end are one write, made before the job exists, so they stay
+   * ahead of everything the job writes.
    */
-  private async enqueueInline(job: JobRef, body: Buffer): Promise<void> {
+  private async enqueueInline(job: JobRef, body: Buffer, documentUri?: string): Promise<void> {
     const { environment, pipelineToken } = job;
     await this.status.recordAll(job, [
       this.status.event('StreamNotifier', 'begin', `receiving ${job.filename}`),
       this.status.event('StreamNotifier', 'end', `received ${body.length} bytes; queued for processing`),
     ]);
     try {
-      await this.queues
-        .ingest(environment)
-        .enqueue(
+      const options = loadJobOptions(environment, pipelineToken, this.config.loadRetry);
+      const inline = body.toString('base64');
+      const queue = this.queues.ingest(environment);
+      if (documentUri !== undefined) {
+        await queue.enqueue(IngestJob.document, { ...job, inline, uri: documentUri }, options);
+      } else {
+        await queue.enqueue(
           IngestJob.load,
-          { ...job, staged: pipelineToken, inline: body.toString('base64'), size: body.length },
-          loadJobOptions(environment, pipelineToken, this.config.loadRetry),
+          { ...job, staged: pipelineToken, inline, size: body.length },
+          options,
         );
+      }
     } catch (err) {
       // The job never started: its status says so rather than staying `processing`.
       await this.status

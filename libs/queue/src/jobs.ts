@@ -178,6 +178,7 @@ const PAYLOADS: { [Q in QueueName]: { [N in JobName<Q>]: Fields<JobPayload<Q, N>
       bucket: optional(str),
       key: optional(str),
       staged: optional(str),
+      inline: optional(str),
       uri: str,
       tap: optional(str),
       metadata: optional(anyObject),

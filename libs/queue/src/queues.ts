@@ -37,6 +37,15 @@ export const IngestJob = {
   document: 'document',
 } as const;
 
+/**
+ * An upload whose request (multipart framing included) is at most this large is received whole in
+ * memory and its file carried in its job (base64 in Redis, shared by every host) instead of staged in
+ * the object store: its job makes no object-store request at all. Larger ones, and those without a
+ * content-length, stream as before. An archive's entry (and a document upload) of at most this size
+ * travels the same way. Bounds what Redis holds per queued or kept job (~43 KB).
+ */
+export const INLINE_UPLOAD_BYTES = 32 * 1024;
+
 /** What every ingest job carries: its pipeline, tokens and source name (a status JobRef). */
 export interface JobFields {
   environment: string;
@@ -51,8 +60,13 @@ export interface DocumentPayload extends JobFields {
   /** Where the document is staged (tap runs, archive entries)... */
   bucket?: string;
   key?: string;
-  /** ...or the staged input of an upload (a Staging id in the object store), removed once the job ends. */
+  /** ...or the staged input of an upload (a Staging id in the object store), removed once the job ends... */
   staged?: string;
+  /**
+   * ...or, for a small document (an upload or an archive entry of at most INLINE_UPLOAD_BYTES), the
+   * document itself, base64: nothing of it is staged, and Redis is shared by every host.
+   */
+  inline?: string;
   /** The document's identity in its source: the tap's `uri`, or `upload://<filename>` for uploads. */
   uri: string;
   /** The tap that yielded it, and the record's own `metadata`. */

@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { CONFIG, TapyardConfig, errorMessage, isOutage } from '@tapyard/core';
 import { CreatedObjects } from '@tapyard/destinations';
@@ -294,17 +295,20 @@ export class DocumentLoader {
   }
 
   /**
-   * The document (an upload's staged input, a tap's or an archive entry's object) copied into this
+   * The document (carried in its job, an upload's staged input, a tap's or an archive entry's object) copied into this
    * host's spool, where the parser reads it. The local name is a fresh token: the document's
    * filename is metadata (a tap chooses it freely) and never part of a path.
    */
   private async stage(p: DocumentPayload): Promise<string> {
     const path = await this.spool.reserve(p.environment, `${randomUUID()}.document`);
-    const fetch = p.staged
-      ? this.staging.download(p.environment, p.staged, path)
-      : p.bucket && p.key
-        ? this.store.download(p.bucket, p.key, path)
-        : Promise.reject(new DocumentStageError('JobRunner', 'the job names no staged document'));
+    const fetch =
+      p.inline !== undefined
+        ? writeFile(path, Buffer.from(p.inline, 'base64'), { mode: 0o600 })
+        : p.staged
+          ? this.staging.download(p.environment, p.staged, path)
+          : p.bucket && p.key
+            ? this.store.download(p.bucket, p.key, path)
+            : Promise.reject(new DocumentStageError('JobRunner', 'the job names no staged document'));
     await fetch.catch(async (err: unknown) => {
       await this.spool.remove(path).catch(() => undefined);
       if (err instanceof DocumentStageError) throw err;
