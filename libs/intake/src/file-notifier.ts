@@ -177,11 +177,13 @@ export class FileNotifier {
     const options = loadJobOptions(job.environment, job.pipelineToken, this.config.loadRetry);
     const queue = this.queues.ingest(job.environment);
     const staged = job.pipelineToken;
-    const carried = inline ? { inline: inline.toString('base64'), size: inline.length } : {};
     if (isDocumentPipeline(def)) {
-      const input = inline ? { inline: carried.inline } : { staged };
+      const input = inline ? { inline: inline.toString('base64') } : { staged };
       await queue.enqueue(IngestJob.document, { ...job, ...input, uri }, options);
-    } else await queue.enqueue(IngestJob.load, { ...job, staged, ...carried }, options);
+    } else {
+      const input = inline ? { inline: inline.toString('base64'), size: inline.length } : {};
+      await queue.enqueue(IngestJob.load, { ...job, staged, ...input }, options);
+    }
   }
 
   private async claim(environment: string, key: string, etag: string, token: string): Promise<boolean> {

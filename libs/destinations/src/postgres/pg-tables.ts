@@ -90,11 +90,13 @@ export async function ensureTables(
     await client.query('SELECT pg_advisory_xact_lock($1)', [DDL_LOCK_ID]);
     await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
     await client.query(`CREATE SCHEMA IF NOT EXISTS tapyard_meta`);
-    // Created once and never replaced: another role's function would refuse CREATE OR REPLACE.
-    const { rows: fn } = await client.query<{ found: boolean }>(
-      `SELECT to_regprocedure('${LOAD_ID_FUNCTION}()') IS NOT NULL AS found`,
-    );
-    if (target.loadId && !fn[0].found) await client.query(LOAD_ID_FUNCTION_DDL);
+    if (target.loadId) {
+      // Created once and never replaced: another role's function would refuse CREATE OR REPLACE.
+      const { rows: fn } = await client.query<{ found: boolean }>(
+        `SELECT to_regprocedure('${LOAD_ID_FUNCTION}()') IS NOT NULL AS found`,
+      );
+      if (!fn[0].found) await client.query(LOAD_ID_FUNCTION_DDL);
+    }
     await client.query(
       `CREATE TABLE IF NOT EXISTS tapyard_meta.loads (pipeline_token text PRIMARY KEY, target text NOT NULL,
        rows_loaded bigint, rows_rejected bigint, loaded_at timestamptz NOT NULL DEFAULT now())`,
