@@ -295,21 +295,13 @@ export class DocumentLoader {
   }
 
   /**
-   * The document (carried in its job, an upload's staged input, a tap's or an archive entry's object) copied into this
-   * host's spool, where the parser reads it. The local name is a fresh token: the document's
-   * filename is metadata (a tap chooses it freely) and never part of a path.
+   * The document (carried in its job, an upload's staged input, a tap's or an archive entry's object)
+   * copied into this host's spool, where the parser reads it. The local name is a fresh token: the
+   * document's filename is metadata (a tap chooses it freely) and never part of a path.
    */
   private async stage(p: DocumentPayload): Promise<string> {
     const path = await this.spool.reserve(p.environment, `${randomUUID()}.document`);
-    const fetch =
-      p.inline !== undefined
-        ? writeFile(path, Buffer.from(p.inline, 'base64'), { mode: 0o600 })
-        : p.staged
-          ? this.staging.download(p.environment, p.staged, path)
-          : p.bucket && p.key
-            ? this.store.download(p.bucket, p.key, path)
-            : Promise.reject(new DocumentStageError('JobRunner', 'the job names no staged document'));
-    await fetch.catch(async (err: unknown) => {
+    await this.copyInto(p, path).catch(async (err: unknown) => {
       await this.spool.remove(path).catch(() => undefined);
       if (err instanceof DocumentStageError) throw err;
       throw new DocumentStageError(
@@ -320,6 +312,13 @@ export class DocumentLoader {
       );
     });
     return path;
+  }
+
+  private copyInto(p: DocumentPayload, path: string): Promise<void> {
+    if (p.inline !== undefined) return writeFile(path, Buffer.from(p.inline, 'base64'), { mode: 0o600 });
+    if (p.staged) return this.staging.download(p.environment, p.staged, path);
+    if (p.bucket && p.key) return this.store.download(p.bucket, p.key, path);
+    return Promise.reject(new DocumentStageError('JobRunner', 'the job names no staged document'));
   }
 
   private async dropLocal(local: string | null): Promise<null> {
