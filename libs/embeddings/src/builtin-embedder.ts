@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import type { Tokenizer as HfTokenizer } from '@huggingface/tokenizers';
 import { Worker } from 'node:worker_threads';
@@ -10,18 +11,28 @@ import { EmbeddingErrorCode } from './embedding-errors';
 export const BUILTIN_MODEL = 'builtin:all-MiniLM-L6-v2';
 /** sentence-transformers reads 256 word pieces, [CLS] and [SEP] included. */
 const MAX_TOKENS = 256;
-const BATCH = 32;
 /**
- * Runs handed to the model's thread and not answered yet. With two, the thread starts the next run
+ * Inputs per run. Small runs keep the sessions' working memory small (it grows with inputs × tokens²)
+ * and cost no speed: 256 inputs of ~150 tokens took 5.5–6.6 s in runs of 8 against 7.4–8.2 s in
+ * runs of 32, at 645 MB peak RSS against 720–1,200 MB (docs/benchmarks.md, round so37).
+ */
+const BATCH = 8;
+/**
+ * ONNX sessions of one thread each, side by side. Two threads in one session wait for each other at
+ * every parallel section of every layer; two sessions of one thread never do.
+ */
+const SESSIONS = Math.min(2, availableParallelism());
+/**
+ * Runs handed to each session's thread and not answered yet. With two, the thread starts the next run
  * the moment one ends, instead of waiting for this thread to see the answer and send more: in a
  * worker this thread is busy with the loads' protocol work, and the documents of the run just ended
  * go off to be written while the next run computes.
  */
-const IN_FLIGHT = 2;
+const IN_FLIGHT = 2 * SESSIONS;
 const FILES = ['model_quantized.onnx', 'tokenizer.json', 'tokenizer_config.json'];
 
 /**
- * all-MiniLM-L6-v2 (int8 ONNX) run in this process: no network at all. One session and one
+ * all-MiniLM-L6-v2 (int8 ONNX) run in this process: no network at all. One set of sessions and one
  * tokenizer per model directory, loaded on first use and shared by every environment.
  */
 class BuiltinEmbedder implements Embedder {
@@ -32,7 +43,7 @@ class BuiltinEmbedder implements Embedder {
 
   constructor(
     private readonly hf: HfTokenizer,
-    private readonly session: OnnxThread,
+    private readonly sessions: OnnxThread[],
   ) {
     this.tokenizer = { count: (text) => hf.encode(text, { add_special_tokens: false }).ids.length };
   }
@@ -93,7 +104,8 @@ class BuiltinEmbedder implements Embedder {
         mask[i * width + t] = 1n;
       }),
     );
-    const hidden = await this.session.run(ids, mask, [n, width]);
+    const session = this.sessions.reduce((a, b) => (b.busy < a.busy ? b : a));
+    const hidden = await session.run(ids, mask, [n, width]);
     return meanPool(hidden, mask, n, width, this.dimension).map(normalize);
   }
 }
@@ -110,6 +122,11 @@ class OnnxThread {
     number,
     { resolve: (h: Float32Array) => void; reject: (e: Error) => void }
   >();
+
+  /** Runs sent and not answered yet. */
+  get busy(): number {
+    return this.waiting.size;
+  }
 
   constructor(model: string) {
     this.worker = new Worker(THREAD_CODE, {
@@ -155,9 +172,9 @@ class OnnxThread {
 const THREAD_CODE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const ort = require(workerData.ort);
-// Two threads for one run: a worker embeds several documents at once on a small machine.
+// One thread: the process runs several sessions side by side instead (SESSIONS).
 const session = ort.InferenceSession.create(workerData.model, {
-  intraOpNumThreads: 2, interOpNumThreads: 1, graphOptimizationLevel: 'all',
+  intraOpNumThreads: 1, interOpNumThreads: 1, graphOptimizationLevel: 'all',
   // Idle pool threads must sleep, not spin: they share two cores with the rest of the worker.
   extra: { session: { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } } },
 });
@@ -209,7 +226,8 @@ async function load(dir: string): Promise<Embedder> {
     JSON.parse(readFileSync(join(dir, 'tokenizer.json'), 'utf8')) as object,
     JSON.parse(readFileSync(join(dir, 'tokenizer_config.json'), 'utf8')) as object,
   );
-  const session = new OnnxThread(join(dir, 'model_quantized.onnx'));
-  await session.ready();
-  return new BuiltinEmbedder(hf, session);
+  const model = join(dir, 'model_quantized.onnx');
+  const sessions = Array.from({ length: SESSIONS }, () => new OnnxThread(model));
+  await Promise.all(sessions.map((s) => s.ready()));
+  return new BuiltinEmbedder(hf, sessions);
 }
