@@ -19,6 +19,7 @@ import { PipelineLoadIds1764739200000 } from './migrations/1764739200000-pipelin
 import { TapStates1764825600000 } from './migrations/1764825600000-tap-states';
 import { IncidentSettings1764912000000 } from './migrations/1764912000000-incident-settings';
 import { JobRowCounts1764998400000 } from './migrations/1764998400000-job-row-counts';
+import { RecordEvents1765084800000 } from './migrations/1765084800000-record-events';
 
 /** Postgres schema holding Tapyard's own metadata; never a destination (see @tapyard/pipelines PLATFORM_SCHEMAS). */
 export const METADATA_SCHEMA = 'tapyard';
@@ -43,6 +44,7 @@ export const MIGRATIONS = [
   TapStates1764825600000,
   IncidentSettings1764912000000,
   JobRowCounts1764998400000,
+  RecordEvents1765084800000,
 ];
 
 // Any constant works as long as every Tapyard process uses the same one.

@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { escapeLiteral } from 'pg';
 import { DataSource } from 'typeorm';
 import { JobRef, JobRow, JobRows, JobScope, JobStatus, ProcessName, StageState } from './status.types';
 
@@ -19,21 +18,6 @@ export interface EventRow {
 const JOB_COLUMNS = `pipeline_token, pipeline, publisher_token, filename, status, last_process, last_state,
   started_at, last_event_at, ended_at, last_error_process, last_error_description, scope, rows_loaded, rows_rejected`;
 
-/**
- * The scope fields of the job's pipeline as it is when the job begins (see pipelineScope()): the job
- * keeps them, so its status stays with that catalog whatever later happens to the pipeline's name.
- */
-const PIPELINE_SCOPE = `(SELECT jsonb_build_object('catalog', p.catalog,
-    'database', p.definition->'destination'->'database'->>'dbName',
-    'type', p.definition->'source'->'fileAttributes'->>'format')
-  FROM tapyard.pipelines p WHERE p.environment = l.environment AND p.name = l.pipeline)`;
-
-/**
- * The first key of the per-job advisory locks. Two-key advisory locks never collide with the one-key
- * locks used elsewhere (migrations, users, codegen), so a job's writers wait only for each other.
- */
-const JOB_LOCK_SPACE = 0x54594a42;
-
 /** One event as written: `epoch` is when it happened, which may be before the batch holding it is written. */
 export interface RecordedEvent {
   processName: ProcessName;
@@ -50,54 +34,6 @@ export interface JobBatch {
   events: readonly RecordedEvent[];
 }
 
-/**
- * Every event of a write, of one job or several, in one statement (planned once, not once per event):
- * `ev` lists them in order (`ord`); an event is written unless its job has ended, before this write or
- * by a terminal event earlier in it; each job's summary row is folded from its written events as the
- * events one by one would fold it (status, last process and state, end from the last; the start from
- * the first; the latest event time; the last error and row counts given).
- */
-const RECORD_EVENTS = `WITH ev (ord, environment, pipeline, pipeline_token, publisher_token, filename, process_name,
-    state, description, epoch, status, terminal, rows_loaded, rows_rejected) AS (VALUES %ROWS%
-  ), open AS (
-    SELECT e.* FROM ev e
-    WHERE NOT EXISTS (SELECT 1 FROM tapyard.jobs j
-        WHERE j.environment = e.environment AND j.pipeline_token = e.pipeline_token AND j.ended_at IS NOT NULL)
-      AND NOT EXISTS (SELECT 1 FROM ev t
-        WHERE t.environment = e.environment AND t.pipeline_token = e.pipeline_token AND t.terminal AND t.ord < e.ord)
-  ), written AS (
-    INSERT INTO tapyard.status_events
-      (environment, pipeline, pipeline_token, publisher_token, filename, process_name, state, description, epoch)
-    SELECT environment, pipeline, pipeline_token, publisher_token, filename, process_name, state, description, epoch
-    FROM open ORDER BY ord
-  ), folded AS (
-    SELECT environment, pipeline_token, min(ord) AS first, max(ord) AS last, max(epoch) AS latest,
-      (array_agg(process_name ORDER BY ord DESC) FILTER (WHERE state = 'error'))[1] AS error_process,
-      (array_agg(description ORDER BY ord DESC) FILTER (WHERE state = 'error'))[1] AS error_description,
-      (array_agg(rows_loaded ORDER BY ord DESC) FILTER (WHERE rows_loaded IS NOT NULL))[1] AS rows_loaded,
-      (array_agg(rows_rejected ORDER BY ord DESC) FILTER (WHERE rows_rejected IS NOT NULL))[1] AS rows_rejected
-    FROM open GROUP BY environment, pipeline_token
-  )
-  INSERT INTO tapyard.jobs AS j (environment, pipeline_token, pipeline, publisher_token, filename, status,
-    last_process, last_state, started_at, last_event_at, ended_at, last_error_process, last_error_description,
-    scope, rows_loaded, rows_rejected)
-  SELECT f.environment, f.pipeline_token, l.pipeline, l.publisher_token, l.filename, l.status,
-    l.process_name, l.state, s.epoch, f.latest, CASE WHEN l.terminal THEN l.epoch END,
-    f.error_process, f.error_description,
-    ${PIPELINE_SCOPE},
-    f.rows_loaded, f.rows_rejected
-  FROM folded f JOIN open l ON l.ord = f.last JOIN open s ON s.ord = f.first
-  ON CONFLICT (environment, pipeline_token) DO UPDATE SET
-    status = EXCLUDED.status,
-    last_process = EXCLUDED.last_process,
-    last_state = EXCLUDED.last_state,
-    last_event_at = GREATEST(j.last_event_at, EXCLUDED.last_event_at),
-    ended_at = EXCLUDED.ended_at,
-    last_error_process = COALESCE(EXCLUDED.last_error_process, j.last_error_process),
-    last_error_description = COALESCE(EXCLUDED.last_error_description, j.last_error_description),
-    rows_loaded = COALESCE(EXCLUDED.rows_loaded, j.rows_loaded),
-    rows_rejected = COALESCE(EXCLUDED.rows_rejected, j.rows_rejected)`;
-
 @Injectable()
 export class StatusRepository {
   constructor(@InjectDataSource() private readonly db: DataSource) {}
@@ -113,11 +49,11 @@ export class StatusRepository {
    * are taken in one order (by key), so two writers holding some of the same jobs cannot deadlock.
    */
   async record(batches: readonly JobBatch[]): Promise<void> {
-    const rows: string[] = [];
+    const columns: (string | number | boolean | null)[][] = Array.from({ length: 13 }, () => []);
     for (const { job, events } of batches) {
       for (const e of events) {
         const status = e.outcome ?? (e.state === 'error' ? 'error' : 'processing');
-        const values = [
+        [
           job.environment,
           job.pipeline,
           job.pipelineToken,
@@ -126,23 +62,22 @@ export class StatusRepository {
           e.processName,
           e.state,
           e.description,
-        ].map((v) => `${literal(v)}::text`);
-        const counts = [e.epoch, e.rows?.loaded ?? null, e.rows?.rejected ?? null].map(
-          (v) => `${literal(v)}::bigint`,
-        );
-        rows.push(
-          `(${rows.length}, ${values.join(', ')}, ${counts[0]}, ${literal(status)}::text, ${literal(status !== 'processing')}, ${counts[1]}, ${counts[2]})`,
-        );
+          e.epoch,
+          status,
+          status !== 'processing',
+          e.rows?.loaded ?? null,
+          e.rows?.rejected ?? null,
+        ].forEach((v, i) => columns[i].push(v));
       }
     }
-    if (rows.length === 0) return;
+    if (columns[0].length === 0) return;
     const keys = [...new Set(batches.map((b) => `${b.job.environment}:${b.job.pipelineToken}`))].sort();
-    // One message, one round trip whatever the number of events and jobs: its statements share an
-    // implicit transaction (the locks are held to its end, an error rolls it all back). Without
-    // parameters, values are literals.
+    // One round trip whatever the number of events and jobs, in one implicit transaction (the locks
+    // are held to its end, an error rolls it all back); the function's statements are planned once per
+    // connection (migration 1765084800000).
     await this.db.query(
-      `${keys.map((k) => `SELECT pg_advisory_xact_lock(${JOB_LOCK_SPACE}, hashtext(${literal(k)}))`).join(';\n')};
-       ${RECORD_EVENTS.replace('%ROWS%', rows.join(',\n'))}`,
+      `SELECT tapyard.record_events(${Array.from({ length: 14 }, (_, i) => `$${i + 1}`).join(', ')})`,
+      [keys, ...columns],
     );
   }
 
@@ -249,14 +184,4 @@ export class StatusRepository {
       return Number(events[1] ?? 0) + Number(jobs[1] ?? 0);
     });
   }
-}
-
-function literal(v: string | number | boolean | null): string {
-  if (v === null) return 'NULL';
-  if (typeof v === 'boolean') return v ? 'TRUE' : 'FALSE';
-  if (typeof v === 'number') {
-    if (!Number.isFinite(v)) throw new Error(`not a finite number: ${v}`);
-    return String(v);
-  }
-  return escapeLiteral(v);
 }
