@@ -177,15 +177,16 @@ async function ready(
   rejects: TableLocation,
 ): Promise<boolean> {
   if (writeModeOf(target) === 'merge') return false;
-  const { rows } = await client.query<{ meta: boolean; data: boolean; rejects: boolean; columns: string[] }>(
-    // The catalog itself, not information_schema.columns: planning that view costs PostgreSQL ~2 ms
-    // of CPU, and every job asks this.
-    `SELECT to_regclass('tapyard_meta.loads') IS NOT NULL AS meta, to_regclass($1) IS NOT NULL AS data,
+  const { rows } = await client.query<{ meta: boolean; data: boolean; rejects: boolean; columns: string[] }>({
+    // Every job asks this: a named statement is planned once per connection, not per job (~0.12 ms
+    // each), and it reads the catalog itself (planning information_schema.columns costs ~2 ms).
+    name: 'tapyard-table-check',
+    text: `SELECT to_regclass('tapyard_meta.loads') IS NOT NULL AS meta, to_regclass($1) IS NOT NULL AS data,
             to_regclass($2) IS NOT NULL AS rejects,
             ARRAY(SELECT attname::text FROM pg_attribute
                    WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped) AS columns`,
-    [qualified(data), qualified(rejects)],
-  );
+    values: [qualified(data), qualified(rejects)],
+  });
   const found = rows[0];
   if (!found.meta || !found.data || !found.rejects) return false;
   const have = new Set(found.columns);

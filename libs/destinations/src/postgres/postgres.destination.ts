@@ -107,15 +107,17 @@ export class PostgresDestination implements Destination {
     return this.withClient(dbName, async (client) => {
       // One round trip per job: the ledger row and whether an earlier delivery left streams prepared. A
       // database without the ledger yet (no load ever, so nothing prepared either) answers "no such table".
+      // Named: planned once per connection (~0.27 ms a job otherwise).
       const read = () =>
-        client.query<{ rows_loaded: string | null; rows_rejected: string | null; pending: boolean }>(
-          `SELECT l.rows_loaded, l.rows_rejected,
+        client.query<{ rows_loaded: string | null; rows_rejected: string | null; pending: boolean }>({
+          name: 'tapyard-committed',
+          text: `SELECT l.rows_loaded, l.rows_rejected,
                   EXISTS (SELECT 1 FROM pg_prepared_xacts
                            WHERE database = current_database() AND starts_with(gid, $2)) AS pending
              FROM (SELECT 1) one
              LEFT JOIN tapyard_meta.loads l ON l.pipeline_token = $1 AND l.rows_loaded IS NOT NULL`,
-          [target.pipelineToken, gidPrefix(target.pipelineToken)],
-        );
+          values: [target.pipelineToken, gidPrefix(target.pipelineToken)],
+        });
       let ledger = await read().catch((err: unknown) => {
         if (NO_LEDGER.has((err as { code?: string }).code ?? '')) return null;
         throw err;
