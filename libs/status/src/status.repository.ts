@@ -1,6 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
+import type { Pool } from 'pg';
 import { DataSource } from 'typeorm';
+import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 import { JobRef, JobRow, JobRows, JobScope, JobStatus, ProcessName, StageState } from './status.types';
 
 export interface EventRow {
@@ -95,7 +97,8 @@ export class StatusRepository {
 
   /** Whether the job's terminal event is written: a delivery of it then has nothing left to do. */
   async ended(environment: string, pipelineToken: string): Promise<boolean> {
-    const rows: unknown[] = await this.db.query(
+    const rows = await this.named(
+      'tapyard-job-ended',
       `SELECT 1 FROM tapyard.jobs WHERE environment = $1 AND pipeline_token = $2 AND ended_at IS NOT NULL`,
       [environment, pipelineToken],
     );
@@ -111,7 +114,8 @@ export class StatusRepository {
     by: 'pipeline_token' | 'publisher_token',
     token: string,
   ): Promise<{ jobs: JobRow[]; events: EventRow[] }> {
-    const rows: { jobs: JobRow[]; events: EventRow[] }[] = await this.db.query(
+    const rows = await this.named<{ jobs: JobRow[]; events: EventRow[] }>(
+      `tapyard-jobs-and-events-${by}`,
       `SELECT
          (SELECT coalesce(json_agg(j ORDER BY j.started_at), '[]') FROM
            (SELECT ${JOB_COLUMNS} FROM tapyard.jobs WHERE environment = $1 AND ${by} = $2) j) AS jobs,
@@ -173,6 +177,16 @@ export class StatusRepository {
        ORDER BY started_at DESC, pipeline_token LIMIT $2 OFFSET $3`,
       [environment, limit, offset],
     );
+  }
+
+  /**
+   * A statement every job or status poll runs, named: PostgreSQL plans it once per connection of the
+   * pool instead of on every call (the rollup's read took ~0.5 ms of planning a poll). TypeORM's
+   * query() cannot name a statement; its driver's pool can.
+   */
+  private async named<T>(name: string, text: string, values: unknown[]): Promise<T[]> {
+    const pool = (this.db.driver as PostgresDriver).master as Pool;
+    return (await pool.query<T & object>({ name, text, values })).rows;
   }
 
   /** Removes every event and summary of the environment; returns how many rows went. */
