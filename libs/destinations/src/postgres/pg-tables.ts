@@ -53,6 +53,38 @@ const LOAD_ID_FUNCTION_DDL = `CREATE FUNCTION ${LOAD_ID_FUNCTION}() RETURNS uuid
 const LOAD_ID_DDL = `${quoteIdent(LOAD_ID_COLUMN)} uuid DEFAULT ${LOAD_ID_FUNCTION}()`;
 const UNIQUE_VIOLATION = '23505';
 
+/**
+ * The owners of what every load runs in a target database: the schema tapyard_meta, its ledger table
+ * (whose triggers would fire on each load's claim) and the load-id function (each new table's default).
+ * Each must be the loading role, a role it belongs to, or a superuser: a role with CREATE on the
+ * database could otherwise make them first and run its own code as the loading role on every load.
+ */
+const META_OWNERS = `SELECT r.rolname, r.rolsuper OR pg_has_role(current_user, r.oid, 'USAGE') AS trusted
+  FROM (SELECT nspowner AS owner FROM pg_namespace WHERE nspname = 'tapyard_meta'
+        UNION ALL SELECT relowner FROM pg_class WHERE oid = to_regclass('tapyard_meta.loads')
+        UNION ALL SELECT proowner FROM pg_proc WHERE oid = to_regprocedure('${LOAD_ID_FUNCTION}()')) o
+  JOIN pg_roles r ON r.oid = o.owner`;
+
+/**
+ * Refuses a database whose tapyard_meta objects belong to another role (see META_OWNERS); answers how
+ * many of them exist (the schema, the ledger, the function).
+ */
+export async function checkMetaOwners(client: PoolClient, database: string): Promise<number> {
+  const { rows } = await client.query<{ rolname: string; trusted: boolean }>({
+    name: 'tapyard-meta-owners',
+    text: META_OWNERS,
+  });
+  const strangers = [...new Set(rows.filter((r) => !r.trusted).map((r) => r.rolname))];
+  if (strangers.length > 0) {
+    throw new ValidationError(
+      `PostgreSQL database '${database}': the schema tapyard_meta, its ledger or its load-id function belongs to ` +
+        `${strangers.map((r) => `role '${r}'`).join(', ')}, not to the role Tapyard loads as; Tapyard will not run ` +
+        `another role's objects on every load (drop them, or ALTER … OWNER TO the loading role)`,
+    ).coded(DestinationErrorCode.LoadRefused);
+  }
+  return rows.length;
+}
+
 /** The unique index a merge upserts through: one per table and key, named within 63 bytes. */
 function keyIndex(schema: string, table: string, key: string[]): string {
   return `tapyard_key_${createHash('sha256')
@@ -101,6 +133,8 @@ export async function ensureTables(
       `CREATE TABLE IF NOT EXISTS tapyard_meta.loads (pipeline_token text PRIMARY KEY, target text NOT NULL,
        rows_loaded bigint, rows_rejected bigint, loaded_at timestamptz NOT NULL DEFAULT now())`,
     );
+    // `IF NOT EXISTS` and the lookup above take what is there, whoever made it.
+    await checkMetaOwners(client, data.database);
     const missing: TableLocation[] = [];
     for (const l of [data, rejects]) if (!(await tableExists(client, l))) missing.push(l);
     const build = async (created: Map<TableLocation, string>) => {

@@ -34,7 +34,7 @@ import { PgPools } from './pg-pools';
 import { DestinationErrorCode } from '../destination-errors';
 import { copyRejects, rejectLines } from './pg-copy';
 import { withPgClient } from './pg-connection';
-import { LOAD_ID_SETTING, PG_MAX_COLUMNS, ensureTables } from './pg-tables';
+import { LOAD_ID_SETTING, PG_MAX_COLUMNS, checkMetaOwners, ensureTables } from './pg-tables';
 import { writeRows } from './write-modes';
 import {
   ExtraStream,
@@ -76,6 +76,8 @@ export class PostgresDestination implements Destination {
     retractable: true,
   };
   readonly encoder = 'copy-text';
+  /** Databases whose tapyard_meta schema and ledger this process found owned as they must be. */
+  private readonly vouched = new Set<string>();
 
   constructor(
     @Inject(CONFIG) private readonly config: TapyardConfig,
@@ -105,6 +107,7 @@ export class PostgresDestination implements Destination {
   async committed(target: LoadTarget): Promise<LoadResult | null> {
     const { dbName, schema, table } = databaseOf(target.destination);
     return this.withClient(dbName, async (client) => {
+      await this.vouchForMeta(client, dbName);
       // One round trip per job: the ledger row and whether an earlier delivery left streams prepared. A
       // database without the ledger yet (no load ever, so nothing prepared either) answers "no such table".
       // Named: planned once per connection (~0.27 ms a job otherwise).
@@ -273,6 +276,7 @@ export class PostgresDestination implements Destination {
     let found = 0;
     for (const database of databases) {
       found += await this.withClient(database, async (client) => {
+        await this.vouchForMeta(client, database);
         let n = 0;
         for (const token of await preparedTokens(client)) n += await this.settle(client, database, token);
         return n;
@@ -361,6 +365,16 @@ export class PostgresDestination implements Destination {
       outcomes.push(...(await this.withClient(database, (client) => dropTables(client, group))));
     }
     return outcomes;
+  }
+
+  /**
+   * Refuses a database whose tapyard_meta objects another role made (checkMetaOwners). Once the schema
+   * and the ledger exist and are vouched for, no other role can replace them (only their owner may),
+   * so each database is checked until then, and not again by this process.
+   */
+  private async vouchForMeta(client: PoolClient, database: string): Promise<void> {
+    if (this.vouched.has(database)) return;
+    if ((await checkMetaOwners(client, database)) >= 2) this.vouched.add(database);
   }
 
   private withClient<T>(database: string, work: (c: PoolClient) => Promise<T>): Promise<T> {
