@@ -10,6 +10,15 @@ const ARGS = `text[], text[], text[], text[], text[], text[], text[], text[], te
  * arrays instead of literals; the locks are taken in the order given, each statement after them
  * reads a snapshot taken once they are granted (plpgsql in READ COMMITTED), as the separate
  * statements of one message did.
+ *
+ * The events, in order (`ord`): an event is written unless its job has ended, before this write or by
+ * a terminal event earlier in it; each job's summary row is folded from its written events as the
+ * events one by one would fold it (status, last process and state, end from the last; the start from
+ * the first; the latest event time; the last error and row counts given). The summary keeps the
+ * scope fields of the job's pipeline as they are when the job begins, so its status stays with that
+ * catalog whatever later happens to the pipeline's name. The locks are two-key advisory locks in
+ * space 0x54594a42 ('TYJB'): they never collide with the one-key locks used elsewhere (migrations,
+ * users, codegen), so a job's writers wait only for each other.
  */
 export class RecordEvents1765084800000 implements MigrationInterface {
   name = 'RecordEvents1765084800000';

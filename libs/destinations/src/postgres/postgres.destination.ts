@@ -158,9 +158,11 @@ export class PostgresDestination implements Destination {
       ).coded(DestinationErrorCode.LoadRefused);
     }
     const [data, rejects] = this.locations(target.destination);
-    await this.withClient(data.database, (client) =>
-      ensureTables(client, this.ownership, target, data, rejects),
-    );
+    await this.withClient(data.database, async (client) => {
+      // ensureTables checks what it creates; what is there already is vouched for here.
+      await this.vouchForMeta(client, data.database);
+      await ensureTables(client, this.ownership, target, data, rejects);
+    });
   }
 
   async load(
