@@ -78,7 +78,7 @@ describe('PostgreSQL destinations refuse tapyard_meta objects another role made'
     ).rows[0];
 
   beforeAll(async () => {
-    server = await startPrivatePostgres({});
+    server = await startPrivatePostgres({ max_prepared_transactions: '4' });
     const root = new Client({ connectionString: server.url('postgres') });
     await root.connect();
     await root.query(`CREATE ROLE loader LOGIN PASSWORD 'loader-pw'`);
@@ -173,6 +173,37 @@ describe('PostgreSQL destinations refuse tapyard_meta objects another role made'
     await stranger.raced.query(`GRANT ALL ON SCHEMA tapyard_meta TO loader`);
     await expect(destination.prepare(t)).rejects.toThrow(/database 'raced'.*role 'stranger'/);
     expect(await meta('raced')).toEqual({ schema: 'stranger', loads: null });
+  });
+
+  it("the sweep of prepared streams settles every database's but a refused one's, and says which it left", async () => {
+    // Streams of loads whose workers died before their decision: no ledger row, so they roll back.
+    const orphan = async (database: string) => {
+      const gid = `tapyard:${randomUUID()}:1`;
+      const c = new Client({ connectionString: roleUrl('loader', database) });
+      await c.connect();
+      await c.query('BEGIN');
+      await c.query(`INSERT INTO items (id, label) VALUES (9, 'nine')`);
+      await c.query(`PREPARE TRANSACTION ${c.escapeLiteral(gid)}`);
+      await c.end();
+      return gid;
+    };
+    const prepared = async (database: string) =>
+      (
+        await admin[database].query<{ gid: string }>(
+          `SELECT gid FROM pg_prepared_xacts WHERE database = current_database()`,
+        )
+      ).rows.map((r) => r.gid);
+    await orphan('clean');
+    const held = await orphan('planted');
+    try {
+      await expect(destination.sweepPrepared()).rejects.toThrow(
+        /settled 1 prepared COPY stream\(s\); left those of database 'planted' \(.*role 'stranger'/,
+      );
+      expect(await prepared('clean')).toEqual([]);
+      expect(await prepared('planted')).toEqual([held]);
+    } finally {
+      await admin.planted.query(`ROLLBACK PREPARED ${admin.planted.escapeLiteral(held)}`);
+    }
   });
 
   it('accepts tapyard_meta owned by a role the loading role belongs to', async () => {

@@ -276,13 +276,22 @@ export class PostgresDestination implements Destination {
       return rows.map((r) => r.database);
     });
     let found = 0;
+    // One database refused (or unreachable) does not keep the others' streams prepared.
+    const left: string[] = [];
     for (const database of databases) {
-      found += await this.withClient(database, async (client) => {
-        await this.vouchForMeta(client, database);
-        let n = 0;
-        for (const token of await preparedTokens(client)) n += await this.settle(client, database, token);
-        return n;
-      });
+      try {
+        found += await this.withClient(database, async (client) => {
+          await this.vouchForMeta(client, database);
+          let n = 0;
+          for (const token of await preparedTokens(client)) n += await this.settle(client, database, token);
+          return n;
+        });
+      } catch (err) {
+        left.push(`'${database}' (${errorMessage(err)})`);
+      }
+    }
+    if (left.length > 0) {
+      throw new Error(`settled ${found} prepared COPY stream(s); left those of database ${left.join(', ')}`);
     }
     return found;
   }
