@@ -297,7 +297,12 @@ describe('operations', () => {
           .body as { trigger: string; status: string }[];
         return runs.some((r) => r.trigger === 'schedule' && r.status !== 'running');
       });
-      const fired = (await probe(port, '/metrics')).body;
+      // The worker counts the run just after it records its end (CI saw the count missing once, in between).
+      let fired = '';
+      await until('the scheduled run to be counted', async () => {
+        fired = (await probe(port, '/metrics')).body;
+        return sample(fired, 'tapyard_tap_runs_total', { trigger: 'schedule' }) !== null;
+      });
       expect(
         sample(fired, 'tapyard_tap_runs_total', { mode: 'run', trigger: 'schedule', outcome: 'success' }),
       ).toBe(1);
