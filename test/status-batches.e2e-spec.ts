@@ -150,6 +150,37 @@ describe('status events written in batches', () => {
     }
   });
 
+  it('keeps every text exactly as given: quotes, backslashes, braces, commas, newlines, "NULL", empty', async () => {
+    // The events travel as PostgreSQL arrays (tapyard.record_events): these are the characters an array
+    // literal treats specially.
+    const ref = { ...job(), filename: 'we{ird}, "name"\\.csv', publisherToken: 'NULL' };
+    const texts = ['NULL', 'a "quoted" word', 'back\\slash', '{brace,comma}', '', 'line\nbreak', "it's"];
+    const run = status.of(ref);
+    for (const t of texts.slice(0, -1)) run.add('DataQuality', 'begin', t);
+    await run.record('DataQuality', 'error', texts[texts.length - 1]);
+    const { rows } = await pg.query<{
+      description: string;
+      filename: string;
+      publisher_token: string | null;
+    }>(
+      `SELECT description, filename, publisher_token FROM tapyard.status_events
+       WHERE environment = $1 AND pipeline_token = $2 ORDER BY id`,
+      [ref.environment, ref.pipelineToken],
+    );
+    expect(rows.map((r) => r.description)).toEqual(texts);
+    expect(new Set(rows.map((r) => `${r.filename}|${r.publisher_token}`))).toEqual(
+      new Set([`${ref.filename}|NULL`]),
+    );
+    expect(
+      (
+        await pg.query(
+          `SELECT last_error_description FROM tapyard.jobs WHERE environment = $1 AND pipeline_token = $2`,
+          [ref.environment, ref.pipelineToken],
+        )
+      ).rows[0],
+    ).toEqual({ last_error_description: "it's" });
+  });
+
   it('a flush with nothing kept writes nothing', async () => {
     const ref = job();
     await status.of(ref).flush();
