@@ -77,9 +77,10 @@ export class StatusRepository {
     // One round trip whatever the number of events and jobs, in one implicit transaction (the locks
     // are held to its end, an error rolls it all back); the function's statements are planned once per
     // connection (migration 1765084800000).
+    const params = [keys, ...columns];
     await this.db.query(
-      `SELECT tapyard.record_events(${Array.from({ length: 14 }, (_, i) => `$${i + 1}`).join(', ')})`,
-      [keys, ...columns],
+      `SELECT tapyard.record_events(${params.map((_, i) => `$${i + 1}`).join(', ')})`,
+      params,
     );
   }
 
