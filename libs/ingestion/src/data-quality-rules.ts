@@ -1,6 +1,6 @@
 // Loaded by the stage thread (see row-plan.ts): only deep-importable modules here.
 import type { DataQualityRule, FieldType, SchemaField } from '@tapyard/model';
-import { compileLinearRegex } from '@tapyard/model';
+import { compileLinearRegex, type LinearRegex } from '@tapyard/model';
 import type { CsvCell, CsvCellRule } from '@tapyard/readers';
 
 /** One rule on one value (the cell trimmed, or null): why it fails, or null when it passes. */
@@ -81,6 +81,19 @@ function cellRule(rules: readonly DataQualityRule[], type: FieldType): CsvCellRu
         .filter((b, k) => b.toString() === rule.values[k]);
       const check = compileRule(rule, type);
       return [(cell) => (untrimmed(cell) ? oneOf(cell, allowed) : check(value(cell)) === null)];
+    }
+    if (rule.type === 'regex') {
+      const re = compileLinearRegex(rule.pattern);
+      const check = regexCheck(rule.pattern, re);
+      const bytes = re.testAscii;
+      if (bytes === null) return [(cell) => check(value(cell)) === null];
+      // An ASCII cell that trimming leaves as it is: its bytes are its value's text.
+      return [
+        (cell) =>
+          untrimmed(cell) && cell.isAscii()
+            ? bytes(cell.bytes, cell.start, cell.end)
+            : check(value(cell)) === null,
+      ];
     }
     const check = compileRule(rule, type);
     return [(cell) => check(value(cell)) === null];
@@ -192,12 +205,9 @@ export function compileRule(rule: DataQualityRule, type: FieldType): Check {
         return null;
       };
     }
-    case 'regex': {
+    case 'regex':
       // Compiled once per job; linear time whatever the pattern and the value (RE2 semantics).
-      const re = compileLinearRegex(rule.pattern);
-      return (v) =>
-        v === null || re.test(v) ? null : `value '${short(v)}' does not match /${rule.pattern}/ (rule regex)`;
-    }
+      return regexCheck(rule.pattern, compileLinearRegex(rule.pattern));
     case 'allowed_values': {
       const allowed = new Set(rule.values);
       return (v) =>
@@ -209,6 +219,11 @@ export function compileRule(rule: DataQualityRule, type: FieldType): Check {
       // Coercion to the schema type already enforces it for every column.
       return () => null;
   }
+}
+
+function regexCheck(pattern: string, re: LinearRegex): Check {
+  return (v) =>
+    v === null || re.test(v) ? null : `value '${short(v)}' does not match /${pattern}/ (rule regex)`;
 }
 
 function short(v: string): string {

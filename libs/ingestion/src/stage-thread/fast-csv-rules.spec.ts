@@ -84,6 +84,10 @@ const PATTERNS = [
   'é',
   '^-',
   '\\d',
+  // Byte forms (see compileLinearRegex's testAscii): a fixed length, a count range, an unbounded run.
+  '^\\w{1,3}$',
+  '^[a-z]*\\d?$',
+  '^[A-Za-z]{2}',
 ];
 const BOUNDS: Record<string, (number | string)[]> = {
   number: [-1, 0, 5, 10, 100, 999.99, 1000, '10', '1e3', 2147483647],

@@ -74,4 +74,53 @@ describe('compileLinearRegex', () => {
       { numRuns: 3000, seed: 18 },
     );
   });
+
+  it("gives V8's answers on ASCII bytes without decoding them (property)", () => {
+    const atom = fc.constantFrom(
+      'a',
+      'b',
+      '0',
+      '\\d',
+      '\\w',
+      '\\W',
+      '\\.',
+      '[a-c]',
+      '[^b]',
+      '[\\d_]',
+      'é',
+      '-',
+      '/',
+    );
+    const quant = fc.constantFrom('', '', '*', '+', '?', '{2}', '{0,3}', '{1,}', '{3,5}', '+?', '??');
+    const pattern = fc
+      .array(fc.tuple(atom, quant), { minLength: 0, maxLength: 6 })
+      .chain((parts) =>
+        fc.boolean().map((end) => `^${parts.map(([a, q]) => a + q).join('')}${end ? '$' : ''}`),
+      );
+    const text = fc.stringMatching(/^[ab0c_.\n /-]{0,12}$/);
+    let tested = 0;
+    fc.assert(
+      fc.property(pattern, text, fc.nat(3), (p, t, pad) => {
+        const re = compileLinearRegex(p);
+        if (re.testAscii === null) return true;
+        tested++;
+        // The cell lies inside a larger buffer, as on the fast path.
+        const bytes = Buffer.from(`${'x'.repeat(pad)}${t}${'yz'.repeat(pad)}`, 'latin1');
+        return re.testAscii(bytes, pad, pad + t.length) === new RegExp(p, 'u').test(t);
+      }),
+      { numRuns: 5000, seed: 7 },
+    );
+    expect(tested).toBeGreaterThan(3000);
+  });
+
+  it('has a byte form for the common shapes and none where the text decides', () => {
+    for (const p of ['^\\d{5}$', '^[A-Z]{2}\\d+$', '^[a-z0-9._%+-]+@', '^$', '^', '^\\w{1,64}$']) {
+      expect(compileLinearRegex(p).testAscii).not.toBeNull();
+    }
+    expect(compileLinearRegex('^\\d{5}(-\\d{4})?$').testAscii).toBeNull(); // re2js runs it
+    expect(compileLinearRegex('^a{0,999}$').testAscii).toBeNull(); // 1,000 states
+    const zip = compileLinearRegex('^\\d{5}$').testAscii!;
+    const b = Buffer.from('x12345,1234,123456');
+    expect([zip(b, 1, 6), zip(b, 7, 11), zip(b, 12, 18)]).toEqual([true, false, false]);
+  });
 });

@@ -105,12 +105,17 @@ export class CsvCell {
       const { bytes, start, end } = this;
       // As the reference reader: one native decoding per buffer and a substring per ASCII cell (a
       // native call per cell costs more than checking the rest of the record).
-      if (this.ascii || asciiRange(bytes, start, end)) {
+      if (this.isAscii()) {
         this.latin1 ??= bytes.toString('latin1');
         this.decoded = this.latin1.substring(start, end);
       } else this.decoded = bytes.toString('utf8', start, end);
     }
     return this.decoded;
+  }
+
+  /** Whether every byte of the cell is ASCII. */
+  isAscii(): boolean {
+    return this.ascii || asciiRange(this.bytes, this.start, this.end);
   }
 
   /** Starts on a buffer (`ascii`: all of it is). */
