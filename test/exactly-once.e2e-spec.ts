@@ -160,8 +160,10 @@ describe('exactly-once loads', () => {
       for (const restore of restores) restore();
     }
     // Was ten: the probe's query, two for the ledger check, then BEGIN, SET, the claim, COPY, an empty
-    // COPY of rejects, UPDATE and COMMIT each on its own.
-    expect(sent).toHaveLength(4);
+    // COPY of rejects, UPDATE and COMMIT each on its own. Then four: the claim, COPY and its data were
+    // three round trips; now they are one message.
+    expect(sent).toHaveLength(3);
+    expect(sent[1]).toMatch(/^BEGIN;[^]*INSERT INTO tapyard_meta\.loads[^]*; COPY "ingest_test"\./);
     expect(
       (
         await pg.query(
@@ -193,6 +195,81 @@ describe('exactly-once loads', () => {
         )
       ).rows,
     ).toEqual([{ line: '3', reason: 'not a number' }]);
+  });
+
+  it('a small load PostgreSQL refuses in its one message leaves no ledger row, and the connection serves the next', async () => {
+    const dest = api.app.get(PostgresDestination);
+    const target = {
+      environment: env,
+      pipeline: 'once',
+      destination: { database: { dbName: 'tapyard_test', schema: 'ingest_test', table, usePostgres: true } },
+      columns: [
+        { name: 'id', type: 'int' as const },
+        { name: 'label', type: 'string' as const },
+        { name: 'amount', type: 'double' as const },
+      ],
+      pipelineToken: `refused-${env}`,
+    };
+    await dest.prepare(target);
+    const load = (payload: string) =>
+      dest.load(
+        target,
+        (async function* () {
+          yield payload;
+        })(),
+        async function* () {},
+        () => undefined,
+      );
+    // COPY text with a value the int column refuses: PostgreSQL's own error, the claim rolled back.
+    await expect(load('3000001\tfine\t1.5\nnot-a-number\tbad\t2.5\n')).rejects.toMatchObject({
+      code: '22P02',
+    });
+    const ledger = () =>
+      pg.query(`SELECT rows_loaded FROM tapyard_meta.loads WHERE pipeline_token = $1`, [
+        target.pipelineToken,
+      ]);
+    expect((await ledger()).rows).toEqual([]);
+    // The same job again (a retry), on the pool's connections: claimed afresh, loaded once.
+    await expect(load('3000001\tfine\t1.5\n3000002\talso\t2.5\n')).resolves.toMatchObject({
+      loaded: 2,
+      alreadyLoaded: false,
+    });
+    expect((await ledger()).rows).toEqual([{ rows_loaded: '2' }]);
+    const ids = await pg.query(`SELECT id FROM ingest_test."${table}" WHERE id >= 3000001 ORDER BY id`);
+    expect(ids.rows).toEqual([{ id: 3000001 }, { id: 3000002 }]);
+  });
+
+  it('two deliveries of one small job at once load it once: the second claim waits for the first, then answers its counts', async () => {
+    const dest = api.app.get(PostgresDestination);
+    const target = {
+      environment: env,
+      pipeline: 'once',
+      destination: { database: { dbName: 'tapyard_test', schema: 'ingest_test', table, usePostgres: true } },
+      columns: [
+        { name: 'id', type: 'int' as const },
+        { name: 'label', type: 'string' as const },
+        { name: 'amount', type: 'double' as const },
+      ],
+      pipelineToken: `twice-${env}`,
+    };
+    await dest.prepare(target);
+    const load = () =>
+      dest.load(
+        target,
+        (async function* () {
+          yield '4000001\ttwice\t1.5\n4000002\ttwice\t2.5\n4000003\ttwice\t3.5\n';
+        })(),
+        async function* () {},
+        () => undefined,
+      );
+    const results = await Promise.all([load(), load(), load()]);
+    expect(results.map((r) => [r.loaded, r.alreadyLoaded]).sort()).toEqual([
+      [3, false],
+      [3, true],
+      [3, true],
+    ]);
+    const n = await pg.query(`SELECT count(*)::int AS n FROM ingest_test."${table}" WHERE id >= 4000001`);
+    expect(n.rows).toEqual([{ n: 3 }]);
   });
 
   it('a database no job loaded yet has no ledger: nothing committed there', async () => {

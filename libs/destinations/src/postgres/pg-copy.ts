@@ -24,16 +24,10 @@ export async function copyPayloads(
   while (!next.done) {
     const first = next.value;
     const key = copyKey(first);
-    const sql =
-      typeof first === 'string'
-        ? `COPY ${table} (${textColumns}) FROM STDIN (FORMAT text)`
-        : `COPY ${table} (${csvChunk(first).columns.map(quoteIdent).join(', ')}) FROM STDIN (${csvChunk(first).copyOptions})`;
+    const sql = copySql(table, textColumns, first);
     const run = async function* (): AsyncGenerator<CopyData> {
       while (!next.done && copyKey(next.value) === key) {
-        const p = next.value;
-        yield typeof p === 'string'
-          ? { data: p, rows: countLines(p) }
-          : { data: csvChunk(p).bytes, rows: csvChunk(p).rows, written: csvChunk(p).written };
+        yield copyData(next.value);
         next = await it.next();
       }
     };
@@ -43,8 +37,22 @@ export async function copyPayloads(
   return total;
 }
 
+/** The COPY statement of a run of payloads like `first` (`textColumns`: the target's, quoted). */
+export function copySql(table: string, textColumns: string, first: Payload): string {
+  if (typeof first === 'string') return `COPY ${table} (${textColumns}) FROM STDIN (FORMAT text)`;
+  const chunk = csvChunk(first);
+  return `COPY ${table} (${chunk.columns.map(quoteIdent).join(', ')}) FROM STDIN (${chunk.copyOptions})`;
+}
+
+/** A payload as the COPY data it sends. */
+export function copyData(p: Payload): CopyData {
+  if (typeof p === 'string') return { data: p, rows: countLines(p) };
+  const chunk = csvChunk(p);
+  return { data: chunk.bytes, rows: chunk.rows, written: chunk.written };
+}
+
 /** Payloads that share one COPY statement have the same key. */
-function copyKey(p: Payload): string {
+export function copyKey(p: Payload): string {
   if (typeof p === 'string') return 'text';
   const c = csvChunk(p);
   return `csv:${c.eol ?? 'any'}:${c.copyOptions}:${c.columns.join(',')}`;

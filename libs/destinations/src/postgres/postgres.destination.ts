@@ -33,6 +33,7 @@ import {
 import { PgPools } from './pg-pools';
 import { DestinationErrorCode } from '../destination-errors';
 import { copyRejects, rejectLines } from './pg-copy';
+import { sendOneMessage, takeSmall } from './one-message';
 import { withPgClient } from './pg-connection';
 import { LOAD_ID_SETTING, PG_MAX_COLUMNS, checkMetaOwners, ensureTables } from './pg-tables';
 import { writeRows } from './write-modes';
@@ -176,52 +177,69 @@ export class PostgresDestination implements Destination {
     const rejectsLocation = `${dbName}.${schema}.${rejectsTable(table)}`;
     return this.withClient(dbName, async (client) => {
       let extras: ExtraStream[] = [];
-      // The transaction's start and the ledger claim go in one message (values as literals: a
-      // multi-statement message takes no parameters), and the ledger's counts with the COMMIT: a small
-      // job.s load is then two round trips and its COPY (a clean job sends no COPY of rejects), not eight.
       const token = client.escapeLiteral(target.pipelineToken);
-      try {
-        const opened = (await client.query(
-          `BEGIN; SET LOCAL TimeZone = 'UTC';
+      const opening = `BEGIN; SET LOCAL TimeZone = 'UTC';
          ${target.loadId ? `SELECT set_config('${LOAD_ID_SETTING}', ${token}, true);` : ''}
-         INSERT INTO tapyard_meta.loads (pipeline_token, target) VALUES (${token}, ${client.escapeLiteral(location)})
-         ON CONFLICT (pipeline_token) DO NOTHING RETURNING pipeline_token`,
-        )) as unknown as QueryResult[];
-        if (opened[opened.length - 1].rowCount === 0) {
-          await client.query('ROLLBACK');
-          // The load that committed may have died before it committed its further streams.
-          await this.settle(client, dbName, target.pipelineToken);
-          const prev = await client.query(
-            `SELECT rows_loaded, rows_rejected FROM tapyard_meta.loads WHERE pipeline_token = $1`,
-            [target.pipelineToken],
-          );
-          const row = prev.rows[0] as { rows_loaded: string; rows_rejected: string } | undefined;
-          return {
-            loaded: Number(row?.rows_loaded ?? 0),
-            rejected: Number(row?.rows_rejected ?? 0),
-            alreadyLoaded: true,
-            location,
-            rejectsLocation,
-          };
-        }
+         INSERT INTO tapyard_meta.loads (pipeline_token, target) VALUES (${token}, ${client.escapeLiteral(location)})`;
+      const already = async (): Promise<LoadResult> => {
+        await client.query('ROLLBACK');
+        // The load that committed may have died before it committed its further streams.
+        await this.settle(client, dbName, target.pipelineToken);
+        const prev = await client.query(
+          `SELECT rows_loaded, rows_rejected FROM tapyard_meta.loads WHERE pipeline_token = $1`,
+          [target.pipelineToken],
+        );
+        const row = prev.rows[0] as { rows_loaded: string; rows_rejected: string } | undefined;
+        return {
+          loaded: Number(row?.rows_loaded ?? 0),
+          rejected: Number(row?.rows_rejected ?? 0),
+          alreadyLoaded: true,
+          location,
+          rejectsLocation,
+        };
+      };
+      try {
+        const append = writeModeOf(target) === 'append';
+        const taken = append ? await takeSmall(payloads) : { payloads, whole: null };
         let loaded: number;
-        if (writeModeOf(target) === 'append' && this.config.database.copyStreams > 1) {
-          ({ loaded, extras } = await copyStreams(
+        if (taken.whole !== null) {
+          // A small load: its statements, COPY and data in one message (see sendOneMessage).
+          const columns = target.columns.map((c) => quoteIdent(c.name)).join(', ');
+          const sent = await sendOneMessage(
             client,
-            () => this.pools.spare(dbName),
-            {
-              streams: this.config.database.copyStreams,
-              minBytes: this.config.database.copyStreamMinBytes,
-              pipelineToken: target.pipelineToken,
-              loadId: target.loadId === true,
-              table: `${quoteIdent(schema)}.${quoteIdent(table)}`,
-              columns: target.columns.map((c) => c.name),
-            },
-            payloads,
-            progress,
-          ));
+            opening,
+            `${quoteIdent(schema)}.${quoteIdent(table)}`,
+            columns,
+            taken.whole,
+          );
+          if (!sent.claimed) return await already();
+          loaded = sent.rows;
+          progress(loaded);
         } else {
-          loaded = await writeRows(client, target, payloads, progress);
+          // The transaction's start and the ledger claim go in one message (values as literals: a
+          // multi-statement message takes no parameters), and the ledger's counts with the COMMIT.
+          const opened = (await client.query(
+            `${opening} ON CONFLICT (pipeline_token) DO NOTHING RETURNING pipeline_token`,
+          )) as unknown as QueryResult[];
+          if (opened[opened.length - 1].rowCount === 0) return await already();
+          if (append && this.config.database.copyStreams > 1) {
+            ({ loaded, extras } = await copyStreams(
+              client,
+              () => this.pools.spare(dbName),
+              {
+                streams: this.config.database.copyStreams,
+                minBytes: this.config.database.copyStreamMinBytes,
+                pipelineToken: target.pipelineToken,
+                loadId: target.loadId === true,
+                table: `${quoteIdent(schema)}.${quoteIdent(table)}`,
+                columns: target.columns.map((c) => c.name),
+              },
+              taken.payloads,
+              progress,
+            ));
+          } else {
+            loaded = await writeRows(client, target, taken.payloads, progress);
+          }
         }
         const rejected = await copyRejects(
           client,
