@@ -25,15 +25,13 @@ export async function takeSmall(payloads: AsyncIterable<Payload>): Promise<Taken
   const it = payloads[Symbol.asyncIterator]();
   const ahead: Payload[] = [];
   let bytes = 0;
-  let fits = true;
   for (;;) {
     const next = await it.next();
     if (next.done) break;
     ahead.push(next.value);
     const p = next.value;
     bytes += typeof p === 'string' ? Buffer.byteLength(p) : 'bytes' in p ? p.bytes.byteLength : Infinity;
-    fits = bytes <= ONE_MESSAGE_BYTES && copyKey(p) === copyKey(ahead[0]);
-    if (!fits) {
+    if (bytes > ONE_MESSAGE_BYTES || copyKey(p) !== copyKey(ahead[0])) {
       const rest = async function* (): AsyncIterable<Payload> {
         yield* ahead;
         for (let n = await it.next(); !n.done; n = await it.next()) yield n.value;
