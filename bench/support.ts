@@ -89,7 +89,22 @@ export async function startPlatform(
   const env = platformEnv(environment, port, DB_URL, dir, extra);
   const api = startApp('api', { ...env, ...only.api });
   const worker = startApp('worker', { ...env, ...only.worker });
+  let stopping = false;
+  // An app that dies under the bench ends it loudly: the bench would otherwise wait for its jobs forever.
+  for (const [name, p] of [
+    ['API', api],
+    ['worker', worker],
+  ] as const) {
+    p.once('exit', (code, signal) => {
+      if (stopping) return;
+      console.error(`NOT COMPARABLE: the ${name} exited during the bench (code ${code}, signal ${signal})`);
+      api.kill('SIGKILL');
+      worker.kill('SIGKILL');
+      process.exit(1);
+    });
+  }
   const stop = async () => {
+    stopping = true;
     await Promise.all(
       [api, worker].map(async (p) => {
         if (p.exitCode !== null || p.signalCode !== null) return;
