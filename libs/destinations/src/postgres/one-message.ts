@@ -33,8 +33,15 @@ export async function takeSmall(payloads: AsyncIterable<Payload>): Promise<Taken
     bytes += typeof p === 'string' ? Buffer.byteLength(p) : 'bytes' in p ? p.bytes.byteLength : Infinity;
     if (bytes > ONE_MESSAGE_BYTES || copyKey(p) !== copyKey(ahead[0])) {
       const rest = async function* (): AsyncIterable<Payload> {
-        yield* ahead;
-        for (let n = await it.next(); !n.done; n = await it.next()) yield n.value;
+        let ended = false;
+        try {
+          yield* ahead;
+          for (let n = await it.next(); !n.done; n = await it.next()) yield n.value;
+          ended = true;
+        } finally {
+          // A consumer that stops early stops the source too, as it would have without the read-ahead.
+          if (!ended) await it.return?.();
+        }
       };
       return { payloads: rest(), whole: null };
     }
