@@ -34,6 +34,19 @@ describe('exactly-once loads', () => {
     await api.close();
   });
 
+  /** The pipeline's PostgreSQL target, as a job of `pipelineToken` loads it. */
+  const targetOf = (pipelineToken: string) => ({
+    environment: env,
+    pipeline: 'once',
+    destination: { database: { dbName: 'tapyard_test', schema: 'ingest_test', table, usePostgres: true } },
+    columns: [
+      { name: 'id', type: 'int' as const },
+      { name: 'label', type: 'string' as const },
+      { name: 'amount', type: 'double' as const },
+    ],
+    pipelineToken,
+  });
+
   it('a worker killed in the middle of a load leaves each row exactly once after another takes over', async () => {
     const rows = 600_000;
     let csv = 'id,label,amount\n';
@@ -85,17 +98,7 @@ describe('exactly-once loads', () => {
 
   it('a second delivery of a committed job writes nothing', async () => {
     const dest = api.app.get(PostgresDestination);
-    const target = {
-      environment: env,
-      pipeline: 'once',
-      destination: { database: { dbName: 'tapyard_test', schema: 'ingest_test', table, usePostgres: true } },
-      columns: [
-        { name: 'id', type: 'int' as const },
-        { name: 'label', type: 'string' as const },
-        { name: 'amount', type: 'double' as const },
-      ],
-      pipelineToken: `redelivered-${env}`,
-    };
+    const target = targetOf(`redelivered-${env}`);
     await dest.prepare(target);
     const before = Number((await pg.query(`SELECT count(*) FROM ingest_test."${table}"`)).rows[0].count);
     await expectSecondDeliveryWritesNothing(dest, target, [
@@ -108,17 +111,7 @@ describe('exactly-once loads', () => {
   });
   it('a small job costs its loader few round trips: no probe query, one ledger check, the claim, its COPY, the counts with the COMMIT', async () => {
     const dest = api.app.get(PostgresDestination);
-    const target = {
-      environment: env,
-      pipeline: 'once',
-      destination: { database: { dbName: 'tapyard_test', schema: 'ingest_test', table, usePostgres: true } },
-      columns: [
-        { name: 'id', type: 'int' as const },
-        { name: 'label', type: 'string' as const },
-        { name: 'amount', type: 'double' as const },
-      ],
-      pipelineToken: `trips-${env}`,
-    };
+    const target = targetOf(`trips-${env}`);
     await dest.prepare(target);
     // Every message the loader sends on its connections to the target database, counted as sent.
     const pool = api.app.get(PgPools).get('tapyard_test');
@@ -199,17 +192,7 @@ describe('exactly-once loads', () => {
 
   it('a small load PostgreSQL refuses in its one message leaves no ledger row, and the connection serves the next', async () => {
     const dest = api.app.get(PostgresDestination);
-    const target = {
-      environment: env,
-      pipeline: 'once',
-      destination: { database: { dbName: 'tapyard_test', schema: 'ingest_test', table, usePostgres: true } },
-      columns: [
-        { name: 'id', type: 'int' as const },
-        { name: 'label', type: 'string' as const },
-        { name: 'amount', type: 'double' as const },
-      ],
-      pipelineToken: `refused-${env}`,
-    };
+    const target = targetOf(`refused-${env}`);
     await dest.prepare(target);
     const load = (payload: string) =>
       dest.load(
@@ -241,17 +224,7 @@ describe('exactly-once loads', () => {
 
   it('two deliveries of one small job at once load it once: the second claim waits for the first, then answers its counts', async () => {
     const dest = api.app.get(PostgresDestination);
-    const target = {
-      environment: env,
-      pipeline: 'once',
-      destination: { database: { dbName: 'tapyard_test', schema: 'ingest_test', table, usePostgres: true } },
-      columns: [
-        { name: 'id', type: 'int' as const },
-        { name: 'label', type: 'string' as const },
-        { name: 'amount', type: 'double' as const },
-      ],
-      pipelineToken: `twice-${env}`,
-    };
+    const target = targetOf(`twice-${env}`);
     await dest.prepare(target);
     const load = () =>
       dest.load(

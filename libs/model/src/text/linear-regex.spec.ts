@@ -2,6 +2,22 @@ import fc from 'fast-check';
 import { RE2JS } from 're2js';
 import { RegexSyntaxError, backtrackingIsLinear, compileLinearRegex } from './linear-regex';
 
+/** Single-character atoms of the linear class (ASCII and not). */
+const ATOMS = ['a', 'b', '0', '\\d', '\\w', '\\W', '\\.', '[a-c]', '[^b]', '[\\d_]', 'é', '-'];
+
+/** Patterns of `^`, up to six quantified atoms and an optional `$` (the linear class's shape). */
+function anchoredPatterns(
+  atom: fc.Arbitrary<string>,
+  quant: fc.Arbitrary<string>,
+  minLength: number,
+): fc.Arbitrary<string> {
+  return fc
+    .array(fc.tuple(atom, quant), { minLength, maxLength: 6 })
+    .chain((parts) =>
+      fc.boolean().map((end) => `^${parts.map(([a, q]) => a + q).join('')}${end ? '$' : ''}`),
+    );
+}
+
 describe('compileLinearRegex', () => {
   it('runs a catastrophic-backtracking pattern in linear time', () => {
     for (const pattern of ['^(a+)+$', '(x+x+)+y', '^(a|a)*$', '^(.*a){20}$']) {
@@ -42,28 +58,9 @@ describe('compileLinearRegex', () => {
   });
 
   it('gives the same answers as re2js on the V8 path (property)', () => {
-    const atom = fc.constantFrom(
-      'a',
-      'b',
-      'Z',
-      '0',
-      '\\d',
-      '\\w',
-      '\\W',
-      '\\.',
-      '[a-c]',
-      '[^b]',
-      '[\\d_]',
-      'é',
-      '😀',
-      '-',
-    );
+    const atom = fc.constantFrom(...ATOMS, 'Z', '😀');
     const quant = fc.constantFrom('', '', '*', '+', '?', '{2}', '{0,3}', '{1,}', '+?');
-    const pattern = fc
-      .array(fc.tuple(atom, quant), { minLength: 1, maxLength: 6 })
-      .chain((parts) =>
-        fc.boolean().map((end) => `^${parts.map(([a, q]) => a + q).join('')}${end ? '$' : ''}`),
-      );
+    const pattern = anchoredPatterns(atom, quant, 1);
     const text = fc.stringMatching(/^[ab0Z_.é😀\n -]{0,12}$/u);
     fc.assert(
       fc.property(pattern, text, (p, t) => {
@@ -76,27 +73,9 @@ describe('compileLinearRegex', () => {
   });
 
   it("gives V8's answers on ASCII bytes without decoding them (property)", () => {
-    const atom = fc.constantFrom(
-      'a',
-      'b',
-      '0',
-      '\\d',
-      '\\w',
-      '\\W',
-      '\\.',
-      '[a-c]',
-      '[^b]',
-      '[\\d_]',
-      'é',
-      '-',
-      '/',
-    );
+    const atom = fc.constantFrom(...ATOMS, '/');
     const quant = fc.constantFrom('', '', '*', '+', '?', '{2}', '{0,3}', '{1,}', '{3,5}', '+?', '??');
-    const pattern = fc
-      .array(fc.tuple(atom, quant), { minLength: 0, maxLength: 6 })
-      .chain((parts) =>
-        fc.boolean().map((end) => `^${parts.map(([a, q]) => a + q).join('')}${end ? '$' : ''}`),
-      );
+    const pattern = anchoredPatterns(atom, quant, 0);
     const text = fc.stringMatching(/^[ab0c_.\n /-]{0,12}$/);
     let tested = 0;
     fc.assert(
