@@ -97,6 +97,10 @@ describe('staging (inputs between hosts, through the object store)', () => {
   it('a writer silent for the stale time without an end fails its reader, saying so', async () => {
     const w = await staging.writer(env, 'silent');
     w.write(Buffer.from('a\n'));
+    // The part is in the store first (a loaded machine's PUT can outlast the stale time on its own).
+    const first = staging.read(env, 'silent');
+    expect(((await first.next()).value as Buffer).toString()).toBe('a\n');
+    await first.return(undefined);
     const r = await readAll(staging.read(env, 'silent', { staleMs: 500 }));
     expect(r.bytes.toString()).toBe('a\n');
     expect(r.error).toBeInstanceOf(FatalReadError);
