@@ -7,7 +7,8 @@
  * MongoDB vs a bulk insert with the same driver), BENCH_MONGODB_URI, BENCH_OBJECT_STORE_* (for the zipped
  * CSV through FileNotifier vs the uncompressed upload), BENCH_DQ_ROUNDS (default 5: the data-quality
  * rules' load and its baseline, in turn), BENCH_ROUNDS (default 3: rounds of psql and Tapyard on each
- * file, in turn; the ratio is of their medians). BENCH_DQ_ONLY=1 runs only the rules' overhead;
+ * file, in turn; the ratio is of their medians). BENCH_DQ_ONLY=1 runs only the rules' overhead,
+ * BENCH_NARROW_ONLY=1 only the narrow file against psql;
  * BENCH_NODE_OPTIONS replaces the worker's Node flags (e.g. `--cpu-prof --cpu-prof-dir=DIR`).
  */
 import { execFileSync } from 'node:child_process';
@@ -26,8 +27,10 @@ import {
   NARROW_COLUMNS,
   benchPipeline,
   benchTarget,
+  cpuByProcess,
   cpuSeconds,
   median,
+  threadCpuSeconds,
   sleep,
   startPlatform,
   uploadFile,
@@ -43,6 +46,9 @@ const MONGO_RECORDS = Number(process.env.BENCH_MONGO_RECORDS ?? 1_000_000);
 const MONGO_URI = process.env.BENCH_MONGODB_URI ?? 'mongodb://127.0.0.1:27017';
 const POLL_SECONDS = Number(process.env.BENCH_POLL_SECONDS ?? 5);
 const { PORT, BASE, ENV } = benchTarget('bench');
+/** The apps' and the bench's pids, for the CPU by process of each round. */
+const LABELS = new Map<number, string>([[process.pid, 'bench']]);
+let WORKER_PID = 0;
 /** Peak resident set of a process (VmHWM), in MB. */
 function peakRssMb(pid: number): number {
   const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -64,15 +70,16 @@ async function ingest(
   pipeline: string,
   filename = 'bench.csv',
   jobs = 1,
-): Promise<{ seconds: number; token: string }> {
+): Promise<{ seconds: number; answered: number; token: string }> {
   const started = process.hrtime.bigint();
   // Archives answer with an empty body: follow them by publisher token instead.
   const publisher = `bench-${randomUUID()}`;
   const answer = await uploadFile(BASE, file, pipeline, filename, publisher);
+  const answered = Number(process.hrtime.bigint() - started) / 1e9;
   const token = answer || publisher;
   const query = answer ? `pipelinetoken=${answer}` : `publishertoken=${publisher}`;
   await waitForRollup(BASE, query, jobs);
-  return { seconds: Number(process.hrtime.bigint() - started) / 1e9, token };
+  return { seconds: Number(process.hrtime.bigint() - started) / 1e9, answered, token };
 }
 
 /** Rules of the data-quality overhead run: one of each kind that costs per row (all on the fast path). */
@@ -200,23 +207,46 @@ async function againstCopy(
     `\\copy ${table} (${columns.map(([n]) => n).join(', ')}) FROM '${file}' WITH (FORMAT csv, HEADER true)\n`;
   const psqlTimes: number[] = [];
   const sameTimes: number[] = [];
-  const runs: { seconds: number; token: string }[] = [];
+  const runs: { seconds: number; answered: number; token: string }[] = [];
+  const cpu = {
+    psql: new Map<string, number>(),
+    tapyard: new Map<string, number>(),
+    same: new Map<string, number>(),
+    workerThreads: new Map<string, number>(),
+  };
+  const add = (into: Map<string, number>, from: Map<string, number>) => {
+    for (const [k, v] of from) into.set(k, (into.get(k) ?? 0) + v);
+  };
   for (let round = 0; round < ROUNDS; round++) {
     await pg.query(`TRUNCATE ${bare}, ${loaded}, ${same}`);
+    let since = cpuByProcess(LABELS);
     psqlTimes.push(timed(copy(bare)));
+    // The postmaster reaps psql's backend (and so holds its CPU) a moment after psql exits.
+    await sleep(300);
+    add(cpu.psql, since());
+    since = cpuByProcess(LABELS);
+    const threads = await threadCpuSeconds(WORKER_PID);
     runs.push(await ingest(file, name));
+    await sleep(300);
+    add(cpu.tapyard, since());
+    for (const [thread, s] of await threadCpuSeconds(WORKER_PID))
+      cpu.workerThreads.set(thread, (cpu.workerThreads.get(thread) ?? 0) + s - (threads.get(thread) ?? 0));
+    since = cpuByProcess(LABELS);
     sameTimes.push(
       timed(
         `BEGIN;\nSELECT set_config('tapyard.load_id', '${randomUUID()}', true) \\g /dev/null\n${copy(same)}COMMIT;\n`,
       ),
     );
+    await sleep(300);
+    add(cpu.same, since());
   }
   const seconds = runs.map((r) => r.seconds);
   const [psqlS, tapyardS, sameS] = [median(psqlTimes), median(seconds), median(sameTimes)];
   const list = (xs: number[]) => xs.map((x) => x.toFixed(2)).join(', ');
   console.log(`  psql \\copy:          ${(ROWS / psqlS).toFixed(0)} rows/s (median of ${list(psqlTimes)} s)`);
   console.log(
-    `  Tapyard upload→table: ${(ROWS / tapyardS).toFixed(0)} rows/s (median of ${list(seconds)} s)`,
+    `  Tapyard upload→table: ${(ROWS / tapyardS).toFixed(0)} rows/s (median of ${list(seconds)} s; ` +
+      `the upload answered after ${list(runs.map((r) => r.answered))} s)`,
   );
   console.log(
     `  ${name} ratio (goal ≥ 0.8): ${(psqlS / tapyardS).toFixed(2)} ` +
@@ -226,6 +256,18 @@ async function againstCopy(
     `  (psql \\copy into a table like Tapyard's, load id included: ${(ROWS / sameS).toFixed(0)} rows/s, ` +
       `median of ${list(sameTimes)} s; Tapyard against it ${(sameS / tapyardS).toFixed(2)})`,
   );
+  // Where each side's CPU went (per round; psql itself is in the bench's share of its rounds).
+  const byProcess = (m: Map<string, number>) =>
+    [...m]
+      .map(([k, v]) => [k, v / ROUNDS] as const)
+      .filter(([, v]) => v >= 0.02)
+      .sort((a, b) => b[1] - a[1])
+      .map(([k, v]) => `${k} ${v.toFixed(2)}`)
+      .join(', ');
+  console.log(`  CPU s per round, psql: ${byProcess(cpu.psql)}`);
+  console.log(`  CPU s per round, Tapyard: ${byProcess(cpu.tapyard)}`);
+  console.log(`  CPU s per round, the worker's threads: ${byProcess(cpu.workerThreads)}`);
+  console.log(`  CPU s per round, psql into the table like Tapyard's: ${byProcess(cpu.same)}`);
   await pg.query(`DROP TABLE ${same}`);
   return runs.find((r) => r.seconds === tapyardS) ?? runs[0];
 }
@@ -282,6 +324,8 @@ async function main(): Promise<void> {
     },
   );
   const worker = platform.worker;
+  LABELS.set(platform.api.pid as number, 'api').set(worker.pid as number, 'worker');
+  WORKER_PID = worker.pid as number;
   try {
     await sleep(1000);
     await pg.query('CREATE SCHEMA IF NOT EXISTS bench');
@@ -303,6 +347,7 @@ async function main(): Promise<void> {
     const narrowFile = join(dir, 'narrow.csv');
     await againstCopy(pg, dir, narrowFile, 'narrow', NARROW_COLUMNS);
     await rm(narrowFile, { force: true });
+    if (process.env.BENCH_NARROW_ONLY === '1') return;
     const file = join(dir, 'bench.csv');
     const quiet = await againstCopy(pg, dir, file, 'bench', COLUMNS);
     console.log(`worker peak RSS:        ${peakRssMb(worker.pid as number).toFixed(0)} MB (goal < 300)`);

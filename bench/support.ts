@@ -446,6 +446,47 @@ function treeTicks(sample: MachineSample, roots: Set<number>): number {
   return ticks;
 }
 
+/**
+ * CPU seconds by process since the call, when the returned function is called: each process under its
+ * label in `labels` (by pid) or its command name, a process that exited in its parent's (a psql
+ * backend in the postmaster's, psql in the bench's): where a run's CPU went, machine-wide.
+ */
+export function cpuByProcess(labels: Map<number, string>): () => Map<string, number> {
+  const start = sampleMachine();
+  return () => {
+    const out = new Map<string, number>();
+    for (const [pid, p] of sampleMachine().processes) {
+      const before = start.processes.get(pid);
+      const ticks = p.ticks - (before?.startTime === p.startTime ? before.ticks : 0);
+      if (ticks <= 0) continue;
+      const label = labels.get(pid) ?? postgresRole(pid) ?? p.comm;
+      out.set(label, (out.get(label) ?? 0) + ticks / TICKS);
+    }
+    return out;
+  };
+}
+
+/**
+ * What a PostgreSQL process does, from the title it sets (`postgres: 15/main: walwriter` →
+ * `pg walwriter`; a backend `pg backend`; the postmaster, which holds its exited backends' CPU,
+ * `pg postmaster`); undefined for any other process.
+ */
+function postgresRole(pid: number): string | undefined {
+  let title: string;
+  try {
+    title = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
+  } catch {
+    return undefined;
+  }
+  if (/\/postgres -D /.test(title)) return 'pg postmaster';
+  const m = /^postgres: (?:[\w.]+\/\w+: )?(.*)$/.exec(title);
+  if (!m) return undefined;
+  const role = /^(checkpointer|background writer|walwriter|autovacuum \w+|logical replication \w+)/.exec(
+    m[1],
+  );
+  return role ? `pg ${role[1]}` : 'pg backend';
+}
+
 const missingPeers: string[] = [];
 
 /** A peer the bench measures against did not answer: the run still prints what it has, then fails. */

@@ -18,6 +18,11 @@ import {
 } from '../libs/readers/src/fastpath/csv-check';
 import { csvRows, readerInput } from '../libs/readers/src/fastpath/csv-rows';
 import { PG_TYPES } from '../libs/destinations/src/postgres/postgres.destination';
+import {
+  BINARY_HEADER,
+  BINARY_TRAILER,
+  createCsvEncoder as createBinaryEncoder,
+} from '../libs/destinations/src/postgres/copy-binary';
 
 type Attrs = Pick<CsvAttributes, 'delimiter' | 'quote' | 'escape'>;
 const CSV: Attrs = { delimiter: ',', quote: '"', escape: null };
@@ -155,7 +160,41 @@ async function bothPaths(attrs: Attrs, types: FieldType[], chunk: Buffer) {
   return { ref, viaRef, viaCsv, same };
 }
 
-/** A chunk the check calls clean must load exactly as the reference path loads it. */
+/**
+ * The binary COPY the PostgreSQL encoder writes for a clean chunk (copy-binary.ts, its columns declared
+ * as the destination creates them), header and trailer included; null when a type keeps it on CSV.
+ */
+function binaryCopy(attrs: Attrs, types: FieldType[], chunk: Buffer, records: number): Buffer | null {
+  const columns = types.map((type, k) => ({ name: `c${k}`, type }));
+  const shape = { columnTypes: Object.fromEntries(columns.map((c) => [c.name, PG_TYPES[c.type]])) };
+  const names = columns.map((c) => c.name);
+  const encode = createBinaryEncoder(columns, names, attrs, shape, 0);
+  if (encode === null) return null;
+  const pieces: Uint8Array[] = [BINARY_HEADER];
+  const payload = {
+    kind: 'csv' as const,
+    bytes: chunk,
+    rows: records,
+    line: 1,
+    eol: null,
+    copyOptions: '',
+    columns: names,
+  };
+  for (const p of encode(payload)) {
+    if (p.kind !== 'pg-binary') throw new Error('the binary encoder handed back its CSV chunk');
+    pieces.push(p.bytes);
+  }
+  pieces.push(BINARY_TRAILER);
+  return Buffer.concat(pieces);
+}
+
+/** What binary COPY stores for a clean chunk, when its types take it (null otherwise). */
+async function viaBinary(attrs: Attrs, types: FieldType[], chunk: Buffer, records: number) {
+  const data = binaryCopy(attrs, types, chunk, records);
+  return data === null ? null : pg.store(types, data, 'FORMAT binary');
+}
+
+/** A chunk the check calls clean must load exactly as the reference path loads it, as CSV and as binary. */
 async function expectCleanAndSame(attrs: Attrs, types: FieldType[], text: string | Buffer): Promise<void> {
   const chunk = typeof text === 'string' ? Buffer.from(text) : text;
   const v = verdict(attrs, types, chunk);
@@ -163,7 +202,10 @@ async function expectCleanAndSame(attrs: Attrs, types: FieldType[], text: string
   const both = await bothPaths(attrs, types, chunk);
   expect(both.ref.rejected).toBe(0);
   expect(both.viaCsv).toEqual(both.viaRef);
-  if (v.clean) expect(both.ref.records).toBe(v.records);
+  if (!v.clean) return;
+  expect(both.ref.records).toBe(v.records);
+  const binary = await viaBinary(attrs, types, chunk, v.records);
+  if (binary !== null) expect(binary).toEqual(both.viaRef);
 }
 
 describe('compileCsvCheck: hand-written cases, checked against PostgreSQL', () => {
@@ -205,6 +247,36 @@ describe('compileCsvCheck: hand-written cases, checked against PostgreSQL', () =
         '3,4,1e-37,123456789012345678901234567890,Y,2024-12-31,2024-12-31T23:59+00,  spaces  ',
       ].join('\n') + '\n',
     );
+  });
+
+  it('writes binary COPY that stores what CSV stores, at the edges of each type it takes', async () => {
+    const types: FieldType[] = ['int', 'bigint', 'double', 'boolean', 'date', 'string'];
+    // The encoder takes these types (as the destination declares them): the comparison below runs.
+    expect(binaryCopy(CSV, types, Buffer.from('1,2,3,t,2024-01-01,x\n'), 1)).not.toBeNull();
+    await expectCleanAndSame(
+      CSV,
+      types,
+      [
+        '2147483647,9223372036854775807,1.7976931348623157e307,TRUE,9999-12-31,"a""b"',
+        '-2147483648,-9223372036854775808,-0,f,0001-01-01,""',
+        '+0000000000000000000000012,+000000000000000000000000000000012,0.1,Yes,2000-02-29,ünï😀',
+        '-0,9007199254740993,123456789012345.6,N,1900-03-01,"line\nbreak"',
+        '007,-999999999999999,0.30000000000000004,1,2024-02-29,x',
+        ',,,,,',
+        '1,123456789012345,.5e-3,0,1970-01-01,\\N',
+        '2,1234567890123456,5.,y,1999-12-31,NULL',
+        '3,-0,-0.0,T,1582-10-10,"say ""hi"", twice"',
+        '4,-1,1e-307,no,0004-02-29,',
+      ].join('\n') + '\n',
+    );
+    await expectCleanAndSame(
+      { delimiter: '\t', quote: '"', escape: '\\' },
+      ['string', 'int'],
+      '"a\\"b\\\\c\\n"\t1\n"x\ny"\t\n',
+    );
+    // Types it does not write exactly (real, numeric, timestamptz) keep the job on CSV.
+    for (const other of ['float', 'decimal', 'timestamp'] as FieldType[])
+      expect(binaryCopy(CSV, ['int', other], Buffer.from('1,1\n'), 1)).toBeNull();
   });
 
   it('accepts every line ending (one per chunk), a last record without one, and reports it', async () => {
@@ -646,46 +718,55 @@ describe('compileCsvCheck: property, clean chunks load exactly as the reference 
    * grammar (or junk, or raw quoting) written some way, and maybe one odd row. Most chunks stay
    * clean or nearly so, which is where a wrong `true` would hide.
    */
-  const chunkCase = fc
-    .tuple(settings, fieldTypes, fc.constantFrom('\n', '\r\n', '\r'), fc.boolean())
-    .chain(([attrs, types, eol, finalEol]) =>
-      fc.record({
-        attrs: fc.constant(attrs),
-        types: fc.constant(types),
-        eol: fc.constant(eol),
-        finalEol: fc.constant(finalEol),
-        rows: fc.array(fc.tuple(...types.map((t) => fc.option(VALID[t], { freq: 6 }))), {
-          minLength: 1,
-          maxLength: 6,
-        }),
-        changes: fc.oneof(
-          fc.constant([]),
-          fc.array(
-            fc.nat({ max: types.length - 1 }).chain((col) =>
-              fc.record({
-                row: fc.nat(),
-                col: fc.constant(col),
-                cell: fc.oneof(
-                  { arbitrary: fc.tuple(EDGY[types[col]], how), weight: 4 },
-                  fc.tuple(junk, how),
-                  // Raw quoting is only interesting as it is.
-                  {
-                    arbitrary: fc.tuple(rawFragments, fc.constant<How>('raw')),
-                    weight: types[col] === 'string' ? 3 : 0,
-                  },
-                ),
-              }),
+  const caseOf = (columnTypes: fc.Arbitrary<FieldType[]>) =>
+    fc
+      .tuple(settings, columnTypes, fc.constantFrom('\n', '\r\n', '\r'), fc.boolean())
+      .chain(([attrs, types, eol, finalEol]) =>
+        fc.record({
+          attrs: fc.constant(attrs),
+          types: fc.constant(types),
+          eol: fc.constant(eol),
+          finalEol: fc.constant(finalEol),
+          rows: fc.array(fc.tuple(...types.map((t) => fc.option(VALID[t], { freq: 6 }))), {
+            minLength: 1,
+            maxLength: 6,
+          }),
+          changes: fc.oneof(
+            fc.constant([]),
+            fc.array(
+              fc.nat({ max: types.length - 1 }).chain((col) =>
+                fc.record({
+                  row: fc.nat(),
+                  col: fc.constant(col),
+                  cell: fc.oneof(
+                    { arbitrary: fc.tuple(EDGY[types[col]], how), weight: 4 },
+                    fc.tuple(junk, how),
+                    // Raw quoting is only interesting as it is.
+                    {
+                      arbitrary: fc.tuple(rawFragments, fc.constant<How>('raw')),
+                      weight: types[col] === 'string' ? 3 : 0,
+                    },
+                  ),
+                }),
+              ),
+              { minLength: 1, maxLength: 2 },
             ),
-            { minLength: 1, maxLength: 2 },
           ),
-        ),
-        shape: fc.oneof(
-          { arbitrary: fc.constant(null), weight: 4 },
-          fc.record({ row: fc.nat(), shape: fc.constantFrom(...SHAPES) }),
-        ),
-      }),
-    );
+          shape: fc.oneof(
+            { arbitrary: fc.constant(null), weight: 4 },
+            fc.record({ row: fc.nat(), shape: fc.constantFrom(...SHAPES) }),
+          ),
+        }),
+      );
 
+  const chunkCase = caseOf(fieldTypes);
+  /** Chunks of the types the binary encoder writes (copy-binary.ts). */
+  const binaryCase = caseOf(
+    fc.array(fc.constantFrom<FieldType>('int', 'bigint', 'double', 'boolean', 'date', 'string'), {
+      minLength: 1,
+      maxLength: 4,
+    }),
+  );
   type ChunkCase = typeof chunkCase extends fc.Arbitrary<infer T> ? T : never;
 
   function encode(c: ChunkCase): Buffer {
@@ -761,6 +842,30 @@ describe('compileCsvCheck: property, clean chunks load exactly as the reference 
       console.log(`csv-check property: ${clean} clean chunks of ${runs} compared with PostgreSQL`);
       // The generator must keep producing chunks that exercise `true`.
       expect(clean).toBeGreaterThan(runs / 5);
+    },
+    propertyTimeout(120_000),
+  );
+
+  it(
+    'binary COPY of clean chunks stores what COPY CSV stores (real PostgreSQL, bounded runs)',
+    async () => {
+      let compared = 0;
+      let runs = 0;
+      await fc.assert(
+        fc.asyncProperty(binaryCase, async (c) => {
+          runs++;
+          const chunk = encode(c);
+          const v = verdict(c.attrs, c.types, chunk);
+          if (!v.clean) return;
+          const binary = await viaBinary(c.attrs, c.types, chunk, v.records);
+          if (binary === null) throw new Error(`the binary encoder refused the types ${c.types.join(', ')}`);
+          compared++;
+          expect(binary).toEqual(await pg.store(c.types, chunk, copyCsvOptions(c.attrs)));
+        }),
+        propertyRuns(RUNS_PG, 21),
+      );
+      console.log(`copy-binary property: ${compared} clean chunks of ${runs} stored both ways`);
+      expect(compared).toBeGreaterThan(runs / 5);
     },
     propertyTimeout(120_000),
   );

@@ -112,8 +112,31 @@ export interface JsonRowsPayload {
   lines: Int32Array;
 }
 
+/**
+ * Rows in PostgreSQL's binary COPY form (the tuples only: the loader adds the header and trailer of
+ * each COPY), written from a clean CSV chunk for a table whose column types the destination's
+ * preparation read (TargetShape): see postgres/copy-binary.ts.
+ */
+export interface PgBinaryPayload {
+  kind: 'pg-binary';
+  bytes: Uint8Array;
+  rows: number;
+  /** The file's columns, in file order (the COPY's column list). */
+  columns: string[];
+  /** Each column's declared type the values were written for (format_type's name). */
+  types: string[];
+}
+
 /** What a destination's encoder makes of one batch, handed as is to its loader. */
-export type Payload = string | Uint8Array | TypedBatch | CsvChunkPayload | JsonRowsPayload;
+export type Payload = string | Uint8Array | TypedBatch | CsvChunkPayload | JsonRowsPayload | PgBinaryPayload;
+
+/**
+ * What a destination's preparation read of its target that the encoder may rely on: the declared
+ * type of each column of the target table (PostgreSQL's format_type names), by column name.
+ */
+export interface TargetShape {
+  readonly columnTypes: Readonly<Record<string, string>>;
+}
 
 /**
  * The module a destination names as its `encoder` exports this. It runs in the job's stage thread,
@@ -143,9 +166,15 @@ export type CsvEncoderFactory = (
   columns: SchemaField[],
   fileColumns: string[],
   csv: Pick<CsvAttributes, 'delimiter' | 'quote' | 'escape'>,
-) => (chunk: CsvChunkPayload) => Iterable<Payload>;
+  /** What the destination's preparation read of the target (absent or null: nothing). */
+  shape?: TargetShape | null,
+) => ((chunk: CsvChunkPayload) => Iterable<Payload>) | null;
 
-/** Encoders whose module exports `createCsvEncoder` (a CsvEncoderFactory). */
+/**
+ * Encoders whose module exports `createCsvEncoder` (a CsvEncoderFactory) that always writes (the
+ * copy-text module's writes binary COPY only for some targets: its destination takes clean chunks
+ * as they are otherwise, Capabilities.csvPassThrough).
+ */
 const CSV_ENCODERS: ReadonlySet<EncoderName> = new Set<EncoderName>(['json-rows']);
 
 /**
@@ -206,8 +235,11 @@ export interface Destination {
    * whose address comes with each pipeline (endpoints, brokers from secrets) check the target's.
    */
   probe(target?: LoadTarget): Promise<void>;
-  /** Creates what the load needs (tables, collections, buckets), recording what it created. */
-  prepare(target: LoadTarget): Promise<void>;
+  /**
+   * Creates what the load needs (tables, collections, buckets), recording what it created; may answer
+   * what it read of the target, for the encoder (a PostgreSQL table's column types).
+   */
+  prepare(target: LoadTarget): Promise<TargetShape | void>;
   /** The result of an earlier delivery of this job that committed here, or null. */
   committed(target: LoadTarget): Promise<LoadResult | null>;
   /**

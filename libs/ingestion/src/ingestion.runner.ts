@@ -97,6 +97,7 @@ export class IngestionRunner {
         destination,
         result: null,
         error: null,
+        shape: null,
       }));
       if (legs.length === 0) {
         throw new StageError(
@@ -273,6 +274,7 @@ export class IngestionRunner {
           loading.map((l) => ({
             module: encoderModule(l.destination.encoder),
             maxBatchRows: l.destination.capabilities.maxBatchRows,
+            shape: l.shape,
           })),
           scripts.map(({ version: _version, ...spec }) => spec),
         )

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Logger } from 'pino';
 import { CONFIG, LOGGER, TapyardConfig } from '@tapyard/core';
-import { Destination, LoadResult } from '@tapyard/destinations';
+import { Destination, LoadResult, TargetShape } from '@tapyard/destinations';
 import { RetryLaterError } from '@tapyard/queue';
 import { JobEvents, ProcessName } from '@tapyard/status';
 import { PipelineDefinition } from '@tapyard/model';
@@ -14,6 +14,8 @@ export interface Leg {
   destination: Destination;
   result: LoadResult | null;
   error: StageError | null;
+  /** What the destination's preparation read of its target, for its encoder (null: nothing). */
+  shape: TargetShape | null;
 }
 
 /**
@@ -135,7 +137,8 @@ export class JobOutcome {
         'end',
         `${counts.rows} rows checked, ${counts.dq} rejected` +
           (counts.unparsed > 0
-            ? `; ${counts.unparsed} of them went to the destination unparsed (fast path)`
+            ? `; ${counts.unparsed} of them went to the destination unparsed (fast path)` +
+              (counts.binary > 0 ? `, ${counts.binary} written as binary COPY` : '')
             : ''),
       );
       if (transforms) {

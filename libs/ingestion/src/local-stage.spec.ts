@@ -255,7 +255,11 @@ async function drive(c: Case, run: StageRun, rejects: () => Promise<string>): Pr
       evolved,
       fileColumns,
       c.schema ?? null,
-      c.encoders.map((e) => ({ module: encoderModule(e), maxBatchRows: e === 'json-rows' ? 7 : null })),
+      c.encoders.map((e) => ({
+        module: encoderModule(e),
+        maxBatchRows: e === 'json-rows' ? 7 : null,
+        shape: null,
+      })),
       [],
     );
     for (let i = 0; i < 1000 && !run.finished; i++) {

@@ -22,7 +22,7 @@ import { Counts, PlanMessage } from './stage-thread/protocol';
 import { RecordValidator, convert, newCounts, recordValidator } from './stage-thread/convert';
 import { readInput } from './stage-thread/read-input';
 import { FastCsvInput } from './stage-thread/fast-csv';
-import { csvEncoderOf, encoderOf, pieces } from './stage-thread/encoders';
+import { binaryRows, csvEncoderOf, encoderOf, pieces } from './stage-thread/encoders';
 import { StageThreadError } from './stage-thread/stage-thread';
 import type { CsvChunkPayload } from '@tapyard/destinations';
 
@@ -126,7 +126,7 @@ export class LocalStage implements StageRun {
     this.encoders = encoders.map((e) => encoderOf(e.module, e.maxBatchRows, columns));
     if (this.fast && encoders.length === 1) {
       const e = encoders[0];
-      this.csvEncoder = csvEncoderOf(e.module, e.maxBatchRows, columns, fileColumns, definition);
+      this.csvEncoder = csvEncoderOf(e.module, e.maxBatchRows, columns, fileColumns, definition, e.shape);
     }
     if (schema !== null) {
       const rowElement = definition.source.fileAttributes.xmlAttributes?.rowElement ?? 'row';
@@ -157,13 +157,18 @@ export class LocalStage implements StageRun {
     const sink = { write: (line: string) => this.rejected.push(line) };
     if (this.fast) {
       const piece = this.rest?.next();
-      if (piece !== undefined && piece.done !== true) return [piece.value];
+      if (piece !== undefined && piece.done !== true) {
+        this.counts.binary += binaryRows(piece.value);
+        return [piece.value];
+      }
       this.rest = null;
       const payloads = await this.fast.next(plan, builder, this.encoders[0], this.counts, sink);
       if (payloads === null || this.csvEncoder === null) return payloads && [payloads];
       this.rest = pieces(payloads, this.csvEncoder);
       const first = this.rest.next();
-      return [first.done === true ? [] : first.value];
+      const head = first.done === true ? [] : first.value;
+      this.counts.binary += binaryRows(head);
+      return [head];
     }
     let batch = this.firstBatch;
     this.firstBatch = null;

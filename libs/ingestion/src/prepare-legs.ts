@@ -45,8 +45,11 @@ export async function prepareLegs(
       );
       continue;
     }
-    await d.prepare(target).catch((err: unknown) => {
-      leg.error = destinationError(d.processName, err);
-    });
+    await d.prepare(target).then(
+      (shape) => (leg.shape = shape ?? null),
+      (err: unknown) => {
+        leg.error = destinationError(d.processName, err);
+      },
+    );
   }
 }

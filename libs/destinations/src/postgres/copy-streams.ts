@@ -304,6 +304,6 @@ async function commitPrepared(client: PoolClient, gid: string, how: 'COMMIT' | '
 function payloadBytes(p: Payload): number {
   if (typeof p === 'string') return p.length;
   if (p instanceof Uint8Array) return p.byteLength;
-  if ('kind' in p && p.kind === 'csv') return p.bytes.byteLength;
+  if ('kind' in p && (p.kind === 'csv' || p.kind === 'pg-binary')) return p.bytes.byteLength;
   return 0;
 }

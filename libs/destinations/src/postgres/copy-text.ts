@@ -4,6 +4,9 @@
  */
 import type { FieldType, SchemaField, TypedBatch } from '@tapyard/model';
 
+/** Clean CSV chunks of the fast path go out as binary COPY where the target's types allow. */
+export { createCsvEncoder } from './copy-binary';
+
 /** COPY text for NULL. */
 export const COPY_NULL = '\\N';
 

@@ -1,6 +1,6 @@
 import type { Connection, DatabaseError, PoolClient, Submittable } from 'pg';
 import { Payload } from '../destination';
-import { copyData, copyKey, copySql } from './pg-copy';
+import { binaryOf, copyData, copyKey, copySql } from './pg-copy';
 
 /**
  * COPY data up to this many bytes goes in one message with the statements before it (see
@@ -30,7 +30,14 @@ export async function takeSmall(payloads: AsyncIterable<Payload>): Promise<Taken
     if (next.done) break;
     ahead.push(next.value);
     const p = next.value;
-    bytes += typeof p === 'string' ? Buffer.byteLength(p) : 'bytes' in p ? p.bytes.byteLength : Infinity;
+    // Binary COPY is for large loads (see copy-binary.ts), and its types are checked in a statement of
+    // their own (see pg-copy.ts): never one message.
+    bytes +=
+      typeof p === 'string'
+        ? Buffer.byteLength(p)
+        : 'bytes' in p && binaryOf(p) === null
+          ? p.bytes.byteLength
+          : Infinity;
     if (bytes > ONE_MESSAGE_BYTES || copyKey(p) !== copyKey(ahead[0])) {
       const rest = async function* (): AsyncIterable<Payload> {
         let ended = false;

@@ -1,14 +1,16 @@
 import { once } from 'node:events';
-import { PoolClient } from 'pg';
+import { PoolClient, QueryResult } from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
-import { quoteIdent } from '@tapyard/core';
+import { ServiceUnavailableError, quoteIdent } from '@tapyard/core';
 import { escapeCopyText } from './copy-text';
-import { CsvChunkPayload, Payload, RejectedRow } from '../destination';
+import { BINARY_HEADER, BINARY_TRAILER } from './copy-binary';
+import { CsvChunkPayload, Payload, PgBinaryPayload, RejectedRow } from '../destination';
+import { DestinationErrorCode } from '../destination-errors';
 
 /**
  * Loads the payloads in order, one COPY per run of payloads of one kind: COPY text from the encoder,
- * or clean CSV chunks of the file as they are (one COPY per line ending and column list, which
- * PostgreSQL fixes per COPY). Returns the rows loaded.
+ * clean CSV chunks of the file as they are (one COPY per line ending and column list, which
+ * PostgreSQL fixes per COPY), or binary COPY written from them. Returns the rows loaded.
  */
 export async function copyPayloads(
   client: PoolClient,
@@ -25,11 +27,15 @@ export async function copyPayloads(
     const first = next.value;
     const key = copyKey(first);
     const sql = copySql(table, textColumns, first);
+    const binary = binaryOf(first);
+    if (binary !== null) await holdTypes(client, table, binary);
     const run = async function* (): AsyncGenerator<CopyData> {
+      if (binary !== null) yield { data: BINARY_HEADER, rows: 0 };
       while (!next.done && copyKey(next.value) === key) {
         yield copyData(next.value);
         next = await it.next();
       }
+      if (binary !== null) yield { data: BINARY_TRAILER, rows: 0 };
     };
     const before = total;
     total += await copyChunks(client, sql, run(), (rows) => progress(before + rows));
@@ -40,6 +46,9 @@ export async function copyPayloads(
 /** The COPY statement of a run of payloads like `first` (`textColumns`: the target's, quoted). */
 export function copySql(table: string, textColumns: string, first: Payload): string {
   if (typeof first === 'string') return `COPY ${table} (${textColumns}) FROM STDIN (FORMAT text)`;
+  const binary = binaryOf(first);
+  if (binary !== null)
+    return `COPY ${table} (${binary.columns.map(quoteIdent).join(', ')}) FROM STDIN (FORMAT binary)`;
   const chunk = csvChunk(first);
   return `COPY ${table} (${chunk.columns.map(quoteIdent).join(', ')}) FROM STDIN (${chunk.copyOptions})`;
 }
@@ -47,6 +56,8 @@ export function copySql(table: string, textColumns: string, first: Payload): str
 /** A payload as the COPY data it sends. */
 export function copyData(p: Payload): CopyData {
   if (typeof p === 'string') return { data: p, rows: countLines(p) };
+  const binary = binaryOf(p);
+  if (binary !== null) return { data: binary.bytes, rows: binary.rows };
   const chunk = csvChunk(p);
   return { data: chunk.bytes, rows: chunk.rows, written: chunk.written };
 }
@@ -54,15 +65,47 @@ export function copyData(p: Payload): CopyData {
 /** Payloads that share one COPY statement have the same key. */
 export function copyKey(p: Payload): string {
   if (typeof p === 'string') return 'text';
+  const binary = binaryOf(p);
+  if (binary !== null) return `binary:${binary.columns.join(',')}:${binary.types.join(',')}`;
   const c = csvChunk(p);
   return `csv:${c.eol ?? 'any'}:${c.copyOptions}:${c.columns.join(',')}`;
 }
 
 function csvChunk(p: Payload): CsvChunkPayload {
   if (typeof p === 'string' || p instanceof Uint8Array || !('kind' in p) || p.kind !== 'csv') {
-    throw new Error('the PostgreSQL loader takes COPY text or clean CSV chunks');
+    throw new Error('the PostgreSQL loader takes COPY text, clean CSV chunks or binary COPY');
   }
   return p;
+}
+
+/** The payload when it is binary COPY, else null. */
+export function binaryOf(p: Payload): PgBinaryPayload | null {
+  return typeof p === 'object' && !(p instanceof Uint8Array) && 'kind' in p && p.kind === 'pg-binary'
+    ? p
+    : null;
+}
+
+/**
+ * Holds the column types binary COPY data was written for until the transaction ends: the table is
+ * locked as COPY locks it (ROW EXCLUSIVE: other loads go on, ALTER TABLE waits), then its columns'
+ * declared types are compared with the payload's. Binary values read as another type would load as
+ * wrong values, not fail; a table altered since the job read its types fails the load, and its retry
+ * reads them again.
+ */
+async function holdTypes(client: PoolClient, table: string, binary: PgBinaryPayload): Promise<void> {
+  const results = (await client.query(
+    `LOCK TABLE ${table} IN ROW EXCLUSIVE MODE;
+     SELECT attname::text AS name, format_type(atttypid, atttypmod) AS type FROM pg_attribute
+      WHERE attrelid = ${client.escapeLiteral(table)}::regclass AND attnum > 0 AND NOT attisdropped`,
+  )) as unknown as QueryResult<{ name: string; type: string }>[];
+  const declared = new Map(results[results.length - 1].rows.map((r) => [r.name, r.type]));
+  const changed = binary.columns.filter((c, k) => declared.get(c) !== binary.types[k]);
+  if (changed.length > 0) {
+    throw new ServiceUnavailableError(
+      'postgres',
+      `the type of column ${changed.map((c) => `'${c}'`).join(', ')} of ${table} changed during the load; it is retried`,
+    ).coded(DestinationErrorCode.Unavailable);
+  }
 }
 
 export interface CopyData {

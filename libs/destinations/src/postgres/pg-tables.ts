@@ -2,7 +2,7 @@ import { PoolClient } from 'pg';
 import { createHash } from 'node:crypto';
 import { ValidationError, errorMessage, quoteIdent } from '@tapyard/core';
 import { FieldType, LOAD_ID_COLUMN, SchemaField } from '@tapyard/model';
-import { LoadTarget, primaryKeyOf, writeModeOf } from '../destination';
+import { LoadTarget, TargetShape, primaryKeyOf, writeModeOf } from '../destination';
 import { CreatedObjects } from '../ownership/created-objects';
 import { TableLocation, creationComment, qualified, tableExists } from './created-tables';
 import { DestinationErrorCode } from '../destination-errors';
@@ -104,7 +104,7 @@ export async function ensureTables(
   target: LoadTarget,
   data: TableLocation,
   rejects: TableLocation,
-): Promise<void> {
+): Promise<TargetShape> {
   const s = quoteIdent(data.schema);
   const t = qualified(data);
   const cols = [
@@ -113,7 +113,8 @@ export async function ensureTables(
   ].join(', ');
   // The common case, a table loaded before: one query finds nothing to create, so a job does not
   // queue behind every other job's DDL lock (with many small jobs that lock was their pace).
-  if (await ready(client, target, data, rejects)) return;
+  const found = await ready(client, target, data, rejects);
+  if (found !== null) return found;
   // Outside the load transaction, but serialised: concurrent `CREATE … IF NOT EXISTS` can still
   // collide in the catalogs, and ALTER TABLE would wait on running loads, so only missing columns
   // are added. The lock also makes "missing, so this pipeline creates it" true until COMMIT.
@@ -173,6 +174,12 @@ export async function ensureTables(
     await client.query('ROLLBACK').catch(() => undefined);
     throw err;
   }
+  const { rows } = await client.query<{ name: string; type: string }>(
+    `SELECT attname::text AS name, format_type(atttypid, atttypmod) AS type FROM pg_attribute
+      WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped`,
+    [t],
+  );
+  return { columnTypes: Object.fromEntries(rows.map((r) => [r.name, r.type])) };
 }
 
 /**
@@ -200,29 +207,42 @@ async function createKeyIndex(client: PoolClient, table: TableLocation, key: str
   }
 }
 /**
- * Whether a load needs no DDL: the ledger table, the data table with every column of the load (and
- * the load-id column when the pipeline has one) and the rejects table all exist. A merge also needs
- * its key's unique index: it takes the locked path, which creates it once.
+ * The data table's columns and their declared types when a load needs no DDL: the ledger table, the
+ * data table with every column of the load (and the load-id column when the pipeline has one) and
+ * the rejects table all exist; null otherwise. A merge also needs its key's unique index: it takes
+ * the locked path, which creates it once.
  */
 async function ready(
   client: PoolClient,
   target: LoadTarget,
   data: TableLocation,
   rejects: TableLocation,
-): Promise<boolean> {
-  if (writeModeOf(target) === 'merge') return false;
-  const { rows } = await client.query<{ meta: boolean; data: boolean; rejects: boolean; columns: string[] }>({
+): Promise<TargetShape | null> {
+  if (writeModeOf(target) === 'merge') return null;
+  const { rows } = await client.query<{
+    meta: boolean;
+    data: boolean;
+    rejects: boolean;
+    columns: string[];
+    types: string[];
+  }>({
     // Every job asks this: a named statement is planned once per connection, not per job (~0.12 ms
     // each), and it reads the catalog itself (planning information_schema.columns costs ~2 ms).
     name: 'tapyard-table-check',
     text: `SELECT to_regclass('tapyard_meta.loads') IS NOT NULL AS meta, to_regclass($1) IS NOT NULL AS data,
             to_regclass($2) IS NOT NULL AS rejects,
             ARRAY(SELECT attname::text FROM pg_attribute
-                   WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped) AS columns`,
+                   WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped ORDER BY attnum) AS columns,
+            ARRAY(SELECT format_type(atttypid, atttypmod) FROM pg_attribute
+                   WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped ORDER BY attnum) AS types`,
     values: [qualified(data), qualified(rejects)],
   });
   const found = rows[0];
-  if (!found.meta || !found.data || !found.rejects) return false;
+  if (!found.meta || !found.data || !found.rejects) return null;
   const have = new Set(found.columns);
-  return target.columns.every((c) => have.has(c.name)) && (!target.loadId || have.has(LOAD_ID_COLUMN));
+  const complete =
+    target.columns.every((c) => have.has(c.name)) && (!target.loadId || have.has(LOAD_ID_COLUMN));
+  return complete
+    ? { columnTypes: Object.fromEntries(found.columns.map((c, k) => [c, found.types[k]])) }
+    : null;
 }

@@ -18,6 +18,7 @@ import {
   ReadBack,
   RejectedRow,
   RowsPage,
+  TargetShape,
   databaseOf,
   writeModeOf,
 } from '../destination';
@@ -152,17 +153,18 @@ export class PostgresDestination implements Destination {
     ];
   }
 
-  async prepare(target: LoadTarget): Promise<void> {
+  /** Answers the data table's declared column types: the encoder writes binary COPY for the ones it can. */
+  async prepare(target: LoadTarget): Promise<TargetShape> {
     if (target.columns.length > PG_MAX_COLUMNS) {
       throw new ValidationError(
         `PostgreSQL tables hold at most ${PG_MAX_COLUMNS} columns; this load has ${target.columns.length}`,
       ).coded(DestinationErrorCode.LoadRefused);
     }
     const [data, rejects] = this.locations(target.destination);
-    await this.withClient(data.database, async (client) => {
+    return this.withClient(data.database, async (client) => {
       // ensureTables checks what it creates; what is there already is vouched for here.
       await this.vouchForMeta(client, data.database);
-      await ensureTables(client, this.ownership, target, data, rejects);
+      return ensureTables(client, this.ownership, target, data, rejects);
     });
   }
 

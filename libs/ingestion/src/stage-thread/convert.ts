@@ -58,7 +58,7 @@ function parseRecord(json: string): Record<string, unknown> | string {
 }
 
 export function newCounts(): Counts {
-  return { rows: 0, rejected: 0, dq: 0, tf: 0, firstReject: null, unparsed: 0 };
+  return { rows: 0, rejected: 0, dq: 0, tf: 0, firstReject: null, unparsed: 0, binary: 0 };
 }
 
 /** Where rejected rows go, one JSON line each: the job's rejects file, or a batch's own lines. */

@@ -9,6 +9,7 @@ import type {
   EncoderFactory,
   JsonRowsPayload,
   Payload,
+  TargetShape,
 } from '@tapyard/destinations';
 import type { PipelineDefinition, SchemaField, TypedBatch } from '@tapyard/model';
 
@@ -46,8 +47,9 @@ export function encoderOf(
 }
 
 /**
- * The CSV form of a destination's encoder (null when its module has none: the clean chunks then go
- * out as they are), cutting its payloads to the destination's limit.
+ * The CSV form of a destination's encoder (null when its module has none, or none for this target:
+ * the clean chunks then go out as they are), cutting its payloads to the destination's limit.
+ * `shape`: what the destination's preparation read of the target.
  */
 export function csvEncoderOf(
   module: string,
@@ -55,11 +57,12 @@ export function csvEncoderOf(
   columns: SchemaField[],
   fileColumns: string[],
   definition: PipelineDefinition,
+  shape: TargetShape | null,
 ): ((chunk: CsvChunkPayload) => Iterable<Payload[]>) | null {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { createCsvEncoder: factory, sliceRows } = require(module) as EncoderModule;
-  if (factory === undefined) return null;
-  const encode = factory(columns, fileColumns, definition.source.fileAttributes.csvAttributes);
+  const encode = factory?.(columns, fileColumns, definition.source.fileAttributes.csvAttributes, shape);
+  if (!encode) return null;
   return function* (chunk) {
     for (const p of encode(chunk)) {
       const cut = maxBatchRows !== null && sliceRows !== undefined;
@@ -87,4 +90,12 @@ export function* pieces(
     if (typeof p === 'object' && 'kind' in p && p.kind === 'csv') yield* csv(p);
     else yield [p];
   }
+}
+
+/** Rows of the payloads written as PostgreSQL binary COPY (for the job's notes). */
+export function binaryRows(payloads: Payload[]): number {
+  let rows = 0;
+  for (const p of payloads)
+    if (typeof p === 'object' && 'kind' in p && p.kind === 'pg-binary') rows += p.rows;
+  return rows;
 }

@@ -5,7 +5,7 @@
  */
 import type { MessagePort } from 'node:worker_threads';
 import type { PipelineDefinition } from '@tapyard/model';
-import type { Payload } from '@tapyard/destinations';
+import type { Payload, TargetShape } from '@tapyard/destinations';
 import type { ScriptRunSpec, WarmSpec } from '@tapyard/scripts';
 
 export interface StartMessage {
@@ -45,10 +45,10 @@ export interface PlanMessage {
   /** The pipeline's validation schema, read by the main thread: a JSON Schema or an XSD. */
   schema: { file: string; text: string } | null;
   /**
-   * The encoder module of each destination loading this job (see Destination.encoder), and the most
-   * rows one payload may hold (null: any).
+   * The encoder module of each destination loading this job (see Destination.encoder), the most
+   * rows one payload may hold (null: any), and what its preparation read of the target (null: nothing).
    */
-  encoders: { module: string; maxBatchRows: number | null }[];
+  encoders: { module: string; maxBatchRows: number | null; shape: TargetShape | null }[];
   /**
    * The pipeline's CodeGen scripts, in stage order (data quality, then transformation): each runs in a
    * sandboxed process of its own over every batch, after the built-in checks and mappings.
@@ -101,6 +101,8 @@ export interface Counts {
   firstReject: string | null;
   /** Rows checked byte-wise and passed to the destination as they are (the CSV fast path). */
   unparsed: number;
+  /** Of those, rows the encoder wrote as PostgreSQL binary COPY from their fields (copy-binary.ts). */
+  binary: number;
 }
 
 export type FromThread =

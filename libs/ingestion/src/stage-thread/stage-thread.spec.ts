@@ -212,7 +212,7 @@ describe("a destination's maxBatchRows on JSON rows", () => {
         def,
         ['id', 'label'],
         null,
-        [{ module: encoderModule('json-rows'), maxBatchRows: 3 }],
+        [{ module: encoderModule('json-rows'), maxBatchRows: 3, shape: null }],
         [],
       );
       for (let i = 0; i < 20 && !session.finished; i++) {

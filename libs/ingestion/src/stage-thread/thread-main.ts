@@ -19,7 +19,7 @@ import { RecordValidator, RejectSink, convert, newCounts, recordValidator } from
 import { readInput } from './read-input';
 import { receiveInput } from './input-channel';
 import { FastCsvInput } from './fast-csv';
-import { csvEncoderOf, encoderOf, pieces } from './encoders';
+import { binaryRows, csvEncoderOf, encoderOf, pieces } from './encoders';
 import { WarmScripts } from './warm-scripts';
 
 interface Job {
@@ -239,7 +239,14 @@ async function handle(msg: ToThread): Promise<void> {
     j.encoders = msg.encoders.map((e) => encoderOf(e.module, e.maxBatchRows, columns));
     if (j.fast && msg.encoders.length === 1) {
       const e = msg.encoders[0];
-      j.csvEncoder = csvEncoderOf(e.module, e.maxBatchRows, columns, msg.fileColumns, msg.definition);
+      j.csvEncoder = csvEncoderOf(
+        e.module,
+        e.maxBatchRows,
+        columns,
+        msg.fileColumns,
+        msg.definition,
+        e.shape,
+      );
     }
     if (msg.schema !== null) {
       try {
@@ -262,7 +269,10 @@ async function handle(msg: ToThread): Promise<void> {
   j.heapBytes = Math.max(j.heapBytes, getHeapStatistics().total_heap_size);
   if (j.fast) {
     const piece = j.pieces?.next();
-    if (piece !== undefined && piece.done !== true) return postBatch(j, [piece.value]);
+    if (piece !== undefined && piece.done !== true) {
+      j.counts.binary += binaryRows(piece.value);
+      return postBatch(j, [piece.value]);
+    }
     j.pieces = null;
     const payloads = await j.fast.next(j.plan, j.builder, j.encoders[0], j.counts, j.rejects);
     if (payloads === null) {
@@ -273,7 +283,9 @@ async function handle(msg: ToThread): Promise<void> {
       // The part's first piece now, the others on the next requests (the loaders start on it meanwhile).
       j.pieces = pieces(payloads, j.csvEncoder);
       const first = j.pieces.next();
-      postBatch(j, [first.done === true ? [] : first.value]);
+      const piece = first.done === true ? [] : first.value;
+      j.counts.binary += binaryRows(piece);
+      postBatch(j, [piece]);
     }
     return;
   }
@@ -410,7 +422,7 @@ function postBatch(j: Job, payloads: Payload[][]): void {
   const transfer = new Set<ArrayBuffer>();
   for (const p of payloads.flat()) {
     if (p instanceof Uint8Array) transfer.add(p.buffer as ArrayBuffer);
-    else if (typeof p === 'object' && 'kind' in p && p.kind === 'csv')
+    else if (typeof p === 'object' && 'kind' in p && (p.kind === 'csv' || p.kind === 'pg-binary'))
       transfer.add(p.bytes.buffer as ArrayBuffer);
     else if (typeof p === 'object' && 'kind' in p && p.kind === 'json-rows')
       for (const a of [p.bytes, p.ends, p.lines]) transfer.add(a.buffer as ArrayBuffer);
