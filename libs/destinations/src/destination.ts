@@ -125,6 +125,8 @@ export interface PgBinaryPayload {
   columns: string[];
   /** Each column's declared type the values were written for (format_type's name). */
   types: string[];
+  /** As CsvChunkPayload.written: set on the job's main thread once the socket has sent `bytes`. */
+  written?: () => void;
 }
 
 /** What a destination's encoder makes of one batch, handed as is to its loader. */

@@ -294,6 +294,7 @@ export class IngestionRunner {
           }
           counts = next.counts;
           stage.parts?.track(next.payloads);
+          stage.parts?.reuse(next.spent);
           return next.payloads;
         })
         .catch((err: unknown) => {

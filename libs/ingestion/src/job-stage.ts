@@ -104,6 +104,7 @@ export async function openStage(
       await stopReading();
       throw err;
     });
+  if (parts !== null) parts.onBinaryWritten = (b) => session.giveBack(b);
   return {
     session,
     read,

@@ -38,7 +38,8 @@ export interface StageRun {
     scripts: PlanMessage['scripts'],
   ): Promise<void>;
   next(): Promise<
-    { payloads: Payload[][]; counts: Counts } | { end: Counts; sample: Record<string, unknown>[] }
+    | { payloads: Payload[][]; counts: Counts; spent?: ArrayBuffer[] }
+    | { end: Counts; sample: Record<string, unknown>[] }
   >;
   readonly finished: boolean;
   end(): void;

@@ -1,4 +1,4 @@
-import type { CsvChunkPayload, Payload } from '@tapyard/destinations';
+import type { CsvChunkPayload, Payload, PgBinaryPayload } from '@tapyard/destinations';
 import { PartBuffers } from './part-buffers';
 
 const SIZE = 1 << 16;
@@ -66,5 +66,33 @@ describe('PartBuffers', () => {
     const again = parts.memory(SIZE).buffer;
     expect([a.buffer, b.buffer]).toContain(again);
     expect(parts.memory(SIZE).buffer).not.toBe(again);
+  });
+
+  it('takes back the part buffers the binary encoder is done with, and only sizes it handed out', () => {
+    const parts = new PartBuffers();
+    const part = parts.memory(SIZE);
+    parts.reuse([part.buffer as ArrayBuffer, new ArrayBuffer(SIZE + 1)]);
+    expect(parts.memory(SIZE).buffer).toBe(part.buffer);
+    expect(parts.memory(SIZE).buffer).not.toBe(part.buffer);
+    parts.reuse(undefined);
+  });
+
+  it('hands the memory of a binary COPY piece back once, when its loader has sent it', () => {
+    const parts = new PartBuffers();
+    const back: ArrayBuffer[] = [];
+    const piece: PgBinaryPayload = {
+      kind: 'pg-binary',
+      bytes: new Uint8Array(64),
+      rows: 1,
+      columns: ['a'],
+      types: ['text'],
+    };
+    parts.track([[piece]]);
+    expect(piece.written).toBeUndefined(); // no taker: left to the collector
+    parts.onBinaryWritten = (b) => back.push(b);
+    parts.track([[piece]]);
+    piece.written?.();
+    piece.written?.();
+    expect(back).toEqual([piece.bytes.buffer]);
   });
 });

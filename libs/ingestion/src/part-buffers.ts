@@ -5,7 +5,7 @@
  * per part, that memory cost page faults on every part and, as it came and went, garbage
  * collections of the worker's whole heap; a buffer COPY has sent now holds the next part instead.
  */
-import type { CsvChunkPayload, Payload } from '@tapyard/destinations';
+import type { CsvChunkPayload, Payload, PgBinaryPayload } from '@tapyard/destinations';
 
 /** Free buffers kept per job: about the parts in flight (the thread's window, the batches queued). */
 export const PART_BUFFERS_KEPT = 8;
@@ -39,6 +39,11 @@ export class PartBuffers {
     for (const list of payloads) {
       for (const p of list) {
         if (typeof p === 'string') continue;
+        if (isBinary(p)) {
+          const back = this.onBinaryWritten;
+          if (back !== null) p.written = once(() => back(p.bytes.buffer as ArrayBuffer));
+          continue;
+        }
         if (!isCsvChunk(p)) return;
         chunks.push(p);
       }
@@ -62,11 +67,35 @@ export class PartBuffers {
     }
   }
 
+  /**
+   * Where a binary COPY piece's memory goes once its loader has sent it: back to the stage thread,
+   * whose encoder writes the next pieces there (null: left to the garbage collector).
+   */
+  onBinaryWritten: ((b: ArrayBuffer) => void) | null = null;
+
+  /** Part buffers the stage thread is done with (the binary encoder read their rows): free again. */
+  reuse(spent: ArrayBuffer[] | undefined): void {
+    for (const b of spent ?? []) if (this.free.has(b.byteLength)) this.give(b);
+  }
+
   private give(b: ArrayBuffer): void {
     if (this.kept >= this.keep) return;
     this.free.get(b.byteLength)?.push(b);
     this.kept++;
   }
+}
+
+function isBinary(p: Exclude<Payload, string>): p is PgBinaryPayload {
+  return !(p instanceof Uint8Array) && 'kind' in p && p.kind === 'pg-binary';
+}
+
+function once(f: () => void): () => void {
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    f();
+  };
 }
 
 function isCsvChunk(p: Exclude<Payload, string>): p is CsvChunkPayload {

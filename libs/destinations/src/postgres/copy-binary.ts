@@ -55,6 +55,28 @@ export const BINARY_MIN_BYTES = 256 * 1024;
 /** A piece ends after the row that takes it past this many bytes: the loader sends it while the next is written. */
 export const BINARY_PIECE_BYTES = 1 << 20;
 
+/** The memory of one piece: its rows, and room for the row that takes it past BINARY_PIECE_BYTES. */
+const PIECE_MEMORY = BINARY_PIECE_BYTES + (64 << 10);
+/** Pieces' memory the loaders have sent, given back to this thread (see reuseMemory). */
+const spare: ArrayBuffer[] = [];
+/** Spare pieces kept: about the pieces in flight between this thread and the loaders' sockets. */
+const SPARE_KEPT = 8;
+
+/**
+ * Takes back the memory of pieces the loaders have sent (the main thread transfers it): the next
+ * pieces are written there instead of into new memory, whose coming and going made the worker's
+ * main thread collect garbage for about a third of a large load's CPU.
+ */
+export function reuseMemory(buffers: ArrayBuffer[]): void {
+  for (const b of buffers) if (b.byteLength === PIECE_MEMORY && spare.length < SPARE_KEPT) spare.push(b);
+}
+
+/** Memory for a piece: spare, or new (never from Buffer's shared pool, which cannot be transferred). */
+function pieceMemory(): Buffer {
+  const reused = spare.pop();
+  return reused === undefined ? Buffer.allocUnsafeSlow(PIECE_MEMORY) : Buffer.from(reused);
+}
+
 /** Binary COPY's header: its signature, no flags, no header extension. */
 export const BINARY_HEADER = Buffer.concat([Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1'), Buffer.alloc(8)]);
 /** Binary COPY's trailer: a tuple of -1 fields. */
@@ -128,9 +150,8 @@ export function createCsvEncoder(
  * passes BINARY_PIECE_BYTES. One method with its state in locals: it runs once per field.
  */
 class PieceWriter {
-  // Each piece's memory is its own (the stage thread transfers it, which empties the view): never
-  // from Buffer's shared pool, which cannot be transferred.
-  private out: Buffer = Buffer.allocUnsafeSlow(BINARY_PIECE_BYTES + (64 << 10));
+  // Each piece's memory is its own: the stage thread transfers it, which empties the view.
+  private out: Buffer = pieceMemory();
   private at = 0;
   /** Where the record after the last one written starts. */
   next = 0;
@@ -156,7 +177,7 @@ class PieceWriter {
   /** The piece written so far; the next is written into new memory. */
   take(): Buffer {
     const piece = this.out.subarray(0, this.at);
-    this.out = Buffer.allocUnsafeSlow(this.out.length);
+    this.out = pieceMemory();
     this.view = new DataView(this.out.buffer, this.out.byteOffset, this.out.byteLength);
     this.at = 0;
     return piece;

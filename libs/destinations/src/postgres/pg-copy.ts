@@ -57,7 +57,7 @@ export function copySql(table: string, textColumns: string, first: Payload): str
 export function copyData(p: Payload): CopyData {
   if (typeof p === 'string') return { data: p, rows: countLines(p) };
   const binary = binaryOf(p);
-  if (binary !== null) return { data: binary.bytes, rows: binary.rows };
+  if (binary !== null) return { data: binary.bytes, rows: binary.rows, written: binary.written };
   const chunk = csvChunk(p);
   return { data: chunk.bytes, rows: chunk.rows, written: chunk.written };
 }

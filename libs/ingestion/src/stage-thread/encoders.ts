@@ -16,6 +16,8 @@ import type { PipelineDefinition, SchemaField, TypedBatch } from '@tapyard/model
 type EncoderModule = {
   createEncoder: EncoderFactory;
   createCsvEncoder?: CsvEncoderFactory;
+  /** Takes back the memory of payloads its destination has sent (the copy-text module's binary pieces). */
+  reuseMemory?: (buffers: ArrayBuffer[]) => void;
   /** Cuts a JsonRowsPayload (the json-rows encoder's module has it). */
   sliceRows?: (p: JsonRowsPayload, from: number, to: number) => JsonRowsPayload;
 };
@@ -98,4 +100,10 @@ export function binaryRows(payloads: Payload[]): number {
   for (const p of payloads)
     if (typeof p === 'object' && 'kind' in p && p.kind === 'pg-binary') rows += p.rows;
   return rows;
+}
+
+/** Gives an encoder module the memory of payloads its destination has sent, when it takes it back. */
+export function reuseEncoderMemory(module: string, buffers: ArrayBuffer[]): void {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  (require(module) as EncoderModule).reuseMemory?.(buffers);
 }

@@ -71,6 +71,16 @@ export class FastCsvInput {
     this.input = input[Symbol.asyncIterator]();
   }
 
+  /** Whether the input is still read in place (not by the cutter, which may hold a part's memory). */
+  get readsInPlace(): boolean {
+    return this.parts === null;
+  }
+
+  /** Whether the reader still holds memory `b` (the part it reads, or the record a part cut). */
+  holds(b: ArrayBufferLike): boolean {
+    return this.body?.buffer === b || this.carry?.buffer === b;
+  }
+
   /** The header's names (read by the reference reader, as the validating path would). */
   async header(): Promise<string[] | null> {
     const first = await this.input.next();

@@ -58,6 +58,11 @@ export interface PlanMessage {
 
 export interface NextMessage {
   kind: 'next';
+  /**
+   * Memory of binary COPY pieces the loaders have sent (transferred): the encoder writes the next
+   * pieces into it instead of new memory (see PartBuffers).
+   */
+  spare?: ArrayBuffer[];
 }
 
 /**
@@ -112,7 +117,13 @@ export type FromThread =
    * One batch, encoded for each destination (payloads[i] for encoders[i]; a destination with a
    * batch limit may get several); `counts` so far.
    */
-  | { kind: 'batch'; payloads: Payload[][]; counts: Counts }
+  | {
+      kind: 'batch';
+      payloads: Payload[][];
+      counts: Counts;
+      /** Staged parts' buffers the encoder is done with (transferred back): they hold the next parts. */
+      spent?: ArrayBuffer[];
+    }
   /**
    * Every row is read and the rejects file is closed; `sample`: the first rows as typed (before any
    * script), for the dry run of the pipeline's next script.

@@ -233,6 +233,8 @@ export class StageSession {
   private ended = false;
   private planned = false;
   private prefetched: Promise<Reply> | null = null;
+  /** Binary COPY pieces' memory to give back to the thread with the next request. */
+  private readonly spare: ArrayBuffer[] = [];
   private heapBytes = 0;
   /** The job's scripts as a warm sandbox would be started for them (see StageThreadPool.kinds). */
   private scripts: WarmSpec[] = [];
@@ -311,9 +313,10 @@ export class StageSession {
    * counts. One batch is converted ahead.
    */
   async next(): Promise<
-    { payloads: Payload[][]; counts: Counts } | { end: Counts; sample: Record<string, unknown>[] }
+    | { payloads: Payload[][]; counts: Counts; spent?: ArrayBuffer[] }
+    | { end: Counts; sample: Record<string, unknown>[] }
   > {
-    const pending = this.prefetched ?? this.request({ kind: 'next' });
+    const pending = this.prefetched ?? this.requestNext();
     this.prefetched = null;
     const r = await pending;
     if (r.kind === 'end') {
@@ -322,9 +325,19 @@ export class StageSession {
       return { end: r.counts, sample: r.sample };
     }
     const batch = expect(r, 'batch');
-    this.prefetched = this.request({ kind: 'next' });
+    this.prefetched = this.requestNext();
     this.prefetched.catch(() => undefined); // seen when awaited; never unhandled
-    return { payloads: batch.payloads, counts: batch.counts };
+    return { payloads: batch.payloads, counts: batch.counts, spent: batch.spent };
+  }
+
+  /** Memory of a binary COPY piece the loaders have sent: it goes back with the next request. */
+  giveBack(b: ArrayBuffer): void {
+    if (!this.ended && b.byteLength > 0) this.spare.push(b);
+  }
+
+  private requestNext(): Promise<Reply> {
+    const spare = this.spare.splice(0);
+    return spare.length > 0 ? this.request({ kind: 'next', spare }, spare) : this.request({ kind: 'next' });
   }
 
   /** Whether the whole input was read (the thread reported its end). */

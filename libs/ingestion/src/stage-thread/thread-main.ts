@@ -19,7 +19,7 @@ import { RecordValidator, RejectSink, convert, newCounts, recordValidator } from
 import { readInput } from './read-input';
 import { receiveInput } from './input-channel';
 import { FastCsvInput } from './fast-csv';
-import { binaryRows, csvEncoderOf, encoderOf, pieces } from './encoders';
+import { binaryRows, csvEncoderOf, encoderOf, pieces, reuseEncoderMemory } from './encoders';
 import { WarmScripts } from './warm-scripts';
 
 interface Job {
@@ -35,6 +35,12 @@ interface Job {
   csvEncoder: ((chunk: CsvChunkPayload) => Iterable<Payload[]>) | null;
   /** The rest of the part being written by csvEncoder, one batch a request. */
   pieces: Iterator<Payload[]> | null;
+  /** The encoder module of csvEncoder, which takes back its pieces' memory (null: none). */
+  csvModule: string | null;
+  /** The memory of the clean chunks `pieces` is writing. */
+  piecesOf: ArrayBuffer[];
+  /** Staged parts the encoder is done with, to give back to the main thread once nothing here holds them. */
+  spent: ArrayBuffer[];
   validator: RecordValidator | null;
   rejects: WriteStream | null;
   counts: Counts;
@@ -172,6 +178,9 @@ async function handle(msg: ToThread): Promise<void> {
       encoders: [],
       csvEncoder: null,
       pieces: null,
+      csvModule: null,
+      piecesOf: [],
+      spent: [],
       validator: null,
       rejects: null,
       counts: newCounts(),
@@ -247,6 +256,7 @@ async function handle(msg: ToThread): Promise<void> {
         msg.definition,
         e.shape,
       );
+      j.csvModule = e.module;
     }
     if (msg.schema !== null) {
       try {
@@ -265,6 +275,8 @@ async function handle(msg: ToThread): Promise<void> {
   }
   // next
   if (j.plan === null || j.builder === null || j.rejects === null) throw new Error("'next' before 'plan'");
+  if (msg.kind === 'next' && msg.spare !== undefined && j.csvModule !== null)
+    reuseEncoderMemory(j.csvModule, msg.spare);
   // What the previous batch grew the heap to (the last batch's shows in the final count below).
   j.heapBytes = Math.max(j.heapBytes, getHeapStatistics().total_heap_size);
   if (j.fast) {
@@ -274,6 +286,8 @@ async function handle(msg: ToThread): Promise<void> {
       return postBatch(j, [piece.value]);
     }
     j.pieces = null;
+    // Every chunk of the part is written: a part buffer none of them went out in is the main thread's again.
+    j.spent.push(...j.piecesOf.splice(0).filter((b) => b.byteLength >= SPENT_MIN_BYTES));
     const payloads = await j.fast.next(j.plan, j.builder, j.encoders[0], j.counts, j.rejects);
     if (payloads === null) {
       await close(j.rejects);
@@ -282,6 +296,9 @@ async function handle(msg: ToThread): Promise<void> {
     else {
       // The part's first piece now, the others on the next requests (the loaders start on it meanwhile).
       j.pieces = pieces(payloads, j.csvEncoder);
+      for (const p of payloads)
+        if (typeof p === 'object' && 'kind' in p && p.kind === 'csv')
+          j.piecesOf.push(p.bytes.buffer as ArrayBuffer);
       const first = j.pieces.next();
       const piece = first.done === true ? [] : first.value;
       j.counts.binary += binaryRows(piece);
@@ -417,9 +434,24 @@ function readerOf(j: Job): AsyncGenerator<RecordBatch> {
   return j.batches;
 }
 
-/** Bytes travel by transfer (each payload owns its buffers), the rest by copy. */
+/** Smaller buffers are chunks' own copies (a record a part cut), not staged parts: not given back. */
+const SPENT_MIN_BYTES = 64 << 10;
+
+/**
+ * Bytes travel by transfer (each payload owns its buffers), the rest by copy. Spent part buffers go
+ * back with the batch once the fast path's reader holds none of them (it reads in place; a reader that
+ * left that path may still read one, so none goes back then).
+ */
 function postBatch(j: Job, payloads: Payload[][]): void {
   const transfer = new Set<ArrayBuffer>();
+  let spent: ArrayBuffer[] | undefined;
+  if (j.spent.length > 0 && j.fast?.readsInPlace === true) {
+    const fast = j.fast;
+    // Detached: it went to the main thread already, as a chunk the encoder handed on as it was.
+    spent = j.spent.filter((b) => b.byteLength > 0 && !fast.holds(b));
+    j.spent = j.spent.filter((b) => b.byteLength > 0 && fast.holds(b));
+    for (const b of spent) transfer.add(b);
+  }
   for (const p of payloads.flat()) {
     if (p instanceof Uint8Array) transfer.add(p.buffer as ArrayBuffer);
     else if (typeof p === 'object' && 'kind' in p && (p.kind === 'csv' || p.kind === 'pg-binary'))
@@ -427,9 +459,10 @@ function postBatch(j: Job, payloads: Payload[][]): void {
     else if (typeof p === 'object' && 'kind' in p && p.kind === 'json-rows')
       for (const a of [p.bytes, p.ends, p.lines]) transfer.add(a.buffer as ArrayBuffer);
   }
-  port?.postMessage({ id: j.id, reply: { kind: 'batch', payloads, counts: j.counts } satisfies FromThread }, [
-    ...transfer,
-  ]);
+  port?.postMessage(
+    { id: j.id, reply: { kind: 'batch', payloads, counts: j.counts, spent } satisfies FromThread },
+    [...transfer],
+  );
 }
 
 function failure(err: unknown): FromThread {
