@@ -35,3 +35,34 @@ export function csvChars(
   }
   return { delim, quote, esc };
 }
+
+/**
+ * Where the quoted field opened at `open` of a clean chunk (one the fast path's byte check passed, so
+ * the field is closed) ends: the index of its closing quote, times two, plus one when the field holds
+ * escapes to undo (a doubled quote without an escape character; the escape before the quote or itself).
+ * The fast path's encoders read fields with it (`quote`, `esc`: as csvChars gives them).
+ */
+export function quotedFieldEnd(b: Uint8Array, open: number, quote: number, esc: number): number {
+  let p = open + 1;
+  let escapes = 0;
+  for (;;) {
+    const c = b[p];
+    if (c === quote) {
+      if (esc < 0 && b[p + 1] === quote) {
+        escapes = 1;
+        p += 2;
+        continue;
+      }
+      return p * 2 + escapes;
+    }
+    if (c === esc) {
+      const after = b[p + 1];
+      if (after === quote || after === esc) {
+        escapes = 1;
+        p += 2;
+        continue;
+      }
+    }
+    p++;
+  }
+}

@@ -15,7 +15,7 @@
 import type { CsvAttributes, SchemaField } from '@tapyard/model';
 import { Invalid, coercer } from '@tapyard/model';
 import type { CsvChunkPayload, JsonRowsPayload } from '../destination';
-import { csvChars } from '@tapyard/readers';
+import { csvChars, quotedFieldEnd } from '@tapyard/readers';
 import { jsonValue, namePrefixes } from './json-value';
 
 const LF = 10;
@@ -208,29 +208,13 @@ export function createCsvEncoder(
         lines[r] = line;
         for (let f = 0; f < width; f++) {
           if (b[i] === quote) {
-            let p = i + 1;
-            let escapes = false;
-            for (;;) {
-              const c = b[p];
-              if (c === quote) {
-                if (esc < 0 && b[p + 1] === quote) {
-                  escapes = true;
-                  p += 2;
-                  continue;
-                }
-                break;
-              }
-              if (c === esc) {
-                const next = b[p + 1];
-                if (next === quote || next === esc) {
-                  escapes = true;
-                  p += 2;
-                  continue;
-                }
-              }
-              // A line break inside the quotes: \r\n counts once, as the reader counts lines.
-              if (c === LF || (c === CR && b[p + 1] !== LF)) line++;
-              p++;
+            const end = quotedFieldEnd(b, i, quote, esc);
+            const p = end >> 1;
+            const escapes = (end & 1) === 1;
+            // A line break inside the quotes: \r\n counts once, as the reader counts lines.
+            for (let k = i + 1; k < p; k++) {
+              const c = b[k];
+              if (c === LF || (c === CR && b[k + 1] !== LF)) line++;
             }
             starts[f] = i + 1;
             ends[f] = p;

@@ -23,7 +23,7 @@
  * message with its statements (one-message.ts), and the binary form would gain it nothing.
  */
 import type { CsvAttributes, FieldType, SchemaField } from '@tapyard/model';
-import { csvChars } from '@tapyard/readers';
+import { csvChars, quotedFieldEnd } from '@tapyard/readers';
 import type { CsvChunkPayload, PgBinaryPayload, TargetShape } from '../destination';
 
 const LF = 10;
@@ -205,28 +205,9 @@ class PieceWriter {
       for (let f = 0; f < width; f++) {
         if (f > 0) i++; // the delimiter before every field but the first
         if (b[i] === quote) {
-          let p = i + 1;
-          let escapes = false;
-          for (;;) {
-            const c = b[p];
-            if (c === quote) {
-              if (esc < 0 && b[p + 1] === quote) {
-                escapes = true;
-                p += 2;
-                continue;
-              }
-              break;
-            }
-            if (c === esc) {
-              const after = b[p + 1];
-              if (after === quote || after === esc) {
-                escapes = true;
-                p += 2;
-                continue;
-              }
-            }
-            p++;
-          }
+          const end = quotedFieldEnd(b, i, quote, esc);
+          const p = end >> 1;
+          const escapes = (end & 1) === 1;
           const length = p - i - 1;
           if (at + 4 + length > out.length) ({ out, view } = this.grow(out, at, 4 + length + fixed));
           const lengthAt = at;
