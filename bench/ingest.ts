@@ -9,7 +9,8 @@
  * rules' load and its baseline, in turn), BENCH_ROUNDS (default 3: rounds of psql and Tapyard on each
  * file, in turn; the ratio is of their medians). BENCH_DQ_ONLY=1 runs only the rules' overhead,
  * BENCH_NARROW_ONLY=1 only the narrow file against psql;
- * BENCH_NODE_OPTIONS replaces the worker's Node flags (e.g. `--cpu-prof --cpu-prof-dir=DIR`).
+ * BENCH_NODE_OPTIONS replaces the worker's Node flags (e.g. `--cpu-prof --cpu-prof-dir=DIR`),
+ * BENCH_API_NODE_OPTIONS the API's.
  */
 import { execFileSync } from 'node:child_process';
 import { createReadStream, createWriteStream, readFileSync, writeFileSync } from 'node:fs';
@@ -321,6 +322,7 @@ async function main(): Promise<void> {
     { MONGODB_URI: MONGO_URI },
     {
       worker: flags ? { NODE_OPTIONS: flags } : {},
+      api: process.env.BENCH_API_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_API_NODE_OPTIONS } : {},
     },
   );
   const worker = platform.worker;
