@@ -15,6 +15,7 @@ import {
 import { TEST_DATABASE_URL, TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
 import { csvPipeline, upload, waitForJob } from './support/ingest';
 import { ModelDouble } from './support/model-double';
+import { until } from './support/wait';
 import { dropPgvectorTable, vectorPeerFields } from './support/vector-peers';
 
 const DQ_V1 = `def check(rows):
@@ -235,14 +236,22 @@ consoleDescribe('test/console-data.e2e-spec.ts')(
           ),
         )
         .expect(200);
+      // The script the POST writes in the background goes live first: a job racing it would ask the
+      // model itself (the double has one reply), fail and land no sample, and the evidence would be
+      // `needs-human` instead of `fail`.
+      await until('the first data-quality script to go live', async () => {
+        const res = await http().get('/api/v1/pipelines/orders/codegen-scripts').expect(200);
+        return (res.body as { dataQuality: { version: number | null } | null }).dataQuality?.version === 1;
+      });
       const rows = Array.from(
         { length: 10 },
         (_, i) => `${i + 1},${(i + 1) * 30},${i % 2 ? 'north' : 'south'}`,
       );
-      await waitForJob(
+      const landed = await waitForJob(
         http(),
         await upload(http(), 'orders', `id,amount,region\n${rows.join('\n')}\n`, 'o.csv'),
       );
+      expect(landed.rollup.status).toBe('success');
       double.script({ json: { script: DQ_STRICT } });
       await http().post('/api/v1/pipelines/orders/codegen-scripts/dataQuality/regenerate').expect(200);
 

@@ -172,6 +172,74 @@ describe('CSV fast path vs the validating path', () => {
     expect(reference.sample[2]).toMatchObject({ amount: '1e-301', label: 'multi\nline', day: '9999-12-31' });
   });
 
+  it('writes binary COPY in the replace and merge modes too (merge: into its temporary table)', async () => {
+    const api = runs[0].api as TestApi;
+    const binaryColumns = columns.filter(([name]) => name !== 'at');
+    const file = (from: number, to: number, amount: (i: number) => string) => {
+      let csv = 'id,amount,label,flag,day\n';
+      for (let i = from; i <= to; i++) csv += `${i},${amount(i)},label ${i},${i % 2 === 0},2026-03-01\n`;
+      return csv;
+    };
+    const load = async (pipeline: string, csv: string) => {
+      const { rollup, events } = await waitForJob(
+        api.http,
+        await upload(api.http, pipeline, csv, 'm.csv'),
+        90_000,
+      );
+      expect(rollup.status).toBe('success');
+      const end = events.find((e) => e.processName === 'DataQuality' && e.state === 'end')?.description ?? '';
+      expect(Number(/(\d+) written as binary COPY/.exec(end)?.[1] ?? 0)).toBeGreaterThan(0);
+    };
+    const sum = async (t: string) =>
+      (
+        await pg.query<{ n: string; total: string }>(
+          `SELECT count(*) AS n, sum(amount)::text AS total FROM ingest_test."${t}"`,
+        )
+      ).rows[0];
+    const merged = `${table(runs[0].env)}_merge`;
+    await api.http
+      .post('/api/v1/pipeline')
+      .send({
+        ...csvPipeline('fpmerge', merged, binaryColumns),
+        destination: {
+          database: { dbName: 'tapyard_test', schema: 'ingest_test', table: merged, usePostgres: true },
+          writeMode: 'merge',
+          primaryKey: ['id'],
+        },
+      })
+      .expect(200);
+    // 10,000 rows (some 400 KB), then 5,000 of them again with new amounts and 5,000 new ones.
+    await load(
+      'fpmerge',
+      file(1, 10_000, () => '1'),
+    );
+    await load(
+      'fpmerge',
+      file(5_001, 15_000, () => '2'),
+    );
+    expect(await sum(merged)).toEqual({ n: '15000', total: String(5_000 + 2 * 10_000) });
+    const replaced = `${table(runs[0].env)}_replace`;
+    await api.http
+      .post('/api/v1/pipeline')
+      .send({
+        ...csvPipeline('fpreplace', replaced, binaryColumns),
+        destination: {
+          database: { dbName: 'tapyard_test', schema: 'ingest_test', table: replaced, usePostgres: true },
+          writeMode: 'replace',
+        },
+      })
+      .expect(200);
+    await load(
+      'fpreplace',
+      file(1, 10_000, () => '1'),
+    );
+    await load(
+      'fpreplace',
+      file(20_001, 29_000, () => '3'),
+    );
+    expect(await sum(replaced)).toEqual({ n: '9000', total: String(3 * 9_000) });
+  });
+
   it('keeps a load with data-quality rules on the fast path, rejecting what the validating path rejects', async () => {
     const rules = [
       { type: 'not_null', column: 'day' },

@@ -3,6 +3,7 @@ import { issueKey, newBootstrapKey } from './support/auth';
 import { TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
 import { csvPipeline, upload, waitForJob } from './support/ingest';
 import { ModelDouble } from './support/model-double';
+import { until } from './support/wait';
 
 /**
  * Incidents end to end: a CodeGen script replacing an earlier version opens one; its evidence comes from
@@ -81,9 +82,23 @@ describe('incidents of CodeGen script changes (real sandbox, worker, Postgres, M
       await new Promise((r) => setTimeout(r, 100));
     }
   }
+  /** Rows landed by the live script: the sample the evidence runs on (a job that failed lands none). */
   async function land(rows: number): Promise<void> {
     const token = await upload(api.http, 'orders', csv(rows), 'orders.csv');
-    await waitForJob(api.http, token);
+    // `warning`: the script rejects the negative amounts; `error` would have landed nothing.
+    expect((await waitForJob(api.http, token)).rollup.status).toBe('warning');
+  }
+
+  /**
+   * Waits for the data-quality script the POST writes in the background to go live. A job that
+   * raced it would ask the model itself (the double has one reply for the two calls), fail for want
+   * of a script and land nothing: the evidence would then run on a synthetic sample (`needs-human`).
+   */
+  async function scriptLive(version: number): Promise<void> {
+    await until(`data-quality script version ${version} to go live`, async () => {
+      const entry = (await get('/pipelines/orders/codegen-scripts').expect(200)).body.dataQuality;
+      return entry?.version === version;
+    });
   }
 
   beforeAll(async () => {
@@ -116,6 +131,7 @@ describe('incidents of CodeGen script changes (real sandbox, worker, Postgres, M
         { dataQuality: { aiInstruction: 'Reject negative amounts.' } },
       ),
     ).expect(200);
+    await scriptLive(1);
     await land(10);
     expect((await get('/incidents?pipeline=orders').expect(200)).body).toEqual([]);
 
