@@ -267,6 +267,12 @@ consoleDescribe('test/console-data.e2e-spec.ts')(
       await http().get('/api/v1/pipelines/orders/codegen-scripts/dataQuality/versions/9').expect(404);
       await http().get('/api/v1/pipelines/orders/codegen-scripts/nonsense/versions/1').expect(400);
 
+      // The incident opens a moment after the change (a listener of script changes), and the Overview
+      // reads the list once: it is loaded only once the incident is there.
+      await until('the incident of the change to open', async () => {
+        const res = await http().get('/api/v1/incidents?pipeline=orders').expect(200);
+        return (res.body as unknown[]).length > 0;
+      });
       const page = await newPage('/');
       await page.getByRole('heading', { name: 'Open incidents' }).waitFor();
       await page.getByText('dataQuality 1 → 2').waitFor();
