@@ -45,7 +45,8 @@ export function csvChars(
 export function quotedFieldEnd(b: Uint8Array, open: number, quote: number, esc: number): number {
   let p = open + 1;
   let escapes = 0;
-  for (;;) {
+  // Bounded by the buffer all the same: a chunk that broke the promise ends at its end, not in a loop.
+  for (const n = b.length; p < n;) {
     const c = b[p];
     if (c === quote) {
       if (esc < 0 && b[p + 1] === quote) {
@@ -65,4 +66,5 @@ export function quotedFieldEnd(b: Uint8Array, open: number, quote: number, esc: 
     }
     p++;
   }
+  return p * 2;
 }
