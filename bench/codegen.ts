@@ -1,14 +1,16 @@
 /**
  * `npm run bench:codegen` — what a CodeGen script costs a load: the same narrow file (BENCH_CODEGEN_ROWS,
- * default 200,000 rows) uploaded into three pipelines of the same run, on the validating path
+ * default 200,000 rows) uploaded into four pipelines of the same run, on the validating path
  * (CSV_FAST_PATH=false, so the baseline does the same per-row work but the script):
  * - no script (the baseline);
  * - a data-quality script that passes every row (`check`);
- * - a transformation script that adds a column (`transform`).
+ * - a transformation script that passes every row through unchanged (`transform`: the goal's pass-through);
+ * - a transformation script that adds a column (`transform`, for reference: more work than a pass-through,
+ *   in Python and in the table).
  * The scripts are written by a loopback server speaking the OpenAI protocol (the model is a paid API: a
- * stand-in answers with fixed scripts). Starts its own API and worker (built apps). The three loads run
+ * stand-in answers with fixed scripts). Starts its own API and worker (built apps). The four loads run
  * in turn BENCH_CODEGEN_ROUNDS times (default 2) and each keeps its fastest, so a busy spell of a shared
- * machine weighs on all three alike; each starts BENCH_CODEGEN_SETTLE_MS (default 1000) after the previous
+ * machine weighs on all four alike; each starts BENCH_CODEGEN_SETTLE_MS (default 1000) after the previous
  * one ended, so what the worker does after a job is no part of the next; the load average is printed beside
  * the figures. Prints rows/s and ratios, and the CPU time of the worker with its sandboxed scripts per load
  * (what a script costs when the machine has no core to spare for it) by part: main thread, stage threads
@@ -47,6 +49,7 @@ const CHECK = 'def check(rows):\n    return [None] * len(rows)\n';
 const TRANSFORM =
   'OUTPUT_COLUMNS = {"amount2": "double"}\n\n' +
   'def transform(rows):\n    return [dict(r, amount2=None if r["amount"] is None else r["amount"] * 2) for r in rows]\n';
+const PASS_THROUGH = 'OUTPUT_COLUMNS = {}\n\ndef transform(rows):\n    return rows\n';
 
 /** Answers every chat completion with the script its prompt asks for. */
 async function modelStandIn(): Promise<{ url: string; address: string; close: () => void }> {
@@ -54,7 +57,11 @@ async function modelStandIn(): Promise<{ url: string; address: string; close: ()
     let body = '';
     req.on('data', (c: Buffer) => (body += c.toString()));
     req.on('end', () => {
-      const script = body.includes('OUTPUT_COLUMNS') && body.includes('transform') ? TRANSFORM : CHECK;
+      const script = !(body.includes('OUTPUT_COLUMNS') && body.includes('transform'))
+        ? CHECK
+        : body.includes('unchanged')
+          ? PASS_THROUGH
+          : TRANSFORM;
       res.setHeader('content-type', 'application/json');
       res.end(
         JSON.stringify({
@@ -173,22 +180,28 @@ async function main(): Promise<void> {
     await pipeline('derived', `derived_${suffix}`, {
       transformation: { aiInstruction: 'Add amount2, twice amount.' },
     });
+    await pipeline('passed', `passed_${suffix}`, {
+      transformation: { aiInstruction: 'Pass every row through unchanged.' },
+    });
     await ready('checked');
+    await ready('passed');
     await ready('derived');
     // A first small load of each warms the worker's stage threads and the sandbox's interpreter cache.
     const warm = join(dir, 'warm.csv');
     await writeCsv(warm, 1000, NARROW_COLUMNS);
     const worker = platform.worker.pid as number;
-    for (const name of ['plain', 'checked', 'derived']) await load(warm, name, worker);
+    for (const name of ['plain', 'checked', 'passed', 'derived']) await load(warm, name, worker);
 
     const load1 = loadavg()[0];
     const none = { wall: Infinity, cpu: Infinity, main: 0, stages: 0, scripts: 0 };
     let plain = none;
     let checked = none;
+    let passed = none;
     let derived = none;
     for (let round = 0; round < ROUNDS; round++) {
       plain = best(plain, await load(file, 'plain', worker));
       checked = best(checked, await load(file, 'checked', worker));
+      passed = best(passed, await load(file, 'passed', worker));
       derived = best(derived, await load(file, 'derived', worker));
     }
     const cores = availableParallelism();
@@ -197,12 +210,13 @@ async function main(): Promise<void> {
     );
     const rate = (s: number): string => `${Math.round(ROWS / s).toLocaleString('en-US')} rows/s`;
     const line = (what: string, f: Figures): string =>
-      `${what.padEnd(28)}${f.wall.toFixed(2)} s  ${rate(f.wall).padStart(15)}  ratio ${(plain.wall / f.wall).toFixed(2)}` +
+      `${what.padEnd(31)}${f.wall.toFixed(2)} s  ${rate(f.wall).padStart(15)}  ratio ${(plain.wall / f.wall).toFixed(2)}` +
       `   worker CPU ${f.cpu.toFixed(2)} s  ratio ${(plain.cpu / f.cpu).toFixed(2)}` +
       ` (main ${f.main.toFixed(2)}, stage threads ${f.stages.toFixed(2)}, sandboxes reaped ${f.scripts.toFixed(2)})`;
     console.log(`rows: ${ROWS.toLocaleString('en-US')} (narrow file, validating path)`);
     console.log(line('no script:', plain));
     console.log(line('data-quality script:', checked));
+    console.log(line('transformation, pass-through:', passed));
     console.log(line('transformation (+1 column):', derived));
   } finally {
     await platform.stop();

@@ -182,7 +182,7 @@ describe('CodeGen scripts (model double, real sandbox, MinIO, Postgres and a loo
 
     it('writes a missing script lazily when a job runs (origin run)', async () => {
       // Two jobs at once (one per worker, as the queue hands them out) find no script: one version goes live.
-      double.script(reply(DQ_V1), reply(DQ_V1));
+      double.script(reply(DQ_V1));
       const other = upload(http(), 'sales', 'id,amount\n5,5\n', 'other.csv').then((t) =>
         waitForJob(http(), t),
       );
@@ -192,6 +192,8 @@ describe('CodeGen scripts (model double, real sandbox, MinIO, Postgres and a loo
       expect(job.rollup.status).toBe('warning');
       expect(rejects).toEqual([{ line: 3, stage: 'DataQuality', reason: 'amount is negative' }]);
       expect((await versions()).map((v) => v.version)).toEqual([1]);
+      // Whichever job came second waited for the first one's model call (or found its script live).
+      expect(double.calls).toHaveLength(1);
       expect((await entries()).dataQuality).toMatchObject({
         origin: 'run',
         version: 1,
@@ -203,6 +205,38 @@ describe('CodeGen scripts (model double, real sandbox, MinIO, Postgres and a loo
       expect(prompt).toContain('def check(rows):');
       expect(prompt).toContain('amount: double');
       expect(prompt).toContain(DQ_INSTRUCTION);
+    });
+
+    it("a job starting while the save's model call writes the script waits for it: one call, the saved script runs", async () => {
+      // The model takes 3 s to answer the save; the job arrives meanwhile and finds no script yet.
+      double.script({ delayMs: 3000, then: reply(DQ_V1) });
+      const raceTable = `${table}_race`;
+      const body = csvPipeline(
+        'race',
+        raceTable,
+        [
+          ['id', 'int'],
+          ['amount', 'double'],
+        ],
+        { dataQuality: { aiInstruction: DQ_INSTRUCTION } },
+      );
+      await http().post('/api/v1/pipeline').send(body).expect(200);
+      await waitFor('the save asking the model', async () => (double.calls.length === 1 ? true : null));
+      const token = await upload(http(), 'race', 'id,amount\n1,1\n2,-1\n', 'race.csv');
+      const job = await waitForJob(http(), token);
+      const dq = (await entries('race')).dataQuality;
+      expect(dq).toMatchObject({ origin: 'save', version: 1, status: 'ready' });
+      // The job began before the script was written: it did meet the call in flight.
+      const began = job.events.find((e) => e.processName === 'JobRunner' && e.state === 'begin');
+      expect(began?.epoch).toBeLessThan(Date.parse(dq.generatedAt as string));
+      expect(job.rollup.status).toBe('warning');
+      expect(double.calls).toHaveLength(1);
+      const rejects = await pg.query(
+        `SELECT line::int AS line, reason FROM ${schema}."${raceTable}_rejects" WHERE pipeline_token = $1`,
+        [token],
+      );
+      expect(rejects.rows).toEqual([{ line: 3, reason: 'amount is negative' }]);
+      await http().delete('/api/v1/pipeline').query({ pipeline: 'race' });
     });
 
     it("writes a new instruction's script on save; DQ rejects rows with reasons, the transformation adds a column", async () => {

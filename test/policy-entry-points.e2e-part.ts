@@ -284,19 +284,22 @@ describe('policy: every entry point obeys the same rule', () => {
     });
 
     it('through the scheduler: a scheduled run obeys the grant of whoever last changed the code', async () => {
-      // Saved before its pipeline exists (allowed: nothing to feed yet), on a schedule every second.
+      // Saved before its pipeline exists (allowed: nothing to feed yet), on a schedule every second. It
+      // is enabled only once the pipeline exists (a run before would fail for the missing pipeline), by
+      // the admin: turning a schedule on does not change the code, so the code's last changer stays noFeed.
       await post(noFeed, '/tap', {
         name: 'scheduled',
         targetPipeline: 'later',
         script,
         cronExpression: '* * * * * ?',
-        enabled: true,
+        enabled: false,
       }).expect(200);
       await post(
         admin,
         '/pipeline',
         csvPipeline('later', 'b', { database: { schema, table: 'later' } }),
       ).expect(200);
+      await post(admin, '/tap', { name: 'scheduled', enabled: true }).expect(200);
       let runs: { trigger: string; status: string; error: string | null }[] = [];
       for (let i = 0; i < 300 && !runs.some((r) => r.trigger === 'schedule' && r.status !== 'running'); i++) {
         await new Promise((r) => setTimeout(r, 100));

@@ -14,7 +14,9 @@ export type Reply =
   | { toolCalls: { name: string; arguments: Record<string, unknown> }[]; text?: string }
   | { status: number; retryAfter?: string; message?: string }
   /** Never answers; the request's close is recorded. */
-  | { hang: true };
+  | { hang: true }
+  /** `then`, answered `delayMs` after the request arrived (a model call in flight for that long). */
+  | { delayMs: number; then: Reply };
 
 export interface SeenRequest {
   protocol: 'openai' | 'anthropic';
@@ -154,7 +156,12 @@ export class ModelDouble {
         this.closeWaiters.splice(0).forEach((w) => w());
       }
     });
-    const reply = this.replies.shift() ?? { status: 500, message: 'the model double has no reply scripted' };
+    let reply = this.replies.shift() ?? { status: 500, message: 'the model double has no reply scripted' };
+    while ('delayMs' in reply) {
+      const { delayMs, then } = reply;
+      await new Promise((r) => setTimeout(r, delayMs));
+      reply = then;
+    }
     if ('hang' in reply) return;
     if ('status' in reply) {
       const headers: Record<string, string> = { 'content-type': 'application/json' };
@@ -177,7 +184,7 @@ export class ModelDouble {
 
   private openai(
     body: Record<string, unknown>,
-    reply: Exclude<Reply, { status: number } | { hang: true }>,
+    reply: Exclude<Reply, { status: number } | { hang: true } | { delayMs: number }>,
     stream: boolean,
     res: ServerResponse,
   ): void {
@@ -255,7 +262,7 @@ export class ModelDouble {
 
   private anthropic(
     body: Record<string, unknown>,
-    reply: Exclude<Reply, { status: number } | { hang: true }>,
+    reply: Exclude<Reply, { status: number } | { hang: true } | { delayMs: number }>,
     stream: boolean,
     res: ServerResponse,
   ): void {

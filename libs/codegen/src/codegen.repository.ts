@@ -272,7 +272,12 @@ export class CodegenRepository {
   /** Every record and version of a pipeline, when the pipeline is deleted. */
   async deletePipeline(environment: string, pipeline: string): Promise<void> {
     await this.ds.transaction(async (m) => {
-      for (const table of ['codegen_scripts', 'codegen_script_versions', 'landed_samples']) {
+      for (const table of [
+        'codegen_scripts',
+        'codegen_script_versions',
+        'landed_samples',
+        'codegen_generations',
+      ]) {
         await m.query(`DELETE FROM tapyard.${table} WHERE environment = $1 AND pipeline = $2`, [
           environment,
           pipeline,
@@ -342,6 +347,77 @@ export class CodegenRepository {
     } finally {
       await runner.release();
     }
+  }
+
+  /**
+   * Marks a model call writing this script for `fingerprint` as `holder`'s. Refused (false) while another
+   * holder's mark for the same fingerprint is renewed within `staleSeconds`, unless `force` (an explicit
+   * regenerate); a mark for another fingerprint is overtaken (its instruction or columns are gone).
+   */
+  async markGeneration(
+    environment: string,
+    pipeline: string,
+    kind: CodegenKind,
+    fingerprint: string,
+    holder: string,
+    force: boolean,
+    staleSeconds: number,
+  ): Promise<boolean> {
+    const rows = (await this.ds.query(
+      `INSERT INTO tapyard.codegen_generations AS g (environment, pipeline, kind, fingerprint, holder)
+       VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT (environment, pipeline, kind) DO UPDATE
+         SET fingerprint = EXCLUDED.fingerprint, holder = EXCLUDED.holder, renewed_at = now()
+         WHERE $6 OR g.fingerprint <> EXCLUDED.fingerprint OR g.renewed_at < now() - make_interval(secs => $7)
+       RETURNING holder`,
+      [environment, pipeline, kind, fingerprint, holder, force, staleSeconds],
+    )) as unknown[];
+    return rows.length === 1;
+  }
+
+  /** Keeps `holder`'s mark fresh; false once it was overtaken or removed. */
+  async renewGeneration(
+    environment: string,
+    pipeline: string,
+    kind: CodegenKind,
+    holder: string,
+  ): Promise<boolean> {
+    const [, count] = (await this.ds.query(
+      `UPDATE tapyard.codegen_generations SET renewed_at = now()
+       WHERE environment = $1 AND pipeline = $2 AND kind = $3 AND holder = $4`,
+      [environment, pipeline, kind, holder],
+    )) as [unknown, number];
+    return count === 1;
+  }
+
+  async unmarkGeneration(
+    environment: string,
+    pipeline: string,
+    kind: CodegenKind,
+    holder: string,
+  ): Promise<void> {
+    await this.ds.query(
+      `DELETE FROM tapyard.codegen_generations
+       WHERE environment = $1 AND pipeline = $2 AND kind = $3 AND holder = $4`,
+      [environment, pipeline, kind, holder],
+    );
+  }
+
+  /** Whether a model call is writing this script for `fingerprint` (a mark renewed within `staleSeconds`). */
+  async generating(
+    environment: string,
+    pipeline: string,
+    kind: CodegenKind,
+    fingerprint: string,
+    staleSeconds: number,
+  ): Promise<boolean> {
+    const rows = (await this.ds.query(
+      `SELECT 1 FROM tapyard.codegen_generations
+       WHERE environment = $1 AND pipeline = $2 AND kind = $3 AND fingerprint = $4
+         AND renewed_at >= now() - make_interval(secs => $5)`,
+      [environment, pipeline, kind, fingerprint, staleSeconds],
+    )) as unknown[];
+    return rows.length > 0;
   }
 
   private async lock(

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { Logger } from 'pino';
 import { FeatureModel } from '@tapyard/ai';
@@ -9,6 +10,11 @@ import { CodegenListener, JobLanded, scriptColumns } from './codegen.types';
 import { Candidate, CandidateRefused, ScriptAuthor } from './script-author';
 import { CONTRACT_VERSION, CodegenKind, fingerprint } from '@tapyard/scripts';
 import { ScriptConflictError, ScriptStore, StoredAt } from './script-store';
+
+/** A writer's mark unrenewed this long is a dead process's (it is renewed every third of it). */
+const GENERATION_STALE_S = 30;
+/** How often a caller waiting on another's model call looks again. */
+const GENERATION_POLL_MS = 200;
 
 /**
  * How a script becomes live: written by the model (checked, dry-run) or adopted from the repository,
@@ -41,9 +47,63 @@ export class ScriptLifecycle {
   /**
    * Writes a script with the model; it goes live only after the checks and the dry run, else the entry is
    * pending with the reason. A repository file edited since the recorded commit is not overwritten unless
-   * `overwrite` (the entry carries the conflict instead).
+   * `overwrite` (the entry carries the conflict instead). While another process's model call writes the
+   * same script (same instruction and columns), this one waits for its outcome instead of a second call;
+   * an explicit regenerate does not wait.
    */
   async generate(
+    environment: string,
+    def: PipelineDefinition,
+    kind: CodegenKind,
+    instruction: string,
+    model: FeatureModel,
+    origin: Origin,
+    overwrite: boolean,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const wanted = fingerprint(instruction, scriptColumns(def));
+    for (;;) {
+      const holder = randomUUID();
+      const marked = await this.repo.markGeneration(
+        environment,
+        def.name,
+        kind,
+        wanted,
+        holder,
+        origin === 'regenerate',
+        GENERATION_STALE_S,
+      );
+      if (marked) {
+        const renew = setInterval(
+          () => {
+            this.repo.renewGeneration(environment, def.name, kind, holder).catch((err: unknown) => {
+              this.logger.warn(
+                { pipeline: def.name, kind, err: errorMessage(err) },
+                'codegen mark not renewed',
+              );
+            });
+          },
+          (GENERATION_STALE_S * 1000) / 3,
+        );
+        renew.unref();
+        try {
+          return await this.write(environment, def, kind, instruction, model, origin, overwrite, signal);
+        } finally {
+          clearInterval(renew);
+          await this.repo.unmarkGeneration(environment, def.name, kind, holder).catch(() => undefined);
+        }
+      }
+      // Another process (the pipeline's save, another job) is asking the model for this very script:
+      // its outcome is ours. Only when it wrote nothing that fits does this caller ask in turn.
+      while (await this.repo.generating(environment, def.name, kind, wanted, GENERATION_STALE_S)) {
+        await new Promise((r) => setTimeout(r, GENERATION_POLL_MS));
+      }
+      const now = await this.repo.find(environment, def.name, kind);
+      if ((now?.fingerprint === wanted && now.version !== null) || now?.conflictReason) return;
+    }
+  }
+
+  private async write(
     environment: string,
     def: PipelineDefinition,
     kind: CodegenKind,

@@ -20,6 +20,7 @@ import { TapStates1764825600000 } from './migrations/1764825600000-tap-states';
 import { IncidentSettings1764912000000 } from './migrations/1764912000000-incident-settings';
 import { JobRowCounts1764998400000 } from './migrations/1764998400000-job-row-counts';
 import { RecordEvents1765084800000 } from './migrations/1765084800000-record-events';
+import { CodegenGenerations1765171200000 } from './migrations/1765171200000-codegen-generations';
 
 /** Postgres schema holding Tapyard's own metadata; never a destination (see @tapyard/pipelines PLATFORM_SCHEMAS). */
 export const METADATA_SCHEMA = 'tapyard';
@@ -45,6 +46,7 @@ export const MIGRATIONS = [
   IncidentSettings1764912000000,
   JobRowCounts1764998400000,
   RecordEvents1765084800000,
+  CodegenGenerations1765171200000,
 ];
 
 // Any constant works as long as every Tapyard process uses the same one.
