@@ -8,6 +8,8 @@ import { GitServer, startGitServer } from './support/git-server';
 import { csvPipeline, upload, waitForJob } from './support/ingest';
 import { ModelDouble } from './support/model-double';
 import { until } from './support/wait';
+import type { SchemaField } from '@tapyard/model';
+import { fingerprint } from '@tapyard/scripts';
 
 /**
  * CodeGen scripts end to end: the real API and worker, Postgres, MinIO, the real sandbox running the
@@ -237,6 +239,44 @@ describe('CodeGen scripts (model double, real sandbox, MinIO, Postgres and a loo
       );
       expect(rejects.rows).toEqual([{ line: 3, reason: 'amount is negative' }]);
       await http().delete('/api/v1/pipeline').query({ pipeline: 'race' });
+    });
+
+    it('passes over the mark of a model call whose process died (stale) and writes the script itself', async () => {
+      const columns = [
+        { name: 'id', type: 'int' },
+        { name: 'amount', type: 'double' },
+      ];
+      const marks = (p: string) =>
+        pg.query(`SELECT holder FROM tapyard.codegen_generations WHERE environment = $1 AND pipeline = $2`, [
+          env,
+          p,
+        ]);
+      // As a writer leaves it when its host dies mid-call: never renewed again, never removed.
+      await pg.query(
+        `INSERT INTO tapyard.codegen_generations (environment, pipeline, kind, fingerprint, holder, renewed_at)
+         VALUES ($1, 'orphan', 'dataQuality', $2, gen_random_uuid(), now() - interval '31 seconds')`,
+        [env, fingerprint(DQ_INSTRUCTION, columns as SchemaField[])],
+      );
+      double.script(reply(DQ_V1));
+      const body = csvPipeline(
+        'orphan',
+        `${table}_orphan`,
+        columns.map((c) => [c.name, c.type] as [string, string]),
+        { dataQuality: { aiInstruction: DQ_INSTRUCTION } },
+      );
+      await http().post('/api/v1/pipeline').send(body).expect(200);
+      const dq = await waitFor(
+        'the script written past the stale mark',
+        async () => {
+          const e = (await entries('orphan')).dataQuality;
+          return e?.status === 'ready' ? e : null;
+        },
+        20_000,
+      );
+      expect(dq).toMatchObject({ origin: 'save', version: 1 });
+      expect(double.calls).toHaveLength(1);
+      expect((await marks('orphan')).rows).toEqual([]);
+      await http().delete('/api/v1/pipeline').query({ pipeline: 'orphan' });
     });
 
     it("writes a new instruction's script on save; DQ rejects rows with reasons, the transformation adds a column", async () => {
