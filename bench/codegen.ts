@@ -166,10 +166,14 @@ function best(a: Figures, b: Figures): Figures {
 async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'tapyard-bench-codegen-'));
   const model = await modelStandIn();
-  const platform = await startPlatform(ENV, PORT, dir, {
-    CSV_FAST_PATH: 'false',
-    TAP_EGRESS_ALLOW: model.address,
-  });
+  const platform = await startPlatform(
+    ENV,
+    PORT,
+    dir,
+    { CSV_FAST_PATH: 'false', TAP_EGRESS_ALLOW: model.address },
+    // BENCH_NODE_OPTIONS: the worker's flags instead of the deployed ones (`--cpu-prof` to profile it).
+    process.env.BENCH_NODE_OPTIONS ? { worker: { NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS } } : {},
+  );
   try {
     await call('PUT', '/secrets/ai', { provider: 'openai-compatible', baseUrl: model.url, model: 'bench' });
     const file = join(dir, 'narrow.csv');
