@@ -8,6 +8,7 @@ import { Queue } from 'bullmq';
 import { DocumentPayload, INLINE_UPLOAD_BYTES, IngestJob, IngestQueueData, QUEUES } from '@tapyard/queue';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { zip } from './support/archives';
+import { droppedJob } from './support/queue-jobs';
 import { issueKey, newBootstrapKey } from './support/auth';
 import { TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
 
@@ -154,26 +155,27 @@ describe('documents: capabilities, archives, embedding model changes (pgvector)'
       ['small.md', 'success'],
     ]);
     const queue = api.app.get<Queue<IngestQueueData>>(getQueueToken(QUEUES.ingest));
-    const data = async (filename: string) => {
-      const token = jobs.find((j) => j.filename === filename)!.pipelineToken;
-      const job = await queue.getJob(`${env}.${token}`);
-      expect(job?.name).toBe(IngestJob.document);
-      return { token, data: job!.data as DocumentPayload };
-    };
-    const carried = await data('small.md');
-    expect(Buffer.from(carried.data.inline ?? '', 'base64').toString()).toBe(small);
-    expect(carried.data.staged).toBeUndefined();
-    const staged = await data('big.md');
-    expect(staged.data.staged).toBe(staged.token);
-    expect(staged.data.inline).toBeUndefined();
+    const tokenOf = (filename: string) => jobs.find((j) => j.filename === filename)!.pipelineToken;
+    expect((await queue.getJob(`${env}.${tokenOf('small.md')}`))?.name).toBe(IngestJob.document);
+    // The small entry was carried in its job; once the job finished, its bytes left Redis (their size stays).
+    const carried = (await droppedJob(queue, `${env}.${tokenOf('small.md')}`)) as Partial<DocumentPayload>;
+    expect(carried).toMatchObject({ inlineDropped: Buffer.byteLength(small) });
+    expect(carried.inline).toBeUndefined();
+    expect(carried.staged).toBeUndefined();
+    expect(JSON.stringify(carried)).not.toContain(Buffer.from(small).toString('base64').slice(0, 40));
+    const staged = (await queue.getJob(`${env}.${tokenOf('big.md')}`))!.data as DocumentPayload;
+    expect(staged.staged).toBe(tokenOf('big.md'));
+    expect(staged.inline).toBeUndefined();
+    expect(staged.inlineDropped).toBeUndefined();
     // A small document uploaded alone travels the same way.
     const note = '# Petty cash\n\nPetty cash is counted every Friday afternoon.';
     const token = (await upload(admin, 'finance', note, 'cash.md').expect(200)).text;
     expect((await rollup({ pipelinetoken: token })).status).toBe('success');
-    const alone = await queue.getJob(`${env}.${token}`);
-    expect(alone?.name).toBe(IngestJob.document);
-    expect(Buffer.from((alone!.data as DocumentPayload).inline ?? '', 'base64').toString()).toBe(note);
-    expect((alone!.data as DocumentPayload).staged).toBeUndefined();
+    expect((await queue.getJob(`${env}.${token}`))?.name).toBe(IngestJob.document);
+    const alone = (await droppedJob(queue, `${env}.${token}`)) as Partial<DocumentPayload>;
+    expect(alone).toMatchObject({ inlineDropped: Buffer.byteLength(note) });
+    expect(alone.inline).toBeUndefined();
+    expect(alone.staged).toBeUndefined();
     for (const [query, uri] of [
       ['who agrees the travel budget', 'upload://ledger.zip#small.md'],
       ['closing balance of every account', 'upload://ledger.zip#big.md'],

@@ -1,11 +1,13 @@
 import { Client } from 'pg';
-import { Job } from 'bullmq';
-import { IngestPayload } from '@tapyard/queue';
+import { getQueueToken } from '@nestjs/bullmq';
+import { Job, Queue } from 'bullmq';
+import { IngestPayload, IngestQueueData, QUEUES } from '@tapyard/queue';
 import { StatusRepository, StatusService } from '@tapyard/status';
 import { IngestProcessor } from '../apps/worker/src/ingest.processor';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { TEST_DATABASE_URL, uniqueEnvironment } from './support/env';
 import { csvPipeline, upload, waitForJob } from './support/ingest';
+import { droppedJob } from './support/queue-jobs';
 
 /** Upload → worker stages → COPY into Postgres, watched through the status API. */
 describe('ingestion into PostgreSQL (real Postgres and Redis)', () => {
@@ -78,6 +80,11 @@ describe('ingestion into PostgreSQL (real Postgres and Redis)', () => {
     // The job starts while the upload still arrives: the upload's end may come at any point before the job's.
     expect(steps.indexOf('StreamNotifier:end')).toBeGreaterThan(0);
     expect(steps.indexOf('StreamNotifier:end')).toBeLessThan(steps.indexOf('JobRunner:end'));
+    // The file travelled in its job (small); once the job finished, its bytes left Redis, its size stays.
+    const queue = api.app.get<Queue<IngestQueueData>>(getQueueToken(QUEUES.ingest));
+    const kept = (await droppedJob(queue, `${env}.${token}`)) as Partial<IngestPayload>;
+    expect(kept).toMatchObject({ pipelineToken: token, inlineDropped: Buffer.byteLength(csv) });
+    expect(kept.inline).toBeUndefined();
     expect(steps.filter((s) => s !== 'StreamNotifier:end')).toEqual([
       'StreamNotifier:begin',
       'JobRunner:begin',

@@ -1,4 +1,7 @@
+import { getQueueToken } from '@nestjs/bullmq';
+import { Queue } from 'bullmq';
 import { mongo } from 'mongoose';
+import { IngestQueueData, QUEUES } from '@tapyard/queue';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,6 +10,7 @@ import { uniqueEnvironment } from './support/env';
 import { PrivateFerretDb } from './support/ferretdb';
 import { closedPort } from './support/net';
 import { RollupAnswer, upload, waitForJob } from './support/ingest';
+import { droppedJob } from './support/queue-jobs';
 import { until } from './support/wait';
 
 /** A MongoDB that goes away mid-job: retried loads once it is back, or an error naming it. */
@@ -103,6 +107,11 @@ describe('destination outage during a load (private FerretDB)', () => {
         processName: 'MongoDBLoader',
         description: expect.stringMatching(/mongodb/),
       });
+      // Its deliveries spent, the job is finished: the file it carried leaves Redis too.
+      const queue = twice.app.get<Queue<IngestQueueData>>(getQueueToken(QUEUES.ingest));
+      const kept = await droppedJob(queue, `${env}.${token}`);
+      expect(kept).toMatchObject({ inlineDropped: Buffer.byteLength('{"i":1}\n{"i":2}\n') });
+      expect(kept.inline).toBeUndefined();
     } finally {
       await twice.close();
     }

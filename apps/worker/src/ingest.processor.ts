@@ -14,6 +14,7 @@ import {
   MalformedJobError,
   QUEUES,
   dispatch,
+  dropInline,
   jobFieldsOf,
   readJob,
 } from '@tapyard/queue';
@@ -73,6 +74,12 @@ export class IngestProcessor extends ConfiguredWorkerHost {
     }
   }
 
+  /** A finished job's inline file leaves Redis with it (see dropInline). */
+  @OnWorkerEvent('completed')
+  async onCompleted(job: Job): Promise<void> {
+    await dropInline(job);
+  }
+
   /**
    * The runner reports its own failures; BullMQ fails a job only when workers kept dying on it
    * (stalled too often), or when it is malformed. Say so in the job's status rather than leaving it
@@ -80,8 +87,11 @@ export class IngestProcessor extends ConfiguredWorkerHost {
    */
   @OnWorkerEvent('failed')
   async onFailed(job: Job | undefined, err: Error): Promise<void> {
+    if (!job) return;
+    // Failed for good (no retry left): as for a completed job.
+    if (job.finishedOn !== undefined) await dropInline(job);
     // A retry the runner asked for has its own status note; BullMQ runs the job again.
-    if (!job || err.name === 'RetryLaterError') return;
+    if (err.name === 'RetryLaterError') return;
     if (err instanceof MalformedJobError) {
       // Not the payload: it carries tokens.
       this.logger.error(

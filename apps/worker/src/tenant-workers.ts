@@ -86,6 +86,7 @@ export class TenantWorkers implements OnApplicationBootstrap, OnApplicationShutd
         maxStalledCount: maxStalls,
       },
     );
+    worker.on('completed', (job) => void this.processor.onCompleted(job));
     worker.on('failed', (job, err) => void this.processor.onFailed(job, err));
     worker.on('error', (err) => this.logger.warn({ tenant, err: errorMessage(err) }, 'tenant worker error'));
     this.workers.set(tenant, worker);

@@ -1,3 +1,4 @@
+import type { Job } from 'bullmq';
 /**
  * Every queue and job of Tapyard, with its payload type, in one place. Queue names are the same in
  * every environment; the environment is carried by the BullMQ key prefix (`tapyard:<env>`), so the
@@ -67,6 +68,8 @@ export interface DocumentPayload extends JobFields {
    * document itself, base64: nothing of it is staged, and Redis is shared by every host.
    */
   inline?: string;
+  /** How many bytes `inline` held, once the job finished and they were dropped (see dropInline). */
+  inlineDropped?: number;
   /** The document's identity in its source: the tap's `uri`, or `upload://<filename>` for uploads. */
   uri: string;
   /** The tap that yielded it, and the record's own `metadata`. */
@@ -105,6 +108,8 @@ export interface IngestPayload extends JobFields {
    * from here and nothing of it is staged. Redis is shared by every host, so any worker can run it.
    */
   inline?: string;
+  /** How many bytes `inline` held, once the job finished and they were dropped (see dropInline). */
+  inlineDropped?: number;
   /**
    * How many bytes the input holds, when known, for progress notes: the staged file's size, or for
    * an upload still arriving its request's content-length (multipart framing included: an upper bound).
@@ -139,6 +144,25 @@ export function loadJobOptions(
     removeOnComplete: 1000,
     removeOnFail: 5000,
   };
+}
+
+/**
+ * Drops the file a finished job (completed, or failed for good) carried inline from its record, keeping
+ * its size: BullMQ keeps finished jobs for their ids (removeOnComplete, removeOnFail), and an upload's
+ * bytes must not outlive its job in Redis, and Redis's snapshots, any more than a staged input outlives
+ * it in the object store. False when there was nothing to drop or the job is gone.
+ */
+export async function dropInline(job: Pick<Job, 'data' | 'updateData'>): Promise<boolean> {
+  const data = job.data as { inline?: unknown } | null;
+  if (data === null || typeof data !== 'object' || typeof data.inline !== 'string') return false;
+  const { inline, ...rest } = data;
+  try {
+    await job.updateData({ ...rest, inlineDropped: Buffer.byteLength(inline, 'base64') });
+    return true;
+  } catch {
+    // Trimmed from the kept jobs meanwhile: nothing left to drop.
+    return false;
+  }
 }
 
 /** Thrown by a load that should run again later (its destination is unreachable); BullMQ retries it. */
