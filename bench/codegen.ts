@@ -27,6 +27,7 @@ import {
   NARROW_COLUMNS,
   benchTarget,
   cpuSeconds,
+  machineBusySeconds,
   sleep,
   startPlatform,
   threadCpuSeconds,
@@ -120,6 +121,8 @@ async function ready(name: string): Promise<void> {
 interface Figures {
   wall: number;
   cpu: number;
+  /** The whole machine's busy cores over the load (1 = one core's worth): 2 here means no core was left. */
+  cores: number;
   /** Where the worker's CPU went: its main thread, its stage threads, its reaped sandboxes (the scripts). */
   main: number;
   stages: number;
@@ -127,7 +130,7 @@ interface Figures {
 }
 
 /** The worker's CPU seconds by part (see Figures); a part is the sum of its threads or children. */
-async function cpuParts(worker: number): Promise<Omit<Figures, 'wall'>> {
+async function cpuParts(worker: number): Promise<Omit<Figures, 'wall' | 'cores'>> {
   const threads = await threadCpuSeconds(worker);
   const stat = await readFile(`/proc/${worker}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
@@ -143,13 +146,16 @@ async function cpuParts(worker: number): Promise<Omit<Figures, 'wall'>> {
 async function load(file: string, name: string, worker: number): Promise<Figures> {
   await sleep(SETTLE_MS);
   const before = await cpuParts(worker);
+  const busy = machineBusySeconds();
   const started = process.hrtime.bigint();
   const token = await uploadFile(BASE, file, name);
   await waitForRollup(BASE, `pipelinetoken=${token}`);
   const wall = Number(process.hrtime.bigint() - started) / 1e9;
+  const cores = (machineBusySeconds() - busy) / wall;
   const after = await cpuParts(worker);
   return {
     wall,
+    cores,
     cpu: after.cpu - before.cpu,
     main: after.main - before.main,
     stages: after.stages - before.stages,
@@ -197,7 +203,7 @@ async function main(): Promise<void> {
     for (const name of ['plain', 'checked', 'passed', 'derived']) await load(warm, name, worker);
 
     const load1 = loadavg()[0];
-    const none = { wall: Infinity, cpu: Infinity, main: 0, stages: 0, scripts: 0 };
+    const none = { wall: Infinity, cpu: Infinity, cores: 0, main: 0, stages: 0, scripts: 0 };
     let plain = none;
     let checked = none;
     let passed = none;
@@ -216,7 +222,8 @@ async function main(): Promise<void> {
     const line = (what: string, f: Figures): string =>
       `${what.padEnd(31)}${f.wall.toFixed(2)} s  ${rate(f.wall).padStart(15)}  ratio ${(plain.wall / f.wall).toFixed(2)}` +
       `   worker CPU ${f.cpu.toFixed(2)} s  ratio ${(plain.cpu / f.cpu).toFixed(2)}` +
-      ` (main ${f.main.toFixed(2)}, stage threads ${f.stages.toFixed(2)}, sandboxes reaped ${f.scripts.toFixed(2)})`;
+      ` (main ${f.main.toFixed(2)}, stage threads ${f.stages.toFixed(2)}, sandboxes reaped ${f.scripts.toFixed(2)})` +
+      `; machine ${f.cores.toFixed(2)} cores busy`;
     console.log(`rows: ${ROWS.toLocaleString('en-US')} (narrow file, validating path)`);
     console.log(line('no script:', plain));
     console.log(line('data-quality script:', checked));

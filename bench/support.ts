@@ -384,6 +384,16 @@ interface ProcessTicks {
   startTime: number;
 }
 
+/** The machine's busy CPU seconds so far, all cores (user, nice, system, irq, softirq, steal). */
+export function machineBusySeconds(): number {
+  const [user, nice, system, , , irq, softirq, steal] = readFileSync('/proc/stat', 'utf8')
+    .split('\n')[0]
+    .split(/\s+/)
+    .slice(1, 9)
+    .map(Number);
+  return (user + nice + system + irq + softirq + steal) / 100;
+}
+
 interface MachineSample {
   total: number;
   busy: number;
