@@ -1,4 +1,4 @@
-import { BatchSession } from './batch-session';
+import { BatchSession, SessionOptions } from './batch-session';
 import { SandboxError } from './errors';
 import { RunRequest } from './sandbox';
 import { ScriptFile, writeScript } from './script-file';
@@ -39,15 +39,18 @@ describe.each(modes)('batch session (bwrap: %s)', (mode) => {
   });
   afterAll(() => fx.close());
 
-  async function start(source: string, request: Partial<RunRequest> = {}): Promise<BatchSession> {
+  async function start(
+    source: string,
+    request: Partial<RunRequest> = {},
+    options: SessionOptions = {},
+  ): Promise<BatchSession> {
     const script = await writeScript(source);
     scripts.push(script);
-    return BatchSession.start(fx.sandbox, {
-      scriptPath: script.path,
-      python: fx.venv.python,
-      venvDir: fx.venv.dir,
-      ...request,
-    });
+    return BatchSession.start(
+      fx.sandbox,
+      { scriptPath: script.path, python: fx.venv.python, venvDir: fx.venv.dir, ...request },
+      options,
+    );
   }
 
   it(
@@ -119,6 +122,69 @@ describe.each(modes)('batch session (bwrap: %s)', (mode) => {
         { n: 4, line: '4', waiting: false },
       ]);
       expect((await session.close()).error).toBeNull();
+    },
+    TEST_MS,
+  );
+
+  it(
+    "pipelined: writes each input at once, answers in order, and counts each call's time from its turn",
+    async () => {
+      // The script reads stdin unbuffered after a pause, and says how many more lines that read brought:
+      // with the session pipelined, all four lines are in the pipe by then.
+      const session = await start(
+        py(
+          'import os, time',
+          'def fetch():',
+          '    buf, n = b"", 0',
+          '    while True:',
+          '        if b"\\n" not in buf:',
+          '            time.sleep(0.3)',
+          '            chunk = os.read(0, 65536)',
+          '            if not chunk:',
+          '                return',
+          '            buf += chunk',
+          '        line, buf = buf.split(b"\\n", 1)',
+          '        n += 1',
+          '        time.sleep(0.2)',
+          '        yield {"n": n, "line": line.decode(), "ahead": buf.count(b"\\n")}',
+        ),
+        {},
+        { pipelined: true },
+      );
+      // 1 s for each call: four in a row take 1.1 s, so a clock started at the call would fail the last ones.
+      const answers = await Promise.all(['1', '2', '3', '4'].map((line) => session.call(line, 1000)));
+      expect(answers).toEqual([
+        { n: 1, line: '1', ahead: 3 },
+        { n: 2, line: '2', ahead: 2 },
+        { n: 3, line: '3', ahead: 1 },
+        { n: 4, line: '4', ahead: 0 },
+      ]);
+      expect((await session.close()).error).toBeNull();
+    },
+    TEST_MS,
+  );
+
+  it(
+    'pipelined: a failure rejects every call written ahead with the same error',
+    async () => {
+      const session = await start(
+        py(
+          'import sys',
+          'def fetch():',
+          '    for n, line in enumerate(sys.stdin, 1):',
+          '        if n == 2:',
+          '            raise ValueError("batch two")',
+          '        yield {"n": n}',
+        ),
+        {},
+        { pipelined: true },
+      );
+      const calls = ['1', '2', '3'].map((line) => session.call(line, 5000));
+      expect(await calls[0]).toEqual({ n: 1 });
+      const second = await rejection(calls[1]);
+      expect(second.message).toBe('fetch() raised ValueError: batch two');
+      expect(await rejection(calls[2])).toBe(second);
+      expect(await rejection(session.call('4', 5000))).toBe(second);
     },
     TEST_MS,
   );

@@ -10,7 +10,22 @@ const MAX_TIMEOUT_MS = 2 ** 31 - 1;
 interface PendingCall {
   resolve(record: unknown): void;
   reject(error: SandboxError): void;
-  timer: NodeJS.Timeout;
+  number: number;
+  timeoutMs: number;
+  data: string | Uint8Array;
+  /** Running from the call's turn (its answer is the next record) to its answer. */
+  timer: NodeJS.Timeout | null;
+  written: boolean;
+}
+
+export interface SessionOptions {
+  /**
+   * Write each call's input at once, not at its turn: the script reads the next input while the
+   * caller still handles the answer before it. Only for a script that reads exactly one input per
+   * answer it yields (a length-framed reader, as the CodeGen driver): answers stay matched to calls
+   * in order, and each call's clock still starts at its turn.
+   */
+  pipelined?: boolean;
 }
 
 /**
@@ -24,24 +39,30 @@ interface PendingCall {
  * over and every later call rejects with the same error.
  */
 export class BatchSession {
-  private pending: PendingCall | null = null;
+  /** The calls not answered yet, in order: the first one's answer is the next record. */
+  private readonly queue: PendingCall[] = [];
   private failure: SandboxError | null = null;
-  /** Calls run one after the other: this settles when the last queued one has. */
+  /** Settles when the last call made has. */
   private tail: Promise<unknown> = Promise.resolve();
+  /** The inputs go to stdin one after the other, each once the pipe took the one before. */
+  private writing: Promise<void> = Promise.resolve();
   private calls = 0;
   private began = false;
   private answered = 0;
   private closing: Promise<RunOutcome> | null = null;
 
-  private constructor(private readonly handle: RunHandle) {
+  private constructor(
+    private readonly handle: RunHandle,
+    private readonly options: SessionOptions,
+  ) {
     void this.read();
   }
 
   /** Starts the run (request gets stdin: true, flushEach: true, rows: false forced). */
-  static start(sandbox: PythonSandbox, request: RunRequest): BatchSession {
+  static start(sandbox: PythonSandbox, request: RunRequest, options: SessionOptions = {}): BatchSession {
     // onRecords would claim the records the session answers calls with.
     const run = sandbox.run({ ...request, stdin: true, flushEach: true, rows: false, onRecords: undefined });
-    return new BatchSession(run);
+    return new BatchSession(run, options);
   }
 
   /**
@@ -49,8 +70,8 @@ export class BatchSession {
    * interpreter and the harness start now and wait; begin() hands the script over, once. Nothing
    * of a script ever ran in it before, so taking it is as isolated as a fresh start.
    */
-  static prestart(sandbox: PythonSandbox, request: RunRequest): BatchSession {
-    return BatchSession.start(sandbox, { ...request, scriptFromStdin: true });
+  static prestart(sandbox: PythonSandbox, request: RunRequest, options: SessionOptions = {}): BatchSession {
+    return BatchSession.start(sandbox, { ...request, scriptFromStdin: true }, options);
   }
 
   /**
@@ -79,7 +100,8 @@ export class BatchSession {
    * Rejects with the run's SandboxError (script traceback in its details, secrets masked) when the
    * script fails or exits before answering, and with kind "timeout", killing the run, when no
    * answer comes within timeoutMs (counted from the call's turn, so the first call includes the
-   * script's start-up). Calls are serialized: a second call waits for the first.
+   * script's start-up). Calls are serialized: a second call's input is written once the first is
+   * answered, unless the session is `pipelined` (then at once; its answer still comes second).
    */
   call(input: string | Uint8Array, timeoutMs: number): Promise<unknown> {
     if (this.closing) return Promise.reject(new Error('the batch session is closed'));
@@ -92,9 +114,15 @@ export class BatchSession {
       );
     }
     this.calls += 1;
+    if (this.failure) return Promise.reject(this.failure);
     const number = this.calls;
     const data = typeof input === 'string' ? `${input}\n` : input;
-    const answer = this.tail.then(() => this.exchange(data, timeoutMs, number));
+    const answer = new Promise<unknown>((resolve, reject) => {
+      const call: PendingCall = { resolve, reject, number, timeoutMs, data, timer: null, written: false };
+      this.queue.push(call);
+      if (this.queue.length === 1) this.turn(call);
+      else if (this.options.pipelined === true) this.write(call);
+    });
     this.tail = answer.catch(() => undefined);
     return answer;
   }
@@ -118,33 +146,32 @@ export class BatchSession {
     return this.handle.outcome;
   }
 
-  private exchange(data: string | Uint8Array, timeoutMs: number, number: number): Promise<unknown> {
-    if (this.failure) return Promise.reject(this.failure);
-    return new Promise((resolve, reject) => {
-      const call: PendingCall = {
-        resolve,
-        reject,
-        timer: setTimeout(() => {
-          const limit = formatDuration(timeoutMs);
-          const message = `the script did not answer call ${number} within ${limit} and was stopped`;
-          this.abort(new SandboxError('timeout', message, { limit: timeoutMs }));
-        }, timeoutMs),
-      };
-      this.pending = call;
-      void this.send(data, call);
-    });
+  /** The call's answer is the next record: its clock starts, and its input goes out if not yet. */
+  private turn(call: PendingCall): void {
+    call.timer = setTimeout(() => {
+      const limit = formatDuration(call.timeoutMs);
+      const message = `the script did not answer call ${call.number} within ${limit} and was stopped`;
+      this.abort(new SandboxError('timeout', message, { limit: call.timeoutMs }));
+    }, call.timeoutMs);
+    this.write(call);
+  }
+
+  private write(call: PendingCall): void {
+    if (call.written) return;
+    call.written = true;
+    this.writing = this.writing.then(() => this.send(call));
   }
 
   /** Problems writing are not reported here: the call settles by its answer, the run's end or its timeout. */
-  private async send(data: string | Uint8Array, call: PendingCall): Promise<void> {
+  private async send(call: PendingCall): Promise<void> {
     await this.handle.started;
     const input = this.handle.input();
     if (!input) return;
-    // A previous line may still sit in the stream's buffer (a script answering before reading all
-    // of it): wait for the pipe instead of piling lines up in memory.
+    // A previous input may still sit in the stream's buffer (a script answering before reading all
+    // of it, or one written ahead): wait for the pipe instead of piling inputs up in memory.
     await drained(input);
-    if (this.pending !== call || input.destroyed) return;
-    input.write(data);
+    if (!this.queue.includes(call) || input.destroyed) return;
+    input.write(call.data);
   }
 
   /**
@@ -177,7 +204,7 @@ export class BatchSession {
   }
 
   private deliver(record: unknown): void {
-    const call = this.pending;
+    const call = this.queue.shift();
     if (!call) {
       if (this.failure) return; // the run is being stopped; records still in the pipe mean nothing
       const message =
@@ -186,10 +213,11 @@ export class BatchSession {
       this.abort(new SandboxError('crashed', message));
       return;
     }
-    this.pending = null;
-    clearTimeout(call.timer);
+    if (call.timer) clearTimeout(call.timer);
     this.answered += 1;
     call.resolve(record);
+    const next = this.queue[0];
+    if (next) this.turn(next);
   }
 
   private abort(error: SandboxError): void {
@@ -199,11 +227,10 @@ export class BatchSession {
   }
 
   private settle(error: SandboxError): void {
-    const call = this.pending;
-    if (!call) return;
-    this.pending = null;
-    clearTimeout(call.timer);
-    call.reject(error);
+    for (const call of this.queue.splice(0)) {
+      if (call.timer) clearTimeout(call.timer);
+      call.reject(error);
+    }
   }
 }
 

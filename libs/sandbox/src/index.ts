@@ -1,4 +1,4 @@
-export { BatchSession } from './batch-session';
+export { BatchSession, type SessionOptions } from './batch-session';
 export { SandboxError, PackageInstallError, PackageSpecError } from './errors';
 export type { SandboxErrorKind, SandboxErrorDetails } from './errors';
 export { DEFAULT_LIMITS, LOG_HARD_CAP_FACTOR } from './limits';

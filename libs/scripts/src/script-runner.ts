@@ -61,12 +61,12 @@ export class RunningScript {
     const { text, scriptLines } = runnableScript(spec.kind, spec.script);
     // The file name shows in tracebacks: the script's own name (as a module name).
     const file = await writeScript(text, { fileName: SCRIPT_FILES[spec.kind].replace('-', '_') });
-    const session = BatchSession.start(sandboxOf(spec), {
-      scriptPath: file.path,
-      python: spec.python,
-      venvDir: spec.venvDir,
-      env: {},
-    });
+    const session = BatchSession.start(
+      sandboxOf(spec),
+      { scriptPath: file.path, python: spec.python, venvDir: spec.venvDir, env: {} },
+      // The driver reads one length-framed batch per answer: the next batch can wait in the pipe.
+      { pipelined: true },
+    );
     return new RunningScript(spec, session, file, scriptLines);
   }
 
@@ -182,13 +182,17 @@ export class WarmScript {
   ) {}
 
   static start(spec: WarmSpec): WarmScript {
-    const session = BatchSession.prestart(sandboxOf(spec), {
-      // Only the name counts: the one tracebacks show, as for a script file.
-      scriptPath: `/${SCRIPT_FILES[spec.kind].replace('-', '_')}`,
-      python: spec.python,
-      venvDir: spec.venvDir,
-      env: {},
-    });
+    const session = BatchSession.prestart(
+      sandboxOf(spec),
+      {
+        // Only the name counts: the one tracebacks show, as for a script file.
+        scriptPath: `/${SCRIPT_FILES[spec.kind].replace('-', '_')}`,
+        python: spec.python,
+        venvDir: spec.venvDir,
+        env: {},
+      },
+      { pipelined: true },
+    );
     return new WarmScript(warmKey(spec), session);
   }
 

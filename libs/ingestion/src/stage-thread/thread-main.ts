@@ -68,6 +68,8 @@ interface Job {
  */
 interface Ahead {
   typed: Promise<TypedBatch | null>;
+  /** The batch through the job's scripts, sent to them as soon as it was converted. */
+  scripted: Promise<TypedBatch | null>;
   counts: Counts;
   rejects: string[];
 }
@@ -306,8 +308,8 @@ async function handle(msg: ToThread): Promise<void> {
     }
     return;
   }
-  const typed = await nextTyped(j);
-  if (typed === null) {
+  const out = await nextScripted(j);
+  if (out === null) {
     await close(j.rejects);
     // Every answer is in: the job ends now, while the scripts' sandboxes exit and give back their
     // uid and cgroups (tens of milliseconds, which each job waited for before).
@@ -320,39 +322,53 @@ async function handle(msg: ToThread): Promise<void> {
     if (j.heapBytes <= j.start.maxHeapBytes) spares.replenish(specs);
     return;
   }
-  if (!j.sampleFull) keepSample(j, typed);
-  let out = typed;
-  if (j.scripts.length > 0) {
-    // Python works on this batch in its own process meanwhile: the thread reads and converts the next.
-    const scripted = runScripts(j, typed);
-    j.ahead = convertAhead(j);
-    out = await scripted;
-  }
   postBatch(
     j,
     j.encoders.map((encode) => encode(out)),
   );
 }
 
+/**
+ * The job's next batch, through its scripts when it has some (null at the end of the input). A
+ * scripted job's batches go to the scripts as soon as they are converted, ahead of their turn: Python
+ * works on the next batch while this thread hands this one to the loader (the scripts' sessions are
+ * pipelined), and the batch after it is converted meanwhile.
+ */
+async function nextScripted(j: Job): Promise<TypedBatch | null> {
+  if (j.scripts.length === 0) {
+    const typed = await readTyped(j, j.counts, j.rejects as WriteStream);
+    if (typed !== null && !j.sampleFull) keepSample(j, typed);
+    return typed;
+  }
+  const ahead = j.ahead ?? convertAhead(j);
+  j.ahead = null;
+  if ((await ahead.typed) !== null) j.ahead = convertAhead(j);
+  const out = await ahead.scripted;
+  join(j, ahead);
+  return out;
+}
+
 function convertAhead(j: Job): Ahead {
   const counts = newCounts();
   const rejects: string[] = [];
+  const sink = { write: (line: string) => rejects.push(line) };
   const typed = (async () => {
-    // A turn of the event loop first: the current batch's line is on its way to the script.
+    // A turn of the event loop first: the answer of the batch before may be waiting to be read.
     await new Promise((resolve) => setImmediate(resolve));
-    return readTyped(j, counts, { write: (line) => rejects.push(line) });
+    const batch = await readTyped(j, counts, sink);
+    // Before any script sees it: the sample is of the rows as typed.
+    if (batch !== null && !j.sampleFull) keepSample(j, batch);
+    return batch;
   })();
-  // Its failure (a read error) is the next request's answer, not an unhandled rejection now.
+  const scripted = typed.then((batch) => (batch === null ? null : runScripts(j, batch, counts, sink)));
+  // A failure (a read error, a script's) is that batch's turn's answer, not an unhandled rejection now.
   typed.catch(() => undefined);
-  return { typed, counts, rejects };
+  scripted.catch(() => undefined);
+  return { typed, scripted, counts, rejects };
 }
 
-/** The job's next batch as typed (null at the end of the input): converted ahead, or now. */
-async function nextTyped(j: Job): Promise<TypedBatch | null> {
-  const ahead = j.ahead;
-  if (ahead === null) return readTyped(j, j.counts, j.rejects as WriteStream);
-  j.ahead = null;
-  const typed = await ahead.typed;
+/** What a batch converted and scripted ahead counted and rejected joins the job's, at its turn. */
+function join(j: Job, ahead: Ahead): void {
   const c = ahead.counts;
   j.counts.firstReject ??= c.firstReject;
   j.counts.rows += c.rows;
@@ -361,7 +377,6 @@ async function nextTyped(j: Job): Promise<TypedBatch | null> {
   j.counts.tf += c.tf;
   j.counts.unparsed += c.unparsed;
   for (const line of ahead.rejects) (j.rejects as WriteStream).write(line);
-  return typed;
 }
 
 async function readTyped(j: Job, counts: Counts, rejects: RejectSink): Promise<TypedBatch | null> {
@@ -378,13 +393,23 @@ async function readTyped(j: Job, counts: Counts, rejects: RejectSink): Promise<T
   return convert(batch, plan, counts, rejects, reasons, j.spin, j.builder as BatchBuilder);
 }
 
-async function runScripts(j: Job, typed: TypedBatch): Promise<TypedBatch> {
-  for (const script of j.scripts) typed = await runScript(j, script, typed);
+async function runScripts(
+  j: Job,
+  typed: TypedBatch,
+  counts: Counts,
+  rejects: RejectSink,
+): Promise<TypedBatch> {
+  for (const script of j.scripts) typed = await runScript(script, typed, counts, rejects);
   return typed;
 }
 
 /** One batch through a CodeGen script; the rows it rejects go to the rejects with its reason. */
-async function runScript(j: Job, script: RunningScript, typed: TypedBatch): Promise<TypedBatch> {
+async function runScript(
+  script: RunningScript,
+  typed: TypedBatch,
+  counts: Counts,
+  rejects: RejectSink,
+): Promise<TypedBatch> {
   const stage = script.stage;
   if (shared !== null) shared[STAGE] = stage === 'DataQuality' ? 0 : 1;
   let out;
@@ -393,14 +418,13 @@ async function runScript(j: Job, script: RunningScript, typed: TypedBatch): Prom
   } catch (err) {
     throw new ScriptStageError(stage, `the ${script.name} script failed: ${message(err)}`);
   }
-  const rejects = j.rejects as WriteStream;
   for (let k = 0; k < out.rejects.rows.length; k++) {
     const row = out.rejects.rows[k];
     const reason = out.rejects.reasons[k];
-    j.counts.firstReject ??= `line ${typed.lines[row]}: ${reason}`;
-    j.counts.rejected++;
-    if (stage === 'DataQuality') j.counts.dq++;
-    else j.counts.tf++;
+    counts.firstReject ??= `line ${typed.lines[row]}: ${reason}`;
+    counts.rejected++;
+    if (stage === 'DataQuality') counts.dq++;
+    else counts.tf++;
     rejects.write(
       JSON.stringify({
         line: typed.lines[row],
