@@ -159,7 +159,8 @@ export class BatchSession {
   private write(call: PendingCall): void {
     if (call.written) return;
     call.written = true;
-    this.writing = this.writing.then(() => this.send(call));
+    // A write that fails leaves the call to its answer, the run's end or its timeout, and the next ones to go.
+    this.writing = this.writing.then(() => this.send(call)).catch(() => undefined);
   }
 
   /** Problems writing are not reported here: the call settles by its answer, the run's end or its timeout. */
