@@ -108,7 +108,7 @@ describe.each(modes)('batch session (bwrap: %s)', (mode) => {
           'import sys, select, time',
           'def fetch():',
           '    for n, line in enumerate(sys.stdin, 1):',
-          '        time.sleep(0.2)',
+          '        time.sleep(0.5)',
           '        waiting = bool(select.select([sys.stdin], [], [], 0)[0])',
           '        yield {"n": n, "line": line.strip(), "waiting": waiting}',
         ),
@@ -138,7 +138,7 @@ describe.each(modes)('batch session (bwrap: %s)', (mode) => {
           '    buf, n = b"", 0',
           '    while True:',
           '        if b"\\n" not in buf:',
-          '            time.sleep(0.3)',
+          '            time.sleep(1)',
           '            chunk = os.read(0, 65536)',
           '            if not chunk:',
           '                return',
@@ -151,8 +151,11 @@ describe.each(modes)('batch session (bwrap: %s)', (mode) => {
         {},
         { pipelined: true },
       );
-      // 1 s for each call: four in a row take 1.1 s, so a clock started at the call would fail the last ones.
-      const answers = await Promise.all(['1', '2', '3', '4'].map((line) => session.call(line, 1000)));
+      // The first call's time covers the start-up; each later one has 2 s from its turn, where it takes 0.5 s.
+      // The last is answered 3 s or more after it was made: a clock started at the call would fail it.
+      const answers = await Promise.all(
+        ['1', '2', '3', '4'].map((line, i) => session.call(line, i === 0 ? 30_000 : 2000)),
+      );
       expect(answers).toEqual([
         { n: 1, line: '1', ahead: 3 },
         { n: 2, line: '2', ahead: 2 },
