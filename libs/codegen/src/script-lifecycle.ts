@@ -61,127 +61,123 @@ export class ScriptLifecycle {
     overwrite: boolean,
     signal?: AbortSignal,
   ): Promise<void> {
-    const wanted = fingerprint(instruction, scriptColumns(def));
+    const columns = scriptColumns(def);
+    const wanted = fingerprint(instruction, columns);
+    const release = await this.markCall(environment, def.name, kind, wanted, origin === 'regenerate');
+    if (release === null) return;
+    try {
+      const record = await this.repo.find(environment, def.name, kind);
+      const current = record ? await this.store.read(environment, record).catch(() => null) : null;
+      let candidate: Candidate;
+      try {
+        candidate = await this.author.write(model, kind, instruction, columns, current, signal);
+        await this.author.dryRun(
+          environment,
+          def.name,
+          kind,
+          candidate.script,
+          columns,
+          candidate.outputColumns,
+        );
+      } catch (err) {
+        if (!(err instanceof CandidateRefused)) throw err;
+        await this.repo.setPending(
+          environment,
+          def.name,
+          kind,
+          err.message,
+          record?.storage ?? 'minio',
+          CONTRACT_VERSION,
+        );
+        return;
+      }
+      // One writer at a time per script, in this process and then across processes: jobs and saves racing
+      // for the same stale script put one version live (the first to finish); the others find it fits and
+      // stand down. In-process first, so waiting writers do not each hold a database connection.
+      const write = async (): Promise<void> => {
+        const now = await this.repo.find(environment, def.name, kind);
+        if (
+          origin !== 'regenerate' &&
+          now?.fingerprint === wanted &&
+          now.version !== (record?.version ?? null)
+        ) {
+          return;
+        }
+        let at: StoredAt;
+        try {
+          at = await this.store.write(
+            environment,
+            def.name,
+            kind,
+            candidate.script,
+            `${origin === 'regenerate' ? 'Regenerate' : 'Generate'} ${kind} script of ${def.name} (${candidate.model})`,
+            now,
+            overwrite,
+          );
+        } catch (err) {
+          if (!(err instanceof ScriptConflictError) || now === null) throw err;
+          await this.repo.setConflict(environment, def.name, kind, err.message);
+          return;
+        }
+        await this.goLive(environment, def.name, kind, now, false, {
+          origin,
+          model: candidate.model,
+          generatedAt: new Date().toISOString(),
+          fingerprint: wanted,
+          contractVersion: CONTRACT_VERSION,
+          outputColumns: candidate.outputColumns,
+          script: candidate.script,
+          ...at,
+        });
+      };
+      await this.serially(`${environment}\0${def.name}\0${kind}`, () =>
+        this.repo.exclusively(environment, def.name, kind, write),
+      );
+    } finally {
+      await release();
+    }
+  }
+
+  /**
+   * Marks this process's model call for the script (`wanted`: its instruction and columns), renewed while
+   * it runs; the answer releases the mark. While another process's call for the same script runs, waits
+   * for it: null when that call wrote a script that fits (or left a conflict), so there is nothing to ask.
+   * `force` (an explicit regenerate) takes the mark at once.
+   */
+  private async markCall(
+    environment: string,
+    pipeline: string,
+    kind: CodegenKind,
+    wanted: string,
+    force: boolean,
+  ): Promise<(() => Promise<void>) | null> {
     for (;;) {
       const holder = randomUUID();
-      const marked = await this.repo.markGeneration(
-        environment,
-        def.name,
-        kind,
-        wanted,
-        holder,
-        origin === 'regenerate',
-        GENERATION_STALE_S,
-      );
-      if (marked) {
+      if (
+        await this.repo.markGeneration(environment, pipeline, kind, wanted, holder, force, GENERATION_STALE_S)
+      ) {
         const renew = setInterval(
           () => {
-            this.repo.renewGeneration(environment, def.name, kind, holder).catch((err: unknown) => {
-              this.logger.warn(
-                { pipeline: def.name, kind, err: errorMessage(err) },
-                'codegen mark not renewed',
-              );
+            this.repo.renewGeneration(environment, pipeline, kind, holder).catch((err: unknown) => {
+              this.logger.warn({ pipeline, kind, err: errorMessage(err) }, 'codegen mark not renewed');
             });
           },
           (GENERATION_STALE_S * 1000) / 3,
         );
         renew.unref();
-        try {
-          return await this.write(environment, def, kind, instruction, model, origin, overwrite, signal);
-        } finally {
+        return async () => {
           clearInterval(renew);
-          await this.repo.unmarkGeneration(environment, def.name, kind, holder).catch(() => undefined);
-        }
+          await this.repo.unmarkGeneration(environment, pipeline, kind, holder).catch(() => undefined);
+        };
       }
       // Another process (the pipeline's save, another job) is asking the model for this very script:
       // its outcome is ours. Only when it wrote nothing that fits does this caller ask in turn.
-      while (await this.repo.generating(environment, def.name, kind, wanted, GENERATION_STALE_S)) {
+      while (await this.repo.generating(environment, pipeline, kind, wanted, GENERATION_STALE_S)) {
         await new Promise((r) => setTimeout(r, GENERATION_POLL_MS));
       }
-      const now = await this.repo.find(environment, def.name, kind);
-      if ((now?.fingerprint === wanted && now.version !== null) || now?.conflictReason) return;
+      const now = await this.repo.find(environment, pipeline, kind);
+      if ((now?.fingerprint === wanted && now.version !== null) || now?.conflictReason) return null;
     }
-  }
-
-  private async write(
-    environment: string,
-    def: PipelineDefinition,
-    kind: CodegenKind,
-    instruction: string,
-    model: FeatureModel,
-    origin: Origin,
-    overwrite: boolean,
-    signal?: AbortSignal,
-  ): Promise<void> {
-    const record = await this.repo.find(environment, def.name, kind);
-    const columns = scriptColumns(def);
-    const current = record ? await this.store.read(environment, record).catch(() => null) : null;
-    let candidate: Candidate;
-    try {
-      candidate = await this.author.write(model, kind, instruction, columns, current, signal);
-      await this.author.dryRun(
-        environment,
-        def.name,
-        kind,
-        candidate.script,
-        columns,
-        candidate.outputColumns,
-      );
-    } catch (err) {
-      if (!(err instanceof CandidateRefused)) throw err;
-      await this.repo.setPending(
-        environment,
-        def.name,
-        kind,
-        err.message,
-        record?.storage ?? 'minio',
-        CONTRACT_VERSION,
-      );
-      return;
-    }
-    const wanted = fingerprint(instruction, columns);
-    // One writer at a time per script, in this process and then across processes: jobs and saves racing
-    // for the same stale script put one version live (the first to finish); the others find it fits and
-    // stand down. In-process first, so waiting writers do not each hold a database connection.
-    const write = async (): Promise<void> => {
-      const now = await this.repo.find(environment, def.name, kind);
-      if (
-        origin !== 'regenerate' &&
-        now?.fingerprint === wanted &&
-        now.version !== (record?.version ?? null)
-      ) {
-        return;
-      }
-      let at: StoredAt;
-      try {
-        at = await this.store.write(
-          environment,
-          def.name,
-          kind,
-          candidate.script,
-          `${origin === 'regenerate' ? 'Regenerate' : 'Generate'} ${kind} script of ${def.name} (${candidate.model})`,
-          now,
-          overwrite,
-        );
-      } catch (err) {
-        if (!(err instanceof ScriptConflictError) || now === null) throw err;
-        await this.repo.setConflict(environment, def.name, kind, err.message);
-        return;
-      }
-      await this.goLive(environment, def.name, kind, now, false, {
-        origin,
-        model: candidate.model,
-        generatedAt: new Date().toISOString(),
-        fingerprint: wanted,
-        contractVersion: CONTRACT_VERSION,
-        outputColumns: candidate.outputColumns,
-        script: candidate.script,
-        ...at,
-      });
-    };
-    await this.serially(`${environment}\0${def.name}\0${kind}`, () =>
-      this.repo.exclusively(environment, def.name, kind, write),
-    );
   }
 
   private readonly queues = new Map<string, Promise<void>>();
