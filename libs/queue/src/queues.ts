@@ -1,10 +1,11 @@
-import type { Job } from 'bullmq';
 /**
  * Every queue and job of Tapyard, with its payload type, in one place. Queue names are the same in
  * every environment; the environment is carried by the BullMQ key prefix (`tapyard:<env>`), so the
  * Redis keys of a queue are `tapyard:<env>:<queue>:*` and environments sharing one Redis never see
  * each other's jobs.
  */
+import type { Job } from 'bullmq';
+
 export const QUEUES = {
   maintenance: 'maintenance',
   ingest: 'ingest',
@@ -150,19 +151,16 @@ export function loadJobOptions(
  * Drops the file a finished job (completed, or failed for good) carried inline from its record, keeping
  * its size: BullMQ keeps finished jobs for their ids (removeOnComplete, removeOnFail), and an upload's
  * bytes must not outlive its job in Redis, and Redis's snapshots, any more than a staged input outlives
- * it in the object store. False when there was nothing to drop or the job is gone.
+ * it in the object store.
  */
-export async function dropInline(job: Pick<Job, 'data' | 'updateData'>): Promise<boolean> {
+export async function dropInline(job: Pick<Job, 'data' | 'updateData'>): Promise<void> {
   const data = job.data as { inline?: unknown } | null;
-  if (data === null || typeof data !== 'object' || typeof data.inline !== 'string') return false;
+  if (data === null || typeof data !== 'object' || typeof data.inline !== 'string') return;
   const { inline, ...rest } = data;
-  try {
-    await job.updateData({ ...rest, inlineDropped: Buffer.byteLength(inline, 'base64') });
-    return true;
-  } catch {
-    // Trimmed from the kept jobs meanwhile: nothing left to drop.
-    return false;
-  }
+  // A job trimmed from the kept ones meanwhile has nothing left to drop.
+  await job
+    .updateData({ ...rest, inlineDropped: Buffer.byteLength(inline, 'base64') })
+    .catch(() => undefined);
 }
 
 /** Thrown by a load that should run again later (its destination is unreachable); BullMQ retries it. */
