@@ -1,5 +1,6 @@
 import { Client } from 'pg';
-import { PgPools, PostgresDestination, rejectsTable } from '@tapyard/destinations';
+import { CONFIG, TapyardConfig } from '@tapyard/core';
+import { CreatedObjects, PgPools, PostgresDestination, rejectsTable } from '@tapyard/destinations';
 import { encodeRows } from './support/destinations';
 import { TestApi, startApi } from './support/apps';
 import { TEST_DATABASE_URL, testEnv, uniqueEnvironment } from './support/env';
@@ -46,6 +47,35 @@ describe('exactly-once loads', () => {
     ],
     pipelineToken,
   });
+
+  /** Every message the loader sends on its connections to the target database during `fn`, as sent. */
+  async function sentDuring(fn: () => Promise<void>): Promise<string[]> {
+    const pool = api.app.get(PgPools).get('tapyard_test');
+    const sent: string[] = [];
+    const counted = new Set<unknown>();
+    const restores: (() => void)[] = [];
+    const onAcquire = (client: { query: (...args: unknown[]) => unknown }) => {
+      if (counted.has(client)) return;
+      counted.add(client);
+      const query = client.query;
+      client.query = function (this: unknown, ...args: unknown[]) {
+        const q = args[0];
+        sent.push(typeof q === 'string' ? q : ((q as { text?: string }).text ?? 'COPY'));
+        return query.apply(this, args);
+      };
+      restores.push(() => {
+        client.query = query;
+      });
+    };
+    pool.on('acquire', onAcquire as never);
+    try {
+      await fn();
+    } finally {
+      pool.off('acquire', onAcquire as never);
+      for (const restore of restores) restore();
+    }
+    return sent;
+  }
 
   it('a worker killed in the middle of a load leaves each row exactly once after another takes over', async () => {
     const rows = 600_000;
@@ -113,30 +143,11 @@ describe('exactly-once loads', () => {
     const dest = api.app.get(PostgresDestination);
     const target = targetOf(`trips-${env}`);
     await dest.prepare(target);
-    // Every message the loader sends on its connections to the target database, counted as sent.
-    const pool = api.app.get(PgPools).get('tapyard_test');
-    const sent: string[] = [];
-    const counted = new Set<unknown>();
-    const restores: (() => void)[] = [];
-    const onAcquire = (client: { query: (...args: unknown[]) => unknown }) => {
-      if (counted.has(client)) return;
-      counted.add(client);
-      const query = client.query;
-      client.query = function (this: unknown, ...args: unknown[]) {
-        const q = args[0];
-        sent.push(typeof q === 'string' ? q : ((q as { text?: string }).text ?? 'COPY'));
-        return query.apply(this, args);
-      };
-      restores.push(() => {
-        client.query = query;
-      });
-    };
-    pool.on('acquire', onAcquire as never);
     const rows = [
       [2000001, 'few', 1.5],
       [2000002, 'trips', 2.5],
     ];
-    try {
+    const sent = await sentDuring(async () => {
       await dest.probe(target);
       expect(await dest.committed(target)).toBeNull();
       const clean = await dest.load(
@@ -148,10 +159,7 @@ describe('exactly-once loads', () => {
         () => undefined,
       );
       expect(clean).toMatchObject({ loaded: 2, rejected: 0, alreadyLoaded: false });
-    } finally {
-      pool.off('acquire', onAcquire as never);
-      for (const restore of restores) restore();
-    }
+    });
     // Was ten: the probe's query, two for the ledger check, then BEGIN, SET, the claim, COPY, an empty
     // COPY of rejects, UPDATE and COMMIT each on its own. Then four: the claim, COPY and its data were
     // three round trips; now they are one message.
@@ -188,6 +196,48 @@ describe('exactly-once loads', () => {
         )
       ).rows,
     ).toEqual([{ line: '3', reason: 'not a number' }]);
+  });
+
+  it('a small input carried in its job skips the ledger check: its load claims and answers a committed delivery itself', async () => {
+    const dest = api.app.get(PostgresDestination);
+    const carried = { ...targetOf(`carried-${env}`), carriedBytes: 40 };
+    await dest.prepare(carried);
+    const load = () =>
+      dest.load(
+        carried,
+        (async function* () {
+          yield encodeRows(dest, carried, [
+            [-5000001, 'carried', 1.5],
+            [-5000002, 'carried', 2.5],
+          ]);
+        })(),
+        async function* () {},
+        () => undefined,
+      );
+    // No message before the load's own: the check answers without looking.
+    let first: Awaited<ReturnType<typeof load>> | null = null;
+    const sent = await sentDuring(async () => {
+      expect(await dest.committed(carried)).toBeNull();
+      first = await load();
+    });
+    expect(first).toMatchObject({ loaded: 2, alreadyLoaded: false });
+    expect(sent).toHaveLength(2);
+    expect(sent[0]).toMatch(/^BEGIN;[^]*INSERT INTO tapyard_meta\.loads/);
+    // A redelivery after the commit: still no check, and the load's claim finds the committed one.
+    expect(await dest.committed(carried)).toBeNull();
+    await expect(load()).resolves.toMatchObject({ loaded: 2, rejected: 0, alreadyLoaded: true });
+    const n = await pg.query(`SELECT count(*)::int AS n FROM ingest_test."${table}" WHERE id <= -5000001`);
+    expect(n.rows).toEqual([{ n: 2 }]);
+    // The same job without a carried input (or one whose COPY could open further streams) looks.
+    const { carriedBytes: _bytes, ...staged } = carried;
+    expect(await dest.committed(staged)).toMatchObject({ loaded: 2, alreadyLoaded: true });
+    const config = api.app.get<TapyardConfig>(CONFIG);
+    const streaming = new PostgresDestination(
+      { ...config, database: { ...config.database, copyStreams: 2, copyStreamMinBytes: 16 * 40 } },
+      api.app.get(PgPools),
+      api.app.get(CreatedObjects),
+    );
+    expect(await streaming.committed(carried)).toMatchObject({ loaded: 2, alreadyLoaded: true });
   });
 
   it('a small load PostgreSQL refuses in its one message leaves no ledger row, and the connection serves the next', async () => {

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
+import { LoadTarget, PostgresDestination } from '@tapyard/destinations';
 import { INLINE_UPLOAD_BYTES } from '@tapyard/queue';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { TEST_DATABASE_URL, uniqueEnvironment } from './support/env';
@@ -89,6 +90,27 @@ describe('small uploads carried in their job', () => {
     expect(rejects.rows).toEqual([
       { line: 3, stage: 'DataQuality', raw: 'x,two', reason: expect.stringMatching(/id/) },
     ]);
+  });
+
+  it("tells its PostgreSQL loader the carried input's size, so the job skips the separate ledger check", async () => {
+    const dest = worker.app.get(PostgresDestination);
+    const committed = jest.spyOn(dest, 'committed');
+    const load = jest.spyOn(dest, 'load');
+    try {
+      const file = csv(20);
+      const token = await upload(api.http, 'small', file, 'carried.csv');
+      expect((await waitForJob(api.http, token)).rollup.status).toBe('success');
+      const ofJob = (calls: [LoadTarget, ...unknown[]][]) => calls.filter(([t]) => t.pipelineToken === token);
+      expect(ofJob(committed.mock.calls)).toEqual([
+        [expect.objectContaining({ carriedBytes: Buffer.byteLength(file) })],
+      ]);
+      const asked = committed.mock.calls.findIndex(([t]) => t.pipelineToken === token);
+      expect(await committed.mock.results[asked].value).toBeNull();
+      expect(ofJob(load.mock.calls)).toHaveLength(1);
+    } finally {
+      committed.mockRestore();
+      load.mockRestore();
+    }
   });
 
   it('refuses a publisher token sent after the file when the pipeline came before it, as a streamed upload does', async () => {

@@ -28,6 +28,12 @@ export interface LoadTarget {
    * since write modes exist; older ones load as they always did).
    */
   loadId?: boolean;
+  /**
+   * The size of an input the job carries whole (a small upload, IngestPayload.inline). A destination
+   * whose load finds an earlier committed delivery by itself may then skip its separate check (see
+   * PostgresDestination.committed).
+   */
+  carriedBytes?: number;
 }
 
 /** The target's write mode: definitions stored before write modes existed append. */
@@ -242,7 +248,11 @@ export interface Destination {
    * what it read of the target, for the encoder (a PostgreSQL table's column types).
    */
   prepare(target: LoadTarget): Promise<TargetShape | void>;
-  /** The result of an earlier delivery of this job that committed here, or null. */
+  /**
+   * The result of an earlier delivery of this job that committed here, or null. May answer null
+   * without looking when the load itself answers such a delivery `alreadyLoaded` (exactly-once
+   * destinations must, in load, either way).
+   */
   committed(target: LoadTarget): Promise<LoadResult | null>;
   /**
    * Loads every payload, then the rejected rows (`rejects` may be called once, after the last

@@ -130,6 +130,7 @@ export class IngestionRunner {
         pipelineToken: p.pipelineToken,
         publisherToken: p.publisherToken,
         loadId,
+        ...(p.inline !== undefined ? { carriedBytes: Buffer.byteLength(p.inline, 'base64') } : {}),
       };
       // A redelivery: destinations where an earlier delivery committed are done already.
       for (const leg of legs) {
