@@ -13,12 +13,12 @@
  * compares two).
  */
 import { mkdtemp, readFile, readdir, readlink, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis from 'ioredis';
 import { Client } from 'pg';
 import { Inspector } from './heap';
-import { DB_URL, benchTarget, sleep, startPlatform } from './support';
+import { DB_URL, benchTarget, machineBusySeconds, sleep, startPlatform } from './support';
 import { checkComparable } from './support';
 import { LOCAL_REDIS_URL } from '../test/support/local-peers';
 
@@ -250,6 +250,8 @@ async function main(): Promise<void> {
         redis: await treeCpuSeconds(servers.redis),
       };
       const countsBefore = { xacts: await transactions(pg), calls: await redisCalls(redis) };
+      const selfBefore = process.cpuUsage();
+      const machineBefore = machineBusySeconds();
       const started = performance.now();
       await Promise.all(
         Array.from({ length: CLIENTS }, async () => {
@@ -267,6 +269,26 @@ async function main(): Promise<void> {
         }),
       );
       const uploadSeconds = (performance.now() - started) / 1000;
+      // The upload phase's CPU budget: pickup stays short only if the jobs keep pace with the uploads,
+      // so what the intake side (this process's clients and pollers, the API, the servers) leaves of
+      // the machine is the jobs' share.
+      const self = process.cpuUsage(selfBefore);
+      const phase = {
+        machine: machineBusySeconds() - machineBefore,
+        bench: (self.user + self.system) / 1e6,
+        api: (await cpuSeconds(platform.api.pid)) - cpuBefore.api,
+        worker: (await cpuSeconds(platform.worker.pid)) - cpuBefore.worker,
+        pg: (await treeCpuSeconds(servers.pg)) - cpuBefore.pg,
+        redis: (await treeCpuSeconds(servers.redis)) - cpuBefore.redis,
+      };
+      const jobsInPhase = Number(
+        (
+          await pg.query<{ n: string }>(
+            `SELECT count(*) AS n FROM tapyard.jobs WHERE environment = $1 AND ended_at IS NOT NULL`,
+            [ENV],
+          )
+        ).rows[0].n,
+      );
       uploading = false;
       await Promise.all(pollers);
 
@@ -318,6 +340,14 @@ async function main(): Promise<void> {
         `  ${(UPLOADS / uploadSeconds).toFixed(0)} uploads/s; answer p50 ${quantile(answers, 0.5).toFixed(0)} ms, ` +
           `p95 ${quantile(answers, 0.95).toFixed(0)} ms; every job ended after ${allDoneSeconds.toFixed(1)} s ` +
           `(${(UPLOADS / allDoneSeconds).toFixed(0)} jobs/s)`,
+      );
+      const cores = availableParallelism();
+      console.log(
+        `  upload phase (${uploadSeconds.toFixed(1)} s, ${(cores * uploadSeconds).toFixed(1)} CPU s on ${cores} cores): ` +
+          `machine busy ${phase.machine.toFixed(1)} s (${((100 * phase.machine) / (cores * uploadSeconds)).toFixed(0)} %): ` +
+          `bench clients ${phase.bench.toFixed(1)}, API ${phase.api.toFixed(1)}, PostgreSQL ${phase.pg.toFixed(1)}, ` +
+          `Redis ${phase.redis.toFixed(1)}, worker ${phase.worker.toFixed(1)} s; ` +
+          `${Math.max(0, jobsInPhase - UPLOADS * (round - 1))} of ${UPLOADS} jobs ended in it`,
       );
       console.log(
         `  pickup (StreamNotifier end → JobRunner begin): p50 ${quantile(pickup, 0.5)} ms, p95 ${quantile(pickup, 0.95)} ms`,
