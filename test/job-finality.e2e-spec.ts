@@ -1,7 +1,7 @@
 import { getQueueToken } from '@nestjs/bullmq';
 import { Queue } from 'bullmq';
 import { Client } from 'pg';
-import { IngestJob, IngestQueueData, IntakePayload, QUEUES } from '@tapyard/queue';
+import { IngestJob, IngestPayload, IngestQueueData, IntakePayload, QUEUES } from '@tapyard/queue';
 import { JobRef, StatusService } from '@tapyard/status';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { TEST_DATABASE_URL, TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
@@ -85,6 +85,37 @@ describe('job finality', () => {
     const original = await queue.getJob(`${env}.${token}`);
     expect(original?.name).toBe(IngestJob.load);
     await redeliver(IngestJob.load, original!.data, `${env}.${token}.again`);
+
+    const after = await rollup(token);
+    expect(after.events).toEqual(done.events);
+    expect(after.rollup.status).toBe('success');
+    expect(await rowCount()).toBe(rowsBefore);
+  }, 180_000);
+
+  it('a finished small load added again with its file (a first start: no ended check) writes no event and no row', async () => {
+    const file = 'id,v\n3,c\n4,d\n';
+    const token = await upload(api.http, 'fin', file, 'twice.csv');
+    const done = await waitForJob(api.http, token);
+    expect(done.rollup.status).toBe('success');
+    const rowsBefore = await rowCount();
+
+    const queue = api.app.get<Queue<IngestQueueData>>(getQueueToken(QUEUES.ingest));
+    const original = await queue.getJob(`${env}.${token}`);
+    // The finished job's record no longer holds the file (dropInline): put back, as first queued.
+    const { inlineDropped, ...data } = original!.data as IngestPayload;
+    expect(inlineDropped).toBe(file.length);
+    const ended = jest.spyOn(worker.app.get(StatusService), 'ended');
+    try {
+      await redeliver(
+        IngestJob.load,
+        { ...data, inline: Buffer.from(file).toString('base64') },
+        `${env}.${token}.carried`,
+      );
+      // The job ran past the check it skipped: its load's ledger and the events' guard held.
+      expect(ended.mock.calls.filter(([, t]) => t === token)).toEqual([]);
+    } finally {
+      ended.mockRestore();
+    }
 
     const after = await rollup(token);
     expect(after.events).toEqual(done.events);

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { Client } from 'pg';
 import { LoadTarget, PostgresDestination } from '@tapyard/destinations';
 import { INLINE_UPLOAD_BYTES } from '@tapyard/queue';
+import { StatusService } from '@tapyard/status';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { TEST_DATABASE_URL, uniqueEnvironment } from './support/env';
 import { closedPort } from './support/net';
@@ -110,6 +111,17 @@ describe('small uploads carried in their job', () => {
     } finally {
       committed.mockRestore();
       load.mockRestore();
+    }
+  });
+
+  it('does not ask whether the job already ended on its first start (its token is new), only after a retry', async () => {
+    const ended = jest.spyOn(worker.app.get(StatusService), 'ended');
+    try {
+      const token = await upload(api.http, 'small', csv(5), 'first.csv');
+      expect((await waitForJob(api.http, token)).rollup.status).toBe('success');
+      expect(ended.mock.calls.filter(([, t]) => t === token)).toEqual([]);
+    } finally {
+      ended.mockRestore();
     }
   });
 
