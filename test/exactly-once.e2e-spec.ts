@@ -1,6 +1,12 @@
 import { Client } from 'pg';
 import { CONFIG, TapyardConfig } from '@tapyard/core';
-import { CreatedObjects, PgPools, PostgresDestination, rejectsTable } from '@tapyard/destinations';
+import {
+  CreatedObjects,
+  CsvChunkPayload,
+  PgPools,
+  PostgresDestination,
+  rejectsTable,
+} from '@tapyard/destinations';
 import { encodeRows } from './support/destinations';
 import { TestApi, startApi } from './support/apps';
 import { TEST_DATABASE_URL, testEnv, uniqueEnvironment } from './support/env';
@@ -139,7 +145,7 @@ describe('exactly-once loads', () => {
       before + 2,
     );
   });
-  it('a small job costs its loader few round trips: no probe query, one ledger check, the claim, its COPY, the counts with the COMMIT', async () => {
+  it('a small job costs its loader few round trips: no probe query, one ledger check, then one message: the claim, its COPY, the counts and the COMMIT', async () => {
     const dest = api.app.get(PostgresDestination);
     const target = targetOf(`trips-${env}`);
     await dest.prepare(target);
@@ -162,9 +168,11 @@ describe('exactly-once loads', () => {
     });
     // Was ten: the probe's query, two for the ledger check, then BEGIN, SET, the claim, COPY, an empty
     // COPY of rejects, UPDATE and COMMIT each on its own. Then four: the claim, COPY and its data were
-    // three round trips; now they are one message.
-    expect(sent).toHaveLength(3);
-    expect(sent[1]).toMatch(/^BEGIN;[^]*INSERT INTO tapyard_meta\.loads[^]*; COPY "ingest_test"\./);
+    // three round trips, then one message. Now the counts and the COMMIT go in it too (nothing rejected).
+    expect(sent).toHaveLength(2);
+    expect(sent[1]).toMatch(
+      /^BEGIN;[^]*INSERT INTO tapyard_meta\.loads[^]*; COPY "ingest_test"\.[^]*; UPDATE tapyard_meta\.loads SET rows_loaded = 2, rows_rejected = 0 [^]*; COMMIT$/,
+    );
     expect(
       (
         await pg.query(
@@ -175,19 +183,28 @@ describe('exactly-once loads', () => {
     ).toEqual([{ rows_loaded: '2', rows_rejected: '0' }]);
     expect(await dest.committed(target)).toMatchObject({ loaded: 2, rejected: 0, alreadyLoaded: true });
 
-    // A job with rejected rows still writes them, in the same transaction.
+    // A job with rejected rows still writes them, in the same transaction: the COPY of rejects between
+    // the one message and the counts with the COMMIT.
     const withRejects = { ...target, pipelineToken: `trips-rejects-${env}` };
-    const result = await dest.load(
-      withRejects,
-      (async function* () {
-        yield encodeRows(dest, withRejects, [[2000003, 'kept', 3.5]]);
-      })(),
-      async function* () {
-        yield { line: 3, stage: 'DataQuality', reason: 'not a number', raw: 'x,y,z' };
-      },
-      () => undefined,
-    );
+    let result: unknown;
+    const sentWithRejects = await sentDuring(async () => {
+      result = await dest.load(
+        withRejects,
+        (async function* () {
+          yield encodeRows(dest, withRejects, [[2000003, 'kept', 3.5]]);
+        })(),
+        async function* () {
+          yield { line: 3, stage: 'DataQuality', reason: 'not a number', raw: 'x,y,z' };
+        },
+        () => undefined,
+      );
+    });
     expect(result).toMatchObject({ loaded: 1, rejected: 1, alreadyLoaded: false });
+    expect(sentWithRejects).toHaveLength(3);
+    expect(sentWithRejects[0]).not.toMatch(/COMMIT/);
+    expect(sentWithRejects[2]).toMatch(
+      /^UPDATE tapyard_meta\.loads SET rows_loaded = 1, rows_rejected = 1 [^]*COMMIT$/,
+    );
     expect(
       (
         await pg.query(
@@ -221,8 +238,8 @@ describe('exactly-once loads', () => {
       first = await load();
     });
     expect(first).toMatchObject({ loaded: 2, alreadyLoaded: false });
-    expect(sent).toHaveLength(2);
-    expect(sent[0]).toMatch(/^BEGIN;[^]*INSERT INTO tapyard_meta\.loads/);
+    expect(sent).toHaveLength(1);
+    expect(sent[0]).toMatch(/^BEGIN;[^]*INSERT INTO tapyard_meta\.loads[^]*; COMMIT$/);
     // A redelivery after the commit: still no check, and the load's claim finds the committed one.
     expect(await dest.committed(carried)).toBeNull();
     await expect(load()).resolves.toMatchObject({ loaded: 2, rejected: 0, alreadyLoaded: true });
@@ -238,6 +255,35 @@ describe('exactly-once loads', () => {
       api.app.get(CreatedObjects),
     );
     expect(await streaming.committed(carried)).toMatchObject({ loaded: 2, alreadyLoaded: true });
+  });
+
+  it("commits a small load's counts in its one message as PostgreSQL took the rows, should a payload miscount them", async () => {
+    const dest = api.app.get(PostgresDestination);
+    const target = targetOf(`miscounted-${env}`);
+    await dest.prepare(target);
+    // A clean CSV chunk that says 3 records where its bytes hold 2.
+    const chunk: CsvChunkPayload = {
+      kind: 'csv',
+      bytes: Buffer.from('-6000001,x,1.5\n-6000002,y,2.5\n'),
+      rows: 3,
+      line: 2,
+      eol: 'lf',
+      copyOptions: `FORMAT csv, DELIMITER ',', QUOTE '"', ESCAPE '"'`,
+      columns: ['id', 'label', 'amount'],
+    };
+    const result = await dest.load(
+      target,
+      (async function* () {
+        yield chunk;
+      })(),
+      async function* () {},
+      () => undefined,
+    );
+    expect(result).toMatchObject({ loaded: 2, rejected: 0, alreadyLoaded: false });
+    const ledger = await pg.query(`SELECT rows_loaded FROM tapyard_meta.loads WHERE pipeline_token = $1`, [
+      target.pipelineToken,
+    ]);
+    expect(ledger.rows).toEqual([{ rows_loaded: '2' }]);
   });
 
   it('a small load PostgreSQL refuses in its one message leaves no ledger row, and the connection serves the next', async () => {

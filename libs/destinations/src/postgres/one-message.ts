@@ -70,7 +70,8 @@ export type OneMessageOutcome = { claimed: false } | { claimed: true; rows: numb
  * Query, and CopyData or CopyDone outside a COPY are dropped (the protocol's rule), so nothing runs
  * past a failed statement. A claim that finds the job's ledger row fails as a unique violation before
  * any row is copied: `claimed: false`, with the transaction failed (the caller rolls it back). One
- * round trip instead of three (BEGIN and claim, COPY start, CopyDone); the caller then commits.
+ * round trip instead of three (BEGIN and claim, COPY start, CopyDone); the caller then commits, or
+ * `closing` did (its statements run after the COPY, in the same Query).
  */
 export async function sendOneMessage(
   client: PoolClient,
@@ -78,16 +79,18 @@ export async function sendOneMessage(
   table: string,
   textColumns: string,
   payloads: Payload[],
+  /** Statements after the COPY (`; …`), run once its data is in: the ledger's counts and the COMMIT. */
+  closing = '',
 ): Promise<OneMessageOutcome> {
   const copy = payloads.length > 0 ? `; ${copySql(table, textColumns, payloads[0])}` : '';
   const data = payloads.map(copyData);
-  const parts: Uint8Array[] = [frame(0x51, Buffer.from(`${opening}${copy}\0`))];
+  const parts: Uint8Array[] = [frame(0x51, Buffer.from(`${opening}${copy}${closing}\0`))];
   for (const d of data) parts.push(frame(0x64, typeof d.data === 'string' ? Buffer.from(d.data) : d.data));
   if (payloads.length > 0) parts.push(frame(0x63, Buffer.alloc(0)));
   const message = Buffer.concat(parts);
   // The bytes are copied into the message: the payloads' memory is free again.
   for (const d of data) d.written?.();
-  const query = new OneMessage(`${opening}${copy}`, message);
+  const query = new OneMessage(`${opening}${copy}${closing}`, message);
   client.query(query);
   const commands = await query.done.catch((err: unknown) => {
     const claimFailed =

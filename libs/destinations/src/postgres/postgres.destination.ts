@@ -33,7 +33,7 @@ import {
 } from './created-tables';
 import { PgPools } from './pg-pools';
 import { DestinationErrorCode } from '../destination-errors';
-import { copyRejects, rejectLines } from './pg-copy';
+import { copyData, copyRejects, rejectLines } from './pg-copy';
 import { sendOneMessage, takeSmall } from './one-message';
 import { withPgClient } from './pg-connection';
 import { LOAD_ID_SETTING, PG_MAX_COLUMNS, checkMetaOwners, ensureTables } from './pg-tables';
@@ -227,8 +227,18 @@ export class PostgresDestination implements Destination {
         const append = writeModeOf(target) === 'append';
         const taken = append ? await takeSmall(payloads) : { payloads, whole: null };
         let loaded: number;
+        let rejectText: AsyncIterable<string> | null = null;
         if (taken.whole !== null) {
-          // A small load: its statements, COPY and data in one message (see sendOneMessage).
+          // A small load: its statements, COPY and data in one message (see sendOneMessage). Its rejects
+          // are known once every payload was read: without any, the ledger's counts and the COMMIT go in
+          // that message too (the rows COPY takes are those of its data: lines of COPY text, the records
+          // the CSV check counted).
+          const lines = rejectLines(target.pipelineToken, rejects())[Symbol.asyncIterator]();
+          const firstLines = await lines.next();
+          const rows = taken.whole.reduce((n, p) => n + copyData(p).rows, 0);
+          const closing = firstLines.done
+            ? `; UPDATE tapyard_meta.loads SET rows_loaded = ${rows}, rows_rejected = 0 WHERE pipeline_token = ${token}; COMMIT`
+            : '';
           const columns = target.columns.map((c) => quoteIdent(c.name)).join(', ');
           const sent = await sendOneMessage(
             client,
@@ -236,10 +246,24 @@ export class PostgresDestination implements Destination {
             `${quoteIdent(schema)}.${quoteIdent(table)}`,
             columns,
             taken.whole,
+            closing,
           );
           if (!sent.claimed) return await already();
           loaded = sent.rows;
           progress(loaded);
+          if (firstLines.done) {
+            // Committed: the ledger says what PostgreSQL took, should the two counts ever differ.
+            if (loaded !== rows)
+              await client.query(`UPDATE tapyard_meta.loads SET rows_loaded = $1 WHERE pipeline_token = $2`, [
+                loaded,
+                target.pipelineToken,
+              ]);
+            return { loaded, rejected: 0, alreadyLoaded: false, location, rejectsLocation };
+          }
+          rejectText = (async function* () {
+            yield firstLines.value;
+            for (let next = await lines.next(); !next.done; next = await lines.next()) yield next.value;
+          })();
         } else {
           // The transaction's start and the ledger claim go in one message (values as literals: a
           // multi-statement message takes no parameters), and the ledger's counts with the COMMIT.
@@ -269,7 +293,7 @@ export class PostgresDestination implements Destination {
         const rejected = await copyRejects(
           client,
           `COPY ${quoteIdent(schema)}.${quoteIdent(rejectsTable(table))} (pipeline_token, line, stage, reason, raw) FROM STDIN (FORMAT text)`,
-          rejectLines(target.pipelineToken, rejects()),
+          rejectText ?? rejectLines(target.pipelineToken, rejects()),
         );
         await prepareStreams(extras);
         // The decision: the ledger row commits, and with it every stream prepared above.
