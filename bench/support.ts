@@ -32,12 +32,17 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
+/** The Node flags each app is deployed with (scripts/lib/node.sh). */
+export function deployedNodeOptions(app: 'api' | 'worker'): string {
+  return `--max-semi-space-size=${app === 'worker' ? 32 : 8}`;
+}
+
 export function startApp(app: 'api' | 'worker', env: Record<string, string>): ChildProcess {
   // Benchmarks may run several workers on this host: each takes an ephemeral operations port.
   const ports = app === 'worker' ? { WORKER_HTTP_PORT: '0' } : {};
   return spawn(process.execPath, [join(ROOT, 'dist', 'apps', app, 'src', 'main.js')], {
-    // The Node flags the apps are deployed with (scripts/lib/node.sh, the Docker image).
-    env: { ...process.env, NODE_OPTIONS: '--max-semi-space-size=8', ...ports, ...env },
+    // The Node flags the apps are deployed with (scripts/lib/node.sh, the Docker image and its commands).
+    env: { ...process.env, NODE_OPTIONS: deployedNodeOptions(app), ...ports, ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
 }

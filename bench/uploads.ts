@@ -18,7 +18,14 @@ import { join } from 'node:path';
 import Redis from 'ioredis';
 import { Client } from 'pg';
 import { Inspector } from './heap';
-import { DB_URL, benchTarget, machineBusySeconds, sleep, startPlatform } from './support';
+import {
+  DB_URL,
+  benchTarget,
+  deployedNodeOptions,
+  machineBusySeconds,
+  sleep,
+  startPlatform,
+} from './support';
 import { checkComparable } from './support';
 import { LOCAL_REDIS_URL } from '../test/support/local-peers';
 
@@ -177,16 +184,16 @@ async function main(): Promise<void> {
   );
   const heapDir = process.env.BENCH_HEAP_DIR;
   const snapshotRounds = (process.env.BENCH_HEAP_SNAPSHOTS ?? '').split(',').map(Number);
-  const inspect = (offset: number): Record<string, string> =>
+  const inspect = (app: 'api' | 'worker', offset: number): Record<string, string> =>
     heapDir
-      ? { NODE_OPTIONS: `${flags ?? '--max-semi-space-size=8'} --inspect=127.0.0.1:${PORT + offset}` }
+      ? { NODE_OPTIONS: `${flags ?? deployedNodeOptions(app)} --inspect=127.0.0.1:${PORT + offset}` }
       : {};
   const platform = await startPlatform(
     ENV,
     PORT,
     dir,
     { ...settings, ...(flags ? { NODE_OPTIONS: flags } : {}) },
-    { api: inspect(3000), worker: inspect(6000) },
+    { api: inspect('api', 3000), worker: inspect('worker', 6000) },
   );
   const inspectors = heapDir
     ? { api: await Inspector.connect(PORT + 3000), worker: await Inspector.connect(PORT + 6000) }

@@ -183,6 +183,8 @@ describeWithTools('deploy/helm/tapyard', () => {
       // Only volumes of the pod's own: no claim or host path that replicas would share.
       for (const volume of spec.volumes) expect(Object.keys(volume).sort()).toEqual(['emptyDir', 'name']);
       expect(container.resources.requests).toBeDefined();
+      // The worker's young generation: 32 MB semi-spaces on its command line (the image's NODE_OPTIONS: 8).
+      expect(container.command.includes('--max-semi-space-size=32')).toBe(name === 'worker');
       expect(container.resources.limits).toBeDefined();
       const pdb = find(all, 'PodDisruptionBudget', `rel-tapyard-${name}`).spec!;
       expect(pdb.minAvailable).toBe(1);

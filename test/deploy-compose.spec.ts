@@ -64,6 +64,13 @@ describe('docker/compose.yaml: API and worker replicas', () => {
     expect(worker.healthcheck?.test.join(' ')).toContain(`127.0.0.1:${port}/readyz`);
   });
 
+  it("the worker's command gives it 32 MB semi-spaces over the image's 8 MB (a command-line flag wins over NODE_OPTIONS)", () => {
+    const dockerfile = readFileSync(join(dockerDir, 'Dockerfile'), 'utf8');
+    expect(dockerfile).toMatch(/NODE_OPTIONS=--max-semi-space-size=8\b/);
+    expect(worker.command?.slice(0, 2)).toEqual(['node', '--max-semi-space-size=32']);
+    expect(api.command ?? []).not.toContain('--max-semi-space-size=32');
+  });
+
   it('the API healthcheck asks its readiness route on its port', () => {
     expect(api.healthcheck?.test.join(' ')).toContain('127.0.0.1:8080/readyz');
   });

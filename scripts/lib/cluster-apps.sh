@@ -83,8 +83,8 @@ start_app() { # start_app <host>: the host (made if new) and its app, in the bac
 }
 
 run_app() { # run_app <host>: becomes the host's bwrap (its pid is the host's first process)
-  local host=$1 app ip main
-  case "$host" in api) app=api ;; *) app=worker ;; esac
+  local host=$1 app ip main flags=$TAPYARD_NODE_OPTIONS
+  case "$host" in api) app=api ;; *) app=worker flags=$TAPYARD_WORKER_NODE_OPTIONS ;; esac
   main="dist/apps/$app/src/main.js"
   if [ "$app" = worker ] && [ -f "$STATE/worker-main" ]; then main=$(cat "$STATE/worker-main"); fi
   ip=$(host_ip "$host")
@@ -94,7 +94,7 @@ run_app() { # run_app <host>: becomes the host's bwrap (its pid is the host's fi
   # Node flags for a run (a bench's --cpu-prof): the --env-file's TAPYARD_APP_NODE_OPTIONS, after the defaults.
   local extra_flags; extra_flags=$(sed -n 's/^TAPYARD_APP_NODE_OPTIONS=//p' "$STATE/extra.env" 2>/dev/null | tail -n 1)
   in_view "$host" env PORT=$API_PORT HOST="$ip" WORKER_HTTP_PORT=$WORKER_HTTP WORKER_HTTP_HOST="$ip" \
-    NODE_OPTIONS="$TAPYARD_NODE_OPTIONS${extra_flags:+ $extra_flags}" \
+    NODE_OPTIONS="$flags${extra_flags:+ $extra_flags}" \
     "$node_bin" "$ROOT/$main"
 }
 
