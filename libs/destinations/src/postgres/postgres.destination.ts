@@ -157,7 +157,7 @@ export class PostgresDestination implements Destination {
    * see is streams an earlier delivery prepared and died before committing its ledger row: those
    * only a load past PG_COPY_STREAM_MIN_BYTES opens, and the COPY of a small input carried in its job
    * stays far below it (CARRIED_COPY_GROWTH). So such a job skips the check, which cost every small
-   * job a round trip and a transaction of its own (a fifth of the worker's CPU per small upload).
+   * job a round trip and a transaction of its own.
    */
   private claimDecides(target: LoadTarget): boolean {
     const { copyStreams, copyStreamMinBytes } = this.config.database;
