@@ -58,27 +58,33 @@ const TRUE_START = new Uint8Array(128);
 for (const c of 'tTyY1') TRUE_START[c.charCodeAt(0)] = 1;
 
 /**
- * Whether a double's text (bytes `s` to `e`) is already what String() writes for its value: at most
- * 15 significant digits (so no shorter text reads back to the same double: DBL_DIG), no sign but `-`
- * on a non-zero value, no leading zeros, a fraction without trailing zeros, no exponent, and at least
- * 1e-6 (below, String() writes an exponent). Converting costs more than the rest of a row's JSON.
+ * Where a double's text (bytes `s` to `e`) stops being what String() writes for its value, or -1 when
+ * it is not: String() writes the text without its fraction's trailing zeros (and without a point left
+ * bare) when it has at most 15 significant digits (then no other text of as few digits reads back to
+ * the same double: DBL_DIG), no sign but `-` on a non-zero value, no leading zeros, no exponent, and is
+ * at least 1e-6 (below, String() writes an exponent). Converting costs more than the rest of a row's
+ * JSON.
  */
-function shortestDouble(t: Uint8Array, s: number, e: number): boolean {
+function shortestEnd(t: Uint8Array, s: number, e: number): number {
   let p = t[s] === MINUS ? s + 1 : s;
   const intStart = p;
   while (p < e && isDigit(t[p])) p++;
   const intDigits = p - intStart;
-  if (intDigits === 0 || (intDigits > 1 && t[intStart] === ZERO)) return false;
+  if (intDigits === 0 || (intDigits > 1 && t[intStart] === ZERO)) return -1;
   const zeroInt = intDigits === 1 && t[intStart] === ZERO;
-  if (p === e) return !zeroInt && intDigits <= 15;
-  if (t[p] !== DOT || p + 1 === e || t[e - 1] === ZERO) return false;
+  const intEnd = p;
+  if (p < e && t[p] !== DOT) return -1;
   const fracStart = ++p;
   while (p < e && isDigit(t[p])) p++;
-  if (p !== e) return false;
-  if (!zeroInt) return intDigits + (e - fracStart) <= 15;
+  if (p < e) return -1;
+  let end = e;
+  while (end > fracStart && t[end - 1] === ZERO) end--;
+  // No fraction left: the integer alone (a zero, maybe negative, is left to the coercer).
+  if (end <= fracStart) return !zeroInt && intDigits <= 15 ? intEnd : -1;
+  if (!zeroInt) return intDigits + (end - fracStart) <= 15 ? end : -1;
   let lead = fracStart;
   while (t[lead] === ZERO) lead++;
-  return lead - fracStart < 6 && e - lead <= 15;
+  return lead - fracStart < 6 && end - lead <= 15 ? end : -1;
 }
 
 function isDigit(c: number): boolean {
@@ -184,8 +190,10 @@ export function createCsvEncoder(
         return TRUE_START[b[s]] === 1 ? put(TRUE, 0, 4) : put(FALSE, 0, 5);
       case K_DATE:
         return putQuoted(b, s, e);
-      case K_DOUBLE:
-        if (shortestDouble(b, s, e)) return put(b, s, e);
+      case K_DOUBLE: {
+        const end = shortestEnd(b, s, e);
+        if (end > 0) return put(b, s, end);
+      }
     }
     const v = coerce[k](b.toString('utf8', s, e));
     // The check passed it: a refusal here is a disagreement between the two, never data to send.
