@@ -8,6 +8,7 @@ import { TEST_DATABASE_URL, TEST_OBJECT_STORE, uniqueEnvironment } from './suppo
 import { zip } from './support/archives';
 import { TestMinio } from './support/minio';
 import { RollupAnswer, csvPipeline, upload, waitForJob } from './support/ingest';
+import { droppedJob } from './support/queue-jobs';
 
 /**
  * A job's terminal event is final: nothing of the job is written after it, whoever writes (a late stage,
@@ -100,9 +101,12 @@ describe('job finality', () => {
     const rowsBefore = await rowCount();
 
     const queue = api.app.get<Queue<IngestQueueData>>(getQueueToken(QUEUES.ingest));
-    const original = await queue.getJob(`${env}.${token}`);
-    // The finished job's record no longer holds the file (dropInline): put back, as first queued.
-    const { inlineDropped, ...data } = original!.data as IngestPayload;
+    // The finished job's record loses the file it carried (dropInline, a moment after the job's status
+    // says it ended): put back, as first queued.
+    const { inlineDropped, ...data } = (await droppedJob(
+      queue,
+      `${env}.${token}`,
+    )) as unknown as IngestPayload;
     expect(inlineDropped).toBe(file.length);
     const ended = jest.spyOn(worker.app.get(StatusService), 'ended');
     try {
