@@ -59,8 +59,8 @@ export async function takeSmall(payloads: AsyncIterable<Payload>): Promise<Taken
   return { payloads: replay(), whole: ahead };
 }
 
-/** What the one message did: the claim's fate, and the rows COPY took. */
-export type OneMessageOutcome = { claimed: false } | { claimed: true; rows: number };
+/** What the one message did: the claim's fate, the rows COPY took, and those its data held (`counted`). */
+export type OneMessageOutcome = { claimed: false } | { claimed: true; rows: number; counted: number };
 
 /**
  * Sends a small append load's statements and its COPY data in one write: `opening` (BEGIN, the
@@ -79,18 +79,22 @@ export async function sendOneMessage(
   table: string,
   textColumns: string,
   payloads: Payload[],
-  /** Statements after the COPY (`; …`), run once its data is in: the ledger's counts and the COMMIT. */
-  closing = '',
+  /**
+   * Statements after the COPY (`; …`) for the rows its data holds, run once the data is in: the
+   * ledger's counts and the COMMIT.
+   */
+  closing: (counted: number) => string = () => '',
 ): Promise<OneMessageOutcome> {
-  const copy = payloads.length > 0 ? `; ${copySql(table, textColumns, payloads[0])}` : '';
   const data = payloads.map(copyData);
-  const parts: Uint8Array[] = [frame(0x51, Buffer.from(`${opening}${copy}${closing}\0`))];
+  const counted = data.reduce((n, d) => n + d.rows, 0);
+  const statements = `${opening}${payloads.length > 0 ? `; ${copySql(table, textColumns, payloads[0])}` : ''}${closing(counted)}`;
+  const parts: Uint8Array[] = [frame(0x51, Buffer.from(`${statements}\0`))];
   for (const d of data) parts.push(frame(0x64, typeof d.data === 'string' ? Buffer.from(d.data) : d.data));
   if (payloads.length > 0) parts.push(frame(0x63, Buffer.alloc(0)));
   const message = Buffer.concat(parts);
   // The bytes are copied into the message: the payloads' memory is free again.
   for (const d of data) d.written?.();
-  const query = new OneMessage(`${opening}${copy}${closing}`, message);
+  const query = new OneMessage(statements, message);
   client.query(query);
   const commands = await query.done.catch((err: unknown) => {
     const claimFailed =
@@ -100,7 +104,7 @@ export async function sendOneMessage(
   });
   if (commands === null) return { claimed: false };
   const copied = commands.find((c) => c.startsWith('COPY '));
-  return { claimed: true, rows: copied === undefined ? 0 : Number(copied.slice(5)) };
+  return { claimed: true, rows: copied === undefined ? 0 : Number(copied.slice(5)), counted };
 }
 
 /** A protocol message: its type byte, its length, its body. */

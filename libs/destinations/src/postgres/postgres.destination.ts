@@ -33,7 +33,7 @@ import {
 } from './created-tables';
 import { PgPools } from './pg-pools';
 import { DestinationErrorCode } from '../destination-errors';
-import { copyData, copyRejects, rejectLines } from './pg-copy';
+import { copyRejects, rejectLines } from './pg-copy';
 import { sendOneMessage, takeSmall } from './one-message';
 import { withPgClient } from './pg-connection';
 import { LOAD_ID_SETTING, PG_MAX_COLUMNS, checkMetaOwners, ensureTables } from './pg-tables';
@@ -235,10 +235,10 @@ export class PostgresDestination implements Destination {
           // the CSV check counted).
           const lines = rejectLines(target.pipelineToken, rejects())[Symbol.asyncIterator]();
           const firstLines = await lines.next();
-          const rows = taken.whole.reduce((n, p) => n + copyData(p).rows, 0);
-          const closing = firstLines.done
-            ? `; UPDATE tapyard_meta.loads SET rows_loaded = ${rows}, rows_rejected = 0 WHERE pipeline_token = ${token}; COMMIT`
-            : '';
+          const closing = (rows: number): string =>
+            firstLines.done
+              ? `; UPDATE tapyard_meta.loads SET rows_loaded = ${rows}, rows_rejected = 0 WHERE pipeline_token = ${token}; COMMIT`
+              : '';
           const columns = target.columns.map((c) => quoteIdent(c.name)).join(', ');
           const sent = await sendOneMessage(
             client,
@@ -253,7 +253,7 @@ export class PostgresDestination implements Destination {
           progress(loaded);
           if (firstLines.done) {
             // Committed: the ledger says what PostgreSQL took, should the two counts ever differ.
-            if (loaded !== rows)
+            if (loaded !== sent.counted)
               await client.query(`UPDATE tapyard_meta.loads SET rows_loaded = $1 WHERE pipeline_token = $2`, [
                 loaded,
                 target.pipelineToken,
