@@ -347,6 +347,35 @@ describe('json-rows from clean CSV chunks (the fast path into sinks)', () => {
     expect(got.lines.filter((l, i) => i > 0 && l - got.lines[i - 1] > 1).length).toBeGreaterThan(10);
   });
 
+  it('sizes a piece from the rows before it, and grows it past rows far longer than those', () => {
+    const fields: SchemaField[] = [
+      { name: 's', type: 'string' },
+      { name: 'n', type: 'int' },
+    ];
+    const encode = createCsvEncoder(fields, ['s', 'n'], RFC);
+    const chunk = (lines: string[], line: number): CsvChunkPayload => ({
+      kind: 'csv',
+      bytes: new Uint8Array(Buffer.from(lines.join('\n') + '\n')),
+      rows: lines.length,
+      line,
+      eol: 'lf',
+      copyOptions: '',
+      columns: ['s', 'n'],
+    });
+    // Short rows first (the bytes per row a next piece is sized by), then rows whose control
+    // characters each take six bytes in JSON, in a piece sized for the short ones.
+    const short = Array.from({ length: 300 }, (_, i) => `a,${i}`);
+    expect(texts(whole(encode(chunk(short, 2))))).toEqual(short.map((_, i) => `{"s":"a","n":${i}}`));
+    const wide = '\u0001'.repeat(2000);
+    const long = Array.from({ length: 50 }, (_, i) => `"${wide}${i}",${i}`);
+    const got = whole(encode(chunk(long, 302)));
+    expect(texts(got)).toEqual(long.map((_, i) => JSON.stringify({ s: `${wide}${i}`, n: i })));
+    expect([...got.lines]).toEqual(long.map((_, i) => 302 + i));
+    // Without columns, each row is an empty object.
+    const none = createCsvEncoder([], ['s', 'n'], RFC);
+    expect(texts(whole(none(chunk(['x,1', 'y,2'], 1))))).toEqual(['{}', '{}']);
+  });
+
   it('writes null for the schema columns the file lacks, and for empty unquoted fields', () => {
     const encode = createCsvEncoder(
       [
