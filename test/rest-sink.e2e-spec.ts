@@ -107,6 +107,9 @@ describe('REST endpoint sink', () => {
     const basic = sink.requests.find((r) => r.path === '/basic' && r.method === 'POST')!;
     expect(basic.headers.authorization).toBe(`Basic ${Buffer.from('u:p w').toString('base64')}`);
     expect(basic.headers['content-type']).toBe('application/json');
+    // The body goes out in chunks (no copy), under a length that counts them all.
+    expect(basic.headers['content-length']).toBe(String(basic.bytes));
+    expect(basic.headers['transfer-encoding']).toBeUndefined();
     expect(sink.requests.find((r) => r.path === '/keyed' && r.method === 'POST')!.headers['x-api-key']).toBe(
       'k-123',
     );

@@ -12,6 +12,8 @@ export interface SinkRequest {
   method: string;
   headers: IncomingMessage['headers'];
   rows: number;
+  /** The body's length as received. */
+  bytes: number;
   at: number;
   /** The client's port: requests on one kept-alive connection share it. */
   clientPort: number;
@@ -100,7 +102,8 @@ export class RestSink {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const path = (req.url ?? '').split('?')[0];
-    const text = Buffer.concat(chunks).toString('utf8');
+    const body = Buffer.concat(chunks);
+    const text = body.toString('utf8');
     const type = String(req.headers['content-type'] ?? '');
     let rows: Record<string, unknown>[];
     try {
@@ -119,6 +122,7 @@ export class RestSink {
       method: req.method ?? '',
       headers: req.headers,
       rows: rows.length,
+      bytes: body.length,
       at: Date.now(),
       clientPort: req.socket.remotePort ?? 0,
     });

@@ -19,7 +19,8 @@ export class RedirectRefused extends Error {
 export interface EgressRequestInit {
   method?: string;
   headers?: Record<string, string>;
-  body?: string | Buffer;
+  /** Chunks are written in one go (corked) after a content-length of their sum, none copied. */
+  body?: string | Buffer | readonly Uint8Array[];
   signal?: AbortSignal;
   /** Bytes of the answer read at most; the rest is dropped. */
   maxBytes?: number;
@@ -91,9 +92,14 @@ function egressOpen(policy: EgressPolicy, url: string, init: EgressRequestInit):
   return checked.then(
     () =>
       new Promise((resolve, reject) => {
+        const chunks = Array.isArray(init.body) ? (init.body as readonly Uint8Array[]) : null;
+        const headers =
+          chunks === null
+            ? init.headers
+            : { ...init.headers, 'content-length': String(chunks.reduce((n, c) => n + c.length, 0)) };
         const req = send(target.url, {
           method: init.method ?? 'GET',
-          headers: init.headers,
+          headers,
           signal: init.signal,
           lookup,
           agent: init.agent ?? false,
@@ -108,7 +114,12 @@ function egressOpen(policy: EgressPolicy, url: string, init: EgressRequestInit):
           }
           resolve(res);
         });
-        req.end(init.body);
+        if (chunks === null) req.end(init.body as string | Buffer | undefined);
+        else {
+          req.cork();
+          for (const c of chunks) req.write(c);
+          req.end();
+        }
       }),
   );
 }

@@ -60,10 +60,10 @@ describe('REST bodies from the stage thread’s row buffers', () => {
       from: 0,
       to: to - from,
     }));
-    const json = restBody(runs, 'json').toString('utf8');
+    const json = Buffer.concat(restBody(runs, 'json')).toString('utf8');
     expect(json).toBe(`[${TEXTS.join(',')}]`);
     expect(JSON.parse(json)).toEqual(ROWS);
-    const ndjson = restBody(runs, 'ndjson').toString('utf8');
+    const ndjson = Buffer.concat(restBody(runs, 'ndjson')).toString('utf8');
     expect(ndjson).toBe(`${TEXTS.join('\n')}\n`);
     expect(
       ndjson
@@ -82,8 +82,12 @@ describe('REST bodies from the stage thread’s row buffers', () => {
       { payload: p, from: 2, to: 4 },
       { payload: p, from: 6, to: 7 },
     ];
-    expect(restBody(runs, 'json').toString('utf8')).toBe(`[${[TEXTS[2], TEXTS[3], TEXTS[6]].join(',')}]`);
-    expect(restBody(runs, 'ndjson').toString('utf8')).toBe(`${TEXTS[2]}\n${TEXTS[3]}\n${TEXTS[6]}\n`);
+    expect(Buffer.concat(restBody(runs, 'json')).toString('utf8')).toBe(
+      `[${[TEXTS[2], TEXTS[3], TEXTS[6]].join(',')}]`,
+    );
+    expect(Buffer.concat(restBody(runs, 'ndjson')).toString('utf8')).toBe(
+      `${TEXTS[2]}\n${TEXTS[3]}\n${TEXTS[6]}\n`,
+    );
   });
 
   it('writes a valid body when runs hold no rows (none at all, or some empty among others)', () => {
@@ -91,15 +95,15 @@ describe('REST bodies from the stage thread’s row buffers', () => {
       TEXTS,
       TEXTS.map((_t, i) => i + 2),
     );
-    expect(restBody([], 'json').toString('utf8')).toBe('[]');
-    expect(restBody([], 'ndjson').toString('utf8')).toBe('');
+    expect(Buffer.concat(restBody([], 'json')).toString('utf8')).toBe('[]');
+    expect(Buffer.concat(restBody([], 'ndjson')).toString('utf8')).toBe('');
     const runs: RowRun[] = [
       { payload: p, from: 1, to: 1 },
       { payload: p, from: 2, to: 3 },
       { payload: p, from: 5, to: 5 },
     ];
-    expect(JSON.parse(restBody(runs, 'json').toString('utf8'))).toEqual([ROWS[2]]);
-    expect(restBody(runs, 'ndjson').toString('utf8')).toBe(`${TEXTS[2]}\n`);
+    expect(JSON.parse(Buffer.concat(restBody(runs, 'json')).toString('utf8'))).toEqual([ROWS[2]]);
+    expect(Buffer.concat(restBody(runs, 'ndjson')).toString('utf8')).toBe(`${TEXTS[2]}\n`);
   });
 
   it('packs no rows as an empty payload', () => {

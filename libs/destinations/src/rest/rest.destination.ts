@@ -166,7 +166,7 @@ export class RestDestination extends Sink implements Destination {
   private async post(
     r: RestTarget,
     headers: Record<string, string>,
-    body: Buffer,
+    body: Buffer[],
     agent: HttpAgent,
     d: Delivery,
   ): Promise<string | null> {
