@@ -6,5 +6,7 @@ export * from './schema-discovery.service';
 export * from './file-notifier';
 export * from './spool';
 export * from './staging';
+export * from './staged-writer';
+export { STAGING_PREFIX } from './staging-keys';
 export type { UploadedSample } from './sample';
 export * from './staging-signals';

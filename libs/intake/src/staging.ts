@@ -1,25 +1,21 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { FileHandle, open } from 'node:fs/promises';
-import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Logger } from 'pino';
 import { CONFIG, LOGGER, TapyardConfig, errorMessage } from '@tapyard/core';
 import { BodyMemory, ObjectStore } from '@tapyard/objectstore';
 import { FatalReadError, StreamEndedError } from '@tapyard/readers';
+import { StagedWriter } from './staged-writer';
+import { STAGING_PREFIX, checkedId, endKey, partKey, stopKey } from './staging-keys';
 import { StagingSignals, StagingWatch } from './staging-signals';
 
-/** Where staged inputs live in an environment's `staged` bucket: `spool/<id>/part-NNNNNN`, `…/end`. */
-export const STAGING_PREFIX = 'spool/';
-/** A part is written once this much is buffered... */
-const PART_BYTES = 4 << 20;
-/** ...or once its first byte has waited this long, so a slow writer's data still reaches the job. */
-const FLUSH_AFTER_MS = 250;
-/** Parts uploading at once per writer: the writer's memory is bounded by (this + 1) parts. */
-const PARTS_IN_FLIGHT = 2;
 /** End and stop markers are cut at this size when written, and refused past it when read. */
 const MARKER_BYTES = 4096;
-/** A part larger than this is refused unread (ours are at most PART_BYTES; older writers' a little more). */
+/**
+ * A part larger than this is refused unread (ours are at most PART_BYTES, staged-writer.ts; older
+ * writers' a little more).
+ */
 const MAX_PART_BYTES = 64 << 20;
 /** How often a reader waiting for a part looks for its stop marker. */
 const STOP_CHECK_MS = 250;
@@ -30,16 +26,6 @@ const STOP_CHECK_MS = 250;
 const SIGNALLED_POLL_MS = 1000;
 /** A writer silent this long without an end marker is gone (a host that died mid-upload). */
 const DEFAULT_STALE_MS = 300_000;
-/** A staging id is a token the platform made (a job's pipeline token), never a client's name. */
-const STAGING_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
-
-function checkedId(id: string): string {
-  if (!STAGING_ID.test(id)) throw new Error(`not a staging id: ${JSON.stringify(id.slice(0, 80))}`);
-  return id;
-}
-const partKey = (id: string, n: number) => `${STAGING_PREFIX}${id}/part-${String(n).padStart(6, '0')}`;
-const endKey = (id: string) => `${STAGING_PREFIX}${id}/end`;
-const stopKey = (id: string, reader: string) => `${STAGING_PREFIX}${id}/stop-${checkedId(reader)}`;
 
 /** A marker that ends a reader: `abort <reason>` or `superseded <reason>`. */
 function ended(marker: string): StreamEndedError {
@@ -49,119 +35,6 @@ function ended(marker: string): StreamEndedError {
     kind === 'superseded',
     space < 0 ? 'the writer ended its stream' : marker.slice(space + 1),
   );
-}
-
-/**
- * Writes one staged input as numbered part objects, so a job on any host can read it while it is
- * still written. Backpressure: a write waits while PARTS_IN_FLIGHT parts are uploading. A failed
- * part fails the next write (or the end), never silently.
- */
-export class StagedWriter extends Writable {
-  /** Bytes accepted so far. */
-  bytes = 0;
-  /** Parts started so far (their number is the part count once the writer finished). */
-  parts = 0;
-  /** Parts written so far, every one before them too (parts finish out of order). */
-  private announced = 0;
-  private readonly finished = new Set<number>();
-  private buffered: Buffer[] = [];
-  private size = 0;
-  private readonly inflight = new Set<Promise<void>>();
-  private failure: Error | null = null;
-  private timer: NodeJS.Timeout | null = null;
-
-  constructor(
-    private readonly store: ObjectStore,
-    private readonly bucket: string,
-    readonly id: string,
-    /** Tells the readers how many parts are written (StagingSignals), so they need not poll for them. */
-    private readonly written: (parts: number) => void = () => undefined,
-  ) {
-    super({ highWaterMark: 1 << 20 });
-    // A failed part is reported to whoever writes or ends the stream (pipeline, `finished`); an
-    // 'error' event nobody listens to must not reach the process.
-    this.on('error', () => undefined);
-  }
-
-  override _write(chunk: Buffer, _encoding: BufferEncoding, done: (err?: Error | null) => void): void {
-    if (this.failure) return done(this.failure);
-    this.buffered.push(chunk);
-    this.size += chunk.length;
-    this.bytes += chunk.length;
-    if (this.size < PART_BYTES) {
-      this.timer ??= setTimeout(() => this.flush(), FLUSH_AFTER_MS);
-      return done();
-    }
-    this.flush();
-    this.room().then(() => done(this.failure), done);
-  }
-
-  override _final(done: (err?: Error | null) => void): void {
-    this.flush();
-    Promise.all(this.inflight).then(() => done(this.failure), done);
-  }
-
-  override _destroy(err: Error | null, done: (err?: Error | null) => void): void {
-    this.clearTimer();
-    done(err);
-  }
-
-  /** Stops writing and waits for parts already uploading, so a removal after it finds them all. */
-  async discard(): Promise<void> {
-    this.destroy();
-    await Promise.allSettled([...this.inflight]);
-  }
-
-  private flush(): void {
-    this.clearTimer();
-    // Parts of at most PART_BYTES, so a reader's buffer per part is bounded whatever one write held.
-    let part: Buffer[] = [];
-    let size = 0;
-    for (let chunk of this.buffered) {
-      while (size + chunk.length > PART_BYTES) {
-        const room = PART_BYTES - size;
-        part.push(chunk.subarray(0, room));
-        this.put(part);
-        chunk = chunk.subarray(room);
-        part = [];
-        size = 0;
-      }
-      if (chunk.length > 0) part.push(chunk);
-      size += chunk.length;
-    }
-    if (size > 0) this.put(part);
-    this.buffered = [];
-    this.size = 0;
-  }
-
-  private put(chunks: Buffer[]): void {
-    const n = this.parts++;
-    const put: Promise<void> = this.store
-      .putChunks(this.bucket, partKey(this.id, n), chunks, 'application/octet-stream')
-      .then(() => this.finishedPart(n))
-      .catch((err: unknown) => {
-        this.failure ??= err instanceof Error ? err : new Error(errorMessage(err));
-      })
-      .finally(() => this.inflight.delete(put));
-    this.inflight.add(put);
-  }
-
-  /** Announced only when the parts written without a gap grew: a reader needs them in order. */
-  private finishedPart(n: number): void {
-    this.finished.add(n);
-    const before = this.announced;
-    while (this.finished.delete(this.announced)) this.announced++;
-    if (this.announced > before) this.written(this.announced);
-  }
-
-  private async room(): Promise<void> {
-    while (this.inflight.size >= PARTS_IN_FLIGHT) await Promise.race(this.inflight);
-  }
-
-  private clearTimer(): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-  }
 }
 
 export interface ReadOptions {

@@ -10,7 +10,8 @@ import {
 import { PipelineErrorCode } from '@tapyard/model';
 import { SNIFF_BYTES, sniffContent } from '@tapyard/profiling';
 import { archiveKind } from '@tapyard/archives';
-import { StagedWriter, Staging } from './staging';
+import { StagedWriter } from './staged-writer';
+import { Staging } from './staging';
 import { UploadErrorCode } from './upload-errors';
 
 /** File names of compressed files; those archiveKind() does not name are formats Tapyard does not read. */

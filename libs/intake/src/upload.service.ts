@@ -24,7 +24,9 @@ import {
 import { archiveKind } from '@tapyard/archives';
 import { ObjectStore } from '@tapyard/objectstore';
 import { JobRef, StatusService } from '@tapyard/status';
-import { STAGING_PREFIX, StagedWriter, Staging } from './staging';
+import { StagedWriter } from './staged-writer';
+import { STAGING_PREFIX } from './staging-keys';
+import { Staging } from './staging';
 import { jobOptions } from './file-notifier';
 import { UploadErrorCode } from './upload-errors';
 import {
