@@ -8,4 +8,5 @@ export * from './xml-reader';
 export * from './tap-records';
 export * from './fastpath/csv-rows';
 export * from './fastpath/csv-check';
+export * from './fastpath/csv-cell';
 export * from './csv-chars';

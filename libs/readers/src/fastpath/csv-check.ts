@@ -57,6 +57,7 @@ import { isAscii, isUtf8 } from 'node:buffer';
 import type { CsvAttributes, DecimalLimits, FieldType } from '@tapyard/model';
 import { DEFAULT_MAX_BYTES, positiveOption } from '../batch-sink';
 import { csvChars } from '../csv-chars';
+import { CsvCell, CsvCellRule, unescapedCell } from './csv-cell';
 import { TYPE_CODES, decimal, typedValue } from './csv-values';
 
 export interface CsvCheckOptions extends Pick<CsvAttributes, 'delimiter' | 'quote' | 'escape'> {
@@ -74,63 +75,6 @@ export interface CsvCheckOptions extends Pick<CsvAttributes, 'delimiter' | 'quot
    * cell that fails them is refused, so that the validating path rejects it with its reason.
    */
   cellRules?: readonly (CsvCellRule | null)[];
-}
-
-/** The data-quality rules of one file column, as the check applies them to each cell. */
-export interface CsvCellRule {
-  /** Whether NULL (an unquoted empty field) passes. */
-  readonly nullPasses: boolean;
-  /** Whether a cell that is not NULL passes. */
-  readonly passes: (cell: CsvCell) => boolean;
-}
-
-/**
- * A cell that is not NULL, as the check hands it to a CsvCellRule: its bytes (valid UTF-8, a quoted
- * field's quotes and escapes undone) and, decoded on demand, its text as the reference reader gives
- * it. One object is reused for every cell: a rule must not keep it.
- */
-export class CsvCell {
-  /** The cell is bytes [start, end) of `bytes`. */
-  bytes: Buffer = Buffer.alloc(0);
-  start = 0;
-  end = 0;
-  private ascii = true;
-  /** The buffer decoded as latin1, once, when a first ASCII cell's text is asked for. */
-  private latin1: string | null = null;
-  private decoded: string | null = null;
-
-  /** The cell's text (the reference reader's cell). */
-  text(): string {
-    if (this.decoded === null) {
-      const { bytes, start, end } = this;
-      // As the reference reader: one native decoding per buffer and a substring per ASCII cell (a
-      // native call per cell costs more than checking the rest of the record).
-      if (this.isAscii()) {
-        this.latin1 ??= bytes.toString('latin1');
-        this.decoded = this.latin1.substring(start, end);
-      } else this.decoded = bytes.toString('utf8', start, end);
-    }
-    return this.decoded;
-  }
-
-  /** Whether every byte of the cell is ASCII. */
-  isAscii(): boolean {
-    return this.ascii || asciiRange(this.bytes, this.start, this.end);
-  }
-
-  /** Starts on a buffer (`ascii`: all of it is). */
-  reset(bytes: Buffer, ascii: boolean): void {
-    this.bytes = bytes;
-    this.ascii = ascii;
-    this.latin1 = null;
-  }
-
-  at(start: number, end: number): CsvCell {
-    this.start = start;
-    this.end = end;
-    this.decoded = null;
-    return this;
-  }
 }
 
 export type CsvLineEnding = 'lf' | 'crlf' | 'cr';
@@ -428,22 +372,6 @@ function compile(opts: CsvCheckOptions): (chunk: Buffer, prefix: boolean) => Csv
   };
 }
 
-/**
- * The cell of bytes [s, e), a quoted field's inside, without its escapes, as the reference reads it:
- * a doubled quote is one quote, the escape before the quote or itself is dropped (elsewhere it stays).
- */
-function unescapedCell(b: Buffer, s: number, e: number, quote: number, esc: number): CsvCell {
-  const out = Buffer.alloc(e - s);
-  let k = 0;
-  for (let p = s; p < e; p++) {
-    if ((b[p] === quote || b[p] === esc) && p + 1 < e && (b[p + 1] === quote || b[p + 1] === esc)) p++;
-    out[k++] = b[p];
-  }
-  const cell = new CsvCell();
-  cell.reset(out, false);
-  return cell.at(0, k);
-}
-
 /** How many bytes at the end of `b` start a UTF-8 character that they do not finish. */
 function truncatedUtf8(b: Buffer): number {
   const n = b.length;
@@ -454,11 +382,6 @@ function truncatedUtf8(b: Buffer): number {
     return length > k ? k : 0;
   }
   return 0;
-}
-
-function asciiRange(b: Buffer, s: number, e: number): boolean {
-  for (let k = s; k < e; k++) if (b[k] >= 0x80) return false;
-  return true;
 }
 
 function onlyBlanks(b: Buffer, s: number, e: number): boolean {
