@@ -9,84 +9,19 @@ import { WriteStream, createWriteStream } from 'node:fs';
 import { Readable } from 'node:stream';
 import { getHeapStatistics } from 'node:v8';
 import { parentPort } from 'node:worker_threads';
-import { FatalReadError, RecordBatch, StreamEndedError } from '@tapyard/readers';
+import { FatalReadError, StreamEndedError } from '@tapyard/readers';
 import { BatchBuilder, RowPlan } from '../row-plan';
-import type { CsvChunkPayload, Payload } from '@tapyard/destinations';
-import { rowObject, rowText, type TypedBatch, safeText } from '@tapyard/model';
+import type { Payload } from '@tapyard/destinations';
 import { RunningScript, KIND_STAGES, type ScriptRunSpec } from '@tapyard/scripts';
-import { Counts, FromThread, HEARTBEAT, RETIRED, STAGE, StartMessage, ToThread } from './protocol';
-import { RecordValidator, RejectSink, convert, newCounts, recordValidator } from './convert';
+import { FromThread, HEARTBEAT, RETIRED, STAGE, ToThread } from './protocol';
+import { newCounts, recordValidator } from './convert';
 import { readInput } from './read-input';
 import { receiveInput } from './input-channel';
 import { FastCsvInput } from './fast-csv';
 import { binaryRows, csvEncoderOf, encoderOf, pieces, reuseEncoderMemory } from './encoders';
 import { WarmScripts } from './warm-scripts';
-
-interface Job {
-  id: number;
-  start: StartMessage;
-  /** null on the fast path, which reads through `fast`. */
-  batches: AsyncGenerator<RecordBatch> | null;
-  first: RecordBatch | null;
-  plan: RowPlan | null;
-  builder: BatchBuilder | null;
-  encoders: ((batch: TypedBatch) => Payload[])[];
-  /** On the fast path, for an encoder that writes clean CSV chunks itself (CsvEncoderFactory): its CSV form. */
-  csvEncoder: ((chunk: CsvChunkPayload) => Iterable<Payload[]>) | null;
-  /** The rest of the part being written by csvEncoder, one batch a request. */
-  pieces: Iterator<Payload[]> | null;
-  /** The encoder module of csvEncoder, which takes back its pieces' memory (null: none). */
-  csvModule: string | null;
-  /** The memory of the clean chunks `pieces` is writing. */
-  piecesOf: ArrayBuffer[];
-  /** Staged parts the encoder is done with, to give back to the main thread once nothing here holds them. */
-  spent: ArrayBuffer[];
-  validator: RecordValidator | null;
-  rejects: WriteStream | null;
-  counts: Counts;
-  spin: ((row: (string | null)[]) => void) | null;
-  fast: FastCsvInput | null;
-  /** The pipeline's CodeGen scripts, started at plan, in stage order. */
-  scripts: RunningScript[];
-  /** Scripts started ahead of plan (WarmMessage), by their spec's JSON; plan takes those it runs. */
-  warm: Map<string, Promise<RunningScript | null>>;
-  /** The specs of the scripts the job started: warm sandboxes for them are ready after it. */
-  specs: ScriptRunSpec[];
-  /** The next batch, read and converted while the scripts work on this one (see `next`). */
-  ahead: Ahead | null;
-  /** The first rows as typed, before any script (see FromThread 'end'), and their size as JSON. */
-  sample: Record<string, unknown>[];
-  sampleBytes: number;
-  sampleFull: boolean;
-  /** The most heap seen at a batch boundary (see FromThread 'end'). */
-  heapBytes: number;
-}
-
-/**
- * A batch converted ahead, with what converting it counted and rejected kept apart: they join the
- * job's when the batch's turn comes, so counts and the rejects file read as if converted then.
- */
-interface Ahead {
-  typed: Promise<TypedBatch | null>;
-  /** The batch through the job's scripts, sent to them as soon as it was converted. */
-  scripted: Promise<TypedBatch | null>;
-  counts: Counts;
-  rejects: string[];
-}
-
-// Enough rows for evidence to mean something (one row is 0.5 %), few enough to keep as metadata.
-const SAMPLE_ROWS = 200;
-const SAMPLE_BYTES = 1 << 20;
-
-/** A CodeGen script failed: the job's stage ends with the script's own error. */
-class ScriptStageError extends Error {
-  constructor(
-    readonly stage: 'DataQuality' | 'Transformation',
-    message: string,
-  ) {
-    super(message);
-  }
-}
+import { Job, ScriptStageError, message, readerOf } from './thread-job';
+import { nextScripted } from './scripted-batches';
 
 const port = parentPort;
 if (port === null) throw new Error('thread-main runs only as a worker thread');
@@ -308,7 +243,7 @@ async function handle(msg: ToThread): Promise<void> {
     }
     return;
   }
-  const out = await nextScripted(j);
+  const out = await nextScripted(j, shared);
   if (out === null) {
     await close(j.rejects);
     // Every answer is in: the job ends now, while the scripts' sandboxes exit and give back their
@@ -326,136 +261,6 @@ async function handle(msg: ToThread): Promise<void> {
     j,
     j.encoders.map((encode) => encode(out)),
   );
-}
-
-/**
- * The job's next batch, through its scripts when it has some (null at the end of the input). A
- * scripted job's batches go to the scripts as soon as they are converted, ahead of their turn: Python
- * works on the next batch while this thread hands this one to the loader (the scripts' sessions are
- * pipelined), and the batch after it is converted meanwhile.
- */
-async function nextScripted(j: Job): Promise<TypedBatch | null> {
-  if (j.scripts.length === 0) {
-    const typed = await readTyped(j, j.counts, j.rejects as WriteStream);
-    if (typed !== null && !j.sampleFull) keepSample(j, typed);
-    return typed;
-  }
-  const ahead = j.ahead ?? convertAhead(j);
-  j.ahead = null;
-  if ((await ahead.typed) !== null) j.ahead = convertAhead(j);
-  const out = await ahead.scripted;
-  join(j, ahead);
-  return out;
-}
-
-function convertAhead(j: Job): Ahead {
-  const counts = newCounts();
-  const rejects: string[] = [];
-  const sink = { write: (line: string) => rejects.push(line) };
-  const typed = (async () => {
-    // A turn of the event loop first: the answer of the batch before may be waiting to be read.
-    await new Promise((resolve) => setImmediate(resolve));
-    const batch = await readTyped(j, counts, sink);
-    // Before any script sees it: the sample is of the rows as typed.
-    if (batch !== null && !j.sampleFull) keepSample(j, batch);
-    return batch;
-  })();
-  const scripted = typed.then((batch) => (batch === null ? null : runScripts(j, batch, counts, sink)));
-  // A failure (a read error, a script's) is that batch's turn's answer, not an unhandled rejection now.
-  typed.catch(() => undefined);
-  scripted.catch(() => undefined);
-  return { typed, scripted, counts, rejects };
-}
-
-/** What a batch converted and scripted ahead counted and rejected joins the job's, at its turn. */
-function join(j: Job, ahead: Ahead): void {
-  const c = ahead.counts;
-  j.counts.firstReject ??= c.firstReject;
-  j.counts.rows += c.rows;
-  j.counts.rejected += c.rejected;
-  j.counts.dq += c.dq;
-  j.counts.tf += c.tf;
-  j.counts.unparsed += c.unparsed;
-  for (const line of ahead.rejects) (j.rejects as WriteStream).write(line);
-}
-
-async function readTyped(j: Job, counts: Counts, rejects: RejectSink): Promise<TypedBatch | null> {
-  const plan = j.plan as RowPlan;
-  let batch = j.first;
-  j.first = null;
-  if (batch === null) {
-    const r = await readerOf(j).next();
-    if (r.done) return null;
-    batch = r.value;
-  }
-  const reasons = j.validator ? await j.validator(batch.rows.map((r) => r[0] ?? '')) : null;
-  if (shared !== null) shared[STAGE] = 0;
-  return convert(batch, plan, counts, rejects, reasons, j.spin, j.builder as BatchBuilder);
-}
-
-async function runScripts(
-  j: Job,
-  typed: TypedBatch,
-  counts: Counts,
-  rejects: RejectSink,
-): Promise<TypedBatch> {
-  for (const script of j.scripts) typed = await runScript(script, typed, counts, rejects);
-  return typed;
-}
-
-/** One batch through a CodeGen script; the rows it rejects go to the rejects with its reason. */
-async function runScript(
-  script: RunningScript,
-  typed: TypedBatch,
-  counts: Counts,
-  rejects: RejectSink,
-): Promise<TypedBatch> {
-  const stage = script.stage;
-  if (shared !== null) shared[STAGE] = stage === 'DataQuality' ? 0 : 1;
-  let out;
-  try {
-    out = await script.apply(typed);
-  } catch (err) {
-    throw new ScriptStageError(stage, `the ${script.name} script failed: ${message(err)}`);
-  }
-  for (let k = 0; k < out.rejects.rows.length; k++) {
-    const row = out.rejects.rows[k];
-    const reason = out.rejects.reasons[k];
-    counts.firstReject ??= `line ${typed.lines[row]}: ${reason}`;
-    counts.rejected++;
-    if (stage === 'DataQuality') counts.dq++;
-    else counts.tf++;
-    rejects.write(
-      JSON.stringify({
-        line: typed.lines[row],
-        stage,
-        reason: safeText(reason),
-        raw: safeText(rowText(typed, row)),
-      }) + '\n',
-    );
-  }
-  return out.batch;
-}
-
-function keepSample(j: Job, typed: TypedBatch): void {
-  for (let r = 0; r < typed.lines.length; r++) {
-    const row = rowObject(typed, r);
-    // JSON has no BigInt: the digits travel as text, which the dry run coerces back.
-    for (const [k, v] of Object.entries(row)) if (typeof v === 'bigint') row[k] = v.toString();
-    const bytes = JSON.stringify(row).length;
-    // Wide rows: fewer of them, so the sample stays small metadata whatever the data holds.
-    if (j.sample.length >= SAMPLE_ROWS || j.sampleBytes + bytes > SAMPLE_BYTES) {
-      j.sampleFull = true;
-      return;
-    }
-    j.sampleBytes += bytes;
-    j.sample.push(row);
-  }
-}
-
-function readerOf(j: Job): AsyncGenerator<RecordBatch> {
-  if (j.batches === null) throw new Error('a fast-path job has no batch reader');
-  return j.batches;
 }
 
 /** Smaller buffers are chunks' own copies (a record a part cut), not staged parts: not given back. */
@@ -496,10 +301,6 @@ function failure(err: unknown): FromThread {
     return { kind: 'error', cause: err.superseded ? 'superseded' : 'aborted', message: err.message };
   }
   return { kind: 'error', cause: err instanceof FatalReadError ? 'read' : 'other', message: message(err) };
-}
-
-function message(err: unknown): string {
-  return err instanceof Error ? err.message || err.name : String(err);
 }
 
 function close(s: WriteStream): Promise<void> {
