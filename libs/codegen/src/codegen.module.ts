@@ -9,10 +9,19 @@ import { ScriptAuthor } from './script-author';
 import { ScriptStore } from './script-store';
 import { ScriptLifecycle } from './script-lifecycle';
 import { EntryView } from './entry-view';
+import { ScriptUpkeep } from './script-upkeep';
 
 @Module({
   imports: [AiModule, CodeRepositoryModule, ObjectStoreModule, PipelinesModule],
-  providers: [CodegenService, CodegenRepository, ScriptAuthor, ScriptStore, ScriptLifecycle, EntryView],
+  providers: [
+    CodegenService,
+    CodegenRepository,
+    ScriptAuthor,
+    ScriptStore,
+    ScriptLifecycle,
+    EntryView,
+    ScriptUpkeep,
+  ],
   exports: [CodegenService],
 })
 export class CodegenModule {}

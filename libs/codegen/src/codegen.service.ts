@@ -5,7 +5,8 @@ import { LOGGER, NotFoundError, UnprocessableError, ValidationError, errorMessag
 import { PipelineDefinition, SchemaField, TypedBatch } from '@tapyard/model';
 import { PipelinesService } from '@tapyard/pipelines';
 import { CodegenErrorCode } from './codegen-errors';
-import { CodegenRepository, Origin } from './codegen.repository';
+import { CodegenRepository } from './codegen.repository';
+import { Origin } from './script-records';
 import { ScriptAuthor } from './script-author';
 import type { ScriptRunSpec } from '@tapyard/scripts';
 import { CODEGEN_KINDS, CONTRACT_VERSION, CodegenKind, fingerprint, isCodegenKind } from '@tapyard/scripts';
@@ -14,13 +15,13 @@ import {
   CodegenEntry,
   CodegenListener,
   JobLanded,
-  NO_PROVIDER,
   VersionItem,
   instructionOf,
   scriptColumns,
 } from './codegen.types';
 import { EntryView } from './entry-view';
 import { ScriptLifecycle } from './script-lifecycle';
+import { ScriptUpkeep } from './script-upkeep';
 
 /**
  * CodeGen scripts of pipelines: entries, version history, regenerate, pull and restore (spec "CodeGen
@@ -39,6 +40,7 @@ export class CodegenService {
     private readonly ai: AiService,
     private readonly lifecycle: ScriptLifecycle,
     private readonly view: EntryView,
+    private readonly upkeep: ScriptUpkeep,
   ) {}
 
   listen(listener: CodegenListener): void {
@@ -243,112 +245,32 @@ export class CodegenService {
   }
 
   /**
-   * After a pipeline was saved: a kind whose instruction or columns changed gets a new script (origin
-   * `save`); without a provider it waits as pending. Runs in the background of the save (a model call
-   * must not hold the save up, nor fail it): its outcome shows in the entry.
+   * After a pipeline was saved: its scripts are brought up to date (ScriptUpkeep.writeAfterSave). Runs in
+   * the background of the save (a model call must not hold the save up, nor fail it): its outcome shows in
+   * the entry.
    */
   afterSave(environment: string, pipeline: string): void {
-    this.writeAfterSave(environment, pipeline).catch((err: unknown) => {
+    this.upkeep.writeAfterSave(environment, pipeline).catch((err: unknown) => {
       this.logger.warn({ pipeline, err: errorMessage(err) }, 'codegen after save failed');
     });
   }
 
-  private async writeAfterSave(environment: string, pipeline: string): Promise<void> {
-    const def = (await this.pipelines.get(environment, pipeline)).definition;
-    for (const kind of CODEGEN_KINDS) {
-      const instruction = instructionOf(def, kind);
-      if (instruction === null) continue;
-      const record = await this.repo.find(environment, pipeline, kind);
-      if (record?.fingerprint === fingerprint(instruction, scriptColumns(def))) continue;
-      if (record?.conflictReason) continue;
-      const model = await this.ai.optionalModel(environment, 'codegen');
-      if (model === null) {
-        await this.repo.setPending(
-          environment,
-          pipeline,
-          kind,
-          NO_PROVIDER,
-          record?.storage ?? 'minio',
-          CONTRACT_VERSION,
-        );
-        continue;
-      }
-      await this.lifecycle
-        .generate(environment, def, kind, instruction, model, 'save', false)
-        .catch((err: unknown) => {
-          this.logger.warn(
-            { pipeline, kind, err: errorMessage(err) },
-            'codegen script not generated on save',
-          );
-        });
-    }
-  }
-
-  /**
-   * The live script of a kind for a job, generated now (origin `run`) when the instruction has none that
-   * fits yet. A conflict runs the recorded commit without a model call. Null when the kind has no
-   * instruction; throws when there is no script to run, saying why.
-   */
-  async forRun(
+  /** The live script of a kind for a job, written first when none fits (ScriptUpkeep.forRun). */
+  forRun(
     environment: string,
     def: PipelineDefinition,
     kind: CodegenKind,
   ): Promise<{ script: string; outputColumns: SchemaField[]; version: number | null } | null> {
-    const instruction = instructionOf(def, kind);
-    if (instruction === null) return null;
-    let record = await this.repo.find(environment, def.name, kind);
-    const fits = record?.fingerprint === fingerprint(instruction, scriptColumns(def));
-    if (!fits && !record?.conflictReason) {
-      const model = await this.ai.optionalModel(environment, 'codegen');
-      if (model === null) {
-        await this.repo.setPending(
-          environment,
-          def.name,
-          kind,
-          NO_PROVIDER,
-          record?.storage ?? 'minio',
-          CONTRACT_VERSION,
-        );
-      } else {
-        await this.lifecycle
-          .generate(environment, def, kind, instruction, model, 'run', false)
-          .catch((err: unknown) => {
-            this.logger.warn(
-              { pipeline: def.name, kind, err: errorMessage(err) },
-              'codegen script not generated on run',
-            );
-          });
-      }
-      record = await this.repo.find(environment, def.name, kind);
-    }
-    const script = record && record.version !== null ? await this.store.read(environment, record) : null;
-    if (record === null || script === null) {
-      const why = record?.pendingReason ?? 'no script has been written for it yet';
-      throw new Error(`the pipeline's ${kind} instruction has no script to run: ${why}`);
-    }
-    return { script, outputColumns: record.outputColumns, version: record.version };
+    return this.upkeep.forRun(environment, def, kind);
   }
 
-  /**
-   * The live script of a kind as forRun gives it when that takes no model call and no write (a
-   * script fits, or a conflict keeps the recorded commit): what a job starts before it has planned
-   * its load. Undefined when forRun would have more to do; null when the kind has no instruction.
-   */
-  async readyForRun(
+  /** The live script of a kind when forRun would take no model call nor write (ScriptUpkeep.readyForRun). */
+  readyForRun(
     environment: string,
     def: PipelineDefinition,
     kind: CodegenKind,
   ): Promise<{ script: string; outputColumns: SchemaField[]; version: number } | null | undefined> {
-    const instruction = instructionOf(def, kind);
-    if (instruction === null) return null;
-    const record = await this.repo.find(environment, def.name, kind);
-    if (record === null || record.version === null) return undefined;
-    if (record.fingerprint !== fingerprint(instruction, scriptColumns(def)) && !record.conflictReason)
-      return undefined;
-    const script = await this.store.read(environment, record);
-    return script === null
-      ? undefined
-      : { script, outputColumns: record.outputColumns, version: record.version };
+    return this.upkeep.readyForRun(environment, def, kind);
   }
 
   /** A sample of the rows a job landed, for the next dry run. */

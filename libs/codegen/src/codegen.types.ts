@@ -1,6 +1,6 @@
 import type { PipelineDefinition, SchemaField } from '@tapyard/model';
 import { outputFields } from '@tapyard/pipelines';
-import type { Origin } from './codegen.repository';
+import type { Origin } from './script-records';
 import type { CodegenKind } from '@tapyard/scripts';
 
 /** Spec "CodeGen script entry". */

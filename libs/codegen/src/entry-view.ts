@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { AiService } from '@tapyard/ai';
 import { PipelineDefinition } from '@tapyard/model';
-import { CodegenRepository, ScriptRecord } from './codegen.repository';
+import { CodegenRepository } from './codegen.repository';
+import { ScriptRecord } from './script-records';
 import { CodegenEntry, NO_PROVIDER, instructionOf, scriptColumns } from './codegen.types';
 import { CodegenKind, fingerprint } from '@tapyard/scripts';
 import { ScriptStore } from './script-store';

@@ -4,7 +4,7 @@ import { ConflictError, DomainCode, TapyardError, UpstreamError, errorMessage } 
 import { ObjectNotFoundError, ObjectStore } from '@tapyard/objectstore';
 import { CodegenErrorCode } from './codegen-errors';
 import { CodegenKind, SCRIPT_FILES } from '@tapyard/scripts';
-import type { ScriptRecord, Storage } from './codegen.repository';
+import type { ScriptRecord, Storage } from './script-records';
 
 /** Where a script was written. */
 export interface StoredAt {
