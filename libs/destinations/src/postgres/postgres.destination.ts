@@ -8,7 +8,7 @@ import {
   errorMessage,
   quoteIdent,
 } from '@tapyard/core';
-import { LOAD_ID_COLUMN, PipelineDefinition } from '@tapyard/model';
+import { PipelineDefinition } from '@tapyard/model';
 import {
   Destination,
   DropOutcome,
@@ -23,14 +23,7 @@ import {
   writeModeOf,
 } from '../destination';
 import { CreatedObject, CreatedObjects } from '../ownership/created-objects';
-import {
-  CreatedTable,
-  TableLocation,
-  dropTables,
-  qualified,
-  rejectsTable,
-  tableExists,
-} from './created-tables';
+import { TableLocation, rejectsTable } from './created-tables';
 import { PgPools } from './pg-pools';
 import { DestinationErrorCode } from '../destination-errors';
 import { copyRejects, rejectLines } from './pg-copy';
@@ -43,22 +36,13 @@ import {
   abandonStreams,
   commitStreams,
   copyStreams,
-  gidPrefix,
-  preparedTokens,
   prepareStreams,
   settlePrepared,
 } from './copy-streams';
+import { PgAccess, ledgerCommitted } from './pg-ledger';
+import { dropCreatedTables, readLoadRows, removeLoadedRows, sweepPreparedStreams } from './pg-maintenance';
 
 export { PG_MAX_COLUMNS, PG_TYPES, pgType } from './pg-tables';
-
-/**
- * How many times its CSV bytes an input's COPY may take, with room to spare: a binary COPY field is a
- * 4-byte length and at most 8 bytes of value where the CSV field took at least 2 (a digit, a comma).
- */
-const CARRIED_COPY_GROWTH = 16;
-
-/** What PostgreSQL answers for the ledger of a database no job loaded yet: no such table, or no such schema. */
-const NO_LEDGER = new Set(['42P01', '3F000']);
 
 /**
  * Loads with COPY FROM STDIN inside one transaction per job, together with a ledger row keyed by
@@ -86,6 +70,12 @@ export class PostgresDestination implements Destination {
   readonly encoder = 'copy-text';
   /** Databases whose tapyard_meta schema and ledger this process found owned as they must be. */
   private readonly vouched = new Set<string>();
+  /** What the ledger and after-the-load functions (pg-ledger.ts, pg-maintenance.ts) use of this class. */
+  private readonly access: PgAccess = {
+    withClient: (database, work) => this.withClient(database, work),
+    vouchForMeta: (client, database) => this.vouchForMeta(client, database),
+    settle: (client, database, pipelineToken) => this.settle(client, database, pipelineToken),
+  };
 
   constructor(
     @Inject(CONFIG) private readonly config: TapyardConfig,
@@ -113,58 +103,7 @@ export class PostgresDestination implements Destination {
   }
 
   async committed(target: LoadTarget): Promise<LoadResult | null> {
-    if (this.claimDecides(target)) return null;
-    const { dbName, schema, table } = databaseOf(target.destination);
-    return this.withClient(dbName, async (client) => {
-      await this.vouchForMeta(client, dbName);
-      // One round trip per job: the ledger row and whether an earlier delivery left streams prepared. A
-      // database without the ledger yet (no load ever, so nothing prepared either) answers "no such table".
-      // Named: planned once per connection (~0.27 ms a job otherwise).
-      const read = () =>
-        client.query<{ rows_loaded: string | null; rows_rejected: string | null; pending: boolean }>({
-          name: 'tapyard-committed',
-          text: `SELECT l.rows_loaded, l.rows_rejected,
-                  EXISTS (SELECT 1 FROM pg_prepared_xacts
-                           WHERE database = current_database() AND starts_with(gid, $2)) AS pending
-             FROM (SELECT 1) one
-             LEFT JOIN tapyard_meta.loads l ON l.pipeline_token = $1 AND l.rows_loaded IS NOT NULL`,
-          values: [target.pipelineToken, gidPrefix(target.pipelineToken)],
-        });
-      let ledger = await read().catch((err: unknown) => {
-        if (NO_LEDGER.has((err as { code?: string }).code ?? '')) return null;
-        throw err;
-      });
-      if (ledger?.rows[0].pending) {
-        // An earlier delivery died with streams prepared: they commit or roll back with its ledger row.
-        await this.settle(client, dbName, target.pipelineToken);
-        ledger = await read();
-      }
-      const row = ledger?.rows[0];
-      if (!row || row.rows_loaded === null) return null;
-      return {
-        loaded: Number(row.rows_loaded),
-        rejected: Number(row.rows_rejected),
-        alreadyLoaded: true,
-        location: `${dbName}.${schema}.${table}`,
-        rejectsLocation: `${dbName}.${schema}.${rejectsTable(table)}`,
-      };
-    });
-  }
-
-  /**
-   * Whether the load's own claim is check enough for a redelivery: it answers an earlier committed
-   * delivery as `already` (settling that delivery's prepared streams, if any). What the claim cannot
-   * see is streams an earlier delivery prepared and died before committing its ledger row: those
-   * only a load past PG_COPY_STREAM_MIN_BYTES opens, and the COPY of a small input carried in its job
-   * stays far below it (CARRIED_COPY_GROWTH). So such a job skips the check, which cost every small
-   * job a round trip and a transaction of its own.
-   */
-  private claimDecides(target: LoadTarget): boolean {
-    const { copyStreams, copyStreamMinBytes } = this.config.database;
-    return (
-      target.carriedBytes !== undefined &&
-      (copyStreams <= 1 || target.carriedBytes * CARRIED_COPY_GROWTH < copyStreamMinBytes)
-    );
+    return ledgerCommitted(this.access, this.config.database, target);
   }
 
   locations(destination: PipelineDefinition['destination']): TableLocation[] {
@@ -328,121 +267,20 @@ export class PostgresDestination implements Destination {
     });
   }
 
-  /**
-   * Settles what loads left prepared in every database of the destination server (their worker
-   * died between PREPARE and COMMIT PREPARED, and no delivery of the job came back); returns how
-   * many prepared streams it found.
-   */
   async sweepPrepared(): Promise<number> {
-    // pg_prepared_xacts lists the whole server's: any database of it answers.
-    const server = decodeURIComponent(new URL(this.config.database.destinationUrl).pathname.slice(1));
-    const databases = await this.withClient(server || this.config.database.name, async (client) => {
-      const { rows } = await client.query<{ database: string }>(
-        `SELECT DISTINCT database FROM pg_prepared_xacts WHERE starts_with(gid, 'tapyard:')`,
-      );
-      return rows.map((r) => r.database);
-    });
-    let found = 0;
-    // One database refused (or unreachable) does not keep the others' streams prepared.
-    const left: string[] = [];
-    for (const database of databases) {
-      try {
-        found += await this.withClient(database, async (client) => {
-          await this.vouchForMeta(client, database);
-          let n = 0;
-          for (const token of await preparedTokens(client)) n += await this.settle(client, database, token);
-          return n;
-        });
-      } catch (err) {
-        left.push(`'${database}' (${errorMessage(err)})`);
-      }
-    }
-    if (left.length > 0) {
-      throw new Error(`settled ${found} prepared COPY stream(s); left those of database ${left.join(', ')}`);
-    }
-    return found;
+    return sweepPreparedStreams(this.access, this.config.database);
   }
 
-  /**
-   * Deletes the rows the job loaded (by their load id) and the rows it rejected, in one transaction.
-   * A table without the load-id column holds no rows of a job that carries one. The column is compared
-   * as text: tables created before Nov 2026 keep it as text, later ones as uuid.
-   */
   async removeRows(target: LoadTarget): Promise<number> {
-    const [data, rejects] = this.locations(target.destination);
-    return this.withClient(data.database, async (client) => {
-      await client.query('BEGIN');
-      try {
-        let removed = 0;
-        const { rows } = await client.query<{ present: boolean }>(
-          `SELECT EXISTS (SELECT 1 FROM information_schema.columns
-             WHERE table_schema = $1 AND table_name = $2 AND column_name = $3) AS present`,
-          [data.schema, data.name, LOAD_ID_COLUMN],
-        );
-        if (rows[0].present) {
-          const res = await client.query(
-            `DELETE FROM ${qualified(data)} WHERE ${quoteIdent(LOAD_ID_COLUMN)}::text = $1`,
-            [target.pipelineToken],
-          );
-          removed = res.rowCount ?? 0;
-        }
-        if (await tableExists(client, rejects)) {
-          await client.query(`DELETE FROM ${qualified(rejects)} WHERE pipeline_token = $1`, [
-            target.pipelineToken,
-          ]);
-        }
-        await client.query('COMMIT');
-        return removed;
-      } catch (err) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        throw err;
-      }
-    });
+    return removeLoadedRows(this.access, this.locations(target.destination), target);
   }
 
-  /**
-   * Rows as JSON (dates ISO, exact decimals as numbers) so that any column type reads the same; a table
-   * not there yet (nothing loaded) or without the load-id column (a pipeline older than load ids) holds
-   * none of the job's rows.
-   */
   async readRows(target: LoadTarget, which: 'loaded' | 'rejects', page: RowsPage): Promise<ReadBack> {
-    const [data, rejects] = this.locations(target.destination);
-    const at = which === 'loaded' ? data : rejects;
-    const location = `${at.database}.${at.schema}.${at.name}`;
-    return this.withClient(at.database, async (client) => {
-      const { rows: present } = await client.query<{ ok: boolean }>(
-        `SELECT EXISTS (SELECT 1 FROM information_schema.columns
-           WHERE table_schema = $1 AND table_name = $2 AND column_name = $3) AS ok`,
-        [at.schema, at.name, which === 'loaded' ? LOAD_ID_COLUMN : 'pipeline_token'],
-      );
-      if (!present[0].ok) return { location, rows: [] };
-      const sql =
-        which === 'loaded'
-          ? `SELECT to_jsonb(t) - '${LOAD_ID_COLUMN}' AS row FROM ${qualified(at)} t
-             WHERE ${quoteIdent(LOAD_ID_COLUMN)}::text = $1 ORDER BY ctid LIMIT $2 OFFSET $3`
-          : `SELECT jsonb_build_object('line', line, 'stage', stage, 'reason', reason) AS row
-             FROM ${qualified(at)} WHERE pipeline_token = $1 ORDER BY line, ctid LIMIT $2 OFFSET $3`;
-      const { rows } = await client.query<{ row: Record<string, unknown> }>(sql, [
-        target.pipelineToken,
-        page.limit,
-        page.offset,
-      ]);
-      return { location, rows: rows.map((r) => r.row) };
-    });
+    return readLoadRows(this.access, this.locations(target.destination), target, which, page);
   }
 
-  /**
-   * One transaction per database, so a pipeline's data and rejects tables go together or not at all
-   * (see dropTables).
-   */
   async drop(objects: CreatedObject[]): Promise<DropOutcome[]> {
-    const tables = objects.filter((o): o is CreatedTable => o.store === 'postgres');
-    const outcomes: DropOutcome[] = [];
-    for (const database of new Set(tables.map((o) => o.database))) {
-      const group = tables.filter((o) => o.database === database);
-      outcomes.push(...(await this.withClient(database, (client) => dropTables(client, group))));
-    }
-    return outcomes;
+    return dropCreatedTables(this.access, objects);
   }
 
   /**
