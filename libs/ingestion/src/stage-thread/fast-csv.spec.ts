@@ -55,7 +55,7 @@ function parts(bytes: Buffer, sizes: number[]): Buffer[] {
 }
 
 /** Everything FastCsvInput hands out for `input`, and the rejects' lines. */
-async function run(input: Buffer[], fields = definition().source.schemaProperties.fields) {
+async function run(input: Buffer[], fields = definition().source.schemaProperties.fields, window = 0) {
   const dir = mkdtempSync(join(tmpdir(), 'fast-csv-'));
   try {
     const def = definition();
@@ -68,6 +68,7 @@ async function run(input: Buffer[], fields = definition().source.schemaPropertie
     const header = await fast.header();
     const columns = header ?? [];
     fast.plan(columns, fields);
+    if (window > 0) fast.readInWindows(window);
     const plan = new RowPlan(def, columns);
     const builder = new BatchBuilder(plan.outColumns);
     const counts = newCounts();
@@ -131,6 +132,42 @@ describe('FastCsvInput: clean records checked where they lie', () => {
       expect(counts.rows).toBe(3_000);
       expect(csv.reduce((n, p) => n + p.rows, 0) + parsedRows + counts.rejected).toBe(3_000);
     }
+  });
+
+  it('in windows, hands out a part window by window, as views of it, with the lines and rejects of the whole', async () => {
+    // A record longer than a window (its window grows), quoted line breaks, a reject late in a part.
+    const long = 'x'.repeat(5_000);
+    const bytes = file(6_000, '\n', (i) => {
+      if (i === 7) return `7,1.5,"two\nlines",2026-03-01`;
+      if (i === 2_000) return `2000,2,"${long}",2026-03-02`;
+      if (i === 4_321) return `4321,abc,bad amount,2026-03-01`;
+      return null;
+    });
+    const input = parts(bytes, [120_000]);
+    const buffers = new Set(input.map((b) => b.buffer));
+    const whole = await run(input.map((b) => Buffer.from(new Uint8Array(b))));
+    const windowed = await run(input, undefined, 1024);
+    expect(windowed.rejectLines).toEqual(whole.rejectLines);
+    expect(windowed.rejectLines).toEqual([4_323]);
+    // The same counts; more records go out unparsed (those before the refused one's window, not part).
+    expect({ ...windowed.counts, unparsed: 0 }).toEqual({ ...whole.counts, unparsed: 0 });
+    expect(windowed.counts.unparsed).toBeGreaterThan(whole.counts.unparsed);
+    const rows = (csv: CsvChunkPayload[]) => csv.reduce((n, p) => n + p.rows, 0);
+    expect(rows(windowed.csv) + windowed.parsedRows).toBe(rows(whole.csv) + whole.parsedRows);
+    // Many more chunks, each a window's records (the long one's window grew), most of them views.
+    expect(windowed.csv.length).toBeGreaterThan(whole.csv.length * 20);
+    expect(Math.max(...windowed.csv.map((p) => p.bytes.length))).toBeGreaterThan(5_000);
+    const views = windowed.csv.filter((p) => buffers.has(p.bytes.buffer as ArrayBuffer));
+    expect(views.length).toBeGreaterThan(windowed.csv.length * 0.9);
+    // Each chunk starts on the line after the last one's line breaks (quoted ones too).
+    const clean = windowed.csv.filter((p, k) => k === 0 || p.line > windowed.csv[k - 1].line);
+    for (let k = 1; k < clean.length; k++) {
+      const before = clean[k - 1];
+      if (clean[k].line > 4_000) break; // past the reject, the validating path's chunk is not among them
+      const breaks = Buffer.from(before.bytes).toString('latin1').split('\n').length - 1;
+      expect(clean[k].line).toBe(before.line + breaks);
+    }
+    expect(windowed.csv[0].line).toBe(2);
   });
 
   it('reads every record through the validating path when the schema lacks a file column', async () => {

@@ -61,6 +61,8 @@ export class FastCsvInput {
   private line = 1;
   /** Lines of the file before the cutter's input (its line numbers start at 1). */
   private lineShift = 0;
+  /** Bytes of a part checked at a time (0: the whole part at once); see readInWindows. */
+  private window = 0;
   /** Chunks that went out as they are, and those the validating path read (for the job's notes). */
   readonly tally = { clean: 0, checked: 0 };
 
@@ -79,6 +81,22 @@ export class FastCsvInput {
   /** Whether the reader still holds memory `b` (the part it reads, or the record a part cut). */
   holds(b: ArrayBufferLike): boolean {
     return this.body?.buffer === b || this.carry?.buffer === b;
+  }
+
+  /**
+   * Checks each part in windows of `bytes` (a record longer than one in a larger one), each window's
+   * records a chunk of their own: for a job whose encoder writes every chunk in this thread, so its
+   * first pieces follow one window's check instead of the whole part's (4 MiB: the loader, which
+   * had sent what it held, waited that long at each part). Those chunks are views of the part, which
+   * the thread keeps until its last window (`holds`): one handed on as it is must be copied.
+   */
+  readInWindows(bytes: number): void {
+    this.window = bytes;
+  }
+
+  /** Whether parts are read in windows (see readInWindows). */
+  get windowed(): boolean {
+    return this.window > 0;
   }
 
   /** The header's names (read by the reference reader, as the validating path would). */
@@ -215,17 +233,29 @@ export class FastCsvInput {
       }
     }
     const rest = b.subarray(this.pos);
-    const v = check(rest);
+    let size = this.window > 0 ? Math.min(rest.length, this.window) : rest.length;
+    let v = check(rest.subarray(0, size));
+    // No record ends in the window: a larger one.
+    while (v.clean && v.records === 0 && size < rest.length) {
+      size = Math.min(rest.length, size * 8);
+      v = check(rest.subarray(0, size));
+    }
     if (!v.clean) {
       this.leave();
       return out;
     }
     if (v.records > 0) {
-      // A view of the part: its buffer goes to the runner with it (only this payload refers to it).
-      const owned = b.byteOffset === 0 && b.buffer.byteLength === b.length;
+      // A view of the part: its buffer goes to the runner with it (only this payload refers to it),
+      // or, in windows, stays here until the part's last window (see readInWindows).
+      const owned = this.window > 0 || (b.byteOffset === 0 && b.buffer.byteLength === b.length);
       const bytes = rest.subarray(0, v.end);
       out.push(this.payload(owned ? bytes : copyOf(bytes), v, this.line, counts));
       this.line += v.lines;
+    }
+    if (size < rest.length) {
+      // The part goes on: the next window starts after these records.
+      this.pos += v.end;
+      return out;
     }
     this.carry = v.end < rest.length ? Buffer.from(rest.subarray(v.end)) : null;
     this.body = null;

@@ -194,6 +194,7 @@ async function handle(msg: ToThread): Promise<void> {
         e.shape,
       );
       j.csvModule = e.module;
+      if (j.csvEncoder !== null) j.fast.readInWindows(CHECK_WINDOW_BYTES);
     }
     if (msg.schema !== null) {
       try {
@@ -224,7 +225,9 @@ async function handle(msg: ToThread): Promise<void> {
     }
     j.pieces = null;
     // Every chunk of the part is written: a part buffer none of them went out in is the main thread's again.
-    j.spent.push(...j.piecesOf.splice(0).filter((b) => b.byteLength >= SPENT_MIN_BYTES));
+    // Once each: a part read in windows is every window's chunk's buffer, and goes back once.
+    for (const b of j.piecesOf.splice(0))
+      if (b.byteLength >= SPENT_MIN_BYTES && !j.spent.includes(b)) j.spent.push(b);
     const payloads = await j.fast.next(j.plan, j.builder, j.encoders[0], j.counts, j.rejects);
     if (payloads === null) {
       await close(j.rejects);
@@ -263,6 +266,13 @@ async function handle(msg: ToThread): Promise<void> {
   );
 }
 
+/**
+ * Bytes of a staged part checked at a time when the job's encoder writes its chunks here (see
+ * FastCsvInput.readInWindows): some 23,000 narrow rows, a few pieces; at least BINARY_MIN_BYTES, so
+ * a binary COPY job decides its format on as much as before.
+ */
+const CHECK_WINDOW_BYTES = 1 << 20;
+
 /** Smaller buffers are chunks' own copies (a record a part cut), not staged parts: not given back. */
 const SPENT_MIN_BYTES = 64 << 10;
 
@@ -276,11 +286,20 @@ function postBatch(j: Job, payloads: Payload[][]): void {
   let spent: ArrayBuffer[] | undefined;
   if (j.spent.length > 0 && j.fast?.readsInPlace === true) {
     const fast = j.fast;
+    // Still read: the reader's part (all its windows), or a part whose chunk's pieces are being written.
+    const inUse = (b: ArrayBuffer): boolean => fast.holds(b) || j.piecesOf.includes(b);
     // Detached: it went to the main thread already, as a chunk the encoder handed on as it was.
-    spent = j.spent.filter((b) => b.byteLength > 0 && !fast.holds(b));
-    j.spent = j.spent.filter((b) => b.byteLength > 0 && fast.holds(b));
+    spent = j.spent.filter((b) => b.byteLength > 0 && !inUse(b));
+    j.spent = j.spent.filter((b) => b.byteLength > 0 && inUse(b));
     for (const b of spent) transfer.add(b);
   }
+  // A chunk handed on as it is, read in windows: a view of a part other chunks share, so a copy goes.
+  if (j.fast?.windowed === true)
+    for (const list of payloads)
+      list.forEach((p, i) => {
+        if (typeof p === 'object' && 'kind' in p && p.kind === 'csv')
+          list[i] = { ...p, bytes: new Uint8Array(p.bytes) };
+      });
   for (const p of payloads.flat()) {
     if (p instanceof Uint8Array) transfer.add(p.buffer as ArrayBuffer);
     else if (typeof p === 'object' && 'kind' in p && (p.kind === 'csv' || p.kind === 'pg-binary'))
