@@ -6,6 +6,7 @@ import type { CodegenKind } from '@tapyard/scripts';
 import {
   NewLive,
   RECORD_COLUMNS,
+  authorship,
   RecordRow,
   ScriptRecord,
   ScriptVersion,
@@ -118,17 +119,7 @@ export class CodegenRepository {
       const r = rows[0];
       if (!r) return null;
       if (r.version !== null) return r.version;
-      await insertVersion(m, environment, pipeline, kind, {
-        version: 1,
-        origin: r.origin,
-        model: r.model,
-        generatedAt: r.generated_at?.toISOString() ?? null,
-        fingerprint: r.fingerprint,
-        contractVersion: r.contract_version,
-        outputColumns: r.output_columns,
-        script,
-        commitSha: r.commit_sha,
-      });
+      await insertVersion(m, environment, pipeline, kind, { version: 1, ...authorship(r), script });
       await m.query(
         `UPDATE tapyard.codegen_scripts SET version = 1 WHERE environment = $1 AND pipeline = $2 AND kind = $3`,
         [environment, pipeline, kind],

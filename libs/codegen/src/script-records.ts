@@ -66,7 +66,7 @@ export interface VersionRow {
 }
 
 /** What records and versions share: who wrote the script, for what, and where it was committed. */
-const authorship = (r: Omit<VersionRow, 'version' | 'script'>) => ({
+export const authorship = (r: Omit<VersionRow, 'version' | 'script'>) => ({
   origin: r.origin,
   model: r.model,
   generatedAt: r.generated_at?.toISOString() ?? null,
