@@ -26,7 +26,10 @@ export function restBody(all: RowRun[], format: 'json' | 'ndjson'): Buffer[] {
   const parts = runs.map((r) => jsonRowRun(r.payload, r.from, r.to));
   if (format === 'json') {
     const chunks: Buffer[] = [OPEN];
-    parts.forEach((b, i) => chunks.push(...(i > 0 ? [SEPARATOR, b] : [b])));
+    parts.forEach((b, i) => {
+      if (i > 0) chunks.push(SEPARATOR);
+      chunks.push(b);
+    });
     chunks.push(CLOSE);
     return chunks;
   }
