@@ -226,6 +226,11 @@ export class SnowflakeDestination extends Sink implements Destination {
       ...(f.role ? { role: f.role } : {}),
       ...(f.accessUrl ? { accessUrl: f.accessUrl } : {}),
       timeout: 60_000,
+      // A refused login fails at once: the delivery's own retries (LOAD_RETRY_ATTEMPTS) take it from
+      // there. The driver's retries (7, sleeping up to 16 s each) outlived the bound on the login and
+      // the connection's destroy() alike, so every attempt at an unreachable account left a retry loop
+      // running for minutes.
+      sfRetryMaxLoginRetries: 0,
     } as ConnectionOptions;
     return { options, where: url.host };
   }
