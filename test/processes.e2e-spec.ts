@@ -25,12 +25,18 @@ describe('api and worker processes', () => {
       'api',
       testEnv({
         DATABASE_URL: `postgres://admin:pg-pass-9@127.0.0.1:${port}/x`,
+        // Tried twice, 3 s apart (9 retries by default, for a server still starting beside it).
+        DATABASE_CONNECT_RETRIES: '1',
         PORT: String(await closedPort()),
       }),
     );
     expect(await api.exited).toBe(1);
     expect(api.output()).toContain('cannot connect to PostgreSQL (DATABASE_URL)');
     expect(api.output()).not.toContain('pg-pass-9');
+    // One retry logged (nine by default), then the exit.
+    expect(api.output().match(/Unable to connect to the database\. Retrying \(\d+\)/g)).toEqual([
+      'Unable to connect to the database. Retrying (1)',
+    ]);
   });
 
   describe('workers', () => {

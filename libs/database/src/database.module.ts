@@ -8,7 +8,12 @@ import { dataSourceOptions, openDataSource } from './data-source';
   imports: [
     TypeOrmModule.forRootAsync({
       inject: [CONFIG],
-      useFactory: (config: TapyardConfig) => dataSourceOptions(config),
+      // At boot the server may still be starting (compose, a pod beside it): tried again 3 s apart.
+      useFactory: (config: TapyardConfig) => ({
+        ...dataSourceOptions(config),
+        retryAttempts: config.database.connectRetries,
+        retryDelay: 3000,
+      }),
       dataSourceFactory: async (options) => {
         if (!options) throw new Error('missing data source options');
         return openDataSource(options);

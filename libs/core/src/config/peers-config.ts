@@ -6,6 +6,8 @@ export interface PeersConfig {
     readonly url: string;
     readonly name: string;
     readonly poolSize: number;
+    /** Further attempts to reach it at boot, 3 s apart, before the process exits naming it. */
+    readonly connectRetries: number;
     /** The PostgreSQL server the PostgreSQL destination loads into (default: the metadata server). */
     readonly destinationUrl: string;
     /**
@@ -52,6 +54,7 @@ export function readPeers(r: EnvReader, environment: string): PeersConfig {
       url: databaseUrl ?? '',
       name: r.string('POSTGRES_DATABASE', databaseName(databaseUrl)),
       poolSize: r.int('DATABASE_POOL_SIZE', 10, 1, 200),
+      connectRetries: r.int('DATABASE_CONNECT_RETRIES', 9, 0, 1000),
       destinationUrl:
         r.url('POSTGRES_DESTINATION_URL', null, ['postgres', 'postgresql']) ?? databaseUrl ?? '',
       copyStreams: r.int('PG_COPY_STREAMS', 2, 1, 4),
