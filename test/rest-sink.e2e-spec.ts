@@ -189,6 +189,44 @@ describe('REST endpoint sink', () => {
     expect(new Set(wide().map((r) => r.headers['idempotency-key'])).size).toBe(9);
   });
 
+  it('keeps up to `concurrency` batches in flight: 8 when asked, and 1 sends each in order', async () => {
+    await pipeline('eight', { url: url('/eight'), batchSize: 1, concurrency: 8 });
+    await pipeline('one', { url: url('/one'), batchSize: 1, concurrency: 1 });
+    // The receiver answers only once 8 requests are open (or 3 s passed): a sender keeping 4 reaches 4.
+    sink.gate('/eight', 8);
+    const eight = await send('eight', 16);
+    expect(eight.rollup.status).toBe('success');
+    expect(sink.maxOpen('/eight')).toBe(8);
+    expect(sink.rows('/eight')).toHaveLength(16);
+    // Answers held 300 ms unless a second request arrives: one in flight at a time, in batch order.
+    sink.gate('/one', 2, 300);
+    const one = await send('one', 5);
+    expect(one.rollup.status).toBe('success');
+    expect(sink.maxOpen('/one')).toBe(1);
+    const keys = sink.requests
+      .filter((r) => r.path === '/one' && r.method === 'POST')
+      .map((r) => r.headers['idempotency-key']);
+    expect(keys).toEqual([0, 1, 2, 3, 4].map((n) => `${one.token}:${n}`));
+    expect(sink.rows('/one').map((r) => r.id)).toEqual([1, 2, 3, 4, 5]);
+  });
+
+  it('refuses a concurrency outside 1–16, naming it', async () => {
+    for (const concurrency of [0, 17, 2.5]) {
+      const res = await api.http
+        .post('/api/v1/pipeline')
+        .send({
+          name: 'too-many',
+          source: {
+            fileAttributes: { format: 'csv' },
+            schemaProperties: { fields: [{ name: 'id', type: 'int' }] },
+          },
+          destination: { rest: { url: url('/x'), concurrency } },
+        })
+        .expect(400);
+      expect(JSON.stringify(res.body)).toContain('concurrency');
+    }
+  });
+
   it("sends a job's batches over at most 4 kept-alive connections", async () => {
     await pipeline('kept', { url: url('/kept'), batchSize: 2 });
     const { rollup } = await send('kept', 40);

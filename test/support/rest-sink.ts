@@ -1,6 +1,13 @@
 import { IncomingMessage, Server, ServerResponse, createServer } from 'node:http';
 import { AddressInfo } from 'node:net';
 
+interface Gate {
+  size: number;
+  maxWaitMs: number;
+  waiting: (() => void)[];
+  timer?: NodeJS.Timeout;
+}
+
 interface Answer {
   status: number;
   headers?: Record<string, string>;
@@ -37,6 +44,9 @@ export class RestSink {
   private readonly hung = new Set<string>();
   private readonly resets = new Set<number>();
   private readonly held = new Set<ServerResponse>();
+  private readonly gates = new Map<string, Gate>();
+  private readonly open = new Map<string, number>();
+  private readonly mostOpen = new Map<string, number>();
   private server: Server | null = null;
   port = 0;
 
@@ -76,6 +86,19 @@ export class RestSink {
   /** Requests to `path` are read and left unanswered. */
   hang(path: string): void {
     this.hung.add(path);
+  }
+
+  /**
+   * Requests to `path` are answered in groups of `size`: each waits until that many are open at once
+   * (or `maxWaitMs` passed since the group's first, so a sender that never opens as many still ends).
+   */
+  gate(path: string, size: number, maxWaitMs = 3000): void {
+    this.gates.set(path, { size, maxWaitMs, waiting: [] });
+  }
+
+  /** The most requests to `path` that were open (read, not yet answered) at once. */
+  maxOpen(path: string): number {
+    return this.mostOpen.get(path) ?? 0;
   }
 
   /** Requests held unanswered whose client is still connected. */
@@ -126,6 +149,18 @@ export class RestSink {
       at: Date.now(),
       clientPort: req.socket.remotePort ?? 0,
     });
+    const open = (this.open.get(path) ?? 0) + 1;
+    this.open.set(path, open);
+    this.mostOpen.set(path, Math.max(open, this.maxOpen(path)));
+    // Closed once its answer is handed to the socket ('finish'), before the sender can read it.
+    let closed = false;
+    const close = () => {
+      if (!closed) this.open.set(path, (this.open.get(path) ?? 1) - 1);
+      closed = true;
+    };
+    res.once('finish', close).once('close', close);
+    const gate = this.gates.get(path);
+    if (gate) await passing(gate);
     if (this.hung.has(path)) {
       this.held.add(res);
       res.on('close', () => this.held.delete(res));
@@ -156,4 +191,18 @@ export class RestSink {
     }
     res.writeHead(201, { 'content-type': 'application/json' }).end(`{"stored":${rows.length}}`);
   }
+}
+
+/** Resolves once `gate.size` requests wait at it, or its longest wait ran out: then all of them pass. */
+function passing(gate: Gate): Promise<void> {
+  return new Promise((resolve) => {
+    gate.waiting.push(resolve);
+    const release = () => {
+      clearTimeout(gate.timer);
+      gate.timer = undefined;
+      for (const pass of gate.waiting.splice(0)) pass();
+    };
+    if (gate.waiting.length >= gate.size) release();
+    else gate.timer ??= setTimeout(release, gate.maxWaitMs);
+  });
 }

@@ -10,18 +10,12 @@ import { Destination, LoadResult, LoadTarget, Payload, RejectedRow } from '../de
 import { Delivery, Sink, sectionOf } from '../sinks/sink';
 import { jsonRows, jsonRowText } from '../sinks/json-rows';
 import { RowRun, restBody } from './rest-body';
-import { RestTarget } from './section';
+import { REST_CONCURRENCY, RestTarget } from './section';
 import { DestinationErrorCode } from '../destination-errors';
 
 /** Attempts per batch on 429, 5xx and connection failures, with back-off honouring Retry-After. */
 const ATTEMPTS = 4;
 const MAX_WAIT_MS = 30_000;
-
-/**
- * Requests in flight at once (measured: bench/sinks.ts): the receiver handles one batch while the
- * next travels and the rows of a third are read. Batches may therefore arrive out of order.
- */
-const IN_FLIGHT = 4;
 
 interface Pending {
   runs: RowRun[];
@@ -92,10 +86,12 @@ export class RestDestination extends Sink implements Destination {
     };
     const url = new URL(r.url);
     await this.vet(url);
-    // One job's batches share up to IN_FLIGHT connections, closed when the delivery ends.
+    // Above 1, batches may arrive out of order; at 1 each waits for the last one's answer.
+    const inFlightMax = r.concurrency ?? REST_CONCURRENCY;
+    // One job's batches share up to that many connections, closed when the delivery ends.
     const agent = new (url.protocol === 'https:' ? HttpsAgent : HttpAgent)({
       keepAlive: true,
-      maxSockets: IN_FLIGHT,
+      maxSockets: inFlightMax,
     });
     let loaded = 0;
     const refused = this.refusals(target);
@@ -137,7 +133,7 @@ export class RestDestination extends Sink implements Destination {
         },
       );
       inFlight.add(sending);
-      if (inFlight.size >= IN_FLIGHT) await Promise.race(inFlight);
+      if (inFlight.size >= inFlightMax) await Promise.race(inFlight);
     };
     try {
       for await (const payload of payloads) {

@@ -3,6 +3,12 @@ import { IsIn, IsInt, IsString, Matches, Max, MaxLength, Min } from 'class-valid
 import { OptionalNotNull } from '@tapyard/core';
 import { DestinationNotAllowedError, DestinationSection } from '@tapyard/pipelines';
 
+/**
+ * Requests in flight at once unless the section says (measured: bench/sinks.ts): the receiver handles
+ * one batch while the next travels and the rows of a third are read.
+ */
+export const REST_CONCURRENCY = 4;
+
 export class RestDestinationDto {
   @ApiProperty({
     example: 'https://api.example.com/v1/orders',
@@ -36,6 +42,19 @@ export class RestDestinationDto {
   batchSize?: number;
 
   @ApiPropertyOptional({
+    default: REST_CONCURRENCY,
+    minimum: 1,
+    maximum: 16,
+    description:
+      'Requests in flight at once. Above 1, batches may arrive out of order; 1 sends each after the last was answered',
+  })
+  @OptionalNotNull()
+  @IsInt()
+  @Min(1)
+  @Max(16)
+  concurrency?: number;
+
+  @ApiPropertyOptional({
     enum: ['json', 'ndjson'],
     default: 'json',
     description: 'json: an array of row objects; ndjson: one object per line',
@@ -50,6 +69,8 @@ export interface RestTarget {
   secretName: string | null;
   method: 'POST' | 'PUT';
   batchSize: number;
+  /** Absent from sections stored before it existed: REST_CONCURRENCY. */
+  concurrency?: number;
   format: 'json' | 'ndjson';
 }
 
@@ -64,6 +85,7 @@ export const restSection: DestinationSection<RestDestinationDto, RestTarget> = {
     secretName: r.secretName ?? null,
     method: r.method ?? 'POST',
     batchSize: r.batchSize ?? 500,
+    concurrency: r.concurrency ?? REST_CONCURRENCY,
     format: r.format ?? 'json',
   }),
   confine(_config, _environment, r) {
