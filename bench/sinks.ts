@@ -5,8 +5,9 @@
  *   messages a request, each with the headers the loader sends (pipeline, tokens, row, message id): the same messages; a second line
  *   times the values alone, without headers, for reference;
  * - ActiveMQ: @stomp/stompjs, persistent messages, receipts awaited with 500 in flight (as the loader);
- * - REST: fetch POSTing JSON arrays of 500 rows to the same loopback receiver; a second line times a bare
- *   client that reads the CSV file itself (typing each value into the same JSON), for reference;
+ * - REST: fetch POSTing JSON arrays of 500 rows to the same loopback receiver, one request at a time
+ *   (Tapyard keeps the section's `concurrency`, 4 unless BENCH_REST_CONCURRENCY says); a second line
+ *   times a bare client that reads the CSV file itself (typing each value into the same JSON), for reference;
  * BENCH_SINK_ROWS rows (default 200,000) of the narrow file, BENCH_AMQ_ROWS (20,000) for ActiveMQ, whose queues
  * are drained afterwards; BENCH_SINK_ROUNDS (3) rounds of each side in turn, the ratio of their medians
  * (a first run of either side runs its code cold). Starts its own API and worker (built
@@ -47,6 +48,10 @@ const ONLY = new Set((process.env.BENCH_SINKS ?? 'kafka,activemq,rest').split(',
 const ROUNDS = Number(process.env.BENCH_SINK_ROUNDS ?? 3);
 // Rows per REST request, on both sides.
 const REST_BATCH = Number(process.env.BENCH_REST_BATCH ?? 500);
+// Tapyard's REST requests in flight (the section's `concurrency`); the bare client sends one at a time.
+const REST_CONCURRENCY = process.env.BENCH_REST_CONCURRENCY
+  ? Number(process.env.BENCH_REST_CONCURRENCY)
+  : undefined;
 
 function peer(name: string): Record<string, string> {
   const out = execFileSync('bash', [join(ROOT, 'scripts', 'services'), 'up', name], { encoding: 'utf8' });
@@ -330,7 +335,13 @@ async function main(): Promise<void> {
       ],
       [
         'rest',
-        { rest: { url: `http://127.0.0.1:${restPort}/tapyard`, batchSize: REST_BATCH } },
+        {
+          rest: {
+            url: `http://127.0.0.1:${restPort}/tapyard`,
+            batchSize: REST_BATCH,
+            ...(REST_CONCURRENCY ? { concurrency: REST_CONCURRENCY } : {}),
+          },
+        },
         ROWS,
         csv,
         () => bareRest(`http://127.0.0.1:${restPort}/bare`, rows),
