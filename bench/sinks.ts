@@ -1,7 +1,8 @@
 /**
  * `npm run bench:sinks` — rows/s into each sink through Tapyard (upload → rollup done) against that
  * sink's own client producing the same rows as JSON, bare, on the same box in the same run:
- * - Kafka: @platformatic/kafka (the loader's client), idempotent transactional producer, GZIP, 1,000
+ * - Kafka: @platformatic/kafka (the loader's client), idempotent transactional producer, GZIP (or
+ *   BENCH_KAFKA_COMPRESSION's codec, both sides), 1,000
  *   messages a request, each with the headers the loader sends (pipeline, tokens, row, message id): the same messages; a second line
  *   times the values alone, without headers, for reference;
  * - ActiveMQ: @stomp/stompjs, persistent messages, receipts awaited with 500 in flight (as the loader);
@@ -48,6 +49,9 @@ const ONLY = new Set((process.env.BENCH_SINKS ?? 'kafka,activemq,rest').split(',
 const ROUNDS = Number(process.env.BENCH_SINK_ROUNDS ?? 3);
 // Rows per REST request, on both sides.
 const REST_BATCH = Number(process.env.BENCH_REST_BATCH ?? 500);
+// The Kafka record batches' codec, on both sides (the section's `compression`).
+const KAFKA_COMPRESSION = (process.env.BENCH_KAFKA_COMPRESSION ?? 'gzip') as
+  'gzip' | 'zstd' | 'lz4' | 'snappy' | 'none';
 // Tapyard's REST requests in flight (the section's `concurrency`); the bare client sends one at a time.
 const REST_CONCURRENCY = process.env.BENCH_REST_CONCURRENCY
   ? Number(process.env.BENCH_REST_CONCURRENCY)
@@ -151,7 +155,7 @@ async function bareKafka(
     // The run's topic is new: made by the first produce request, as KafkaJS did by default.
     autocreateTopics: true,
     timeout: 60_000,
-    compression: 'gzip',
+    compression: KAFKA_COMPRESSION,
     serializers: { value: stringSerializer, headerKey: stringSerializer, headerValue: stringSerializer },
   });
   const tx = await producer.beginTransaction({ producerId: -1n, producerEpoch: -1 });
@@ -321,7 +325,7 @@ async function main(): Promise<void> {
     const sinks: [string, object, number, string, () => Promise<void>][] = [
       [
         'kafka',
-        { kafka: { secretName: 'kafka', topic: `bench.${ENV}` } },
+        { kafka: { secretName: 'kafka', topic: `bench.${ENV}`, compression: KAFKA_COMPRESSION } },
         ROWS,
         csv,
         () => bareKafka(kafka.brokers, rows, headers),

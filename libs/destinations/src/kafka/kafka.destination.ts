@@ -114,7 +114,7 @@ export class KafkaDestination extends Sink implements Destination {
       transactionalId: `tapyard-${target.environment}-${target.pipelineToken}`,
       // Sent as the transaction's timeout too: the coordinator aborts a transaction open longer.
       timeout: Math.min(this.bounds.loadTimeoutMs, MAX_TRANSACTION_MS),
-      compression: 'gzip',
+      compression: k.compression ?? 'gzip',
       partitioner: keyPartitioner(sdk),
       // Header names and values go as bytes (the library's default): the job's own are encoded once.
       serializers: { key: sdk.stringSerializer },
