@@ -64,6 +64,25 @@ describe('the Kafka client of the sink', () => {
     }
   });
 
+  it('gives a broker that closes every connection up after (1 + retries)² connects: the retries nest', async () => {
+    // The probe's one retry (kafka.destination.ts): 4 connects, where the delivery's three make 16.
+    peer.server.on('connection', (s: Socket) => s.destroy());
+    const sdk = await kafkaSdk();
+    const settings = kafkaSettings('k', { brokers: `127.0.0.1:${peer.port}` });
+    const policy = new EgressPolicy([{ host: '127.0.0.1', port: peer.port }]);
+    const admin = new sdk.Admin(kafkaOptions(sdk, settings, policy, 'test', 5000, 1));
+    try {
+      const err = await admin.metadata({ topics: [] }).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(err).not.toBeNull();
+      expect(peer.connections).toHaveLength(4);
+    } finally {
+      await admin.close();
+    }
+  });
+
   it("names the secret's SASL mechanism as the client does", () => {
     expect(
       kafkaSettings('k', { brokers: 'b:9092', username: 'u', password: 'p', mechanism: 'scram-sha-512' })

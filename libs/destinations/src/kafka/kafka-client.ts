@@ -135,7 +135,9 @@ function watchPools(): void {
 /**
  * The options of a client whose every connection goes to an address the egress policy vetted: a private
  * one only when TAP_EGRESS_ALLOW lists it. A connect and each request wait `timeoutMs` at most
- * (SINK_REQUEST_TIMEOUT_MS), with three retries.
+ * (SINK_REQUEST_TIMEOUT_MS), with `retries` retries (three by default). The library nests them (an
+ * operation's retries each retry the version handshake under it), so a broker that refuses every
+ * connection is reported after (1 + retries)² connects: 16 and ~7 s at three, 4 and ~0.6 s at one.
  */
 export function kafkaOptions(
   sdk: KafkaSdk,
@@ -143,6 +145,7 @@ export function kafkaOptions(
   policy: EgressPolicy,
   clientId: string,
   timeoutMs: number,
+  retries = 3,
 ): BaseOptions {
   const gate = new EgressGate(sdk, policy, s.ssl);
   return {
@@ -151,7 +154,7 @@ export function kafkaOptions(
     context: gate,
     connectTimeout: timeoutMs,
     requestTimeout: timeoutMs,
-    retries: 3,
+    retries,
     retryDelay: (_client, _op, attempt) => Math.min(200 * 2 ** (attempt - 1), 3000),
     ...(s.ssl ? { tls: { lookup: gate.lookup } } : {}),
     ...(s.sasl ? { sasl: s.sasl } : {}),

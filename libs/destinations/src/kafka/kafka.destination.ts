@@ -51,7 +51,9 @@ export class KafkaDestination extends Sink implements Destination {
   protected async reach(target: LoadTarget, d: Delivery): Promise<void> {
     const settings = await this.settings(target);
     const sdk = await kafkaSdk();
-    const admin = new sdk.Admin(this.options(sdk, settings, 'tapyard-probe'));
+    // One retry: a probe says at once whether the brokers answer (each delivery starts with one, and the
+    // runner's own retries wait out an outage); the delivery's clients keep three for a leader moving.
+    const admin = new sdk.Admin(this.options(sdk, settings, 'tapyard-probe', 1));
     try {
       await d.call('a metadata request', () => admin.metadata({ topics: [] }));
     } catch (err) {
@@ -174,8 +176,8 @@ export class KafkaDestination extends Sink implements Destination {
     return this.finish(target, sent, this.refusals(target), rejects, `Kafka topic ${k.topic}`, d);
   }
 
-  private options(sdk: KafkaSdk, settings: KafkaSettings, clientId: string): BaseOptions {
-    return kafkaOptions(sdk, settings, this.policy, clientId, this.bounds.requestTimeoutMs);
+  private options(sdk: KafkaSdk, settings: KafkaSettings, clientId: string, retries?: number): BaseOptions {
+    return kafkaOptions(sdk, settings, this.policy, clientId, this.bounds.requestTimeoutMs, retries);
   }
 
   private async settings(target: LoadTarget): Promise<KafkaSettings> {
