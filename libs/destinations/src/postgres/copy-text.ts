@@ -7,9 +7,6 @@ import type { FieldType, SchemaField, TypedBatch } from '@tapyard/model';
 /** Clean CSV chunks of the fast path go out as binary COPY where the target's types allow. */
 export { createCsvEncoder, reuseMemory } from './copy-binary';
 
-/** COPY text for NULL. */
-export const COPY_NULL = '\\N';
-
 const BACKSLASH = 0x5c;
 
 /**
