@@ -17,6 +17,7 @@
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
+import { createGunzip } from 'node:zlib';
 import { AddressInfo } from 'node:net';
 import { createReadStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -53,6 +54,8 @@ const REST_BATCH = Number(process.env.BENCH_REST_BATCH ?? 500);
 const KAFKA_COMPRESSION = (process.env.BENCH_KAFKA_COMPRESSION ?? 'gzip') as
   'gzip' | 'zstd' | 'lz4' | 'snappy' | 'none';
 // Tapyard's REST requests in flight (the section's `concurrency`); the bare client sends one at a time.
+// BENCH_REST_COMPRESSION=gzip: Tapyard's bodies gzip-compressed (the section's `compression`; the bare
+// client's are not, and the receiver only counts, so this measures the compression's cost alone).
 const REST_CONCURRENCY = process.env.BENCH_REST_CONCURRENCY
   ? Number(process.env.BENCH_REST_CONCURRENCY)
   : undefined;
@@ -288,12 +291,13 @@ async function main(): Promise<void> {
   let received = 0;
   const receiver = createServer((req, res) => {
     let n = 0;
-    req.on('data', (c: Buffer) => {
+    const body = req.headers['content-encoding'] === 'gzip' ? req.pipe(createGunzip()) : req;
+    body.on('data', (c: Buffer) => {
       // One '{' per row object. Counted with indexOf: a byte-by-byte loop made this receiver, shared by
       // both runs, the slowest part of the REST delivery (the loader waited on it most of the time).
       for (let i = c.indexOf(0x7b); i >= 0; i = c.indexOf(0x7b, i + 1)) n++;
     });
-    req.on('end', () => {
+    body.on('end', () => {
       received += n;
       res.writeHead(201).end();
     });
@@ -344,6 +348,9 @@ async function main(): Promise<void> {
             url: `http://127.0.0.1:${restPort}/tapyard`,
             batchSize: REST_BATCH,
             ...(REST_CONCURRENCY ? { concurrency: REST_CONCURRENCY } : {}),
+            ...(process.env.BENCH_REST_COMPRESSION
+              ? { compression: process.env.BENCH_REST_COMPRESSION }
+              : {}),
           },
         },
         ROWS,

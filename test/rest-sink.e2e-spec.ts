@@ -210,8 +210,31 @@ describe('REST endpoint sink', () => {
     expect(sink.rows('/one').map((r) => r.id)).toEqual([1, 2, 3, 4, 5]);
   });
 
-  it('refuses a concurrency outside 1–16, naming it', async () => {
-    for (const concurrency of [0, 17, 2.5]) {
+  it('sends gzip-compressed bodies when asked, under Content-Encoding: gzip, the rows intact', async () => {
+    await pipeline('zipped', { url: url('/zipped'), batchSize: 200, compression: 'gzip' });
+    await pipeline('plain', { url: url('/plain'), batchSize: 200 });
+    expect((await send('zipped', 400)).rollup.status).toBe('success');
+    expect((await send('plain', 400)).rollup.status).toBe('success');
+    const posts = (path: string) => sink.requests.filter((r) => r.path === path && r.method === 'POST');
+    expect(posts('/zipped').map((r) => r.headers['content-encoding'])).toEqual(['gzip', 'gzip']);
+    expect(posts('/plain').map((r) => r.headers['content-encoding'])).toEqual([undefined, undefined]);
+    // The length announced is the compressed body's, a fraction of the same rows sent plain.
+    for (const r of posts('/zipped')) expect(r.headers['content-length']).toBe(String(r.bytes));
+    const bytes = (path: string) => posts(path).reduce((n, r) => n + r.bytes, 0);
+    expect(bytes('/zipped') * 3).toBeLessThan(bytes('/plain'));
+    expect(sink.rows('/zipped').sort((a, b) => Number(a.id) - Number(b.id))).toEqual(
+      sink.rows('/plain').sort((a, b) => Number(a.id) - Number(b.id)),
+    );
+    expect(sink.rows('/zipped')).toHaveLength(400);
+  });
+
+  it('refuses a concurrency outside 1–16 or an unknown compression, naming the field', async () => {
+    for (const [field, value] of [
+      ['concurrency', 0],
+      ['concurrency', 17],
+      ['concurrency', 2.5],
+      ['compression', 'br'],
+    ] as const) {
       const res = await api.http
         .post('/api/v1/pipeline')
         .send({
@@ -220,10 +243,10 @@ describe('REST endpoint sink', () => {
             fileAttributes: { format: 'csv' },
             schemaProperties: { fields: [{ name: 'id', type: 'int' }] },
           },
-          destination: { rest: { url: url('/x'), concurrency } },
+          destination: { rest: { url: url('/x'), [field]: value } },
         })
         .expect(400);
-      expect(JSON.stringify(res.body)).toContain('concurrency');
+      expect(JSON.stringify(res.body)).toContain(field);
     }
   });
 

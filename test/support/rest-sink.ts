@@ -1,5 +1,6 @@
 import { IncomingMessage, Server, ServerResponse, createServer } from 'node:http';
 import { AddressInfo } from 'node:net';
+import { gunzipSync } from 'node:zlib';
 
 interface Gate {
   size: number;
@@ -19,7 +20,7 @@ export interface SinkRequest {
   method: string;
   headers: IncomingMessage['headers'];
   rows: number;
-  /** The body's length as received. */
+  /** The body's length as received (compressed, when it was). */
   bytes: number;
   at: number;
   /** The client's port: requests on one kept-alive connection share it. */
@@ -125,7 +126,9 @@ export class RestSink {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const path = (req.url ?? '').split('?')[0];
-    const body = Buffer.concat(chunks);
+    const received = Buffer.concat(chunks);
+    // A body sent with Content-Encoding: gzip is read as receivers that accept it do.
+    const body = req.headers['content-encoding'] === 'gzip' ? gunzipSync(received) : received;
     const text = body.toString('utf8');
     const type = String(req.headers['content-type'] ?? '');
     let rows: Record<string, unknown>[];
@@ -145,7 +148,7 @@ export class RestSink {
       method: req.method ?? '',
       headers: req.headers,
       rows: rows.length,
-      bytes: body.length,
+      bytes: received.length,
       at: Date.now(),
       clientPort: req.socket.remotePort ?? 0,
     });

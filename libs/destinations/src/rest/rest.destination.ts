@@ -2,6 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
+import { gzip } from 'node:zlib';
 
 import { ServiceUnavailableError, TapyardConfig, ValidationError, errorMessage } from '@tapyard/core';
 import { EgressPolicy, EgressRefused, EgressResponse, egressRequest } from '@tapyard/egress';
@@ -12,6 +14,8 @@ import { jsonRows, jsonRowText } from '../sinks/json-rows';
 import { RowRun, restBody } from './rest-body';
 import { REST_CONCURRENCY, RestTarget } from './section';
 import { DestinationErrorCode } from '../destination-errors';
+
+const gzipped = promisify(gzip);
 
 /** Attempts per batch on 429, 5xx and connection failures, with back-off honouring Retry-After. */
 const ATTEMPTS = 4;
@@ -80,6 +84,7 @@ export class RestDestination extends Sink implements Destination {
     const headers = {
       ...(await this.authHeaders(target.environment, r)),
       'content-type': r.format === 'ndjson' ? 'application/x-ndjson' : 'application/json',
+      ...(r.compression === 'gzip' ? { 'content-encoding': 'gzip' } : {}),
       'x-tapyard-pipeline': target.pipeline,
       'x-tapyard-pipeline-token': target.pipelineToken,
       ...(target.publisherToken ? { 'x-tapyard-publisher-token': target.publisherToken } : {}),
@@ -101,7 +106,9 @@ export class RestDestination extends Sink implements Destination {
     // The first batch that could not be delivered: the delivery stops there and fails with it.
     let failure: { reason: unknown } | null = null;
     const sendOne = async (batch: Pending, key: string): Promise<void> => {
-      const body = restBody(batch.runs, r.format === 'ndjson' ? 'ndjson' : 'json');
+      const rows = restBody(batch.runs, r.format === 'ndjson' ? 'ndjson' : 'json');
+      // Compressed once (in libuv's pool, off this thread), the same bytes on every attempt.
+      const body = r.compression === 'gzip' ? [await gzipped(Buffer.concat(rows))] : rows;
       const outcome = await this.post(r, { ...headers, 'idempotency-key': key }, body, agent, d);
       if (outcome === null) {
         loaded += batch.rows;

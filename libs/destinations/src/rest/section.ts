@@ -55,6 +55,16 @@ export class RestDestinationDto {
   concurrency?: number;
 
   @ApiPropertyOptional({
+    enum: ['none', 'gzip'],
+    default: 'none',
+    description:
+      'gzip: each body compressed, sent with Content-Encoding: gzip (for an endpoint that accepts it, over a network slower than the CPU)',
+  })
+  @OptionalNotNull()
+  @IsIn(['none', 'gzip'])
+  compression?: 'none' | 'gzip';
+
+  @ApiPropertyOptional({
     enum: ['json', 'ndjson'],
     default: 'json',
     description: 'json: an array of row objects; ndjson: one object per line',
@@ -71,6 +81,8 @@ export interface RestTarget {
   batchSize: number;
   /** Absent from sections stored before it existed: REST_CONCURRENCY. */
   concurrency?: number;
+  /** Absent from sections stored before it existed: none. */
+  compression?: 'none' | 'gzip';
   format: 'json' | 'ndjson';
 }
 
@@ -86,6 +98,7 @@ export const restSection: DestinationSection<RestDestinationDto, RestTarget> = {
     method: r.method ?? 'POST',
     batchSize: r.batchSize ?? 500,
     concurrency: r.concurrency ?? REST_CONCURRENCY,
+    compression: r.compression ?? 'none',
     format: r.format ?? 'json',
   }),
   confine(_config, _environment, r) {
