@@ -93,7 +93,7 @@ export class RestSink {
    * Requests to `path` are answered in groups of `size`: each waits until that many are open at once
    * (or `maxWaitMs` passed since the group's first, so a sender that never opens as many still ends).
    */
-  gate(path: string, size: number, maxWaitMs = 3000): void {
+  gate(path: string, size: number, maxWaitMs = 10_000): void {
     this.gates.set(path, { size, maxWaitMs, waiting: [] });
   }
 
