@@ -3,7 +3,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { uniqueEnvironment } from './support/env';
-import { upload, waitForJob } from './support/ingest';
+import { csvPipeline, upload, waitForJob } from './support/ingest';
 import { readTopic } from './support/kafka-topic';
 import { peerFields } from './support/vector-peers';
 
@@ -53,21 +53,25 @@ describe('Kafka sink: the codec of its record batches', () => {
   });
 
   const pipeline = (name: string, compression?: string) =>
-    api.http.post('/api/v1/pipeline').send({
-      name,
-      source: {
-        fileAttributes: { format: 'csv' },
-        schemaProperties: {
-          fields: [
-            { name: 'id', type: 'int' },
-            { name: 'city', type: 'string' },
-          ],
+    api.http.post('/api/v1/pipeline').send(
+      csvPipeline(
+        name,
+        name,
+        [
+          ['id', 'int'],
+          ['city', 'string'],
+        ],
+        {
+          destination: {
+            kafka: {
+              secretName: 'kafka',
+              topic: `kz.${env}.${name}`,
+              ...(compression ? { compression } : {}),
+            },
+          },
         },
-      },
-      destination: {
-        kafka: { secretName: 'kafka', topic: `kz.${env}.${name}`, ...(compression ? { compression } : {}) },
-      },
-    });
+      ),
+    );
 
   it.each([
     ['zstd', 'zstd'],

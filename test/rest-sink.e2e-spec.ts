@@ -2,7 +2,7 @@ import { Client } from 'pg';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { issueKey, newBootstrapKey } from './support/auth';
 import { TEST_DATABASE_URL, uniqueEnvironment } from './support/env';
-import { upload, waitForJob } from './support/ingest';
+import { csvPipeline, upload, waitForJob } from './support/ingest';
 import { RestSink } from './support/rest-sink';
 
 /**
@@ -237,14 +237,11 @@ describe('REST endpoint sink', () => {
     ] as const) {
       const res = await api.http
         .post('/api/v1/pipeline')
-        .send({
-          name: 'too-many',
-          source: {
-            fileAttributes: { format: 'csv' },
-            schemaProperties: { fields: [{ name: 'id', type: 'int' }] },
-          },
-          destination: { rest: { url: url('/x'), [field]: value } },
-        })
+        .send(
+          csvPipeline('too-many', 'x', [['id', 'int']], {
+            destination: { rest: { url: url('/x'), [field]: value } },
+          }),
+        )
         .expect(400);
       expect(JSON.stringify(res.body)).toContain(field);
     }

@@ -127,8 +127,14 @@ export class RestSink {
     for await (const c of req) chunks.push(c as Buffer);
     const path = (req.url ?? '').split('?')[0];
     const received = Buffer.concat(chunks);
-    // A body sent with Content-Encoding: gzip is read as receivers that accept it do.
-    const body = req.headers['content-encoding'] === 'gzip' ? gunzipSync(received) : received;
+    // A body sent with Content-Encoding: gzip is read as receivers that accept it do; a broken one is a 400.
+    let body = received;
+    try {
+      if (req.headers['content-encoding'] === 'gzip') body = gunzipSync(received);
+    } catch {
+      res.writeHead(400).end('not gzip');
+      return;
+    }
     const text = body.toString('utf8');
     const type = String(req.headers['content-type'] ?? '');
     let rows: Record<string, unknown>[];
