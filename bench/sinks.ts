@@ -1,6 +1,7 @@
 /**
- * `npm run bench:sinks` — rows/s into each sink through Tapyard (upload → rollup done) against that
- * sink's own client producing the same rows as JSON, bare, on the same box in the same run:
+ * `npm run bench:sinks` — rows/s into each sink through Tapyard (upload → the job's end) against that
+ * sink's own client producing the same rows as JSON, bare, on the same box in the same run (Tapyard's
+ * end is the job's last event, as the platform recorded it, not when a status poll saw it):
  * - Kafka: @platformatic/kafka (the loader's client), idempotent transactional producer, GZIP (or
  *   BENCH_KAFKA_COMPRESSION's codec, both sides), 1,000
  *   messages a request, each with the headers the loader sends (pipeline, tokens, row, message id): the same messages; a second line
@@ -12,7 +13,8 @@
  * BENCH_SINK_ROWS rows (default 200,000) of the narrow file, BENCH_AMQ_ROWS (20,000) for ActiveMQ, whose queues
  * are drained afterwards; BENCH_SINK_ROUNDS (3) rounds of each side in turn, the ratio of their medians
  * (a first run of either side runs its code cold). Starts its own API and worker (built
- * apps) and the brokers through scripts/services. Prints ratios; asserts nothing.
+ * apps) and the brokers through scripts/services. Prints ratios, and each Tapyard round's CPU by process and
+ * thread (the worker's stage threads negative when a thread let go took its CPU with it); asserts nothing.
  */
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -32,10 +34,11 @@ import {
   ROOT,
   benchTarget,
   cpuSeconds,
+  threadCpuSeconds,
   postJson,
   startPlatform,
   uploadFile,
-  waitForRollup,
+  secondsToDone,
   writeCsv,
 } from './support';
 import { checkComparable, median } from './support';
@@ -98,11 +101,13 @@ async function timeline(token: string, began: number, answered: number): Promise
   return `ms from the upload's start: upload answered ${answered}; ${steps.join(', ')}`;
 }
 
-/** CPU seconds of the bench's API and worker so far. */
-async function appsCpu(platform: BenchPlatform): Promise<number> {
-  const pids = [platform.api.pid, platform.worker.pid].filter((p): p is number => p !== undefined);
-  const each = await Promise.all(pids.map((p) => cpuSeconds(p)));
-  return each.reduce((a, b) => a + b, 0);
+/** CPU seconds of the bench's API, and of the worker's main thread and its stage threads, so far. */
+async function appsCpu(platform: BenchPlatform): Promise<{ api: number; main: number; stages: number }> {
+  const [api, worker] = await Promise.all([
+    cpuSeconds(platform.api.pid ?? 0),
+    threadCpuSeconds(platform.worker.pid ?? 0),
+  ]);
+  return { api, main: worker.get('MainThread') ?? 0, stages: worker.get('WorkerThread') ?? 0 };
 }
 
 /** CPU seconds of this process since `since` (process.cpuUsage()). */
@@ -376,13 +381,20 @@ async function main(): Promise<void> {
         const began = Date.now();
         let token = '';
         let answered = 0;
-        const tapyardSeconds = await timed(async () => {
+        let tapyardSeconds = 0;
+        const seen = await timed(async () => {
           token = await uploadFile(BASE, file, `bench_${name}`);
           answered = Date.now() - began;
-          await waitForRollup(BASE, `pipelinetoken=${token}`);
+          tapyardSeconds = await secondsToDone(BASE, `pipelinetoken=${token}`, began);
         });
         const steps = await timeline(token, began, answered);
-        const tapyardCpu = { apps: (await appsCpu(platform)) - apps, bench: benchCpu(self) };
+        const after = await appsCpu(platform);
+        const tapyardCpu = {
+          api: after.api - apps.api,
+          main: after.main - apps.main,
+          stages: after.stages - apps.stages,
+          bench: benchCpu(self),
+        };
         const before = received;
         self = process.cpuUsage();
         const bareSeconds = await timed(bare);
@@ -400,11 +412,13 @@ async function main(): Promise<void> {
         viaBare.push(count / bareSeconds);
         console.log(
           `${name.padEnd(9)} round ${round}: Tapyard ${Math.round(count / tapyardSeconds).toLocaleString('en')} rows/s ` +
-            `(upload to rollup done), bare client ${Math.round(count / bareSeconds).toLocaleString('en')} rows/s: ` +
+            `(upload to the job's end), bare client ${Math.round(count / bareSeconds).toLocaleString('en')} rows/s: ` +
             `ratio ${(bareSeconds / tapyardSeconds).toFixed(2)}\n` +
-            `${''.padEnd(9)} CPU s: Tapyard's API and worker ${tapyardCpu.apps.toFixed(2)}, this process ` +
+            `${''.padEnd(9)} CPU s: Tapyard's API ${tapyardCpu.api.toFixed(2)}, worker main thread ` +
+            `${tapyardCpu.main.toFixed(2)} and stage threads ${tapyardCpu.stages.toFixed(2)}, this process ` +
             `(uploader, poller${name === 'rest' ? ', receiver' : ''}) ${tapyardCpu.bench.toFixed(2)}; ` +
-            `bare ${bareCpu.toFixed(2)} (${bareSeconds.toFixed(2)} s)\n${''.padEnd(9)} ${steps}`,
+            `bare ${bareCpu.toFixed(2)} (${bareSeconds.toFixed(2)} s)\n${''.padEnd(9)} ${steps}; ` +
+            `seen by a poll ${Math.round((seen - tapyardSeconds) * 1000)} ms later`,
         );
       }
       const a = median(viaTapyard);

@@ -171,6 +171,16 @@ export async function waitForRollup(
 }
 
 /**
+ * Seconds from `began` (Date.now() as the upload began) to the platform's own end of the load: its
+ * last job's last event, not when a poll saw it. Polls 50 ms apart added up to 50 ms (25 on average)
+ * to a round of 200-300 ms, while the bare clients it is compared with are timed to their end.
+ */
+export async function secondsToDone(base: string, query: string, began: number, jobs = 1): Promise<number> {
+  const done = await waitForRollup(base, query, jobs);
+  return (Math.max(...done.map((j) => Date.parse(j.lastEventAt))) - began) / 1000;
+}
+
+/**
  * CPU seconds a process has used, with its reaped children (a worker's sandboxed scripts): fields
  * 14-17 of /proc/<pid>/stat, in clock ticks of 1/100 s (Linux's USER_HZ).
  */
