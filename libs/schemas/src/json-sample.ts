@@ -157,8 +157,8 @@ const MAX_RECORD_PATH_DEPTH = 3;
 
 interface Frame {
   kind: 'object' | 'array';
-  /** Keys from the top-level object, or null inside an array (not addressable by a dot path). */
-  path: string[] | null;
+  /** Keys from the top-level object. */
+  path: string[];
   key: string | null;
   expectKey: boolean;
   expectItem: boolean;
@@ -177,10 +177,15 @@ export function findRecordPath(text: string): string | null {
   const stack: Frame[] = [];
   let best: { path: string; objects: number } | null = null;
   let seenTop = false;
+  /**
+   * Containers open inside a value that can hold no candidate (inside an array, or deeper than
+   * MAX_RECORD_PATH_DEPTH keys): only their brackets are counted, so a hostile sample nested a
+   * million levels deep costs one pass and a few frames, not a frame (and a copied path) per level.
+   */
+  let skipped = 0;
   const consider = (frame: Frame): void => {
-    if (frame.kind !== 'array' || frame.path === null || frame.path.length === 0) return;
-    if (frame.path.length > MAX_RECORD_PATH_DEPTH || frame.path.some((k) => k === '' || k.includes('.')))
-      return;
+    if (frame.kind !== 'array' || frame.path.length === 0) return;
+    if (frame.path.some((k) => k === '' || k.includes('.'))) return;
     if (frame.objects === 0 || frame.objects !== frame.items) return;
     if (best === null || frame.objects > best.objects)
       best = { path: frame.path.join('.'), objects: frame.objects };
@@ -197,11 +202,16 @@ export function findRecordPath(text: string): string | null {
   for (let i = 0; i < text.length; i++) {
     const c = text[i];
     if (c === ' ' || c === '\n' || c === '\r' || c === '\t' || c === '\uFEFF') continue;
+    if (skipped > 0) {
+      if (c === '"') i = stringEnd(text, i);
+      else if (c === '{' || c === '[') skipped++;
+      else if (c === '}' || c === ']') skipped--;
+      continue;
+    }
     const top = stack[stack.length - 1];
     if (top === undefined && seenTop) return null; // a second top-level value: NDJSON
     if (c === '"') {
-      let j = i + 1;
-      while (j < text.length && text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
+      const j = stringEnd(text, i);
       if (top?.kind === 'object' && top.expectKey) {
         top.key = unescapeKey(text.slice(i + 1, j));
         top.expectKey = false;
@@ -213,8 +223,12 @@ export function findRecordPath(text: string): string | null {
         seenTop = true;
       }
       valueStarts(c === '{');
-      const path =
-        top === undefined ? [] : top.kind === 'object' && top.path ? [...top.path, top.key ?? ''] : null;
+      // Inside an array a value has no dot path.
+      const path = top === undefined ? [] : top.kind === 'object' ? [...top.path, top.key ?? ''] : null;
+      if (path === null || path.length > MAX_RECORD_PATH_DEPTH) {
+        skipped = 1;
+        continue;
+      }
       stack.push({
         kind: c === '{' ? 'object' : 'array',
         path,
@@ -237,6 +251,13 @@ export function findRecordPath(text: string): string | null {
   // A cut-off head leaves arrays open: what was seen of them counts.
   for (const frame of stack) consider(frame);
   return best === null ? null : (best as { path: string }).path;
+}
+
+/** Offset of the quote closing the string that opens at `start` (the text's length when cut off). */
+function stringEnd(text: string, start: number): number {
+  let j = start + 1;
+  while (j < text.length && text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
+  return j;
 }
 
 function unescapeKey(raw: string): string {
