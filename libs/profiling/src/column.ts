@@ -2,7 +2,7 @@ import { FieldType } from '@tapyard/model';
 import { ColumnProfile, TopValue } from './profile.types';
 import { compareStrings, mean, quantiles, Quantiles, roundTo, stddev } from './stats';
 import { compareTemporalKeys, temporalKey, TemporalKey } from './temporal';
-import { booleanValue, isNullValue } from './values';
+import { booleanValue, isNullValue, withoutTrailingZeros } from './values';
 
 /** One column of the sample, as the profiler and the quality checks read it. */
 export interface ColumnSample {
@@ -75,7 +75,7 @@ function decimalText(value: string): string {
   const neg = value.startsWith('-');
   const [int, frac = ''] = value.replace(/^[+-]/, '').split('.');
   const i = int.replace(/^0+/, '') || '0';
-  const f = frac.replace(/0+$/, '');
+  const f = withoutTrailingZeros(frac);
   const text = f ? `${i}.${f}` : i;
   return neg && text !== '0' ? `-${text}` : text;
 }

@@ -87,6 +87,19 @@ describe('value helpers', () => {
     expect(significantDigits('123.4500')).toBe(5);
     expect(significantDigits('12345678')).toBe(8);
     expect(significantDigits('-1.5e10')).toBe(2);
+    expect(significantDigits('0.000')).toBe(0);
+    expect(significantDigits('100')).toBe(1);
+  });
+
+  // Audit finding 2: `/0+$/` retried from every zero of the run, so this 50 KB cell held the thread
+  // for about 2 s (a 1 MB one for many minutes); the scan takes well under a millisecond.
+  it('classifies a cell 1.000…0001 of 50,000 zeros in one pass, in well under 200 ms of CPU', () => {
+    const cell = `1.${'0'.repeat(50_000)}1`;
+    const started = process.cpuUsage();
+    expect(significantDigits(cell)).toBe(50_002);
+    expect(classifyValue(cell)).toBe('double');
+    const used = process.cpuUsage(started);
+    expect((used.user + used.system) / 1000).toBeLessThan(200);
   });
 
   it('sees numeric syntax regardless of range', () => {

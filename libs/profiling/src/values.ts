@@ -74,7 +74,20 @@ export function hasLeadingZeros(raw: string): boolean {
 export function significantDigits(raw: string): number {
   const parts = numberParts(raw.trim());
   if (!parts) return 0;
-  return (parts.integerDigits + parts.fractionDigits).replace(/^0+/, '').replace(/0+$/, '').length;
+  const digits = parts.integerDigits + parts.fractionDigits;
+  let start = 0;
+  while (start < digits.length && digits[start] === '0') start++;
+  return Math.max(0, withoutTrailingZeros(digits).length - start);
+}
+
+/**
+ * `digits` up to its last non-zero character. A loop from the end, not `/0+$/`: that regex retries
+ * from every zero of a run, so a cell `1.000…0001` of a few MB held the thread for minutes.
+ */
+export function withoutTrailingZeros(digits: string): string {
+  let end = digits.length;
+  while (end > 0 && digits[end - 1] === '0') end--;
+  return digits.slice(0, end);
 }
 
 /** Integers beyond int64 stay text: a double would silently round their last digits. */
