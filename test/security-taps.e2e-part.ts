@@ -260,6 +260,51 @@ describe('security: tap scripts, secrets and targets', () => {
       expect(res.body.cronExpression).toBe('0 0 7 ? * MON-FRI');
     });
   });
+
+  describe('6. testing a tap lends it no rights beyond its own', () => {
+    // Lists the pipelines the script's run key may read.
+    const lister = [
+      'import json, os, urllib.request',
+      'BASE = "http://%s:%s/api/v1" % (os.environ["SERVICE_PLATFORM_HOST"], os.environ["SERVICE_PLATFORM_PORT"])',
+      'def fetch():',
+      '    req = urllib.request.Request(BASE + "/pipelines", headers={"x-api-key": os.environ["SERVICE_PLATFORM_API_KEY"]})',
+      '    with urllib.request.urlopen(req, timeout=10) as r:',
+      '        return [{"names": sorted(p["name"] for p in json.loads(r.read()))}]',
+    ].join('\n');
+
+    it("runs a stored tap with its grant narrowed to the tester, the tester's own code with the tester's rights", async () => {
+      await as(keys.catalogA).post('/tap', { name: 'lister', catalog: 'a', script: lister }).expect(200);
+      // Catalog a's code, tested by an admin: it reads what catalog a's key could, not what the admin can.
+      const stored = await as(admin).post('/tap/test', { name: 'lister' }).expect(200);
+      expect(stored.body.error).toBeNull();
+      expect(stored.body.records).toEqual([{ names: ['a_orders'] }]);
+      // The same text sent by the admin is the admin's own code: it acts with the admin's rights.
+      const own = await as(admin).post('/tap/test', { name: 'lister', script: lister }).expect(200);
+      expect(own.body.error).toBeNull();
+      expect((own.body.records as { names: string[] }[])[0].names).toEqual(
+        expect.arrayContaining(['a_orders', 'b_orders']),
+      );
+    }, 60_000);
+
+    it("answers a test naming a pipeline outside the tester's scope as it answers a missing one", async () => {
+      const probe = (target: string) =>
+        as(keys.catalogA).post('/tap/test', {
+          name: 'probe',
+          catalog: 'a',
+          tapType: 'document',
+          targetPipeline: target,
+          script: 'def fetch(state=None):\n    return []\n',
+        });
+      const missing = await probe('no_such_pipeline');
+      const hidden = await probe('b_orders');
+      expect(missing.status).toBe(400);
+      expect(hidden.status).toBe(missing.status);
+      expect(hidden.body.message).toBe(
+        (missing.body.message as string).replace('no_such_pipeline', 'b_orders'),
+      );
+      expect(hidden.body.code).toBe(missing.body.code);
+    });
+  });
 });
 
 /**

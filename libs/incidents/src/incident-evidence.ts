@@ -81,7 +81,7 @@ export class IncidentEvidence {
       const run =
         text === null
           ? { recordCount: 0, rows: [], error: `script version ${version.version} is gone`, durationMs: 0 }
-          : await source.sample(environment, tap, text, access);
+          : await source.sample(environment, tap, text, version.grant ?? [], access);
       return profileTapRun(run, text ?? '', version.version, target?.version ?? 0);
     };
     const baseline = await side('before');

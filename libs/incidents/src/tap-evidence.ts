@@ -7,6 +7,12 @@ export type TapScriptOrigin = 'save' | 'generate' | 'fix' | 'review' | 'optimize
 export interface TapScriptVersion {
   scriptPath: string;
   version: number;
+  /**
+   * The rights its code acts with in evidence runs (its author's grant; none for a model's), narrowed
+   * to whoever runs them. Kept with the incident, never answered. Absent in incidents opened before it
+   * was recorded: such a version runs with none.
+   */
+  grant?: string[];
 }
 
 /** A tap script change (what a tap incident is opened for): the live script before it, and the new one. */
@@ -16,7 +22,7 @@ export interface TapScriptChange {
   before: TapScriptVersion;
   after: TapScriptVersion;
   origin: TapScriptOrigin;
-  /** Who made the change: the evidence runs with their rights, never more (see TapEvidenceSource.sample). */
+  /** Who made the change: the evidence runs with no more than their rights (see TapEvidenceSource.sample). */
   access: AccessCheck;
 }
 
@@ -56,10 +62,17 @@ export interface TapEvidenceSource {
   /** The text of a stored script version of the tap, or null when it is gone. */
   script(environment: string, tap: string, scriptPath: string): Promise<string | null>;
   /**
-   * Runs a script of the tap in test mode (nothing loaded), as `access` could test it itself: with its
-   * rights only; refused (the refusal as the run's error) when it may not run new code of this tap.
+   * Runs a script of the tap in test mode (nothing loaded), its run key holding `grant` narrowed to
+   * `access`'s rights; refused (the refusal as the run's error) when `access` may not run new code of
+   * this tap.
    */
-  sample(environment: string, tap: string, script: string, access: AccessCheck): Promise<TapSampleRun>;
+  sample(
+    environment: string,
+    tap: string,
+    script: string,
+    grant: readonly string[],
+    access: AccessCheck,
+  ): Promise<TapSampleRun>;
   /** Record counts of the tap's last successful real runs, newest first: its last output. */
   lastOutputs(environment: string, tap: string): Promise<number[]>;
   /** Names of the taps feeding a pipeline. */

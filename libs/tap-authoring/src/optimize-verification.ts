@@ -23,12 +23,21 @@ export class OptimizeVerifier {
     caller: TapCaller | null,
   ): Promise<Verification> {
     const base = this.taps.merge(ctx.stored, { name: ctx.tapName, tapType: ctx.tapType });
-    const a = await this.runner.test(env, base, original, testLimit, caller);
+    // The original is the caller's text; the rewrite is the model's (see TapRunner.testGrant).
+    const a = await this.runner.test(
+      env,
+      base,
+      original,
+      testLimit,
+      await this.runner.testGrant(env, ctx.tapName, caller, 'caller'),
+      caller,
+    );
     const b = await this.runner.test(
       env,
       { ...base, packages: optimized.packages },
       optimized.script,
       testLimit,
+      await this.runner.testGrant(env, ctx.tapName, caller, 'model'),
       caller,
     );
     const verdict = (kept: Verification['kept'], reason: string): Verification => ({

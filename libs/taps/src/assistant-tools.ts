@@ -97,7 +97,7 @@ export class TapTools implements ToolSet {
         name: 'test_tap',
         effect: 'act',
         description:
-          'Test a saved tap (or an inline script for it, which runs without any secret) in the sandbox: at most 20 ' +
+          'Test a saved tap (or an inline script for it, which runs without any secret or platform rights) in the sandbox: at most 20 ' +
           'records, nothing saved.',
         args: TestTapArgs,
         prepare: async (ctx, { name, script, testLimit = 20 }) => {
@@ -111,14 +111,15 @@ export class TapTools implements ToolSet {
             return async () => (await this.runner.testAs(access, ctx.env, { name }, testLimit)).result;
           }
           // Code the model wrote may come from whatever it read: it never gets a secret, even confirmed
-          // by a holder of secret:use (who can save the tap to hand it one).
+          // by a holder of secret:use (who can save the tap to hand it one), nor rights on the platform.
           const stored = await this.repo.find(ctx.env, name);
           const note = stored?.secretName
-            ? `an inline script from the assistant runs without secrets: secret '${stored.secretName}' of tap '${name}' was not given to it`
-            : 'an inline script from the assistant runs without secrets';
+            ? `an inline script from the assistant runs without secrets or platform rights: secret '${stored.secretName}' of tap '${name}' was not given to it`
+            : 'an inline script from the assistant runs without secrets or platform rights';
           return async () => {
             const body = { name, script, secretName: null };
-            return { ...(await this.runner.testAs(access, ctx.env, body, testLimit)).result, note };
+            const tested = await this.runner.testAs(access, ctx.env, body, testLimit, 'model');
+            return { ...tested.result, note };
           };
         },
       }),

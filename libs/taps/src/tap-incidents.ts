@@ -1,9 +1,10 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
-import type { AccessCheck } from '@tapyard/auth';
+import { AccessCheck, heldOf } from '@tapyard/auth';
 import { errorMessage } from '@tapyard/core';
 import { IncidentsService, TapEvidenceSource, TapSampleRun, TapSubject } from '@tapyard/incidents';
 import { TapPolicy } from './tap-policy';
 import { TapRunner } from './tap-runner.service';
+import { UNLIMITED } from './tap-grants';
 import { TapsRepository } from './taps.repository';
 import { TapsService } from './taps.service';
 import { tapScope } from './tap-scope';
@@ -37,12 +38,14 @@ export class TapIncidentSource implements TapEvidenceSource, OnModuleInit {
 
   /**
    * As the caller could test the script itself (an optimisation's verification): `tap:run` on the tap,
-   * `secret:use` when it has a secret, and the caller's own rights in the run key.
+   * `secret:use` when it has a secret; the run key holds the version's grant, never more than the
+   * caller holds.
    */
   async sample(
     environment: string,
     name: string,
     script: string,
+    grant: readonly string[],
     access: AccessCheck,
   ): Promise<TapSampleRun> {
     const started = Date.now();
@@ -52,7 +55,9 @@ export class TapIncidentSource implements TapEvidenceSource, OnModuleInit {
     } catch (err) {
       return { recordCount: 0, rows: [], error: errorMessage(err), durationMs: Date.now() - started };
     }
-    const r = await this.runner.test(environment, tap, script, 0, access.caller);
+    const caller = access.caller;
+    const rights = caller ? heldOf(grant, caller.ability) : UNLIMITED;
+    const r = await this.runner.test(environment, tap, script, 0, rights, caller);
     return {
       recordCount: r.recordCount,
       rows: r.records.filter(

@@ -13,9 +13,9 @@ import {
   errorMessage,
   sharedMetric,
 } from '@tapyard/core';
-import { AccessCheck, heldOf, tapGrant } from '@tapyard/auth';
+import { AccessCheck, canOn, heldOf, tapGrant } from '@tapyard/auth';
 import { PipelineDefinition } from '@tapyard/model';
-import { PipelinesService } from '@tapyard/pipelines';
+import { PipelinesService, pipelineScope } from '@tapyard/pipelines';
 import { IncidentsService } from '@tapyard/incidents';
 import { RunLogEntry, RunMode, RunResult, RunTrigger, TapConfig, TestResult } from './tap.types';
 import { TapCaller, UNLIMITED } from './tap-grants';
@@ -26,6 +26,13 @@ import { TapsRepository } from './taps.repository';
 import { TapsService, isScriptOf } from './taps.service';
 import { TestTapDto } from './dto/tap-config.dto';
 import { TapErrorCode } from './tap-errors';
+import { documentViolation } from './tap-rules';
+
+/**
+ * Who wrote the code a test runs, for the rights its run key gets (TapRunner.testGrant): the caller
+ * (text they sent), the tap (a stored version), or a model (text it wrote, from whatever it read).
+ */
+export type TestedCode = 'caller' | 'stored' | 'model';
 
 export interface RunOptions {
   mode: RunMode;
@@ -79,14 +86,16 @@ export class TapRunner {
 
   /**
    * POST /tap/test and the assistant's test_tap: `body` over the stored tap of its name (an unsaved
-   * configuration may be tested; an inline script wins over scriptPath), as `access` may. Returns the
-   * configuration it tested with the result.
+   * configuration may be tested; an inline script wins over scriptPath), as `access` may. An inline
+   * script is the caller's own unless `inline` says a model wrote it. Returns the configuration it
+   * tested with the result.
    */
   async testAs(
     access: AccessCheck,
     environment: string,
     body: TestTapDto,
     testLimit: number,
+    inline: Exclude<TestedCode, 'stored'> = 'caller',
   ): Promise<{ tap: TapConfig; result: TestResult }> {
     const stored = body.name ? await this.repo.find(environment, body.name) : null;
     const tap = this.taps.merge(stored, body);
@@ -96,22 +105,46 @@ export class TapRunner {
       ]).coded(TapErrorCode.InvalidScriptPath);
     }
     this.policy.assertMayTest(access, stored, tap, body.script !== undefined);
-    return { tap, result: await this.test(environment, tap, body.script, testLimit, access.caller) };
+    const code = body.script === undefined ? 'stored' : inline;
+    const grant = await this.testGrant(environment, tap.name, access.caller, code);
+    return { tap, result: await this.test(environment, tap, body.script, testLimit, grant, access.caller) };
   }
 
-  /** A configuration already checked (testAs, an optimisation's verification), with the caller's rights. */
+  /**
+   * The rights a test's run key gets. Code the caller sent acts with the caller's own rights: they
+   * vouch for it, as saving it would. The tap's stored code acts with the tap's grant narrowed to the
+   * caller, as a manual run does, so testing someone else's tap never lends it the tester's wider
+   * rights; a stored version of a tap not saved yet (generated, adopted by nobody) has no grant to act
+   * with. Code a model wrote acts with none: it may carry whatever the model read.
+   */
+  async testGrant(
+    environment: string,
+    name: string,
+    caller: TapCaller | null,
+    code: TestedCode,
+  ): Promise<string[]> {
+    if (!caller) return UNLIMITED; // authentication off: every caller holds everything
+    if (code === 'caller') return tapGrant(caller.capabilities);
+    if (code === 'model') return [];
+    const grant = await this.repo.grant(environment, name);
+    return grant === undefined ? [] : heldOf(grant ?? UNLIMITED, caller.ability);
+  }
+
+  /**
+   * A configuration already checked (testAs, an optimisation's verification, an incident's evidence),
+   * its run key holding `grant` (see testGrant). A target pipeline `caller` may not read is as absent.
+   */
   async test(
     environment: string,
     tap: TapConfig,
     inlineScript: string | undefined,
     testLimit: number,
+    grant: string[],
     caller: TapCaller | null,
   ): Promise<TestResult> {
     const started = Date.now();
     const script = inlineScript ?? (await this.script(environment, tap));
-    const target = await this.targetOf(environment, tap, 'test');
-    // An unsaved configuration acts with its caller's own rights.
-    const grant = caller ? tapGrant(caller.capabilities) : UNLIMITED;
+    const target = await this.targetOf(environment, tap, 'test', caller);
     const r = await this.executor.testRun(environment, tap, script, target, testLimit, grant);
     return {
       records: r.records ?? [],
@@ -210,13 +243,31 @@ export class TapRunner {
     return script;
   }
 
-  /** The target pipeline, checked (spec rule 1 again at run time); null when the tap feeds nothing. */
+  /**
+   * The target pipeline, checked (spec rule 1 again at run time); null when the tap feeds nothing. A
+   * tester who may not read the target finds it absent (the same answers as a pipeline that does not
+   * exist): a test never reveals another scope's pipelines or their shape.
+   */
   private async targetOf(
     environment: string,
     tap: TapConfig,
     mode: RunMode,
+    tester: TapCaller | null = null,
   ): Promise<PipelineDefinition | null> {
     if (!tap.targetPipeline) return null;
+    const seen = await this.pipelines.find(environment, tap.targetPipeline);
+    const hidden =
+      seen !== null &&
+      tester !== null &&
+      !canOn(tester.ability, 'read', 'pipeline', pipelineScope(seen.definition));
+    if (hidden) {
+      const absent = tap.tapType === 'document' ? documentViolation(tap.targetPipeline, null) : null;
+      if (absent)
+        throw new ValidationError(absent, [{ field: 'targetPipeline', problem: absent }]).coded(
+          TapErrorCode.TargetRefused,
+        );
+      return null;
+    }
     await this.taps.assertCompatible(environment, tap);
     const found = await this.pipelines.find(environment, tap.targetPipeline);
     if (!found && mode === 'run') {

@@ -59,13 +59,13 @@ export class TapsRepository {
     return rows[0] ? stored(rows[0].config) : null;
   }
 
-  /** The tap's grant (see tap-grants.ts); null when saved before grants existed. */
-  async grant(environment: string, name: string): Promise<string[] | null> {
+  /** The tap's grant (see tap-grants.ts); null when saved before grants existed, undefined when no such tap. */
+  async grant(environment: string, name: string): Promise<string[] | null | undefined> {
     const rows: { grant: string[] | null }[] = await this.db.query(
       `SELECT "grant" FROM tapyard.taps WHERE environment = $1 AND name = $2`,
       [environment, name],
     );
-    return rows[0]?.grant ?? null;
+    return rows.length === 0 ? undefined : rows[0].grant;
   }
 
   async list(environment: string): Promise<TapConfig[]> {

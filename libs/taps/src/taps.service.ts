@@ -17,7 +17,7 @@ import { MigrateStorageResult, TapConfig, TapWithScript } from './tap.types';
 import { TapScriptRepository } from './tap-script-repository';
 import { TapsRepository } from './taps.repository';
 import { TapProcesses } from './tap-processes';
-import { changesCode, nextGrant } from './tap-grants';
+import { UNLIMITED, changesCode, nextGrant } from './tap-grants';
 import { LedgerService } from './ledger.service';
 import { TapPolicy } from './tap-policy';
 import { TapErrorCode } from './tap-errors';
@@ -123,7 +123,16 @@ export class TapsService {
       Object.assign(tap, { storage: 'minio', repoPath: null, commitSha: null });
     }
     await this.repo.updateConfig(environment, tap);
-    this.scriptChanged(environment, tap.name, before, tap.scriptPath, { origin: 'migrate', access });
+    // The same code in another place: both versions act with the tap's grant.
+    const grant = (await this.repo.grant(environment, tap.name)) ?? UNLIMITED;
+    this.scriptChanged(
+      environment,
+      tap.name,
+      before,
+      tap.scriptPath,
+      { origin: 'migrate', access },
+      { before: grant, after: grant },
+    );
     return result(true);
   }
 
@@ -191,8 +200,9 @@ export class TapsService {
       current.cronExpression !== tap.cronExpression ||
       current.timezone !== tap.timezone ||
       current.enabled !== tap.enabled;
+    const previous = current ? ((await this.repo.grant(environment, tap.name)) ?? null) : null;
     const grant = nextGrant(
-      current && { grant: await this.repo.grant(environment, tap.name) },
+      current && { grant: previous },
       changesCode(current, tap, dto.script !== undefined),
       access.caller,
     );
@@ -203,10 +213,14 @@ export class TapsService {
       grant,
     );
     if (current && (dto.script !== undefined || tap.scriptPath !== current.scriptPath))
-      this.scriptChanged(environment, tap.name, current.scriptPath, tap.scriptPath, {
-        origin: 'save',
-        access,
-      });
+      this.scriptChanged(
+        environment,
+        tap.name,
+        current.scriptPath,
+        tap.scriptPath,
+        { origin: 'save', access },
+        { before: previous ?? UNLIMITED, after: grant },
+      );
     return tap;
   }
 
@@ -242,7 +256,10 @@ export class TapsService {
     );
     if (change !== undefined) {
       const live = await this.repo.find(environment, name);
-      if (live) this.scriptChanged(environment, name, live.scriptPath, key, change);
+      // The live code acts with the tap's grant; the new version is a model's and acts with none.
+      const grant = (await this.repo.grant(environment, name)) ?? UNLIMITED;
+      if (live)
+        this.scriptChanged(environment, name, live.scriptPath, key, change, { before: grant, after: [] });
     }
     return key;
   }
@@ -250,7 +267,8 @@ export class TapsService {
   /**
    * Opens an incident comparing the tap's live script with a new one, in the background: a failure
    * to open it is logged and never fails the change. A tap without a script before has nothing to
-   * compare with. The evidence runs with the rights of whoever made the change.
+   * compare with. Each version's evidence runs with the grant its code acts with (`grants`: its
+   * author's, none for a model's), narrowed to whoever made the change (or later verifies it).
    */
   private scriptChanged(
     environment: string,
@@ -258,6 +276,7 @@ export class TapsService {
     before: string | null,
     after: string | null,
     { origin, access }: ScriptChangeBy,
+    grants: { before: string[]; after: string[] },
   ): void {
     if (before === null || after === null) return;
     const open = async (): Promise<void> => {
@@ -266,8 +285,8 @@ export class TapsService {
       await this.incidents.tapScriptChanged({
         environment,
         tap: name,
-        before: { scriptPath: before, version: number(before) },
-        after: { scriptPath: after, version: number(after) },
+        before: { scriptPath: before, version: number(before), grant: grants.before },
+        after: { scriptPath: after, version: number(after), grant: grants.after },
         origin,
         access,
       });
