@@ -2,6 +2,7 @@ import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { issueKey, newBootstrapKey } from './support/auth';
 import { TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
 import { csvPipeline, upload, waitForJob } from './support/ingest';
+import { closedPort } from './support/net';
 import { ModelDouble } from './support/model-double';
 import { until } from './support/wait';
 
@@ -96,7 +97,16 @@ describe('incidents of tap script changes, thresholds, blast radius, values (rea
   beforeAll(async () => {
     await double.start();
     api = await startApi(flags());
-    keyed = await startApi({ ...flags(), USE_API_KEYS: 'true', TAPYARD_BOOTSTRAP_API_KEY: admin });
+    // Listening, so the scripts its evidence runs can call it with their run keys.
+    const port = await closedPort();
+    keyed = await startApi({
+      ...flags(),
+      USE_API_KEYS: 'true',
+      TAPYARD_BOOTSTRAP_API_KEY: admin,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+    });
+    await keyed.app.listen(port, '127.0.0.1');
     worker = await startWorker(flags());
     await api.http
       .put('/api/v1/secrets/ai')
@@ -340,6 +350,40 @@ describe('incidents of tap script changes, thresholds, blast radius, values (rea
     expect(runs.passed).toBe(false);
     expect(runs.observed).toContain('tap:run');
   });
+
+  it("each version's evidence runs with its own author's grant, narrowed to the changer's rights", async () => {
+    // One record per pipeline the script's run key may read.
+    const lister = `import json, os, urllib.request
+
+def fetch():
+    base = "http://%s:%s/api/v1" % (os.environ["SERVICE_PLATFORM_HOST"], os.environ["SERVICE_PLATFORM_PORT"])
+    req = urllib.request.Request(base + "/pipelines", headers={"x-api-key": os.environ["SERVICE_PLATFORM_API_KEY"]})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        for p in json.loads(r.read()):
+            yield {"name": p["name"]}
+`;
+    const send = (key: string, path: string, body: object) =>
+      keyed.http.post(`/api/v1${path}`).set('x-api-key', key).send(body).expect(200);
+    await send(admin, '/pipeline', {
+      ...csvPipeline('ops-feed', `${table}_ops`, [['n', 'int']]),
+      catalog: 'ops',
+    });
+    const sales = await issueKey(keyed.http, admin, 'inc-sales-author', {
+      capabilities: ['tap:*:catalog=sales', 'pipeline:*:catalog=sales'],
+    });
+    await send(sales, '/tap', { name: 'watcher', catalog: 'sales', script: lister });
+    // An admin edits the sales author's tap: the version before is still the sales author's code.
+    await send(admin, '/tap', { name: 'watcher', script: `${lister}# reviewed\n` });
+    const [incident] = await settled('tap=watcher', 1);
+    const ev = await evidenceOf(incident.id);
+    const seen = async (key: string): Promise<number> =>
+      ((await keyed.http.get('/api/v1/pipelines').set('x-api-key', key).expect(200)).body as unknown[])
+        .length;
+    // What the sales author reads (its catalog), not what the admin reads (every catalog, ops-feed too).
+    expect(ev.baseline.recordCount).toBe(await seen(sales));
+    expect(ev.candidate.recordCount).toBe(await seen(admin));
+    expect(await seen(sales)).toBeLessThan(await seen(admin));
+  }, 60_000);
 
   it('tap incidents go with their tap', async () => {
     await api.http.delete('/api/v1/tap').query({ name: 'feeder' }).expect(200);
