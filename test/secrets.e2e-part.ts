@@ -67,6 +67,37 @@ describe('Secrets API (real Postgres)', () => {
     await a.http.delete('/api/v1/secrets/warehouse').expect(404);
   });
 
+  it('masks the credentials the platform reads under other names: a private key, a password in a URL', async () => {
+    const privateKey =
+      '-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----';
+    await a.http
+      .put('/api/v1/secrets/snowflake')
+      .send({ account: 'xy12345', user: 'loader', privateKey, warehouse: 'wh' })
+      .expect(200);
+    await a.http
+      .put('/api/v1/secrets/pgvector')
+      .send({ connectionString: 'postgres://vec:S3cret-pg@db:5432/vectors' })
+      .expect(200);
+    await a.http
+      .put('/api/v1/secrets/qdrant')
+      .send({ url: 'https://admin:S3cret-qd@qdrant.internal:6333', apiKey: 'qd-key' })
+      .expect(200);
+
+    const snowflake = await a.http.get('/api/v1/secrets/snowflake').expect(200);
+    expect(snowflake.body.fields).toEqual({
+      account: 'xy12345',
+      user: 'loader',
+      privateKey: MASK,
+      warehouse: 'wh',
+    });
+    const pgvector = await a.http.get('/api/v1/secrets/pgvector').expect(200);
+    expect(pgvector.body.fields).toEqual({ connectionString: `postgres://vec:${MASK}@db:5432/vectors` });
+    const qdrant = await a.http.get('/api/v1/secrets/qdrant').expect(200);
+    expect(qdrant.body.fields).toEqual({ url: `https://admin:${MASK}@qdrant.internal:6333`, apiKey: MASK });
+    const answers = JSON.stringify([snowflake.body, pgvector.body, qdrant.body]);
+    expect(answers).not.toMatch(/MIIE|S3cret|qd-key/);
+  });
+
   it('keeps fields named like Object.prototype members', async () => {
     const body = '{"__proto__":"p-value","constructor":"c-value","password":"hidden-pw"}';
     await a.http

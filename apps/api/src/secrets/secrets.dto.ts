@@ -9,7 +9,9 @@ export class SecretDto {
     additionalProperties: { type: 'string' },
     example: { username: 'loader', password: '\u2022'.repeat(8), host: 'db.internal' },
     description:
-      'Fields named password, apiKey, secretKey, token or secret are masked as eight U+2022 bullets.',
+      'Fields named password, apiKey, secretKey, token, secret or privateKey (any case) are masked as eight U+2022 ' +
+      'bullets. A value that is a URL keeps its shape with its userinfo password (and query parameters of those ' +
+      'names) masked: postgres://vec:\u2022\u2022\u2022\u2022\u2022\u2022\u2022\u2022@db:5432/vectors.',
   })
   fields!: Record<string, string>;
 }

@@ -118,7 +118,10 @@ export function Secrets(): ReactNode {
                 </div>
               ))}
             </dl>
-            <small>Fields named password, apiKey, secretKey, token or secret are always masked.</small>
+            <small>
+              Fields named password, apiKey, secretKey, token, secret or privateKey, and passwords in URLs,
+              are always masked.
+            </small>
           </div>
         )}
       </section>
