@@ -152,6 +152,23 @@ describe('search: a tenant searches only its own pgvector schema', () => {
     expect((op.body.results as Hit[])[0].metadata.uri).toBe(`upload://${tenantB}.md`);
   });
 
+  it("hides tenants' schemas from operator keys without full access, and scopes a table by its schema", async () => {
+    const searcher = await issueKey(api.http, boot, 'op-searcher', { capabilities: ['search:vector'] });
+    const hidden = await search(searcher, { query: 'payroll secret', table: 'docs', schema: `t_${tenantB}` });
+    expect(hidden.status).toBe(404);
+    expect(hidden.body.message).toBe(
+      `pgvector has no container 'docs'`.replace("'docs'", `'t_${tenantB}.docs'`),
+    );
+    expect(JSON.stringify(hidden.body)).not.toContain('blue binder');
+    // A key scoped to a table reaches it in the environment's own schema only.
+    const scoped = await issueKey(api.http, boot, 'op-docs', {
+      capabilities: ['search:vector:collection=docs'],
+    });
+    const other = await search(scoped, { query: 'payroll', table: 'docs', schema: 'analytics' });
+    expect(other.status).toBe(404);
+    expect(other.body.message).toContain("'analytics.docs'");
+  });
+
   it("the assistant's vector_search tool is confined the same way", async () => {
     double.reset();
     double.script(

@@ -44,8 +44,12 @@ export class VectorSearchTools implements ToolSet {
         args: VectorSearchArgs,
         run: async (ctx, { store, ...body }) => {
           const access = ctx.gate.check('vector_search', 'search:vector', 'none');
-          return this.search.search(ctx.env, store, body, (collection) =>
-            access.permits('vector', 'search', { collection }),
+          return this.search.search(
+            ctx.env,
+            store,
+            body,
+            (collection) => access.permits('vector', 'search', { collection }),
+            access.viewer.fullAccess,
           );
         },
       }),

@@ -2,7 +2,8 @@ import { Inject, Injectable } from '@nestjs/common';
 import { CONFIG, TapyardConfig } from '@tapyard/core';
 import { EmbeddingsService } from '@tapyard/embeddings';
 import { VectorStoreName } from '@tapyard/model';
-import { destinationDefaults, pgvectorSchemaRefusal } from '@tapyard/pipelines';
+import { destinationDefaults, pgvectorSchemaRefusal, tenantSchema } from '@tapyard/pipelines';
+import { SecretsService, TENANT_MAPPINGS_SECRET } from '@tapyard/secrets';
 import { VectorContainers } from './vector-containers';
 import { METADATA_KEY, MetadataFilter, MetadataValue, SearchHit } from './vector-store';
 import { VectorContainerMissing, VectorStoreInputError } from './vector-store.errors';
@@ -48,21 +49,27 @@ export class SearchService {
     private readonly stores: VectorStoresService,
     private readonly containers: VectorContainers,
     private readonly embeddings: EmbeddingsService,
+    private readonly secrets: SecretsService,
   ) {}
 
   /**
    * A container the caller's scope does not cover is 404 like a missing one. The container is named
    * as loading names it (each store's own rule) and confined as loading is: a pgvector schema a
-   * pipeline of this environment could not load into is 400 naming it.
+   * pipeline of this environment could not load into is 400 naming it. In the operator environment
+   * of a multi-tenant platform a tenant's pgvector schema is reached only by a caller with full
+   * access (`fullAccess`: `*:*`), as metadata and NL SQL see it; to others it is 404 like a missing one.
    */
   async search(
     environment: string,
     name: VectorStoreName,
     req: SearchRequest,
     visible: SearchScope = () => true,
+    fullAccess = true,
   ): Promise<{ results: SearchResult[] }> {
     const target = this.target(environment, name, req);
     if (!visible(target.scope)) throw new VectorContainerMissing(name, target.scope);
+    if (target.schema !== undefined && !fullAccess && (await this.isTenantSchema(environment, target.schema)))
+      throw new VectorContainerMissing(name, target.scope);
     const filter = checkFilter(req.filter);
     const store = await this.stores.get(environment, name);
     const container = store.containerName(target.collection, target.schema);
@@ -84,7 +91,19 @@ export class SearchService {
     };
   }
 
-  /** The request's container field (spec), as capabilities scope it and as loading names it. */
+  /** Whether `schema` is a tenant's, seen from the operator environment of a multi-tenant platform. */
+  private async isTenantSchema(environment: string, schema: string): Promise<boolean> {
+    const operator = this.config.environment;
+    if (!this.config.auth.multiTenant || environment !== operator) return false;
+    const mappings = (await this.secrets.readSystem(operator, TENANT_MAPPINGS_SECRET)) ?? {};
+    return Object.values(mappings).some((t) => t !== operator && tenantSchema(t) === schema);
+  }
+
+  /**
+   * The request's container field (spec), as capabilities scope it and as loading names it. A pgvector
+   * table is scoped by its name in the environment's own schema, and as `<schema>.<table>` in another:
+   * a key scoped to a table reaches it in one schema only.
+   */
   private target(
     environment: string,
     name: VectorStoreName,
@@ -98,11 +117,13 @@ export class SearchService {
       case 'pgvector': {
         if (!req.table)
           throw new VectorStoreInputError("pgvector search needs 'table' (and optionally 'schema')");
-        const schema = req.schema ?? destinationDefaults(this.config, environment).schema;
+        const own = destinationDefaults(this.config, environment).schema;
+        const schema = req.schema ?? own;
         const refused = pgvectorSchemaRefusal(this.config, environment, schema);
         if (refused !== null)
           throw new VectorStoreInputError(`pgvector schema '${schema}' cannot be searched: ${refused}`);
-        return { scope: req.table, collection: req.table, schema };
+        const scope = schema === own ? req.table : `${schema}.${req.table}`;
+        return { scope, collection: req.table, schema };
       }
       default:
         if (!req.collection) throw new VectorStoreInputError(`${name} search needs 'collection'`);

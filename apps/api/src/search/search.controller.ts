@@ -42,8 +42,12 @@ export class SearchController {
     @Body() body: SearchRequestDto,
   ): Promise<SearchResponseDto> {
     const store = VectorStoresService.checkName(storeParam);
-    return this.search.search(env, store, body, (collection) =>
-      access.permits('vector', 'search', { collection }),
+    return this.search.search(
+      env,
+      store,
+      body,
+      (collection) => access.permits('vector', 'search', { collection }),
+      access.viewer.fullAccess,
     );
   }
 }
