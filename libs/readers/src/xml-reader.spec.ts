@@ -1,6 +1,13 @@
 import { chunked } from '../../../test/support/byte-streams';
 import { FatalReadError, RecordBatch, RowError } from './record-batch';
-import { readXml, XML_DOCTYPE_ERROR, XmlReadOptions } from './xml-reader';
+import {
+  MAX_XML_ATTRIBUTES,
+  MAX_XML_DEPTH,
+  MAX_XML_RECORD_DEPTH,
+  readXml,
+  XML_DOCTYPE_ERROR,
+  XmlReadOptions,
+} from './xml-reader';
 
 interface Read {
   rows: unknown[];
@@ -150,6 +157,74 @@ describe('readXml', () => {
     });
     expect(r.rows).toEqual([{ '#text': 'ok' }]);
     expect(r.errors).toEqual([{ line: 1, reason: 'record exceeds 100 bytes', raw: '<row id="7">' }]);
+  });
+
+  // Audit finding 3: sax kept every open element (9 MiB of `<a>` took 425 MiB of heap) and read
+  // the whole chunk before any error; the limit ends the read where it is passed.
+  it('refuses elements nested deeper than MAX_XML_DEPTH, naming the limit, where it is passed', async () => {
+    const open = (n: number) => '<a>'.repeat(n);
+    const close = (n: number) => '</a>'.repeat(n);
+    expect(await read(`${open(MAX_XML_DEPTH)}${close(MAX_XML_DEPTH)}`)).toEqual({
+      rows: [],
+      lines: [],
+      errors: [],
+    });
+    const deep = await read(`<r><row>1</row>\n${open(MAX_XML_DEPTH)}${close(MAX_XML_DEPTH)}</r>`);
+    expect(deep.rows).toEqual([{ '#text': '1' }]);
+    expect(deep.fatal?.message).toBe('XML nested deeper than 256 elements at line 2, column 768');
+    expect(deep.fatal?.line).toBe(2);
+
+    // An 8 MiB sample in one chunk (what /pipeline/generate reads) stops at the limit, not at its end.
+    const hostile = open((8 * 1024 * 1024) / 3);
+    const started = process.cpuUsage();
+    const r = await readWith(hostile, {}, 1 << 30);
+    const used = process.cpuUsage(started);
+    expect(r.fatal?.message).toBe('XML nested deeper than 256 elements at line 1, column 771');
+    expect((used.user + used.system) / 1000).toBeLessThan(500);
+  });
+
+  // Audit finding 8: a deep element inside a record overflowed the stack when the record was
+  // written as JSON, and the file failed as "invalid XML … Maximum call stack size exceeded".
+  it('reports a record nested deeper than the document limit as that limit, not a stack overflow', async () => {
+    const n = 262_144;
+    const r = await readWith(`<r><row>${'<a>'.repeat(n)}${'</a>'.repeat(n)}</row></r>`, {}, 1 << 30);
+    expect(r.fatal?.message).toBe('XML nested deeper than 256 elements at line 1, column 773');
+  });
+
+  it('makes a record nested deeper than MAX_XML_RECORD_DEPTH levels a row error, as JSON does', async () => {
+    const nested = (levels: number) => `${'<a>'.repeat(levels - 1)}x${'</a>'.repeat(levels - 1)}`;
+    const r = await read(
+      `<r><row>${nested(MAX_XML_RECORD_DEPTH)}</row>\n<row id="2">${nested(MAX_XML_RECORD_DEPTH + 1)}</row><row>ok</row></r>`,
+    );
+    expect(r.rows).toHaveLength(2);
+    expect(JSON.stringify(r.rows[0])).toBe(
+      `${'{"a":'.repeat(MAX_XML_RECORD_DEPTH - 2)}{"a":"x"${'}'.repeat(MAX_XML_RECORD_DEPTH - 1)}`,
+    );
+    expect(r.rows[1]).toEqual({ '#text': 'ok' });
+    expect(r.errors).toEqual([{ line: 2, reason: 'nesting deeper than 64 levels', raw: '<row id="2">' }]);
+  });
+
+  it('refuses an element with more than MAX_XML_ATTRIBUTES attributes where it is passed', async () => {
+    const tag = (n: number) => `<r ${Array.from({ length: n }, (_, i) => `a${i}="1"`).join(' ')}/>`;
+    expect((await read(tag(MAX_XML_ATTRIBUTES))).fatal).toBeUndefined();
+    expect((await read(tag(MAX_XML_ATTRIBUTES + 1))).fatal?.message).toBe(
+      'XML element with more than 1000 attributes at line 1, column 8902',
+    );
+    const started = process.cpuUsage();
+    const r = await readWith(tag(200_000), {}, 1 << 30);
+    const used = process.cpuUsage(started);
+    expect(r.fatal?.message).toBe('XML element with more than 1000 attributes at line 1, column 8902');
+    expect((used.user + used.system) / 1000).toBeLessThan(500);
+  });
+
+  it('refuses open elements holding more than four records of attributes, and frees closed ones', async () => {
+    const attr = (name: string) => `${name}="${'x'.repeat(149)}"`;
+    const siblings = `<r>${Array.from({ length: 10 }, (_, i) => `<s ${attr(`a${i}`)}/>`).join('')}</r>`;
+    expect((await read(siblings, { maxRecordBytes: 100 })).fatal).toBeUndefined();
+    const nested = `<r ${attr('a')}><s ${attr('b')}><row ${attr('c')}>1</row></s></r>`;
+    expect((await read(nested, { maxRecordBytes: 100 })).fatal?.message).toBe(
+      'XML open elements with more than 400 bytes of attributes at line 1, column 472',
+    );
   });
 
   it('yields nothing when there is no row element, and cuts batches', async () => {

@@ -18,7 +18,10 @@
  * (reported at the first offending byte). Any well-formedness error is fatal
  * (FatalReadError with sax's message and the line); the records completed before the error are
  * yielded first. sax's own limit applies: one attribute value, comment or tag name longer than
- * 64 Ki characters is an error.
+ * 64 Ki characters is an error. Elements nested deeper than MAX_XML_DEPTH, an element with more than
+ * MAX_XML_ATTRIBUTES attributes, or open elements holding more than OPEN_ATTRIBUTES_PER_RECORD times
+ * maxRecordBytes of attributes end the read the same way; a record nested deeper than
+ * MAX_XML_RECORD_DEPTH is a row error.
  */
 import * as sax from 'sax';
 import { ByteInput, ChunkDecoder, DEFAULT_MIN_CHUNK, DecodedChunk, rechunk } from './chunks';
@@ -38,6 +41,27 @@ export interface XmlReadOptions {
 
 export const XML_DOCTYPE_ERROR = 'XML with a DOCTYPE is refused (no DTDs, no entity expansion)';
 
+/**
+ * Deepest element nesting in a document. sax keeps every open element (about 50 bytes of heap per
+ * byte of `<a>`), so unbounded nesting let 9 MiB of input take 425 MiB; real documents nest a few
+ * tens of levels.
+ */
+export const MAX_XML_DEPTH = 256;
+/**
+ * Deepest nesting inside one record, the JSON reader's default: the record becomes a nested object
+ * that later stages walk recursively. Deeper is a row error, as for JSON.
+ */
+export const MAX_XML_RECORD_DEPTH = 64;
+/** Attributes on one element: sax builds them all into one object (about 8 bytes of heap per byte). */
+export const MAX_XML_ATTRIBUTES = 1000;
+/**
+ * Characters of attribute names and values the open elements may hold together, in records'
+ * maxRecordBytes (64 MiB by default): sax keeps each open element's attributes until it closes, so
+ * this bounds that memory whatever the file's size, and a record over its own limit is still only
+ * a row error.
+ */
+export const OPEN_ATTRIBUTES_PER_RECORD = 4;
+
 type Obj = Record<string, unknown>;
 
 interface Frame {
@@ -55,9 +79,11 @@ interface SaxInternals {
 export async function* readXml(input: ByteInput, opts: XmlReadOptions): AsyncGenerator<RecordBatch> {
   const rowElement = (opts.rowElement ?? '').trim();
   if (rowElement === '') throw new FatalReadError('the XML rowElement option is required');
+  const maxRecordBytes = positiveOption('maxRecordBytes', opts.maxRecordBytes, DEFAULT_MAX_BYTES);
+  const maxOpenAttributeChars = OPEN_ATTRIBUTES_PER_RECORD * maxRecordBytes;
   const builder = new RecordBuilder(
     rowElement,
-    positiveOption('maxRecordBytes', opts.maxRecordBytes, DEFAULT_MAX_BYTES),
+    maxRecordBytes,
     new BatchSink(positiveOption('batchRows', opts.batchRows, DEFAULT_BATCH_ROWS)),
   );
   const sink = builder.sink;
@@ -67,10 +93,22 @@ export async function* readXml(input: ByteInput, opts: XmlReadOptions): AsyncGen
   let fatal: FatalReadError | null = null;
   let sawContent = false;
   let sawRoot = false;
+  /** Attribute characters of each open element (the one being started last), and their sum. */
+  const openAttributeChars: number[] = [];
+  let heldAttributeChars = 0;
+  let tagAttributes = 0;
 
   const fail = (err: FatalReadError): void => {
     if (fatal === null) fatal = err;
   };
+  /** A sax callback's error (a limit, thrown to stop sax mid-chunk) or sax's own. */
+  const failOn = (err: unknown): void => {
+    if (err instanceof FatalReadError) fail(err);
+    else parser.onerror(err as Error);
+  };
+  /** Thrown from a sax callback: sax stops at once instead of parsing the rest of the chunk. */
+  const overLimit = (what: string): FatalReadError =>
+    new FatalReadError(`XML ${what} at line ${parser.line + 1}, column ${parser.column}`, parser.line + 1);
   const doctypeSeen = (): boolean =>
     internals.doctype === true || (typeof internals.doctype === 'string' && internals.doctype.length > 0);
 
@@ -93,12 +131,26 @@ export async function* readXml(input: ByteInput, opts: XmlReadOptions): AsyncGen
   parser.onopentagstart = () => {
     // The line of `<name`: the character that ended the name may be a line break.
     builder.tagLine = parser.line + (internals.c === '\n' ? 0 : 1);
+    if (openAttributeChars.length === MAX_XML_DEPTH)
+      throw overLimit(`nested deeper than ${MAX_XML_DEPTH} elements`);
+    openAttributeChars.push(0);
+    tagAttributes = 0;
+  };
+  parser.onattribute = (attribute) => {
+    if (++tagAttributes > MAX_XML_ATTRIBUTES)
+      throw overLimit(`element with more than ${MAX_XML_ATTRIBUTES} attributes`);
+    const chars = attribute.name.length + attribute.value.length;
+    openAttributeChars[openAttributeChars.length - 1] += chars;
+    heldAttributeChars += chars;
+    if (heldAttributeChars > maxOpenAttributeChars)
+      throw overLimit(`open elements with more than ${formatBytes(maxOpenAttributeChars)} of attributes`);
   };
   parser.onopentag = (tag) => {
     sawRoot = true;
     if (fatal === null) builder.open(tag as sax.Tag);
   };
   parser.onclosetag = (name) => {
+    heldAttributeChars -= openAttributeChars.pop() ?? 0;
     if (fatal === null) builder.close(name);
   };
   parser.ontext = (text) => {
@@ -115,7 +167,7 @@ export async function* readXml(input: ByteInput, opts: XmlReadOptions): AsyncGen
     try {
       parser.write(text);
     } catch (err) {
-      parser.onerror(err as Error);
+      failOn(err);
     }
     if (fatal === null && doctypeSeen()) refuseDoctype(internals.doctype);
   };
@@ -166,7 +218,7 @@ export async function* readXml(input: ByteInput, opts: XmlReadOptions): AsyncGen
     try {
       parser.close();
     } catch (err) {
-      parser.onerror(err as Error);
+      failOn(err);
     }
   }
   if (fatal === null && !sawRoot) {
@@ -184,8 +236,10 @@ class RecordBuilder {
   private readonly limitText: string;
   /** Open elements of the record in progress (empty: not in a record). */
   private stack: Frame[] = [];
-  /** Depth inside the record when it is being skipped (too large). */
+  /** Depth inside the record when it is being skipped (too large or too deep). */
   private skipDepth = 0;
+  /** Why the record being skipped is a row error. */
+  private skipReason = '';
   private size = 0;
   private recordLine = 0;
   private startTag = '';
@@ -213,6 +267,9 @@ class RecordBuilder {
       this.recordLine = this.tagLine;
       this.size = 0;
       this.startTag = startTagText(tag);
+    } else if (this.stack.length === MAX_XML_RECORD_DEPTH) {
+      this.skip(`nesting deeper than ${MAX_XML_RECORD_DEPTH} levels`, this.stack.length + 1);
+      return;
     }
     let obj: Obj | null = null;
     let size = tag.name.length;
@@ -234,9 +291,7 @@ class RecordBuilder {
 
   close(name: string): void {
     if (this.skipDepth > 0) {
-      if (--this.skipDepth === 0) {
-        this.sink.addError(this.recordLine, `record exceeds ${this.limitText}`, this.startTag);
-      }
+      if (--this.skipDepth === 0) this.sink.addError(this.recordLine, this.skipReason, this.startTag);
       return;
     }
     const frame = this.stack.pop();
@@ -263,11 +318,14 @@ class RecordBuilder {
 
   private grow(n: number): void {
     this.size += n;
-    if (this.size > this.maxBytes) {
-      // Too large: drop what was built and skip to the end of the record.
-      this.skipDepth = this.stack.length;
-      this.stack = [];
-    }
+    if (this.size > this.maxBytes) this.skip(`record exceeds ${this.limitText}`, this.stack.length);
+  }
+
+  /** Drops what was built of the record and skips to its end (`depth` elements are open in it). */
+  private skip(reason: string, depth: number): void {
+    this.skipReason = reason;
+    this.skipDepth = depth;
+    this.stack = [];
   }
 }
 
