@@ -395,6 +395,43 @@ describe('policy: every entry point obeys the same rule', () => {
     });
   });
 
+  describe('a save is checked on the type the pipeline is stored with, not the format the body says', () => {
+    // Non-null unstructuredAttributes make a document pipeline (stored as `unstructured`) whatever `format` says.
+    const documentSaidCsv = (name: string) => ({
+      name,
+      source: {
+        fileAttributes: { format: 'csv', unstructuredAttributes: {} },
+        schemaProperties: { fields: [] },
+      },
+      destination: { database: { schema, table: name } },
+    });
+    const hidden = (name: string) => ({
+      status: 404,
+      message: `pipeline '${name}' cannot be saved in that catalog`,
+    });
+
+    it('through the route and the assistant tool', async () => {
+      const csvOnly = await issueKey(api.http, admin, 'csv-only', {
+        capabilities: ['pipeline:read:type=csv', 'pipeline:update:type=csv', 'assistant:run'],
+      });
+      const created = await post(csvOnly, '/pipeline', documentSaidCsv('typed_doc'));
+      expect({ status: created.status, message: created.body.message }).toEqual(hidden('typed_doc'));
+      await get(admin, '/pipeline', { pipeline: 'typed_doc' }).expect(404);
+      const tool = await callTool(csvOnly, 'register_pipeline', { config: documentSaidCsv('typed_doc') });
+      expect(tool.error).toBe("404: pipeline 'typed_doc' cannot be saved in that catalog");
+      await get(admin, '/pipeline', { pipeline: 'typed_doc' }).expect(404);
+
+      // Its own csv pipeline (the format left out: the schema makes it csv) cannot become a document one.
+      const own = csvPipeline('typed_csv', null, { database: { schema, table: 'typed_csv' } });
+      delete (own.source.fileAttributes as { format?: string }).format;
+      await post(csvOnly, '/pipeline', own).expect(200);
+      const converted = await post(csvOnly, '/pipeline', documentSaidCsv('typed_csv'));
+      expect({ status: converted.status, message: converted.body.message }).toEqual(hidden('typed_csv'));
+      const stored = await get(admin, '/pipeline', { pipeline: 'typed_csv' }).expect(200);
+      expect(stored.body.source.fileAttributes.format).toBe('csv');
+    });
+  });
+
   describe('an upload needs pipeline:upload on its pipeline (PipelinePolicy)', () => {
     it('through the route and the assistant tool', async () => {
       const res = await api.http

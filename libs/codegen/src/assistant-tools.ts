@@ -14,10 +14,9 @@ import {
   PipelineConfigDto,
   PipelinePolicy,
   PipelinesService,
-  pipelineScope,
+  pipelineBodyScope,
   pipelineTarget,
 } from '@tapyard/pipelines';
-import { PipelineDefinition } from '@tapyard/model';
 import { CodegenService } from './codegen.service';
 import { CODEGEN_KINDS, CodegenKind } from '@tapyard/scripts';
 
@@ -65,11 +64,7 @@ export class CodegenTools implements ToolSet {
         prepare: async (ctx, { config: body }) => {
           const name = typeof body.name === 'string' ? body.name.trim() : '';
           const incoming = {
-            fields: pipelineScope({
-              catalog: typeof body.catalog === 'string' && body.catalog.trim() ? body.catalog.trim() : null,
-              destination: (body.destination ?? {}) as PipelineDefinition['destination'],
-              source: (body.source ?? {}) as PipelineDefinition['source'],
-            }),
+            fields: pipelineBodyScope(body),
             hiddenMessage: `pipeline '${name}' cannot be saved in that catalog`,
           };
           const access = ctx.gate.check('register_pipeline', 'pipeline:update', [

@@ -18,6 +18,7 @@ import { DestinationDefaults } from './destination-confinement';
 import { DestinationSections } from './destination-sections';
 import { DestinationOptionsDto } from './dto/destination-options.dto';
 import { PipelineConfigDto, SchemaFieldDto } from './dto/pipeline-config.dto';
+import { storedFormat } from './pipeline-scope';
 
 export { outputFields } from '@tapyard/model';
 
@@ -49,10 +50,11 @@ export function toDefinition(
     seen.add(f.name);
   });
   const fa = dto.source.fileAttributes ?? {};
-  // Non-null unstructuredAttributes make a document pipeline, whatever the (optional) format says.
-  const format: SourceFormat = fa.unstructuredAttributes
-    ? 'unstructured'
-    : (fa.format ?? inferFormat(fields));
+  // Scopes are checked on this format before the body is validated: one function decides it for both.
+  const format: SourceFormat = storedFormat(
+    fa,
+    fields.map((f) => f.name),
+  );
   if (format === 'xml' && !fa.xmlAttributes?.rowElement) {
     problems.push({
       field: 'source.fileAttributes.xmlAttributes.rowElement',
@@ -240,12 +242,6 @@ function checkWriteMode(
       problem: `names ${unknown.map((k) => `'${k}'`).join(', ')}, not among the loaded columns (${columns.join(', ')})`,
     });
   }
-}
-
-function inferFormat(fields: SchemaField[]): SourceFormat {
-  if (fields.length === 1 && fields[0].name === '_json') return 'json';
-  if (fields.length === 1 && fields[0].name === '_xml') return 'xml';
-  return 'csv';
 }
 
 function toRule(

@@ -2,7 +2,7 @@ import { ModuleRef } from '@nestjs/core';
 import { ScopeFields, ScopeTarget } from '@tapyard/auth';
 import { PipelineDefinition, PipelineErrorCode } from '@tapyard/model';
 import type { DomainCode } from '@tapyard/core';
-import { PipelinesService, pipelineScope } from '@tapyard/pipelines';
+import { PipelinesService, pipelineBodyScope, pipelineScope } from '@tapyard/pipelines';
 import { TapErrorCode, TapsRepository, tapScope } from '@tapyard/taps';
 import { IncidentErrorCode, IncidentsService } from '@tapyard/incidents';
 import { TapyardRequest } from '../http/request-context';
@@ -38,18 +38,14 @@ export function pipelineInQuery(param: string): ScopeResolver {
 }
 
 /**
- * POST /pipeline: the catalog the body puts the pipeline in, and, when it exists, the catalog it is
- * in now; moving a pipeline between catalogs needs the capability in both.
+ * POST /pipeline: the scope the body will be stored with (its catalog, database and stored type),
+ * and, when it exists, the scope it has now; moving a pipeline between scopes needs the capability in both.
  */
 export const pipelineInBody: ScopeResolver = async (req, refs) => {
   const body = (req.body ?? {}) as Record<string, unknown>;
   const name = text(body.name);
   const incoming: ScopeTarget = {
-    fields: pipelineFields({
-      catalog: text(body.catalog),
-      destination: (body.destination ?? {}) as PipelineDefinition['destination'],
-      source: (body.source ?? {}) as PipelineDefinition['source'],
-    }),
+    fields: pipelineBodyScope(body),
     hiddenMessage: `pipeline '${name ?? ''}' cannot be saved in that catalog`,
   };
   return [...(name ? await existing(refs, req.environment, name) : []), incoming];
