@@ -101,7 +101,7 @@ describe('document parsing (real parsers in a bounded process)', () => {
   });
 
   it('stops a parse that takes too long or needs too much memory, and keeps serving', async () => {
-    // HTML goes through the parse thread (plain text is decoded in process, in one linear pass).
+    // HTML goes through the parse process (small plain text is decoded in process).
     const big = await file('big.html', `<html><body><p>${'word '.repeat(2_000_000)}</p></body></html>`);
     const slow = await refusal(
       extractText({ path: big, filename: 'big.html' }, {}, { maxBytes: 1e9, timeoutMs: 1, heapMb: 512 }),
@@ -114,6 +114,15 @@ describe('document parsing (real parsers in a bounded process)', () => {
     const heap = await refusal(extractText({ path: big, filename: 'big.html' }, {}, { heapMb: 32 }));
     expect(heap.message).toBe(`'big.html' needs more than 32 MB of heap to parse`);
     expect((await parse('ok.txt', 'still serving')).text).toBe('still serving');
+  });
+
+  it('parses text and Markdown past 1 MiB under the same caps as the other formats', async () => {
+    const big = await file('big.md', `# Big\n\n${'word '.repeat(1_000_000)}`);
+    const heap = await refusal(extractText({ path: big, filename: 'big.md' }, {}, { heapMb: 32 }));
+    expect(heap.message).toBe(`'big.md' needs more than 32 MB of heap to parse`);
+    const slow = await refusal(extractText({ path: big, filename: 'big.md' }, {}, { timeoutMs: 1 }));
+    expect(slow.message).toMatch(/took longer than/);
+    expect((await extractText({ path: big, filename: 'big.md' })).title).toBe('Big');
   });
 
   it('ends with text or a DocumentError on mutated PDFs and DOCX files (fuzz, bounded)', async () => {

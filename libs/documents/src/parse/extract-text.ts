@@ -27,6 +27,8 @@ export interface ParseLimits {
 }
 
 const MiB = 1024 * 1024;
+/** Text and Markdown files up to this size are parsed in the calling process (see extractText). */
+const IN_PROCESS_MAX_BYTES = MiB;
 /** How V8 and native code die when an allocation fails under the cap. */
 const CRASHES = new Set(['SIGSEGV', 'SIGABRT', 'SIGTRAP', 'SIGBUS']);
 
@@ -74,10 +76,11 @@ export async function extractText(
     options: { ...PARSER_DEFAULTS, ...options },
     bounds: { maxBytes: limits.maxDecompressedBytes, maxRatio: limits.maxRatio },
   };
-  // Plain text and Markdown are decoded in one linear pass within the size limit: a process of their
-  // own would cost more than the work. Formats with a parser library get one.
-  const reply =
-    format === 'text' || format === 'markdown' ? await inProcess(request) : await runProcess(request, limits);
+  // Small plain text and Markdown are decoded here: a process of their own would cost more than the
+  // work. Larger ones go to the capped process with the formats that have a parser library: decoding
+  // and normalising take some 19 times the file in memory and block for seconds past a few MB.
+  const here = (format === 'text' || format === 'markdown') && size <= IN_PROCESS_MAX_BYTES;
+  const reply = here ? await inProcess(request) : await runProcess(request, limits);
   if (!reply.ok) {
     throw new DocumentError(
       reply.unreadable ? reply.message : `'${name}' could not be parsed as ${format}: ${reply.message}`,
