@@ -12,6 +12,7 @@ import { CreatedObjects } from './ownership/created-objects';
 import { PgPools } from './postgres/pg-pools';
 import type { DestinationPlugin } from './registry';
 import { metered } from './metered';
+import { DestinationSecretChecks } from './secret-checks';
 
 /**
  * The destination plug-ins an app registers at boot: their loaders (DESTINATIONS, by name) and the
@@ -32,6 +33,7 @@ export class DestinationsModule {
         SinkGate,
         PgPools,
         MongoClients,
+        DestinationSecretChecks,
         ...loaders,
         {
           provide: DESTINATIONS,
@@ -52,6 +54,7 @@ export class DestinationsModule {
         CreatedObjects,
         SinkLedger,
         SinkGate,
+        DestinationSecretChecks,
       ],
     };
   }

@@ -1,5 +1,6 @@
 import { Body, Controller, Delete, Get, Param, Put } from '@nestjs/common';
 import { ApiBody, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
+import { DestinationSecretChecks } from '@tapyard/destinations';
 import { SecretsService } from '@tapyard/secrets';
 import { ApiErrors } from '../http/api-errors.decorator';
 import { RequestEnvironment } from '../http/environment.decorator';
@@ -15,7 +16,10 @@ const NAME_PARAM = {
 @ApiTags('secrets')
 @Controller('secrets')
 export class SecretsController {
-  constructor(private readonly secrets: SecretsService) {}
+  constructor(
+    private readonly secrets: SecretsService,
+    private readonly destinations: DestinationSecretChecks,
+  ) {}
 
   @Get()
   @Requires('secret:read')
@@ -44,7 +48,10 @@ export class SecretsController {
   @Requires('secret:update')
   @ApiOperation({
     summary: 'Create or replace a secret',
-    description: 'Body: a JSON object of field names to string values. Stored encrypted (AES-256-GCM).',
+    description:
+      'Body: a JSON object of field names to string values. Stored encrypted (AES-256-GCM). A Snowflake secret ' +
+      '(`account` with `warehouse`) must name Snowflake itself: `accessUrl`, when given, an account URL under ' +
+      'snowflakecomputing.com, .cn or .mil, or an endpoint on TAP_EGRESS_ALLOW.',
   })
   @ApiParam(NAME_PARAM)
   @ApiBody({
@@ -56,13 +63,16 @@ export class SecretsController {
   })
   @ApiOkResponse({ type: StatusOkDto })
   @ApiErrors({
-    400: 'Not an object of strings, a bad name, or a name of the access state (`*/api-keys`, `api-key-mappings`)',
+    400:
+      'Not an object of strings, a bad name, a name of the access state (`*/api-keys`, `api-key-mappings`), or a ' +
+      'Snowflake `account` or `accessUrl` that does not name Snowflake (`details` names the field)',
   })
   async put(
     @RequestEnvironment() env: string,
     @Param('name') name: string,
     @Body() fields: unknown,
   ): Promise<StatusOkDto> {
+    this.destinations.check(name, fields);
     await this.secrets.put(env, name, fields);
     return { status: 'ok' };
   }

@@ -5,7 +5,8 @@ import { DestinationNotAllowedError, DestinationSection, confinementOf } from '@
 export class SnowflakeDestinationDto {
   @ApiProperty({
     description:
-      'Secret with `account`, `user`, `password` (or `privateKey`), `warehouse`, `database`, `schema`, optional `role`, `accessUrl`',
+      'Secret with `account`, `user`, `password` (or `privateKey`), `warehouse`, `database`, `schema`, optional `role`, ' +
+      '`accessUrl` (an account URL under snowflakecomputing.com, .cn or .mil, or an endpoint on TAP_EGRESS_ALLOW)',
   })
   @IsString()
   @Matches(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, { message: 'secretName must be a secret name' })

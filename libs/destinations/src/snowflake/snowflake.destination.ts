@@ -19,6 +19,7 @@ import { writeRowFile } from '../typed-rows';
 import { warehouseDecimal } from '../objectstore/parquet-decimal';
 import { SnowflakeTarget } from './section';
 import { DestinationErrorCode } from '../destination-errors';
+import { snowflakeEndpoint } from './endpoint';
 
 type SnowflakeSdk = typeof import('snowflake-sdk');
 let sdk: Promise<SnowflakeSdk> | null = null;
@@ -198,15 +199,14 @@ export class SnowflakeDestination extends Sink implements Destination {
       throw new ValidationError(`secret '${d.secretName}' needs 'password' or 'privateKey'`).coded(
         DestinationErrorCode.InvalidSecret,
       );
-    const url = new URL(f.accessUrl || `https://${f.account}.snowflakecomputing.com`);
-    const port = url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80;
+    // Before any lookup: the secret names Snowflake itself or an endpoint the operator allow-listed.
+    const endpoint = snowflakeEndpoint(
+      f,
+      (host, port) => this.policy.isAllowListed(host, port),
+      d.secretName,
+    );
     try {
-      const permit = await this.policy.check(url.hostname, port);
-      if (url.protocol === 'http:' && !permit.allowListed) {
-        throw new ValidationError(
-          `the Snowflake endpoint ${url.host} uses http: only an allow-listed endpoint may (use https)`,
-        ).coded(DestinationErrorCode.EndpointRefused);
-      }
+      await this.policy.check(endpoint.host, endpoint.port);
     } catch (err) {
       if (err instanceof EgressRefused)
         throw new ValidationError(`the Snowflake endpoint is not allowed: ${err.message}`).coded(
@@ -224,7 +224,7 @@ export class SnowflakeDestination extends Sink implements Destination {
       database: f.database,
       schema: f.schema,
       ...(f.role ? { role: f.role } : {}),
-      ...(f.accessUrl ? { accessUrl: f.accessUrl } : {}),
+      ...(endpoint.accessUrl ? { accessUrl: endpoint.accessUrl } : {}),
       timeout: 60_000,
       // A refused login fails at once: the delivery's own retries (LOAD_RETRY_ATTEMPTS) take it from
       // there. The driver's retries (7, sleeping up to 16 s each) outlived the bound on the login and
@@ -232,7 +232,7 @@ export class SnowflakeDestination extends Sink implements Destination {
       // running for minutes.
       sfRetryMaxLoginRetries: 0,
     } as ConnectionOptions;
-    return { options, where: url.host };
+    return { options, where: endpoint.where };
   }
 }
 
