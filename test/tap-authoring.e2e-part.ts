@@ -634,16 +634,11 @@ describe('tap authoring capabilities', () => {
     await double.stop();
   });
 
-  it('a read-only key may brainstorm and read fragments, not generate, optimise or write fragments; a catalog-scoped key only its taps', async () => {
+  it('a read-only key may read fragments, not brainstorm, generate, optimise or write fragments; a catalog-scoped key only its taps', async () => {
     const viewer = await issueKey(api.http, admin, 'viewer', { template: 'read-only' });
-    double.script({ json: { reply: 'r', description: 'd', suggestedEnvVars: [] } });
-    await api.http
-      .post('/api/v1/tap/brainstorm')
-      .set('x-api-key', viewer)
-      .send({ messages: [{ role: 'user', content: 'x' }] })
-      .expect(200);
     await api.http.get('/api/v1/tap/prompt-fragments').set('x-api-key', viewer).expect(200);
     for (const [path, body] of [
+      ['/tap/brainstorm', { messages: [{ role: 'user', content: 'x' }] }],
       ['/tap/generate', { tapName: 'a', description: 'x' }],
       ['/tap/fix', { tapName: 'a', script: 'x' }],
       ['/tap/review', { tapName: 'a', script: 'x', recordCount: 0, durationMs: 1 }],
@@ -657,7 +652,7 @@ describe('tap authoring capabilities', () => {
       .set('x-api-key', viewer)
       .send({ content: 'c' })
       .expect(403);
-    expect(double.calls).toHaveLength(1);
+    expect(double.calls).toHaveLength(0);
 
     await api.http
       .post('/api/v1/tap')
@@ -691,6 +686,38 @@ describe('tap authoring capabilities', () => {
       .send({ tapName: 'a', description: 'x', secretName: 'gh' })
       .expect(403);
     expect(denied.body.message).toContain('secret:use');
-    expect(double.calls).toHaveLength(1);
+    expect(double.calls).toHaveLength(0);
+  });
+
+  it('brainstorming and a schedule only the model reads need tap:update (they spend model calls); a known schedule tap:read', async () => {
+    double.reset();
+    const viewer = await issueKey(api.http, admin, 'cron-viewer', { template: 'read-only' });
+    const author = await issueKey(api.http, admin, 'cron-author', {
+      capabilities: ['tap:read', 'tap:update:catalog=eng'],
+    });
+    const as = (key: string, path: string, body: object) =>
+      api.http.post(`/api/v1${path}`).set('x-api-key', key).send(body);
+    const idea = { messages: [{ role: 'user', content: 'GitHub issues' }] };
+    const odd = { description: 'whenever the moon is full' };
+
+    const known = await as(viewer, '/tap/cron', { description: 'every weekday at 7am' }).expect(200);
+    expect(known.body.cronExpression).toBe('0 0 7 ? * MON-FRI');
+    const brainstorm = await as(viewer, '/tap/brainstorm', idea).expect(403);
+    expect(brainstorm.body.message).toBe("'cron-viewer' lacks the capability tap:update for this request");
+    const cron = await as(viewer, '/tap/cron', odd).expect(403);
+    expect(cron.body.message).toBe(
+      "'cron-viewer' lacks the capability tap:update to have the model read a schedule the platform does not know",
+    );
+    expect(double.calls).toHaveLength(0);
+
+    // tap:update in any scope: neither names a tap.
+    double.script({
+      json: { reply: 'Which repository?', description: 'GitHub issues', suggestedEnvVars: [] },
+    });
+    await as(author, '/tap/brainstorm', idea).expect(200);
+    double.script({ json: { cronExpression: '0 0 0 ? * SUN', explanation: 'weekly' } });
+    const read = await as(author, '/tap/cron', odd).expect(200);
+    expect(read.body.cronExpression).toBe('0 0 0 ? * SUN');
+    expect(double.calls).toHaveLength(2);
   });
 });

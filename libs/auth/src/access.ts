@@ -1,7 +1,7 @@
 import { Logger } from 'pino';
 import type { Identity } from './authenticator';
 import { DomainCode, ForbiddenError, NotFoundError } from '@tapyard/core';
-import { ScopeFields, canOn } from './ability';
+import { ScopeFields, canOn, canSome } from './ability';
 import { AccessCheck } from './access-check';
 import { Action, Resource } from './capability';
 import { AuthErrorCode } from './auth-errors';
@@ -87,6 +87,23 @@ export class Access implements AccessCheck {
         `'${this.identity.name}' lacks the capability ${resource}:${action} ${why}`,
       ).coded(AuthErrorCode.CapabilityMissing);
     }
+  }
+
+  /**
+   * Throws a 403 naming the capability unless the caller holds it in some scope: for work that touches
+   * no stored resource (as the guard's `none`) but is only done on some paths of a route.
+   */
+  requireSome(action: Action, resource: Resource, why = 'for this request'): void {
+    if (!this.checked || canSome(this.identity.ability, action, resource)) return;
+    this.audit.write(
+      this.identity,
+      { route: this.route, required: `${resource}:${action}` },
+      this.enforce ? 'deny' : 'would-deny',
+    );
+    if (!this.enforce) return;
+    throw new ForbiddenError(
+      `'${this.identity.name}' lacks the capability ${resource}:${action} ${why}`,
+    ).coded(AuthErrorCode.CapabilityMissing);
   }
 
   /** Whether the caller may act; a refusal is audited, and in log-only mode lets the call through. */

@@ -41,7 +41,8 @@ export class TapAuthoringController {
 
   @Post('brainstorm')
   @HttpCode(200)
-  @Requires('tap:read', 'none')
+  // Authoring that spends the model provider's budget: not for read-only keys. It names no tap, so any scope passes.
+  @Requires('tap:update', 'none')
   @ApiOperation({
     summary:
       'Talk a tap through with the model: a reply, the description so far, environment variables to set',

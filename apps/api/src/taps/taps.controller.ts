@@ -1,5 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Post, Put, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { cronFromEnglish } from '@tapyard/schedules';
 import { CronResult, TapAuthoringService } from '@tapyard/tap-authoring';
 import {
   LedgerEntry,
@@ -216,8 +217,9 @@ export class TapsController {
     summary: 'Plain English to a Quartz cron expression',
     description:
       'Deterministic for common phrasings (every N seconds/minutes/hours, daily at, weekdays, weekly on, monthly on ' +
-      'day N, last day of month, ...), with or without a model provider. Other phrasings go to the model (secret ' +
-      "'ai', feature cron), whose answer is accepted only when it is a valid Quartz expression that fires again. " +
+      'day N, last day of month, ...), with or without a model provider: these need tap:read. Other phrasings go to ' +
+      "the model (secret 'ai', feature cron), which spends the provider's budget and so needs tap:update (in any " +
+      'scope); its answer is accepted only when it is a valid Quartz expression that fires again. ' +
       'A description written as a cron expression (five to seven fields) is validated as Quartz and explained, ' +
       'never sent to the model: 400 with the reason when it is not valid Quartz. ' +
       'Returns the expression, an explanation and the next 5 fire times.',
@@ -225,14 +227,21 @@ export class TapsController {
   @ApiOkResponse({ type: CronResultDto })
   @ApiErrors({
     400: 'Unknown time zone, or a description written as an invalid Quartz expression',
+    403: 'A phrasing only the model could read, and the caller lacks tap:update',
     422: 'Phrasing not understood (no provider), or the model gave no valid Quartz expression twice',
   })
   cron(
     @RequestEnvironment() env: string,
+    @RequestAccess() access: Access,
     @Body() body: CronRequestDto,
     @RequestSignal() signal: AbortSignal,
   ): Promise<CronResult> {
-    return this.authoring.cron(env, body.description, body.timezone ?? 'UTC', signal);
+    const timezone = body.timezone ?? 'UTC';
+    // Reading a schedule is for any reader, but asking the model spends the provider's budget: that is
+    // authoring, as brainstorming is. A phrase the parser knows never reaches the model.
+    if (cronFromEnglish(body.description, timezone) === null)
+      access.requireSome('update', 'tap', 'to have the model read a schedule the platform does not know');
+    return this.authoring.cron(env, body.description, timezone, signal);
   }
 
   @Get('tap/ledger')

@@ -216,7 +216,7 @@ function Brainstorm({
   description: string;
   use: (description: string) => void;
 }): ReactNode {
-  const refused = useRefusal('tap:read');
+  const refused = useRefusal('tap:update');
   const [messages, setMessages] = useState<Message[]>([]);
   const [text, setText] = useState('');
   const [answer, setAnswer] = useState<Schemas['BrainstormResultDto'] | null>(null);
