@@ -21,6 +21,7 @@ import { IncidentSettings1764912000000 } from './migrations/1764912000000-incide
 import { JobRowCounts1764998400000 } from './migrations/1764998400000-job-row-counts';
 import { RecordEvents1765084800000 } from './migrations/1765084800000-record-events';
 import { CodegenGenerations1765171200000 } from './migrations/1765171200000-codegen-generations';
+import { PipelineLocationsChecked1765257600000 } from './migrations/1765257600000-pipeline-locations-checked';
 
 /** Postgres schema holding Tapyard's own metadata; never a destination (see @tapyard/pipelines PLATFORM_SCHEMAS). */
 export const METADATA_SCHEMA = 'tapyard';
@@ -47,6 +48,7 @@ export const MIGRATIONS = [
   JobRowCounts1764998400000,
   RecordEvents1765084800000,
   CodegenGenerations1765171200000,
+  PipelineLocationsChecked1765257600000,
 ];
 
 // Any constant works as long as every Tapyard process uses the same one.

@@ -9,6 +9,11 @@ export const PipelineErrorCode = {
   LoadRunning: 'pipeline.load_running',
   /** Outside the caller's confinement, or a platform-owned place. */
   DestinationRefused: 'pipeline.destination_refused',
+  /**
+   * A pipeline stored before saves checked who else loads where it loads, sharing its table or
+   * collection with a pipeline of another scope: it loads again once saved again.
+   */
+  LocationUnchecked: 'pipeline.location_unchecked',
   Invalid: 'pipeline.invalid',
   InvalidExpression: 'pipeline.invalid_expression',
   /** The file's content (not its name) shows a type the pipeline cannot read, e.g. a PDF for a CSV pipeline. */

@@ -219,4 +219,9 @@ export interface StoredPipeline {
   deletingSince: Date | null;
   /** Its loaded rows carry LOAD_ID_COLUMN (pipelines created since write modes exist). */
   loadId: boolean;
+  /**
+   * Saved since saves check who else loads where it loads (PipelinesService.save); false for a
+   * definition stored before, which loads beside no pipeline of another scope until it is saved again.
+   */
+  locationsChecked: boolean;
 }

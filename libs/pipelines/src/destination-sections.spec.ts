@@ -108,6 +108,19 @@ describe('destination sections, as registered at boot', () => {
     expect(() => new DestinationSections([])).toThrow(/no destination sections/);
   });
 
+  it('lists the places of the sections that declare them, and none for those that do not', () => {
+    const table: DestinationSection<PathDto, { path: string }> = {
+      ...section('table'),
+      locations: (t) => [{ store: 'postgres', database: 'd', schema: 's', name: t.path }],
+    };
+    const sections = new DestinationSections([section('files'), table]);
+    const destination = { files: { path: 'out' }, table: { path: 'sales' }, writeMode: 'replace' as const };
+    expect(sections.locationsOf(destination)).toEqual([
+      { store: 'postgres', database: 'd', schema: 's', name: 'sales' },
+    ]);
+    expect(sections.locationsOf({ files: { path: 'out' }, table: null })).toEqual([]);
+  });
+
   it('a body whose destination is missing or not an object is a 400, not a crash', async () => {
     const sections = new DestinationSections([section('files')]);
     for (const destination of [undefined, null, 'files', [{ path: 'x' }]]) {

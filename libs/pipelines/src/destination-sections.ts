@@ -2,7 +2,7 @@ import { Type as Constructor } from '@nestjs/common';
 import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
 import { ErrorDetail, TapyardConfig, didYouMean, invalidRequest, validationProblems } from '@tapyard/core';
-import type { DestinationDefaults } from './destination-confinement';
+import type { DataLocation, DestinationDefaults } from './destination-confinement';
 import type { PipelineDefinition } from '@tapyard/model';
 
 /**
@@ -22,6 +22,13 @@ export interface DestinationSection<Dto extends object = object, Stored = unknow
    * section names. Checked on save, before a load and before a delete.
    */
   confine(config: TapyardConfig, environment: string, section: Stored): void;
+  /**
+   * The tables or collections its loads write rows into that another pipeline may name too: a load
+   * there can replace, overwrite or add to that pipeline's rows, so a save needs pipeline:update over
+   * every pipeline already loading there. Left out by sections whose loads write only places of their
+   * own (a job's folder of files) or that reach a place only through a secret (secret:use).
+   */
+  locations?(section: Stored): DataLocation[];
   /** The destination plug-ins that load what this section configures (`database` → postgres or mongodb). */
   loadedBy(section: Stored): string;
   /** The name of the secret holding the section's credentials, when it has one. */
@@ -132,6 +139,11 @@ export class DestinationSections {
   /** The destination plug-ins a pipeline loads into (`postgres`, `objectstore`, ...), in section order. */
   loadersOf(def: PipelineDefinition): string[] {
     return this.configured(def.destination).map(({ section, value }) => section.loadedBy(value));
+  }
+
+  /** Where a pipeline's loads write rows another pipeline may also name (each section's `locations`). */
+  locationsOf(destination: PipelineDefinition['destination']): DataLocation[] {
+    return this.configured(destination).flatMap(({ section, value }) => section.locations?.(value) ?? []);
   }
 
   /**

@@ -1,5 +1,7 @@
 import { Injectable } from '@nestjs/common';
+import { isDeepStrictEqual } from 'node:util';
 import type { AccessCheck } from '@tapyard/auth';
+import { ForbiddenError } from '@tapyard/core';
 import { requireSecretUse } from '@tapyard/secrets';
 import { DestinationSections } from './destination-sections';
 import { PipelineConfigDto } from './dto/pipeline-config.dto';
@@ -21,6 +23,42 @@ export class PipelinePolicy {
   assertMaySave(access: AccessCheck, config: Pick<PipelineConfigDto, 'destination'>): void {
     const named = this.sections.namedSecrets(config.destination as Record<string, unknown> | undefined);
     if (named.length > 0) requireSecretUse(access, `to hand secret '${named[0]}' to a destination`);
+  }
+
+  /**
+   * Loading into a table or collection (`location`, described) where other pipelines already load:
+   * the load could delete their rows (`replace`), overwrite them (`merge`) or add rows of its own, so
+   * it needs pipeline:update over each of them, as changing those pipelines would. The refusal names
+   * the place, never the other pipeline, which the caller may not be allowed to see.
+   */
+  assertMayLoadBeside(access: AccessCheck, location: string, others: PipelineDefinition[]): void {
+    for (const other of others) {
+      access.require(
+        'update',
+        'pipeline',
+        pipelineScope(other),
+        `for ${location}: a pipeline outside its scope loads there`,
+      );
+    }
+  }
+
+  /**
+   * A load, which has no caller: a definition saved before saves checked the above may not load
+   * beside a pipeline of another scope, since who saved it (and what they held) is not known. Saving
+   * it again, which checks the saver, clears it.
+   */
+  assertStoredMayLoadBeside(
+    name: string,
+    def: PipelineDefinition,
+    location: string,
+    others: PipelineDefinition[],
+  ): void {
+    const own = pipelineScope(def);
+    if (others.every((o) => isDeepStrictEqual(pipelineScope(o), own))) return;
+    throw new ForbiddenError(
+      `pipeline '${name}' may not load into ${location}: a pipeline of another scope loads there, and ` +
+        `'${name}' was saved before saves checked that; save it again with pipeline:update over both to load`,
+    ).coded(PipelineErrorCode.LocationUnchecked);
   }
 
   /**

@@ -12,6 +12,7 @@ export interface PipelineRow {
   updated_at: Date;
   deleting_since: Date | null;
   load_id: boolean;
+  locations_checked: boolean;
 }
 
 /** PostgreSQL's lock_not_available: a lock_timeout ran out. */
@@ -36,44 +37,68 @@ export class PipelinesRepository {
     lock = false,
   ): Promise<PipelineRow | null> {
     const rows: PipelineRow[] = await m.query(
-      `SELECT id, name, catalog, definition, version, updated_at, deleting_since, load_id FROM tapyard.pipelines
+      `SELECT id, name, catalog, definition, version, updated_at, deleting_since, load_id, locations_checked
+       FROM tapyard.pipelines
        WHERE environment = $1 AND name = $2 ${lock ? 'FOR NO KEY UPDATE' : ''}`,
       [environment, name],
     );
     return rows[0] ?? null;
   }
 
-  list(environment: string): Promise<PipelineRow[]> {
-    return this.db.query(
-      `SELECT id, name, catalog, definition, version, updated_at, deleting_since, load_id FROM tapyard.pipelines
+  list(environment: string, m: EntityManager = this.db.manager): Promise<PipelineRow[]> {
+    return m.query(
+      `SELECT id, name, catalog, definition, version, updated_at, deleting_since, load_id, locations_checked
+       FROM tapyard.pipelines
        WHERE environment = $1 ORDER BY name`,
       [environment],
     );
   }
 
   /**
+   * Until the transaction ends, no other save of the environment runs: a save reads where the other
+   * pipelines load, and two saves naming one table at once would each miss the other.
+   */
+  async lockSaves(environment: string, m: EntityManager): Promise<void> {
+    await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`tapyard-pipeline-saves:${environment}`]);
+  }
+
+  /**
    * Inserts version 1, or does nothing when the row exists (returns whether it inserted). A pipeline
-   * created now loads rows carrying their load id.
+   * created now loads rows carrying their load id, and was saved with its locations checked.
    */
   async insert(environment: string, def: PipelineDefinition, m: EntityManager): Promise<boolean> {
     const rows: unknown[] = await m.query(
-      `INSERT INTO tapyard.pipelines (environment, name, catalog, definition, version, load_id)
-       VALUES ($1, $2, $3, $4, 1, true) ON CONFLICT (environment, name) DO NOTHING RETURNING id`,
+      `INSERT INTO tapyard.pipelines (environment, name, catalog, definition, version, load_id, locations_checked)
+       VALUES ($1, $2, $3, $4, 1, true, true) ON CONFLICT (environment, name) DO NOTHING RETURNING id`,
       [environment, def.name, def.catalog, JSON.stringify(def)],
     );
     return rows.length > 0;
   }
 
+  /**
+   * `checked`: the change is a save, which checked who else loads where the pipeline loads; a change
+   * made by a job (new columns) leaves the mark as it was.
+   */
   async update(
     environment: string,
     def: PipelineDefinition,
     version: number,
     m: EntityManager,
+    checked: boolean,
   ): Promise<void> {
     await m.query(
-      `UPDATE tapyard.pipelines SET definition = $3, catalog = $4, version = $5, updated_at = now()
+      `UPDATE tapyard.pipelines SET definition = $3, catalog = $4, version = $5, updated_at = now(),
+         locations_checked = locations_checked OR $6
        WHERE environment = $1 AND name = $2`,
-      [environment, def.name, JSON.stringify(def), def.catalog, version],
+      [environment, def.name, JSON.stringify(def), def.catalog, version, checked],
+    );
+  }
+
+  /** A save that changed nothing still checked the locations: a stored definition is cleared to load. */
+  async markLocationsChecked(environment: string, name: string, m: EntityManager): Promise<void> {
+    await m.query(
+      `UPDATE tapyard.pipelines SET locations_checked = true WHERE environment = $1 AND name = $2`,
+      [environment, name],
     );
   }
 

@@ -1,8 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { isDeepStrictEqual } from 'node:util';
+import type { EntityManager } from 'typeorm';
 import type { AccessCheck } from '@tapyard/auth';
 import { CONFIG, ConflictError, DomainCode, NotFoundError, TapyardConfig } from '@tapyard/core';
-import { destinationDefaults } from './destination-confinement';
+import { describeLocation, destinationDefaults } from './destination-confinement';
 import { DestinationDto, DestinationSections } from './destination-sections';
 import { PipelineConfigDto } from './dto/pipeline-config.dto';
 import { toDefinition } from './pipeline-definition';
@@ -51,7 +52,10 @@ export class PipelinesService {
     private readonly cache: PipelineCache,
   ) {}
 
-  /** Create or update, as `access` may (the catalog was checked by the entry point, the rest here). */
+  /**
+   * Create or update, as `access` may (the catalog was checked by the entry point, the rest here),
+   * including loading beside the pipelines that already load into its tables or collections.
+   */
   async save(
     environment: string,
     dto: PipelineConfigDto,
@@ -61,13 +65,20 @@ export class PipelinesService {
     const def = toDefinition(dto, destinationDefaults(this.config, environment), this.sections);
     this.sections.assertAllowed(this.config, environment, def.destination);
     const saved = await this.repo.transaction(async (m) => {
+      await this.repo.lockSaves(environment, m);
+      for (const [location, others] of await this.sharers(environment, def, m)) {
+        this.policy.assertMayLoadBeside(access, location, others);
+      }
       if (await this.repo.insert(environment, def, m)) return { name: def.name, version: 1, changed: true };
       const current = (await this.repo.find(environment, def.name, m, true)) as PipelineRow;
       if (current.deleting_since) throw new PipelineDeletingError(def.name);
       if (isDeepStrictEqual(normalise(current.definition), normalise(def))) {
-        return { name: def.name, version: current.version, changed: false };
+        // Saving a stored definition unchanged is how it is cleared to load beside other scopes.
+        if (current.locations_checked) return { name: def.name, version: current.version, changed: false };
+        await this.repo.markLocationsChecked(environment, def.name, m);
+        return { name: def.name, version: current.version, changed: true };
       }
-      await this.repo.update(environment, def, current.version + 1, m);
+      await this.repo.update(environment, def, current.version + 1, m, true);
       return { name: def.name, version: current.version + 1, changed: true };
     });
     if (saved.changed) await this.cache.changed(environment, def.name);
@@ -112,12 +123,45 @@ export class PipelinesService {
 
   /**
    * The pipeline a job is about to load for, checked again at load time: a pipeline being deleted
-   * takes no loads, and one stored before a confinement rule existed cannot load outside it.
+   * takes no loads, and one stored before a confinement rule existed cannot load outside it, nor,
+   * stored before saves checked who else loads there, beside a pipeline of another scope. Every
+   * load (uploads, drops, taps, documents, redeliveries) passes here.
    */
   async getForLoading(environment: string, name: string): Promise<StoredPipeline> {
     const found = await this.getCached(environment, name);
     if (found.deletingSince) throw new PipelineDeletingError(name);
     this.sections.assertAllowed(this.config, environment, found.definition.destination);
+    // Only definitions stored before the check read the others: a checked save was refused unless
+    // its saver held pipeline:update over every pipeline loading there, and any later save beside it
+    // is checked against it.
+    if (!found.locationsChecked) {
+      for (const [location, others] of await this.sharers(environment, found.definition)) {
+        this.policy.assertStoredMayLoadBeside(name, found.definition, location, others);
+      }
+    }
+    return found;
+  }
+
+  /**
+   * The other pipelines of the environment that load where `def` loads, by place (its description,
+   * which names the place whole: store, database, schema, table or collection).
+   */
+  private async sharers(
+    environment: string,
+    def: PipelineDefinition,
+    m?: EntityManager,
+  ): Promise<Map<string, PipelineDefinition[]>> {
+    const found = new Map<string, PipelineDefinition[]>();
+    const mine = new Set(this.sections.locationsOf(def.destination).map(describeLocation));
+    if (mine.size === 0) return found;
+    for (const row of await this.repo.list(environment, m)) {
+      if (row.name === def.name) continue;
+      for (const where of new Set(
+        this.sections.locationsOf(row.definition.destination).map(describeLocation),
+      )) {
+        if (mine.has(where)) found.set(where, [...(found.get(where) ?? []), row.definition]);
+      }
+    }
     return found;
   }
 
@@ -170,7 +214,7 @@ export class PipelinesService {
         ...row.definition,
         source: { ...row.definition.source, schemaProperties: { fields: [...fields, ...added] } },
       };
-      await this.repo.update(environment, def, row.version + 1, m);
+      await this.repo.update(environment, def, row.version + 1, m, false);
       return { ...stored(row), definition: def, version: row.version + 1, updatedAt: new Date() };
     });
     // Also when another job added them first: that job's change may not be heard here yet.
@@ -199,6 +243,7 @@ function stored(row: PipelineRow): StoredPipeline {
     updatedAt: row.updated_at,
     deletingSince: row.deleting_since,
     loadId: row.load_id,
+    locationsChecked: row.locations_checked,
   };
 }
 

@@ -50,11 +50,17 @@ export class PipelinesController {
       'environment; a tenant (multi-tenant mode) only its own schema t_<tenant>, MongoDB database <tenant> and ' +
       'bucket <tenant>-output, which are also its defaults. A destination outside that is 400 naming it. A section ' +
       'that names a secret (kafka, activemq, rest, snowflake, databricks) needs secret:use: the platform sends its ' +
-      'credentials to the address the pipeline gives.',
+      'credentials to the address the pipeline gives. A PostgreSQL table or MongoDB collection that other ' +
+      'pipelines of the environment already load into needs pipeline:update over each of them too (a load there ' +
+      'can replace, overwrite or add to their rows): otherwise 403 naming the table or collection, never the ' +
+      'other pipeline.',
   })
   @ApiOkResponse({ type: SavePipelineResultDto })
   @ApiErrors({
     400: 'Invalid configuration, or a destination outside the caller’s confinement; `details` names each field',
+    403:
+      'A capability the caller lacks: secret:use for a section naming a secret, or pipeline:update over a ' +
+      'pipeline outside its scope that loads into the same table or collection (named in the message)',
     409: 'The pipeline is being deleted (repeat the DELETE)',
   })
   async save(

@@ -69,6 +69,7 @@ export const databaseSection: DestinationSection<DatabaseDestinationDto, Databas
     assertLocationAllowed(config, environment, location);
     checkTableName(describeLocation(location), db.table);
   },
+  locations: (db) => [databaseLocation(db)],
   loadedBy: (db) => (db.usePostgres === false ? 'mongodb' : 'postgres'),
 };
 

@@ -1,0 +1,297 @@
+import { mongo } from 'mongoose';
+import { Pool } from 'pg';
+import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
+import { issueKey, newBootstrapKey } from './support/auth';
+import { TEST_DATABASE_URL, TEST_MONGODB_URI, TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
+import { RollupAnswer } from './support/ingest';
+import { ModelDouble } from './support/model-double';
+import { closedPort } from './support/net';
+
+interface SseEvent {
+  event: string;
+  data: Record<string, unknown>;
+}
+
+/**
+ * API audit, finding 1: a catalog-scoped key could save a pipeline of its catalog whose destination is
+ * a table or collection another catalog's pipeline loads into, then replace (delete), merge over or add
+ * to that catalog's rows. A save now needs pipeline:update over every pipeline already loading there
+ * (through the route and the assistant's register_pipeline alike), and a definition stored before that
+ * check loads beside no pipeline of another scope until it is saved again by someone who may. API keys
+ * on; real API and worker, PostgreSQL, FerretDB (MongoDB wire), MinIO; the model is the loopback double.
+ */
+describe('a table or collection another scope loads into', () => {
+  const env = uniqueEnvironment('locations');
+  const schema = `loc_${env.replace(/[^a-z0-9]/g, '_')}`.slice(0, 60);
+  const mongoDb = schema;
+  const admin = newBootstrapKey();
+  const double = new ModelDouble();
+  let api: TestApi;
+  let worker: TestWorker;
+  let pg: Pool;
+  let mongoClient: mongo.MongoClient;
+  let base: string;
+  /** The audit's catalog-scoped key, able to watch its jobs and talk to the assistant. */
+  let keyA: string;
+  let pgDatabase: string;
+
+  const csvPipeline = (name: string, catalog: string, destination: Record<string, unknown>) => ({
+    name,
+    catalog,
+    source: { fileAttributes: { format: 'csv' }, schemaProperties: { fields: [{ name: 'n', type: 'int' }] } },
+    destination,
+  });
+  const jsonPipeline = (name: string, catalog: string, collection: string) => ({
+    name,
+    catalog,
+    source: {
+      fileAttributes: { format: 'json' },
+      schemaProperties: { fields: [{ name: '_json', type: 'string' }] },
+    },
+    destination: { database: { usePostgres: false, dbName: mongoDb, table: collection } },
+  });
+  const table = (name: string) => ({ database: { schema, table: name } });
+  const refusal = (where: string) =>
+    `'team-a' lacks the capability pipeline:update for ${where}: a pipeline outside its scope loads there`;
+
+  const post = (key: string, path: string, body: unknown) =>
+    api.http
+      .post(`/api/v1${path}`)
+      .set('x-api-key', key)
+      .send(body as object);
+  const get = (key: string, path: string, query: Record<string, string>) =>
+    api.http.get(`/api/v1${path}`).query(query).set('x-api-key', key);
+
+  async function load(key: string, pipeline: string, content: string) {
+    const res = await api.http
+      .post('/api/v1/pipeline/upload')
+      .set('x-api-key', key)
+      .field('pipeline', pipeline)
+      .attach('file', Buffer.from(content), 'rows.csv')
+      .expect(200);
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const body = (
+        await get(key, '/pipeline/status', { pipelinetoken: res.text, withrollup: 'true' }).expect(200)
+      ).body as RollupAnswer;
+      if (body.rollup.allDone) return body.rollup.jobs[0];
+      if (Date.now() > deadline) throw new Error(`job not done: ${JSON.stringify(body.rollup)}`);
+      await new Promise((done) => setTimeout(done, 100));
+    }
+  }
+  const rows = async (name: string) =>
+    (await pg.query(`SELECT n FROM "${schema}"."${name}" ORDER BY n`)).rows.map((r: { n: number }) => r.n);
+
+  async function chat(key: string, body: Record<string, unknown>): Promise<SseEvent[]> {
+    const res = await fetch(`${base}/assistant/chat`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': key },
+      body: JSON.stringify(body),
+    });
+    expect(res.status).toBe(200);
+    return (await res.text())
+      .split('\n\n')
+      .map((block) => block.split('\n'))
+      .filter((lines) => lines.some((l) => l.startsWith('event: ')))
+      .map((lines) => ({
+        event: lines.find((l) => l.startsWith('event: '))!.slice(7),
+        data: JSON.parse(lines.find((l) => l.startsWith('data: '))!.slice(6)) as Record<string, unknown>,
+      }));
+  }
+
+  /** Asks the assistant (as `key`) to call one tool and confirms it. Returns its tool_result. */
+  async function callTool(key: string, name: string, args: Record<string, unknown>) {
+    double.script({ toolCalls: [{ name, arguments: args }] }, { text: 'done' });
+    let events = await chat(key, { messages: [{ content: `please ${name}` }] });
+    const pending = events.find((e) => e.event === 'pending_action');
+    if (pending) {
+      const { actionId, conversationId } = pending.data as { actionId: string; conversationId: string };
+      events = await chat(key, { messages: [{ content: 'yes' }], conversationId, confirm: actionId });
+    }
+    const result = events.find((e) => e.event === 'tool_result');
+    expect(result).toBeDefined();
+    return result!.data;
+  }
+
+  beforeAll(async () => {
+    await double.start();
+    const port = await closedPort();
+    base = `http://127.0.0.1:${port}/api/v1`;
+    const flags = {
+      TAPYARD_ENV: env,
+      ...TEST_OBJECT_STORE,
+      MONGODB_URI: TEST_MONGODB_URI,
+      TAP_EGRESS_ALLOW: double.address,
+      USE_API_KEYS: 'true',
+      TAPYARD_BOOTSTRAP_API_KEY: admin,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+    };
+    api = await startApi(flags);
+    await api.app.listen(port, '127.0.0.1');
+    worker = await startWorker(flags);
+    pgDatabase = api.config.database.name;
+    pg = new Pool({ connectionString: TEST_DATABASE_URL, max: 2 });
+    await pg.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+    mongoClient = await new mongo.MongoClient(TEST_MONGODB_URI).connect();
+    await api.http
+      .put('/api/v1/secrets/ai')
+      .set('x-api-key', admin)
+      .send({
+        provider: 'openai-compatible',
+        baseUrl: double.openaiUrl,
+        model: 'm',
+        'model.assistant': 'agent-1',
+      })
+      .expect(200);
+    // Catalog b's pipelines, named apart from their places so a message naming one is seen.
+    await post(admin, '/pipeline', csvPipeline('b-salaries', 'b', table('payroll'))).expect(200);
+    await post(admin, '/pipeline', jsonPipeline('b-people', 'b', 'people')).expect(200);
+    keyA = await issueKey(api.http, admin, 'team-a', {
+      capabilities: [
+        'pipeline:read:catalog=a',
+        'pipeline:update:catalog=a',
+        'pipeline:upload:catalog=a',
+        'job:read:catalog=a',
+        'assistant:run',
+      ],
+    });
+  }, 90_000);
+
+  afterAll(async () => {
+    await pg.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await pg.end();
+    await mongoClient
+      .db(mongoDb)
+      .dropDatabase()
+      .catch(() => undefined);
+    await mongoClient.close();
+    await worker.close();
+    await api.close();
+    await double.stop();
+  });
+
+  beforeEach(() => double.reset());
+
+  describe('saving', () => {
+    it.each([
+      ['replace', {}],
+      ['merge', { primaryKey: ['n'] }],
+      ['append', {}],
+    ])(
+      "refuses a catalog-a key catalog b's PostgreSQL table (writeMode %s), naming the table, not its pipeline",
+      async (writeMode, options) => {
+        const res = await post(
+          keyA,
+          '/pipeline',
+          csvPipeline('a-wipe', 'a', { ...table('payroll'), writeMode, ...options }),
+        );
+        expect({ status: res.status, code: res.body.code, message: res.body.message }).toEqual({
+          status: 403,
+          code: 'auth.capability_missing',
+          message: refusal(`PostgreSQL table ${pgDatabase}.${schema}.payroll`),
+        });
+        expect(JSON.stringify(res.body)).not.toContain('b-salaries');
+        await get(admin, '/pipeline', { pipeline: 'a-wipe' }).expect(404);
+      },
+    );
+
+    it("refuses it catalog b's MongoDB collection", async () => {
+      const res = await post(keyA, '/pipeline', jsonPipeline('a-people', 'a', 'people'));
+      expect({ status: res.status, code: res.body.code, message: res.body.message }).toEqual({
+        status: 403,
+        code: 'auth.capability_missing',
+        message: refusal(`MongoDB collection ${mongoDb}.people`),
+      });
+      expect(JSON.stringify(res.body)).not.toContain('b-people');
+      await get(admin, '/pipeline', { pipeline: 'a-people' }).expect(404);
+    });
+
+    it("refuses it through the assistant's register_pipeline", async () => {
+      const result = await callTool(keyA, 'register_pipeline', {
+        config: csvPipeline('a-wipe', 'a', { ...table('payroll'), writeMode: 'replace' }),
+      });
+      expect(result.error).toBe(`403: ${refusal(`PostgreSQL table ${pgDatabase}.${schema}.payroll`)}`);
+      expect(JSON.stringify(result)).not.toContain('b-salaries');
+      await get(admin, '/pipeline', { pipeline: 'a-wipe' }).expect(404);
+    });
+
+    it('lets it save into fresh places and into a table its own catalog loads into, and load there', async () => {
+      await post(keyA, '/pipeline', csvPipeline('a-first', 'a', table('a_rows'))).expect(200);
+      await post(keyA, '/pipeline', csvPipeline('a-second', 'a', table('a_rows'))).expect(200);
+      await post(keyA, '/pipeline', jsonPipeline('a-docs', 'a', 'a_docs')).expect(200);
+      await post(keyA, '/pipeline', jsonPipeline('a-docs-too', 'a', 'a_docs')).expect(200);
+      expect((await load(keyA, 'a-first', 'n\n1\n')).status).toBe('success');
+      expect((await load(keyA, 'a-second', 'n\n2\n')).status).toBe('success');
+      expect(await rows('a_rows')).toEqual([1, 2]);
+    });
+
+    it('lets an admin save into either, and then a catalog-a key may not change what it saved', async () => {
+      const shared = csvPipeline('admin-share', 'a', table('payroll'));
+      await post(admin, '/pipeline', shared).expect(200);
+      await post(admin, '/pipeline', jsonPipeline('admin-people', 'a', 'people')).expect(200);
+      await post(admin, '/pipeline', csvPipeline('admin-fresh', 'a', table('admin_rows'))).expect(200);
+      // Catalog a's own pipeline, but it loads beside catalog b's.
+      const res = await post(keyA, '/pipeline', { ...shared, description: 'changed' });
+      expect(res.status).toBe(403);
+      expect(res.body.message).toBe(refusal(`PostgreSQL table ${pgDatabase}.${schema}.payroll`));
+      await post(admin, '/pipeline', { ...shared, description: 'changed' }).expect(200);
+      // Saving (and changing) it again is the admin's to do, as before.
+      await post(admin, '/pipeline', { ...shared, description: 'changed again' }).expect(200);
+    });
+  });
+
+  describe('loading a definition stored before saves were checked', () => {
+    /** As an older release would have stored it: pointed at `place`, never checked. */
+    async function storedBefore(name: string, place: string): Promise<void> {
+      await pg.query(
+        `UPDATE tapyard.pipelines
+            SET definition = jsonb_set(definition, '{destination,database,table}', to_jsonb($3::text)),
+                locations_checked = false
+          WHERE environment = $1 AND name = $2`,
+        [env, name, place],
+      );
+    }
+
+    it('loads nothing beside another scope, until someone allowed to saves it again', async () => {
+      expect((await load(admin, 'b-salaries', 'n\n1\n2\n')).status).toBe('success');
+      const old = csvPipeline('old-wipe', 'a', { ...table('old_rows'), writeMode: 'replace' });
+      await post(keyA, '/pipeline', old).expect(200);
+      await storedBefore('old-wipe', 'payroll');
+
+      const job = await load(keyA, 'old-wipe', 'n\n9\n');
+      expect(job.status).toBe('error');
+      expect(job.lastError).toEqual({
+        processName: 'JobRunner',
+        description:
+          `pipeline 'old-wipe' may not load into PostgreSQL table ${pgDatabase}.${schema}.payroll: a pipeline ` +
+          "of another scope loads there, and 'old-wipe' was saved before saves checked that; save it again " +
+          'with pipeline:update over both to load',
+      });
+      expect(JSON.stringify(job)).not.toContain('b-salaries');
+      expect(await rows('payroll')).toEqual([1, 2]);
+
+      // Its own key cannot clear it: that save is checked, and refused.
+      const stored = { ...old, destination: { ...table('payroll'), writeMode: 'replace' } };
+      const again = await post(keyA, '/pipeline', stored);
+      expect(again.status).toBe(403);
+      expect(again.body.message).toBe(refusal(`PostgreSQL table ${pgDatabase}.${schema}.payroll`));
+      expect((await load(keyA, 'old-wipe', 'n\n9\n')).status).toBe('error');
+
+      // An admin saving it unchanged clears it (no new version): the sharing is then the admin's.
+      const version = (await get(admin, '/pipeline', { pipeline: 'old-wipe' }).expect(200)).body.version;
+      const cleared = await post(admin, '/pipeline', stored).expect(200);
+      expect(cleared.body.version).toBe(version);
+      expect((await load(keyA, 'old-wipe', 'n\n9\n')).status).toBe('success');
+      expect(await rows('payroll')).toEqual([9]);
+    });
+
+    it('still loads beside pipelines of its own scope', async () => {
+      await post(keyA, '/pipeline', csvPipeline('old-own', 'a', table('own_rows'))).expect(200);
+      await post(keyA, '/pipeline', csvPipeline('old-own-too', 'a', table('own_rows'))).expect(200);
+      await storedBefore('old-own', 'own_rows');
+      expect((await load(keyA, 'old-own', 'n\n3\n')).status).toBe('success');
+      expect(await rows('own_rows')).toEqual([3]);
+    });
+  });
+});
