@@ -3,6 +3,7 @@ import Ajv2020 from 'ajv/dist/2020';
 import { ValidationError, errorMessage } from '@tapyard/core';
 import { compileLinearRegex } from '@tapyard/model';
 import { ConfigFileErrorCode } from './config-file-errors';
+import { findSelfApplication } from './json-schema-cycles';
 
 const LINEAR_REGEXP = Object.assign((pattern: string) => compileLinearRegex(pattern), {
   code: 'compileLinearRegex',
@@ -23,6 +24,19 @@ export function compileJsonSchema(text: string, filename: string) {
       ConfigFileErrorCode.InvalidSchema,
     );
   }
+  const validate = compileWithAjv(schema, filename);
+  // Ajv compiles such a schema, then overflows the stack on every record it validates.
+  const loop = findSelfApplication(schema);
+  if (loop) {
+    throw new ValidationError(
+      `'${filename}' is not a valid JSON Schema: ${loop.keyword} at '${loop.from}' leads back to '${loop.to}' ` +
+        'without moving into the value, so validation would never end',
+    ).coded(ConfigFileErrorCode.InvalidSchema);
+  }
+  return validate;
+}
+
+function compileWithAjv(schema: object, filename: string) {
   try {
     return new Ajv2020({
       allErrors: false,
