@@ -116,4 +116,40 @@ describe('GET /pipeline/jobs and a job’s rejects and rows', () => {
     const none = await issueKey(api.http, boot, 'no-jobs', { capabilities: ['pipeline:read'] });
     await as(none).get('/pipeline/jobs').expect(403);
   });
+
+  it("removes a job's rows only for pipeline:delete in the job's scope, not the scope a later pipeline of its name has", async () => {
+    const name = `${table}_moved`;
+    const fields: [string, string][] = [
+      ['id', 'int'],
+      ['item', 'string'],
+    ];
+    const save = (catalog: string) =>
+      api.http
+        .post('/api/v1/pipeline')
+        .set('x-api-key', boot)
+        .send(csvPipeline(name, name, fields, { catalog }))
+        .expect(200);
+    await save('hr');
+    const token = await load(name, 'id,item\n5,chair\n');
+    // The pipeline goes (its table stays) and catalog sales takes the name, over the same table.
+    await api.http.delete('/api/v1/pipeline').set('x-api-key', boot).query({ pipeline: name }).expect(200);
+    await save('sales');
+
+    const salesDeleter = await issueKey(api.http, boot, 'sales-deleter', {
+      capabilities: ['pipeline:delete:catalog=sales'],
+    });
+    const refused = await api.http
+      .delete(`/api/v1/pipeline/jobs/${token}/rows`)
+      .set('x-api-key', salesDeleter)
+      .expect(404);
+    expect(refused.body.message).toBe(`no job has pipeline token '${token}'`);
+    const kept = await as(boot).get(`/pipeline/jobs/${token}/rows`).expect(200);
+    expect(kept.body.rows).toEqual([{ id: 5, item: 'chair' }]);
+
+    const hrDeleter = await issueKey(api.http, boot, 'hr-deleter', {
+      capabilities: ['pipeline:delete:catalog=hr'],
+    });
+    await api.http.delete(`/api/v1/pipeline/jobs/${token}/rows`).set('x-api-key', hrDeleter).expect(200);
+    expect((await as(boot).get(`/pipeline/jobs/${token}/rows`).expect(200)).body.rows).toEqual([]);
+  });
 });

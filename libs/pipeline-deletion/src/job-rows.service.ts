@@ -113,7 +113,7 @@ export class JobRowsService {
     const stored = job && (await this.pipelines.find(environment, job.pipeline));
     if (!job || !stored) throw new JobNotFoundError(pipelineToken);
     const def = stored.definition;
-    this.policy.assertMayRemoveRows(access, pipelineToken, def);
+    this.policy.assertMayRemoveRows(access, pipelineToken, job.scope ?? pipelineScope(def));
     if (stored.deletingSince) throw new PipelineDeletingError(job.pipeline);
     if (!job.ended) {
       throw new RowsNotRemovableError(

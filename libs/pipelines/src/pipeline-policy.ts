@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { isDeepStrictEqual } from 'node:util';
-import type { AccessCheck } from '@tapyard/auth';
+import type { AccessCheck, ScopeFields } from '@tapyard/auth';
 import { ForbiddenError } from '@tapyard/core';
 import { requireSecretUse } from '@tapyard/secrets';
 import { DestinationSections } from './destination-sections';
@@ -62,11 +62,12 @@ export class PipelinePolicy {
   }
 
   /**
-   * Removing a job's rows: pipeline:delete on the job's pipeline; outside the caller's scope the job
-   * is answered as absent.
+   * Removing a job's rows: pipeline:delete in the scope its pipeline had when the job began (as reading
+   * them checks), not the scope a later pipeline of the same name has; outside the caller's scope the
+   * job is answered as absent.
    */
-  assertMayRemoveRows(access: AccessCheck, pipelineToken: string, def: PipelineDefinition): void {
-    access.assertVisible('delete', 'pipeline', pipelineScope(def), jobNotFoundMessage(pipelineToken));
+  assertMayRemoveRows(access: AccessCheck, pipelineToken: string, jobScope: ScopeFields): void {
+    access.assertVisible('delete', 'pipeline', jobScope, jobNotFoundMessage(pipelineToken));
   }
 
   /**
