@@ -4,6 +4,7 @@ import { MASK } from '@tapyard/secrets';
 import { AssistantTools } from './assistant-tools';
 import { AnsweredAction, ProposedCall } from './pending-actions';
 import { ToolContext } from './tool';
+import { maskUrlCredentials } from './url-credentials';
 
 /** The addendum's values only: a turn that ends on calls awaiting the user is `complete`, with `awaitingConfirmation`. */
 export type StopReason = 'complete' | 'max_iterations' | 'error' | 'cancelled';
@@ -219,7 +220,7 @@ function toolTurn(call: { id: string; name: string }, outcome: Outcome): ChatTur
 /** Arguments as the client is shown them: values of credential-like fields and URL credentials masked. */
 function masked(value: unknown, field = ''): unknown {
   if (field && SECRET_FIELD.test(field) && !/name$/i.test(field)) return MASK;
-  if (typeof value === 'string') return value.replace(/([a-z][a-z0-9+.-]*:\/\/)[^\s/@]+@/gi, `$1${MASK}@`);
+  if (typeof value === 'string') return maskUrlCredentials(value, MASK);
   if (Array.isArray(value)) return value.map((v) => masked(v));
   if (value && typeof value === 'object') {
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, masked(v, k)]));
