@@ -1,5 +1,6 @@
 import { AssistantTools, toolSchema } from '@tapyard/assistant';
 import { TestApi, startApi } from './support/apps';
+import { chat as chatAs } from './support/assistant-chat';
 import { newBootstrapKey } from './support/auth';
 import { TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
 import { ModelDouble } from './support/model-double';
@@ -83,22 +84,7 @@ describe('assistant tools: schemas generated from DTOs, arguments validated as r
   let api: TestApi;
   let base: string;
 
-  async function chat(): Promise<{ event: string; data: Record<string, unknown> }[]> {
-    const res = await fetch(`${base}/assistant/chat`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-api-key': admin },
-      body: JSON.stringify({ messages: [{ content: 'go' }] }),
-    });
-    expect(res.status).toBe(200);
-    return (await res.text())
-      .split('\n\n')
-      .map((block) => block.split('\n'))
-      .filter((lines) => lines.some((l) => l.startsWith('event: ')))
-      .map((lines) => ({
-        event: lines.find((l) => l.startsWith('event: '))!.slice(7),
-        data: JSON.parse(lines.find((l) => l.startsWith('data: '))!.slice(6)) as Record<string, unknown>,
-      }));
-  }
+  const chat = () => chatAs(base, admin, { messages: [{ content: 'go' }] });
 
   beforeAll(async () => {
     await double.start();

@@ -2,15 +2,11 @@ import { createServer } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { Pool } from 'pg';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
+import { SseEvent, sseEvents } from './support/assistant-chat';
 import { auditLines, issueKey, login, newBootstrapKey } from './support/auth';
 import { TEST_DATABASE_URL, TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
 import { ModelDouble } from './support/model-double';
 import { closedPort } from './support/net';
-
-interface SseEvent {
-  event: string;
-  data: Record<string, unknown>;
-}
 
 /**
  * The Assistant over Server-Sent Events against the real API, worker, PostgreSQL, MinIO and sandbox,
@@ -49,15 +45,7 @@ describe('assistant: the build-mode agent loop over SSE', () => {
       body: JSON.stringify(body),
     });
     const raw = await res.text();
-    const events = raw
-      .split('\n\n')
-      .map((block) => block.split('\n'))
-      .filter((lines) => lines.some((l) => l.startsWith('event: ')))
-      .map((lines) => ({
-        event: lines.find((l) => l.startsWith('event: '))!.slice(7),
-        data: JSON.parse(lines.find((l) => l.startsWith('data: '))!.slice(6)) as Record<string, unknown>,
-      }));
-    return { status: res.status, headers: res.headers, events, raw };
+    return { status: res.status, headers: res.headers, events: sseEvents(raw), raw };
   }
 
   /** The one `pending_action` of a stream. */

@@ -1,16 +1,12 @@
 import { mongo } from 'mongoose';
 import { Pool } from 'pg';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
+import { callTool } from './support/assistant-chat';
 import { issueKey, newBootstrapKey } from './support/auth';
 import { TEST_DATABASE_URL, TEST_MONGODB_URI, TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
 import { RollupAnswer } from './support/ingest';
 import { ModelDouble } from './support/model-double';
 import { closedPort } from './support/net';
-
-interface SseEvent {
-  event: string;
-  data: Record<string, unknown>;
-}
 
 /**
  * API audit, finding 1: a catalog-scoped key could save a pipeline of its catalog whose destination is
@@ -81,37 +77,6 @@ describe('a table or collection another scope loads into', () => {
   }
   const rows = async (name: string) =>
     (await pg.query(`SELECT n FROM "${schema}"."${name}" ORDER BY n`)).rows.map((r: { n: number }) => r.n);
-
-  async function chat(key: string, body: Record<string, unknown>): Promise<SseEvent[]> {
-    const res = await fetch(`${base}/assistant/chat`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-api-key': key },
-      body: JSON.stringify(body),
-    });
-    expect(res.status).toBe(200);
-    return (await res.text())
-      .split('\n\n')
-      .map((block) => block.split('\n'))
-      .filter((lines) => lines.some((l) => l.startsWith('event: ')))
-      .map((lines) => ({
-        event: lines.find((l) => l.startsWith('event: '))!.slice(7),
-        data: JSON.parse(lines.find((l) => l.startsWith('data: '))!.slice(6)) as Record<string, unknown>,
-      }));
-  }
-
-  /** Asks the assistant (as `key`) to call one tool and confirms it. Returns its tool_result. */
-  async function callTool(key: string, name: string, args: Record<string, unknown>) {
-    double.script({ toolCalls: [{ name, arguments: args }] }, { text: 'done' });
-    let events = await chat(key, { messages: [{ content: `please ${name}` }] });
-    const pending = events.find((e) => e.event === 'pending_action');
-    if (pending) {
-      const { actionId, conversationId } = pending.data as { actionId: string; conversationId: string };
-      events = await chat(key, { messages: [{ content: 'yes' }], conversationId, confirm: actionId });
-    }
-    const result = events.find((e) => e.event === 'tool_result');
-    expect(result).toBeDefined();
-    return result!.data;
-  }
 
   beforeAll(async () => {
     await double.start();
@@ -208,7 +173,7 @@ describe('a table or collection another scope loads into', () => {
     });
 
     it("refuses it through the assistant's register_pipeline", async () => {
-      const result = await callTool(keyA, 'register_pipeline', {
+      const result = await callTool(double, base, keyA, 'register_pipeline', {
         config: csvPipeline('a-wipe', 'a', { ...table('payroll'), writeMode: 'replace' }),
       });
       expect(result.error).toBe(`403: ${refusal(`PostgreSQL table ${pgDatabase}.${schema}.payroll`)}`);

@@ -1,14 +1,10 @@
 import { Pool } from 'pg';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
+import { callTool as callToolAs, chat as chatAs } from './support/assistant-chat';
 import { issueKey, newBootstrapKey } from './support/auth';
 import { TEST_DATABASE_URL, TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
 import { ModelDouble } from './support/model-double';
 import { closedPort } from './support/net';
-
-interface SseEvent {
-  event: string;
-  data: Record<string, unknown>;
-}
 
 interface OpenApiSchema {
   $ref?: string;
@@ -101,40 +97,9 @@ describe('policy: every entry point obeys the same rule', () => {
   const get = (key: string, path: string, query: Record<string, string>) =>
     api.http.get(`/api/v1${path}`).query(query).set('x-api-key', key);
 
-  async function chat(key: string, body: Record<string, unknown>): Promise<SseEvent[]> {
-    const res = await fetch(`${base}/assistant/chat`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-api-key': key },
-      body: JSON.stringify(body),
-    });
-    expect(res.status).toBe(200);
-    return (await res.text())
-      .split('\n\n')
-      .map((block) => block.split('\n'))
-      .filter((lines) => lines.some((l) => l.startsWith('event: ')))
-      .map((lines) => ({
-        event: lines.find((l) => l.startsWith('event: '))!.slice(7),
-        data: JSON.parse(lines.find((l) => l.startsWith('data: '))!.slice(6)) as Record<string, unknown>,
-      }));
-  }
-
-  /** Asks the assistant (as `key`) to call one tool; confirms it when it acts. Returns its tool_result. */
-  async function callTool(
-    key: string,
-    name: string,
-    args: Record<string, unknown>,
-  ): Promise<Record<string, unknown>> {
-    double.script({ toolCalls: [{ name, arguments: args }] }, { text: 'done' });
-    let events = await chat(key, { messages: [{ content: `please ${name}` }] });
-    const pending = events.find((e) => e.event === 'pending_action');
-    if (pending) {
-      const { actionId, conversationId } = pending.data as { actionId: string; conversationId: string };
-      events = await chat(key, { messages: [{ content: 'yes' }], conversationId, confirm: actionId });
-    }
-    const result = events.find((e) => e.event === 'tool_result');
-    expect(result).toBeDefined();
-    return result!.data;
-  }
+  const chat = (key: string, body: Record<string, unknown>) => chatAs(base, key, body);
+  const callTool = (key: string, name: string, args: Record<string, unknown>) =>
+    callToolAs(double, base, key, name, args);
 
   beforeAll(async () => {
     await double.start();
