@@ -1,4 +1,3 @@
-import type { Collection, FilterValue, WeaviateClient } from 'weaviate-client';
 import { EgressPolicy } from '@tapyard/egress';
 import type {
   ChunkMetadata,
@@ -14,62 +13,40 @@ import {
   VectorStoreInputError,
 } from '../vector-store.errors';
 import { StoreConnection } from '../store-connection';
-import { isUnreachable, vettedUrl } from '../vetted-url';
+import { vettedUrl } from '../vetted-url';
+import { graphqlLiteral, weaviateCondition, weaviateWhere } from './weaviate-filter';
+import { WeaviateAnswerError, WeaviateClass, WeaviateObject, WeaviateRest } from './weaviate-rest';
 
 const NAME = /^[A-Z][_0-9A-Za-z]{0,230}$/;
 const BATCH = 500;
+/** Weaviate's QUERY_MAXIMUM_RESULTS by default: the most one query may return. */
 const PAGE = 10_000;
 /** Metadata keys become properties `m_<key>`: never the chunk's own `text`, never a reserved name. */
 const PREFIX = 'm_';
 const DIMENSION = /tapyard dimension=(\d+)/;
-
-/** The client (with its gRPC stack), loaded by the first use of Weaviate: a process that never uses it never pays for it. */
-function weaviateSdk(): Promise<typeof import('weaviate-client')> {
-  return import('weaviate-client');
-}
+/** The one named vector of the classes Tapyard creates. */
+const VECTOR = 'default';
 
 type Kind = 'text' | 'number' | 'boolean';
 
 /**
- * Weaviate through its official client (HTTP plus gRPC on the secret's `grpcPort`, default 50051):
- * a container is a class (collection) of self-provided vectors with an HNSW cosine index; its
- * dimension is kept in the class description. Each metadata key is a property declared on first use
- * (text with `field` tokenization, so equality is exact; number; boolean), and filters run in Weaviate.
- * Cosine distance d is similarity 1 - d.
+ * Weaviate through its REST and GraphQL API (WeaviateRest: egress-checked, no redirects): a container
+ * is a class (collection) of one self-provided named vector with an HNSW cosine index; its dimension
+ * is kept in the class description. Each metadata key is a property declared on first use (text with
+ * `field` tokenization, so equality is exact; number; boolean), and filters run in Weaviate. Cosine
+ * distance d is similarity 1 - d.
  */
 export class WeaviateStore implements VectorStore {
   readonly name = 'weaviate' as const;
   readonly containerField = 'className' as const;
-  private readonly conn: StoreConnection<WeaviateClient>;
-  /** Declared properties per class, as last read or added. */
-  private readonly properties = new Map<string, Map<string, string>>();
+  private readonly conn: StoreConnection<WeaviateRest>;
 
   constructor(fields: Record<string, string>, policy: EgressPolicy) {
-    const open = async (): Promise<WeaviateClient> => {
-      const url = await vettedUrl(policy, fields.url ?? '', 'weaviate');
-      const secure = url.protocol === 'https:';
-      const grpcPort = Number(fields.grpcPort ?? 50051);
-      // The gRPC port is a second connection to the same host: it passes the policy too.
-      const grpc = await policy.check(new URL(fields.url).hostname, grpcPort);
-      const { default: weaviate } = await weaviateSdk();
-      return weaviate.connectToCustom({
-        httpHost: url.hostname.replace(/^\[|\]$/g, ''),
-        httpPort: url.port ? Number(url.port) : secure ? 443 : 80,
-        httpSecure: secure,
-        ...(url.pathname !== '/' ? { httpPath: url.pathname } : {}),
-        grpcHost: secure ? new URL(fields.url).hostname : grpc.address,
-        grpcPort,
-        grpcSecure: secure,
-        skipInitChecks: true,
-        ...(fields.apiKey ? { authCredentials: new weaviate.ApiKey(fields.apiKey) } : {}),
-      });
-    };
-    const down = (err: unknown): boolean =>
-      isUnreachable(err) ||
-      /ECONNREFUSED|UNAVAILABLE|fetch failed|Failed to connect/i.test(
-        err instanceof Error ? err.message : String(err),
-      );
-    this.conn = new StoreConnection('weaviate', fields.url, open, down, (c) => c.close());
+    this.conn = new StoreConnection('weaviate', fields.url, async () => {
+      // Refused here, naming why, before any call; each call is checked again as it connects.
+      await vettedUrl(policy, fields.url ?? '', 'weaviate');
+      return new WeaviateRest(policy, new URL(fields.url ?? ''), fields.apiKey || undefined);
+    });
   }
 
   containerName(collection: string): string {
@@ -84,18 +61,16 @@ export class WeaviateStore implements VectorStore {
     }
   }
 
-  async probe(): Promise<void> {
-    await this.conn.call(async (c) => void (await c.collections.listAll()));
+  async probe(signal?: AbortSignal): Promise<void> {
+    await this.conn.call(async (c) => void (await c.classes(signal)));
   }
 
   async dimension(container: string): Promise<number | null> {
     this.checkContainer(container);
-    return this.conn.call(async (c) => {
-      if (!(await c.collections.exists(container))) return null;
-      const config = await c.collections.use(container).config.get();
-      const m = DIMENSION.exec(config.description ?? '');
-      return m ? Number(m[1]) : 0;
-    });
+    const found = await this.conn.call((c) => c.schema(container));
+    if (!found) return null;
+    const m = DIMENSION.exec(found.description ?? '');
+    return m ? Number(m[1]) : 0;
   }
 
   async ensure(container: string, dimension: number): Promise<{ created: boolean }> {
@@ -106,83 +81,90 @@ export class WeaviateStore implements VectorStore {
       }
       return { created: false };
     }
-    const { default: weaviate } = await weaviateSdk();
-    return this.conn.call(async (c) => {
-      try {
-        await c.collections.create({
-          name: container,
+    try {
+      await this.conn.call((c) =>
+        c.create({
+          class: container,
           description: `tapyard dimension=${dimension}`,
-          vectorizers: weaviate.configure.vectors.selfProvided({
-            vectorIndexConfig: weaviate.configure.vectorIndex.hnsw({ distanceMetric: 'cosine' }),
-          }),
+          vectorConfig: {
+            [VECTOR]: {
+              vectorizer: { none: {} },
+              vectorIndexType: 'hnsw',
+              vectorIndexConfig: { distance: 'cosine' },
+            },
+          },
           properties: [
             {
               name: 'text',
-              dataType: 'text',
+              dataType: ['text'],
               tokenization: 'field',
               indexFilterable: false,
               indexSearchable: false,
             },
-            { name: `${PREFIX}uri`, dataType: 'text', tokenization: 'field' },
+            { name: `${PREFIX}uri`, dataType: ['text'], tokenization: 'field' },
           ],
-        });
-      } catch (err) {
-        if (/already exists/i.test((err as Error).message)) return this.ensure(container, dimension);
-        throw err;
+        }),
+      );
+    } catch (err) {
+      // Created meanwhile by another job: take it as it is.
+      if (err instanceof WeaviateAnswerError && /already exists/i.test(err.message)) {
+        return this.ensure(container, dimension);
       }
-      this.properties.delete(container);
-      return { created: true };
-    });
+      throw err;
+    }
+    return { created: true };
   }
 
   async chunkIds(container: string, uri: string): Promise<string[]> {
-    const col = await this.collection(container);
-    return this.conn.call(async () => {
-      const ids: string[] = [];
-      let after: string | undefined;
-      for (;;) {
-        const page = await col.query.fetchObjects({
-          filters: col.filter.byProperty(`${PREFIX}uri`).equal(uri),
-          limit: PAGE,
-          returnProperties: [],
-          ...(after ? { after } : {}),
-        });
-        ids.push(...page.objects.map((o) => o.uuid));
-        if (page.objects.length < PAGE) return ids;
-        after = page.objects[page.objects.length - 1].uuid;
-      }
-    });
+    await this.existing(container);
+    const ids: string[] = [];
+    // Weaviate's cursor (`after`) takes no filter: pages go by id, in id order.
+    for (;;) {
+      const last = ids[ids.length - 1];
+      const conditions = [
+        weaviateCondition(`${PREFIX}uri`, 'text', uri),
+        ...(last ? [`{path: ["id"], operator: GreaterThan, valueText: ${graphqlLiteral(last)}}`] : []),
+      ];
+      const rows = await this.conn.call((c) =>
+        c.get(
+          container,
+          `{ Get { ${container}(where: ${weaviateWhere(conditions)}, sort: [{path: ["_id"], order: asc}], limit: ${PAGE}) ` +
+            '{ _additional { id } } } }',
+        ),
+      );
+      ids.push(...rows.map((r) => idOf(r)));
+      if (rows.length < PAGE) return ids;
+    }
   }
 
   async upsert(container: string, chunks: ChunkRecord[]): Promise<void> {
-    const col = await this.collection(container);
-    await this.declare(container, col, chunks);
+    const found = await this.existing(container);
+    await this.declare(container, found, chunks);
+    const vector = namedVector(found);
     for (let i = 0; i < chunks.length; i += BATCH) {
-      const batch = chunks.slice(i, i + BATCH).map((c) => ({
+      const batch: WeaviateObject[] = chunks.slice(i, i + BATCH).map((c) => ({
+        class: container,
         id: c.id,
-        vectors: Array.from(c.vector),
         properties: {
           text: c.text,
           ...Object.fromEntries(Object.entries(c.metadata).map(([k, v]) => [PREFIX + k, v])),
         },
+        ...(vector ? { vectors: { [vector]: Array.from(c.vector) } } : { vector: Array.from(c.vector) }),
       }));
-      // insertMany replaces an object of the same id (a batch write is an upsert in Weaviate).
-      const res = await this.conn.call(() => col.data.insertMany(batch));
-      if (res.hasErrors) {
-        const first = Object.values(res.errors)[0];
-        throw new Error(
-          `weaviate refused ${Object.keys(res.errors).length} chunks: ${first?.message ?? 'unknown error'}`,
-        );
-      }
+      // A batch write replaces an object of the same id (an upsert in Weaviate).
+      const refused = await this.conn.call((c) => c.batch(batch));
+      if (refused.length > 0) throw new Error(`weaviate refused ${refused.length} chunks: ${refused[0]}`);
     }
   }
 
   async delete(container: string, ids: string[]): Promise<void> {
     if (ids.length === 0) return;
-    const col = await this.collection(container);
+    await this.existing(container);
     for (let i = 0; i < ids.length; i += BATCH) {
       const batch = ids.slice(i, i + BATCH);
-      await this.conn.call(() => col.data.deleteMany(col.filter.byId().containsAny(batch)));
+      await this.conn.call((c) =>
+        c.deleteWhere(container, { path: ['id'], operator: 'ContainsAny', valueTextArray: batch }),
+      );
     }
   }
 
@@ -192,50 +174,58 @@ export class WeaviateStore implements VectorStore {
     topK: number,
     filter?: MetadataFilter,
   ): Promise<SearchHit[]> {
-    const col = await this.collection(container);
-    const known = await this.known(container, col);
+    if (!Number.isInteger(topK) || topK < 1)
+      throw new VectorStoreInputError('topK must be a positive integer');
+    if (!vector.every((x) => Number.isFinite(x))) {
+      throw new VectorStoreInputError('the query vector holds a value that is not a finite number');
+    }
+    const found = await this.existing(container);
+    const known = propertiesOf(found);
     const entries = Object.entries(filter ?? {});
-    // A condition on a key no chunk ever had matches nothing (Weaviate would refuse the filter).
-    if (entries.some(([k]) => !known.has(PREFIX + k))) return [];
-    const { Filters } = await weaviateSdk();
-    const conditions: FilterValue[] = entries.map(([k, v]) => {
-      const p = col.filter.byProperty(PREFIX + k);
-      return Array.isArray(v) ? p.containsAny(v as never[]) : p.equal(v as never);
-    });
-    const res = await this.conn.call(() =>
-      col.query.nearVector(Array.from(vector), {
-        limit: topK,
-        returnMetadata: ['distance'],
-        ...(conditions.length
-          ? { filters: conditions.length === 1 ? conditions[0] : Filters.and(...conditions) }
-          : {}),
-      }),
+    // A condition on a key no chunk ever had, or on none of no values, matches nothing (Weaviate
+    // would refuse the filter).
+    if (entries.some(([k, v]) => !known.has(PREFIX + k) || (Array.isArray(v) && v.length === 0))) return [];
+    const conditions = entries.map(([k, v]) => weaviateCondition(PREFIX + k, known.get(PREFIX + k) ?? '', v));
+    const target = namedVector(found);
+    const args = [
+      `nearVector: {vector: [${Array.from(vector).join(', ')}]` +
+        `${target ? `, targetVectors: [${JSON.stringify(target)}]` : ''}}`,
+      `limit: ${topK}`,
+      ...(conditions.length ? [`where: ${weaviateWhere(conditions)}`] : []),
+    ];
+    const returned = [...known.keys()].filter((p) => p === 'text' || p.startsWith(PREFIX));
+    const rows = await this.conn.call((c) =>
+      c.get(
+        container,
+        `{ Get { ${container}(${args.join(', ')}) { ${returned.join(' ')} _additional { id distance } } } }`,
+      ),
     );
-    return res.objects.map((o) => {
-      const props = o.properties as Record<string, MetadataValue | null>;
+    return rows.map((row) => {
       const metadata: ChunkMetadata = {};
-      for (const [k, v] of Object.entries(props)) {
-        if (k.startsWith(PREFIX) && v !== null && v !== undefined) metadata[k.slice(PREFIX.length)] = v;
+      for (const [k, v] of Object.entries(row)) {
+        if (k.startsWith(PREFIX) && v !== null && v !== undefined) {
+          metadata[k.slice(PREFIX.length)] = v as MetadataValue;
+        }
       }
+      const distance = (row._additional as { distance?: number } | undefined)?.distance;
       return {
-        id: o.uuid,
-        text: String(props.text ?? ''),
+        id: idOf(row),
+        text: String(row.text ?? ''),
         metadata,
-        similarity: 1 - (o.metadata?.distance ?? 1),
+        similarity: 1 - (typeof distance === 'number' ? distance : 1),
       };
     });
   }
 
   async list(): Promise<string[]> {
-    return this.conn.call(async (c) => (await c.collections.listAll()).map((x) => x.name));
+    return this.conn.call(async (c) => (await c.classes()).map((x) => x.class));
   }
 
   async drop(container: string): Promise<boolean> {
     this.checkContainer(container);
     return this.conn.call(async (c) => {
-      if (!(await c.collections.exists(container))) return false;
-      await c.collections.delete(container);
-      this.properties.delete(container);
+      if (!(await c.schema(container))) return false;
+      await c.drop(container);
       return true;
     });
   }
@@ -244,27 +234,17 @@ export class WeaviateStore implements VectorStore {
     await this.conn.close();
   }
 
-  private async collection(container: string): Promise<Collection> {
+  /** The class of `container`, as Weaviate describes it now; VectorContainerMissing when it has none. */
+  private async existing(container: string): Promise<WeaviateClass> {
     this.checkContainer(container);
-    return this.conn.call(async (c) => {
-      if (!(await c.collections.exists(container))) throw new VectorContainerMissing('weaviate', container);
-      return c.collections.use(container);
-    });
-  }
-
-  private async known(container: string, col: Collection): Promise<Map<string, string>> {
-    let props = this.properties.get(container);
-    if (!props) {
-      const config = await this.conn.call(() => col.config.get());
-      props = new Map(config.properties.map((p) => [p.name, p.dataType]));
-      this.properties.set(container, props);
-    }
-    return props;
+    const found = await this.conn.call((c) => c.schema(container));
+    if (!found) throw new VectorContainerMissing('weaviate', container);
+    return found;
   }
 
   /** Declares the metadata keys the class does not have yet, typed by their first value. */
-  private async declare(container: string, col: Collection, chunks: ChunkRecord[]): Promise<void> {
-    const known = await this.known(container, col);
+  private async declare(container: string, found: WeaviateClass, chunks: ChunkRecord[]): Promise<void> {
+    const known = propertiesOf(found);
     const wanted = new Map<string, Kind>();
     for (const c of chunks) {
       for (const [k, v] of Object.entries(c.metadata)) {
@@ -275,19 +255,37 @@ export class WeaviateStore implements VectorStore {
       }
     }
     for (const [name, kind] of wanted) {
-      await this.conn.call(async () => {
+      await this.conn.call(async (c) => {
         try {
-          await col.config.addProperty(
-            kind === 'text' ? { name, dataType: 'text', tokenization: 'field' } : { name, dataType: kind },
+          await c.addProperty(
+            container,
+            kind === 'text'
+              ? { name, dataType: ['text'], tokenization: 'field' }
+              : { name, dataType: [kind] },
           );
         } catch (err) {
           // Another job declared it first.
-          if (!/already (exists|in use)/i.test((err as Error).message)) throw err;
+          if (!(err instanceof WeaviateAnswerError && /already (exists|in use)/i.test(err.message)))
+            throw err;
         }
       });
-      known.set(name, kind);
     }
   }
+}
+
+/** Each property's data type (`text`, `number`, `int`, `boolean`...), by name. */
+function propertiesOf(found: WeaviateClass): Map<string, string> {
+  return new Map((found.properties ?? []).map((p) => [p.name, p.dataType?.[0] ?? '']));
+}
+
+/** The named vector chunks go into (Tapyard's `default`), or null for a class of one unnamed vector. */
+function namedVector(found: WeaviateClass): string | null {
+  const names = Object.keys(found.vectorConfig ?? {});
+  return names.includes(VECTOR) ? VECTOR : (names[0] ?? null);
+}
+
+function idOf(row: Record<string, unknown>): string {
+  return String((row._additional as { id?: unknown } | undefined)?.id ?? '');
 }
 
 export const weaviateStore = (fields: Record<string, string>, policy: EgressPolicy): VectorStore =>
