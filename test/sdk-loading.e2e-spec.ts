@@ -12,7 +12,6 @@ import { Spawned, spawnApp } from './support/processes';
 const LAZY_SDKS = [
   'snowflake-sdk',
   '@zilliz/milvus2-sdk-node',
-  'weaviate-client',
   '@qdrant/js-client-rest',
   'chromadb',
   '@platformatic/kafka',
