@@ -5,12 +5,15 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { getQueueToken } from '@nestjs/bullmq';
 import { Queue } from 'bullmq';
+import { Pool } from 'pg';
+import { QueryRunner } from 'typeorm';
+import { MIGRATIONS } from '@tapyard/database';
 import { DocumentPayload, INLINE_UPLOAD_BYTES, IngestJob, IngestQueueData, QUEUES } from '@tapyard/queue';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { zip } from './support/archives';
 import { droppedJob } from './support/queue-jobs';
 import { issueKey, newBootstrapKey } from './support/auth';
-import { TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
+import { TEST_DATABASE_URL, TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
 
 import { vectorPeerFields } from './support/vector-peers';
 
@@ -24,6 +27,7 @@ describe('documents: capabilities, archives, embedding model changes (pgvector)'
   const admin = newBootstrapKey();
   let api: TestApi;
   let worker: TestWorker;
+  let pg: Pool;
   const keys: Record<string, string> = {};
 
   beforeAll(async () => {
@@ -33,9 +37,12 @@ describe('documents: capabilities, archives, embedding model changes (pgvector)'
       USE_API_KEYS: 'true',
       TAPYARD_BOOTSTRAP_API_KEY: admin,
       PGVECTOR_URL: vectorPeerFields('pgvector').connectionString,
+      // Successive runs of one tap here are about who may run it, not the debounce.
+      TAP_DEBOUNCE_MS: '0',
     };
     api = await startApi(flags);
     worker = await startWorker(flags);
+    pg = new Pool({ connectionString: TEST_DATABASE_URL, max: 1 });
     for (const name of ['handbook', 'finance']) {
       await api.http
         .post('/api/v1/pipeline')
@@ -71,6 +78,12 @@ describe('documents: capabilities, archives, embedding model changes (pgvector)'
       .delete('/api/v1/pipeline')
       .set('x-api-key', admin)
       .query({ pipeline: 'finance', deleteData: 'true' });
+    await pg?.query(`DELETE FROM tapyard.taps WHERE environment = $1`, [env]);
+    await pg?.end();
+    await api?.http
+      .delete('/api/v1/pipeline')
+      .set('x-api-key', admin)
+      .query({ pipeline: 'leave', deleteData: 'true' });
     await worker?.close();
     await api?.close();
   });
@@ -188,6 +201,128 @@ describe('documents: capabilities, archives, embedding model changes (pgvector)'
         .expect(200);
       expect(hits.body.results[0].metadata.uri).toBe(uri);
     }
+  });
+
+  describe('a document tap feeds only a collection its saver and its runner may upload documents to', () => {
+    const script =
+      'import base64\n' +
+      'def fetch(state=None):\n' +
+      "    yield {'uri': 'x://leave', 'filename': 'leave.txt', 'content': base64.b64encode(b'Staff get 25 days leave').decode()}\n";
+    const tapCaps = ['tap:read', 'tap:update', 'tap:run', 'pipeline:read', 'pipeline:upload'];
+    const collection = (c: string) => `leave_${c}_${env.slice(-8)}`;
+    const leavePipeline = (c: string) => ({
+      name: 'leave',
+      source: { fileAttributes: { unstructuredAttributes: {} }, schemaProperties: { fields: [] } },
+      destination: { vectorStore: { store: 'pgvector', collection: collection(c) } },
+    });
+    const as = (key: string) => ({
+      post: (path: string, body: object) => api.http.post(`/api/v1${path}`).set('x-api-key', key).send(body),
+      get: (path: string, query: Record<string, string>) =>
+        api.http.get(`/api/v1${path}`).set('x-api-key', key).query(query),
+    });
+    const runFor = (runs: { trigger: string; status: string }[]) =>
+      runs.find((r) => r.trigger === 'schedule' && r.status !== 'running');
+
+    it('on save and run: document:upload on the collection, as an upload there needs', async () => {
+      await as(admin).post('/pipeline', leavePipeline('a')).expect(200);
+      keys.tapper = await issueKey(api.http, admin, 'tapper', { capabilities: tapCaps });
+      keys.leaveTapper = await issueKey(api.http, admin, 'leave-tapper', {
+        capabilities: [...tapCaps, `document:upload:collection=${collection('a')}`],
+      });
+      const tap = (name: string, targetPipeline: string) => ({
+        name,
+        tapType: 'document',
+        targetPipeline,
+        script,
+        cronExpression: '* * * * * ?',
+        enabled: false,
+      });
+      const saved = await as(keys.tapper).post('/tap', tap('inject', 'finance')).expect(403);
+      expect(saved.body.message).toBe(
+        `'tapper' lacks the capability document:upload for collection 'finance_${env.slice(-8)}'`,
+      );
+      // Another collection's right does not reach this one.
+      await as(keys.leaveTapper).post('/tap', tap('inject', 'finance')).expect(403);
+      await as(admin).get('/tap', { name: 'inject' }).expect(404);
+      await as(keys.leaveTapper).post('/tap', tap('leave_feed', 'leave')).expect(200);
+
+      // A runner without it may not run the tap either; refused before the run history.
+      const run = await as(keys.tapper).post('/tap/run', { name: 'leave_feed', mode: 'run' }).expect(403);
+      expect(run.body.message).toBe(
+        `'tapper' lacks the capability document:upload for collection '${collection('a')}'`,
+      );
+      expect((await as(admin).get('/tap/runs', { name: 'leave_feed' }).expect(200)).body).toEqual([]);
+      const ran = await as(keys.leaveTapper)
+        .post('/tap/run', { name: 'leave_feed', mode: 'run' })
+        .expect(200);
+      expect(ran.body).toMatchObject({ status: 'success', persisted: true });
+    });
+
+    it("scheduled and manual runs stay within the tap's grant: the collection its code's last changer could fill", async () => {
+      // The pipeline now loads into a collection the tap's author may not fill.
+      await as(admin).post('/pipeline', leavePipeline('b')).expect(200);
+      const refusal =
+        "tap 'leave_feed' may not load into pipeline 'leave': whoever last changed the tap's code (or started " +
+        `this run) lacks document:upload for its collection '${collection('b')}'`;
+      // Even an admin's run acts within the grant.
+      const manual = await as(admin).post('/tap/run', { name: 'leave_feed', mode: 'run' }).expect(400);
+      expect(manual.body.message).toBe(refusal);
+      // Turning the schedule on changes no code: the grant stays the author's.
+      await as(admin).post('/tap', { name: 'leave_feed', enabled: true }).expect(200);
+      let runs: { trigger: string; status: string; error: string | null }[] = [];
+      for (let i = 0; i < 300 && !runFor(runs); i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        runs = (await as(admin).get('/tap/runs', { name: 'leave_feed' }).expect(200)).body;
+      }
+      await as(admin).post('/tap', { name: 'leave_feed', enabled: false }).expect(200);
+      expect(runFor(runs)).toMatchObject({ status: 'error', error: refusal });
+    }, 60_000);
+
+    it('a grant stored before grants carried document:upload feeds what it fed, through the migration', async () => {
+      // What a save before this change stored for leave_feed: no document:upload at all.
+      const before = ['pipeline:read', 'job:read', 'pipeline:upload'];
+      await pg.query(`UPDATE tapyard.taps SET "grant" = $3 WHERE environment = $1 AND name = $2`, [
+        env,
+        'leave_feed',
+        JSON.stringify(before),
+      ]);
+      // Without the migration such a tap could no longer feed its document pipeline.
+      await as(admin).post('/tap/run', { name: 'leave_feed', mode: 'run' }).expect(400);
+
+      // The migration, as it ran at boot, in a transaction rolled back (the table is shared with other
+      // environments); its outcome for this tap is then stored.
+      const migration = MIGRATIONS.find((m) => m.name === 'TapGrantsDocumentUpload1765344000000');
+      expect(migration).toBeDefined();
+      const client = await pg.connect();
+      const migrated = await (async () => {
+        try {
+          await client.query('BEGIN');
+          await new migration!().up({ query: (sql: string) => client.query(sql) } as unknown as QueryRunner);
+          const row = await client.query<{ grant: string[] }>(
+            `SELECT "grant" FROM tapyard.taps WHERE environment = $1 AND name = 'leave_feed'`,
+            [env],
+          );
+          return row.rows[0].grant;
+        } finally {
+          await client.query('ROLLBACK');
+          client.release();
+        }
+      })();
+      expect(migrated).toEqual([...before, 'document:upload']);
+      await pg.query(`UPDATE tapyard.taps SET "grant" = $3 WHERE environment = $1 AND name = $2`, [
+        env,
+        'leave_feed',
+        JSON.stringify(migrated),
+      ]);
+      // Its document went in before: forgotten, so the run has it to load again.
+      await api.http
+        .delete('/api/v1/tap/ledger')
+        .set('x-api-key', admin)
+        .query({ name: 'leave_feed' })
+        .expect(200);
+      const ran = await as(admin).post('/tap/run', { name: 'leave_feed', mode: 'run' }).expect(200);
+      expect(ran.body).toMatchObject({ status: 'success', persisted: true });
+    });
   });
 
   it('scopes search by container: another collection answers 404, its own 200', async () => {

@@ -31,8 +31,15 @@ describe('tap grants and run keys', () => {
       'search:query',
       'search:vector',
       'pipeline:upload',
+      'document:upload',
     ]);
+    expect(tapGrant(['document:upload:collection=hr', 'document:read', 'pipeline:upload'])).toEqual([
+      'document:upload:collection=hr',
+      'pipeline:upload',
+    ]);
+    expect(tapGrant(['document:*'])).toEqual(['document:upload']);
     expect(runKeyCapabilities(tapGrant(['*:*']))).not.toContain('pipeline:upload');
+    expect(runKeyCapabilities(tapGrant(['*:*']))).not.toContain('document:upload');
   });
 
   it('never grants what the capabilities did not allow, for any resource and scope', () => {

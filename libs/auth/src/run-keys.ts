@@ -20,12 +20,16 @@ export interface RunGrant {
  * pipelines and jobs, discover metadata, query and search. Never a write, a secret, or administration.
  */
 const RUN_KEY_ACTIONS = ['pipeline:read', 'job:read', 'metadata:read', 'search:query', 'search:vector'];
-/** What a tap is granted when saved: the run key's actions plus uploading into its target pipeline. */
-const GRANT_ACTIONS = [...RUN_KEY_ACTIONS, 'pipeline:upload'];
+/**
+ * What a tap is granted when saved: the run key's actions plus uploading into its target pipeline, and
+ * for a document pipeline uploading documents into its collection (as an upload there needs both).
+ */
+const GRANT_ACTIONS = [...RUN_KEY_ACTIONS, 'pipeline:upload', 'document:upload'];
 
 /**
  * The part of a saver's capabilities a tap keeps for its runs, each in the saver's own scope
- * (`pipeline:*:catalog=a` → `pipeline:read:catalog=a`, `pipeline:upload:catalog=a`). Scheduled runs
+ * (`pipeline:*:catalog=a` → `pipeline:read:catalog=a`, `pipeline:upload:catalog=a`;
+ * `document:upload:collection=hr` stays as it is). Scheduled runs
  * have no caller, so they act with this grant: a tap never does more than whoever last changed its
  * code could do.
  */

@@ -22,6 +22,7 @@ import { JobRowCounts1764998400000 } from './migrations/1764998400000-job-row-co
 import { RecordEvents1765084800000 } from './migrations/1765084800000-record-events';
 import { CodegenGenerations1765171200000 } from './migrations/1765171200000-codegen-generations';
 import { PipelineLocationsChecked1765257600000 } from './migrations/1765257600000-pipeline-locations-checked';
+import { TapGrantsDocumentUpload1765344000000 } from './migrations/1765344000000-tap-grants-document-upload';
 
 /** Postgres schema holding Tapyard's own metadata; never a destination (see @tapyard/pipelines PLATFORM_SCHEMAS). */
 export const METADATA_SCHEMA = 'tapyard';
@@ -49,6 +50,7 @@ export const MIGRATIONS = [
   RecordEvents1765084800000,
   CodegenGenerations1765171200000,
   PipelineLocationsChecked1765257600000,
+  TapGrantsDocumentUpload1765344000000,
 ];
 
 // Any constant works as long as every Tapyard process uses the same one.

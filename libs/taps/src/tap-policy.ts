@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { AccessCheck, buildAbility, canOn } from '@tapyard/auth';
 import { ValidationError } from '@tapyard/core';
-import { PipelineDefinition, PipelineErrorCode } from '@tapyard/model';
-import { PipelinesService, pipelineScope } from '@tapyard/pipelines';
+import { PipelineDefinition, isDocumentPipeline } from '@tapyard/model';
+import { PipelinePolicy, PipelinesService, pipelineScope } from '@tapyard/pipelines';
 import { requireSecretUse } from '@tapyard/secrets';
 import { changesCode } from './tap-grants';
 import { TapConfig } from './tap.types';
@@ -12,13 +12,17 @@ import { TapErrorCode } from './tap-errors';
  * Who may do what with a tap beyond the capability of the entry point (route or assistant tool,
  * checked before the call; the scheduler has none): each rule in one method, called by the service
  * that does the work. Two rules span entry points:
- * - a tap feeds its target pipeline, so whoever saves or runs it needs pipeline:upload on that
- *   pipeline, and the run itself is bounded by the tap's grant (assertGrantMayFeed);
+ * - a tap feeds its target pipeline, so whoever saves or runs it may upload there as an upload would
+ *   (pipeline:upload, and document:upload on a document pipeline's collection), and the run itself is
+ *   bounded by the tap's grant (assertGrantMayFeed);
  * - a secret goes only to code vetted by a holder of secret:use (SecretPolicy's requireSecretUse).
  */
 @Injectable()
 export class TapPolicy {
-  constructor(private readonly pipelines: PipelinesService) {}
+  constructor(
+    private readonly pipelines: PipelinesService,
+    private readonly pipelinePolicy: PipelinePolicy,
+  ) {}
 
   /** Saving `next` over `current`: new code with a secret, and the target it feeds. */
   async assertMaySave(
@@ -63,12 +67,21 @@ export class TapPolicy {
    * the runner for a manual run): the same feed rule for a scheduled run, which has no caller.
    */
   assertGrantMayFeed(tap: TapConfig, target: PipelineDefinition, grant: string[]): void {
-    if (canOn(buildAbility(grant, `tap:${tap.name}`), 'upload', 'pipeline', pipelineScope(target))) return;
-    throw new ValidationError(
-      `tap '${tap.name}' may not load into pipeline '${tap.targetPipeline}': whoever last changed the tap's ` +
-        'code (or started this run) lacks pipeline:upload on it',
-      [{ field: 'targetPipeline', problem: 'is outside the tap grant' }],
-    ).coded(TapErrorCode.TargetRefused);
+    const ability = buildAbility(grant, `tap:${tap.name}`);
+    const refuse = (lacks: string) =>
+      new ValidationError(
+        `tap '${tap.name}' may not load into pipeline '${tap.targetPipeline}': whoever last changed the tap's ` +
+          `code (or started this run) lacks ${lacks}`,
+        [{ field: 'targetPipeline', problem: 'is outside the tap grant' }],
+      ).coded(TapErrorCode.TargetRefused);
+    if (!canOn(ability, 'upload', 'pipeline', pipelineScope(target))) throw refuse('pipeline:upload on it');
+    const vs = target.destination.vectorStore;
+    if (
+      isDocumentPipeline(target) &&
+      vs &&
+      !canOn(ability, 'upload', 'document', { collection: vs.collection })
+    )
+      throw refuse(`document:upload for its collection '${vs.collection}'`);
   }
 
   /** New code, a new secret or new packages hand the tap's secret to code the caller vouches for. */
@@ -82,17 +95,15 @@ export class TapPolicy {
       requireSecretUse(access, 'to give a secret to code it changes or runs');
   }
 
-  /** The caller feeds the pipeline: pipeline:upload on it; one outside the caller's scope is answered as absent. */
+  /**
+   * The caller feeds the pipeline, so it needs what an upload there needs (PipelinePolicy): pipeline:upload
+   * on it, answered as absent outside the caller's scope, and document:upload on a document pipeline's
+   * collection, so a tap is no way around the collection scope.
+   */
   private async assertMayFeed(access: AccessCheck, environment: string, pipeline: string): Promise<void> {
     if (!pipeline) return;
     const found = await this.pipelines.find(environment, pipeline);
     if (!found) return; // a structured tap may be saved before its pipeline; a run answers its own 400
-    access.assertVisible(
-      'upload',
-      'pipeline',
-      pipelineScope(found.definition),
-      `pipeline '${pipeline}' does not exist`,
-      PipelineErrorCode.NotFound,
-    );
+    this.pipelinePolicy.assertMayUpload(access, pipeline, found.definition);
   }
 }
