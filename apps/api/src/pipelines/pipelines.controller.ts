@@ -131,7 +131,8 @@ export class PipelinesController {
     description:
       'Takes back what one ended job loaded: rows carrying its _tapyard_load_id in tables and collections, its ' +
       'job folder in the object store, and the rows it rejected. Sinks cannot take back what they sent. Needs ' +
-      'pipeline:delete on the job’s pipeline; a job outside the caller’s tenant or scope is answered 404. With ' +
+      'pipeline:delete on the job’s pipeline as it was when the job began (a later pipeline of the same name ' +
+      'does not count); a job outside the caller’s tenant or scope is answered 404. With ' +
       'writeMode merge, the rows the job last wrote are removed (the versions they replaced are gone).',
   })
   @ApiOkResponse({ type: RemovedJobRowsDto })
