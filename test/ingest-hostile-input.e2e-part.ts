@@ -117,6 +117,19 @@ describe('ingestion of hostile and unusual input', () => {
         ),
       },
     ]);
+    // V8 backtracked about 25 µs a character on it and re2js about 10: refused, with the size it has.
+    const tooLarge = await api.http
+      .post('/api/v1/pipeline')
+      .send(withRule('^a*?a{0,1000}a{0,8}$'))
+      .expect(400);
+    expect(tooLarge.body.details).toEqual([
+      {
+        field: 'dataQuality.rules[v].pattern',
+        problem: expect.stringMatching(
+          /is not a valid regular expression: it compiles to \d+ instructions, more than the 256 that run in linear time/,
+        ),
+      },
+    ]);
     await api.http.post('/api/v1/pipeline').send(withRule('^(a+)+$')).expect(200);
     const started = Date.now();
     const { rollup } = await run('r', `v\naaa\n${'a'.repeat(5000)}!\n`, 'r.csv');

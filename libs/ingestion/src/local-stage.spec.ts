@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EncoderName, encoderModule } from '@tapyard/destinations';
 import type { CsvAttributes, DataQualityRule, PipelineDefinition, SchemaField } from '@tapyard/model';
-import { LocalStage, StageRun } from './local-stage';
+import type { IngestPayload } from '@tapyard/queue';
+import { LocalStage, StageRun, runsOnMainThread } from './local-stage';
 import { planColumns } from './schema-plan';
 import { StageThreadPool } from './stage-thread/stage-thread';
 
@@ -320,4 +321,22 @@ describe('a small whole input on the main thread', () => {
       if (c.rejects) expect(threaded.rejects).not.toBe('');
     },
   );
+});
+
+describe('which small whole inputs run on the main thread', () => {
+  const payload = { inline: Buffer.from('id,label\n').toString('base64') } as IngestPayload;
+  const withRules = (rules: DataQualityRule[]): PipelineDefinition =>
+    definitionOf({ name: 'rules', input: '', fields: ID_LABEL, rules, encoders: ALL, fast: false });
+  const regex = (pattern: string): DataQualityRule[] => [{ type: 'regex', column: 'label', pattern }];
+
+  it('those whose rule patterns V8 runs within its step bound; a pattern re2js runs keeps the thread', () => {
+    expect(runsOnMainThread(payload, withRules(RULES), null)).toBe(true);
+    expect(runsOnMainThread(payload, withRules(regex('^[A-Z]{2}\\d+$')), null)).toBe(true);
+    // re2js's worst case per character grows with the pattern: microseconds, not nanoseconds.
+    expect(runsOnMainThread(payload, withRules(regex('^\\w+\\d{0,8}$')), null)).toBe(false);
+    expect(runsOnMainThread(payload, withRules(regex('^(a+)+$')), null)).toBe(false);
+    expect(runsOnMainThread(payload, withRules(regex('^a*?$')), null)).toBe(false);
+    // The thread reports a pattern that does not compile, as for a larger file.
+    expect(runsOnMainThread(payload, withRules(regex('(')), null)).toBe(false);
+  });
 });

@@ -6,13 +6,16 @@
  * that wakes the other thread, a large part of a small job's cost).
  *
  * The stage thread exists so that a pathological input cannot stop the worker's event loop; on this
- * path the input is bounded (INLINE_UPLOAD_BYTES, 32 KiB) and every check is linear in it (RE2
- * semantics for rule and JSON Schema patterns), so the event loop is held for at most milliseconds.
- * Jobs with CodeGen scripts (processes of their own) and the tests' stall hook keep the thread.
+ * path the input is bounded (INLINE_UPLOAD_BYTES, 32 KiB), a column has at most 16 rules, and rule
+ * patterns all run on V8 within 16 backtracking steps a character (see compileLinearRegex), so
+ * rules hold the event loop for milliseconds. A pattern re2js runs is linear too, but its worst case
+ * per character grows with the pattern (up to about 11 µs): such a job keeps the thread, as do jobs
+ * with CodeGen scripts (processes of their own) and the tests' stall hook. A validation schema still
+ * runs here: each of its `pattern` keywords is bounded as a rule's pattern is, but not their number.
  */
 import { Readable } from 'node:stream';
 import { RejectedRow, Payload } from '@tapyard/destinations';
-import { PipelineDefinition, TypedBatch } from '@tapyard/model';
+import { PipelineDefinition, TypedBatch, compileLinearRegex } from '@tapyard/model';
 import { IngestPayload } from '@tapyard/queue';
 import { FatalReadError, RecordBatch } from '@tapyard/readers';
 import { CODEGEN_KINDS } from '@tapyard/scripts';
@@ -51,8 +54,18 @@ export function runsOnMainThread(p: IngestPayload, def: PipelineDefinition, spin
     p.inline !== undefined &&
     p.records === undefined &&
     spinOn === null &&
-    CODEGEN_KINDS.every((k) => instructionOf(def, k) === null)
+    CODEGEN_KINDS.every((k) => instructionOf(def, k) === null) &&
+    def.dataQuality.rules.every((r) => r.type !== 'regex' || runsOnV8(r.pattern))
   );
+}
+
+/** Whether a rule's pattern runs on V8; one that does not compile is the stage thread's to report. */
+function runsOnV8(pattern: string): boolean {
+  try {
+    return compileLinearRegex(pattern).engine === 'v8';
+  } catch {
+    return false;
+  }
 }
 
 export class LocalStage implements StageRun {

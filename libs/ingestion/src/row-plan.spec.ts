@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
-import type { CsvAttributes } from '@tapyard/model';
+import type { CsvAttributes, DataQualityRule, PipelineDefinition } from '@tapyard/model';
 import { readCsv } from '@tapyard/readers';
-import { csvLine } from './row-plan';
+import { RowPlan, csvLine } from './row-plan';
 
 async function cells(text: string, attrs: CsvAttributes): Promise<(string | null)[]> {
   for await (const batch of readCsv(Readable.from([Buffer.from(text)]), { ...attrs, header: false })) {
@@ -31,5 +31,29 @@ describe('csvLine (the raw text of a rejected row)', () => {
     ['null markers of its own', { ...RFC, nullValues: ['NA', ''] }, ['NA', null, 'x']],
   ])('reads back to the same cells: %s', async (_, attrs, row) => {
     expect(await cells(csvLine(attrs)(row), attrs)).toEqual(row);
+  });
+});
+
+describe('RowPlan', () => {
+  const withRules = (rules: DataQualityRule[]): PipelineDefinition =>
+    ({
+      name: 'p',
+      catalog: null,
+      source: {
+        fileAttributes: { format: 'csv', csvAttributes: RFC, unstructuredAttributes: null },
+        schemaProperties: { fields: [{ name: 'a', type: 'string' }] },
+      },
+      dataQuality: { rules, aiInstruction: null },
+      transformation: { mappings: [], aiInstruction: null },
+      destination: {},
+    }) as PipelineDefinition;
+  const regexes = (n: number): DataQualityRule[] =>
+    Array.from({ length: n }, (_, k) => ({ type: 'regex', column: 'a', pattern: `^[a-z]{0,${k + 1}}$` }));
+
+  it('refuses a column with more rules than a column may have (every rule runs on each value), naming it', () => {
+    expect(() => new RowPlan(withRules(regexes(16)), ['a'])).not.toThrow();
+    expect(() => new RowPlan(withRules(regexes(17)), ['a'])).toThrow(
+      "column 'a' has 17 data-quality rules, more than the 16 a column may have: edit the pipeline",
+    );
   });
 });

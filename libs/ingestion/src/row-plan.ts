@@ -10,6 +10,8 @@ import {
   Invalid,
   Value,
   coercer,
+  MAX_RULES_PER_COLUMN,
+  columnsOverRuleLimit,
 } from '@tapyard/model';
 import { Check, compileRule } from './data-quality-rules';
 
@@ -79,6 +81,14 @@ export class RowPlan {
     // A pipeline's own nullValues replace the built-in null tokens of non-string columns.
     const nullTokens = def.source.fileAttributes.csvAttributes?.nullValues === undefined;
     this.inCoercers = this.fields.map((f) => coercer(f.type, nullTokens, f));
+    // Saving a pipeline refuses more; one stored before the limit fails here rather than running them.
+    const [crowded] = columnsOverRuleLimit(def.dataQuality.rules);
+    if (crowded !== undefined) {
+      throw new Error(
+        `column '${crowded.column}' has ${crowded.rules} data-quality rules, more than the ` +
+          `${MAX_RULES_PER_COLUMN} a column may have: edit the pipeline`,
+      );
+    }
     this.checks = this.fields.map((f) =>
       def.dataQuality.rules.filter((r) => r.column === f.name).map((r) => compileRule(r, f.type)),
     );

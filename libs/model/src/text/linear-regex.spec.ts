@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { RE2JS } from 're2js';
-import { RegexSyntaxError, backtrackingIsLinear, compileLinearRegex } from './linear-regex';
+import { MAX_PROGRAM_SIZE, RegexSyntaxError, backtrackingSteps, compileLinearRegex } from './linear-regex';
 
 /** Single-character atoms of the linear class (ASCII and not). */
 const ATOMS = ['a', 'b', '0', '\\d', '\\w', '\\W', '\\.', '[a-c]', '[^b]', '[\\d_]', 'é', '-'];
@@ -54,25 +54,32 @@ describe('compileLinearRegex', () => {
     expect(compileLinearRegex('^[^@]+@[^@]+$').engine).toBe('re2'); // two unbounded
     expect(compileLinearRegex('[A-Z]+').engine).toBe('re2'); // unanchored
     expect(compileLinearRegex('^a.b$').engine).toBe('re2'); // `.` differs between engines
-    expect(backtrackingIsLinear('^a{0,1000}b{0,1000}c$')).toBe(false);
+    expect(compileLinearRegex('^\\w{1,64}$').engine).toBe('v8'); // one bounded run: 2 steps a character
+    expect(compileLinearRegex('^\\d+\\.\\d{2}$').engine).toBe('v8'); // 7 steps a character
+    expect(compileLinearRegex('^[a-z]+?$').engine).toBe('re2'); // lazy
+    expect(compileLinearRegex('^\\w+\\d{0,8}$').engine).toBe('re2'); // 19 steps a character
   });
 
-  it('gives the same answers as re2js on the V8 path (property)', () => {
+  it('gives the answers of V8 and of re2js, which agree on the linear form, whichever runs it (property)', () => {
     const atom = fc.constantFrom(...ATOMS, 'Z', '😀');
-    const quant = fc.constantFrom('', '', '*', '+', '?', '{2}', '{0,3}', '{1,}', '+?');
+    const quant = fc.constantFrom('', '', '*', '+', '?', '{2}', '{0,3}', '{1,}', '{2,9}', '+?', '{0,2}?');
     const pattern = anchoredPatterns(atom, quant, 1);
     const text = fc.stringMatching(/^[ab0Z_.é😀\n -]{0,12}$/u);
+    let onV8 = 0;
     fc.assert(
       fc.property(pattern, text, (p, t) => {
+        const v8 = new RegExp(p, 'u').test(t);
+        if (RE2JS.compile(p).test(t) !== v8) return false;
         const re = compileLinearRegex(p);
-        if (re.engine !== 'v8') return true;
-        return re.test(t) === RE2JS.compile(p).test(t);
+        if (re.engine === 'v8') onV8++;
+        return re.test(t) === v8;
       }),
       { numRuns: 3000, seed: 18 },
     );
+    expect(onV8).toBeGreaterThan(1000);
   });
 
-  it("gives V8's answers on ASCII bytes without decoding them (property)", () => {
+  it("gives the text's answers on ASCII bytes without decoding them (property)", () => {
     const atom = fc.constantFrom(...ATOMS, '/');
     const quant = fc.constantFrom('', '', '*', '+', '?', '{2}', '{0,3}', '{1,}', '{3,5}', '+?', '??');
     const pattern = anchoredPatterns(atom, quant, 0);
@@ -101,5 +108,78 @@ describe('compileLinearRegex', () => {
     const zip = compileLinearRegex('^\\d{5}$').testAscii!;
     const b = Buffer.from('x12345,1234,123456');
     expect([zip(b, 1, 6), zip(b, 7, 11), zip(b, 12, 18)]).toEqual([true, false, false]);
+  });
+
+  it("refuses the audit's hostile patterns, and runs their smaller kin on re2js in linear time", () => {
+    // 2,022 and more instructions: re2js would take about 0.3 s on 30,000 characters, V8 0.6 s.
+    for (const p of [
+      '^a*?a{0,1000}a{0,8}$',
+      '^a*a{0,1000}a{0,8}$',
+      '^\\d*\\d{1000}x$',
+      '^a{0,1000}b{0,1000}c$',
+    ]) {
+      expect(() => compileLinearRegex(p)).toThrow(RegexSyntaxError);
+      expect(() => compileLinearRegex(p)).toThrow(
+        new RegExp(
+          `compiles to \\d+ instructions, more than the ${MAX_PROGRAM_SIZE} that run in linear time`,
+        ),
+      );
+    }
+    const cell = 'a'.repeat(30_000);
+    for (const p of [
+      '^a*?a{0,100}a{0,8}$',
+      '^a*a{0,100}a{0,8}$',
+      '^a*?a{0,8}$',
+      '^\\d*\\d{100}x$',
+      '^a*?$',
+    ]) {
+      const re = compileLinearRegex(p);
+      expect(re.engine).toBe('re2');
+      const answers = [cell, `${cell}b`, `1${cell}`].map((value) => {
+        const started = process.hrtime.bigint();
+        const answer = re.test(value);
+        // About 10 ms at most here; V8 took 0.6 s on the first.
+        expect(Number(process.hrtime.bigint() - started) / 1e6).toBeLessThan(100);
+        return answer;
+      });
+      expect(answers).toEqual([!p.includes('x'), false, false]);
+    }
+  });
+
+  it('runs on V8 only patterns whose backtracking stays within 16 steps a character (property)', () => {
+    expect(backtrackingSteps([{ min: 1, max: Infinity }])).toEqual({ fixed: 1, perChar: 2 });
+    expect(
+      backtrackingSteps([
+        { min: 0, max: Infinity },
+        { min: 0, max: 1000 },
+        { min: 0, max: 8 },
+      ]).perChar,
+    ).toBe(2 + 2001 + 1001 * 17);
+    expect(
+      backtrackingSteps([
+        { min: 0, max: Infinity },
+        { min: 1, max: 1 },
+        { min: 1, max: Infinity },
+      ]).perChar,
+    ).toBe(Infinity);
+    // Atoms that all take 'a', so a run of them is the most backtracking a value can cause.
+    const atom = fc.constantFrom('a', '[ab]', '\\w', '[^b]', '\\W');
+    const quant = fc.constantFrom('', '*', '+', '?', '{2}', '{0,3}', '{1,}', '{2,9}', '{0,40}');
+    const pattern = anchoredPatterns(atom, quant, 1);
+    const hostile = ['a'.repeat(30_000), `${'a'.repeat(30_000)}!`, `${'a'.repeat(30_000)}b`];
+    let onV8 = 0;
+    fc.assert(
+      fc.property(pattern, (p) => {
+        const re = compileLinearRegex(p);
+        if (re.engine !== 'v8') return true;
+        onV8++;
+        const started = process.hrtime.bigint();
+        for (const value of hostile) re.test(value);
+        // 16 steps a character is about 1 ms on 30,000; a quadratic or choices-times-length pattern takes seconds.
+        return Number(process.hrtime.bigint() - started) / 1e6 < 50;
+      }),
+      { numRuns: 400, seed: 4 },
+    );
+    expect(onV8).toBeGreaterThan(100);
   });
 });
