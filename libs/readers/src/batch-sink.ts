@@ -2,6 +2,17 @@
 import { FatalReadError, RecordBatch, RowError } from './record-batch';
 
 export const DEFAULT_BATCH_ROWS = 5_000;
+/**
+ * A batch is also cut once its rows hold this many bytes (see BatchSink.addRow), so that large
+ * records make short batches: by row count alone, 5,000 records of up to 16 MiB each could be one
+ * batch of 78 GiB (192 records of 1 MiB were one batch of 192 MiB), all in the stage thread's
+ * heap at once with the typed copy made of it. 32 MiB is well above what 5,000 ordinary rows fill
+ * (a few hundred bytes each: a few MiB), so they are still cut by count, and twice the largest
+ * record, so a batch of the largest records still holds two of them.
+ */
+export const DEFAULT_BATCH_BYTES = 32 * 1024 * 1024;
+/** What a batch's budget counts per cell beyond its text: the pointer in its row. */
+const CELL_BYTES = 8;
 /** Default limit for one CSV field or one JSON/XML record. */
 export const DEFAULT_MAX_BYTES = 16 * 1024 * 1024;
 /** Length limit of `RowError.raw`. */
@@ -33,7 +44,10 @@ export function detach(s: string): string {
   return s.length < 13 ? s : Buffer.from(s, 'utf16le').toString('utf16le');
 }
 
-/** Collects rows and errors and cuts them into batches of at most `batchRows` entries. */
+/**
+ * Collects rows and errors and cuts them into batches of at most `batchRows` entries, or fewer once
+ * their bytes reach `batchBytes`.
+ */
 export class BatchSink {
   rows: (string | null)[][] = [];
   lines: number[] = [];
@@ -41,25 +55,35 @@ export class BatchSink {
   /** Batches cut and not yet handed out. */
   readonly ready: RecordBatch[] = [];
   private cuts = 0;
+  /** Bytes of the pending rows and errors (see addRow). */
+  private bytes = 0;
 
   constructor(
     readonly batchRows: number,
     private header?: string[],
+    readonly batchBytes: number = DEFAULT_BATCH_BYTES,
   ) {}
 
   setHeader(header: string[]): void {
     this.header = header;
   }
 
-  addRow(cells: (string | null)[], line: number): void {
+  /**
+   * `textBytes`: the bytes of the row's text when the reader counted them (its fields' bytes in the
+   * input); by default the length of its cells. A pointer per cell is added to it.
+   */
+  addRow(cells: (string | null)[], line: number, textBytes = textLength(cells)): void {
     this.rows.push(cells);
     this.lines.push(line);
-    if (this.rows.length + this.errors.length >= this.batchRows) this.cut();
+    this.bytes += textBytes + CELL_BYTES * cells.length;
+    if (this.rows.length + this.errors.length >= this.batchRows || this.bytes >= this.batchBytes) this.cut();
   }
 
   addError(line: number, reason: string, raw: string): void {
-    this.errors.push({ line, reason, raw: rawText(raw) });
-    if (this.rows.length + this.errors.length >= this.batchRows) this.cut();
+    const error = { line, reason, raw: rawText(raw) };
+    this.errors.push(error);
+    this.bytes += error.raw.length + error.reason.length;
+    if (this.rows.length + this.errors.length >= this.batchRows || this.bytes >= this.batchBytes) this.cut();
   }
 
   /** Moves the pending rows and errors into a batch (the first batch carries the header). */
@@ -71,6 +95,7 @@ export class BatchSink {
     this.rows = [];
     this.lines = [];
     this.errors = [];
+    this.bytes = 0;
   }
 
   /** At end of input: cuts what is pending, or an empty batch when nothing was cut yet. */
@@ -81,6 +106,13 @@ export class BatchSink {
   take(): RecordBatch | undefined {
     return this.ready.shift();
   }
+}
+
+/** The characters of a row's cells. */
+function textLength(cells: readonly (string | null)[]): number {
+  let n = 0;
+  for (let i = 0; i < cells.length; i++) n += cells[i]?.length ?? 0;
+  return n;
 }
 
 /** Validates a positive integer option, falling back to `fallback` when absent. */

@@ -8,6 +8,7 @@
 import type { CsvReadOptions } from './csv-reader';
 import {
   BatchSink,
+  DEFAULT_BATCH_BYTES,
   DEFAULT_BATCH_ROWS,
   DEFAULT_MAX_BYTES,
   RAW_BYTES,
@@ -43,9 +44,12 @@ export class CsvRecordBuilder {
   protected readonly grammar: CsvGrammar;
   readonly sink: BatchSink;
   protected readonly maxField: number;
+  /** Most bytes of a record's kept fields together (a record may have up to maxColumns fields). */
+  protected readonly maxRecord: number;
   protected readonly maxColumns: number;
   protected readonly expectedColumns: number | undefined;
   protected readonly limitText: string;
+  protected readonly recordLimitText: string;
   /** Unquoted texts that are null (none: every cell is text), and the longest of them. */
   protected readonly nulls: Set<string> | null;
   protected readonly nullMaxLen: number;
@@ -57,6 +61,8 @@ export class CsvRecordBuilder {
   /** The text of field 1 when it was read as null (a null marker may still be a blank line). */
   protected firstNullText: string | null = null;
   protected fieldCount = 0;
+  /** Bytes of the current record's kept fields so far. */
+  protected recordBytes = 0;
   protected fieldQuoted = false;
   protected rowError: string | null = null;
   /** Pieces of the current field when it straddles chunks or holds escapes. */
@@ -84,13 +90,19 @@ export class CsvRecordBuilder {
   constructor(opts: CsvReadOptions) {
     this.grammar = new CsvGrammar(opts);
     this.maxField = positiveOption('maxFieldBytes', opts.maxFieldBytes, DEFAULT_MAX_BYTES);
+    this.maxRecord = positiveOption('maxRecordBytes', opts.maxRecordBytes, DEFAULT_MAX_BYTES);
     this.maxColumns = positiveOption('maxColumns', opts.maxColumns, 10_000);
     this.expectedColumns =
       opts.expectedColumns === undefined
         ? undefined
         : positiveOption('expectedColumns', opts.expectedColumns, 1);
     this.limitText = formatBytes(this.maxField);
-    this.sink = new BatchSink(positiveOption('batchRows', opts.batchRows, DEFAULT_BATCH_ROWS));
+    this.recordLimitText = formatBytes(this.maxRecord);
+    this.sink = new BatchSink(
+      positiveOption('batchRows', opts.batchRows, DEFAULT_BATCH_ROWS),
+      undefined,
+      positiveOption('batchBytes', opts.batchBytes, DEFAULT_BATCH_BYTES),
+    );
     this.headerPending = opts.header;
     const nullValues = opts.nullValues ?? DEFAULT_NULL_VALUES;
     this.nulls = nullValues.length > 0 ? new Set(nullValues) : null;
@@ -123,6 +135,15 @@ export class CsvRecordBuilder {
     else this.markRow(`invalid UTF-8 at byte offset ${this.badOffsets[this.badIdx]}`);
   }
 
+  /**
+   * The record's kept fields passed maxRecordBytes: its error, and what it kept is let go at once
+   * (the rest of it is only scanned).
+   */
+  protected recordTooLarge(): void {
+    this.markRow(`record exceeds ${this.recordLimitText}`);
+    this.cells = this.width > 0 ? new RowArray<string>(this.width) : [];
+  }
+
   /** Keeps bytes [s, e) as a piece of the field in progress (bounded by maxFieldBytes). */
   /** `hs`/`he`: counts of bytes >= 0x80 in the chunk before s and before e. */
   protected pushPart(s: number, e: number, hs: number, he: number): void {
@@ -135,6 +156,12 @@ export class CsvRecordBuilder {
     const len = e - s;
     if (this.partsLen + len > this.maxField) {
       this.oversize = true;
+      this.parts = [];
+      this.partsLen = 0;
+      return;
+    }
+    if (this.recordBytes + this.partsLen + len > this.maxRecord) {
+      this.recordTooLarge();
       this.parts = [];
       this.partsLen = 0;
       return;
@@ -176,13 +203,21 @@ export class CsvRecordBuilder {
         this.markRow(`field ${idx + 1} exceeds ${this.limitText}`);
         return;
       }
+      this.recordBytes += e - s;
+      if (this.recordBytes > this.maxRecord) {
+        this.recordTooLarge();
+        return;
+      }
       this.setCell(idx, this.chunk.field(s, e, hs === he));
       return;
     }
     if (this.rowError === null && idx < this.cellLimit) {
       this.appendPart(s, e, hs, he);
       if (this.oversize) this.markRow(`field ${idx + 1} exceeds ${this.limitText}`);
-      else this.setCell(idx, this.parts.length === 1 ? this.parts[0] : this.parts.join(''));
+      else if (this.rowError === null) {
+        this.recordBytes += this.partsLen;
+        this.setCell(idx, this.parts.length === 1 ? this.parts[0] : this.parts.join(''));
+      }
     }
     this.parts = [];
     this.partsLen = 0;
@@ -212,6 +247,8 @@ export class CsvRecordBuilder {
     this.cells = this.width > 0 ? new RowArray<string>(this.width) : [];
     this.fieldCount = 0;
     this.rowError = null;
+    const bytes = this.recordBytes;
+    this.recordBytes = 0;
     const first = cells[0] ?? this.firstNullText ?? '';
     this.firstNullText = null;
     if (count === 1 && error === null && !this.fieldQuoted && isBlank(first, this.grammar.blank)) return;
@@ -242,7 +279,7 @@ export class CsvRecordBuilder {
       this.cellLimit = count;
     }
     if (error === null && count === this.width) {
-      this.sink.addRow(cells, this.recLine);
+      this.sink.addRow(cells, this.recLine, bytes);
       return;
     }
     const reason = error ?? `row has ${count} fields, expected ${this.width}`;

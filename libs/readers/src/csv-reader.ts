@@ -1,7 +1,7 @@
 /**
  * Streaming CSV reader: RFC 4180 plus a configurable delimiter, quote and escape, and \n, \r\n
- * and \r line endings. Memory is bounded by the batch size and the field limit, never by the
- * file size.
+ * and \r line endings. Memory is bounded by the batch size (rows and bytes) and the record limit,
+ * never by the file size.
  *
  * How it is fast: each input chunk (64 KiB..1 MiB) is validated once natively (isAscii/isUtf8,
  * see ChunkDecoder) and decoded once as latin1; the tokenizer walks the chunk's bytes with the
@@ -67,8 +67,12 @@ export interface CsvReadOptions extends CsvAttributes {
   header: boolean;
   /** Records (rows plus row errors) per yielded batch; default 5,000. */
   batchRows?: number;
+  /** Records (rows plus row errors) are also cut into a batch once they hold this many bytes; default 32 MiB. */
+  batchBytes?: number;
   /** Longest field; default 16 MiB. A longer field makes its row an error. */
   maxFieldBytes?: number;
+  /** Most bytes of a record's fields together; default 16 MiB. A larger record is a row error. */
+  maxRecordBytes?: number;
   /** Most fields in the header or the first record; default 10,000 (more is fatal). */
   maxColumns?: number;
   /** Required number of fields per record; default the header's width, else the first record's. */
@@ -81,7 +85,7 @@ export interface CsvReadOptions extends CsvAttributes {
 const STOP = 1;
 const HIGH = 2;
 
-/** Reads CSV records from `input` and yields them in batches of up to `batchRows` records. */
+/** Reads CSV records from `input` and yields them in batches of up to `batchRows` records (fewer past `batchBytes`). */
 export async function* readCsv(input: ByteInput, opts: CsvReadOptions): AsyncGenerator<RecordBatch> {
   const tokenizer = new CsvTokenizer(opts);
   const decoder = new ChunkDecoder(opts.encoding === 'latin1' ? 'latin1' : 'utf-8');

@@ -9,7 +9,13 @@
  * non-object is acceptable is for the loader to decide.
  */
 import { ByteInput, ChunkDecoder, DEFAULT_MIN_CHUNK, rechunk } from './chunks';
-import { BatchSink, DEFAULT_BATCH_ROWS, DEFAULT_MAX_BYTES, positiveOption } from './batch-sink';
+import {
+  BatchSink,
+  DEFAULT_BATCH_BYTES,
+  DEFAULT_BATCH_ROWS,
+  DEFAULT_MAX_BYTES,
+  positiveOption,
+} from './batch-sink';
 import { FatalReadError, RecordBatch } from './record-batch';
 import { JsonRecordScanner } from './json/json-records';
 
@@ -22,6 +28,8 @@ export interface JsonReadOptions {
   lines?: boolean;
   /** Records (rows plus row errors) per yielded batch; default 5,000. */
   batchRows?: number;
+  /** Records are also cut into a batch once they hold this many bytes; default 32 MiB. */
+  batchBytes?: number;
   /** Largest record; default 16 MiB. A larger record is a row error. */
   maxRecordBytes?: number;
   /** Deepest nesting inside one record; default 64. Deeper is a row error. */
@@ -30,14 +38,18 @@ export interface JsonReadOptions {
   minChunkBytes?: number;
 }
 
-/** Reads JSON records from `input` and yields them in batches of up to `batchRows` records. */
+/** Reads JSON records from `input` and yields them in batches of up to `batchRows` records (fewer past `batchBytes`). */
 export async function* readJson(input: ByteInput, opts: JsonReadOptions = {}): AsyncGenerator<RecordBatch> {
   const recordPath = (opts.recordPath ?? '').trim();
   const path = recordPath === '' ? [] : recordPath.split('.');
   if (path.some((p) => p === '')) {
     throw new FatalReadError(`recordPath '${recordPath}' is not a dot path like data.items`);
   }
-  const sink = new BatchSink(positiveOption('batchRows', opts.batchRows, DEFAULT_BATCH_ROWS));
+  const sink = new BatchSink(
+    positiveOption('batchRows', opts.batchRows, DEFAULT_BATCH_ROWS),
+    undefined,
+    positiveOption('batchBytes', opts.batchBytes, DEFAULT_BATCH_BYTES),
+  );
   const scanner = new JsonRecordScanner({
     path,
     lines: opts.lines === true,

@@ -6,7 +6,7 @@
  */
 import { StringDecoder } from 'node:string_decoder';
 import { ByteInput, rechunk } from './chunks';
-import { DEFAULT_BATCH_ROWS, rawText } from './batch-sink';
+import { DEFAULT_BATCH_BYTES, DEFAULT_BATCH_ROWS, rawText } from './batch-sink';
 import { RecordBatch } from './record-batch';
 
 /** A value as a CSV cell carries it: null and absent are NULL, objects are JSON text. */
@@ -17,13 +17,16 @@ function cell(v: unknown): string | null {
   return String(v);
 }
 
+/** Batches of at most `batchRows` records, or fewer once their lines hold `batchBytes` (as BatchSink). */
 export async function* readTapRecords(
   input: ByteInput,
   mapping: { keys: string[]; columns: string[] },
   batchRows = DEFAULT_BATCH_ROWS,
+  batchBytes = DEFAULT_BATCH_BYTES,
 ): AsyncGenerator<RecordBatch> {
   const { keys, columns } = mapping;
   let batch: RecordBatch = { rows: [], lines: [], errors: [], header: columns };
+  let bytes = 0;
   let line = 0;
   let rest = '';
   const row = (o: Record<string, unknown>): void => {
@@ -35,6 +38,7 @@ export async function* readTapRecords(
   const one = (text: string): void => {
     line++;
     if (text.length === 0) return;
+    bytes += text.length;
     let value: unknown;
     try {
       value = JSON.parse(text);
@@ -60,12 +64,13 @@ export async function* readTapRecords(
     for (let nl = text.indexOf('\n'); nl >= 0 && nl <= last; nl = text.indexOf('\n', start)) {
       one(text.slice(start, nl));
       start = nl + 1;
+      if (batch.rows.length + batch.errors.length >= batchRows || bytes >= batchBytes) {
+        yield batch;
+        batch = { rows: [], lines: [], errors: [] };
+        bytes = 0;
+      }
     }
     rest = text.slice(last + 1);
-    if (batch.rows.length + batch.errors.length >= batchRows) {
-      yield batch;
-      batch = { rows: [], lines: [], errors: [] };
-    }
   }
   rest += decoder.end();
   if (rest.length > 0) one(rest);

@@ -22,7 +22,9 @@
  * - with an escape other than the quote, a doubled quote inside quotes (`"a""b"`: `a"b` for the
  *   reference, `ab` for PostgreSQL). Otherwise their escapes agree: the escape before the quote
  *   or itself is dropped, before anything else it is kept (`\n` stays two characters);
- * - a field longer than the reference's limit (`maxFieldBytes`, default 16 MiB);
+ * - a field longer than the reference's limit (`maxFieldBytes`, default 16 MiB), or a record (its
+ *   bytes, delimiters and quotes included: at least what the reference counts) longer than its
+ *   record limit (`maxRecordBytes`, default 16 MiB);
  * - in a column that is not a string: a quoted value (`""` is an error to PostgreSQL, NULL to the
  *   reference), surrounding or inner spaces, the reference's null tokens (`NULL`, `\N`, `NA`, …:
  *   NULL to the reference, an error to PostgreSQL), and anything outside these grammars:
@@ -70,6 +72,8 @@ export interface CsvCheckOptions extends Pick<CsvAttributes, 'delimiter' | 'quot
   limits?: readonly DecimalLimits[];
   /** The reference's field limit; default 16 MiB. */
   maxFieldBytes?: number;
+  /** The reference's record limit; default 16 MiB. */
+  maxRecordBytes?: number;
   /**
    * Per file column, the pipeline's data-quality rules there (absent or null: none). A record with a
    * cell that fails them is refused, so that the validating path rejects it with its reason.
@@ -179,6 +183,7 @@ function compile(opts: CsvCheckOptions): (chunk: Buffer, prefix: boolean) => Csv
   if (opts.types.length === 0) throw new Error('the CSV fast path needs at least one column');
   const { delim, quote, esc } = csvChars(opts);
   const maxField = positiveOption('maxFieldBytes', opts.maxFieldBytes, DEFAULT_MAX_BYTES);
+  const maxRecord = positiveOption('maxRecordBytes', opts.maxRecordBytes, DEFAULT_MAX_BYTES);
   const types = Uint8Array.from(opts.types.map((t) => TYPE_CODES[t]));
   const ncols = types.length;
   // Digits allowed before and after the point in each decimal column (beyond MAX_TYPED: no limit).
@@ -345,6 +350,7 @@ function compile(opts: CsvCheckOptions): (chunk: Buffer, prefix: boolean) => Csv
         break;
       }
       if (prefix && (i >= n || (b[i] === CR && i + 1 >= n))) return incomplete();
+      if (i - recStart > maxRecord) return refuse('a record longer than the limit', recStart);
       records++;
       if (i >= n) break;
       let t: number;
