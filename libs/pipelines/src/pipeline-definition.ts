@@ -1,6 +1,8 @@
 import { ErrorDetail, ValidationError, errorMessage } from '@tapyard/core';
 import {
   compileLinearRegex,
+  columnsOverRuleLimit,
+  MAX_RULES_PER_COLUMN,
   outputFields,
   PipelineErrorCode,
   DataQualityRule,
@@ -63,6 +65,12 @@ export function toDefinition(
   }
   const csv = fa.csvAttributes ?? {};
   const rules = (dto.dataQuality?.rules ?? []).map((r) => toRule(r, seen, fields, problems));
+  for (const { column, rules: count } of columnsOverRuleLimit(rules)) {
+    problems.push({
+      field: `dataQuality.rules[${column}]`,
+      problem: `has ${count} rules, more than the ${MAX_RULES_PER_COLUMN} a column may have (each runs on every value)`,
+    });
+  }
   const mappings = (dto.transformation?.mappings ?? []).map((m, i) => toStep(m, i, problems));
   checkMappings(fields, mappings, problems);
 
