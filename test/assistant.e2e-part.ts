@@ -103,16 +103,7 @@ describe('assistant: the build-mode agent loop over SSE', () => {
     worker = await startWorker(flags);
     pg = new Pool({ connectionString: TEST_DATABASE_URL, max: 2 });
     await pg.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
-    await api.http
-      .put('/api/v1/secrets/ai')
-      .set('x-api-key', admin)
-      .send({
-        provider: 'openai-compatible',
-        baseUrl: double.openaiUrl,
-        model: 'm',
-        'model.assistant': 'agent-1',
-      })
-      .expect(200);
+    await double.useAs(api.http, admin);
     await api.http
       .post('/api/v1/pipeline')
       .set('x-api-key', admin)

@@ -99,16 +99,7 @@ describe('a table or collection another scope loads into', () => {
     pg = new Pool({ connectionString: TEST_DATABASE_URL, max: 2 });
     await pg.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
     mongoClient = await new mongo.MongoClient(TEST_MONGODB_URI).connect();
-    await api.http
-      .put('/api/v1/secrets/ai')
-      .set('x-api-key', admin)
-      .send({
-        provider: 'openai-compatible',
-        baseUrl: double.openaiUrl,
-        model: 'm',
-        'model.assistant': 'agent-1',
-      })
-      .expect(200);
+    await double.useAs(api.http, admin);
     // Catalog b's pipelines, named apart from their places so a message naming one is seen.
     await post(admin, '/pipeline', csvPipeline('b-salaries', 'b', table('payroll'))).expect(200);
     await post(admin, '/pipeline', jsonPipeline('b-people', 'b', 'people')).expect(200);

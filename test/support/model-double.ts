@@ -1,5 +1,6 @@
 import { IncomingMessage, Server, ServerResponse, createServer } from 'node:http';
 import { AddressInfo } from 'node:net';
+import type TestAgent from 'supertest/lib/agent';
 
 /**
  * A loopback server speaking OpenAI's Chat Completions and Anthropic's Messages wire protocols
@@ -52,6 +53,20 @@ export class ModelDouble {
 
   get address(): string {
     return `${this.host}:${this.port}`;
+  }
+
+  /** Stores the `ai` secret that points the platform at this double (`m`, the assistant `agent-1`) as `key`. */
+  async useAs(http: TestAgent, key: string): Promise<void> {
+    await http
+      .put('/api/v1/secrets/ai')
+      .set('x-api-key', key)
+      .send({
+        provider: 'openai-compatible',
+        baseUrl: this.openaiUrl,
+        model: 'm',
+        'model.assistant': 'agent-1',
+      })
+      .expect(200);
   }
   /** Base URL for OpenAI-style clients (`…/v1`). */
   get openaiUrl(): string {
