@@ -1,10 +1,9 @@
 import { ChatTurn, FeatureModel, ToolCall } from '@tapyard/ai';
-import { TapyardError, errorMessage } from '@tapyard/core';
+import { TapyardError, errorMessage, maskUrlCredentials } from '@tapyard/core';
 import { MASK } from '@tapyard/secrets';
 import { AssistantTools } from './assistant-tools';
 import { AnsweredAction, ProposedCall } from './pending-actions';
 import { ToolContext } from './tool';
-import { maskUrlCredentials } from './url-credentials';
 
 /** The addendum's values only: a turn that ends on calls awaiting the user is `complete`, with `awaitingConfirmation`. */
 export type StopReason = 'complete' | 'max_iterations' | 'error' | 'cancelled';

@@ -1,3 +1,4 @@
+import { maskUrlCredentials } from '@tapyard/core';
 import { PackageSpecError } from './errors';
 
 // PEP 508 names and PEP 440-style version clauses only: no URLs, paths, markers or pip options,
@@ -59,5 +60,5 @@ export function packageName(normalSpec: string): string {
 
 /** Credentials in anything URL-like never reach an error message. */
 export function redact(text: string): string {
-  return text.replace(/([a-z][a-z0-9+.-]*:\/\/)[^\s/@]+@/gi, '$1***@');
+  return maskUrlCredentials(text, '***');
 }

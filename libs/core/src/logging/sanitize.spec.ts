@@ -12,6 +12,14 @@ describe('sanitize', () => {
     expect(sanitize('connect ECONNREFUSED 127.0.0.1:5432')).toBe('connect ECONNREFUSED 127.0.0.1:5432');
   });
 
+  it('reads a long run of scheme characters in linear time', () => {
+    const run = 'a'.repeat(50_000);
+    const started = process.hrtime.bigint();
+    expect(sanitize(`${run}://u:p@h ${run}`)).toBe(`${run}://***:***@h ${run}`);
+    // The two regexes it replaced took seconds on this; one pass takes a few milliseconds.
+    expect(Number(process.hrtime.bigint() - started) / 1e6).toBeLessThan(200);
+  });
+
   it('flattens aggregate errors', () => {
     const e = new AggregateError([new Error('a failed'), new Error('b failed')]);
     expect(errorMessage(e)).toBe('a failed; b failed');

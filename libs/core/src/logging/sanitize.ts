@@ -1,16 +1,16 @@
+import { maskUrlCredentials } from './url-credentials';
+
 /**
  * Strips credentials out of free text before it reaches a response or a log line: user:password in
  * URLs, and key=value pairs whose key looks secret. Used on third-party error messages, which often
  * echo connection strings.
  */
 export function sanitize(text: string): string {
-  return text
-    .replace(/([a-z][a-z0-9+.-]*:\/\/)[^/\s:@]*:[^/\s@]*@/gi, '$1***:***@')
-    .replace(/([a-z][a-z0-9+.-]*:\/\/)[^/\s:@]+@/gi, '$1***@')
-    .replace(
-      /\b(password|passwd|pwd|secret|token|api[_-]?key|secret[_-]?key)\s*[=:]\s*[^\s,;&]+/gi,
-      '$1=***',
-    );
+  // In one pass (two regexes retried every start of a long run of scheme characters: quadratic).
+  return maskUrlCredentials(text, (userinfo) => (userinfo.includes(':') ? '***:***' : '***')).replace(
+    /\b(password|passwd|pwd|secret|token|api[_-]?key|secret[_-]?key)\s*[=:]\s*[^\s,;&]+/gi,
+    '$1=***',
+  );
 }
 
 export function errorMessage(err: unknown): string {
