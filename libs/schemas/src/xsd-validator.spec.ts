@@ -1,3 +1,4 @@
+import { readdirSync } from 'node:fs';
 import { generateXsd } from './xsd';
 import { XsdRecordValidator } from './xsd-validator';
 
@@ -28,6 +29,27 @@ describe('XsdRecordValidator (libxml2 via WebAssembly)', () => {
     expect(reasons.filter((r) => r !== null)).toHaveLength(4);
     expect(reasons[250]).toMatch(/sku/);
   });
+
+  it("stops a check an XSD's backtracking pattern would hold for minutes, its xmllint worker with it", async () => {
+    const costly =
+      '<xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema"><xs:element name="row"><xs:simpleType>' +
+      '<xs:restriction base="xs:string"><xs:pattern value="((a|aa)+)+b"/></xs:restriction>' +
+      '</xs:simpleType></xs:element></xs:schema>';
+    const threads = () => readdirSync('/proc/self/task').length;
+    const before = threads();
+    // About a second a value: 40 values would take some 40 s.
+    const v = XsdRecordValidator.create(costly, 'row', () => 1500);
+    const started = Date.now();
+    await expect(
+      v.check(Array.from({ length: 40 }, () => ({ '#text': `${'a'.repeat(60)}c` }))),
+    ).rejects.toThrow(/the XSD took longer than 2 s to check 40 records/);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    // Its thread and xmllint's are gone (they would spin on for the rest of the values otherwise).
+    for (let i = 0; i < 50 && threads() > before; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(threads()).toBeLessThanOrEqual(before);
+    // An ordinary XSD still checks within its own deadline.
+    expect(await XsdRecordValidator.create(xsd, 'item').check([{ '@sku': 'C', qty: '5' }])).toEqual([null]);
+  }, 30_000);
 
   it('refuses a schema it cannot use', () => {
     expect(() =>

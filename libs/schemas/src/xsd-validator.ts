@@ -1,9 +1,19 @@
+import { extname, join } from 'node:path';
 import sax from 'sax';
-import { validateXML } from 'xmllint-wasm';
+import { spawnWorker } from '@tapyard/core';
 import { SchemaSampleError } from './sample-error';
+import type { XsdCalls, XsdThreadReply } from './xsd-thread';
 
 /** Records per xmllint call: its WASM heap is fixed, and a few thousand documents overflow it. */
 const PER_CALL = 400;
+
+/**
+ * How long a check may take: a base, and per record ten times what xmllint takes on an ordinary one
+ * (5,000-7,000 records a second). An XSD whose `xs:pattern` backtracks (`((a|aa)+)+b` took about a
+ * second a value) is stopped there instead of holding a core for minutes.
+ */
+const CHECK_BASE_MS = 10_000;
+const CHECK_MS_PER_RECORD = 2;
 
 type Obj = Record<string, unknown>;
 
@@ -20,28 +30,33 @@ export class XsdRecordValidator {
     private readonly xsd: string,
     private readonly rowElement: string,
     private readonly wrapper: string | null,
+    private readonly deadline: (records: number) => number,
   ) {}
 
-  static create(xsd: string, rowElement: string): XsdRecordValidator {
+  static create(
+    xsd: string,
+    rowElement: string,
+    deadline = (records: number) => CHECK_BASE_MS + CHECK_MS_PER_RECORD * records,
+  ): XsdRecordValidator {
     const globals = globalElements(xsd);
     const local = rowElement.slice(rowElement.indexOf(':') + 1);
     if (globals.length === 0) throw new SchemaSampleError('the XSD declares no global element');
-    return new XsdRecordValidator(xsd, local, globals.includes(local) ? null : globals[0]);
+    return new XsdRecordValidator(xsd, local, globals.includes(local) ? null : globals[0], deadline);
   }
 
   /** One reason per record (null: valid), in order. */
   async check(records: Obj[]): Promise<(string | null)[]> {
     const reasons: (string | null)[] = records.map(() => null);
+    const calls: XsdCalls['calls'] = [];
     for (let start = 0; start < records.length; start += PER_CALL) {
       const slice = records.slice(start, start + PER_CALL);
-      const result = await validateXML({
-        xml: slice.map((r, i) => ({ fileName: `r${start + i}.xml`, contents: this.document(r) })),
-        schema: [{ fileName: 'schema.xsd', contents: this.xsd }],
-      });
-      for (const e of result.errors) {
+      calls.push(slice.map((r, i) => ({ fileName: `r${start + i}.xml`, contents: this.document(r) })));
+    }
+    for (const errors of await validated({ schema: this.xsd, calls }, this.deadline(records.length))) {
+      for (const e of errors) {
         // xmllint adds a summary line per failed file ("r3.xml fails to validate"); the detail has a location.
-        if (e.loc === null && /^r\d+\.xml fails to validate/.test(e.message.trim())) continue;
-        const m = /^r(\d+)\.xml$/.exec(e.loc?.fileName ?? '');
+        if (e.fileName === null && /^r\d+\.xml fails to validate/.test(e.message.trim())) continue;
+        const m = /^r(\d+)\.xml$/.exec(e.fileName ?? '');
         if (!m) throw new SchemaSampleError(`the XSD cannot be used: ${e.message.trim()}`);
         const i = Number(m[1]);
         reasons[i] ??= e.message.replace(/^.*?validity error : /, '').trim();
@@ -54,6 +69,32 @@ export class XsdRecordValidator {
     const xml = element(this.rowElement, record);
     return this.wrapper === null ? xml : `<${this.wrapper}>${xml}</${this.wrapper}>`;
   }
+}
+
+/** Each call's errors, from a thread ended (with xmllint's worker) when `ms` pass. */
+function validated(work: XsdCalls, ms: number): Promise<Extract<XsdThreadReply, { ok: true }>['errors']> {
+  const thread = spawnWorker(join(__dirname, `xsd-thread${extname(__filename)}`), { data: work });
+  return new Promise<Extract<XsdThreadReply, { ok: true }>['errors']>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      reject(
+        new SchemaSampleError(
+          `the XSD took longer than ${Math.round(ms / 1000)} s to check ${work.calls.flat().length} records ` +
+            '(an xs:pattern that backtracks costs about a second a value): simplify its patterns',
+        ),
+      );
+      void thread.terminate();
+    }, ms);
+    thread.once('message', (reply: XsdThreadReply) => {
+      clearTimeout(timer);
+      void thread.terminate();
+      if (reply.ok) resolve(reply.errors);
+      else reject(new Error(reply.message));
+    });
+    thread.once('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+  });
 }
 
 /** Names of the `xs:element` declarations directly under `xs:schema` (local names). */
