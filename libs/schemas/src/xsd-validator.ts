@@ -94,6 +94,11 @@ function validated(work: XsdCalls, ms: number): Promise<Extract<XsdThreadReply, 
       clearTimeout(timer);
       reject(err);
     });
+    // Ended without a word (killed, out of memory): the check fails rather than waits for ever.
+    thread.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`the XSD check's thread ended (${code}) before it answered`));
+    });
   });
 }
 
