@@ -65,8 +65,12 @@ describe('the Snowflake endpoint a secret may name', () => {
   });
 
   it('ends a load whose secret names another server with an error naming accessUrl', async () => {
-    // Saved before the rule existed: only the loader's own check stands between it and the driver.
-    await api.app.get(SecretsService).put(env, 'sf-old', { ...fields, accessUrl: foreign });
+    // Saved before the rule existed (stored as it is, past every write check): only the loader's own
+    // check stands between it and the driver.
+    await api.app.get(SecretsService).writeSystem(env, 'sf-old', { ...fields, accessUrl: foreign });
+    await expect(
+      api.app.get(SecretsService).put(env, 'sf-new', { ...fields, accessUrl: foreign }),
+    ).rejects.toThrow(/accessUrl names warehouse\.attacker\.example:443/);
     await api.http.post('/api/v1/pipeline').send(pipeline('refused', 'sf-old')).expect(200);
     const done = await waitForJob(api.http, await upload(api.http, 'refused', 'id\n1\n2\n'));
     expect(done.rollup.status).toBe('error');

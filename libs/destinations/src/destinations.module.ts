@@ -54,7 +54,6 @@ export class DestinationsModule {
         CreatedObjects,
         SinkLedger,
         SinkGate,
-        DestinationSecretChecks,
       ],
     };
   }

@@ -26,5 +26,4 @@ export * from './databricks/databricks.destination';
 export * from './databricks/section';
 export * from './snowflake/snowflake.destination';
 export * from './snowflake/section';
-export { DestinationSecretChecks } from './secret-checks';
 export { DestinationErrorCode } from './destination-errors';

@@ -1,6 +1,7 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 import { CONFIG, TapyardConfig } from '@tapyard/core';
 import { EgressPolicy } from '@tapyard/egress';
+import { SecretsService } from '@tapyard/secrets';
 import { snowflakeEndpoint } from './snowflake/endpoint';
 
 /**
@@ -10,20 +11,24 @@ import { snowflakeEndpoint } from './snowflake/endpoint';
  * Snowflake's. The loaders check the same again on every load (a secret saved before a rule existed).
  */
 @Injectable()
-export class DestinationSecretChecks {
+export class DestinationSecretChecks implements OnModuleInit {
   private readonly policy: EgressPolicy;
 
-  constructor(@Inject(CONFIG) config: TapyardConfig) {
+  constructor(
+    @Inject(CONFIG) config: TapyardConfig,
+    private readonly secrets: SecretsService,
+  ) {
     this.policy = new EgressPolicy(config.egressAllow);
   }
 
-  /** Throws ValidationError naming the field; a body that is not fields of text is the Secrets API's to refuse. */
-  check(name: string, fields: unknown): void {
-    if (typeof fields !== 'object' || fields === null || Array.isArray(fields)) return;
-    const f = fields as Record<string, unknown>;
-    if (!Object.values(f).every((v) => typeof v === 'string')) return;
-    if (Object.hasOwn(f, 'account') && Object.hasOwn(f, 'warehouse')) {
-      snowflakeEndpoint(f as Record<string, string>, (h, p) => this.policy.isAllowListed(h, p), name);
+  onModuleInit(): void {
+    this.secrets.addWriteCheck((name, fields) => this.check(name, fields));
+  }
+
+  /** Throws ValidationError naming the field (the Secrets API has checked the fields are text). */
+  check(name: string, fields: Record<string, string>): void {
+    if (Object.hasOwn(fields, 'account') && Object.hasOwn(fields, 'warehouse')) {
+      snowflakeEndpoint(fields, (h, p) => this.policy.isAllowListed(h, p), name);
     }
   }
 }

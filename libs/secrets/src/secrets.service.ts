@@ -71,10 +71,21 @@ export class SecretsService {
     return out;
   }
 
+  /**
+   * Rules other modules hold on a secret's fields (a destination's, registered at boot: secrets do not
+   * depend on destinations): each throws a ValidationError naming the field it refuses.
+   */
+  private readonly writeChecks: ((name: string, fields: Record<string, string>) => void)[] = [];
+
+  addWriteCheck(check: (name: string, fields: Record<string, string>) => void): void {
+    this.writeChecks.push(check);
+  }
+
   async put(environment: string, name: string, fields: unknown): Promise<void> {
     validateName(name);
     refuseAccessState(name);
     const valid = validateFields(fields);
+    for (const check of this.writeChecks) check(name, valid);
     await this.repo.upsert(environment, name, this.cipher.seal(JSON.stringify(valid), environment, name));
     await this.changed(environment, name);
   }

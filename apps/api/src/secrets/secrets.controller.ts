@@ -1,6 +1,5 @@
 import { Body, Controller, Delete, Get, Param, Put } from '@nestjs/common';
 import { ApiBody, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
-import { DestinationSecretChecks } from '@tapyard/destinations';
 import { SecretsService } from '@tapyard/secrets';
 import { ApiErrors } from '../http/api-errors.decorator';
 import { RequestEnvironment } from '../http/environment.decorator';
@@ -16,10 +15,7 @@ const NAME_PARAM = {
 @ApiTags('secrets')
 @Controller('secrets')
 export class SecretsController {
-  constructor(
-    private readonly secrets: SecretsService,
-    private readonly destinations: DestinationSecretChecks,
-  ) {}
+  constructor(private readonly secrets: SecretsService) {}
 
   @Get()
   @Requires('secret:read')
@@ -72,7 +68,6 @@ export class SecretsController {
     @Param('name') name: string,
     @Body() fields: unknown,
   ): Promise<StatusOkDto> {
-    this.destinations.check(name, fields);
     await this.secrets.put(env, name, fields);
     return { status: 'ok' };
   }
