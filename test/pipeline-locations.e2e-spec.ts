@@ -75,6 +75,15 @@ describe('a table or collection another scope loads into', () => {
       await new Promise((done) => setTimeout(done, 100));
     }
   }
+  /** A pipeline's recorded places, its version, and whether they were read from that version. */
+  const places = async (name: string) =>
+    (
+      await pg.query(
+        `SELECT locations, version, locations_version = version AS fresh
+           FROM tapyard.pipelines WHERE environment = $1 AND name = $2`,
+        [env, name],
+      )
+    ).rows[0] as { locations: string[]; version: number; fresh: boolean };
   const rows = async (name: string) =>
     (await pg.query(`SELECT n FROM "${schema}"."${name}" ORDER BY n`)).rows.map((r: { n: number }) => r.n);
 
@@ -195,6 +204,43 @@ describe('a table or collection another scope loads into', () => {
       // Saving (and changing) it again is the admin's to do, as before.
       await post(admin, '/pipeline', { ...shared, description: 'changed again' }).expect(200);
     });
+
+    it('records where each pipeline loads, for the version it read them from', async () => {
+      await post(keyA, '/pipeline', csvPipeline('a-recorded', 'a', table('recorded_rows'))).expect(200);
+      await post(keyA, '/pipeline', {
+        ...csvPipeline('a-recorded', 'a', table('recorded_rows')),
+        description: 'v2',
+      }).expect(200);
+      expect(await places('a-recorded')).toEqual({
+        locations: [`PostgreSQL table ${pgDatabase}.${schema}.recorded_rows`],
+        version: 2,
+        fresh: true,
+      });
+    });
+
+    it('finds a pipeline that a release recording no places moved there, and records its places', async () => {
+      await post(admin, '/pipeline', csvPipeline('b-moved', 'b', table('b_before'))).expect(200);
+      // A release before this one, during a rolling upgrade: a new definition and version, the places left.
+      await pg.query(
+        `UPDATE tapyard.pipelines
+            SET definition = jsonb_set(definition, '{destination,database,table}', '"b_after"'),
+                version = version + 1
+          WHERE environment = $1 AND name = 'b-moved'`,
+        [env],
+      );
+      expect((await places('b-moved')).fresh).toBe(false);
+      const res = await post(keyA, '/pipeline', csvPipeline('a-after', 'a', table('b_after')));
+      expect(res.status).toBe(403);
+      expect(res.body.message).toBe(refusal(`PostgreSQL table ${pgDatabase}.${schema}.b_after`));
+      // The refused save's transaction recorded nothing; the next save that reads it does.
+      await post(keyA, '/pipeline', csvPipeline('a-elsewhere', 'a', table('a_elsewhere'))).expect(200);
+      expect(await places('b-moved')).toEqual({
+        locations: [`PostgreSQL table ${pgDatabase}.${schema}.b_after`],
+        version: 2,
+        fresh: true,
+      });
+      expect((await post(keyA, '/pipeline', csvPipeline('a-after', 'a', table('b_after')))).status).toBe(403);
+    });
   });
 
   describe('loading a definition stored before saves were checked', () => {
@@ -203,7 +249,7 @@ describe('a table or collection another scope loads into', () => {
       await pg.query(
         `UPDATE tapyard.pipelines
             SET definition = jsonb_set(definition, '{destination,database,table}', to_jsonb($3::text)),
-                locations_checked = false
+                locations_checked = false, locations = NULL, locations_version = NULL
           WHERE environment = $1 AND name = $2`,
         [env, name, place],
       );

@@ -23,6 +23,7 @@ import { RecordEvents1765084800000 } from './migrations/1765084800000-record-eve
 import { CodegenGenerations1765171200000 } from './migrations/1765171200000-codegen-generations';
 import { PipelineLocationsChecked1765257600000 } from './migrations/1765257600000-pipeline-locations-checked';
 import { TapGrantsDocumentUpload1765344000000 } from './migrations/1765344000000-tap-grants-document-upload';
+import { PipelineLocations1765430400000 } from './migrations/1765430400000-pipeline-locations';
 
 /** Postgres schema holding Tapyard's own metadata; never a destination (see @tapyard/pipelines PLATFORM_SCHEMAS). */
 export const METADATA_SCHEMA = 'tapyard';
@@ -51,6 +52,7 @@ export const MIGRATIONS = [
   CodegenGenerations1765171200000,
   PipelineLocationsChecked1765257600000,
   TapGrantsDocumentUpload1765344000000,
+  PipelineLocations1765430400000,
 ];
 
 // Any constant works as long as every Tapyard process uses the same one.

@@ -65,12 +65,19 @@ export class PipelinesRepository {
   /**
    * Inserts version 1, or does nothing when the row exists (returns whether it inserted). A pipeline
    * created now loads rows carrying their load id, and was saved with its locations checked.
+   * `locations`: where it loads, as saves describe the places (see sharers).
    */
-  async insert(environment: string, def: PipelineDefinition, m: EntityManager): Promise<boolean> {
+  async insert(
+    environment: string,
+    def: PipelineDefinition,
+    locations: string[],
+    m: EntityManager,
+  ): Promise<boolean> {
     const rows: unknown[] = await m.query(
-      `INSERT INTO tapyard.pipelines (environment, name, catalog, definition, version, load_id, locations_checked)
-       VALUES ($1, $2, $3, $4, 1, true, true) ON CONFLICT (environment, name) DO NOTHING RETURNING id`,
-      [environment, def.name, def.catalog, JSON.stringify(def)],
+      `INSERT INTO tapyard.pipelines
+         (environment, name, catalog, definition, version, load_id, locations_checked, locations, locations_version)
+       VALUES ($1, $2, $3, $4, 1, true, true, $5, 1) ON CONFLICT (environment, name) DO NOTHING RETURNING id`,
+      [environment, def.name, def.catalog, JSON.stringify(def), locations],
     );
     return rows.length > 0;
   }
@@ -83,14 +90,52 @@ export class PipelinesRepository {
     environment: string,
     def: PipelineDefinition,
     version: number,
+    locations: string[],
     m: EntityManager,
     checked: boolean,
   ): Promise<void> {
     await m.query(
       `UPDATE tapyard.pipelines SET definition = $3, catalog = $4, version = $5, updated_at = now(),
-         locations_checked = locations_checked OR $6
+         locations_checked = locations_checked OR $6, locations = $7, locations_version = $5
        WHERE environment = $1 AND name = $2`,
-      [environment, def.name, JSON.stringify(def), def.catalog, version, checked],
+      [environment, def.name, JSON.stringify(def), def.catalog, version, checked, locations],
+    );
+  }
+
+  /**
+   * The other pipelines of the environment that may load into one of `locations`: those whose
+   * recorded places include one (an index lookup), and those whose places are not known for their
+   * version (stored before places were recorded, or changed since by a process that does not record
+   * them), which the caller reads whole and records with `recordLocations`.
+   */
+  sharers(
+    environment: string,
+    name: string,
+    locations: string[],
+    m: EntityManager = this.db.manager,
+  ): Promise<(PipelineRow & { stale: boolean })[]> {
+    return m.query(
+      `SELECT id, name, catalog, definition, version, updated_at, deleting_since, load_id, locations_checked,
+              locations_stale AS stale
+       FROM tapyard.pipelines
+       WHERE environment = $1 AND name <> $2
+         AND (locations && $3::text[] OR locations_stale)`,
+      [environment, name, locations],
+    );
+  }
+
+  /** Records a pipeline's places as read from `version` (nothing when it has changed since). */
+  async recordLocations(
+    environment: string,
+    name: string,
+    version: number,
+    locations: string[],
+    m: EntityManager = this.db.manager,
+  ): Promise<void> {
+    await m.query(
+      `UPDATE tapyard.pipelines SET locations = $4, locations_version = $3
+       WHERE environment = $1 AND name = $2 AND version = $3`,
+      [environment, name, version, locations],
     );
   }
 

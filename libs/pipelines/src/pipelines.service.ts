@@ -64,21 +64,24 @@ export class PipelinesService {
     this.policy.assertMaySave(access, dto);
     const def = toDefinition(dto, destinationDefaults(this.config, environment), this.sections);
     this.sections.assertAllowed(this.config, environment, def.destination);
+    const places = this.placesOf(def);
     const saved = await this.repo.transaction(async (m) => {
       await this.repo.lockSaves(environment, m);
       for (const [location, others] of await this.sharers(environment, def, m)) {
         this.policy.assertMayLoadBeside(access, location, others);
       }
-      if (await this.repo.insert(environment, def, m)) return { name: def.name, version: 1, changed: true };
+      if (await this.repo.insert(environment, def, places, m))
+        return { name: def.name, version: 1, changed: true };
       const current = (await this.repo.find(environment, def.name, m, true)) as PipelineRow;
       if (current.deleting_since) throw new PipelineDeletingError(def.name);
       if (isDeepStrictEqual(normalise(current.definition), normalise(def))) {
         // Saving a stored definition unchanged is how it is cleared to load beside other scopes.
         if (current.locations_checked) return { name: def.name, version: current.version, changed: false };
         await this.repo.markLocationsChecked(environment, def.name, m);
+        await this.repo.recordLocations(environment, def.name, current.version, places, m);
         return { name: def.name, version: current.version, changed: true };
       }
-      await this.repo.update(environment, def, current.version + 1, m, true);
+      await this.repo.update(environment, def, current.version + 1, places, m, true);
       return { name: def.name, version: current.version + 1, changed: true };
     });
     if (saved.changed) await this.cache.changed(environment, def.name);
@@ -144,7 +147,8 @@ export class PipelinesService {
 
   /**
    * The other pipelines of the environment that load where `def` loads, by place (its description,
-   * which names the place whole: store, database, schema, table or collection).
+   * which names the place whole: store, database, schema, table or collection). The repository finds
+   * them by their recorded places; those it returns unrecorded are read here and recorded.
    */
   private async sharers(
     environment: string,
@@ -152,17 +156,21 @@ export class PipelinesService {
     m?: EntityManager,
   ): Promise<Map<string, PipelineDefinition[]>> {
     const found = new Map<string, PipelineDefinition[]>();
-    const mine = new Set(this.sections.locationsOf(def.destination).map(describeLocation));
+    const mine = new Set(this.placesOf(def));
     if (mine.size === 0) return found;
-    for (const row of await this.repo.list(environment, m)) {
-      if (row.name === def.name) continue;
-      for (const where of new Set(
-        this.sections.locationsOf(row.definition.destination).map(describeLocation),
-      )) {
+    for (const row of await this.repo.sharers(environment, def.name, [...mine], m)) {
+      const theirs = this.placesOf(row.definition);
+      if (row.stale) await this.repo.recordLocations(environment, row.name, row.version, theirs, m);
+      for (const where of theirs) {
         if (mine.has(where)) found.set(where, [...(found.get(where) ?? []), row.definition]);
       }
     }
     return found;
+  }
+
+  /** Where a definition loads, each place once, as saves describe (and record) them. */
+  private placesOf(def: PipelineDefinition): string[] {
+    return [...new Set(this.sections.locationsOf(def.destination).map(describeLocation))].sort();
   }
 
   /** The listing, each item with its full definition so callers can filter by scope. */
@@ -214,7 +222,7 @@ export class PipelinesService {
         ...row.definition,
         source: { ...row.definition.source, schemaProperties: { fields: [...fields, ...added] } },
       };
-      await this.repo.update(environment, def, row.version + 1, m, false);
+      await this.repo.update(environment, def, row.version + 1, this.placesOf(def), m, false);
       return { ...stored(row), definition: def, version: row.version + 1, updatedAt: new Date() };
     });
     // Also when another job added them first: that job's change may not be heard here yet.
