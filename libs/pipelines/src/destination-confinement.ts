@@ -74,6 +74,11 @@ export type DataLocation =
   | { store: 'objectstore'; bucket: string; prefix: string }
   | { store: 'vectorstore'; vectorStore: VectorStoreName; container: string };
 
+/**
+ * A place as saves describe it, and as `tapyard.pipelines.locations` records it: a change to these
+ * texts (or to a section's `locations`) needs a migration marking every row's places stale
+ * (`locations_version = NULL`), or saves would miss pipelines recorded in the old form.
+ */
 export function describeLocation(l: DataLocation): string {
   switch (l.store) {
     case 'postgres':
