@@ -57,6 +57,15 @@ export class XsdRecordValidator {
         // xmllint adds a summary line per failed file ("r3.xml fails to validate"); the detail has a location.
         if (e.fileName === null && /^r\d+\.xml fails to validate/.test(e.message.trim())) continue;
         const m = /^r(\d+)\.xml$/.exec(e.fileName ?? '');
+        // libxml2 gave up inside its own checks (a pattern's backtracking ran out of its limits):
+        // the record may well be valid, so it is the XSD's failure, not the record's reject.
+        const internal = /Internal error: (.*)$/.exec(e.message.trim());
+        if (internal) {
+          throw new SchemaSampleError(
+            `the XSD cannot be used: xmllint failed inside its checks of record ${m ? Number(m[1]) + 1 : '?'} ` +
+              `of the batch (${internal[1]}); an xs:pattern that backtracks is the usual cause: simplify its patterns`,
+          );
+        }
         if (!m) throw new SchemaSampleError(`the XSD cannot be used: ${e.message.trim()}`);
         const i = Number(m[1]);
         reasons[i] ??= e.message.replace(/^.*?validity error : /, '').trim();
