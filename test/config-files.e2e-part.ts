@@ -186,6 +186,57 @@ describe('object store buckets and configuration files (real MinIO)', () => {
     expect(xsd.body.details[0]).toMatchObject({ field: 'dataQuality.validationSchema' });
   });
 
+  // Audit finding 4: each pattern costs up to some 30 ms on an 8 KB value, and their number was not bounded.
+  it('refuses a JSON Schema with more than 16 patterns at upload, and fails the jobs of one stored before', async () => {
+    const allOf = (n: number) => Array.from({ length: n }, (_, i) => ({ pattern: `^[a-z]{0,${40 + i}}$` }));
+    const tooMany = { type: 'object', properties: { name: { allOf: allOf(17) } } };
+    const refused = await uploadConfig('validation-schema', 'names.json', JSON.stringify(tooMany)).expect(
+      400,
+    );
+    expect(refused.body).toMatchObject({
+      code: 'config_file.invalid_schema',
+      message: expect.stringMatching(
+        /^'names.json' is not a valid JSON Schema: it applies 17 patterns .* more than the 16 a schema may have/,
+      ) as string,
+    });
+    // Sixteen are allowed, and checked (on the stage thread: a pattern keeps the job off the worker's main one).
+    const sixteen = { type: 'object', properties: { name: { allOf: allOf(16) } }, required: ['name'] };
+    await uploadConfig('validation-schema', 'names.json', JSON.stringify(sixteen)).expect(200);
+    const table = `named_${env.replace(/[^a-z0-9]/g, '_')}`;
+    const pipeline = (name: string, schemaFile: string) => ({
+      name,
+      source: {
+        fileAttributes: { format: 'json' },
+        schemaProperties: { fields: [{ name: '_json', type: 'string' }] },
+      },
+      dataQuality: { validationSchema: schemaFile },
+      destination: { database: { dbName: 'tapyard_test', schema: 'ingest_test', table, usePostgres: true } },
+    });
+    await api.http.post('/api/v1/pipeline').send(pipeline('named', 'names.json')).expect(200);
+    const token = await upload(api.http, 'named', '{"name":"ada"}\n{"name":"Ada"}\n', 'n.ndjson');
+    expect((await waitForJob(api.http, token)).rollup.status).toBe('warning');
+    const rejects = await pg.query(`SELECT reason FROM ingest_test."${table}_rejects"`);
+    expect(rejects.rows.map((r) => r.reason)).toEqual([
+      expect.stringMatching(
+        /^record does not match validation schema 'names.json': \/name must match pattern/,
+      ),
+    ]);
+
+    // Stored before the limit (written to the store directly): its jobs fail naming it.
+    await minio.client.putObject(
+      `${env}-config`,
+      'validation-schema/old.json',
+      Buffer.from(JSON.stringify(tooMany)),
+    );
+    await api.http.post('/api/v1/pipeline').send(pipeline('named_old', 'old.json')).expect(200);
+    const t2 = await upload(api.http, 'named_old', '{"name":"ada"}\n', 'n.ndjson');
+    const failed = await waitForJob(api.http, t2);
+    expect(failed.rollup.status).toBe('error');
+    expect(failed.rollup.jobs[0].lastError?.description).toMatch(
+      /'old.json' is not a valid JSON Schema: it applies 17 patterns .* more than the 16 a schema may have/,
+    );
+  });
+
   it('an XML pipeline referencing an XSD rejects failing records with libxml2’s message', async () => {
     const table = `xsd_${env.replace(/[^a-z0-9]/g, '_')}`;
     await api.http

@@ -4,6 +4,7 @@ import { ValidationError, errorMessage } from '@tapyard/core';
 import { compileLinearRegex } from '@tapyard/model';
 import { ConfigFileErrorCode } from './config-file-errors';
 import { findSelfApplication } from './json-schema-cycles';
+import { costProblem, schemaCost } from './json-schema-limits';
 
 const LINEAR_REGEXP = Object.assign((pattern: string) => compileLinearRegex(pattern), {
   code: 'compileLinearRegex',
@@ -21,6 +22,14 @@ export function compileJsonSchema(text: string, filename: string) {
   }
   if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) {
     throw new ValidationError(`'${filename}' is not a JSON Schema (expected an object)`).coded(
+      ConfigFileErrorCode.InvalidSchema,
+    );
+  }
+  // Before Ajv (4 s to compile 50,000 subschemas). Checked at upload and again where a job compiles
+  // the schema, so one stored before fails its jobs naming the limit.
+  const tooCostly = costProblem(schemaCost(schema));
+  if (tooCostly) {
+    throw new ValidationError(`'${filename}' is not a valid JSON Schema: ${tooCostly}`).coded(
       ConfigFileErrorCode.InvalidSchema,
     );
   }

@@ -6,7 +6,7 @@
  * loop only some values take and would run a user's schema on the API's thread.
  */
 
-type SchemaObject = Record<string, unknown>;
+export type SchemaObject = Record<string, unknown>;
 
 /** Keywords whose subschemas apply to the value itself (Ajv's 2020-12 vocabularies). */
 const SAME_VALUE_ONE = ['not', 'if', 'then', 'else'];
@@ -39,12 +39,12 @@ export interface SelfApplication {
   to: string;
 }
 
-interface Edge {
+export interface Edge {
   keyword: string;
   to: SchemaObject;
 }
 
-function isSchemaObject(value: unknown): value is SchemaObject {
+export function isSchemaObject(value: unknown): value is SchemaObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
@@ -74,24 +74,7 @@ function decodeFragment(hash: string): string | null {
 export function findSelfApplication(root: unknown): SelfApplication | null {
   if (!isSchemaObject(root)) return null;
   const index = indexDocument(root);
-  const edges = (node: SchemaObject, sameValueOnly: boolean): Edge[] => {
-    const out: Edge[] = [];
-    const add = (keyword: string, value: unknown) => {
-      if (isSchemaObject(value)) out.push({ keyword, to: value });
-    };
-    const addAll = (one: string[], list: string[], map: string[]) => {
-      for (const k of one) add(k, node[k]);
-      for (const k of list) for (const v of arrayOf(node[k])) add(k, v);
-      for (const k of map) for (const v of Object.values(objectOf(node[k]))) add(k, v);
-    };
-    addAll(SAME_VALUE_ONE, SAME_VALUE_LIST, SAME_VALUE_MAP);
-    for (const k of ['$ref', '$dynamicRef', '$recursiveRef']) {
-      const ref = node[k];
-      if (typeof ref === 'string') for (const target of index.resolve(node, k, ref)) add(k, target);
-    }
-    if (!sameValueOnly) addAll(INNER_ONE, INNER_LIST, INNER_MAP);
-    return out;
-  };
+  const edges = (node: SchemaObject, sameValueOnly: boolean) => schemaEdges(index, node, sameValueOnly);
 
   // The schemas validation can reach; a loop in an unused definition never runs.
   const reachable = new Set<SchemaObject>([root]);
@@ -130,8 +113,33 @@ export function findSelfApplication(root: unknown): SelfApplication | null {
   return null;
 }
 
+/**
+ * The subschemas validation applies from `node`: to the same value (`allOf`, `not`, `$ref`…), and
+ * unless `sameValueOnly`, to a part of it (`properties`, `items`…).
+ */
+export function schemaEdges(index: SchemaIndex, node: SchemaObject, sameValueOnly: boolean): Edge[] {
+  const out: Edge[] = [];
+  const add = (keyword: string, value: unknown) => {
+    if (isSchemaObject(value)) out.push({ keyword, to: value });
+  };
+  const addAll = (one: string[], list: string[], map: string[]) => {
+    for (const k of one) add(k, node[k]);
+    for (const k of list) for (const v of arrayOf(node[k])) add(k, v);
+    for (const k of map) for (const v of Object.values(objectOf(node[k]))) add(k, v);
+  };
+  addAll(SAME_VALUE_ONE, SAME_VALUE_LIST, SAME_VALUE_MAP);
+  for (const k of ['$ref', '$dynamicRef', '$recursiveRef']) {
+    const ref = node[k];
+    if (typeof ref === 'string') for (const target of index.resolve(node, k, ref)) add(k, target);
+  }
+  if (!sameValueOnly) addAll(INNER_ONE, INNER_LIST, INNER_MAP);
+  return out;
+}
+
+export type SchemaIndex = ReturnType<typeof indexDocument>;
+
 /** Where each schema sits (for messages), its base URI, and what `$id`s and anchors name. */
-function indexDocument(root: SchemaObject) {
+export function indexDocument(root: SchemaObject) {
   const parents = new Map<object, { parent: object; key: string }>();
   const bases = new Map<object, string>();
   const resources = new Map<string, SchemaObject>();

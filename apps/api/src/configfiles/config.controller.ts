@@ -24,7 +24,8 @@ export class ConfigController {
     summary: 'Store a configuration file',
     description:
       'Stored at `<env>-config/<type>/<filename>` in the object store (up to 5 MB). A .json validation schema must ' +
-      'compile as a JSON Schema; an .xsd must start with an xs:schema element.',
+      'compile as a JSON Schema and apply at most 16 patterns (pattern, patternProperties) and 4,096 subschemas, a ' +
+      '$ref counting its target each time it is used; an .xsd must start with an xs:schema element.',
   })
   @ApiConsumes('multipart/form-data')
   @ApiBody({ type: ConfigUploadFormDto })
