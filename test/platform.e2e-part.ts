@@ -232,10 +232,12 @@ describe('platform endpoints (real Postgres and Redis)', () => {
         status: 'down',
         message: "weaviate is not usable: secret 'weaviate' has a url that is not http or https",
       });
-      // The client is told not to follow redirects: it reports the store as unreachable.
+      // A redirect is never followed: the store is down, saying why.
       expect(res.body.chroma).toEqual({
         status: 'down',
-        message: expect.stringMatching(/^chroma is unreachable at http:\/\/127\.0\.0\.1:\d+$/),
+        message: expect.stringMatching(
+          /^chroma at http:\/\/127\.0\.0\.1:\d+ answered with a redirect \(HTTP 302\), which is not followed$/,
+        ),
       });
       expect(targetHits).toBe(0);
       expect((await api.http.get('/api/v1/vector-stores/available').expect(200)).body).toEqual([]);

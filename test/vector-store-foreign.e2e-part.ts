@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { AddressInfo, createServer } from 'node:net';
 import { QdrantClient } from '@qdrant/js-client-rest';
-import { ChromaClient } from 'chromadb';
 import { ServiceUnavailableError } from '@tapyard/core';
 import { VectorDimensionMismatch, VectorStore, VectorStoreInputError } from '@tapyard/vector-stores';
 import { openVectorStore, peerPolicy, vectorPeerFields } from './support/vector-peers';
@@ -95,19 +94,45 @@ describe('qdrant: collections made elsewhere, other dimensions', () => {
   });
 });
 
+/**
+ * Chroma's HTTP API as another tool uses it (default tenant and database): collections made without
+ * Tapyard, filled with its own records.
+ */
+function chromaApi(origin: string) {
+  const base = `${origin}/api/v2/tenants/default_tenant/databases/default_database/collections`;
+  const send = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
+    const res = await fetch(`${base}${path}`, {
+      method,
+      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    if (!res.ok) throw new Error(`chroma answered ${res.status} to ${method} ${path}: ${text}`);
+    return JSON.parse(text) as T;
+  };
+  return {
+    create: (name: string, metadata?: Record<string, unknown>) =>
+      send<{ id: string }>('POST', '', { name, ...(metadata ? { metadata } : {}) }),
+    upsert: (id: string, records: Record<string, unknown>) => send('POST', `/${id}/upsert`, records),
+    metadata: async (name: string) =>
+      (await send<{ metadata: Record<string, unknown> | null }>('GET', `/${name}`)).metadata,
+    drop: (name: string) => send('DELETE', `/${name}`),
+  };
+}
+
 describe('chroma: collections made elsewhere, other dimensions', () => {
   let vs: VectorStore;
-  let raw: ChromaClient;
+  let raw: ReturnType<typeof chromaApi>;
   const made: string[] = [];
 
   beforeAll(() => {
     const peer = open('chroma');
     vs = peer.vs;
-    raw = new ChromaClient({ host: peer.url.hostname, port: Number(peer.url.port) });
+    raw = chromaApi(peer.url.origin);
   });
 
   afterAll(async () => {
-    for (const c of made) await raw.deleteCollection({ name: c }).catch(() => undefined);
+    for (const c of made) await raw.drop(c).catch(() => undefined);
     await vs.close();
   });
 
@@ -115,8 +140,8 @@ describe('chroma: collections made elsewhere, other dimensions', () => {
     const c = name();
     made.push(c);
     // Chroma's default space is l2 (squared distance), not cosine.
-    const col = await raw.createCollection({ name: c, embeddingFunction: null });
-    await col.upsert({
+    const col = await raw.create(c);
+    await raw.upsert(col.id, {
       ids: ['a', 'b', 'c'],
       embeddings: [
         [1, 0, 0, 0],
@@ -142,15 +167,15 @@ describe('chroma: collections made elsewhere, other dimensions', () => {
   it('records a dimension for an empty one beside its own metadata', async () => {
     const c = name();
     made.push(c);
-    await raw.createCollection({ name: c, metadata: { owner: 'someone' }, embeddingFunction: null });
+    await raw.create(c, { owner: 'someone' });
     expect(await vs.dimension(c)).toBeNull();
     expect(await vs.ensure(c, 8)).toEqual({ created: false });
     expect(await vs.dimension(c)).toBe(8);
-    expect((await raw.getCollection({ name: c })).metadata).toMatchObject({ owner: 'someone' });
+    expect(await raw.metadata(c)).toMatchObject({ owner: 'someone' });
     await expect(vs.ensure(c, 4)).rejects.toBeInstanceOf(VectorDimensionMismatch);
   });
 
-  it('says it cannot reach a server', async () => {
+  it('names the reason it cannot reach a server', async () => {
     const fields = { url: 'http://127.0.0.1:9' };
     const dead = openVectorStore('chroma', fields, peerPolicy(fields));
     const err = await dead.probe().then(
@@ -158,6 +183,6 @@ describe('chroma: collections made elsewhere, other dimensions', () => {
       (e: unknown) => e,
     );
     expect(err).toBeInstanceOf(ServiceUnavailableError);
-    expect((err as Error).message).toBe('chroma is unreachable at http://127.0.0.1:9');
+    expect((err as Error).message).toBe('chroma is unreachable at http://127.0.0.1:9: ECONNREFUSED');
   });
 });

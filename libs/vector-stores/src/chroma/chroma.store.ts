@@ -1,4 +1,3 @@
-import type { ChromaClient, Collection } from 'chromadb';
 import { EgressPolicy } from '@tapyard/egress';
 import type { ChunkMetadata, ChunkRecord, MetadataFilter, SearchHit, VectorStore } from '../vector-store';
 import {
@@ -6,10 +5,11 @@ import {
   VectorDimensionMismatch,
   VectorStoreInputError,
 } from '../vector-store.errors';
-import { isUnreachable, vettedUrl } from '../vetted-url';
+import { vettedUrl } from '../vetted-url';
 import { StoreConnection } from '../store-connection';
 import { chromaDimensionError, chromaSimilarity } from './chroma-answers';
 import { chromaWhere } from './chroma-filter';
+import { ChromaAnswerError, ChromaCollection, ChromaRest } from './chroma-rest';
 
 // Chroma's own rule: 3-512 characters of [a-zA-Z0-9._-], starting and ending with a letter or digit.
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{1,510}[A-Za-z0-9]$/;
@@ -17,34 +17,24 @@ const BATCH = 1000;
 const DIMENSION_KEY = 'tapyard_dimension';
 
 /**
- * Chroma through its official client, server at the secret's `url`: a container is a collection with
- * the cosine space; its dimension is kept in the collection's metadata (Chroma learns it only from the
- * first vector). Vectors are always ours: no embedding function is ever attached (the default one
- * would download a model). Cosine distance d is similarity 1 - d. A collection made elsewhere is
- * read as it is: its dimension from a stored vector, its distances from its own space.
+ * Chroma through its HTTP API (ChromaRest: egress-checked on every call, connected to the address
+ * checked, no redirects), server at the secret's `url`: a container is a collection with the cosine
+ * space; its dimension is kept in the collection's metadata (Chroma learns it only from the first
+ * vector). Vectors are always ours: no embedding function is ever attached. Cosine distance d is
+ * similarity 1 - d. A collection made elsewhere is read as it is: its dimension from a stored vector,
+ * its distances from its own space.
  */
 export class ChromaStore implements VectorStore {
   readonly name = 'chroma' as const;
   readonly containerField = 'collection' as const;
-  private readonly conn: StoreConnection<ChromaClient>;
+  private readonly conn: StoreConnection<ChromaRest>;
 
   constructor(fields: Record<string, string>, policy: EgressPolicy) {
-    const open = async (): Promise<ChromaClient> => {
-      const url = await vettedUrl(policy, fields.url ?? '', 'chroma');
-      const ssl = url.protocol === 'https:';
-      // Loaded by the first use of Chroma: a process that never uses it never pays for it.
-      const { ChromaClient } = await import('chromadb');
-      return new ChromaClient({
-        host: url.hostname.replace(/^\[|\]$/g, ''),
-        port: url.port ? Number(url.port) : ssl ? 443 : 80,
-        ssl,
-        // A redirect could lead the request past the egress policy: it is never followed.
-        fetchOptions: { redirect: 'error' },
-        ...(fields.token ? { headers: { 'x-chroma-token': fields.token } } : {}),
-      });
-    };
-    const down = (err: unknown): boolean => nameOf(err) === 'ChromaConnectionError' || isUnreachable(err);
-    this.conn = new StoreConnection('chroma', fields.url, open, down);
+    this.conn = new StoreConnection('chroma', fields.url, async () => {
+      // Refused here, naming why, before any call; each call is checked again as it connects.
+      await vettedUrl(policy, fields.url ?? '', 'chroma');
+      return new ChromaRest(policy, new URL(fields.url ?? '').origin, fields.token || undefined);
+    });
   }
 
   containerName(collection: string): string {
@@ -59,8 +49,8 @@ export class ChromaStore implements VectorStore {
     }
   }
 
-  async probe(): Promise<void> {
-    await this.conn.call(async (c) => void (await c.heartbeat()));
+  async probe(signal?: AbortSignal): Promise<void> {
+    await this.conn.call((c) => c.heartbeat(signal));
   }
 
   /**
@@ -78,24 +68,19 @@ export class ChromaStore implements VectorStore {
       const d = await this.dimensionOf(existing);
       if (d !== null && d !== dimension) throw new VectorDimensionMismatch('chroma', container, d, dimension);
       if (d === null) {
-        // Made elsewhere and empty: record the dimension beside its own metadata (modify replaces it).
+        // Made elsewhere and empty: record the dimension beside its own metadata (this replaces it).
         const metadata = { ...(existing.metadata ?? {}), [DIMENSION_KEY]: dimension };
-        await this.conn.call(() => existing.modify({ metadata }));
+        await this.conn.call((c) => c.setMetadata(existing.id, metadata));
       }
       return { created: false };
     }
     return this.conn.call(async (c) => {
       try {
-        await c.createCollection({
-          name: container,
-          configuration: { hnsw: { space: 'cosine' } },
-          metadata: { [DIMENSION_KEY]: dimension },
-          embeddingFunction: null,
-        });
+        await c.createCollection(container, { [DIMENSION_KEY]: dimension });
         return { created: true };
       } catch (err) {
         // Made meanwhile by another job.
-        if (nameOf(err) === 'ChromaUniqueError') return this.ensure(container, dimension);
+        if (err instanceof ChromaAnswerError && err.status === 409) return this.ensure(container, dimension);
         throw err;
       }
     });
@@ -103,19 +88,22 @@ export class ChromaStore implements VectorStore {
 
   async chunkIds(container: string, uri: string): Promise<string[]> {
     const col = await this.collection(container);
-    return this.conn.call(async () => (await col.get({ where: { uri: { $eq: uri } }, include: [] })).ids);
+    return this.conn.call(
+      async (c) => (await c.get(col.id, { where: { uri: { $eq: uri } }, include: [] })).ids,
+    );
   }
 
   async upsert(container: string, chunks: ChunkRecord[]): Promise<void> {
     const col = await this.collection(container);
-    for (let i = 0; i < chunks.length; i += BATCH) {
-      const batch = chunks.slice(i, i + BATCH);
-      await this.onCollection(container, () =>
-        col.upsert({
-          ids: batch.map((c) => c.id),
-          embeddings: batch.map((c) => Array.from(c.vector)),
-          documents: batch.map((c) => c.text),
-          metadatas: batch.map((c) => c.metadata),
+    const size = Math.min(BATCH, await this.conn.call((c) => c.maxBatchSize()));
+    for (let i = 0; i < chunks.length; i += size) {
+      const batch = chunks.slice(i, i + size);
+      await this.onCollection(container, (c) =>
+        c.upsert(col.id, {
+          ids: batch.map((r) => r.id),
+          embeddings: batch.map((r) => r.vector),
+          documents: batch.map((r) => r.text),
+          metadatas: batch.map((r) => r.metadata),
         }),
       );
     }
@@ -124,7 +112,7 @@ export class ChromaStore implements VectorStore {
   async delete(container: string, ids: string[]): Promise<void> {
     if (ids.length === 0) return;
     const col = await this.collection(container);
-    await this.conn.call(() => col.delete({ ids }));
+    await this.conn.call((c) => c.delete(col.id, ids));
   }
 
   async search(
@@ -134,20 +122,20 @@ export class ChromaStore implements VectorStore {
     filter?: MetadataFilter,
   ): Promise<SearchHit[]> {
     const col = await this.collection(container);
-    const space = col.configuration.hnsw?.space ?? col.configuration.spann?.space;
-    const res = await this.onCollection(container, () =>
-      col.query({
-        queryEmbeddings: [Array.from(vector)],
-        nResults: topK,
+    const space = col.configuration_json?.hnsw?.space ?? col.configuration_json?.spann?.space;
+    const res = await this.onCollection(container, (c) =>
+      c.query(col.id, {
+        query_embeddings: [Array.from(vector)],
+        n_results: topK,
         where: chromaWhere(filter),
         include: ['documents', 'metadatas', 'distances'],
       }),
     );
-    return res.ids[0].map((id, i) => ({
+    return (res.ids[0] ?? []).map((id, i) => ({
       id,
-      text: res.documents[0][i] ?? '',
-      metadata: (res.metadatas[0][i] ?? {}) as ChunkMetadata,
-      similarity: chromaSimilarity(space, res.distances[0][i] ?? 1),
+      text: res.documents?.[0]?.[i] ?? '',
+      metadata: (res.metadatas?.[0]?.[i] ?? {}) as ChunkMetadata,
+      similarity: chromaSimilarity(space, res.distances?.[0]?.[i] ?? 1),
     }));
   }
 
@@ -155,7 +143,7 @@ export class ChromaStore implements VectorStore {
     return this.conn.call(async (c) => {
       const names: string[] = [];
       for (let offset = 0; ; offset += 100) {
-        const page = await c.listCollections({ limit: 100, offset });
+        const page = await c.listCollections(100, offset);
         names.push(...page.map((x) => x.name));
         if (page.length < 100) return names;
       }
@@ -164,7 +152,7 @@ export class ChromaStore implements VectorStore {
 
   async drop(container: string): Promise<boolean> {
     if (!(await this.find(container))) return false;
-    await this.conn.call((c) => c.deleteCollection({ name: container }));
+    await this.conn.call((c) => c.deleteCollection(container));
     return true;
   }
 
@@ -173,48 +161,38 @@ export class ChromaStore implements VectorStore {
   }
 
   /** The recorded dimension, else that of a stored vector, else null (none stored). */
-  private async dimensionOf(col: Collection): Promise<number | null> {
+  private async dimensionOf(col: ChromaCollection): Promise<number | null> {
     const d = Number(col.metadata?.[DIMENSION_KEY]);
     if (Number.isFinite(d) && d > 0) return d;
-    const one = await this.conn.call(() => col.get({ limit: 1, include: ['embeddings'] }));
-    const v = one.embeddings[0];
+    const one = await this.conn.call((c) => c.get(col.id, { limit: 1, include: ['embeddings'] }));
+    const v = one.embeddings?.[0];
     return v ? v.length : null;
   }
 
   /** Work on a collection, reading Chroma's dimension complaint as VectorDimensionMismatch. */
-  private async onCollection<T>(container: string, work: () => Promise<T>): Promise<T> {
+  private async onCollection<T>(container: string, work: (c: ChromaRest) => Promise<T>): Promise<T> {
     try {
       return await this.conn.call(work);
     } catch (err) {
       const dims =
-        nameOf(err) === 'ChromaClientError' ? chromaDimensionError(String((err as Error).message)) : null;
+        err instanceof ChromaAnswerError && (err.status === 400 || err.status === 422)
+          ? chromaDimensionError(err.said ?? '')
+          : null;
       if (dims) throw new VectorDimensionMismatch('chroma', container, dims.expected, dims.actual);
       throw err;
     }
   }
 
-  private async collection(container: string): Promise<Collection> {
+  private async collection(container: string): Promise<ChromaCollection> {
     const col = await this.find(container);
     if (!col) throw new VectorContainerMissing('chroma', container);
     return col;
   }
 
-  private async find(container: string): Promise<Collection | null> {
+  private async find(container: string): Promise<ChromaCollection | null> {
     this.checkContainer(container);
-    return this.conn.call(async (c) => {
-      try {
-        return await c.getCollection({ name: container });
-      } catch (err) {
-        if (nameOf(err) === 'ChromaNotFoundError') return null;
-        throw err;
-      }
-    });
+    return this.conn.call((c) => c.getCollection(container));
   }
-}
-
-/** Error class names: the client's classes may come from another realm (tests), so no instanceof. */
-function nameOf(err: unknown): string | undefined {
-  return (err as { name?: string } | null)?.name;
 }
 
 export const chromaStore = (fields: Record<string, string>, policy: EgressPolicy): VectorStore =>
