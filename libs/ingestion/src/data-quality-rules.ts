@@ -1,4 +1,5 @@
 // Loaded by the stage thread (see row-plan.ts): only deep-importable modules here.
+import { createHash } from 'node:crypto';
 import type { DataQualityRule, FieldType, SchemaField } from '@tapyard/model';
 import { compileLinearRegex, type LinearRegex } from '@tapyard/model';
 import type { CsvCell, CsvCellRule } from '@tapyard/readers';
@@ -182,16 +183,41 @@ function rangeKeys(
   };
 }
 
-export function compileRule(rule: DataQualityRule, type: FieldType): Check {
+/**
+ * What a `unique` rule remembers in one job: its distinct values, those longer than UNIQUE_HASHED_FROM
+ * characters as their SHA-256 (so a value's length costs nothing), at most UNIQUE_MAX_VALUES of them
+ * (about 150 MB of the worker's heap). Past that the job fails naming the rule rather than grow the
+ * worker's memory with the file, for every job it runs.
+ */
+export const UNIQUE_MAX_VALUES = 2_000_000;
+const UNIQUE_HASHED_FROM = 64;
+
+export function compileRule(
+  rule: DataQualityRule,
+  type: FieldType,
+  maxUniqueValues = UNIQUE_MAX_VALUES,
+): Check {
   switch (rule.type) {
     case 'not_null':
       return (v) => (v === null ? 'is null (rule not_null)' : null);
     case 'unique': {
+      // Apart, so that no short value can pass for a long one's digest.
       const seen = new Set<string>();
+      const seenLong = new Set<string>();
       return (v) => {
         if (v === null) return null;
-        if (seen.has(v)) return `value '${short(v)}' is a duplicate (rule unique)`;
-        seen.add(v);
+        const long = v.length > UNIQUE_HASHED_FROM;
+        const set = long ? seenLong : seen;
+        const key = long ? createHash('sha256').update(v).digest('latin1') : v;
+        if (set.has(key)) return `value '${short(v)}' is a duplicate (rule unique)`;
+        if (seen.size + seenLong.size >= maxUniqueValues) {
+          throw new Error(
+            `rule unique on column '${rule.column}' remembers at most ${maxUniqueValues.toLocaleString('en-US')} ` +
+              'distinct values in one job: split the file, or let the destination enforce it (a primary key ' +
+              'with writeMode merge)',
+          );
+        }
+        set.add(key);
         return null;
       };
     }
