@@ -208,7 +208,7 @@ export function compileRule(
         if (v === null) return null;
         const long = v.length > UNIQUE_HASHED_FROM;
         const set = long ? seenLong : seen;
-        const key = long ? createHash('sha256').update(v).digest('latin1') : v;
+        const key = long ? createHash('sha256').update(v).digest().toString('latin1') : v;
         if (set.has(key)) return `value '${short(v)}' is a duplicate (rule unique)`;
         if (seen.size + seenLong.size >= maxUniqueValues) {
           throw new Error(
