@@ -13,7 +13,6 @@ const LAZY_SDKS = [
   'snowflake-sdk',
   '@zilliz/milvus2-sdk-node',
   '@qdrant/js-client-rest',
-  'chromadb',
   '@platformatic/kafka',
   'mongoose',
   '@stomp/stompjs',
