@@ -289,6 +289,33 @@ describe('Login sessions and roles (USE_USER_AUTH=true, USE_API_KEYS=false)', ()
     expect(res.body.message).toMatch(/a tap run may not call POST \/api\/v1\/auth\/login/);
   });
 
+  // Users type their password into the username field: a failed login's line must not hold it.
+  it('logs a failed login with a keyed digest and the length of the username typed, never the text', async () => {
+    const typed = 'Sup3r-Secret!';
+    const attempt = (username: string, from: string) =>
+      a.http
+        .post('/api/v1/auth/login')
+        .set('x-forwarded-for', from)
+        .send({ username, password: 'Sup3r-Secret!-wrong' })
+        .expect(401);
+    await attempt(typed, '10.6.0.1');
+    await attempt(typed, '10.6.0.2');
+    await attempt('ed', '10.6.0.3');
+    const failed = (from: string) =>
+      a.logs.parsed().find((l) => l.msg === 'login failed' && l.address === from) as Record<string, unknown>;
+    const [first, again, other] = ['10.6.0.1', '10.6.0.2', '10.6.0.3'].map(failed);
+    expect(first).toMatchObject({
+      usernameHash: expect.stringMatching(/^[0-9a-f]{12}$/),
+      usernameLength: 13,
+    });
+    expect(first).not.toHaveProperty('username');
+    // The same name gives the same digest (attempts correlate), another name another one.
+    expect(again.usernameHash).toBe(first.usernameHash);
+    expect(other).toMatchObject({ usernameLength: 2 });
+    expect(other.usernameHash).not.toBe(first.usernameHash);
+    expect(a.logs.text).not.toContain(typed);
+  });
+
   it('never logs a password or a session id', async () => {
     const text = a.logs.text + b.logs.text;
     for (const secret of [

@@ -6,6 +6,7 @@ import { Authenticator } from './authenticator';
 import { KeyUsage } from './key-usage';
 import { KeyDigests } from './key-values';
 import { LoginClock, LoginLimiter } from './login-limiter';
+import { LoginService } from './logins';
 import { RunKeysModule } from './run-keys';
 import { SecretState } from './secret-state';
 import { SessionStore } from './sessions';
@@ -27,6 +28,7 @@ import { UsersService } from './users.service';
     SessionStore,
     LoginClock,
     LoginLimiter,
+    LoginService,
     Authenticator,
   ],
   exports: [
@@ -36,6 +38,7 @@ import { UsersService } from './users.service';
     SessionStore,
     LoginClock,
     LoginLimiter,
+    LoginService,
     Authenticator,
   ],
 })

@@ -8,6 +8,7 @@ export * from './authenticator';
 export * from './capability';
 export * from './key-values';
 export * from './login-limiter';
+export { type LoggedIn, LoginService } from './logins';
 export * from './run-keys';
 export * from './sessions';
 export * from './templates';

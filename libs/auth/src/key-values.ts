@@ -47,6 +47,14 @@ export function matchesDigest(stored: string, presented: PresentedKey): boolean 
 }
 
 /**
+ * A 256-bit key of its own for one purpose (HKDF from the master key): the AES key of the secrets is
+ * never used for anything else, and no two digests share a key.
+ */
+export function derivedKey(masterKey: Buffer, purpose: string): Buffer {
+  return Buffer.from(hkdfSync('sha256', masterKey, Buffer.alloc(0), purpose, 32));
+}
+
+/**
  * Digests of API-key values: HMAC-SHA-256 under a key derived from the master key, stored as
  * `hmac:<hex>`. A leaked key map (or tenant mapping) then yields nothing to a dictionary attack on
  * short or guessable values such as a hand-picked bootstrap key, unless the master key leaks too.
@@ -56,10 +64,7 @@ export class KeyDigests {
   private readonly key: Buffer;
 
   constructor(@Inject(CONFIG) config: Pick<TapyardConfig, 'masterKey'>) {
-    // A key of its own (HKDF): the AES key of the secrets is never used for anything else.
-    this.key = Buffer.from(
-      hkdfSync('sha256', config.masterKey, Buffer.alloc(0), 'tapyard api-key digest', 32),
-    );
+    this.key = derivedKey(config.masterKey, 'tapyard api-key digest');
   }
 
   digest(value: string): string {

@@ -1,19 +1,16 @@
 import { Body, Controller, Get, HttpCode, Inject, Post, Req, Res } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { Logger } from 'pino';
 import {
   Access,
-  AuthErrorCode,
   AuthMode,
   Authenticator,
   CSRF_COOKIE,
-  LoginLimiter,
+  LoginService,
   SESSION_COOKIE,
   SessionStore,
-  UsersService,
 } from '@tapyard/auth';
-import { CONFIG, LOGGER, NotFoundError, TapyardConfig, UnauthorizedError } from '@tapyard/core';
+import { CONFIG, TapyardConfig } from '@tapyard/core';
 import { ApiErrors } from '../http/api-errors.decorator';
 import { RequestAccess } from '../http/environment.decorator';
 import { TapyardRequest } from '../http/request-context';
@@ -26,12 +23,10 @@ import { cookies } from './credentials';
 @Controller('auth')
 export class AuthController {
   constructor(
-    private readonly users: UsersService,
     private readonly sessions: SessionStore,
-    private readonly limiter: LoginLimiter,
+    private readonly logins: LoginService,
     private readonly authenticator: Authenticator,
     @Inject(CONFIG) private readonly config: TapyardConfig,
-    @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
   @Get('mode')
@@ -73,19 +68,13 @@ export class AuthController {
     @Res({ passthrough: true }) res: Response,
     @Body() body: LoginDto,
   ): Promise<LoginResultDto> {
-    if (!this.config.auth.useUserAuth)
-      throw new NotFoundError('user login is disabled (USE_USER_AUTH=false)');
-    const env = this.config.environment;
     const address = req.ip ?? req.socket.remoteAddress ?? 'unknown';
-    await this.limiter.check(env, body.username, address);
-    const user = await this.users.verify(env, body.username, body.password);
-    if (!user) {
-      await this.limiter.failed(env, body.username, address);
-      this.logger.warn({ username: body.username.slice(0, 128), address }, 'login failed');
-      throw new UnauthorizedError('wrong username or password').coded(AuthErrorCode.LoginFailed);
-    }
-    await this.limiter.succeeded(env, body.username, address);
-    const { id, session } = await this.sessions.create(env, user);
+    const { user, id, session } = await this.logins.login(
+      this.config.environment,
+      body.username,
+      body.password,
+      address,
+    );
     const base = {
       sameSite: 'lax' as const,
       secure: req.secure,
@@ -94,7 +83,6 @@ export class AuthController {
     };
     res.cookie(SESSION_COOKIE, id, { ...base, httpOnly: true });
     res.cookie(CSRF_COOKIE, session.csrf, { ...base, httpOnly: false });
-    this.logger.info({ key: `session:${user.username}`, address }, 'login');
     return { username: user.username, role: user.role, csrfToken: session.csrf };
   }
 
