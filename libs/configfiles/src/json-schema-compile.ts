@@ -5,6 +5,7 @@ import { compileLinearRegex } from '@tapyard/model';
 import { ConfigFileErrorCode } from './config-file-errors';
 import { findSelfApplication } from './json-schema-cycles';
 import { costProblem, schemaCost } from './json-schema-limits';
+import { UNIQUE_ITEMS_KEYWORD } from './json-schema-unique-items';
 
 const LINEAR_REGEXP = Object.assign((pattern: string) => compileLinearRegex(pattern), {
   code: 'compileLinearRegex',
@@ -47,13 +48,16 @@ export function compileJsonSchema(text: string, filename: string) {
 
 function compileWithAjv(schema: object, filename: string) {
   try {
-    return new Ajv2020({
+    const ajv = new Ajv2020({
       allErrors: false,
       strict: false,
       validateFormats: false,
       // `pattern` keywords come from users: linear time, RE2 syntax (as data-quality regex rules).
       code: { regExp: LINEAR_REGEXP },
-    }).compile(schema);
+    });
+    // Ajv's compares every pair of items that may be objects or arrays: linear instead.
+    ajv.removeKeyword('uniqueItems').addKeyword(UNIQUE_ITEMS_KEYWORD);
+    return ajv.compile(schema);
   } catch (err) {
     throw new ValidationError(`'${filename}' is not a valid JSON Schema: ${errorMessage(err)}`).coded(
       ConfigFileErrorCode.InvalidSchema,
