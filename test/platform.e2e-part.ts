@@ -226,7 +226,8 @@ describe('platform endpoints (real Postgres and Redis)', () => {
         ),
       });
       expect(res.body.milvus.message).toContain(
-        'connection to 169.254.169.254:80 refused by the egress policy',
+        // The port checked is the one the client would connect to: Milvus's 19530 when the URL names none.
+        'connection to 169.254.169.254:19530 refused by the egress policy',
       );
       expect(res.body.weaviate).toEqual({
         status: 'down',

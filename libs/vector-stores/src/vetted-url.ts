@@ -4,9 +4,25 @@ import { EgressPolicy } from '@tapyard/egress';
  * A store's base URL from a secret, checked by the egress policy before any client connects. Over
  * http the client is pointed at the very address the policy vetted (no second lookup, so DNS
  * rebinding cannot redirect it); over https the name is kept, since the certificate is checked
- * against it, and a rebinding would also need a valid certificate for that name at that address.
+ * against it: a client given this URL must connect to the vetted address itself (egressRequest;
+ * Milvus's gRPC channel with vettedEndpoint), or a rebinding name moves its connection.
  */
 export async function vettedUrl(policy: EgressPolicy, raw: string, store: string): Promise<URL> {
+  return (await vettedEndpoint(policy, raw, store)).url;
+}
+
+/**
+ * The same check, with the port checked and the address the policy vetted (`[…]` for IPv6) beside the URL (whose host is
+ * that address over http, the name over https), for a client that is told where to connect and
+ * which name to verify the certificate against.
+ */
+export async function vettedEndpoint(
+  policy: EgressPolicy,
+  raw: string,
+  store: string,
+  /** The client's port for a URL that names none, over http (https: 443); else 80. */
+  httpPort = 80,
+): Promise<{ url: URL; address: string; port: number }> {
   let url: URL;
   try {
     url = new URL(raw);
@@ -16,10 +32,11 @@ export async function vettedUrl(policy: EgressPolicy, raw: string, store: string
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     throw new Error(`secret '${store}' has a url that is not http or https`);
   }
-  const port = url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80;
+  const port = url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : httpPort;
   const permit = await policy.check(url.hostname, port);
-  if (url.protocol === 'http:') url.hostname = permit.family === 6 ? `[${permit.address}]` : permit.address;
-  return url;
+  const address = permit.family === 6 ? `[${permit.address}]` : permit.address;
+  if (url.protocol === 'http:') url.hostname = address;
+  return { url, address, port };
 }
 
 /** True for a failure to reach a server at all (refused, reset, timed out, no route, DNS). */

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import type { MilvusClient } from '@zilliz/milvus2-sdk-node';
 import { EgressPolicy } from '@tapyard/egress';
 import type { ChunkMetadata, ChunkRecord, MetadataFilter, SearchHit, VectorStore } from '../vector-store';
@@ -7,7 +8,7 @@ import {
   VectorStoreInputError,
 } from '../vector-store.errors';
 import { StoreConnection } from '../store-connection';
-import { vettedUrl } from '../vetted-url';
+import { vettedEndpoint } from '../vetted-url';
 import { milvusFilter, milvusLiteral } from './milvus-filter';
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_]{0,254}$/;
@@ -39,12 +40,28 @@ export class MilvusStore implements VectorStore {
 
   constructor(fields: Record<string, string>, policy: EgressPolicy) {
     const open = async (): Promise<MilvusClient> => {
-      const url = await vettedUrl(policy, fields.url ?? '', 'milvus');
-      const port = url.port || (url.protocol === 'https:' ? '443' : '19530');
+      // The port checked is the one connected to (Milvus's 19530 when an http URL names none).
+      const { url, address, port } = await vettedEndpoint(policy, fields.url ?? '', 'milvus', 19530);
+      const ssl = url.protocol === 'https:';
+      const name = url.hostname.replace(/^\[|\]$/g, '');
       const { MilvusClient } = await milvusSdk();
       const client = new MilvusClient({
-        address: `${url.hostname}:${port}`,
-        ssl: url.protocol === 'https:',
+        // The address the policy vetted, never the name: gRPC would look a name up again on every
+        // (re)connection, and a rebinding name would move the channel to a private host:port.
+        address: `${address}:${port}`,
+        ssl,
+        // Never Zilliz's global-cluster mode, which fetches a topology and connects where it says.
+        isGlobal: false,
+        // Over https the certificate is checked against the name, which is also the TLS server name
+        // and the :authority, as when the channel was opened by name.
+        ...(ssl && isIP(name) === 0
+          ? {
+              channelOptions: {
+                'grpc.ssl_target_name_override': name,
+                'grpc.default_authority': `${name}:${port}`,
+              },
+            }
+          : {}),
         timeout: 15_000,
         logLevel: 'error',
         ...(fields.token ? { token: fields.token } : {}),
