@@ -1,7 +1,7 @@
 import { mongo } from 'mongoose';
 import { Pool } from 'pg';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
-import { callTool } from './support/assistant-chat';
+import { chat } from './support/assistant-chat';
 import { issueKey, newBootstrapKey } from './support/auth';
 import { TEST_DATABASE_URL, TEST_MONGODB_URI, TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
 import { RollupAnswer } from './support/ingest';
@@ -172,12 +172,25 @@ describe('a table or collection another scope loads into', () => {
       await get(admin, '/pipeline', { pipeline: 'a-people' }).expect(404);
     });
 
-    it("refuses it through the assistant's register_pipeline", async () => {
-      const result = await callTool(double, base, keyA, 'register_pipeline', {
-        config: csvPipeline('a-wipe', 'a', { ...table('payroll'), writeMode: 'replace' }),
-      });
-      expect(result.error).toBe(`403: ${refusal(`PostgreSQL table ${pgDatabase}.${schema}.payroll`)}`);
-      expect(JSON.stringify(result)).not.toContain('b-salaries');
+    it("refuses it through the assistant's register_pipeline, before its user is asked", async () => {
+      double.script(
+        {
+          toolCalls: [
+            {
+              name: 'register_pipeline',
+              arguments: {
+                config: csvPipeline('a-wipe', 'a', { ...table('payroll'), writeMode: 'replace' }),
+              },
+            },
+          ],
+        },
+        { text: 'done' },
+      );
+      const events = await chat(base, keyA, { messages: [{ content: 'please register it' }] });
+      expect(events.map((e) => e.event)).not.toContain('pending_action');
+      const result = events.find((e) => e.event === 'tool_result')?.data;
+      expect(result?.error).toBe(`403: ${refusal(`PostgreSQL table ${pgDatabase}.${schema}.payroll`)}`);
+      expect(JSON.stringify(events)).not.toContain('b-salaries');
       await get(admin, '/pipeline', { pipeline: 'a-wipe' }).expect(404);
     });
 

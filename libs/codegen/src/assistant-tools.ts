@@ -78,6 +78,7 @@ export class CodegenTools implements ToolSet {
           const dto = await validateAs(PipelineConfigDto, body);
           // Refused now, as the route refuses the body, not once the caller has confirmed.
           this.pipelines.checkDestination(dto.destination);
+          await this.pipelines.checkLoadingBeside(ctx.env, dto, access);
           return async () => {
             const saved = await this.pipelines.save(ctx.env, dto, access);
             this.codegen.afterSave(ctx.env, saved.name);

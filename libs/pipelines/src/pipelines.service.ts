@@ -88,6 +88,17 @@ export class PipelinesService {
     return { name: saved.name, version: saved.version };
   }
 
+  /**
+   * Throws the 403 save would for a table or collection that a pipeline outside `access` loads into,
+   * saving nothing: for a proposal to be refused before its user is asked (the save checks again).
+   */
+  async checkLoadingBeside(environment: string, dto: PipelineConfigDto, access: AccessCheck): Promise<void> {
+    const def = toDefinition(dto, destinationDefaults(this.config, environment), this.sections);
+    for (const [location, others] of await this.sharers(environment, def)) {
+      this.policy.assertMayLoadBeside(access, location, others);
+    }
+  }
+
   /** Throws a 400 listing what is wrong with the sections of a `destination` body (as save would). */
   checkDestination(destination: DestinationDto): void {
     this.sections.validate(destination);
