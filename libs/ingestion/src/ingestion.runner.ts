@@ -219,6 +219,12 @@ export class IngestionRunner {
     // Reading, DataQuality and Transformation run in a stage thread under a watchdog, or, for a small
     // whole input, on this thread with the same functions (job-stage.ts).
     const fast = takesFastPath(this.config, this.spinOn, p, def, legs);
+    // A small whole input's validation schema is read first: what it costs decides where the stage runs.
+    // One that cannot be read is read again below, failing the job as before.
+    const readSchema =
+      p.inline !== undefined && def.dataQuality.validationSchema
+        ? await validationSchemaOf(this.configFiles, p.environment, def).catch(() => null)
+        : null;
     const stage = await openStage(
       {
         threads: this.threads,
@@ -231,6 +237,7 @@ export class IngestionRunner {
       p,
       def,
       fast,
+      readSchema,
     );
     const session = stage.session;
     // The destinations are probed while the stage thread reads the input's first part (after the
@@ -266,7 +273,10 @@ export class IngestionRunner {
       await prepareLegs(legs, target, added, probes);
       const loading = legs.filter((l) => l.error === null);
       if (loading.length === 0) return null;
-      const schema = await validationSchemaOf(this.configFiles, p.environment, definition);
+      const schema =
+        readSchema !== null && readSchema.file === definition.dataQuality.validationSchema
+          ? readSchema
+          : await validationSchemaOf(this.configFiles, p.environment, definition);
       await session
         .plan(
           definition,

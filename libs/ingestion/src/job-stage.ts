@@ -40,17 +40,19 @@ export interface JobStage {
  * Starts the stage of a job: a stage thread under a watchdog, fed the staged input as it arrives (or
  * the input the job carried, whole), or, for a small whole input without scripts, a LocalStage on
  * this thread with the same functions (no thread messages, rejects in memory, no spool file).
+ * `schema`: the pipeline's validation schema, read before for a small whole input (null: none).
  */
 export async function openStage(
   deps: StageDeps,
   p: IngestPayload,
   def: PipelineDefinition,
   fast: boolean,
+  schema: { file: string; text: string } | null,
 ): Promise<JobStage> {
   // A small upload's input, carried in its job.
   const whole = p.inline !== undefined ? inlineInput(p.inline) : null;
   const read = { bytes: whole?.byteLength ?? 0 };
-  if (whole !== null && runsOnMainThread(p, def, deps.spinOn)) {
+  if (whole !== null && runsOnMainThread(p, def, deps.spinOn, schema)) {
     const local = new LocalStage({ input: Buffer.from(whole), definition: def, filename: p.filename, fast });
     return {
       session: local,

@@ -330,13 +330,43 @@ describe('which small whole inputs run on the main thread', () => {
   const regex = (pattern: string): DataQualityRule[] => [{ type: 'regex', column: 'label', pattern }];
 
   it('those whose rule patterns V8 runs within its step bound; a pattern re2js runs keeps the thread', () => {
-    expect(runsOnMainThread(payload, withRules(RULES), null)).toBe(true);
-    expect(runsOnMainThread(payload, withRules(regex('^[A-Z]{2}\\d+$')), null)).toBe(true);
+    expect(runsOnMainThread(payload, withRules(RULES), null, null)).toBe(true);
+    expect(runsOnMainThread(payload, withRules(regex('^[A-Z]{2}\\d+$')), null, null)).toBe(true);
     // re2js's worst case per character grows with the pattern: microseconds, not nanoseconds.
-    expect(runsOnMainThread(payload, withRules(regex('^\\w+\\d{0,8}$')), null)).toBe(false);
-    expect(runsOnMainThread(payload, withRules(regex('^(a+)+$')), null)).toBe(false);
-    expect(runsOnMainThread(payload, withRules(regex('^a*?$')), null)).toBe(false);
+    expect(runsOnMainThread(payload, withRules(regex('^\\w+\\d{0,8}$')), null, null)).toBe(false);
+    expect(runsOnMainThread(payload, withRules(regex('^(a+)+$')), null, null)).toBe(false);
+    expect(runsOnMainThread(payload, withRules(regex('^a*?$')), null, null)).toBe(false);
     // The thread reports a pattern that does not compile, as for a larger file.
-    expect(runsOnMainThread(payload, withRules(regex('(')), null)).toBe(false);
+    expect(runsOnMainThread(payload, withRules(regex('(')), null, null)).toBe(false);
+  });
+
+  // Audit finding 4: a JSON Schema's patterns ran on the main thread, without a watchdog, whatever they cost.
+  it('those whose JSON Schema has no pattern, no recursion and few subschemas; an XSD has its own thread', () => {
+    const withSchema = (file: string): PipelineDefinition => {
+      const def = withRules([]);
+      return { ...def, dataQuality: { ...def.dataQuality, validationSchema: file } };
+    };
+    const json = (schema: unknown) => ({ file: 's.json', text: JSON.stringify(schema) });
+    const plain = { type: 'object', properties: { id: { type: 'integer' } }, required: ['id'] };
+    expect(runsOnMainThread(payload, withSchema('s.json'), null, json(plain))).toBe(true);
+    expect(
+      runsOnMainThread(payload, withSchema('s.xsd'), null, { file: 's.xsd', text: '<xs:schema/>' }),
+    ).toBe(true);
+    const patterned = { properties: { id: { type: 'string', pattern: '^[a-z]+$' } } };
+    expect(runsOnMainThread(payload, withSchema('s.json'), null, json(patterned))).toBe(false);
+    const keys = { patternProperties: { '^x-': { type: 'string' } } };
+    expect(runsOnMainThread(payload, withSchema('s.json'), null, json(keys))).toBe(false);
+    const tree = {
+      $defs: { n: { properties: { kids: { items: { $ref: '#/$defs/n' } } } } },
+      $ref: '#/$defs/n',
+    };
+    expect(runsOnMainThread(payload, withSchema('s.json'), null, json(tree))).toBe(false);
+    const wide = { properties: Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`p${i}`, {}])) };
+    expect(runsOnMainThread(payload, withSchema('s.json'), null, json(wide))).toBe(false);
+    // Not read (missing, or the store failed): the thread reads it again and reports it.
+    expect(runsOnMainThread(payload, withSchema('s.json'), null, null)).toBe(false);
+    expect(runsOnMainThread(payload, withSchema('s.json'), null, { file: 'other.json', text: '{}' })).toBe(
+      false,
+    );
   });
 });

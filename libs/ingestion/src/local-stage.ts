@@ -10,13 +10,16 @@
  * patterns all run on V8 within 16 backtracking steps a character (see compileLinearRegex), so
  * rules hold the event loop for milliseconds. A pattern re2js runs is linear too, but its worst case
  * per character grows with the pattern (up to about 11 µs): such a job keeps the thread, as do jobs
- * with CodeGen scripts (processes of their own) and the tests' stall hook. A validation schema still
- * runs here: each of its `pattern` keywords is bounded as a rule's pattern is, but not their number.
+ * with CodeGen scripts (processes of their own) and the tests' stall hook. A JSON Schema runs here
+ * only when it has no pattern, no recursion and few subschemas (jsonSchemaSuitsMainThread): its
+ * patterns are re2js's too, and a recursive schema may apply a subschema many times to each level of
+ * a value. An XSD runs here: its checks have a thread of their own with a deadline.
  */
 import { Readable } from 'node:stream';
 import { RejectedRow, Payload } from '@tapyard/destinations';
 import { PipelineDefinition, TypedBatch, compileLinearRegex } from '@tapyard/model';
 import { IngestPayload } from '@tapyard/queue';
+import { jsonSchemaSuitsMainThread } from '@tapyard/configfiles';
 import { FatalReadError, RecordBatch } from '@tapyard/readers';
 import { CODEGEN_KINDS } from '@tapyard/scripts';
 import { instructionOf } from '@tapyard/codegen';
@@ -48,15 +51,33 @@ export interface StageRun {
   end(): void;
 }
 
-/** Whether the job's stages run on the main thread (see the module's comment). */
-export function runsOnMainThread(p: IngestPayload, def: PipelineDefinition, spinOn: string | null): boolean {
+/**
+ * Whether the job's stages run on the main thread (see the module's comment). `schema`: the text of
+ * the pipeline's validation schema, null when it has none or it could not be read (the thread reports that).
+ */
+export function runsOnMainThread(
+  p: IngestPayload,
+  def: PipelineDefinition,
+  spinOn: string | null,
+  schema: { file: string; text: string } | null,
+): boolean {
   return (
     p.inline !== undefined &&
     p.records === undefined &&
     spinOn === null &&
     CODEGEN_KINDS.every((k) => instructionOf(def, k) === null) &&
-    def.dataQuality.rules.every((r) => r.type !== 'regex' || runsOnV8(r.pattern))
+    def.dataQuality.rules.every((r) => r.type !== 'regex' || runsOnV8(r.pattern)) &&
+    schemaSuitsMainThread(def.dataQuality.validationSchema, schema)
   );
+}
+
+function schemaSuitsMainThread(
+  file: string | undefined,
+  schema: { file: string; text: string } | null,
+): boolean {
+  if (!file) return true;
+  if (schema === null || schema.file !== file) return false;
+  return file.endsWith('.xsd') || jsonSchemaSuitsMainThread(schema.text);
 }
 
 /** Whether a rule's pattern runs on V8; one that does not compile is the stage thread's to report. */
