@@ -142,27 +142,33 @@ export async function* agentLoop(
       return { stopReason: 'complete', iterations };
     }
     if (iterations >= opts.maxIterations) break;
-    turns.push({ role: 'assistant', content: text, toolCalls: calls });
+    const parsedCalls = calls.map((call) => ({ call, parsed: parseArguments(call.arguments) }));
+    // A call refused as too deep goes back to the model without its arguments: the next round's
+    // request body would not serialise (JSON.stringify overflows the stack a few thousand levels down).
+    turns.push({
+      role: 'assistant',
+      content: text,
+      toolCalls: parsedCalls.map(({ call, parsed }) =>
+        parsed.tooDeep ? { ...call, arguments: '{}' } : call,
+      ),
+    });
     let pending = 0;
-    for (const call of calls) {
+    for (const { call, parsed } of parsedCalls) {
       if (ctx.signal.aborted) return { stopReason: 'cancelled', iterations };
-      let args: Record<string, unknown> = {};
-      let parseError: string | null = null;
-      try {
-        const parsed: unknown = JSON.parse(call.arguments || '{}');
-        if (parsed && typeof parsed === 'object' && !Array.isArray(parsed))
-          args = parsed as Record<string, unknown>;
-        else parseError = 'the arguments are not a JSON object';
-      } catch {
-        parseError = 'the arguments are not valid JSON';
-      }
+      const { args, error: parseError } = parsed;
       const acting = !parseError && tools.acts(call.name);
       yield {
         event: 'tool_call',
         data: {
           id: call.id,
           name: call.name,
-          arguments: parseError ? call.arguments : acting ? masked(args) : args,
+          arguments: parsed.tooDeep
+            ? masked(args)
+            : parseError
+              ? call.arguments
+              : acting
+                ? masked(args)
+                : args,
         },
       };
       let outcome: Outcome;
@@ -216,15 +222,65 @@ function toolTurn(call: { id: string; name: string }, outcome: Outcome): ChatTur
   return { role: 'tool', toolCallId: call.id, name: call.name, content: `{"${DATA_KEY}":${data}}` };
 }
 
-/** Arguments as the client is shown them: values of credential-like fields and URL credentials masked. */
-function masked(value: unknown, field = ''): unknown {
+/**
+ * How deep a tool call's arguments may nest (the arguments object is level 1). They come from a
+ * model: V8's JSON.parse reads 10,000,000 levels without complaint, while one recursion a level
+ * (masking, validation, JSON.stringify for the stream and the next request) overflows the stack
+ * within a few thousand, a RangeError that ended the turn.
+ */
+const MAX_ARGUMENT_LEVELS = 64;
+
+/** What stands in for an object or array nested past MAX_ARGUMENT_LEVELS when arguments are shown. */
+const TOO_DEEP = '[nested too deep]';
+
+interface ParsedArguments {
+  args: Record<string, unknown>;
+  /** Why the call cannot run; null when it may. */
+  error: string | null;
+  /** The arguments parsed but nest past MAX_ARGUMENT_LEVELS (then shown masked and cut there). */
+  tooDeep: boolean;
+}
+
+function parseArguments(text: string): ParsedArguments {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text || '{}');
+  } catch {
+    return { args: {}, error: 'the arguments are not valid JSON', tooDeep: false };
+  }
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    return { args: {}, error: 'the arguments are not a JSON object', tooDeep: false };
+  }
+  const args = parsed as Record<string, unknown>;
+  if (nestsDeeper(args, MAX_ARGUMENT_LEVELS)) {
+    return { args, error: `the arguments nest deeper than ${MAX_ARGUMENT_LEVELS} levels`, tooDeep: true };
+  }
+  return { args, error: null, tooDeep: false };
+}
+
+/** Whether an object or array sits below `levels` levels of `value` (itself level 1); without recursion. */
+function nestsDeeper(value: unknown, levels: number): boolean {
+  const stack: [unknown, number][] = [[value, 1]];
+  for (let top = stack.pop(); top; top = stack.pop()) {
+    const [v, level] = top;
+    if (!v || typeof v !== 'object') continue;
+    if (level > levels) return true;
+    for (const child of Object.values(v)) stack.push([child, level + 1]);
+  }
+  return false;
+}
+
+/**
+ * Arguments as the client is shown them: values of credential-like fields and URL credentials
+ * masked, objects and arrays past MAX_ARGUMENT_LEVELS replaced by TOO_DEEP (one recursion a level).
+ */
+function masked(value: unknown, field = '', level = 1): unknown {
   if (field && SECRET_FIELD.test(field) && !/name$/i.test(field)) return MASK;
   if (typeof value === 'string') return maskUrlCredentials(value, MASK);
-  if (Array.isArray(value)) return value.map((v) => masked(v));
-  if (value && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, masked(v, k)]));
-  }
-  return value;
+  if (!value || typeof value !== 'object') return value;
+  if (level > MAX_ARGUMENT_LEVELS) return TOO_DEEP;
+  if (Array.isArray(value)) return value.map((v) => masked(v, '', level + 1));
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, masked(v, k, level + 1)]));
 }
 const SECRET_FIELD = /pass(word)?|secret|token|api[-_]?key|credential|authorization|private[-_]?key/i;
 
