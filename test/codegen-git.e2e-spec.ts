@@ -398,7 +398,7 @@ describe('CodeGen git repository (git over loopback HTTP)', () => {
     const { name } = await emptyRepo();
     // Only the policy's resolver knows this name: git reaches the server only through the pinned address.
     const policy = new EgressPolicy(
-      { endpoints: [], hosts: ['git.codegen.test'], ranges: [] },
+      { endpoints: [], hosts: [{ host: 'git.codegen.test' }], ranges: [] },
       () => Promise.resolve([{ address: '127.0.0.1', family: 4 }]),
       'CODE_REPOSITORY_ALLOW',
     );

@@ -1,6 +1,14 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Logger } from 'pino';
-import { CONFIG, LOGGER, NotFoundError, TapyardConfig, ValidationError, errorMessage } from '@tapyard/core';
+import {
+  CONFIG,
+  ENVIRONMENT_NAME,
+  LOGGER,
+  NotFoundError,
+  TapyardConfig,
+  ValidationError,
+  errorMessage,
+} from '@tapyard/core';
 import { TENANT_MAPPINGS_SECRET } from '@tapyard/secrets';
 import { KeyDigests, PresentedKey, isHmacDigest, isLegacyDigest, matchesDigest } from './key-values';
 import { SecretState } from './secret-state';
@@ -9,7 +17,8 @@ import { Grantor, assertMayGrant } from './ability';
 import { FULL_ACCESS } from './capability';
 
 export { TENANT_MAPPINGS_SECRET };
-const TENANT = /^[a-z][a-z0-9_-]{0,39}$/;
+/** A tenant's name is an environment's: one rule, which TAP_EGRESS_ALLOW's `<environment>=` scopes rely on. */
+const TENANT = ENVIRONMENT_NAME;
 
 /**
  * Multi-tenant mode: which tenant environment an API key acts in. Field names of `api-key-mappings`

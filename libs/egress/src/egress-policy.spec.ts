@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { isPublicAddress } from './addresses';
-import { parseEndpoints } from '@tapyard/core';
+import { parseAllowList, parseEndpoints } from '@tapyard/core';
 import { EgressPolicy, EgressRefused, Resolver } from './egress-policy';
 
 const octet = fc.integer({ min: 0, max: 255 });
@@ -124,6 +124,50 @@ describe('EgressPolicy', () => {
   });
 });
 
+describe('EgressPolicy: entries scoped to an environment', () => {
+  const resolver: Resolver = (host) =>
+    Promise.resolve([{ address: host === 'db.acme.internal' ? '10.0.0.7' : '10.9.9.9', family: 4 }]);
+  const endpoints = parseEndpoints('acme=10.0.0.5:5432, 127.0.0.1:8090');
+  if (typeof endpoints === 'string') throw new Error(endpoints);
+  const platform = new EgressPolicy(endpoints, resolver);
+
+  it("allows a scoped endpoint for its environment's work only, naming the scoped entry in refusals", async () => {
+    await expect(platform.for('acme').check('10.0.0.5', 5432)).resolves.toMatchObject({ allowListed: true });
+    expect(platform.for('acme').isAllowListed('10.0.0.5', 5432)).toBe(true);
+    expect(platform.for('globex').isAllowListed('10.0.0.5', 5432)).toBe(false);
+    await expect(platform.for('globex').check('10.0.0.5', 5432)).rejects.toThrow(
+      'connection to 10.0.0.5:5432 refused by the egress policy: it is a loopback, private, link-local or ' +
+        "reserved address (an operator may allow it for environment 'globex' with " +
+        'TAP_EGRESS_ALLOW=globex=10.0.0.5:5432)',
+    );
+    // A check that names no environment never matches a scoped entry.
+    await expect(platform.check('10.0.0.5', 5432)).rejects.toThrow(/TAP_EGRESS_ALLOW=10\.0\.0\.5:5432\)/);
+    expect(platform.isAllowListed('10.0.0.5', 5432)).toBe(false);
+  });
+
+  it('allows an unscoped endpoint for every environment, as before', async () => {
+    for (const policy of [platform, platform.for('acme'), platform.for('globex')]) {
+      await expect(policy.check('127.0.0.1', 8090)).resolves.toMatchObject({ allowListed: true });
+    }
+  });
+
+  it('scopes hosts and ranges of an allow-list alike, naming its own setting', async () => {
+    const list = parseAllowList('acme=db.acme.internal, acme=10.1.0.0/16, 10.2.0.0/16');
+    if (typeof list === 'string') throw new Error(list);
+    const rest = new EgressPolicy(list, resolver, 'REST_SINK_ALLOW');
+    await expect(rest.for('acme').check('db.acme.internal', 5432)).resolves.toMatchObject({
+      allowListed: true,
+    });
+    await expect(rest.for('acme').check('10.1.2.3', 443)).resolves.toMatchObject({ allowListed: true });
+    await expect(rest.for('globex').check('db.acme.internal', 5432)).rejects.toThrow(
+      /REST_SINK_ALLOW=globex=db\.acme\.internal:5432/,
+    );
+    await expect(rest.for('globex').check('10.1.2.3', 443)).rejects.toBeInstanceOf(EgressRefused);
+    await expect(rest.check('10.1.2.3', 443)).rejects.toBeInstanceOf(EgressRefused);
+    await expect(rest.for('globex').check('10.2.0.1', 443)).resolves.toMatchObject({ allowListed: true });
+  });
+});
+
 describe('parseEndpoints', () => {
   it('reads host:port lists, IPv6 in brackets', () => {
     expect(parseEndpoints(' api.local:443, 10.0.0.5:5432 ,[fd00::5]:8080,')).toEqual([
@@ -139,4 +183,23 @@ describe('parseEndpoints', () => {
       expect(parseEndpoints(`ok.local:1,${entry}`)).toBe(`'${entry}' is not host:port`);
     },
   );
+
+  it('reads entries scoped to an environment', () => {
+    expect(parseEndpoints('acme=10.0.0.5:5432,t_2-b = [fd00::5]:80')).toEqual([
+      { host: '10.0.0.5', port: 5432, environment: 'acme' },
+      { host: 'fd00::5', port: 80, environment: 't_2-b' },
+    ]);
+  });
+
+  it.each([
+    ['=10.0.0.5:5432', 'does not start with an environment name'],
+    ['Acme=10.0.0.5:5432', 'does not start with an environment name'],
+    ['1acme=10.0.0.5:5432', 'does not start with an environment name'],
+    [`${'a'.repeat(41)}=10.0.0.5:5432`, 'does not start with an environment name'],
+    ['acme=', 'is not host:port'],
+    ['acme=b=10.0.0.5:5432', 'is not host:port'],
+  ])('refuses the scoped entry %s', (entry, problem) => {
+    expect(parseEndpoints(`ok.local:1,${entry}`)).toContain(`'${entry}' ${problem}`);
+    expect(parseAllowList(`ok.local,${entry}`)).toEqual(expect.any(String));
+  });
 });

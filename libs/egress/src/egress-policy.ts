@@ -1,7 +1,7 @@
 import { LookupAddress } from 'node:dns';
 import { lookup } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
-import { AllowList, Endpoint, normalizeHost } from '@tapyard/core';
+import { AllowList, Endpoint, Scope, normalizeHost } from '@tapyard/core';
 import { isPublicAddress } from './addresses';
 
 export type Resolver = (host: string) => Promise<LookupAddress[]>;
@@ -35,28 +35,56 @@ const systemResolver: Resolver = (host) => lookup(host, { all: true, verbatim: t
  * addresses only, judged after DNS resolution, so a name that resolves (or re-resolves: DNS rebinding)
  * to a private address is refused; the permit carries the address the check saw and the connection
  * must use it. Endpoints on the operator's allow-list (`host:port`, matched as written) may be private.
+ *
+ * An allow-list entry may be scoped to one environment (`acme=10.0.0.5:5432`): only the policy of that
+ * environment's work, `policy.for('acme')`, honours it. A policy made with `new` honours unscoped
+ * entries alone, so work that forgets its environment is refused a scoped endpoint, never let through.
  */
 export class EgressPolicy {
   private readonly allowed: Set<string>;
   private readonly hosts: Set<string>;
   private readonly ranges: BlockList;
+  private readonly entries: AllowList;
+  /** The environment whose work this policy checks (null: entries of no environment only). */
+  private readonly environment: string | null;
+  private readonly views = new Map<string, EgressPolicy>();
 
-  /** `allowVar`: the setting an operator changes to allow an address, named in refusals. */
+  /**
+   * `allowVar`: the setting an operator changes to allow an address, named in refusals. `environment`:
+   * whose work the policy checks (prefer `for(environment)` on the platform's policy).
+   */
   constructor(
     allow: readonly Endpoint[] | AllowList = [],
     private readonly resolve: Resolver = systemResolver,
     private readonly allowVar = 'TAP_EGRESS_ALLOW',
+    environment?: string,
   ) {
-    const list: AllowList = Array.isArray(allow)
+    this.entries = Array.isArray(allow)
       ? { endpoints: [...allow], hosts: [], ranges: [] }
       : (allow as AllowList);
-    this.allowed = new Set(list.endpoints.map((e) => key(e.host, e.port)));
-    this.hosts = new Set(list.hosts.map(normalizeHost));
+    this.environment = environment ?? null;
+    const mine = ({ environment: scope }: Scope): boolean =>
+      scope === undefined || scope === this.environment;
+    this.allowed = new Set(this.entries.endpoints.filter(mine).map((e) => key(e.host, e.port)));
+    this.hosts = new Set(this.entries.hosts.filter(mine).map((h) => normalizeHost(h.host)));
     this.ranges = new BlockList();
-    for (const r of list.ranges) {
-      const [net, bits] = r.split('/');
+    for (const { range } of this.entries.ranges.filter(mine)) {
+      const [net, bits] = range.split('/');
       this.ranges.addSubnet(net, Number(bits), isIP(net) === 6 ? 'ipv6' : 'ipv4');
     }
+  }
+
+  /**
+   * The policy of one environment's work: the unscoped entries and those scoped to `environment`,
+   * never another environment's (a tenant's private database stays the tenant's).
+   */
+  for(environment: string): EgressPolicy {
+    let view = this.views.get(environment);
+    if (!view) {
+      view = new EgressPolicy(this.entries, this.resolve, this.allowVar, environment);
+      this.views.set(environment, view);
+    }
+    return view;
   }
 
   isAllowListed(host: string, port: number): boolean {
@@ -81,12 +109,19 @@ export class EgressPolicy {
         throw new EgressRefused(
           host,
           port,
-          `${what} a loopback, private, link-local or reserved address (an operator may allow it with ${this.allowVar}=${formatHost(host)}:${port})`,
+          `${what} a loopback, private, link-local or reserved address (${this.howToAllow(host, port)})`,
         );
       }
     }
     const first = addresses[0];
     return { address: first.address, family: first.family === 6 ? 6 : 4, allowListed };
+  }
+
+  /** The entry that would allow the endpoint: scoped to this policy's environment when it has one. */
+  private howToAllow(host: string, port: number): string {
+    const scope = this.environment === null ? '' : `${this.environment}=`;
+    const whose = this.environment === null ? '' : ` for environment '${this.environment}'`;
+    return `an operator may allow it${whose} with ${this.allowVar}=${scope}${formatHost(host)}:${port}`;
   }
 
   private async lookup(host: string, port: number): Promise<LookupAddress[]> {

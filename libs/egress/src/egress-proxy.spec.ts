@@ -140,7 +140,7 @@ describe('EgressProxy in front of the platform API', () => {
       ],
       hosts: [],
       // Another loopback spelling of the platform, as an operator's wide allow-list would permit.
-      ranges: ['127.0.0.0/8'],
+      ranges: [{ range: '127.0.0.0/8' }],
     });
     proxy = await EgressProxy.open({
       policy,

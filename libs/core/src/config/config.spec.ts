@@ -16,6 +16,25 @@ function problems(env: Record<string, string>): string[] {
 }
 
 describe('loadConfig', () => {
+  it('reads TAP_EGRESS_ALLOW entries scoped to an environment, and refuses malformed ones naming the variable', () => {
+    const c = loadConfig({ TAPYARD_MASTER_KEY: KEY, TAP_EGRESS_ALLOW: 'acme=10.0.0.5:5432,127.0.0.1:8090' });
+    expect(c.egressAllow).toEqual([
+      { host: '10.0.0.5', port: 5432, environment: 'acme' },
+      { host: '127.0.0.1', port: 8090 },
+    ]);
+    expect(problems({ TAP_EGRESS_ALLOW: 'ACME=10.0.0.5:5432' })).toEqual([
+      expect.stringMatching(
+        /^TAP_EGRESS_ALLOW must be .*'ACME=10\.0\.0\.5:5432' does not start with an environment name/,
+      ),
+    ]);
+    expect(problems({ TAP_EGRESS_ALLOW: 'acme=' })).toEqual([
+      expect.stringMatching(/^TAP_EGRESS_ALLOW .*'acme='/),
+    ]);
+    expect(problems({ REST_SINK_ALLOW: 'acme=10.0.0.0/33' })).toEqual([
+      expect.stringMatching(/^REST_SINK_ALLOW .*'acme=10\.0\.0\.0\/33' is not a CIDR range/),
+    ]);
+  });
+
   it('applies the documented defaults', () => {
     const c = loadConfig({ TAPYARD_MASTER_KEY: KEY });
     expect(c.port).toBe(8080);

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { AllowList, Endpoint } from './allow-list';
+import { AllowList, ENVIRONMENT_NAME, Endpoint } from './allow-list';
 import { AuthConfig, readAuth } from './auth-config';
 import { CodegenConfig, readCodegen } from './codegen-config';
 import { Env, EnvReader } from './env-reader';
@@ -89,6 +89,7 @@ export interface TapyardConfig extends PeersConfig {
   /**
    * Private endpoints (`TAP_EGRESS_ALLOW`) that connections made on a caller's behalf may reach: tap
    * scripts through the egress proxy, and services whose address a caller configures (vector stores).
+   * An entry written `<environment>=host:port` serves that environment's work alone.
    */
   readonly egressAllow: readonly Endpoint[];
   /** REST sinks: private endpoints they may POST to (everything else private is refused). */
@@ -126,7 +127,7 @@ const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debu
 export function loadConfig(env: Env = process.env): TapyardConfig {
   const r = new EnvReader(env);
   const environment = r.string('TAPYARD_ENV', 'dev');
-  if (!/^[a-z][a-z0-9_-]{0,39}$/.test(environment)) {
+  if (!ENVIRONMENT_NAME.test(environment)) {
     r.problems.push(
       `TAPYARD_ENV must start with a lowercase letter and hold only a-z, 0-9, _ and - (max 40; got "${environment}")`,
     );

@@ -83,7 +83,7 @@ export class EnvReader {
     const parsed = parseAllowList(this.raw(name) ?? '');
     if (typeof parsed === 'string') {
       this.problems.push(
-        `${name} must be a comma-separated list of hosts, host:port or CIDR ranges (${parsed})`,
+        `${name} must be a comma-separated list of hosts, host:port or CIDR ranges, each optionally scoped as <environment>=<entry> (${parsed})`,
       );
       return { endpoints: [], hosts: [], ranges: [] };
     }
@@ -93,7 +93,9 @@ export class EnvReader {
   endpoints(name: string): Endpoint[] {
     const parsed = parseEndpoints(this.raw(name) ?? '');
     if (typeof parsed === 'string') {
-      this.problems.push(`${name} must be a comma-separated list of host:port (${parsed})`);
+      this.problems.push(
+        `${name} must be a comma-separated list of host:port, each optionally scoped as <environment>=host:port (${parsed})`,
+      );
       return [];
     }
     return parsed;

@@ -154,7 +154,7 @@ describe('SnowflakeDestination at load time', () => {
 
   it('refuses a server that is not Snowflake, naming accessUrl, before the driver sends it anything', async () => {
     // The address passes the policy (as a public host would): only the rule on the host refuses it.
-    const policy = new EgressPolicy({ endpoints: [], hosts: [], ranges: ['127.0.0.0/8'] });
+    const policy = new EgressPolicy({ endpoints: [], hosts: [], ranges: [{ range: '127.0.0.0/8' }] });
     const accessUrl = `http://127.0.0.1:${warehouse.port}`;
     const err = await loader({ ...FIELDS, accessUrl }, policy)
       .probe(target)
