@@ -255,7 +255,7 @@ export class AiService {
     @Optional() @Inject(AI_METRICS_REGISTRY) registry?: Registry,
   ) {
     // The provider's address comes from a secret, a caller's choice: it passes the egress policy
-    // (a local Ollama or vLLM on a private address needs TAP_EGRESS_ALLOW).
+    // (a local Ollama or vLLM on a private address needs TAP_EGRESS_ALLOW, for the secret's environment).
     this.policy = new EgressPolicy(config.egressAllow);
     this.metrics = new AiMetrics(registry ?? new Registry());
   }
@@ -314,7 +314,7 @@ export class AiService {
     const known = this.made.get(environment);
     if (known?.fingerprint === fingerprint) return known;
     const settings = parseAiSettings(fields);
-    const fetchImpl = egressFetch(this.policy, 16 * 1024 * 1024);
+    const fetchImpl = egressFetch(this.policy.for(environment), 16 * 1024 * 1024);
     const chat =
       settings.provider === 'anthropic'
         ? await AnthropicChat.open(settings, fetchImpl)

@@ -38,7 +38,7 @@ export class CodeRepositoryService {
       settings,
       git: new GitRepository(settings, {
         cacheDir: this.config.codegen.repositoryCacheDir,
-        policy: this.policy,
+        policy: this.policy.for(environment),
       }),
     };
   }

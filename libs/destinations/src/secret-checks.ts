@@ -22,13 +22,17 @@ export class DestinationSecretChecks implements OnModuleInit {
   }
 
   onModuleInit(): void {
-    this.secrets.addWriteCheck((name, fields) => this.check(name, fields));
+    this.secrets.addWriteCheck((name, fields, environment) => this.check(name, fields, environment));
   }
 
-  /** Throws ValidationError naming the field (the Secrets API has checked the fields are text). */
-  check(name: string, fields: Record<string, string>): void {
+  /**
+   * Throws ValidationError naming the field (the Secrets API has checked the fields are text). An
+   * endpoint must be allow-listed for `environment`, the one the secret is saved in.
+   */
+  check(name: string, fields: Record<string, string>, environment: string): void {
     if (Object.hasOwn(fields, 'account') && Object.hasOwn(fields, 'warehouse')) {
-      snowflakeEndpoint(fields, (h, p) => this.policy.isAllowListed(h, p), name);
+      const policy = this.policy.for(environment);
+      snowflakeEndpoint(fields, (h, p) => policy.isAllowListed(h, p), name);
     }
   }
 }

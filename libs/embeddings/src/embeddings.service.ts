@@ -35,7 +35,7 @@ export class EmbeddingsService {
     const fingerprint = createHash('sha256').update(JSON.stringify(fields)).digest('hex');
     const known = this.made.get(environment);
     if (known?.fingerprint === fingerprint) return known.embedder;
-    const embedder = createEmbedder(fields, this.policy, this.config);
+    const embedder = createEmbedder(fields, this.policy.for(environment), this.config);
     this.made.set(environment, { fingerprint, embedder });
     // A failed creation (a provider down) is not kept: the next call tries again.
     embedder.catch(() => {

@@ -24,7 +24,10 @@ type Probe = ((signal: AbortSignal) => Promise<void>) | null;
  */
 @Injectable()
 export class HealthService {
-  /** Vector-store addresses come from secrets, a caller's choice: they pass the egress policy. */
+  /**
+   * Vector-store addresses come from secrets, a caller's choice: they pass the egress policy of the
+   * environment probed (its TAP_EGRESS_ALLOW entries and the unscoped ones).
+   */
   private readonly egress: EgressPolicy;
 
   constructor(
@@ -40,7 +43,7 @@ export class HealthService {
     const [core, vector, sandbox, ai] = await Promise.all([
       this.core(),
       this.vectorStores(environment),
-      this.sandbox(),
+      this.sandbox(environment),
       this.modelProvider(environment),
     ]);
     return { ...core, ...vector, sandbox, ai };
@@ -58,8 +61,11 @@ export class HealthService {
     }
   }
 
-  /** The isolation tap scripts get on this instance (TAP_SANDBOX), beyond the spec's keys like `redis`. */
-  async sandbox(): Promise<ServiceStatus> {
+  /**
+   * The isolation tap scripts get on this instance (TAP_SANDBOX), beyond the spec's keys like `redis`;
+   * the private endpoints counted are those `environment`'s runs may reach.
+   */
+  async sandbox(environment: string): Promise<ServiceStatus> {
     const taps = this.config.taps;
     const sandbox = new PythonSandbox({ bwrap: taps.sandbox, uids: taps.sandboxUids });
     if (taps.sandbox === 'off') {
@@ -75,7 +81,9 @@ export class HealthService {
     } catch (err) {
       return { status: 'down', message: `${errorMessage(err)}; tap runs are refused` };
     }
-    const allowed = this.config.egressAllow.length;
+    const allowed = this.config.egressAllow.filter(
+      (e) => e.environment === undefined || e.environment === environment,
+    ).length;
     return {
       status: 'up',
       message:
@@ -109,7 +117,9 @@ export class HealthService {
         const factory = this.storeRegistry.factory(store);
         const secret = secrets.find((s) => s.name === store);
         if (secret) {
-          return this.run(() => probeVectorStore(store, factory, secret.fields, this.egress));
+          return this.run(() =>
+            probeVectorStore(store, factory, secret.fields, this.egress.for(environment)),
+          );
         }
         // The operator's embedded default (PGVECTOR_URL): trusted like DATABASE_URL.
         const url = store === 'pgvector' ? this.config.pgvectorUrl : null;

@@ -24,6 +24,9 @@ const MAX_VALUE_CHARS = 64 * 1024;
  * Secrets of an environment, encrypted at rest. `get` masks sensitive fields for API callers;
  * `reveal` returns plaintext for platform code (loaders, probes, tap runs) and never for HTTP.
  */
+
+/** A rule on a secret's fields, run before it is saved in `environment`. */
+type WriteCheck = (name: string, fields: Record<string, string>, environment: string) => void;
 @Injectable()
 export class SecretsService {
   private readonly cipher: SecretCipher;
@@ -73,11 +76,12 @@ export class SecretsService {
 
   /**
    * Rules other modules hold on a secret's fields (a destination's, registered at boot: secrets do not
-   * depend on destinations): each throws a ValidationError naming the field it refuses.
+   * depend on destinations): each throws a ValidationError naming the field it refuses. `environment`:
+   * the one the secret is saved in.
    */
-  private readonly writeChecks: ((name: string, fields: Record<string, string>) => void)[] = [];
+  private readonly writeChecks: WriteCheck[] = [];
 
-  addWriteCheck(check: (name: string, fields: Record<string, string>) => void): void {
+  addWriteCheck(check: WriteCheck): void {
     this.writeChecks.push(check);
   }
 
@@ -85,7 +89,7 @@ export class SecretsService {
     validateName(name);
     refuseAccessState(name);
     const valid = validateFields(fields);
-    for (const check of this.writeChecks) check(name, valid);
+    for (const check of this.writeChecks) check(name, valid, environment);
     await this.repo.upsert(environment, name, this.cipher.seal(JSON.stringify(valid), environment, name));
     await this.changed(environment, name);
   }

@@ -9,6 +9,8 @@ import { TapErrorCode } from './tap-errors';
 
 /** The script's environment variables, which values are secret (masked in logs), and its run key. */
 export interface ScriptEnv {
+  /** The environment the run acts in: its egress allow-list entries are the script's. */
+  environment: string;
   env: Record<string, string>;
   secrets: string[];
   /** Revoked when the run ends (it also expires by itself). */
@@ -59,7 +61,7 @@ export class TapEnvironment {
       env.SERVICE_PLATFORM_API_KEY = runKey;
       secrets.push(runKey);
     }
-    return { env, secrets, runKey };
+    return { environment, env, secrets, runKey };
   }
 
   /** Ends the run key early; it expires by itself if this never happens. */

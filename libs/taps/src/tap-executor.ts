@@ -255,7 +255,15 @@ export class TapExecutor {
     const textOnly = sink instanceof RecordsLoad;
     let stop: (() => void) | undefined;
     try {
-      const proc = await this.processes.start(tap, script, env.env, env.secrets, textOnly, state);
+      const proc = await this.processes.start(
+        env.environment,
+        tap,
+        script,
+        env.env,
+        env.secrets,
+        textOnly,
+        state,
+      );
       // A stopped run ends like a failed one (nothing of it loaded, its state kept), saying why.
       stop = () => proc.kill(new SandboxError('killed', String(signal?.reason ?? 'the run was stopped')));
       if (signal?.aborted) stop();

@@ -94,10 +94,12 @@ export class TapProcesses {
   }
 
   /**
-   * `rows`: structured records checked and keyed by the harness, passed on as text only. `state`: the
-   * tap's committed state, for a fetch(state) (see harness.py).
+   * `environment`: the one the run acts in, whose TAP_EGRESS_ALLOW entries its script may reach. `rows`:
+   * structured records checked and keyed by the harness, passed on as text only. `state`: the tap's
+   * committed state, for a fetch(state) (see harness.py).
    */
   async start(
+    environment: string,
     tap: TapConfig,
     script: string,
     env: Record<string, string>,
@@ -129,7 +131,7 @@ export class TapProcesses {
       this.config.taps.sandbox === 'off'
         ? null
         : await EgressProxy.open({
-            policy: this.egress,
+            policy: this.egress.for(environment),
             platform: { ...platformEndpoint(this.config), allows: runKeyMayCall },
             onRefused: (m) => refusals.length < EGRESS_NOTES && refusals.push(m),
           });

@@ -83,7 +83,7 @@ export class VectorStoresService implements OnModuleDestroy {
   ): Promise<{ fields: Record<string, string>; policy: EgressPolicy } | null> {
     try {
       const fields = await this.secrets.reveal(environment, name);
-      return { fields: fields as Record<string, string>, policy: this.policy };
+      return { fields: fields as Record<string, string>, policy: this.policy.for(environment) };
     } catch (err) {
       if (!(err instanceof SecretNotFoundError)) throw err;
     }

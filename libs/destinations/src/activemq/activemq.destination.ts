@@ -33,7 +33,11 @@ export class ActiveMqDestination extends Sink implements Destination {
   }
 
   protected async reach(target: LoadTarget): Promise<void> {
-    const client = await openStomp(await this.broker(target), this.policy, this.bounds.requestTimeoutMs);
+    const client = await openStomp(
+      await this.broker(target),
+      this.policy(target),
+      this.bounds.requestTimeoutMs,
+    );
     // It answered; the polite close (bounded, never failing) is not part of the probe's time.
     void closeStomp(client, this.bounds.requestTimeoutMs);
   }
@@ -50,7 +54,11 @@ export class ActiveMqDestination extends Sink implements Destination {
     d: Delivery,
   ): Promise<LoadResult> {
     const a = targetOf(target.destination);
-    const client = await openStomp(await this.broker(target), this.policy, this.bounds.requestTimeoutMs);
+    const client = await openStomp(
+      await this.broker(target),
+      this.policy(target),
+      this.bounds.requestTimeoutMs,
+    );
     // Receipts still awaited; a lost connection fails them all at once.
     const pending = new Map<string, { resolve: () => void; reject: (err: Error) => void }>();
     client.onWebSocketClose = () => {

@@ -45,13 +45,13 @@ export class DatabricksDestination extends Sink implements Destination {
   }
 
   protected async reach(target: LoadTarget, d: Delivery): Promise<void> {
-    await this.api(await this.settings(target), d).sql('SELECT 1');
+    await this.api(target, await this.settings(target), d).sql('SELECT 1');
   }
 
   protected async ready(target: LoadTarget, d: Delivery): Promise<void> {
     const s = await this.settings(target);
     const columns = target.columns.map((c) => `${quote(c.name)} ${sqlType(c)}`).join(', ');
-    await this.api(s, d).sql(`CREATE TABLE IF NOT EXISTS ${this.table(s, target)} (${columns})`);
+    await this.api(target, s, d).sql(`CREATE TABLE IF NOT EXISTS ${this.table(s, target)} (${columns})`);
   }
 
   protected async deliver(
@@ -62,7 +62,7 @@ export class DatabricksDestination extends Sink implements Destination {
     d: Delivery,
   ): Promise<LoadResult> {
     const s = await this.settings(target);
-    const api = this.api(s, d);
+    const api = this.api(target, s, d);
     const work = await mkdtemp(join(tmpdir(), 'tapyard-databricks-'));
     try {
       const file = join(work, 'part-00000.parquet');
@@ -90,8 +90,8 @@ export class DatabricksDestination extends Sink implements Destination {
     }
   }
 
-  private api(s: DatabricksSettings, d: Delivery): DatabricksApi {
-    return new DatabricksApi(s, this.policy, d, this.bounds.requestTimeoutMs);
+  private api(target: LoadTarget, s: DatabricksSettings, d: Delivery): DatabricksApi {
+    return new DatabricksApi(s, this.policy(target), d, this.bounds.requestTimeoutMs);
   }
 
   private table(s: DatabricksSettings, target: LoadTarget): string {

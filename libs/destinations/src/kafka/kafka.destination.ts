@@ -53,7 +53,7 @@ export class KafkaDestination extends Sink implements Destination {
     const sdk = await kafkaSdk();
     // One retry: a probe says at once whether the brokers answer (each delivery starts with one, and the
     // runner's own retries wait out an outage); the delivery's clients keep three for a leader moving.
-    const admin = new sdk.Admin(this.options(sdk, settings, 'tapyard-probe', 1));
+    const admin = new sdk.Admin(this.options(target, sdk, settings, 'tapyard-probe', 1));
     try {
       await d.call('a metadata request', () => admin.metadata({ topics: [] }));
     } catch (err) {
@@ -67,7 +67,7 @@ export class KafkaDestination extends Sink implements Destination {
   protected async ready(target: LoadTarget, d: Delivery): Promise<void> {
     const settings = await this.settings(target);
     const sdk = await kafkaSdk();
-    const admin = new sdk.Admin(this.options(sdk, settings, 'tapyard-prepare'));
+    const admin = new sdk.Admin(this.options(target, sdk, settings, 'tapyard-prepare'));
     const topic = targetOf(target.destination).topic;
     try {
       if (!(await d.call('listTopics', () => admin.listTopics())).includes(topic)) {
@@ -111,7 +111,7 @@ export class KafkaDestination extends Sink implements Destination {
         DestinationErrorCode.LoadRefused,
       );
     const producer: KafkaProducer = new sdk.Producer({
-      ...this.options(sdk, settings, 'tapyard-loader'),
+      ...this.options(target, sdk, settings, 'tapyard-loader'),
       idempotent: true,
       transactionalId: `tapyard-${target.environment}-${target.pipelineToken}`,
       // Sent as the transaction's timeout too: the coordinator aborts a transaction open longer.
@@ -176,8 +176,15 @@ export class KafkaDestination extends Sink implements Destination {
     return this.finish(target, sent, this.refusals(target), rejects, `Kafka topic ${k.topic}`, d);
   }
 
-  private options(sdk: KafkaSdk, settings: KafkaSettings, clientId: string, retries?: number): BaseOptions {
-    return kafkaOptions(sdk, settings, this.policy, clientId, this.bounds.requestTimeoutMs, retries);
+  private options(
+    target: LoadTarget,
+    sdk: KafkaSdk,
+    settings: KafkaSettings,
+    clientId: string,
+    retries?: number,
+  ): BaseOptions {
+    const policy = this.policy(target);
+    return kafkaOptions(sdk, settings, policy, clientId, this.bounds.requestTimeoutMs, retries);
   }
 
   private async settings(target: LoadTarget): Promise<KafkaSettings> {

@@ -54,10 +54,10 @@ export class RestDestination extends Sink implements Destination {
   /** Whether the endpoint answers HTTP at all (a HEAD request: any status will do, no rows are sent). */
   protected async reach(target: LoadTarget, d: Delivery): Promise<void> {
     const r = targetOf(target.destination);
-    await this.vet(new URL(r.url));
+    await this.vet(target, new URL(r.url));
     try {
       await d.call('HEAD', (signal) =>
-        egressRequest(this.policy, r.url, { method: 'HEAD', maxBytes: 0, signal }),
+        egressRequest(this.policy(target), r.url, { method: 'HEAD', maxBytes: 0, signal }),
       );
     } catch (err) {
       if (err instanceof ServiceUnavailableError) throw err;
@@ -90,7 +90,7 @@ export class RestDestination extends Sink implements Destination {
       ...(target.publisherToken ? { 'x-tapyard-publisher-token': target.publisherToken } : {}),
     };
     const url = new URL(r.url);
-    await this.vet(url);
+    await this.vet(target, url);
     // Above 1, batches may arrive out of order; at 1 each waits for the last one's answer.
     const inFlightMax = r.concurrency ?? REST_CONCURRENCY;
     // One job's batches share up to that many connections, closed when the delivery ends.
@@ -109,7 +109,7 @@ export class RestDestination extends Sink implements Destination {
       const rows = restBody(batch.runs, r.format === 'ndjson' ? 'ndjson' : 'json');
       // Compressed once (in libuv's pool, off this thread), the same bytes on every attempt.
       const body = r.compression === 'gzip' ? [await gzipped(Buffer.concat(rows))] : rows;
-      const outcome = await this.post(r, { ...headers, 'idempotency-key': key }, body, agent, d);
+      const outcome = await this.post(target, r, { ...headers, 'idempotency-key': key }, body, agent, d);
       if (outcome === null) {
         loaded += batch.rows;
         progress(loaded);
@@ -167,6 +167,7 @@ export class RestDestination extends Sink implements Destination {
 
   /** null when the endpoint took the batch; the reason when it refused it for good (the rows are rejects). */
   private async post(
+    target: LoadTarget,
     r: RestTarget,
     headers: Record<string, string>,
     body: Buffer[],
@@ -178,7 +179,7 @@ export class RestDestination extends Sink implements Destination {
       let res: EgressResponse;
       try {
         res = await d.call(r.method, (signal) =>
-          egressRequest(this.policy, r.url, {
+          egressRequest(this.policy(target), r.url, {
             method: r.method,
             headers,
             body,
@@ -221,10 +222,10 @@ export class RestDestination extends Sink implements Destination {
   }
 
   /** The vetted address (an http URL must be allow-listed: nothing crosses the network in clear text otherwise). */
-  private async vet(url: URL): Promise<string> {
+  private async vet(target: LoadTarget, url: URL): Promise<string> {
     const port = url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80;
     try {
-      const permit = await this.policy.check(url.hostname, port);
+      const permit = await this.policy(target).check(url.hostname, port);
       if (url.protocol === 'http:' && !permit.allowListed) {
         throw new ValidationError(
           `the REST endpoint ${safeUrl(url.href)} uses http: only endpoints in REST_SINK_ALLOW may (use https)`,

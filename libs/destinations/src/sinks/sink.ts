@@ -80,8 +80,8 @@ export abstract class Sink {
   readonly encoder: EncoderName = 'typed';
   protected readonly bounds: TapyardConfig['sinks'];
 
-  /** Where the sink may connect on a pipeline's behalf (its address is the pipeline's choice). */
-  protected readonly policy: EgressPolicy;
+  /** The operator's allow-list for the sink, every environment's entries: see policy(). */
+  private readonly egress: EgressPolicy;
 
   /**
    * Every sink is built from the same three (Nest injects a subclass through this constructor);
@@ -93,12 +93,20 @@ export abstract class Sink {
     protected readonly ledger: SinkLedger,
   ) {
     this.bounds = config.sinks;
-    this.policy = this.egressPolicy(config);
+    this.egress = this.egressPolicy(config);
   }
 
   /** The operator's allow-list of private endpoints this sink may reach (TAP_EGRESS_ALLOW unless overridden). */
   protected egressPolicy(config: TapyardConfig): EgressPolicy {
     return new EgressPolicy(config.egressAllow);
+  }
+
+  /**
+   * Where the sink may connect on a pipeline's behalf (its address is the pipeline's choice): public
+   * addresses, and the allow-list's entries of every environment or of the target's own.
+   */
+  protected policy(target: LoadTarget): EgressPolicy {
+    return this.egress.for(target.environment);
   }
 
   abstract describe(destination: PipelineDefinition['destination']): string;

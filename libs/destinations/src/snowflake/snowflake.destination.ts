@@ -202,11 +202,11 @@ export class SnowflakeDestination extends Sink implements Destination {
     // Before any lookup: the secret names Snowflake itself or an endpoint the operator allow-listed.
     const endpoint = snowflakeEndpoint(
       f,
-      (host, port) => this.policy.isAllowListed(host, port),
+      (host, port) => this.policy(target).isAllowListed(host, port),
       d.secretName,
     );
     try {
-      await this.policy.check(endpoint.host, endpoint.port);
+      await this.policy(target).check(endpoint.host, endpoint.port);
     } catch (err) {
       if (err instanceof EgressRefused)
         throw new ValidationError(`the Snowflake endpoint is not allowed: ${err.message}`).coded(
