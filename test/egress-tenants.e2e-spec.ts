@@ -128,6 +128,7 @@ describe("egress: an allow-list entry scoped to a tenant serves that tenant's wo
       .expect(400);
     expect(b.body.code).toBe('destination.endpoint_refused');
     expect(b.body.message).toContain(`names 127.0.0.1:${port}, which is not a Snowflake account host`);
+    expect(b.body.message).toContain(`TAP_EGRESS_ALLOW=${tenantB}=127.0.0.1:${port}`);
     await api.http.put('/api/v1/secrets/sf').set('x-api-key', keys[tenantA]).send(secret).expect(200);
   });
 });

@@ -32,7 +32,7 @@ export class DestinationSecretChecks implements OnModuleInit {
   check(name: string, fields: Record<string, string>, environment: string): void {
     if (Object.hasOwn(fields, 'account') && Object.hasOwn(fields, 'warehouse')) {
       const policy = this.policy.for(environment);
-      snowflakeEndpoint(fields, (h, p) => policy.isAllowListed(h, p), name);
+      snowflakeEndpoint(fields, (h, p) => policy.isAllowListed(h, p), name, environment);
     }
   }
 }

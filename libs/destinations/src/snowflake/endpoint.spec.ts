@@ -107,6 +107,11 @@ describe('the Snowflake endpoint of a secret', () => {
       snowflakeEndpoint({ ...FIELDS, accessUrl: 'http://127.0.0.1:8091' }, allowed, 'sf'),
     );
     expect(other.message).toContain('TAP_EGRESS_ALLOW=127.0.0.1:8091');
+    // The secret's environment: the entry suggested is scoped to it.
+    const scoped = refusal(() =>
+      snowflakeEndpoint({ ...FIELDS, accessUrl: 'http://127.0.0.1:8091' }, allowed, 'sf', 'acme'),
+    );
+    expect(scoped.message).toContain('TAP_EGRESS_ALLOW=acme=127.0.0.1:8091');
   });
 });
 

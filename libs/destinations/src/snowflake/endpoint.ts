@@ -37,12 +37,14 @@ export interface SnowflakeEndpoint {
  * account URL under Snowflake's own domains or the exact `host:port` an operator allow-listed. A
  * Snowflake server steers the driver (which local file a PUT uploads and where, which directory a GET
  * writes into, redirects it follows with the login), so the secret may name only Snowflake itself, or
- * an endpoint the operator vouches for (a test double, a proxy of their own).
+ * an endpoint the operator vouches for (a test double, a proxy of their own). `environment`: the
+ * secret's, named in the allow-list entry a refusal suggests.
  */
 export function snowflakeEndpoint(
   fields: Record<string, string>,
   allowListed: (host: string, port: number) => boolean,
   secretName: string,
+  environment?: string,
 ): SnowflakeEndpoint {
   const account = fields.account ?? '';
   if (!ACCOUNT.test(account)) {
@@ -80,7 +82,7 @@ export function snowflakeEndpoint(
       secretName,
       'accessUrl',
       `names ${endpoint}, which is not a Snowflake account host (under ${SNOWFLAKE_DOMAINS.join(', ')}); ` +
-        `an operator may allow that exact endpoint with TAP_EGRESS_ALLOW=${endpoint}`,
+        `an operator may allow that exact endpoint with TAP_EGRESS_ALLOW=${environment ? `${environment}=` : ''}${endpoint}`,
     );
   }
   if (protocol === 'http:' && !operators) {

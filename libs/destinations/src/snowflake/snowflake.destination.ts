@@ -204,6 +204,7 @@ export class SnowflakeDestination extends Sink implements Destination {
       f,
       (host, port) => this.policy(target).isAllowListed(host, port),
       d.secretName,
+      target.environment,
     );
     try {
       await this.policy(target).check(endpoint.host, endpoint.port);
