@@ -272,7 +272,8 @@ describe('REST endpoint sink', () => {
   });
 
   it.each([
-    ['a loopback port not allow-listed', () => 'http://127.0.0.1:1/x', /REST_SINK_ALLOW=127\.0\.0\.1:1/],
+    // The entry suggested is scoped to the pipeline's environment.
+    ['a loopback port not allow-listed', () => 'http://127.0.0.1:1/x', `REST_SINK_ALLOW=${env}=127.0.0.1:1`],
     ['the cloud metadata address', () => 'http://169.254.169.254/latest/meta-data', /169\.254\.169\.254/],
     ['a private address over https', () => 'https://10.1.2.3/hook', /10\.1\.2\.3.*private/],
     ['a name resolving to loopback', () => 'https://localhost:8443/hook', /localhost:8443/],
