@@ -1,4 +1,5 @@
-import { EgressPolicy, egressRequest } from '@tapyard/egress';
+import type { EgressPolicy } from '@tapyard/egress';
+import { jsonExchange } from '../json-exchange';
 import type { ChromaSpace } from './chroma-answers';
 import type { ChromaWhere } from './chroma-filter';
 
@@ -199,25 +200,16 @@ export class ChromaRest {
     signal?: AbortSignal,
     timeoutMs = TIMEOUT_MS,
   ): Promise<T> {
-    const headers: Record<string, string> = { accept: 'application/json' };
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    if (this.token) headers['x-chroma-token'] = this.token;
-    const timeout = AbortSignal.timeout(timeoutMs);
-    const res = await egressRequest(this.policy, `${this.origin}${path}`, {
+    const { status, data } = await jsonExchange(this.policy, `${this.origin}${path}`, {
       method,
-      headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+      headers: this.token ? { 'x-chroma-token': this.token } : {},
+      body,
+      signal,
+      timeoutMs,
       maxBytes: MAX_ANSWER_BYTES,
     });
-    let data: unknown;
-    try {
-      data = JSON.parse(res.body);
-    } catch {
-      data = undefined;
-    }
     const request = `${method} ${path.replace(SCOPE, '').split('?')[0]}`;
-    if (res.status < 200 || res.status > 299) throw new ChromaAnswerError(res.status, said(data), request);
+    if (status < 200 || status > 299) throw new ChromaAnswerError(status, said(data), request);
     if (data === null || typeof data !== 'object') throw notChroma(request);
     return data as T;
   }

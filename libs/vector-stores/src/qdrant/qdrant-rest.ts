@@ -1,4 +1,5 @@
-import { EgressPolicy, egressRequest } from '@tapyard/egress';
+import type { EgressPolicy } from '@tapyard/egress';
+import { jsonExchange } from '../json-exchange';
 
 /** Search answers carry payload texts: room for topK = 100 long chunks, and for the largest scroll page. */
 const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
@@ -88,26 +89,17 @@ export class QdrantRest {
 
   /** `result` of a 2xx JSON answer; anything else is a QdrantAnswerError. Names were checked by the store. */
   private async call<T>(method: string, path: string, body?: unknown): Promise<T> {
-    const headers: Record<string, string> = { accept: 'application/json' };
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    if (this.apiKey) headers['api-key'] = this.apiKey;
-    const res = await egressRequest(this.policy, `${this.base.href.replace(/\/$/, '')}${path}`, {
+    const { status, data } = await jsonExchange(this.policy, `${this.base.href.replace(/\/$/, '')}${path}`, {
       method,
-      headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(TIMEOUT_MS),
+      headers: this.apiKey ? { 'api-key': this.apiKey } : {},
+      body,
+      timeoutMs: TIMEOUT_MS,
       maxBytes: MAX_ANSWER_BYTES,
     });
-    let data: unknown;
-    try {
-      data = JSON.parse(res.body);
-    } catch {
-      data = undefined;
-    }
     const request = `${method} ${path.split('?')[0]}`;
-    if (res.status < 200 || res.status > 299) throw new QdrantAnswerError(res.status, data, request);
+    if (status < 200 || status > 299) throw new QdrantAnswerError(status, data, request);
     if (data === undefined || data === null || typeof data !== 'object' || !('result' in data)) {
-      throw new QdrantAnswerError(res.status, undefined, `${request} (the answer is not Qdrant's JSON)`);
+      throw new QdrantAnswerError(status, undefined, `${request} (the answer is not Qdrant's JSON)`);
     }
     return (data as { result: T }).result;
   }

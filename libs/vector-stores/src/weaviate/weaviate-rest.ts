@@ -1,4 +1,5 @@
-import { EgressPolicy, egressRequest } from '@tapyard/egress';
+import type { EgressPolicy } from '@tapyard/egress';
+import { jsonExchange } from '../json-exchange';
 
 /** Search answers carry chunk texts, and a batch's answer echoes its objects with their vectors. */
 const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
@@ -127,28 +128,16 @@ export class WeaviateRest {
     signal?: AbortSignal,
     timeoutMs = TIMEOUT_MS,
   ): Promise<T> {
-    const json = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-    const headers: Record<string, string> = { accept: 'application/json' };
-    if (json) {
-      headers['content-type'] = 'application/json';
-      // Sent chunked, a DELETE's body goes unread by Weaviate ("body in body is required").
-      headers['content-length'] = String(json.length);
-    }
-    if (this.apiKey) headers.authorization = `Bearer ${this.apiKey}`;
-    const timeout = AbortSignal.timeout(timeoutMs);
-    const res = await egressRequest(this.policy, `${this.base.href.replace(/\/$/, '')}/v1${path}`, {
+    const res = await jsonExchange(this.policy, `${this.base.href.replace(/\/$/, '')}/v1${path}`, {
       method,
-      headers,
-      body: json,
-      signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+      headers: this.apiKey ? { authorization: `Bearer ${this.apiKey}` } : {},
+      body,
+      signal,
+      timeoutMs,
       maxBytes: MAX_ANSWER_BYTES,
     });
-    let data: unknown;
-    try {
-      data = res.body === '' ? {} : JSON.parse(res.body);
-    } catch {
-      data = undefined;
-    }
+    // Weaviate answers some changes with no body at all.
+    const data = res.text === '' ? {} : res.data;
     const request = `${method} ${path.split('?')[0]}`;
     if (res.status < 200 || res.status > 299) throw new WeaviateAnswerError(res.status, said(data), request);
     if (data === null || typeof data !== 'object') throw notWeaviate(request);
