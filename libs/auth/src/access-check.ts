@@ -28,5 +28,11 @@ export interface AccessCheck {
     hiddenMessage: string,
     hiddenCode?: DomainCode,
   ): void;
+  /**
+   * Whether the caller holds the capability over the whole environment (no scope: `pipeline:update`,
+   * `pipeline:*`, `*:*`), for rights a scoped holder does not get whatever it names. True for an
+   * anonymous caller, and in log-only mode (with a `would-deny` line) as every check is there.
+   */
+  holdsUnscoped(action: Action, resource: Resource): boolean;
   readonly caller: Caller | null;
 }

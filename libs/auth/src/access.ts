@@ -114,6 +114,13 @@ export class Access implements AccessCheck {
     return !this.enforce;
   }
 
+  holdsUnscoped(action: Action, resource: Resource): boolean {
+    if (!this.checked || canOn(this.identity.ability, action, resource, {})) return true;
+    if (this.enforce) return false;
+    this.audit.write(this.identity, { route: this.route, required: `${resource}:${action}` }, 'would-deny');
+    return true;
+  }
+
   /** The caller for checks made past the guard (taps' grants); null for anonymous callers. */
   get caller(): { name: string; capabilities: readonly string[]; ability: Identity['ability'] } | null {
     return this.checked ? this.identity : null;
