@@ -24,6 +24,7 @@ import { CodegenGenerations1765171200000 } from './migrations/1765171200000-code
 import { PipelineLocationsChecked1765257600000 } from './migrations/1765257600000-pipeline-locations-checked';
 import { TapGrantsDocumentUpload1765344000000 } from './migrations/1765344000000-tap-grants-document-upload';
 import { PipelineLocations1765430400000 } from './migrations/1765430400000-pipeline-locations';
+import { PipelineMayAdopt1765516800000 } from './migrations/1765516800000-pipeline-may-adopt';
 
 /** Postgres schema holding Tapyard's own metadata; never a destination (see @tapyard/pipelines PLATFORM_SCHEMAS). */
 export const METADATA_SCHEMA = 'tapyard';
@@ -53,6 +54,7 @@ export const MIGRATIONS = [
   PipelineLocationsChecked1765257600000,
   TapGrantsDocumentUpload1765344000000,
   PipelineLocations1765430400000,
+  PipelineMayAdopt1765516800000,
 ];
 
 // Any constant works as long as every Tapyard process uses the same one.

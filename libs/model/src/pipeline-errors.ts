@@ -14,6 +14,11 @@ export const PipelineErrorCode = {
    * collection with a pipeline of another scope: it loads again once saved again.
    */
   LocationUnchecked: 'pipeline.location_unchecked',
+  /**
+   * A pipeline saved by a scoped caller would load into a table or collection that exists but that no
+   * pipeline of its environment created: it loads there once saved by an unscoped pipeline:update.
+   */
+  LocationUnclaimed: 'pipeline.location_unclaimed',
   Invalid: 'pipeline.invalid',
   InvalidExpression: 'pipeline.invalid_expression',
   /** The file's content (not its name) shows a type the pipeline cannot read, e.g. a PDF for a CSV pipeline. */

@@ -224,4 +224,10 @@ export interface StoredPipeline {
    * definition stored before, which loads beside no pipeline of another scope until it is saved again.
    */
   locationsChecked: boolean;
+  /**
+   * May load into a table or collection that exists but that no pipeline of its environment created:
+   * last saved by a caller holding unscoped pipeline:update (or stored before the rule). False when a
+   * scoped caller saved it: its loads then create their places or use ones a pipeline created.
+   */
+  mayAdopt: boolean;
 }

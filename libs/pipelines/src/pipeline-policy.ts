@@ -12,6 +12,18 @@ export const jobNotFoundMessage = (pipelineToken: string): string =>
   `no job has pipeline token '${pipelineToken}'`;
 
 /**
+ * A load of a pipeline that may not adopt (StoredPipeline.mayAdopt) found `location` (described)
+ * existing, and no pipeline of its environment created it: refused before anything is written there.
+ */
+export function locationUnclaimedError(pipeline: string, location: string): ForbiddenError {
+  return new ForbiddenError(
+    `pipeline '${pipeline}' may not load into ${location}: it exists and no pipeline of this environment ` +
+      `created it, and '${pipeline}' was saved without unscoped pipeline:update; an admin (unscoped ` +
+      `pipeline:update) saving the pipeline, even unchanged, lets it load there`,
+  ).coded(PipelineErrorCode.LocationUnclaimed);
+}
+
+/**
  * Who may do what to a pipeline beyond the capability of the entry point (route or assistant tool,
  * checked before the call): each rule in one method, called by the service that does the work.
  */
@@ -23,6 +35,17 @@ export class PipelinePolicy {
   assertMaySave(access: AccessCheck, config: Pick<PipelineConfigDto, 'destination'>): void {
     const named = this.sections.namedSecrets(config.destination as Record<string, unknown> | undefined);
     if (named.length > 0) requireSecretUse(access, `to hand secret '${named[0]}' to a destination`);
+  }
+
+  /**
+   * Whether the pipeline the caller saves may load into a table or collection that exists but that no
+   * pipeline of the environment created (a DBA's, another application's, or one left by a pipeline
+   * deleted without its data): only with pipeline:update over the whole environment. A scoped key
+   * names any place it likes, and `replace` would empty it on the first load; its pipelines load only
+   * into places they create or that a pipeline created (checked by the loaders, see mayAdopt).
+   */
+  mayAdopt(access: AccessCheck): boolean {
+    return access.holdsUnscoped('update', 'pipeline');
   }
 
   /**

@@ -13,6 +13,7 @@ export interface PipelineRow {
   deleting_since: Date | null;
   load_id: boolean;
   locations_checked: boolean;
+  may_adopt: boolean;
 }
 
 /** PostgreSQL's lock_not_available: a lock_timeout ran out. */
@@ -37,7 +38,7 @@ export class PipelinesRepository {
     lock = false,
   ): Promise<PipelineRow | null> {
     const rows: PipelineRow[] = await m.query(
-      `SELECT id, name, catalog, definition, version, updated_at, deleting_since, load_id, locations_checked
+      `SELECT id, name, catalog, definition, version, updated_at, deleting_since, load_id, locations_checked, may_adopt
        FROM tapyard.pipelines
        WHERE environment = $1 AND name = $2 ${lock ? 'FOR NO KEY UPDATE' : ''}`,
       [environment, name],
@@ -47,7 +48,7 @@ export class PipelinesRepository {
 
   list(environment: string, m: EntityManager = this.db.manager): Promise<PipelineRow[]> {
     return m.query(
-      `SELECT id, name, catalog, definition, version, updated_at, deleting_since, load_id, locations_checked
+      `SELECT id, name, catalog, definition, version, updated_at, deleting_since, load_id, locations_checked, may_adopt
        FROM tapyard.pipelines
        WHERE environment = $1 ORDER BY name`,
       [environment],
@@ -65,26 +66,30 @@ export class PipelinesRepository {
   /**
    * Inserts version 1, or does nothing when the row exists (returns whether it inserted). A pipeline
    * created now loads rows carrying their load id, and was saved with its locations checked.
-   * `locations`: where it loads, as saves describe the places (see sharers).
+   * `locations`: where it loads, as saves describe the places (see sharers). `mayAdopt`: its saver
+   * held unscoped pipeline:update, so it may load into a place that exists and no pipeline created.
    */
   async insert(
     environment: string,
     def: PipelineDefinition,
     locations: string[],
+    mayAdopt: boolean,
     m: EntityManager,
   ): Promise<boolean> {
     const rows: unknown[] = await m.query(
       `INSERT INTO tapyard.pipelines
-         (environment, name, catalog, definition, version, load_id, locations_checked, locations, locations_version)
-       VALUES ($1, $2, $3, $4, 1, true, true, $5, 1) ON CONFLICT (environment, name) DO NOTHING RETURNING id`,
-      [environment, def.name, def.catalog, JSON.stringify(def), locations],
+         (environment, name, catalog, definition, version, load_id, locations_checked, locations, locations_version,
+          may_adopt)
+       VALUES ($1, $2, $3, $4, 1, true, true, $5, 1, $6) ON CONFLICT (environment, name) DO NOTHING RETURNING id`,
+      [environment, def.name, def.catalog, JSON.stringify(def), locations, mayAdopt],
     );
     return rows.length > 0;
   }
 
   /**
-   * `checked`: the change is a save, which checked who else loads where the pipeline loads; a change
-   * made by a job (new columns) leaves the mark as it was.
+   * `saved`: the change is a save, which checked who else loads where the pipeline loads, and whose
+   * saver's access sets `may_adopt` (see insert); a change made by a job (new columns, null) leaves
+   * both marks as they were.
    */
   async update(
     environment: string,
@@ -92,13 +97,23 @@ export class PipelinesRepository {
     version: number,
     locations: string[],
     m: EntityManager,
-    checked: boolean,
+    saved: { mayAdopt: boolean } | null,
   ): Promise<void> {
     await m.query(
       `UPDATE tapyard.pipelines SET definition = $3, catalog = $4, version = $5, updated_at = now(),
-         locations_checked = locations_checked OR $6, locations = $7, locations_version = $5
+         locations_checked = locations_checked OR $6, locations = $7, locations_version = $5,
+         may_adopt = coalesce($8, may_adopt)
        WHERE environment = $1 AND name = $2`,
-      [environment, def.name, JSON.stringify(def), def.catalog, version, checked, locations],
+      [
+        environment,
+        def.name,
+        JSON.stringify(def),
+        def.catalog,
+        version,
+        saved !== null,
+        locations,
+        saved?.mayAdopt ?? null,
+      ],
     );
   }
 
@@ -115,7 +130,7 @@ export class PipelinesRepository {
     m: EntityManager = this.db.manager,
   ): Promise<(PipelineRow & { stale: boolean })[]> {
     return m.query(
-      `SELECT id, name, catalog, definition, version, updated_at, deleting_since, load_id, locations_checked,
+      `SELECT id, name, catalog, definition, version, updated_at, deleting_since, load_id, locations_checked, may_adopt,
               locations_stale AS stale
        FROM tapyard.pipelines
        WHERE environment = $1 AND name <> $2
@@ -139,11 +154,16 @@ export class PipelinesRepository {
     );
   }
 
-  /** A save that changed nothing still checked the locations: a stored definition is cleared to load. */
-  async markLocationsChecked(environment: string, name: string, m: EntityManager): Promise<void> {
+  /**
+   * A save that changed nothing still checked the locations: a stored definition is cleared to load,
+   * and one saved unchanged by a caller who may adopt (see insert) may adopt from then on (a scoped
+   * saver leaves an admin's approval of the same definition as it was).
+   */
+  async markSaved(environment: string, name: string, mayAdopt: boolean, m: EntityManager): Promise<void> {
     await m.query(
-      `UPDATE tapyard.pipelines SET locations_checked = true WHERE environment = $1 AND name = $2`,
-      [environment, name],
+      `UPDATE tapyard.pipelines SET locations_checked = true, may_adopt = may_adopt OR $3
+       WHERE environment = $1 AND name = $2`,
+      [environment, name, mayAdopt],
     );
   }
 

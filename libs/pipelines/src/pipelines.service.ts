@@ -65,23 +65,26 @@ export class PipelinesService {
     const def = toDefinition(dto, destinationDefaults(this.config, environment), this.sections);
     this.sections.assertAllowed(this.config, environment, def.destination);
     const places = this.placesOf(def);
+    const mayAdopt = this.policy.mayAdopt(access);
     const saved = await this.repo.transaction(async (m) => {
       await this.repo.lockSaves(environment, m);
       for (const [location, others] of await this.sharers(environment, def, m)) {
         this.policy.assertMayLoadBeside(access, location, others);
       }
-      if (await this.repo.insert(environment, def, places, m))
+      if (await this.repo.insert(environment, def, places, mayAdopt, m))
         return { name: def.name, version: 1, changed: true };
       const current = (await this.repo.find(environment, def.name, m, true)) as PipelineRow;
       if (current.deleting_since) throw new PipelineDeletingError(def.name);
       if (isDeepStrictEqual(normalise(current.definition), normalise(def))) {
-        // Saving a stored definition unchanged is how it is cleared to load beside other scopes.
-        if (current.locations_checked) return { name: def.name, version: current.version, changed: false };
-        await this.repo.markLocationsChecked(environment, def.name, m);
+        // Saving a stored definition unchanged is how it is cleared to load beside other scopes, and
+        // how an admin lets it load into a place no pipeline created.
+        if (current.locations_checked && (current.may_adopt || !mayAdopt))
+          return { name: def.name, version: current.version, changed: false };
+        await this.repo.markSaved(environment, def.name, mayAdopt, m);
         await this.repo.recordLocations(environment, def.name, current.version, places, m);
         return { name: def.name, version: current.version, changed: true };
       }
-      await this.repo.update(environment, def, current.version + 1, places, m, true);
+      await this.repo.update(environment, def, current.version + 1, places, m, { mayAdopt });
       return { name: def.name, version: current.version + 1, changed: true };
     });
     if (saved.changed) await this.cache.changed(environment, def.name);
@@ -233,7 +236,7 @@ export class PipelinesService {
         ...row.definition,
         source: { ...row.definition.source, schemaProperties: { fields: [...fields, ...added] } },
       };
-      await this.repo.update(environment, def, row.version + 1, this.placesOf(def), m, false);
+      await this.repo.update(environment, def, row.version + 1, this.placesOf(def), m, null);
       return { ...stored(row), definition: def, version: row.version + 1, updatedAt: new Date() };
     });
     // Also when another job added them first: that job's change may not be heard here yet.
@@ -263,6 +266,7 @@ function stored(row: PipelineRow): StoredPipeline {
     deletingSince: row.deleting_since,
     loadId: row.load_id,
     locationsChecked: row.locations_checked,
+    mayAdopt: row.may_adopt,
   };
 }
 
