@@ -29,6 +29,12 @@ export interface LoadTarget {
    */
   loadId?: boolean;
   /**
+   * False for a pipeline saved by a scoped caller (StoredPipeline.mayAdopt): a table or collection it
+   * loads into must be new or created by a pipeline of its environment, which loaders check before
+   * they write (locationUnclaimedError). Absent: what a load of a stored pipeline passes through as is.
+   */
+  mayAdopt?: boolean;
+  /**
    * The size of an input the job carries whole (a small upload, IngestPayload.inline). A destination
    * whose load finds an earlier committed delivery by itself may then skip its separate check (see
    * PostgresDestination.committed).

@@ -88,11 +88,13 @@ export class IngestionRunner {
     let stage: ProcessName = 'JobRunner';
     let leaveGate: (() => void) | null = null;
     try {
-      const { definition: def, loadId } = await this.pipelines
-        .getForLoading(p.environment, p.pipeline)
-        .catch((err: unknown) => {
-          throw pipelineError(p.pipeline, err);
-        });
+      const {
+        definition: def,
+        loadId,
+        mayAdopt,
+      } = await this.pipelines.getForLoading(p.environment, p.pipeline).catch((err: unknown) => {
+        throw pipelineError(p.pipeline, err);
+      });
       const legs: Leg[] = destinationsFor(this.destinations, def.destination).map((destination) => ({
         destination,
         result: null,
@@ -130,6 +132,7 @@ export class IngestionRunner {
         pipelineToken: p.pipelineToken,
         publisherToken: p.publisherToken,
         loadId,
+        mayAdopt,
         ...(p.inline !== undefined ? { carriedBytes: Buffer.byteLength(p.inline, 'base64') } : {}),
       };
       // A redelivery: destinations where an earlier delivery committed are done already.

@@ -10,7 +10,7 @@ import {
   TypedBatch,
   rowText,
 } from '@tapyard/model';
-import { REJECTS_SUFFIX, describeLocation } from '@tapyard/pipelines';
+import { REJECTS_SUFFIX, describeLocation, locationUnclaimedError } from '@tapyard/pipelines';
 import {
   Destination,
   DropOutcome,
@@ -145,9 +145,40 @@ export class MongoDbDestination implements Destination {
         )
       ).map((c) => c.name),
     );
+    if (target.mayAdopt === false) {
+      await this.assertClaimed(
+        db,
+        target,
+        wanted.filter((l) => present.has(l.name)),
+      );
+    }
     const missing = wanted.filter((l) => !present.has(l.name));
     if (missing.length > 0) await this.create(db, target, missing);
     if (writeModeOf(target) === 'merge') await this.keyIndex(db, target);
+  }
+
+  /**
+   * For a pipeline that may not adopt (LoadTarget.mayAdopt false): each existing collection must be one
+   * a pipeline of its environment created, as recorded and as its creation marker still says, or the
+   * load is refused naming it before anything is written.
+   */
+  private async assertClaimed(db: mongo.Db, target: LoadTarget, existing: MongoLocation[]): Promise<void> {
+    for (const l of existing) {
+      const creations = await this.ownership.creationsAt(target.environment, l);
+      const marker =
+        creations.length === 0
+          ? null
+          : await mongoCall(() =>
+              db.collection<CreationMarker>(LOADS_COLLECTION).findOne({ _id: markerId(l.name) }),
+            );
+      const claimed = creations.some(
+        (c) =>
+          marker?.creationId === c.creationId &&
+          marker.environment === target.environment &&
+          marker.pipeline === c.pipeline,
+      );
+      if (!claimed) throw locationUnclaimedError(target.pipeline, describeLocation(l));
+    }
   }
 
   /** A unique index on the merge key; documents already repeating the key make merging impossible. */

@@ -75,6 +75,23 @@ export class CreatedObjects {
     return rows.map(fromRow);
   }
 
+  /**
+   * The creation ids recorded for `location` by any pipeline of `environment`: whether a pipeline
+   * created the object there (the object's own mark tells whether it is still that one).
+   */
+  async creationsAt(
+    environment: string,
+    location: DataLocation,
+  ): Promise<{ creationId: string; pipeline: string }[]> {
+    const { database, container, name } = columnsOf(location);
+    const rows: { creation_id: string; pipeline: string }[] = await this.db.query(
+      `SELECT creation_id, pipeline FROM tapyard.created_objects
+        WHERE environment = $1 AND store = $2 AND name = $3 AND container = $4 AND database IS NOT DISTINCT FROM $5`,
+      [environment, location.store, name, container, database],
+    );
+    return rows.map((r) => ({ creationId: r.creation_id, pipeline: r.pipeline }));
+  }
+
   /** Forgets objects once dropped (or found gone, or no longer this pipeline's). */
   async forget(creationIds: string[]): Promise<void> {
     if (creationIds.length === 0) return;

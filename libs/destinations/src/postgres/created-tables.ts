@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { PoolClient } from 'pg';
 import { ConflictError, PG_MAX_IDENTIFIER_BYTES, errorMessage, quoteIdent } from '@tapyard/core';
-import { REJECTS_SUFFIX, describeLocation } from '@tapyard/pipelines';
-import { DropOutcome } from '../destination';
-import { CreatedObject } from '../ownership/created-objects';
+import { REJECTS_SUFFIX, describeLocation, locationUnclaimedError } from '@tapyard/pipelines';
+import { DropOutcome, LoadTarget } from '../destination';
+import { CreatedObject, CreatedObjects } from '../ownership/created-objects';
 import { DestinationErrorCode } from '../destination-errors';
 
 /** How long a delete waits for a table another session uses (a running load, a reader's lock). */
@@ -47,6 +47,35 @@ export async function tableExists(client: PoolClient, l: TableLocation): Promise
     qualified(l),
   ]);
   return rows[0].present;
+}
+
+/**
+ * For a pipeline that may not adopt (LoadTarget.mayAdopt false): each of `tables` that exists must be
+ * one a pipeline of its environment created, as recorded and as its creation comment still says (a
+ * table dropped and made again by someone else is not), or the load is refused naming it before
+ * anything is written. Missing tables pass: the load creates them as its own.
+ */
+export async function assertTablesClaimed(
+  client: PoolClient,
+  ownership: CreatedObjects,
+  target: Pick<LoadTarget, 'environment' | 'pipeline' | 'mayAdopt'>,
+  tables: TableLocation[],
+): Promise<void> {
+  if (target.mayAdopt !== false) return;
+  const { rows } = await client.query<{ present: boolean; comment: string | null }>(
+    `SELECT to_regclass(t) IS NOT NULL AS present, obj_description(to_regclass(t), 'pg_class') AS comment
+       FROM unnest($1::text[]) WITH ORDINALITY AS u(t, n) ORDER BY n`,
+    [tables.map(qualified)],
+  );
+  for (const [i, l] of tables.entries()) {
+    if (!rows[i].present) continue;
+    const creations = await ownership.creationsAt(target.environment, l);
+    const comment = rows[i].comment;
+    const claimed = creations.some(
+      (c) => comment === creationComment({ ...c, environment: target.environment }),
+    );
+    if (!claimed) throw locationUnclaimedError(target.pipeline, describeLocation(l));
+  }
 }
 
 /**

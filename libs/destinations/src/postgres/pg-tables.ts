@@ -4,7 +4,13 @@ import { ValidationError, errorMessage, quoteIdent } from '@tapyard/core';
 import { FieldType, LOAD_ID_COLUMN, SchemaField } from '@tapyard/model';
 import { LoadTarget, TargetShape, primaryKeyOf, writeModeOf } from '../destination';
 import { CreatedObjects } from '../ownership/created-objects';
-import { TableLocation, creationComment, qualified, tableExists } from './created-tables';
+import {
+  TableLocation,
+  assertTablesClaimed,
+  creationComment,
+  qualified,
+  tableExists,
+} from './created-tables';
 import { DestinationErrorCode } from '../destination-errors';
 
 /** The PostgreSQL column type of each schema type. */
@@ -111,6 +117,9 @@ export async function ensureTables(
     ...target.columns.map((c) => `${quoteIdent(c.name)} ${pgType(c)}`),
     ...(target.loadId ? [LOAD_ID_DDL] : []),
   ].join(', ');
+  // A pipeline saved by a scoped caller uses an existing table only when a pipeline created it: before
+  // any write (a replace's TRUNCATE), on every load, and again under the lock below.
+  await assertTablesClaimed(client, ownership, target, [data, rejects]);
   // The common case, a table loaded before: one query finds nothing to create, so a job does not
   // queue behind every other job's DDL lock (with many small jobs that lock was their pace).
   const found = await ready(client, target, data, rejects);
@@ -138,6 +147,13 @@ export async function ensureTables(
     await checkMetaOwners(client, data.database);
     const missing: TableLocation[] = [];
     for (const l of [data, rejects]) if (!(await tableExists(client, l))) missing.push(l);
+    // Made by someone else since the check above: the same rule for what is there now.
+    await assertTablesClaimed(
+      client,
+      ownership,
+      target,
+      [data, rejects].filter((l) => !missing.includes(l)),
+    );
     const build = async (created: Map<TableLocation, string>) => {
       await client.query(`CREATE TABLE IF NOT EXISTS ${t} (${cols})`);
       const existing = await client.query(

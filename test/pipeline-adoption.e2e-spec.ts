@@ -1,0 +1,214 @@
+import { mongo } from 'mongoose';
+import { Pool } from 'pg';
+import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
+import { issueKey, newBootstrapKey } from './support/auth';
+import { TEST_DATABASE_URL, TEST_MONGODB_URI, TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
+import { RollupAnswer } from './support/ingest';
+import { closedPort } from './support/net';
+
+/**
+ * API audit: a table or collection that no pipeline claims (made by a DBA or another application, or
+ * left by a pipeline deleted without its data) could be named by any scoped key allowed to save a
+ * pipeline, and `replace` emptied it on the first load. A pipeline saved without unscoped
+ * pipeline:update now loads only into places that are new or that a pipeline of its environment
+ * created; an existing unclaimed one fails the job before anything is written, until an admin saves the
+ * pipeline. API keys on; real API and worker, PostgreSQL, FerretDB (MongoDB wire).
+ */
+describe('a table or collection no pipeline created', () => {
+  const env = uniqueEnvironment('adoption');
+  const schema = `adopt_${env.replace(/[^a-z0-9]/g, '_')}`.slice(0, 60);
+  const mongoDb = schema;
+  const admin = newBootstrapKey();
+  let api: TestApi;
+  let worker: TestWorker;
+  let pg: Pool;
+  let mongoClient: mongo.MongoClient;
+  /** A catalog-scoped key: saves, loads and watches catalog a's pipelines. */
+  let keyA: string;
+  let pgDatabase: string;
+
+  const fields = { fields: [{ name: 'n', type: 'int' }] };
+  const pgPipeline = (name: string, table: string, more: Record<string, unknown> = {}) => ({
+    name,
+    catalog: 'a',
+    source: { fileAttributes: { format: 'csv' }, schemaProperties: fields },
+    destination: { database: { schema, table }, writeMode: 'replace' },
+    ...more,
+  });
+  const mongoPipeline = (name: string, collection: string) => ({
+    name,
+    catalog: 'a',
+    source: { fileAttributes: { format: 'csv' }, schemaProperties: fields },
+    destination: {
+      database: { usePostgres: false, dbName: mongoDb, table: collection },
+      writeMode: 'replace',
+    },
+  });
+  const refusal = (pipeline: string, where: string) =>
+    `pipeline '${pipeline}' may not load into ${where}: it exists and no pipeline of this environment created it, ` +
+    `and '${pipeline}' was saved without unscoped pipeline:update; an admin (unscoped pipeline:update) saving the ` +
+    'pipeline, even unchanged, lets it load there';
+
+  const post = (key: string, path: string, body: unknown) =>
+    api.http
+      .post(`/api/v1${path}`)
+      .set('x-api-key', key)
+      .send(body as object);
+  const get = (key: string, path: string, query: Record<string, string>) =>
+    api.http.get(`/api/v1${path}`).query(query).set('x-api-key', key);
+
+  async function load(key: string, pipeline: string, content: string) {
+    const res = await api.http
+      .post('/api/v1/pipeline/upload')
+      .set('x-api-key', key)
+      .field('pipeline', pipeline)
+      .attach('file', Buffer.from(content), 'rows.csv')
+      .expect(200);
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const body = (
+        await get(key, '/pipeline/status', { pipelinetoken: res.text, withrollup: 'true' }).expect(200)
+      ).body as RollupAnswer;
+      if (body.rollup.allDone) return body.rollup.jobs[0];
+      if (Date.now() > deadline) throw new Error(`job not done: ${JSON.stringify(body.rollup)}`);
+      await new Promise((done) => setTimeout(done, 100));
+    }
+  }
+  const rows = async (table: string) =>
+    (await pg.query(`SELECT n FROM "${schema}"."${table}" ORDER BY n`)).rows.map((r: { n: number }) => r.n);
+  const pgTable = (table: string) => `PostgreSQL table ${pgDatabase}.${schema}.${table}`;
+  /** A table made outside Tapyard, as a DBA would, holding `values`. */
+  async function dbaTable(table: string, values: number[]): Promise<void> {
+    await pg.query(`CREATE TABLE "${schema}"."${table}" (n integer)`);
+    for (const v of values) await pg.query(`INSERT INTO "${schema}"."${table}" (n) VALUES ($1)`, [v]);
+  }
+
+  beforeAll(async () => {
+    const port = await closedPort();
+    const flags = {
+      TAPYARD_ENV: env,
+      ...TEST_OBJECT_STORE,
+      MONGODB_URI: TEST_MONGODB_URI,
+      USE_API_KEYS: 'true',
+      TAPYARD_BOOTSTRAP_API_KEY: admin,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+    };
+    api = await startApi(flags);
+    await api.app.listen(port, '127.0.0.1');
+    worker = await startWorker(flags);
+    pgDatabase = api.config.database.name;
+    pg = new Pool({ connectionString: TEST_DATABASE_URL, max: 2 });
+    await pg.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+    mongoClient = await new mongo.MongoClient(TEST_MONGODB_URI).connect();
+    keyA = await issueKey(api.http, admin, 'team-a', {
+      capabilities: [
+        'pipeline:read:catalog=a',
+        'pipeline:update:catalog=a',
+        'pipeline:upload:catalog=a',
+        'job:read:catalog=a',
+      ],
+    });
+  }, 90_000);
+
+  afterAll(async () => {
+    await pg.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await pg.end();
+    await mongoClient
+      .db(mongoDb)
+      .dropDatabase()
+      .catch(() => undefined);
+    await mongoClient.close();
+    await worker.close();
+    await api.close();
+  });
+
+  it("fails a scoped key's replace into a DBA's table before writing, until an admin saves the pipeline", async () => {
+    await dbaTable('dba_rows', [7, 8]);
+    const wipe = pgPipeline('a-wipe', 'dba_rows');
+    const saved = await post(keyA, '/pipeline', wipe).expect(200);
+
+    const job = await load(keyA, 'a-wipe', 'n\n1\n');
+    expect(job.status).toBe('error');
+    expect(job.lastError?.description).toBe(refusal('a-wipe', pgTable('dba_rows')));
+    expect(await rows('dba_rows')).toEqual([7, 8]);
+
+    // An admin saving it unchanged (no new version) lets it load there.
+    const cleared = await post(admin, '/pipeline', wipe).expect(200);
+    expect(cleared.body.version).toBe(saved.body.version);
+    expect((await load(keyA, 'a-wipe', 'n\n1\n')).status).toBe('success');
+    expect(await rows('dba_rows')).toEqual([1]);
+
+    // Changed by the scoped key again, it is the scoped key's pipeline again.
+    await post(keyA, '/pipeline', { ...wipe, description: 'changed' }).expect(200);
+    expect((await load(keyA, 'a-wipe', 'n\n2\n')).lastError?.description).toBe(
+      refusal('a-wipe', pgTable('dba_rows')),
+    );
+    expect(await rows('dba_rows')).toEqual([1]);
+    // An admin's change lets it load.
+    await post(admin, '/pipeline', { ...wipe, description: 'changed by an admin' }).expect(200);
+    expect((await load(keyA, 'a-wipe', 'n\n3\n')).status).toBe('success');
+    expect(await rows('dba_rows')).toEqual([3]);
+  });
+
+  it("loads an admin's pipeline into a DBA's table as before", async () => {
+    await dbaTable('dba_admin', [5]);
+    await post(admin, '/pipeline', pgPipeline('admin-wipe', 'dba_admin')).expect(200);
+    expect((await load(admin, 'admin-wipe', 'n\n6\n')).status).toBe('success');
+    expect(await rows('dba_admin')).toEqual([6]);
+  });
+
+  it('refuses a DBA table beside a fresh one: the rejects table counts too', async () => {
+    await pg.query(`CREATE TABLE "${schema}"."fresh_rows_rejects" (note text)`);
+    await post(keyA, '/pipeline', pgPipeline('a-fresh', 'fresh_rows')).expect(200);
+    const job = await load(keyA, 'a-fresh', 'n\n1\n');
+    expect(job.lastError?.description).toBe(refusal('a-fresh', pgTable('fresh_rows_rejects')));
+    expect((await pg.query(`SELECT to_regclass($1) AS t`, [`"${schema}".fresh_rows`])).rows[0].t).toBeNull();
+  });
+
+  it('loads into a table its own earlier pipeline created, and not once that pipeline is deleted without its data', async () => {
+    await post(keyA, '/pipeline', pgPipeline('a-maker', 'made_rows')).expect(200);
+    expect((await load(keyA, 'a-maker', 'n\n1\n')).status).toBe('success');
+    await post(keyA, '/pipeline', pgPipeline('a-reuse', 'made_rows')).expect(200);
+    expect((await load(keyA, 'a-reuse', 'n\n2\n')).status).toBe('success');
+    expect(await rows('made_rows')).toEqual([2]);
+
+    // Left behind: no pipeline claims it any more.
+    await api.http
+      .delete('/api/v1/pipeline')
+      .query({ pipeline: 'a-maker' })
+      .set('x-api-key', admin)
+      .expect((res) => expect(res.status).toBeLessThan(300));
+    const job = await load(keyA, 'a-reuse', 'n\n3\n');
+    expect(job.lastError?.description).toBe(refusal('a-reuse', pgTable('made_rows')));
+    expect(await rows('made_rows')).toEqual([2]);
+  });
+
+  it("refuses a scoped key's replace into a collection made with the driver, leaving its documents", async () => {
+    const people = mongoClient.db(mongoDb).collection<{ _id: string; n: number }>('dba_people');
+    await people.insertMany([
+      { _id: 'x', n: 7 },
+      { _id: 'y', n: 8 },
+    ]);
+    await post(keyA, '/pipeline', mongoPipeline('a-people', 'dba_people')).expect(200);
+    const job = await load(keyA, 'a-people', 'n\n1\n');
+    expect(job.status).toBe('error');
+    expect(job.lastError?.description).toBe(refusal('a-people', `MongoDB collection ${mongoDb}.dba_people`));
+    expect(await people.find().sort({ _id: 1 }).toArray()).toEqual([
+      { _id: 'x', n: 7 },
+      { _id: 'y', n: 8 },
+    ]);
+
+    // A collection its pipeline created is its own to load again.
+    await post(keyA, '/pipeline', mongoPipeline('a-own', 'own_people')).expect(200);
+    expect((await load(keyA, 'a-own', 'n\n1\n')).status).toBe('success');
+    expect((await load(keyA, 'a-own', 'n\n2\n')).status).toBe('success');
+    const own = await mongoClient.db(mongoDb).collection('own_people').find().toArray();
+    expect(own.map((d) => d.n)).toEqual([2]);
+
+    // An admin's save lets the first load there.
+    await post(admin, '/pipeline', mongoPipeline('a-people', 'dba_people')).expect(200);
+    expect((await load(keyA, 'a-people', 'n\n1\n')).status).toBe('success');
+    expect((await people.find().toArray()).map((d) => d.n)).toEqual([1]);
+  });
+});
