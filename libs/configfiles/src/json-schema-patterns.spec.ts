@@ -7,10 +7,12 @@ describe('validation schema patterns', () => {
       JSON.stringify({ type: 'object', properties: { v: { type: 'string', pattern: '^(a+)+$' } } }),
       's.json',
     );
-    const started = Date.now();
+    const started = process.cpuUsage();
     expect(check({ v: `${'a'.repeat(5000)}!` })).toBe(false);
     expect(check({ v: 'aaa' })).toBe(true);
-    expect(Date.now() - started).toBeLessThan(1000);
+    // CPU time: on a loaded machine the wall clock also counts what others ran.
+    const used = process.cpuUsage(started);
+    expect((used.user + used.system) / 1000).toBeLessThan(1000);
   });
 
   it('refuse a pattern RE2 cannot run when the schema is compiled', () => {

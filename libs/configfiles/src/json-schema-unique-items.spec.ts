@@ -38,8 +38,10 @@ describe('JSON Schema uniqueItems', () => {
   it('takes linear time on objects', () => {
     const check = compile({ properties: { a: { type: 'array', uniqueItems: true } } });
     const record = { a: Array.from({ length: 8000 }, (_, i) => ({ k: i, v: [i, `${i}`] })) };
-    const started = Date.now();
+    const started = process.cpuUsage();
     expect(check(record)).toBe(true);
-    expect(Date.now() - started).toBeLessThan(500);
+    // CPU time: on a loaded machine the wall clock also counts what others ran.
+    const used = process.cpuUsage(started);
+    expect((used.user + used.system) / 1000).toBeLessThan(500);
   });
 });

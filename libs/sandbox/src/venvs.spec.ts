@@ -24,7 +24,8 @@ describe('VenvCache', () => {
     const first = await cache.ensure([]);
     const started = performance.now();
     const second = await new VenvCache({ root, python }).ensure([]);
-    expect(performance.now() - started).toBeLessThan(50);
+    // Building one takes seconds; finding it, milliseconds (the bound leaves room for a loaded machine).
+    expect(performance.now() - started).toBeLessThan(2000);
     expect(second).toEqual(first);
     expect(first.key).toMatch(/^[0-9a-f]{64}$/);
     expect(first.dir).toBe(join(root, first.key));
