@@ -3,7 +3,7 @@ import { Pool } from 'pg';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { issueKey, newBootstrapKey } from './support/auth';
 import { TEST_DATABASE_URL, TEST_MONGODB_URI, TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
-import { RollupAnswer } from './support/ingest';
+import { keyed } from './support/ingest';
 import { closedPort } from './support/net';
 
 /**
@@ -49,31 +49,7 @@ describe('a table or collection no pipeline created', () => {
     `and '${pipeline}' was saved without unscoped pipeline:update; an admin (unscoped pipeline:update) saving the ` +
     'pipeline, even unchanged, lets it load there';
 
-  const post = (key: string, path: string, body: unknown) =>
-    api.http
-      .post(`/api/v1${path}`)
-      .set('x-api-key', key)
-      .send(body as object);
-  const get = (key: string, path: string, query: Record<string, string>) =>
-    api.http.get(`/api/v1${path}`).query(query).set('x-api-key', key);
-
-  async function load(key: string, pipeline: string, content: string) {
-    const res = await api.http
-      .post('/api/v1/pipeline/upload')
-      .set('x-api-key', key)
-      .field('pipeline', pipeline)
-      .attach('file', Buffer.from(content), 'rows.csv')
-      .expect(200);
-    const deadline = Date.now() + 60_000;
-    for (;;) {
-      const body = (
-        await get(key, '/pipeline/status', { pipelinetoken: res.text, withrollup: 'true' }).expect(200)
-      ).body as RollupAnswer;
-      if (body.rollup.allDone) return body.rollup.jobs[0];
-      if (Date.now() > deadline) throw new Error(`job not done: ${JSON.stringify(body.rollup)}`);
-      await new Promise((done) => setTimeout(done, 100));
-    }
-  }
+  const { post, load } = keyed(() => api.http);
   const rows = async (table: string) =>
     (await pg.query(`SELECT n FROM "${schema}"."${table}" ORDER BY n`)).rows.map((r: { n: number }) => r.n);
   const pgTable = (table: string) => `PostgreSQL table ${pgDatabase}.${schema}.${table}`;

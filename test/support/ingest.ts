@@ -99,3 +99,36 @@ export async function waitForPublisher(
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+/**
+ * The API as one API key calls it: a JSON POST, a GET, and an upload waited on to its job's end.
+ * `http`: the agent, read at each call (a suite starts its API in beforeAll).
+ */
+export function keyed(http: () => TestAgent) {
+  const post = (key: string, path: string, body: unknown) =>
+    http()
+      .post(`/api/v1${path}`)
+      .set('x-api-key', key)
+      .send(body as object);
+  const get = (key: string, path: string, query: Record<string, string>) =>
+    http().get(`/api/v1${path}`).query(query).set('x-api-key', key);
+  /** Uploads `content` as a CSV file and answers its (first) job once every job is done. */
+  async function load(key: string, pipeline: string, content: string) {
+    const res = await http()
+      .post('/api/v1/pipeline/upload')
+      .set('x-api-key', key)
+      .field('pipeline', pipeline)
+      .attach('file', Buffer.from(content), 'rows.csv')
+      .expect(200);
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const body = (
+        await get(key, '/pipeline/status', { pipelinetoken: res.text, withrollup: 'true' }).expect(200)
+      ).body as RollupAnswer;
+      if (body.rollup.allDone) return body.rollup.jobs[0];
+      if (Date.now() > deadline) throw new Error(`job not done: ${JSON.stringify(body.rollup)}`);
+      await new Promise((done) => setTimeout(done, 100));
+    }
+  }
+  return { post, get, load };
+}
