@@ -70,6 +70,8 @@ describe('qdrant: collections made elsewhere, other dimensions', () => {
     made.push(c);
     await raw.createCollection(c, { vectors: { dense: { size: 4, distance: 'Cosine' } } });
     await expect(vs.dimension(c)).rejects.toBeInstanceOf(VectorStoreInputError);
+    // It exists all the same: a pipeline that may not adopt is refused it (DocumentLoader).
+    expect(await vs.exists(c)).toBe(true);
     await expect(vs.ensure(c, 4)).rejects.toThrow(/named vectors/);
   });
 
@@ -169,6 +171,8 @@ describe('chroma: collections made elsewhere, other dimensions', () => {
     made.push(c);
     await raw.create(c, { owner: 'someone' });
     expect(await vs.dimension(c)).toBeNull();
+    // No dimension yet, but there: a pipeline that may not adopt is refused it (DocumentLoader).
+    expect(await vs.exists(c)).toBe(true);
     expect(await vs.ensure(c, 8)).toEqual({ created: false });
     expect(await vs.dimension(c)).toBe(8);
     expect(await raw.metadata(c)).toMatchObject({ owner: 'someone' });

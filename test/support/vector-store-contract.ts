@@ -75,6 +75,8 @@ export function vectorStoreContract(name: VectorStoreName): void {
       expect(await store.ensure(container, DIM)).toEqual({ created: false });
       expect(await store.dimension(container)).toBe(DIM);
       expect(await store.dimension(store.containerName('neverMadeHere'))).toBeNull();
+      expect(await store.exists(container)).toBe(true);
+      expect(await store.exists(store.containerName('neverMadeHere'))).toBe(false);
       expect(await store.list()).toContain(container);
     });
 
@@ -171,6 +173,7 @@ export function vectorStoreContract(name: VectorStoreName): void {
       await store.upsert(c, [chunk('doc://drop', 0, axis(1))]);
       expect(await store.drop(c)).toBe(true);
       expect(await store.dimension(c)).toBeNull();
+      expect(await store.exists(c)).toBe(false);
       expect(await store.list()).not.toContain(c);
       expect(await store.drop(c)).toBe(false);
     });

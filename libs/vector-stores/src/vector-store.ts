@@ -59,6 +59,11 @@ export interface VectorStore {
    * another dimension throws VectorDimensionMismatch; `created` says whether this call created it.
    */
   ensure(container: string, dimension: number): Promise<{ created: boolean }>;
+  /**
+   * Whether the container exists, whatever it holds or however it was made (a container another tool
+   * made with a layout Tapyard cannot use exists too): never changes it.
+   */
+  exists(container: string): Promise<boolean>;
   /** The container's vector dimension, or null when it does not exist. */
   dimension(container: string): Promise<number | null>;
   /** Ids of the chunks stored for the document `uri` (metadata `uri`), in any order. */

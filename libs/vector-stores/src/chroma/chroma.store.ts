@@ -57,6 +57,10 @@ export class ChromaStore implements VectorStore {
    * Null also for a collection made elsewhere that holds no vector yet: it takes any dimension
    * until ensure() records one.
    */
+  async exists(container: string): Promise<boolean> {
+    return (await this.find(container)) !== null;
+  }
+
   async dimension(container: string): Promise<number | null> {
     const col = await this.find(container);
     return col ? this.dimensionOf(col) : null;

@@ -235,7 +235,8 @@ export class MilvusStore implements VectorStore {
     await this.conn.close();
   }
 
-  private async exists(container: string): Promise<boolean> {
+  async exists(container: string): Promise<boolean> {
+    this.checkContainer(container);
     // listCollections, not hasCollection: Milvus Lite answers hasCollection true for a dropped one.
     return (await this.list()).includes(container);
   }

@@ -67,6 +67,14 @@ export class PgvectorStore implements VectorStore {
     }
   }
 
+  async exists(container: string): Promise<boolean> {
+    this.checkContainer(container);
+    const rows = await this.query<{ present: boolean }>('SELECT to_regclass($1) IS NOT NULL AS present', [
+      split(container).sql,
+    ]);
+    return rows[0].present;
+  }
+
   async dimension(container: string): Promise<number | null> {
     this.checkContainer(container);
     const { sql } = split(container);

@@ -53,6 +53,11 @@ export class QdrantStore implements VectorStore {
     await this.conn.call(async (c) => void (await c.collections()));
   }
 
+  async exists(container: string): Promise<boolean> {
+    this.checkContainer(container);
+    return this.conn.call((c) => c.exists(container));
+  }
+
   async dimension(container: string): Promise<number | null> {
     this.checkContainer(container);
     return this.conn.call(async (c) => {

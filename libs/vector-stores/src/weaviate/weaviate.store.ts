@@ -65,6 +65,11 @@ export class WeaviateStore implements VectorStore {
     await this.conn.call(async (c) => void (await c.classes(signal)));
   }
 
+  async exists(container: string): Promise<boolean> {
+    this.checkContainer(container);
+    return (await this.conn.call((c) => c.schema(container))) !== null;
+  }
+
   async dimension(container: string): Promise<number | null> {
     this.checkContainer(container);
     const found = await this.conn.call((c) => c.schema(container));
