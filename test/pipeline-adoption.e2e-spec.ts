@@ -5,6 +5,7 @@ import { issueKey, newBootstrapKey } from './support/auth';
 import { TEST_DATABASE_URL, TEST_MONGODB_URI, TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
 import { keyed } from './support/ingest';
 import { closedPort } from './support/net';
+import { peerAllowList, vectorPeerFields } from './support/vector-peers';
 
 /**
  * API audit: a table or collection that no pipeline claims (made by a DBA or another application, or
@@ -186,5 +187,193 @@ describe('a table or collection no pipeline created', () => {
     await post(admin, '/pipeline', mongoPipeline('a-people', 'dba_people')).expect(200);
     expect((await load(keyA, 'a-people', 'n\n1\n')).status).toBe('success');
     expect((await people.find().toArray()).map((d) => d.n)).toEqual([1]);
+  });
+});
+
+/**
+ * The same rule for the containers document pipelines load into: a pgvector table made with plain SQL
+ * and a Qdrant collection made with Qdrant's own HTTP API. A document load deletes the chunks of its
+ * document's uri that it no longer makes, so a scoped key's upload into a container another tool
+ * fills removed that tool's points for the uri, and added its own beside them.
+ */
+describe('a vector-store container no pipeline created', () => {
+  const env = uniqueEnvironment('adoption-vs');
+  const schema = `adopt_${env.replace(/[^a-z0-9]/g, '_')}`.slice(0, 60);
+  const collection = (base: string) => `${base}_${env.replace(/[^a-z0-9]/g, '').slice(-10)}`;
+  const admin = newBootstrapKey();
+  const DIM = 384;
+  const doc = '# Meeting rooms\n\nThe large meeting room is on the third floor, beside the kitchen.';
+  let api: TestApi;
+  let worker: TestWorker;
+  let pgv: Pool;
+  let qdrant: string;
+  let keyA: string;
+  const qdrantMade: string[] = [];
+
+  const { post, load } = keyed(() => api.http);
+  const docPipeline = (name: string, store: 'pgvector' | 'qdrant', c: string) => ({
+    name,
+    catalog: 'a',
+    source: { fileAttributes: { unstructuredAttributes: {} }, schemaProperties: { fields: [] } },
+    destination: { vectorStore: { store, collection: c, ...(store === 'pgvector' ? { schema } : {}) } },
+  });
+  const upload = (key: string, pipeline: string) => load(key, pipeline, doc, 'rooms.md');
+  const refusal = (pipeline: string, where: string) =>
+    `pipeline '${pipeline}' may not load into ${where}: it exists and no pipeline of this environment created it, ` +
+    `and '${pipeline}' was saved without unscoped pipeline:update; an admin (unscoped pipeline:update) saving the ` +
+    'pipeline, even unchanged, lets it load there';
+  const vector = (i: number) => `[${Array.from({ length: DIM }, (_, j) => (j === i ? 1 : 0)).join(',')}]`;
+  /** Another tool's chunks: one of the uri the test uploads (a load would remove it as stale), one not. */
+  const foreign = [
+    { id: '00000000-0000-4000-8000-000000000001', uri: 'upload://rooms.md' },
+    { id: '00000000-0000-4000-8000-000000000002', uri: 'elsewhere://kept' },
+  ];
+
+  async function qdrantCall<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const res = await fetch(`${qdrant}${path}`, {
+      method,
+      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    if (!res.ok) throw new Error(`qdrant answered ${res.status} to ${method} ${path}: ${text}`);
+    return (JSON.parse(text) as { result: T }).result;
+  }
+  const pgvIds = async (table: string) =>
+    (await pgv.query(`SELECT id FROM "${schema}"."${table}" ORDER BY id`)).rows.map(
+      (r: { id: string }) => r.id,
+    );
+  const qdrantIds = async (c: string) =>
+    (
+      await qdrantCall<{ points: { id: string }[] }>('POST', `/collections/${c}/points/scroll`, {
+        limit: 100,
+        with_payload: false,
+        with_vector: false,
+      })
+    ).points
+      .map((p) => p.id)
+      .sort();
+
+  beforeAll(async () => {
+    const pgvFields = vectorPeerFields('pgvector');
+    const qdrantFields = vectorPeerFields('qdrant');
+    qdrant = new URL(qdrantFields.url).origin;
+    const port = await closedPort();
+    const flags = {
+      TAPYARD_ENV: env,
+      ...TEST_OBJECT_STORE,
+      PGVECTOR_URL: pgvFields.connectionString,
+      TAP_EGRESS_ALLOW: peerAllowList(qdrantFields),
+      USE_API_KEYS: 'true',
+      TAPYARD_BOOTSTRAP_API_KEY: admin,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+    };
+    api = await startApi(flags);
+    await api.app.listen(port, '127.0.0.1');
+    worker = await startWorker(flags);
+    await api.http.put('/api/v1/secrets/qdrant').set('x-api-key', admin).send(qdrantFields).expect(200);
+    pgv = new Pool({ connectionString: pgvFields.connectionString, max: 2 });
+    await pgv.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+    keyA = await issueKey(api.http, admin, 'team-a', {
+      capabilities: [
+        'pipeline:read:catalog=a',
+        'pipeline:update:catalog=a',
+        'pipeline:upload:catalog=a',
+        'document:upload',
+        'job:read:catalog=a',
+      ],
+    });
+  }, 20 * 60_000);
+
+  afterAll(async () => {
+    await pgv?.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await pgv?.end();
+    for (const c of qdrantMade) await qdrantCall('DELETE', `/collections/${c}`).catch(() => undefined);
+    await worker?.close();
+    await api?.close();
+  });
+
+  it("fails a scoped key's upload into a pgvector table made with SQL, leaving its rows, until an admin saves the pipeline", async () => {
+    await pgv.query(
+      `CREATE TABLE "${schema}"."dba_docs" (id uuid PRIMARY KEY, content text NOT NULL, metadata jsonb NOT NULL, embedding vector(${DIM}) NOT NULL)`,
+    );
+    for (const [i, f] of foreign.entries()) {
+      await pgv.query(`INSERT INTO "${schema}"."dba_docs" VALUES ($1, 'theirs', $2, $3)`, [
+        f.id,
+        JSON.stringify({ uri: f.uri }),
+        vector(i),
+      ]);
+    }
+    const pipeline = docPipeline('a-docs', 'pgvector', 'dba_docs');
+    await post(keyA, '/pipeline', pipeline).expect(200);
+
+    const job = await upload(keyA, 'a-docs');
+    expect(job.status).toBe('error');
+    expect(job.lastError?.description).toBe(refusal('a-docs', `pgvector container ${schema}.dba_docs`));
+    expect(await pgvIds('dba_docs')).toEqual(foreign.map((f) => f.id));
+
+    // An admin saving it unchanged lets it load there (its chunks of the uri replace the old ones).
+    await post(admin, '/pipeline', pipeline).expect(200);
+    expect((await upload(keyA, 'a-docs')).status).toBe('success');
+    const after = await pgvIds('dba_docs');
+    expect(after).toContain(foreign[1].id);
+    expect(after).not.toContain(foreign[0].id);
+    expect(after.length).toBeGreaterThan(1);
+  });
+
+  it("loads a scoped key's pipeline into a table it created, and another of the environment's pipelines there too", async () => {
+    await post(keyA, '/pipeline', docPipeline('a-own', 'pgvector', 'own_docs')).expect(200);
+    expect((await upload(keyA, 'a-own')).status).toBe('success');
+    expect((await upload(keyA, 'a-own')).status).toBe('success');
+    await post(keyA, '/pipeline', docPipeline('a-beside', 'pgvector', 'own_docs')).expect(200);
+    expect((await upload(keyA, 'a-beside')).status).toBe('success');
+    expect((await pgvIds('own_docs')).length).toBeGreaterThan(0);
+  });
+
+  it("fails a scoped key's upload into a Qdrant collection made with its HTTP API, leaving its points, until an admin saves the pipeline", async () => {
+    const c = collection('dba');
+    qdrantMade.push(c);
+    await qdrantCall('PUT', `/collections/${c}`, { vectors: { size: DIM, distance: 'Cosine' } });
+    await qdrantCall('PUT', `/collections/${c}/points?wait=true`, {
+      points: foreign.map((f, i) => ({
+        id: f.id,
+        vector: JSON.parse(vector(i)) as number[],
+        payload: { text: 'theirs', metadata: { uri: f.uri } },
+      })),
+    });
+    const pipeline = docPipeline('a-qdrant', 'qdrant', c);
+    await post(keyA, '/pipeline', pipeline).expect(200);
+
+    const job = await upload(keyA, 'a-qdrant');
+    expect(job.status).toBe('error');
+    expect(job.lastError?.description).toBe(refusal('a-qdrant', `qdrant container ${c}`));
+    expect(await qdrantIds(c)).toEqual(foreign.map((f) => f.id));
+
+    await post(admin, '/pipeline', pipeline).expect(200);
+    expect((await upload(keyA, 'a-qdrant')).status).toBe('success');
+    const after = await qdrantIds(c);
+    expect(after).toContain(foreign[1].id);
+    expect(after).not.toContain(foreign[0].id);
+    expect(after.length).toBeGreaterThan(1);
+  });
+
+  it('refuses a Qdrant collection whose creating pipeline was deleted without its data', async () => {
+    const c = collection('left');
+    qdrantMade.push(c);
+    await post(keyA, '/pipeline', docPipeline('a-maker', 'qdrant', c)).expect(200);
+    expect((await upload(keyA, 'a-maker')).status).toBe('success');
+    await post(keyA, '/pipeline', docPipeline('a-reuse', 'qdrant', c)).expect(200);
+    expect((await upload(keyA, 'a-reuse')).status).toBe('success');
+    const before = await qdrantIds(c);
+
+    await api.http
+      .delete('/api/v1/pipeline')
+      .query({ pipeline: 'a-maker' })
+      .set('x-api-key', admin)
+      .expect((res) => expect(res.status).toBeLessThan(300));
+    const job = await upload(keyA, 'a-reuse');
+    expect(job.lastError?.description).toBe(refusal('a-reuse', `qdrant container ${c}`));
+    expect(await qdrantIds(c)).toEqual(before);
   });
 });

@@ -112,13 +112,13 @@ export function keyed(http: () => TestAgent) {
       .send(body as object);
   const get = (key: string, path: string, query: Record<string, string>) =>
     http().get(`/api/v1${path}`).query(query).set('x-api-key', key);
-  /** Uploads `content` as a CSV file and answers its (first) job once every job is done. */
-  async function load(key: string, pipeline: string, content: string) {
+  /** Uploads `content` as a file (a CSV one unless named) and answers its (first) job once every job is done. */
+  async function load(key: string, pipeline: string, content: string, filename = 'rows.csv') {
     const res = await http()
       .post('/api/v1/pipeline/upload')
       .set('x-api-key', key)
       .field('pipeline', pipeline)
-      .attach('file', Buffer.from(content), 'rows.csv')
+      .attach('file', Buffer.from(content), filename)
       .expect(200);
     const deadline = Date.now() + 60_000;
     for (;;) {

@@ -33,18 +33,23 @@ export class CreatedObjects {
    * Runs `work` while holding the pipeline row FOR KEY SHARE, in a transaction that also holds the
    * records `work` makes: they commit when `work` returns and vanish when it throws. A pipeline being
    * deleted (or gone) refuses the claim, and the delete's FOR UPDATE waits for running claims, so a
-   * delete never misses an object created while it runs.
+   * delete never misses an object created while it runs. `serialize`: claims naming the same key (of
+   * any pipeline or environment) run one at a time, so one sees what another created and recorded.
    */
   async claim<T>(
     environment: string,
     pipeline: string,
     work: (record: RecordCreation) => Promise<T>,
+    serialize?: string,
   ): Promise<T> {
     const runner = this.db.createQueryRunner();
     await runner.connect();
     try {
       await runner.startTransaction();
       const id = await lockPipeline(runner, environment, pipeline);
+      if (serialize !== undefined) {
+        await runner.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [serialize]);
+      }
       const record: RecordCreation = async (location, creationId = randomUUID()) => {
         const { database, container, name } = columnsOf(location);
         await runner.query(

@@ -9,7 +9,7 @@ import type { Embedder } from '@tapyard/embeddings';
 import { Spool, Staging } from '@tapyard/intake';
 import { ObjectStore } from '@tapyard/objectstore';
 import { PipelineDefinition, unstructuredAttributes } from '@tapyard/model';
-import { PipelinesService } from '@tapyard/pipelines';
+import { DataLocation, PipelinesService, describeLocation, locationUnclaimedError } from '@tapyard/pipelines';
 import { DocumentPayload, RetryLaterError } from '@tapyard/queue';
 import { JobEvents, JobOutcome, ProcessName, StatusService, jobRef } from '@tapyard/status';
 import { ChunkRecord, VectorContainers, VectorStore, VectorStoresService } from '@tapyard/vector-stores';
@@ -66,16 +66,16 @@ export class DocumentLoader {
     const events = this.status.of(jobRef(p));
     let local: string | null = null;
     try {
-      const def = (
-        await this.pipelines.getForLoading(p.environment, p.pipeline).catch((err: unknown) => {
+      const { definition: def, mayAdopt } = await this.pipelines
+        .getForLoading(p.environment, p.pipeline)
+        .catch((err: unknown) => {
           throw new DocumentStageError(
             'JobRunner',
             `pipeline '${p.pipeline}' cannot load: ${errorMessage(err)}`,
             'error',
             isOutage(err),
           );
-        })
-      ).definition;
+        });
       const target = def.destination.vectorStore;
       if (!target || !def.source.fileAttributes.unstructuredAttributes) {
         throw new DocumentStageError(
@@ -90,7 +90,7 @@ export class DocumentLoader {
       await events.record('JobRunner', 'begin', `loading document ${p.uri} into ${vs.name} '${container}'`);
 
       local = await this.stage(p);
-      const result = await this.load(events, p, def, local, vs, container);
+      const result = await this.load(events, p, def, local, vs, container, mayAdopt);
       // This host's copy goes before the terminal event: nothing of a job outlives its end.
       local = await this.dropLocal(local);
       await events.record('JobRunner', 'end', result.note, result.outcome);
@@ -128,6 +128,7 @@ export class DocumentLoader {
     path: string,
     vs: VectorStore,
     container: string,
+    mayAdopt: boolean,
   ): Promise<{ note: string; outcome: JobOutcome }> {
     const attrs = unstructuredAttributes(def.source.fileAttributes.unstructuredAttributes);
 
@@ -182,7 +183,7 @@ export class DocumentLoader {
       'begin',
       `writing ${records.length} chunks into ${vs.name} '${container}'`,
     );
-    const prepared = await this.prepare(p, vs, container, embedder);
+    const prepared = await this.prepare(p, vs, container, embedder, mayAdopt);
     const existing = new Set(await this.withStore(vs, () => vs.chunkIds(container, p.uri)));
     const wanted = new Set(records.map((r) => r.id));
     const missing = records.filter((r) => !existing.has(r.id));
@@ -235,42 +236,68 @@ export class DocumentLoader {
    * transaction and about nine queries). A container this process prepared for the same model within
    * PREPARED_FOR_MS is only checked to still exist with that dimension (one query): a worker loads
    * documents into one container in bursts, and a dropped or replaced container is prepared again.
+   * A pipeline that may not adopt (StoredPipeline.mayAdopt false) is refused an existing container no
+   * pipeline of its environment created, on every load, before anything is written there.
    */
   private async prepare(
     p: DocumentPayload,
     vs: VectorStore,
     container: string,
     embedder: Embedder,
+    mayAdopt: boolean,
   ): Promise<{ created: boolean }> {
+    const location: DataLocation = { store: 'vectorstore', vectorStore: vs.name, container };
     const key = `${p.environment}\u0000${p.pipeline}\u0000${container}\u0000${embedder.model}\u0000${embedder.dimension}`;
     const known = this.prepared.get(vs);
     const until = known?.get(key);
     if (until !== undefined && until > Date.now()) {
       const dimension = await this.withStore(vs, () => vs.dimension(container));
-      if (dimension === embedder.dimension) return { created: false };
+      if (dimension === embedder.dimension) {
+        // It exists: the creator's record may have gone since (its pipeline deleted without its data).
+        if (!mayAdopt) await this.assertClaimed(p, location);
+        return { created: false };
+      }
       known?.delete(key);
     }
     const result = await this.withStore(vs, () =>
-      this.created.claim(p.environment, p.pipeline, async (record) => {
-        const r = await this.containers.prepare(p.environment, vs, container, {
-          model: embedder.model,
-          dimension: embedder.dimension,
-        });
-        // One record per container however many jobs raced to create it (a store may accept the
-        // same create twice): the id is derived from the container itself.
-        if (r.created) {
-          await record(
-            { store: 'vectorstore', vectorStore: vs.name, container },
-            chunkId(`${p.environment}/${p.pipeline}`, 0, `${vs.name}/${container}`),
-          );
-        }
-        return r;
-      }),
+      this.created.claim(
+        p.environment,
+        p.pipeline,
+        async (record) => {
+          // Before the store is asked to create or adapt it (Chroma records a dimension on an empty
+          // collection made elsewhere): a container that is there must be one a pipeline created.
+          const existed = !mayAdopt && (await vs.exists(container));
+          if (existed) await this.assertClaimed(p, location);
+          const r = await this.containers.prepare(p.environment, vs, container, {
+            model: embedder.model,
+            dimension: embedder.dimension,
+          });
+          // Made by someone else since: claims of this container run one at a time (below), so a
+          // pipeline's creation is recorded by now, and what another tool made is refused.
+          if (!mayAdopt && !existed && !r.created) await this.assertClaimed(p, location);
+          // One record per container however many jobs raced to create it (a store may accept the
+          // same create twice): the id is derived from the container itself.
+          if (r.created) {
+            await record(location, chunkId(`${p.environment}/${p.pipeline}`, 0, `${vs.name}/${container}`));
+          }
+          return r;
+        },
+        `vectorstore/${vs.name}/${container}`,
+      ),
     );
     const entries = known ?? new Map<string, number>();
     entries.set(key, Date.now() + PREPARED_FOR_MS);
     this.prepared.set(vs, entries);
     return result;
+  }
+
+  /** Refuses `location` (which exists) unless a pipeline of the job's environment recorded creating it. */
+  private async assertClaimed(p: DocumentPayload, location: DataLocation): Promise<void> {
+    if ((await this.created.creationsAt(p.environment, location)).length > 0) return;
+    throw new DocumentStageError(
+      'VectorStoreLoader',
+      locationUnclaimedError(p.pipeline, describeLocation(location)).message,
+    );
   }
 
   private async embedder(environment: string): Promise<Embedder> {
