@@ -17,3 +17,4 @@ export { resolveInterpreter } from './interpreter';
 export { scriptFactsOf } from './facts-script';
 export type { FunctionSignature, PythonScriptFacts } from './facts-script';
 export type { UidRange } from './uid-pool';
+export { reclaimThreadLeases } from './uid-pool';

@@ -4,7 +4,7 @@ import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { threadId } from 'node:worker_threads';
-import { processesOf, UidPool } from './uid-pool';
+import { processesOf, reclaimThreadLeases, UidPool } from './uid-pool';
 
 const isRoot = process.getuid?.() === 0;
 
@@ -87,6 +87,30 @@ describe('UidPool', () => {
       expect(await processesOf(only)).toEqual([]);
       await lease.release();
       expect(await readdir(lockDir)).toEqual([]);
+    },
+  );
+
+  (isRoot ? it : it.skip)(
+    'takes back the uids of a thread of this process that ended without giving them back, killing what runs as them',
+    async () => {
+      // A stage thread terminated while its sandbox ran (a stalled job, a retire past its wait).
+      const gone = threadId + 7;
+      await writeFile(join(lockDir, `${only}.${process.pid}.${gone}`), '');
+      const orphan = await sleeper({ uid: only });
+      // Another live thread's lease is not its to take.
+      const other = `${only + 1}.${process.pid}.${threadId + 8}`;
+      await writeFile(join(lockDir, other), '');
+      await expect(pool.acquire()).rejects.toMatchObject({ message: inUse });
+
+      const killed = once(orphan, 'exit');
+      expect(await reclaimThreadLeases(gone, lockDir)).toEqual([only]);
+      expect(await killed).toEqual([null, 'SIGKILL']);
+      expect(await processesOf(only)).toEqual([]);
+      expect(await readdir(lockDir)).toEqual([other]);
+      const lease = await pool.acquire();
+      expect(lease.uid).toBe(only);
+      await lease.release();
+      expect(await reclaimThreadLeases(gone, join(lockDir, 'none'))).toEqual([]);
     },
   );
 

@@ -143,6 +143,35 @@ export class UidLease {
   }
 }
 
+/**
+ * For a worker thread of this process that ended without giving its uids back (terminated: its job
+ * stalled, or it outlasted the wait to stop its warm sandboxes): kills whatever still runs as each uid
+ * it held (its sandboxes, orphaned) and gives the uid back. Without this, its lease files, naming this
+ * live process, keep those uids taken for as long as the process runs. A uid whose processes survive
+ * stays held, as after a run's sweep. Answers the uids given back.
+ */
+export async function reclaimThreadLeases(
+  threadId: number,
+  lockDir: string = DEFAULT_UID_LOCK_DIR,
+): Promise<number[]> {
+  let files: string[];
+  try {
+    files = await readdir(lockDir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
+  }
+  const suffix = `.${process.pid}.${threadId}`;
+  const reclaimed: number[] = [];
+  for (const file of files.filter((f) => f.endsWith(suffix))) {
+    const uid = Number(file.slice(0, -suffix.length));
+    if (!Number.isSafeInteger(uid) || !(await sweepUid(uid))) continue;
+    await unlinkQuietly(join(lockDir, file));
+    reclaimed.push(uid);
+  }
+  return reclaimed;
+}
+
 /** Kills whatever still runs as uid and waits until it is gone; false when something survived. */
 async function sweepUid(uid: number): Promise<boolean> {
   for (let round = 0; round < SWEEP_ROUNDS; round += 1) {

@@ -471,3 +471,31 @@ describe('warm sandboxes past a thread let go for its heap', () => {
     ]);
   });
 });
+
+describe('a stage thread that ends without stopping its warm sandbox', () => {
+  const { dir, pool, uids, spec } = sparesSuite('stage-ended-');
+  const processes = async () => (await Promise.all(uids.map(processesOf))).flat();
+  const leases = async () =>
+    (await readdir('/run/tapyard/sandbox-uids')).filter((f) =>
+      uids.some((u) => f.startsWith(`${u}.${process.pid}.`)),
+    );
+
+  it('gives its uids back and stops what ran as them (a thread exiting while idle, as when terminated)', async () => {
+    await runJob(pool, 'id,label\n1,a\n', join(dir, 'rejects.jsonl'), {
+      maxHeapBytes: 1 << 30,
+      scripts: [{ ...spec(), script: BY_UID }],
+    });
+    // The job's own sandbox leaves; the warm one waits for the next job's script, holding its uid.
+    for (let i = 0; i < 600 && (await processes()).length !== 1; i++) await sleep(50);
+    expect(await processes()).toHaveLength(1);
+    expect(await leases()).toHaveLength(1);
+    // The thread ends without a word (the watchdog's terminate, a crash): it never stopped its sandbox.
+    const idle = (pool as unknown as { idle: { worker: { terminate(): Promise<number> } }[] }).idle;
+    expect(idle).toHaveLength(1);
+    await idle[0].worker.terminate();
+    for (let i = 0; i < 300 && ((await processes()).length > 0 || (await leases()).length > 0); i++)
+      await sleep(50);
+    expect(await processes()).toEqual([]);
+    expect(await leases()).toEqual([]);
+  });
+});

@@ -22,6 +22,7 @@ import { METRICS_REGISTRY, sharedMetric } from '@tapyard/core';
 import type { TransferListItem, Worker } from 'node:worker_threads';
 import type { PipelineDefinition } from '@tapyard/model';
 import type { Payload } from '@tapyard/destinations';
+import { reclaimThreadLeases } from '@tapyard/sandbox';
 import { warmKey, type WarmSpec } from '@tapyard/scripts';
 import {
   Counts,
@@ -69,6 +70,8 @@ export const STAGE_THREAD_MAX_HEAP_BYTES = 40 << 20;
 
 interface PooledThread {
   worker: Worker;
+  /** The worker's threadId, kept: it reads -1 once the thread has exited. */
+  id: number;
   shared: SharedArrayBuffer;
   /** Jobs started on it: the thread tags its replies with this number. */
   jobs: number;
@@ -77,8 +80,10 @@ interface PooledThread {
 }
 
 function spawn(): PooledThread {
+  const worker = spawnStageThread();
   return {
-    worker: spawnStageThread(),
+    worker,
+    id: worker.threadId,
     shared: new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT),
     jobs: 0,
     gone: () => undefined,
@@ -174,7 +179,7 @@ export class StageThreadPool implements OnApplicationBootstrap, OnModuleDestroy 
   private keep(thread: PooledThread): void {
     thread.gone = () => {
       this.idle = this.idle.filter((t) => t !== thread);
-      void thread.worker.terminate();
+      void endThread(thread);
     };
     thread.worker.once('exit', thread.gone);
     thread.worker.once('error', thread.gone);
@@ -218,8 +223,18 @@ async function retire(thread: PooledThread): Promise<void> {
     await timer;
   } finally {
     thread.worker.off('message', onMessage);
-    await thread.worker.terminate();
+    await endThread(thread);
   }
+}
+
+/**
+ * Terminates a stage thread and takes back the sandbox uids it still held (a thread terminated while
+ * a sandbox of its ran, or before it stopped its warm ones, cannot give them back itself: their lease
+ * files name this live process, so they stayed taken until it restarted).
+ */
+async function endThread(thread: PooledThread): Promise<void> {
+  await thread.worker.terminate();
+  await reclaimThreadLeases(thread.id).catch(() => undefined);
 }
 
 type Reply = FromThread;
@@ -380,7 +395,7 @@ export class StageSession {
     const stage = STAGE_NAMES[Atomics.load(this.beat, STAGE)] ?? 'DataQuality';
     if (!this.failed) this.onStall(stage);
     this.fail(new StageStalledError(stage, this.stallMs));
-    void this.thread.worker.terminate();
+    void endThread(this.thread);
   }
 
   private fail(err: Error): void {
