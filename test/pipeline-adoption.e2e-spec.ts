@@ -116,16 +116,25 @@ describe('a table or collection no pipeline created', () => {
     expect((await load(keyA, 'a-wipe', 'n\n1\n')).status).toBe('success');
     expect(await rows('dba_rows')).toEqual([1]);
 
-    // Changed by the scoped key again, it is the scoped key's pipeline again.
+    // A scoped change of anything but the destination keeps the admin's leave.
     await post(keyA, '/pipeline', { ...wipe, description: 'changed' }).expect(200);
-    expect((await load(keyA, 'a-wipe', 'n\n2\n')).lastError?.description).toBe(
+    expect((await load(keyA, 'a-wipe', 'n\n2\n')).status).toBe('success');
+    expect(await rows('dba_rows')).toEqual([2]);
+    // A scoped change of the destination (its write mode here) makes it the scoped key's pipeline again.
+    const appending = {
+      ...wipe,
+      description: 'changed',
+      destination: { ...wipe.destination, writeMode: 'append' },
+    };
+    await post(keyA, '/pipeline', appending).expect(200);
+    expect((await load(keyA, 'a-wipe', 'n\n3\n')).lastError?.description).toBe(
       refusal('a-wipe', pgTable('dba_rows')),
     );
-    expect(await rows('dba_rows')).toEqual([1]);
+    expect(await rows('dba_rows')).toEqual([2]);
     // An admin's change lets it load.
-    await post(admin, '/pipeline', { ...wipe, description: 'changed by an admin' }).expect(200);
-    expect((await load(keyA, 'a-wipe', 'n\n3\n')).status).toBe('success');
-    expect(await rows('dba_rows')).toEqual([3]);
+    await post(admin, '/pipeline', { ...appending, description: 'changed by an admin' }).expect(200);
+    expect((await load(keyA, 'a-wipe', 'n\n4\n')).status).toBe('success');
+    expect(await rows('dba_rows')).toEqual([2, 4]);
   });
 
   it("loads an admin's pipeline into a DBA's table as before", async () => {

@@ -84,7 +84,15 @@ export class PipelinesService {
         await this.repo.recordLocations(environment, def.name, current.version, places, m);
         return { name: def.name, version: current.version, changed: true };
       }
-      await this.repo.update(environment, def, current.version + 1, places, m, { mayAdopt });
+      // An admin's leave to load into a place no pipeline created is for that destination as it was
+      // saved (its places, write mode and keys): a scoped change of anything else keeps it.
+      const sameDestination = isDeepStrictEqual(
+        normalise(current.definition.destination),
+        normalise(def.destination),
+      );
+      await this.repo.update(environment, def, current.version + 1, places, m, {
+        mayAdopt: mayAdopt || (current.may_adopt && sameDestination),
+      });
       return { name: def.name, version: current.version + 1, changed: true };
     });
     if (saved.changed) await this.cache.changed(environment, def.name);
@@ -271,6 +279,6 @@ function stored(row: PipelineRow): StoredPipeline {
 }
 
 /** JSON round trip: drops undefined keys so stored and fresh definitions compare equal. */
-function normalise(def: PipelineDefinition): unknown {
+function normalise(def: unknown): unknown {
   return JSON.parse(JSON.stringify(def));
 }
