@@ -152,12 +152,20 @@ describe('a table or collection no pipeline created', () => {
     expect((await pg.query(`SELECT to_regclass($1) AS t`, [`"${schema}".fresh_rows`])).rows[0].t).toBeNull();
   });
 
-  it('loads into a table its own earlier pipeline created, and not once that pipeline is deleted without its data', async () => {
+  it('loads into a table its own earlier pipeline created, not while that pipeline loads elsewhere, nor once it is deleted without its data', async () => {
     await post(keyA, '/pipeline', pgPipeline('a-maker', 'made_rows')).expect(200);
     expect((await load(keyA, 'a-maker', 'n\n1\n')).status).toBe('success');
     await post(keyA, '/pipeline', pgPipeline('a-reuse', 'made_rows')).expect(200);
     expect((await load(keyA, 'a-reuse', 'n\n2\n')).status).toBe('success');
     expect(await rows('made_rows')).toEqual([2]);
+
+    // Its creator pointed elsewhere answers for it no more: adopting it takes an admin's save.
+    await post(keyA, '/pipeline', pgPipeline('a-maker', 'made_elsewhere')).expect(200);
+    expect((await load(keyA, 'a-reuse', 'n\n4\n')).lastError?.description).toBe(
+      refusal('a-reuse', pgTable('made_rows')),
+    );
+    await post(keyA, '/pipeline', pgPipeline('a-maker', 'made_rows')).expect(200);
+    expect((await load(keyA, 'a-reuse', 'n\n2\n')).status).toBe('success');
 
     // Left behind: no pipeline claims it any more.
     await api.http

@@ -164,7 +164,7 @@ export class MongoDbDestination implements Destination {
    */
   private async assertClaimed(db: mongo.Db, target: LoadTarget, existing: MongoLocation[]): Promise<void> {
     for (const l of existing) {
-      const creations = await this.ownership.creationsAt(target.environment, l);
+      const creations = await this.ownership.creationsAt(target.environment, l, target.pipeline);
       const marker =
         creations.length === 0
           ? null

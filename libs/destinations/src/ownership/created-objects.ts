@@ -81,18 +81,29 @@ export class CreatedObjects {
   }
 
   /**
-   * The creation ids recorded for `location` by any pipeline of `environment`: whether a pipeline
-   * created the object there (the object's own mark tells whether it is still that one).
+   * The creation ids recorded for `location` by a pipeline of `environment` that still answers for it:
+   * `loading` itself, or a creator that still loads where `loading` does (their recorded places meet:
+   * a rejects table or a container is its pipeline's place too; when either's places are not recorded
+   * for its version, it is taken as answering). A creator since pointed elsewhere leaves the object
+   * unclaimed, so another pipeline adopting it needs an admin's save like any place no pipeline
+   * created. Vector-store containers are no places of the sharing rule (a section's `locations`) yet,
+   * so any creator answers for them. The object's own mark tells whether it is still the one created.
    */
   async creationsAt(
     environment: string,
     location: DataLocation,
+    loading: string,
   ): Promise<{ creationId: string; pipeline: string }[]> {
     const { database, container, name } = columnsOf(location);
     const rows: { creation_id: string; pipeline: string }[] = await this.db.query(
-      `SELECT creation_id, pipeline FROM tapyard.created_objects
-        WHERE environment = $1 AND store = $2 AND name = $3 AND container = $4 AND database IS NOT DISTINCT FROM $5`,
-      [environment, location.store, name, container, database],
+      `SELECT o.creation_id, o.pipeline FROM tapyard.created_objects o
+         JOIN tapyard.pipelines p ON p.id = o.pipeline_id
+         LEFT JOIN tapyard.pipelines me ON me.environment = $1 AND me.name = $6
+        WHERE o.environment = $1 AND o.store = $2 AND o.name = $3 AND o.container = $4
+          AND o.database IS NOT DISTINCT FROM $5
+          AND (o.store = 'vectorstore' OR p.name = $6 OR me.id IS NULL OR p.locations_stale
+               OR me.locations_stale OR p.locations && me.locations)`,
+      [environment, location.store, name, container, database, loading],
     );
     return rows.map((r) => ({ creationId: r.creation_id, pipeline: r.pipeline }));
   }

@@ -69,7 +69,7 @@ export async function assertTablesClaimed(
   );
   for (const [i, l] of tables.entries()) {
     if (!rows[i].present) continue;
-    const creations = await ownership.creationsAt(target.environment, l);
+    const creations = await ownership.creationsAt(target.environment, l, target.pipeline);
     const comment = rows[i].comment;
     const claimed = creations.some(
       (c) => comment === creationComment({ ...c, environment: target.environment }),

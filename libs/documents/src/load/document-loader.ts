@@ -293,7 +293,7 @@ export class DocumentLoader {
 
   /** Refuses `location` (which exists) unless a pipeline of the job's environment recorded creating it. */
   private async assertClaimed(p: DocumentPayload, location: DataLocation): Promise<void> {
-    if ((await this.created.creationsAt(p.environment, location)).length > 0) return;
+    if ((await this.created.creationsAt(p.environment, location, p.pipeline)).length > 0) return;
     throw new DocumentStageError(
       'VectorStoreLoader',
       locationUnclaimedError(p.pipeline, describeLocation(location)).message,
