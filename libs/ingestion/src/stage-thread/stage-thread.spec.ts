@@ -481,12 +481,19 @@ describe('a stage thread that ends without stopping its warm sandbox', () => {
     );
 
   it('gives its uids back and stops what ran as them (a thread exiting while idle, as when terminated)', async () => {
-    await runJob(pool, 'id,label\n1,a\n', join(dir, 'rejects.jsonl'), {
+    const rejects = join(dir, 'rejects.jsonl');
+    await runJob(pool, 'id,label\n1,a\n', rejects, {
       maxHeapBytes: 1 << 30,
       scripts: [{ ...spec(), script: BY_UID }],
     });
-    // The job's own sandbox leaves; the warm one waits for the next job's script, holding its uid.
-    for (let i = 0; i < 600 && (await processes()).length !== 1; i++) await sleep(50);
+    // The job's own sandbox leaves; the warm one, as the other uid, waits for the next job's script.
+    const [used] = await reasonsIn(rejects);
+    const own = uids.find((u) => `uid ${u}` === used) as number;
+    const spare = uids.find((u) => u !== own) as number;
+    const settled = async () =>
+      (await processesOf(own)).length === 0 && (await processesOf(spare)).length === 1;
+    for (let i = 0; i < 600 && !(await settled()); i++) await sleep(50);
+    expect(await processes()).toEqual(await processesOf(spare));
     expect(await processes()).toHaveLength(1);
     expect(await leases()).toHaveLength(1);
     // The thread ends without a word (the watchdog's terminate, a crash): it never stopped its sandbox.
