@@ -348,6 +348,42 @@ describe('a vector-store container no pipeline created', () => {
     expect((await pgvIds('own_docs')).length).toBeGreaterThan(0);
   });
 
+  it("refuses another catalog's key a container catalog a's pipeline loads into, as its store names it", async () => {
+    await post(keyA, '/pipeline', docPipeline('a-shared', 'qdrant', collection('kept'))).expect(200);
+    const keyB = await issueKey(api.http, admin, 'team-b', {
+      capabilities: ['pipeline:read:catalog=b', 'pipeline:update:catalog=b', 'document:upload'],
+    });
+    for (const c of [collection('kept'), collection('kept').toUpperCase()]) {
+      const res = await post(keyB, '/pipeline', {
+        ...docPipeline('b-shared', 'qdrant', c),
+        catalog: 'b',
+      });
+      if (c === collection('kept')) {
+        expect({ status: res.status, message: res.body.message }).toEqual({
+          status: 403,
+          message:
+            `'team-b' lacks the capability pipeline:update for qdrant container ${collection('kept')}: ` +
+            'a pipeline outside its scope loads there',
+        });
+      } else expect(res.status).toBe(200); // Qdrant's names are case-sensitive: another collection.
+    }
+    // Weaviate's classes are not: `Handbook` and `handbook` are one class, and one place.
+    await post(keyA, '/pipeline', {
+      ...docPipeline('a-class', 'qdrant', 'x'),
+      destination: { vectorStore: { store: 'weaviate', collection: 'handbook-a' } },
+    }).expect(200);
+    const res = await post(keyB, '/pipeline', {
+      ...docPipeline('b-class', 'qdrant', 'x'),
+      catalog: 'b',
+      destination: { vectorStore: { store: 'weaviate', collection: 'Handbook_a' } },
+    });
+    expect({ status: res.status, message: res.body.message }).toEqual({
+      status: 403,
+      message:
+        "'team-b' lacks the capability pipeline:update for weaviate container Handbook_a: a pipeline outside its scope loads there",
+    });
+  });
+
   it("fails a scoped key's upload into a Qdrant collection made with its HTTP API, leaving its points, until an admin saves the pipeline", async () => {
     const c = collection('dba');
     qdrantMade.push(c);

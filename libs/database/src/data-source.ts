@@ -25,6 +25,7 @@ import { PipelineLocationsChecked1765257600000 } from './migrations/176525760000
 import { TapGrantsDocumentUpload1765344000000 } from './migrations/1765344000000-tap-grants-document-upload';
 import { PipelineLocations1765430400000 } from './migrations/1765430400000-pipeline-locations';
 import { PipelineMayAdopt1765516800000 } from './migrations/1765516800000-pipeline-may-adopt';
+import { PipelineLocationsVector1765603200000 } from './migrations/1765603200000-pipeline-locations-vector';
 
 /** Postgres schema holding Tapyard's own metadata; never a destination (see @tapyard/pipelines PLATFORM_SCHEMAS). */
 export const METADATA_SCHEMA = 'tapyard';
@@ -55,6 +56,7 @@ export const MIGRATIONS = [
   TapGrantsDocumentUpload1765344000000,
   PipelineLocations1765430400000,
   PipelineMayAdopt1765516800000,
+  PipelineLocationsVector1765603200000,
 ];
 
 // Any constant works as long as every Tapyard process uses the same one.

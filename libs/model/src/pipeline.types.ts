@@ -110,6 +110,25 @@ export interface VectorStoreDestination {
 }
 
 /**
+ * The container a store names a destination's `collection` by (each store's `containerName`, and the
+ * place saves compare): the pgvector table in its schema, Weaviate's class (first letter capitalised,
+ * `-` as `_`), Milvus's collection (`-` as `_`), Qdrant's and Chroma's as given.
+ */
+export function vectorContainerName(store: VectorStoreName, collection: string, schema = 'public'): string {
+  switch (store) {
+    case 'pgvector':
+      return `${schema}.${collection}`;
+    case 'weaviate':
+      return collection.charAt(0).toUpperCase() + collection.slice(1).replace(/-/g, '_');
+    case 'milvus':
+      return collection.replace(/-/g, '_');
+    case 'qdrant':
+    case 'chroma':
+      return collection;
+  }
+}
+
+/**
  * How a job's rows meet what the table or collection already holds: `append` adds them, `replace`
  * makes them its whole content (readers see the old content or the new, never a mix), `merge` upserts
  * them on `destination.primaryKey`.

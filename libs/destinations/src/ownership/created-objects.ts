@@ -86,8 +86,7 @@ export class CreatedObjects {
    * a rejects table or a container is its pipeline's place too; when either's places are not recorded
    * for its version, it is taken as answering). A creator since pointed elsewhere leaves the object
    * unclaimed, so another pipeline adopting it needs an admin's save like any place no pipeline
-   * created. Vector-store containers are no places of the sharing rule (a section's `locations`) yet,
-   * so any creator answers for them. The object's own mark tells whether it is still the one created.
+   * created. The object's own mark tells whether it is still the one created.
    */
   async creationsAt(
     environment: string,
@@ -101,8 +100,8 @@ export class CreatedObjects {
          LEFT JOIN tapyard.pipelines me ON me.environment = $1 AND me.name = $6
         WHERE o.environment = $1 AND o.store = $2 AND o.name = $3 AND o.container = $4
           AND o.database IS NOT DISTINCT FROM $5
-          AND (o.store = 'vectorstore' OR p.name = $6 OR me.id IS NULL OR p.locations_stale
-               OR me.locations_stale OR p.locations && me.locations)`,
+          AND (p.name = $6 OR me.id IS NULL OR p.locations_stale OR me.locations_stale
+               OR p.locations && me.locations)`,
       [environment, location.store, name, container, database, loading],
     );
     return rows.map((r) => ({ creationId: r.creation_id, pipeline: r.pipeline }));

@@ -2,7 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, Matches } from 'class-validator';
 import { OptionalNotNull } from '@tapyard/core';
 import { DestinationSection, assertLocationAllowed } from '@tapyard/pipelines';
-import { VECTOR_STORES, VectorStoreDestination, VectorStoreName } from '@tapyard/model';
+import { VECTOR_STORES, VectorStoreDestination, VectorStoreName, vectorContainerName } from '@tapyard/model';
 
 export class VectorStoreDestinationDto {
   @ApiProperty({ enum: VECTOR_STORES, example: 'pgvector' })
@@ -46,5 +46,14 @@ export const vectorStoreSection: DestinationSection<VectorStoreDestinationDto, V
       container: `${vs.schema ?? 'public'}.${vs.collection}`,
     });
   },
+  // The container as its store names it: two pipelines naming one container share it (and its
+  // chunks: a document loaded again replaces its own), so saves check who else loads there.
+  locations: (vs) => [
+    {
+      store: 'vectorstore',
+      vectorStore: vs.store,
+      container: vectorContainerName(vs.store, vs.collection, vs.schema),
+    },
+  ],
   loadedBy: (vs) => vs.store,
 };

@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import type { MilvusClient } from '@zilliz/milvus2-sdk-node';
 import { EgressPolicy } from '@tapyard/egress';
+import { vectorContainerName } from '@tapyard/model';
 import type { ChunkMetadata, ChunkRecord, MetadataFilter, SearchHit, VectorStore } from '../vector-store';
 import {
   VectorContainerMissing,
@@ -81,7 +82,7 @@ export class MilvusStore implements VectorStore {
   }
 
   containerName(collection: string): string {
-    return collection.replace(/-/g, '_');
+    return vectorContainerName('milvus', collection);
   }
 
   checkContainer(container: string): void {

@@ -1,6 +1,7 @@
 import { Pool, PoolClient } from 'pg';
 import { ServiceUnavailableError, quoteIdent } from '@tapyard/core';
 import { EgressPolicy, EgressRefused } from '@tapyard/egress';
+import { vectorContainerName } from '@tapyard/model';
 import type { ChunkRecord, MetadataFilter, SearchHit, VectorStore } from '../vector-store';
 import {
   VectorContainerMissing,
@@ -45,8 +46,8 @@ export class PgvectorStore implements VectorStore {
     this.target = pgTarget(fields);
   }
 
-  containerName(collection: string, schema = 'public'): string {
-    return `${schema}.${collection}`;
+  containerName(collection: string, schema?: string): string {
+    return vectorContainerName('pgvector', collection, schema);
   }
 
   checkContainer(container: string): void {

@@ -1,4 +1,5 @@
 import { EgressPolicy } from '@tapyard/egress';
+import { vectorContainerName } from '@tapyard/model';
 import type { ChunkMetadata, ChunkRecord, MetadataFilter, SearchHit, VectorStore } from '../vector-store';
 import {
   VectorContainerMissing,
@@ -38,7 +39,7 @@ export class QdrantStore implements VectorStore {
   }
 
   containerName(collection: string): string {
-    return collection;
+    return vectorContainerName('qdrant', collection);
   }
 
   checkContainer(container: string): void {

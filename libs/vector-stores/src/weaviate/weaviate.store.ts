@@ -1,4 +1,5 @@
 import { EgressPolicy } from '@tapyard/egress';
+import { vectorContainerName } from '@tapyard/model';
 import type {
   ChunkMetadata,
   ChunkRecord,
@@ -50,7 +51,7 @@ export class WeaviateStore implements VectorStore {
   }
 
   containerName(collection: string): string {
-    return collection.charAt(0).toUpperCase() + collection.slice(1).replace(/-/g, '_');
+    return vectorContainerName('weaviate', collection);
   }
 
   checkContainer(container: string): void {
