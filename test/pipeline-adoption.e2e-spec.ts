@@ -2,8 +2,9 @@ import { mongo } from 'mongoose';
 import { Pool } from 'pg';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { issueKey, newBootstrapKey } from './support/auth';
-import { TEST_DATABASE_URL, TEST_MONGODB_URI, TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
+import { TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
 import { keyed } from './support/ingest';
+import { ScopedPlatform, startScopedPlatform } from './support/scoped-platform';
 import { closedPort } from './support/net';
 import { peerAllowList, vectorPeerFields } from './support/vector-peers';
 
@@ -21,7 +22,6 @@ describe('a table or collection no pipeline created', () => {
   const mongoDb = schema;
   const admin = newBootstrapKey();
   let api: TestApi;
-  let worker: TestWorker;
   let pg: Pool;
   let mongoClient: mongo.MongoClient;
   /** A catalog-scoped key: saves, loads and watches catalog a's pipelines. */
@@ -60,45 +60,13 @@ describe('a table or collection no pipeline created', () => {
     for (const v of values) await pg.query(`INSERT INTO "${schema}"."${table}" (n) VALUES ($1)`, [v]);
   }
 
+  let platform: ScopedPlatform;
   beforeAll(async () => {
-    const port = await closedPort();
-    const flags = {
-      TAPYARD_ENV: env,
-      ...TEST_OBJECT_STORE,
-      MONGODB_URI: TEST_MONGODB_URI,
-      USE_API_KEYS: 'true',
-      TAPYARD_BOOTSTRAP_API_KEY: admin,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-    };
-    api = await startApi(flags);
-    await api.app.listen(port, '127.0.0.1');
-    worker = await startWorker(flags);
-    pgDatabase = api.config.database.name;
-    pg = new Pool({ connectionString: TEST_DATABASE_URL, max: 2 });
-    await pg.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
-    mongoClient = await new mongo.MongoClient(TEST_MONGODB_URI).connect();
-    keyA = await issueKey(api.http, admin, 'team-a', {
-      capabilities: [
-        'pipeline:read:catalog=a',
-        'pipeline:update:catalog=a',
-        'pipeline:upload:catalog=a',
-        'job:read:catalog=a',
-      ],
-    });
+    platform = await startScopedPlatform({ env, admin, schema, mongoDb });
+    ({ api, pg, mongoClient, pgDatabase, keyA } = platform);
   }, 90_000);
 
-  afterAll(async () => {
-    await pg.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-    await pg.end();
-    await mongoClient
-      .db(mongoDb)
-      .dropDatabase()
-      .catch(() => undefined);
-    await mongoClient.close();
-    await worker.close();
-    await api.close();
-  });
+  afterAll(() => platform.stop());
 
   it("fails a scoped key's replace into a DBA's table before writing, until an admin saves the pipeline", async () => {
     await dbaTable('dba_rows', [7, 8]);

@@ -1,12 +1,11 @@
-import { mongo } from 'mongoose';
 import { Pool } from 'pg';
-import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
+import { TestApi } from './support/apps';
 import { chat } from './support/assistant-chat';
-import { issueKey, newBootstrapKey } from './support/auth';
-import { TEST_DATABASE_URL, TEST_MONGODB_URI, TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
+import { newBootstrapKey } from './support/auth';
+import { uniqueEnvironment } from './support/env';
 import { keyed } from './support/ingest';
 import { ModelDouble } from './support/model-double';
-import { closedPort } from './support/net';
+import { CATALOG_A, ScopedPlatform, startScopedPlatform } from './support/scoped-platform';
 
 /**
  * API audit, finding 1: a catalog-scoped key could save a pipeline of its catalog whose destination is
@@ -23,9 +22,8 @@ describe('a table or collection another scope loads into', () => {
   const admin = newBootstrapKey();
   const double = new ModelDouble();
   let api: TestApi;
-  let worker: TestWorker;
+  let platform: ScopedPlatform;
   let pg: Pool;
-  let mongoClient: mongo.MongoClient;
   let base: string;
   /** The audit's catalog-scoped key, able to watch its jobs and talk to the assistant. */
   let keyA: string;
@@ -65,50 +63,23 @@ describe('a table or collection another scope loads into', () => {
 
   beforeAll(async () => {
     await double.start();
-    const port = await closedPort();
-    base = `http://127.0.0.1:${port}/api/v1`;
-    const flags = {
-      TAPYARD_ENV: env,
-      ...TEST_OBJECT_STORE,
-      MONGODB_URI: TEST_MONGODB_URI,
-      TAP_EGRESS_ALLOW: double.address,
-      USE_API_KEYS: 'true',
-      TAPYARD_BOOTSTRAP_API_KEY: admin,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-    };
-    api = await startApi(flags);
-    await api.app.listen(port, '127.0.0.1');
-    worker = await startWorker(flags);
-    pgDatabase = api.config.database.name;
-    pg = new Pool({ connectionString: TEST_DATABASE_URL, max: 2 });
-    await pg.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
-    mongoClient = await new mongo.MongoClient(TEST_MONGODB_URI).connect();
+    platform = await startScopedPlatform({
+      env,
+      admin,
+      schema,
+      mongoDb,
+      flags: { TAP_EGRESS_ALLOW: double.address },
+      keyCapabilities: [...CATALOG_A, 'assistant:run'],
+    });
+    ({ api, base, pg, pgDatabase, keyA } = platform);
     await double.useAs(api.http, admin);
     // Catalog b's pipelines, named apart from their places so a message naming one is seen.
     await post(admin, '/pipeline', csvPipeline('b-salaries', 'b', table('payroll'))).expect(200);
     await post(admin, '/pipeline', jsonPipeline('b-people', 'b', 'people')).expect(200);
-    keyA = await issueKey(api.http, admin, 'team-a', {
-      capabilities: [
-        'pipeline:read:catalog=a',
-        'pipeline:update:catalog=a',
-        'pipeline:upload:catalog=a',
-        'job:read:catalog=a',
-        'assistant:run',
-      ],
-    });
   }, 90_000);
 
   afterAll(async () => {
-    await pg.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-    await pg.end();
-    await mongoClient
-      .db(mongoDb)
-      .dropDatabase()
-      .catch(() => undefined);
-    await mongoClient.close();
-    await worker.close();
-    await api.close();
+    await platform.stop();
     await double.stop();
   });
 

@@ -1,19 +1,5 @@
-import { ValidationError } from '@tapyard/core';
 import { ConfigFileErrorCode } from './config-file-errors';
-import { compileJsonSchema } from './json-schema-compile';
-
-const compile = (schema: unknown) => compileJsonSchema(JSON.stringify(schema), 's.json');
-
-/** The error compiling `schema` throws, or undefined when it compiles. */
-function refusal(schema: unknown): ValidationError | undefined {
-  try {
-    compile(schema);
-    return undefined;
-  } catch (err) {
-    expect(err).toBeInstanceOf(ValidationError);
-    return err as ValidationError;
-  }
-}
+import { compile, refusal } from './spec-fixtures';
 
 describe('compileJsonSchema: schemas that apply themselves to the same value', () => {
   // Audit finding 9: `{"$ref": "#"}` was accepted at upload, then every record overflowed the stack.

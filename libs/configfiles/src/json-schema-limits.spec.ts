@@ -1,20 +1,6 @@
-import { ValidationError } from '@tapyard/core';
 import { ConfigFileErrorCode } from './config-file-errors';
-import { compileJsonSchema } from './json-schema-compile';
 import { MAX_SCHEMA_PATTERNS, jsonSchemaSuitsMainThread, schemaCost } from './json-schema-limits';
-
-const compile = (schema: unknown) => compileJsonSchema(JSON.stringify(schema), 's.json');
-
-/** The error compiling `schema` throws, or undefined when it compiles. */
-function refusal(schema: unknown): ValidationError | undefined {
-  try {
-    compile(schema);
-    return undefined;
-  } catch (err) {
-    expect(err).toBeInstanceOf(ValidationError);
-    return err as ValidationError;
-  }
-}
+import { compile, refusal } from './spec-fixtures';
 
 /** `n` different patterns, each applied to the value (they all match a run of 'a'). */
 const patterns = (n: number) => Array.from({ length: n }, (_, i) => ({ pattern: `^(a|b)*a{0,${300 - i}}$` }));
