@@ -1,6 +1,7 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import { testEnv } from './support/env';
 import { closedPort } from './support/net';
 import { Spawned, spawnApp } from './support/processes';
@@ -89,5 +90,50 @@ describe('vendor SDKs load on first use, not at boot', () => {
   it('a worker that has run no job has loaded none of them', async () => {
     const { packages } = await bootAndStop('worker', /Tapyard worker ready/, {});
     expect(LAZY_SDKS.filter((sdk) => packages.has(sdk))).toEqual([]);
+  });
+});
+
+/**
+ * The modules a built worker thread's entry loads before its first message: each large job's stage
+ * thread (it is let go for its heap after the job) pays for them in CPU on every start.
+ */
+async function threadModules(entry: string): Promise<string[]> {
+  const thread = new Worker(
+    `require(${JSON.stringify(entry)});
+     require('node:worker_threads').parentPort.postMessage(Object.keys(require.cache));`,
+    { eval: true },
+  );
+  try {
+    return await new Promise<string[]>((resolve, reject) => {
+      thread.once('message', resolve);
+      thread.once('error', reject);
+    });
+  } finally {
+    await thread.terminate();
+  }
+}
+
+describe('a stage thread loads what reading, checking and converting need', () => {
+  it("none of the apps' frameworks: Nest, the validators, the Redis client, the logger", async () => {
+    const paths = await threadModules(
+      join(__dirname, '..', 'dist', 'libs', 'ingestion', 'src', 'stage-thread', 'thread-main.js'),
+    );
+    const packages = packagesOf(paths);
+    console.log(`stage thread: ${paths.length} module files; packages: ${[...packages.keys()].join(', ')}`);
+    // One import of @tapyard/core (its barrel is the apps' whole framework) made these 923 files, some
+    // 300 ms of CPU per thread start; the thread needs none of them.
+    const heavy = [
+      '@nestjs/common',
+      '@nestjs/core',
+      'class-validator',
+      'class-transformer',
+      'rxjs',
+      'ioredis',
+      'pino',
+      'busboy',
+    ];
+    expect(heavy.filter((name) => packages.has(name))).toEqual([]);
+    expect(paths.filter((p) => /\/libs\/core\//.test(p))).toEqual([]);
+    expect(paths.length).toBeLessThan(200);
   });
 });

@@ -1,5 +1,6 @@
 import { ChatTurn, FeatureModel, ToolCall } from '@tapyard/ai';
-import { TapyardError, errorMessage, maskUrlCredentials } from '@tapyard/core';
+import { TapyardError, errorMessage } from '@tapyard/core';
+import { maskUrlCredentials } from '@tapyard/model';
 import { MASK } from '@tapyard/secrets';
 import { AssistantTools } from './assistant-tools';
 import { AnsweredAction, ProposedCall } from './pending-actions';

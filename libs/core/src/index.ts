@@ -6,7 +6,6 @@ export * from './errors/outages';
 export * from './logging/logger';
 export * from './logging/logging.module';
 export * from './logging/sanitize';
-export * from './logging/url-credentials';
 export * from './environment';
 export * from './shutdown';
 export * from './http/multipart';

@@ -7,3 +7,4 @@ export * from './expression';
 export * from './output-fields';
 export * from './text/safe-text';
 export * from './text/linear-regex';
+export * from './text/url-credentials';

@@ -1,4 +1,4 @@
-import { maskUrlCredentials } from '@tapyard/core';
+import { maskUrlCredentials } from '@tapyard/model';
 import { PackageSpecError } from './errors';
 
 // PEP 508 names and PEP 440-style version clauses only: no URLs, paths, markers or pip options,

@@ -1,4 +1,4 @@
-import { maskUrlCredentials } from './url-credentials';
+import { maskUrlCredentials } from '@tapyard/model';
 
 /**
  * Strips credentials out of free text before it reaches a response or a log line: user:password in
