@@ -1,20 +1,19 @@
 /**
- * The watchdog of a job's CPU-bound stages. Reading the file, DataQuality and Transformation run in
- * a stage thread (thread-main.ts), so the worker's own event loop stays free: it renews BullMQ locks,
- * loads into the destination, takes other jobs and answers SIGTERM whatever the input does. While
- * the runner waits on the thread, it watches the thread's heartbeat; a thread whose event loop makes
- * no progress for STAGE_STALL_MS (a stage stuck in synchronous work on a pathological input) is
- * terminated, and the job ends `error` naming the stage. Threads are pooled per worker process and
- * reused after a clean job. One is started with the worker and another whenever a job's thread is
- * let go, so a job finds a thread that has already loaded its modules (some 0.3–0.8 s of a cold
- * start on a busy 2-core machine, every job of a worker that ran none yet or whose last thread was
- * let go). A thread that was stopped or abandoned mid-job is never reused, nor one
- * whose heap grew past STAGE_THREAD_MAX_HEAP_BYTES: the heap pages a thread grew to stay resident
- * while it idles (an idle thread never collects, so V8's memory reducer never runs; a full GC and some
- * 20 s of idle would give them back, see docs/benchmarks.md, CodeGen), and only its exit gives them
- * back at once, so a pooled thread would keep a large job's peak as the worker's floor. Such a thread's warm
- * sandboxes (CodeGen scripts, see warm-scripts.ts) would go with it: it starts none after that job, and
- * the thread the next job takes starts them instead, for the kinds of script the worker ran lately.
+ * The watchdog of a job's CPU-bound stages. Reading the file, DataQuality and Transformation run in a
+ * stage thread (thread-main.ts), so the worker's own event loop stays free: it renews BullMQ locks, loads
+ * into the destination, takes other jobs and answers SIGTERM whatever the input does. While the runner
+ * waits on the thread, it watches the thread's heartbeat; a thread whose event loop makes no progress for
+ * STAGE_STALL_MS (a stage stuck in synchronous work on a pathological input) is terminated, and the job
+ * ends `error` naming the stage. Threads are pooled per worker process and reused after a clean job. One
+ * is started with the worker and another whenever a job's thread is let go, so a job finds a thread that
+ * has already loaded its modules (81 files, some 50 ms of CPU: every job of a worker that ran none yet or
+ * whose last thread was let go would pay it). A thread that was stopped or abandoned mid-job is never
+ * reused, nor one whose heap grew past STAGE_THREAD_MAX_HEAP_BYTES: the heap pages a thread grew to stay
+ * resident while it idles (an idle thread never collects, so V8's memory reducer never runs; a full GC and
+ * some 20 s of idle would give them back, see docs/benchmarks.md, CodeGen), and only its exit gives them
+ * back at once, so a pooled thread would keep a large job's peak as the worker's floor. Such a thread's
+ * warm sandboxes (CodeGen scripts, see warm-scripts.ts) would go with it: it starts none after that job,
+ * and the thread the next job takes starts them instead, for the kinds of script the worker ran lately.
  */
 import { Inject, Injectable, OnApplicationBootstrap, OnModuleDestroy, Optional } from '@nestjs/common';
 import { Counter, Registry } from 'prom-client';
