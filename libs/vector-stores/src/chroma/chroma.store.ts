@@ -1,6 +1,13 @@
 import { EgressPolicy } from '@tapyard/egress';
 import { vectorContainerName } from '@tapyard/model';
-import type { ChunkMetadata, ChunkRecord, MetadataFilter, SearchHit, VectorStore } from '../vector-store';
+import {
+  CREATION_MARK_KEY,
+  type ChunkMetadata,
+  type ChunkRecord,
+  type MetadataFilter,
+  type SearchHit,
+  type VectorStore,
+} from '../vector-store';
 import {
   VectorContainerMissing,
   VectorDimensionMismatch,
@@ -21,9 +28,9 @@ const DIMENSION_KEY = 'tapyard_dimension';
  * Chroma through its HTTP API (ChromaRest: egress-checked on every call, connected to the address
  * checked, no redirects), server at the secret's `url`: a container is a collection with the cosine
  * space; its dimension is kept in the collection's metadata (Chroma learns it only from the first
- * vector). Vectors are always ours: no embedding function is ever attached. Cosine distance d is
- * similarity 1 - d. A collection made elsewhere is read as it is: its dimension from a stored vector,
- * its distances from its own space.
+ * vector), and so is the creation mark of one ensure() made. Vectors are always ours: no embedding
+ * function is ever attached. Cosine distance d is similarity 1 - d. A collection made elsewhere is
+ * read as it is: its dimension from a stored vector, its distances from its own space.
  */
 export class ChromaStore implements VectorStore {
   readonly name = 'chroma' as const;
@@ -67,7 +74,7 @@ export class ChromaStore implements VectorStore {
     return col ? this.dimensionOf(col) : null;
   }
 
-  async ensure(container: string, dimension: number): Promise<{ created: boolean }> {
+  async ensure(container: string, dimension: number, mark?: string): Promise<{ created: boolean }> {
     const existing = await this.find(container);
     if (existing) {
       const d = await this.dimensionOf(existing);
@@ -81,14 +88,23 @@ export class ChromaStore implements VectorStore {
     }
     return this.conn.call(async (c) => {
       try {
-        await c.createCollection(container, { [DIMENSION_KEY]: dimension });
+        await c.createCollection(container, {
+          [DIMENSION_KEY]: dimension,
+          ...(mark === undefined ? {} : { [CREATION_MARK_KEY]: mark }),
+        });
         return { created: true };
       } catch (err) {
-        // Made meanwhile by another job.
-        if (err instanceof ChromaAnswerError && err.status === 409) return this.ensure(container, dimension);
+        // Made meanwhile by another job: its metadata, not this call's mark, is the collection's.
+        if (err instanceof ChromaAnswerError && err.status === 409)
+          return this.ensure(container, dimension, mark);
         throw err;
       }
     });
+  }
+
+  async creationMark(container: string): Promise<string | null> {
+    const mark = (await this.find(container))?.metadata?.[CREATION_MARK_KEY];
+    return typeof mark === 'string' ? mark : null;
   }
 
   async chunkIds(container: string, uri: string): Promise<string[]> {

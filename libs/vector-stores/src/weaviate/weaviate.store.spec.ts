@@ -50,6 +50,7 @@ describe('WeaviateStore over loopback HTTP', () => {
       ['probe', () => store.probe()],
       ['list', () => store.list()],
       ['ensure', () => store.ensure('Docs', 3)],
+      ['creationMark', () => store.creationMark('Docs')],
       ['drop', () => store.drop('Docs')],
     ];
     for (const [what, call] of calls) {

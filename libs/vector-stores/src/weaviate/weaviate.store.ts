@@ -1,12 +1,14 @@
 import { EgressPolicy } from '@tapyard/egress';
 import { vectorContainerName } from '@tapyard/model';
-import type {
-  ChunkMetadata,
-  ChunkRecord,
-  MetadataFilter,
-  MetadataValue,
-  SearchHit,
-  VectorStore,
+import {
+  creationMarkOf,
+  creationMarkText,
+  type ChunkMetadata,
+  type ChunkRecord,
+  type MetadataFilter,
+  type MetadataValue,
+  type SearchHit,
+  type VectorStore,
 } from '../vector-store';
 import {
   VectorContainerMissing,
@@ -33,9 +35,9 @@ type Kind = 'text' | 'number' | 'boolean';
 /**
  * Weaviate through its REST and GraphQL API (WeaviateRest: egress-checked, no redirects): a container
  * is a class (collection) of one self-provided named vector with an HNSW cosine index; its dimension
- * is kept in the class description. Each metadata key is a property declared on first use (text with
- * `field` tokenization, so equality is exact; number; boolean), and filters run in Weaviate. Cosine
- * distance d is similarity 1 - d.
+ * is kept in the class description, and on its second line the creation mark of one ensure() made.
+ * Each metadata key is a property declared on first use (text with `field` tokenization, so equality
+ * is exact; number; boolean), and filters run in Weaviate. Cosine distance d is similarity 1 - d.
  */
 export class WeaviateStore implements VectorStore {
   readonly name = 'weaviate' as const;
@@ -79,7 +81,7 @@ export class WeaviateStore implements VectorStore {
     return m ? Number(m[1]) : 0;
   }
 
-  async ensure(container: string, dimension: number): Promise<{ created: boolean }> {
+  async ensure(container: string, dimension: number, mark?: string): Promise<{ created: boolean }> {
     const existing = await this.dimension(container);
     if (existing !== null) {
       if (existing > 0 && existing !== dimension) {
@@ -91,7 +93,7 @@ export class WeaviateStore implements VectorStore {
       await this.conn.call((c) =>
         c.create({
           class: container,
-          description: `tapyard dimension=${dimension}`,
+          description: `tapyard dimension=${dimension}${mark === undefined ? '' : `\n${creationMarkText(mark)}`}`,
           vectorConfig: {
             [VECTOR]: {
               vectorizer: { none: {} },
@@ -114,11 +116,19 @@ export class WeaviateStore implements VectorStore {
     } catch (err) {
       // Created meanwhile by another job: take it as it is.
       if (err instanceof WeaviateAnswerError && /already exists/i.test(err.message)) {
-        return this.ensure(container, dimension);
+        return this.ensure(container, dimension, mark);
       }
       throw err;
     }
     return { created: true };
+  }
+
+  async creationMark(container: string): Promise<string | null> {
+    this.checkContainer(container);
+    const description = (await this.conn.call((c) => c.schema(container)))?.description ?? '';
+    // The dimension's line comes first: only the rest of the description is read as the mark.
+    const newline = description.indexOf('\n');
+    return newline < 0 ? null : creationMarkOf(description.slice(newline + 1));
   }
 
   async chunkIds(container: string, uri: string): Promise<string[]> {
