@@ -2,7 +2,15 @@ import { isIP } from 'node:net';
 import type { MilvusClient } from '@zilliz/milvus2-sdk-node';
 import { EgressPolicy } from '@tapyard/egress';
 import { vectorContainerName } from '@tapyard/model';
-import type { ChunkMetadata, ChunkRecord, MetadataFilter, SearchHit, VectorStore } from '../vector-store';
+import {
+  creationMarkOf,
+  creationMarkText,
+  type ChunkMetadata,
+  type ChunkRecord,
+  type MetadataFilter,
+  type SearchHit,
+  type VectorStore,
+} from '../vector-store';
 import {
   VectorContainerMissing,
   VectorDimensionMismatch,
@@ -108,29 +116,68 @@ export class MilvusStore implements VectorStore {
     });
   }
 
-  async ensure(container: string, dimension: number): Promise<{ created: boolean }> {
+  async ensure(container: string, dimension: number, mark?: string): Promise<{ created: boolean }> {
     const existing = await this.dimension(container);
     if (existing !== null) {
       if (existing !== dimension) throw new VectorDimensionMismatch('milvus', container, existing, dimension);
       return { created: false };
     }
     const { DataType } = await milvusSdk();
-    return this.conn.call(async (c) => {
+    try {
+      await this.conn.call(async (c) => {
+        // Without index_params the SDK only creates: an index or load failing below is not taken for
+        // a create refused because the collection exists.
+        const status = await c
+          .createCollection({
+            collection_name: container,
+            ...(mark === undefined ? {} : { description: creationMarkText(mark) }),
+            fields: [
+              { name: 'id', data_type: DataType.VarChar, is_primary_key: true, max_length: 64 },
+              { name: 'text', data_type: DataType.VarChar, max_length: MAX_TEXT },
+              { name: 'metadata', data_type: DataType.JSON },
+              { name: 'vector', data_type: DataType.FloatVector, dim: dimension },
+            ],
+          })
+          // The SDK throws an unsuccessful status as it is, not as an Error.
+          .catch((err: unknown): Status => {
+            if (err instanceof Error) throw err;
+            if (typeof err === 'object' && err !== null) return err as Status;
+            throw new Error(String(err));
+          });
+        ok(status, `create collection ${container}`);
+      });
+    } catch (err) {
+      // Made meanwhile by another job or tool: Milvus refuses a second create whose parameters differ,
+      // and a description with another mark differs. Taken as it is, as when it existed before.
+      const now = await this.dimension(container).catch(() => null);
+      if (now === null) throw err;
+      if (now !== dimension) throw new VectorDimensionMismatch('milvus', container, now, dimension);
+      return { created: false };
+    }
+    await this.conn.call(async (c) => {
       ok(
-        await c.createCollection({
+        await c.createIndex({
           collection_name: container,
-          fields: [
-            { name: 'id', data_type: DataType.VarChar, is_primary_key: true, max_length: 64 },
-            { name: 'text', data_type: DataType.VarChar, max_length: MAX_TEXT },
-            { name: 'metadata', data_type: DataType.JSON },
-            { name: 'vector', data_type: DataType.FloatVector, dim: dimension },
-          ],
-          index_params: [{ field_name: 'vector', index_type: 'FLAT', metric_type: 'COSINE' }],
+          field_name: 'vector',
+          index_type: 'FLAT',
+          metric_type: 'COSINE',
         }),
-        `create collection ${container}`,
+        `index collection ${container}`,
       );
+      // Waits until loaded (the SDK polls), so the first search after ensure finds it ready.
       ok(await c.loadCollection({ collection_name: container }), `load collection ${container}`);
-      return { created: true };
+    });
+    return { created: true };
+  }
+
+  async creationMark(container: string): Promise<string | null> {
+    this.checkContainer(container);
+    // Listed first: the SDK throws a TypeError, not a status, describing a collection that is missing.
+    if (!(await this.exists(container))) return null;
+    return this.conn.call(async (c) => {
+      const d = await c.describeCollection({ collection_name: container });
+      ok(d.status, `describe collection ${container}`);
+      return creationMarkOf(d.schema.description);
     });
   }
 
@@ -248,14 +295,18 @@ export class MilvusStore implements VectorStore {
   }
 }
 
-/** Milvus answers errors as statuses, not exceptions: an unsuccessful one becomes an error here. */
+/**
+ * Milvus answers errors as statuses, not exceptions: an unsuccessful one becomes an error here. Milvus
+ * 2.3 and later say it in `code` and may leave `error_code` 'Success' (a second create of a collection
+ * with other parameters does), so either one failing is a failure.
+ */
 function ok(s: Status | { status: Status }, what: string): void {
   const status = 'status' in s ? s.status : s;
   const fine =
-    status.error_code === 'Success' ||
-    status.error_code === 0 ||
-    (status.error_code === undefined && !status.code);
-  if (!fine) throw new Error(`milvus could not ${what}: ${status.reason || String(status.error_code)}`);
+    !status.code &&
+    (status.error_code === 'Success' || status.error_code === 0 || status.error_code === undefined);
+  if (!fine)
+    throw new Error(`milvus could not ${what}: ${status.reason || String(status.code || status.error_code)}`);
 }
 
 export const milvusStore = (fields: Record<string, string>, policy: EgressPolicy): VectorStore =>

@@ -2,7 +2,14 @@ import { Pool, PoolClient } from 'pg';
 import { ServiceUnavailableError, quoteIdent } from '@tapyard/core';
 import { EgressPolicy, EgressRefused } from '@tapyard/egress';
 import { vectorContainerName } from '@tapyard/model';
-import type { ChunkRecord, MetadataFilter, SearchHit, VectorStore } from '../vector-store';
+import {
+  creationMarkOf,
+  creationMarkText,
+  type ChunkRecord,
+  type MetadataFilter,
+  type SearchHit,
+  type VectorStore,
+} from '../vector-store';
 import {
   VectorContainerMissing,
   VectorDimensionMismatch,
@@ -96,7 +103,7 @@ export class PgvectorStore implements VectorStore {
     return rows[0].dim;
   }
 
-  async ensure(container: string, dimension: number): Promise<{ created: boolean }> {
+  async ensure(container: string, dimension: number, mark?: string): Promise<{ created: boolean }> {
     const { schema, sql } = split(container);
     return this.transaction(async (c) => {
       // Two jobs creating the same table at once: the second waits, then finds it.
@@ -118,8 +125,20 @@ export class PgvectorStore implements VectorStore {
       await c.query(`CREATE INDEX ON ${sql} ((metadata ->> 'uri'))`);
       // Filtered searches are exact scans of the rows a filter keeps: this index finds those rows.
       await c.query(`CREATE INDEX ON ${sql} USING gin (metadata jsonb_path_ops)`);
+      // COMMENT takes no parameters: the text is quoted as a literal.
+      if (mark !== undefined)
+        await c.query(`COMMENT ON TABLE ${sql} IS ${c.escapeLiteral(creationMarkText(mark))}`);
       return { created: true };
     });
+  }
+
+  async creationMark(container: string): Promise<string | null> {
+    this.checkContainer(container);
+    const rows = await this.query<{ comment: string | null }>(
+      `SELECT obj_description(to_regclass($1), 'pg_class') AS comment`,
+      [split(container).sql],
+    );
+    return creationMarkOf(rows[0].comment);
   }
 
   /**
