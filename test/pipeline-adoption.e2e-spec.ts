@@ -379,6 +379,53 @@ describe('a vector-store container no pipeline created', () => {
     expect(after.length).toBeGreaterThan(1);
   });
 
+  /** Another tool drops `c` and makes it again under the same name, with its own points. */
+  async function remadeElsewhere(c: string): Promise<void> {
+    await qdrantCall('DELETE', `/collections/${c}`);
+    await qdrantCall('PUT', `/collections/${c}`, { vectors: { size: DIM, distance: 'Cosine' } });
+    await qdrantCall('PUT', `/collections/${c}/points?wait=true`, {
+      points: foreign.map((f, i) => ({
+        id: f.id,
+        vector: JSON.parse(vector(i)) as number[],
+        payload: { text: 'theirs', metadata: { uri: f.uri } },
+      })),
+    });
+  }
+
+  it('refuses a Qdrant collection its pipeline created once another tool dropped it and made it again', async () => {
+    const c = collection('remade');
+    qdrantMade.push(c);
+    await post(keyA, '/pipeline', docPipeline('a-remade', 'qdrant', c)).expect(200);
+    expect((await upload(keyA, 'a-remade')).status).toBe('success');
+    await remadeElsewhere(c);
+
+    // The record of its creation stands, but the collection no longer carries that creation's mark.
+    const job = await upload(keyA, 'a-remade');
+    expect(job.status).toBe('error');
+    expect(job.lastError?.description).toBe(refusal('a-remade', `qdrant container ${c}`));
+    expect(await qdrantIds(c)).toEqual(foreign.map((f) => f.id));
+  });
+
+  it('leaves a Qdrant collection made again by another tool when its pipeline is deleted with its data', async () => {
+    const c = collection('gone');
+    qdrantMade.push(c);
+    await post(keyA, '/pipeline', docPipeline('a-gone', 'qdrant', c)).expect(200);
+    expect((await upload(keyA, 'a-gone')).status).toBe('success');
+    await remadeElsewhere(c);
+
+    const res = await api.http
+      .delete('/api/v1/pipeline')
+      .query({ pipeline: 'a-gone', deleteData: 'true' })
+      .set('x-api-key', admin)
+      .expect(200);
+    expect(res.body.dropped).toEqual([]);
+    expect(res.body.skipped).toContainEqual({
+      object: `qdrant container ${c}`,
+      reason: 'is no longer the container this pipeline created (its creation mark differs): left in place',
+    });
+    expect(await qdrantIds(c)).toEqual(foreign.map((f) => f.id));
+  });
+
   it('refuses a Qdrant collection whose creating pipeline was deleted without its data', async () => {
     const c = collection('left');
     qdrantMade.push(c);

@@ -80,6 +80,22 @@ export function vectorStoreContract(name: VectorStoreName): void {
       expect(await store.list()).toContain(container);
     });
 
+    it('keeps the creation mark of a container it creates, and only then', async () => {
+      const marked = fresh();
+      const mark = randomUUID();
+      expect(await store.ensure(marked, DIM, mark)).toEqual({ created: true });
+      expect(await store.creationMark(marked)).toBe(mark);
+      // An existing container is never changed: the first creation's mark stays.
+      expect(await store.ensure(marked, DIM, randomUUID())).toEqual({ created: false });
+      expect(await store.creationMark(marked)).toBe(mark);
+      // Dropped and made again without one (as another tool would): no mark.
+      await store.drop(marked);
+      expect(await store.creationMark(marked)).toBeNull();
+      expect(await store.ensure(marked, DIM)).toEqual({ created: true });
+      expect(await store.creationMark(marked)).toBeNull();
+      expect(await store.creationMark(container)).toBeNull();
+    });
+
     it('refuses vectors of another dimension with a typed error', async () => {
       await expect(store.ensure(container, DIM + 1)).rejects.toBeInstanceOf(VectorDimensionMismatch);
     });

@@ -26,6 +26,7 @@ import { TapGrantsDocumentUpload1765344000000 } from './migrations/1765344000000
 import { PipelineLocations1765430400000 } from './migrations/1765430400000-pipeline-locations';
 import { PipelineMayAdopt1765516800000 } from './migrations/1765516800000-pipeline-may-adopt';
 import { PipelineLocationsVector1765603200000 } from './migrations/1765603200000-pipeline-locations-vector';
+import { CreatedObjectsMarked1765689600000 } from './migrations/1765689600000-created-objects-marked';
 
 /** Postgres schema holding Tapyard's own metadata; never a destination (see @tapyard/pipelines PLATFORM_SCHEMAS). */
 export const METADATA_SCHEMA = 'tapyard';
@@ -57,6 +58,7 @@ export const MIGRATIONS = [
   PipelineLocations1765430400000,
   PipelineMayAdopt1765516800000,
   PipelineLocationsVector1765603200000,
+  CreatedObjectsMarked1765689600000,
 ];
 
 // Any constant works as long as every Tapyard process uses the same one.

@@ -145,6 +145,21 @@ export class PipelineDeletionService {
         });
         continue;
       }
+      // A container made again under the same name by another tool (its creation mark differs) is
+      // theirs now: left in place, and this pipeline's record of it forgotten.
+      if (
+        r.marked &&
+        (await store.exists(r.container)) &&
+        (await store.creationMark(r.container)) !== r.creationId
+      ) {
+        outcomes.push({
+          object: r,
+          dropped: false,
+          reason:
+            'is no longer the container this pipeline created (its creation mark differs): left in place',
+        });
+        continue;
+      }
       await store.drop(r.container);
       await this.containers.forget(environment, r.vectorStore, r.container);
       outcomes.push({ object: r, dropped: true });

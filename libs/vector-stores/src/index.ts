@@ -7,7 +7,7 @@ export type {
   VectorStore,
   VectorStoreFactory,
 } from './vector-store';
-export { METADATA_KEY } from './vector-store';
+export { CREATION_MARK_KEY, METADATA_KEY, creationMarkOf, creationMarkText } from './vector-store';
 export {
   VectorContainerMissing,
   VectorDimensionMismatch,

@@ -31,20 +31,21 @@ export class VectorContainers {
   /**
    * Makes `container` ready for vectors of `want`: creates it when missing (then it belongs to this
    * model), adopts one made elsewhere whose dimension matches, and refuses one filled by another
-   * model. `created` says whether this call created it.
+   * model. `created` says whether this call created it; one it creates carries `mark` (VectorStore.ensure).
    */
   async prepare(
     environment: string,
     store: VectorStore,
     container: string,
     want: ContainerModel,
+    mark?: string,
   ): Promise<{ created: boolean }> {
     const known = await this.get(environment, store.name, container);
     const exists = (await store.dimension(container)) !== null;
     if (known && exists && known.model !== want.model) {
       throw new VectorModelMismatch(store.name, container, known.model, want.model);
     }
-    const result = await store.ensure(container, want.dimension);
+    const result = await store.ensure(container, want.dimension, mark);
     if (!known || !exists || result.created) await this.remember(environment, store.name, container, want);
     return result;
   }

@@ -57,8 +57,13 @@ export interface VectorStore {
   /**
    * Creates the container for vectors of `dimension` (cosine) when it is missing. An existing one of
    * another dimension throws VectorDimensionMismatch; `created` says whether this call created it.
+   * `mark`: kept with a container this call creates (in the store's own metadata, description or
+   * comment of the container), read back by creationMark: a container dropped and made again under the
+   * same name by another tool does not carry it. An existing container is never changed.
    */
-  ensure(container: string, dimension: number): Promise<{ created: boolean }>;
+  ensure(container: string, dimension: number, mark?: string): Promise<{ created: boolean }>;
+  /** The mark `ensure` kept with the container when it created it; null when it has none or is missing. */
+  creationMark(container: string): Promise<string | null>;
   /**
    * Whether the container exists, whatever it holds or however it was made (a container another tool
    * made with a layout Tapyard cannot use exists too): never changes it.
@@ -88,4 +93,17 @@ export interface VectorStore {
 }
 
 /** Builds a store from its secret's fields; never connects until a method is called. */
+/** The metadata key of a container's creation mark, where a store keeps metadata (Qdrant, Chroma). */
+export const CREATION_MARK_KEY = 'tapyard_creation';
+
+/** A creation mark as a container's description or comment (Weaviate, Milvus, pgvector). */
+export function creationMarkText(mark: string): string {
+  return `tapyard creation ${mark}`;
+}
+
+/** The mark in a description or comment creationMarkText wrote; null for any other text. */
+export function creationMarkOf(text: string | null | undefined): string | null {
+  return /^tapyard creation ([A-Za-z0-9-]{1,64})$/.exec(text ?? '')?.[1] ?? null;
+}
+
 export type VectorStoreFactory = (fields: Record<string, string>, policy: EgressPolicy) => VectorStore;

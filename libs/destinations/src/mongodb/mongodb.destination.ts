@@ -47,7 +47,7 @@ const keyIndexName = (key: string[]): string =>
   `tapyard_key_${createHash('sha256').update(JSON.stringify(key)).digest('hex').slice(0, 16)}`;
 
 type CollectionLocation = Extract<CreatedObject, { store: 'mongodb' }>;
-type MongoLocation = Omit<CollectionLocation, 'creationId' | 'environment' | 'pipeline'>;
+type MongoLocation = Omit<CollectionLocation, 'creationId' | 'environment' | 'pipeline' | 'marked'>;
 
 /**
  * Marker in the database's ledger collection naming the creation that made a collection: a delete

@@ -5,11 +5,24 @@ import { DataSource, QueryRunner } from 'typeorm';
 import { DataLocation, PipelineDeletingError, PipelineNotFoundError } from '@tapyard/pipelines';
 import { VectorStoreName } from '@tapyard/model';
 
-/** A table, collection or job folder a pipeline created, as recorded when it created it. */
-export type CreatedObject = DataLocation & { creationId: string; environment: string; pipeline: string };
+/**
+ * A table, collection, job folder or vector-store container a pipeline created, as recorded when it
+ * created it. `marked`: the object carries its creation id in the store itself (a container made with
+ * VectorStore.ensure's mark), so the record holds only while the object still carries it.
+ */
+export type CreatedObject = DataLocation & {
+  creationId: string;
+  environment: string;
+  pipeline: string;
+  marked: boolean;
+};
 
 /** Records one object as created by the claiming pipeline; returns its creation id. */
-export type RecordCreation = (location: DataLocation, creationId?: string) => Promise<string>;
+export type RecordCreation = (
+  location: DataLocation,
+  creationId?: string,
+  options?: { marked?: boolean },
+) => Promise<string>;
 
 interface Row {
   creation_id: string;
@@ -19,6 +32,7 @@ interface Row {
   database: string | null;
   container: string;
   name: string;
+  marked: boolean;
 }
 
 /**
@@ -50,13 +64,24 @@ export class CreatedObjects {
       if (serialize !== undefined) {
         await runner.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [serialize]);
       }
-      const record: RecordCreation = async (location, creationId = randomUUID()) => {
+      const record: RecordCreation = async (location, creationId = randomUUID(), options = {}) => {
         const { database, container, name } = columnsOf(location);
         await runner.query(
           `INSERT INTO tapyard.created_objects
-             (creation_id, pipeline_id, environment, pipeline, store, database, container, name)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (creation_id) DO NOTHING`,
-          [creationId, id, environment, pipeline, location.store, database, container, name],
+             (creation_id, pipeline_id, environment, pipeline, store, database, container, name, marked)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+           ON CONFLICT (creation_id) DO UPDATE SET marked = created_objects.marked OR EXCLUDED.marked`,
+          [
+            creationId,
+            id,
+            environment,
+            pipeline,
+            location.store,
+            database,
+            container,
+            name,
+            options.marked === true,
+          ],
         );
         return creationId;
       };
@@ -73,7 +98,7 @@ export class CreatedObjects {
 
   async list(environment: string, pipeline: string): Promise<CreatedObject[]> {
     const rows: Row[] = await this.db.query(
-      `SELECT creation_id, environment, pipeline, store, database, container, name
+      `SELECT creation_id, environment, pipeline, store, database, container, name, marked
          FROM tapyard.created_objects WHERE environment = $1 AND pipeline = $2 ORDER BY created_at, creation_id`,
       [environment, pipeline],
     );
@@ -92,10 +117,10 @@ export class CreatedObjects {
     environment: string,
     location: DataLocation,
     loading: string,
-  ): Promise<{ creationId: string; pipeline: string }[]> {
+  ): Promise<{ creationId: string; pipeline: string; marked: boolean }[]> {
     const { database, container, name } = columnsOf(location);
-    const rows: { creation_id: string; pipeline: string }[] = await this.db.query(
-      `SELECT o.creation_id, o.pipeline FROM tapyard.created_objects o
+    const rows: { creation_id: string; pipeline: string; marked: boolean }[] = await this.db.query(
+      `SELECT o.creation_id, o.pipeline, o.marked FROM tapyard.created_objects o
          JOIN tapyard.pipelines p ON p.id = o.pipeline_id
          LEFT JOIN tapyard.pipelines me ON me.environment = $1 AND me.name = $6
         WHERE o.environment = $1 AND o.store = $2 AND o.name = $3 AND o.container = $4
@@ -104,7 +129,7 @@ export class CreatedObjects {
                OR p.locations && me.locations)`,
       [environment, location.store, name, container, database, loading],
     );
-    return rows.map((r) => ({ creationId: r.creation_id, pipeline: r.pipeline }));
+    return rows.map((r) => ({ creationId: r.creation_id, pipeline: r.pipeline, marked: r.marked }));
   }
 
   /** Forgets objects once dropped (or found gone, or no longer this pipeline's). */
@@ -139,7 +164,12 @@ function columnsOf(l: DataLocation): { database: string | null; container: strin
 }
 
 function fromRow(r: Row): CreatedObject {
-  const owner = { creationId: r.creation_id, environment: r.environment, pipeline: r.pipeline };
+  const owner = {
+    creationId: r.creation_id,
+    environment: r.environment,
+    pipeline: r.pipeline,
+    marked: r.marked,
+  };
   switch (r.store) {
     case 'postgres':
       return { ...owner, store: 'postgres', database: r.database ?? '', schema: r.container, name: r.name };

@@ -15,7 +15,7 @@ const HASH_CHARS = 12;
 /** A table a pipeline created, as recorded. */
 export type CreatedTable = Extract<CreatedObject, { store: 'postgres' }>;
 /** A table's place, whoever made it. */
-export type TableLocation = Omit<CreatedTable, 'creationId' | 'environment' | 'pipeline'>;
+export type TableLocation = Omit<CreatedTable, 'creationId' | 'environment' | 'pipeline' | 'marked'>;
 
 export const qualified = (l: TableLocation): string => `${quoteIdent(l.schema)}.${quoteIdent(l.name)}`;
 

@@ -254,7 +254,7 @@ export class DocumentLoader {
       const dimension = await this.withStore(vs, () => vs.dimension(container));
       if (dimension === embedder.dimension) {
         // It exists: the creator's record may have gone since (its pipeline deleted without its data).
-        if (!mayAdopt) await this.assertClaimed(p, location);
+        if (!mayAdopt) await this.assertClaimed(p, vs, container);
         return { created: false };
       }
       known?.delete(key);
@@ -267,19 +267,22 @@ export class DocumentLoader {
           // Before the store is asked to create or adapt it (Chroma records a dimension on an empty
           // collection made elsewhere): a container that is there must be one a pipeline created.
           const existed = !mayAdopt && (await vs.exists(container));
-          if (existed) await this.assertClaimed(p, location);
-          const r = await this.containers.prepare(p.environment, vs, container, {
-            model: embedder.model,
-            dimension: embedder.dimension,
-          });
+          if (existed) await this.assertClaimed(p, vs, container);
+          // One record per container however many jobs raced to create it (a store may accept the
+          // same create twice): the id is derived from the container itself. The container carries it
+          // (its creation mark), so one dropped and made again by another tool is no longer this one.
+          const creationId = chunkId(`${p.environment}/${p.pipeline}`, 0, `${vs.name}/${container}`);
+          const r = await this.containers.prepare(
+            p.environment,
+            vs,
+            container,
+            { model: embedder.model, dimension: embedder.dimension },
+            creationId,
+          );
           // Made by someone else since: claims of this container run one at a time (below), so a
           // pipeline's creation is recorded by now, and what another tool made is refused.
-          if (!mayAdopt && !existed && !r.created) await this.assertClaimed(p, location);
-          // One record per container however many jobs raced to create it (a store may accept the
-          // same create twice): the id is derived from the container itself.
-          if (r.created) {
-            await record(location, chunkId(`${p.environment}/${p.pipeline}`, 0, `${vs.name}/${container}`));
-          }
+          if (!mayAdopt && !existed && !r.created) await this.assertClaimed(p, vs, container);
+          if (r.created) await record(location, creationId, { marked: true });
           return r;
         },
         `vectorstore/${vs.name}/${container}`,
@@ -291,9 +294,19 @@ export class DocumentLoader {
     return result;
   }
 
-  /** Refuses `location` (which exists) unless a pipeline of the job's environment recorded creating it. */
-  private async assertClaimed(p: DocumentPayload, location: DataLocation): Promise<void> {
-    if ((await this.created.creationsAt(p.environment, location, p.pipeline)).length > 0) return;
+  /**
+   * Refuses `location` (which exists) unless a pipeline of the job's environment recorded creating it,
+   * and the container still carries that creation's mark when it was made with one.
+   */
+  private async assertClaimed(p: DocumentPayload, vs: VectorStore, container: string): Promise<void> {
+    const location: DataLocation = { store: 'vectorstore', vectorStore: vs.name, container };
+    const creations = await this.created.creationsAt(p.environment, location, p.pipeline);
+    // Made before containers carried marks: the record alone answers, as it did then.
+    if (creations.some((c) => !c.marked)) return;
+    if (creations.length > 0) {
+      const mark = await vs.creationMark(container);
+      if (creations.some((c) => c.creationId === mark)) return;
+    }
     throw new DocumentStageError(
       'VectorStoreLoader',
       locationUnclaimedError(p.pipeline, describeLocation(location)).message,

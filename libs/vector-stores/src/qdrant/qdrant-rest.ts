@@ -53,8 +53,20 @@ export class QdrantRest {
     return r.config.params.vectors;
   }
 
-  async create(name: string, size: number): Promise<void> {
-    await this.call('PUT', `/collections/${name}`, { vectors: { size, distance: 'Cosine' } });
+  async create(name: string, size: number, metadata?: Record<string, string>): Promise<void> {
+    await this.call('PUT', `/collections/${name}`, {
+      vectors: { size, distance: 'Cosine' },
+      ...(metadata ? { metadata } : {}),
+    });
+  }
+
+  /** `config.metadata` of a collection (Qdrant 1.16 and later keep it; older ones answer none). */
+  async metadata(name: string): Promise<Record<string, unknown> | null> {
+    const r = await this.call<{ config: { metadata?: Record<string, unknown> | null } }>(
+      'GET',
+      `/collections/${name}`,
+    );
+    return r.config.metadata ?? null;
   }
 
   async keywordIndex(name: string, field: string): Promise<void> {

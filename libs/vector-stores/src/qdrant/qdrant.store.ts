@@ -1,6 +1,13 @@
 import { EgressPolicy } from '@tapyard/egress';
 import { vectorContainerName } from '@tapyard/model';
-import type { ChunkMetadata, ChunkRecord, MetadataFilter, SearchHit, VectorStore } from '../vector-store';
+import {
+  CREATION_MARK_KEY,
+  type ChunkMetadata,
+  type ChunkRecord,
+  type MetadataFilter,
+  type SearchHit,
+  type VectorStore,
+} from '../vector-store';
 import {
   VectorContainerMissing,
   VectorDimensionMismatch,
@@ -73,7 +80,7 @@ export class QdrantStore implements VectorStore {
     });
   }
 
-  async ensure(container: string, dimension: number): Promise<{ created: boolean }> {
+  async ensure(container: string, dimension: number, mark?: string): Promise<{ created: boolean }> {
     const existing = await this.dimension(container);
     if (existing !== null) {
       if (existing !== dimension) throw new VectorDimensionMismatch('qdrant', container, existing, dimension);
@@ -81,14 +88,23 @@ export class QdrantStore implements VectorStore {
     }
     return this.conn.call(async (c) => {
       try {
-        await c.create(container, dimension);
+        await c.create(container, dimension, mark === undefined ? undefined : { [CREATION_MARK_KEY]: mark });
       } catch (err) {
         // Created meanwhile by another job: take it as it is.
-        if (statusOf(err) === 409) return this.ensure(container, dimension);
+        if (statusOf(err) === 409) return this.ensure(container, dimension, mark);
         throw err;
       }
       await c.keywordIndex(container, 'metadata.uri');
       return { created: true };
+    });
+  }
+
+  async creationMark(container: string): Promise<string | null> {
+    this.checkContainer(container);
+    return this.conn.call(async (c) => {
+      if (!(await c.exists(container))) return null;
+      const mark = (await c.metadata(container))?.[CREATION_MARK_KEY];
+      return typeof mark === 'string' ? mark : null;
     });
   }
 
