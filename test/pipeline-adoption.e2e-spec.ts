@@ -239,6 +239,18 @@ describe('a vector-store container no pipeline created', () => {
       .map((p) => p.id)
       .sort();
 
+  /** Another tool's Qdrant collection `c`, with its points (`foreign`). */
+  async function madeElsewhere(c: string): Promise<void> {
+    await qdrantCall('PUT', `/collections/${c}`, { vectors: { size: DIM, distance: 'Cosine' } });
+    await qdrantCall('PUT', `/collections/${c}/points?wait=true`, {
+      points: foreign.map((f, i) => ({
+        id: f.id,
+        vector: JSON.parse(vector(i)) as number[],
+        payload: { text: 'theirs', metadata: { uri: f.uri } },
+      })),
+    });
+  }
+
   beforeAll(async () => {
     const pgvFields = vectorPeerFields('pgvector');
     const qdrantFields = vectorPeerFields('qdrant');
@@ -355,14 +367,7 @@ describe('a vector-store container no pipeline created', () => {
   it("fails a scoped key's upload into a Qdrant collection made with its HTTP API, leaving its points, until an admin saves the pipeline", async () => {
     const c = collection('dba');
     qdrantMade.push(c);
-    await qdrantCall('PUT', `/collections/${c}`, { vectors: { size: DIM, distance: 'Cosine' } });
-    await qdrantCall('PUT', `/collections/${c}/points?wait=true`, {
-      points: foreign.map((f, i) => ({
-        id: f.id,
-        vector: JSON.parse(vector(i)) as number[],
-        payload: { text: 'theirs', metadata: { uri: f.uri } },
-      })),
-    });
+    await madeElsewhere(c);
     const pipeline = docPipeline('a-qdrant', 'qdrant', c);
     await post(keyA, '/pipeline', pipeline).expect(200);
 
@@ -379,25 +384,22 @@ describe('a vector-store container no pipeline created', () => {
     expect(after.length).toBeGreaterThan(1);
   });
 
-  /** Another tool drops `c` and makes it again under the same name, with its own points. */
-  async function remadeElsewhere(c: string): Promise<void> {
+  /**
+   * A Qdrant collection `pipeline` created (its first load), which another tool then drops and makes
+   * again under the same name, with its own points.
+   */
+  async function remadeElsewhere(pipeline: string): Promise<string> {
+    const c = collection(pipeline.replace(/-/g, '_'));
+    qdrantMade.push(c);
+    await post(keyA, '/pipeline', docPipeline(pipeline, 'qdrant', c)).expect(200);
+    expect((await upload(keyA, pipeline)).status).toBe('success');
     await qdrantCall('DELETE', `/collections/${c}`);
-    await qdrantCall('PUT', `/collections/${c}`, { vectors: { size: DIM, distance: 'Cosine' } });
-    await qdrantCall('PUT', `/collections/${c}/points?wait=true`, {
-      points: foreign.map((f, i) => ({
-        id: f.id,
-        vector: JSON.parse(vector(i)) as number[],
-        payload: { text: 'theirs', metadata: { uri: f.uri } },
-      })),
-    });
+    await madeElsewhere(c);
+    return c;
   }
 
   it('refuses a Qdrant collection its pipeline created once another tool dropped it and made it again', async () => {
-    const c = collection('remade');
-    qdrantMade.push(c);
-    await post(keyA, '/pipeline', docPipeline('a-remade', 'qdrant', c)).expect(200);
-    expect((await upload(keyA, 'a-remade')).status).toBe('success');
-    await remadeElsewhere(c);
+    const c = await remadeElsewhere('a-remade');
 
     // The record of its creation stands, but the collection no longer carries that creation's mark.
     const job = await upload(keyA, 'a-remade');
@@ -407,11 +409,7 @@ describe('a vector-store container no pipeline created', () => {
   });
 
   it('leaves a Qdrant collection made again by another tool when its pipeline is deleted with its data', async () => {
-    const c = collection('gone');
-    qdrantMade.push(c);
-    await post(keyA, '/pipeline', docPipeline('a-gone', 'qdrant', c)).expect(200);
-    expect((await upload(keyA, 'a-gone')).status).toBe('success');
-    await remadeElsewhere(c);
+    const c = await remadeElsewhere('a-gone');
 
     const res = await api.http
       .delete('/api/v1/pipeline')
