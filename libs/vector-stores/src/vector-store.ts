@@ -59,7 +59,8 @@ export interface VectorStore {
    * another dimension throws VectorDimensionMismatch; `created` says whether this call created it.
    * `mark`: kept with a container this call creates (in the store's own metadata, description or
    * comment of the container), read back by creationMark: a container dropped and made again under the
-   * same name by another tool does not carry it. An existing container is never changed.
+   * same name by another tool does not carry it. An existing container gets no mark (Chroma records the
+   * dimension of an empty collection made elsewhere: it keeps none of its own until its first vectors).
    */
   ensure(container: string, dimension: number, mark?: string): Promise<{ created: boolean }>;
   /** The mark `ensure` kept with the container when it created it; null when it has none or is missing. */
