@@ -2,7 +2,7 @@ import { mongo } from 'mongoose';
 import { Pool } from 'pg';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { issueKey, newBootstrapKey } from './support/auth';
-import { TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
+import { TEST_DATABASE_URL, TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
 import { keyed } from './support/ingest';
 import { ScopedPlatform, startScopedPlatform } from './support/scoped-platform';
 import { closedPort } from './support/net';
@@ -406,6 +406,22 @@ describe('a vector-store container no pipeline created', () => {
     expect(job.status).toBe('error');
     expect(job.lastError?.description).toBe(refusal('a-remade', `qdrant container ${c}`));
     expect(await qdrantIds(c)).toEqual(foreign.map((f) => f.id));
+  });
+
+  it('takes a record from before marks (unmarked) as it did: its collection counts as created, whatever it carries', async () => {
+    const c = await remadeElsewhere('a-legacy');
+    // As a container created by an earlier release is recorded: without a mark.
+    const meta = new Pool({ connectionString: TEST_DATABASE_URL, max: 1 });
+    try {
+      const { rowCount } = await meta.query(
+        `UPDATE tapyard.created_objects SET marked = false WHERE environment = $1 AND store = 'vectorstore' AND name = $2`,
+        [env, c],
+      );
+      expect(rowCount).toBe(1);
+    } finally {
+      await meta.end();
+    }
+    expect((await upload(keyA, 'a-legacy')).status).toBe('success');
   });
 
   it('leaves a Qdrant collection made again by another tool when its pipeline is deleted with its data', async () => {
