@@ -1,11 +1,10 @@
 import { mongo } from 'mongoose';
 import { Pool } from 'pg';
-import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
+import type { TestApi } from './support/apps';
 import { issueKey, newBootstrapKey } from './support/auth';
-import { TEST_DATABASE_URL, TEST_OBJECT_STORE, uniqueEnvironment } from './support/env';
+import { uniqueEnvironment } from './support/env';
 import { keyed } from './support/ingest';
-import { ScopedPlatform, startScopedPlatform } from './support/scoped-platform';
-import { closedPort } from './support/net';
+import { CATALOG_A, ScopedPlatform, startScopedPlatform } from './support/scoped-platform';
 import { peerAllowList, vectorPeerFields } from './support/vector-peers';
 
 /**
@@ -189,7 +188,6 @@ describe('a vector-store container no pipeline created', () => {
   const DIM = 384;
   const doc = '# Meeting rooms\n\nThe large meeting room is on the third floor, beside the kitchen.';
   let api: TestApi;
-  let worker: TestWorker;
   let pgv: Pool;
   let qdrant: string;
   let keyA: string;
@@ -251,44 +249,30 @@ describe('a vector-store container no pipeline created', () => {
     });
   }
 
+  let platform: ScopedPlatform;
   beforeAll(async () => {
     const pgvFields = vectorPeerFields('pgvector');
     const qdrantFields = vectorPeerFields('qdrant');
     qdrant = new URL(qdrantFields.url).origin;
-    const port = await closedPort();
-    const flags = {
-      TAPYARD_ENV: env,
-      ...TEST_OBJECT_STORE,
-      PGVECTOR_URL: pgvFields.connectionString,
-      TAP_EGRESS_ALLOW: peerAllowList(qdrantFields),
-      USE_API_KEYS: 'true',
-      TAPYARD_BOOTSTRAP_API_KEY: admin,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-    };
-    api = await startApi(flags);
-    await api.app.listen(port, '127.0.0.1');
-    worker = await startWorker(flags);
+    platform = await startScopedPlatform({
+      env,
+      admin,
+      schema,
+      mongoDb: schema,
+      flags: { PGVECTOR_URL: pgvFields.connectionString, TAP_EGRESS_ALLOW: peerAllowList(qdrantFields) },
+      keyCapabilities: [...CATALOG_A, 'document:upload'],
+    });
+    ({ api, keyA } = platform);
     await api.http.put('/api/v1/secrets/qdrant').set('x-api-key', admin).send(qdrantFields).expect(200);
     pgv = new Pool({ connectionString: pgvFields.connectionString, max: 2 });
     await pgv.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
-    keyA = await issueKey(api.http, admin, 'team-a', {
-      capabilities: [
-        'pipeline:read:catalog=a',
-        'pipeline:update:catalog=a',
-        'pipeline:upload:catalog=a',
-        'document:upload',
-        'job:read:catalog=a',
-      ],
-    });
   }, 20 * 60_000);
 
   afterAll(async () => {
     await pgv?.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
     await pgv?.end();
     for (const c of qdrantMade) await qdrantCall('DELETE', `/collections/${c}`).catch(() => undefined);
-    await worker?.close();
-    await api?.close();
+    await platform?.stop();
   });
 
   it("fails a scoped key's upload into a pgvector table made with SQL, leaving its rows, until an admin saves the pipeline", async () => {
@@ -411,16 +395,11 @@ describe('a vector-store container no pipeline created', () => {
   it('takes a record from before marks (unmarked) as it did: its collection counts as created, whatever it carries', async () => {
     const c = await remadeElsewhere('a-legacy');
     // As a container created by an earlier release is recorded: without a mark.
-    const meta = new Pool({ connectionString: TEST_DATABASE_URL, max: 1 });
-    try {
-      const { rowCount } = await meta.query(
-        `UPDATE tapyard.created_objects SET marked = false WHERE environment = $1 AND store = 'vectorstore' AND name = $2`,
-        [env, c],
-      );
-      expect(rowCount).toBe(1);
-    } finally {
-      await meta.end();
-    }
+    const { rowCount } = await platform.pg.query(
+      `UPDATE tapyard.created_objects SET marked = false WHERE environment = $1 AND store = 'vectorstore' AND name = $2`,
+      [env, c],
+    );
+    expect(rowCount).toBe(1);
     expect((await upload(keyA, 'a-legacy')).status).toBe('success');
   });
 

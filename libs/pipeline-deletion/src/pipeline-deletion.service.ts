@@ -149,8 +149,8 @@ export class PipelineDeletionService {
       // theirs now: left in place, and this pipeline's record of it forgotten.
       if (
         r.marked &&
-        (await store.exists(r.container)) &&
-        (await store.creationMark(r.container)) !== r.creationId
+        (await store.creationMark(r.container)) !== r.creationId &&
+        (await store.exists(r.container))
       ) {
         outcomes.push({
           object: r,

@@ -102,8 +102,12 @@ export class QdrantStore implements VectorStore {
   async creationMark(container: string): Promise<string | null> {
     this.checkContainer(container);
     return this.conn.call(async (c) => {
-      if (!(await c.exists(container))) return null;
-      const mark = (await c.metadata(container))?.[CREATION_MARK_KEY];
+      // One request: a missing collection answers 404.
+      const metadata = await c.metadata(container).catch((err: unknown) => {
+        if (statusOf(err) === 404) return null;
+        throw err;
+      });
+      const mark = metadata?.[CREATION_MARK_KEY];
       return typeof mark === 'string' ? mark : null;
     });
   }
