@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { AddressInfo, createServer } from 'node:net';
+import { closedPort } from './support/net';
 import { QdrantClient } from '@qdrant/js-client-rest';
 import { ServiceUnavailableError } from '@tapyard/core';
 import { VectorDimensionMismatch, VectorStore, VectorStoreInputError } from '@tapyard/vector-stores';
@@ -22,15 +22,6 @@ const chunk = (dim: number, i: number) => ({
   vector: unit(dim, i),
   metadata: { uri: `doc://foreign/${i}`, chunkIndex: i },
 });
-
-/** A loopback port nothing listens on (just released by the kernel). */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 function open(store: 'qdrant' | 'chroma'): { vs: VectorStore; url: URL } {
   const fields = vectorPeerFields(store);

@@ -1,12 +1,32 @@
 import { connect, createServer, Server, Socket } from 'node:net';
 
-/** A port on 127.0.0.1 that nothing listens on (bound, then released). */
-export async function closedPort(): Promise<number> {
+/**
+ * Ports below the kernel's ephemeral range (32768-60999) that no peer of the suite listens on (Milvus has 19530,
+ * FerretDB 27017): `listen(0)`, which every test double uses, never hands one out, so a port found closed here stays
+ * closed. A port released from the ephemeral range did not: another Jest worker's double could be given it a moment
+ * later (a "down" MongoDB once answered as an S3 double). Each worker takes its own slice, in turn, so two workers
+ * never pick the same port either.
+ */
+const SLICE = 1000;
+const FIRST = 10_000;
+const worker = Number(process.env.JEST_WORKER_ID ?? 1) % 8;
+let next = Math.floor(Math.random() * SLICE);
+
+function bindable(port: number): Promise<boolean> {
   const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as { port: number }).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
+  return new Promise((resolve) => {
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
+/** A port on 127.0.0.1 that nothing listens on and no test double will be given. */
+export async function closedPort(): Promise<number> {
+  for (let tries = 0; tries < SLICE; tries += 1) {
+    const port = FIRST + worker * SLICE + (next++ % SLICE);
+    if (await bindable(port)) return port;
+  }
+  throw new Error(`no free port in ${FIRST + worker * SLICE}-${FIRST + (worker + 1) * SLICE - 1}`);
 }
 
 /** Accepts connections and never answers: a peer that hangs. */
