@@ -3,19 +3,28 @@ import { existsSync } from 'node:fs';
 import { Writable } from 'node:stream';
 import { MountPlan, namespaceArgs } from './bwrap';
 import { userNamespaceFilter } from './seccomp';
+import { inherited, share } from './thread-probes';
 
 const PROBE_TIMEOUT_MS = 10_000;
 const probes = new Map<string, Promise<string | null>>();
 
 /**
  * Whether bwrap works here with the namespaces a run uses. Resolves to null when usable, else
- * to the reason; cached per binary and privilege, since neither changes while we run.
+ * to the reason; cached per binary and privilege, since neither changes while we run. A thread started
+ * after another found it usable takes that answer (thread-probes.ts); a reason is not passed on, so a
+ * probe that failed once (a timeout on a busy host) is tried again by the next thread.
  */
 export function probeBwrap(bwrapPath: string, privileged: boolean): Promise<string | null> {
   const key = `${bwrapPath}\0${privileged}`;
   let probe = probes.get(key);
   if (!probe) {
-    probe = runProbe(bwrapPath, privileged);
+    probe =
+      inherited('bwrap', key) === true
+        ? Promise.resolve(null)
+        : runProbe(bwrapPath, privileged).then((problem) => {
+            if (problem === null) share('bwrap', key, true);
+            return problem;
+          });
     probes.set(key, probe);
   }
   return probe;

@@ -18,3 +18,4 @@ export { scriptFactsOf } from './facts-script';
 export type { FunctionSignature, PythonScriptFacts } from './facts-script';
 export type { UidRange } from './uid-pool';
 export { reclaimThreadLeases } from './uid-pool';
+export { keepThreadProbes } from './thread-probes';

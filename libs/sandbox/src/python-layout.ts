@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { inherited, share } from './thread-probes';
 
 /** Where an interpreter's files really live: the sandbox must mount them at the same paths. */
 export interface PythonLayout {
@@ -15,15 +16,30 @@ const PROBE = [
 const PROBE_TIMEOUT_MS = 15_000;
 const layouts = new Map<string, Promise<PythonLayout>>();
 
-/** Asks the interpreter once per path; -E -S keep the probe independent of env and site. */
+/**
+ * Asks the interpreter once per path (-E -S keep the probe independent of env and site), or takes the
+ * answer a thread started before this one got (thread-probes.ts).
+ */
 export function pythonLayout(python: string): Promise<PythonLayout> {
   let layout = layouts.get(python);
   if (!layout) {
-    layout = probe(python);
+    const known = inherited('python', python);
+    layout = isLayout(known)
+      ? Promise.resolve(known)
+      : probe(python).then((found) => {
+          share('python', python, found);
+          return found;
+        });
     layouts.set(python, layout);
     layout.catch(() => layouts.delete(python));
   }
   return layout;
+}
+
+function isLayout(v: unknown): v is PythonLayout {
+  if (typeof v !== 'object' || v === null) return false;
+  const l = v as Record<string, unknown>;
+  return [l.basePrefix, l.baseExecPrefix, l.executable].every((p) => typeof p === 'string');
 }
 
 function probe(python: string): Promise<PythonLayout> {

@@ -21,7 +21,7 @@ import { METRICS_REGISTRY, sharedMetric } from '@tapyard/core';
 import type { TransferListItem, Worker } from 'node:worker_threads';
 import type { PipelineDefinition } from '@tapyard/model';
 import type { Payload } from '@tapyard/destinations';
-import { reclaimThreadLeases } from '@tapyard/sandbox';
+import { keepThreadProbes, reclaimThreadLeases } from '@tapyard/sandbox';
 import { warmKey, type WarmSpec } from '@tapyard/scripts';
 import {
   Counts,
@@ -99,6 +99,8 @@ export class StageThreadPool implements OnApplicationBootstrap, OnModuleDestroy 
    */
   private readonly kinds = new Map<string, WarmSpec>();
   private closed = false;
+  /** Threads started after one probed the sandbox's host take its findings instead of probing again. */
+  private readonly stopKeepingProbes = keepThreadProbes();
   /** Threads stopped by the watchdog, by stage, when the process keeps metrics. */
   private readonly stalls: Counter<'stage'> | null;
 
@@ -187,6 +189,7 @@ export class StageThreadPool implements OnApplicationBootstrap, OnModuleDestroy 
 
   async onModuleDestroy(): Promise<void> {
     this.closed = true;
+    this.stopKeepingProbes();
     const all = [...this.idle, ...this.busy];
     this.idle = [];
     await Promise.all(all.map(retire));
