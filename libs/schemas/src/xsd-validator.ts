@@ -4,8 +4,14 @@ import { spawnWorker } from '@tapyard/core';
 import { SchemaSampleError } from './sample-error';
 import type { XsdCalls, XsdThreadReply } from './xsd-thread';
 
-/** Records per xmllint call: its WASM heap is fixed, and a few thousand documents overflow it. */
-const PER_CALL = 400;
+/**
+ * Records per xmllint call. Each call starts a thread and compiles the WebAssembly anew (some 100 ms,
+ * whatever the count), so fewer calls are faster: 400 a call spent most of a 5,000-record batch there.
+ * The bound is not xmllint's heap but its command line, one file name per record, copied onto a fixed
+ * stack: 3,000 names of `r<n>.xml` fit, 3,500 overflow it ("memory access out of bounds"). Names count
+ * from 0 in each call, so 2,000 keep that margin however large the batch.
+ */
+const PER_CALL = 2_000;
 
 /**
  * How long a check may take: a base, and per record ten times what xmllint takes on an ordinary one
@@ -50,9 +56,10 @@ export class XsdRecordValidator {
     const calls: XsdCalls['calls'] = [];
     for (let start = 0; start < records.length; start += PER_CALL) {
       const slice = records.slice(start, start + PER_CALL);
-      calls.push(slice.map((r, i) => ({ fileName: `r${start + i}.xml`, contents: this.document(r) })));
+      calls.push(slice.map((r, i) => ({ fileName: `r${i}.xml`, contents: this.document(r) })));
     }
-    for (const errors of await validated({ schema: this.xsd, calls }, this.deadline(records.length))) {
+    const answers = await validated({ schema: this.xsd, calls }, this.deadline(records.length));
+    for (const [call, errors] of answers.entries()) {
       for (const e of errors) {
         // xmllint adds a summary line per failed file ("r3.xml fails to validate"); the detail has a location.
         if (e.fileName === null && /^r\d+\.xml fails to validate/.test(e.message.trim())) continue;
@@ -60,14 +67,15 @@ export class XsdRecordValidator {
         // libxml2 gave up inside its own checks (a pattern's backtracking ran out of its limits):
         // the record may well be valid, so it is the XSD's failure, not the record's reject.
         const internal = /Internal error: (.*)$/.exec(e.message.trim());
+        const i = m ? call * PER_CALL + Number(m[1]) : -1;
         if (internal) {
           throw new SchemaSampleError(
-            `the XSD cannot be used: xmllint failed inside its checks of record ${m ? Number(m[1]) + 1 : '?'} ` +
+            `the XSD cannot be used: xmllint failed inside its checks of record ${m ? i + 1 : '?'} ` +
               `of the batch (${internal[1]}); an xs:pattern that backtracks is the usual cause: simplify its patterns`,
           );
         }
-        if (!m) throw new SchemaSampleError(`the XSD cannot be used: ${e.message.trim()}`);
-        const i = Number(m[1]);
+        if (!m || i >= records.length)
+          throw new SchemaSampleError(`the XSD cannot be used: ${e.message.trim()}`);
         reasons[i] ??= e.message.replace(/^.*?validity error : /, '').trim();
       }
     }
