@@ -20,6 +20,7 @@ import { warehouseDecimal } from '../objectstore/parquet-decimal';
 import { SnowflakeTarget } from './section';
 import { DestinationErrorCode } from '../destination-errors';
 import { snowflakeEndpoint } from './endpoint';
+import { copyProblem, putProblem } from './answers';
 
 type SnowflakeSdk = typeof import('snowflake-sdk');
 let sdk: Promise<SnowflakeSdk> | null = null;
@@ -49,6 +50,22 @@ const sqlType = (c: SchemaField): string =>
   c.type === 'decimal' ? warehouseDecimal(c, 'Snowflake', 'NUMBER') : SQL_TYPES[c.type];
 
 const ident = (name: string): string => quoteIdent(name.toUpperCase());
+
+type AnswerRow = Record<string, unknown>;
+
+/**
+ * A statement Snowflake answered without an error but did not carry out for the file. A file not
+ * staged is an outage (the delivery is tried again, its PUT with it); rows a COPY did not load are
+ * the job's failure: the file is in the load history now, so a redelivery's COPY would skip it.
+ */
+function staged(problem: string | null): void {
+  if (problem !== null)
+    throw new ServiceUnavailableError('snowflake', problem).coded(DestinationErrorCode.Unavailable);
+}
+
+function copied(problem: string | null): void {
+  if (problem !== null) throw new UpstreamError(problem).coded(DestinationErrorCode.UpstreamFailed);
+}
 
 interface Settings {
   options: ConnectionOptions;
@@ -110,10 +127,15 @@ export class SnowflakeDestination extends Sink implements Destination {
         // The job's own folder of the table stage: its COPY sees only its file, which the load
         // history skips when a redelivery stages it again.
         const stage = `@%${table}/job=${target.pipelineToken}/`;
-        await run(`PUT 'file://${file}' ${stage} AUTO_COMPRESS = FALSE OVERWRITE = TRUE`, uploadBound);
-        await run(
+        const put = await run(
+          `PUT 'file://${file}' ${stage} AUTO_COMPRESS = FALSE OVERWRITE = TRUE`,
+          uploadBound,
+        );
+        staged(putProblem(put, name));
+        const copy = await run(
           `COPY INTO ${table} FROM ${stage} FILE_FORMAT = (TYPE = PARQUET) MATCH_BY_COLUMN_NAME = CASE_INSENSITIVE`,
         );
+        copied(copyProblem(copy, loaded));
       });
       return await this.finish(target, loaded, refused, rejects, `Snowflake table ${table}`, d);
     } finally {
@@ -129,7 +151,7 @@ export class SnowflakeDestination extends Sink implements Destination {
   private async session(
     target: LoadTarget,
     d: Delivery,
-    work: (run: (sql: string, boundMs?: number) => Promise<void>) => Promise<void>,
+    work: (run: (sql: string, boundMs?: number) => Promise<AnswerRow[]>) => Promise<void>,
   ): Promise<void> {
     const s = await this.settings(target);
     const connection: Connection = (await snowflakeSdk()).createConnection(s.options);
@@ -151,7 +173,7 @@ export class SnowflakeDestination extends Sink implements Destination {
         `Snowflake at ${s.where} is unavailable: ${errorMessage(err).slice(0, 200)}`,
       ).coded(DestinationErrorCode.Unavailable);
     }
-    const run = (sqlText: string, boundMs?: number): Promise<void> =>
+    const run = (sqlText: string, boundMs?: number): Promise<AnswerRow[]> =>
       d.call(`a statement`, () => this.execute(connection, s, sqlText), boundMs);
     try {
       await work(run);
@@ -160,12 +182,12 @@ export class SnowflakeDestination extends Sink implements Destination {
     }
   }
 
-  private execute(connection: Connection, s: Settings, sqlText: string): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
+  private execute(connection: Connection, s: Settings, sqlText: string): Promise<AnswerRow[]> {
+    return new Promise<AnswerRow[]>((resolve, reject) => {
       connection.execute({
         sqlText,
-        complete: (err) => {
-          if (!err) return resolve();
+        complete: (err, _statement, rows) => {
+          if (!err) return resolve((rows ?? []) as AnswerRow[]);
           const code = (err as { code?: unknown }).code;
           // Network-level failures (no SQL state) are outages; SQL errors are the statement's.
           if ((err as { sqlState?: unknown }).sqlState === undefined || code === 401002) {
