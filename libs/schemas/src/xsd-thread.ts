@@ -1,10 +1,16 @@
 /**
- * xmllint's validation calls of one XsdRecordValidator.check, in a thread of its own: xmllint-wasm
- * starts a worker per call and has no way to stop it, while an XSD's costly `xs:pattern` can take
- * about a second per value. Ending this thread ends the worker it started too.
+ * xmllint's validation calls of one XsdRecordValidator.check, in a thread of its own: an XSD's costly
+ * `xs:pattern` can take about a second per value, and nothing stops libxml2 mid-call but ending its
+ * thread.
+ *
+ * The package's `validateXML` starts a worker per call, which loads the emscripten module and
+ * compiles libxml2's WebAssembly again: some 100 ms a call, most of a call of 2,000 ordinary records.
+ * This thread runs that same module itself, compiled once: each call instantiates it with fresh
+ * memory (as each of the package's workers did), with the package's arguments and memory bounds.
  */
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { workerData, parentPort } from 'node:worker_threads';
-import { validateXML } from 'xmllint-wasm';
 
 /** What check sends: the schema and the documents of each call, in order. */
 export interface XsdCalls {
@@ -16,12 +22,79 @@ export interface XsdCalls {
 export type XsdThreadReply =
   { ok: true; errors: { message: string; fileName: string | null }[][] } | { ok: false; message: string };
 
+type XsdError = { message: string; fileName: string | null };
+
+/** What this thread uses of WebAssembly (the project's TypeScript libraries do not declare it). */
+interface Wasm {
+  Memory: new (pages: { initial: number; maximum: number }) => object;
+  compile(bytes: Uint8Array): Promise<object>;
+  instantiate(module: object, imports: object): Promise<object>;
+}
+const wasm = (globalThis as unknown as { WebAssembly: Wasm }).WebAssembly;
+
+/** The emscripten module of xmllint-wasm's own worker (its `inputFiles` are written before main runs). */
+type XmllintModule = (options: {
+  inputFiles: { fileName: string; contents: string }[];
+  arguments: string[];
+  print: (line: string) => void;
+  printErr: (line: string) => void;
+  onExit: (code: number) => void;
+  onAbort: (reason: unknown) => void;
+  wasmMemory: object;
+  instantiateWasm: (imports: object, done: (instance: object, module: object) => void) => object;
+}) => Promise<unknown>;
+
+/** The package's default memory bounds, in 64 KiB pages: 16 MiB at first, at most 32 MiB. */
+const INITIAL_PAGES = 256;
+const MAX_PAGES = 512;
+
+/** xmllint's exit codes for "ran, some file did not validate" (3: invalid, 4: the schema's own errors). */
+const INVALID = new Set([3, 4]);
+
+async function validate(
+  xmllint: XmllintModule,
+  compiled: object,
+  schema: string,
+  xml: XsdCalls['calls'][number],
+): Promise<XsdError[]> {
+  let stderr = '';
+  const exitCode = await new Promise<number>((resolve, reject) => {
+    xmllint({
+      inputFiles: [...xml, { fileName: 'schema.xsd', contents: schema }],
+      arguments: ['--schema', 'schema.xsd', '--noout', ...xml.map((f) => f.fileName)],
+      print: () => undefined,
+      printErr: (line) => (stderr += `${line}\n`),
+      onExit: resolve,
+      onAbort: (reason) => reject(new Error(`xmllint aborted: ${String(reason)}`)),
+      wasmMemory: new wasm.Memory({ initial: INITIAL_PAGES, maximum: MAX_PAGES }),
+      instantiateWasm: (imports, done) => {
+        wasm.instantiate(compiled, imports).then((instance) => done(instance, compiled), reject);
+        return {};
+      },
+    }).catch(reject);
+  });
+  if (exitCode === 0) return [];
+  if (!INVALID.has(exitCode)) throw new Error(stderr.trim() || `xmllint ended with ${exitCode}`);
+  return stderr
+    .split('\n')
+    .filter((line) => line.trim() !== '' && !line.trim().endsWith(' validates'))
+    .map((line) => {
+      // "<file>:<line>: <message>", or a line of its own (a file's "fails to validate").
+      const [fileName, lineNumber, ...rest] = line.split(':');
+      return fileName && lineNumber && rest.length > 0
+        ? { fileName, message: rest.join(':').trim() }
+        : { fileName: null, message: line };
+    });
+}
+
 async function run({ schema, calls }: XsdCalls): Promise<XsdThreadReply> {
-  const errors: { message: string; fileName: string | null }[][] = [];
-  for (const xml of calls) {
-    const result = await validateXML({ xml, schema: [{ fileName: 'schema.xsd', contents: schema }] });
-    errors.push(result.errors.map((e) => ({ message: e.message, fileName: e.loc?.fileName ?? null })));
-  }
+  // Required here, not imported: loading the module registers its worker's message listener, which
+  // this thread never feeds (the thread is ended once it answers).
+  const load = createRequire(__filename);
+  const xmllint = load('xmllint-wasm/xmllint-node.js') as XmllintModule;
+  const compiled = await wasm.compile(readFileSync(load.resolve('xmllint-wasm/xmllint.wasm')));
+  const errors: XsdError[][] = [];
+  for (const xml of calls) errors.push(await validate(xmllint, compiled, schema, xml));
   return { ok: true, errors };
 }
 

@@ -5,11 +5,11 @@ import { SchemaSampleError } from './sample-error';
 import type { XsdCalls, XsdThreadReply } from './xsd-thread';
 
 /**
- * Records per xmllint call. Each call starts a thread and compiles the WebAssembly anew (some 100 ms,
- * whatever the count), so fewer calls are faster: 400 a call spent most of a 5,000-record batch there.
- * The bound is not xmllint's heap but its command line, one file name per record, copied onto a fixed
- * stack: 3,000 names of `r<n>.xml` fit, 3,500 overflow it ("memory access out of bounds"). Names count
- * from 0 in each call, so 2,000 keep that margin however large the batch.
+ * Records per xmllint call. A call costs a fresh instance of libxml2's WebAssembly besides its records
+ * (see xsd-thread.ts), so fewer calls are faster. The bound is not xmllint's heap but its command line,
+ * one file name per record, copied onto a fixed stack: 3,000 names of `r<n>.xml` fit, 3,500 overflow it
+ * ("memory access out of bounds"). Names count from 0 in each call, so 2,000 keep that margin however
+ * large the batch.
  */
 const PER_CALL = 2_000;
 
