@@ -429,13 +429,13 @@ export function machineBusySeconds(): number {
   return (user + nice + system + irq + softirq + steal) / 100;
 }
 
-interface MachineSample {
+export interface MachineSample {
   total: number;
   busy: number;
   processes: Map<number, ProcessTicks>;
 }
 
-function sampleMachine(): MachineSample {
+export function sampleMachine(): MachineSample {
   // cpu user nice system idle iowait irq softirq steal (guest time is already inside user).
   const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0].split(/\s+/).slice(1, 9).map(Number);
   const processes = new Map<number, ProcessTicks>();
@@ -547,12 +547,17 @@ export function peerMissing(why: string): void {
  * bench's process tree when they detach, and would otherwise count as other processes.
  */
 export class MachineWatch {
-  private readonly start = sampleMachine();
   private readonly self = new Set([process.pid]);
-  private readonly startBench = treeTicks(this.start, this.self);
-  private readonly startPeers = treeTicks(this.start, peerRoots(this.start));
+  private readonly startBench: number;
+  private readonly startPeers: number;
   /** The harness's processes when last counted: their ticks since the start, by pid and start time. */
   private harness = new Map<string, { pid: number; ticks: number }>();
+
+  /** `start`: the machine as sampled now, unless given (two watches of one sample differ only in what they count). */
+  constructor(private readonly start: MachineSample = sampleMachine()) {
+    this.startBench = treeTicks(start, this.self);
+    this.startPeers = treeTicks(start, peerRoots(start));
+  }
 
   /**
    * `pids` and their descendants, as they are now, are the bench's peers: their CPU since the watch
@@ -570,8 +575,8 @@ export class MachineWatch {
     }
   }
 
-  readings(): MachineReadings {
-    const end = sampleMachine();
+  /** `end`: the machine as sampled now, unless given. */
+  readings(end: MachineSample = sampleMachine()): MachineReadings {
     const peers = treePids(end, peerRoots(end));
     const bench = treePids(end, this.self);
     let harness = 0;
