@@ -56,13 +56,18 @@ pgvector_start() {
       start >/dev/null || die "pgvector did not start (see $data/server.log)"
   fi
   # The platform's role owns its database and may create tables; the extension is made by the admin.
-  pgvector_psql -d postgres -v pw="$TAPYARD_PGVECTOR_PASSWORD" <<'SQL' >/dev/null
+  # One caller at a time (test workers ask at once): two concurrent ALTER ROLEs fail with "tuple
+  # concurrently updated". Only psql runs under the lock, so no daemon inherits its descriptor.
+  {
+    flock 9
+    pgvector_psql -d postgres -v pw="$TAPYARD_PGVECTOR_PASSWORD" <<'SQL' >/dev/null
 SELECT 'CREATE ROLE tapyard LOGIN' WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'tapyard') \gexec
 SELECT format('ALTER ROLE tapyard LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD %L', :'pw') \gexec
 SELECT 'CREATE DATABASE tapyard_vectors OWNER tapyard'
   WHERE NOT EXISTS (SELECT 1 FROM pg_database WHERE datname = 'tapyard_vectors') \gexec
 SQL
-  pgvector_psql -d tapyard_vectors -c 'CREATE EXTENSION IF NOT EXISTS vector' >/dev/null
+    pgvector_psql -d tapyard_vectors -c 'CREATE EXTENSION IF NOT EXISTS vector' >/dev/null
+  } 9>"$TAPYARD_HOME/.pgvector-setup.lock"
 }
 
 pgvector_stop() {

@@ -109,6 +109,12 @@ SQL
   done
 }
 
+# One caller at a time (`scripts/services up` run at once by several processes): concurrent ALTER ROLEs
+# fail with "tuple concurrently updated". Only psql runs under the lock, so no daemon inherits it.
+postgres_secure_once() {
+  { flock 9; postgres_secure; } 9>"$TAPYARD_HOME/.postgres-setup.lock"
+}
+
 postgres_start() {
   postgres_install
   postgres_configure
@@ -127,7 +133,7 @@ postgres_start() {
     pg_ctlcluster "$v" "$PG_CLUSTER" start || true
     wait_for 30 postgres_ready || die "postgres did not become ready (see /var/log/postgresql/)"
   fi
-  postgres_secure
+  postgres_secure_once
 }
 
 postgres_stop() {
