@@ -1,7 +1,7 @@
 /**
- * xmllint's validation calls of one XsdRecordValidator.check, in a thread of its own: an XSD's costly
- * `xs:pattern` can take about a second per value, and nothing stops libxml2 mid-call but ending its
- * thread.
+ * xmllint's validation calls of one XsdRecordValidator's checks, in a thread of its own (kept between
+ * a job's batches, see CheckThread): an XSD's costly `xs:pattern` can take about a second per value,
+ * and nothing stops libxml2 mid-call but ending its thread.
  *
  * The package's `validateXML` starts a worker per call, which loads the emscripten module and
  * compiles libxml2's WebAssembly again: some 100 ms a call, most of a call of 2,000 ordinary records.
@@ -12,15 +12,19 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { workerData, parentPort } from 'node:worker_threads';
 
-/** What check sends: the schema and the documents of each call, in order. */
-export interface XsdCalls {
-  schema: string;
-  calls: { fileName: string; contents: string }[][];
+/** The documents of one xmllint call. */
+export type XsdCall = { fileName: string; contents: string }[];
+
+/** What a check sends: the documents of each call, in order (the schema came with the thread). */
+export interface XsdCheck {
+  id: number;
+  calls: XsdCall[];
 }
 
-/** Each call's errors, in order (the parts of xmllint's error read by check). */
-export type XsdThreadReply =
-  { ok: true; errors: { message: string; fileName: string | null }[][] } | { ok: false; message: string };
+/** Each call's errors, in order (the parts of xmllint's error read by check), for the check `id`. */
+export type XsdThreadReply = { id: number } & (
+  { ok: true; errors: { message: string; fileName: string | null }[][] } | { ok: false; message: string }
+);
 
 type XsdError = { message: string; fileName: string | null };
 
@@ -55,7 +59,7 @@ async function validate(
   xmllint: XmllintModule,
   compiled: object,
   schema: string,
-  xml: XsdCalls['calls'][number],
+  xml: XsdCall,
 ): Promise<XsdError[]> {
   let stderr = '';
   const exitCode = await new Promise<number>((resolve, reject) => {
@@ -87,19 +91,38 @@ async function validate(
     });
 }
 
-async function run({ schema, calls }: XsdCalls): Promise<XsdThreadReply> {
-  // Required here, not imported: loading the module registers its worker's message listener, which
-  // this thread never feeds (the thread is ended once it answers).
-  const load = createRequire(__filename);
-  const xmllint = load('xmllint-wasm/xmllint-node.js') as XmllintModule;
-  const compiled = await wasm.compile(readFileSync(load.resolve('xmllint-wasm/xmllint.wasm')));
-  const errors: XsdError[][] = [];
-  for (const xml of calls) errors.push(await validate(xmllint, compiled, schema, xml));
-  return { ok: true, errors };
+/** xmllint and libxml2 compiled, loaded by the first check. */
+let engine: Promise<{ xmllint: XmllintModule; compiled: object }> | null = null;
+
+function load(): Promise<{ xmllint: XmllintModule; compiled: object }> {
+  // Required here, not imported: loading the module registers its own worker's message listener, which
+  // ignores every message without its key (ours have none).
+  const from = createRequire(__filename);
+  const xmllint = from('xmllint-wasm/xmllint-node.js') as XmllintModule;
+  return wasm
+    .compile(readFileSync(from.resolve('xmllint-wasm/xmllint.wasm')))
+    .then((compiled) => ({ xmllint, compiled }));
 }
 
-run((workerData as { data: XsdCalls }).data).then(
-  (reply) => parentPort?.postMessage(reply),
-  (err: unknown) =>
-    parentPort?.postMessage({ ok: false, message: err instanceof Error ? err.message : String(err) }),
-);
+async function errorsOf(schema: string, calls: XsdCall[]): Promise<XsdError[][]> {
+  engine ??= load();
+  const { xmllint, compiled } = await engine;
+  const errors: XsdError[][] = [];
+  for (const xml of calls) errors.push(await validate(xmllint, compiled, schema, xml));
+  return errors;
+}
+
+const { schema } = (workerData as { data: { schema: string } }).data;
+// One check at a time: the validator sends the next once this one answered.
+parentPort?.on('message', (msg: XsdCheck) => {
+  if (typeof msg?.id !== 'number' || !Array.isArray(msg.calls)) return;
+  errorsOf(schema, msg.calls).then(
+    (errors) => parentPort?.postMessage({ id: msg.id, ok: true, errors } satisfies XsdThreadReply),
+    (err: unknown) =>
+      parentPort?.postMessage({
+        id: msg.id,
+        ok: false,
+        message: err instanceof Error ? err.message : String(err),
+      } satisfies XsdThreadReply),
+  );
+});

@@ -33,6 +33,22 @@ describe('XsdRecordValidator (libxml2 via WebAssembly)', () => {
     expect(reasons[4499]).toMatch(/sku/);
   });
 
+  it("runs a validator's checks in one thread, ended once idle", async () => {
+    const v = XsdRecordValidator.create(xsd, 'item', undefined, 200);
+    expect(v.threadId).toBeNull();
+    expect(await v.check([{ '@sku': 'C', qty: '5' }])).toEqual([null]);
+    const first = v.threadId;
+    expect(first).not.toBeNull();
+    expect(await v.check([{ qty: '1' }])).toEqual([expect.stringMatching(/sku/)]);
+    expect(v.threadId).toBe(first);
+    for (let i = 0; i < 50 && v.threadId !== null; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(v.threadId).toBeNull();
+    // The next check starts another.
+    expect(await v.check([{ '@sku': 'C', qty: 'x' }])).toEqual([expect.stringMatching(/xs:integer/)]);
+    expect(v.threadId).not.toBeNull();
+    expect(v.threadId).not.toBe(first);
+  });
+
   it("stops a check an XSD's backtracking pattern would hold for minutes, its xmllint worker with it", async () => {
     const costly =
       '<xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema"><xs:element name="row"><xs:simpleType>' +
@@ -47,6 +63,7 @@ describe('XsdRecordValidator (libxml2 via WebAssembly)', () => {
       v.check(Array.from({ length: 40 }, () => ({ '#text': `${'a'.repeat(60)}c` }))),
     ).rejects.toThrow(/the XSD took longer than 2 s to check 40 records/);
     expect(Date.now() - started).toBeLessThan(10_000);
+    expect(v.threadId).toBeNull();
     // Its thread and xmllint's are gone (they would spin on for the rest of the values otherwise).
     for (let i = 0; i < 50 && threads() > before; i++) await new Promise((r) => setTimeout(r, 100));
     expect(threads()).toBeLessThanOrEqual(before);

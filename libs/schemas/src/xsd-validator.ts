@@ -2,7 +2,8 @@ import { extname, join } from 'node:path';
 import sax from 'sax';
 import { spawnWorker } from '@tapyard/core';
 import { SchemaSampleError } from './sample-error';
-import type { XsdCalls, XsdThreadReply } from './xsd-thread';
+import type { Worker } from 'node:worker_threads';
+import type { XsdCall, XsdCheck, XsdThreadReply } from './xsd-thread';
 
 /**
  * Records per xmllint call. A call costs a fresh instance of libxml2's WebAssembly besides its records
@@ -32,33 +33,48 @@ type Obj = Record<string, unknown>;
  * `xs:sequence` may then refuse.
  */
 export class XsdRecordValidator {
+  /** The thread the checks run in, kept between a job's batches (see CheckThread). */
+  private thread: CheckThread | null = null;
+  /** Checks run one after the other: each one's deadline counts from its own start. */
+  private turn: Promise<unknown> = Promise.resolve();
+
   private constructor(
     private readonly xsd: string,
     private readonly rowElement: string,
     private readonly wrapper: string | null,
     private readonly deadline: (records: number) => number,
+    private readonly idleMs: number,
   ) {}
 
   static create(
     xsd: string,
     rowElement: string,
     deadline = (records: number) => CHECK_BASE_MS + CHECK_MS_PER_RECORD * records,
+    idleMs = IDLE_MS,
   ): XsdRecordValidator {
     const globals = globalElements(xsd);
     const local = rowElement.slice(rowElement.indexOf(':') + 1);
     if (globals.length === 0) throw new SchemaSampleError('the XSD declares no global element');
-    return new XsdRecordValidator(xsd, local, globals.includes(local) ? null : globals[0], deadline);
+    return new XsdRecordValidator(xsd, local, globals.includes(local) ? null : globals[0], deadline, idleMs);
+  }
+
+  /** The thread's id while this validator has one (it ends when idle, or past a check's deadline). */
+  get threadId(): number | null {
+    return this.thread?.id ?? null;
   }
 
   /** One reason per record (null: valid), in order. */
   async check(records: Obj[]): Promise<(string | null)[]> {
     const reasons: (string | null)[] = records.map(() => null);
-    const calls: XsdCalls['calls'] = [];
+    const calls: XsdCall[] = [];
     for (let start = 0; start < records.length; start += PER_CALL) {
       const slice = records.slice(start, start + PER_CALL);
       calls.push(slice.map((r, i) => ({ fileName: `r${i}.xml`, contents: this.document(r) })));
     }
-    const answers = await validated({ schema: this.xsd, calls }, this.deadline(records.length));
+    const ms = this.deadline(records.length);
+    const answering = this.turn.then(() => this.validated(calls, ms));
+    this.turn = answering.catch(() => undefined);
+    const answers = await answering;
     for (const [call, errors] of answers.entries()) {
       for (const e of errors) {
         // xmllint adds a summary line per failed file ("r3.xml fails to validate"); the detail has a location.
@@ -82,41 +98,115 @@ export class XsdRecordValidator {
     return reasons;
   }
 
+  /** Each call's errors, from this validator's thread (started when there is none). */
+  private validated(calls: XsdCall[], ms: number): Promise<XsdErrors> {
+    let thread = this.thread;
+    if (!thread) {
+      const started: CheckThread = new CheckThread(this.xsd, this.idleMs, () => {
+        if (this.thread === started) this.thread = null;
+      });
+      thread = this.thread = started;
+    }
+    return thread.check(calls, ms);
+  }
+
   private document(record: Obj): string {
     const xml = element(this.rowElement, record);
     return this.wrapper === null ? xml : `<${this.wrapper}>${xml}</${this.wrapper}>`;
   }
 }
 
-/** Each call's errors, from a thread ended (with xmllint's worker) when `ms` pass. */
-function validated(work: XsdCalls, ms: number): Promise<Extract<XsdThreadReply, { ok: true }>['errors']> {
-  const thread = spawnWorker(join(__dirname, `xsd-thread${extname(__filename)}`), { data: work });
-  return new Promise<Extract<XsdThreadReply, { ok: true }>['errors']>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      reject(
-        new SchemaSampleError(
-          `the XSD took longer than ${Math.round(ms / 1000)} s to check ${work.calls.flat().length} records ` +
-            '(an xs:pattern that backtracks costs about a second a value): simplify its patterns',
-        ),
-      );
-      void thread.terminate();
-    }, ms);
-    thread.once('message', (reply: XsdThreadReply) => {
-      clearTimeout(timer);
-      void thread.terminate();
-      if (reply.ok) resolve(reply.errors);
-      else reject(new Error(reply.message));
+type XsdErrors = Extract<XsdThreadReply, { ok: true }>['errors'];
+
+/** A thread with nothing to check for this long ends: a job's batches come closer together than that. */
+const IDLE_MS = 2_000;
+
+/**
+ * The thread of one validator's checks. Starting it (and compiling libxml2 in it) costs some 60 ms, so
+ * the batches of a job share it; it ends once idle for IDLE_MS, and never holds its process open. A
+ * check past its deadline ends it at once (nothing else stops libxml2 mid-call), and the next check
+ * starts another.
+ */
+class CheckThread {
+  private readonly worker: Worker;
+  readonly id: number;
+  private pending: {
+    id: number;
+    resolve: (errors: XsdErrors) => void;
+    reject: (err: Error) => void;
+  } | null = null;
+  private ids = 0;
+  private idle: NodeJS.Timeout | null = null;
+  private ended = false;
+
+  constructor(
+    schema: string,
+    private readonly idleMs: number,
+    private readonly gone: () => void,
+  ) {
+    this.worker = spawnWorker(join(__dirname, `xsd-thread${extname(__filename)}`), { data: { schema } });
+    this.id = this.worker.threadId;
+    this.worker.unref();
+    this.worker.on('message', (reply: XsdThreadReply & { id: number }) => {
+      const p = this.pending;
+      if (!p || reply.id !== p.id) return;
+      this.pending = null;
+      this.wait();
+      if (reply.ok) p.resolve(reply.errors);
+      else p.reject(new Error(reply.message));
     });
-    thread.once('error', (err) => {
-      clearTimeout(timer);
-      reject(err);
-    });
+    this.worker.on('error', (err) => this.end(err));
     // Ended without a word (killed, out of memory): the check fails rather than waits for ever.
-    thread.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`the XSD check's thread ended (${code}) before it answered`));
+    this.worker.on('exit', (code) =>
+      this.end(new Error(`the XSD check's thread ended (${code}) before it answered`)),
+    );
+  }
+
+  check(calls: XsdCall[], ms: number): Promise<XsdErrors> {
+    if (this.idle) clearTimeout(this.idle);
+    return new Promise<XsdErrors>((resolve, reject) => {
+      const timer = setTimeout(
+        () =>
+          this.end(
+            new SchemaSampleError(
+              `the XSD took longer than ${Math.round(ms / 1000)} s to check ${calls.flat().length} records ` +
+                '(an xs:pattern that backtracks costs about a second a value): simplify its patterns',
+            ),
+          ),
+        ms,
+      );
+      const id = ++this.ids;
+      this.pending = {
+        id,
+        resolve: (errors) => {
+          clearTimeout(timer);
+          resolve(errors);
+        },
+        reject: (err) => {
+          clearTimeout(timer);
+          reject(err);
+        },
+      };
+      this.worker.postMessage({ id, calls } satisfies XsdCheck);
     });
-  });
+  }
+
+  private wait(): void {
+    this.idle = setTimeout(() => this.end(null), this.idleMs);
+    this.idle.unref();
+  }
+
+  /** Ends the thread; a check it was running fails with `err`. */
+  private end(err: Error | null): void {
+    if (this.idle) clearTimeout(this.idle);
+    const p = this.pending;
+    this.pending = null;
+    if (p) p.reject(err ?? new Error("the XSD check's thread ended"));
+    if (this.ended) return;
+    this.ended = true;
+    this.gone();
+    void this.worker.terminate();
+  }
 }
 
 /** Names of the `xs:element` declarations directly under `xs:schema` (local names). */
