@@ -1,5 +1,6 @@
 import { join } from 'node:path';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import type { Worker } from 'node:worker_threads';
 import { spawnWorker } from '@tapyard/core';
 import { resolveInterpreter } from './interpreter';
@@ -23,23 +24,43 @@ function probeInThread(data: { bwrap: string; python: string }): Promise<Answer>
 
 describe('sandbox probes across threads', () => {
   let stop: () => void;
-  beforeEach(() => (stop = keepThreadProbes()));
-  afterEach(() => stop());
+  let dir: string;
+  beforeEach(() => {
+    stop = keepThreadProbes();
+    dir = mkdtempSync(join(tmpdir(), 'tapyard-probes-'));
+  });
+  afterEach(() => {
+    stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /**
+   * Paths no thread of this process probed before: findings are kept by path, and earlier test files
+   * run in this process may have probed the usual ones.
+   */
+  const fresh = (target: string, name: string): string => {
+    const path = join(dir, name);
+    symlinkSync(target, path);
+    return path;
+  };
 
   (existsSync(BWRAP) ? it : it.skip)(
     'a thread started after another probed takes its findings and starts no process for them',
     async () => {
-      const python = await resolveInterpreter(process.env.TAPYARD_SANDBOX_PYTHON ?? 'python3');
-      const first = await probeInThread({ bwrap: BWRAP, python });
+      const bwrap = fresh(BWRAP, 'bwrap');
+      const python = fresh(
+        await resolveInterpreter(process.env.TAPYARD_SANDBOX_PYTHON ?? 'python3'),
+        'python3',
+      );
+      const first = await probeInThread({ bwrap, python });
       expect(first.problem).toBeNull();
       expect(first.started).toBe(2); // bwrap, then the interpreter
       // The main thread hears of it asynchronously; the next thread is started once it has.
-      let second = await probeInThread({ bwrap: BWRAP, python });
-      for (let i = 0; i < 20 && second.started > 0; i++)
-        second = await probeInThread({ bwrap: BWRAP, python });
+      let second = await probeInThread({ bwrap, python });
+      for (let i = 0; i < 20 && second.started > 0; i++) second = await probeInThread({ bwrap, python });
       expect(second).toEqual({ problem: null, layout: first.layout, started: 0 });
       // Another interpreter path is probed by itself (findings are kept per path); bwrap is not again.
-      const other = await probeInThread({ bwrap: BWRAP, python: `${python}-missing` });
+      const other = await probeInThread({ bwrap, python: `${python}-missing` });
       expect(other).toEqual({
         problem: null,
         layout: { error: expect.stringMatching(/cannot run the interpreter/) },
@@ -50,7 +71,7 @@ describe('sandbox probes across threads', () => {
 
   it('does not pass on a failed probe: the next thread tries again', async () => {
     const python = await resolveInterpreter(process.env.TAPYARD_SANDBOX_PYTHON ?? 'python3');
-    const missing = '/nonexistent/bwrap';
+    const missing = join(dir, 'no-bwrap');
     const first = await probeInThread({ bwrap: missing, python });
     expect(first.problem).toMatch(/does not exist/);
     const second = await probeInThread({ bwrap: missing, python });
