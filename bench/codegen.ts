@@ -15,7 +15,9 @@
  * one ended, so what the worker does after a job is no part of the next; the load average is printed beside
  * the figures. Prints rows/s and ratios, and the CPU time of the worker with its sandboxed scripts per load
  * (what a script costs when the machine has no core to spare for it) by part: main thread, stage threads
- * (negative when a thread let go took its CPU with it) and the sandboxes reaped; asserts nothing.
+ * (negative when a thread let go took its CPU with it) and the sandboxes reaped, then the machine's CPU by process
+ * in each fastest load (a sandbox's Python is counted under `bwrap`, which reaps it, or under the reaper of
+ * orphans, `process_api` on this VM); asserts nothing.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -28,6 +30,7 @@ import {
   NARROW_COLUMNS,
   benchTarget,
   cpuSeconds,
+  cpuByProcess,
   machineBusySeconds,
   sleep,
   startPlatform,
@@ -128,10 +131,12 @@ interface Figures {
   main: number;
   stages: number;
   scripts: number;
+  /** CPU seconds by process over the load, machine-wide (the sandboxes' Python among them). */
+  byProcess: Map<string, number>;
 }
 
 /** The worker's CPU seconds by part (see Figures); a part is the sum of its threads or children. */
-async function cpuParts(worker: number): Promise<Omit<Figures, 'wall' | 'cores'>> {
+async function cpuParts(worker: number): Promise<Omit<Figures, 'wall' | 'cores' | 'byProcess'>> {
   const threads = await threadCpuSeconds(worker);
   const stat = await readFile(`/proc/${worker}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
@@ -148,15 +153,18 @@ async function load(file: string, name: string, worker: number): Promise<Figures
   await sleep(SETTLE_MS);
   const before = await cpuParts(worker);
   const busy = machineBusySeconds();
+  const processes = cpuByProcess(new Map([[worker, 'tapyard worker']]));
   const began = Date.now();
   const token = await uploadFile(BASE, file, name);
   const wall = await secondsToDone(BASE, `pipelinetoken=${token}`, began);
   // The machine's busy time is read when a poll saw the end: over that span.
   const cores = (machineBusySeconds() - busy) / ((Date.now() - began) / 1000);
+  const byProcess = processes();
   const after = await cpuParts(worker);
   return {
     wall,
     cores,
+    byProcess,
     cpu: after.cpu - before.cpu,
     main: after.main - before.main,
     stages: after.stages - before.stages,
@@ -204,7 +212,15 @@ async function main(): Promise<void> {
     for (const name of ['plain', 'checked', 'passed', 'derived']) await load(warm, name, worker);
 
     const load1 = loadavg()[0];
-    const none = { wall: Infinity, cpu: Infinity, cores: 0, main: 0, stages: 0, scripts: 0 };
+    const none = {
+      wall: Infinity,
+      cpu: Infinity,
+      cores: 0,
+      main: 0,
+      stages: 0,
+      scripts: 0,
+      byProcess: new Map(),
+    };
     let plain = none;
     let checked = none;
     let passed = none;
@@ -230,6 +246,20 @@ async function main(): Promise<void> {
     console.log(line('data-quality script:', checked));
     console.log(line('transformation, pass-through:', passed));
     console.log(line('transformation (+1 column):', derived));
+    // Where the machine's CPU went in each fastest load, by process (the sandboxes' interpreter as python3).
+    const names = [...new Set([plain, checked, passed, derived].flatMap((f) => [...f.byProcess.keys()]))]
+      .map(
+        (n) =>
+          [n, Math.max(...[plain, checked, passed, derived].map((f) => f.byProcess.get(n) ?? 0))] as const,
+      )
+      .filter(([, most]) => most >= 0.02)
+      .sort((a, b) => b[1] - a[1])
+      .map(([n]) => n);
+    console.log(`CPU s by process (no script / data-quality / pass-through / +1 column):`);
+    for (const n of names)
+      console.log(
+        `  ${n.padEnd(22)} ${[plain, checked, passed, derived].map((f) => (f.byProcess.get(n) ?? 0).toFixed(2).padStart(5)).join(' / ')}`,
+      );
   } finally {
     await platform.stop();
     model.close();
