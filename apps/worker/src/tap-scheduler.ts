@@ -123,7 +123,9 @@ export class TapScheduler implements OnApplicationBootstrap, OnApplicationShutdo
     }
     if (!(await this.repo.claimFire(environment, tap.name, d.nextFireAt, next))) return;
     if (!tap.enabled || !tap.cronExpression) return;
-    const lateMs = now.getTime() - d.nextFireAt.getTime();
+    // Late as of the claim, not of the tick's start: a fire time set after the tick began (but before its
+    // query) read up to a tick's span less late than it was taken.
+    const lateMs = Date.now() - d.nextFireAt.getTime();
     this.metrics.schedulerLag.observe(Math.max(0, lateMs) / 1000);
     this.logger.info(
       {
