@@ -147,7 +147,7 @@ class CheckThread {
     this.worker = spawnWorker(join(__dirname, `xsd-thread${extname(__filename)}`), { data: { schema } });
     this.id = this.worker.threadId;
     this.worker.unref();
-    this.worker.on('message', (reply: XsdThreadReply & { id: number }) => {
+    this.worker.on('message', (reply: XsdThreadReply) => {
       const p = this.pending;
       if (!p || reply.id !== p.id) return;
       this.pending = null;
