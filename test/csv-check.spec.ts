@@ -279,6 +279,33 @@ describe('compileCsvCheck: hand-written cases, checked against PostgreSQL', () =
       expect(binaryCopy(CSV, ['int', other], Buffer.from('1,1\n'), 1)).toBeNull();
   });
 
+  it("takes a binary piece's memory only for a job that goes binary, not for a small one left on CSV", () => {
+    const columns = [{ name: 'c0', type: 'int' as FieldType }];
+    const shape = { columnTypes: { c0: PG_TYPES.int } };
+    const chunk = (bytes: Buffer) => ({
+      kind: 'csv' as const,
+      bytes,
+      rows: 1,
+      line: 1,
+      eol: null,
+      copyOptions: '',
+      columns: ['c0'],
+    });
+    // A piece is a MiB: a small job (most of them) allocating one cost the worker a full collection
+    // every ~60 jobs.
+    const pieces = jest.spyOn(Buffer, 'allocUnsafeSlow');
+    try {
+      const small = createBinaryEncoder(columns, ['c0'], CSV, shape);
+      expect([...small!(chunk(Buffer.from('1\n')))].map((p) => p.kind)).toEqual(['csv']);
+      expect(pieces.mock.calls.filter(([n]) => n >= 1 << 20)).toHaveLength(0);
+      const large = createBinaryEncoder(columns, ['c0'], CSV, shape, 0);
+      expect([...large!(chunk(Buffer.from('1\n')))].map((p) => p.kind)).toEqual(['pg-binary']);
+      expect(pieces.mock.calls.filter(([n]) => n >= 1 << 20).length).toBeGreaterThan(0);
+    } finally {
+      pieces.mockRestore();
+    }
+  });
+
   it('accepts every line ending (one per chunk), a last record without one, and reports it', async () => {
     for (const [eol, name] of [
       ['\n', 'lf'],

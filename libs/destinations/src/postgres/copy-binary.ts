@@ -125,7 +125,9 @@ export function createCsvEncoder(
     types.push(declared);
   }
   const { delim, quote, esc } = csvChars(csv);
-  const writer = new PieceWriter(Int32Array.from(writers), delim, quote, esc);
+  // Made for a binary job only: its piece is a MiB of memory, and a small job (most of them) allocating
+  // one made the worker's main thread run a full collection every ~60 jobs (V8 counts such memory).
+  let writer: PieceWriter | null = null;
   // Decided on the job's first chunk (see BINARY_MIN_BYTES), then kept: one COPY format per job.
   let binary: boolean | null = null;
   return function* (chunk) {
@@ -134,6 +136,7 @@ export function createCsvEncoder(
       yield chunk;
       return;
     }
+    writer ??= new PieceWriter(Int32Array.from(writers), delim, quote, esc);
     const b = Buffer.from(chunk.bytes.buffer, chunk.bytes.byteOffset, chunk.bytes.byteLength);
     let i = 0;
     for (let left = chunk.rows; left > 0;) {
