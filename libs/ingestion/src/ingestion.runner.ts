@@ -293,7 +293,11 @@ export class IngestionRunner {
           scripts.map(({ version: _version, ...spec }) => spec),
         )
         .catch(stageFailure);
-      await this.outcome.began(events, definition, loading, scripts, { fast, transforms });
+      await this.outcome.began(events, definition, loading, scripts, {
+        fast,
+        transforms,
+        whole: p.inline !== undefined,
+      });
 
       let sample: Record<string, unknown>[] = [];
       const fan = new Fanout<Payload>(loading.length);

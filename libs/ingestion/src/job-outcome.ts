@@ -9,6 +9,12 @@ import { StageError } from './stage-error';
 import { JobScript } from './job-scripts';
 import { Counts } from './stage-thread/protocol';
 
+/**
+ * How long a small job's begin entries wait to go with its end: under a load of small uploads a job
+ * takes tens of milliseconds, and a status reader sees a longer one's entries this much later.
+ */
+export const BEGIN_LINGER_MS = 200;
+
 /** One destination of a job, and how its load went. */
 export interface Leg {
   destination: Destination;
@@ -164,12 +170,12 @@ export class JobOutcome {
     definition: PipelineDefinition,
     loading: Leg[],
     scripts: JobScript[],
-    plan: { fast: boolean; transforms: boolean },
+    plan: { fast: boolean; transforms: boolean; whole: boolean },
   ): Promise<void> {
     const fields = definition.source.schemaProperties.fields;
     const transformScript = scripts.find((s) => s.kind === 'transformation');
     const checkScript = scripts.find((s) => s.kind === 'dataQuality');
-    const { fast, transforms } = plan;
+    const { fast, transforms, whole } = plan;
     events.add(
       'DataQuality',
       'begin',
@@ -196,7 +202,10 @@ export class JobOutcome {
         `writing into ${leg.destination.describe(definition.destination)}`,
       );
     }
-    await events.flush();
+    // An input the job carried whole is small: its load mostly ends within milliseconds, and these
+    // entries then go with its end (see lingerFor).
+    if (whole) events.lingerFor(BEGIN_LINGER_MS);
+    else await events.flush();
   }
 
   /**
