@@ -1,5 +1,5 @@
 import { Client } from 'pg';
-import { CONFIG, TapyardConfig } from '@tapyard/core';
+import { CONFIG, ServiceUnavailableError, TapyardConfig } from '@tapyard/core';
 import {
   CreatedObjects,
   CsvChunkPayload,
@@ -339,6 +339,58 @@ describe('exactly-once loads', () => {
     ]);
     const n = await pg.query(`SELECT count(*)::int AS n FROM ingest_test."${table}" WHERE id >= 4000001`);
     expect(n.rows).toEqual([{ n: 3 }]);
+  });
+
+  it("a table found ready is not looked at by the next job's preparation; one dropped meanwhile fails that load as an outage, and its retry makes it again", async () => {
+    const dest = api.app.get(PostgresDestination);
+    const own = `${table}_ready`;
+    const at = (pipelineToken: string, extra: { name: string; type: 'int' }[] = []) => {
+      const t = targetOf(pipelineToken);
+      return {
+        ...t,
+        destination: { database: { ...t.destination.database, table: own } },
+        columns: [...t.columns, ...extra],
+      };
+    };
+    const load = (t: ReturnType<typeof at>) =>
+      dest.load(
+        t,
+        (async function* () {
+          yield t.columns.map((_, k) => String(k + 1)).join('\t') + '\n';
+        })(),
+        async function* () {},
+        () => undefined,
+      );
+    const first = at(`ready-1-${env}`);
+    await dest.prepare(first);
+    await expect(load(first)).resolves.toMatchObject({ loaded: 1 });
+    // The next job of the table: no query at all before its load.
+    const second = at(`ready-2-${env}`);
+    expect(await sentDuring(() => dest.prepare(second).then(() => undefined))).toEqual([]);
+    await expect(load(second)).resolves.toMatchObject({ loaded: 1 });
+    // Dropped behind the platform's back: the load fails as an outage (the job is retried) ...
+    await pg.query(`DROP TABLE ingest_test."${own}"`);
+    const third = at(`ready-3-${env}`);
+    expect(await sentDuring(() => dest.prepare(third).then(() => undefined))).toEqual([]);
+    const failed = await load(third).catch((err: unknown) => err);
+    expect(failed).toBeInstanceOf(ServiceUnavailableError);
+    expect((failed as Error).message).toMatch(
+      /changed after an earlier load found them ready .*; the load is retried/,
+    );
+    // ... whose retry looks at the tables again and makes the one missing.
+    const again = await sentDuring(() => dest.prepare(third).then(() => undefined));
+    expect(again.some((q) => q.startsWith('CREATE TABLE IF NOT EXISTS'))).toBe(true);
+    await expect(load(third)).resolves.toMatchObject({ loaded: 1, alreadyLoaded: false });
+    // A job with a column the table has not got looks (and adds it); the shorter jobs' shape still holds.
+    const wider = at(`ready-4-${env}`, [{ name: 'extra', type: 'int' }]);
+    const widened = await sentDuring(() => dest.prepare(wider).then(() => undefined));
+    expect(widened.some((q) => /ALTER TABLE[^]*ADD COLUMN IF NOT EXISTS "extra"/.test(q))).toBe(true);
+    await expect(load(wider)).resolves.toMatchObject({ loaded: 1 });
+    expect(await sentDuring(() => dest.prepare(at(`ready-5-${env}`)).then(() => undefined))).toEqual([]);
+    const n = await pg.query(
+      `SELECT count(*)::int AS n, count(extra)::int AS extra FROM ingest_test."${own}"`,
+    );
+    expect(n.rows).toEqual([{ n: 2, extra: 1 }]);
   });
 
   it('a database no job loaded yet has no ledger: nothing committed there', async () => {

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { PoolClient, QueryResult } from 'pg';
+import { DatabaseError, PoolClient, QueryResult } from 'pg';
 import {
   CONFIG,
   ServiceUnavailableError,
@@ -8,7 +8,7 @@ import {
   errorMessage,
   quoteIdent,
 } from '@tapyard/core';
-import { PipelineDefinition } from '@tapyard/model';
+import { LOAD_ID_COLUMN, PipelineDefinition } from '@tapyard/model';
 import {
   Destination,
   DropOutcome,
@@ -44,6 +44,27 @@ import { dropCreatedTables, readLoadRows, removeLoadedRows, sweepPreparedStreams
 
 export { PG_MAX_COLUMNS, PG_TYPES, pgType } from './pg-tables';
 
+/** Append targets a process remembers as ready (the oldest is forgotten first). */
+const READY_TABLES_KEPT = 1000;
+/** What a load into a table that changed since it was found ready fails with: a table, schema or column missing. */
+const MISSING_OBJECT = new Set(['42P01', '3F000', '42703']);
+
+/**
+ * Where an append target found ready is remembered (null: looked at by every job). A merge's key index
+ * takes the locked path every time (see ensureTables), and a scoped caller's pipeline may use only
+ * tables a pipeline created, which is checked on every load.
+ */
+function readyKey(target: LoadTarget, data: TableLocation): string | null {
+  if (target.mayAdopt === false || writeModeOf(target) !== 'append') return null;
+  return JSON.stringify([data.database, data.schema, data.name]);
+}
+
+/** The shape has every column of the load (and the load-id column, when it has one). */
+function covers(shape: TargetShape, target: LoadTarget): boolean {
+  const has = (c: string) => Object.hasOwn(shape.columnTypes, c);
+  return target.columns.every((c) => has(c.name)) && (!target.loadId || has(LOAD_ID_COLUMN));
+}
+
 /**
  * Loads with COPY FROM STDIN inside one transaction per job, together with a ledger row keyed by
  * the pipeline token (schema `tapyard_meta` of the target database). A worker that dies mid-load
@@ -70,6 +91,8 @@ export class PostgresDestination implements Destination {
   readonly encoder = 'copy-text';
   /** Databases whose tapyard_meta schema and ledger this process found owned as they must be. */
   private readonly vouched = new Set<string>();
+  /** Append targets found ready (see prepare), by database, schema and table: their shape. */
+  private readonly readyTables = new Map<string, TargetShape>();
   /** What the ledger and after-the-load functions (pg-ledger.ts, pg-maintenance.ts) use of this class. */
   private readonly access: PgAccess = {
     withClient: (database, work) => this.withClient(database, work),
@@ -115,7 +138,12 @@ export class PostgresDestination implements Destination {
     ];
   }
 
-  /** Answers the data table's declared column types: the encoder writes binary COPY for the ones it can. */
+  /**
+   * Answers the data table's declared column types: the encoder writes binary COPY for the ones it can.
+   * An append target found ready is not looked at again by this process's next jobs (a query and a
+   * round trip fewer per small job): a table dropped or altered since fails that load as an outage,
+   * whose retry looks again (see load), and binary COPY compares the declared types under its lock.
+   */
   async prepare(target: LoadTarget): Promise<TargetShape> {
     if (target.columns.length > PG_MAX_COLUMNS) {
       throw new ValidationError(
@@ -123,10 +151,20 @@ export class PostgresDestination implements Destination {
       ).coded(DestinationErrorCode.LoadRefused);
     }
     const [data, rejects] = this.locations(target.destination);
+    const key = readyKey(target, data);
+    const known = key === null ? undefined : this.readyTables.get(key);
+    if (known !== undefined && covers(known, target)) return known;
     return this.withClient(data.database, async (client) => {
       // ensureTables checks what it creates; what is there already is vouched for here.
       await this.vouchForMeta(client, data.database);
-      return ensureTables(client, this.ownership, target, data, rejects);
+      const shape = await ensureTables(client, this.ownership, target, data, rejects);
+      if (key !== null) {
+        this.readyTables.delete(key);
+        if (this.readyTables.size >= READY_TABLES_KEPT)
+          this.readyTables.delete(this.readyTables.keys().next().value!);
+        this.readyTables.set(key, shape);
+      }
+      return shape;
     });
   }
 
@@ -251,6 +289,21 @@ export class PostgresDestination implements Destination {
       } catch (err) {
         await client.query('ROLLBACK').catch(() => undefined);
         await abandonStreams(extras, { primary: client, pipelineToken: target.pipelineToken });
+        // The next job looks at the tables again; a load prepared from what an earlier job found
+        // that misses one of them is an outage of this delivery: its retry prepares anew.
+        const [data] = this.locations(target.destination);
+        const key = readyKey(target, data);
+        if (
+          key !== null &&
+          this.readyTables.delete(key) &&
+          MISSING_OBJECT.has((err as DatabaseError).code ?? '')
+        ) {
+          throw new ServiceUnavailableError(
+            'postgres',
+            `${location} or its rejects or ledger table changed after an earlier load found them ready ` +
+              `(${errorMessage(err)}); the load is retried, which prepares them again`,
+          ).coded(DestinationErrorCode.Unavailable);
+        }
         throw err;
       }
     });
@@ -280,6 +333,8 @@ export class PostgresDestination implements Destination {
   }
 
   async drop(objects: CreatedObject[]): Promise<DropOutcome[]> {
+    // Rare: every table is looked at again.
+    this.readyTables.clear();
     return dropCreatedTables(this.access, objects);
   }
 
