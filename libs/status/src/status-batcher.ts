@@ -14,8 +14,9 @@ interface Queued {
 
 /**
  * Status writes of several jobs that arrive while others are in flight go together in the next write:
- * one statement and one commit for many concurrent jobs instead of one each (group commit). A lone
- * write goes at once. Each caller is answered when its own events are committed. When PostgreSQL
+ * one statement and one commit for many concurrent jobs instead of one each (group commit), and so do
+ * writes made in the same turn of the event loop (jobs whose answers arrived together): a write goes
+ * once that turn's callbacks have run. Each caller is answered when its own events are committed. When PostgreSQL
  * refuses a shared write (it rolled back whole), each job's events are written again on their own,
  * so one job's bad write fails only that job; a write that failed otherwise (connection lost, so its
  * commit is unknown) fails every caller in it, as a lone write would.
@@ -23,13 +24,21 @@ interface Queued {
 export class StatusBatcher {
   private readonly queued: Queued[] = [];
   private writing = 0;
+  private scheduled = false;
 
   constructor(private readonly write: (batches: readonly JobBatch[]) => Promise<void>) {}
 
   record(batch: JobBatch): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       this.queued.push({ batch, resolve, reject });
-      if (this.writing < WRITERS) void this.drain();
+      if (this.writing >= WRITERS || this.scheduled) return;
+      // After the I/O callbacks of this turn of the event loop: the jobs whose answers arrived together
+      // write together.
+      this.scheduled = true;
+      setImmediate(() => {
+        this.scheduled = false;
+        if (this.writing < WRITERS && this.queued.length > 0) void this.drain();
+      });
     });
   }
 
