@@ -37,10 +37,24 @@ export function deployedNodeOptions(app: 'api' | 'worker'): string {
   return `--max-semi-space-size=${app === 'worker' ? 32 : 8}`;
 }
 
+/**
+ * The API's niceness above the worker's when both run on one host (scripts/lib/node.sh, TAPYARD_API_NICE;
+ * `BENCH_API_NICE` measures another).
+ */
+export function deployedApiNice(): number {
+  return Number(process.env.BENCH_API_NICE ?? 10);
+}
+
 export function startApp(app: 'api' | 'worker', env: Record<string, string>): ChildProcess {
   // Benchmarks may run several workers on this host: each takes an ephemeral operations port.
   const ports = app === 'worker' ? { WORKER_HTTP_PORT: '0' } : {};
-  return spawn(process.execPath, [join(ROOT, 'dist', 'apps', app, 'src', 'main.js')], {
+  const main = join(ROOT, 'dist', 'apps', app, 'src', 'main.js');
+  // As scripts/up starts them: the API at a lower priority than the worker.
+  const [command, args] =
+    app === 'api' && deployedApiNice() > 0
+      ? ['nice', ['-n', String(deployedApiNice()), process.execPath, main]]
+      : [process.execPath, [main]];
+  return spawn(command, args, {
     // The Node flags the apps are deployed with (scripts/lib/node.sh, the Docker image and its commands).
     env: { ...process.env, NODE_OPTIONS: deployedNodeOptions(app), ...ports, ...env },
     stdio: ['ignore', 'ignore', 'inherit'],

@@ -21,6 +21,7 @@ import { Inspector } from './heap';
 import {
   DB_URL,
   benchTarget,
+  deployedApiNice,
   deployedNodeOptions,
   machineBusySeconds,
   sleep,
@@ -341,7 +342,7 @@ async function main(): Promise<void> {
         .sort((a, b) => a - b);
       answers.sort((a, b) => a - b);
       console.log(
-        `${ROUNDS > 1 ? `round ${round}: ` : ''}small uploads: ${UPLOADS} × ${ROWS} rows, ${CLIENTS} clients, ${PIPELINES} pipelines, ${POLLERS} status pollers`,
+        `${ROUNDS > 1 ? `round ${round}: ` : ''}small uploads: ${UPLOADS} × ${ROWS} rows, ${CLIENTS} clients, ${PIPELINES} pipelines, ${POLLERS} status pollers; the API at niceness ${deployedApiNice()} (as scripts/up runs it)`,
       );
       console.log(
         `  ${(UPLOADS / uploadSeconds).toFixed(0)} uploads/s; answer p50 ${quantile(answers, 0.5).toFixed(0)} ms, ` +

@@ -12,3 +12,7 @@ export TAPYARD_NODE_OPTIONS="--max-semi-space-size=8"
 # The worker's own: 32 MB semi-spaces. A delivery or a script's batches allocate per row, and scavenging an
 # 8 MB young generation cost the worker a quarter of its time in a Kafka load; it idles at ~200 MB with them.
 export TAPYARD_WORKER_NODE_OPTIONS="--max-semi-space-size=32"
+# On one host (scripts/up), the API runs at this niceness above the worker's: the CPU goes to finishing the
+# jobs already accepted before accepting more. At equal priority the API took uploads faster than the
+# worker could load them and 1,200 small uploads left ~1 s of jobs queued (docs/benchmarks.md, round so48).
+export TAPYARD_API_NICE="${TAPYARD_API_NICE:-10}"
