@@ -101,7 +101,7 @@ describe('job finality', () => {
     const rowsBefore = await rowCount();
 
     const queue = api.app.get<Queue<IngestQueueData>>(getQueueToken(QUEUES.ingest));
-    // The finished job's record loses the file it carried (dropInline, a moment after the job's status
+    // The finished job's record loses the file it carried (InlineDrops, a moment after the job's status
     // says it ended): put back, as first queued.
     const { inlineDropped, ...data } = (await droppedJob(
       queue,

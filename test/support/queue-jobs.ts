@@ -2,7 +2,7 @@ import { Queue } from 'bullmq';
 import { until } from './wait';
 
 /**
- * A finished ingest job's record once its worker dropped the file it carried inline (dropInline: the
+ * A finished ingest job's record once its worker dropped the file it carried inline (InlineDrops: the
  * worker does it when BullMQ reports the job finished, a moment after its status says so).
  */
 export async function droppedJob(queue: Queue, id: string): Promise<Record<string, unknown>> {

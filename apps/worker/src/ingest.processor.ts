@@ -1,5 +1,5 @@
 import { OnWorkerEvent, Processor } from '@nestjs/bullmq';
-import { Inject } from '@nestjs/common';
+import { Inject, OnApplicationShutdown } from '@nestjs/common';
 import { DelayedError, Job } from 'bullmq';
 import { Logger } from 'pino';
 import { CONFIG, LOGGER, TapyardConfig, errorMessage } from '@tapyard/core';
@@ -11,12 +11,12 @@ import {
   DeferLaterError,
   IngestJob,
   IngestPayload,
+  InlineDrops,
   JobHandlers,
   MalformedJobError,
   QUEUES,
   ReadJob,
   dispatch,
-  dropInline,
   jobFieldsOf,
   readJob,
 } from '@tapyard/queue';
@@ -24,7 +24,10 @@ import { StatusService, jobRef } from '@tapyard/status';
 import { InFlightJobs } from './in-flight';
 
 @Processor(QUEUES.ingest, { autorun: false })
-export class IngestProcessor extends ConfiguredWorkerHost {
+export class IngestProcessor extends ConfiguredWorkerHost implements OnApplicationShutdown {
+  /** Finished jobs' inline files leave Redis, several jobs' in one round trip. */
+  private readonly drops: InlineDrops;
+
   constructor(
     @Inject(CONFIG) protected readonly config: TapyardConfig,
     private readonly runner: IngestionRunner,
@@ -35,6 +38,12 @@ export class IngestProcessor extends ConfiguredWorkerHost {
     private readonly inFlight: InFlightJobs,
   ) {
     super();
+    this.drops = new InlineDrops(config.redis.url);
+  }
+
+  /** After the queues' workers stopped (their last jobs' files are dropped at once from then on). */
+  async onApplicationShutdown(): Promise<void> {
+    await this.drops.close();
   }
 
   /** One handler per ingest job (JobMap): a job without its handler does not compile. */
@@ -79,10 +88,10 @@ export class IngestProcessor extends ConfiguredWorkerHost {
     }
   }
 
-  /** A finished job's inline file leaves Redis with it (see dropInline). */
+  /** A finished job's inline file leaves Redis with it (see InlineDrops). */
   @OnWorkerEvent('completed')
   async onCompleted(job: Job): Promise<void> {
-    await dropInline(job);
+    await this.drops.drop(job);
   }
 
   /**
@@ -94,7 +103,7 @@ export class IngestProcessor extends ConfiguredWorkerHost {
   async onFailed(job: Job | undefined, err: Error): Promise<void> {
     if (!job) return;
     // Failed for good (no retry left): as for a completed job.
-    if (job.finishedOn !== undefined) await dropInline(job);
+    if (job.finishedOn !== undefined) await this.drops.drop(job);
     // A retry the runner asked for has its own status note; BullMQ runs the job again.
     if (err.name === 'RetryLaterError') return;
     if (err instanceof MalformedJobError) {

@@ -1,4 +1,5 @@
 export * from './queues';
+export * from './inline-drops';
 export * from './queue.module';
 export * from './configured-worker-host';
 export * from './environment-queues';

@@ -4,7 +4,6 @@
  * Redis keys of a queue are `tapyard:<env>:<queue>:*` and environments sharing one Redis never see
  * each other's jobs.
  */
-import type { Job } from 'bullmq';
 
 export const QUEUES = {
   maintenance: 'maintenance',
@@ -69,7 +68,7 @@ export interface DocumentPayload extends JobFields {
    * document itself, base64: nothing of it is staged, and Redis is shared by every host.
    */
   inline?: string;
-  /** How many bytes `inline` held, once the job finished and they were dropped (see dropInline). */
+  /** How many bytes `inline` held, once the job finished and they were dropped (see InlineDrops). */
   inlineDropped?: number;
   /** The document's identity in its source: the tap's `uri`, or `upload://<filename>` for uploads. */
   uri: string;
@@ -109,7 +108,7 @@ export interface IngestPayload extends JobFields {
    * from here and nothing of it is staged. Redis is shared by every host, so any worker can run it.
    */
   inline?: string;
-  /** How many bytes `inline` held, once the job finished and they were dropped (see dropInline). */
+  /** How many bytes `inline` held, once the job finished and they were dropped (see InlineDrops). */
   inlineDropped?: number;
   /**
    * How many bytes the input holds, when known, for progress notes: the staged file's size, or for
@@ -145,22 +144,6 @@ export function loadJobOptions(
     removeOnComplete: 1000,
     removeOnFail: 5000,
   };
-}
-
-/**
- * Drops the file a finished job (completed, or failed for good) carried inline from its record, keeping
- * its size: BullMQ keeps finished jobs for their ids (removeOnComplete, removeOnFail), and an upload's
- * bytes must not outlive its job in Redis, and Redis's snapshots, any more than a staged input outlives
- * it in the object store.
- */
-export async function dropInline(job: Pick<Job, 'data' | 'updateData'>): Promise<void> {
-  const data = job.data as { inline?: unknown } | null;
-  if (data === null || typeof data !== 'object' || typeof data.inline !== 'string') return;
-  const { inline, ...rest } = data;
-  // A job trimmed from the kept ones meanwhile has nothing left to drop.
-  await job
-    .updateData({ ...rest, inlineDropped: Buffer.byteLength(inline, 'base64') })
-    .catch(() => undefined);
 }
 
 /** Thrown by a load that should run again later (its destination is unreachable); BullMQ retries it. */
