@@ -341,7 +341,7 @@ describe('exactly-once loads', () => {
     expect(n.rows).toEqual([{ n: 3 }]);
   });
 
-  it("a table found ready is not looked at by the next job's preparation; one dropped meanwhile fails that load as an outage, and its retry makes it again", async () => {
+  it("a table found ready is not looked at by the next job's preparation; a small load makes one dropped meanwhile again, a larger one fails as an outage and its retry does", async () => {
     const dest = api.app.get(PostgresDestination);
     const own = `${table}_ready`;
     const at = (pipelineToken: string, extra: { name: string; type: 'int' }[] = []) => {
@@ -352,11 +352,12 @@ describe('exactly-once loads', () => {
         columns: [...t.columns, ...extra],
       };
     };
-    const load = (t: ReturnType<typeof at>) =>
+    /** `rows` rows of COPY text: one message up to 256 KiB, streamed past it. */
+    const load = (t: ReturnType<typeof at>, rows = 1) =>
       dest.load(
         t,
         (async function* () {
-          yield t.columns.map((_, k) => String(k + 1)).join('\t') + '\n';
+          yield (t.columns.map((_, k) => String(k + 1)).join('\t') + '\n').repeat(rows);
         })(),
         async function* () {},
         () => undefined,
@@ -368,29 +369,42 @@ describe('exactly-once loads', () => {
     const second = at(`ready-2-${env}`);
     expect(await sentDuring(() => dest.prepare(second).then(() => undefined))).toEqual([]);
     await expect(load(second)).resolves.toMatchObject({ loaded: 1 });
-    // Dropped behind the platform's back: the load fails as an outage (the job is retried) ...
+    // Dropped behind the platform's back: a small load's one message fails, the table is made again and
+    // the same message goes once more.
     await pg.query(`DROP TABLE ingest_test."${own}"`);
     const third = at(`ready-3-${env}`);
     expect(await sentDuring(() => dest.prepare(third).then(() => undefined))).toEqual([]);
-    const failed = await load(third).catch((err: unknown) => err);
+    const repaired = await sentDuring(() =>
+      expect(load(third)).resolves.toMatchObject({ loaded: 1, alreadyLoaded: false }),
+    );
+    expect(repaired.some((q) => q.startsWith(`CREATE TABLE IF NOT EXISTS "ingest_test"."${own}" (`))).toBe(
+      true,
+    );
+    expect(repaired.filter((q) => q.startsWith('BEGIN;'))).toHaveLength(2);
+    // A larger load fails as an outage (its job is retried) ...
+    await pg.query(`DROP TABLE ingest_test."${own}_rejects"`);
+    await pg.query(`ALTER TABLE ingest_test."${own}" DROP COLUMN label`);
+    const large = at(`ready-4-${env}`);
+    expect(await sentDuring(() => dest.prepare(large).then(() => undefined))).toEqual([]);
+    const failed = await load(large, 60_000).catch((err: unknown) => err);
     expect(failed).toBeInstanceOf(ServiceUnavailableError);
     expect((failed as Error).message).toMatch(
       /changed after an earlier load found them ready .*; the load is retried/,
     );
-    // ... whose retry looks at the tables again and makes the one missing.
-    const again = await sentDuring(() => dest.prepare(third).then(() => undefined));
+    // ... whose retry looks at the tables again and makes what is missing.
+    const again = await sentDuring(() => dest.prepare(large).then(() => undefined));
     expect(again.some((q) => q.startsWith('CREATE TABLE IF NOT EXISTS'))).toBe(true);
-    await expect(load(third)).resolves.toMatchObject({ loaded: 1, alreadyLoaded: false });
+    await expect(load(large, 60_000)).resolves.toMatchObject({ loaded: 60_000, alreadyLoaded: false });
     // A job with a column the table has not got looks (and adds it); the shorter jobs' shape still holds.
-    const wider = at(`ready-4-${env}`, [{ name: 'extra', type: 'int' }]);
+    const wider = at(`ready-5-${env}`, [{ name: 'extra', type: 'int' }]);
     const widened = await sentDuring(() => dest.prepare(wider).then(() => undefined));
     expect(widened.some((q) => /ALTER TABLE[^]*ADD COLUMN IF NOT EXISTS "extra"/.test(q))).toBe(true);
     await expect(load(wider)).resolves.toMatchObject({ loaded: 1 });
-    expect(await sentDuring(() => dest.prepare(at(`ready-5-${env}`)).then(() => undefined))).toEqual([]);
+    expect(await sentDuring(() => dest.prepare(at(`ready-6-${env}`)).then(() => undefined))).toEqual([]);
     const n = await pg.query(
       `SELECT count(*)::int AS n, count(extra)::int AS extra FROM ingest_test."${own}"`,
     );
-    expect(n.rows).toEqual([{ n: 2, extra: 1 }]);
+    expect(n.rows).toEqual([{ n: 60_002, extra: 1 }]);
   });
 
   it('a database no job loaded yet has no ledger: nothing committed there', async () => {

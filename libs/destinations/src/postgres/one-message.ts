@@ -84,6 +84,11 @@ export async function sendOneMessage(
    * ledger's counts and the COMMIT.
    */
   closing: (counted: number) => string = () => '',
+  /**
+   * Asked when the message failed: true when it made good what the failure named (the caller rolled back
+   * and made a missing table), and the same message goes once more.
+   */
+  repair?: (err: unknown) => Promise<boolean>,
 ): Promise<OneMessageOutcome> {
   const data = payloads.map(copyData);
   const counted = data.reduce((n, d) => n + d.rows, 0);
@@ -94,13 +99,19 @@ export async function sendOneMessage(
   const message = Buffer.concat(parts);
   // The bytes are copied into the message: the payloads' memory is free again.
   for (const d of data) d.written?.();
-  const query = new OneMessage(statements, message);
-  client.query(query);
-  const commands = await query.done.catch((err: unknown) => {
-    const claimFailed =
-      (err as DatabaseError).code === '23505' && !query.commands.some((c) => c.startsWith('INSERT'));
-    if (claimFailed) return null;
-    throw err;
+  const send = (): Promise<string[] | null> => {
+    const query = new OneMessage(statements, message);
+    client.query(query);
+    return query.done.catch((err: unknown) => {
+      const claimFailed =
+        (err as DatabaseError).code === '23505' && !query.commands.some((c) => c.startsWith('INSERT'));
+      if (claimFailed) return null;
+      throw err;
+    });
+  };
+  const commands = await send().catch(async (err: unknown) => {
+    if (repair === undefined || !(await repair(err))) throw err;
+    return send();
   });
   if (commands === null) return { claimed: false };
   const copied = commands.find((c) => c.startsWith('COPY '));

@@ -150,22 +150,38 @@ export class PostgresDestination implements Destination {
         `PostgreSQL tables hold at most ${PG_MAX_COLUMNS} columns; this load has ${target.columns.length}`,
       ).coded(DestinationErrorCode.LoadRefused);
     }
-    const [data, rejects] = this.locations(target.destination);
+    const [data] = this.locations(target.destination);
     const key = readyKey(target, data);
     const known = key === null ? undefined : this.readyTables.get(key);
     if (known !== undefined && covers(known, target)) return known;
-    return this.withClient(data.database, async (client) => {
-      // ensureTables checks what it creates; what is there already is vouched for here.
-      await this.vouchForMeta(client, data.database);
-      const shape = await ensureTables(client, this.ownership, target, data, rejects);
-      if (key !== null) {
-        this.readyTables.delete(key);
-        if (this.readyTables.size >= READY_TABLES_KEPT)
-          this.readyTables.delete(this.readyTables.keys().next().value!);
-        this.readyTables.set(key, shape);
-      }
-      return shape;
-    });
+    return this.withClient(data.database, (client) => this.ensure(client, target));
+  }
+
+  /** The tables of the load, made where missing, and their shape remembered when it may be (see prepare). */
+  private async ensure(client: PoolClient, target: LoadTarget): Promise<TargetShape> {
+    const [data, rejects] = this.locations(target.destination);
+    // ensureTables checks what it creates; what is there already is vouched for here.
+    await this.vouchForMeta(client, data.database);
+    const shape = await ensureTables(client, this.ownership, target, data, rejects);
+    const key = readyKey(target, data);
+    if (key !== null) {
+      this.readyTables.delete(key);
+      if (this.readyTables.size >= READY_TABLES_KEPT)
+        this.readyTables.delete(this.readyTables.keys().next().value!);
+      this.readyTables.set(key, shape);
+    }
+    return shape;
+  }
+
+  /**
+   * After a failed load: the tables are looked at again by the next job. True when the load was prepared
+   * from what an earlier job found and failed for a table, schema or column missing since.
+   */
+  private forgetReady(target: LoadTarget, err: unknown): boolean {
+    const key = readyKey(target, this.locations(target.destination)[0]);
+    return (
+      key !== null && this.readyTables.delete(key) && MISSING_OBJECT.has((err as DatabaseError).code ?? '')
+    );
   }
 
   async load(
@@ -224,6 +240,13 @@ export class PostgresDestination implements Destination {
             columns,
             taken.whole,
             closing,
+            // Its data is text, whatever the columns' types: made again, the tables take the same message.
+            async (err) => {
+              if (!this.forgetReady(target, err)) return false;
+              await client.query('ROLLBACK');
+              await this.ensure(client, target);
+              return true;
+            },
           );
           if (!sent.claimed) return await already();
           loaded = sent.rows;
@@ -289,15 +312,9 @@ export class PostgresDestination implements Destination {
       } catch (err) {
         await client.query('ROLLBACK').catch(() => undefined);
         await abandonStreams(extras, { primary: client, pipelineToken: target.pipelineToken });
-        // The next job looks at the tables again; a load prepared from what an earlier job found
-        // that misses one of them is an outage of this delivery: its retry prepares anew.
-        const [data] = this.locations(target.destination);
-        const key = readyKey(target, data);
-        if (
-          key !== null &&
-          this.readyTables.delete(key) &&
-          MISSING_OBJECT.has((err as DatabaseError).code ?? '')
-        ) {
+        // A larger load prepared from what an earlier job found, that misses a table or column, is an
+        // outage of this delivery: its retry prepares anew.
+        if (this.forgetReady(target, err)) {
           throw new ServiceUnavailableError(
             'postgres',
             `${location} or its rejects or ledger table changed after an earlier load found them ready ` +
