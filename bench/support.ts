@@ -115,6 +115,25 @@ async function removeBuckets(environment: string): Promise<void> {
   }
 }
 
+/** A bench's environment (benchTarget): its prefix, then the time it was made. */
+const BENCH_ENVIRONMENT = /^(bench[a-z]*(-[a-z]+)?|bu)-[0-9a-z]{6,}$/;
+
+/**
+ * The environment's Redis keys (its queues with their kept jobs), and those runs that were interrupted
+ * left three hours ago or more: every BullMQ job kept is written again by each of Redis's snapshots.
+ */
+async function removeKeys(redisUrl: string, environment: string): Promise<void> {
+  const { removeEnvironmentKeys, sweepIdleEnvironmentKeys } = (await import(
+    join(ROOT, 'test', 'support', 'redis-keys.js')
+  )) as typeof import('../test/support/redis-keys');
+  try {
+    await removeEnvironmentKeys(redisUrl, [environment]);
+    await sweepIdleEnvironmentKeys(redisUrl, { budgetMs: 10_000, matches: (e) => BENCH_ENVIRONMENT.test(e) });
+  } catch (err) {
+    console.error(`the bench's Redis keys (tapyard:${environment}:*) were left: ${(err as Error).message}`);
+  }
+}
+
 /** The built API and one worker of an environment, on loopback peers, once the API answers. */
 export async function startPlatform(
   environment: string,
@@ -151,7 +170,7 @@ export async function startPlatform(
         await exited;
       }),
     );
-    await removeBuckets(environment);
+    await Promise.all([removeBuckets(environment), removeKeys(env.REDIS_URL, environment)]);
   };
   try {
     await waitHttp(`http://127.0.0.1:${port}/api/v1/version`);

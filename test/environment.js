@@ -5,11 +5,12 @@
  * its bucket count (half a core at 8,000) until it slows the rest of the run. So once a file is done
  * (its apps closed by its own afterAll hooks) the buckets of the environments it made are removed, with
  * their objects, by MinIO's force delete. A bucket that cannot be removed is left to the next run's
- * sweep (test/global-setup.ts).
+ * sweep (test/global-setup.ts). Their Redis keys go too (test/support/redis-keys.js).
  */
 const { TestEnvironment } = require('jest-environment-node');
 const { forceRemoveBucket, storeClient } = require('./support/minio-buckets');
 const { removeEnvironmentTopics } = require('./support/kafka-topics');
+const { removeEnvironmentKeys } = require('./support/redis-keys');
 
 class E2eEnvironment extends TestEnvironment {
   async teardown() {
@@ -20,6 +21,8 @@ class E2eEnvironment extends TestEnvironment {
       const kafka = this.global.__tapyardKafkaBrokers;
       await Promise.all([
         removeBuckets(made).catch(() => undefined),
+        // And their Redis keys (queues with their kept jobs, sessions), and their tenants'.
+        made.redis ? removeEnvironmentKeys(made.redis, made.environments).catch(() => undefined) : undefined,
         kafka ? removeEnvironmentTopics(kafka, made.environments).catch(() => undefined) : undefined,
       ]);
     }

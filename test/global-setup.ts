@@ -1,7 +1,8 @@
 import { Client } from 'pg';
-import { TEST_DATABASE_URL } from './support/env';
+import { TEST_DATABASE_URL, TEST_REDIS_URL } from './support/env';
 import { sweepStaleTestTopics } from './support/kafka-topics';
 import { sweepStaleTestBuckets } from './support/sweep-buckets';
+import { sweepIdleEnvironmentKeys } from './support/redis-keys';
 
 /** The local broker of scripts/services, when it runs (the sweep does not start it). */
 const KAFKA_BROKERS = `127.0.0.1:${process.env.TAPYARD_KAFKA_PORT ?? '9092'}`;
@@ -26,7 +27,7 @@ export default async function globalSetup(): Promise<void> {
   } finally {
     await client.end().catch(() => undefined);
   }
-  const [swept, topics] = await Promise.all([
+  const [swept, topics, keys] = await Promise.all([
     sweepStaleTestBuckets().catch((err: unknown) => {
       // A store that cannot be swept only slows this run; the suites that need it say so themselves.
       console.warn(`could not sweep old test buckets: ${(err as Error).message}`);
@@ -34,7 +35,9 @@ export default async function globalSetup(): Promise<void> {
     }),
     // No broker (an optional peer) is no warning: the suites that need it start it.
     sweepStaleTestTopics(KAFKA_BROKERS, { olderThanMs: STALE_MS, budgetMs: 30_000 }).catch(() => null),
+    sweepIdleEnvironmentKeys(TEST_REDIS_URL, { idleSeconds: STALE_MS / 1000 }).catch(() => 0),
   ]);
+  if (keys > 0) console.log(`redis: removed ${keys} keys of earlier test runs`);
   if (topics && topics.removed > 0)
     console.log(`kafka: removed ${topics.removed} topics of earlier test runs`);
   if (swept && swept.removed + swept.left > 0)

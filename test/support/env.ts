@@ -21,11 +21,15 @@ export const TEST_MONGODB_URI = process.env.TEST_MONGODB_URI ?? LOCAL_MONGODB_UR
 /** A fresh environment name per suite: suites isolate themselves and run in any order. */
 export function uniqueEnvironment(label: string): string {
   const environment = `t-${label}-${randomBytes(4).toString('hex')}`.toLowerCase().slice(0, 40);
-  // The e2e project's environment (test/environment.js) removes their buckets when the file is done.
+  // The e2e project's environment (test/environment.js) removes their buckets and Redis keys when the file is done.
   const g = globalThis as {
-    __tapyardEnvironments?: { store: typeof TEST_OBJECT_STORE; environments: string[] };
+    __tapyardEnvironments?: { store: typeof TEST_OBJECT_STORE; redis: string; environments: string[] };
   };
-  (g.__tapyardEnvironments ??= { store: TEST_OBJECT_STORE, environments: [] }).environments.push(environment);
+  (g.__tapyardEnvironments ??= {
+    store: TEST_OBJECT_STORE,
+    redis: TEST_REDIS_URL,
+    environments: [],
+  }).environments.push(environment);
   return environment;
 }
 
