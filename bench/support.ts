@@ -1,9 +1,11 @@
 /** Shared by the benchmarks: the built apps as processes, uploads streamed from disk, rollup polling. */
 import { ChildProcess, spawn } from 'node:child_process';
 import {
+  closeSync,
   createReadStream,
   createWriteStream,
   existsSync,
+  openSync,
   readFileSync,
   readdirSync,
   statSync,
@@ -48,17 +50,27 @@ export function deployedApiNice(): number {
 export function startApp(app: 'api' | 'worker', env: Record<string, string>): ChildProcess {
   // Benchmarks may run several workers on this host: each takes an ephemeral operations port.
   const ports = app === 'worker' ? { WORKER_HTTP_PORT: '0' } : {};
-  const main = join(ROOT, 'dist', 'apps', app, 'src', 'main.js');
+  // Flags NODE_OPTIONS refuses (`--trace-gc`, `-r <preload>`), for a run that looks inside the apps.
+  const node = [
+    ...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean),
+    join(ROOT, 'dist', 'apps', app, 'src', 'main.js'),
+  ];
   // As scripts/up starts them: the API at a lower priority than the worker.
   const [command, args] =
     app === 'api' && deployedApiNice() > 0
-      ? ['nice', ['-n', String(deployedApiNice()), process.execPath, main]]
-      : [process.execPath, [main]];
-  return spawn(command, args, {
+      ? ['nice', ['-n', String(deployedApiNice()), process.execPath, ...node]]
+      : [process.execPath, node];
+  // The apps log JSON to stdout; a run that looks inside them (`--trace-gc`) keeps it.
+  const out = process.env.BENCH_APP_STDOUT_DIR;
+  const stdout = out ? openSync(join(out, `${app}-${process.pid}.out`), 'a') : null;
+  const child = spawn(command, args, {
     // The Node flags the apps are deployed with (scripts/lib/node.sh, the Docker image and its commands).
     env: { ...process.env, NODE_OPTIONS: deployedNodeOptions(app), ...ports, ...env },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: ['ignore', stdout ?? 'ignore', 'inherit'],
   });
+  // The child has its own copy.
+  if (stdout !== null) closeSync(stdout);
+  return child;
 }
 
 /** The environment of the benchmark's own API and worker: a fresh environment on loopback peers. */
