@@ -141,8 +141,9 @@ export class PostgresDestination implements Destination {
   /**
    * Answers the data table's declared column types: the encoder writes binary COPY for the ones it can.
    * An append target found ready is not looked at again by this process's next jobs (a query and a
-   * round trip fewer per small job): a table dropped or altered since fails that load as an outage,
-   * whose retry looks again (see load), and binary COPY compares the declared types under its lock.
+   * round trip fewer per small job). A table or column dropped since: a small load makes it again and
+   * sends its one message once more, a larger one fails as an outage whose retry looks again (see
+   * load); binary COPY compares the declared types under its lock.
    */
   async prepare(target: LoadTarget): Promise<TargetShape> {
     if (target.columns.length > PG_MAX_COLUMNS) {
