@@ -57,19 +57,20 @@ async function removeEnvironmentKeys(url, environments) {
 }
 
 /**
- * When the environment was last used, in ms since the epoch: its queues' newest event (BullMQ's event
- * streams are named by time, which survives a restart of Redis), or, without one, the time since its
- * keys were last touched (which a restart resets).
+ * How long ago the environment was last used, in ms: since its queues' newest event (BullMQ's event
+ * streams are named by time, which survives a restart of Redis), or, without one, since its keys were
+ * last touched (which a restart resets). An age, not a time: a wall clock set back a moment must not
+ * make a key touched now read as touched later.
  */
-async function lastUsed(redis, keys) {
+async function age(redis, keys) {
   const streams = keys.filter((k) => k.endsWith(':events'));
   if (streams.length > 0) {
     const last = await Promise.all(streams.map((k) => redis.xrevrange(k, '+', '-', 'COUNT', 1)));
     const times = last.flat().map(([id]) => Number(id.split('-')[0]));
-    if (times.length > 0) return Math.max(...times);
+    if (times.length > 0) return Math.max(0, Date.now() - Math.max(...times));
   }
   const idle = await Promise.all(keys.map((k) => redis.object('IDLETIME', k)));
-  return Date.now() - 1000 * Math.min(...idle.map((s) => (s === null ? 0 : Number(s))));
+  return 1000 * Math.min(...idle.map((s) => (s === null ? 0 : Number(s))));
 }
 
 /**
@@ -92,7 +93,7 @@ async function sweepIdleEnvironmentKeys(
     for (const [environment, keys] of await keysByEnvironment(redis)) {
       if (Date.now() > deadline) break;
       if (!matches(environment)) continue;
-      if (Date.now() - (await lastUsed(redis, keys)) < idleSeconds * 1000) continue;
+      if ((await age(redis, keys)) < idleSeconds * 1000) continue;
       await unlink(redis, keys);
       removed += keys.length;
     }
