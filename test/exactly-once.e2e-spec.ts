@@ -407,6 +407,25 @@ describe('exactly-once loads', () => {
     expect(n.rows).toEqual([{ n: 60_002, extra: 1 }]);
   });
 
+  it("a scoped caller's pipeline looks at its tables before every load, however often they were found ready", async () => {
+    const dest = api.app.get(PostgresDestination);
+    const scoped = (pipelineToken: string) => {
+      const t = targetOf(pipelineToken);
+      return {
+        ...t,
+        destination: { database: { ...t.destination.database, table: `${table}_scoped` } },
+        mayAdopt: false,
+      };
+    };
+    await dest.prepare(scoped(`scoped-1-${env}`));
+    for (const n of [2, 3]) {
+      const sent = await sentDuring(() => dest.prepare(scoped(`scoped-${n}-${env}`)).then(() => undefined));
+      // The claim check (the tables are a pipeline's own) and the table check, each time.
+      expect(sent.some((q) => q.includes('obj_description'))).toBe(true);
+      expect(sent.some((q) => q.includes("to_regclass('tapyard_meta.loads')"))).toBe(true);
+    }
+  });
+
   it('a database no job loaded yet has no ledger: nothing committed there', async () => {
     const dest = api.app.get(PostgresDestination);
     // The server's maintenance database: no pipeline may load there, so it never has the ledger.
