@@ -181,6 +181,80 @@ describe('status events written in batches', () => {
     ).toEqual({ last_error_description: "it's" });
   });
 
+  describe("a small upload's intake entries, written by the API and carried by its job", () => {
+    const intake = () => {
+      const entries = [
+        { ...status.event('StreamNotifier', 'begin', 'receiving b.csv'), once: true as const },
+        {
+          ...status.event('StreamNotifier', 'end', 'received 9 bytes; queued for processing'),
+          once: true as const,
+        },
+      ];
+      return {
+        entries,
+        carried: entries.map(({ state, description, epoch }) => ({ state, description, epoch })),
+      };
+    };
+    const contract = ['StreamNotifier begin', 'StreamNotifier end', 'JobRunner begin', 'JobRunner end'];
+
+    it('go once and first when the API writes first', async () => {
+      const ref = job();
+      const { entries, carried } = intake();
+      await status.recordAll(ref, entries);
+      const run = status.of(ref, carried);
+      run.add('JobRunner', 'begin', 'loading');
+      await run.record('JobRunner', 'end', 'done', 'success');
+      const written = await events(ref);
+      expect(written.map((e) => `${e.process_name} ${e.state}`)).toEqual(contract);
+      expect(written.slice(0, 2).map((e) => Number(e.epoch))).toEqual(entries.map((e) => e.epoch));
+    });
+
+    it('go once and first when the job writes first, even its end: the API adds nothing after', async () => {
+      const ref = job();
+      const { entries, carried } = intake();
+      const run = status.of(ref, carried);
+      run.add('JobRunner', 'begin', 'loading');
+      await run.record('JobRunner', 'end', 'done', 'success');
+      await status.recordAll(ref, entries);
+      expect((await events(ref)).map((e) => `${e.process_name} ${e.state}`)).toEqual(contract);
+      expect(await summary(ref)).toMatchObject({
+        status: 'success',
+        started_at: String(entries[0].epoch),
+      });
+    });
+
+    it('go once when both writes share one statement', async () => {
+      const ref = job();
+      const { entries, carried } = intake();
+      const run = status.of(ref, carried);
+      run.add('JobRunner', 'begin', 'loading');
+      // Made in the same turn: the batcher sends them together.
+      await Promise.all([status.recordAll(ref, entries), run.flush()]);
+      const written = await events(ref);
+      expect(written.map((e) => `${e.process_name} ${e.state}`)).toEqual(contract.slice(0, 3));
+      expect(new Set(written.map((e) => e.xmin)).size).toBe(1);
+    });
+
+    it("a job carries only the intake's begin and end: nothing else goes ahead of its own entries", async () => {
+      const ref = job();
+      const { carried } = intake();
+      const run = status.of(ref, [
+        ...carried,
+        { state: 'error', description: 'not an intake entry', epoch: 1 } as never,
+      ]);
+      await run.record('JobRunner', 'begin', 'loading');
+      expect((await events(ref)).map((e) => `${e.process_name} ${e.state}`)).toEqual(contract.slice(0, 3));
+    });
+
+    it('an entry not marked once is written again, as before', async () => {
+      const ref = job();
+      const e = status.event('StreamNotifier', 'begin', 'receiving b.csv');
+      await status.recordAll(ref, [e]);
+      await status.recordAll(ref, [e]);
+      expect((await events(ref)).map((r) => r.state)).toEqual(['begin', 'begin']);
+    });
+  });
+
   it('a flush with nothing kept writes nothing', async () => {
     const ref = job();
     await status.of(ref).flush();

@@ -77,6 +77,72 @@ describe('small uploads carried in their job', () => {
     expect([...epochs].sort((a, b) => a - b)).toEqual(epochs);
   });
 
+  it("is queued without waiting for its intake entries' write: the job writes them first if it ends first", async () => {
+    const apiStatus = api.app.get(StatusService);
+    const write = apiStatus.recordAll.bind(apiStatus);
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    // The API's write of this upload's entries waits until its job has ended.
+    const spy = jest.spyOn(apiStatus, 'recordAll').mockImplementation(async (job, events) => {
+      if (job.filename === 'held.csv') await held;
+      return write(job, events);
+    });
+    try {
+      const answered = upload(api.http, 'small', csv(7), 'held.csv');
+      const ended = async (): Promise<boolean> =>
+        (
+          await pg.query(
+            `SELECT 1 FROM tapyard.jobs WHERE environment = $1 AND filename = 'held.csv' AND ended_at IS NOT NULL`,
+            [env],
+          )
+        ).rowCount === 1;
+      const deadline = Date.now() + 30_000;
+      while (!(await ended())) {
+        if (Date.now() > deadline) throw new Error('the job did not end while the intake write was held');
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      release();
+      const token = await answered;
+      const done = await waitForJob(api.http, token);
+      expect(done.rollup.status).toBe('success');
+      expect(done.events.map((e) => `${e.processName} ${e.state}`)).toEqual([
+        'StreamNotifier begin',
+        'StreamNotifier end',
+        'JobRunner begin',
+        'DataQuality begin',
+        'PostgresLoader begin',
+        'DataQuality end',
+        'PostgresLoader end',
+        'JobRunner end',
+      ]);
+      expect(spy.mock.calls.filter(([job]) => job.filename === 'held.csv')).toHaveLength(1);
+    } finally {
+      release();
+      spy.mockRestore();
+    }
+  });
+
+  it('stands when its intake entries could not be written: its job writes them', async () => {
+    const apiStatus = api.app.get(StatusService);
+    const write = apiStatus.recordAll.bind(apiStatus);
+    const spy = jest.spyOn(apiStatus, 'recordAll').mockImplementation(async (job, events) => {
+      if (job.filename === 'unwritten.csv') throw new Error('connection terminated');
+      return write(job, events);
+    });
+    try {
+      const token = await upload(api.http, 'small', csv(4), 'unwritten.csv');
+      const done = await waitForJob(api.http, token);
+      expect(done.rollup.status).toBe('success');
+      expect(done.events.slice(0, 3).map((e) => `${e.processName} ${e.state}`)).toEqual([
+        'StreamNotifier begin',
+        'StreamNotifier end',
+        'JobRunner begin',
+      ]);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
   it('checks a small file on the main thread: its bad rows are rejected with their reasons, the rest load', async () => {
     const before = await pg.query(`SELECT count(*)::int AS n FROM ingest_test."${table}"`);
     const token = await upload(api.http, 'small', 'id,label\n1,one\nx,two\n3,three\n', 'rejects.csv');

@@ -20,6 +20,7 @@ import { TapStates1764825600000 } from './migrations/1764825600000-tap-states';
 import { IncidentSettings1764912000000 } from './migrations/1764912000000-incident-settings';
 import { JobRowCounts1764998400000 } from './migrations/1764998400000-job-row-counts';
 import { RecordEvents1765084800000 } from './migrations/1765084800000-record-events';
+import { RecordEventsOnce1765776000000 } from './migrations/1765776000000-record-events-once';
 import { CodegenGenerations1765171200000 } from './migrations/1765171200000-codegen-generations';
 import { PipelineLocationsChecked1765257600000 } from './migrations/1765257600000-pipeline-locations-checked';
 import { TapGrantsDocumentUpload1765344000000 } from './migrations/1765344000000-tap-grants-document-upload';
@@ -59,6 +60,7 @@ export const MIGRATIONS = [
   PipelineMayAdopt1765516800000,
   PipelineLocationsVector1765603200000,
   CreatedObjectsMarked1765689600000,
+  RecordEventsOnce1765776000000,
 ];
 
 // Any constant works as long as every Tapyard process uses the same one.

@@ -84,7 +84,7 @@ export class IngestionRunner {
    * `warning` when another destination loaded.
    */
   async run(p: IngestPayload, attempt: { made: number; max: number } = { made: 0, max: 1 }): Promise<void> {
-    const events = this.status.of(jobRef(p));
+    const events = this.status.of(jobRef(p), p.intakeEntries);
     let stage: ProcessName = 'JobRunner';
     let leaveGate: (() => void) | null = null;
     try {

@@ -2,8 +2,10 @@ import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { Request } from 'express';
+import type { Logger } from 'pino';
 import {
   CONFIG,
+  LOGGER,
   TapyardConfig,
   ServiceUnavailableError,
   UnsupportedMediaTypeError,
@@ -64,6 +66,7 @@ export class UploadService {
     private readonly queues: EnvironmentQueues,
     private readonly store: ObjectStore,
     private readonly policy: PipelinePolicy,
+    @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
   /** `access` is checked against the pipeline (PipelinePolicy) before anything is queued. */
@@ -193,40 +196,55 @@ export class UploadService {
 
   /**
    * A small file received whole: its job carries it (a document job when `documentUri` is given, else
-   * a load job). The intake's begin and end are one write, made before the job exists, so they stay
-   * ahead of everything the job writes.
+   * a load job), and its intake entries (begin and end): they are written while the job is queued,
+   * not before, and the job's first status write includes them (written once), so they stay ahead of
+   * everything the job writes whichever write is first. The job's pickup does not wait for a status
+   * write, only for the queue.
    */
   private async enqueueInline(job: JobRef, body: Buffer, documentUri?: string): Promise<void> {
     const { environment, pipelineToken } = job;
-    await this.status.recordAll(job, [
+    // Written once, here or by the job, whichever is first.
+    const entries = [
       this.status.event('StreamNotifier', 'begin', `receiving ${job.filename}`),
       this.status.event('StreamNotifier', 'end', `received ${body.length} bytes; queued for processing`),
+    ].map((e) => ({ ...e, once: true as const }));
+    const intakeEntries = entries.map((e) => ({
+      state: e.state as 'begin' | 'end',
+      description: e.description,
+      epoch: e.epoch,
+    }));
+    const options = loadJobOptions(environment, pipelineToken, this.config.loadRetry);
+    const inline = body.toString('base64');
+    const queue = this.queues.ingest(environment);
+    const [written, queued] = await Promise.allSettled([
+      this.status.recordAll(job, entries),
+      documentUri !== undefined
+        ? queue.enqueue(IngestJob.document, { ...job, inline, intakeEntries, uri: documentUri }, options)
+        : queue.enqueue(
+            IngestJob.load,
+            { ...job, staged: pipelineToken, inline, intakeEntries, size: body.length },
+            options,
+          ),
     ]);
-    try {
-      const options = loadJobOptions(environment, pipelineToken, this.config.loadRetry);
-      const inline = body.toString('base64');
-      const queue = this.queues.ingest(environment);
-      if (documentUri !== undefined) {
-        await queue.enqueue(IngestJob.document, { ...job, inline, uri: documentUri }, options);
-      } else {
-        await queue.enqueue(
-          IngestJob.load,
-          { ...job, staged: pipelineToken, inline, size: body.length },
-          options,
-        );
-      }
-    } catch (err) {
+    if (queued.status === 'rejected') {
       // The job never started: its status says so rather than staying `processing`.
       await this.status
         .record(
           job,
           'StreamNotifier',
           'error',
-          `the upload could not be queued: ${errorMessage(err)}`,
+          `the upload could not be queued: ${errorMessage(queued.reason)}`,
           'error',
         )
         .catch(() => undefined);
-      throw err;
+      throw queued.reason;
+    }
+    // The job is queued and writes these entries with its own: the upload stands.
+    if (written.status === 'rejected') {
+      this.logger.warn(
+        { pipelineToken, err: errorMessage(written.reason) },
+        "an upload's intake entries were not written; its job writes them",
+      );
     }
   }
 

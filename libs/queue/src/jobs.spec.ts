@@ -71,6 +71,19 @@ describe('readJob', () => {
       "field 'staged' must be a boolean (got string)",
     );
     expect(reason('load', { ...load, environment: ['tok-secret-1'] })).not.toContain('tok-secret-1');
+    const entry = { state: 'end', description: 'received 9 bytes', epoch: 1 };
+    expect(
+      readJob(QUEUES.ingest, { id: '5', name: 'load', data: { ...load, intakeEntries: [entry] } }).name,
+    ).toBe('load');
+    expect(reason('load', { ...load, intakeEntries: [entry, { ...entry, state: 'error' }] })).toBe(
+      "ingest job 'load' (id 7) is malformed: field 'intakeEntries.1.state' must be 'begin' or 'end' (got string)",
+    );
+    expect(reason('load', { ...load, intakeEntries: [{ ...entry, epoch: 'now' }] })).toContain(
+      "field 'intakeEntries.0.epoch' must be a number (got string)",
+    );
+    expect(reason('load', { ...load, intakeEntries: entry })).toContain(
+      "field 'intakeEntries' must be an array (got object)",
+    );
   });
 
   it('refuses a payload that is not an object', () => {

@@ -3,6 +3,7 @@ import {
   DocumentPayload,
   IngestJob,
   IngestPayload,
+  IntakeEntry,
   IntakePayload,
   JobFields,
   MaintenanceJob,
@@ -142,6 +143,20 @@ function object<T>(fields: Fields<T>): Check {
 }
 
 const stream = object<{ staleMs: number }>({ staleMs: num });
+const intakeEntry = object<IntakeEntry>({
+  state: (value) => (value === 'begin' || value === 'end' ? null : fault(value, "'begin' or 'end'")),
+  description: str,
+  epoch: num,
+});
+const intakeEntries: Check = (value) => {
+  if (!Array.isArray(value)) return fault(value, 'an array');
+  for (const [i, entry] of value.entries()) {
+    const wrong = intakeEntry(entry);
+    if (wrong !== null)
+      return { field: `${i}${wrong.field === null ? '' : `.${wrong.field}`}`, problem: wrong.problem };
+  }
+  return null;
+};
 
 const jobFields: Fields<JobFields> = {
   environment: str,
@@ -171,6 +186,7 @@ const PAYLOADS: { [Q in QueueName]: { [N in JobName<Q>]: Fields<JobPayload<Q, N>
       stream: optional(stream),
       inline: optional(str),
       inlineDropped: optional(num),
+      intakeEntries: optional(intakeEntries),
       size: optional(num),
     },
     intake: { ...jobFields, bucket: str, key: str, staged: bool },
@@ -181,6 +197,7 @@ const PAYLOADS: { [Q in QueueName]: { [N in JobName<Q>]: Fields<JobPayload<Q, N>
       staged: optional(str),
       inline: optional(str),
       inlineDropped: optional(num),
+      intakeEntries: optional(intakeEntries),
       uri: str,
       tap: optional(str),
       metadata: optional(anyObject),

@@ -56,6 +56,17 @@ export interface JobFields {
   filename: string;
 }
 
+/**
+ * The intake's status entries of a small upload (StreamNotifier begin and end, each with the time it
+ * happened), carried by its job: the API writes them while the job is already queued, and the job's
+ * first status write includes them, written once (see StatusService.of()).
+ */
+export interface IntakeEntry {
+  state: 'begin' | 'end';
+  description: string;
+  epoch: number;
+}
+
 /** One document of a document-tap run (spec: one job per new or changed document). */
 export interface DocumentPayload extends JobFields {
   /** Where the document is staged (tap runs, archive entries)... */
@@ -70,6 +81,8 @@ export interface DocumentPayload extends JobFields {
   inline?: string;
   /** How many bytes `inline` held, once the job finished and they were dropped (see InlineDrops). */
   inlineDropped?: number;
+  /** With `inline` from an upload: the intake's entries, for the job's first status write. */
+  intakeEntries?: IntakeEntry[];
   /** The document's identity in its source: the tap's `uri`, or `upload://<filename>` for uploads. */
   uri: string;
   /** The tap that yielded it, and the record's own `metadata`. */
@@ -110,6 +123,8 @@ export interface IngestPayload extends JobFields {
   inline?: string;
   /** How many bytes `inline` held, once the job finished and they were dropped (see InlineDrops). */
   inlineDropped?: number;
+  /** With `inline` from an upload: the intake's entries, for the job's first status write. */
+  intakeEntries?: IntakeEntry[];
   /**
    * How many bytes the input holds, when known, for progress notes: the staged file's size, or for
    * an upload still arriving its request's content-length (multipart framing included: an upper bound).

@@ -28,6 +28,11 @@ export interface RecordedEvent {
   epoch: number;
   outcome: JobStatus | null;
   rows: JobRows | null;
+  /**
+   * Written once: skipped when its job already has this process, state and time (a small upload's
+   * intake entries, which the API writes and its job carries; see CarriedEntry).
+   */
+  once?: true;
 }
 
 /** The events of one or more jobs to write together: each job's in order. */
@@ -51,7 +56,7 @@ export class StatusRepository {
    * are taken in one order (by key), so two writers holding some of the same jobs cannot deadlock.
    */
   async record(batches: readonly JobBatch[]): Promise<void> {
-    const columns: (string | number | boolean | null)[][] = Array.from({ length: 13 }, () => []);
+    const columns: (string | number | boolean | null)[][] = Array.from({ length: 14 }, () => []);
     for (const { job, events } of batches) {
       for (const e of events) {
         const status = e.outcome ?? (e.state === 'error' ? 'error' : 'processing');
@@ -69,6 +74,7 @@ export class StatusRepository {
           status !== 'processing',
           e.rows?.loaded ?? null,
           e.rows?.rejected ?? null,
+          e.once === true,
         ].forEach((v, i) => columns[i].push(v));
       }
     }

@@ -8,6 +8,7 @@ import {
   ALL_JOBS,
   CLOCK,
   Clock,
+  IntakeEntry,
   JOB_TIMEOUT_MS,
   JobRef,
   JobRow,
@@ -114,9 +115,20 @@ export class StatusService {
     return { processName, state, description: safeText(description), epoch: this.clock.now(), outcome, rows };
   }
 
-  /** The events of one job, written in batches (see JobEvents). */
-  of(job: JobRef): JobEvents {
-    return new JobEvents(this, job);
+  /**
+   * The events of one job, written in batches (see JobEvents). `intake`: the intake's entries its job
+   * carries (a small upload's StreamNotifier begin and end, which the API writes while the job is
+   * already queued): the job's first write includes them, written once, so they come first in the job's
+   * entries whichever of the two writes is first.
+   */
+  of(job: JobRef, intake: readonly IntakeEntry[] = []): JobEvents {
+    const events = new JobEvents(this, job);
+    for (const e of intake) {
+      // Only the intake's own entries: a job cannot have anything else written ahead of its own.
+      if (e.state !== 'begin' && e.state !== 'end') continue;
+      events.carry({ ...this.event('StreamNotifier', e.state, e.description), epoch: e.epoch, once: true });
+    }
+    return events;
   }
 
   /** Whether the job has its terminal event: a delivery of it then must neither load nor write. */
@@ -304,6 +316,11 @@ export class JobEvents {
 
   add(processName: ProcessName, state: StageState, description: string): void {
     this.kept.push(this.status.event(processName, state, description));
+  }
+
+  /** An event made elsewhere (with its own time), kept for the next write. */
+  carry(event: RecordedEvent): void {
+    this.kept.push(event);
   }
 
   record(

@@ -63,7 +63,7 @@ export class DocumentLoader {
   async run(p: DocumentPayload, attempt: { made: number; max: number } = { made: 0, max: 1 }): Promise<void> {
     // A job's events go in three writes (begin; parsed and chunked; end), each holding what was kept
     // since the last: eight round trips per document, each under the job's lock, were worker CPU.
-    const events = this.status.of(jobRef(p));
+    const events = this.status.of(jobRef(p), p.intakeEntries);
     let local: string | null = null;
     try {
       const { definition: def, mayAdopt } = await this.pipelines
