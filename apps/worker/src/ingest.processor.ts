@@ -22,11 +22,14 @@ import {
 } from '@tapyard/queue';
 import { StatusService, jobRef } from '@tapyard/status';
 import { InFlightJobs } from './in-flight';
+import { LargeJobPlaces } from './large-job-places';
 
 @Processor(QUEUES.ingest, { autorun: false })
 export class IngestProcessor extends ConfiguredWorkerHost implements OnApplicationShutdown {
   /** Finished jobs' inline files leave Redis, several jobs' in one round trip. */
   private readonly drops: InlineDrops;
+  /** Shared by the process's queues (its tenants' too): what it bounds is this process's memory. */
+  private readonly places: LargeJobPlaces;
 
   constructor(
     @Inject(CONFIG) protected readonly config: TapyardConfig,
@@ -39,6 +42,7 @@ export class IngestProcessor extends ConfiguredWorkerHost implements OnApplicati
   ) {
     super();
     this.drops = new InlineDrops(config.redis.url);
+    this.places = new LargeJobPlaces(config.worker.largeJobs);
   }
 
   /** After the queues' workers stopped (their last jobs' files are dropped at once from then on). */
@@ -73,7 +77,12 @@ export class IngestProcessor extends ConfiguredWorkerHost implements OnApplicati
       );
       return;
     }
-    await dispatch(this.handlers, read, job, token);
+    const leave = isLarge(read) ? await this.places.enter() : null;
+    try {
+      await dispatch(this.handlers, read, job, token);
+    } finally {
+      leave?.();
+    }
   }
 
   private async load(data: IngestPayload, job: Job, token?: string): Promise<void> {
@@ -142,4 +151,13 @@ export class IngestProcessor extends ConfiguredWorkerHost implements OnApplicati
  */
 function firstSmallLoad(job: Job, read: ReadJob<typeof QUEUES.ingest>): boolean {
   return job.attemptsStarted <= 1 && read.name === IngestJob.load && read.data.inline !== undefined;
+}
+
+/**
+ * A job whose memory grows with its input: all but a small upload's load carried in its job (read on
+ * the main thread, its file at most INLINE_UPLOAD_BYTES). Documents take a place whatever their size:
+ * their parser's memory bound is per document.
+ */
+function isLarge(read: ReadJob<typeof QUEUES.ingest>): boolean {
+  return !(read.name === IngestJob.load && read.data.inline !== undefined);
 }

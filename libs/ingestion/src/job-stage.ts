@@ -20,6 +20,8 @@ export interface StageDeps {
   spool: Spool;
   stallMs: number;
   maxIdle: number;
+  /** Stage threads busy at once (LARGE_JOB_CONCURRENCY). */
+  maxBusy: number;
   spinOn: string | null;
 }
 
@@ -100,7 +102,7 @@ export async function openStage(
         spinOn: deps.spinOn,
         fast,
       },
-      { stallMs: deps.stallMs, maxIdle: deps.maxIdle },
+      { stallMs: deps.stallMs, maxIdle: deps.maxIdle, maxBusy: deps.maxBusy },
     )
     .catch(async (err: unknown) => {
       await stopReading();

@@ -303,7 +303,7 @@ describe('a small whole input on the main thread', () => {
           spinOn: null,
           fast: c.fast,
         },
-        { stallMs: 60_000, maxIdle: 1 },
+        { stallMs: 60_000, maxIdle: 1, maxBusy: 4 },
       );
       const threaded = await drive(c, session, () => readFile(rejectsPath, 'utf8'));
 

@@ -265,10 +265,25 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('gives small uploads more worker slots than large jobs: 16 and 4 by default, large never more', () => {
+    const c = loadConfig({ TAPYARD_MASTER_KEY: KEY });
+    expect([c.worker.concurrency, c.worker.largeJobs]).toEqual([16, 4]);
+    const two = loadConfig({ TAPYARD_MASTER_KEY: KEY, WORKER_CONCURRENCY: '2' });
+    expect([two.worker.concurrency, two.worker.largeJobs]).toEqual([2, 2]);
+    expect(
+      loadConfig({ TAPYARD_MASTER_KEY: KEY, WORKER_CONCURRENCY: '8', LARGE_JOB_CONCURRENCY: '8' }).worker
+        .largeJobs,
+    ).toBe(8);
+    expect(problems({ WORKER_CONCURRENCY: '4', LARGE_JOB_CONCURRENCY: '5' })).toEqual([
+      'LARGE_JOB_CONCURRENCY (5) must not exceed WORKER_CONCURRENCY (4): it bounds the worker slots large jobs may hold',
+    ]);
+  });
+
   it('bounds sinks: timeouts with defaults, and fewer sink slots than worker slots', () => {
     const c = loadConfig({ TAPYARD_MASTER_KEY: KEY });
     expect(c.sinks).toEqual({ requestTimeoutMs: 30_000, loadTimeoutMs: 3_600_000, concurrency: 3 });
     expect(loadConfig({ TAPYARD_MASTER_KEY: KEY, WORKER_CONCURRENCY: '1' }).sinks.concurrency).toBe(1);
+    expect(loadConfig({ TAPYARD_MASTER_KEY: KEY, WORKER_CONCURRENCY: '3' }).sinks.concurrency).toBe(2);
     expect(
       loadConfig({
         TAPYARD_MASTER_KEY: KEY,

@@ -134,7 +134,7 @@ export function loadConfig(env: Env = process.env): TapyardConfig {
   }
   const dataDir = r.string('TAPYARD_DATA_DIR', join(homedir(), '.local', 'share', 'tapyard'));
   const peers = readPeers(r, environment);
-  const workerConcurrency = r.int('WORKER_CONCURRENCY', 4, 1, 256);
+  const workerConcurrency = r.int('WORKER_CONCURRENCY', 16, 1, 256);
   // Renamed: a deployment still setting the old name would silently get the default grace.
   if (r.raw('SHUTDOWN_TIMEOUT_MS') !== undefined)
     r.problems.push('SHUTDOWN_TIMEOUT_MS was replaced by SHUTDOWN_GRACE_SECONDS (seconds, default 30)');

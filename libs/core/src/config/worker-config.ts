@@ -2,7 +2,14 @@ import { EnvReader } from './env-reader';
 
 /** Queue workers: their slots, locks and stalls, and their operations port. */
 export interface WorkerConfig {
+  /** Jobs a worker process runs at once per queue (BullMQ's slots). */
   readonly concurrency: number;
+  /**
+   * Of those, jobs that read a staged input (in a stage thread), an archive or a document: their
+   * memory is what grows with their number. Jobs past it wait in the process for a place; a small
+   * upload carried in its job (read on the main thread) needs none.
+   */
+  readonly largeJobs: number;
   readonly lockMs: number;
   /** Times a job may stall workers (its worker died) before it is failed instead of handed on. */
   readonly maxStalls: number;
@@ -42,8 +49,15 @@ export interface SinksConfig {
 }
 
 export function readWorker(r: EnvReader, concurrency: number): WorkerConfig {
+  const largeJobs = r.int('LARGE_JOB_CONCURRENCY', Math.min(4, concurrency), 1, 256);
+  if (largeJobs > concurrency) {
+    r.problems.push(
+      `LARGE_JOB_CONCURRENCY (${largeJobs}) must not exceed WORKER_CONCURRENCY (${concurrency}): it bounds the worker slots large jobs may hold`,
+    );
+  }
   return {
     concurrency,
+    largeJobs,
     lockMs: r.int('WORKER_LOCK_MS', 30000, 1000, 600000),
     maxStalls: r.int('WORKER_MAX_STALLS', 2, 0, 100),
     stageStallMs: r.int('STAGE_STALL_MS', 60000, 100, 24 * 3600000),
@@ -62,8 +76,9 @@ export function readStaging(r: EnvReader): StagingConfig {
 }
 
 export function readSinks(r: EnvReader, workers: number): SinksConfig {
-  // One slot is always kept from sinks, unless the worker has only one.
-  const concurrency = r.int('SINK_CONCURRENCY', Math.max(1, workers - 1), 1, 256);
+  // One slot is always kept from sinks, unless the worker has only one; 3 at most by default (as
+  // with the four slots workers had before small uploads were given more).
+  const concurrency = r.int('SINK_CONCURRENCY', Math.max(1, Math.min(3, workers - 1)), 1, 256);
   if (concurrency > workers) {
     r.problems.push(
       `SINK_CONCURRENCY (${concurrency}) must not exceed WORKER_CONCURRENCY (${workers}): it bounds the worker slots sinks may hold`,

@@ -63,7 +63,7 @@ async function runJob(
       spinOn: null,
       fast: false,
     },
-    { stallMs: 60_000, maxIdle: 1, maxHeapBytes: opts.maxHeapBytes },
+    { stallMs: 60_000, maxIdle: 1, maxBusy: 4, maxHeapBytes: opts.maxHeapBytes },
   );
   try {
     await session.first();
@@ -138,7 +138,7 @@ describe('the stage thread pool', () => {
         spinOn: null,
         fast: false,
       },
-      { stallMs: 60_000, maxIdle: 1, maxHeapBytes: 1 << 30 },
+      { stallMs: 60_000, maxIdle: 1, maxBusy: 4, maxHeapBytes: 1 << 30 },
     );
     await session.first();
     // Ended mid-job (a failed load): the thread may still be working on it.
@@ -146,6 +146,40 @@ describe('the stage thread pool', () => {
     expect(idleIds()).toHaveLength(1);
     expect(idleIds()).not.toContain(used);
     await job(1 << 30);
+  });
+
+  it('keeps at most maxBusy threads busy: a job past it waits for one to end, first come first served', async () => {
+    const start = (filename: string) =>
+      pool.start(
+        {
+          input: new Uint8Array(Buffer.from('id,label\n1,a\n')).buffer,
+          records: null,
+          definition: definition(),
+          filename,
+          rejectsPath: join(dir, `${filename}.jsonl`),
+          spinOn: null,
+          fast: false,
+        },
+        { stallMs: 60_000, maxIdle: 2, maxBusy: 2, maxHeapBytes: 1 << 30 },
+      );
+    const order: string[] = [];
+    const a = await start('a.csv');
+    const b = await start('b.csv');
+    const c = start('c.csv').then((s) => (order.push('c'), s));
+    const d = start('d.csv').then((s) => (order.push('d'), s));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(order).toEqual([]);
+    b.end();
+    const third = await c;
+    await new Promise((r) => setTimeout(r, 50));
+    expect(order).toEqual(['c']);
+    a.end();
+    const fourth = await d;
+    expect(order).toEqual(['c', 'd']);
+    for (const s of [third, fourth]) {
+      await s.first();
+      s.end();
+    }
   });
 
   it("takes a small job's whole input with its start, without an input channel", async () => {
@@ -161,7 +195,7 @@ describe('the stage thread pool', () => {
         spinOn: null,
         fast: false,
       },
-      { stallMs: 60_000, maxIdle: 1, maxHeapBytes: 1 << 30 },
+      { stallMs: 60_000, maxIdle: 1, maxBusy: 4, maxHeapBytes: 1 << 30 },
     );
     try {
       expect(await session.first()).toEqual({ header: ['id', 'label'], width: 2 });
@@ -203,7 +237,7 @@ describe("a destination's maxBatchRows on JSON rows", () => {
         spinOn: null,
         fast,
       },
-      { stallMs: 60_000, maxIdle: 1, maxHeapBytes: 1 << 30 },
+      { stallMs: 60_000, maxIdle: 1, maxBusy: 4, maxHeapBytes: 1 << 30 },
     );
     const out: { rows: string[]; lines: number[] }[] = [];
     try {
@@ -325,7 +359,7 @@ describe('a job warming its scripts', () => {
         spinOn: null,
         fast: false,
       },
-      { stallMs: 60_000, maxIdle: 1, maxHeapBytes: 1 << 30 },
+      { stallMs: 60_000, maxIdle: 1, maxBusy: 4, maxHeapBytes: 1 << 30 },
     );
     try {
       session.warm([spec]);

@@ -93,6 +93,10 @@ function spawn(): PooledThread {
 export class StageThreadPool implements OnApplicationBootstrap, OnModuleDestroy {
   private idle: PooledThread[] = [];
   private readonly busy = new Set<PooledThread>();
+  /** Jobs waiting for a thread (past `maxBusy`), in arrival order. */
+  private readonly waiting: (() => void)[] = [];
+  /** Places given to jobs that have not taken their thread yet. */
+  private reserved = 0;
   /**
    * The kinds of script this worker's jobs ran lately, least recent first: a thread keeps warm sandboxes
    * for its own, and a thread let go (a large job's heap) takes them along, so these go to its successor.
@@ -120,12 +124,25 @@ export class StageThreadPool implements OnApplicationBootstrap, OnModuleDestroy 
       : null;
   }
 
-  /** Starts a job's stages on a thread; the session must be ended with `end()`. */
+  /**
+   * Starts a job's stages on a thread; the session must be ended with `end()`. `maxBusy`: threads
+   * busy at once (LARGE_JOB_CONCURRENCY); a job past it waits for one to end, first come first served
+   * (a small upload's job with scripts takes a thread too).
+   */
   async start(
     job: Omit<StartMessage, 'kind' | 'shared' | 'maxHeapBytes'>,
-    opts: { stallMs: number; maxIdle: number; maxHeapBytes?: number },
+    opts: { stallMs: number; maxIdle: number; maxBusy: number; maxHeapBytes?: number },
   ): Promise<StageSession> {
     if (this.closed) throw new Error('the worker is shutting down');
+    if (this.busy.size + this.reserved >= opts.maxBusy || this.waiting.length > 0)
+      await new Promise<void>((resolve) => this.waiting.push(resolve));
+    else this.reserved++;
+    // The place reserved for this job (handed over by a session's end, or taken above) becomes its thread.
+    this.reserved--;
+    if (this.closed) {
+      this.wakeNext();
+      throw new Error('the worker is shutting down');
+    }
     const thread = this.idle.pop() ?? spawn();
     thread.worker.off('exit', thread.gone);
     thread.worker.off('error', thread.gone);
@@ -143,11 +160,20 @@ export class StageThreadPool implements OnApplicationBootstrap, OnModuleDestroy 
           this.ready();
           this.handOver();
         }
+        this.wakeNext();
       },
       (stage) => this.stalls?.inc({ stage }),
     );
     session.begin(job);
     return session;
+  }
+
+  /** A thread's place goes to the job that waited longest. */
+  private wakeNext(): void {
+    const next = this.waiting.shift();
+    if (next === undefined) return;
+    this.reserved++;
+    next();
   }
 
   onApplicationBootstrap(): void {
@@ -189,6 +215,8 @@ export class StageThreadPool implements OnApplicationBootstrap, OnModuleDestroy 
 
   async onModuleDestroy(): Promise<void> {
     this.closed = true;
+    // Jobs still waiting for a thread fail as the shutdown's (each wakes the next).
+    this.wakeNext();
     this.stopKeepingProbes();
     const all = [...this.idle, ...this.busy];
     this.idle = [];
