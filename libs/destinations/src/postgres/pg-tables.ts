@@ -34,6 +34,8 @@ export function pgType(c: SchemaField): string {
 
 // Any constant works as long as every Tapyard process uses the same one.
 const DDL_LOCK_ID = 7_421_002;
+/** The first key of a table's own DDL lock (two keys: never the one-key locks above and elsewhere). */
+const TABLE_LOCK_SPACE = 7_421_003;
 
 /** PostgreSQL's limit on columns per table. */
 export const PG_MAX_COLUMNS = 1600;
@@ -124,25 +126,43 @@ export async function ensureTables(
   // queue behind every other job's DDL lock (with many small jobs that lock was their pace).
   const found = await ready(client, target, data, rejects);
   if (found !== null) return found;
-  // Outside the load transaction, but serialised: concurrent `CREATE … IF NOT EXISTS` can still
-  // collide in the catalogs, and ALTER TABLE would wait on running loads, so only missing columns
-  // are added. The lock also makes "missing, so this pipeline creates it" true until COMMIT.
+  // Outside the load transaction, but serialised: concurrent `CREATE … IF NOT EXISTS` of one name can
+  // still collide in the catalogs, and ALTER TABLE would wait on running loads, so only missing
+  // columns are added. What loads of every table share (the schema, the ledger, the load-id function)
+  // is made under one lock, taken only while some of it is missing; a table and its rejects table
+  // under locks of their own, so jobs creating different tables do not queue behind each other's DDL
+  // (many new pipelines' first jobs at once). The locks also make "missing, so this pipeline creates
+  // it" true until COMMIT. Always in this order: the shared lock, then the tables' in name order.
   await client.query('BEGIN');
   try {
-    await client.query('SELECT pg_advisory_xact_lock($1)', [DDL_LOCK_ID]);
-    await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
-    await client.query(`CREATE SCHEMA IF NOT EXISTS tapyard_meta`);
-    if (target.loadId) {
-      // Created once and never replaced: another role's function would refuse CREATE OR REPLACE.
-      const { rows: fn } = await client.query<{ found: boolean }>(
-        `SELECT to_regprocedure('${LOAD_ID_FUNCTION}()') IS NOT NULL AS found`,
+    if (await sharedMissing(client, data, target.loadId === true)) {
+      await client.query('SELECT pg_advisory_xact_lock($1)', [DDL_LOCK_ID]);
+      await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
+      await client.query(`CREATE SCHEMA IF NOT EXISTS tapyard_meta`);
+      if (target.loadId) {
+        // Created once and never replaced: another role's function would refuse CREATE OR REPLACE.
+        const { rows: fn } = await client.query<{ found: boolean }>(
+          `SELECT to_regprocedure('${LOAD_ID_FUNCTION}()') IS NOT NULL AS found`,
+        );
+        if (!fn[0].found) await client.query(LOAD_ID_FUNCTION_DDL);
+      }
+      await client.query(
+        `CREATE TABLE IF NOT EXISTS tapyard_meta.loads (pipeline_token text PRIMARY KEY, target text NOT NULL,
+         rows_loaded bigint, rows_rejected bigint, loaded_at timestamptz NOT NULL DEFAULT now())`,
       );
-      if (!fn[0].found) await client.query(LOAD_ID_FUNCTION_DDL);
     }
     await client.query(
-      `CREATE TABLE IF NOT EXISTS tapyard_meta.loads (pipeline_token text PRIMARY KEY, target text NOT NULL,
-       rows_loaded bigint, rows_rejected bigint, loaded_at timestamptz NOT NULL DEFAULT now())`,
+      'SELECT pg_advisory_xact_lock($1, hashtext(k)) FROM unnest($2::text[]) AS k ORDER BY k',
+      [TABLE_LOCK_SPACE, [...new Set([qualified(data), qualified(rejects)])].sort()],
     );
+    // Made by another job while this one waited for the lock: nothing left to create.
+    const made = await ready(client, target, data, rejects);
+    if (made !== null) {
+      await checkMetaOwners(client, data.database);
+      await assertTablesClaimed(client, ownership, target, [data, rejects]);
+      await client.query('COMMIT');
+      return made;
+    }
     // `IF NOT EXISTS` and the lookup above take what is there, whoever made it.
     await checkMetaOwners(client, data.database);
     const missing: TableLocation[] = [];
@@ -196,6 +216,19 @@ export async function ensureTables(
     [t],
   );
   return { columnTypes: Object.fromEntries(rows.map((r) => [r.name, r.type])) };
+}
+
+/**
+ * Whether something loads of every table share is missing: the data table's schema, tapyard_meta and
+ * its ledger, the load-id function (when the pipeline has the column).
+ */
+async function sharedMissing(client: PoolClient, data: TableLocation, loadId: boolean): Promise<boolean> {
+  const { rows } = await client.query<{ missing: boolean }>(
+    `SELECT to_regnamespace($1) IS NULL OR to_regclass('tapyard_meta.loads') IS NULL
+       OR ($2 AND to_regprocedure('${LOAD_ID_FUNCTION}()') IS NULL) AS missing`,
+    [quoteIdent(data.schema), loadId],
+  );
+  return rows[0].missing;
 }
 
 /**
