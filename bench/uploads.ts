@@ -37,6 +37,8 @@ const CLIENTS = Number(process.env.BENCH_CLIENTS ?? 32);
 const PIPELINES = 8;
 const POLLERS = 4;
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 1));
+/** Uploads per pipeline sent one at a time, each waited for, before the rounds (not measured). */
+const WARMUP = Math.max(0, Number(process.env.BENCH_WARMUP ?? 0));
 /** Idle time after a round before its memory is read: timers, pools and the allocator settle. */
 const SETTLE_MS = 5000;
 
@@ -234,6 +236,24 @@ async function main(): Promise<void> {
       if (!res.ok) throw new Error(`pipeline ${name}: ${res.status} ${await res.text()}`);
     }
     const body = csv(ROWS);
+    const warmups = WARMUP * PIPELINES;
+    for (let i = 0; i < warmups; i++) {
+      const form = new FormData();
+      form.set('pipeline', names[i % PIPELINES]);
+      form.set('file', new Blob([body], { type: 'text/csv' }), 'small.csv');
+      const res = await send(`${BASE}/pipeline/upload`, { method: 'POST', body: form });
+      if (!res.ok) throw new Error(`warm-up upload ${i}: ${res.status} ${await res.text()}`);
+      const token = (await res.text()).trim();
+      while (
+        (
+          await pg.query(
+            `SELECT 1 FROM tapyard.jobs WHERE environment = $1 AND pipeline_token = $2 AND ended_at IS NOT NULL`,
+            [ENV, token],
+          )
+        ).rowCount === 0
+      )
+        await sleep(5);
+    }
     const memory: Array<{ api: number; worker: number }> = [];
     for (let round = 1; round <= ROUNDS; round++) {
       const tokens: string[] = [];
@@ -311,7 +331,7 @@ async function main(): Promise<void> {
         );
         if (Number(rows[0].failed) > 0)
           throw new Error(`${rows[0].failed} small uploads did not end success`);
-        if (Number(rows[0].ended) >= UPLOADS * round) break;
+        if (Number(rows[0].ended) >= warmups + UPLOADS * round) break;
         await sleep(100);
       }
       const allDoneSeconds = (performance.now() - started) / 1000;
@@ -356,7 +376,7 @@ async function main(): Promise<void> {
           `machine busy ${phase.machine.toFixed(1)} s (${((100 * phase.machine) / (cores * uploadSeconds)).toFixed(0)} %): ` +
           `bench clients ${phase.bench.toFixed(1)}, API ${phase.api.toFixed(1)}, PostgreSQL ${phase.pg.toFixed(1)}, ` +
           `Redis ${phase.redis.toFixed(1)}, worker ${phase.worker.toFixed(1)} s; ` +
-          `${Math.max(0, jobsInPhase - UPLOADS * (round - 1))} of ${UPLOADS} jobs ended in it`,
+          `${Math.max(0, jobsInPhase - warmups - UPLOADS * (round - 1))} of ${UPLOADS} jobs ended in it`,
       );
       console.log(
         `  pickup (StreamNotifier end → JobRunner begin): p50 ${quantile(pickup, 0.5)} ms, p95 ${quantile(pickup, 0.95)} ms`,
