@@ -89,9 +89,11 @@ describe('exactly-once loads', () => {
     for (let i = 1; i <= rows; i++) csv += `${i},row ${i},${i / 4}\n`;
     const workerEnv = testEnv({ TAPYARD_ENV: env, WORKER_LOCK_MS: '2000' });
 
+    // The worker starts once the upload is answered: a job started while the file still arrived could
+    // have loaded most of it by then, and the poll below would see its loader too late.
+    const token = await upload(api.http, 'once', csv, 'big.csv');
     const first = spawnApp('worker', workerEnv);
     await first.waitFor(/Tapyard worker ready/);
-    const token = await upload(api.http, 'once', csv, 'big.csv');
     // Wait until the loader is writing, then kill the worker without warning.
     for (;;) {
       const events = (

@@ -122,7 +122,29 @@ describe('small uploads carried in their job', () => {
     }
   });
 
-  it('stands when its intake entries could not be written: its job writes them', async () => {
+  it('writes its intake entries again when the first write fails', async () => {
+    const apiStatus = api.app.get(StatusService);
+    const write = apiStatus.recordAll.bind(apiStatus);
+    let failures = 1;
+    const spy = jest.spyOn(apiStatus, 'recordAll').mockImplementation(async (job, events) => {
+      if (job.filename === 'again.csv' && failures-- > 0) throw new Error('connection terminated');
+      return write(job, events);
+    });
+    try {
+      const token = await upload(api.http, 'small', csv(4), 'again.csv');
+      // Answered once they are written: the status is there at once.
+      const first = await api.http.get('/api/v1/pipeline/status').query({ pipelinetoken: token });
+      expect(first.status).toBe(200);
+      expect(spy.mock.calls.filter(([job]) => job.filename === 'again.csv')).toHaveLength(2);
+      const done = await waitForJob(api.http, token);
+      expect(done.rollup.status).toBe('success');
+      expect(done.events.filter((e) => e.processName === 'StreamNotifier')).toHaveLength(2);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
+  it('stands when its intake entries cannot be written: its job writes them', async () => {
     const apiStatus = api.app.get(StatusService);
     const write = apiStatus.recordAll.bind(apiStatus);
     const spy = jest.spyOn(apiStatus, 'recordAll').mockImplementation(async (job, events) => {
@@ -131,6 +153,13 @@ describe('small uploads carried in their job', () => {
     });
     try {
       const token = await upload(api.http, 'small', csv(4), 'unwritten.csv');
+      // Found once the job wrote them (with its own).
+      const deadline = Date.now() + 30_000;
+      while ((await api.http.get('/api/v1/pipeline/status').query({ pipelinetoken: token })).status === 404) {
+        if (Date.now() > deadline) throw new Error('the job never wrote the intake entries');
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(spy.mock.calls.filter(([job]) => job.filename === 'unwritten.csv')).toHaveLength(3);
       const done = await waitForJob(api.http, token);
       expect(done.rollup.status).toBe('success');
       expect(done.events.slice(0, 3).map((e) => `${e.processName} ${e.state}`)).toEqual([

@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Request } from 'express';
 import type { Logger } from 'pino';
 import {
@@ -56,6 +57,9 @@ const UPLOAD_STALE_MS = 300_000;
  * upload is refused after all (too large, empty, broken), and then nothing is committed. Otherwise
  * the job is enqueued once the file is in, and nothing is enqueued for a rejected upload.
  */
+/** Waits before writing a small upload's intake entries again, when the first write failed. */
+const INTAKE_REWRITE_MS = [50, 250];
+
 @Injectable()
 export class UploadService {
   constructor(
@@ -239,13 +243,23 @@ export class UploadService {
         .catch(() => undefined);
       throw queued.reason;
     }
-    // The job is queued and writes these entries with its own: the upload stands.
-    if (written.status === 'rejected') {
-      this.logger.warn(
-        { pipelineToken, err: errorMessage(written.reason) },
-        "an upload's intake entries were not written; its job writes them",
-      );
+    if (written.status === 'fulfilled') return;
+    // The job is queued: the upload stands. Its status is found once the entries are written, here
+    // (again: they are written once however often they are sent) or by the job with its own.
+    for (const ms of INTAKE_REWRITE_MS) {
+      await sleep(ms);
+      if (
+        await this.status.recordAll(job, entries).then(
+          () => true,
+          () => false,
+        )
+      )
+        return;
     }
+    this.logger.warn(
+      { pipelineToken, err: errorMessage(written.reason) },
+      "an upload's intake entries were not written; its job writes them",
+    );
   }
 
   /** The received file as a finished staged input: ended when it was streamed there, written when received whole. */
