@@ -1,6 +1,7 @@
 import { Client } from 'pg';
 import { IngestionRunner } from '@tapyard/ingestion';
 import { IngestPayload, INLINE_UPLOAD_BYTES } from '@tapyard/queue';
+import { WorkerDrain } from '../apps/worker/src/worker-drain';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { TEST_DATABASE_URL, uniqueEnvironment } from './support/env';
 import { csvPipeline, upload, waitForJob } from './support/ingest';
@@ -81,6 +82,52 @@ describe('large jobs wait for a place; small uploads do not', () => {
     } finally {
       release();
       spy.mockRestore();
+    }
+  });
+
+  it('on shutdown sends a job waiting for a place back to its queue, where another worker takes it', async () => {
+    const before = Number(
+      (await pg.query(`SELECT count(*)::int AS n FROM ingest_test."${table}"`)).rows[0].n,
+    );
+    const large = csv(3000);
+    const runner = worker.app.get(IngestionRunner);
+    const run = runner.run.bind(runner);
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let holding!: () => void;
+    const holds = new Promise<void>((resolve) => (holding = resolve));
+    const spy = jest.spyOn(runner, 'run').mockImplementation(async (p: IngestPayload, attempt) => {
+      if (p.filename === 'running.csv') {
+        holding();
+        await held;
+      }
+      return run(p, attempt);
+    });
+    let other: TestWorker | null = null;
+    try {
+      const running = await upload(api.http, 'places', large, 'running.csv');
+      await holds;
+      const waiting = await upload(api.http, 'places', large, 'waiting.csv');
+      // Taken by this worker, waiting for the place.
+      await new Promise((r) => setTimeout(r, 300));
+      const drained = worker.app.get(WorkerDrain).drain();
+      await new Promise((r) => setTimeout(r, 300));
+      release();
+      expect(await drained).toBe('finished');
+      expect((await waitForJob(api.http, running)).rollup.status).toBe('success');
+      expect(await begun(waiting)).toBe(false);
+      expect(spy.mock.calls.some(([p]) => p.filename === 'waiting.csv')).toBe(false);
+      other = await startWorker({ TAPYARD_ENV: env });
+      const done = await waitForJob(api.http, waiting);
+      expect(done.rollup.status).toBe('success');
+      // One delivery: no retry note in its status.
+      expect(done.events.filter((e) => e.processName === 'JobRunner' && e.state === 'begin')).toHaveLength(1);
+      const { rows } = await pg.query(`SELECT count(*)::int AS n FROM ingest_test."${table}"`);
+      expect(rows[0].n - before).toBe(6000);
+    } finally {
+      release();
+      spy.mockRestore();
+      await other?.close();
     }
   });
 });

@@ -45,6 +45,11 @@ export class IngestProcessor extends ConfiguredWorkerHost implements OnApplicati
     this.places = new LargeJobPlaces(config.worker.largeJobs);
   }
 
+  /** A shutdown began: jobs waiting for a large job's place go back to their queue (see LargeJobPlaces). */
+  stopTakingLargeJobs(): void {
+    this.places.close();
+  }
+
   /** After the queues' workers stopped (their last jobs' files are dropped at once from then on). */
   async onApplicationShutdown(): Promise<void> {
     await this.drops.close();
@@ -77,7 +82,14 @@ export class IngestProcessor extends ConfiguredWorkerHost implements OnApplicati
       );
       return;
     }
-    const leave = isLarge(read) ? await this.places.enter() : null;
+    const leave = isLarge(read) ? await this.places.enter() : undefined;
+    if (leave === null) {
+      // Taken before the shutdown began, waiting for a place since: back to the queue at once, no
+      // delivery spent, for a worker that stays.
+      if (token === undefined) throw new Error('the worker is shutting down');
+      await job.moveToDelayed(Date.now(), token);
+      throw new DelayedError();
+    }
     try {
       await dispatch(this.handlers, read, job, token);
     } finally {

@@ -16,12 +16,23 @@ describe('LargeJobPlaces', () => {
     const d = places.enter();
     expect(await settled(c)).toBe(false);
     expect(places.queued).toBe(2);
-    b();
+    b!();
     expect(await settled(c)).toBe(true);
     expect(await settled(d)).toBe(false);
-    a();
+    a!();
     expect(await settled(d)).toBe(true);
     expect(places.queued).toBe(0);
+  });
+
+  it('closed, gives the waiting jobs and any later one no place; the running keep theirs', async () => {
+    const places = new LargeJobPlaces(1);
+    const a = await places.enter();
+    const b = places.enter();
+    places.close();
+    expect(await b).toBeNull();
+    expect(await places.enter()).toBeNull();
+    expect(places.queued).toBe(0);
+    a!();
   });
 
   it('a place released twice is released once', async () => {
@@ -29,13 +40,13 @@ describe('LargeJobPlaces', () => {
     const a = await places.enter();
     const b = places.enter();
     const c = places.enter();
-    a();
-    a();
+    a!();
+    a!();
     expect(await settled(b)).toBe(true);
     expect(await settled(c)).toBe(false);
-    (await b)();
+    (await b)!();
     expect(await settled(c)).toBe(true);
-    (await c)();
+    (await c)!();
     // Free again: the next one enters at once.
     expect(await settled(places.enter())).toBe(true);
   });

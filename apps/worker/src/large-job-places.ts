@@ -6,7 +6,8 @@
  */
 export class LargeJobPlaces {
   private taken = 0;
-  private readonly waiting: (() => void)[] = [];
+  private readonly waiting: ((given: boolean) => void)[] = [];
+  private closed = false;
 
   constructor(readonly limit: number) {}
 
@@ -15,17 +16,27 @@ export class LargeJobPlaces {
     return this.waiting.length;
   }
 
-  /** Resolves with the place's release (idempotent) once the job may run. */
-  async enter(): Promise<() => void> {
+  /**
+   * Resolves with the place's release (idempotent) once the job may run, or with null once the places
+   * are closed (a shutdown): the job then goes back to its queue instead of starting here.
+   */
+  async enter(): Promise<(() => void) | null> {
+    if (this.closed) return null;
     if (this.taken < this.limit) this.taken++;
-    else await new Promise<void>((resolve) => this.waiting.push(resolve));
+    else if (!(await new Promise<boolean>((resolve) => this.waiting.push(resolve)))) return null;
     let left = false;
     return () => {
       if (left) return;
       left = true;
       const next = this.waiting.shift();
-      if (next !== undefined) next();
+      if (next !== undefined) next(true);
       else this.taken--;
     };
+  }
+
+  /** A shutdown: the jobs waiting for a place, and any that asks later, get none. */
+  close(): void {
+    this.closed = true;
+    for (const refuse of this.waiting.splice(0)) refuse(false);
   }
 }

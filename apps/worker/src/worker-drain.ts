@@ -51,6 +51,8 @@ export class WorkerDrain {
     this.tenants.stopScanning();
     const workers = this.consumers();
     await Promise.all(workers.map((w) => w.pause(true)));
+    // After the pause: a job a pending fetch still hands over is refused its place too.
+    this.ingest.stopTakingLargeJobs();
     let timer: NodeJS.Timeout | undefined;
     const graceOver = new Promise<'late'>((resolve) => {
       timer = setTimeout(() => resolve('late'), this.config.shutdownGraceMs);
