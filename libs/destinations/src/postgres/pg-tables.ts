@@ -165,8 +165,7 @@ export async function ensureTables(
     }
     // `IF NOT EXISTS` and the lookup above take what is there, whoever made it.
     await checkMetaOwners(client, data.database);
-    const missing: TableLocation[] = [];
-    for (const l of [data, rejects]) if (!(await tableExists(client, l))) missing.push(l);
+    const missing = await missingOf(client, [data, rejects]);
     // Made by someone else since the check above: the same rule for what is there now.
     await assertTablesClaimed(
       client,
@@ -175,26 +174,37 @@ export async function ensureTables(
       [data, rejects].filter((l) => !missing.includes(l)),
     );
     const build = async (created: Map<TableLocation, string>) => {
-      await client.query(`CREATE TABLE IF NOT EXISTS ${t} (${cols})`);
-      const existing = await client.query(
-        `SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2`,
-        [data.schema, data.name],
-      );
-      const have = new Set(existing.rows.map((r: { column_name: string }) => r.column_name));
-      const missingCols = target.columns.filter((c) => !have.has(c.name));
-      const adds = missingCols.map((c) => `ADD COLUMN IF NOT EXISTS ${quoteIdent(c.name)} ${pgType(c)}`);
-      if (target.loadId && !have.has(LOAD_ID_COLUMN)) adds.push(`ADD COLUMN IF NOT EXISTS ${LOAD_ID_DDL}`);
-      if (adds.length > 0) await client.query(`ALTER TABLE ${t} ${adds.join(', ')}`);
-      if (writeModeOf(target) === 'merge') await createKeyIndex(client, data, primaryKeyOf(target));
-      await client.query(
-        `CREATE TABLE IF NOT EXISTS ${qualified(rejects)} (pipeline_token text NOT NULL,
-         line bigint, stage text, reason text, raw text, rejected_at timestamptz NOT NULL DEFAULT now())`,
-      );
-      for (const [l, creationId] of created) {
-        const comment = creationComment({ ...target, creationId });
-        await client.query(`COMMENT ON TABLE ${qualified(l)} IS ${client.escapeLiteral(comment)}`);
+      // A table made here (missing under its lock) has every column of the load; one found is
+      // given those it lacks.
+      if (missing.includes(data)) await client.query(`CREATE TABLE ${t} (${cols})`);
+      else {
+        const { rows: existing } = await client.query<{ name: string }>(
+          `SELECT attname::text AS name FROM pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped`,
+          [t],
+        );
+        const have = new Set(existing.map((r) => r.name));
+        const missingCols = target.columns.filter((c) => !have.has(c.name));
+        const adds = missingCols.map((c) => `ADD COLUMN IF NOT EXISTS ${quoteIdent(c.name)} ${pgType(c)}`);
+        if (target.loadId && !have.has(LOAD_ID_COLUMN)) adds.push(`ADD COLUMN IF NOT EXISTS ${LOAD_ID_DDL}`);
+        if (adds.length > 0) await client.query(`ALTER TABLE ${t} ${adds.join(', ')}`);
       }
-      await client.query('COMMIT');
+      if (writeModeOf(target) === 'merge') await createKeyIndex(client, data, primaryKeyOf(target));
+      // The rest in one message (no parameters: the simple protocol runs them in order, stopping at
+      // the first error, which the catch below rolls back): some round trips fewer per first load.
+      const statements = [
+        ...(missing.includes(rejects)
+          ? [
+              `CREATE TABLE ${qualified(rejects)} (pipeline_token text NOT NULL, line bigint, stage text, ` +
+                'reason text, raw text, rejected_at timestamptz NOT NULL DEFAULT now())',
+            ]
+          : []),
+        ...[...created].map(
+          ([l, creationId]) =>
+            `COMMENT ON TABLE ${qualified(l)} IS ${client.escapeLiteral(creationComment({ ...target, creationId }))}`,
+        ),
+        'COMMIT',
+      ];
+      await client.query(statements.join(';\n'));
     };
     if (missing.length === 0) await build(new Map());
     else {
@@ -216,6 +226,15 @@ export async function ensureTables(
     [t],
   );
   return { columnTypes: Object.fromEntries(rows.map((r) => [r.name, r.type])) };
+}
+
+/** Those of `locations` that do not exist, in one query. */
+async function missingOf(client: PoolClient, locations: TableLocation[]): Promise<TableLocation[]> {
+  const { rows } = await client.query<{ missing: boolean }>(
+    `SELECT to_regclass(l) IS NULL AS missing FROM unnest($1::text[]) WITH ORDINALITY AS u (l, i) ORDER BY i`,
+    [locations.map(qualified)],
+  );
+  return locations.filter((_, i) => rows[i].missing);
 }
 
 /**
