@@ -2,6 +2,7 @@ import { Client } from 'pg';
 import { IngestionRunner } from '@tapyard/ingestion';
 import { IngestPayload, INLINE_UPLOAD_BYTES } from '@tapyard/queue';
 import { WorkerDrain } from '../apps/worker/src/worker-drain';
+import { WorkerMetrics } from '../apps/worker/src/worker-metrics';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { TEST_DATABASE_URL, uniqueEnvironment } from './support/env';
 import { csvPipeline, upload, waitForJob } from './support/ingest';
@@ -73,6 +74,9 @@ describe('large jobs wait for a place; small uploads do not', () => {
       expect((await waitForJob(api.http, small)).rollup.status).toBe('success');
       // The second large job is taken from the queue but waits for the place, before anything of it runs.
       expect(await begun(second)).toBe(false);
+      const scraped = await worker.app.get(WorkerMetrics).exposition();
+      expect(scraped).toMatch(/^tapyard_large_jobs\{state="running"[^}]*\} 1$/m);
+      expect(scraped).toMatch(/^tapyard_large_jobs\{state="waiting"[^}]*\} 1$/m);
       expect(spy.mock.calls.some(([p]) => p.filename === 'second.csv')).toBe(false);
       release();
       for (const token of [first, second])

@@ -1,5 +1,5 @@
 import { OnWorkerEvent, Processor } from '@nestjs/bullmq';
-import { Inject, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, OnApplicationShutdown, OnModuleDestroy } from '@nestjs/common';
 import { DelayedError, Job } from 'bullmq';
 import { Logger } from 'pino';
 import { CONFIG, LOGGER, TapyardConfig, errorMessage } from '@tapyard/core';
@@ -25,7 +25,7 @@ import { InFlightJobs } from './in-flight';
 import { LargeJobPlaces } from './large-job-places';
 
 @Processor(QUEUES.ingest, { autorun: false })
-export class IngestProcessor extends ConfiguredWorkerHost implements OnApplicationShutdown {
+export class IngestProcessor extends ConfiguredWorkerHost implements OnModuleDestroy, OnApplicationShutdown {
   /** Finished jobs' inline files leave Redis, several jobs' in one round trip. */
   private readonly drops: InlineDrops;
   /** Shared by the process's queues (its tenants' too): what it bounds is this process's memory. */
@@ -45,8 +45,18 @@ export class IngestProcessor extends ConfiguredWorkerHost implements OnApplicati
     this.places = new LargeJobPlaces(config.worker.largeJobs);
   }
 
+  /** This process's large jobs: holding a place, and waiting for one. */
+  get largeJobs(): { running: number; waiting: number } {
+    return { running: this.places.running, waiting: this.places.queued };
+  }
+
   /** A shutdown began: jobs waiting for a large job's place go back to their queue (see LargeJobPlaces). */
   stopTakingLargeJobs(): void {
+    this.places.close();
+  }
+
+  /** Closing without a drain (a signal drains first): no job waiting for a place starts any more. */
+  onModuleDestroy(): void {
     this.places.close();
   }
 

@@ -16,6 +16,11 @@ export class LargeJobPlaces {
     return this.waiting.length;
   }
 
+  /** Jobs holding a place now. */
+  get running(): number {
+    return this.taken;
+  }
+
   /**
    * Resolves with the place's release (idempotent) once the job may run, or with null once the places
    * are closed (a shutdown): the job then goes back to its queue instead of starting here.

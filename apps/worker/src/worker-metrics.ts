@@ -4,6 +4,7 @@ import { Queue } from 'bullmq';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { CONFIG, METRICS_REGISTRY, TapyardConfig } from '@tapyard/core';
 import { EnvironmentQueues, QUEUES } from '@tapyard/queue';
+import { IngestProcessor } from './ingest.processor';
 import { TenantWorkers } from './tenant-workers';
 
 /** Queue states an operator scales and alerts on. */
@@ -34,6 +35,7 @@ export class WorkerMetrics {
     @InjectQueue(QUEUES.maintenance) private readonly maintenance: Queue,
     private readonly queues: EnvironmentQueues,
     private readonly tenants: TenantWorkers,
+    ingest: IngestProcessor,
   ) {
     const registers = [registry];
     // eslint-disable-next-line @typescript-eslint/no-this-alias -- prom-client calls collect() with the gauge as `this`
@@ -69,6 +71,17 @@ export class WorkerMetrics {
           const age = oldest ? Math.max(0, (Date.now() - oldest.timestamp) / 1000) : 0;
           this.set({ environment, queue: kind }, age);
         }
+      },
+    });
+    new Gauge({
+      name: 'tapyard_large_jobs',
+      help: 'Large jobs (staged inputs, archives, documents) of this worker process holding one of its LARGE_JOB_CONCURRENCY places, and waiting for one',
+      labelNames: ['state'],
+      registers,
+      collect() {
+        const { running, waiting } = ingest.largeJobs;
+        this.set({ state: 'running' }, running);
+        this.set({ state: 'waiting' }, waiting);
       },
     });
     this.schedulerLag = new Histogram({
