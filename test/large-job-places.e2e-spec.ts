@@ -50,9 +50,8 @@ describe('large jobs wait for a place; small uploads do not', () => {
       )
     ).rowCount !== 0;
 
-  it('runs a small upload while one large job holds the only place and another waits for it', async () => {
-    const large = csv(3000);
-    expect(Buffer.byteLength(large)).toBeGreaterThan(INLINE_UPLOAD_BYTES);
+  /** The worker's run of the job of `filename` waits, once begun, until `release` is called. */
+  const holdRun = (filename: string) => {
     const runner = worker.app.get(IngestionRunner);
     const run = runner.run.bind(runner);
     let release!: () => void;
@@ -60,12 +59,19 @@ describe('large jobs wait for a place; small uploads do not', () => {
     let holding!: () => void;
     const holds = new Promise<void>((resolve) => (holding = resolve));
     const spy = jest.spyOn(runner, 'run').mockImplementation(async (p: IngestPayload, attempt) => {
-      if (p.filename === 'first.csv') {
+      if (p.filename === filename) {
         holding();
         await held;
       }
       return run(p, attempt);
     });
+    return { spy, holds, release };
+  };
+
+  it('runs a small upload while one large job holds the only place and another waits for it', async () => {
+    const large = csv(3000);
+    expect(Buffer.byteLength(large)).toBeGreaterThan(INLINE_UPLOAD_BYTES);
+    const { spy, holds, release } = holdRun('first.csv');
     try {
       const first = await upload(api.http, 'places', large, 'first.csv');
       await holds;
@@ -94,19 +100,7 @@ describe('large jobs wait for a place; small uploads do not', () => {
       (await pg.query(`SELECT count(*)::int AS n FROM ingest_test."${table}"`)).rows[0].n,
     );
     const large = csv(3000);
-    const runner = worker.app.get(IngestionRunner);
-    const run = runner.run.bind(runner);
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    let holding!: () => void;
-    const holds = new Promise<void>((resolve) => (holding = resolve));
-    const spy = jest.spyOn(runner, 'run').mockImplementation(async (p: IngestPayload, attempt) => {
-      if (p.filename === 'running.csv') {
-        holding();
-        await held;
-      }
-      return run(p, attempt);
-    });
+    const { spy, holds, release } = holdRun('running.csv');
     let other: TestWorker | null = null;
     try {
       const running = await upload(api.http, 'places', large, 'running.csv');

@@ -17,6 +17,18 @@ import { csvPipeline, upload, waitForJob } from './support/ingest';
  * the worker's main thread, its rejects kept in memory: the worker here has no usable spool
  * directory (a file stands where it should be), which a job through the stage thread needs.
  */
+/** A clean small upload's events, in the contract's order. */
+const CONTRACT_EVENTS = [
+  'StreamNotifier begin',
+  'StreamNotifier end',
+  'JobRunner begin',
+  'DataQuality begin',
+  'PostgresLoader begin',
+  'DataQuality end',
+  'PostgresLoader end',
+  'JobRunner end',
+];
+
 describe('small uploads carried in their job', () => {
   const env = uniqueEnvironment('upsmall');
   const table = `upsmall_${env.replace(/[^a-z0-9]/g, '_')}`;
@@ -63,16 +75,7 @@ describe('small uploads carried in their job', () => {
     expect(done.rollup.status).toBe('success');
     const { rows } = await pg.query(`SELECT count(*)::int AS n FROM ingest_test."${table}"`);
     expect(rows[0].n).toBe(50);
-    expect(done.events.map((e) => `${e.processName} ${e.state}`)).toEqual([
-      'StreamNotifier begin',
-      'StreamNotifier end',
-      'JobRunner begin',
-      'DataQuality begin',
-      'PostgresLoader begin',
-      'DataQuality end',
-      'PostgresLoader end',
-      'JobRunner end',
-    ]);
+    expect(done.events.map((e) => `${e.processName} ${e.state}`)).toEqual(CONTRACT_EVENTS);
     const epochs = done.events.map((e) => e.epoch);
     expect([...epochs].sort((a, b) => a - b)).toEqual(epochs);
   });
@@ -105,16 +108,7 @@ describe('small uploads carried in their job', () => {
       const token = await answered;
       const done = await waitForJob(api.http, token);
       expect(done.rollup.status).toBe('success');
-      expect(done.events.map((e) => `${e.processName} ${e.state}`)).toEqual([
-        'StreamNotifier begin',
-        'StreamNotifier end',
-        'JobRunner begin',
-        'DataQuality begin',
-        'PostgresLoader begin',
-        'DataQuality end',
-        'PostgresLoader end',
-        'JobRunner end',
-      ]);
+      expect(done.events.map((e) => `${e.processName} ${e.state}`)).toEqual(CONTRACT_EVENTS);
       expect(spy.mock.calls.filter(([job]) => job.filename === 'held.csv')).toHaveLength(1);
     } finally {
       release();
