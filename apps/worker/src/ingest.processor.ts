@@ -2,7 +2,7 @@ import { OnWorkerEvent, Processor } from '@nestjs/bullmq';
 import { Inject, OnApplicationShutdown, OnModuleDestroy } from '@nestjs/common';
 import { DelayedError, Job } from 'bullmq';
 import { Logger } from 'pino';
-import { CONFIG, LOGGER, TapyardConfig, errorMessage } from '@tapyard/core';
+import { CONFIG, LOGGER, Places, TapyardConfig, errorMessage } from '@tapyard/core';
 import { DocumentLoader } from '@tapyard/documents';
 import { IngestionRunner } from '@tapyard/ingestion';
 import { FileNotifier } from '@tapyard/intake';
@@ -22,14 +22,13 @@ import {
 } from '@tapyard/queue';
 import { StatusService, jobRef } from '@tapyard/status';
 import { InFlightJobs } from './in-flight';
-import { LargeJobPlaces } from './large-job-places';
 
 @Processor(QUEUES.ingest, { autorun: false })
 export class IngestProcessor extends ConfiguredWorkerHost implements OnModuleDestroy, OnApplicationShutdown {
   /** Finished jobs' inline files leave Redis, several jobs' in one round trip. */
   private readonly drops: InlineDrops;
   /** Shared by the process's queues (its tenants' too): what it bounds is this process's memory. */
-  private readonly places: LargeJobPlaces;
+  private readonly places: Places;
 
   constructor(
     @Inject(CONFIG) protected readonly config: TapyardConfig,
@@ -42,7 +41,7 @@ export class IngestProcessor extends ConfiguredWorkerHost implements OnModuleDes
   ) {
     super();
     this.drops = new InlineDrops(config.redis.url);
-    this.places = new LargeJobPlaces(config.worker.largeJobs);
+    this.places = new Places(config.worker.largeJobs);
   }
 
   /** This process's large jobs: holding a place, and waiting for one. */
@@ -50,7 +49,7 @@ export class IngestProcessor extends ConfiguredWorkerHost implements OnModuleDes
     return { running: this.places.running, waiting: this.places.queued };
   }
 
-  /** A shutdown began: jobs waiting for a large job's place go back to their queue (see LargeJobPlaces). */
+  /** A shutdown began: jobs waiting for a large job's place go back to their queue (see Places). */
   stopTakingLargeJobs(): void {
     this.places.close();
   }

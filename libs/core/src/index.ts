@@ -7,6 +7,7 @@ export * from './logging/logger';
 export * from './logging/logging.module';
 export * from './logging/sanitize';
 export * from './environment';
+export * from './places';
 export * from './shutdown';
 export * from './http/multipart';
 export * from './http/linger';

@@ -149,8 +149,10 @@ describe('the stage thread pool', () => {
   });
 
   it('keeps at most maxBusy threads busy: a job past it waits for one to end, first come first served', async () => {
+    // A pool of its own: a process's jobs all give the same bound, and the shared pool's is 4.
+    const bounded = new StageThreadPool();
     const start = (filename: string) =>
-      pool.start(
+      bounded.start(
         {
           input: new Uint8Array(Buffer.from('id,label\n1,a\n')).buffer,
           records: null,
@@ -180,6 +182,7 @@ describe('the stage thread pool', () => {
       await s.first();
       s.end();
     }
+    await bounded.onModuleDestroy();
   });
 
   it("takes a small job's whole input with its start, without an input channel", async () => {

@@ -17,7 +17,7 @@
  */
 import { Inject, Injectable, OnApplicationBootstrap, OnModuleDestroy, Optional } from '@nestjs/common';
 import { Counter, Registry } from 'prom-client';
-import { METRICS_REGISTRY, sharedMetric } from '@tapyard/core';
+import { METRICS_REGISTRY, Places, sharedMetric } from '@tapyard/core';
 import type { TransferListItem, Worker } from 'node:worker_threads';
 import type { PipelineDefinition } from '@tapyard/model';
 import type { Payload } from '@tapyard/destinations';
@@ -93,10 +93,8 @@ function spawn(): PooledThread {
 export class StageThreadPool implements OnApplicationBootstrap, OnModuleDestroy {
   private idle: PooledThread[] = [];
   private readonly busy = new Set<PooledThread>();
-  /** Jobs waiting for a thread (past `maxBusy`), in arrival order. */
-  private readonly waiting: (() => void)[] = [];
-  /** Places given to jobs that have not taken their thread yet. */
-  private reserved = 0;
+  /** Threads busy at once: made with the first job's `maxBusy` (the same for every job of a process). */
+  private places: Places | null = null;
   /**
    * The kinds of script this worker's jobs ran lately, least recent first: a thread keeps warm sandboxes
    * for its own, and a thread let go (a large job's heap) takes them along, so these go to its successor.
@@ -134,15 +132,9 @@ export class StageThreadPool implements OnApplicationBootstrap, OnModuleDestroy 
     opts: { stallMs: number; maxIdle: number; maxBusy: number; maxHeapBytes?: number },
   ): Promise<StageSession> {
     if (this.closed) throw new Error('the worker is shutting down');
-    if (this.busy.size + this.reserved >= opts.maxBusy || this.waiting.length > 0)
-      await new Promise<void>((resolve) => this.waiting.push(resolve));
-    else this.reserved++;
-    // The place reserved for this job (handed over by a session's end, or taken above) becomes its thread.
-    this.reserved--;
-    if (this.closed) {
-      this.wakeNext();
-      throw new Error('the worker is shutting down');
-    }
+    this.places ??= new Places(opts.maxBusy);
+    const leave = await this.places.enter();
+    if (leave === null) throw new Error('the worker is shutting down');
     const thread = this.idle.pop() ?? spawn();
     thread.worker.off('exit', thread.gone);
     thread.worker.off('error', thread.gone);
@@ -160,20 +152,12 @@ export class StageThreadPool implements OnApplicationBootstrap, OnModuleDestroy 
           this.ready();
           this.handOver();
         }
-        this.wakeNext();
+        leave();
       },
       (stage) => this.stalls?.inc({ stage }),
     );
     session.begin(job);
     return session;
-  }
-
-  /** A thread's place goes to the job that waited longest. */
-  private wakeNext(): void {
-    const next = this.waiting.shift();
-    if (next === undefined) return;
-    this.reserved++;
-    next();
   }
 
   onApplicationBootstrap(): void {
@@ -215,8 +199,8 @@ export class StageThreadPool implements OnApplicationBootstrap, OnModuleDestroy 
 
   async onModuleDestroy(): Promise<void> {
     this.closed = true;
-    // Jobs still waiting for a thread fail as the shutdown's (each wakes the next).
-    this.wakeNext();
+    // Jobs still waiting for a thread fail as the shutdown's.
+    this.places?.close();
     this.stopKeepingProbes();
     const all = [...this.idle, ...this.busy];
     this.idle = [];

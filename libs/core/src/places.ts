@@ -1,29 +1,28 @@
 /**
- * Places for this process's large jobs (LARGE_JOB_CONCURRENCY): a job that reads a staged input, an
- * archive or a document waits here, first come first served, while as many as the bound run; a small
- * upload carried in its job needs none, so it never queues behind them for a worker slot's worth of
- * memory. A place is handed straight to the next waiter when one is left.
+ * A bound on work running at once in this process, first come first served: past `limit` a caller
+ * waits for a place, and a place left is handed straight to the caller that waited longest. Bounds the
+ * worker's large jobs and its busy stage threads (LARGE_JOB_CONCURRENCY).
  */
-export class LargeJobPlaces {
+export class Places {
   private taken = 0;
   private readonly waiting: ((given: boolean) => void)[] = [];
   private closed = false;
 
   constructor(readonly limit: number) {}
 
-  /** Jobs waiting for a place now. */
+  /** Callers waiting for a place now. */
   get queued(): number {
     return this.waiting.length;
   }
 
-  /** Jobs holding a place now. */
+  /** Places held now. */
   get running(): number {
     return this.taken;
   }
 
   /**
-   * Resolves with the place's release (idempotent) once the job may run, or with null once the places
-   * are closed (a shutdown): the job then goes back to its queue instead of starting here.
+   * Resolves with the place's release (idempotent) once the caller may run, or with null once the
+   * places are closed (a shutdown): the caller then does not start.
    */
   async enter(): Promise<(() => void) | null> {
     if (this.closed) return null;
@@ -39,7 +38,7 @@ export class LargeJobPlaces {
     };
   }
 
-  /** A shutdown: the jobs waiting for a place, and any that asks later, get none. */
+  /** A shutdown: the callers waiting for a place, and any that asks later, get none. */
   close(): void {
     this.closed = true;
     for (const refuse of this.waiting.splice(0)) refuse(false);

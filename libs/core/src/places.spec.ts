@@ -1,6 +1,6 @@
-import { LargeJobPlaces } from './large-job-places';
+import { Places } from './places';
 
-describe('LargeJobPlaces', () => {
+describe('Places', () => {
   const settled = async (p: Promise<unknown>): Promise<boolean> => {
     let done = false;
     void p.then(() => (done = true));
@@ -9,7 +9,7 @@ describe('LargeJobPlaces', () => {
   };
 
   it('lets as many in as the bound, then hands each place on in arrival order', async () => {
-    const places = new LargeJobPlaces(2);
+    const places = new Places(2);
     const a = await places.enter();
     const b = await places.enter();
     const c = places.enter();
@@ -25,7 +25,7 @@ describe('LargeJobPlaces', () => {
   });
 
   it('closed, gives the waiting jobs and any later one no place; the running keep theirs', async () => {
-    const places = new LargeJobPlaces(1);
+    const places = new Places(1);
     const a = await places.enter();
     const b = places.enter();
     places.close();
@@ -36,7 +36,7 @@ describe('LargeJobPlaces', () => {
   });
 
   it('a place released twice is released once', async () => {
-    const places = new LargeJobPlaces(1);
+    const places = new Places(1);
     const a = await places.enter();
     const b = places.enter();
     const c = places.enter();
