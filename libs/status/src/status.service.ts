@@ -8,7 +8,6 @@ import {
   ALL_JOBS,
   CLOCK,
   Clock,
-  IntakeEntry,
   JOB_TIMEOUT_MS,
   JobRef,
   JobRow,
@@ -117,11 +116,11 @@ export class StatusService {
 
   /**
    * The events of one job, written in batches (see JobEvents). `intake`: the intake's entries its job
-   * carries (a small upload's StreamNotifier begin and end, which the API writes while the job is
-   * already queued): the job's first write includes them, written once, so they come first in the job's
-   * entries whichever of the two writes is first.
+   * carries (the queue's IntakeEntry: a small upload's StreamNotifier begin and end, which the API
+   * writes while the job is already queued): the job's first write includes them, written once, so
+   * they come first in the job's entries whichever of the two writes is first.
    */
-  of(job: JobRef, intake: readonly IntakeEntry[] = []): JobEvents {
+  of(job: JobRef, intake: readonly { state: string; description: string; epoch: number }[] = []): JobEvents {
     const events = new JobEvents(this, job);
     for (const e of intake) {
       // Only the intake's own entries: a job cannot have anything else written ahead of its own.

@@ -32,16 +32,6 @@ export interface JobRef {
   filename: string;
 }
 
-/**
- * An intake entry as a small upload's job carries it (StreamNotifier's begin or end, with the time it
- * happened): see StatusService.of().
- */
-export interface IntakeEntry {
-  state: StageState;
-  description: string;
-  epoch: number;
-}
-
 /** The JobRef of a job payload: only its five fields, whatever else the payload carries. */
 export function jobRef(p: JobRef): JobRef {
   return {
