@@ -1,5 +1,6 @@
 import { mongo } from 'mongoose';
 import { Pool } from 'pg';
+import { quoteIdent } from '@tapyard/core';
 import type { TestApi } from './support/apps';
 import { issueKey, newBootstrapKey } from './support/auth';
 import { uniqueEnvironment } from './support/env';
@@ -102,6 +103,28 @@ describe('a table or collection no pipeline created', () => {
     await post(admin, '/pipeline', { ...appending, description: 'changed by an admin' }).expect(200);
     expect((await load(keyA, 'a-wipe', 'n\n4\n')).status).toBe('success');
     expect(await rows('dba_rows')).toEqual([2, 4]);
+  });
+
+  it("refuses a DBA's table made while a scoped key's first load waited for the table's own DDL lock", async () => {
+    await post(keyA, '/pipeline', pgPipeline('a-race', 'dba_race')).expect(200);
+    const holder = await pg.connect();
+    const key = `${quoteIdent(schema)}.${quoteIdent('dba_race')}`;
+    try {
+      // The table's own lock (pg-tables.ts: 7421003, hash of its name), held as a concurrent creation would.
+      await holder.query('SELECT pg_advisory_lock(7421003, hashtext($1))', [key]);
+      const pending = load(keyA, 'a-race', 'n\n1\n');
+      // The job found the table missing (nothing to refuse yet) and waits for the lock.
+      await new Promise((r) => setTimeout(r, 500));
+      await dbaTable('dba_race', [7]);
+      await holder.query('SELECT pg_advisory_unlock(7421003, hashtext($1))', [key]);
+      const job = await pending;
+      expect(job.status).toBe('error');
+      expect(job.lastError?.description).toBe(refusal('a-race', pgTable('dba_race')));
+      expect(await rows('dba_race')).toEqual([7]);
+    } finally {
+      await holder.query('SELECT pg_advisory_unlock_all()');
+      holder.release();
+    }
   });
 
   it("loads an admin's pipeline into a DBA's table as before", async () => {
