@@ -17,7 +17,8 @@
  * (what a script costs when the machine has no core to spare for it) by part: main thread, stage threads
  * (negative when a thread let go took its CPU with it) and the sandboxes reaped, then the machine's CPU by process
  * in each fastest load (a sandbox's Python is counted under `bwrap`, which reaps it, or under the reaper of
- * orphans, `process_api` on this VM); asserts nothing.
+ * orphans, `process_api` on this VM), and the worker's RSS 1 s and 6 s after the last load (its stage threads
+ * collect a large job's heap once idle 3 s); asserts nothing.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -32,6 +33,7 @@ import {
   cpuSeconds,
   cpuByProcess,
   machineBusySeconds,
+  rssMb,
   sleep,
   startPlatform,
   threadCpuSeconds,
@@ -231,6 +233,12 @@ async function main(): Promise<void> {
       passed = best(passed, await load(file, 'passed', worker));
       derived = best(derived, await load(file, 'derived', worker));
     }
+    // Goal 2 after large jobs: a stage thread keeps the heap it grew while jobs follow one another and
+    // collects it once idle STAGE_THREAD_HEAP_IDLE_MS (3 s).
+    await sleep(1000);
+    const rssSoon = await rssMb(worker);
+    await sleep(5000);
+    const rssIdle = await rssMb(worker);
     const cores = availableParallelism();
     console.log(
       `load average: ${load1.toFixed(1)} before, ${loadavg()[0].toFixed(1)} after, on ${cores} cores; best of ${ROUNDS} rounds`,
@@ -255,6 +263,9 @@ async function main(): Promise<void> {
       .filter(([, most]) => most >= 0.02)
       .sort((a, b) => b[1] - a[1])
       .map(([n]) => n);
+    console.log(
+      `worker RSS after the last load: ${rssSoon.toFixed(0)} MB 1 s after, ${rssIdle.toFixed(0)} MB 6 s after`,
+    );
     console.log(`CPU s by process (no script / data-quality / pass-through / +1 column):`);
     for (const n of names)
       console.log(

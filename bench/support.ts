@@ -245,6 +245,14 @@ export async function secondsToDone(base: string, query: string, began: number, 
   return (Math.max(...done.map((j) => Date.parse(j.lastEventAt))) - began) / 1000;
 }
 
+/** Resident memory of a process in MB (Linux). */
+export async function rssMb(pid: number | undefined): Promise<number> {
+  if (pid === undefined) return NaN;
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1]);
+  return kb / 1024;
+}
+
 /**
  * CPU seconds a process has used, with its reaped children (a worker's sandboxed scripts): fields
  * 14-17 of /proc/<pid>/stat, in clock ticks of 1/100 s (Linux's USER_HZ).

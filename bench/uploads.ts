@@ -24,6 +24,7 @@ import {
   deployedApiNice,
   deployedNodeOptions,
   machineBusySeconds,
+  rssMb,
   sleep,
   startPlatform,
 } from './support';
@@ -50,14 +51,6 @@ function csv(rows: number): Buffer {
 
 function quantile(sorted: number[], q: number): number {
   return sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
-}
-
-/** Resident memory of a process in MB (Linux). */
-async function rssMb(pid: number | undefined): Promise<number> {
-  if (pid === undefined) return NaN;
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  const kb = Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1]);
-  return kb / 1024;
 }
 
 /** CPU seconds (user + system) a process has used so far (Linux; clock ticks of 1/100 s). */

@@ -94,8 +94,8 @@ describe('vendor SDKs load on first use, not at boot', () => {
 });
 
 /**
- * The modules a built worker thread's entry loads before its first message: each large job's stage
- * thread (it is let go for its heap after the job) pays for them in CPU on every start.
+ * The modules a built worker thread's entry loads before its first message: every stage thread pays
+ * for them in CPU when it starts (one with the worker, one for each thread let go).
  */
 async function threadModules(entry: string): Promise<string[]> {
   const thread = new Worker(

@@ -32,10 +32,13 @@ export interface StartMessage {
   /** [0] heartbeat, bumped by the thread while its event loop runs; [1] stage of the row in progress. */
   shared: SharedArrayBuffer;
   /**
-   * The pool lets the thread go after a job whose heap passed this (see StageThreadPool): the thread then
-   * starts no warm sandboxes after it, and the pool hands their kinds to the thread that takes its place.
+   * After a job whose heap passed this the thread collects its heap once it has been idle `heapIdleMs`
+   * (see heap-collect.ts), and is let go when it is still past it (OVERSIZED), or at once when it
+   * cannot collect: a thread let go starts no warm sandboxes, and the pool hands their kinds to the
+   * thread that takes its place.
    */
   maxHeapBytes: number;
+  heapIdleMs: number;
 }
 
 export interface PlanMessage {
@@ -86,6 +89,12 @@ export interface RetireMessage {
 export const RETIRED = 'tapyard-stage-thread-retired';
 
 /**
+ * Sent (outside the job replies) by an idle thread whose heap is still past the pool's bound after the
+ * collection its job's end announced (`collects`): the pool lets it go.
+ */
+export const OVERSIZED = 'tapyard-stage-thread-oversized';
+
+/**
  * Warm sandboxes for the thread's next jobs, for the kinds of script the worker ran lately: sent to the
  * thread the next job takes when the pool let go of the one that held them. Never answered.
  */
@@ -134,6 +143,8 @@ export type FromThread =
       sample: Record<string, unknown>[];
       /** The most heap the thread's V8 held during the job (sampled per batch); see StageThreadPool. */
       heapBytes: number;
+      /** The heap passed the bound and the thread will collect it once idle: it may be kept. */
+      collects: boolean;
     }
   | {
       kind: 'error';

@@ -36,14 +36,14 @@ function definition(): PipelineDefinition {
 
 /**
  * One small CSV job through a pooled thread, read to its end (each thread's session asks at most ten
- * times); the counts of its end, or null when it never ended.
+ * times); the counts of its end, or null when it never ended, and the most heap the thread reported.
  */
 async function runJob(
   pool: StageThreadPool,
   csv: string,
   rejectsPath: string,
   opts: { maxHeapBytes: number; scripts: ScriptRunSpec[] },
-): Promise<{ rows: number; rejected: number } | null> {
+): Promise<{ rows: number; rejected: number; heapBytes: number } | null> {
   const { port1, port2 } = new MessageChannel();
   const sending = sendInput(
     (async function* () {
@@ -63,15 +63,16 @@ async function runJob(
       spinOn: null,
       fast: false,
     },
-    { stallMs: 60_000, maxIdle: 1, maxBusy: 4, maxHeapBytes: opts.maxHeapBytes },
+    // A thread past the bound collects as soon as it is idle, not seconds later.
+    { stallMs: 60_000, maxIdle: 1, maxBusy: 4, maxHeapBytes: opts.maxHeapBytes, heapIdleMs: 0 },
   );
   try {
     await session.first();
     await session.plan(def, ['id', 'label'], null, [], opts.scripts);
-    let end: { rows: number; rejected: number } | null = null;
+    let end: { rows: number; rejected: number; heapBytes: number } | null = null;
     for (let i = 0; i < 10 && !session.finished; i++) {
       const r = await session.next();
-      if ('end' in r) end = r.end;
+      if ('end' in r) end = { ...r.end, heapBytes: (session as unknown as { heapBytes: number }).heapBytes };
     }
     return end;
   } finally {
@@ -89,13 +90,32 @@ describe('the stage thread pool', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  /** One small job read to its end on a pooled thread, with the pool's heap bound for it (1 GiB: none here reaches it). */
-  async function job(maxHeapBytes: number): Promise<void> {
+  /**
+   * One small job read to its end on a pooled thread, with the pool's heap bound for it (1 GiB: none
+   * here reaches it); the most heap its thread held.
+   */
+  async function job(maxHeapBytes: number): Promise<number> {
     const end = await runJob(pool, 'id,label\n1,a\n2,b\n', join(dir, 'rejects.jsonl'), {
       maxHeapBytes,
       scripts: [],
     });
     expect(end?.rows).toBe(2);
+    return end?.heapBytes ?? 0;
+  }
+
+  /**
+   * The idle threads once a thread past the bound had the time to collect and say so (OVERSIZED): the
+   * same for a second.
+   */
+  async function settledIds(): Promise<number[]> {
+    let seen = idleIds();
+    for (let still = 0; still < 10;) {
+      await sleep(100);
+      const now = idleIds();
+      still = now.join() === seen.join() ? still + 1 : 0;
+      seen = now;
+    }
+    return seen;
   }
 
   /** The ids of the idle threads, oldest first. */
@@ -111,17 +131,65 @@ describe('the stage thread pool', () => {
     expect(idleIds()).toEqual([ready]);
   });
 
-  it('reuses a thread after a clean job, unless its heap grew past the bound (then a new one replaces it)', async () => {
+  it('reuses a thread after a clean job, unless its heap stays past the bound (then a new one replaces it)', async () => {
     await job(1 << 30);
     const [used] = idleIds();
     expect(idleIds()).toHaveLength(1);
-    // Any heap is past a bound of one byte: the thread is let go, and a fresh one is started for the next job.
+    // Any heap is past a bound of one byte, collected or not: the thread is let go, and a fresh one is
+    // started for the next job.
     await job(1);
-    expect(idleIds()).toHaveLength(1);
+    expect(await settledIds()).toHaveLength(1);
     expect(idleIds()).not.toContain(used);
     const [fresh] = idleIds();
     await job(1 << 30);
-    expect(idleIds()).toEqual([fresh]);
+    expect(await settledIds()).toEqual([fresh]);
+  });
+
+  it('keeps a thread whose heap passed the bound when its collection, once idle, brings it back within', async () => {
+    const peak = await job(1 << 30);
+    const [used] = idleIds();
+    // The same job again passes a bound just under its peak; the collection after it shrinks the heap
+    // (the young generation's pages above all) under the bound, so the warm thread stays. Without the
+    // collection an idle thread's heap stays at its peak, and it would be let go.
+    expect(await job(peak - 1)).toBeGreaterThan(peak - 1);
+    expect(await settledIds()).toEqual([used]);
+    await job(1 << 30);
+    expect(idleIds()).toEqual([used]);
+  });
+
+  it('has a thread past the bound collect only once idle: a job started before then cancels it', async () => {
+    await job(1 << 30);
+    const [used] = idleIds();
+    const run = (heapIdleMs: number) =>
+      pool
+        .start(
+          {
+            input: new Uint8Array(Buffer.from('id,label\n1,a\n')).buffer,
+            records: null,
+            definition: definition(),
+            filename: 'a.csv',
+            rejectsPath: join(dir, 'rejects.jsonl'),
+            spinOn: null,
+            fast: false,
+          },
+          { stallMs: 60_000, maxIdle: 1, maxBusy: 4, maxHeapBytes: 1, heapIdleMs },
+        )
+        .then(async (session) => {
+          await session.first();
+          await session.plan(definition(), ['id', 'label'], null, [], []);
+          while (!session.finished) await session.next();
+          session.end();
+        });
+    // Past a bound of one byte, its collection due in 300 ms: the thread stays pooled meanwhile, and the
+    // next job, at once, takes it and cancels that collection (which would let it go); its own is due
+    // in a minute.
+    await run(300);
+    expect(idleIds()).toEqual([used]);
+    await run(60_000);
+    expect(await settledIds()).toEqual([used]);
+    // Due at once: the heap still past one byte after it, the thread is let go.
+    await run(0);
+    expect(await settledIds()).not.toContain(used);
   });
 
   it('never gives a job the thread of a job that ended before its input did', async () => {

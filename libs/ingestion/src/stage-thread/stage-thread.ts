@@ -8,12 +8,14 @@
  * is started with the worker and another whenever a job's thread is let go, so a job finds a thread that
  * has already loaded its modules (81 files, some 50 ms of CPU: every job of a worker that ran none yet or
  * whose last thread was let go would pay it). A thread that was stopped or abandoned mid-job is never
- * reused, nor one whose heap grew past STAGE_THREAD_MAX_HEAP_BYTES: the heap pages a thread grew to stay
- * resident while it idles (an idle thread never collects, so V8's memory reducer never runs; a full GC and
- * some 20 s of idle would give them back, see docs/benchmarks.md, CodeGen), and only its exit gives them
- * back at once, so a pooled thread would keep a large job's peak as the worker's floor. Such a thread's
- * warm sandboxes (CodeGen scripts, see warm-scripts.ts) would go with it: it starts none after that job,
- * and the thread the next job takes starts them instead, for the kinds of script the worker ran lately.
+ * reused. The heap pages a thread grew stay resident while it idles (an idle thread never collects, so
+ * V8's memory reducer never runs), so a pooled thread would keep a large job's peak as the worker's
+ * floor: after a job whose heap grew past STAGE_THREAD_MAX_HEAP_BYTES the thread stays pooled, its
+ * compiled code warm, and runs a memory-reducing collection (heap-collect.ts) once it has been idle
+ * STAGE_THREAD_HEAP_IDLE_MS; it is let go when its heap is still past the bound then (or at once where it
+ * cannot collect). A thread let go takes its warm sandboxes
+ * (CodeGen scripts, see warm-scripts.ts) with it: it starts none after that job, and the thread the next
+ * job takes starts them instead, for the kinds of script the worker ran lately.
  */
 import { Inject, Injectable, OnApplicationBootstrap, OnModuleDestroy, Optional } from '@nestjs/common';
 import { Counter, Registry } from 'prom-client';
@@ -27,6 +29,7 @@ import {
   Counts,
   FromThread,
   HEARTBEAT,
+  OVERSIZED,
   PlanMessage,
   STAGE,
   RETIRED,
@@ -62,10 +65,19 @@ export class StageThreadError extends Error {
 }
 
 /**
- * A thread whose heap passed this during a job is not reused. The CSV fast path stays under 20 MB
- * and small jobs far under; a large file on the validating path reaches about 50 MB.
+ * After a job whose heap passed this the thread collects its heap (heap-collect.ts) and is reused only
+ * when that brings it back within this. The CSV fast path stays under 20 MB and small jobs far under; a
+ * large file on the validating path reaches about 100 MB (the worker's 32 MB semi-spaces), 7 MB after
+ * the collection.
  */
 export const STAGE_THREAD_MAX_HEAP_BYTES = 40 << 20;
+
+/**
+ * How long such a thread stays idle before it collects: jobs coming one after the other keep the grown
+ * heap they all use (a collection shrinks the young generation, which the next job grows again: ~0.1 s
+ * of CPU per 200,000-row job when every job paid it), an idle worker gives it back within seconds.
+ */
+export const STAGE_THREAD_HEAP_IDLE_MS = 3000;
 
 interface PooledThread {
   worker: Worker;
@@ -76,6 +88,8 @@ interface PooledThread {
   jobs: number;
   /** While idle: drops it from the pool when it exits. */
   gone: () => void;
+  /** While idle: lets it go when it says its heap stayed past the bound after a collection. */
+  oversized: (msg: unknown) => void;
 }
 
 function spawn(): PooledThread {
@@ -86,6 +100,7 @@ function spawn(): PooledThread {
     shared: new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT),
     jobs: 0,
     gone: () => undefined,
+    oversized: () => undefined,
   };
 }
 
@@ -128,8 +143,8 @@ export class StageThreadPool implements OnApplicationBootstrap, OnModuleDestroy 
    * (a small upload's job with scripts takes a thread too).
    */
   async start(
-    job: Omit<StartMessage, 'kind' | 'shared' | 'maxHeapBytes'>,
-    opts: { stallMs: number; maxIdle: number; maxBusy: number; maxHeapBytes?: number },
+    job: Omit<StartMessage, 'kind' | 'shared' | 'maxHeapBytes' | 'heapIdleMs'>,
+    opts: { stallMs: number; maxIdle: number; maxBusy: number; maxHeapBytes?: number; heapIdleMs?: number },
   ): Promise<StageSession> {
     if (this.closed) throw new Error('the worker is shutting down');
     this.places ??= new Places(opts.maxBusy);
@@ -138,20 +153,20 @@ export class StageThreadPool implements OnApplicationBootstrap, OnModuleDestroy 
     const thread = this.idle.pop() ?? spawn();
     thread.worker.off('exit', thread.gone);
     thread.worker.off('error', thread.gone);
+    thread.worker.off('message', thread.oversized);
     this.busy.add(thread);
     const session = new StageSession(
       thread,
       opts.stallMs,
-      opts.maxHeapBytes ?? STAGE_THREAD_MAX_HEAP_BYTES,
+      {
+        maxBytes: opts.maxHeapBytes ?? STAGE_THREAD_MAX_HEAP_BYTES,
+        idleMs: opts.heapIdleMs ?? STAGE_THREAD_HEAP_IDLE_MS,
+      },
       (reusable, scripts) => {
         this.busy.delete(thread);
         this.remember(scripts);
         if (reusable && !this.closed && this.idle.length < opts.maxIdle) this.keep(thread);
-        else {
-          void retire(thread);
-          this.ready();
-          this.handOver();
-        }
+        else this.letGo(thread);
         leave();
       },
       (stage) => this.stalls?.inc({ stage }),
@@ -186,14 +201,37 @@ export class StageThreadPool implements OnApplicationBootstrap, OnModuleDestroy 
     if (!this.closed && this.idle.length === 0) this.keep(spawn());
   }
 
-  /** An idle thread; one that exits while idle (it never should) is dropped, not given to a job. */
+  /** Retires a thread; one is started for the next job, and takes over the warm sandboxes' kinds. */
+  private letGo(thread: PooledThread): void {
+    void retire(thread);
+    this.ready();
+    this.handOver();
+  }
+
+  /**
+   * An idle thread; one that exits while idle (it never should) is dropped, not given to a job, and one
+   * whose heap stayed past the bound after its collection is let go. (Taken by a job before it says so,
+   * it runs that job; the job's end collects again.)
+   */
   private keep(thread: PooledThread): void {
-    thread.gone = () => {
+    const drop = (): boolean => {
+      const idle = this.idle.includes(thread);
       this.idle = this.idle.filter((t) => t !== thread);
+      thread.worker.off('exit', thread.gone);
+      thread.worker.off('error', thread.gone);
+      thread.worker.off('message', thread.oversized);
+      return idle;
+    };
+    thread.gone = () => {
+      drop();
       void endThread(thread);
+    };
+    thread.oversized = (msg) => {
+      if (msg === OVERSIZED && drop() && !this.closed) this.letGo(thread);
     };
     thread.worker.once('exit', thread.gone);
     thread.worker.once('error', thread.gone);
+    thread.worker.on('message', thread.oversized);
     this.idle.push(thread);
   }
 
@@ -265,6 +303,8 @@ export class StageSession {
   /** Binary COPY pieces' memory to give back to the thread with the next request. */
   private readonly spare: ArrayBuffer[] = [];
   private heapBytes = 0;
+  /** The thread will collect the heap the job grew past the bound (see heap-collect.ts): it may be kept. */
+  private collects = false;
   /** The job's scripts as a warm sandbox would be started for them (see StageThreadPool.kinds). */
   private scripts: WarmSpec[] = [];
   private jobId = -1;
@@ -281,7 +321,7 @@ export class StageSession {
   constructor(
     private readonly thread: PooledThread,
     private readonly stallMs: number,
-    private readonly maxHeapBytes: number,
+    private readonly heap: { maxBytes: number; idleMs: number },
     private readonly release: (reusable: boolean, scripts: readonly WarmSpec[]) => void,
     private readonly onStall: (stage: (typeof STAGE_NAMES)[number]) => void,
   ) {
@@ -292,12 +332,18 @@ export class StageSession {
     this.timer = setInterval(() => this.watch(), Math.max(20, Math.min(1000, stallMs / 4)));
   }
 
-  begin(job: Omit<StartMessage, 'kind' | 'shared' | 'maxHeapBytes'>): void {
+  begin(job: Omit<StartMessage, 'kind' | 'shared' | 'maxHeapBytes' | 'heapIdleMs'>): void {
     this.beat[STAGE] = 0;
     // The thread numbers the jobs it is given; this one is the next.
     this.jobId = ++this.thread.jobs;
     this.firstReply = this.request(
-      { ...job, kind: 'start', shared: this.thread.shared, maxHeapBytes: this.maxHeapBytes },
+      {
+        ...job,
+        kind: 'start',
+        shared: this.thread.shared,
+        maxHeapBytes: this.heap.maxBytes,
+        heapIdleMs: this.heap.idleMs,
+      },
       [job.input],
     );
     this.firstReply.catch(() => undefined); // seen when first() is awaited
@@ -351,6 +397,7 @@ export class StageSession {
     if (r.kind === 'end') {
       this.done = true;
       this.heapBytes = r.heapBytes;
+      this.collects = r.collects;
       return { end: r.counts, sample: r.sample };
     }
     const batch = expect(r, 'batch');
@@ -374,7 +421,10 @@ export class StageSession {
     return this.done;
   }
 
-  /** Ends the session; the thread goes back to the pool only after a clean end, its heap within bounds. */
+  /**
+   * Ends the session; the thread goes back to the pool only after a clean end, its heap within the bound
+   * or being collected back into it.
+   */
   end(): void {
     this.ended = true;
     clearInterval(this.timer);
@@ -383,7 +433,7 @@ export class StageSession {
     w.off('error', this.onError);
     w.off('exit', this.onExit);
     const clean = this.failed === null && this.waiters.length === 0 && this.done;
-    this.release(clean && this.heapBytes <= this.maxHeapBytes, this.scripts);
+    this.release(clean && (this.heapBytes <= this.heap.maxBytes || this.collects), this.scripts);
   }
 
   private request(msg: ToThread, transfer: TransferListItem[] = []): Promise<Reply> {

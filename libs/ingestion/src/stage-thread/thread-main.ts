@@ -13,7 +13,7 @@ import { FatalReadError, StreamEndedError } from '@tapyard/readers';
 import { BatchBuilder, RowPlan } from '../row-plan';
 import type { Payload } from '@tapyard/destinations';
 import { RunningScript, KIND_STAGES, type ScriptRunSpec } from '@tapyard/scripts';
-import { FromThread, HEARTBEAT, RETIRED, STAGE, ToThread } from './protocol';
+import { FromThread, HEARTBEAT, OVERSIZED, RETIRED, STAGE, ToThread } from './protocol';
 import { newCounts, recordValidator } from './convert';
 import { readInput } from './read-input';
 import { receiveInput } from './input-channel';
@@ -22,6 +22,7 @@ import { binaryRows, csvEncoderOf, encoderOf, pieces, reuseEncoderMemory } from 
 import { WarmScripts } from './warm-scripts';
 import { Job, ScriptStageError, message, readerOf } from './thread-job';
 import { nextScripted } from './scripted-batches';
+import { heapCollector } from './heap-collect';
 
 const port = parentPort;
 if (port === null) throw new Error('thread-main runs only as a worker thread');
@@ -30,6 +31,10 @@ let job: Job | null = null;
 let jobs = 0;
 /** Warm sandboxes for this thread's next jobs. */
 const spares = new WarmScripts();
+/** Gives a large job's heap back (null: this thread cannot, and is let go after such a job). */
+const collect = heapCollector();
+/** The collection due once this thread has been idle a while after a large job (see giveBackHeap). */
+let collecting: NodeJS.Timeout | null = null;
 
 port.on('message', (msg: ToThread) => {
   if (msg.kind === 'warm') {
@@ -88,8 +93,11 @@ function post(id: number, reply: FromThread): void {
 
 async function handle(msg: ToThread): Promise<void> {
   if (msg.kind === 'start') {
-    // The previous job of this thread ended (or failed): its scripts go with it.
+    // The previous job of this thread ended (or failed): its scripts go with it. Its heap is this
+    // job's to use (a collection now would only make this job grow it again).
     if (job !== null) stopScripts(job);
+    if (collecting !== null) clearTimeout(collecting);
+    collecting = null;
     if (shared === null) {
       shared = new Int32Array(msg.shared);
       const beat = shared;
@@ -231,7 +239,7 @@ async function handle(msg: ToThread): Promise<void> {
     const payloads = await j.fast.next(j.plan, j.builder, j.encoders[0], j.counts, j.rejects);
     if (payloads === null) {
       await close(j.rejects);
-      post(j.id, { kind: 'end', counts: j.counts, sample: [], heapBytes: j.heapBytes });
+      if (end(j, [])) giveBackHeap(j);
     } else if (j.csvEncoder === null) postBatch(j, [payloads]);
     else {
       // The part's first piece now, the others on the next requests (the loaders start on it meanwhile).
@@ -252,18 +260,39 @@ async function handle(msg: ToThread): Promise<void> {
     // Every answer is in: the job ends now, while the scripts' sandboxes exit and give back their
     // uid and cgroups (tens of milliseconds, which each job waited for before).
     const scripts = j.scripts.splice(0);
-    post(j.id, { kind: 'end', counts: j.counts, sample: j.sample, heapBytes: j.heapBytes });
+    const collects = end(j, j.sample);
     for (const script of scripts) void script.close().catch(() => undefined);
     const specs = j.specs.splice(0);
-    // Past the bound the pool lets this thread go: spares started here would die unused, so the pool
-    // hands their kinds to the thread that replaces it (SparesMessage).
-    if (j.heapBytes <= j.start.maxHeapBytes) spares.replenish(specs);
+    // A thread the pool lets go (its heap past the bound, not collected) would see its spares die unused:
+    // the pool hands their kinds to the thread that replaces it (SparesMessage).
+    if (collects) giveBackHeap(j);
+    if (collects || j.heapBytes <= j.start.maxHeapBytes) spares.replenish(specs);
     return;
   }
   postBatch(
     j,
     j.encoders.map((encode) => encode(out)),
   );
+}
+
+/** Posts the job's end; true when its heap passed the bound and the thread will collect it (giveBackHeap). */
+function end(j: Job, sample: Record<string, unknown>[]): boolean {
+  const collects = collect !== null && j.heapBytes > j.start.maxHeapBytes;
+  post(j.id, { kind: 'end', counts: j.counts, sample, heapBytes: j.heapBytes, collects });
+  return collects;
+}
+
+/**
+ * Collects the heap once the thread has been idle `heapIdleMs` after the job (a next job cancels it);
+ * when the heap is still past the bound then, the pool is told and lets the thread go.
+ */
+function giveBackHeap(j: Job): void {
+  const { maxHeapBytes, heapIdleMs } = j.start;
+  collecting = setTimeout(() => {
+    collecting = null;
+    collect?.();
+    if (getHeapStatistics().total_heap_size > maxHeapBytes) port?.postMessage(OVERSIZED);
+  }, heapIdleMs);
 }
 
 /**
