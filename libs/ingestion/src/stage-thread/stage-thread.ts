@@ -13,9 +13,9 @@
  * floor: after a job whose heap grew past STAGE_THREAD_MAX_HEAP_BYTES the thread stays pooled, its
  * compiled code warm, and runs a memory-reducing collection (heap-collect.ts) once it has been idle
  * STAGE_THREAD_HEAP_IDLE_MS; it is let go when its heap is still past the bound then (or at once where it
- * cannot collect). A thread let go takes its warm sandboxes
- * (CodeGen scripts, see warm-scripts.ts) with it: it starts none after that job, and the thread the next
- * job takes starts them instead, for the kinds of script the worker ran lately.
+ * cannot collect). A thread let go takes its warm sandboxes (CodeGen scripts, see warm-scripts.ts) with
+ * it: it starts none after that job, and the thread the next job takes starts them instead, for the kinds
+ * of script the worker ran lately.
  */
 import { Inject, Injectable, OnApplicationBootstrap, OnModuleDestroy, Optional } from '@nestjs/common';
 import { Counter, Registry } from 'prom-client';
