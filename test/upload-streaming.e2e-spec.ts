@@ -3,6 +3,7 @@ import { AddressInfo } from 'node:net';
 import { Client } from 'pg';
 import { STAGING_PREFIX } from '@tapyard/intake';
 import { ObjectStore } from '@tapyard/objectstore';
+import { StatusService } from '@tapyard/status';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { TEST_DATABASE_URL, uniqueEnvironment } from './support/env';
 import { RollupAnswer, csvPipeline, waitForPublisher } from './support/ingest';
@@ -178,6 +179,88 @@ describe('uploads loaded while they arrive', () => {
     expect(rollup.status).toBe('error');
     expect(rollup.jobs[0].lastError?.description).toMatch(/the upload was refused .*nothing was loaded/);
     expect(await count()).toBe(before);
+  });
+
+  /**
+   * One upload whose API-side status writes go through `intake` (the first of them is the begin's);
+   * its events once the job ended, as `process state: description`.
+   */
+  async function uploadWith(
+    publisher: string,
+    intake: (first: boolean) => Promise<void>,
+    whileOpen: () => Promise<void>,
+  ): Promise<string[]> {
+    const apiStatus = api.app.get(StatusService);
+    const write = apiStatus.recordAll.bind(apiStatus);
+    let calls = 0;
+    const spy = jest.spyOn(apiStatus, 'recordAll').mockImplementation(async (job, list) => {
+      if (job.publisherToken === publisher) await intake(calls++ === 0);
+      return write(job, list);
+    });
+    try {
+      const { req, answer } = openUpload(publisher);
+      try {
+        req.write(rows(400_001, 405_000));
+        await whileOpen();
+      } finally {
+        req.end(rows(405_001, 405_100) + `\r\n--${boundary}--\r\n`);
+      }
+      expect((await answer).statusCode).toBe(200);
+      const done = await waitForPublisher(api.http, publisher, 60_000);
+      expect(done.rollup.status).toBe('success');
+      return done.events.map((e) => `${e.processName} ${e.state}: ${e.description}`);
+    } finally {
+      spy.mockRestore();
+    }
+  }
+
+  const BEGIN = 'StreamNotifier begin: receiving rows.csv; loading while it arrives';
+  const END = /^StreamNotifier end: received \d+ bytes; loaded while it arrived$/;
+
+  it('queues the job while its begin is written: with that write held, the job starts and writes it first', async () => {
+    const publisher = `${env}-held`;
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const seen = await uploadWith(
+      publisher,
+      async (first) => {
+        if (first) await held;
+      },
+      async () => {
+        try {
+          // Before, the job was queued only once the begin was written: this waited for ever.
+          await until(
+            async () => (await events(publisher)).some((e) => e.processName === 'JobRunner'),
+            'the job to begin while the API writes its intake entry',
+          );
+        } finally {
+          release();
+        }
+      },
+    );
+    // The API's write came second and added nothing: one begin, first, and the contract's order.
+    expect(seen[0]).toBe(BEGIN);
+    expect(seen.filter((e) => e.startsWith('StreamNotifier begin'))).toHaveLength(1);
+    expect(seen.filter((e) => END.test(e))).toHaveLength(1);
+    expect(seen.at(-1)).toMatch(/^JobRunner end/);
+  });
+
+  it("stands on its job when the begin's own write fails: the begin is written once, first, and the file streamed", async () => {
+    const publisher = `${env}-unwritten`;
+    const seen = await uploadWith(
+      publisher,
+      async (first) => {
+        if (first) throw new Error('connection terminated');
+      },
+      () =>
+        until(
+          async () => (await events(publisher)).some((e) => e.processName === 'JobRunner'),
+          'the job to begin',
+        ),
+    );
+    expect(seen[0]).toBe(BEGIN);
+    expect(seen.filter((e) => e.startsWith('StreamNotifier begin'))).toHaveLength(1);
+    expect(seen.filter((e) => END.test(e))).toHaveLength(1);
   });
 
   it('nothing staged is left once the jobs ended (loaded, refused, cut off)', async () => {

@@ -21,12 +21,13 @@ import {
   EnvironmentQueues,
   INLINE_UPLOAD_BYTES,
   IngestJob,
+  IntakeEntry,
   IntakePayload,
   loadJobOptions,
 } from '@tapyard/queue';
 import { archiveKind } from '@tapyard/archives';
 import { ObjectStore } from '@tapyard/objectstore';
-import { JobRef, StatusService } from '@tapyard/status';
+import { JobRef, RecordedEvent, StatusService } from '@tapyard/status';
 import { StagedWriter } from './staged-writer';
 import { STAGING_PREFIX } from './staging-keys';
 import { Staging } from './staging';
@@ -60,6 +61,15 @@ const UPLOAD_STALE_MS = 300_000;
 /** Waits before writing a small upload's intake entries again, when the first write failed. */
 const INTAKE_REWRITE_MS = [50, 250];
 
+/** An intake entry written once: here, or by the job that carries it, whichever is first. */
+type Once = RecordedEvent & { once: true };
+
+/** A streamed upload's job, queued once the file's head was in, and its begin entry. */
+interface Streamed {
+  job: JobRef;
+  begin: Once;
+}
+
 @Injectable()
 export class UploadService {
   constructor(
@@ -83,7 +93,7 @@ export class UploadService {
       ).coded(UploadErrorCode.NoObjectStore);
     }
     const pipelineToken = randomUUID();
-    let streamed: JobRef | null = null;
+    let streamed: Streamed | null = null;
     const length = Number(req.headers['content-length']);
     const size = Number.isSafeInteger(length) && length > 0 ? length : undefined;
     const whole = size !== undefined && size <= INLINE_UPLOAD_BYTES;
@@ -107,13 +117,13 @@ export class UploadService {
       if (streamed) await this.abortStream(streamed, pipelineToken, environment, err);
       throw err;
     }
-    const early = streamed as JobRef | null;
+    const early = streamed as Streamed | null;
     if (early) {
       try {
         checkReceived(got, this.config.uploadLimitBytes);
         // The job took its publisher token from the fields before the file; one sent after it would
         // be silently lost.
-        if (publisherTokenOf(got.fields) !== early.publisherToken) {
+        if (publisherTokenOf(got.fields) !== early.job.publisherToken) {
           throw new ValidationError("multipart field 'publishertoken' must come before 'file'").coded(
             UploadErrorCode.FieldOrder,
           );
@@ -122,13 +132,12 @@ export class UploadService {
         await this.abortStream(early, pipelineToken, environment, err);
         throw err;
       }
-      // Recorded before the job may end: its terminal event must stay the job's last.
-      await this.status.record(
-        early,
-        'StreamNotifier',
-        'end',
-        `received ${got.bytes} bytes; loaded while it arrived`,
-      );
+      // Recorded before the job may end: its terminal event must stay the job's last. With the begin
+      // (written once): when its own write failed and the job has not written it yet, it stays first.
+      await this.status.recordAll(early.job, [
+        early.begin,
+        this.status.event('StreamNotifier', 'end', `received ${got.bytes} bytes; loaded while it arrived`),
+      ]);
       await this.staging.done(environment, got.staged as StagedWriter);
       return pipelineToken;
     }
@@ -212,36 +221,32 @@ export class UploadService {
       this.status.event('StreamNotifier', 'begin', `receiving ${job.filename}`),
       this.status.event('StreamNotifier', 'end', `received ${body.length} bytes; queued for processing`),
     ].map((e) => ({ ...e, once: true as const }));
-    const intakeEntries = entries.map((e) => ({
-      state: e.state as 'begin' | 'end',
-      description: e.description,
-      epoch: e.epoch,
-    }));
     const options = loadJobOptions(environment, pipelineToken, this.config.loadRetry);
     const inline = body.toString('base64');
     const queue = this.queues.ingest(environment);
-    const [written, queued] = await Promise.allSettled([
-      this.status.recordAll(job, entries),
-      documentUri !== undefined
-        ? queue.enqueue(IngestJob.document, { ...job, inline, intakeEntries, uri: documentUri }, options)
-        : queue.enqueue(
-            IngestJob.load,
-            { ...job, staged: pipelineToken, inline, intakeEntries, size: body.length },
-            options,
-          ),
-    ]);
-    if (queued.status === 'rejected') {
+    let written: PromiseSettledResult<void>;
+    try {
+      written = await this.queueWithIntake(job, entries, (intakeEntries) =>
+        documentUri !== undefined
+          ? queue.enqueue(IngestJob.document, { ...job, inline, intakeEntries, uri: documentUri }, options)
+          : queue.enqueue(
+              IngestJob.load,
+              { ...job, staged: pipelineToken, inline, intakeEntries, size: body.length },
+              options,
+            ),
+      );
+    } catch (err) {
       // The job never started: its status says so rather than staying `processing`.
       await this.status
         .record(
           job,
           'StreamNotifier',
           'error',
-          `the upload could not be queued: ${errorMessage(queued.reason)}`,
+          `the upload could not be queued: ${errorMessage(err)}`,
           'error',
         )
         .catch(() => undefined);
-      throw queued.reason;
+      throw err;
     }
     if (written.status === 'fulfilled') return;
     // The job is queued: the upload stands. Its status is found once the entries are written, here
@@ -260,6 +265,30 @@ export class UploadService {
       { pipelineToken, err: errorMessage(written.reason) },
       "an upload's intake entries were not written; its job writes them",
     );
+  }
+
+  /**
+   * Queues a job that carries its intake entries (written once, see StatusService.of) while they are
+   * written here: its pickup waits for the queue alone, and its first status write includes them, so
+   * they stay ahead of everything the job writes whichever write is first. Settles once the job is
+   * queued (with the queue's error when it was not), with the outcome of the write here.
+   */
+  private async queueWithIntake(
+    job: JobRef,
+    entries: readonly Once[],
+    enqueue: (intakeEntries: IntakeEntry[]) => Promise<unknown>,
+  ): Promise<PromiseSettledResult<void>> {
+    const intakeEntries = entries.map((e) => ({
+      state: e.state as 'begin' | 'end',
+      description: e.description,
+      epoch: e.epoch,
+    }));
+    const [written, queued] = await Promise.allSettled([
+      this.status.recordAll(job, entries),
+      enqueue(intakeEntries),
+    ]);
+    if (queued.status === 'rejected') throw queued.reason;
+    return written;
   }
 
   /** The received file as a finished staged input: ended when it was streamed there, written when received whole. */
@@ -353,7 +382,7 @@ export class UploadService {
     fields: Map<string, string>,
     access: AccessCheck,
     size: number | undefined,
-  ): Promise<JobRef | null> {
+  ): Promise<Streamed | null> {
     const pipeline = fields.get('pipeline')?.trim();
     const filename = got.filename;
     const early = publisherTokenOf(fields);
@@ -363,27 +392,41 @@ export class UploadService {
     if (sniffContent(got.head).kind !== 'text') return null;
     const { publisherToken } = await this.admit(environment, pipeline, early, access);
     const job: JobRef = { environment, pipeline, pipelineToken, publisherToken, filename };
-    await this.status.record(
-      job,
-      'StreamNotifier',
-      'begin',
-      `receiving ${filename}; loading while it arrives`,
-    );
-    await this.queues
-      .ingest(environment)
-      .enqueue(
+    const begin: Once = {
+      ...this.status.event('StreamNotifier', 'begin', `receiving ${filename}; loading while it arrives`),
+      once: true,
+    };
+    // The file waits while this runs: the job is queued as its begin is written, not after. A begin
+    // not written here is written by the job, or with the upload's end or error (once either way).
+    await this.queueWithIntake(job, [begin], (intakeEntries) =>
+      this.queues.ingest(environment).enqueue(
         IngestJob.load,
-        { ...job, staged: pipelineToken, stream: { staleMs: UPLOAD_STALE_MS }, ...(size ? { size } : {}) },
+        {
+          ...job,
+          staged: pipelineToken,
+          stream: { staleMs: UPLOAD_STALE_MS },
+          ...(size ? { size } : {}),
+          intakeEntries,
+        },
         loadJobOptions(environment, pipelineToken, this.config.loadRetry),
-      );
-    return job;
+      ),
+    );
+    return { job, begin };
   }
 
   /** A streamed upload refused after its job started: the job ends without committing anything. */
-  private async abortStream(job: JobRef, token: string, environment: string, err: unknown): Promise<void> {
+  private async abortStream(
+    { job, begin }: Streamed,
+    token: string,
+    environment: string,
+    err: unknown,
+  ): Promise<void> {
     const reason = `the upload was refused (${errorMessage(err)}): nothing was loaded`;
-    // Recorded before the job learns of it (as a processing entry: the job's own error ends it).
-    await this.status.record(job, 'StreamNotifier', 'error', reason, 'processing').catch(() => undefined);
+    // Recorded before the job learns of it (as a processing entry: the job's own error ends it), after
+    // its begin (written once).
+    await this.status
+      .recordAll(job, [begin, this.status.event('StreamNotifier', 'error', reason, 'processing')])
+      .catch(() => undefined);
     await this.staging.abort(environment, token, reason).catch(() => undefined);
   }
 

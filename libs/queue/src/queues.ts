@@ -57,9 +57,10 @@ export interface JobFields {
 }
 
 /**
- * The intake's status entries of a small upload (StreamNotifier begin and end, each with the time it
- * happened), carried by its job: the API writes them while the job is already queued, and the job's
- * first status write includes them, written once (see StatusService.of()).
+ * The intake's status entries of an upload, carried by its job (a small upload's StreamNotifier begin
+ * and end, a streamed upload's begin; each with the time it happened): the API writes them while the
+ * job is already queued, and the job's first status write includes them, written once (see
+ * StatusService.of()).
  */
 export interface IntakeEntry {
   state: 'begin' | 'end';
@@ -123,7 +124,7 @@ export interface IngestPayload extends JobFields {
   inline?: string;
   /** How many bytes `inline` held, once the job finished and they were dropped (see InlineDrops). */
   inlineDropped?: number;
-  /** With `inline` from an upload: the intake's entries, for the job's first status write. */
+  /** From an upload (with `inline`, or streamed): the intake's entries, for the job's first status write. */
   intakeEntries?: IntakeEntry[];
   /**
    * How many bytes the input holds, when known, for progress notes: the staged file's size, or for

@@ -29,8 +29,8 @@ export interface RecordedEvent {
   outcome: JobStatus | null;
   rows: JobRows | null;
   /**
-   * Written once: skipped when its job already has this process, state and time (a small upload's
-   * intake entries, which the API writes and its job carries; see CarriedEntry).
+   * Written once: skipped when its job already has this process, state and time (an upload's intake
+   * entries, which the API writes and its job carries; see CarriedEntry).
    */
   once?: true;
 }

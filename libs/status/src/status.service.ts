@@ -116,9 +116,9 @@ export class StatusService {
 
   /**
    * The events of one job, written in batches (see JobEvents). `intake`: the intake's entries its job
-   * carries (the queue's IntakeEntry: a small upload's StreamNotifier begin and end, which the API
-   * writes while the job is already queued): the job's first write includes them, written once, so
-   * they come first in the job's entries whichever of the two writes is first.
+   * carries (the queue's IntakeEntry: an upload's StreamNotifier begin, and a small one's end, which
+   * the API writes while the job is already queued): the job's first write includes them, written
+   * once, so they come first in the job's entries whichever of the two writes is first.
    */
   of(job: JobRef, intake: readonly { state: string; description: string; epoch: number }[] = []): JobEvents {
     const events = new JobEvents(this, job);
