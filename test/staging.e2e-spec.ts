@@ -51,12 +51,13 @@ describe('staging (inputs between hosts, through the object store)', () => {
     const body = randomBytes(10 * 1024 * 1024 + 12_345);
     const w = await staging.writer(env, 'growing');
     const reading = staging.read(env, 'growing', { reader: 'job-a' });
-    // The first 5 MiB: more than a part, so the reader has bytes before the writer ends.
+    // The first 5 MiB: more than a part, so the reader has bytes before the writer ends; the first part
+    // is 1 MiB, so a job starts on it sooner.
     w.write(body.subarray(0, 5 * 1024 * 1024));
     const first = await reading.next();
     expect(first.done).toBe(false);
     const head = first.value as Buffer;
-    expect(head.length).toBe(4 * 1024 * 1024);
+    expect(head.length).toBe(1024 * 1024);
     // Its own memory: it is handed to the stage thread without a copy.
     expect(head.buffer.byteLength).toBe(head.length);
     w.end(body.subarray(5 * 1024 * 1024));
@@ -77,7 +78,7 @@ describe('staging (inputs between hosts, through the object store)', () => {
     const sizes = (
       await store.list(await store.bucket(env, 'staged'), `${STAGING_PREFIX}one-big-write/`)
     ).map((o) => o.size);
-    expect(sizes.sort((a, b) => b - a)).toEqual([4 << 20, 4 << 20, (1 << 20) + 1]);
+    expect(sizes.sort((a, b) => b - a)).toEqual([4 << 20, 4 << 20, 1 << 20, 1]);
     await staging.remove(env, 'one-big-write');
   });
 
@@ -170,7 +171,7 @@ describe('staging (inputs between hosts, through the object store)', () => {
     try {
       await staging.download(env, 'finished', join(dir, 'finished'));
       const keys = gets.mock.calls.map((c) => c[1].slice(`${STAGING_PREFIX}finished/`.length));
-      expect(keys).toEqual(['end', 'part-000000', 'part-000001', 'part-000002']);
+      expect(keys).toEqual(['end', 'part-000000', 'part-000001', 'part-000002', 'part-000003']);
     } finally {
       gets.mockRestore();
     }
