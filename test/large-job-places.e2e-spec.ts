@@ -5,7 +5,7 @@ import { WorkerDrain } from '../apps/worker/src/worker-drain';
 import { WorkerMetrics } from '../apps/worker/src/worker-metrics';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { TEST_DATABASE_URL, uniqueEnvironment } from './support/env';
-import { csvPipeline, upload, waitForJob } from './support/ingest';
+import { idLabelPipeline, upload, waitForJob } from './support/ingest';
 
 /**
  * A worker's slots (WORKER_CONCURRENCY) are more than its places for large jobs
@@ -24,15 +24,7 @@ describe('large jobs wait for a place; small uploads do not', () => {
     worker = await startWorker({ TAPYARD_ENV: env, WORKER_CONCURRENCY: '4', LARGE_JOB_CONCURRENCY: '1' });
     pg = new Client({ connectionString: TEST_DATABASE_URL });
     await pg.connect();
-    await api.http
-      .post('/api/v1/pipeline')
-      .send(
-        csvPipeline('places', table, [
-          ['id', 'int'],
-          ['label', 'string'],
-        ]),
-      )
-      .expect(200);
+    await idLabelPipeline(api.http, 'places', table);
   });
   afterAll(async () => {
     await pg.end();

@@ -8,7 +8,7 @@ import { StatusService } from '@tapyard/status';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { TEST_DATABASE_URL, uniqueEnvironment } from './support/env';
 import { closedPort } from './support/net';
-import { csvPipeline, upload, waitForJob } from './support/ingest';
+import { idLabelPipeline, upload, waitForJob } from './support/ingest';
 
 /**
  * A small upload (its request at most INLINE_UPLOAD_BYTES) is carried in its job: nothing of it goes
@@ -49,15 +49,7 @@ describe('small uploads carried in their job', () => {
     worker = await startWorker({ ...flags, TAPYARD_SPOOL_DIR: notADirectory });
     pg = new Client({ connectionString: TEST_DATABASE_URL });
     await pg.connect();
-    await api.http
-      .post('/api/v1/pipeline')
-      .send(
-        csvPipeline('small', table, [
-          ['id', 'int'],
-          ['label', 'string'],
-        ]),
-      )
-      .expect(200);
+    await idLabelPipeline(api.http, 'small', table);
   });
   afterAll(async () => {
     await pg.end();

@@ -6,7 +6,7 @@ import { ObjectStore } from '@tapyard/objectstore';
 import { StatusService } from '@tapyard/status';
 import { TestApi, TestWorker, startApi, startWorker } from './support/apps';
 import { TEST_DATABASE_URL, uniqueEnvironment } from './support/env';
-import { RollupAnswer, csvPipeline, waitForPublisher } from './support/ingest';
+import { RollupAnswer, idLabelPipeline, waitForPublisher } from './support/ingest';
 
 /**
  * An upload whose pipeline field comes first starts its job while the file still arrives; an upload
@@ -29,15 +29,7 @@ describe('uploads loaded while they arrive', () => {
     worker = await startWorker(flags);
     pg = new Client({ connectionString: TEST_DATABASE_URL });
     await pg.connect();
-    await api.http
-      .post('/api/v1/pipeline')
-      .send(
-        csvPipeline('streamed', table, [
-          ['id', 'int'],
-          ['label', 'string'],
-        ]),
-      )
-      .expect(200);
+    await idLabelPipeline(api.http, 'streamed', table);
   });
   afterAll(async () => {
     await pg.end();

@@ -80,6 +80,19 @@ export function csvPipeline(
   };
 }
 
+/** Creates a CSV pipeline of two columns, `id` (int) and `label` (string), loading into `table`. */
+export async function idLabelPipeline(http: TestAgent, name: string, table: string): Promise<void> {
+  await http
+    .post('/api/v1/pipeline')
+    .send(
+      csvPipeline(name, table, [
+        ['id', 'int'],
+        ['label', 'string'],
+      ]),
+    )
+    .expect(200);
+}
+
 /** Polls the rollup of a publisher token until every job is done (tap runs, archives). */
 export async function waitForPublisher(
   http: TestAgent,
